@@ -1,0 +1,40 @@
+# SPDX-License-Identifier: MIT
+# The Debian packages floodgate needs to build, test and demo; sourced by the scripts.
+
+FLOODGATE_PACKAGES=(
+  # build
+  cmake make g++ pkg-config clang llvm
+  libbpf-dev bpftool libelf-dev zlib1g-dev
+  libcli11-dev libyaml-cpp-dev nlohmann-json3-dev libhiredis-dev libcpp-httplib-dev libssl-dev
+  # tests and benchmarks
+  googletest libgtest-dev libgmock-dev libbenchmark-dev
+  iproute2 nftables iptables redis-server prometheus
+)
+
+# Installs whatever of FLOODGATE_PACKAGES is missing (needs root).
+install_missing_packages() {
+  local missing=()
+  local pkg
+  for pkg in "${FLOODGATE_PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" \
+      || missing+=("$pkg")
+  done
+  if ((${#missing[@]} == 0)); then
+    return 0
+  fi
+  if [[ $(id -u) -ne 0 ]]; then
+    echo "error: missing packages: ${missing[*]}; run as root or install them with apt-get" >&2
+    return 1
+  fi
+  echo "==> installing: ${missing[*]}"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+}
+
+# Configures and builds into $1 with build type $2 (extra cmake args follow).
+build_floodgate() {
+  local build_dir=$1 build_type=$2
+  shift 2
+  cmake -S "$FLOODGATE_ROOT" -B "$build_dir" -DCMAKE_BUILD_TYPE="$build_type" "$@" >/dev/null
+  cmake --build "$build_dir" -j "$(nproc)"
+}

@@ -1,0 +1,22 @@
+// SPDX-License-Identifier: MIT
+// The subcommands of the floodgate CLI: each file declares its flags and calls the library.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <functional>
+
+#include "common/result.h"
+
+namespace floodgate::cli {
+
+// The work a subcommand leaves behind once its flags parsed; main runs it and maps its
+// Error to an exit code (usage 2, failure 1).
+using Action = std::function<Status()>;
+
+void addAttachCommand(CLI::App& app, Action& selected);
+void addDetachCommand(CLI::App& app, Action& selected);
+void addStatusCommand(CLI::App& app, Action& selected);
+void addStatsCommand(CLI::App& app, Action& selected);
+void addListCommands(CLI::App& app, Action& selected);  // allow, deny
+
+}  // namespace floodgate::cli

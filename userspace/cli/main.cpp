@@ -1,0 +1,38 @@
+// SPDX-License-Identifier: MIT
+// Entry point of the floodgate CLI: parses, runs one subcommand, prints one line on error.
+#include <iostream>
+
+#include "cli/commands.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"floodgate: an XDP rate limiter for floods at the NIC", "floodgate"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", FLOODGATE_VERSION);
+
+  floodgate::cli::Action selected;
+  floodgate::cli::addAttachCommand(app, selected);
+  floodgate::cli::addDetachCommand(app, selected);
+  floodgate::cli::addStatusCommand(app, selected);
+  floodgate::cli::addStatsCommand(app, selected);
+  floodgate::cli::addListCommands(app, selected);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::cerr << "floodgate: error: " << e.what() << " (see 'floodgate --help')\n";
+    return 2;
+  }
+  if (!selected) return 0;
+  floodgate::Status status = selected();
+  if (!status.ok()) {
+    std::cerr << "floodgate: error: " << status.error().message << "\n";
+    return static_cast<int>(status.error().kind);
+  }
+  return 0;
+}
