@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR MIT) */
+/* floodgate's XDP program: the path of one packet, from parse to verdict. */
+#include <linux/bpf.h>
+#include <bpf/bpf_helpers.h>
+
+#include "floodgate_shared.h"
+#include "parse.bpf.h"
+#include "maps.bpf.h"
+#include "counters.bpf.h"
+#include "lists.bpf.h"
+#include "rules.bpf.h"
+
+char LICENSE[] SEC("license") = "Dual MIT/GPL";
+
+/* Counts the verdict and turns it into an XDP action; monitor mode passes what it drops. */
+static __always_inline int fg_finish(const struct fg_settings *settings, __u32 verdict,
+				     __u32 reason, __u32 len)
+{
+	if (verdict == FG_VERDICT_DROP && settings->monitor)
+		verdict = FG_VERDICT_MONITOR;
+	fg_count(verdict, reason, len);
+	return verdict == FG_VERDICT_DROP ? XDP_DROP : XDP_PASS;
+}
+
+static __always_inline int fg_by_policy(const struct fg_settings *settings, __u32 policy,
+					__u32 reason, __u32 len)
+{
+	return fg_finish(settings, policy == FG_POLICY_DROP ? FG_VERDICT_DROP : FG_VERDICT_PASS,
+			 reason, len);
+}
+
+SEC("xdp")
+int floodgate_xdp(struct xdp_md *ctx)
+{
+	void *data = (void *)(long)ctx->data;
+	void *data_end = (void *)(long)ctx->data_end;
+	__u32 len = data_end - data, zero = 0, verdict, reason = FG_REASON_DEFAULT;
+	struct fg_settings *settings;
+	struct fg_packet pkt = {};
+
+	settings = bpf_map_lookup_elem(&settings_map, &zero);
+	if (!settings)
+		return XDP_PASS;
+
+	switch (fg_parse(data, data_end, &pkt)) {
+	case FG_PARSE_OK:
+		break;
+	case FG_PARSE_NON_IP:
+		return fg_finish(settings, FG_VERDICT_PASS, FG_REASON_NON_IP, len);
+	case FG_PARSE_UNKNOWN_EXT:
+		return fg_by_policy(settings, settings->unknown_ext_policy, FG_REASON_MALFORMED, len);
+	default:
+		return fg_by_policy(settings, settings->malformed_policy, FG_REASON_MALFORMED, len);
+	}
+
+	if (pkt.fragment) {
+		if (settings->fragment_policy == FG_POLICY_DROP)
+			return fg_finish(settings, FG_VERDICT_DROP, FG_REASON_FRAGMENT, len);
+		reason = FG_REASON_FRAGMENT;
+	}
+	if (fg_listed(&deny_v4, &deny_v6, settings->deny_entries, &pkt))
+		return fg_finish(settings, FG_VERDICT_DROP, FG_REASON_DENY, len);
+	if (fg_listed(&allow_v4, &allow_v6, settings->allow_entries, &pkt))
+		return fg_finish(settings, FG_VERDICT_PASS, FG_REASON_ALLOW, len);
+
+	verdict = fg_apply_rules(&pkt, len, settings->hash_seed, &reason);
+	return fg_finish(settings, verdict, reason, len);
+}

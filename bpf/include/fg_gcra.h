@@ -1,0 +1,80 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR MIT) */
+/* GCRA bucket arithmetic in plain C: the XDP program and the native unit tests run this
+ * same code, the tests with a virtual clock. Times are bucket time units (ns << FG_TIME_SHIFT). */
+#ifndef FLOODGATE_GCRA_H
+#define FLOODGATE_GCRA_H
+
+#include "floodgate_shared.h"
+
+#ifndef FG_INLINE
+#define FG_INLINE static inline __attribute__((always_inline))
+#endif
+
+#define FG_STALE_MAX_UNITS (FG_STALE_MAX_NS << FG_TIME_SHIFT)
+#define FG_MAX_CAPACITY_UNITS (FG_MAX_CAPACITY_NS << FG_TIME_SHIFT)
+
+/* How far a bucket time runs ahead of now: 0 for an idle (full) bucket. A bucket time can
+ * run ahead by at most `capacity` when it is written, so one further ahead than that plus
+ * FG_STALE_MAX_UNITS is an old time that wrapped around (the 64-bit unit clock wraps
+ * every 2^48 ns, ~3.26 days): that bucket is idle too. A reading up to FG_STALE_MAX_NS
+ * late (another CPU already moved on) is taken as it is, so it never over-admits. */
+FG_INLINE __u64 fg_gcra_ahead(__u64 tat, __u64 now, __u64 capacity)
+{
+	__u64 ahead = tat - now;
+
+	if ((__s64)ahead <= 0 || ahead > capacity + FG_STALE_MAX_UNITS)
+		return 0;
+	return ahead;
+}
+
+/* Decides whether `increment` (cost × interval) conforms at `now`. On admit, writes the
+ * new bucket time to *next and returns 1; on reject leaves *next alone and returns 0. */
+FG_INLINE int fg_gcra_admit(__u64 tat, __u64 now, __u64 increment, __u64 capacity, __u64 *next)
+{
+	__u64 ahead = fg_gcra_ahead(tat, now, capacity);
+
+	if (ahead > capacity || increment > capacity - ahead)
+		return 0;
+	*next = now + ahead + increment;
+	return 1;
+}
+
+/* Whole units of cost the bucket could admit at `now` (for display). */
+FG_INLINE __u64 fg_gcra_remaining(__u64 tat, __u64 now, __u64 interval, __u64 capacity)
+{
+	__u64 ahead = fg_gcra_ahead(tat, now, capacity);
+
+	if (interval == 0 || ahead >= capacity)
+		return 0;
+	return (capacity - ahead) / interval;
+}
+
+/* Bucket time units the clock advances per tick of a `hz` clock. */
+FG_INLINE __u64 fg_tick_units(__u64 hz)
+{
+	return (1000000000ULL / hz) << FG_TIME_SHIFT;
+}
+
+/* Keyed 64-bit mix of a (rule, family, masked address) key: index and fingerprint of a
+ * slot. Keyed with a random seed so flooders cannot aim sources at one set of slots. */
+FG_INLINE __u64 fg_mix64(__u64 x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdULL;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ULL;
+	x ^= x >> 33;
+	return x;
+}
+
+FG_INLINE __u64 fg_key_fingerprint(__u64 seed, __u32 rule_id, __u32 rule_epoch, __u32 family,
+				   __u64 addr_hi, __u64 addr_lo)
+{
+	__u64 h = fg_mix64(seed ^ (((__u64)rule_epoch << 40) | ((__u64)rule_id << 8) | family));
+
+	h = fg_mix64(h ^ addr_hi);
+	h = fg_mix64(h ^ addr_lo);
+	return h ? h : 1; /* 0 marks a slot never used */
+}
+
+#endif /* FLOODGATE_GCRA_H */

@@ -1,0 +1,166 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR MIT) */
+/* Every struct, enum and constant that crosses between the XDP program and the controller. */
+#ifndef FLOODGATE_SHARED_H
+#define FLOODGATE_SHARED_H
+
+#include <linux/types.h>
+
+/* Rules live in two sets of this many slots; the program reads the active one only. */
+#define FG_MAX_RULES 32
+#define FG_RULE_SETS 2
+/* Stable rule ids index per-rule state; ids outlive reloads, so there are more ids than slots. */
+#define FG_MAX_RULE_IDS (FG_MAX_RULES * FG_RULE_SETS)
+#define FG_MAX_PORT_RANGES 8
+#define FG_RULE_NAME_LEN 32
+
+/* Bucket table: a fixed ARRAY of slots grouped in sets of this many ways. */
+#define FG_TABLE_WAYS 4
+#define FG_DEFAULT_TABLE_SLOTS 262144
+#define FG_LIST_MAX_ENTRIES 262144
+
+/* Bucket times are nanoseconds scaled by 2^FG_TIME_SHIFT, so a byte at 100 Gbit/s
+ * (0.08 ns) still costs 5243 units: rate error below 1e-4 at any supported rate. */
+#define FG_TIME_SHIFT 16
+/* A reading this much older than a bucket's newest update is still trusted as "late";
+ * beyond it the bucket time is taken to have wrapped (idle for ~3.26 days), i.e. full. */
+#define FG_STALE_MAX_NS 1000000000ULL
+/* The longest a bucket may take to refill from empty (burst / rate), validated on load. */
+#define FG_MAX_CAPACITY_NS 3600000000000ULL
+
+enum fg_verdict {
+	FG_VERDICT_PASS = 0,
+	FG_VERDICT_DROP = 1,
+	FG_VERDICT_MONITOR = 2,
+	FG_VERDICT_COUNT = 3,
+};
+
+enum fg_reason {
+	FG_REASON_RATE = 0,
+	FG_REASON_DENY = 1,
+	FG_REASON_BAN = 2,
+	FG_REASON_ALLOW = 3,
+	FG_REASON_MALFORMED = 4,
+	FG_REASON_FRAGMENT = 5,
+	FG_REASON_NON_IP = 6,
+	FG_REASON_DEFAULT = 7,
+	FG_REASON_COUNT = 8,
+};
+
+/* Index of the per-CPU counter for a (verdict, reason) pair. */
+#define FG_COUNTER_INDEX(verdict, reason) ((verdict) * FG_REASON_COUNT + (reason))
+#define FG_COUNTER_SLOTS (FG_VERDICT_COUNT * FG_REASON_COUNT)
+
+struct fg_counter {
+	__u64 packets;
+	__u64 bytes;
+};
+
+/* What to do with a frame the parser cannot vouch for. */
+enum fg_policy {
+	FG_POLICY_PASS = 0,
+	FG_POLICY_DROP = 1,
+};
+
+/* Run-time settings, the single entry of the `settings` map. */
+struct fg_settings {
+	__u32 malformed_policy;   /* enum fg_policy: truncated or bogus headers */
+	__u32 fragment_policy;    /* enum fg_policy: non-first fragments (no L4 header) */
+	__u32 unknown_ext_policy; /* enum fg_policy: IPv6 extension chains the parser gives up on */
+	__u32 monitor;            /* 1: every drop is counted as monitor and passed */
+	__u32 allow_entries[2];   /* [0] IPv4, [1] IPv6: lookups are skipped while a list is empty */
+	__u32 deny_entries[2];
+	__u64 hash_seed;          /* keys the slot hash; chosen at first attach, kept on replace */
+};
+
+enum fg_family {
+	FG_FAMILY_V4 = 0,
+	FG_FAMILY_V6 = 1,
+};
+
+enum fg_key_kind {
+	FG_KEY_SOURCE = 0, /* one bucket per source address masked to the rule's prefix */
+	FG_KEY_GLOBAL = 1, /* one bucket for everything the rule matches */
+};
+
+enum fg_action {
+	FG_ACTION_DROP = 0,
+	FG_ACTION_MONITOR = 1,
+};
+
+/* The two limits a rule may set; each is a GCRA in bucket time units. */
+enum fg_limit_kind {
+	FG_LIMIT_PPS = 0,
+	FG_LIMIT_BPS = 1,
+	FG_LIMIT_KINDS = 2,
+};
+
+struct fg_limit {
+	__u64 interval; /* bucket time units one unit of cost takes to refill; 0 = no limit */
+	__u64 capacity; /* burst × interval: how far a bucket time may run ahead of now */
+};
+
+struct fg_port_range {
+	__u16 first;
+	__u16 last;
+};
+
+/* One compiled rule, an entry of the `rules` map at [set * FG_MAX_RULES + position]. */
+struct fg_rule {
+	__u32 id;            /* stable across reloads: keys bucket state and per-rule counters */
+	__u32 epoch;         /* bumped when an id is reused, so old slots of that id never match */
+	__u8 protocol;       /* 0 any, else IPPROTO_TCP / IPPROTO_UDP / IPPROTO_ICMP (also ICMPv6) */
+	__u8 key_kind;       /* enum fg_key_kind */
+	__u8 ipv4_prefix;    /* source mask for FG_KEY_SOURCE, 1..32 */
+	__u8 ipv6_prefix;    /* 1..128 */
+	__u8 action;         /* enum fg_action */
+	__u8 tcp_flags_set;  /* TCP flags that must be set (tcp only) */
+	__u8 tcp_flags_clear;/* TCP flags that must be clear */
+	__u8 port_ranges;    /* 0: any destination port */
+	struct fg_port_range ports[FG_MAX_PORT_RANGES];
+	struct fg_limit limits[FG_LIMIT_KINDS];
+	char name[FG_RULE_NAME_LEN]; /* for the controller's reports; the program ignores it */
+};
+
+/* Which rule set the program reads and how many rules it holds: the `active` map's single
+ * entry, written last by a reload so the program never sees a half-written set. The map is
+ * mmapable so the controller flips it with one atomic 8-byte store. */
+struct fg_active {
+	__u32 set;
+	__u32 rule_count;
+};
+
+/* One slot of the bucket table (`buckets` ARRAY). A source owns a slot while its
+ * fingerprint is there; a new source may take a slot only when it is idle (every bucket
+ * time in the past), and an idle bucket is a full one, so taking it loses nothing. */
+struct fg_slot {
+	__u64 fingerprint; /* keyed hash of (rule id, family, masked source); 0 = never used */
+	__u64 tat[FG_LIMIT_KINDS]; /* theoretical arrival times, bucket time units */
+	__u8 addr[16];     /* the masked source, for status and top (IPv4 in the first 4 bytes) */
+	__u32 rule_id;
+	__u8 family;       /* enum fg_family */
+	__u8 prefix;
+	__u16 pad;
+};
+
+/* Per rule id: the bucket of a global rule, and the shared bucket that sources with no
+ * slot of their own are charged to (`rule_state` ARRAY, FG_MAX_RULE_IDS entries). */
+struct fg_rule_state {
+	__u64 global_tat[FG_LIMIT_KINDS];
+	__u64 overflow_tat[FG_LIMIT_KINDS];
+};
+
+/* Per rule id and verdict, per CPU (`rule_counters`, FG_MAX_RULE_IDS * FG_VERDICT_COUNT). */
+#define FG_RULE_COUNTER_INDEX(rule_id, verdict) ((rule_id) * FG_VERDICT_COUNT + (verdict))
+
+/* Keys of the allow and deny LPM tries. */
+struct fg_lpm_v4 {
+	__u32 prefixlen;
+	__u8 addr[4];
+};
+
+struct fg_lpm_v6 {
+	__u32 prefixlen;
+	__u8 addr[16];
+};
+
+#endif /* FLOODGATE_SHARED_H */

@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR MIT) */
+/* The program's maps. Sizes marked "set at load" are overridden by the controller. */
+#ifndef FLOODGATE_MAPS_BPF_H
+#define FLOODGATE_MAPS_BPF_H
+
+#include <linux/bpf.h>
+#include <bpf/bpf_helpers.h>
+
+#include "floodgate_shared.h"
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct fg_settings);
+} settings_map SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, __u32);
+	__type(value, struct fg_active);
+} active_map SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, FG_MAX_RULES * FG_RULE_SETS);
+	__type(key, __u32);
+	__type(value, struct fg_rule);
+} rules SEC(".maps");
+
+/* Per-source bucket table; max_entries set at load (a power of two, multiple of the ways). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, FG_DEFAULT_TABLE_SLOTS);
+	__type(key, __u32);
+	__type(value, struct fg_slot);
+} buckets SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, FG_MAX_RULE_IDS);
+	__type(key, __u32);
+	__type(value, struct fg_rule_state);
+} rule_state SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, FG_COUNTER_SLOTS);
+	__type(key, __u32);
+	__type(value, struct fg_counter);
+} counters SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, FG_MAX_RULE_IDS * FG_VERDICT_COUNT);
+	__type(key, __u32);
+	__type(value, struct fg_counter);
+} rule_counters SEC(".maps");
+
+/* Allow and deny lists; max_entries set at load. The value is unused (1). */
+#define FG_LPM_MAP(name, key_type)                                 \
+	struct {                                                   \
+		__uint(type, BPF_MAP_TYPE_LPM_TRIE);               \
+		__uint(max_entries, FG_LIST_MAX_ENTRIES);          \
+		__uint(map_flags, BPF_F_NO_PREALLOC);              \
+		__type(key, key_type);                             \
+		__type(value, __u8);                               \
+	} name SEC(".maps")
+
+FG_LPM_MAP(allow_v4, struct fg_lpm_v4);
+FG_LPM_MAP(allow_v6, struct fg_lpm_v6);
+FG_LPM_MAP(deny_v4, struct fg_lpm_v4);
+FG_LPM_MAP(deny_v6, struct fg_lpm_v6);
+
+#endif /* FLOODGATE_MAPS_BPF_H */

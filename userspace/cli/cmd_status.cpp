@@ -1,0 +1,53 @@
+// SPDX-License-Identifier: MIT
+// `floodgate status [IFACE] [--json]`: what is attached where, with which settings.
+#include <iostream>
+#include <memory>
+
+#include "cli/commands.h"
+#include "controller/limiter.h"
+#include "controller/reports.h"
+#include "kernel/system.h"
+
+namespace floodgate::cli {
+namespace {
+
+struct StatusFlags {
+  std::string interface;
+  bool json = false;
+};
+
+Status showStatus(const StatusFlags& flags) {
+  if (Status s = checkPrivileges(); !s) return s;
+  std::vector<std::string> interfaces =
+      flags.interface.empty() ? Limiter::attachedInterfaces() : std::vector{flags.interface};
+  nlohmann::json all = nlohmann::json::array();
+  for (const std::string& name : interfaces) {
+    auto limiter = Limiter::open(name);
+    if (!limiter) return limiter.error();
+    auto status = limiter->status();
+    if (!status) return status.error();
+    if (flags.json) {
+      all.push_back(statusJson(*status));
+    } else {
+      std::cout << statusText(*status);
+    }
+  }
+  if (flags.json) {
+    std::cout << nlohmann::json{{"interfaces", all}}.dump(2) << "\n";
+  } else if (interfaces.empty()) {
+    std::cout << "floodgate is not attached to any interface\n";
+  }
+  return okStatus();
+}
+
+}  // namespace
+
+void addStatusCommand(CLI::App& app, Action& selected) {
+  auto flags = std::make_shared<StatusFlags>();
+  CLI::App* cmd = app.add_subcommand("status", "Show attached limiters and their settings");
+  cmd->add_option("interface", flags->interface, "Only this interface");
+  cmd->add_flag("--json", flags->json, "Machine-readable output");
+  cmd->callback([flags, &selected] { selected = [flags] { return showStatus(*flags); }; });
+}
+
+}  // namespace floodgate::cli

@@ -1,0 +1,78 @@
+// SPDX-License-Identifier: MIT
+// IP address and CIDR parsing with inet_pton, and strict checks on the prefix.
+#include "common/cidr.h"
+
+#include <arpa/inet.h>
+
+#include <charconv>
+
+namespace floodgate {
+
+void maskAddress(std::array<uint8_t, 16>& addr, int prefix) {
+  for (int byte = 0; byte < 16; ++byte) {
+    int keep = prefix - byte * 8;
+    if (keep >= 8) continue;
+    addr[byte] = keep <= 0 ? 0 : static_cast<uint8_t>(addr[byte] & (0xff << (8 - keep)));
+  }
+}
+
+std::string formatAddress(Family family, const uint8_t* bytes) {
+  char text[INET6_ADDRSTRLEN] = {};
+  inet_ntop(family == Family::kV4 ? AF_INET : AF_INET6, bytes, text, sizeof(text));
+  return text;
+}
+
+std::string Cidr::toString() const {
+  std::string text = formatAddress(family, addr.data());
+  if (prefix != maxPrefix()) text += "/" + std::to_string(prefix);
+  return text;
+}
+
+Result<Cidr> parseAddress(std::string_view text) {
+  std::string copy(text);
+  Cidr cidr;
+  if (inet_pton(AF_INET, copy.c_str(), cidr.addr.data()) == 1) {
+    cidr.family = Family::kV4;
+    cidr.prefix = 32;
+    return cidr;
+  }
+  if (inet_pton(AF_INET6, copy.c_str(), cidr.addr.data()) == 1) {
+    cidr.family = Family::kV6;
+    cidr.prefix = 128;
+    return cidr;
+  }
+  return Error::usage("'" + copy + "' is not an IP address (expected e.g. 192.0.2.1 or 2001:db8::1)");
+}
+
+Result<Cidr> parseCidr(std::string_view text) {
+  auto slash = text.find('/');
+  auto address = parseAddress(text.substr(0, slash));
+  if (!address) {
+    return Error::usage("'" + std::string(text) +
+                        "' is not a CIDR (expected an address or address/prefix, e.g. "
+                        "192.0.2.0/24 or 2001:db8::/32)");
+  }
+  Cidr cidr = *address;
+  if (slash == std::string_view::npos) return cidr;
+
+  std::string_view digits = text.substr(slash + 1);
+  int prefix = -1;
+  auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), prefix);
+  if (ec != std::errc() || end != digits.data() + digits.size() || digits.empty() || prefix < 0 ||
+      prefix > cidr.maxPrefix()) {
+    return Error::usage("'" + std::string(text) + "' has a bad prefix length (expected 0 to " +
+                        std::to_string(cidr.maxPrefix()) + ")");
+  }
+  cidr.prefix = static_cast<uint8_t>(prefix);
+  auto masked = cidr.addr;
+  maskAddress(masked, prefix);
+  if (masked != cidr.addr) {
+    Cidr network = cidr;
+    network.addr = masked;
+    return Error::usage("'" + std::string(text) + "' has host bits set; did you mean " +
+                        network.toString() + "?");
+  }
+  return cidr;
+}
+
+}  // namespace floodgate

@@ -1,0 +1,413 @@
+// SPDX-License-Identifier: MIT
+// The running limiter of one interface: attach with pins, open by pins, and the map
+// operations behind every CLI command.
+#include "controller/limiter.h"
+
+#include <bpf/bpf.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include "controller/rule_compiler.h"
+#include "fg_gcra.h"
+#include "kernel/pins.h"
+#include "kernel/system.h"
+
+namespace floodgate {
+namespace {
+
+static_assert(sizeof(fg_rule) % 8 == 0);
+static_assert(sizeof(fg_slot) == 48, "fg_slot layout changed: keep it in step with the program");
+static_assert(sizeof(fg_active) == 8, "the active set is flipped with one 8-byte store");
+static_assert(sizeof(fg_counter) == 16);
+static_assert(sizeof(fg_lpm_v4) == 8 && sizeof(fg_lpm_v6) == 20);
+static_assert(offsetof(fg_rule, limits) % 8 == 0);
+
+bool isPowerOfTwo(uint32_t v) { return v && !(v & (v - 1)); }
+
+template <class Map>
+Status openMap(Map& out, const std::string& interface, const char* name) {
+  auto map = Map::openPinned(mapPinPath(interface, name), name);
+  if (!map) return map.error();
+  out = std::move(*map);
+  return okStatus();
+}
+
+uint64_t randomSeed() {
+  uint64_t seed = 0;
+  while (seed == 0) {
+    if (getrandom(&seed, sizeof(seed), 0) != sizeof(seed)) seed = 0x9e3779b97f4a7c15ULL;
+  }
+  return seed;
+}
+
+}  // namespace
+
+const char* listKindName(ListKind kind) { return kind == ListKind::kAllow ? "allow" : "deny"; }
+
+const char* verdictName(uint32_t verdict) {
+  static const char* const kNames[] = {"pass", "drop", "monitor"};
+  return verdict < FG_VERDICT_COUNT ? kNames[verdict] : "unknown";
+}
+
+const char* reasonName(uint32_t reason) {
+  static const char* const kNames[] = {"rate",      "deny",     "ban",    "allow",
+                                       "malformed", "fragment", "non_ip", "default"};
+  return reason < FG_REASON_COUNT ? kNames[reason] : "unknown";
+}
+
+std::vector<std::string> Limiter::attachedInterfaces() { return pinnedInterfaces(); }
+
+Result<Limiter> Limiter::open(const std::string& interface) {
+  if (access(linkPinPath(interface).c_str(), F_OK) != 0) {
+    return Error::failure("floodgate is not attached to '" + interface +
+                          "' (see 'floodgate status'; attach with 'floodgate attach " + interface +
+                          " --rate PPS')");
+  }
+  return openMaps(interface);
+}
+
+Result<Limiter> Limiter::openMaps(const std::string& interface) {
+  Limiter limiter;
+  limiter.interface_ = interface;
+  for (Status s : {openMap(limiter.settings_, interface, "settings_map"),
+                   openMap(limiter.active_, interface, "active_map"),
+                   openMap(limiter.rules_, interface, "rules"),
+                   openMap(limiter.buckets_, interface, "buckets"),
+                   openMap(limiter.rule_state_, interface, "rule_state"),
+                   openMap(limiter.counters_, interface, "counters"),
+                   openMap(limiter.rule_counters_, interface, "rule_counters"),
+                   openMap(limiter.allow_v4_, interface, "allow_v4"),
+                   openMap(limiter.allow_v6_, interface, "allow_v6"),
+                   openMap(limiter.deny_v4_, interface, "deny_v4"),
+                   openMap(limiter.deny_v6_, interface, "deny_v6")}) {
+    if (!s) return s.error();
+  }
+  return limiter;
+}
+
+Result<AttachReport> Limiter::attach(const AttachOptions& options) {
+  const std::string& iface = options.interface;
+  if (!isPowerOfTwo(options.table_slots) || options.table_slots < FG_TABLE_WAYS) {
+    return Error::usage("table size must be a power of two of at least " +
+                        std::to_string(FG_TABLE_WAYS) + ", not " +
+                        std::to_string(options.table_slots));
+  }
+  for (const RuleSpec& spec : options.rules) {
+    if (auto compiled = compileRule(spec); !compiled) return compiled.error();
+  }
+  if (Status s = checkPrivileges(); !s) return s.error();
+  auto ifindex = interfaceIndex(iface);
+  if (!ifindex) return ifindex.error();
+  if (Status s = ensureBpffs(); !s) return s.error();
+
+  bool attached = access(linkPinPath(iface).c_str(), F_OK) == 0;
+  if (attached && !options.replace) {
+    return Error::failure("floodgate is already attached to '" + iface +
+                          "': use --replace to swap it (state is kept) or detach it first");
+  }
+  if (!attached) {
+    // pins without a link are what a crashed attach left: they hold nothing worth keeping
+    if (Status s = removePins(iface); !s) return s.error();
+  }
+  if (Status s = createPinDirectory(iface); !s) return s.error();
+  // a fresh attach that fails must leave nothing behind
+  auto cleanup = [&](Error error) -> Result<AttachReport> {
+    if (!attached) (void)removePins(iface);
+    return error;
+  };
+
+  auto hz = kernelHz();
+  if (!hz) return cleanup(hz.error());
+  LoadSettings load{iface, options.table_slots, options.list_max_entries, fg_tick_units(*hz)};
+  auto skeleton = loadProgram(load);
+  if (!skeleton) return cleanup(skeleton.error());
+
+  auto limiter = Limiter::openMaps(iface);
+  if (!limiter) return cleanup(limiter.error());
+  if (Status s = limiter->writePolicies(options); !s) return cleanup(s.error());
+  if (Status s = limiter->writeRules(options.rules); !s) return cleanup(s.error());
+
+  AttachReport report;
+  int program_fd = bpf_program__fd((*skeleton)->progs.floodgate_xdp);
+  if (attached) {
+    UniqueFd link(bpf_obj_get(linkPinPath(iface).c_str()));
+    if (!link.valid() || bpf_link_update(link.get(), program_fd, nullptr) != 0) {
+      return Error::failure("cannot swap the program on '" + iface + "': " + std::strerror(errno));
+    }
+    report.replaced = true;
+    std::string mode = queryXdp(*ifindex).mode;
+    report.mode = mode == "generic" ? XdpMode::kGeneric : XdpMode::kNative;
+    return report;
+  }
+  auto link = attachXdp(program_fd, *ifindex, iface, options.mode, &report.mode);
+  if (!link) return cleanup(link.error());
+  if (options.mode == XdpMode::kAuto && report.mode == XdpMode::kGeneric) {
+    report.warnings.push_back("the driver of '" + iface +
+                              "' has no native XDP: attached in generic mode, which is slower");
+  }
+  if (bpf_obj_pin(link->get(), linkPinPath(iface).c_str()) != 0) {
+    return cleanup(Error::failure("cannot pin the XDP link at " + linkPinPath(iface) + ": " +
+                                  std::strerror(errno)));
+  }
+  return report;
+}
+
+Status Limiter::detach(const std::string& interface) {
+  if (Status s = checkPrivileges(); !s) return s;
+  if (access(pinDirectory(interface).c_str(), F_OK) != 0) {
+    return Error::failure("floodgate is not attached to '" + interface + "' (see 'floodgate status')");
+  }
+  // dropping the last reference to the pinned link detaches the program
+  return removePins(interface);
+}
+
+Status Limiter::writePolicies(const AttachOptions& options) {
+  auto current = settings_.lookup(0);
+  if (!current) return current.error();
+  fg_settings settings = *current;
+  settings.malformed_policy = static_cast<uint32_t>(options.malformed);
+  settings.fragment_policy = static_cast<uint32_t>(options.fragments);
+  settings.unknown_ext_policy = static_cast<uint32_t>(options.unknown_ext);
+  settings.monitor = options.monitor ? 1 : 0;
+  if (settings.hash_seed == 0) settings.hash_seed = randomSeed();
+  return settings_.update(0, settings);
+}
+
+Status Limiter::writeRules(const std::vector<RuleSpec>& specs) {
+  if (specs.size() > FG_MAX_RULES) {
+    return Error::usage("at most " + std::to_string(FG_MAX_RULES) + " rules are supported, not " +
+                        std::to_string(specs.size()));
+  }
+  std::vector<fg_rule> compiled;
+  for (const RuleSpec& spec : specs) {
+    auto rule = compileRule(spec);
+    if (!rule) return rule.error();
+    compiled.push_back(*rule);
+  }
+  auto current = active_.lookup(0);
+  if (!current) return current.error();
+  uint32_t next_set = (current->set & 1) ^ 1;
+  for (uint32_t i = 0; i < compiled.size(); ++i) {
+    if (Status s = rules_.update(next_set * FG_MAX_RULES + i, compiled[i]); !s) return s;
+  }
+  // The flip: one aligned 8-byte store into the mmapped map, so the program sees either
+  // the old (set, count) or the new one, never a mix.
+  long page = sysconf(_SC_PAGESIZE);
+  void* mem = mmap(nullptr, static_cast<size_t>(page), PROT_READ | PROT_WRITE, MAP_SHARED,
+                   active_.fd(), 0);
+  if (mem == MAP_FAILED) return mapError("active_map", "mmap", errno);
+  fg_active next{next_set, static_cast<uint32_t>(compiled.size())};
+  uint64_t word;
+  std::memcpy(&word, &next, sizeof(word));
+  std::atomic_ref<uint64_t>(*static_cast<uint64_t*>(mem)).store(word, std::memory_order_release);
+  munmap(mem, static_cast<size_t>(page));
+  return okStatus();
+}
+
+Result<std::vector<fg_rule>> Limiter::activeRules() const {
+  auto current = active_.lookup(0);
+  if (!current) return current.error();
+  std::vector<fg_rule> out;
+  for (uint32_t i = 0; i < current->rule_count && i < FG_MAX_RULES; ++i) {
+    auto rule = rules_.lookup((current->set & 1) * FG_MAX_RULES + i);
+    if (!rule) return rule.error();
+    out.push_back(*rule);
+  }
+  return out;
+}
+
+Result<std::vector<CounterRow>> Limiter::counters() const {
+  std::vector<CounterRow> rows;
+  for (uint32_t verdict = 0; verdict < FG_VERDICT_COUNT; ++verdict) {
+    for (uint32_t reason = 0; reason < FG_REASON_COUNT; ++reason) {
+      auto values = counters_.lookup(FG_COUNTER_INDEX(verdict, reason));
+      if (!values) return values.error();
+      CounterRow row{verdict, reason, 0, 0};
+      for (const fg_counter& c : *values) {
+        row.packets += c.packets;
+        row.bytes += c.bytes;
+      }
+      rows.push_back(row);
+    }
+  }
+  return rows;
+}
+
+Result<std::vector<RuleCounters>> Limiter::ruleCounters() const {
+  auto rules = activeRules();
+  if (!rules) return rules.error();
+  std::vector<RuleCounters> out;
+  for (const fg_rule& rule : *rules) {
+    RuleCounters entry;
+    entry.id = rule.id;
+    entry.name = rule.name;
+    for (uint32_t verdict = 0; verdict < FG_VERDICT_COUNT; ++verdict) {
+      auto values = rule_counters_.lookup(FG_RULE_COUNTER_INDEX(rule.id, verdict));
+      if (!values) return values.error();
+      CounterRow& row = entry.by_verdict[verdict];
+      row.verdict = verdict;
+      for (const fg_counter& c : *values) {
+        row.packets += c.packets;
+        row.bytes += c.bytes;
+      }
+    }
+    out.push_back(entry);
+  }
+  return out;
+}
+
+Result<LimiterStatus> Limiter::status() const {
+  LimiterStatus out;
+  out.interface = interface_;
+  auto settings = settings_.lookup(0);
+  if (!settings) return settings.error();
+  out.settings = *settings;
+  out.monitor = settings->monitor != 0;
+  auto rules = activeRules();
+  if (!rules) return rules.error();
+  out.rules = *rules;
+
+  UniqueFd link(bpf_obj_get(linkPinPath(interface_).c_str()));
+  bpf_link_info info{};
+  uint32_t info_len = sizeof(info);
+  if (link.valid() && bpf_obj_get_info_by_fd(link.get(), &info, &info_len) == 0) {
+    out.program_id = info.prog_id;
+    auto ifindex = interfaceIndex(interface_);
+    out.mode = ifindex ? queryXdp(*ifindex).mode : "unknown (interface in another network namespace)";
+  }
+  bpf_map_info map_info{};
+  uint32_t map_info_len = sizeof(map_info);
+  if (bpf_obj_get_info_by_fd(buckets_.fd(), &map_info, &map_info_len) == 0) {
+    out.table_slots = map_info.max_entries;
+  }
+
+  // Tracked = owns a slot and is not idle. Status may walk the table; a scrape never does.
+  auto hz = kernelHz();
+  auto jiffies = currentJiffies();
+  if (hz && jiffies) {
+    uint64_t now = *jiffies * fg_tick_units(*hz);
+    const uint32_t batch = 4096;
+    std::vector<uint32_t> keys(batch);
+    std::vector<fg_slot> values(batch);
+    uint32_t in_batch = 0, out_batch = 0;
+    bool first = true;
+    while (true) {
+      uint32_t count = batch;
+      LIBBPF_OPTS(bpf_map_batch_opts, opts);
+      int err = bpf_map_lookup_batch(buckets_.fd(), first ? nullptr : &in_batch, &out_batch,
+                                     keys.data(), values.data(), &count, &opts);
+      first = false;
+      for (uint32_t i = 0; i < count; ++i) {
+        const fg_slot& slot = values[i];
+        if (!slot.fingerprint) continue;
+        bool idle = fg_gcra_ahead(slot.tat[0], now, FG_MAX_CAPACITY_UNITS) == 0 &&
+                    fg_gcra_ahead(slot.tat[1], now, FG_MAX_CAPACITY_UNITS) == 0;
+        if (idle) continue;
+        (slot.family == FG_FAMILY_V4 ? out.tracked_v4 : out.tracked_v6)++;
+      }
+      if (err != 0) break;  // ENOENT: walked the whole table
+      in_batch = out_batch;
+    }
+  }
+  return out;
+}
+
+Status Limiter::updateListCount(ListKind kind, Family family, int64_t delta) {
+  if (delta == 0) return okStatus();
+  auto settings = settings_.lookup(0);
+  if (!settings) return settings.error();
+  uint32_t* counts = kind == ListKind::kAllow ? settings->allow_entries : settings->deny_entries;
+  uint32_t& count = counts[static_cast<int>(family)];
+  count = static_cast<uint32_t>(static_cast<int64_t>(count) + delta);
+  return settings_.update(0, *settings);
+}
+
+Result<size_t> Limiter::listAdd(ListKind kind, const std::vector<Cidr>& cidrs) {
+  size_t added = 0;
+  int64_t delta[2] = {0, 0};
+  for (const Cidr& cidr : cidrs) {
+    Result<bool> inserted = false;
+    if (cidr.family == Family::kV4) {
+      fg_lpm_v4 key{cidr.prefix, {}};
+      std::memcpy(key.addr, cidr.addr.data(), 4);
+      inserted = (kind == ListKind::kAllow ? allow_v4_ : deny_v4_).insertNew(key, 1);
+    } else {
+      fg_lpm_v6 key{cidr.prefix, {}};
+      std::memcpy(key.addr, cidr.addr.data(), 16);
+      inserted = (kind == ListKind::kAllow ? allow_v6_ : deny_v6_).insertNew(key, 1);
+    }
+    if (!inserted) {
+      if (inserted.error().message.find("No space") != std::string::npos ||
+          inserted.error().message.find("Argument list too long") != std::string::npos) {
+        (void)updateListCount(kind, Family::kV4, delta[0]);
+        (void)updateListCount(kind, Family::kV6, delta[1]);
+        return Error::failure(std::string("the ") + listKindName(kind) +
+                              " list is full: raise the list size at attach");
+      }
+      return inserted.error();
+    }
+    if (*inserted) {
+      ++added;
+      ++delta[static_cast<int>(cidr.family)];
+    }
+  }
+  if (Status s = updateListCount(kind, Family::kV4, delta[0]); !s) return s.error();
+  if (Status s = updateListCount(kind, Family::kV6, delta[1]); !s) return s.error();
+  return added;
+}
+
+Result<size_t> Limiter::listRemove(ListKind kind, const std::vector<Cidr>& cidrs) {
+  size_t removed = 0;
+  int64_t delta[2] = {0, 0};
+  for (const Cidr& cidr : cidrs) {
+    Result<bool> erased = false;
+    if (cidr.family == Family::kV4) {
+      fg_lpm_v4 key{cidr.prefix, {}};
+      std::memcpy(key.addr, cidr.addr.data(), 4);
+      erased = (kind == ListKind::kAllow ? allow_v4_ : deny_v4_).erase(key);
+    } else {
+      fg_lpm_v6 key{cidr.prefix, {}};
+      std::memcpy(key.addr, cidr.addr.data(), 16);
+      erased = (kind == ListKind::kAllow ? allow_v6_ : deny_v6_).erase(key);
+    }
+    if (!erased) return erased.error();
+    if (*erased) {
+      ++removed;
+      --delta[static_cast<int>(cidr.family)];
+    }
+  }
+  if (Status s = updateListCount(kind, Family::kV4, delta[0]); !s) return s.error();
+  if (Status s = updateListCount(kind, Family::kV6, delta[1]); !s) return s.error();
+  return removed;
+}
+
+Result<std::vector<Cidr>> Limiter::listEntries(ListKind kind) const {
+  std::vector<Cidr> out;
+  auto v4 = (kind == ListKind::kAllow ? allow_v4_ : deny_v4_).keys();
+  if (!v4) return v4.error();
+  for (const fg_lpm_v4& key : *v4) {
+    Cidr cidr;
+    cidr.family = Family::kV4;
+    std::memcpy(cidr.addr.data(), key.addr, 4);
+    cidr.prefix = static_cast<uint8_t>(key.prefixlen);
+    out.push_back(cidr);
+  }
+  auto v6 = (kind == ListKind::kAllow ? allow_v6_ : deny_v6_).keys();
+  if (!v6) return v6.error();
+  for (const fg_lpm_v6& key : *v6) {
+    Cidr cidr;
+    cidr.family = Family::kV6;
+    std::memcpy(cidr.addr.data(), key.addr, 16);
+    cidr.prefix = static_cast<uint8_t>(key.prefixlen);
+    out.push_back(cidr);
+  }
+  return out;
+}
+
+}  // namespace floodgate

@@ -1,0 +1,125 @@
+// SPDX-License-Identifier: MIT
+// Limiter: one interface's running XDP limiter, reached through its pins. Attaching,
+// replacing, detaching, reading counters and changing lists and rules all go through it.
+// Not thread-safe; separate processes may each hold one for the same interface.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/cidr.h"
+#include "common/result.h"
+#include "controller/rule_spec.h"
+#include "floodgate_shared.h"
+#include "kernel/bpf_map.h"
+#include "kernel/xdp_program.h"
+
+namespace floodgate {
+
+enum class FramePolicy : uint32_t { kPass = FG_POLICY_PASS, kDrop = FG_POLICY_DROP };
+
+struct AttachOptions {
+  std::string interface;
+  std::vector<RuleSpec> rules;  // ids must be unique
+  XdpMode mode = XdpMode::kAuto;
+  bool monitor = false;  // count would-be drops as monitor and pass them
+  bool replace = false;  // swap the program of an attached limiter, keeping its state
+  uint32_t table_slots = FG_DEFAULT_TABLE_SLOTS;
+  uint32_t list_max_entries = FG_LIST_MAX_ENTRIES;
+  FramePolicy malformed = FramePolicy::kPass;
+  FramePolicy fragments = FramePolicy::kPass;
+  FramePolicy unknown_ext = FramePolicy::kPass;
+};
+
+struct AttachReport {
+  XdpMode mode = XdpMode::kNative;
+  bool replaced = false;
+  std::vector<std::string> warnings;
+};
+
+enum class ListKind { kAllow, kDeny };
+const char* listKindName(ListKind kind);
+
+// One (verdict, reason) series of the interface counters, summed over CPUs.
+struct CounterRow {
+  uint32_t verdict = 0;
+  uint32_t reason = 0;
+  uint64_t packets = 0;
+  uint64_t bytes = 0;
+};
+
+// Per-rule counters by verdict.
+struct RuleCounters {
+  uint32_t id = 0;
+  std::string name;
+  CounterRow by_verdict[FG_VERDICT_COUNT];
+};
+
+struct LimiterStatus {
+  std::string interface;
+  uint32_t program_id = 0;
+  std::string mode;  // native | generic | unknown (interface in another netns)
+  bool monitor = false;
+  uint32_t table_slots = 0;
+  fg_settings settings{};
+  std::vector<fg_rule> rules;
+  uint64_t tracked_v4 = 0;  // sources that own a slot and are not idle
+  uint64_t tracked_v6 = 0;
+};
+
+const char* verdictName(uint32_t verdict);
+const char* reasonName(uint32_t reason);
+
+class Limiter {
+ public:
+  // Loads, configures and attaches; pins everything under /sys/fs/bpf/floodgate/IFACE/.
+  // On failure nothing new is left attached or pinned.
+  static Result<AttachReport> attach(const AttachOptions& options);
+
+  // Finds the limiter attached to `interface` through its pins.
+  static Result<Limiter> open(const std::string& interface);
+
+  // Detaches the program and removes its pins.
+  static Status detach(const std::string& interface);
+
+  // Interfaces with a pinned limiter.
+  static std::vector<std::string> attachedInterfaces();
+
+  const std::string& interface() const { return interface_; }
+
+  Result<std::vector<CounterRow>> counters() const;
+  Result<std::vector<RuleCounters>> ruleCounters() const;
+  Result<LimiterStatus> status() const;
+
+  // Writes `rules` into the inactive rule set, then makes it active in one atomic store.
+  Status writeRules(const std::vector<RuleSpec>& rules);
+  Result<std::vector<fg_rule>> activeRules() const;
+
+  Status writePolicies(const AttachOptions& options);
+
+  // Adds CIDRs to a list; returns how many were new.
+  Result<size_t> listAdd(ListKind kind, const std::vector<Cidr>& cidrs);
+  // Removes CIDRs; returns how many were there.
+  Result<size_t> listRemove(ListKind kind, const std::vector<Cidr>& cidrs);
+  Result<std::vector<Cidr>> listEntries(ListKind kind) const;
+
+ private:
+  Limiter() = default;
+  // Opens every pinned map of `interface` (whether or not a link is pinned yet).
+  static Result<Limiter> openMaps(const std::string& interface);
+  Status updateListCount(ListKind kind, Family family, int64_t delta);
+
+  std::string interface_;
+  BpfMap<uint32_t, fg_settings> settings_;
+  BpfMap<uint32_t, fg_active> active_;
+  BpfMap<uint32_t, fg_rule> rules_;
+  BpfMap<uint32_t, fg_slot> buckets_;
+  BpfMap<uint32_t, fg_rule_state> rule_state_;
+  PerCpuArray<fg_counter> counters_;
+  PerCpuArray<fg_counter> rule_counters_;
+  BpfMap<fg_lpm_v4, uint8_t> allow_v4_, deny_v4_;
+  BpfMap<fg_lpm_v6, uint8_t> allow_v6_, deny_v6_;
+};
+
+}  // namespace floodgate

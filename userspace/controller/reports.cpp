@@ -1,0 +1,146 @@
+// SPDX-License-Identifier: MIT
+// Formatting of counters and status, one shape for JSON and one for terminals.
+#include "controller/reports.h"
+
+#include <cstdio>
+#include <sstream>
+
+#include "common/units.h"
+#include "controller/rule_compiler.h"
+
+namespace floodgate {
+namespace {
+
+const char* policyName(uint32_t policy) { return policy == FG_POLICY_DROP ? "drop" : "pass"; }
+
+nlohmann::json limitsJson(const fg_rule& rule) {
+  LimitSpec limits = describeLimits(rule);
+  nlohmann::json out = nlohmann::json::object();
+  if (limits.pps) {
+    out["pps"] = limits.pps;
+    out["burst"] = limits.burst;
+  }
+  if (limits.bits_per_s) {
+    out["bps"] = limits.bits_per_s;
+    out["burst_bytes"] = limits.burst_bytes;
+  }
+  return out;
+}
+
+std::string limitsText(const fg_rule& rule) {
+  LimitSpec limits = describeLimits(rule);
+  std::string out;
+  if (limits.pps) out += formatCount(limits.pps) + " pps burst " + formatCount(limits.burst);
+  if (limits.bits_per_s) {
+    if (!out.empty()) out += ", ";
+    out += formatBitRate(limits.bits_per_s) + "/s burst " + std::to_string(limits.burst_bytes) + " bytes";
+  }
+  return out;
+}
+
+}  // namespace
+
+nlohmann::json statsJson(const std::string& interface, const std::vector<CounterRow>& rows,
+                         const std::vector<RuleCounters>& rules) {
+  nlohmann::json out;
+  out["interface"] = interface;
+  out["counters"] = nlohmann::json::array();
+  for (const CounterRow& row : rows) {
+    out["counters"].push_back({{"verdict", verdictName(row.verdict)},
+                               {"reason", reasonName(row.reason)},
+                               {"packets", row.packets},
+                               {"bytes", row.bytes}});
+  }
+  out["rules"] = nlohmann::json::array();
+  for (const RuleCounters& rule : rules) {
+    nlohmann::json entry{{"id", rule.id}, {"name", rule.name}};
+    uint64_t matched_packets = 0, matched_bytes = 0;
+    for (const CounterRow& row : rule.by_verdict) {
+      entry[std::string(verdictName(row.verdict))] = {{"packets", row.packets}, {"bytes", row.bytes}};
+      matched_packets += row.packets;
+      matched_bytes += row.bytes;
+    }
+    entry["matched"] = {{"packets", matched_packets}, {"bytes", matched_bytes}};
+    out["rules"].push_back(entry);
+  }
+  return out;
+}
+
+std::string statsText(const std::string& interface, const std::vector<CounterRow>& rows,
+                      const std::vector<RuleCounters>& rules) {
+  std::ostringstream out;
+  out << "interface " << interface << "\n";
+  char line[160];
+  std::snprintf(line, sizeof(line), "  %-8s %-10s %14s %16s\n", "verdict", "reason", "packets", "bytes");
+  out << line;
+  for (const CounterRow& row : rows) {
+    if (row.packets == 0) continue;
+    std::snprintf(line, sizeof(line), "  %-8s %-10s %14llu %16llu\n", verdictName(row.verdict),
+                  reasonName(row.reason), static_cast<unsigned long long>(row.packets),
+                  static_cast<unsigned long long>(row.bytes));
+    out << line;
+  }
+  if (!rules.empty()) {
+    std::snprintf(line, sizeof(line), "  %-20s %14s %14s %14s\n", "rule", "passed", "dropped", "monitored");
+    out << line;
+    for (const RuleCounters& rule : rules) {
+      std::snprintf(line, sizeof(line), "  %-20s %14llu %14llu %14llu\n", rule.name.c_str(),
+                    static_cast<unsigned long long>(rule.by_verdict[FG_VERDICT_PASS].packets),
+                    static_cast<unsigned long long>(rule.by_verdict[FG_VERDICT_DROP].packets),
+                    static_cast<unsigned long long>(rule.by_verdict[FG_VERDICT_MONITOR].packets));
+      out << line;
+    }
+  }
+  return out.str();
+}
+
+nlohmann::json statusJson(const LimiterStatus& status) {
+  nlohmann::json out{
+      {"interface", status.interface},
+      {"program_id", status.program_id},
+      {"mode", status.mode},
+      {"monitor", status.monitor},
+      {"table_slots", status.table_slots},
+      {"policies",
+       {{"malformed", policyName(status.settings.malformed_policy)},
+        {"fragments", policyName(status.settings.fragment_policy)},
+        {"unknown_ipv6_ext", policyName(status.settings.unknown_ext_policy)}}},
+      {"allow_entries", status.settings.allow_entries[0] + status.settings.allow_entries[1]},
+      {"deny_entries", status.settings.deny_entries[0] + status.settings.deny_entries[1]},
+      {"tracked_sources", {{"ipv4", status.tracked_v4}, {"ipv6", status.tracked_v6}}},
+  };
+  out["rules"] = nlohmann::json::array();
+  for (const fg_rule& rule : status.rules) {
+    out["rules"].push_back({{"id", rule.id},
+                            {"name", rule.name},
+                            {"key", rule.key_kind == FG_KEY_GLOBAL ? "global" : "source"},
+                            {"ipv4_prefix", rule.ipv4_prefix},
+                            {"ipv6_prefix", rule.ipv6_prefix},
+                            {"on_exceed", rule.action == FG_ACTION_MONITOR ? "monitor" : "drop"},
+                            {"limit", limitsJson(rule)}});
+  }
+  return out;
+}
+
+std::string statusText(const LimiterStatus& status) {
+  std::ostringstream out;
+  out << status.interface << ": program " << status.program_id << ", " << status.mode << " mode"
+      << (status.monitor ? ", MONITOR ONLY (nothing is dropped)" : "") << "\n";
+  out << "  table " << status.table_slots << " slots, tracking " << status.tracked_v4
+      << " IPv4 and " << status.tracked_v6 << " IPv6 sources\n";
+  out << "  allow " << status.settings.allow_entries[0] + status.settings.allow_entries[1]
+      << " prefixes, deny " << status.settings.deny_entries[0] + status.settings.deny_entries[1]
+      << " prefixes; malformed " << policyName(status.settings.malformed_policy) << ", fragments "
+      << policyName(status.settings.fragment_policy) << "\n";
+  for (const fg_rule& rule : status.rules) {
+    out << "  rule " << rule.name << ": " << limitsText(rule) << " per "
+        << (rule.key_kind == FG_KEY_GLOBAL
+                ? std::string("interface")
+                : "source (/" + std::to_string(rule.ipv4_prefix) + " IPv4, /" +
+                      std::to_string(rule.ipv6_prefix) + " IPv6)")
+        << (rule.action == FG_ACTION_MONITOR ? ", monitor" : "") << "\n";
+  }
+  return out.str();
+}
+
+}  // namespace floodgate

@@ -1,0 +1,125 @@
+// SPDX-License-Identifier: MIT
+// GCRA parameters from rates and bursts: interval = 1/rate, capacity = burst × interval.
+#include "controller/rule_compiler.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "common/units.h"
+#include "fg_gcra.h"
+
+namespace floodgate {
+namespace {
+
+constexpr unsigned __int128 kUnitsPerSecond = static_cast<unsigned __int128>(1000000000ULL)
+                                              << FG_TIME_SHIFT;
+
+uint64_t ceilDiv(unsigned __int128 a, unsigned __int128 b) {
+  return static_cast<uint64_t>((a + b - 1) / b);
+}
+
+// Fills one fg_limit; fails when the bucket would take longer than FG_MAX_CAPACITY_NS to
+// refill, which the program's wrap-around handling cannot represent.
+Status fillLimit(fg_limit& out, uint64_t interval, uint64_t burst, const char* what) {
+  unsigned __int128 capacity = static_cast<unsigned __int128>(interval) * burst;
+  if (capacity > FG_MAX_CAPACITY_UNITS) {
+    return Error::usage(std::string(what) +
+                        " burst takes more than an hour to refill at its rate: lower the burst "
+                        "or raise the rate");
+  }
+  out.interval = interval;
+  out.capacity = static_cast<uint64_t>(capacity);
+  return okStatus();
+}
+
+}  // namespace
+
+uint64_t defaultBurst(uint64_t pps) { return std::max<uint64_t>(1, pps / 10); }
+
+uint64_t defaultBurstBytes(uint64_t bits_per_s) {
+  return std::max<uint64_t>(kMinBurstBytes, bits_per_s / 8 / 10);
+}
+
+uint64_t packetInterval(uint64_t pps) { return ceilDiv(kUnitsPerSecond, pps); }
+
+uint64_t byteInterval(uint64_t bits_per_s) { return ceilDiv(kUnitsPerSecond * 8, bits_per_s); }
+
+Result<fg_rule> compileRule(const RuleSpec& spec) {
+  fg_rule rule{};
+  const LimitSpec& limit = spec.limit;
+  if (spec.id >= FG_MAX_RULE_IDS) return Error::usage("rule id out of range");
+  if (limit.pps == 0 && limit.bits_per_s == 0) {
+    return Error::usage("rule '" + spec.name + "' sets no limit: give a pps and/or bps rate");
+  }
+  if (spec.ipv4_prefix < 1 || spec.ipv4_prefix > 32) {
+    return Error::usage("ipv4 prefix must be 1 to 32, not " + std::to_string(spec.ipv4_prefix));
+  }
+  if (spec.ipv6_prefix < 1 || spec.ipv6_prefix > 128) {
+    return Error::usage("ipv6 prefix must be 1 to 128, not " + std::to_string(spec.ipv6_prefix));
+  }
+  if (spec.dst_ports.size() > FG_MAX_PORT_RANGES) {
+    return Error::usage("rule '" + spec.name + "' has more than " +
+                        std::to_string(FG_MAX_PORT_RANGES) + " port ranges");
+  }
+  if (spec.name.empty() || spec.name.size() >= FG_RULE_NAME_LEN) {
+    return Error::usage("rule name '" + spec.name + "' must be 1 to " +
+                        std::to_string(FG_RULE_NAME_LEN - 1) + " characters");
+  }
+  spec.name.copy(rule.name, sizeof(rule.name) - 1);
+  rule.id = spec.id;
+  rule.epoch = spec.epoch;
+  rule.protocol = static_cast<uint8_t>(spec.protocol);
+  rule.key_kind = static_cast<uint8_t>(spec.key);
+  rule.ipv4_prefix = spec.ipv4_prefix;
+  rule.ipv6_prefix = spec.ipv6_prefix;
+  rule.action = static_cast<uint8_t>(spec.action);
+  rule.tcp_flags_set = spec.tcp_flags_set;
+  rule.tcp_flags_clear = spec.tcp_flags_clear;
+  rule.port_ranges = static_cast<uint8_t>(spec.dst_ports.size());
+  for (size_t i = 0; i < spec.dst_ports.size(); ++i) {
+    if (spec.dst_ports[i].first > spec.dst_ports[i].last) {
+      return Error::usage("port range " + std::to_string(spec.dst_ports[i].first) + "-" +
+                          std::to_string(spec.dst_ports[i].last) + " is backwards");
+    }
+    rule.ports[i] = {spec.dst_ports[i].first, spec.dst_ports[i].last};
+  }
+  if (limit.pps) {
+    if (limit.burst < 1) return Error::usage("burst must be at least 1 packet");
+    if (Status s = fillLimit(rule.limits[FG_LIMIT_PPS], packetInterval(limit.pps), limit.burst,
+                             "packet");
+        !s) {
+      return s.error();
+    }
+  }
+  if (limit.bits_per_s) {
+    if (limit.burst_bytes < kMinBurstBytes) {
+      return Error::usage("burst bytes must be at least " + std::to_string(kMinBurstBytes) +
+                          " (one full-size frame), not " + std::to_string(limit.burst_bytes));
+    }
+    if (Status s = fillLimit(rule.limits[FG_LIMIT_BPS], byteInterval(limit.bits_per_s),
+                             limit.burst_bytes, "byte");
+        !s) {
+      return s.error();
+    }
+  }
+  return rule;
+}
+
+LimitSpec describeLimits(const fg_rule& rule) {
+  LimitSpec out;
+  const fg_limit& pps = rule.limits[FG_LIMIT_PPS];
+  const fg_limit& bps = rule.limits[FG_LIMIT_BPS];
+  if (pps.interval) {
+    out.pps = static_cast<uint64_t>(std::llround(static_cast<double>(kUnitsPerSecond) / pps.interval));
+    out.burst = pps.capacity / pps.interval;
+  }
+  if (bps.interval) {
+    out.bits_per_s = static_cast<uint64_t>(
+        std::llround(static_cast<double>(kUnitsPerSecond) * 8 / bps.interval));
+    out.burst_bytes = bps.capacity / bps.interval;
+  }
+  return out;
+}
+
+}  // namespace floodgate

@@ -1,0 +1,31 @@
+// SPDX-License-Identifier: MIT
+// Compiles RuleSpecs into the program's struct fg_rule (GCRA intervals and capacities) and
+// reads them back for display.
+#pragma once
+
+#include "common/result.h"
+#include "controller/rule_spec.h"
+#include "floodgate_shared.h"
+
+namespace floodgate {
+
+// Default burst when none is given: a tenth of a second of the rate, at least 1 packet,
+// and at least one full-size frame of bytes so every frame can pass.
+uint64_t defaultBurst(uint64_t pps);
+uint64_t defaultBurstBytes(uint64_t bits_per_s);
+inline constexpr uint64_t kMinBurstBytes = 1518;  // a full-size Ethernet frame
+
+// Bucket time units (ns << FG_TIME_SHIFT) one packet at `pps` takes, rounded up so the
+// limit is never exceeded.
+uint64_t packetInterval(uint64_t pps);
+
+// Units one byte takes at `bits_per_s`, rounded up.
+uint64_t byteInterval(uint64_t bits_per_s);
+
+// Checks the spec (a usage error naming the field otherwise) and compiles it.
+Result<fg_rule> compileRule(const RuleSpec& spec);
+
+// The rule's limits as an operator would state them (rates rounded to whole units).
+LimitSpec describeLimits(const fg_rule& rule);
+
+}  // namespace floodgate

@@ -1,0 +1,44 @@
+// SPDX-License-Identifier: MIT
+// RuleSpec: one rate-limit rule as an operator states it, before it is compiled for the
+// XDP program (rule_compiler.h turns it into a struct fg_rule).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace floodgate {
+
+enum class Protocol : uint8_t { kAny = 0, kIcmp = 1, kTcp = 6, kUdp = 17 };
+enum class KeyKind : uint8_t { kSource = 0, kGlobal = 1 };
+enum class ExceedAction : uint8_t { kDrop = 0, kMonitor = 1 };
+
+struct PortRange {
+  uint16_t first = 0;
+  uint16_t last = 0;
+};
+
+// The limits of one bucket. 0 means "not limited" for a rate.
+struct LimitSpec {
+  uint64_t pps = 0;          // packets per second
+  uint64_t burst = 0;        // packets the bucket holds when full
+  uint64_t bits_per_s = 0;   // frame bits per second (frame length × 8)
+  uint64_t burst_bytes = 0;  // bytes the bucket holds when full
+};
+
+struct RuleSpec {
+  uint32_t id = 0;     // stable id (0 .. FG_MAX_RULE_IDS-1)
+  uint32_t epoch = 0;  // distinguishes this rule from an earlier one with the same id
+  std::string name = "default";
+  Protocol protocol = Protocol::kAny;
+  std::vector<PortRange> dst_ports;  // empty: any
+  uint8_t tcp_flags_set = 0;
+  uint8_t tcp_flags_clear = 0;
+  KeyKind key = KeyKind::kSource;
+  uint8_t ipv4_prefix = 32;
+  uint8_t ipv6_prefix = 64;
+  LimitSpec limit;
+  ExceedAction action = ExceedAction::kDrop;
+};
+
+}  // namespace floodgate

@@ -1,0 +1,139 @@
+// SPDX-License-Identifier: MIT
+// Typed wrappers over a BPF map fd: BpfMap<Key, Value> and PerCpuArray<Value>.
+// Not thread-safe per object; the kernel makes each single-element operation atomic.
+#pragma once
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include <cerrno>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "kernel/unique_fd.h"
+
+namespace floodgate {
+
+// "what failed: strerror(errno)", the one line for a failed syscall on a map.
+inline Error mapError(const std::string& map, const char* what, int err) {
+  return Error::failure("BPF map '" + map + "': " + what + " failed: " + std::strerror(err));
+}
+
+template <class Key, class Value>
+class BpfMap {
+ public:
+  BpfMap() = default;
+  BpfMap(UniqueFd fd, std::string name) : fd_(std::move(fd)), name_(std::move(name)) {}
+
+  // Opens a map pinned at `path`.
+  static Result<BpfMap> openPinned(const std::string& path, const std::string& name) {
+    int fd = bpf_obj_get(path.c_str());
+    if (fd < 0) {
+      return Error::failure("cannot open pinned map " + path + ": " + std::strerror(errno));
+    }
+    return BpfMap(UniqueFd(fd), name);
+  }
+
+  int fd() const { return fd_.get(); }
+  const std::string& name() const { return name_; }
+
+  std::optional<Value> find(const Key& key) const {
+    Value value{};
+    if (bpf_map_lookup_elem(fd(), &key, &value) != 0) return std::nullopt;
+    return value;
+  }
+
+  Result<Value> lookup(const Key& key) const {
+    Value value{};
+    if (bpf_map_lookup_elem(fd(), &key, &value) != 0) return mapError(name_, "lookup", errno);
+    return value;
+  }
+
+  Status update(const Key& key, const Value& value) {
+    if (bpf_map_update_elem(fd(), &key, &value, BPF_ANY) != 0) {
+      return mapError(name_, "update", errno);
+    }
+    return okStatus();
+  }
+
+  // Inserts only if absent; false if the key was already there.
+  Result<bool> insertNew(const Key& key, const Value& value) {
+    if (bpf_map_update_elem(fd(), &key, &value, BPF_NOEXIST) == 0) return true;
+    if (errno == EEXIST) return false;
+    return mapError(name_, "insert", errno);
+  }
+
+  // Removes `key`; false if it was not there.
+  Result<bool> erase(const Key& key) {
+    if (bpf_map_delete_elem(fd(), &key) == 0) return true;
+    if (errno == ENOENT) return false;
+    return mapError(name_, "delete", errno);
+  }
+
+  // Every key, in the map's own order.
+  Result<std::vector<Key>> keys() const {
+    std::vector<Key> out;
+    Key key{}, next{};
+    const Key* previous = nullptr;
+    while (bpf_map_get_next_key(fd(), previous, &next) == 0) {
+      out.push_back(next);
+      key = next;
+      previous = &key;
+    }
+    if (errno != ENOENT) return mapError(name_, "iterate", errno);
+    return out;
+  }
+
+ private:
+  UniqueFd fd_;
+  std::string name_;
+};
+
+// A BPF_MAP_TYPE_PERCPU_ARRAY: each index holds one Value per possible CPU.
+template <class Value>
+class PerCpuArray {
+ public:
+  PerCpuArray() = default;
+  PerCpuArray(UniqueFd fd, std::string name) : fd_(std::move(fd)), name_(std::move(name)) {}
+
+  static Result<PerCpuArray> openPinned(const std::string& path, const std::string& name) {
+    int fd = bpf_obj_get(path.c_str());
+    if (fd < 0) {
+      return Error::failure("cannot open pinned map " + path + ": " + std::strerror(errno));
+    }
+    return PerCpuArray(UniqueFd(fd), name);
+  }
+
+  int fd() const { return fd_.get(); }
+
+  // The values of every CPU at `index`.
+  Result<std::vector<Value>> lookup(uint32_t index) const {
+    static_assert(sizeof(Value) % 8 == 0, "per-CPU values are laid out 8-byte aligned");
+    int cpus = libbpf_num_possible_cpus();
+    if (cpus <= 0) return Error::failure("cannot count the possible CPUs");
+    std::vector<Value> values(static_cast<size_t>(cpus));
+    if (bpf_map_lookup_elem(fd(), &index, values.data()) != 0) {
+      return mapError(name_, "lookup", errno);
+    }
+    return values;
+  }
+
+  // Zeroes `index` on every CPU.
+  Status clear(uint32_t index) {
+    int cpus = libbpf_num_possible_cpus();
+    std::vector<Value> zeros(static_cast<size_t>(cpus > 0 ? cpus : 1));
+    if (bpf_map_update_elem(fd(), &index, zeros.data(), BPF_ANY) != 0) {
+      return mapError(name_, "clear", errno);
+    }
+    return okStatus();
+  }
+
+ private:
+  UniqueFd fd_;
+  std::string name_;
+};
+
+}  // namespace floodgate

@@ -1,0 +1,32 @@
+// SPDX-License-Identifier: MIT
+// Where a running limiter lives in bpffs: /sys/fs/bpf/floodgate/<interface>/.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+
+namespace floodgate {
+
+inline constexpr const char* kPinRoot = "/sys/fs/bpf/floodgate";
+
+// The directory of `interface`'s pins.
+std::string pinDirectory(const std::string& interface);
+
+// The pin of one map, by its name in the BPF object.
+std::string mapPinPath(const std::string& interface, const std::string& map_name);
+
+// The pin of the XDP link; while it exists, the program stays attached.
+std::string linkPinPath(const std::string& interface);
+
+// Interfaces that have a pinned link, sorted.
+std::vector<std::string> pinnedInterfaces();
+
+// Creates the pin directory (and kPinRoot).
+Status createPinDirectory(const std::string& interface);
+
+// Removes every pin of `interface` and its directory; missing pins are fine.
+Status removePins(const std::string& interface);
+
+}  // namespace floodgate

@@ -1,0 +1,106 @@
+// SPDX-License-Identifier: MIT
+// Checks and readings of the running kernel that the controller needs before loading.
+#include "kernel/system.h"
+
+#include <linux/magic.h>
+#include <net/if.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+namespace floodgate {
+namespace {
+
+// The effective capability bits of this process, from /proc/self/status.
+uint64_t effectiveCapabilities() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("CapEff:", 0) == 0) return std::stoull(line.substr(7), nullptr, 16);
+  }
+  return 0;
+}
+
+constexpr int kCapNetAdmin = 12;
+constexpr int kCapSysAdmin = 21;
+constexpr int kCapBpf = 39;
+
+// Reads a whole file that may be gzip-compressed (zlib reads plain files as they are).
+bool readMaybeCompressed(const std::string& path, std::string& out) {
+  gzFile file = gzopen(path.c_str(), "rb");
+  if (!file) return false;
+  char buffer[65536];
+  int n;
+  while ((n = gzread(file, buffer, sizeof(buffer))) > 0) out.append(buffer, static_cast<size_t>(n));
+  gzclose(file);
+  return !out.empty();
+}
+
+}  // namespace
+
+Status checkPrivileges() {
+  if (geteuid() == 0) return okStatus();
+  uint64_t caps = effectiveCapabilities();
+  bool bpf = caps & ((1ULL << kCapBpf) | (1ULL << kCapSysAdmin));
+  bool net = caps & (1ULL << kCapNetAdmin);
+  if (bpf && net) return okStatus();
+  return Error::failure(
+      "this command loads BPF and attaches XDP: run it as root (sudo) or with CAP_BPF and "
+      "CAP_NET_ADMIN");
+}
+
+Status ensureBpffs(const std::string& path) {
+  struct statfs fs {};
+  if (statfs(path.c_str(), &fs) == 0 && fs.f_type == BPF_FS_MAGIC) return okStatus();
+  mkdir(path.c_str(), 0700);
+  if (mount("bpf", path.c_str(), "bpf", 0, "mode=0700") == 0) return okStatus();
+  return Error::failure("no BPF filesystem at " + path + " and mounting one failed (" +
+                        std::strerror(errno) + "): mount it with 'mount -t bpf bpf " + path +
+                        "'");
+}
+
+Result<uint32_t> kernelHz() {
+  struct utsname uts {};
+  uname(&uts);
+  for (std::string path : {std::string("/proc/config.gz"), "/boot/config-" + std::string(uts.release)}) {
+    std::string config;
+    if (!readMaybeCompressed(path, config)) continue;
+    std::istringstream lines(config);
+    std::string line;
+    while (std::getline(lines, line)) {
+      if (line.rfind("CONFIG_HZ=", 0) == 0) return static_cast<uint32_t>(std::stoul(line.substr(10)));
+    }
+  }
+  return Error::failure(
+      "cannot read the kernel's CONFIG_HZ from /proc/config.gz or /boot/config-" +
+      std::string(uts.release) + ": load the configs module (modprobe configs) or install the "
+      "kernel's config file");
+}
+
+Result<uint64_t> currentJiffies() {
+  std::ifstream timers("/proc/timer_list");
+  std::string line;
+  while (std::getline(timers, line)) {
+    if (line.rfind("jiffies: ", 0) == 0) return std::stoull(line.substr(9));
+  }
+  return Error::failure("cannot read jiffies from /proc/timer_list (needs root)");
+}
+
+Result<int> interfaceIndex(const std::string& name) {
+  unsigned index = if_nametoindex(name.c_str());
+  if (index == 0) {
+    return Error::failure("no network interface named '" + name +
+                          "' in this network namespace (see 'ip link')");
+  }
+  return static_cast<int>(index);
+}
+
+}  // namespace floodgate

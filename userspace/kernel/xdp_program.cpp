@@ -1,0 +1,157 @@
+// SPDX-License-Identifier: MIT
+// Loading floodgate's skeleton with pinned maps and attaching it to an interface.
+#include "kernel/xdp_program.h"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <linux/if_link.h>
+
+#include <cerrno>
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "kernel/pins.h"
+
+namespace floodgate {
+namespace {
+
+thread_local std::string libbpf_log;
+
+// libbpf prints warnings itself; keep them for errors and --verbose rather than letting
+// several lines of library output stand in for one clear message.
+int captureLibbpf(enum libbpf_print_level level, const char* format, va_list args) {
+  if (level == LIBBPF_DEBUG && !std::getenv("FLOODGATE_DEBUG")) return 0;
+  char line[2048];
+  std::vsnprintf(line, sizeof(line), format, args);
+  libbpf_log += line;
+  if (std::getenv("FLOODGATE_DEBUG")) std::fputs(line, stderr);
+  return 0;
+}
+
+Status setMapPins(bpf_object* object, const std::string& interface) {
+  bpf_map* map;
+  bpf_object__for_each_map(map, object) {
+    // scratch and the internal rodata/bss maps have nothing worth keeping
+    if (bpf_map__is_internal(map) || std::strcmp(bpf_map__name(map), "charges") == 0) continue;
+    std::string path = mapPinPath(interface, bpf_map__name(map));
+    if (int err = bpf_map__set_pin_path(map, path.c_str()); err != 0) {
+      return Error::failure("cannot set the pin path " + path + ": " + std::strerror(-err));
+    }
+  }
+  return okStatus();
+}
+
+}  // namespace
+
+const char* xdpModeName(XdpMode mode) {
+  switch (mode) {
+    case XdpMode::kNative:
+      return "native";
+    case XdpMode::kGeneric:
+      return "generic";
+    case XdpMode::kAuto:
+      break;
+  }
+  return "auto";
+}
+
+std::string lastLibbpfMessage() {
+  // the last non-empty line is the one that names the problem
+  std::string log = libbpf_log;
+  while (!log.empty() && log.back() == '\n') log.pop_back();
+  auto pos = log.rfind('\n');
+  return pos == std::string::npos ? log : log.substr(pos + 1);
+}
+
+Result<Skeleton> loadProgram(const LoadSettings& settings) {
+  libbpf_set_print(captureLibbpf);
+  libbpf_log.clear();
+  Skeleton skeleton(floodgate_bpf__open());
+  if (!skeleton) {
+    return Error::failure("cannot open the XDP program: " + std::string(std::strerror(errno)));
+  }
+  skeleton->rodata->tick_units = settings.tick_units;
+  skeleton->rodata->table_slot_mask = settings.table_slots - 1;
+  bpf_map__set_max_entries(skeleton->maps.buckets, settings.table_slots);
+  for (bpf_map* list : {skeleton->maps.allow_v4, skeleton->maps.allow_v6, skeleton->maps.deny_v4,
+                        skeleton->maps.deny_v6}) {
+    bpf_map__set_max_entries(list, settings.list_max_entries);
+  }
+  if (Status pinned = setMapPins(skeleton->obj, settings.interface); !pinned) return pinned.error();
+
+  if (int err = floodgate_bpf__load(skeleton.get()); err != 0) {
+    std::string detail = lastLibbpfMessage();
+    if (err == -EPERM) {
+      return Error::failure("the kernel refused to load the XDP program (EPERM): run as root");
+    }
+    if (detail.find("reuse") != std::string::npos || detail.find("pinned") != std::string::npos) {
+      return Error::failure("the maps pinned in " + pinDirectory(settings.interface) +
+                            " do not fit this program (another table size or version): run "
+                            "'floodgate detach " + settings.interface + "' first");
+    }
+    return Error::failure("the kernel refused to load the XDP program (" +
+                          std::string(std::strerror(-err)) + "): " + detail +
+                          "; a 6.x kernel with BPF and BTF is needed");
+  }
+  return skeleton;
+}
+
+Result<UniqueFd> attachXdp(int program_fd, int ifindex, const std::string& interface, XdpMode mode,
+                           XdpMode* used) {
+  auto tryMode = [&](XdpMode attempt) {
+    LIBBPF_OPTS(bpf_link_create_opts, options);
+    options.flags = attempt == XdpMode::kNative ? XDP_FLAGS_DRV_MODE : XDP_FLAGS_SKB_MODE;
+    return bpf_link_create(program_fd, ifindex, BPF_XDP, &options);
+  };
+  XdpMode first = mode == XdpMode::kGeneric ? XdpMode::kGeneric : XdpMode::kNative;
+  int fd = tryMode(first);
+  int err = errno;
+  if (fd < 0 && mode == XdpMode::kAuto && err != EBUSY && err != EEXIST) {
+    first = XdpMode::kGeneric;
+    fd = tryMode(first);
+    err = errno;
+  }
+  if (fd >= 0) {
+    *used = first;
+    return UniqueFd(fd);
+  }
+  if (err == EBUSY || err == EEXIST) {
+    return Error::failure("'" + interface +
+                          "' already has an XDP program that floodgate did not attach: remove it "
+                          "with 'ip link set dev " + interface + " xdp off'");
+  }
+  if (mode == XdpMode::kNative && (err == EOPNOTSUPP || err == EINVAL)) {
+    return Error::failure("the driver of '" + interface +
+                          "' has no native XDP support: use --mode generic or --mode auto");
+  }
+  return Error::failure("cannot attach XDP to '" + interface + "' in " + xdpModeName(first) +
+                        " mode: " + std::strerror(err));
+}
+
+XdpAttachment queryXdp(int ifindex) {
+  XdpAttachment out;
+  LIBBPF_OPTS(bpf_xdp_query_opts, options);
+  if (bpf_xdp_query(ifindex, 0, &options) != 0) {
+    out.mode = "none";
+    return out;
+  }
+  out.program_id = options.prog_id;
+  switch (options.attach_mode) {
+    case XDP_ATTACHED_DRV:
+      out.mode = "native";
+      break;
+    case XDP_ATTACHED_SKB:
+      out.mode = "generic";
+      break;
+    case XDP_ATTACHED_HW:
+      out.mode = "offload";
+      break;
+    default:
+      out.mode = "none";
+  }
+  return out;
+}
+
+}  // namespace floodgate

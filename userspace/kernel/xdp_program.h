@@ -1,0 +1,51 @@
+// SPDX-License-Identifier: MIT
+// Loading the XDP program from its skeleton with pinned maps, and attaching it by a link.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "common/result.h"
+#include "floodgate.skel.h"
+#include "kernel/unique_fd.h"
+
+namespace floodgate {
+
+struct SkeletonDeleter {
+  void operator()(floodgate_bpf* skeleton) const { floodgate_bpf__destroy(skeleton); }
+};
+using Skeleton = std::unique_ptr<floodgate_bpf, SkeletonDeleter>;
+
+enum class XdpMode { kAuto, kNative, kGeneric };
+
+const char* xdpModeName(XdpMode mode);
+
+// Settings fixed when the program is loaded (rodata and map sizes).
+struct LoadSettings {
+  std::string interface;  // whose pins the maps use (existing pins are reused)
+  uint32_t table_slots = 0;
+  uint32_t list_max_entries = 0;
+  uint64_t tick_units = 0;  // bucket time units per jiffy
+};
+
+// Opens, configures and loads the program; maps are pinned under the interface's pin
+// directory, reusing pins that are already there (their state is kept).
+Result<Skeleton> loadProgram(const LoadSettings& settings);
+
+// Attaches `program_fd` to `ifindex` by a BPF link in `mode`; `auto` tries native, then
+// generic, and reports the mode it got in *used.
+Result<UniqueFd> attachXdp(int program_fd, int ifindex, const std::string& interface, XdpMode mode,
+                           XdpMode* used);
+
+// What the kernel reports for the XDP program on an interface.
+struct XdpAttachment {
+  uint32_t program_id = 0;
+  std::string mode;  // native | generic | offload | none
+};
+XdpAttachment queryXdp(int ifindex);
+
+// libbpf's messages of the last failed call, for --verbose output and errors.
+std::string lastLibbpfMessage();
+
+}  // namespace floodgate
