@@ -2,6 +2,7 @@
 // Parsing of numbers with units: a decimal number, then a suffix from a small table.
 #include "common/units.h"
 
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <string>
@@ -29,7 +30,10 @@ bool splitNumber(std::string_view text, double& number, std::string_view& suffix
     ++end;
   }
   if (!digits) return false;
-  number = std::stod(std::string(text.substr(0, end)));
+  // from_chars, not stod: stod throws on a number beyond a double's range (400 nines), and
+  // follows the locale; an out-of-range number is simply not a number here.
+  auto [parsed_end, ec] = std::from_chars(text.data(), text.data() + end, number);
+  if (ec != std::errc() || parsed_end != text.data() + end) return false;
   suffix = text.substr(end);
   while (!suffix.empty() && suffix.front() == ' ') suffix.remove_prefix(1);
   return true;
