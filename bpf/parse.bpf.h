@@ -103,6 +103,12 @@ struct fg_ipv6_frag_hdr {
 	__be32 identification;
 };
 
+static __always_inline int fg_ipv6_is_ext(__u8 next)
+{
+	return next == IPPROTO_HOPOPTS || next == IPPROTO_ROUTING || next == IPPROTO_DSTOPTS ||
+	       next == IPPROTO_AH || next == IPPROTO_FRAGMENT;
+}
+
 static __always_inline int fg_parse_ipv6(void *pos, void *end, struct fg_packet *pkt)
 {
 	struct ipv6hdr *ip6 = pos;
@@ -119,9 +125,12 @@ static __always_inline int fg_parse_ipv6(void *pos, void *end, struct fg_packet 
 	next = ip6->nexthdr;
 	pos += sizeof(*ip6);
 
-	for (i = 0; i < FG_MAX_IPV6_EXT_HEADERS; i++) {
+	/* one pass per extension header, and one more for the header that ends the chain */
+	for (i = 0; i <= FG_MAX_IPV6_EXT_HEADERS; i++) {
 		struct fg_ipv6_opt_hdr *opt = pos;
 
+		if (i == FG_MAX_IPV6_EXT_HEADERS && fg_ipv6_is_ext(next))
+			return FG_PARSE_UNKNOWN_EXT;
 		switch (next) {
 		case IPPROTO_HOPOPTS:
 		case IPPROTO_ROUTING:
@@ -162,7 +171,6 @@ static __always_inline int fg_parse_ipv6(void *pos, void *end, struct fg_packet 
 			return fg_parse_l4(pos, end, next, pkt);
 		}
 	}
-	/* still inside the extension chain after FG_MAX_IPV6_EXT_HEADERS headers */
 	return FG_PARSE_UNKNOWN_EXT;
 }
 

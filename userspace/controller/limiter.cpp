@@ -30,6 +30,18 @@ static_assert(offsetof(fg_rule, limits) % 8 == 0);
 
 bool isPowerOfTwo(uint32_t v) { return v && !(v & (v - 1)); }
 
+Status validateOptions(const AttachOptions& options) {
+  if (!isPowerOfTwo(options.table_slots) || options.table_slots < FG_TABLE_WAYS) {
+    return Error::usage("table size must be a power of two of at least " +
+                        std::to_string(FG_TABLE_WAYS) + ", not " +
+                        std::to_string(options.table_slots));
+  }
+  for (const RuleSpec& spec : options.rules) {
+    if (auto compiled = compileRule(spec); !compiled) return compiled.error();
+  }
+  return okStatus();
+}
+
 template <class Map>
 Status openMap(Map& out, const std::string& interface, const char* name) {
   auto map = Map::openPinned(mapPinPath(interface, name), name);
@@ -91,16 +103,28 @@ Result<Limiter> Limiter::openMaps(const std::string& interface) {
   return limiter;
 }
 
+Result<LoadedLimiter> Limiter::load(const AttachOptions& options) {
+  if (Status s = validateOptions(options); !s) return s.error();
+  if (Status s = ensureBpffs(); !s) return s.error();
+  if (Status s = createPinDirectory(options.interface); !s) return s.error();
+  auto hz = kernelHz();
+  if (!hz) return hz.error();
+  LoadSettings load{options.interface, options.table_slots, options.list_max_entries,
+                    fg_tick_units(*hz)};
+  auto skeleton = loadProgram(load);
+  if (!skeleton) return skeleton.error();
+  auto limiter = Limiter::openMaps(options.interface);
+  if (!limiter) return limiter.error();
+  if (Status s = limiter->writePolicies(options); !s) return s.error();
+  if (Status s = limiter->writeRules(options.rules); !s) return s.error();
+  return LoadedLimiter{std::move(*skeleton), std::move(*limiter)};
+}
+
+int LoadedLimiter::programFd() const { return bpf_program__fd(skeleton->progs.floodgate_xdp); }
+
 Result<AttachReport> Limiter::attach(const AttachOptions& options) {
   const std::string& iface = options.interface;
-  if (!isPowerOfTwo(options.table_slots) || options.table_slots < FG_TABLE_WAYS) {
-    return Error::usage("table size must be a power of two of at least " +
-                        std::to_string(FG_TABLE_WAYS) + ", not " +
-                        std::to_string(options.table_slots));
-  }
-  for (const RuleSpec& spec : options.rules) {
-    if (auto compiled = compileRule(spec); !compiled) return compiled.error();
-  }
+  if (Status s = validateOptions(options); !s) return s.error();
   if (Status s = checkPrivileges(); !s) return s.error();
   auto ifindex = interfaceIndex(iface);
   if (!ifindex) return ifindex.error();
@@ -111,49 +135,38 @@ Result<AttachReport> Limiter::attach(const AttachOptions& options) {
     return Error::failure("floodgate is already attached to '" + iface +
                           "': use --replace to swap it (state is kept) or detach it first");
   }
+  // Pins without a link are what a crashed attach left behind: nothing worth keeping.
   if (!attached) {
-    // pins without a link are what a crashed attach left: they hold nothing worth keeping
     if (Status s = removePins(iface); !s) return s.error();
   }
-  if (Status s = createPinDirectory(iface); !s) return s.error();
-  // a fresh attach that fails must leave nothing behind
-  auto cleanup = [&](Error error) -> Result<AttachReport> {
+  // A fresh attach that fails leaves nothing behind; a failed replace leaves the old one.
+  auto fail = [&](Error error) -> Result<AttachReport> {
     if (!attached) (void)removePins(iface);
     return error;
   };
 
-  auto hz = kernelHz();
-  if (!hz) return cleanup(hz.error());
-  LoadSettings load{iface, options.table_slots, options.list_max_entries, fg_tick_units(*hz)};
-  auto skeleton = loadProgram(load);
-  if (!skeleton) return cleanup(skeleton.error());
-
-  auto limiter = Limiter::openMaps(iface);
-  if (!limiter) return cleanup(limiter.error());
-  if (Status s = limiter->writePolicies(options); !s) return cleanup(s.error());
-  if (Status s = limiter->writeRules(options.rules); !s) return cleanup(s.error());
+  auto loaded = load(options);
+  if (!loaded) return fail(loaded.error());
 
   AttachReport report;
-  int program_fd = bpf_program__fd((*skeleton)->progs.floodgate_xdp);
   if (attached) {
     UniqueFd link(bpf_obj_get(linkPinPath(iface).c_str()));
-    if (!link.valid() || bpf_link_update(link.get(), program_fd, nullptr) != 0) {
+    if (!link.valid() || bpf_link_update(link.get(), loaded->programFd(), nullptr) != 0) {
       return Error::failure("cannot swap the program on '" + iface + "': " + std::strerror(errno));
     }
     report.replaced = true;
-    std::string mode = queryXdp(*ifindex).mode;
-    report.mode = mode == "generic" ? XdpMode::kGeneric : XdpMode::kNative;
+    report.mode = queryXdp(*ifindex).mode == "generic" ? XdpMode::kGeneric : XdpMode::kNative;
     return report;
   }
-  auto link = attachXdp(program_fd, *ifindex, iface, options.mode, &report.mode);
-  if (!link) return cleanup(link.error());
+  auto link = attachXdp(loaded->programFd(), *ifindex, iface, options.mode, &report.mode);
+  if (!link) return fail(link.error());
   if (options.mode == XdpMode::kAuto && report.mode == XdpMode::kGeneric) {
     report.warnings.push_back("the driver of '" + iface +
                               "' has no native XDP: attached in generic mode, which is slower");
   }
   if (bpf_obj_pin(link->get(), linkPinPath(iface).c_str()) != 0) {
-    return cleanup(Error::failure("cannot pin the XDP link at " + linkPinPath(iface) + ": " +
-                                  std::strerror(errno)));
+    return fail(Error::failure("cannot pin the XDP link at " + linkPinPath(iface) + ": " +
+                               std::strerror(errno)));
   }
   return report;
 }

@@ -71,8 +71,14 @@ struct LimiterStatus {
 const char* verdictName(uint32_t verdict);
 const char* reasonName(uint32_t reason);
 
+struct LoadedLimiter;
+
 class Limiter {
  public:
+  // Loads and configures the program (policies, rules) with maps pinned under
+  // options.interface, without attaching it anywhere: for attach and for BPF test runs.
+  static Result<LoadedLimiter> load(const AttachOptions& options);
+
   // Loads, configures and attaches; pins everything under /sys/fs/bpf/floodgate/IFACE/.
   // On failure nothing new is left attached or pinned.
   static Result<AttachReport> attach(const AttachOptions& options);
@@ -120,6 +126,13 @@ class Limiter {
   PerCpuArray<fg_counter> rule_counters_;
   BpfMap<fg_lpm_v4, uint8_t> allow_v4_, deny_v4_;
   BpfMap<fg_lpm_v6, uint8_t> allow_v6_, deny_v6_;
+};
+
+// A loaded, configured program that is not attached (yet).
+struct LoadedLimiter {
+  Skeleton skeleton;
+  Limiter limiter;
+  int programFd() const;
 };
 
 }  // namespace floodgate

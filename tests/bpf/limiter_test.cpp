@@ -1,0 +1,190 @@
+// SPDX-License-Identifier: MIT
+// The limiting path of the real XDP program: buckets, prefixes, lists, monitor mode, bps
+// and how several rules compose. Rates are 1 pps so no outcome depends on timing.
+#include <cstring>
+
+#include "bpf/xdp_fixture.h"
+#include "common/cidr.h"
+
+namespace floodgate::test {
+namespace {
+
+class LimiterTest : public XdpProgramTest {
+ protected:
+  static std::vector<uint8_t> udpFrom(const std::string& src, size_t payload = 32) {
+    PacketBuilder builder;
+    builder.eth();
+    if (src.find(':') != std::string::npos) {
+      builder.ipv6(src, "2001:db8:ffff::1");
+    } else {
+      builder.ipv4(src, "198.51.100.1");
+    }
+    return builder.udp(53).payload(payload).build();
+  }
+
+  static std::vector<Cidr> cidrs(std::initializer_list<const char*> texts) {
+    std::vector<Cidr> out;
+    for (const char* text : texts) out.push_back(*parseCidr(text));
+    return out;
+  }
+};
+
+TEST_F(LimiterTest, ASourceOverItsBurstIsDroppedAndOthersAreNot) {
+  load({sourceRule(1, 3)});
+  EXPECT_EQ(passes(udpFrom("192.0.2.1"), 10), 3);
+  EXPECT_EQ(passes(udpFrom("192.0.2.2"), 2), 2);
+  EXPECT_EQ(counted(FG_VERDICT_DROP, FG_REASON_RATE), 7u);
+  EXPECT_EQ(counted(FG_VERDICT_PASS, FG_REASON_DEFAULT), 5u);
+}
+
+TEST_F(LimiterTest, TwoIpv6SourcesInOneSlash64ShareABucket) {
+  load({sourceRule(1, 4)});
+  EXPECT_EQ(passes(udpFrom("2001:db8:1:2::1"), 2), 2);
+  EXPECT_EQ(passes(udpFrom("2001:db8:1:2:ffff::9"), 4), 2);
+  // the neighbouring /64 has its own bucket
+  EXPECT_EQ(passes(udpFrom("2001:db8:1:3::1"), 4), 4);
+}
+
+TEST_F(LimiterTest, Ipv4PrefixKeysGroupSources) {
+  RuleSpec rule = sourceRule(1, 2);
+  rule.ipv4_prefix = 24;
+  load({rule});
+  EXPECT_EQ(run(udpFrom("203.0.113.1")), XDP_PASS);
+  EXPECT_EQ(run(udpFrom("203.0.113.200")), XDP_PASS);
+  EXPECT_EQ(run(udpFrom("203.0.113.77")), XDP_DROP);
+  EXPECT_EQ(run(udpFrom("203.0.114.1")), XDP_PASS);
+}
+
+TEST_F(LimiterTest, DenyDropsAndAllowBypassesTheLimit) {
+  load({sourceRule(1, 1)});
+  ASSERT_EQ(*limiter().listAdd(ListKind::kDeny, cidrs({"192.0.2.0/24", "2001:db8:bad::/48"})), 2u);
+  ASSERT_EQ(*limiter().listAdd(ListKind::kAllow, cidrs({"198.18.0.5", "2001:db8:600d::/48"})), 2u);
+  EXPECT_EQ(passes(udpFrom("192.0.2.55"), 3), 0);
+  EXPECT_EQ(passes(udpFrom("2001:db8:bad:1::1"), 3), 0);
+  EXPECT_EQ(passes(udpFrom("198.18.0.5"), 5), 5);
+  EXPECT_EQ(passes(udpFrom("2001:db8:600d:7::1"), 5), 5);
+  EXPECT_EQ(counted(FG_VERDICT_DROP, FG_REASON_DENY), 6u);
+  EXPECT_EQ(counted(FG_VERDICT_PASS, FG_REASON_ALLOW), 10u);
+  // lifting the deny entry lets the source through to its own limit
+  ASSERT_EQ(*limiter().listRemove(ListKind::kDeny, cidrs({"192.0.2.0/24"})), 1u);
+  EXPECT_EQ(passes(udpFrom("192.0.2.55"), 3), 1);
+  auto listed = limiter().listEntries(ListKind::kAllow);
+  ASSERT_TRUE(listed.ok());
+  EXPECT_EQ(listed->size(), 2u);
+}
+
+TEST_F(LimiterTest, AddingAnEntryTwiceCountsItOnce) {
+  load({sourceRule(1, 1)});
+  EXPECT_EQ(*limiter().listAdd(ListKind::kDeny, cidrs({"192.0.2.0/24"})), 1u);
+  EXPECT_EQ(*limiter().listAdd(ListKind::kDeny, cidrs({"192.0.2.0/24"})), 0u);
+  EXPECT_EQ(*limiter().listRemove(ListKind::kDeny, cidrs({"192.0.2.0/24"})), 1u);
+  // the list is empty again, so the program skips it: the source meets its bucket
+  EXPECT_EQ(passes(udpFrom("192.0.2.1"), 2), 1);
+}
+
+TEST_F(LimiterTest, MonitorModeCountsWhatItWouldDropAndPassesIt) {
+  AttachOptions options;
+  options.monitor = true;
+  load({sourceRule(1, 2)}, options);
+  ASSERT_EQ(*limiter().listAdd(ListKind::kDeny, cidrs({"192.0.2.99"})), 1u);
+  EXPECT_EQ(passes(udpFrom("192.0.2.1"), 5), 5);
+  EXPECT_EQ(passes(udpFrom("192.0.2.99"), 1), 1);
+  EXPECT_EQ(counted(FG_VERDICT_MONITOR, FG_REASON_RATE), 3u);
+  EXPECT_EQ(counted(FG_VERDICT_MONITOR, FG_REASON_DENY), 1u);
+  EXPECT_EQ(counted(FG_VERDICT_DROP, FG_REASON_RATE), 0u);
+}
+
+TEST_F(LimiterTest, BytesPerSecondChargesTheFrameLength) {
+  RuleSpec rule;
+  rule.limit.bits_per_s = 8;  // one byte per second: only the burst matters here
+  rule.limit.burst_bytes = 3000;
+  load({rule});
+  auto big = udpFrom("192.0.2.1", 1000 - 42);  // 1000-byte frames
+  ASSERT_EQ(big.size(), 1000u);
+  EXPECT_EQ(passes(big, 5), 3);
+  auto small = udpFrom("192.0.2.2", 64 - 42);
+  EXPECT_EQ(passes(small, 50), 46);  // 3000 / 64
+}
+
+TEST_F(LimiterTest, APpsChargeIsHandedBackWhenTheBpsLimitRefuses) {
+  RuleSpec rule;
+  rule.limit.pps = 1;
+  rule.limit.burst = 3;
+  rule.limit.bits_per_s = 8;
+  rule.limit.burst_bytes = 2000;
+  load({rule});
+  auto big = udpFrom("192.0.2.1", 1500 - 42);
+  auto tiny = udpFrom("192.0.2.1", 60 - 42);
+  EXPECT_EQ(run(big), XDP_PASS);   // pps 1/3, bytes 1500/2000
+  EXPECT_EQ(run(big), XDP_DROP);   // bytes refuse: the pps charge goes back
+  EXPECT_EQ(run(big), XDP_DROP);
+  EXPECT_EQ(passes(tiny, 3), 2);   // so two packets of pps remain, not zero
+}
+
+TEST_F(LimiterTest, EveryMatchingRuleMustAdmitAndDropsAreRefunded) {
+  RuleSpec per_source = sourceRule(1, 5);
+  RuleSpec dns = sourceRule(1, 2);
+  dns.protocol = Protocol::kUdp;
+  dns.dst_ports = {{53, 53}};
+  load({per_source, dns});
+  auto query = udpFrom("192.0.2.1");
+  auto other = PacketBuilder().eth().ipv4("192.0.2.1", "198.51.100.1").udp(123).build();
+  EXPECT_EQ(passes(query, 4), 2);  // the DNS rule is the tighter one
+  // the two refused queries were handed back to the per-source rule: 3 of 5 remain
+  EXPECT_EQ(passes(other, 5), 3);
+  auto rules = limiter().ruleCounters();
+  ASSERT_TRUE(rules.ok());
+  ASSERT_EQ(rules->size(), 2u);
+  EXPECT_EQ((*rules)[1].by_verdict[FG_VERDICT_DROP].packets, 2u);
+  EXPECT_EQ((*rules)[1].by_verdict[FG_VERDICT_PASS].packets, 2u);
+}
+
+TEST_F(LimiterTest, AGlobalRuleSharesOneBucketAcrossSources) {
+  RuleSpec global = sourceRule(1, 3);
+  global.key = KeyKind::kGlobal;
+  load({global});
+  EXPECT_EQ(run(udpFrom("192.0.2.1")), XDP_PASS);
+  EXPECT_EQ(run(udpFrom("192.0.2.2")), XDP_PASS);
+  EXPECT_EQ(run(udpFrom("2001:db8::3")), XDP_PASS);
+  EXPECT_EQ(run(udpFrom("192.0.2.4")), XDP_DROP);
+}
+
+TEST_F(LimiterTest, TcpFlagMatchingSelectsSyns) {
+  RuleSpec syn = sourceRule(1, 1);
+  syn.protocol = Protocol::kTcp;
+  syn.tcp_flags_set = 0x02;
+  syn.tcp_flags_clear = 0x10;
+  load({syn});
+  auto syn_frame = PacketBuilder().eth().ipv4("192.0.2.1", "198.51.100.1").tcp(443, 0x02).build();
+  auto ack_frame = PacketBuilder().eth().ipv4("192.0.2.1", "198.51.100.1").tcp(443, 0x10).build();
+  EXPECT_EQ(passes(syn_frame, 3), 1);
+  EXPECT_EQ(passes(ack_frame, 3), 3);
+}
+
+TEST_F(LimiterTest, ReplacingTheRulesKeepsTheBucketsOfAnUnchangedRule) {
+  load({sourceRule(1, 3)});
+  EXPECT_EQ(passes(udpFrom("192.0.2.1"), 2), 2);
+  RuleSpec same = sourceRule(1, 3);
+  same.name = "rule0";
+  ASSERT_TRUE(limiter().writeRules({same}).ok());
+  EXPECT_EQ(passes(udpFrom("192.0.2.1"), 3), 1);  // one token left, as before the write
+}
+
+TEST_F(LimiterTest, SourcesWithNoFreeSlotShareTheOverflowBucket) {
+  AttachOptions options;
+  options.table_slots = 4;  // one set of four ways
+  load({sourceRule(1, 2)}, options);
+  for (int i = 1; i <= 4; ++i) {
+    EXPECT_EQ(run(udpFrom("192.0.2." + std::to_string(i))), XDP_PASS);
+  }
+  // every way holds a source that is not idle: newcomers share one bucket of 2
+  EXPECT_EQ(run(udpFrom("192.0.2.10")), XDP_PASS);
+  EXPECT_EQ(run(udpFrom("192.0.2.11")), XDP_PASS);
+  EXPECT_EQ(run(udpFrom("192.0.2.12")), XDP_DROP);
+  // a tracked source keeps its own bucket
+  EXPECT_EQ(run(udpFrom("192.0.2.1")), XDP_PASS);
+  EXPECT_EQ(run(udpFrom("192.0.2.1")), XDP_DROP);
+}
+
+}  // namespace
+}  // namespace floodgate::test

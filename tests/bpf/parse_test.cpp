@@ -1,0 +1,159 @@
+// SPDX-License-Identifier: MIT
+// The XDP parser through the real program: which frames are IP, which are malformed, and
+// that VLAN tags, IPv6 extension headers and fragments still find the source.
+#include "bpf/xdp_fixture.h"
+
+namespace floodgate::test {
+namespace {
+
+constexpr uint16_t kArp = 0x0806;
+
+class ParseTest : public XdpProgramTest {};
+
+TEST_F(ParseTest, NonIpPassesAndIsCounted) {
+  load({sourceRule(1, 1)});
+  auto arp = PacketBuilder().eth().ethertype(kArp).build();
+  EXPECT_EQ(passes(arp, 5), 5);
+  EXPECT_EQ(counted(FG_VERDICT_PASS, FG_REASON_NON_IP), 5u);
+}
+
+TEST_F(ParseTest, PlainIpv4UdpIsLimitedBySource) {
+  load({sourceRule(1, 2)});
+  auto frame = PacketBuilder().eth().ipv4("192.0.2.1", "198.51.100.1").udp(53).payload(32).build();
+  EXPECT_EQ(passes(frame, 5), 2);
+  EXPECT_EQ(counted(FG_VERDICT_PASS, FG_REASON_DEFAULT), 2u);
+  EXPECT_EQ(counted(FG_VERDICT_DROP, FG_REASON_RATE), 3u);
+}
+
+TEST_F(ParseTest, TruncatedAndBogusIpv4HeadersAreMalformed) {
+  load({sourceRule(1, 100)});
+  auto good = PacketBuilder().eth().ipv4("192.0.2.1", "198.51.100.1").udp(53).payload(8);
+  std::vector<std::vector<uint8_t>> bad = {
+      good.build(14 + 10),  // IPv4 header cut short
+      good.build(14 + 20 + 4),  // UDP header cut short (total length now lies too)
+  };
+  auto wrong_ihl = good.build();
+  wrong_ihl[14] = 0x43;  // IHL 3
+  bad.push_back(wrong_ihl);
+  auto wrong_version = good.build();
+  wrong_version[14] = 0x55;
+  bad.push_back(wrong_version);
+  auto long_total = good.build();
+  long_total[16] = 0x05;  // total length 1280+ > frame
+  bad.push_back(long_total);
+  for (const auto& frame : bad) EXPECT_EQ(run(frame), XDP_PASS);
+  EXPECT_EQ(counted(FG_VERDICT_PASS, FG_REASON_MALFORMED), bad.size());
+}
+
+TEST_F(ParseTest, MalformedPolicyDropDropsThem) {
+  AttachOptions options;
+  options.malformed = FramePolicy::kDrop;
+  load({sourceRule(1, 100)}, options);
+  auto cut = PacketBuilder().eth().ipv4("192.0.2.1", "198.51.100.1").udp(53).build(14 + 12);
+  EXPECT_EQ(run(cut), XDP_DROP);
+  EXPECT_EQ(counted(FG_VERDICT_DROP, FG_REASON_MALFORMED), 1u);
+  auto tcp_cut = PacketBuilder().eth().ipv4("192.0.2.1", "198.51.100.1").tcp(80).build(14 + 20 + 12);
+  EXPECT_EQ(run(tcp_cut), XDP_DROP);
+  EXPECT_EQ(counted(FG_VERDICT_DROP, FG_REASON_MALFORMED), 2u);
+}
+
+TEST_F(ParseTest, VlanAndQinQFramesAreLimitedByTheirSource) {
+  load({sourceRule(1, 2)});
+  auto tagged = PacketBuilder().eth().vlan(10).ipv4("192.0.2.7", "198.51.100.1").udp(53).build();
+  auto qinq =
+      PacketBuilder().eth().vlan(100, 0x88a8).vlan(10).ipv4("192.0.2.7", "198.51.100.1").udp(53).build();
+  EXPECT_EQ(run(tagged), XDP_PASS);
+  EXPECT_EQ(run(qinq), XDP_PASS);
+  // same source, so the bucket of 2 is now empty whichever encapsulation comes next
+  EXPECT_EQ(run(qinq), XDP_DROP);
+  EXPECT_EQ(run(tagged), XDP_DROP);
+}
+
+TEST_F(ParseTest, ThreeVlanTagsAreMalformed) {
+  load({sourceRule(1, 2)});
+  auto triple = PacketBuilder().eth().vlan(1, 0x88a8).vlan(2).vlan(3).ipv4("192.0.2.7", "198.51.100.1").udp(53).build();
+  EXPECT_EQ(run(triple), XDP_PASS);
+  EXPECT_EQ(counted(FG_VERDICT_PASS, FG_REASON_MALFORMED), 1u);
+}
+
+TEST_F(ParseTest, Ipv4NonFirstFragmentsCarryNoPortsButKeepTheirSource) {
+  RuleSpec udp53 = sourceRule(1, 1);
+  udp53.protocol = Protocol::kUdp;
+  udp53.dst_ports = {{53, 53}};
+  load({udp53, sourceRule(1, 3)});
+  auto first = PacketBuilder().eth().ipv4("192.0.2.9", "198.51.100.1").ipv4Fragment(0, true).udp(53).payload(64).build();
+  auto later = PacketBuilder().eth().ipv4("192.0.2.9", "198.51.100.1").ipv4Fragment(9, false).payload(64).build();
+  EXPECT_EQ(run(first), XDP_PASS);  // both rules charged
+  // the UDP rule cannot match a fragment without ports; the per-source rule still does
+  EXPECT_EQ(run(later), XDP_PASS);
+  EXPECT_EQ(run(later), XDP_PASS);
+  EXPECT_EQ(run(later), XDP_DROP);
+  EXPECT_EQ(counted(FG_VERDICT_PASS, FG_REASON_FRAGMENT), 2u);
+}
+
+TEST_F(ParseTest, FragmentPolicyDropDropsNonFirstFragments) {
+  AttachOptions options;
+  options.fragments = FramePolicy::kDrop;
+  load({sourceRule(1, 100)}, options);
+  auto later = PacketBuilder().eth().ipv4("192.0.2.9", "198.51.100.1").ipv4Fragment(9, false).payload(64).build();
+  auto first = PacketBuilder().eth().ipv4("192.0.2.9", "198.51.100.1").ipv4Fragment(0, true).udp(53).build();
+  EXPECT_EQ(run(later), XDP_DROP);
+  EXPECT_EQ(run(first), XDP_PASS);
+  EXPECT_EQ(counted(FG_VERDICT_DROP, FG_REASON_FRAGMENT), 1u);
+}
+
+TEST_F(ParseTest, Ipv6ExtensionHeadersAreWalkedToTheTransportHeader) {
+  RuleSpec udp53 = sourceRule(1, 1);
+  udp53.protocol = Protocol::kUdp;
+  udp53.dst_ports = {{53, 53}};
+  load({udp53});
+  auto chain = PacketBuilder()
+                   .eth()
+                   .ipv6("2001:db8::1", "2001:db8::2")
+                   .ipv6Ext(0)        // hop-by-hop
+                   .ipv6Ext(60, 16)   // destination options
+                   .ipv6Ext(43, 24)   // routing
+                   .ipv6Fragment(0, true)
+                   .ipv6Ext(51, 24)   // AH
+                   .ipv6Ext(60)
+                   .udp(53)
+                   .build();
+  auto other_port = PacketBuilder().eth().ipv6("2001:db8::1", "2001:db8::2").ipv6Ext(0).udp(54).build();
+  EXPECT_EQ(run(chain), XDP_PASS);
+  EXPECT_EQ(run(chain), XDP_DROP);  // the rule saw UDP port 53 behind six headers
+  EXPECT_EQ(run(other_port), XDP_PASS);
+  EXPECT_EQ(counted(FG_VERDICT_DROP, FG_REASON_RATE), 1u);
+}
+
+TEST_F(ParseTest, Ipv6ChainsBeyondSixHeadersFollowTheUnknownChainPolicy) {
+  AttachOptions options;
+  options.unknown_ext = FramePolicy::kDrop;
+  load({sourceRule(1, 100)}, options);
+  PacketBuilder seven = PacketBuilder().eth().ipv6("2001:db8::1", "2001:db8::2");
+  for (int i = 0; i < 7; ++i) seven.ipv6Ext(60);
+  EXPECT_EQ(run(seven.udp(53).build()), XDP_DROP);
+  auto mobility = PacketBuilder().eth().ipv6("2001:db8::1", "2001:db8::2").ipv6Ext(135).build();
+  EXPECT_EQ(run(mobility), XDP_DROP);
+  EXPECT_EQ(counted(FG_VERDICT_DROP, FG_REASON_MALFORMED), 2u);
+}
+
+TEST_F(ParseTest, Ipv6TruncatedExtensionHeaderIsMalformed) {
+  load({sourceRule(1, 100)});
+  auto cut = PacketBuilder().eth().ipv6("2001:db8::1", "2001:db8::2").ipv6Ext(0, 16).udp(53).build();
+  cut.resize(14 + 40 + 8);  // the hop-by-hop header claims 16 bytes
+  cut[14 + 4] = 0;
+  cut[14 + 5] = 8;  // payload length consistent with the cut frame
+  EXPECT_EQ(run(cut), XDP_PASS);
+  EXPECT_EQ(counted(FG_VERDICT_PASS, FG_REASON_MALFORMED), 1u);
+}
+
+TEST_F(ParseTest, Ipv6NonFirstFragmentIsAFragment) {
+  load({sourceRule(1, 1)});
+  auto later = PacketBuilder().eth().ipv6("2001:db8::1", "2001:db8::2").ipv6Fragment(100, false).payload(64).build();
+  EXPECT_EQ(run(later), XDP_PASS);
+  EXPECT_EQ(run(later), XDP_DROP);
+  EXPECT_EQ(counted(FG_VERDICT_PASS, FG_REASON_FRAGMENT), 1u);
+}
+
+}  // namespace
+}  // namespace floodgate::test

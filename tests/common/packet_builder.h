@@ -1,0 +1,51 @@
+// SPDX-License-Identifier: MIT
+// PacketBuilder: frames for tests, layer by layer, with lengths and next-header fields
+// filled in by build(): PacketBuilder().eth().ipv4("192.0.2.1", "192.0.2.2").udp(53).build().
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace floodgate::test {
+
+class PacketBuilder {
+ public:
+  // Ethernet header; the ethertype is set by the next layer.
+  PacketBuilder& eth();
+  // An 802.1Q (0x8100) or 802.1ad (0x88a8) tag.
+  PacketBuilder& vlan(uint16_t id, uint16_t tpid = 0x8100);
+  // A frame of another ethertype (ARP is 0x0806), with `payload` zero bytes.
+  PacketBuilder& ethertype(uint16_t type, size_t payload = 28);
+
+  PacketBuilder& ipv4(const std::string& src, const std::string& dst);
+  // IPv4 fragment fields: offset in 8-byte units, more-fragments flag.
+  PacketBuilder& ipv4Fragment(uint16_t offset_units, bool more_fragments);
+  PacketBuilder& ipv6(const std::string& src, const std::string& dst);
+  // IPv6 extension headers: 0 hop-by-hop, 43 routing, 60 destination options, 51 AH,
+  // 44 fragment (use ipv6Fragment for that one).
+  PacketBuilder& ipv6Ext(uint8_t type, size_t length_bytes = 8);
+  PacketBuilder& ipv6Fragment(uint16_t offset_units, bool more_fragments);
+
+  PacketBuilder& udp(uint16_t dst_port, uint16_t src_port = 40000);
+  // TCP flags byte: FIN 0x01, SYN 0x02, RST 0x04, PSH 0x08, ACK 0x10.
+  PacketBuilder& tcp(uint16_t dst_port, uint8_t flags = 0x02, uint16_t src_port = 40000);
+  PacketBuilder& icmp();
+  PacketBuilder& payload(size_t bytes);
+
+  // Builds the frame, then cuts it to `length` bytes if given (for truncation tests).
+  std::vector<uint8_t> build(size_t length = SIZE_MAX) const;
+
+ private:
+  void setNextHeader(uint8_t protocol);
+  void put16(size_t at, uint16_t value);
+
+  std::vector<uint8_t> bytes_;
+  size_t ethertype_at_ = SIZE_MAX;    // where the next ethertype goes
+  size_t next_header_at_ = SIZE_MAX;  // where the next IP protocol number goes
+  size_t ipv4_at_ = SIZE_MAX;
+  size_t ipv6_at_ = SIZE_MAX;
+  size_t udp_at_ = SIZE_MAX;
+};
+
+}  // namespace floodgate::test
