@@ -13,6 +13,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -60,6 +61,17 @@ Status checkPrivileges() {
 Status ensureBpffs(const std::string& path) {
   struct statfs fs {};
   if (statfs(path.c_str(), &fs) == 0 && fs.f_type == BPF_FS_MAGIC) return okStatus();
+  // A bpffs mounted in a private mount namespace (what 'ip netns exec' makes) dies with this
+  // process, and with it the pins that keep the limiter attached: refuse rather than vanish.
+  std::error_code ec;
+  auto own = std::filesystem::read_symlink("/proc/self/ns/mnt", ec);
+  auto init = std::filesystem::read_symlink("/proc/1/ns/mnt", ec);
+  if (!ec && own != init) {
+    return Error::failure("no BPF filesystem at " + path +
+                          " in this private mount namespace (as 'ip netns exec' makes), so pins "
+                          "would vanish on exit: run floodgate under 'nsenter --net=/run/netns/NAME'"
+                          " instead, or mount bpffs first");
+  }
   mkdir(path.c_str(), 0700);
   if (mount("bpf", path.c_str(), "bpf", 0, "mode=0700") == 0) return okStatus();
   return Error::failure("no BPF filesystem at " + path + " and mounting one failed (" +

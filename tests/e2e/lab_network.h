@@ -1,0 +1,40 @@
+// SPDX-License-Identifier: MIT
+// LabNetwork: two network namespaces joined by a veth pair (two queues each side, so both
+// CPUs carry traffic), created for one test and removed with its pins even if it fails.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/command.h"
+#include "common/result.h"
+
+namespace floodgate::test {
+
+class LabNetwork {
+ public:
+  // `sources` addresses go on the sending side; the receiving side is kTargetAddress.
+  static Result<std::unique_ptr<LabNetwork>> create(const std::vector<std::string>& sources);
+  ~LabNetwork();
+  LabNetwork(const LabNetwork&) = delete;
+  LabNetwork& operator=(const LabNetwork&) = delete;
+
+  static constexpr const char* kTargetAddress = "198.18.0.1";
+
+  const std::string& senderNetns() const { return sender_ns_path_; }
+  const std::string& targetNetns() const { return target_ns_path_; }
+  // The interface floodgate protects (inside the target namespace).
+  const std::string& targetInterface() const { return target_if_; }
+
+  // Runs `floodgate ARGS...` inside the target namespace.
+  CommandResult floodgate(const std::vector<std::string>& args) const;
+  // Runs a command inside the target namespace.
+  CommandResult inTarget(const std::vector<std::string>& argv) const;
+
+ private:
+  LabNetwork() = default;
+  std::string sender_ns_, target_ns_, sender_ns_path_, target_ns_path_, sender_if_, target_if_;
+};
+
+}  // namespace floodgate::test

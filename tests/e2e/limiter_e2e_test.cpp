@@ -1,0 +1,178 @@
+// SPDX-License-Identifier: MIT
+// End to end: the floodgate CLI attached in a network namespace, real UDP traffic from
+// another namespace over a veth pair, and what `floodgate stats --json` then reports.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "e2e/lab_network.h"
+#include "traffic/udp_traffic.h"
+
+namespace floodgate::test {
+namespace {
+
+constexpr const char* kFlooder = "198.18.0.2";
+constexpr const char* kQuiet = "198.18.0.3";
+constexpr uint16_t kPort = 9999;
+constexpr double kTickSeconds = 0.004;  // jiffies at HZ=250, the program's clock
+
+class LimiterE2eTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (geteuid() != 0) GTEST_SKIP() << "network namespaces and XDP need root";
+    auto lab = LabNetwork::create({kFlooder, kQuiet});
+    ASSERT_TRUE(lab.ok()) << lab.error().message;
+    lab_ = std::move(*lab);
+  }
+
+  void attach(const std::vector<std::string>& flags) {
+    std::vector<std::string> args = {"attach", lab_->targetInterface()};
+    args.insert(args.end(), flags.begin(), flags.end());
+    CommandResult r = lab_->floodgate(args);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+
+  nlohmann::json stats() {
+    CommandResult r = lab_->floodgate({"stats", lab_->targetInterface(), "--json"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return nlohmann::json::parse(r.out);
+  }
+
+  static uint64_t packets(const nlohmann::json& stats, const std::string& verdict,
+                          const std::string& reason) {
+    for (const auto& row : stats["counters"]) {
+      if (row["verdict"] == verdict && row["reason"] == reason) return row["packets"];
+    }
+    ADD_FAILURE() << "no counter " << verdict << "/" << reason;
+    return 0;
+  }
+
+  UdpSendOptions flood(const char* source, double seconds, unsigned threads, uint64_t rate = 0) {
+    UdpSendOptions options;
+    options.netns = lab_->senderNetns();
+    options.source = source;
+    options.destination = LabNetwork::kTargetAddress;
+    options.port = kPort;
+    options.seconds = seconds;
+    options.threads = threads;
+    options.rate_pps = rate;
+    return options;
+  }
+
+  std::unique_ptr<LabNetwork> lab_;
+};
+
+TEST_F(LimiterE2eTest, AFloodIsHeldToItsRateFromBothCpusAndAQuietSourceIsUntouched) {
+  const uint64_t rate = 2000, burst = 50;
+  attach({"--rate", std::to_string(rate), "--burst", std::to_string(burst)});
+  UdpCounter receiver;
+  ASSERT_TRUE(receiver.start(lab_->targetNetns(), kPort).ok());
+
+  Result<UdpSendResult> quiet = Error::failure("not run");
+  std::thread quiet_sender([&] { quiet = sendUdp(flood(kQuiet, 2.0, 1, 200)); });
+  auto flooder = sendUdp(flood(kFlooder, 2.0, 2));
+  quiet_sender.join();
+  usleep(200000);  // let the last packets land
+  auto received = receiver.stop();
+  ASSERT_TRUE(flooder.ok()) << flooder.error().message;
+  ASSERT_TRUE(quiet.ok()) << quiet.error().message;
+
+  nlohmann::json s = stats();
+  uint64_t passed = packets(s, "pass", "default");
+  uint64_t dropped = packets(s, "drop", "rate");
+  // every packet sent is accounted for, and only the flooder's were dropped
+  EXPECT_EQ(passed + dropped, flooder->sent + quiet->sent);
+  EXPECT_EQ(received[kQuiet], quiet->sent);
+  ASSERT_GE(passed, quiet->sent);
+  uint64_t flooder_passed = passed - quiet->sent;
+  ASSERT_GT(flooder->sent, 4 * (burst + rate * 2)) << "the sender did not flood";
+
+  // burst + rate × time, never above beyond one clock tick, and at least 98% of it
+  double elapsed = flooder->elapsed();
+  double allowed = burst + rate * elapsed;
+  std::printf("flooder sent %llu over %.3f s from 2 threads; passed %llu of burst + rate x time = %.1f\n",
+              static_cast<unsigned long long>(flooder->sent), elapsed,
+              static_cast<unsigned long long>(flooder_passed), allowed);
+  EXPECT_LE(static_cast<double>(flooder_passed), allowed + rate * kTickSeconds + 1)
+      << "sent " << flooder->sent << " over " << elapsed << " s";
+  EXPECT_GE(static_cast<double>(flooder_passed), 0.98 * allowed)
+      << "sent " << flooder->sent << " over " << elapsed << " s";
+}
+
+TEST_F(LimiterE2eTest, DenyAndAllowChangeALiveLimiter) {
+  attach({"--rate", "100", "--burst", "10"});
+  CommandResult deny = lab_->floodgate({"deny", "add", lab_->targetInterface(), std::string(kFlooder)});
+  ASSERT_EQ(deny.exit_code, 0) << deny.err;
+  CommandResult allow = lab_->floodgate({"allow", "add", lab_->targetInterface(), std::string(kQuiet) + "/32"});
+  ASSERT_EQ(allow.exit_code, 0) << allow.err;
+  auto denied = sendUdp(flood(kFlooder, 0.3, 1, 1000));
+  auto allowed = sendUdp(flood(kQuiet, 0.3, 1, 1000));
+  ASSERT_TRUE(denied.ok() && allowed.ok());
+  usleep(100000);
+  nlohmann::json s = stats();
+  EXPECT_EQ(packets(s, "drop", "deny"), denied->sent);
+  EXPECT_EQ(packets(s, "pass", "allow"), allowed->sent);  // far above 100 pps, all passed
+  EXPECT_EQ(packets(s, "drop", "rate"), 0u);
+
+  CommandResult list = lab_->floodgate({"deny", "list", lab_->targetInterface(), "--json"});
+  ASSERT_EQ(list.exit_code, 0);
+  EXPECT_EQ(nlohmann::json::parse(list.out)["deny"], nlohmann::json::array({kFlooder}));
+  CommandResult del = lab_->floodgate({"deny", "del", lab_->targetInterface(), kFlooder});
+  ASSERT_EQ(del.exit_code, 0) << del.err;
+  auto limited = sendUdp(flood(kFlooder, 0.3, 1, 1000));
+  ASSERT_TRUE(limited.ok());
+  usleep(100000);
+  EXPECT_GT(packets(stats(), "drop", "rate"), 0u);
+}
+
+TEST_F(LimiterE2eTest, TheLimiterOutlivesTheCliAndAttachingTwiceNeedsReplace) {
+  attach({"--rate", "100", "--burst", "5"});
+  CommandResult again = lab_->floodgate({"attach", lab_->targetInterface(), "--rate", "100"});
+  EXPECT_EQ(again.exit_code, 1);
+  EXPECT_NE(again.err.find("--replace"), std::string::npos) << again.err;
+  EXPECT_EQ(std::count(again.err.begin(), again.err.end(), '\n'), 1) << again.err;
+
+  auto before = sendUdp(flood(kFlooder, 0.2, 1, 500));
+  ASSERT_TRUE(before.ok());
+  usleep(100000);
+  uint64_t dropped_before = packets(stats(), "drop", "rate");
+  EXPECT_GT(dropped_before, 0u);
+
+  // --replace swaps the program but keeps the pinned maps: the counters carry on
+  CommandResult replace = lab_->floodgate({"attach", lab_->targetInterface(), "--rate", "200", "--replace"});
+  ASSERT_EQ(replace.exit_code, 0) << replace.err;
+  EXPECT_EQ(packets(stats(), "drop", "rate"), dropped_before);
+
+  CommandResult status = lab_->floodgate({"status", lab_->targetInterface(), "--json"});
+  ASSERT_EQ(status.exit_code, 0) << status.err;
+  auto st = nlohmann::json::parse(status.out)["interfaces"][0];
+  EXPECT_EQ(st["rules"][0]["limit"]["pps"], 200);
+  EXPECT_EQ(st["mode"], "native");
+  EXPECT_GT(st["program_id"], 0);
+
+  CommandResult detach = lab_->floodgate({"detach", lab_->targetInterface()});
+  ASSERT_EQ(detach.exit_code, 0) << detach.err;
+  CommandResult link = lab_->inTarget({"ip", "link", "show", lab_->targetInterface()});
+  EXPECT_EQ(link.out.find("xdp"), std::string::npos) << link.out;
+  CommandResult gone = lab_->floodgate({"stats", lab_->targetInterface()});
+  EXPECT_EQ(gone.exit_code, 1);
+  EXPECT_NE(gone.err.find("not attached"), std::string::npos) << gone.err;
+}
+
+TEST_F(LimiterE2eTest, AFailedAttachLeavesNothingBehind) {
+  CommandResult missing = lab_->floodgate({"attach", "no-such-if0", "--rate", "100"});
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_NE(missing.err.find("no network interface named 'no-such-if0'"), std::string::npos);
+  CommandResult bad_table = lab_->floodgate({"attach", lab_->targetInterface(), "--rate", "100", "--table-size", "1000"});
+  EXPECT_EQ(bad_table.exit_code, 2);
+  EXPECT_NE(bad_table.err.find("power of two"), std::string::npos) << bad_table.err;
+  CommandResult link = lab_->inTarget({"ip", "link", "show", lab_->targetInterface()});
+  EXPECT_EQ(link.out.find("xdp"), std::string::npos);
+  EXPECT_FALSE(access(("/sys/fs/bpf/floodgate/" + lab_->targetInterface()).c_str(), F_OK) == 0);
+}
+
+}  // namespace
+}  // namespace floodgate::test

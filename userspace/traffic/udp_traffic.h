@@ -1,0 +1,60 @@
+// SPDX-License-Identifier: MIT
+// UDP traffic for demos and end-to-end tests: senders and a counting receiver that run in a
+// given network namespace, bounded in time. Lab use only: it sends where it is told.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/result.h"
+
+namespace floodgate {
+
+struct UdpSendOptions {
+  std::string netns;          // /run/netns/NAME or empty for the current namespace
+  std::string source;         // local address to send from (must exist in that namespace)
+  std::string destination;    // IPv4 or IPv6 address
+  uint16_t port = 9;
+  double seconds = 1.0;       // how long to send; the hard bound of the loop
+  uint64_t rate_pps = 0;      // 0: as fast as the sockets go
+  unsigned threads = 1;       // each on its own CPU (round robin over the online CPUs)
+  size_t payload_bytes = 18;  // 18 bytes of UDP payload make a 60-byte IPv4 frame
+};
+
+struct UdpSendResult {
+  uint64_t sent = 0;
+  double first_send_s = 0;  // CLOCK_MONOTONIC seconds of the first and the last send
+  double last_send_s = 0;
+  double elapsed() const { return last_send_s - first_send_s; }
+};
+
+// Sends until options.seconds pass; blocks.
+Result<UdpSendResult> sendUdp(const UdpSendOptions& options);
+
+// Counts UDP datagrams per source address on a port, in a namespace, until stopped.
+class UdpCounter {
+ public:
+  UdpCounter() = default;
+  ~UdpCounter();
+  UdpCounter(const UdpCounter&) = delete;
+  UdpCounter& operator=(const UdpCounter&) = delete;
+
+  Status start(const std::string& netns, uint16_t port);
+  // Stops receiving; returns datagrams per source address.
+  std::map<std::string, uint64_t> stop();
+
+ private:
+  std::thread thread_;
+  std::atomic<bool> running_{false};
+  std::map<std::string, uint64_t> counts_;
+  int fd_ = -1;
+};
+
+// Seconds on CLOCK_MONOTONIC.
+double monotonicSeconds();
+
+}  // namespace floodgate
