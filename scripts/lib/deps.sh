@@ -31,10 +31,17 @@ install_missing_packages() {
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
 }
 
-# Configures and builds into $1 with build type $2 (extra cmake args follow).
+# Configures and builds into $1 with build type $2; further arguments name the targets to
+# build (all of them when none is given). Extra cmake options come from FLOODGATE_CMAKE_ARGS.
 build_floodgate() {
   local build_dir=$1 build_type=$2
   shift 2
-  cmake -S "$FLOODGATE_ROOT" -B "$build_dir" -DCMAKE_BUILD_TYPE="$build_type" "$@" >/dev/null
-  cmake --build "$build_dir" -j "$(nproc)"
+  local targets=()
+  if (($# > 0)); then
+    targets=(--target "$@")
+  fi
+  # shellcheck disable=SC2086
+  cmake -S "$FLOODGATE_ROOT" -B "$build_dir" -DCMAKE_BUILD_TYPE="$build_type" \
+    ${FLOODGATE_CMAKE_ARGS:-} >/dev/null
+  cmake --build "$build_dir" -j "$(nproc)" "${targets[@]}"
 }
