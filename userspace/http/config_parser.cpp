@@ -105,6 +105,7 @@ std::optional<double> Parser::readDouble(const YAML::Node& node, const std::stri
   }
   if (!(value >= min && value <= max)) {
     std::ostringstream range;
+    range.precision(12);
     range << what << " must be between " << min << " and " << max << ", got " << node.Scalar();
     error(node, range.str());
     return std::nullopt;
