@@ -18,5 +18,6 @@ void addDetachCommand(CLI::App& app, Action& selected);
 void addStatusCommand(CLI::App& app, Action& selected);
 void addStatsCommand(CLI::App& app, Action& selected);
 void addListCommands(CLI::App& app, Action& selected);  // allow, deny
+void addLabCommand(CLI::App& app, Action& selected);
 
 }  // namespace floodgate::cli

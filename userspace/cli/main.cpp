@@ -15,6 +15,7 @@ int main(int argc, char** argv) {
   floodgate::cli::addStatusCommand(app, selected);
   floodgate::cli::addStatsCommand(app, selected);
   floodgate::cli::addListCommands(app, selected);
+  floodgate::cli::addLabCommand(app, selected);
 
   try {
     app.parse(argc, argv);

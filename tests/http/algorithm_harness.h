@@ -1,0 +1,50 @@
+// SPDX-License-Identifier: MIT
+// A tiny harness that steps one algorithm's key through hand-worked arrivals in milliseconds.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <memory>
+
+#include "http/algorithm.h"
+
+namespace floodgate::http::testing {
+
+inline constexpr int64_t kMs = 1'000'000;
+
+// One key under one algorithm; times in ms on a virtual timeline.
+class OneKey {
+ public:
+  explicit OneKey(const AlgorithmParams& params) {
+    auto made = makeAlgorithm(params);
+    EXPECT_TRUE(made.ok()) << (made.ok() ? "" : made.error().message);
+    if (made.ok()) algorithm_ = *made;
+  }
+  Decision at(int64_t t_ms, int64_t cost = 1) { return atNs(t_ms * kMs, cost); }
+  Decision atNs(int64_t t_ns, int64_t cost = 1) { return algorithm_->decide(state_, t_ns, cost); }
+  void refund(int64_t t_ms, int64_t cost = 1) { algorithm_->refund(state_, t_ms * kMs, cost); }
+  const Algorithm& algorithm() const { return *algorithm_; }
+  KeyState& state() { return state_; }
+
+ private:
+  std::shared_ptr<const Algorithm> algorithm_;
+  KeyState state_;
+};
+
+inline AlgorithmParams window(AlgorithmKind kind, int64_t limit, int64_t window_ms) {
+  AlgorithmParams p;
+  p.kind = kind;
+  p.limit = limit;
+  p.window_ms = window_ms;
+  return p;
+}
+
+inline AlgorithmParams bucket(AlgorithmKind kind, int64_t capacity, double rate_per_s) {
+  AlgorithmParams p;
+  p.kind = kind;
+  p.capacity = capacity;
+  p.rate_per_s = rate_per_s;
+  return p;
+}
+
+}  // namespace floodgate::http::testing

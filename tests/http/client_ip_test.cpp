@@ -1,0 +1,108 @@
+// SPDX-License-Identifier: MIT
+// Client IP through trusted proxies only: forged headers must not choose the key.
+#include <gtest/gtest.h>
+
+#include "http/client_ip.h"
+
+namespace floodgate::http {
+namespace {
+
+TrustedProxies proxies(std::initializer_list<const char*> prefixes) {
+  std::vector<Cidr> cidrs;
+  for (const char* p : prefixes) {
+    auto cidr = Cidr::parse(p);
+    EXPECT_TRUE(cidr.has_value()) << p;
+    if (cidr) cidrs.push_back(*cidr);
+  }
+  return TrustedProxies(std::move(cidrs));
+}
+
+TEST(Cidr, ContainsByPrefix) {
+  auto ten = Cidr::parse("10.0.0.0/8");
+  ASSERT_TRUE(ten);
+  EXPECT_TRUE(ten->contains(*IpAddress::parse("10.255.1.2")));
+  EXPECT_FALSE(ten->contains(*IpAddress::parse("11.0.0.1")));
+  EXPECT_FALSE(ten->contains(*IpAddress::parse("::ffff:11.0.0.1")));
+  EXPECT_TRUE(ten->contains(*IpAddress::parse("::ffff:10.0.0.1")));  // mapped is IPv4
+  auto odd = Cidr::parse("192.168.4.0/22");
+  ASSERT_TRUE(odd);
+  EXPECT_TRUE(odd->contains(*IpAddress::parse("192.168.7.255")));
+  EXPECT_FALSE(odd->contains(*IpAddress::parse("192.168.8.0")));
+  auto v6 = Cidr::parse("2001:db8::/32");
+  ASSERT_TRUE(v6);
+  EXPECT_TRUE(v6->contains(*IpAddress::parse("2001:db8:1::5")));
+  EXPECT_FALSE(v6->contains(*IpAddress::parse("2001:db9::5")));
+  EXPECT_FALSE(Cidr::parse("10.0.0.0/33"));
+  EXPECT_FALSE(Cidr::parse("10.0.0/8"));
+  EXPECT_FALSE(Cidr::parse("10.0.0.0/"));
+}
+
+TEST(ClientIp, UntrustedPeerIgnoresEveryHeader) {
+  TrustedProxies trusted = proxies({"10.0.0.0/8"});
+  EXPECT_EQ(clientIp("203.0.113.9", {"for=1.2.3.4"}, {"1.2.3.4"}, trusted), "203.0.113.9");
+}
+
+TEST(ClientIp, NoTrustedProxiesMeansThePeer) {
+  EXPECT_EQ(clientIp("203.0.113.9", {}, {"1.2.3.4"}, TrustedProxies()), "203.0.113.9");
+}
+
+TEST(ClientIp, WalksRightToLeftPastTrustedHops) {
+  TrustedProxies trusted = proxies({"10.0.0.0/8"});
+  // The client forged "6.6.6.6"; the first proxy appended the real client 198.51.100.7.
+  EXPECT_EQ(clientIp("10.0.0.2", {}, {"6.6.6.6, 198.51.100.7, 10.0.0.1"}, trusted),
+            "198.51.100.7");
+}
+
+TEST(ClientIp, ForgedHeaderFromAClientBehindOneProxyDoesNotChooseTheKey) {
+  TrustedProxies trusted = proxies({"10.0.0.1"});
+  EXPECT_EQ(clientIp("10.0.0.1", {}, {"127.0.0.1, 203.0.113.50"}, trusted), "203.0.113.50");
+}
+
+TEST(ClientIp, SeveralHeaderLinesAreOneList) {
+  TrustedProxies trusted = proxies({"10.0.0.0/8"});
+  EXPECT_EQ(clientIp("10.0.0.2", {}, {"6.6.6.6", "198.51.100.7, 10.1.1.1"}, trusted),
+            "198.51.100.7");
+}
+
+TEST(ClientIp, AllHopsTrustedMeansTheLeftmost) {
+  TrustedProxies trusted = proxies({"10.0.0.0/8"});
+  EXPECT_EQ(clientIp("10.0.0.2", {}, {"10.9.9.9, 10.0.0.1"}, trusted), "10.9.9.9");
+}
+
+TEST(ClientIp, GarbageHopStopsTheWalkAtTheLastTrustedHop) {
+  TrustedProxies trusted = proxies({"10.0.0.0/8"});
+  EXPECT_EQ(clientIp("10.0.0.2", {}, {"1.2.3.4, not-an-ip, 10.0.0.1"}, trusted), "10.0.0.1");
+  EXPECT_EQ(clientIp("10.0.0.2", {}, {"1.2.3.4, unknown"}, trusted), "10.0.0.2");
+}
+
+TEST(ClientIp, ForwardedHeaderWithQuotesPortsAndIpv6) {
+  TrustedProxies trusted = proxies({"10.0.0.0/8", "2001:db8:ffff::/48"});
+  EXPECT_EQ(clientIp("10.0.0.2", {R"(for=6.6.6.6, for="[2001:db8:cafe::17]:4711";proto=https)"},
+                     {}, trusted),
+            "2001:db8:cafe::17");
+  EXPECT_EQ(clientIp("10.0.0.2", {"For=\"192.0.2.43:47011\";by=10.0.0.2"}, {}, trusted),
+            "192.0.2.43");
+  EXPECT_EQ(clientIp("10.0.0.2", {"proto=https;for=198.51.100.1, for=10.0.0.5"}, {}, trusted),
+            "198.51.100.1");
+}
+
+TEST(ClientIp, ForwardedTakesPrecedenceOverXForwardedFor) {
+  TrustedProxies trusted = proxies({"10.0.0.0/8"});
+  EXPECT_EQ(clientIp("10.0.0.2", {"for=198.51.100.1"}, {"6.6.6.6"}, trusted), "198.51.100.1");
+}
+
+TEST(ClientIp, ObfuscatedForwardedNodeStopsTheWalk) {
+  TrustedProxies trusted = proxies({"10.0.0.0/8"});
+  EXPECT_EQ(clientIp("10.0.0.2", {"for=1.2.3.4, for=_hidden, for=10.0.0.3"}, {}, trusted),
+            "10.0.0.3");
+}
+
+TEST(ClientIp, PeerWithPortAndMappedAddressesAreNormalised) {
+  TrustedProxies trusted = proxies({"10.0.0.0/8"});
+  EXPECT_EQ(clientIp("::ffff:203.0.113.9", {}, {}, trusted), "203.0.113.9");
+  EXPECT_EQ(clientIp("10.0.0.2", {}, {"[2001:db8::1]:8080"}, trusted), "2001:db8::1");
+  EXPECT_EQ(clientIp("10.0.0.2", {}, {"198.51.100.3:5555"}, trusted), "198.51.100.3");
+}
+
+}  // namespace
+}  // namespace floodgate::http

@@ -1,0 +1,171 @@
+// SPDX-License-Identifier: MIT
+// The `http:` section: what a valid one yields, and file:line:column for what is wrong.
+#include <gtest/gtest.h>
+
+#include "http/config_parser.h"
+
+namespace floodgate::http {
+namespace {
+
+constexpr const char* kValid = R"(interfaces:
+  - eth0
+rules: whatever the XDP side wants
+http:
+  trusted_proxies: [10.0.0.0/8, "::1"]
+  store:
+    type: memory
+    max_keys: 5000
+    shards: 8
+  policies:
+    - name: per-key
+      match:
+        methods: [get, POST]
+        path_prefix: /api
+      key: header:X-API-Key
+      algorithm: token_bucket
+      capacity: 100
+      rate_per_s: 1.5
+      cost: 2
+      routes:
+        - match: {path_prefix: /api/export}
+          cost: 20
+      failure_mode: closed
+    - name: per-ip
+      key: ip
+      algorithm: sliding_window_counter
+      limit: 600
+      window_ms: 60000
+)";
+
+TEST(HttpConfig, ParsesAValidSectionAndIgnoresOtherTopLevelKeys) {
+  auto config = parseHttpConfigText(kValid, "floodgate.yaml");
+  ASSERT_TRUE(config.ok()) << config.error().message;
+  EXPECT_EQ(config->trusted_proxies.size(), 2u);
+  EXPECT_EQ(config->store.max_keys, 5000);
+  EXPECT_EQ(config->store.shards, 8);
+  ASSERT_EQ(config->policies.size(), 2u);
+  const PolicyConfig& key = config->policies[0];
+  EXPECT_EQ(key.name, "per-key");
+  EXPECT_EQ(key.match.methods, (std::vector<std::string>{"GET", "POST"}));
+  EXPECT_EQ(key.key.kind, KeyKind::kHeader);
+  EXPECT_EQ(key.key.header, "X-API-Key");
+  EXPECT_EQ(key.algorithm.kind, AlgorithmKind::kTokenBucket);
+  EXPECT_EQ(key.algorithm.capacity, 100);
+  EXPECT_DOUBLE_EQ(key.algorithm.rate_per_s, 1.5);
+  EXPECT_EQ(key.failure_mode, FailureMode::kClosed);
+  EXPECT_EQ(key.costFor("GET", "/api/items"), 2);
+  EXPECT_EQ(key.costFor("GET", "/api/export/all"), 20);
+  const PolicyConfig& ip = config->policies[1];
+  EXPECT_EQ(ip.key.kind, KeyKind::kIp);
+  EXPECT_EQ(ip.algorithm.limit, 600);
+  EXPECT_EQ(ip.algorithm.window_ms, 60000);
+  EXPECT_EQ(ip.match.path_prefix, "/");
+}
+
+// The first reported line, to compare against an expected `file:line:column: message`.
+std::string firstError(const std::string& yaml) {
+  auto config = parseHttpConfigText(yaml, "f.yaml");
+  if (config.ok()) return "(no error)";
+  const std::string& text = config.error().message;
+  return text.substr(0, text.find('\n'));
+}
+
+TEST(HttpConfig, UnknownAlgorithmPointsAtTheValue) {
+  EXPECT_EQ(firstError("http:\n  policies:\n    - name: a\n      key: ip\n"
+                       "      algorithm: leaky\n      capacity: 1\n      rate_per_s: 1\n"),
+            "f.yaml:5:18: unknown algorithm 'leaky' (expected fixed_window, sliding_window_log, "
+            "sliding_window_counter, token_bucket, gcra or leaky_bucket)");
+}
+
+TEST(HttpConfig, WrongParameterForTheAlgorithm) {
+  EXPECT_EQ(firstError("http:\n  policies:\n    - name: a\n      key: ip\n"
+                       "      algorithm: gcra\n      limit: 5\n      capacity: 1\n"
+                       "      rate_per_s: 1\n"),
+            "f.yaml:6:14: gcra takes capacity and rate_per_s, not limit");
+}
+
+TEST(HttpConfig, MissingParameterPointsAtThePolicy) {
+  EXPECT_EQ(firstError("http:\n  policies:\n    - name: a\n      key: ip\n"
+                       "      algorithm: fixed_window\n      limit: 5\n"),
+            "f.yaml:3:7: policy 'a' (fixed_window) needs window_ms");
+}
+
+TEST(HttpConfig, OutOfRangeAndBadTypes) {
+  EXPECT_EQ(firstError("http:\n  policies:\n    - name: a\n      key: ip\n"
+                       "      algorithm: fixed_window\n      limit: 0\n      window_ms: 1000\n"),
+            "f.yaml:6:14: policy 'a'.limit must be between 1 and 1000000, got 0");
+  EXPECT_EQ(firstError("http:\n  store:\n    max_keys: lots\n"),
+            "f.yaml:3:15: http.store.max_keys must be a whole number");
+}
+
+TEST(HttpConfig, BadKeyProxyAndUnknownField) {
+  EXPECT_EQ(firstError("http:\n  policies:\n    - name: a\n      key: cookie\n"
+                       "      algorithm: gcra\n      capacity: 1\n      rate_per_s: 1\n"),
+            "f.yaml:4:12: key 'cookie' must be ip, user or header:NAME (e.g. header:X-API-Key)");
+  EXPECT_EQ(firstError("http:\n  trusted_proxies: [10.0.0.0/8, 300.1.1.1]\n"),
+            "f.yaml:2:33: '300.1.1.1' is not an address or CIDR prefix (e.g. 10.0.0.0/8, ::1)");
+  EXPECT_EQ(firstError("http:\n  polices: []\n"),
+            "f.yaml:2:3: unknown key 'polices' in http (expected one of: trusted_proxies, store, "
+            "policies)");
+}
+
+TEST(HttpConfig, DuplicateNamesAndUnsupportedStore) {
+  std::string policy = "    - name: twice\n      key: ip\n      algorithm: gcra\n"
+                       "      capacity: 1\n      rate_per_s: 1\n";
+  EXPECT_EQ(firstError("http:\n  policies:\n" + policy + policy),
+            "f.yaml:8:13: policy name 'twice' is used twice; names must be unique (they appear "
+            "in RateLimit headers)");
+  EXPECT_EQ(firstError("http:\n  store:\n    type: redis\n"),
+            "f.yaml:3:11: store type 'redis' is not supported by this build; use 'memory'");
+}
+
+TEST(HttpConfig, ReportsEveryProblemNotJustTheFirst) {
+  auto config = parseHttpConfigText(
+      "http:\n  store: {shards: 0}\n  policies:\n    - name: 'bad name'\n      key: ip\n"
+      "      algorithm: gcra\n      capacity: 1\n      rate_per_s: 0\n",
+      "f.yaml");
+  ASSERT_FALSE(config.ok());
+  const std::string& text = config.error().message;
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 2) << text;
+  EXPECT_NE(text.find("f.yaml:2:19: http.store.shards"), std::string::npos) << text;
+  EXPECT_NE(text.find("f.yaml:4:13: policy name 'bad name'"), std::string::npos) << text;
+  EXPECT_NE(text.find("f.yaml:8:19: policy 'bad name'.rate_per_s"), std::string::npos) << text;
+}
+
+TEST(HttpConfig, YamlSyntaxErrorHasAPosition) {
+  std::string error = firstError("http:\n  policies: [\n");
+  EXPECT_EQ(error.rfind("f.yaml:", 0), 0u) << error;
+  EXPECT_NE(error.find(':', 7), std::string::npos);
+}
+
+TEST(HttpConfig, MissingSectionAndMissingFile) {
+  EXPECT_EQ(firstError("xdp: {}\n"),
+            "f.yaml: no top-level 'http:' section to read rate-limit policies from");
+  auto missing = loadHttpConfig("/nonexistent/floodgate.yaml");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.error().message,
+            "/nonexistent/floodgate.yaml: cannot read the config file (check the path)");
+}
+
+TEST(HttpConfig, ParseSectionDirectlyCollectsDiagnostics) {
+  YAML::Node root = YAML::Load("http:\n  policies: 3\n");
+  config::Diagnostics diagnostics;
+  parseHttpSection(root["http"], "x.yaml", diagnostics);
+  ASSERT_EQ(diagnostics.size(), 1u);
+  EXPECT_EQ(config::formatDiagnostic(diagnostics.items()[0]),
+            "x.yaml:2:13: http.policies must be a list of policies");
+}
+
+TEST(RouteMatch, MatchesWholeSegmentsAndMethods) {
+  RouteMatch match{{"GET"}, "/api"};
+  EXPECT_TRUE(match.matches("GET", "/api"));
+  EXPECT_TRUE(match.matches("GET", "/api/users"));
+  EXPECT_FALSE(match.matches("GET", "/apis"));
+  EXPECT_FALSE(match.matches("POST", "/api"));
+  RouteMatch slash{{}, "/static/"};
+  EXPECT_TRUE(slash.matches("DELETE", "/static/x.css"));
+  EXPECT_FALSE(slash.matches("GET", "/static"));
+}
+
+}  // namespace
+}  // namespace floodgate::http

@@ -1,0 +1,221 @@
+// SPDX-License-Identifier: MIT
+// End to end: the example service under a real HTTP client on 127.0.0.1 (429, headers).
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+extern char** environ;
+
+namespace {
+
+// The example service as a child process on a free port; stopped (SIGTERM) when destroyed.
+class ExampleService {
+ public:
+  explicit ExampleService(const std::string& config_text) {
+    char path[] = "/tmp/floodgate-http-e2e-XXXXXX.yaml";
+    int fd = mkstemps(path, 5);
+    EXPECT_GE(fd, 0);
+    close(fd);
+    config_path_ = path;
+    std::ofstream(config_path_) << config_text;
+    start({"--config", config_path_, "--listen", "127.0.0.1:0"});
+  }
+  ~ExampleService() {
+    if (pid_ > 0) {
+      kill(pid_, SIGTERM);
+      int status = 0;
+      waitpid(pid_, &status, 0);
+    }
+    if (out_fd_ >= 0) close(out_fd_);
+    if (err_fd_ >= 0) close(err_fd_);
+    std::remove(config_path_.c_str());
+  }
+
+  int port() const { return port_; }
+  // Waits for the process to end (bounded) and returns its exit code; -1 if it did not.
+  int exitCode() {
+    for (int i = 0; i < 100; ++i) {
+      int status = 0;
+      if (waitpid(pid_, &status, WNOHANG) == pid_) {
+        pid_ = -1;
+        return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+      }
+      poll(nullptr, 0, 50);
+    }
+    return -1;
+  }
+  std::string stderrText() { return readAll(err_fd_); }
+
+ private:
+  void start(std::vector<std::string> args) {
+    int out[2], err[2];
+    EXPECT_EQ(pipe(out), 0);
+    EXPECT_EQ(pipe(err), 0);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
+    posix_spawn_file_actions_adddup2(&actions, err[1], STDERR_FILENO);
+    std::vector<char*> argv;
+    std::string binary = FLOODGATE_HTTP_EXAMPLE;
+    argv.push_back(binary.data());
+    for (std::string& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    EXPECT_EQ(posix_spawn(&pid_, binary.c_str(), &actions, nullptr, argv.data(), environ), 0);
+    posix_spawn_file_actions_destroy(&actions);
+    close(out[1]);
+    close(err[1]);
+    out_fd_ = out[0];
+    err_fd_ = err[0];
+    std::string line = readLine(out_fd_);
+    size_t colon = line.rfind(':');
+    if (line.rfind("listening on ", 0) == 0 && colon != std::string::npos) {
+      port_ = std::atoi(line.c_str() + colon + 1);
+    }
+  }
+
+  // One line of output, waiting at most 10 s in total.
+  static std::string readLine(int fd) {
+    std::string line;
+    for (int waited_ms = 0; waited_ms < 10'000;) {
+      pollfd p{fd, POLLIN, 0};
+      if (poll(&p, 1, 100) <= 0) {
+        waited_ms += 100;
+        continue;
+      }
+      char c;
+      if (read(fd, &c, 1) != 1) break;
+      if (c == '\n') break;
+      line += c;
+    }
+    return line;
+  }
+  static std::string readAll(int fd) {
+    std::string text;
+    char buffer[4096];
+    ssize_t n;
+    while ((n = read(fd, buffer, sizeof buffer)) > 0) text.append(buffer, n);
+    return text;
+  }
+
+  std::string config_path_;
+  pid_t pid_ = -1;
+  int out_fd_ = -1;
+  int err_fd_ = -1;
+  int port_ = 0;
+};
+
+// Buckets that refill once in 1000 s: no decision below depends on how fast the test runs.
+constexpr const char* kConfig = R"(http:
+  trusted_proxies: [127.0.0.1]
+  policies:
+    - name: per-key
+      match: {path_prefix: /api}
+      key: header:X-API-Key
+      algorithm: gcra
+      capacity: 10
+      rate_per_s: 0.001
+      routes:
+        - match: {path_prefix: /api/reports}
+          cost: 4
+    - name: per-ip
+      key: ip
+      algorithm: sliding_window_log
+      limit: 3
+      window_ms: 3600000
+)";
+
+TEST(ExampleService, RateLimitHeadersThen429WithRetryAfterAndProblemJson) {
+  ExampleService service(kConfig);
+  ASSERT_GT(service.port(), 0) << service.stderrText();
+  httplib::Client client("127.0.0.1", service.port());
+  client.set_connection_timeout(5);
+  client.set_read_timeout(5);
+  httplib::Headers key{{"X-API-Key", "alpha"}, {"X-Forwarded-For", "198.51.100.1"}};
+
+  auto first = client.Get("/api/reports", key);
+  ASSERT_TRUE(first);
+  EXPECT_EQ(first->status, 200);
+  EXPECT_EQ(first->get_header_value("RateLimit-Policy"),
+            R"("per-key";q=10;w=10000, "per-ip";q=3;w=3600)");
+  EXPECT_EQ(first->get_header_value("RateLimit").substr(0, 16), R"("per-key";r=6;t=)");
+
+  auto second = client.Get("/api/reports", key);
+  ASSERT_TRUE(second);
+  EXPECT_EQ(second->status, 200);
+  auto third = client.Get("/api/reports", key);  // needs 4, has 2
+  ASSERT_TRUE(third);
+  EXPECT_EQ(third->status, 429);
+  EXPECT_EQ(third->get_header_value("Content-Type"), "application/problem+json");
+  int retry_after = std::atoi(third->get_header_value("Retry-After").c_str());
+  EXPECT_GE(retry_after, 1999);  // 2 units at one per 1000 s, rounded up
+  EXPECT_LE(retry_after, 2000);
+  auto body = nlohmann::json::parse(third->body);
+  EXPECT_EQ(body["status"], 429);
+  EXPECT_EQ(body["violated-policies"], nlohmann::json::array({"per-key"}));
+  EXPECT_NE(third->get_header_value("RateLimit").find(R"("per-key";r=2;)"), std::string::npos);
+
+  // The per-key rejection was refunded to per-ip: this client (behind the trusted proxy)
+  // still has one request left; then it is limited by address.
+  auto cheap = client.Get("/healthz", {{"X-Forwarded-For", "198.51.100.1"}});
+  ASSERT_TRUE(cheap);
+  EXPECT_EQ(cheap->status, 200);
+  EXPECT_EQ(cheap->get_header_value("RateLimit"), R"("per-ip";r=0;t=3600)");
+  auto limited = client.Get("/healthz", {{"X-Forwarded-For", "198.51.100.1"}});
+  ASSERT_TRUE(limited);
+  EXPECT_EQ(limited->status, 429);
+  EXPECT_EQ(nlohmann::json::parse(limited->body)["violated-policies"],
+            nlohmann::json::array({"per-ip"}));
+
+  // Another client behind the proxy has its own budget.
+  auto other = client.Get("/healthz", {{"X-Forwarded-For", "198.51.100.2"}});
+  ASSERT_TRUE(other);
+  EXPECT_EQ(other->status, 200);
+
+  auto metrics = client.Get("/metrics", {{"X-Forwarded-For", "198.51.100.3"}});
+  ASSERT_TRUE(metrics);
+  EXPECT_NE(metrics->body.find(R"(floodgate_http_decisions_total{policy="per-key",outcome="rejected"} 1)"),
+            std::string::npos)
+      << metrics->body;
+  EXPECT_NE(metrics->body.find(R"(floodgate_http_requests_total{route="/api/reports",code="429"} 1)"),
+            std::string::npos)
+      << metrics->body;
+}
+
+TEST(ExampleService, RequestsNoPolicyMatchesCarryNoRateLimitHeaders) {
+  ExampleService service(R"(http:
+  policies:
+    - name: api-only
+      match: {path_prefix: /api}
+      key: ip
+      algorithm: fixed_window
+      limit: 5
+      window_ms: 1000
+)");
+  ASSERT_GT(service.port(), 0) << service.stderrText();
+  httplib::Client client("127.0.0.1", service.port());
+  auto health = client.Get("/healthz");
+  ASSERT_TRUE(health);
+  EXPECT_EQ(health->status, 200);
+  EXPECT_FALSE(health->has_header("RateLimit"));
+}
+
+TEST(ExampleService, InvalidConfigExitsOneWithFileLineColumn) {
+  ExampleService service("http:\n  policies:\n    - name: x\n      key: ip\n"
+                         "      algorithm: gcra\n      capacity: many\n      rate_per_s: 1\n");
+  EXPECT_EQ(service.port(), 0);
+  EXPECT_EQ(service.exitCode(), 1);
+  std::string err = service.stderrText();
+  EXPECT_NE(err.find(".yaml:6:17: policy 'x'.capacity must be a whole number"), std::string::npos)
+      << err;
+}
+
+}  // namespace

@@ -1,0 +1,235 @@
+// SPDX-License-Identifier: MIT
+// Policy composition: matching, keys, all-or-nothing with refunds, the binding policy.
+#include <gtest/gtest.h>
+
+#include "http/config_parser.h"
+#include "http/limiter.h"
+
+namespace floodgate::http {
+namespace {
+
+constexpr int64_t kMs = 1'000'000;
+
+struct Fixture {
+  std::shared_ptr<ManualClock> clock = std::make_shared<ManualClock>(1'000 * kMs);
+  std::unique_ptr<Limiter> limiter;
+
+  explicit Fixture(const std::string& yaml, StoreFactory factory = {}) {
+    auto config = parseHttpConfigText(yaml, "test.yaml");
+    EXPECT_TRUE(config.ok()) << config.error().message;
+    auto made = Limiter::create(std::move(*config), clock, std::move(factory));
+    EXPECT_TRUE(made.ok());
+    limiter = std::move(*made);
+  }
+};
+
+RequestInfo request(std::string_view method, std::string_view path, std::string_view peer,
+                    std::vector<std::pair<std::string_view, std::string_view>> headers = {}) {
+  RequestInfo r;
+  r.method = method;
+  r.path = path;
+  r.peer = peer;
+  r.headers = std::move(headers);
+  return r;
+}
+
+constexpr const char* kTwoPolicies = R"(http:
+  trusted_proxies: [10.0.0.0/8]
+  policies:
+    - name: per-key
+      key: header:X-API-Key
+      algorithm: fixed_window
+      limit: 5
+      window_ms: 60000
+    - name: per-ip
+      key: ip
+      algorithm: fixed_window
+      limit: 2
+      window_ms: 60000
+)";
+
+TEST(Limiter, AllOrNothingRefundsThePolicyThatAdmitted) {
+  Fixture f(kTwoPolicies);
+  auto req = [](std::string_view peer) {
+    return request("GET", "/x", peer, {{"x-api-key", "k1"}});
+  };
+  EXPECT_TRUE(f.limiter->check(req("198.51.100.1")).allowed());
+  EXPECT_TRUE(f.limiter->check(req("198.51.100.1")).allowed());
+  // per-ip is exhausted; per-key admitted this one and must get it back.
+  for (int i = 0; i < 10; ++i) {
+    Verdict v = f.limiter->check(req("198.51.100.1"));
+    EXPECT_FALSE(v.allowed());
+    EXPECT_EQ(v.binding.policy, "per-ip");
+    EXPECT_EQ(v.violated, (std::vector<std::string_view>{"per-ip"}));
+    ASSERT_EQ(v.decisions.size(), 2u);
+    EXPECT_EQ(v.decisions[0].decision.remaining, 3);  // refunded, shown as after the refund
+  }
+  // The same API key from other addresses still has 3 left: the rejections cost nothing.
+  EXPECT_TRUE(f.limiter->check(req("198.51.100.2")).allowed());
+  EXPECT_TRUE(f.limiter->check(req("198.51.100.2")).allowed());
+  Verdict third = f.limiter->check(req("198.51.100.3"));
+  EXPECT_TRUE(third.allowed());
+  EXPECT_EQ(third.binding.policy, "per-key");  // fewest remaining: 0
+  EXPECT_EQ(third.binding.remaining, 0);
+  Verdict over = f.limiter->check(req("198.51.100.3"));
+  EXPECT_FALSE(over.allowed());
+  EXPECT_EQ(over.binding.policy, "per-key");
+}
+
+TEST(Limiter, BindingRejectionIsTheLongestWaitAndNamesEveryViolatedPolicy) {
+  Fixture f(R"(http:
+  policies:
+    - name: short
+      key: ip
+      algorithm: fixed_window
+      limit: 1
+      window_ms: 1000
+    - name: long
+      key: ip
+      algorithm: fixed_window
+      limit: 1
+      window_ms: 60000
+)");
+  EXPECT_TRUE(f.limiter->check(request("GET", "/", "192.0.2.1")).allowed());
+  Verdict v = f.limiter->check(request("GET", "/", "192.0.2.1"));
+  EXPECT_FALSE(v.allowed());
+  EXPECT_EQ(v.binding.policy, "long");
+  EXPECT_EQ(v.binding.retry_after_ns, 59'000 * kMs);
+  EXPECT_EQ(v.violated, (std::vector<std::string_view>{"short", "long"}));
+}
+
+TEST(Limiter, MatchesMethodsAndPathsAndChargesRouteCosts) {
+  Fixture f(R"(http:
+  policies:
+    - name: api
+      match: {methods: [POST], path_prefix: /api}
+      key: ip
+      algorithm: token_bucket
+      capacity: 10
+      rate_per_s: 1
+      routes:
+        - match: {path_prefix: /api/export}
+          cost: 10
+)");
+  EXPECT_FALSE(f.limiter->check(request("GET", "/api/x", "192.0.2.1")).limited());
+  EXPECT_FALSE(f.limiter->check(request("POST", "/other", "192.0.2.1")).limited());
+  Verdict one = f.limiter->check(request("POST", "/api/x", "192.0.2.1"));
+  EXPECT_TRUE(one.limited());
+  EXPECT_EQ(one.binding.remaining, 9);
+  Verdict heavy = f.limiter->check(request("POST", "/api/export", "192.0.2.1"));
+  EXPECT_FALSE(heavy.allowed());
+  EXPECT_EQ(heavy.binding.retry_after_ns, 1000 * kMs);
+  f.clock->advanceMs(1000);
+  EXPECT_TRUE(f.limiter->check(request("POST", "/api/export", "192.0.2.1")).allowed());
+}
+
+TEST(Limiter, CostAboveTheBurstIsItsOwnOutcome) {
+  Fixture f(R"(http:
+  policies:
+    - name: small
+      key: ip
+      algorithm: gcra
+      capacity: 5
+      rate_per_s: 1
+      cost: 6
+)");
+  Verdict v = f.limiter->check(request("GET", "/", "192.0.2.1"));
+  EXPECT_EQ(v.binding.outcome, Outcome::kCostExceedsBurst);
+  EXPECT_EQ(v.binding.policy, "small");
+}
+
+TEST(Limiter, KeysFromHeaderUserAndTrustedProxy) {
+  Fixture f(R"(http:
+  trusted_proxies: [10.0.0.1]
+  policies:
+    - name: per-user
+      key: user
+      algorithm: fixed_window
+      limit: 1
+      window_ms: 1000
+    - name: per-ip
+      key: ip
+      algorithm: fixed_window
+      limit: 100
+      window_ms: 1000
+)");
+  RequestInfo anonymous = request("GET", "/", "10.0.0.1", {{"X-Forwarded-For", "203.0.113.4"}});
+  Verdict v = f.limiter->check(anonymous);
+  EXPECT_EQ(v.client_ip, "203.0.113.4");
+  ASSERT_EQ(v.decisions.size(), 1u);  // no user: the per-user policy does not apply
+  EXPECT_EQ(v.decisions[0].key, "203.0.113.4");
+
+  RequestInfo alice = anonymous;
+  alice.user = "alice";
+  EXPECT_TRUE(f.limiter->check(alice).allowed());
+  EXPECT_FALSE(f.limiter->check(alice).allowed());
+  RequestInfo bob = anonymous;
+  bob.user = "bob";
+  EXPECT_TRUE(f.limiter->check(bob).allowed());
+}
+
+TEST(Limiter, ForgedForwardedForFromAnUntrustedPeerDoesNotChooseTheKey) {
+  Fixture f(kTwoPolicies);
+  for (int i = 0; i < 2; ++i) {
+    std::string forged = "198.51.100." + std::to_string(i);
+    auto v = f.limiter->check(request("GET", "/", "203.0.113.66", {{"X-Forwarded-For", forged}}));
+    EXPECT_TRUE(v.allowed());
+    EXPECT_EQ(v.client_ip, "203.0.113.66");
+  }
+  EXPECT_FALSE(
+      f.limiter->check(request("GET", "/", "203.0.113.66", {{"X-Forwarded-For", "1.1.1.1"}}))
+          .allowed());
+}
+
+// A store that is down, to exercise the failure modes.
+class DownStore final : public Store {
+ public:
+  Result<Decision> decide(std::string_view, int64_t, int64_t) override {
+    return Error::failure("store unreachable");
+  }
+  void refund(std::string_view, int64_t, int64_t) override { ++refunds; }
+  int refunds = 0;
+};
+
+TEST(Limiter, FailureModeOpenAdmitsAndClosedRejects) {
+  const char* yaml = R"(http:
+  policies:
+    - name: open
+      key: ip
+      algorithm: gcra
+      capacity: 5
+      rate_per_s: 1
+      failure_mode: open
+    - name: closed
+      key: ip
+      algorithm: gcra
+      capacity: 5
+      rate_per_s: 1
+      failure_mode: closed
+)";
+  Fixture f(yaml, [](const PolicyConfig&, std::shared_ptr<const Algorithm>) {
+    return std::make_unique<DownStore>();
+  });
+  Verdict v = f.limiter->check(request("GET", "/", "192.0.2.1"));
+  EXPECT_EQ(v.binding.outcome, Outcome::kStoreUnavailable);
+  EXPECT_EQ(v.binding.policy, "closed");
+  EXPECT_EQ(v.violated, (std::vector<std::string_view>{"closed"}));
+  EXPECT_TRUE(v.decisions[0].decision.allowed());
+  EXPECT_FALSE(v.decisions[0].reserved);  // nothing recorded, so nothing to refund
+}
+
+TEST(Limiter, LongestDelayOfTheQueuesGoesWithAnAdmission) {
+  Fixture f(R"(http:
+  policies:
+    - name: queue
+      key: ip
+      algorithm: leaky_bucket
+      capacity: 3
+      rate_per_s: 10
+)");
+  EXPECT_EQ(f.limiter->check(request("GET", "/", "192.0.2.1")).binding.delay_ns, 0);
+  EXPECT_EQ(f.limiter->check(request("GET", "/", "192.0.2.1")).binding.delay_ns, 100 * kMs);
+}
+
+}  // namespace
+}  // namespace floodgate::http

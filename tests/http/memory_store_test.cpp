@@ -1,0 +1,139 @@
+// SPDX-License-Identifier: MIT
+// The in-memory store: absent keys, bounded memory with eviction, and many threads on one key.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+#include <vector>
+
+#include "http/algorithm_harness.h"
+#include "http/memory_store.h"
+
+namespace floodgate::http {
+namespace {
+
+using testing::bucket;
+using testing::kMs;
+using testing::window;
+
+std::shared_ptr<const Algorithm> make(const AlgorithmParams& params) {
+  auto made = makeAlgorithm(params);
+  EXPECT_TRUE(made.ok());
+  return *made;
+}
+
+TEST(MemoryStore, KeysAreIndependentAndAbsentKeysAreFull) {
+  MemoryStore store(make(bucket(AlgorithmKind::kGcra, 2, 1)), {});
+  EXPECT_TRUE(store.decide("a", 0, 2)->allowed());
+  EXPECT_FALSE(store.decide("a", 0, 1)->allowed());
+  Decision b = *store.decide("b", 0, 1);
+  EXPECT_TRUE(b.allowed());
+  EXPECT_EQ(b.remaining, 1);
+  EXPECT_EQ(store.stats().keys, 2);
+}
+
+TEST(MemoryStore, RotatingKeysCannotGrowItBeyondTheBound) {
+  MemoryStore store(make(bucket(AlgorithmKind::kTokenBucket, 5, 1)), {.max_keys = 64, .shards = 4});
+  for (int i = 0; i < 10'000; ++i) {
+    ASSERT_TRUE(store.decide("rotating-" + std::to_string(i), 0, 1).ok());
+  }
+  MemoryStoreStats stats = store.stats();
+  EXPECT_LE(stats.keys, 64);
+  EXPECT_EQ(stats.evicted_active + stats.evicted_idle, 10'000 - stats.keys);
+}
+
+TEST(MemoryStore, EvictsIdleKeysBeforeKeysThatStillHoldState) {
+  // One shard of two keys: "busy" is used up, "idle" is full again by the time "new" comes.
+  MemoryStore store(make(bucket(AlgorithmKind::kGcra, 1, 1)), {.max_keys = 2, .shards = 1});
+  EXPECT_TRUE(store.decide("idle", 0, 1)->allowed());
+  EXPECT_TRUE(store.decide("busy", 5000 * kMs, 1)->allowed());
+  // "idle" is the least recently used and refilled by now, so it goes, losing nothing.
+  EXPECT_TRUE(store.decide("new", 5100 * kMs, 1)->allowed());
+  EXPECT_EQ(store.stats().evicted_idle, 1);
+  EXPECT_EQ(store.stats().evicted_active, 0);
+  EXPECT_FALSE(store.decide("busy", 5200 * kMs, 1)->allowed());  // its state survived
+}
+
+TEST(MemoryStore, PrefersAnIdleKeyOverTheColdestBusyOne) {
+  MemoryStore store(make(bucket(AlgorithmKind::kGcra, 1, 1)), {.max_keys = 2, .shards = 1});
+  EXPECT_TRUE(store.decide("busy", 5000 * kMs, 1)->allowed());   // coldest, but not idle
+  EXPECT_TRUE(store.decide("spent", 0, 1)->allowed());           // hotter, idle by 5100
+  EXPECT_TRUE(store.decide("new", 5100 * kMs, 1)->allowed());
+  EXPECT_EQ(store.stats().evicted_idle, 1);
+  EXPECT_FALSE(store.decide("busy", 5200 * kMs, 1)->allowed());
+}
+
+TEST(MemoryStore, LongKeysAreBoundedButStayDistinct) {
+  MemoryStore store(make(bucket(AlgorithmKind::kGcra, 1, 1)), {});
+  std::string a(10'000, 'a');
+  std::string b = a;
+  b.back() = 'b';
+  EXPECT_TRUE(store.decide(a, 0, 1)->allowed());
+  EXPECT_TRUE(store.decide(b, 0, 1)->allowed());
+  EXPECT_FALSE(store.decide(a, 0, 1)->allowed());
+}
+
+TEST(MemoryStore, RefundOfAnEvictedKeyIsHarmless) {
+  MemoryStore store(make(bucket(AlgorithmKind::kGcra, 1, 1)), {.max_keys = 1, .shards = 1});
+  EXPECT_TRUE(store.decide("a", 0, 1)->allowed());
+  EXPECT_TRUE(store.decide("b", 0, 1)->allowed());  // evicts a
+  store.refund("a", 0, 1);
+  EXPECT_EQ(store.stats().keys, 1);
+}
+
+// Many threads hammer one key at one instant: exactly the limit gets through, never more.
+class OneHotKey : public ::testing::TestWithParam<AlgorithmKind> {};
+
+TEST_P(OneHotKey, ManyThreadsNeverAdmitMoreThanTheLimit) {
+  constexpr int kLimit = 1000;
+  constexpr int kThreads = 8;
+  constexpr int kAttemptsPerThread = 1000;
+  AlgorithmParams params = isWindowAlgorithm(GetParam())
+                               ? window(GetParam(), kLimit, 60'000)
+                               : bucket(GetParam(), kLimit, 0.001);
+  MemoryStore store(make(params), {.max_keys = 1000, .shards = 16});
+  std::atomic<int> admitted{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < kAttemptsPerThread; ++i) {
+        if (store.decide("hot", 1000 * kMs, 1)->allowed()) admitted.fetch_add(1);
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  EXPECT_EQ(admitted.load(), kLimit);
+}
+
+TEST_P(OneHotKey, ThreadsWithClocksThatDisagreeNeverOverAdmit) {
+  // Each thread reads "now" a little differently (stale readings up to 7 ms): the total
+  // over the run must stay within what the newest reading allows.
+  constexpr int kThreads = 4;
+  AlgorithmParams params = isWindowAlgorithm(GetParam()) ? window(GetParam(), 50, 10'000)
+                                                         : bucket(GetParam(), 50, 1);
+  MemoryStore store(make(params), {.max_keys = 100, .shards = 4});
+  std::atomic<int> admitted{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 2000; ++i) {
+        int64_t now_ns = (100 + (i * 7 + t * 3) % 8) * kMs;  // 100..107 ms, out of order
+        if (store.decide("hot", now_ns, 1)->allowed()) admitted.fetch_add(1);
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  EXPECT_LE(admitted.load(), 50 + 1);  // at most one token earned in 7 ms at 1/s: none
+  EXPECT_GE(admitted.load(), 50);
+}
+
+INSTANTIATE_TEST_SUITE_P(All, OneHotKey,
+                         ::testing::Values(AlgorithmKind::kFixedWindow,
+                                           AlgorithmKind::kSlidingWindowLog,
+                                           AlgorithmKind::kSlidingWindowCounter,
+                                           AlgorithmKind::kTokenBucket, AlgorithmKind::kGcra,
+                                           AlgorithmKind::kLeakyBucket),
+                         [](const auto& info) { return std::string(algorithmName(info.param)); });
+
+}  // namespace
+}  // namespace floodgate::http

@@ -1,0 +1,116 @@
+// SPDX-License-Identifier: MIT
+// The trusted-proxy walk over Forwarded / X-Forwarded-For.
+#include "http/client_ip.h"
+
+#include <algorithm>
+#include <cctype>
+#include <optional>
+
+namespace floodgate::http {
+
+namespace {
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+bool equalsIgnoreCase(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) ==
+                  std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
+// Splits on `separator` outside double quotes (a quoted string may hold commas).
+std::vector<std::string_view> splitOutsideQuotes(std::string_view s, char separator) {
+  std::vector<std::string_view> parts;
+  bool quoted = false;
+  size_t start = 0;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '"' && (i == 0 || s[i - 1] != '\\')) quoted = !quoted;
+    if (s[i] == separator && !quoted) {
+      parts.push_back(s.substr(start, i - start));
+      start = i + 1;
+    }
+  }
+  parts.push_back(s.substr(start));
+  return parts;
+}
+
+// "[2001:db8::1]:443" -> "2001:db8::1"; "192.0.2.1:80" -> "192.0.2.1"; "2001:db8::1" stays.
+std::string stripPort(std::string_view node) {
+  node = trim(node);
+  if (!node.empty() && node.front() == '[') {
+    size_t close = node.find(']');
+    return std::string(close == std::string_view::npos ? std::string_view{}
+                                                       : node.substr(1, close - 1));
+  }
+  size_t colon = node.find(':');
+  if (colon != std::string_view::npos && node.find(':', colon + 1) == std::string_view::npos) {
+    return std::string(node.substr(0, colon));  // one colon: IPv4 with a port
+  }
+  return std::string(node);
+}
+
+}  // namespace
+
+bool TrustedProxies::trusts(const IpAddress& address) const {
+  return std::any_of(prefixes_.begin(), prefixes_.end(),
+                     [&](const Cidr& prefix) { return prefix.contains(address); });
+}
+
+std::vector<std::string> forwardedForNodes(const std::vector<std::string_view>& values) {
+  std::vector<std::string> nodes;
+  for (std::string_view value : values) {
+    for (std::string_view element : splitOutsideQuotes(value, ',')) {
+      if (trim(element).empty()) continue;
+      std::string node;
+      for (std::string_view pair : splitOutsideQuotes(element, ';')) {
+        pair = trim(pair);
+        size_t eq = pair.find('=');
+        if (eq == std::string_view::npos || !equalsIgnoreCase(trim(pair.substr(0, eq)), "for")) {
+          continue;
+        }
+        std::string_view v = trim(pair.substr(eq + 1));
+        if (v.size() >= 2 && v.front() == '"' && v.back() == '"') v = v.substr(1, v.size() - 2);
+        node = stripPort(v);
+        break;
+      }
+      nodes.push_back(std::move(node));
+    }
+  }
+  return nodes;
+}
+
+std::vector<std::string> xForwardedForNodes(const std::vector<std::string_view>& values) {
+  std::vector<std::string> nodes;
+  for (std::string_view value : values) {
+    for (std::string_view element : splitOutsideQuotes(value, ',')) {
+      if (trim(element).empty()) continue;
+      nodes.push_back(stripPort(element));
+    }
+  }
+  return nodes;
+}
+
+std::string clientIp(std::string_view peer, const std::vector<std::string_view>& forwarded,
+                     const std::vector<std::string_view>& x_forwarded_for,
+                     const TrustedProxies& trusted) {
+  std::optional<IpAddress> current = IpAddress::parse(stripPort(peer));
+  if (!current) return std::string(peer);
+  if (!trusted.trusts(*current)) return current->toString();
+
+  std::vector<std::string> hops =
+      forwarded.empty() ? xForwardedForNodes(x_forwarded_for) : forwardedForNodes(forwarded);
+  for (auto hop = hops.rbegin(); hop != hops.rend(); ++hop) {
+    std::optional<IpAddress> address = IpAddress::parse(*hop);
+    if (!address) break;  // nothing left of a hop we cannot read can be believed
+    current = address;
+    if (!trusted.trusts(*address)) break;
+  }
+  return current->toString();
+}
+
+}  // namespace floodgate::http

@@ -1,0 +1,391 @@
+// SPDX-License-Identifier: MIT
+// The `http:` section validator: checks every field and reports each problem where it is.
+#include "http/config_parser.h"
+
+#include <algorithm>
+#include <cctype>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "config/yaml_mark.h"
+
+namespace floodgate::http {
+
+namespace {
+
+// One validation pass over one file; every helper reports and carries on.
+class Parser {
+ public:
+  Parser(const std::string& file, config::Diagnostics& diagnostics)
+      : file_(file), diagnostics_(diagnostics) {}
+
+  HttpConfig parse(const YAML::Node& http);
+
+ private:
+  void error(const YAML::Node& node, std::string message) {
+    config::addAt(diagnostics_, file_, node, std::move(message));
+  }
+
+  bool requireMap(const YAML::Node& node, const std::string& what);
+  void rejectUnknownKeys(const YAML::Node& map, const std::string& what,
+                         std::initializer_list<std::string_view> known);
+  std::optional<std::string> readString(const YAML::Node& node, const std::string& what);
+  std::optional<int64_t> readInt(const YAML::Node& node, const std::string& what, int64_t min,
+                                 int64_t max);
+  std::optional<double> readDouble(const YAML::Node& node, const std::string& what, double min,
+                                   double max);
+
+  void parseTrustedProxies(const YAML::Node& node, HttpConfig& config);
+  void parseStore(const YAML::Node& node, StoreConfig& store);
+  RouteMatch parseMatch(const YAML::Node& node, const std::string& what);
+  std::optional<PolicyConfig> parsePolicy(const YAML::Node& node, size_t index);
+  void parseAlgorithm(const YAML::Node& policy, const std::string& what, AlgorithmParams& params);
+
+  const std::string& file_;
+  config::Diagnostics& diagnostics_;
+};
+
+bool isNameChar(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.';
+}
+
+// RFC 9110 token characters, as a header name must be.
+bool isTokenChar(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) ||
+         std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
+}
+
+bool Parser::requireMap(const YAML::Node& node, const std::string& what) {
+  if (node.IsMap()) return true;
+  error(node, what + " must be a mapping");
+  return false;
+}
+
+void Parser::rejectUnknownKeys(const YAML::Node& map, const std::string& what,
+                               std::initializer_list<std::string_view> known) {
+  for (const auto& item : map) {
+    std::string key = item.first.IsScalar() ? item.first.Scalar() : std::string();
+    if (std::find(known.begin(), known.end(), key) != known.end()) continue;
+    std::string list;
+    for (std::string_view k : known) list += (list.empty() ? "" : ", ") + std::string(k);
+    error(item.first, "unknown key '" + key + "' in " + what + " (expected one of: " + list + ")");
+  }
+}
+
+std::optional<std::string> Parser::readString(const YAML::Node& node, const std::string& what) {
+  if (!node.IsScalar() || node.Scalar().empty()) {
+    error(node, what + " must be a non-empty string");
+    return std::nullopt;
+  }
+  return node.Scalar();
+}
+
+std::optional<int64_t> Parser::readInt(const YAML::Node& node, const std::string& what,
+                                       int64_t min, int64_t max) {
+  int64_t value = 0;
+  if (!node.IsScalar() || !YAML::convert<int64_t>::decode(node, value)) {
+    error(node, what + " must be a whole number");
+    return std::nullopt;
+  }
+  if (value < min || value > max) {
+    error(node, what + " must be between " + std::to_string(min) + " and " +
+                    std::to_string(max) + ", got " + std::to_string(value));
+    return std::nullopt;
+  }
+  return value;
+}
+
+std::optional<double> Parser::readDouble(const YAML::Node& node, const std::string& what,
+                                         double min, double max) {
+  double value = 0;
+  if (!node.IsScalar() || !YAML::convert<double>::decode(node, value)) {
+    error(node, what + " must be a number");
+    return std::nullopt;
+  }
+  if (!(value >= min && value <= max)) {
+    std::ostringstream range;
+    range.precision(12);
+    range << what << " must be between " << min << " and " << max << ", got " << node.Scalar();
+    error(node, range.str());
+    return std::nullopt;
+  }
+  return value;
+}
+
+HttpConfig Parser::parse(const YAML::Node& http) {
+  HttpConfig config;
+  if (!requireMap(http, "http")) return config;
+  rejectUnknownKeys(http, "http", {"trusted_proxies", "store", "policies"});
+  if (http["trusted_proxies"]) parseTrustedProxies(http["trusted_proxies"], config);
+  if (http["store"]) parseStore(http["store"], config.store);
+
+  const YAML::Node policies = http["policies"];
+  if (!policies) return config;
+  if (!policies.IsSequence()) {
+    error(policies, "http.policies must be a list of policies");
+    return config;
+  }
+  std::set<std::string> names;
+  for (size_t i = 0; i < policies.size(); ++i) {
+    std::optional<PolicyConfig> policy = parsePolicy(policies[i], i);
+    if (!policy) continue;
+    if (!names.insert(policy->name).second) {
+      error(policies[i]["name"], "policy name '" + policy->name +
+                                     "' is used twice; names must be unique (they appear in "
+                                     "RateLimit headers)");
+      continue;
+    }
+    config.policies.push_back(std::move(*policy));
+  }
+  return config;
+}
+
+void Parser::parseTrustedProxies(const YAML::Node& node, HttpConfig& config) {
+  if (!node.IsSequence()) {
+    error(node, "http.trusted_proxies must be a list of addresses or CIDR prefixes");
+    return;
+  }
+  for (const YAML::Node& item : node) {
+    auto text = readString(item, "a trusted proxy");
+    if (!text) continue;
+    std::optional<Cidr> cidr = Cidr::parse(*text);
+    if (!cidr) {
+      error(item, "'" + *text + "' is not an address or CIDR prefix (e.g. 10.0.0.0/8, ::1)");
+      continue;
+    }
+    config.trusted_proxies.push_back(*cidr);
+  }
+}
+
+void Parser::parseStore(const YAML::Node& node, StoreConfig& store) {
+  if (!requireMap(node, "http.store")) return;
+  rejectUnknownKeys(node, "http.store", {"type", "max_keys", "shards"});
+  if (node["type"]) {
+    if (auto type = readString(node["type"], "http.store.type")) {
+      if (*type != "memory") {
+        error(node["type"], "store type '" + *type +
+                                "' is not supported by this build; use 'memory'");
+      } else {
+        store.type = *type;
+      }
+    }
+  }
+  if (node["max_keys"]) {
+    if (auto v = readInt(node["max_keys"], "http.store.max_keys", 1, 1'000'000'000)) {
+      store.max_keys = *v;
+    }
+  }
+  if (node["shards"]) {
+    if (auto v = readInt(node["shards"], "http.store.shards", 1, 4096)) {
+      store.shards = static_cast<int>(*v);
+    }
+  }
+}
+
+RouteMatch Parser::parseMatch(const YAML::Node& node, const std::string& what) {
+  RouteMatch match;
+  if (!requireMap(node, what)) return match;
+  rejectUnknownKeys(node, what, {"methods", "path_prefix"});
+  if (const YAML::Node methods = node["methods"]) {
+    if (!methods.IsSequence()) {
+      error(methods, what + ".methods must be a list such as [GET, POST]");
+    } else {
+      for (const YAML::Node& m : methods) {
+        auto method = readString(m, "a method");
+        if (!method) continue;
+        if (!std::all_of(method->begin(), method->end(),
+                         [](char c) { return std::isalpha(static_cast<unsigned char>(c)); })) {
+          error(m, "'" + *method + "' is not an HTTP method");
+          continue;
+        }
+        std::transform(method->begin(), method->end(), method->begin(),
+                       [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
+        match.methods.push_back(*method);
+      }
+    }
+  }
+  if (const YAML::Node prefix = node["path_prefix"]) {
+    if (auto p = readString(prefix, what + ".path_prefix")) {
+      if (p->front() != '/') {
+        error(prefix, what + ".path_prefix must start with '/', got '" + *p + "'");
+      } else {
+        match.path_prefix = *p;
+      }
+    }
+  }
+  return match;
+}
+
+void Parser::parseAlgorithm(const YAML::Node& policy, const std::string& what,
+                            AlgorithmParams& params) {
+  const YAML::Node algorithm = policy["algorithm"];
+  if (!algorithm) {
+    error(policy, what + " needs an algorithm (fixed_window, sliding_window_log, "
+                         "sliding_window_counter, token_bucket, gcra, leaky_bucket)");
+    return;
+  }
+  auto name = readString(algorithm, what + ".algorithm");
+  if (!name) return;
+  std::optional<AlgorithmKind> kind = algorithmFromName(*name);
+  if (!kind) {
+    error(algorithm, "unknown algorithm '" + *name +
+                         "' (expected fixed_window, sliding_window_log, sliding_window_counter, "
+                         "token_bucket, gcra or leaky_bucket)");
+    return;
+  }
+  params.kind = *kind;
+  const bool window = isWindowAlgorithm(*kind);
+  const char* wanted = window ? "limit and window_ms" : "capacity and rate_per_s";
+  for (std::string_view key : {"limit", "window_ms", "capacity", "rate_per_s"}) {
+    bool belongs = window == (key == "limit" || key == "window_ms");
+    const YAML::Node value = policy[std::string(key)];
+    if (value && !belongs) {
+      error(value, *name + " takes " + wanted + ", not " + std::string(key));
+    } else if (!value && belongs) {
+      error(policy, what + " (" + *name + ") needs " + std::string(key));
+    }
+  }
+  if (window) {
+    if (const YAML::Node v = policy["limit"]) {
+      if (auto limit = readInt(v, what + ".limit", 1, kMaxLimit)) params.limit = *limit;
+    }
+    if (const YAML::Node v = policy["window_ms"]) {
+      if (auto ms = readInt(v, what + ".window_ms", 1, kMaxWindowMs)) params.window_ms = *ms;
+    }
+  } else {
+    if (const YAML::Node v = policy["capacity"]) {
+      if (auto c = readInt(v, what + ".capacity", 1, kMaxLimit)) params.capacity = *c;
+    }
+    if (const YAML::Node v = policy["rate_per_s"]) {
+      if (auto r = readDouble(v, what + ".rate_per_s", kMinRatePerS, kMaxRatePerS)) {
+        params.rate_per_s = *r;
+      }
+    }
+  }
+}
+
+std::optional<PolicyConfig> Parser::parsePolicy(const YAML::Node& node, size_t index) {
+  std::string what = "http.policies[" + std::to_string(index) + "]";
+  if (!requireMap(node, what)) return std::nullopt;
+  rejectUnknownKeys(node, what,
+                    {"name", "match", "key", "algorithm", "limit", "window_ms", "capacity",
+                     "rate_per_s", "cost", "routes", "failure_mode"});
+  size_t errors_before = diagnostics_.size();
+  PolicyConfig policy;
+
+  if (!node["name"]) {
+    error(node, what + " needs a name");
+  } else if (auto name = readString(node["name"], what + ".name")) {
+    if (!std::all_of(name->begin(), name->end(), isNameChar)) {
+      error(node["name"], "policy name '" + *name +
+                              "' may only hold letters, digits, '_', '-' and '.'");
+    }
+    policy.name = *name;
+    what = "policy '" + *name + "'";
+  }
+
+  if (node["match"]) policy.match = parseMatch(node["match"], what + ".match");
+
+  if (!node["key"]) {
+    error(node, what + " needs a key (ip, header:NAME or user)");
+  } else if (auto key = readString(node["key"], what + ".key")) {
+    if (*key == "ip") {
+      policy.key.kind = KeyKind::kIp;
+    } else if (*key == "user") {
+      policy.key.kind = KeyKind::kUser;
+    } else if (key->starts_with("header:") && key->size() > 7 &&
+               std::all_of(key->begin() + 7, key->end(), isTokenChar)) {
+      policy.key.kind = KeyKind::kHeader;
+      policy.key.header = key->substr(7);
+    } else {
+      error(node["key"], "key '" + *key + "' must be ip, user or header:NAME (e.g. header:X-API-Key)");
+    }
+  }
+
+  parseAlgorithm(node, what, policy.algorithm);
+
+  if (node["cost"]) {
+    if (auto c = readInt(node["cost"], what + ".cost", 1, kMaxLimit)) policy.cost = *c;
+  }
+  if (const YAML::Node routes = node["routes"]) {
+    if (!routes.IsSequence()) {
+      error(routes, what + ".routes must be a list of {match, cost}");
+    } else {
+      for (size_t i = 0; i < routes.size(); ++i) {
+        std::string route_what = what + ".routes[" + std::to_string(i) + "]";
+        const YAML::Node route = routes[i];
+        if (!requireMap(route, route_what)) continue;
+        rejectUnknownKeys(route, route_what, {"match", "cost"});
+        RouteCost rc;
+        if (route["match"]) {
+          rc.match = parseMatch(route["match"], route_what + ".match");
+        } else {
+          error(route, route_what + " needs a match");
+        }
+        if (!route["cost"]) {
+          error(route, route_what + " needs a cost");
+        } else if (auto c = readInt(route["cost"], route_what + ".cost", 1, kMaxLimit)) {
+          rc.cost = *c;
+        }
+        policy.routes.push_back(std::move(rc));
+      }
+    }
+  }
+  if (const YAML::Node mode = node["failure_mode"]) {
+    if (auto m = readString(mode, what + ".failure_mode")) {
+      if (*m == "open") {
+        policy.failure_mode = FailureMode::kOpen;
+      } else if (*m == "closed") {
+        policy.failure_mode = FailureMode::kClosed;
+      } else {
+        error(mode, what + ".failure_mode must be open or closed, got '" + *m + "'");
+      }
+    }
+  }
+  if (diagnostics_.size() != errors_before) return std::nullopt;
+  return policy;
+}
+
+Result<HttpConfig> finish(HttpConfig config, const config::Diagnostics& diagnostics) {
+  if (!diagnostics.empty()) {
+    std::string text = diagnostics.format();
+    text.pop_back();  // the last newline
+    return Error::failure(std::move(text));
+  }
+  return config;
+}
+
+}  // namespace
+
+HttpConfig parseHttpSection(const YAML::Node& http, const std::string& file,
+                            config::Diagnostics& diagnostics) {
+  return Parser(file, diagnostics).parse(http);
+}
+
+Result<HttpConfig> parseHttpConfigText(const std::string& text, const std::string& file) {
+  config::Diagnostics diagnostics;
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::ParserException& e) {
+    diagnostics.add(file, e.mark.line + 1, e.mark.column + 1, e.msg);
+    return finish({}, diagnostics);
+  }
+  if (!root.IsMap() || !root["http"]) {
+    diagnostics.add(file, 0, 0, "no top-level 'http:' section to read rate-limit policies from");
+    return finish({}, diagnostics);
+  }
+  HttpConfig config = parseHttpSection(root["http"], file, diagnostics);
+  return finish(std::move(config), diagnostics);
+}
+
+Result<HttpConfig> loadHttpConfig(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return Error::failure(path + ": cannot read the config file (check the path)");
+  std::stringstream text;
+  text << in.rdbuf();
+  return parseHttpConfigText(text.str(), path);
+}
+
+}  // namespace floodgate::http

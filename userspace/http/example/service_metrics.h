@@ -1,0 +1,33 @@
+// SPDX-License-Identifier: MIT
+// The example service's counters, served on /metrics in the Prometheus text format.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <utility>
+
+#include "http/limiter.h"
+
+namespace floodgate::http::example {
+
+// Thread-safe counters:
+//   floodgate_http_requests_total{route,code}      every response the service sent
+//   floodgate_http_decisions_total{policy,outcome} every policy decision (outcome:
+//       allowed | rejected | cost_exceeds_burst | store_unavailable)
+//   floodgate_http_store_keys{policy}              keys held per policy (read at scrape)
+class ServiceMetrics {
+ public:
+  void countResponse(const std::string& route, int code);
+  void countVerdict(const Verdict& verdict);
+  // The whole exposition; `limiter` supplies the store gauges.
+  std::string render(Limiter& limiter) const;
+
+ private:
+  mutable std::mutex mutex_;
+  std::map<std::pair<std::string, int>, int64_t> responses_;
+  std::map<std::pair<std::string, std::string>, int64_t> decisions_;
+};
+
+}  // namespace floodgate::http::example

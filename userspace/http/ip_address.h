@@ -1,0 +1,35 @@
+// SPDX-License-Identifier: MIT
+// IP addresses and CIDR prefixes as the trusted-proxy list and the client-IP walk need them.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace floodgate::http {
+
+// An IPv4 or IPv6 address. IPv4-mapped IPv6 (::ffff:a.b.c.d) is stored as IPv4, so one
+// client has one key however the socket reports it.
+struct IpAddress {
+  std::array<uint8_t, 16> bytes{};  // IPv4 uses the first 4
+  bool v4 = true;
+
+  // Plain address text: "192.0.2.1", "2001:db8::1". No brackets, ports or zone ids.
+  static std::optional<IpAddress> parse(std::string_view text);
+  // Canonical text (inet_ntop).
+  std::string toString() const;
+  bool operator==(const IpAddress&) const = default;
+};
+
+// A prefix such as 10.0.0.0/8 or 2001:db8::/32; a bare address is a /32 or /128.
+struct Cidr {
+  IpAddress base;
+  int prefix_len = 0;
+
+  static std::optional<Cidr> parse(std::string_view text);
+  bool contains(const IpAddress& address) const;
+};
+
+}  // namespace floodgate::http

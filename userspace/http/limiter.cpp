@@ -1,0 +1,161 @@
+// SPDX-License-Identifier: MIT
+// Policy composition: match, key, reserve everywhere, refund on any rejection.
+#include "http/limiter.h"
+
+#include <algorithm>
+#include <cctype>
+
+#include "http/memory_store.h"
+
+namespace floodgate::http {
+
+namespace {
+
+bool equalsIgnoreCase(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) ==
+                  std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+// Rank of a rejection for choosing the binding policy: can-never-succeed first.
+int severity(Outcome outcome) {
+  switch (outcome) {
+    case Outcome::kCostExceedsBurst: return 3;
+    case Outcome::kStoreUnavailable: return 2;
+    case Outcome::kRejected: return 1;
+    case Outcome::kAllowed: return 0;
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::vector<std::string_view> headerValues(const RequestInfo& request, std::string_view name) {
+  std::vector<std::string_view> values;
+  for (const auto& [n, v] : request.headers) {
+    if (equalsIgnoreCase(n, name)) values.push_back(v);
+  }
+  return values;
+}
+
+Limiter::Limiter(HttpConfig config, std::shared_ptr<const Clock> clock)
+    : config_(std::move(config)), clock_(std::move(clock)), trusted_(config_.trusted_proxies) {}
+
+Result<std::unique_ptr<Limiter>> Limiter::create(HttpConfig config,
+                                                 std::shared_ptr<const Clock> clock,
+                                                 StoreFactory store_factory) {
+  std::unique_ptr<Limiter> limiter(new Limiter(std::move(config), std::move(clock)));
+  if (!store_factory) {
+    MemoryStoreOptions options{limiter->config_.store.max_keys, limiter->config_.store.shards};
+    store_factory = [options](const PolicyConfig&, std::shared_ptr<const Algorithm> algorithm) {
+      return std::make_unique<MemoryStore>(std::move(algorithm), options);
+    };
+  }
+  for (const PolicyConfig& policy : limiter->config_.policies) {
+    auto algorithm = makeAlgorithm(policy.algorithm);
+    if (!algorithm) {
+      return Error::usage("policy '" + policy.name + "': " + algorithm.error().message);
+    }
+    std::unique_ptr<Store> store = store_factory(policy, *algorithm);
+    limiter->policies_.push_back({&policy, std::move(*algorithm), std::move(store)});
+  }
+  return limiter;
+}
+
+std::string Limiter::keyFor(const PolicyConfig& policy, const RequestInfo& request,
+                            const std::string& client_ip) const {
+  switch (policy.key.kind) {
+    case KeyKind::kIp:
+      return client_ip;
+    case KeyKind::kUser:
+      return std::string(request.user);
+    case KeyKind::kHeader: {
+      std::string key;
+      for (std::string_view value : headerValues(request, policy.key.header)) {
+        if (!key.empty()) key += ", ";
+        key += trim(value);
+      }
+      return key;
+    }
+  }
+  return {};
+}
+
+Verdict Limiter::check(const RequestInfo& request) {
+  Verdict verdict;
+  verdict.client_ip = clientIp(request.peer, headerValues(request, "Forwarded"),
+                               headerValues(request, "X-Forwarded-For"), trusted_);
+  const int64_t now_ns = clock_->nowNs();
+
+  for (CompiledPolicy& policy : policies_) {
+    const PolicyConfig& config = *policy.config;
+    if (!config.match.matches(request.method, request.path)) continue;
+    std::string key = keyFor(config, request, verdict.client_ip);
+    if (key.empty()) continue;  // e.g. no API key header: this policy does not apply
+
+    PolicyDecision pd;
+    pd.policy = &config;
+    pd.algorithm = policy.algorithm.get();
+    pd.cost = config.costFor(request.method, request.path);
+    Result<Decision> decided = policy.store->decide(key, now_ns, pd.cost);
+    if (decided) {
+      pd.decision = *decided;
+      pd.reserved = pd.decision.allowed();
+    } else {
+      // The store could not answer: the failure mode decides; no state to refund later.
+      pd.decision.limit = policy.algorithm->quota();
+      pd.decision.remaining = config.failure_mode == FailureMode::kOpen ? pd.decision.limit : 0;
+      pd.decision.outcome = config.failure_mode == FailureMode::kOpen
+                                ? Outcome::kAllowed
+                                : Outcome::kStoreUnavailable;
+    }
+    pd.decision.policy = config.name;
+    pd.key = std::move(key);
+    verdict.decisions.push_back(std::move(pd));
+  }
+
+  const PolicyDecision* binding = nullptr;
+  int64_t longest_delay_ns = 0;
+  for (const PolicyDecision& pd : verdict.decisions) {
+    const Decision& d = pd.decision;
+    if (!d.allowed()) verdict.violated.push_back(d.policy);
+    longest_delay_ns = std::max(longest_delay_ns, d.delay_ns);
+    if (binding == nullptr) {
+      binding = &pd;
+      continue;
+    }
+    const Decision& b = binding->decision;
+    bool worse = severity(d.outcome) != severity(b.outcome)
+                     ? severity(d.outcome) > severity(b.outcome)
+                     : (d.allowed() ? d.remaining < b.remaining
+                                    : d.retry_after_ns > b.retry_after_ns);
+    if (worse) binding = &pd;
+  }
+  if (binding == nullptr) return verdict;  // no policy applies: allowed, unlimited
+  verdict.binding = binding->decision;
+
+  if (verdict.violated.empty()) {
+    verdict.binding.delay_ns = longest_delay_ns;
+    return verdict;
+  }
+  // All-or-nothing: give back what the admitting policies took.
+  for (size_t i = 0, p = 0; i < verdict.decisions.size(); ++i) {
+    PolicyDecision& pd = verdict.decisions[i];
+    while (policies_[p].config != pd.policy) ++p;
+    if (!pd.reserved) continue;
+    policies_[p].store->refund(pd.key, now_ns, pd.cost);
+    pd.decision.remaining = std::min(pd.decision.limit, pd.decision.remaining + pd.cost);
+    pd.decision.delay_ns = 0;
+  }
+  verdict.binding.delay_ns = 0;
+  return verdict;
+}
+
+}  // namespace floodgate::http

@@ -1,0 +1,98 @@
+// SPDX-License-Identifier: MIT
+// Limiter: applies every matching policy to a request, all-or-nothing, and names the binding one.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "common/result.h"
+#include "http/algorithm.h"
+#include "http/client_ip.h"
+#include "http/clock.h"
+#include "http/decision.h"
+#include "http/policy.h"
+#include "http/store.h"
+
+namespace floodgate::http {
+
+// What the limiter needs to know about a request. Views must outlive the check() call.
+struct RequestInfo {
+  std::string_view method;  // upper case, e.g. "GET"
+  std::string_view path;    // without the query string
+  std::string_view peer;    // socket peer address, e.g. "192.0.2.1" or "::1"
+  // Every header line, in the order received; names compared case-insensitively.
+  std::vector<std::pair<std::string_view, std::string_view>> headers;
+  std::string_view user;  // user id for `key: user` policies; empty when not signed in
+};
+
+// One policy that matched the request, and what it decided.
+struct PolicyDecision {
+  const PolicyConfig* policy = nullptr;
+  const Algorithm* algorithm = nullptr;
+  std::string key;
+  int64_t cost = 0;
+  Decision decision;
+  bool reserved = false;  // the store recorded the request (so a refund has something to undo)
+};
+
+// The answer for one request.
+struct Verdict {
+  // allowed: every matching policy admitted (or none matched). binding: the decision that
+  // governs the response: when rejected, the violated policy with the longest retry-after
+  // (a policy whose cost exceeds its burst wins over all); when allowed, the policy with
+  // the fewest units remaining, carrying the longest delay of all.
+  Decision binding;
+  std::vector<PolicyDecision> decisions;  // every matching policy, in config order
+  std::vector<std::string_view> violated;  // names of the policies that rejected
+  std::string client_ip;
+
+  bool allowed() const { return binding.allowed(); }
+  bool limited() const { return !decisions.empty(); }
+};
+
+// Builds the store of one policy; the default makes a MemoryStore from StoreConfig.
+using StoreFactory = std::function<std::unique_ptr<Store>(
+    const PolicyConfig& policy, std::shared_ptr<const Algorithm> algorithm)>;
+
+// Thread-safe: check() may be called from any number of threads at once.
+class Limiter {
+ public:
+  // A usage error if a policy's algorithm parameters are invalid.
+  static Result<std::unique_ptr<Limiter>> create(HttpConfig config,
+                                                 std::shared_ptr<const Clock> clock,
+                                                 StoreFactory store_factory = {});
+
+  // Reserves the request's cost in every matching policy; if any rejects, refunds the ones
+  // that admitted, so a rejected request consumes nothing anywhere.
+  Verdict check(const RequestInfo& request);
+
+  const HttpConfig& config() const { return config_; }
+  // Per-policy store, in config order (for stats).
+  Store& store(size_t policy_index) { return *policies_[policy_index].store; }
+
+ private:
+  struct CompiledPolicy {
+    const PolicyConfig* config;
+    std::shared_ptr<const Algorithm> algorithm;
+    std::unique_ptr<Store> store;
+  };
+
+  Limiter(HttpConfig config, std::shared_ptr<const Clock> clock);
+  // The key `policy` uses for `request`; empty if the request has none (header missing).
+  std::string keyFor(const PolicyConfig& policy, const RequestInfo& request,
+                     const std::string& client_ip) const;
+
+  HttpConfig config_;
+  std::shared_ptr<const Clock> clock_;
+  TrustedProxies trusted_;
+  std::vector<CompiledPolicy> policies_;
+};
+
+// Every value of header `name` (case-insensitive), in order.
+std::vector<std::string_view> headerValues(const RequestInfo& request, std::string_view name);
+
+}  // namespace floodgate::http

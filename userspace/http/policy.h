@@ -1,0 +1,68 @@
+// SPDX-License-Identifier: MIT
+// The `http:` section of the config as data: trusted proxies, the store, and the policies.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "http/algorithm.h"
+#include "http/ip_address.h"
+
+namespace floodgate::http {
+
+// Which requests a policy (or a route cost) applies to. Methods are upper case; empty means
+// every method. The path prefix matches whole segments: "/api" matches "/api" and
+// "/api/users" but not "/apis"; a prefix ending in "/" matches anything below it.
+struct RouteMatch {
+  std::vector<std::string> methods;
+  std::string path_prefix = "/";
+
+  bool matches(std::string_view method, std::string_view path) const;
+};
+
+// What identifies the client for a policy: its IP address (through trusted proxies), the
+// value of a request header (an API key), or a user id the service passes in.
+enum class KeyKind { kIp, kHeader, kUser };
+struct KeySpec {
+  KeyKind kind = KeyKind::kIp;
+  std::string header;  // kHeader only
+};
+
+// A route that costs more (or less) than the policy's default cost.
+struct RouteCost {
+  RouteMatch match;
+  int64_t cost = 1;
+};
+
+// What to do when the store cannot answer (a shared store is down): open admits, closed
+// rejects. The in-memory store always answers.
+enum class FailureMode { kOpen, kClosed };
+
+struct PolicyConfig {
+  std::string name;  // letters, digits, '_', '-', '.'; unique; shown in headers
+  RouteMatch match;
+  KeySpec key;
+  AlgorithmParams algorithm;
+  int64_t cost = 1;               // cost of a matching request; the first matching route wins
+  std::vector<RouteCost> routes;  // per-route costs
+  FailureMode failure_mode = FailureMode::kOpen;
+
+  // The cost of a request this policy matches.
+  int64_t costFor(std::string_view method, std::string_view path) const;
+};
+
+struct StoreConfig {
+  std::string type = "memory";
+  int64_t max_keys = 100'000;  // per policy
+  int shards = 64;
+};
+
+struct HttpConfig {
+  std::vector<Cidr> trusted_proxies;
+  StoreConfig store;
+  std::vector<PolicyConfig> policies;
+};
+
+}  // namespace floodgate::http
