@@ -125,7 +125,15 @@ std::string formatDuration(uint64_t ns) {
   if (ns % 3600000000000ULL == 0) return std::to_string(ns / 3600000000000ULL) + "h";
   if (ns % 60000000000ULL == 0) return std::to_string(ns / 60000000000ULL) + "m";
   if (ns % 1000000000ULL == 0) return std::to_string(ns / 1000000000ULL) + "s";
-  return std::to_string(ns / 1000000ULL) + "ms";
+  if (ns % 1000000ULL == 0) return std::to_string(ns / 1000000ULL) + "ms";
+  // Under a whole millisecond: a decimal fraction of one ("0.5ms"), which parseDuration reads
+  // back; whole milliseconds alone would print 500 us as "0ms".
+  char text[48];
+  std::snprintf(text, sizeof(text), "%llu.%06llu", static_cast<unsigned long long>(ns / 1000000ULL),
+                static_cast<unsigned long long>(ns % 1000000ULL));
+  std::string out = text;
+  out.erase(out.find_last_not_of('0') + 1);
+  return out + "ms";
 }
 
 }  // namespace floodgate
