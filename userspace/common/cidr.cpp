@@ -31,12 +31,14 @@ std::string Cidr::toString() const {
 Result<Cidr> parseAddress(std::string_view text) {
   std::string copy(text);
   Cidr cidr;
-  if (inet_pton(AF_INET, copy.c_str(), cidr.addr.data()) == 1) {
+  // inet_pton stops at a NUL, so one inside the text would hide whatever follows it.
+  const bool one_string = copy.find('\0') == std::string::npos;
+  if (one_string && inet_pton(AF_INET, copy.c_str(), cidr.addr.data()) == 1) {
     cidr.family = Family::kV4;
     cidr.prefix = 32;
     return cidr;
   }
-  if (inet_pton(AF_INET6, copy.c_str(), cidr.addr.data()) == 1) {
+  if (one_string && inet_pton(AF_INET6, copy.c_str(), cidr.addr.data()) == 1) {
     cidr.family = Family::kV6;
     cidr.prefix = 128;
     return cidr;
