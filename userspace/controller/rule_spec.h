@@ -7,18 +7,22 @@
 #include <string>
 #include <vector>
 
+#include "common/cidr.h"
+
 namespace floodgate {
 
 enum class Protocol : uint8_t { kAny = 0, kIcmp = 1, kTcp = 6, kUdp = 17 };
 enum class KeyKind : uint8_t { kSource = 0, kGlobal = 1 };
-enum class ExceedAction : uint8_t { kDrop = 0, kMonitor = 1 };
+enum class ExceedAction : uint8_t { kDrop = 0, kMonitor = 1, kBan = 2 };
+enum class Algorithm : uint8_t { kTokenBucket = 0, kFixedWindow = 1, kSlidingWindow = 2 };
 
 struct PortRange {
   uint16_t first = 0;
   uint16_t last = 0;
 };
 
-// The limits of one bucket. 0 means "not limited" for a rate.
+// The limits of one bucket. 0 means "not limited" for a rate. For the window algorithms a
+// window admits rate × window (packets or bytes) and the bursts are not used.
 struct LimitSpec {
   uint64_t pps = 0;          // packets per second
   uint64_t burst = 0;        // packets the bucket holds when full
@@ -32,13 +36,17 @@ struct RuleSpec {
   std::string name = "default";
   Protocol protocol = Protocol::kAny;
   std::vector<PortRange> dst_ports;  // empty: any
+  std::vector<Cidr> sources;         // match.src: empty means any source
   uint8_t tcp_flags_set = 0;
   uint8_t tcp_flags_clear = 0;
   KeyKind key = KeyKind::kSource;
   uint8_t ipv4_prefix = 32;
   uint8_t ipv6_prefix = 64;
   LimitSpec limit;
+  Algorithm algorithm = Algorithm::kTokenBucket;
+  uint64_t window_ns = 1000000000;  // fixed_window and sliding_window only
   ExceedAction action = ExceedAction::kDrop;
+  uint64_t ban_ns = 0;              // with ExceedAction::kBan: how long the ban lasts
 };
 
 }  // namespace floodgate
