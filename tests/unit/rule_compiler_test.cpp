@@ -1,0 +1,262 @@
+// SPDX-License-Identifier: MIT
+// Unit tests of controller/rule_compiler: RuleSpec to struct fg_rule, its checks and read-back.
+#include "controller/rule_compiler.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+
+#include "fg_gcra.h"
+
+namespace floodgate {
+namespace {
+
+constexpr uint64_t kUnitsPerMs = 1000000ULL << FG_TIME_SHIFT;
+constexpr uint64_t kUnitsPerHour = 3600000000000ULL << FG_TIME_SHIFT;
+
+RuleSpec ppsRule(uint64_t pps, uint64_t burst) {
+  RuleSpec spec;
+  spec.limit.pps = pps;
+  spec.limit.burst = burst;
+  return spec;
+}
+
+RuleSpec bpsRule(uint64_t bits_per_s, uint64_t burst_bytes) {
+  RuleSpec spec;
+  spec.limit.bits_per_s = bits_per_s;
+  spec.limit.burst_bytes = burst_bytes;
+  return spec;
+}
+
+// The message of a spec that must not compile, with its kind checked.
+std::string usageError(const RuleSpec& spec) {
+  auto rule = compileRule(spec);
+  if (rule.ok()) return "(compiled)";
+  EXPECT_EQ(rule.error().kind, ErrorKind::kUsage) << rule.error().message;
+  return rule.error().message;
+}
+
+TEST(Intervals, PacketAndByteIntervalsRoundUp) {
+  EXPECT_EQ(packetInterval(1), 65536000000000u);  // 1 s
+  EXPECT_EQ(packetInterval(1000), kUnitsPerMs);
+  EXPECT_EQ(packetInterval(3), 21845333333334u);             // 21845333333333.3, rounded up
+  EXPECT_EQ(packetInterval(1000000000), 65536u);             // 1 ns
+  EXPECT_EQ(byteInterval(8), 65536000000000u);               // 1 byte/s
+  EXPECT_EQ(byteInterval(1000000), 8000u << FG_TIME_SHIFT);  // 8 us per byte
+  EXPECT_EQ(byteInterval(1000000000), 524288u);              // 8 ns per byte
+  EXPECT_EQ(byteInterval(10000000000ULL), 52429u);           // 52428.8, rounded up
+  EXPECT_EQ(byteInterval(100000000000ULL), 5243u);           // 5242.88, rounded up
+}
+
+TEST(Intervals, DefaultBursts) {
+  EXPECT_EQ(defaultBurst(1), 1u);
+  EXPECT_EQ(defaultBurst(9), 1u);
+  EXPECT_EQ(defaultBurst(10000), 1000u);
+  EXPECT_EQ(defaultBurstBytes(8000), 1518u);      // 100 bytes, raised to a full frame
+  EXPECT_EQ(defaultBurstBytes(1000000), 12500u);  // 125000 B/s for 0.1 s
+  EXPECT_EQ(defaultBurstBytes(1000000000), 12500000u);
+}
+
+TEST(CompileRule, PpsLimit) {
+  auto rule = compileRule(ppsRule(1000, 100));
+  ASSERT_TRUE(rule.ok()) << rule.error().message;
+  EXPECT_EQ(rule->limits[FG_LIMIT_PPS].interval, kUnitsPerMs);
+  EXPECT_EQ(rule->limits[FG_LIMIT_PPS].capacity, 100 * kUnitsPerMs);
+  EXPECT_EQ(rule->limits[FG_LIMIT_BPS].interval, 0u) << "no bps limit was asked for";
+  EXPECT_EQ(rule->limits[FG_LIMIT_BPS].capacity, 0u);
+}
+
+TEST(CompileRule, BpsLimit) {
+  auto rule = compileRule(bpsRule(1000000000, 12500000));
+  ASSERT_TRUE(rule.ok()) << rule.error().message;
+  EXPECT_EQ(rule->limits[FG_LIMIT_BPS].interval, 524288u);
+  EXPECT_EQ(rule->limits[FG_LIMIT_BPS].capacity, 12500000ULL * 524288u);  // 100 ms of bytes
+  EXPECT_EQ(rule->limits[FG_LIMIT_PPS].interval, 0u);
+}
+
+TEST(CompileRule, BothLimits) {
+  RuleSpec spec = ppsRule(3, 2);
+  spec.limit.bits_per_s = 1000000;
+  spec.limit.burst_bytes = 1518;
+  auto rule = compileRule(spec);
+  ASSERT_TRUE(rule.ok()) << rule.error().message;
+  EXPECT_EQ(rule->limits[FG_LIMIT_PPS].interval, 21845333333334u);
+  EXPECT_EQ(rule->limits[FG_LIMIT_PPS].capacity, 2 * 21845333333334u);
+  EXPECT_EQ(rule->limits[FG_LIMIT_BPS].interval, 8000u << FG_TIME_SHIFT);
+  EXPECT_EQ(rule->limits[FG_LIMIT_BPS].capacity, 1518ULL * (8000ULL << FG_TIME_SHIFT));
+}
+
+TEST(CompileRule, CopiesTheMatchFields) {
+  RuleSpec spec = ppsRule(10, 1);
+  spec.id = 63;
+  spec.epoch = 7;
+  spec.name = std::string(31, 'n');
+  spec.protocol = Protocol::kTcp;
+  spec.key = KeyKind::kGlobal;
+  spec.ipv4_prefix = 24;
+  spec.ipv6_prefix = 48;
+  spec.action = ExceedAction::kMonitor;
+  spec.tcp_flags_set = 0x02;
+  spec.tcp_flags_clear = 0x10;
+  spec.dst_ports = {{53, 53}, {8000, 8080}};
+  auto rule = compileRule(spec);
+  ASSERT_TRUE(rule.ok()) << rule.error().message;
+  EXPECT_EQ(rule->id, 63u);
+  EXPECT_EQ(rule->epoch, 7u);
+  EXPECT_EQ(std::string(rule->name), std::string(31, 'n'));
+  EXPECT_EQ(rule->name[31], '\0');
+  EXPECT_EQ(rule->protocol, 6);
+  EXPECT_EQ(rule->key_kind, FG_KEY_GLOBAL);
+  EXPECT_EQ(rule->ipv4_prefix, 24);
+  EXPECT_EQ(rule->ipv6_prefix, 48);
+  EXPECT_EQ(rule->action, FG_ACTION_MONITOR);
+  EXPECT_EQ(rule->tcp_flags_set, 0x02);
+  EXPECT_EQ(rule->tcp_flags_clear, 0x10);
+  ASSERT_EQ(rule->port_ranges, 2);
+  EXPECT_EQ(rule->ports[0].first, 53);
+  EXPECT_EQ(rule->ports[0].last, 53);
+  EXPECT_EQ(rule->ports[1].first, 8000);
+  EXPECT_EQ(rule->ports[1].last, 8080);
+  EXPECT_EQ(rule->ports[2].first, 0);
+  EXPECT_EQ(rule->ports[2].last, 0);
+}
+
+TEST(CompileRule, NoLimitIsAnError) {
+  EXPECT_EQ(usageError(RuleSpec{}), "rule 'default' sets no limit: give a pps and/or bps rate");
+}
+
+TEST(CompileRule, BurstMustBeAtLeastOnePacket) {
+  EXPECT_EQ(usageError(ppsRule(1000, 0)), "burst must be at least 1 packet");
+  EXPECT_TRUE(compileRule(ppsRule(1000, 1)).ok());
+}
+
+TEST(CompileRule, BurstBytesMustHoldAFullSizeFrame) {
+  EXPECT_EQ(usageError(bpsRule(1000000, 1517)),
+            "burst bytes must be at least 1518 (one full-size frame), not 1517");
+  EXPECT_EQ(usageError(bpsRule(1000000, 0)),
+            "burst bytes must be at least 1518 (one full-size frame), not 0");
+  EXPECT_TRUE(compileRule(bpsRule(1000000, 1518)).ok());
+}
+
+TEST(CompileRule, BurstMayTakeAnHourToRefillButNoMore) {
+  // 1 pps: the interval is exactly 1 s, so a burst of 3600 is exactly an hour.
+  auto hour = compileRule(ppsRule(1, 3600));
+  ASSERT_TRUE(hour.ok()) << hour.error().message;
+  EXPECT_EQ(hour->limits[FG_LIMIT_PPS].capacity, kUnitsPerHour);
+  EXPECT_EQ(hour->limits[FG_LIMIT_PPS].capacity, FG_MAX_CAPACITY_UNITS);
+  EXPECT_EQ(usageError(ppsRule(1, 3601)),
+            "packet burst takes more than an hour to refill at its rate: lower the burst or "
+            "raise the rate");
+
+  // 8 bit/s is 1 byte/s: 3600 bytes is an hour.
+  EXPECT_TRUE(compileRule(bpsRule(8, 3600)).ok());
+  EXPECT_EQ(usageError(bpsRule(8, 3601)),
+            "byte burst takes more than an hour to refill at its rate: lower the burst or "
+            "raise the rate");
+
+  // A burst so large that interval × burst overflows 64 bits is still caught.
+  EXPECT_NE(usageError(ppsRule(1, 1ULL << 62)).find("more than an hour"), std::string::npos);
+}
+
+TEST(CompileRule, PrefixesMustFitTheFamily) {
+  RuleSpec spec = ppsRule(10, 1);
+  spec.ipv4_prefix = 0;
+  EXPECT_EQ(usageError(spec), "ipv4 prefix must be 1 to 32, not 0");
+  spec.ipv4_prefix = 33;
+  EXPECT_EQ(usageError(spec), "ipv4 prefix must be 1 to 32, not 33");
+  spec.ipv4_prefix = 32;
+  spec.ipv6_prefix = 0;
+  EXPECT_EQ(usageError(spec), "ipv6 prefix must be 1 to 128, not 0");
+  spec.ipv6_prefix = 129;
+  EXPECT_EQ(usageError(spec), "ipv6 prefix must be 1 to 128, not 129");
+  spec.ipv4_prefix = 1;
+  spec.ipv6_prefix = 128;
+  EXPECT_TRUE(compileRule(spec).ok());
+}
+
+TEST(CompileRule, AtMostEightPortRanges) {
+  RuleSpec spec = ppsRule(10, 1);
+  spec.dst_ports.assign(FG_MAX_PORT_RANGES, PortRange{80, 80});
+  EXPECT_TRUE(compileRule(spec).ok());
+  spec.dst_ports.push_back({443, 443});
+  EXPECT_EQ(usageError(spec), "rule 'default' has more than 8 port ranges");
+}
+
+TEST(CompileRule, BackwardsPortRangesAreErrors) {
+  RuleSpec spec = ppsRule(10, 1);
+  spec.dst_ports = {{53, 53}, {8080, 8000}};
+  EXPECT_EQ(usageError(spec), "port range 8080-8000 is backwards");
+  spec.dst_ports = {{0, 65535}};
+  EXPECT_TRUE(compileRule(spec).ok());
+}
+
+TEST(CompileRule, NameLength) {
+  RuleSpec spec = ppsRule(10, 1);
+  spec.name = std::string(32, 'x');
+  EXPECT_EQ(usageError(spec), "rule name '" + spec.name + "' must be 1 to 31 characters");
+  spec.name = "";
+  EXPECT_EQ(usageError(spec), "rule name '' must be 1 to 31 characters");
+  spec.name = "a";
+  EXPECT_TRUE(compileRule(spec).ok());
+}
+
+TEST(CompileRule, RuleIdMustIndexPerRuleState) {
+  RuleSpec spec = ppsRule(10, 1);
+  spec.id = FG_MAX_RULE_IDS;
+  EXPECT_EQ(usageError(spec), "rule id out of range");
+  spec.id = FG_MAX_RULE_IDS - 1;
+  EXPECT_TRUE(compileRule(spec).ok());
+}
+
+// The limits an operator set come back from the compiled rule.
+void expectRoundTrip(const LimitSpec& limit) {
+  RuleSpec spec;
+  spec.limit = limit;
+  auto rule = compileRule(spec);
+  ASSERT_TRUE(rule.ok()) << rule.error().message;
+  LimitSpec back = describeLimits(*rule);
+  EXPECT_EQ(back.pps, limit.pps);
+  EXPECT_EQ(back.burst, limit.burst);
+  EXPECT_EQ(back.bits_per_s, limit.bits_per_s);
+  EXPECT_EQ(back.burst_bytes, limit.burst_bytes);
+}
+
+TEST(DescribeLimits, RoundTripsExactRates) {
+  expectRoundTrip({1000, 100, 0, 0});
+  expectRoundTrip({1, 3600, 0, 0});
+  expectRoundTrip({1000000, 100000, 0, 0});
+  expectRoundTrip({0, 0, 1000000000, 12500000});
+  expectRoundTrip({0, 0, 100000000, 1518});
+  expectRoundTrip({10000, 1000, 800000, 10000});
+}
+
+TEST(DescribeLimits, RoundTripsRatesWithARoundedInterval) {
+  expectRoundTrip({3, 7, 0, 0});
+  expectRoundTrip({7, 1, 0, 0});
+  expectRoundTrip({12345, 1234, 0, 0});
+  expectRoundTrip({0, 0, 3000000, 4000});
+  expectRoundTrip({333, 33, 7000000, 100000});
+}
+
+// Fails today: the byte interval of 10 Gbit/s is 52428.8 units, rounded up to 52429, and
+// describeLimits reads it back as 8 × 10^9 × 2^16 / 52429 = 9999961853 bit/s; likewise
+// 100 Gbit/s comes back as 99997711234 and 9999999 pps as 9999998. The read-back should
+// give the rate the operator set, e.g. the roundest rate that compiles to the same interval.
+TEST(DescribeLimits, DISABLED_RoundTripsHighRates) {
+  expectRoundTrip({0, 0, 10000000000ULL, 125000000});
+  expectRoundTrip({0, 0, 100000000000ULL, 1250000000});
+  expectRoundTrip({9999999, 999999, 0, 0});
+}
+
+TEST(DescribeLimits, NoLimitsReadBackAsZero) {
+  fg_rule rule{};
+  LimitSpec back = describeLimits(rule);
+  EXPECT_EQ(back.pps, 0u);
+  EXPECT_EQ(back.burst, 0u);
+  EXPECT_EQ(back.bits_per_s, 0u);
+  EXPECT_EQ(back.burst_bytes, 0u);
+}
+
+}  // namespace
+}  // namespace floodgate
