@@ -5,6 +5,7 @@
 #define FLOODGATE_BUCKETS_BPF_H
 
 #include "fg_gcra.h"
+#include "fg_window.h"
 #include "maps.bpf.h"
 #include "parse.bpf.h"
 
@@ -70,18 +71,32 @@ static __always_inline void fg_make_key(const struct fg_packet *pkt, const struc
 	}
 }
 
-/* A slot is idle when none of its buckets runs ahead of now: it is full, so a new source
- * may take it over. The owner's capacity is unknown here; the largest one is safe. */
+/* Whether one state word of a slot is idle, by the owner's algorithm. */
+static __always_inline int fg_word_idle(__u64 word, __u8 algorithm, __u32 window_ms, __u64 now)
+{
+	if (algorithm == FG_ALG_TOKEN_BUCKET)
+		return fg_gcra_ahead(word, now, FG_MAX_CAPACITY_UNITS) == 0;
+	if (!window_ms)
+		return 1;
+	return fg_window_idle(word, now >> FG_TIME_SHIFT, window_ms * 1000000ULL);
+}
+
+/* A slot is idle when none of its state still limits anyone: it is full, so a new source
+ * may take it over. */
 static __always_inline int fg_slot_idle(const struct fg_slot *slot, __u64 now)
 {
-	return fg_gcra_ahead(FG_READ_ONCE(slot->tat[FG_LIMIT_PPS]), now, FG_MAX_CAPACITY_UNITS) == 0 &&
-	       fg_gcra_ahead(FG_READ_ONCE(slot->tat[FG_LIMIT_BPS]), now, FG_MAX_CAPACITY_UNITS) == 0;
+	__u8 algorithm = FG_READ_ONCE(slot->algorithm);
+	__u32 window_ms = FG_READ_ONCE(slot->window_ms);
+
+	return fg_word_idle(FG_READ_ONCE(slot->state[FG_LIMIT_PPS]), algorithm, window_ms, now) &&
+	       fg_word_idle(FG_READ_ONCE(slot->state[FG_LIMIT_BPS]), algorithm, window_ms, now);
 }
 
 /* Finds the slot of `key` among the ways of its set, or takes an idle one. NULL when every
  * way belongs to a source that is still limited: the caller charges the shared bucket. */
-static __always_inline struct fg_slot *fg_find_slot(const struct fg_key *key, __u64 seed, __u64 now,
-						    __u32 *index)
+static __always_inline struct fg_slot *fg_find_slot(const struct fg_key *key,
+						    const struct fg_rule *rule, __u64 seed,
+						    __u64 now, __u32 *index)
 {
 	__u64 fp = fg_key_fingerprint(seed, key->rule_id, key->rule_epoch, key->family, key->hi, key->lo);
 	__u32 base = (__u32)(fp >> 16) & table_slot_mask & ~(FG_TABLE_WAYS - 1);
@@ -107,12 +122,18 @@ static __always_inline struct fg_slot *fg_find_slot(const struct fg_key *key, __
 		if (!fg_slot_idle(slot, now))
 			continue;
 		/* Race: the old owner may charge this slot between the idle check and the CAS;
-		 * the new owner then starts slightly drained, never over-full. */
+		 * that one charge is lost along with the old owner's claim, nothing else. */
 		if (__sync_val_compare_and_swap(&slot->fingerprint, owner, fp) != owner)
 			continue;
-		slot->rule_id = key->rule_id;
+		slot->rule_id = (__u8)key->rule_id;
 		slot->family = key->family;
 		slot->prefix = key->prefix;
+		slot->algorithm = rule->algorithm;
+		slot->window_ms = rule->window_ms;
+		/* the slot was idle, so clearing it loses nothing; 0 is a full bucket and an
+		 * empty window for every algorithm, whatever the last owner ran */
+		slot->state[FG_LIMIT_PPS] = 0;
+		slot->state[FG_LIMIT_BPS] = 0;
 		{
 			__u64 hi = bpf_cpu_to_be64(key->hi), lo = bpf_cpu_to_be64(key->lo);
 
@@ -125,48 +146,88 @@ static __always_inline struct fg_slot *fg_find_slot(const struct fg_key *key, __
 	return NULL;
 }
 
-/* Charges `increment` to one bucket time word. */
-static __always_inline int fg_charge_one(__u64 *tat, __u64 now, __u64 increment, __u64 capacity)
+/* Decides one state word by the rule's algorithm; `now` is in bucket time units. */
+static __always_inline int fg_admit_word(const struct fg_rule *rule, __u64 word, __u64 now,
+					 __u64 increment, __u64 capacity, __u64 *next)
+{
+	__u64 window_ns = rule->window_ms * 1000000ULL;
+
+	if (rule->algorithm == FG_ALG_FIXED_WINDOW && window_ns)
+		return fg_fixed_admit(word, now >> FG_TIME_SHIFT, window_ns, increment, capacity, next);
+	if (rule->algorithm == FG_ALG_SLIDING_WINDOW && window_ns)
+		return fg_sliding_admit(word, now >> FG_TIME_SHIFT, window_ns, increment, capacity, next);
+	return fg_gcra_admit(word, now, increment, capacity, next);
+}
+
+/* Charges `increment` to one state word with compare-and-swap. */
+static __always_inline int fg_charge_one(const struct fg_rule *rule, __u64 *word, __u64 now,
+					 __u64 increment, __u64 capacity)
 {
 	int i;
 
 	for (i = 0; i < FG_CAS_RETRIES; i++) {
-		__u64 old = FG_READ_ONCE(*tat), next;
+		__u64 old = FG_READ_ONCE(*word), next;
 
-		if (!fg_gcra_admit(old, now, increment, capacity, &next))
+		if (!fg_admit_word(rule, old, now, increment, capacity, &next))
 			return 0;
-		if (__sync_val_compare_and_swap(tat, old, next) == old)
+		if (__sync_val_compare_and_swap(word, old, next) == old)
 			return 1;
 	}
 	return 0;
 }
 
-/* Charges a packet of `len` bytes to a bucket pair; admits only if every limit that is set
- * admits. A pps charge is handed back when the bps limit then refuses. */
-static __always_inline int fg_charge(__u64 *tat, const struct fg_limit *limits, __u64 now, __u32 len)
+/* Hands back `increment` taken from one state word. A GCRA time moves back by it; a
+ * window count shrinks by it unless the window has moved on. */
+static __always_inline void fg_refund_one(const struct fg_rule *rule, __u64 *word, __u64 increment)
 {
-	__u64 pps_interval = limits[FG_LIMIT_PPS].interval;
-	__u64 bps_interval = limits[FG_LIMIT_BPS].interval;
+	__u64 mask = rule->algorithm == FG_ALG_FIXED_WINDOW ? FG_FIXED_COUNT_MASK : FG_SLIDING_COUNT_MAX;
+	int i;
 
-	if (pps_interval &&
-	    !fg_charge_one(&tat[FG_LIMIT_PPS], now, pps_interval, limits[FG_LIMIT_PPS].capacity))
+	if (rule->algorithm == FG_ALG_TOKEN_BUCKET) {
+		__sync_fetch_and_add(word, -increment);
+		return;
+	}
+	for (i = 0; i < FG_CAS_RETRIES; i++) {
+		__u64 old = FG_READ_ONCE(*word), next;
+
+		if (!fg_window_refund(old, increment, mask, &next))
+			return;
+		if (__sync_val_compare_and_swap(word, old, next) == old)
+			return;
+	}
+}
+
+static __always_inline __u64 fg_increment(const struct fg_rule *rule, __u32 kind, __u32 len)
+{
+	return rule->limits[kind].interval * (kind == FG_LIMIT_BPS ? len : 1);
+}
+
+/* Charges a packet of `len` bytes to a state pair; admits only if every limit that is set
+ * admits. A pps charge is handed back when the bps limit then refuses. */
+static __always_inline int fg_charge(__u64 *state, const struct fg_rule *rule, __u64 now, __u32 len)
+{
+	int pps = rule->limits[FG_LIMIT_PPS].interval != 0;
+	int bps = rule->limits[FG_LIMIT_BPS].interval != 0;
+
+	if (pps && !fg_charge_one(rule, &state[FG_LIMIT_PPS], now, fg_increment(rule, FG_LIMIT_PPS, len),
+				  rule->limits[FG_LIMIT_PPS].capacity))
 		return 0;
-	if (bps_interval &&
-	    !fg_charge_one(&tat[FG_LIMIT_BPS], now, bps_interval * len, limits[FG_LIMIT_BPS].capacity)) {
-		if (pps_interval)
-			__sync_fetch_and_add(&tat[FG_LIMIT_PPS], -pps_interval);
+	if (bps && !fg_charge_one(rule, &state[FG_LIMIT_BPS], now, fg_increment(rule, FG_LIMIT_BPS, len),
+				  rule->limits[FG_LIMIT_BPS].capacity)) {
+		if (pps)
+			fg_refund_one(rule, &state[FG_LIMIT_PPS], fg_increment(rule, FG_LIMIT_PPS, len));
 		return 0;
 	}
 	return 1;
 }
 
 /* Hands back what fg_charge took, when a later rule drops the packet. */
-static __always_inline void fg_refund(__u64 *tat, const struct fg_limit *limits, __u32 len)
+static __always_inline void fg_refund(__u64 *state, const struct fg_rule *rule, __u32 len)
 {
-	if (limits[FG_LIMIT_PPS].interval)
-		__sync_fetch_and_add(&tat[FG_LIMIT_PPS], -limits[FG_LIMIT_PPS].interval);
-	if (limits[FG_LIMIT_BPS].interval)
-		__sync_fetch_and_add(&tat[FG_LIMIT_BPS], -(limits[FG_LIMIT_BPS].interval * len));
+	if (rule->limits[FG_LIMIT_PPS].interval)
+		fg_refund_one(rule, &state[FG_LIMIT_PPS], fg_increment(rule, FG_LIMIT_PPS, len));
+	if (rule->limits[FG_LIMIT_BPS].interval)
+		fg_refund_one(rule, &state[FG_LIMIT_BPS], fg_increment(rule, FG_LIMIT_BPS, len));
 }
 
 #endif /* FLOODGATE_BUCKETS_BPF_H */

@@ -8,6 +8,7 @@
 #include "maps.bpf.h"
 #include "counters.bpf.h"
 #include "lists.bpf.h"
+#include "bans.bpf.h"
 #include "rules.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
@@ -37,6 +38,7 @@ int floodgate_xdp(struct xdp_md *ctx)
 	__u32 len = data_end - data, zero = 0, verdict, reason = FG_REASON_DEFAULT;
 	struct fg_settings *settings;
 	struct fg_packet pkt = {};
+	__u64 now = 0;
 
 	settings = bpf_map_lookup_elem(&settings_map, &zero);
 	if (!settings)
@@ -63,6 +65,12 @@ int floodgate_xdp(struct xdp_md *ctx)
 	if (fg_listed(&allow_v4, &allow_v6, settings->allow_entries, &pkt))
 		return fg_finish(settings, FG_VERDICT_PASS, FG_REASON_ALLOW, len);
 
-	verdict = fg_apply_rules(&pkt, len, settings->hash_seed, &reason);
+	if (settings->ban_entries[pkt.family & 1]) {
+		now = fg_now();
+		if (fg_banned(settings, &pkt, now))
+			return fg_finish(settings, FG_VERDICT_DROP, FG_REASON_BAN, len);
+	}
+
+	verdict = fg_apply_rules(settings, &pkt, len, now, &reason);
 	return fg_finish(settings, verdict, reason, len);
 }

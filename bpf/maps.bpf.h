@@ -11,6 +11,7 @@
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);
+	__uint(map_flags, BPF_F_MMAPABLE); /* the controller changes fields with atomics */
 	__type(key, __u32);
 	__type(value, struct fg_settings);
 } settings_map SEC(".maps");
@@ -68,6 +69,35 @@ struct {
 		__type(key, key_type);                             \
 		__type(value, __u8);                               \
 	} name SEC(".maps")
+
+/* Bans: prefixes dropped until their time is up (value struct fg_ban). */
+#define FG_BAN_MAP(name, key_type)                                 \
+	struct {                                                   \
+		__uint(type, BPF_MAP_TYPE_LPM_TRIE);               \
+		__uint(max_entries, FG_LIST_MAX_ENTRIES);          \
+		__uint(map_flags, BPF_F_NO_PREALLOC);              \
+		__type(key, key_type);                             \
+		__type(value, struct fg_ban);                      \
+	} name SEC(".maps")
+
+FG_BAN_MAP(bans_v4, struct fg_lpm_v4);
+FG_BAN_MAP(bans_v6, struct fg_lpm_v6);
+
+/* Source sets of the rules (match.src), one pair per rule set so a reload swaps them with
+ * the rules. The value has bit `rule id` set for every rule whose set holds the prefix. */
+#define FG_SOURCE_SET_MAP(name, key_type)                          \
+	struct {                                                   \
+		__uint(type, BPF_MAP_TYPE_LPM_TRIE);               \
+		__uint(max_entries, FG_LIST_MAX_ENTRIES);          \
+		__uint(map_flags, BPF_F_NO_PREALLOC);              \
+		__type(key, key_type);                             \
+		__type(value, __u64);                              \
+	} name SEC(".maps")
+
+FG_SOURCE_SET_MAP(sources_v4_0, struct fg_lpm_v4);
+FG_SOURCE_SET_MAP(sources_v6_0, struct fg_lpm_v6);
+FG_SOURCE_SET_MAP(sources_v4_1, struct fg_lpm_v4);
+FG_SOURCE_SET_MAP(sources_v6_1, struct fg_lpm_v6);
 
 FG_LPM_MAP(allow_v4, struct fg_lpm_v4);
 FG_LPM_MAP(allow_v6, struct fg_lpm_v6);

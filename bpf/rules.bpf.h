@@ -4,6 +4,7 @@
 #ifndef FLOODGATE_RULES_BPF_H
 #define FLOODGATE_RULES_BPF_H
 
+#include "bans.bpf.h"
 #include "buckets.bpf.h"
 #include "counters.bpf.h"
 
@@ -26,10 +27,13 @@ struct {
 	__type(value, struct fg_charges);
 } charges SEC(".maps");
 
-static __always_inline int fg_rule_matches(const struct fg_rule *rule, const struct fg_packet *pkt)
+static __always_inline int fg_rule_matches(const struct fg_rule *rule, const struct fg_packet *pkt,
+					   __u64 source_sets)
 {
 	__u32 i;
 
+	if (rule->has_sources && !(source_sets & (1ULL << (rule->id & 63))))
+		return 0;
 	if (rule->protocol == IPPROTO_ICMP) {
 		if (pkt->l4_proto != IPPROTO_ICMP && pkt->l4_proto != IPPROTO_ICMPV6)
 			return 0;
@@ -64,10 +68,10 @@ static __always_inline __u64 *fg_rule_bucket(const struct fg_rule *rule, const s
 		__u32 index = 0;
 
 		fg_make_key(pkt, rule, &key);
-		slot = fg_find_slot(&key, seed, now, &index);
+		slot = fg_find_slot(&key, rule, seed, now, &index);
 		if (slot) {
 			*ref = FG_REF_SLOT | index;
-			return slot->tat;
+			return slot->state;
 		}
 	}
 	state = bpf_map_lookup_elem(&rule_state, &id);
@@ -75,12 +79,12 @@ static __always_inline __u64 *fg_rule_bucket(const struct fg_rule *rule, const s
 		return NULL;
 	if (rule->key_kind == FG_KEY_GLOBAL) {
 		*ref = FG_REF_GLOBAL | id;
-		return state->global_tat;
+		return state->global_state;
 	}
 	/* every way of this source's set holds a source still limited: charge the shared
 	 * bucket, so a table full of spoofed sources cannot hand out fresh buckets */
 	*ref = FG_REF_OVERFLOW | id;
-	return state->overflow_tat;
+	return state->overflow_state;
 }
 
 static __always_inline __u64 *fg_ref_bucket(__u32 ref)
@@ -91,12 +95,12 @@ static __always_inline __u64 *fg_ref_bucket(__u32 ref)
 
 	if ((ref & FG_REF_KIND_MASK) == FG_REF_SLOT) {
 		slot = bpf_map_lookup_elem(&buckets, &index);
-		return slot ? slot->tat : NULL;
+		return slot ? slot->state : NULL;
 	}
 	state = bpf_map_lookup_elem(&rule_state, &index);
 	if (!state)
 		return NULL;
-	return (ref & FG_REF_KIND_MASK) == FG_REF_GLOBAL ? state->global_tat : state->overflow_tat;
+	return (ref & FG_REF_KIND_MASK) == FG_REF_GLOBAL ? state->global_state : state->overflow_state;
 }
 
 /* One rule's decision for one packet, as scalars in and out of fg_rule_admits. */
@@ -112,15 +116,15 @@ struct fg_eval {
 __attribute__((noinline)) int fg_rule_admits(const struct fg_rule *rule,
 					     const struct fg_packet *pkt, struct fg_eval *eval)
 {
-	__u64 *tat;
+	__u64 *state;
 
 	if (!rule || !pkt || !eval)
 		return 0;
-	tat = fg_rule_bucket(rule, pkt, eval->seed, eval->now, &eval->ref);
+	state = fg_rule_bucket(rule, pkt, eval->seed, eval->now, &eval->ref);
 	/* no bucket at all can only mean a broken table: do not limit on it */
-	if (!tat)
+	if (!state)
 		return 1;
-	return fg_charge(tat, rule->limits, eval->now, eval->len);
+	return fg_charge(state, rule, eval->now, eval->len);
 }
 
 /* Hands back every charge recorded in `done` (a global function for the same reason). */
@@ -132,16 +136,16 @@ __attribute__((noinline)) int fg_refund_charges(struct fg_charges *done, __u32 c
 		return 0;
 	for (i = 0; i < FG_MAX_RULES; i++) {
 		struct fg_rule *rule;
-		__u64 *tat;
+		__u64 *state;
 		__u32 pos;
 
 		if (i >= count)
 			break;
 		pos = done->rule_index[i];
 		rule = bpf_map_lookup_elem(&rules, &pos);
-		tat = fg_ref_bucket(done->ref[i]);
-		if (rule && tat)
-			fg_refund(tat, rule->limits, len);
+		state = fg_ref_bucket(done->ref[i]);
+		if (rule && state)
+			fg_refund(state, rule, len);
 	}
 	return 0;
 }
@@ -151,6 +155,8 @@ __attribute__((noinline)) int fg_refund_charges(struct fg_charges *done, __u32 c
 struct fg_walk {
 	struct fg_packet pkt;
 	struct fg_eval eval;
+	struct fg_settings *settings;
+	__u64 source_sets; /* bit per rule id whose source set holds this source */
 	__u32 set;
 	__u32 count;
 	__u32 charged;
@@ -168,7 +174,7 @@ static int fg_rule_step(__u32 i, struct fg_walk *walk)
 		return 1;
 	pos = walk->set * FG_MAX_RULES + (i & (FG_MAX_RULES - 1));
 	rule = bpf_map_lookup_elem(&rules, &pos);
-	if (!rule || !fg_rule_matches(rule, &walk->pkt))
+	if (!rule || !fg_rule_matches(rule, &walk->pkt, walk->source_sets))
 		return 0;
 	if (!walk->eval.now)
 		walk->eval.now = fg_now();
@@ -190,18 +196,36 @@ static int fg_rule_step(__u32 i, struct fg_walk *walk)
 		return 0;
 	}
 	fg_count_rule(rule->id, FG_VERDICT_DROP, walk->eval.len);
+	if (rule->action == FG_ACTION_BAN && walk->settings)
+		fg_start_ban(walk->settings, rule, &walk->pkt, walk->eval.now);
 	done = bpf_map_lookup_elem(&charges, &zero);
 	fg_refund_charges(done, walk->charged, walk->eval.len);
 	walk->verdict = FG_VERDICT_DROP;
 	return 1;
 }
 
-/* Runs the active rule set over `pkt`; returns the verdict and sets *reason. */
-static __always_inline __u32 fg_apply_rules(const struct fg_packet *pkt, __u32 len, __u64 seed,
-					    __u32 *reason)
+/* Bit `rule id` for every rule of `set` whose source set holds `pkt`'s source. */
+static __always_inline __u64 fg_source_sets(__u32 set, const struct fg_packet *pkt)
 {
-	struct fg_walk walk = {.pkt = *pkt, .eval = {.seed = seed, .len = len},
-			       .verdict = FG_VERDICT_PASS, .reason = *reason};
+	struct fg_lpm_v4 v4;
+	struct fg_lpm_v6 v6;
+	__u64 *bits;
+
+	fg_ban_keys(pkt, 32, 128, &v4, &v6);
+	if (pkt->family == FG_FAMILY_V4)
+		bits = bpf_map_lookup_elem(set ? (void *)&sources_v4_1 : (void *)&sources_v4_0, &v4);
+	else
+		bits = bpf_map_lookup_elem(set ? (void *)&sources_v6_1 : (void *)&sources_v6_0, &v6);
+	return bits ? *bits : 0;
+}
+
+/* Runs the active rule set over `pkt`; returns the verdict and sets *reason. `*now` is the
+ * clock reading if one was taken already (0 if not) and gets the reading rules took. */
+static __always_inline __u32 fg_apply_rules(struct fg_settings *settings, const struct fg_packet *pkt,
+					    __u32 len, __u64 now, __u32 *reason)
+{
+	struct fg_walk walk = {.pkt = *pkt, .eval = {.seed = settings->hash_seed, .len = len, .now = now},
+			       .settings = settings, .verdict = FG_VERDICT_PASS, .reason = *reason};
 	struct fg_active *act;
 	__u32 zero = 0;
 
@@ -215,6 +239,8 @@ static __always_inline __u32 fg_apply_rules(const struct fg_packet *pkt, __u32 l
 		*(__u64 *)&snapshot = FG_READ_ONCE(*(__u64 *)act);
 		walk.set = snapshot.set & 1;
 		walk.count = snapshot.rule_count;
+		if (snapshot.has_sources)
+			walk.source_sets = fg_source_sets(walk.set, pkt);
 	}
 	if (!walk.count)
 		return FG_VERDICT_PASS;

@@ -69,6 +69,8 @@ struct fg_settings {
 	__u32 monitor;            /* 1: every drop is counted as monitor and passed */
 	__u32 allow_entries[2];   /* [0] IPv4, [1] IPv6: lookups are skipped while a list is empty */
 	__u32 deny_entries[2];
+	__u32 ban_entries[2];     /* kept by the program too, with atomic adds */
+	__u32 pad;
 	__u64 hash_seed;          /* keys the slot hash; chosen at first attach, kept on replace */
 };
 
@@ -85,6 +87,7 @@ enum fg_key_kind {
 enum fg_action {
 	FG_ACTION_DROP = 0,
 	FG_ACTION_MONITOR = 1,
+	FG_ACTION_BAN = 2, /* drop, and ban the source for the rule's ban time */
 };
 
 /* The two limits a rule may set; each is a GCRA in bucket time units. */
@@ -104,7 +107,22 @@ struct fg_port_range {
 	__u16 last;
 };
 
-/* One compiled rule, an entry of the `rules` map at [set * FG_MAX_RULES + position]. */
+enum fg_algorithm {
+	FG_ALG_TOKEN_BUCKET = 0,   /* GCRA: one arrival time per limit */
+	FG_ALG_FIXED_WINDOW = 1,   /* count per window: [window id:24][count:40] */
+	FG_ALG_SLIDING_WINDOW = 2, /* two-counter estimate: [window id:24][prev:20][curr:20] */
+};
+
+/* Window counters pack the low bits of the window id above the counts. */
+#define FG_WINDOW_ID_SHIFT 40
+#define FG_WINDOW_ID_MASK 0xffffffULL
+#define FG_FIXED_COUNT_MASK ((1ULL << 40) - 1)
+#define FG_SLIDING_COUNT_BITS 20
+#define FG_SLIDING_COUNT_MAX ((1ULL << FG_SLIDING_COUNT_BITS) - 1)
+
+/* One compiled rule, an entry of the `rules` map at [set * FG_MAX_RULES + position].
+ * For the window algorithms a limit's `interval` is 1 and its `capacity` is the most a
+ * window admits (packets, or bytes for bps); cost × interval is charged either way. */
 struct fg_rule {
 	__u32 id;            /* stable across reloads: keys bucket state and per-rule counters */
 	__u32 epoch;         /* bumped when an id is reused, so old slots of that id never match */
@@ -117,6 +135,11 @@ struct fg_rule {
 	__u8 tcp_flags_clear;/* TCP flags that must be clear */
 	__u8 port_ranges;    /* 0: any destination port */
 	struct fg_port_range ports[FG_MAX_PORT_RANGES];
+	__u8 algorithm;      /* enum fg_algorithm */
+	__u8 has_sources;    /* 1: only sources in this rule's set (src_* maps, bit `id`) match */
+	__u8 pad[2];
+	__u32 window_ms;     /* window algorithms */
+	__u64 ban_units;     /* FG_ACTION_BAN: how long a ban lasts, bucket time units */
 	struct fg_limit limits[FG_LIMIT_KINDS];
 	char name[FG_RULE_NAME_LEN]; /* for the controller's reports; the program ignores it */
 };
@@ -126,28 +149,38 @@ struct fg_rule {
  * mmapable so the controller flips it with one atomic 8-byte store. */
 struct fg_active {
 	__u32 set;
-	__u32 rule_count;
+	__u16 rule_count;
+	__u16 has_sources; /* some rule of the set has a source set: look the source up once */
 };
 
 /* One slot of the bucket table (`buckets` ARRAY). A source owns a slot while its
  * fingerprint is there; a new source may take a slot only when it is idle (every bucket
- * time in the past), and an idle bucket is a full one, so taking it loses nothing. */
+ * full, every window over), and an idle bucket is a full one, so taking it loses nothing. */
 struct fg_slot {
-	__u64 fingerprint; /* keyed hash of (rule id, family, masked source); 0 = never used */
-	__u64 tat[FG_LIMIT_KINDS]; /* theoretical arrival times, bucket time units */
+	__u64 fingerprint; /* keyed hash of (rule id, epoch, family, masked source); 0 = unused */
+	__u64 state[FG_LIMIT_KINDS]; /* per limit: arrival time (GCRA) or packed window counter */
 	__u8 addr[16];     /* the masked source, for status and top (IPv4 in the first 4 bytes) */
-	__u32 rule_id;
+	__u32 window_ms;   /* the owner's window, so any CPU can tell when its counters are idle */
+	__u8 rule_id;
 	__u8 family;       /* enum fg_family */
 	__u8 prefix;
-	__u16 pad;
+	__u8 algorithm;    /* enum fg_algorithm of the owner */
 };
 
 /* Per rule id: the bucket of a global rule, and the shared bucket that sources with no
  * slot of their own are charged to (`rule_state` ARRAY, FG_MAX_RULE_IDS entries). */
 struct fg_rule_state {
-	__u64 global_tat[FG_LIMIT_KINDS];
-	__u64 overflow_tat[FG_LIMIT_KINDS];
+	__u64 global_state[FG_LIMIT_KINDS];
+	__u64 overflow_state[FG_LIMIT_KINDS];
 };
+
+/* Value of the ban tries (`bans_v4`, `bans_v6`): a banned prefix and when its ban ends. */
+struct fg_ban {
+	__u64 expires;    /* bucket time units; 0: until removed */
+	__u32 prefixlen;  /* the key's own prefix, so the program can delete an expired entry */
+	__u32 rule_id;    /* the rule that banned it, or FG_BAN_MANUAL */
+};
+#define FG_BAN_MANUAL 0xffffffffU
 
 /* Per rule id and verdict, per CPU (`rule_counters`, FG_MAX_RULE_IDS * FG_VERDICT_COUNT). */
 #define FG_RULE_COUNTER_INDEX(rule_id, verdict) ((rule_id) * FG_VERDICT_COUNT + (verdict))

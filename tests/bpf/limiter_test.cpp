@@ -161,14 +161,6 @@ TEST_F(LimiterTest, TcpFlagMatchingSelectsSyns) {
   EXPECT_EQ(passes(ack_frame, 3), 3);
 }
 
-TEST_F(LimiterTest, ReplacingTheRulesKeepsTheBucketsOfAnUnchangedRule) {
-  load({sourceRule(1, 3)});
-  EXPECT_EQ(passes(udpFrom("192.0.2.1"), 2), 2);
-  RuleSpec same = sourceRule(1, 3);
-  same.name = "rule0";
-  ASSERT_TRUE(limiter().writeRules({same}).ok());
-  EXPECT_EQ(passes(udpFrom("192.0.2.1"), 3), 1);  // one token left, as before the write
-}
 
 TEST_F(LimiterTest, SourcesWithNoFreeSlotShareTheOverflowBucket) {
   AttachOptions options;

@@ -39,14 +39,18 @@ class XdpProgramTest : public ::testing::Test {
     return rule;
   }
 
-  // Loads the program with `rules` (ids given in order) and `options`' settings.
-  void load(std::vector<RuleSpec> rules, AttachOptions options = {}) {
+  // Names rules rule0, rule1, ... unless they have a name of their own.
+  static std::vector<RuleSpec> named(std::vector<RuleSpec> rules) {
     for (size_t i = 0; i < rules.size(); ++i) {
-      rules[i].id = static_cast<uint32_t>(i);
       if (rules[i].name == "default") rules[i].name = "rule" + std::to_string(i);
     }
+    return rules;
+  }
+
+  // Loads the program with `rules` and `options`' settings.
+  void load(std::vector<RuleSpec> rules, AttachOptions options = {}) {
     options.interface = pin_name_;
-    options.rules = std::move(rules);
+    options.rules = named(std::move(rules));
     if (options.table_slots == FG_DEFAULT_TABLE_SLOTS) options.table_slots = 1024;
     auto loaded = Limiter::load(options);
     ASSERT_TRUE(loaded.ok()) << loaded.error().message;
@@ -54,6 +58,14 @@ class XdpProgramTest : public ::testing::Test {
   }
 
   Limiter& limiter() { return loaded_->limiter; }
+
+  // Replaces the rules as `floodgate reload` does (state kept by rule name).
+  void reload(std::vector<RuleSpec> rules, AttachOptions options = {}) {
+    options.interface = pin_name_;
+    options.rules = named(std::move(rules));
+    Status status = limiter().reload(options);
+    ASSERT_TRUE(status.ok()) << status.error().message;
+  }
 
   // Runs one frame; returns the XDP action (XDP_PASS, XDP_DROP).
   int run(const std::vector<uint8_t>& frame) {

@@ -15,6 +15,7 @@
 
 #include "controller/rule_compiler.h"
 #include "fg_gcra.h"
+#include "fg_window.h"
 #include "kernel/pins.h"
 #include "kernel/system.h"
 
@@ -29,6 +30,19 @@ static_assert(sizeof(fg_lpm_v4) == 8 && sizeof(fg_lpm_v6) == 20);
 static_assert(offsetof(fg_rule, limits) % 8 == 0);
 
 bool isPowerOfTwo(uint32_t v) { return v && !(v & (v - 1)); }
+
+// Mirrors the program's fg_slot_idle: nobody is limited by this slot any more.
+bool slotIdle(const fg_slot& slot, uint64_t now) {
+  for (uint64_t word : slot.state) {
+    if (slot.algorithm == FG_ALG_TOKEN_BUCKET) {
+      if (fg_gcra_ahead(word, now, FG_MAX_CAPACITY_UNITS) != 0) return false;
+    } else if (slot.window_ms &&
+               !fg_window_idle(word, now >> FG_TIME_SHIFT, slot.window_ms * 1000000ULL)) {
+      return false;
+    }
+  }
+  return true;
+}
 
 Status validateOptions(const AttachOptions& options) {
   if (!isPowerOfTwo(options.table_slots) || options.table_slots < FG_TABLE_WAYS) {
@@ -97,9 +111,21 @@ Result<Limiter> Limiter::openMaps(const std::string& interface) {
                    openMap(limiter.allow_v4_, interface, "allow_v4"),
                    openMap(limiter.allow_v6_, interface, "allow_v6"),
                    openMap(limiter.deny_v4_, interface, "deny_v4"),
-                   openMap(limiter.deny_v6_, interface, "deny_v6")}) {
+                   openMap(limiter.deny_v6_, interface, "deny_v6"),
+                   openMap(limiter.bans_v4_, interface, "bans_v4"),
+                   openMap(limiter.bans_v6_, interface, "bans_v6"),
+                   openMap(limiter.sources_v4_[0], interface, "sources_v4_0"),
+                   openMap(limiter.sources_v4_[1], interface, "sources_v4_1"),
+                   openMap(limiter.sources_v6_[0], interface, "sources_v6_0"),
+                   openMap(limiter.sources_v6_[1], interface, "sources_v6_1")}) {
     if (!s) return s.error();
   }
+  auto settings = MappedValue<fg_settings>::map(limiter.settings_.fd(), "settings_map");
+  if (!settings) return settings.error();
+  limiter.settings_value_ = std::move(*settings);
+  auto active = MappedValue<fg_active>::map(limiter.active_.fd(), "active_map");
+  if (!active) return active.error();
+  limiter.active_value_ = std::move(*active);
   return limiter;
 }
 
@@ -115,8 +141,7 @@ Result<LoadedLimiter> Limiter::load(const AttachOptions& options) {
   if (!skeleton) return skeleton.error();
   auto limiter = Limiter::openMaps(options.interface);
   if (!limiter) return limiter.error();
-  if (Status s = limiter->writePolicies(options); !s) return s.error();
-  if (Status s = limiter->writeRules(options.rules); !s) return s.error();
+  if (Status s = limiter->reload(options); !s) return s.error();
   return LoadedLimiter{std::move(*skeleton), std::move(*limiter)};
 }
 
@@ -181,45 +206,14 @@ Status Limiter::detach(const std::string& interface) {
 }
 
 Status Limiter::writePolicies(const AttachOptions& options) {
-  auto current = settings_.lookup(0);
-  if (!current) return current.error();
-  fg_settings settings = *current;
-  settings.malformed_policy = static_cast<uint32_t>(options.malformed);
-  settings.fragment_policy = static_cast<uint32_t>(options.fragments);
-  settings.unknown_ext_policy = static_cast<uint32_t>(options.unknown_ext);
-  settings.monitor = options.monitor ? 1 : 0;
-  if (settings.hash_seed == 0) settings.hash_seed = randomSeed();
-  return settings_.update(0, settings);
-}
-
-Status Limiter::writeRules(const std::vector<RuleSpec>& specs) {
-  if (specs.size() > FG_MAX_RULES) {
-    return Error::usage("at most " + std::to_string(FG_MAX_RULES) + " rules are supported, not " +
-                        std::to_string(specs.size()));
-  }
-  std::vector<fg_rule> compiled;
-  for (const RuleSpec& spec : specs) {
-    auto rule = compileRule(spec);
-    if (!rule) return rule.error();
-    compiled.push_back(*rule);
-  }
-  auto current = active_.lookup(0);
-  if (!current) return current.error();
-  uint32_t next_set = (current->set & 1) ^ 1;
-  for (uint32_t i = 0; i < compiled.size(); ++i) {
-    if (Status s = rules_.update(next_set * FG_MAX_RULES + i, compiled[i]); !s) return s;
-  }
-  // The flip: one aligned 8-byte store into the mmapped map, so the program sees either
-  // the old (set, count) or the new one, never a mix.
-  long page = sysconf(_SC_PAGESIZE);
-  void* mem = mmap(nullptr, static_cast<size_t>(page), PROT_READ | PROT_WRITE, MAP_SHARED,
-                   active_.fd(), 0);
-  if (mem == MAP_FAILED) return mapError("active_map", "mmap", errno);
-  fg_active next{next_set, static_cast<uint32_t>(compiled.size())};
-  uint64_t word;
-  std::memcpy(&word, &next, sizeof(word));
-  std::atomic_ref<uint64_t>(*static_cast<uint64_t*>(mem)).store(word, std::memory_order_release);
-  munmap(mem, static_cast<size_t>(page));
+  // field by field with atomics: the program updates other fields (ban counts) meanwhile
+  fg_settings& settings = *settings_value_.get();
+  std::atomic_ref<uint32_t>(settings.malformed_policy).store(static_cast<uint32_t>(options.malformed));
+  std::atomic_ref<uint32_t>(settings.fragment_policy).store(static_cast<uint32_t>(options.fragments));
+  std::atomic_ref<uint32_t>(settings.unknown_ext_policy).store(static_cast<uint32_t>(options.unknown_ext));
+  std::atomic_ref<uint32_t>(settings.monitor).store(options.monitor ? 1 : 0);
+  __u64 expected = 0;
+  std::atomic_ref<__u64>(settings.hash_seed).compare_exchange_strong(expected, randomSeed());
   return okStatus();
 }
 
@@ -318,10 +312,7 @@ Result<LimiterStatus> Limiter::status() const {
       first = false;
       for (uint32_t i = 0; i < count; ++i) {
         const fg_slot& slot = values[i];
-        if (!slot.fingerprint) continue;
-        bool idle = fg_gcra_ahead(slot.tat[0], now, FG_MAX_CAPACITY_UNITS) == 0 &&
-                    fg_gcra_ahead(slot.tat[1], now, FG_MAX_CAPACITY_UNITS) == 0;
-        if (idle) continue;
+        if (!slot.fingerprint || slotIdle(slot, now)) continue;
         (slot.family == FG_FAMILY_V4 ? out.tracked_v4 : out.tracked_v6)++;
       }
       if (err != 0) break;  // ENOENT: walked the whole table
@@ -332,13 +323,11 @@ Result<LimiterStatus> Limiter::status() const {
 }
 
 Status Limiter::updateListCount(ListKind kind, Family family, int64_t delta) {
-  if (delta == 0) return okStatus();
-  auto settings = settings_.lookup(0);
-  if (!settings) return settings.error();
-  uint32_t* counts = kind == ListKind::kAllow ? settings->allow_entries : settings->deny_entries;
-  uint32_t& count = counts[static_cast<int>(family)];
-  count = static_cast<uint32_t>(static_cast<int64_t>(count) + delta);
-  return settings_.update(0, *settings);
+  fg_settings& settings = *settings_value_.get();
+  uint32_t* counts = kind == ListKind::kAllow ? settings.allow_entries : settings.deny_entries;
+  std::atomic_ref<uint32_t>(counts[static_cast<int>(family)])
+      .fetch_add(static_cast<uint32_t>(delta));
+  return okStatus();
 }
 
 Result<size_t> Limiter::listAdd(ListKind kind, const std::vector<Cidr>& cidrs) {

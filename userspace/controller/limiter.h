@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,7 @@
 #include "controller/rule_spec.h"
 #include "floodgate_shared.h"
 #include "kernel/bpf_map.h"
+#include "kernel/mapped_value.h"
 #include "kernel/xdp_program.h"
 
 namespace floodgate {
@@ -30,6 +32,24 @@ struct AttachOptions {
   FramePolicy malformed = FramePolicy::kPass;
   FramePolicy fragments = FramePolicy::kPass;
   FramePolicy unknown_ext = FramePolicy::kPass;
+  // When set, the allow and deny lists become exactly these (a config file owns them);
+  // when not, the lists are left as they are.
+  std::optional<std::vector<Cidr>> allow;
+  std::optional<std::vector<Cidr>> deny;
+};
+
+// One ban, as `ban list` shows it.
+struct BanEntry {
+  Cidr cidr;
+  uint64_t remaining_ns = 0;  // 0 with `forever`
+  bool forever = false;
+  bool expired = false;  // over, not yet removed by the program
+  std::string by;        // the rule that started it, or "manual"
+};
+
+// A new threshold for one rule (`floodgate set`); unset fields keep their value.
+struct LimitChange {
+  std::optional<uint64_t> pps, burst, bits_per_s, burst_bytes;
 };
 
 struct AttachReport {
@@ -99,10 +119,24 @@ class Limiter {
   Result<LimiterStatus> status() const;
 
   // Writes `rules` into the inactive rule set, then makes it active in one atomic store.
+  // Ids and epochs are taken as given (see reload for assigning them).
   Status writeRules(const std::vector<RuleSpec>& rules);
   Result<std::vector<fg_rule>> activeRules() const;
 
+  // Applies a whole new configuration: rules keep their id by name, and their state unless
+  // their key changed (source prefixes, key kind, algorithm, window); lists are synced when
+  // given; policies are replaced. Everything is validated before anything changes.
+  Status reload(const AttachOptions& options);
+
+  // Changes the limits of one rule in place; its buckets keep their state.
+  Status setLimits(const std::string& rule_name, const LimitChange& change);
+
   Status writePolicies(const AttachOptions& options);
+
+  // Bans `cidr` for `duration_ns` (0: until removed), replacing an existing ban of it.
+  Status banAdd(const Cidr& cidr, uint64_t duration_ns);
+  Result<bool> banRemove(const Cidr& cidr);
+  Result<std::vector<BanEntry>> bans() const;
 
   // Adds CIDRs to a list; returns how many were new.
   Result<size_t> listAdd(ListKind kind, const std::vector<Cidr>& cidrs);
@@ -115,10 +149,18 @@ class Limiter {
   // Opens every pinned map of `interface` (whether or not a link is pinned yet).
   static Result<Limiter> openMaps(const std::string& interface);
   Status updateListCount(ListKind kind, Family family, int64_t delta);
+  // Makes `rules` the active set with `sources` (prefix → rule-id bits) as its source sets.
+  Status publish(const std::vector<fg_rule>& rules, const std::vector<std::pair<Cidr, uint64_t>>& sources);
+  Result<std::vector<std::pair<Cidr, uint64_t>>> activeSources() const;
+  Status syncList(ListKind kind, const std::vector<Cidr>& wanted);
+  Status resetRuleState(uint32_t rule_id);
+  Result<uint64_t> nowUnits() const;
 
   std::string interface_;
   BpfMap<uint32_t, fg_settings> settings_;
   BpfMap<uint32_t, fg_active> active_;
+  MappedValue<fg_settings> settings_value_;
+  MappedValue<fg_active> active_value_;
   BpfMap<uint32_t, fg_rule> rules_;
   BpfMap<uint32_t, fg_slot> buckets_;
   BpfMap<uint32_t, fg_rule_state> rule_state_;
@@ -126,6 +168,10 @@ class Limiter {
   PerCpuArray<fg_counter> rule_counters_;
   BpfMap<fg_lpm_v4, uint8_t> allow_v4_, deny_v4_;
   BpfMap<fg_lpm_v6, uint8_t> allow_v6_, deny_v6_;
+  BpfMap<fg_lpm_v4, fg_ban> bans_v4_;
+  BpfMap<fg_lpm_v6, fg_ban> bans_v6_;
+  BpfMap<fg_lpm_v4, uint64_t> sources_v4_[2];
+  BpfMap<fg_lpm_v6, uint64_t> sources_v6_[2];
 };
 
 // A loaded, configured program that is not attached (yet).

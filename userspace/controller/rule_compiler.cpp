@@ -8,6 +8,7 @@
 
 #include "common/units.h"
 #include "fg_gcra.h"
+#include "fg_window.h"
 
 namespace floodgate {
 namespace {
@@ -32,6 +33,9 @@ Status fillLimit(fg_limit& out, uint64_t interval, uint64_t burst, const char* w
   out.capacity = static_cast<uint64_t>(capacity);
   return okStatus();
 }
+
+// The window algorithms' limits: what one window admits.
+Result<fg_rule> compileWindow(const RuleSpec& spec, fg_rule rule);
 
 }  // namespace
 
@@ -84,32 +88,91 @@ Result<fg_rule> compileRule(const RuleSpec& spec) {
     }
     rule.ports[i] = {spec.dst_ports[i].first, spec.dst_ports[i].last};
   }
-  if (limit.pps) {
-    if (limit.burst < 1) return Error::usage("burst must be at least 1 packet");
-    if (Status s = fillLimit(rule.limits[FG_LIMIT_PPS], packetInterval(limit.pps), limit.burst,
-                             "packet");
-        !s) {
-      return s.error();
+  rule.algorithm = static_cast<uint8_t>(spec.algorithm);
+  rule.has_sources = spec.sources.empty() ? 0 : 1;
+  if (spec.action == ExceedAction::kBan) {
+    if (spec.ban_ns == 0) return Error::usage("rule '" + spec.name + "' bans with no ban time");
+    if (spec.ban_ns > (UINT64_MAX >> FG_TIME_SHIFT) / 2) {
+      return Error::usage("rule '" + spec.name + "' bans for too long");
     }
+    rule.ban_units = spec.ban_ns << FG_TIME_SHIFT;
+  }
+  if (spec.algorithm == Algorithm::kTokenBucket) {
+    if (limit.pps) {
+      if (limit.burst < 1) return Error::usage("burst must be at least 1 packet");
+      if (Status s = fillLimit(rule.limits[FG_LIMIT_PPS], packetInterval(limit.pps), limit.burst,
+                               "packet");
+          !s) {
+        return s.error();
+      }
+    }
+    if (limit.bits_per_s) {
+      if (limit.burst_bytes < kMinBurstBytes) {
+        return Error::usage("burst bytes must be at least " + std::to_string(kMinBurstBytes) +
+                            " (one full-size frame), not " + std::to_string(limit.burst_bytes));
+      }
+      if (Status s = fillLimit(rule.limits[FG_LIMIT_BPS], byteInterval(limit.bits_per_s),
+                               limit.burst_bytes, "byte");
+          !s) {
+        return s.error();
+      }
+    }
+    return rule;
+  }
+  return compileWindow(spec, rule);
+}
+
+namespace {
+Result<fg_rule> compileWindow(const RuleSpec& spec, fg_rule rule) {
+  const LimitSpec& limit = spec.limit;
+  if (spec.window_ns < 1000000 || spec.window_ns % 1000000 != 0 ||
+      spec.window_ns > FG_MAX_CAPACITY_NS) {
+    return Error::usage("rule '" + spec.name +
+                        "': a window must be a whole number of milliseconds from 1ms to 1h");
+  }
+  rule.window_ms = static_cast<uint32_t>(spec.window_ns / 1000000);
+  // per window: rate × window, rounded down so the window never admits more than the rate
+  auto perWindow = [&](uint64_t per_second) {
+    return static_cast<uint64_t>(static_cast<unsigned __int128>(per_second) * spec.window_ns /
+                                 1000000000ULL);
+  };
+  if (limit.pps) {
+    uint64_t packets = perWindow(limit.pps);
+    if (packets < 1) {
+      return Error::usage("rule '" + spec.name + "' admits no packet per window: raise pps or the window");
+    }
+    if (spec.algorithm == Algorithm::kSlidingWindow && packets > FG_SLIDING_COUNT_MAX) {
+      return Error::usage("rule '" + spec.name + "': a sliding window counts at most " +
+                          std::to_string(FG_SLIDING_COUNT_MAX) + " packets; shorten the window");
+    }
+    rule.limits[FG_LIMIT_PPS] = {1, packets};
   }
   if (limit.bits_per_s) {
-    if (limit.burst_bytes < kMinBurstBytes) {
-      return Error::usage("burst bytes must be at least " + std::to_string(kMinBurstBytes) +
-                          " (one full-size frame), not " + std::to_string(limit.burst_bytes));
+    if (spec.algorithm == Algorithm::kSlidingWindow) {
+      return Error::usage("rule '" + spec.name +
+                          "': sliding_window limits packets only; use token_bucket or fixed_window "
+                          "for bps");
     }
-    if (Status s = fillLimit(rule.limits[FG_LIMIT_BPS], byteInterval(limit.bits_per_s),
-                             limit.burst_bytes, "byte");
-        !s) {
-      return s.error();
+    uint64_t bytes = perWindow(limit.bits_per_s / 8);
+    if (bytes < kMinBurstBytes) {
+      return Error::usage("rule '" + spec.name + "' admits less than one full-size frame per window");
     }
+    rule.limits[FG_LIMIT_BPS] = {1, bytes};
   }
   return rule;
 }
+}  // namespace
 
 LimitSpec describeLimits(const fg_rule& rule) {
   LimitSpec out;
   const fg_limit& pps = rule.limits[FG_LIMIT_PPS];
   const fg_limit& bps = rule.limits[FG_LIMIT_BPS];
+  if (rule.algorithm != FG_ALG_TOKEN_BUCKET && rule.window_ms) {
+    // a window's capacity is what it admits; as a rate that is capacity per window
+    if (pps.interval) out.pps = pps.capacity * 1000 / rule.window_ms;
+    if (bps.interval) out.bits_per_s = bps.capacity * 8 * 1000 / rule.window_ms;
+    return out;
+  }
   if (pps.interval) {
     out.pps = static_cast<uint64_t>(std::llround(static_cast<double>(kUnitsPerSecond) / pps.interval));
     out.burst = pps.capacity / pps.interval;

@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR MIT) */
+/* Fixed-window and sliding-window counters packed in one 64-bit word each, in plain C so
+ * the XDP program and the native unit tests share them. Times here are nanoseconds. */
+#ifndef FLOODGATE_WINDOW_H
+#define FLOODGATE_WINDOW_H
+
+#include "floodgate_shared.h"
+
+#ifndef FG_INLINE
+#define FG_INLINE static inline __attribute__((always_inline))
+#endif
+
+FG_INLINE __u64 fg_window_id(__u64 now_ns, __u64 window_ns)
+{
+	return (now_ns / window_ns) & FG_WINDOW_ID_MASK;
+}
+
+/* Counters of a window that is neither the current nor the previous one count for nothing:
+ * such a word is idle (and so is the empty word). */
+FG_INLINE int fg_window_idle(__u64 word, __u64 now_ns, __u64 window_ns)
+{
+	__u64 current = fg_window_id(now_ns, window_ns), stored = word >> FG_WINDOW_ID_SHIFT;
+
+	return word == 0 || (stored != current && stored != ((current - 1) & FG_WINDOW_ID_MASK));
+}
+
+/* Fixed window: admits `cost` if the window holding now_ns stays within `limit`. */
+FG_INLINE int fg_fixed_admit(__u64 word, __u64 now_ns, __u64 window_ns, __u64 cost, __u64 limit,
+			     __u64 *next)
+{
+	__u64 current = fg_window_id(now_ns, window_ns);
+	__u64 count = (word >> FG_WINDOW_ID_SHIFT) == current ? word & FG_FIXED_COUNT_MASK : 0;
+
+	if (cost > limit || count > limit - cost)
+		return 0;
+	*next = (current << FG_WINDOW_ID_SHIFT) | (count + cost);
+	return 1;
+}
+
+/* Sliding window counter: the previous window's count weighted by how much of it still
+ * overlaps the sliding window, plus the current count. The weight is rounded up, so the
+ * estimate errs towards refusing. */
+FG_INLINE int fg_sliding_admit(__u64 word, __u64 now_ns, __u64 window_ns, __u64 cost, __u64 limit,
+			       __u64 *next)
+{
+	__u64 absolute = now_ns / window_ns;
+	__u64 current = absolute & FG_WINDOW_ID_MASK, stored = word >> FG_WINDOW_ID_SHIFT;
+	__u64 prev = (word >> FG_SLIDING_COUNT_BITS) & FG_SLIDING_COUNT_MAX;
+	__u64 curr = word & FG_SLIDING_COUNT_MAX;
+	__u64 elapsed, estimate;
+
+	if (word == 0) {
+		prev = curr = 0;
+	} else if (stored == ((current - 1) & FG_WINDOW_ID_MASK)) {
+		prev = curr;
+		curr = 0;
+	} else if (stored != current) {
+		prev = curr = 0;
+	}
+	elapsed = now_ns - absolute * window_ns;
+	estimate = curr + (prev * (window_ns - elapsed) + window_ns - 1) / window_ns;
+	if (cost > limit || estimate > limit - cost || curr + cost > FG_SLIDING_COUNT_MAX)
+		return 0;
+	*next = (current << FG_WINDOW_ID_SHIFT) | (prev << FG_SLIDING_COUNT_BITS) | (curr + cost);
+	return 1;
+}
+
+/* Takes `cost` back from the current count (when a later rule dropped the packet); 0 if the
+ * window moved on meanwhile, which leaves nothing to take back. */
+FG_INLINE int fg_window_refund(__u64 word, __u64 cost, __u64 count_mask, __u64 *next)
+{
+	if ((word & count_mask) < cost)
+		return 0;
+	*next = word - cost;
+	return 1;
+}
+
+#endif /* FLOODGATE_WINDOW_H */

@@ -1,0 +1,247 @@
+// SPDX-License-Identifier: MIT
+// Rule sets of a running limiter: double-buffered publication, reload with stable ids, and
+// live threshold changes.
+#include <sys/random.h>
+
+#include <atomic>
+#include <cstring>
+#include <map>
+#include <set>
+
+#include "controller/limiter.h"
+#include "controller/rule_compiler.h"
+#include "controller/source_sets.h"
+#include "fg_gcra.h"
+#include "kernel/system.h"
+
+namespace floodgate {
+namespace {
+
+uint32_t freshEpoch() {
+  uint32_t epoch = 0;
+  while (epoch == 0) {
+    if (getrandom(&epoch, sizeof(epoch), 0) != sizeof(epoch)) epoch = 1;
+  }
+  return epoch;
+}
+
+// Whether the new rule keys its state the way the old one did; if not, the old state
+// means nothing for it and it starts afresh.
+bool sameKeying(const fg_rule& a, const fg_rule& b) {
+  return a.key_kind == b.key_kind && a.ipv4_prefix == b.ipv4_prefix &&
+         a.ipv6_prefix == b.ipv6_prefix && a.algorithm == b.algorithm &&
+         a.window_ms == b.window_ms;
+}
+
+template <class Key>
+Key lpmKey(const Cidr& cidr) {
+  Key key{};
+  key.prefixlen = cidr.prefix;
+  std::memcpy(key.addr, cidr.addr.data(), sizeof(key.addr));
+  return key;
+}
+
+}  // namespace
+
+Status Limiter::writeRules(const std::vector<RuleSpec>& specs) {
+  if (specs.size() > FG_MAX_RULES) {
+    return Error::usage("at most " + std::to_string(FG_MAX_RULES) + " rules are supported, not " +
+                        std::to_string(specs.size()));
+  }
+  std::vector<fg_rule> compiled;
+  for (const RuleSpec& spec : specs) {
+    auto rule = compileRule(spec);
+    if (!rule) return rule.error();
+    compiled.push_back(*rule);
+  }
+  return publish(compiled, compileSourceSets(specs));
+}
+
+Status Limiter::publish(const std::vector<fg_rule>& rules,
+                        const std::vector<std::pair<Cidr, uint64_t>>& sources) {
+  std::atomic_ref<uint64_t> active_word(*reinterpret_cast<uint64_t*>(active_value_.get()));
+  uint64_t word = active_word.load(std::memory_order_acquire);
+  fg_active current;
+  std::memcpy(&current, &word, sizeof(current));
+  uint32_t next_set = (current.set & 1) ^ 1;
+
+  // The inactive set was last read by packets before the previous flip, microseconds after
+  // it; a reload comes seconds later, so rewriting it races with nobody.
+  auto& v4 = sources_v4_[next_set];
+  auto& v6 = sources_v6_[next_set];
+  auto old_v4 = v4.keys();
+  if (!old_v4) return old_v4.error();
+  for (const auto& key : *old_v4) (void)v4.erase(key);
+  auto old_v6 = v6.keys();
+  if (!old_v6) return old_v6.error();
+  for (const auto& key : *old_v6) (void)v6.erase(key);
+  for (const auto& [cidr, bits] : sources) {
+    Status s = cidr.family == Family::kV4 ? v4.update(lpmKey<fg_lpm_v4>(cidr), bits)
+                                          : v6.update(lpmKey<fg_lpm_v6>(cidr), bits);
+    if (!s) return s;
+  }
+  bool has_sources = false;
+  for (uint32_t i = 0; i < rules.size(); ++i) {
+    if (Status s = rules_.update(next_set * FG_MAX_RULES + i, rules[i]); !s) return s;
+    has_sources = has_sources || rules[i].has_sources;
+  }
+  // the flip: one aligned 8-byte store, so the program sees the old set or the new one
+  fg_active next{next_set, static_cast<uint16_t>(rules.size()), static_cast<uint16_t>(has_sources)};
+  std::memcpy(&word, &next, sizeof(word));
+  active_word.store(word, std::memory_order_release);
+  return okStatus();
+}
+
+Result<std::vector<std::pair<Cidr, uint64_t>>> Limiter::activeSources() const {
+  uint32_t set = active_value_.get()->set & 1;
+  std::vector<std::pair<Cidr, uint64_t>> out;
+  auto v4 = sources_v4_[set].keys();
+  if (!v4) return v4.error();
+  for (const fg_lpm_v4& key : *v4) {
+    Cidr cidr;
+    cidr.family = Family::kV4;
+    cidr.prefix = static_cast<uint8_t>(key.prefixlen);
+    std::memcpy(cidr.addr.data(), key.addr, 4);
+    out.emplace_back(cidr, sources_v4_[set].find(key).value_or(0));
+  }
+  auto v6 = sources_v6_[set].keys();
+  if (!v6) return v6.error();
+  for (const fg_lpm_v6& key : *v6) {
+    Cidr cidr;
+    cidr.family = Family::kV6;
+    cidr.prefix = static_cast<uint8_t>(key.prefixlen);
+    std::memcpy(cidr.addr.data(), key.addr, 16);
+    out.emplace_back(cidr, sources_v6_[set].find(key).value_or(0));
+  }
+  return out;
+}
+
+Status Limiter::resetRuleState(uint32_t rule_id) { return rule_state_.update(rule_id, fg_rule_state{}); }
+
+Status Limiter::reload(const AttachOptions& options) {
+  // Everything is checked before anything is written: a bad config changes nothing.
+  if (options.rules.size() > FG_MAX_RULES) {
+    return Error::usage("at most " + std::to_string(FG_MAX_RULES) + " rules are supported, not " +
+                        std::to_string(options.rules.size()));
+  }
+  std::set<std::string> names;
+  for (const RuleSpec& spec : options.rules) {
+    if (!names.insert(spec.name).second) return Error::usage("two rules are named '" + spec.name + "'");
+    if (auto compiled = compileRule(spec); !compiled) return compiled.error();
+  }
+  auto current = activeRules();
+  if (!current) return current.error();
+  std::map<std::string, fg_rule> by_name;
+  std::set<uint32_t> used_ids;
+  for (const fg_rule& rule : *current) {
+    by_name[rule.name] = rule;
+  }
+  for (const RuleSpec& spec : options.rules) {
+    if (auto it = by_name.find(spec.name); it != by_name.end()) used_ids.insert(it->second.id);
+  }
+
+  std::vector<RuleSpec> specs = options.rules;
+  std::vector<fg_rule> compiled;
+  std::vector<uint32_t> fresh_ids, rekeyed_ids;
+  std::set<uint32_t> current_ids;
+  for (const fg_rule& rule : *current) current_ids.insert(rule.id);
+  // a new rule takes an id no current rule has, so the slots of a rule that just went away
+  // are not reused while they still hold state; any free id only when none is left
+  auto takeId = [&]() -> uint32_t {
+    for (bool any : {false, true}) {
+      for (uint32_t id = 0; id < FG_MAX_RULE_IDS; ++id) {
+        if (!used_ids.count(id) && (any || !current_ids.count(id))) {
+          used_ids.insert(id);
+          return id;
+        }
+      }
+    }
+    return 0;  // unreachable: FG_MAX_RULE_IDS is twice FG_MAX_RULES
+  };
+  for (RuleSpec& spec : specs) {
+    auto old = by_name.find(spec.name);
+    if (old != by_name.end()) {
+      spec.id = old->second.id;
+      spec.epoch = old->second.epoch;
+    } else {
+      uint32_t id = takeId();
+      spec.id = id;
+      spec.epoch = freshEpoch();
+      fresh_ids.push_back(id);
+    }
+    auto rule = compileRule(spec);
+    if (!rule) return rule.error();
+    if (old != by_name.end() && !sameKeying(old->second, *rule)) {
+      spec.epoch = rule->epoch = freshEpoch();
+      rekeyed_ids.push_back(spec.id);
+    }
+    compiled.push_back(*rule);
+  }
+
+  // state of new and re-keyed rules starts empty before any packet can reach it
+  for (uint32_t id : fresh_ids) {
+    if (Status s = resetRuleState(id); !s) return s;
+    for (uint32_t verdict = 0; verdict < FG_VERDICT_COUNT; ++verdict) {
+      if (Status s = rule_counters_.clear(FG_RULE_COUNTER_INDEX(id, verdict)); !s) return s;
+    }
+  }
+  for (uint32_t id : rekeyed_ids) {
+    if (Status s = resetRuleState(id); !s) return s;
+  }
+  if (Status s = publish(compiled, compileSourceSets(specs)); !s) return s;
+  if (Status s = writePolicies(options); !s) return s;
+  if (options.allow) {
+    if (Status s = syncList(ListKind::kAllow, *options.allow); !s) return s;
+  }
+  if (options.deny) {
+    if (Status s = syncList(ListKind::kDeny, *options.deny); !s) return s;
+  }
+  return okStatus();
+}
+
+Status Limiter::setLimits(const std::string& rule_name, const LimitChange& change) {
+  auto rules = activeRules();
+  if (!rules) return rules.error();
+  std::string names;
+  for (fg_rule& rule : *rules) {
+    if (rule_name != rule.name) {
+      names += (names.empty() ? "" : ", ") + std::string(rule.name);
+      continue;
+    }
+    RuleSpec spec;
+    spec.name = rule.name;
+    spec.id = rule.id;
+    spec.algorithm = static_cast<Algorithm>(rule.algorithm);
+    spec.window_ns = static_cast<uint64_t>(rule.window_ms) * 1000000ULL;
+    spec.limit = describeLimits(rule);
+    if (change.pps) {
+      spec.limit.pps = *change.pps;
+      if (!change.burst && spec.limit.burst == 0) spec.limit.burst = defaultBurst(*change.pps);
+    }
+    if (change.burst) spec.limit.burst = *change.burst;
+    if (change.bits_per_s) {
+      spec.limit.bits_per_s = *change.bits_per_s;
+      if (!change.burst_bytes && spec.limit.burst_bytes == 0) {
+        spec.limit.burst_bytes = defaultBurstBytes(*change.bits_per_s);
+      }
+    }
+    if (change.burst_bytes) spec.limit.burst_bytes = *change.burst_bytes;
+    auto compiled = compileRule(spec);
+    if (!compiled) return compiled.error();
+    std::memcpy(rule.limits, compiled->limits, sizeof(rule.limits));
+    auto sources = activeSources();
+    if (!sources) return sources.error();
+    return publish(*rules, *sources);
+  }
+  return Error::usage("no rule named '" + rule_name + "' (rules: " + (names.empty() ? "none" : names) + ")");
+}
+
+Result<uint64_t> Limiter::nowUnits() const {
+  auto hz = kernelHz();
+  if (!hz) return hz.error();
+  auto jiffies = currentJiffies();
+  if (!jiffies) return jiffies.error();
+  return *jiffies * fg_tick_units(*hz);
+}
+
+}  // namespace floodgate

@@ -1,0 +1,19 @@
+// SPDX-License-Identifier: MIT
+// compileSourceSets: the rules' `match.src` prefixes as entries of the program's source-set
+// tries, each with a bit per rule id whose set contains the prefix.
+#pragma once
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "common/cidr.h"
+#include "controller/rule_spec.h"
+
+namespace floodgate {
+
+// An LPM lookup returns only the longest matching entry, so each entry carries the bits of
+// every rule with a prefix that contains it, not only of the rules that listed it.
+std::vector<std::pair<Cidr, uint64_t>> compileSourceSets(const std::vector<RuleSpec>& rules);
+
+}  // namespace floodgate
