@@ -19,5 +19,8 @@ void addStatusCommand(CLI::App& app, Action& selected);
 void addStatsCommand(CLI::App& app, Action& selected);
 void addListCommands(CLI::App& app, Action& selected);  // allow, deny
 void addLabCommand(CLI::App& app, Action& selected);
+void addSetCommand(CLI::App& app, Action& selected);
+void addBanCommand(CLI::App& app, Action& selected);
+void addCheckCommand(CLI::App& app, Action& selected);
 
 }  // namespace floodgate::cli

@@ -15,7 +15,10 @@ int main(int argc, char** argv) {
   floodgate::cli::addStatusCommand(app, selected);
   floodgate::cli::addStatsCommand(app, selected);
   floodgate::cli::addListCommands(app, selected);
+  floodgate::cli::addSetCommand(app, selected);
+  floodgate::cli::addBanCommand(app, selected);
   floodgate::cli::addLabCommand(app, selected);
+  floodgate::cli::addCheckCommand(app, selected);
 
   try {
     app.parse(argc, argv);

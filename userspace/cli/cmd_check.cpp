@@ -1,0 +1,67 @@
+// SPDX-License-Identifier: MIT
+// `floodgate check FILE [--json]`: validates a config without touching the kernel (no root).
+#include <nlohmann/json.hpp>
+
+#include <iostream>
+#include <memory>
+
+#include "cli/commands.h"
+#include "config/floodgate_config.h"
+
+namespace floodgate::cli {
+namespace {
+
+struct CheckFlags {
+  std::string file;
+  bool json = false;
+};
+
+std::string counted(size_t n, const char* one, const char* many) {
+  return std::to_string(n) + " " + (n == 1 ? one : many);
+}
+
+Status runCheck(const CheckFlags& flags) {
+  config::Diagnostics diagnostics;
+  config::FloodgateConfig cfg = config::loadConfig(flags.file, diagnostics);
+  const bool valid = diagnostics.empty();
+  if (flags.json) {
+    nlohmann::json out = {{"file", flags.file}, {"valid", valid}};
+    if (valid) {
+      out["rules"] = cfg.rules.size();
+      out["interfaces"] = cfg.interfaces.size();
+      out["allow"] = cfg.allow.size();
+      out["deny"] = cfg.deny.size();
+      out["http_policies"] = cfg.http ? cfg.http->policies.size() : 0;
+    }
+    nlohmann::json list = nlohmann::json::array();
+    for (const config::Diagnostic& d : diagnostics.items()) {
+      list.push_back({{"file", d.file}, {"line", d.line}, {"column", d.column},
+                      {"message", d.message}});
+    }
+    out["diagnostics"] = std::move(list);
+    std::cout << out.dump(2) << "\n";
+  } else if (valid) {
+    std::string summary = flags.file + ": ok, " + counted(cfg.rules.size(), "rule", "rules") + ", " +
+                          counted(cfg.interfaces.size(), "interface", "interfaces");
+    if (cfg.http) summary += ", " + counted(cfg.http->policies.size(), "http policy", "http policies");
+    std::cout << summary << "\n";
+  } else {
+    std::cout << diagnostics.format();
+  }
+  if (valid) return okStatus();
+  return Error::failure(flags.file + " is not valid (" + counted(diagnostics.size(), "problem", "problems") +
+                        ")");
+}
+
+}  // namespace
+
+void addCheckCommand(CLI::App& app, Action& selected) {
+  auto flags = std::make_shared<CheckFlags>();
+  CLI::App* cmd =
+      app.add_subcommand("check", "Validate a config file without touching the kernel (no root)");
+  cmd->add_option("file", flags->file, "The YAML config, e.g. config/floodgate.yaml")->required();
+  cmd->add_flag("--json", flags->json, "Print the result as JSON");
+  cmd->callback([flags, &selected] { selected = [flags] { return runCheck(*flags); }; });
+}
+
+}  // namespace floodgate::cli

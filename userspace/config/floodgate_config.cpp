@@ -1,0 +1,134 @@
+// SPDX-License-Identifier: MIT
+// The top level of floodgate.yaml: reads the file, owns its keys, hands each section to its
+// parser (the `http:` one to the HTTP library), and checks what spans sections.
+#include "config/floodgate_config.h"
+
+#include <filesystem>
+
+#include "config/read_file.h"
+#include "config/sections.h"
+#include "http/config_parser.h"
+
+namespace floodgate::config {
+namespace {
+
+// Each list is two LPM tries (IPv4, IPv6) of defaults.list_size entries.
+void checkListFits(YamlReader& reader, const YamlEntry& entry, const std::string& what,
+                   const std::vector<Cidr>& cidrs, uint32_t max_entries) {
+  size_t v4 = 0;
+  for (const Cidr& cidr : cidrs) v4 += cidr.family == Family::kV4;
+  const size_t v6 = cidrs.size() - v4;
+  for (auto [count, family] : {std::pair{v4, "IPv4"}, std::pair{v6, "IPv6"}}) {
+    if (count > max_entries) {
+      reader.error(entry.key, what + " holds " + std::to_string(count) + " " + family +
+                                  " prefixes, more than defaults.list_size (" +
+                                  std::to_string(max_entries) + ")");
+    }
+  }
+}
+
+void parseRoot(YamlReader& reader, const YAML::Node& root, const std::string& base_dir,
+               FloodgateConfig& config) {
+  if (!root.IsDefined() || root.IsNull()) {
+    reader.diagnostics().add(reader.file(), 0, 0,
+                             "the config is empty (expected a mapping of interfaces, defaults, "
+                             "allow, deny, rules, http)");
+    return;
+  }
+  std::optional<YamlFields> fields = reader.mapping(
+      {root, root}, "", {"interfaces", "defaults", "allow", "deny", "rules", "http"});
+  if (!fields) return;
+  if (const YamlEntry* e = fields->find("interfaces")) config.interfaces = parseInterfaces(reader, *e);
+  // Defaults first: the list sizes bound allow and deny.
+  if (const YamlEntry* e = fields->find("defaults")) config.defaults = parseDefaults(reader, *e);
+  for (auto [key, list] : {std::pair{"allow", &config.allow}, std::pair{"deny", &config.deny}}) {
+    const YamlEntry* e = fields->find(key);
+    if (!e || e->value.IsNull()) continue;
+    *list = parseCidrList(reader, *e, key, base_dir);
+    checkListFits(reader, *e, key, *list, config.defaults.list_max_entries);
+  }
+  if (const YamlEntry* e = fields->find("rules")) config.rules = parseRules(reader, *e, base_dir);
+  if (const YamlEntry* e = fields->find("http"); e && !e->value.IsNull()) {
+    config.http = http::parseHttpSection(e->value, reader.file(), reader.diagnostics());
+  }
+}
+
+std::string baseDirOf(const std::string& file_name) {
+  return std::filesystem::path(file_name).parent_path().string();
+}
+
+}  // namespace
+
+FloodgateConfig parseConfig(const std::string& text, const std::string& file_name,
+                            Diagnostics& diagnostics) {
+  FloodgateConfig config;
+  YamlReader reader(file_name, diagnostics);
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    diagnostics.add(file_name, e.mark.line + 1, e.mark.column + 1, e.msg);
+    return config;
+  }
+  // The parsers check every node's type before reading it; this is the net under a yaml-cpp
+  // throw none of them foresaw, so it still reaches the user as one positioned line.
+  try {
+    parseRoot(reader, root, baseDirOf(file_name), config);
+  } catch (const YAML::Exception& e) {
+    if (e.mark.is_null()) {
+      diagnostics.add(file_name, 0, 0, e.msg);
+    } else {
+      diagnostics.add(file_name, e.mark.line + 1, e.mark.column + 1, e.msg);
+    }
+  }
+  return config;
+}
+
+FloodgateConfig loadConfig(const std::string& path, Diagnostics& diagnostics) {
+  Result<std::string> text = readWholeFile(path);
+  if (!text) {
+    diagnostics.add(path, 0, 0, "cannot read the config file: " + text.error().message);
+    return {};
+  }
+  return parseConfig(*text, path, diagnostics);
+}
+
+Result<FloodgateConfig> loadValidConfig(const std::string& path) {
+  Diagnostics diagnostics;
+  FloodgateConfig config = loadConfig(path, diagnostics);
+  if (diagnostics.empty()) return config;
+  std::string message = diagnostics.format();
+  message.pop_back();  // the last newline
+  return Error::failure(std::move(message));
+}
+
+Result<AttachOptions> attachOptionsFor(const FloodgateConfig& config, const std::string& interface) {
+  AttachOptions options;
+  options.interface = interface;
+  if (!config.interfaces.empty()) {
+    std::string listed;
+    const InterfaceConfig* found = nullptr;
+    for (const InterfaceConfig& entry : config.interfaces) {
+      listed += (listed.empty() ? "" : ", ") + entry.name;
+      if (entry.name == interface) found = &entry;
+    }
+    if (!found) {
+      return Error::usage("interface '" + interface +
+                          "' is not in the config's interfaces (" + listed +
+                          "): add it there, or name one of those");
+    }
+    options.mode = found->mode;
+  }
+  options.rules = config.rules;
+  // Positional ids suit a fresh attach; a reload must instead keep each rule's id by name.
+  for (size_t i = 0; i < options.rules.size(); ++i) options.rules[i].id = static_cast<uint32_t>(i);
+  options.monitor = config.defaults.monitor;
+  options.table_slots = config.defaults.table_slots;
+  options.list_max_entries = config.defaults.list_max_entries;
+  options.malformed = config.defaults.malformed;
+  options.fragments = config.defaults.fragments;
+  options.unknown_ext = config.defaults.unknown_ext;
+  return options;
+}
+
+}  // namespace floodgate::config

@@ -1,0 +1,67 @@
+// SPDX-License-Identifier: MIT
+// FloodgateConfig: floodgate.yaml read and validated (interfaces, defaults, allow, deny,
+// rules, http), and the AttachOptions it gives one interface. Reference: docs/config.md.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/cidr.h"
+#include "common/result.h"
+#include "config/diagnostics.h"
+#include "controller/limiter.h"
+#include "controller/rule_spec.h"
+#include "http/policy.h"
+
+namespace floodgate::config {
+
+// One entry of `interfaces:`.
+struct InterfaceConfig {
+  std::string name;
+  XdpMode mode = XdpMode::kAuto;
+};
+
+// `defaults:`: settings of the program on every interface.
+struct DefaultsConfig {
+  uint32_t table_slots = FG_DEFAULT_TABLE_SLOTS;     // source table size, a power of two
+  uint32_t list_max_entries = FG_LIST_MAX_ENTRIES;  // per list and family (allow v4, ...)
+  FramePolicy malformed = FramePolicy::kPass;
+  FramePolicy fragments = FramePolicy::kPass;
+  FramePolicy unknown_ext = FramePolicy::kPass;
+  bool monitor = false;  // every rule counts would-be drops and drops nothing
+};
+
+struct FloodgateConfig {
+  std::vector<InterfaceConfig> interfaces;
+  DefaultsConfig defaults;
+  std::vector<Cidr> allow;  // inline entries and `file:` entries, in file order
+  std::vector<Cidr> deny;
+  std::vector<RuleSpec> rules;  // in file order; id and epoch 0 (the controller assigns them)
+  std::optional<http::HttpConfig> http;  // the `http:` section, when there is one
+};
+
+// Reads and validates the config at `path`. Every problem is added to `diagnostics` as
+// `file:line:column: message` (an unreadable file or a YAML syntax error too); the result
+// is meaningful only when none were added. `file:` list paths are relative to path's
+// directory. Never throws. Thread-safe (no shared state).
+FloodgateConfig loadConfig(const std::string& path, Diagnostics& diagnostics);
+
+// Same for YAML `text`; `file_name` names it in diagnostics and its directory anchors
+// relative `file:` paths.
+FloodgateConfig parseConfig(const std::string& text, const std::string& file_name,
+                            Diagnostics& diagnostics);
+
+// loadConfig for callers that want one value: the config, or an Error (kFailure) whose
+// message is every diagnostic, one per line.
+Result<FloodgateConfig> loadValidConfig(const std::string& path);
+
+// The options to attach `interface` with: the config's rules, defaults and the interface's
+// mode (auto when `interfaces:` is empty). An error when `interfaces:` lists others only.
+// Rule ids are positional (0, 1, ...), right for a fresh attach; a reload must keep each
+// rule's id by name instead. Lists are not part of AttachOptions: apply config.allow and
+// config.deny with Limiter::listAdd.
+Result<AttachOptions> attachOptionsFor(const FloodgateConfig& config, const std::string& interface);
+
+}  // namespace floodgate::config

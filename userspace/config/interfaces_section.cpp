@@ -1,0 +1,70 @@
+// SPDX-License-Identifier: MIT
+// `interfaces:`: which interfaces the config protects, and the XDP attach mode of each.
+#include <algorithm>
+
+#include "config/sections.h"
+
+namespace floodgate::config {
+namespace {
+
+// The kernel's rule (dev_valid_name): 1 to 15 bytes, not "." or "..", no '/', ':' or space.
+bool validInterfaceName(const std::string& name) {
+  if (name.empty() || name.size() > 15 || name == "." || name == "..") return false;
+  return std::none_of(name.begin(), name.end(), [](char c) {
+    return c == '/' || c == ':' || c == ' ' || c == '\t' || c == '\n';
+  });
+}
+
+}  // namespace
+
+std::vector<InterfaceConfig> parseInterfaces(YamlReader& reader, const YamlEntry& entry) {
+  std::vector<InterfaceConfig> out;
+  std::vector<int> lines;  // where each name in `out` was given, for duplicates
+  if (entry.value.IsNull()) return out;
+  if (!reader.list(entry, "interfaces", "names or {name, mode} (e.g. [eth0, {name: eth1, mode: native}])")) {
+    return out;
+  }
+  for (const YAML::Node& value : entry.value) {
+    YamlEntry item{entry.value, value};
+    InterfaceConfig interface;
+    YamlEntry name_entry = item;
+    if (value.IsMap()) {
+      std::optional<YamlFields> fields = reader.mapping(item, "interfaces entry", {"name", "mode"});
+      if (!fields) continue;
+      const YamlEntry* name = fields->find("name");
+      if (!name) {
+        reader.error(item, "interfaces entry needs a name (e.g. {name: eth0, mode: auto})");
+        continue;
+      }
+      name_entry = *name;
+      if (const YamlEntry* mode = fields->find("mode")) {
+        static constexpr XdpMode kModes[] = {XdpMode::kAuto, XdpMode::kNative, XdpMode::kGeneric};
+        if (auto index = reader.choice(*mode, "mode", {"auto", "native", "generic"})) {
+          interface.mode = kModes[*index];
+        }
+      }
+    }
+    std::optional<std::string> name = reader.text(name_entry, "an interface name");
+    if (!name) continue;
+    if (!validInterfaceName(*name)) {
+      reader.error(name_entry, "'" + *name +
+                                   "' is not an interface name (1 to 15 characters, no '/', ':' "
+                                   "or spaces)");
+      continue;
+    }
+    int line = name_entry.value.Mark().line + 1;
+    auto first = std::find_if(out.begin(), out.end(),
+                              [&](const InterfaceConfig& i) { return i.name == *name; });
+    if (first != out.end()) {
+      reader.error(name_entry, "interface '" + *name + "' is listed twice (first at line " +
+                                   std::to_string(lines[first - out.begin()]) + ")");
+      continue;
+    }
+    interface.name = *name;
+    out.push_back(interface);
+    lines.push_back(line);
+  }
+  return out;
+}
+
+}  // namespace floodgate::config

@@ -1,0 +1,65 @@
+// SPDX-License-Identifier: MIT
+// CIDR lists (`allow:`, `deny:`, a rule's `match.src`): inline CIDRs and {file: PATH} entries.
+#include <filesystem>
+
+#include "config/cidr_file.h"
+#include "config/sections.h"
+
+namespace floodgate::config {
+namespace {
+
+constexpr const char* kListShape = "CIDRs and {file: PATH} entries (e.g. [192.0.2.0/24, {file: deny.txt}])";
+
+// The path a `file:` entry names: relative ones are taken from the config file's directory.
+std::string resolvePath(const std::string& base_dir, const std::string& path) {
+  std::filesystem::path file(path);
+  if (file.is_absolute() || base_dir.empty()) return file.lexically_normal().string();
+  return (std::filesystem::path(base_dir) / file).lexically_normal().string();
+}
+
+void readFileEntry(YamlReader& reader, const YamlEntry& item, const std::string& what,
+                   const std::string& base_dir, std::vector<Cidr>& out) {
+  std::optional<YamlFields> fields = reader.mapping(item, what + " entry", {"file"});
+  if (!fields) return;
+  const YamlEntry* file = fields->find("file");
+  if (!file) {
+    reader.error(item, what + " entry needs a file (e.g. {file: deny.txt})");
+    return;
+  }
+  std::optional<std::string> name = reader.text(*file, "file");
+  if (!name) return;
+  std::string path = resolvePath(base_dir, *name);
+  std::string error;
+  if (!readCidrFile(path, out, reader.diagnostics(), &error)) {
+    reader.error(*file, "cannot read CIDR file '" + path + "': " + error);
+  }
+}
+
+}  // namespace
+
+std::vector<Cidr> parseCidrList(YamlReader& reader, const YamlEntry& entry, const std::string& what,
+                                const std::string& base_dir) {
+  std::vector<Cidr> out;
+  if (!reader.list(entry, what, kListShape)) return out;
+  for (const YAML::Node& value : entry.value) {
+    YamlEntry item{entry.value, value};
+    if (value.IsMap()) {
+      readFileEntry(reader, item, what, base_dir, out);
+      continue;
+    }
+    if (!value.IsScalar()) {
+      reader.error(item, what + " entries must be CIDRs or {file: PATH} (got " +
+                             describeNode(value) + ")");
+      continue;
+    }
+    Result<Cidr> cidr = parseCidr(value.Scalar());
+    if (!cidr) {
+      reader.error(item, cidr.error().message);
+      continue;
+    }
+    out.push_back(*cidr);
+  }
+  return out;
+}
+
+}  // namespace floodgate::config

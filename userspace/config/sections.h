@@ -1,0 +1,28 @@
+// SPDX-License-Identifier: MIT
+// The section parsers floodgate_config.cpp calls, one per top-level key (internal).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "config/floodgate_config.h"
+#include "config/yaml_reader.h"
+
+namespace floodgate::config {
+
+// `interfaces:` — a list of names or {name, mode}.
+std::vector<InterfaceConfig> parseInterfaces(YamlReader& reader, const YamlEntry& entry);
+
+// `defaults:`.
+DefaultsConfig parseDefaults(YamlReader& reader, const YamlEntry& entry);
+
+// `allow:`, `deny:` and a rule's `match.src`: a list of CIDRs and {file: PATH} entries;
+// relative paths are taken from `base_dir`.
+std::vector<Cidr> parseCidrList(YamlReader& reader, const YamlEntry& entry, const std::string& what,
+                                const std::string& base_dir);
+
+// `rules:`.
+std::vector<RuleSpec> parseRules(YamlReader& reader, const YamlEntry& entry,
+                                 const std::string& base_dir);
+
+}  // namespace floodgate::config
