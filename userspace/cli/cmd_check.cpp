@@ -29,8 +29,8 @@ Status runCheck(const CheckFlags& flags) {
     if (valid) {
       out["rules"] = cfg.rules.size();
       out["interfaces"] = cfg.interfaces.size();
-      out["allow"] = cfg.allow.size();
-      out["deny"] = cfg.deny.size();
+      out["allow"] = cfg.allow ? cfg.allow->size() : 0;
+      out["deny"] = cfg.deny ? cfg.deny->size() : 0;
       out["http_policies"] = cfg.http ? cfg.http->policies.size() : 0;
     }
     nlohmann::json list = nlohmann::json::array();
@@ -48,6 +48,7 @@ Status runCheck(const CheckFlags& flags) {
   } else {
     std::cout << diagnostics.format();
   }
+  std::cout.flush();  // before main's error line on stderr, so a terminal shows them in order
   if (valid) return okStatus();
   return Error::failure(flags.file + " is not valid (" + counted(diagnostics.size(), "problem", "problems") +
                         ")");

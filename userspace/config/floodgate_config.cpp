@@ -43,13 +43,22 @@ void parseRoot(YamlReader& reader, const YAML::Node& root, const std::string& ba
   if (const YamlEntry* e = fields->find("defaults")) config.defaults = parseDefaults(reader, *e);
   for (auto [key, list] : {std::pair{"allow", &config.allow}, std::pair{"deny", &config.deny}}) {
     const YamlEntry* e = fields->find(key);
-    if (!e || e->value.IsNull()) continue;
-    *list = parseCidrList(reader, *e, key, base_dir);
-    checkListFits(reader, *e, key, *list, config.defaults.list_max_entries);
+    if (!e) continue;
+    // `deny:` with every entry commented out is an empty list the config still owns.
+    *list = e->value.IsNull() ? std::vector<Cidr>() : parseCidrList(reader, *e, key, base_dir);
+    checkListFits(reader, *e, key, **list, config.defaults.list_max_entries);
   }
   if (const YamlEntry* e = fields->find("rules")) config.rules = parseRules(reader, *e, base_dir);
   if (const YamlEntry* e = fields->find("http"); e && !e->value.IsNull()) {
     config.http = http::parseHttpSection(e->value, reader.file(), reader.diagnostics());
+  }
+}
+
+void addException(Diagnostics& diagnostics, const std::string& file, const YAML::Exception& e) {
+  if (e.mark.is_null()) {
+    diagnostics.add(file, 0, 0, e.msg);
+  } else {
+    diagnostics.add(file, e.mark.line + 1, e.mark.column + 1, e.msg);
   }
 }
 
@@ -62,25 +71,25 @@ std::string baseDirOf(const std::string& file_name) {
 FloodgateConfig parseConfig(const std::string& text, const std::string& file_name,
                             Diagnostics& diagnostics) {
   FloodgateConfig config;
-  YamlReader reader(file_name, diagnostics);
-  YAML::Node root;
+  // Sections report as they go (unknown keys of a mapping before its values); the user
+  // reads them in file order.
+  Diagnostics found;
+  YamlReader reader(file_name, found);
+  std::optional<YAML::Node> root;
   try {
-    root = YAML::Load(text);
+    root.emplace(YAML::Load(text));
   } catch (const YAML::Exception& e) {
-    diagnostics.add(file_name, e.mark.line + 1, e.mark.column + 1, e.msg);
+    addException(diagnostics, file_name, e);
     return config;
   }
   // The parsers check every node's type before reading it; this is the net under a yaml-cpp
   // throw none of them foresaw, so it still reaches the user as one positioned line.
   try {
-    parseRoot(reader, root, baseDirOf(file_name), config);
+    parseRoot(reader, *root, baseDirOf(file_name), config);
   } catch (const YAML::Exception& e) {
-    if (e.mark.is_null()) {
-      diagnostics.add(file_name, 0, 0, e.msg);
-    } else {
-      diagnostics.add(file_name, e.mark.line + 1, e.mark.column + 1, e.msg);
-    }
+    addException(found, file_name, e);
   }
+  for (Diagnostic& d : reader.sortedDiagnostics()) diagnostics.add(std::move(d));
   return config;
 }
 
@@ -128,6 +137,8 @@ Result<AttachOptions> attachOptionsFor(const FloodgateConfig& config, const std:
   options.malformed = config.defaults.malformed;
   options.fragments = config.defaults.fragments;
   options.unknown_ext = config.defaults.unknown_ext;
+  options.allow = config.allow;
+  options.deny = config.deny;
   return options;
 }
 

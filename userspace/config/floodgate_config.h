@@ -36,8 +36,10 @@ struct DefaultsConfig {
 struct FloodgateConfig {
   std::vector<InterfaceConfig> interfaces;
   DefaultsConfig defaults;
-  std::vector<Cidr> allow;  // inline entries and `file:` entries, in file order
-  std::vector<Cidr> deny;
+  // Inline and `file:` entries in file order. Unset when the config has no such key: the
+  // list is then left as it is (entries added with `floodgate allow add` survive a reload).
+  std::optional<std::vector<Cidr>> allow;
+  std::optional<std::vector<Cidr>> deny;
   std::vector<RuleSpec> rules;  // in file order; id and epoch 0 (the controller assigns them)
   std::optional<http::HttpConfig> http;  // the `http:` section, when there is one
 };
@@ -60,8 +62,8 @@ Result<FloodgateConfig> loadValidConfig(const std::string& path);
 // The options to attach `interface` with: the config's rules, defaults and the interface's
 // mode (auto when `interfaces:` is empty). An error when `interfaces:` lists others only.
 // Rule ids are positional (0, 1, ...), right for a fresh attach; a reload must keep each
-// rule's id by name instead. Lists are not part of AttachOptions: apply config.allow and
-// config.deny with Limiter::listAdd.
+// rule's id by name instead (Limiter::reload does). allow and deny are passed on as they
+// are: set, they replace the interface's lists.
 Result<AttachOptions> attachOptionsFor(const FloodgateConfig& config, const std::string& interface);
 
 }  // namespace floodgate::config

@@ -27,16 +27,16 @@ std::vector<InterfaceConfig> parseInterfaces(YamlReader& reader, const YamlEntry
   for (const YAML::Node& value : entry.value) {
     YamlEntry item{entry.value, value};
     InterfaceConfig interface;
-    YamlEntry name_entry = item;
+    std::optional<YamlFields> fields;
+    const YamlEntry* name_entry = &item;  // a bare name, or the name of a mapping
     if (value.IsMap()) {
-      std::optional<YamlFields> fields = reader.mapping(item, "interfaces entry", {"name", "mode"});
+      fields = reader.mapping(item, "interfaces entry", {"name", "mode"});
       if (!fields) continue;
-      const YamlEntry* name = fields->find("name");
-      if (!name) {
+      name_entry = fields->find("name");
+      if (!name_entry) {
         reader.error(item, "interfaces entry needs a name (e.g. {name: eth0, mode: auto})");
         continue;
       }
-      name_entry = *name;
       if (const YamlEntry* mode = fields->find("mode")) {
         static constexpr XdpMode kModes[] = {XdpMode::kAuto, XdpMode::kNative, XdpMode::kGeneric};
         if (auto index = reader.choice(*mode, "mode", {"auto", "native", "generic"})) {
@@ -44,19 +44,19 @@ std::vector<InterfaceConfig> parseInterfaces(YamlReader& reader, const YamlEntry
         }
       }
     }
-    std::optional<std::string> name = reader.text(name_entry, "an interface name");
+    std::optional<std::string> name = reader.text(*name_entry, "an interface name");
     if (!name) continue;
     if (!validInterfaceName(*name)) {
-      reader.error(name_entry, "'" + *name +
+      reader.error(*name_entry, "'" + *name +
                                    "' is not an interface name (1 to 15 characters, no '/', ':' "
                                    "or spaces)");
       continue;
     }
-    int line = name_entry.value.Mark().line + 1;
+    int line = name_entry->value.Mark().line + 1;
     auto first = std::find_if(out.begin(), out.end(),
                               [&](const InterfaceConfig& i) { return i.name == *name; });
     if (first != out.end()) {
-      reader.error(name_entry, "interface '" + *name + "' is listed twice (first at line " +
+      reader.error(*name_entry, "interface '" + *name + "' is listed twice (first at line " +
                                    std::to_string(lines[first - out.begin()]) + ")");
       continue;
     }

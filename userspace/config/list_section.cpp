@@ -8,7 +8,7 @@
 namespace floodgate::config {
 namespace {
 
-constexpr const char* kListShape = "CIDRs and {file: PATH} entries (e.g. [192.0.2.0/24, {file: deny.txt}])";
+constexpr const char* kListShape = "CIDRs and {file: PATH} entries";
 
 // The path a `file:` entry names: relative ones are taken from the config file's directory.
 std::string resolvePath(const std::string& base_dir, const std::string& path) {
@@ -30,9 +30,11 @@ void readFileEntry(YamlReader& reader, const YamlEntry& item, const std::string&
   if (!name) return;
   std::string path = resolvePath(base_dir, *name);
   std::string error;
+  const size_t first = reader.errorCount();
   if (!readCidrFile(path, out, reader.diagnostics(), &error)) {
     reader.error(*file, "cannot read CIDR file '" + path + "': " + error);
   }
+  reader.anchorSince(first, file->value);
 }
 
 }  // namespace

@@ -50,8 +50,8 @@ std::optional<PortRange> parsePorts(YamlReader& reader, const YamlEntry& item) {
   }
   for (int64_t port : {*first, *last}) {
     if (port < 1 || port > 65535) {
-      reader.error(item, "port " + std::to_string(port) + " in '" + text +
-                             "' is out of range (expected 1 to 65535)");
+      const std::string in = dash == std::string::npos ? "" : " in '" + text + "'";
+      reader.error(item, "port " + std::to_string(port) + in + " is out of range (expected 1 to 65535)");
       return std::nullopt;
     }
   }

@@ -41,6 +41,34 @@ void YamlReader::error(const YamlEntry& entry, std::string message) {
   error(empty_value ? entry.key : entry.value, std::move(message));
 }
 
+void YamlReader::anchorSince(size_t first, const YAML::Node& node) {
+  if (first == diagnostics_.size()) return;
+  const YAML::Mark mark = node.Mark();
+  anchors_.push_back({first, diagnostics_.size(), mark.line + 1, mark.column + 1});
+}
+
+std::vector<Diagnostic> YamlReader::sortedDiagnostics() const {
+  struct Keyed {
+    int line, column;
+    const Diagnostic* diagnostic;
+  };
+  std::vector<Keyed> keyed;
+  const std::vector<Diagnostic>& items = diagnostics_.items();
+  for (size_t i = 0; i < items.size(); ++i) {
+    Keyed k{items[i].line, items[i].column, &items[i]};
+    for (const AnchoredRange& range : anchors_) {
+      if (i >= range.first && i < range.end) k = {range.line, range.column, &items[i]};
+    }
+    keyed.push_back(k);
+  }
+  std::stable_sort(keyed.begin(), keyed.end(), [](const Keyed& a, const Keyed& b) {
+    return a.line != b.line ? a.line < b.line : a.column < b.column;
+  });
+  std::vector<Diagnostic> out;
+  for (const Keyed& k : keyed) out.push_back(*k.diagnostic);
+  return out;
+}
+
 std::optional<YamlFields> YamlReader::mapping(const YamlEntry& entry, std::string_view what,
                                               std::initializer_list<std::string_view> known) {
   const YAML::Node& node = entry.value;

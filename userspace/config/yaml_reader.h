@@ -20,9 +20,12 @@ namespace floodgate::config {
 
 // A value and the key (or list) it came from. yaml-cpp marks an empty value (`pps:`) at the
 // start of the next line, so diagnostics about an empty value point at its key instead.
+// Not assignable: YAML::Node's operator= does not rebind, it rewrites the node it refers
+// to in the document (yaml-cpp's AssignNode), which silently corrupts the tree.
 struct YamlEntry {
   YAML::Node key;
   YAML::Node value;
+  YamlEntry& operator=(const YamlEntry&) = delete;
 };
 
 // The entries of a checked mapping, in file order; find() returns the first of a key.
@@ -76,13 +79,27 @@ class YamlReader {
                                    Result<uint64_t> (*parse)(std::string_view),
                                    std::string_view example);
 
+  // Diagnostics [first, errorCount()) are about another file (a CIDR list) named at `node`:
+  // sortedDiagnostics() keeps them where that file is named.
+  void anchorSince(size_t first, const YAML::Node& node);
+
+  // The diagnostics in file order (line, then column), each anchored group at its anchor,
+  // ties in the order found.
+  std::vector<Diagnostic> sortedDiagnostics() const;
+
   // A whole number in [min, max] written without units.
   std::optional<int64_t> integer(const YamlEntry& entry, std::string_view what, int64_t min,
                                  int64_t max);
 
  private:
+  struct AnchoredRange {
+    size_t first = 0, end = 0;  // diagnostic indexes
+    int line = 0, column = 0;   // 1-based position of the anchor
+  };
+
   std::string file_;
   Diagnostics& diagnostics_;
+  std::vector<AnchoredRange> anchors_;
 };
 
 // "a, b, c": the list of what is expected, for messages.
