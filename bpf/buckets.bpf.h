@@ -168,8 +168,14 @@ static __always_inline int fg_charge_one(const struct fg_rule *rule, __u64 *word
 	for (i = 0; i < FG_CAS_RETRIES; i++) {
 		__u64 old = FG_READ_ONCE(*word), next;
 
-		if (!fg_admit_word(rule, old, now, increment, capacity, &next))
+		if (!fg_admit_word(rule, old, now, increment, capacity, &next)) {
+			/* a limit changed under a bucket in debt: forgive what the new one would not
+			 * have let it owe, so `floodgate set` takes effect at once */
+			if (rule->algorithm == FG_ALG_TOKEN_BUCKET &&
+			    fg_gcra_clamp(old, now, capacity, tick_units, &next))
+				__sync_val_compare_and_swap(word, old, next);
 			return 0;
+		}
 		if (__sync_val_compare_and_swap(word, old, next) == old)
 			return 1;
 	}

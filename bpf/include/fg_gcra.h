@@ -39,6 +39,21 @@ FG_INLINE int fg_gcra_admit(__u64 tat, __u64 now, __u64 increment, __u64 capacit
 	return 1;
 }
 
+/* A bucket time more than `slack` past the capacity can only come from a limit that was
+ * lowered (or its burst shrunk) while the bucket was in debt: the debt of the old limit
+ * would hold the source back longer than the new limit allows. Returns 1 and the time that
+ * makes the bucket exactly empty under the new limit. `slack` (one clock tick) keeps a
+ * merely late reading of another CPU's update from ever counting as such a debt. */
+FG_INLINE int fg_gcra_clamp(__u64 tat, __u64 now, __u64 capacity, __u64 slack, __u64 *next)
+{
+	__u64 ahead = fg_gcra_ahead(tat, now, capacity);
+
+	if (ahead <= capacity + slack)
+		return 0;
+	*next = now + capacity;
+	return 1;
+}
+
 /* Whole units of cost the bucket could admit at `now` (for display). */
 FG_INLINE __u64 fg_gcra_remaining(__u64 tat, __u64 now, __u64 interval, __u64 capacity)
 {

@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "cli/commands.h"
+#include "cli/config_loading.h"
 #include "common/units.h"
 #include "controller/limiter.h"
 #include "controller/rule_compiler.h"
@@ -22,6 +23,7 @@ struct AttachFlags {
   std::string table_size = "262144";
   std::string malformed = "pass";
   std::string fragments = "pass";
+  std::string config;
 };
 
 FramePolicy policyOf(const std::string& text) {
@@ -29,6 +31,19 @@ FramePolicy policyOf(const std::string& text) {
 }
 
 Result<AttachOptions> toOptions(const AttachFlags& flags) {
+  if (!flags.config.empty()) {
+    if (!flags.rate.empty() || !flags.bps.empty() || !flags.burst.empty() || !flags.burst_bytes.empty()) {
+      return Error::usage("--config sets the rules: drop --rate, --burst, --bps and --burst-bytes");
+    }
+    auto options = optionsFromConfig(flags.config, flags.interface);
+    if (!options) return options.error();
+    options->replace = flags.replace;
+    if (flags.monitor) options->monitor = true;
+    if (flags.mode != "auto") {
+      options->mode = flags.mode == "native" ? XdpMode::kNative : XdpMode::kGeneric;
+    }
+    return options;
+  }
   AttachOptions options;
   options.interface = flags.interface;
   options.mode = flags.mode == "native"    ? XdpMode::kNative
@@ -85,6 +100,7 @@ void addAttachCommand(CLI::App& app, Action& selected) {
   auto flags = std::make_shared<AttachFlags>();
   CLI::App* cmd = app.add_subcommand("attach", "Load the limiter and attach it to an interface");
   cmd->add_option("interface", flags->interface, "Interface to protect, e.g. eth0")->required();
+  cmd->add_option("--config", flags->config, "Take rules, lists and policies from floodgate.yaml");
   cmd->add_option("--rate", flags->rate, "Packets per second per source (10k, 1.5M)");
   cmd->add_option("--burst", flags->burst, "Packets a source may send at once (default rate/10)");
   cmd->add_option("--bps", flags->bps, "Bits per second per source (100Mbit, 1Gbit)");

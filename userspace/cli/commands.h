@@ -21,6 +21,7 @@ void addListCommands(CLI::App& app, Action& selected);  // allow, deny
 void addLabCommand(CLI::App& app, Action& selected);
 void addSetCommand(CLI::App& app, Action& selected);
 void addBanCommand(CLI::App& app, Action& selected);
+void addReloadCommand(CLI::App& app, Action& selected);
 void addCheckCommand(CLI::App& app, Action& selected);
 
 }  // namespace floodgate::cli

@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
   floodgate::cli::addListCommands(app, selected);
   floodgate::cli::addSetCommand(app, selected);
   floodgate::cli::addBanCommand(app, selected);
+  floodgate::cli::addReloadCommand(app, selected);
   floodgate::cli::addLabCommand(app, selected);
   floodgate::cli::addCheckCommand(app, selected);
 

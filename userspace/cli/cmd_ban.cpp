@@ -1,0 +1,122 @@
+// SPDX-License-Identifier: MIT
+// `floodgate ban add|del|list IFACE`: bans of a running limiter, with the time they have left.
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "common/cidr.h"
+#include "common/units.h"
+#include "controller/limiter.h"
+#include "kernel/system.h"
+
+namespace floodgate::cli {
+namespace {
+
+struct BanFlags {
+  std::string interface;
+  std::vector<std::string> cidrs;
+  std::string duration;  // empty: until removed
+  bool json = false;
+};
+
+Result<Limiter> openLimiter(const std::string& interface) {
+  if (Status s = checkPrivileges(); !s) return s.error();
+  return Limiter::open(interface);
+}
+
+Status addBans(const BanFlags& flags) {
+  uint64_t duration_ns = 0;
+  if (!flags.duration.empty()) {
+    auto parsed = parseDuration(flags.duration);
+    if (!parsed) return parsed.error();
+    duration_ns = *parsed;
+  }
+  std::vector<Cidr> cidrs;
+  for (const std::string& text : flags.cidrs) {
+    auto cidr = parseCidr(text);
+    if (!cidr) return cidr.error();
+    cidrs.push_back(*cidr);
+  }
+  auto limiter = openLimiter(flags.interface);
+  if (!limiter) return limiter.error();
+  for (const Cidr& cidr : cidrs) {
+    if (Status s = limiter->banAdd(cidr, duration_ns); !s) return s;
+    std::cout << "banned " << cidr.toString() << " on " << flags.interface
+              << (duration_ns ? " for " + formatDuration(duration_ns) : std::string(" until removed"))
+              << "\n";
+  }
+  return okStatus();
+}
+
+Status removeBans(const BanFlags& flags) {
+  std::vector<Cidr> cidrs;
+  for (const std::string& text : flags.cidrs) {
+    auto cidr = parseCidr(text);
+    if (!cidr) return cidr.error();
+    cidrs.push_back(*cidr);
+  }
+  auto limiter = openLimiter(flags.interface);
+  if (!limiter) return limiter.error();
+  for (const Cidr& cidr : cidrs) {
+    auto removed = limiter->banRemove(cidr);
+    if (!removed) return removed.error();
+    std::cout << (*removed ? "unbanned " : "was not banned: ") << cidr.toString() << "\n";
+  }
+  return okStatus();
+}
+
+Status listBans(const BanFlags& flags) {
+  auto limiter = openLimiter(flags.interface);
+  if (!limiter) return limiter.error();
+  auto bans = limiter->bans();
+  if (!bans) return bans.error();
+  if (flags.json) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const BanEntry& ban : *bans) {
+      if (ban.expired) continue;
+      nlohmann::json entry{{"cidr", ban.cidr.toString()}, {"by", ban.by}};
+      entry["seconds_left"] = ban.forever ? nlohmann::json(nullptr)
+                                          : nlohmann::json(ban.remaining_ns / 1000000000.0);
+      out.push_back(entry);
+    }
+    std::cout << nlohmann::json{{"interface", flags.interface}, {"bans", out}}.dump(2) << "\n";
+    return okStatus();
+  }
+  std::printf("%-40s %-12s %s\n", "banned", "time left", "by");
+  for (const BanEntry& ban : *bans) {
+    if (ban.expired) continue;
+    std::string left = ban.forever ? "until removed" : std::to_string(ban.remaining_ns / 1000000000ULL) + "s";
+    std::printf("%-40s %-12s %s\n", ban.cidr.toString().c_str(), left.c_str(), ban.by.c_str());
+  }
+  return okStatus();
+}
+
+}  // namespace
+
+void addBanCommand(CLI::App& app, Action& selected) {
+  CLI::App* ban = app.add_subcommand("ban", "Ban sources for a while, or list the bans");
+  ban->require_subcommand(1);
+
+  auto add = std::make_shared<BanFlags>();
+  CLI::App* add_cmd = ban->add_subcommand("add", "Ban addresses or CIDRs");
+  add_cmd->add_option("interface", add->interface, "Interface")->required();
+  add_cmd->add_option("cidrs", add->cidrs, "Addresses or CIDRs")->required();
+  add_cmd->add_option("--for", add->duration, "How long (30s, 10m, 1h); default until removed");
+  add_cmd->callback([add, &selected] { selected = [add] { return addBans(*add); }; });
+
+  auto del = std::make_shared<BanFlags>();
+  CLI::App* del_cmd = ban->add_subcommand("del", "Lift bans");
+  del_cmd->add_option("interface", del->interface, "Interface")->required();
+  del_cmd->add_option("cidrs", del->cidrs, "Addresses or CIDRs as they were banned")->required();
+  del_cmd->callback([del, &selected] { selected = [del] { return removeBans(*del); }; });
+
+  auto list = std::make_shared<BanFlags>();
+  CLI::App* list_cmd = ban->add_subcommand("list", "Show the bans and the time they have left");
+  list_cmd->add_option("interface", list->interface, "Interface")->required();
+  list_cmd->add_flag("--json", list->json, "Machine-readable output");
+  list_cmd->callback([list, &selected] { selected = [list] { return listBans(*list); }; });
+}
+
+}  // namespace floodgate::cli

@@ -1,0 +1,64 @@
+// SPDX-License-Identifier: MIT
+// `floodgate set IFACE RULE --pps N --burst N --bps RATE --burst-bytes N`: one rule's
+// thresholds, changed live; its buckets keep their state.
+#include <iostream>
+#include <memory>
+
+#include "cli/commands.h"
+#include "common/units.h"
+#include "controller/limiter.h"
+#include "kernel/system.h"
+
+namespace floodgate::cli {
+namespace {
+
+struct SetFlags {
+  std::string interface, rule, pps, burst, bps, burst_bytes;
+};
+
+Result<LimitChange> toChange(const SetFlags& flags) {
+  LimitChange change;
+  auto take = [](const std::string& text, auto parse, std::optional<uint64_t>& out) -> Status {
+    if (text.empty()) return okStatus();
+    auto value = parse(text);
+    if (!value) return value.error();
+    out = *value;
+    return okStatus();
+  };
+  for (Status s : {take(flags.pps, parseCount, change.pps), take(flags.burst, parseCount, change.burst),
+                   take(flags.bps, parseBitRate, change.bits_per_s),
+                   take(flags.burst_bytes, parseBytes, change.burst_bytes)}) {
+    if (!s) return s.error();
+  }
+  if (!change.pps && !change.burst && !change.bits_per_s && !change.burst_bytes) {
+    return Error::usage("nothing to set: give --pps, --burst, --bps and/or --burst-bytes");
+  }
+  return change;
+}
+
+Status setRule(const SetFlags& flags) {
+  auto change = toChange(flags);
+  if (!change) return change.error();
+  if (Status s = checkPrivileges(); !s) return s;
+  auto limiter = Limiter::open(flags.interface);
+  if (!limiter) return limiter.error();
+  if (Status s = limiter->setLimits(flags.rule, *change); !s) return s;
+  std::cout << "set " << flags.rule << " on " << flags.interface << "\n";
+  return okStatus();
+}
+
+}  // namespace
+
+void addSetCommand(CLI::App& app, Action& selected) {
+  auto flags = std::make_shared<SetFlags>();
+  CLI::App* cmd = app.add_subcommand("set", "Change one rule's thresholds live, keeping its state");
+  cmd->add_option("interface", flags->interface, "Interface")->required();
+  cmd->add_option("rule", flags->rule, "Rule name (see 'floodgate status')")->required();
+  cmd->add_option("--pps", flags->pps, "Packets per second (10k)");
+  cmd->add_option("--burst", flags->burst, "Burst in packets");
+  cmd->add_option("--bps", flags->bps, "Bits per second (1Gbit)");
+  cmd->add_option("--burst-bytes", flags->burst_bytes, "Burst in bytes");
+  cmd->callback([flags, &selected] { selected = [flags] { return setRule(*flags); }; });
+}
+
+}  // namespace floodgate::cli

@@ -1,0 +1,22 @@
+// SPDX-License-Identifier: MIT
+// optionsFromConfig: loadConfig, print diagnostics, attachOptionsFor.
+#include "cli/config_loading.h"
+
+#include <iostream>
+
+#include "config/floodgate_config.h"
+
+namespace floodgate::cli {
+
+Result<AttachOptions> optionsFromConfig(const std::string& file, const std::string& interface) {
+  config::Diagnostics diagnostics;
+  config::FloodgateConfig cfg = config::loadConfig(file, diagnostics);
+  if (!diagnostics.empty()) {
+    std::cerr << diagnostics.format();
+    return Error::failure(file + " is not valid (" + std::to_string(diagnostics.size()) +
+                          " problems above): nothing was changed");
+  }
+  return config::attachOptionsFor(cfg, interface);
+}
+
+}  // namespace floodgate::cli
