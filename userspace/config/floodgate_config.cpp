@@ -54,11 +54,12 @@ void parseRoot(YamlReader& reader, const YAML::Node& root, const std::string& ba
   }
 }
 
-void addException(Diagnostics& diagnostics, const std::string& file, const YAML::Exception& e) {
+void addException(Diagnostics& diagnostics, const std::string& file, const YAML::Exception& e,
+                  const std::string& prefix) {
   if (e.mark.is_null()) {
-    diagnostics.add(file, 0, 0, e.msg);
+    diagnostics.add(file, 0, 0, prefix + e.msg);
   } else {
-    diagnostics.add(file, e.mark.line + 1, e.mark.column + 1, e.msg);
+    diagnostics.add(file, e.mark.line + 1, e.mark.column + 1, prefix + e.msg);
   }
 }
 
@@ -79,7 +80,7 @@ FloodgateConfig parseConfig(const std::string& text, const std::string& file_nam
   try {
     root.emplace(YAML::Load(text));
   } catch (const YAML::Exception& e) {
-    addException(diagnostics, file_name, e);
+    addException(diagnostics, file_name, e, "YAML syntax error: ");
     return config;
   }
   // The parsers check every node's type before reading it; this is the net under a yaml-cpp
@@ -87,7 +88,7 @@ FloodgateConfig parseConfig(const std::string& text, const std::string& file_nam
   try {
     parseRoot(reader, *root, baseDirOf(file_name), config);
   } catch (const YAML::Exception& e) {
-    addException(found, file_name, e);
+    addException(found, file_name, e, "");
   }
   for (Diagnostic& d : reader.sortedDiagnostics()) diagnostics.add(std::move(d));
   return config;

@@ -21,7 +21,7 @@ std::vector<InterfaceConfig> parseInterfaces(YamlReader& reader, const YamlEntry
   std::vector<InterfaceConfig> out;
   std::vector<int> lines;  // where each name in `out` was given, for duplicates
   if (entry.value.IsNull()) return out;
-  if (!reader.list(entry, "interfaces", "names or {name, mode} (e.g. [eth0, {name: eth1, mode: native}])")) {
+  if (!reader.list(entry, "interfaces", "names or {name, mode} mappings")) {
     return out;
   }
   for (const YAML::Node& value : entry.value) {

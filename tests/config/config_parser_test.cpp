@@ -1,0 +1,321 @@
+// SPDX-License-Identifier: MIT
+// floodgate.yaml parsing: every field into FloodgateConfig and RuleSpec, units, list files.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "config/cidr_file.h"
+#include "config/floodgate_config.h"
+
+namespace floodgate::config {
+namespace {
+
+namespace fs = std::filesystem;
+
+FloodgateConfig parseClean(const std::string& text, const std::string& file = "test.yaml") {
+  Diagnostics diagnostics;
+  FloodgateConfig config = parseConfig(text, file, diagnostics);
+  EXPECT_TRUE(diagnostics.empty()) << diagnostics.format();
+  return config;
+}
+
+std::string parseErrors(const std::string& text) {
+  Diagnostics diagnostics;
+  parseConfig(text, "test.yaml", diagnostics);
+  return diagnostics.format();
+}
+
+// A directory of its own under the system temp dir, removed with the test.
+class TempDir {
+ public:
+  TempDir() {
+    std::string pattern = (fs::temp_directory_path() / "fg-config-XXXXXX").string();
+    path_ = mkdtemp(pattern.data());
+  }
+  ~TempDir() { fs::remove_all(path_); }
+  const fs::path& path() const { return path_; }
+
+ private:
+  fs::path path_;
+};
+
+TEST(ConfigParser, InterfacesAndDefaults) {
+  FloodgateConfig config = parseClean(R"(
+interfaces:
+  - eth0
+  - {name: eth1, mode: native}
+  - name: veth-lab
+    mode: generic
+defaults:
+  table_size: 1048576
+  list_size: 1k
+  malformed: drop
+  fragments: drop
+  unknown_ipv6_ext: drop
+  monitor: true
+)");
+  ASSERT_EQ(config.interfaces.size(), 3u);
+  EXPECT_EQ(config.interfaces[0].name, "eth0");
+  EXPECT_EQ(config.interfaces[0].mode, XdpMode::kAuto);
+  EXPECT_EQ(config.interfaces[1].mode, XdpMode::kNative);
+  EXPECT_EQ(config.interfaces[2].name, "veth-lab");
+  EXPECT_EQ(config.interfaces[2].mode, XdpMode::kGeneric);
+  EXPECT_EQ(config.defaults.table_slots, 1048576u);
+  EXPECT_EQ(config.defaults.list_max_entries, 1000u);
+  EXPECT_EQ(config.defaults.malformed, FramePolicy::kDrop);
+  EXPECT_EQ(config.defaults.fragments, FramePolicy::kDrop);
+  EXPECT_EQ(config.defaults.unknown_ext, FramePolicy::kDrop);
+  EXPECT_TRUE(config.defaults.monitor);
+  EXPECT_FALSE(config.allow.has_value());
+  EXPECT_FALSE(config.http.has_value());
+}
+
+TEST(ConfigParser, DefaultsWhenLeftOut) {
+  FloodgateConfig config = parseClean("rules:\n  - {name: r, limit: {pps: 100}}\n");
+  EXPECT_EQ(config.defaults.table_slots, static_cast<uint32_t>(FG_DEFAULT_TABLE_SLOTS));
+  EXPECT_EQ(config.defaults.malformed, FramePolicy::kPass);
+  EXPECT_FALSE(config.defaults.monitor);
+  ASSERT_EQ(config.rules.size(), 1u);
+  const RuleSpec& rule = config.rules[0];
+  EXPECT_EQ(rule.id, 0u);
+  EXPECT_EQ(rule.epoch, 0u);
+  EXPECT_EQ(rule.protocol, Protocol::kAny);
+  EXPECT_TRUE(rule.dst_ports.empty());
+  EXPECT_TRUE(rule.sources.empty());
+  EXPECT_EQ(rule.key, KeyKind::kSource);
+  EXPECT_EQ(rule.ipv4_prefix, 32);
+  EXPECT_EQ(rule.ipv6_prefix, 64);
+  EXPECT_EQ(rule.limit.pps, 100u);
+  EXPECT_EQ(rule.limit.burst, 10u);  // a tenth of a second of the rate
+  EXPECT_EQ(rule.limit.bits_per_s, 0u);
+  EXPECT_EQ(rule.algorithm, Algorithm::kTokenBucket);
+  EXPECT_EQ(rule.action, ExceedAction::kDrop);
+}
+
+TEST(ConfigParser, EveryRuleField) {
+  FloodgateConfig config = parseClean(R"(
+rules:
+  - name: web.syn_1
+    match:
+      protocol: tcp
+      dst_ports: [80, "8000-8100", " 9000 - 9001 "]
+      tcp_flags: {syn: set, ack: clear, fin: clear, rst: clear, psh: clear, urg: clear, ece: clear, cwr: set}
+      src: [192.0.2.0/24, "2001:db8::/32"]
+    key: {type: source, ipv4_prefix: 24, ipv6_prefix: 48}
+    limit: {pps: 1.5k, burst: 3k, bps: 1Gbit, burst_bytes: 64KiB}
+    algorithm: token_bucket
+    on_exceed: {ban: 10m}
+  - name: global-udp
+    match: {protocol: udp}
+    key: global
+    algorithm: fixed_window
+    window: 250ms
+    limit: {pps: 2M, bps: 800Mbps}
+    on_exceed: monitor
+  - name: icmp
+    match: {protocol: icmp}
+    key: {type: global}
+    algorithm: sliding_window
+    window: 1s
+    limit: {pps: 100}
+    on_exceed: drop
+)");
+  ASSERT_EQ(config.rules.size(), 3u);
+  const RuleSpec& syn = config.rules[0];
+  EXPECT_EQ(syn.name, "web.syn_1");
+  EXPECT_EQ(syn.protocol, Protocol::kTcp);
+  ASSERT_EQ(syn.dst_ports.size(), 3u);
+  EXPECT_EQ(syn.dst_ports[0].first, 80);
+  EXPECT_EQ(syn.dst_ports[0].last, 80);
+  EXPECT_EQ(syn.dst_ports[1].first, 8000);
+  EXPECT_EQ(syn.dst_ports[1].last, 8100);
+  EXPECT_EQ(syn.dst_ports[2].first, 9000);
+  EXPECT_EQ(syn.dst_ports[2].last, 9001);
+  EXPECT_EQ(syn.tcp_flags_set, 0x02 | 0x80);   // SYN, CWR
+  EXPECT_EQ(syn.tcp_flags_clear, 0x7d);        // FIN, RST, PSH, ACK, URG, ECE
+  ASSERT_EQ(syn.sources.size(), 2u);
+  EXPECT_EQ(syn.sources[0].toString(), "192.0.2.0/24");
+  EXPECT_EQ(syn.sources[1].toString(), "2001:db8::/32");
+  EXPECT_EQ(syn.key, KeyKind::kSource);
+  EXPECT_EQ(syn.ipv4_prefix, 24);
+  EXPECT_EQ(syn.ipv6_prefix, 48);
+  EXPECT_EQ(syn.limit.pps, 1500u);
+  EXPECT_EQ(syn.limit.burst, 3000u);
+  EXPECT_EQ(syn.limit.bits_per_s, 1000000000u);
+  EXPECT_EQ(syn.limit.burst_bytes, 65536u);
+  EXPECT_EQ(syn.action, ExceedAction::kBan);
+  EXPECT_EQ(syn.ban_ns, 600000000000u);
+
+  const RuleSpec& udp = config.rules[1];
+  EXPECT_EQ(udp.protocol, Protocol::kUdp);
+  EXPECT_EQ(udp.key, KeyKind::kGlobal);
+  EXPECT_EQ(udp.algorithm, Algorithm::kFixedWindow);
+  EXPECT_EQ(udp.window_ns, 250000000u);
+  EXPECT_EQ(udp.limit.pps, 2000000u);
+  EXPECT_EQ(udp.limit.bits_per_s, 800000000u);
+  EXPECT_EQ(udp.action, ExceedAction::kMonitor);
+
+  const RuleSpec& icmp = config.rules[2];
+  EXPECT_EQ(icmp.protocol, Protocol::kIcmp);
+  EXPECT_EQ(icmp.key, KeyKind::kGlobal);
+  EXPECT_EQ(icmp.algorithm, Algorithm::kSlidingWindow);
+  EXPECT_EQ(icmp.window_ns, 1000000000u);
+  EXPECT_EQ(icmp.action, ExceedAction::kDrop);
+}
+
+TEST(ConfigParser, DefaultByteBurstIsATenthOfASecondAndAtLeastOneFrame) {
+  FloodgateConfig config = parseClean(R"(
+rules:
+  - {name: fast, limit: {bps: 1Gbit}}
+  - {name: slow, limit: {bps: 64kbit}}
+)");
+  ASSERT_EQ(config.rules.size(), 2u);
+  EXPECT_EQ(config.rules[0].limit.burst_bytes, 12500000u);
+  EXPECT_EQ(config.rules[1].limit.burst_bytes, 1518u);
+}
+
+TEST(ConfigParser, InlineListsAndEmptyList) {
+  FloodgateConfig config = parseClean(R"(
+allow: [192.0.2.10, "2001:db8::/48"]
+deny:
+)");
+  ASSERT_TRUE(config.allow.has_value());
+  ASSERT_EQ(config.allow->size(), 2u);
+  EXPECT_EQ((*config.allow)[0].prefix, 32);
+  EXPECT_EQ((*config.allow)[1].family, Family::kV6);
+  ASSERT_TRUE(config.deny.has_value());  // an empty `deny:` still owns the list
+  EXPECT_TRUE(config.deny->empty());
+}
+
+TEST(ConfigParser, ListFilesAreRelativeToTheConfig) {
+  TempDir dir;
+  fs::create_directories(dir.path() / "lists");
+  std::ofstream(dir.path() / "lists/deny.txt") << "# feed\n\n203.0.113.0/24  # a comment\n"
+                                                  "  2001:db8:bad::/48\r\n198.51.100.7";
+  std::ofstream(dir.path() / "floodgate.yaml") << "deny:\n  - 192.0.2.1\n  - file: lists/deny.txt\n"
+                                                  "allow:\n  - file: " +
+                                                      (dir.path() / "lists/deny.txt").string() +
+                                                      "\n";
+  Diagnostics diagnostics;
+  FloodgateConfig config = loadConfig((dir.path() / "floodgate.yaml").string(), diagnostics);
+  ASSERT_TRUE(diagnostics.empty()) << diagnostics.format();
+  ASSERT_EQ(config.deny->size(), 4u);
+  EXPECT_EQ((*config.deny)[0].toString(), "192.0.2.1");
+  EXPECT_EQ((*config.deny)[1].toString(), "203.0.113.0/24");
+  EXPECT_EQ((*config.deny)[2].toString(), "2001:db8:bad::/48");
+  EXPECT_EQ((*config.deny)[3].toString(), "198.51.100.7");
+  EXPECT_EQ(config.allow->size(), 3u);  // an absolute path works too
+}
+
+TEST(ConfigParser, LoadsAHundredThousandPrefixFile) {
+  TempDir dir;
+  {
+    std::ofstream out(dir.path() / "big.txt");
+    out << "# 100k prefixes: 80k IPv4 /32s and 20k IPv6 /64s\n";
+    for (int i = 0; i < 80000; ++i) {
+      out << "10." << (i >> 16) << "." << ((i >> 8) & 255) << "." << (i & 255) << "\n";
+    }
+    for (int i = 0; i < 20000; ++i) out << "2001:db8:" << std::hex << i << std::dec << "::/64\n";
+  }
+  std::ofstream(dir.path() / "floodgate.yaml") << "deny:\n  - file: big.txt\n";
+  Diagnostics diagnostics;
+  FloodgateConfig config = loadConfig((dir.path() / "floodgate.yaml").string(), diagnostics);
+  ASSERT_TRUE(diagnostics.empty()) << diagnostics.format();
+  ASSERT_EQ(config.deny->size(), 100000u);
+  EXPECT_EQ(config.deny->front().toString(), "10.0.0.0");
+  EXPECT_EQ((*config.deny)[79999].toString(), "10.1.56.127");
+  EXPECT_EQ(config.deny->back().toString(), "2001:db8:4e1f::/64");
+}
+
+TEST(ConfigParser, ListLargerThanListSizeIsAnError) {
+  EXPECT_EQ(parseErrors("defaults: {list_size: 2}\nallow: [192.0.2.1, 192.0.2.2, 192.0.2.3, \"::1\"]\n"),
+            "test.yaml:2:1: allow holds 3 IPv4 prefixes, more than defaults.list_size (2)\n");
+}
+
+TEST(ConfigParser, ManyBadLinesInAFileAreCapped) {
+  TempDir dir;
+  {
+    std::ofstream out(dir.path() / "junk.txt");
+    for (int i = 0; i < 25; ++i) out << "junk" << i << "\n";
+  }
+  std::ofstream(dir.path() / "floodgate.yaml") << "deny:\n  - file: junk.txt\n";
+  Diagnostics diagnostics;
+  loadConfig((dir.path() / "floodgate.yaml").string(), diagnostics);
+  ASSERT_EQ(diagnostics.size(), kMaxFileDiagnostics + 1);
+  EXPECT_EQ(diagnostics.items().back().message, "5 more bad lines not shown");
+  EXPECT_EQ(diagnostics.items().front().line, 1);
+}
+
+TEST(ConfigParser, HttpSectionIsHandedToTheHttpParser) {
+  FloodgateConfig config = parseClean(R"(
+rules:
+  - {name: r, limit: {pps: 1k}}
+http:
+  trusted_proxies: [10.0.0.0/8]
+  policies:
+    - {name: per-ip, key: ip, algorithm: fixed_window, limit: 300, window_ms: 60000}
+)");
+  ASSERT_TRUE(config.http.has_value());
+  ASSERT_EQ(config.http->policies.size(), 1u);
+  EXPECT_EQ(config.http->policies[0].name, "per-ip");
+}
+
+TEST(ConfigParser, UnitsOfEveryKind) {
+  FloodgateConfig config = parseClean(R"(
+rules:
+  - {name: a, limit: {pps: 250, bps: 100Mbit, burst: 1.5k, burst_bytes: 1MB}}
+  - {name: b, limit: {pps: 2M, bps: 1.5Gbps, burst: 20000, burst_bytes: 1518}}
+  - {name: c, limit: {pps: 1G, bps: 800kbit}, on_exceed: {ban: 1d}}
+  - {name: d, algorithm: fixed_window, window: 2m, limit: {pps: 10}, on_exceed: {ban: 1s}}
+  - {name: e, algorithm: fixed_window, window: 1h, limit: {pps: 1}}
+)");
+  ASSERT_EQ(config.rules.size(), 5u);
+  EXPECT_EQ(config.rules[0].limit.pps, 250u);
+  EXPECT_EQ(config.rules[0].limit.bits_per_s, 100000000u);
+  EXPECT_EQ(config.rules[0].limit.burst, 1500u);
+  EXPECT_EQ(config.rules[0].limit.burst_bytes, 1000000u);
+  EXPECT_EQ(config.rules[1].limit.pps, 2000000u);
+  EXPECT_EQ(config.rules[1].limit.bits_per_s, 1500000000u);
+  EXPECT_EQ(config.rules[2].limit.pps, 1000000000u);
+  EXPECT_EQ(config.rules[2].limit.bits_per_s, 800000u);
+  EXPECT_EQ(config.rules[2].ban_ns, 86400000000000u);
+  EXPECT_EQ(config.rules[3].window_ns, 120000000000u);
+  EXPECT_EQ(config.rules[3].ban_ns, 1000000000u);
+  EXPECT_EQ(config.rules[4].window_ns, 3600000000000u);
+}
+
+TEST(ConfigParser, UnreadableConfigIsOneLine) {
+  Diagnostics diagnostics;
+  loadConfig("/nonexistent/floodgate.yaml", diagnostics);
+  EXPECT_EQ(diagnostics.format(),
+            "/nonexistent/floodgate.yaml: cannot read the config file: No such file or directory\n");
+  Result<FloodgateConfig> config = loadValidConfig("/nonexistent/floodgate.yaml");
+  ASSERT_FALSE(config.ok());
+  EXPECT_EQ(config.error().message,
+            "/nonexistent/floodgate.yaml: cannot read the config file: No such file or directory");
+}
+
+TEST(ConfigParser, AttachOptionsWithoutInterfacesUseAuto) {
+  FloodgateConfig config = parseClean(R"(
+defaults: {table_size: 1024, monitor: true, fragments: drop}
+rules:
+  - {name: a, limit: {pps: 1k}}
+  - {name: b, limit: {pps: 2k}}
+)");
+  Result<AttachOptions> options = attachOptionsFor(config, "veth0");
+  ASSERT_TRUE(options.ok()) << options.error().message;
+  EXPECT_EQ(options->interface, "veth0");
+  EXPECT_EQ(options->mode, XdpMode::kAuto);
+  EXPECT_EQ(options->table_slots, 1024u);
+  EXPECT_TRUE(options->monitor);
+  EXPECT_EQ(options->fragments, FramePolicy::kDrop);
+  ASSERT_EQ(options->rules.size(), 2u);
+  EXPECT_EQ(options->rules[1].id, 1u);
+  EXPECT_EQ(options->rules[1].name, "b");
+  EXPECT_FALSE(options->allow.has_value());  // no allow: the interface's list is left alone
+}
+
+}  // namespace
+}  // namespace floodgate::config
