@@ -42,6 +42,21 @@ TEST(MemoryStore, RotatingKeysCannotGrowItBeyondTheBound) {
   EXPECT_EQ(stats.evicted_active + stats.evicted_idle, 10'000 - stats.keys);
 }
 
+TEST(MemoryStore, KeysStayFindableThroughEvictionsAndGrowth) {
+  // Capacity 1 and no refill: a key that is found again is rejected; one lost is admitted.
+  MemoryStore store(make(bucket(AlgorithmKind::kGcra, 1, 0.001)), {.max_keys = 50, .shards = 1});
+  for (int i = 0; i < 5'000; ++i) {
+    std::string key = "k" + std::to_string(i * 7919 % 100'003);
+    ASSERT_TRUE(store.decide(key, 0, 1)->allowed()) << key;
+    ASSERT_FALSE(store.decide(key, 0, 1)->allowed()) << key;
+    if (i >= 1) {  // the key before survives one insertion (it was just used)
+      std::string previous = "k" + std::to_string((i - 1) * 7919 % 100'003);
+      ASSERT_FALSE(store.decide(previous, 0, 1)->allowed()) << previous;
+    }
+  }
+  EXPECT_EQ(store.stats().keys, 50);
+}
+
 TEST(MemoryStore, EvictsIdleKeysBeforeKeysThatStillHoldState) {
   // One shard of two keys: "busy" is used up, "idle" is full again by the time "new" comes.
   MemoryStore store(make(bucket(AlgorithmKind::kGcra, 1, 1)), {.max_keys = 2, .shards = 1});
