@@ -41,12 +41,13 @@ void BM_HotKey(benchmark::State& state) {
   state.SetLabel(std::string(algorithmName(kind)));
 }
 
-// The same with the time read from the steady clock, as in production.
-void BM_HotKeySteadyClock(benchmark::State& state) {
+// The same with the time read from a real clock, as in production.
+template <class ClockType>
+void BM_HotKeyRealClock(benchmark::State& state) {
   static std::unique_ptr<MemoryStore> store;
   auto kind = static_cast<AlgorithmKind>(state.range(0));
   if (state.thread_index() == 0) store = std::make_unique<MemoryStore>(algorithmFor(kind), MemoryStoreOptions{});
-  SteadyClock clock;
+  ClockType clock;
   int64_t admitted = 0;
   for (auto _ : state) {
     admitted += store->decide("api-key-0123456789", clock.nowNs(), 1)->allowed();
@@ -56,14 +57,15 @@ void BM_HotKeySteadyClock(benchmark::State& state) {
   state.SetLabel(std::string(algorithmName(kind)));
 }
 
-// A million keys visited in a shuffled order; each thread starts at its own offset.
-void BM_MillionKeys(benchmark::State& state) {
-  constexpr size_t kKeys = 1'000'000;
+// Many keys (range 1) visited in a shuffled order; each thread starts at its own offset.
+void BM_ManyKeys(benchmark::State& state) {
   static std::vector<std::string> keys;
   static std::unique_ptr<MemoryStore> store;
   auto kind = static_cast<AlgorithmKind>(state.range(0));
+  const size_t kKeys = static_cast<size_t>(state.range(1));
   if (state.thread_index() == 0) {
-    if (keys.empty()) {
+    if (keys.size() != kKeys) {
+      keys.clear();
       keys.reserve(kKeys);
       for (size_t i = 0; i < kKeys; ++i) keys.push_back("203.0." + std::to_string(i));
       std::shuffle(keys.begin(), keys.end(), std::mt19937_64(42));
@@ -72,7 +74,7 @@ void BM_MillionKeys(benchmark::State& state) {
                                           MemoryStoreOptions{.max_keys = 2'000'000, .shards = 64});
     for (const std::string& key : keys) (void)store->decide(key, 1, 1);  // warm: all present
   }
-  size_t i = static_cast<size_t>(state.thread_index()) * (kKeys / 7);
+  size_t i = static_cast<size_t>(state.thread_index()) * (kKeys / 7) % kKeys;
   int64_t now_ns = 1'000'000'000;
   int64_t admitted = 0;
   for (auto _ : state) {
@@ -83,19 +85,25 @@ void BM_MillionKeys(benchmark::State& state) {
   benchmark::DoNotOptimize(admitted);
   state.SetItemsProcessed(state.iterations());
   state.SetLabel(std::string(algorithmName(kind)));
-  if (state.thread_index() == 0) state.counters["keys"] = static_cast<double>(store->stats().keys);
+  if (state.thread_index() == 0) state.counters["held"] = static_cast<double>(store->stats().keys);
 }
 
 constexpr int64_t kTokenBucket = static_cast<int64_t>(AlgorithmKind::kTokenBucket);
 constexpr int64_t kGcra = static_cast<int64_t>(AlgorithmKind::kGcra);
 
 BENCHMARK(BM_HotKey)->DenseRange(0, 5)->Threads(1)->Threads(2)->UseRealTime();
-BENCHMARK(BM_HotKeySteadyClock)->Arg(kTokenBucket)->Arg(kGcra)->Threads(1)->UseRealTime();
-BENCHMARK(BM_MillionKeys)->Arg(kTokenBucket)->Arg(kGcra)->Threads(1)->Threads(2)->UseRealTime();
+BENCHMARK(BM_HotKeyRealClock<SteadyClock>)->Arg(kTokenBucket)->Arg(kGcra)->UseRealTime();
+BENCHMARK(BM_HotKeyRealClock<CoarseSteadyClock>)->Arg(kTokenBucket)->Arg(kGcra)->UseRealTime();
+BENCHMARK(BM_ManyKeys)
+    ->ArgsProduct({{kTokenBucket, kGcra}, {1000, 1'000'000}})
+    ->ArgNames({"algorithm", "keys"})
+    ->Threads(1)
+    ->Threads(2)
+    ->UseRealTime();
 
 void printStateSizes() {
-  std::printf("state per key (bytes): algorithm state + %zu of store overhead (entry, index, "
-              "LRU links; plus the key itself beyond 15 bytes)\n",
+  std::printf("state per key (bytes): algorithm state + %zu of store overhead (slot with the key "
+              "inline up to 15 bytes, tables at most half full)\n",
               MemoryStore::overheadBytesPerKey());
   for (int k = 0; k <= 5; ++k) {
     auto kind = static_cast<AlgorithmKind>(k);

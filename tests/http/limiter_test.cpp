@@ -233,3 +233,30 @@ TEST(Limiter, LongestDelayOfTheQueuesGoesWithAnAdmission) {
 
 }  // namespace
 }  // namespace floodgate::http
+
+namespace floodgate::http {
+namespace {
+
+TEST(Clocks, RealClocksNeverGoBackwardsAndManualOneMovesOnlyWhenTold) {
+  SteadyClock steady;
+  CoarseSteadyClock coarse;
+  int64_t last_steady = steady.nowNs();
+  int64_t last_coarse = coarse.nowNs();
+  for (int i = 0; i < 1000; ++i) {
+    int64_t s = steady.nowNs();
+    int64_t c = coarse.nowNs();
+    EXPECT_GE(s, last_steady);
+    EXPECT_GE(c, last_coarse);
+    last_steady = s;
+    last_coarse = c;
+  }
+  ManualClock manual(5);
+  EXPECT_EQ(manual.nowNs(), 5);
+  manual.advanceMs(2);
+  EXPECT_EQ(manual.nowNs(), 2'000'005);
+  manual.setMs(1);
+  EXPECT_EQ(manual.nowNs(), 1'000'000);
+}
+
+}  // namespace
+}  // namespace floodgate::http
