@@ -120,7 +120,7 @@ TEST(SlidingWindowLog, WeightedCostRetryWaitsForEnoughUnits) {
 TEST(SlidingWindowLog, StaleReadingIsLoggedAtTheNewestTime) {
   OneKey key(window(AlgorithmKind::kSlidingWindowLog, 2, 1000));
   EXPECT_TRUE(key.at(500).allowed());
-  EXPECT_TRUE(key.at(400).allowed());  // stale: logged at 500, not 400
+  EXPECT_TRUE(key.at(400).allowed());    // stale: logged at 500, not 400
   EXPECT_FALSE(key.at(1450).allowed());  // had it been logged at 400 this would pass
   EXPECT_TRUE(key.at(1500).allowed());
 }
@@ -334,8 +334,7 @@ TEST(LeakyBucket, StaleReadingSeesAFullerQueueNeverAnEmptierOne) {
 class EveryAlgorithm : public ::testing::TestWithParam<AlgorithmKind> {
  protected:
   AlgorithmParams params() const {
-    return isWindowAlgorithm(GetParam()) ? window(GetParam(), 4, 1000)
-                                         : bucket(GetParam(), 4, 4);
+    return isWindowAlgorithm(GetParam()) ? window(GetParam(), 4, 1000) : bucket(GetParam(), 4, 4);
   }
 };
 

@@ -29,7 +29,8 @@ std::shared_ptr<const Algorithm> algorithmFor(AlgorithmKind kind) {
 void BM_HotKey(benchmark::State& state) {
   static std::unique_ptr<MemoryStore> store;
   auto kind = static_cast<AlgorithmKind>(state.range(0));
-  if (state.thread_index() == 0) store = std::make_unique<MemoryStore>(algorithmFor(kind), MemoryStoreOptions{});
+  if (state.thread_index() == 0)
+    store = std::make_unique<MemoryStore>(algorithmFor(kind), MemoryStoreOptions{});
   int64_t now_ns = 1'000'000'000;
   int64_t admitted = 0;
   for (auto _ : state) {
@@ -46,7 +47,8 @@ template <class ClockType>
 void BM_HotKeyRealClock(benchmark::State& state) {
   static std::unique_ptr<MemoryStore> store;
   auto kind = static_cast<AlgorithmKind>(state.range(0));
-  if (state.thread_index() == 0) store = std::make_unique<MemoryStore>(algorithmFor(kind), MemoryStoreOptions{});
+  if (state.thread_index() == 0)
+    store = std::make_unique<MemoryStore>(algorithmFor(kind), MemoryStoreOptions{});
   ClockType clock;
   int64_t admitted = 0;
   for (auto _ : state) {
@@ -102,16 +104,16 @@ BENCHMARK(BM_ManyKeys)
     ->UseRealTime();
 
 void printStateSizes() {
-  std::printf("state per key (bytes): algorithm state + %zu of store overhead (slot with the key "
-              "inline up to 15 bytes, tables at most half full)\n",
-              MemoryStore::overheadBytesPerKey());
+  std::printf(
+      "state per key (bytes): algorithm state + %zu of store overhead (slot with the key "
+      "inline up to 15 bytes, tables at most half full)\n",
+      MemoryStore::overheadBytesPerKey());
   for (int k = 0; k <= 5; ++k) {
     auto kind = static_cast<AlgorithmKind>(k);
     auto algorithm = algorithmFor(kind);
-    std::printf("  %-24s %6zu%s\n", std::string(algorithmName(kind)).c_str(),
-                algorithm->stateBytes(),
-                kind == AlgorithmKind::kSlidingWindowLog ? "  (8 per admitted unit, limit 1000)"
-                                                         : "");
+    std::printf(
+        "  %-24s %6zu%s\n", std::string(algorithmName(kind)).c_str(), algorithm->stateBytes(),
+        kind == AlgorithmKind::kSlidingWindowLog ? "  (8 per admitted unit, limit 1000)" : "");
   }
   std::fflush(stdout);
 }

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: MIT
 // floodgate lab: replay, the busiest window, the exact JSON shape, text, SVG and the CLI flags.
+#include "http/lab/lab.h"
+
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -7,7 +9,6 @@
 #include <sstream>
 
 #include "cli/commands.h"
-#include "http/lab/lab.h"
 #include "http/lab/lab_command.h"
 
 // Declared in cli/commands.h once the lab joins the floodgate binary; until then, here.
@@ -160,11 +161,11 @@ Status runCli(std::vector<std::string> args, std::string& output) {
 TEST(LabCli, JsonAndSvgFromFlags) {
   std::string svg_path = ::testing::TempDir() + "floodgate-lab-test.svg";
   std::string out;
-  Status status = runCli({"lab", "--algorithm", "fixed_window", "--algorithm", "gcra",
-                          "--limit", "2", "--window", "500", "--capacity", "2", "--rate", "4",
-                          "--cost", "1", "--arrivals", "0,10,20,600", "--json", "--svg",
-                          svg_path},
-                         out);
+  Status status = runCli(
+      {"lab",      "--algorithm", "fixed_window", "--algorithm", "gcra",   "--limit", "2",
+       "--window", "500",         "--capacity",   "2",           "--rate", "4",       "--cost",
+       "1",        "--arrivals",  "0,10,20,600",  "--json",      "--svg",  svg_path},
+      out);
   ASSERT_TRUE(status.ok()) << status.error().message;
   auto json = nlohmann::json::parse(out);
   ASSERT_EQ(json["results"].size(), 2u);

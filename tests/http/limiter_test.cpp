@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: MIT
 // Policy composition: matching, keys, all-or-nothing with refunds, the binding policy.
+#include "http/limiter.h"
+
 #include <gtest/gtest.h>
 
 #include "http/config_parser.h"
-#include "http/limiter.h"
 
 namespace floodgate::http {
 namespace {

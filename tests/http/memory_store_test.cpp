@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The in-memory store: absent keys, bounded memory with eviction, and many threads on one key.
+#include "http/memory_store.h"
+
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -7,7 +9,6 @@
 #include <vector>
 
 #include "http/algorithm_harness.h"
-#include "http/memory_store.h"
 
 namespace floodgate::http {
 namespace {
@@ -71,8 +72,8 @@ TEST(MemoryStore, EvictsIdleKeysBeforeKeysThatStillHoldState) {
 
 TEST(MemoryStore, PrefersAnIdleKeyOverTheColdestBusyOne) {
   MemoryStore store(make(bucket(AlgorithmKind::kGcra, 1, 1)), {.max_keys = 2, .shards = 1});
-  EXPECT_TRUE(store.decide("busy", 5000 * kMs, 1)->allowed());   // coldest, but not idle
-  EXPECT_TRUE(store.decide("spent", 0, 1)->allowed());           // hotter, idle by 5100
+  EXPECT_TRUE(store.decide("busy", 5000 * kMs, 1)->allowed());  // coldest, but not idle
+  EXPECT_TRUE(store.decide("spent", 0, 1)->allowed());          // hotter, idle by 5100
   EXPECT_TRUE(store.decide("new", 5100 * kMs, 1)->allowed());
   EXPECT_EQ(store.stats().evicted_idle, 1);
   EXPECT_FALSE(store.decide("busy", 5200 * kMs, 1)->allowed());
@@ -103,9 +104,8 @@ TEST_P(OneHotKey, ManyThreadsNeverAdmitMoreThanTheLimit) {
   constexpr int kLimit = 1000;
   constexpr int kThreads = 8;
   constexpr int kAttemptsPerThread = 1000;
-  AlgorithmParams params = isWindowAlgorithm(GetParam())
-                               ? window(GetParam(), kLimit, 60'000)
-                               : bucket(GetParam(), kLimit, 0.001);
+  AlgorithmParams params = isWindowAlgorithm(GetParam()) ? window(GetParam(), kLimit, 60'000)
+                                                         : bucket(GetParam(), kLimit, 0.001);
   MemoryStore store(make(params), {.max_keys = 1000, .shards = 16});
   std::atomic<int> admitted{0};
   std::vector<std::thread> threads;
@@ -124,8 +124,8 @@ TEST_P(OneHotKey, ThreadsWithClocksThatDisagreeNeverOverAdmit) {
   // Each thread reads "now" a little differently (stale readings up to 7 ms): the total
   // over the run must stay within what the newest reading allows.
   constexpr int kThreads = 4;
-  AlgorithmParams params = isWindowAlgorithm(GetParam()) ? window(GetParam(), 50, 10'000)
-                                                         : bucket(GetParam(), 50, 1);
+  AlgorithmParams params =
+      isWindowAlgorithm(GetParam()) ? window(GetParam(), 50, 10'000) : bucket(GetParam(), 50, 1);
   MemoryStore store(make(params), {.max_keys = 100, .shards = 4});
   std::atomic<int> admitted{0};
   std::vector<std::thread> threads;

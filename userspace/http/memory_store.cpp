@@ -76,8 +76,7 @@ MemoryStore::Shard& MemoryStore::shardFor(uint64_t hash) {
 size_t MemoryStore::probe(const Shard& shard, uint64_t hash, std::string_view key) const {
   const size_t mask = shard.slots.size() - 1;
   size_t i = hash & mask;
-  while (shard.slots[i].hash != 0 &&
-         (shard.slots[i].hash != hash || shard.slots[i].key != key)) {
+  while (shard.slots[i].hash != 0 && (shard.slots[i].hash != hash || shard.slots[i].key != key)) {
     i = (i + 1) & mask;
   }
   return i;

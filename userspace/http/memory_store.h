@@ -69,7 +69,9 @@ class MemoryStore final : public Store {
     T* allocate(size_t n);
     void deallocate(T* p, size_t n);
     template <class U>
-    bool operator==(const HugePageAllocator<U>&) const { return true; }
+    bool operator==(const HugePageAllocator<U>&) const {
+      return true;
+    }
   };
 
   struct alignas(64) Shard {
