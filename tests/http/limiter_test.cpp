@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <thread>
+
 #include "http/config_parser.h"
 
 namespace floodgate::http {
@@ -217,6 +220,38 @@ TEST(Limiter, FailureModeOpenAdmitsAndClosedRejects) {
   EXPECT_EQ(v.violated, (std::vector<std::string_view>{"closed"}));
   EXPECT_TRUE(v.decisions[0].decision.allowed());
   EXPECT_FALSE(v.decisions[0].reserved);  // nothing recorded, so nothing to refund
+}
+
+TEST(Limiter, ManyThreadsThroughTwoPoliciesAdmitExactlyTheTighterLimit) {
+  // The per-key budget (300) is shared by two addresses each allowed 200: all-or-nothing
+  // with refunds must let exactly 300 through, never more, however threads interleave.
+  Fixture f(R"(http:
+  policies:
+    - name: per-key
+      key: header:X-API-Key
+      algorithm: token_bucket
+      capacity: 300
+      rate_per_s: 0.001
+    - name: per-ip
+      key: ip
+      algorithm: sliding_window_log
+      limit: 200
+      window_ms: 3600000
+)");
+  std::atomic<int> admitted{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      std::string_view peer = t % 2 == 0 ? "192.0.2.1" : "192.0.2.2";
+      for (int i = 0; i < 500; ++i) {
+        if (f.limiter->check(request("GET", "/", peer, {{"X-API-Key", "shared"}})).allowed()) {
+          admitted.fetch_add(1);
+        }
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  EXPECT_EQ(admitted.load(), 300);
 }
 
 TEST(Limiter, LongestDelayOfTheQueuesGoesWithAnAdmission) {
