@@ -139,6 +139,12 @@ TEST(HttpConfig, YamlSyntaxErrorHasAPosition) {
   EXPECT_NE(error.find(':', 7), std::string::npos);
 }
 
+TEST(HttpConfig, EmptySectionMeansNoPolicies) {
+  auto config = parseHttpConfigText("http:\n", "f.yaml");
+  ASSERT_TRUE(config.ok()) << config.error().message;
+  EXPECT_TRUE(config->policies.empty());
+}
+
 TEST(HttpConfig, MissingSectionAndMissingFile) {
   EXPECT_EQ(firstError("xdp: {}\n"),
             "f.yaml: no top-level 'http:' section to read rate-limit policies from");

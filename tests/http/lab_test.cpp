@@ -68,6 +68,7 @@ TEST(Lab, BusiestWindowCountsDelayedRequestsWhenTheyGoUpstream) {
   EXPECT_EQ(report->results[0].max_in_window, 6);  // the boundary burst: twice the limit
   EXPECT_EQ(report->results[0].max_window_start_ms, 900);
 
+  o.limit.reset();
   o.algorithms = {"leaky_bucket"};
   o.capacity = 6;
   o.rate_per_s = 2;  // six queued leave at 900, 1400, ..., 3400
@@ -131,6 +132,10 @@ TEST(Lab, UsageErrorsNameTheFlag) {
   o = fixedAndLeaky();
   o.rate_per_s.reset();
   EXPECT_EQ(runLab(o).error().message, "leaky_bucket needs --capacity and --rate (per second)");
+  o = fixedAndLeaky();
+  o.algorithms = {"gcra"};
+  EXPECT_EQ(runLab(o).error().message,
+            "--limit is for window algorithms; gcra takes --capacity and --rate");
   o.algorithms = {"bogus"};
   EXPECT_EQ(runLab(o).error().kind, ErrorKind::kUsage);
   o.algorithms = {"gcra", "gcra", "gcra"};

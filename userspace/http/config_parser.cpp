@@ -115,6 +115,7 @@ std::optional<double> Parser::readDouble(const YAML::Node& node, const std::stri
 
 HttpConfig Parser::parse(const YAML::Node& http) {
   HttpConfig config;
+  if (http.IsNull()) return config;  // `http:` with nothing under it: no policies
   if (!requireMap(http, "http")) return config;
   rejectUnknownKeys(http, "http", {"trusted_proxies", "store", "policies"});
   if (http["trusted_proxies"]) parseTrustedProxies(http["trusted_proxies"], config);

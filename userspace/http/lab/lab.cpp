@@ -101,6 +101,20 @@ Result<LabReport> runLab(const LabOptions& options) {
   report.window_ms = options.window_ms.value_or(1000);
   if (report.window_ms < 1) return Error::usage("--window must be at least 1 ms");
 
+  bool any_window = false, any_bucket = false;
+  for (const std::string& name : options.algorithms) {
+    std::optional<AlgorithmKind> kind = algorithmFromName(name);
+    (kind && isWindowAlgorithm(*kind) ? any_window : any_bucket) = true;
+  }
+  if (options.limit && !any_window) {
+    return Error::usage("--limit is for window algorithms; " + options.algorithms.front() +
+                        " takes --capacity and --rate");
+  }
+  if ((options.capacity || options.rate_per_s) && !any_bucket) {
+    return Error::usage("--capacity and --rate are for bucket algorithms; " +
+                        options.algorithms.front() + " takes --limit and --window");
+  }
+
   for (const std::string& name : options.algorithms) {
     std::optional<AlgorithmKind> kind = algorithmFromName(name);
     if (!kind) {
