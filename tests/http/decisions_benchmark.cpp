@@ -105,15 +105,18 @@ BENCHMARK(BM_ManyKeys)
 
 void printStateSizes() {
   std::printf(
-      "state per key (bytes): algorithm state + %zu of store overhead (slot with the key "
-      "inline up to 15 bytes, tables at most half full)\n",
-      MemoryStore::overheadBytesPerKey());
+      "store: one %zu-byte slot per key (tag, key inline up to 23 bytes, 32 bytes of state);\n"
+      "tables are 3/8 to 3/4 full: %zu to %zu bytes per key\n",
+      MemoryStore::slotBytes(), MemoryStore::slotBytes() * 4 / 3, MemoryStore::slotBytes() * 8 / 3);
+  std::printf("state each algorithm needs per key (bytes):\n");
   for (int k = 0; k <= 5; ++k) {
     auto kind = static_cast<AlgorithmKind>(k);
     auto algorithm = algorithmFor(kind);
-    std::printf(
-        "  %-24s %6zu%s\n", std::string(algorithmName(kind)).c_str(), algorithm->stateBytes(),
-        kind == AlgorithmKind::kSlidingWindowLog ? "  (8 per admitted unit, limit 1000)" : "");
+    std::printf("  %-24s %6zu%s\n", std::string(algorithmName(kind)).c_str(),
+                algorithm->stateBytes(),
+                kind == AlgorithmKind::kSlidingWindowLog
+                    ? "  (at most: 8 per admitted unit on the heap, here limit 1000)"
+                    : "");
   }
   std::fflush(stdout);
 }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "http/algorithm_harness.h"
+#include "http/compact_key.h"
 
 namespace floodgate::http {
 namespace {
@@ -149,6 +150,31 @@ INSTANTIATE_TEST_SUITE_P(All, OneHotKey,
                                            AlgorithmKind::kTokenBucket, AlgorithmKind::kGcra,
                                            AlgorithmKind::kLeakyBucket),
                          [](const auto& info) { return std::string(algorithmName(info.param)); });
+
+}  // namespace
+}  // namespace floodgate::http
+
+namespace floodgate::http {
+namespace {
+
+TEST(CompactKey, InlineUpTo23BytesHeapBeyondAndMovesOwnership) {
+  for (size_t length : {0, 1, 15, 23, 24, 300}) {
+    std::string text(length, 'x');
+    if (length > 0) text.front() = 'a';
+    CompactKey key;
+    key.assign(text);
+    EXPECT_EQ(key.view(), text) << length;
+    CompactKey moved(std::move(key));
+    EXPECT_EQ(moved.view(), text) << length;
+    EXPECT_EQ(key.view(), "");  // NOLINT: a moved-from key is empty by contract
+    CompactKey assigned;
+    assigned.assign("something else entirely, long enough for the heap");
+    assigned = std::move(moved);
+    EXPECT_EQ(assigned.view(), text) << length;
+    assigned.assign("short");
+    EXPECT_EQ(assigned.view(), "short");
+  }
+}
 
 }  // namespace
 }  // namespace floodgate::http

@@ -24,11 +24,12 @@ std::string_view boundedKey(std::string_view key, std::string& scratch) {
   return scratch;
 }
 
+// Bit 1 set (never 0, the empty mark), bit 0 clear (room for the reference bit).
 uint64_t hashOf(std::string_view key) {
-  return std::hash<std::string_view>{}(key) | 1;  // never 0, the empty-slot mark
+  return (std::hash<std::string_view>{}(key) | 2) & ~uint64_t{1};
 }
 
-// A shard's table starts this small and doubles while under half full of its bound.
+// A shard's table starts this small and doubles whenever it would be over 3/4 full.
 constexpr size_t kInitialSlots = 16;
 // How many occupied slots one eviction looks at, at most.
 constexpr int kEvictionScan = 32;
@@ -75,8 +76,9 @@ MemoryStore::Shard& MemoryStore::shardFor(uint64_t hash) {
 
 size_t MemoryStore::probe(const Shard& shard, uint64_t hash, std::string_view key) const {
   const size_t mask = shard.slots.size() - 1;
-  size_t i = hash & mask;
-  while (shard.slots[i].hash != 0 && (shard.slots[i].hash != hash || shard.slots[i].key != key)) {
+  size_t i = home(hash, shard.slots.size());
+  while (!shard.slots[i].empty() &&
+         (shard.slots[i].hash() != hash || shard.slots[i].key.view() != key)) {
     i = (i + 1) & mask;
   }
   return i;
@@ -88,9 +90,9 @@ void MemoryStore::grow(Shard& shard) {
   shard.slots.resize(old.size() * 2);
   const size_t mask = shard.slots.size() - 1;
   for (Slot& slot : old) {
-    if (slot.hash == 0) continue;
-    size_t i = slot.hash & mask;
-    while (shard.slots[i].hash != 0) i = (i + 1) & mask;
+    if (slot.empty()) continue;
+    size_t i = home(slot.hash(), shard.slots.size());
+    while (!shard.slots[i].empty()) i = (i + 1) & mask;
     shard.slots[i] = std::move(slot);
   }
   shard.hand = 0;
@@ -100,10 +102,10 @@ void MemoryStore::erase(Shard& shard, size_t index) {
   // Backward-shift deletion keeps every probe sequence unbroken without tombstones.
   const size_t mask = shard.slots.size() - 1;
   size_t hole = index;
-  for (size_t j = (hole + 1) & mask; shard.slots[j].hash != 0; j = (j + 1) & mask) {
-    size_t home = shard.slots[j].hash & mask;
+  for (size_t j = (hole + 1) & mask; !shard.slots[j].empty(); j = (j + 1) & mask) {
+    size_t h = home(shard.slots[j].hash(), shard.slots.size());
     // Move j into the hole unless its home lies cyclically in (hole, j].
-    bool home_after_hole = hole <= j ? (home > hole && home <= j) : (home > hole || home <= j);
+    bool home_after_hole = hole <= j ? (h > hole && h <= j) : (h > hole || h <= j);
     if (home_after_hole) continue;
     shard.slots[hole] = std::move(shard.slots[j]);
     hole = j;
@@ -121,10 +123,10 @@ void MemoryStore::evictOne(Shard& shard, int64_t now_ns) {
     size_t i = shard.hand;
     shard.hand = (shard.hand + 1) & mask;
     Slot& slot = shard.slots[i];
-    if (slot.hash == 0) continue;
+    if (slot.empty()) continue;
     ++seen;
-    if (slot.referenced) {
-      slot.referenced = false;  // a second chance
+    if (slot.referenced()) {
+      slot.setReferenced(false);  // a second chance
       continue;
     }
     if (algorithm_->idle(slot.state, now_ns)) {
@@ -134,7 +136,7 @@ void MemoryStore::evictOne(Shard& shard, int64_t now_ns) {
     if (victim == SIZE_MAX) victim = i;
   }
   if (victim == SIZE_MAX) victim = (shard.hand - 1) & mask;  // all referenced: take the last
-  while (shard.slots[victim].hash == 0) victim = (victim + 1) & mask;
+  while (shard.slots[victim].empty()) victim = (victim + 1) & mask;
   if (algorithm_->idle(shard.slots[victim].state, now_ns)) {
     ++shard.evicted_idle;
   } else {
@@ -146,21 +148,20 @@ void MemoryStore::evictOne(Shard& shard, int64_t now_ns) {
 MemoryStore::Slot& MemoryStore::findOrInsert(Shard& shard, uint64_t hash, std::string_view key,
                                              int64_t now_ns) {
   size_t i = probe(shard, hash, key);
-  if (shard.slots[i].hash != 0) {
-    shard.slots[i].referenced = true;
+  if (!shard.slots[i].empty()) {
+    shard.slots[i].setReferenced(true);
     return shard.slots[i];
   }
   if (shard.used >= keys_per_shard_) {
     evictOne(shard, now_ns);
     i = probe(shard, hash, key);
-  } else if ((shard.used + 1) * 2 > shard.slots.size()) {
+  } else if ((shard.used + 1) * 4 > shard.slots.size() * 3) {
     grow(shard);
     i = probe(shard, hash, key);
   }
   Slot& slot = shard.slots[i];
-  slot.hash = hash;
+  slot.tag = hash | 1;  // referenced
   slot.key.assign(key);
-  slot.referenced = true;
   ++shard.used;
   return slot;
 }
@@ -183,7 +184,7 @@ void MemoryStore::refund(std::string_view key, int64_t admitted_ns, int64_t cost
   std::lock_guard lock(shard.mutex);
   // An evicted key has nothing to give back to.
   size_t i = probe(shard, hash, key);
-  if (shard.slots[i].hash != 0) algorithm_->refund(shard.slots[i].state, admitted_ns, cost);
+  if (!shard.slots[i].empty()) algorithm_->refund(shard.slots[i].state, admitted_ns, cost);
 }
 
 MemoryStoreStats MemoryStore::stats() const {
@@ -198,8 +199,6 @@ MemoryStoreStats MemoryStore::stats() const {
   return s;
 }
 
-size_t MemoryStore::overheadBytesPerKey() {
-  return 2 * sizeof(Slot) - sizeof(std::array<int64_t, 3>);
-}
+size_t MemoryStore::slotBytes() { return sizeof(Slot); }
 
 }  // namespace floodgate::http

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "http/algorithm.h"
+#include "http/compact_key.h"
 #include "http/store.h"
 
 namespace floodgate::http {
@@ -27,7 +28,7 @@ struct MemoryStoreStats {
 };
 
 // Keys hash to shards; each shard holds at most max_keys / shards keys under one mutex, in
-// an open-addressing table (linear probing, at most half full; it grows up to the bound)
+// an open-addressing table (linear probing, at most 3/4 full; it grows up to the bound)
 // whose slots hold the key and its state inline, so a decision touches one or two cache
 // lines. When a shard is full, a CLOCK sweep picks the key to forget: keys used since the
 // hand last passed get a second chance, and among the others an idle key (its state is that
@@ -47,17 +48,24 @@ class MemoryStore final : public Store {
   void refund(std::string_view key, int64_t admitted_ns, int64_t cost) override;
 
   MemoryStoreStats stats() const;
-  // Bytes one key costs here beyond the algorithm's own state: its slot (key inline up to
-  // 15 bytes, reference bit, cached hash) times two, as tables stay at most half full.
-  static size_t overheadBytesPerKey();
+  // Bytes of one slot: key (inline up to 23 bytes), state and tag. A table is 3/8 to 3/4
+  // full, so a key costs 4/3 to 8/3 slots (plus a longer key's own bytes, plus the log).
+  static size_t slotBytes();
 
  private:
-  struct Slot {
-    uint64_t hash = 0;  // 0: empty
-    bool referenced = false;
-    std::string key;
+  // One cache line: the tag (the key's hash with bit 1 set, so never 0 = empty; bit 0 is
+  // the CLOCK reference bit), the key, and its state.
+  struct alignas(64) Slot {
+    uint64_t tag = 0;
+    CompactKey key;
     KeyState state;
+
+    bool empty() const { return tag == 0; }
+    uint64_t hash() const { return tag & ~uint64_t{1}; }
+    bool referenced() const { return (tag & 1) != 0; }
+    void setReferenced(bool on) { tag = on ? tag | 1 : tag & ~uint64_t{1}; }
   };
+  static_assert(sizeof(Slot) == 64, "a slot is one cache line");
   // Big tables ask the kernel for huge pages: a lookup then costs one cache miss, not a
   // cache miss plus a page walk (which dominates on VMs with nested paging).
   template <class T>
@@ -84,6 +92,8 @@ class MemoryStore final : public Store {
   };
 
   Shard& shardFor(uint64_t hash);
+  // The home slot of a hash in a table of `slots` (a power of two).
+  static size_t home(uint64_t hash, size_t slots) { return (hash >> 2) & (slots - 1); }
   // Index of the slot holding `key`, or of the empty slot ending its probe sequence.
   size_t probe(const Shard& shard, uint64_t hash, std::string_view key) const;
   // The slot for `key`, created (evicting or growing first if needed) when absent.
