@@ -2,11 +2,9 @@
 // MemoryStore: sharded, thread-safe, bounded in-process state for one policy.
 #pragma once
 
-#include <atomic>
 #include <cstddef>
 #include <memory>
 #include <mutex>
-#include <string>
 #include <vector>
 
 #include "http/algorithm.h"
@@ -16,7 +14,7 @@
 namespace floodgate::http {
 
 struct MemoryStoreOptions {
-  int64_t max_keys = 100'000;  // bound on keys held; beyond it the least recently used go
+  int64_t max_keys = 100'000;  // bound on keys held; beyond it, keys not used lately go
   int shards = 64;             // rounded up to a power of two; each has its own lock
 };
 
@@ -29,10 +27,10 @@ struct MemoryStoreStats {
 
 // Keys hash to shards; each shard holds at most max_keys / shards keys under one mutex, in
 // an open-addressing table (linear probing, at most 3/4 full; it grows up to the bound)
-// whose slots hold the key and its state inline, so a decision touches one or two cache
-// lines. When a shard is full, a CLOCK sweep picks the key to forget: keys used since the
-// hand last passed get a second chance, and among the others an idle key (its state is that
-// of an absent key, so nothing is lost) is preferred. An absent key is a full bucket.
+// whose slots hold the key and its state inline, so a decision touches one cache line.
+// When a shard is full, a CLOCK sweep picks the key to forget: keys used since the hand
+// last passed get a second chance, and among the others an idle key (its state is that of
+// an absent key, so nothing is lost) is preferred. An absent key is a full bucket.
 // Keys longer than kMaxKeyBytes are kept as a prefix plus a hash of the whole key.
 // Thread-safe; decisions on different shards run in parallel.
 class MemoryStore final : public Store {
