@@ -120,7 +120,7 @@ TEST(SlidingWindowLog, WeightedCostRetryWaitsForEnoughUnits) {
 TEST(SlidingWindowLog, StaleReadingIsLoggedAtTheNewestTime) {
   OneKey key(window(AlgorithmKind::kSlidingWindowLog, 2, 1000));
   EXPECT_TRUE(key.at(500).allowed());
-  EXPECT_TRUE(key.at(400).allowed());  // stale: logged at 500, not 400
+  EXPECT_TRUE(key.at(400).allowed());    // stale: logged at 500, not 400
   EXPECT_FALSE(key.at(1450).allowed());  // had it been logged at 400 this would pass
   EXPECT_TRUE(key.at(1500).allowed());
 }
@@ -334,8 +334,7 @@ TEST(LeakyBucket, StaleReadingSeesAFullerQueueNeverAnEmptierOne) {
 class EveryAlgorithm : public ::testing::TestWithParam<AlgorithmKind> {
  protected:
   AlgorithmParams params() const {
-    return isWindowAlgorithm(GetParam()) ? window(GetParam(), 4, 1000)
-                                         : bucket(GetParam(), 4, 4);
+    return isWindowAlgorithm(GetParam()) ? window(GetParam(), 4, 1000) : bucket(GetParam(), 4, 4);
   }
 };
 
@@ -369,10 +368,16 @@ TEST_P(EveryAlgorithm, RetryAfterIsNeverEarlyAndIsEnough) {
   EXPECT_TRUE(key.atNs(retry_ns, 2).allowed());
 }
 
-TEST_P(EveryAlgorithm, StateSizeIsReported) {
+TEST_P(EveryAlgorithm, StateSizeIsReportedAndFitsTheSlot) {
   OneKey key(params());
-  EXPECT_GE(key.algorithm().stateBytes(), sizeof(int64_t));
-  EXPECT_LE(key.algorithm().stateBytes(), 3 * sizeof(int64_t) + 4 * sizeof(int64_t));
+  size_t bytes = key.algorithm().stateBytes();
+  EXPECT_GE(bytes, sizeof(int64_t));
+  if (GetParam() == AlgorithmKind::kSlidingWindowLog) {
+    EXPECT_EQ(bytes, 2 * sizeof(int64_t) + sizeof(std::vector<int64_t>) + 4 * sizeof(int64_t));
+  } else {
+    EXPECT_LE(bytes, sizeof(KeyState::word));  // fits the words kept inline in the store
+  }
+  EXPECT_EQ(sizeof(KeyState), 32u);
 }
 
 INSTANTIATE_TEST_SUITE_P(All, EveryAlgorithm,

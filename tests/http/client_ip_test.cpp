@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 // Client IP through trusted proxies only: forged headers must not choose the key.
-#include <gtest/gtest.h>
-
 #include "http/client_ip.h"
+
+#include <gtest/gtest.h>
 
 namespace floodgate::http {
 namespace {
@@ -49,8 +49,7 @@ TEST(ClientIp, NoTrustedProxiesMeansThePeer) {
 TEST(ClientIp, WalksRightToLeftPastTrustedHops) {
   TrustedProxies trusted = proxies({"10.0.0.0/8"});
   // The client forged "6.6.6.6"; the first proxy appended the real client 198.51.100.7.
-  EXPECT_EQ(clientIp("10.0.0.2", {}, {"6.6.6.6, 198.51.100.7, 10.0.0.1"}, trusted),
-            "198.51.100.7");
+  EXPECT_EQ(clientIp("10.0.0.2", {}, {"6.6.6.6, 198.51.100.7, 10.0.0.1"}, trusted), "198.51.100.7");
 }
 
 TEST(ClientIp, ForgedHeaderFromAClientBehindOneProxyDoesNotChooseTheKey) {
@@ -77,8 +76,8 @@ TEST(ClientIp, GarbageHopStopsTheWalkAtTheLastTrustedHop) {
 
 TEST(ClientIp, ForwardedHeaderWithQuotesPortsAndIpv6) {
   TrustedProxies trusted = proxies({"10.0.0.0/8", "2001:db8:ffff::/48"});
-  EXPECT_EQ(clientIp("10.0.0.2", {R"(for=6.6.6.6, for="[2001:db8:cafe::17]:4711";proto=https)"},
-                     {}, trusted),
+  EXPECT_EQ(clientIp("10.0.0.2", {R"(for=6.6.6.6, for="[2001:db8:cafe::17]:4711";proto=https)"}, {},
+                     trusted),
             "2001:db8:cafe::17");
   EXPECT_EQ(clientIp("10.0.0.2", {"For=\"192.0.2.43:47011\";by=10.0.0.2"}, {}, trusted),
             "192.0.2.43");

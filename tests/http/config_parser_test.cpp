@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 // The `http:` section: what a valid one yields, and file:line:column for what is wrong.
-#include <gtest/gtest.h>
-
 #include "http/config_parser.h"
+
+#include <gtest/gtest.h>
 
 namespace floodgate::http {
 namespace {
@@ -110,8 +110,9 @@ TEST(HttpConfig, BadKeyProxyAndUnknownField) {
 }
 
 TEST(HttpConfig, DuplicateNamesAndUnsupportedStore) {
-  std::string policy = "    - name: twice\n      key: ip\n      algorithm: gcra\n"
-                       "      capacity: 1\n      rate_per_s: 1\n";
+  std::string policy =
+      "    - name: twice\n      key: ip\n      algorithm: gcra\n"
+      "      capacity: 1\n      rate_per_s: 1\n";
   EXPECT_EQ(firstError("http:\n  policies:\n" + policy + policy),
             "f.yaml:8:13: policy name 'twice' is used twice; names must be unique (they appear "
             "in RateLimit headers)");
@@ -136,6 +137,12 @@ TEST(HttpConfig, YamlSyntaxErrorHasAPosition) {
   std::string error = firstError("http:\n  policies: [\n");
   EXPECT_EQ(error.rfind("f.yaml:", 0), 0u) << error;
   EXPECT_NE(error.find(':', 7), std::string::npos);
+}
+
+TEST(HttpConfig, EmptySectionMeansNoPolicies) {
+  auto config = parseHttpConfigText("http:\n", "f.yaml");
+  ASSERT_TRUE(config.ok()) << config.error().message;
+  EXPECT_TRUE(config->policies.empty());
 }
 
 TEST(HttpConfig, MissingSectionAndMissingFile) {

@@ -182,11 +182,13 @@ TEST(ExampleService, RateLimitHeadersThen429WithRetryAfterAndProblemJson) {
 
   auto metrics = client.Get("/metrics", {{"X-Forwarded-For", "198.51.100.3"}});
   ASSERT_TRUE(metrics);
-  EXPECT_NE(metrics->body.find(R"(floodgate_http_decisions_total{policy="per-key",outcome="rejected"} 1)"),
+  EXPECT_NE(metrics->body.find(
+                R"(floodgate_http_decisions_total{policy="per-key",outcome="rejected"} 1)"),
             std::string::npos)
       << metrics->body;
-  EXPECT_NE(metrics->body.find(R"(floodgate_http_requests_total{route="/api/reports",code="429"} 1)"),
-            std::string::npos)
+  EXPECT_NE(
+      metrics->body.find(R"(floodgate_http_requests_total{route="/api/reports",code="429"} 1)"),
+      std::string::npos)
       << metrics->body;
 }
 
@@ -209,8 +211,9 @@ TEST(ExampleService, RequestsNoPolicyMatchesCarryNoRateLimitHeaders) {
 }
 
 TEST(ExampleService, InvalidConfigExitsOneWithFileLineColumn) {
-  ExampleService service("http:\n  policies:\n    - name: x\n      key: ip\n"
-                         "      algorithm: gcra\n      capacity: many\n      rate_per_s: 1\n");
+  ExampleService service(
+      "http:\n  policies:\n    - name: x\n      key: ip\n"
+      "      algorithm: gcra\n      capacity: many\n      rate_per_s: 1\n");
   EXPECT_EQ(service.port(), 0);
   EXPECT_EQ(service.exitCode(), 1);
   std::string err = service.stderrText();

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: MIT
 // floodgate lab: replay, the busiest window, the exact JSON shape, text, SVG and the CLI flags.
+#include "http/lab/lab.h"
+
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -7,7 +9,6 @@
 #include <sstream>
 
 #include "cli/commands.h"
-#include "http/lab/lab.h"
 #include "http/lab/lab_command.h"
 
 // Declared in cli/commands.h once the lab joins the floodgate binary; until then, here.
@@ -67,6 +68,7 @@ TEST(Lab, BusiestWindowCountsDelayedRequestsWhenTheyGoUpstream) {
   EXPECT_EQ(report->results[0].max_in_window, 6);  // the boundary burst: twice the limit
   EXPECT_EQ(report->results[0].max_window_start_ms, 900);
 
+  o.limit.reset();
   o.algorithms = {"leaky_bucket"};
   o.capacity = 6;
   o.rate_per_s = 2;  // six queued leave at 900, 1400, ..., 3400
@@ -130,6 +132,10 @@ TEST(Lab, UsageErrorsNameTheFlag) {
   o = fixedAndLeaky();
   o.rate_per_s.reset();
   EXPECT_EQ(runLab(o).error().message, "leaky_bucket needs --capacity and --rate (per second)");
+  o = fixedAndLeaky();
+  o.algorithms = {"gcra"};
+  EXPECT_EQ(runLab(o).error().message,
+            "--limit is for window algorithms; gcra takes --capacity and --rate");
   o.algorithms = {"bogus"};
   EXPECT_EQ(runLab(o).error().kind, ErrorKind::kUsage);
   o.algorithms = {"gcra", "gcra", "gcra"};
@@ -160,11 +166,11 @@ Status runCli(std::vector<std::string> args, std::string& output) {
 TEST(LabCli, JsonAndSvgFromFlags) {
   std::string svg_path = ::testing::TempDir() + "floodgate-lab-test.svg";
   std::string out;
-  Status status = runCli({"lab", "--algorithm", "fixed_window", "--algorithm", "gcra",
-                          "--limit", "2", "--window", "500", "--capacity", "2", "--rate", "4",
-                          "--cost", "1", "--arrivals", "0,10,20,600", "--json", "--svg",
-                          svg_path},
-                         out);
+  Status status = runCli(
+      {"lab",      "--algorithm", "fixed_window", "--algorithm", "gcra",   "--limit", "2",
+       "--window", "500",         "--capacity",   "2",           "--rate", "4",       "--cost",
+       "1",        "--arrivals",  "0,10,20,600",  "--json",      "--svg",  svg_path},
+      out);
   ASSERT_TRUE(status.ok()) << status.error().message;
   auto json = nlohmann::json::parse(out);
   ASSERT_EQ(json["results"].size(), 2u);

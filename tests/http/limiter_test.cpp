@@ -1,9 +1,13 @@
 // SPDX-License-Identifier: MIT
 // Policy composition: matching, keys, all-or-nothing with refunds, the binding policy.
+#include "http/limiter.h"
+
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <thread>
+
 #include "http/config_parser.h"
-#include "http/limiter.h"
 
 namespace floodgate::http {
 namespace {
@@ -218,6 +222,38 @@ TEST(Limiter, FailureModeOpenAdmitsAndClosedRejects) {
   EXPECT_FALSE(v.decisions[0].reserved);  // nothing recorded, so nothing to refund
 }
 
+TEST(Limiter, ManyThreadsThroughTwoPoliciesAdmitExactlyTheTighterLimit) {
+  // The per-key budget (300) is shared by two addresses each allowed 200: all-or-nothing
+  // with refunds must let exactly 300 through, never more, however threads interleave.
+  Fixture f(R"(http:
+  policies:
+    - name: per-key
+      key: header:X-API-Key
+      algorithm: token_bucket
+      capacity: 300
+      rate_per_s: 0.001
+    - name: per-ip
+      key: ip
+      algorithm: sliding_window_log
+      limit: 200
+      window_ms: 3600000
+)");
+  std::atomic<int> admitted{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      std::string_view peer = t % 2 == 0 ? "192.0.2.1" : "192.0.2.2";
+      for (int i = 0; i < 500; ++i) {
+        if (f.limiter->check(request("GET", "/", peer, {{"X-API-Key", "shared"}})).allowed()) {
+          admitted.fetch_add(1);
+        }
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  EXPECT_EQ(admitted.load(), 300);
+}
+
 TEST(Limiter, LongestDelayOfTheQueuesGoesWithAnAdmission) {
   Fixture f(R"(http:
   policies:
@@ -229,6 +265,33 @@ TEST(Limiter, LongestDelayOfTheQueuesGoesWithAnAdmission) {
 )");
   EXPECT_EQ(f.limiter->check(request("GET", "/", "192.0.2.1")).binding.delay_ns, 0);
   EXPECT_EQ(f.limiter->check(request("GET", "/", "192.0.2.1")).binding.delay_ns, 100 * kMs);
+}
+
+}  // namespace
+}  // namespace floodgate::http
+
+namespace floodgate::http {
+namespace {
+
+TEST(Clocks, RealClocksNeverGoBackwardsAndManualOneMovesOnlyWhenTold) {
+  SteadyClock steady;
+  CoarseSteadyClock coarse;
+  int64_t last_steady = steady.nowNs();
+  int64_t last_coarse = coarse.nowNs();
+  for (int i = 0; i < 1000; ++i) {
+    int64_t s = steady.nowNs();
+    int64_t c = coarse.nowNs();
+    EXPECT_GE(s, last_steady);
+    EXPECT_GE(c, last_coarse);
+    last_steady = s;
+    last_coarse = c;
+  }
+  ManualClock manual(5);
+  EXPECT_EQ(manual.nowNs(), 5);
+  manual.advanceMs(2);
+  EXPECT_EQ(manual.nowNs(), 2'000'005);
+  manual.setMs(1);
+  EXPECT_EQ(manual.nowNs(), 1'000'000);
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The in-memory store: absent keys, bounded memory with eviction, and many threads on one key.
+#include "http/memory_store.h"
+
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -7,7 +9,7 @@
 #include <vector>
 
 #include "http/algorithm_harness.h"
-#include "http/memory_store.h"
+#include "http/compact_key.h"
 
 namespace floodgate::http {
 namespace {
@@ -42,6 +44,21 @@ TEST(MemoryStore, RotatingKeysCannotGrowItBeyondTheBound) {
   EXPECT_EQ(stats.evicted_active + stats.evicted_idle, 10'000 - stats.keys);
 }
 
+TEST(MemoryStore, KeysStayFindableThroughEvictionsAndGrowth) {
+  // Capacity 1 and no refill: a key that is found again is rejected; one lost is admitted.
+  MemoryStore store(make(bucket(AlgorithmKind::kGcra, 1, 0.001)), {.max_keys = 50, .shards = 1});
+  for (int i = 0; i < 5'000; ++i) {
+    std::string key = "k" + std::to_string(i * 7919 % 100'003);
+    ASSERT_TRUE(store.decide(key, 0, 1)->allowed()) << key;
+    ASSERT_FALSE(store.decide(key, 0, 1)->allowed()) << key;
+    if (i >= 1) {  // the key before survives one insertion (it was just used)
+      std::string previous = "k" + std::to_string((i - 1) * 7919 % 100'003);
+      ASSERT_FALSE(store.decide(previous, 0, 1)->allowed()) << previous;
+    }
+  }
+  EXPECT_EQ(store.stats().keys, 50);
+}
+
 TEST(MemoryStore, EvictsIdleKeysBeforeKeysThatStillHoldState) {
   // One shard of two keys: "busy" is used up, "idle" is full again by the time "new" comes.
   MemoryStore store(make(bucket(AlgorithmKind::kGcra, 1, 1)), {.max_keys = 2, .shards = 1});
@@ -56,8 +73,8 @@ TEST(MemoryStore, EvictsIdleKeysBeforeKeysThatStillHoldState) {
 
 TEST(MemoryStore, PrefersAnIdleKeyOverTheColdestBusyOne) {
   MemoryStore store(make(bucket(AlgorithmKind::kGcra, 1, 1)), {.max_keys = 2, .shards = 1});
-  EXPECT_TRUE(store.decide("busy", 5000 * kMs, 1)->allowed());   // coldest, but not idle
-  EXPECT_TRUE(store.decide("spent", 0, 1)->allowed());           // hotter, idle by 5100
+  EXPECT_TRUE(store.decide("busy", 5000 * kMs, 1)->allowed());  // coldest, but not idle
+  EXPECT_TRUE(store.decide("spent", 0, 1)->allowed());          // hotter, idle by 5100
   EXPECT_TRUE(store.decide("new", 5100 * kMs, 1)->allowed());
   EXPECT_EQ(store.stats().evicted_idle, 1);
   EXPECT_FALSE(store.decide("busy", 5200 * kMs, 1)->allowed());
@@ -88,9 +105,8 @@ TEST_P(OneHotKey, ManyThreadsNeverAdmitMoreThanTheLimit) {
   constexpr int kLimit = 1000;
   constexpr int kThreads = 8;
   constexpr int kAttemptsPerThread = 1000;
-  AlgorithmParams params = isWindowAlgorithm(GetParam())
-                               ? window(GetParam(), kLimit, 60'000)
-                               : bucket(GetParam(), kLimit, 0.001);
+  AlgorithmParams params = isWindowAlgorithm(GetParam()) ? window(GetParam(), kLimit, 60'000)
+                                                         : bucket(GetParam(), kLimit, 0.001);
   MemoryStore store(make(params), {.max_keys = 1000, .shards = 16});
   std::atomic<int> admitted{0};
   std::vector<std::thread> threads;
@@ -109,8 +125,8 @@ TEST_P(OneHotKey, ThreadsWithClocksThatDisagreeNeverOverAdmit) {
   // Each thread reads "now" a little differently (stale readings up to 7 ms): the total
   // over the run must stay within what the newest reading allows.
   constexpr int kThreads = 4;
-  AlgorithmParams params = isWindowAlgorithm(GetParam()) ? window(GetParam(), 50, 10'000)
-                                                         : bucket(GetParam(), 50, 1);
+  AlgorithmParams params =
+      isWindowAlgorithm(GetParam()) ? window(GetParam(), 50, 10'000) : bucket(GetParam(), 50, 1);
   MemoryStore store(make(params), {.max_keys = 100, .shards = 4});
   std::atomic<int> admitted{0};
   std::vector<std::thread> threads;
@@ -134,6 +150,31 @@ INSTANTIATE_TEST_SUITE_P(All, OneHotKey,
                                            AlgorithmKind::kTokenBucket, AlgorithmKind::kGcra,
                                            AlgorithmKind::kLeakyBucket),
                          [](const auto& info) { return std::string(algorithmName(info.param)); });
+
+}  // namespace
+}  // namespace floodgate::http
+
+namespace floodgate::http {
+namespace {
+
+TEST(CompactKey, InlineUpTo23BytesHeapBeyondAndMovesOwnership) {
+  for (size_t length : {0, 1, 15, 23, 24, 300}) {
+    std::string text(length, 'x');
+    if (length > 0) text.front() = 'a';
+    CompactKey key;
+    key.assign(text);
+    EXPECT_EQ(key.view(), text) << length;
+    CompactKey moved(std::move(key));
+    EXPECT_EQ(moved.view(), text) << length;
+    EXPECT_EQ(key.view(), "");  // NOLINT: a moved-from key is empty by contract
+    CompactKey assigned;
+    assigned.assign("something else entirely, long enough for the heap");
+    assigned = std::move(moved);
+    EXPECT_EQ(assigned.view(), text) << length;
+    assigned.assign("short");
+    EXPECT_EQ(assigned.view(), "short");
+  }
+}
 
 }  // namespace
 }  // namespace floodgate::http

@@ -24,8 +24,7 @@ void addLabCommand(CLI::App& app, Action& selected) {
   lab->add_option("--rate", flags->options.rate_per_s,
                   "bucket algorithms: refill (leaky_bucket: drain) rate per second");
   lab->add_option("--cost", flags->options.cost, "cost of each request (default 1)");
-  lab->add_option("--arrivals", flags->arrivals, "arrival times in ms, e.g. 0,10,20")
-      ->required();
+  lab->add_option("--arrivals", flags->arrivals, "arrival times in ms, e.g. 0,10,20")->required();
   lab->add_flag("--json", flags->json, "print JSON instead of a table");
   lab->add_option("--svg", flags->svg_path, "also draw the timelines into this SVG file");
   lab->callback([&selected, flags] {

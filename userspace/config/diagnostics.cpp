@@ -8,8 +8,7 @@ namespace floodgate::config {
 
 std::string formatDiagnostic(const Diagnostic& d) {
   if (d.line <= 0) return d.file + ": " + d.message;
-  return d.file + ":" + std::to_string(d.line) + ":" + std::to_string(d.column) + ": " +
-         d.message;
+  return d.file + ":" + std::to_string(d.line) + ":" + std::to_string(d.column) + ": " + d.message;
 }
 
 void Diagnostics::add(std::string file, int line, int column, std::string message) {

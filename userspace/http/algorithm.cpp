@@ -66,8 +66,8 @@ Result<std::shared_ptr<const Algorithm>> makeAlgorithm(const AlgorithmParams& p)
     }
   } else {
     if (p.capacity < 1 || p.capacity > kMaxLimit) {
-      return Error::usage(name + " needs a capacity between 1 and " +
-                          std::to_string(kMaxLimit) + ", got " + std::to_string(p.capacity));
+      return Error::usage(name + " needs a capacity between 1 and " + std::to_string(kMaxLimit) +
+                          ", got " + std::to_string(p.capacity));
     }
     if (!(p.rate_per_s >= kMinRatePerS && p.rate_per_s <= kMaxRatePerS)) {
       return Error::usage(name + " needs a rate_per_s between 0.001 and 1e9, got " +

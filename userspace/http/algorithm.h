@@ -51,9 +51,22 @@ inline constexpr double kMaxRatePerS = 1e9;
 
 // The state of one key. A zero-initialised KeyState is an absent key, which every algorithm
 // treats as a full bucket / empty window. The meaning of `word` is private to the algorithm.
+// 32 bytes, so the store's slot of key + state fits one cache line.
 struct KeyState {
   std::array<int64_t, 3> word{};
-  std::vector<int64_t> log;  // sliding window log only: admitted arrival times, oldest first
+  // Sliding window log only: admitted arrival times, oldest first; made on first use.
+  std::unique_ptr<std::vector<int64_t>> log;
+
+  KeyState() = default;
+  KeyState(const KeyState& other) : word(other.word) {
+    if (other.log) log = std::make_unique<std::vector<int64_t>>(*other.log);
+  }
+  KeyState& operator=(const KeyState& other) {
+    if (this != &other) *this = KeyState(other);
+    return *this;
+  }
+  KeyState(KeyState&&) noexcept = default;
+  KeyState& operator=(KeyState&&) noexcept = default;
 };
 
 // A rate-limit algorithm with fixed parameters. Instances are immutable and thread-safe;

@@ -21,6 +21,14 @@ class SteadyClock final : public Clock {
   int64_t nowNs() const override;
 };
 
+// CLOCK_MONOTONIC_COARSE: a few ns to read instead of tens, but it advances in kernel ticks
+// (1-4 ms). A reading lags real time by less than a tick, which the algorithms treat like a
+// stale reading: never more admitted, retry-after at most one tick longer than needed.
+class CoarseSteadyClock final : public Clock {
+ public:
+  int64_t nowNs() const override;
+};
+
 // A clock that only moves when told to; for tests and `floodgate lab`. Thread-safe.
 // It may be set backwards on purpose: the algorithms must tolerate stale readings.
 class ManualClock final : public Clock {

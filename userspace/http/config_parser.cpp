@@ -81,16 +81,16 @@ std::optional<std::string> Parser::readString(const YAML::Node& node, const std:
   return node.Scalar();
 }
 
-std::optional<int64_t> Parser::readInt(const YAML::Node& node, const std::string& what,
-                                       int64_t min, int64_t max) {
+std::optional<int64_t> Parser::readInt(const YAML::Node& node, const std::string& what, int64_t min,
+                                       int64_t max) {
   int64_t value = 0;
   if (!node.IsScalar() || !YAML::convert<int64_t>::decode(node, value)) {
     error(node, what + " must be a whole number");
     return std::nullopt;
   }
   if (value < min || value > max) {
-    error(node, what + " must be between " + std::to_string(min) + " and " +
-                    std::to_string(max) + ", got " + std::to_string(value));
+    error(node, what + " must be between " + std::to_string(min) + " and " + std::to_string(max) +
+                    ", got " + std::to_string(value));
     return std::nullopt;
   }
   return value;
@@ -115,6 +115,7 @@ std::optional<double> Parser::readDouble(const YAML::Node& node, const std::stri
 
 HttpConfig Parser::parse(const YAML::Node& http) {
   HttpConfig config;
+  if (http.IsNull()) return config;  // `http:` with nothing under it: no policies
   if (!requireMap(http, "http")) return config;
   rejectUnknownKeys(http, "http", {"trusted_proxies", "store", "policies"});
   if (http["trusted_proxies"]) parseTrustedProxies(http["trusted_proxies"], config);
@@ -164,8 +165,8 @@ void Parser::parseStore(const YAML::Node& node, StoreConfig& store) {
   if (node["type"]) {
     if (auto type = readString(node["type"], "http.store.type")) {
       if (*type != "memory") {
-        error(node["type"], "store type '" + *type +
-                                "' is not supported by this build; use 'memory'");
+        error(node["type"],
+              "store type '" + *type + "' is not supported by this build; use 'memory'");
       } else {
         store.type = *type;
       }
@@ -221,8 +222,9 @@ void Parser::parseAlgorithm(const YAML::Node& policy, const std::string& what,
                             AlgorithmParams& params) {
   const YAML::Node algorithm = policy["algorithm"];
   if (!algorithm) {
-    error(policy, what + " needs an algorithm (fixed_window, sliding_window_log, "
-                         "sliding_window_counter, token_bucket, gcra, leaky_bucket)");
+    error(policy, what +
+                      " needs an algorithm (fixed_window, sliding_window_log, "
+                      "sliding_window_counter, token_bucket, gcra, leaky_bucket)");
     return;
   }
   auto name = readString(algorithm, what + ".algorithm");
@@ -278,8 +280,8 @@ std::optional<PolicyConfig> Parser::parsePolicy(const YAML::Node& node, size_t i
     error(node, what + " needs a name");
   } else if (auto name = readString(node["name"], what + ".name")) {
     if (!std::all_of(name->begin(), name->end(), isNameChar)) {
-      error(node["name"], "policy name '" + *name +
-                              "' may only hold letters, digits, '_', '-' and '.'");
+      error(node["name"],
+            "policy name '" + *name + "' may only hold letters, digits, '_', '-' and '.'");
     }
     policy.name = *name;
     what = "policy '" + *name + "'";
@@ -299,7 +301,8 @@ std::optional<PolicyConfig> Parser::parsePolicy(const YAML::Node& node, size_t i
       policy.key.kind = KeyKind::kHeader;
       policy.key.header = key->substr(7);
     } else {
-      error(node["key"], "key '" + *key + "' must be ip, user or header:NAME (e.g. header:X-API-Key)");
+      error(node["key"],
+            "key '" + *key + "' must be ip, user or header:NAME (e.g. header:X-API-Key)");
     }
   }
 

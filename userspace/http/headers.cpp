@@ -37,7 +37,8 @@ std::string rateLimitHeader(const Verdict& verdict) {
   std::string out;
   for (const PolicyDecision& pd : verdict.decisions) {
     if (!out.empty()) out += ", ";
-    out += sfString(pd.policy->name) + ";r=" + std::to_string(std::max<int64_t>(0, pd.decision.remaining)) +
+    out += sfString(pd.policy->name) +
+           ";r=" + std::to_string(std::max<int64_t>(0, pd.decision.remaining)) +
            ";t=" + std::to_string(ceilSeconds(pd.decision.reset_ns));
   }
   return out;
@@ -49,10 +50,13 @@ int64_t retryAfterSeconds(int64_t retry_after_ns) {
 
 int statusFor(const Verdict& verdict) {
   switch (verdict.binding.outcome) {
-    case Outcome::kAllowed: return 200;
-    case Outcome::kStoreUnavailable: return 503;
+    case Outcome::kAllowed:
+      return 200;
+    case Outcome::kStoreUnavailable:
+      return 503;
     case Outcome::kRejected:
-    case Outcome::kCostExceedsBurst: return 429;
+    case Outcome::kCostExceedsBurst:
+      return 429;
   }
   return 429;
 }

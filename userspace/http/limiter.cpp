@@ -27,10 +27,14 @@ std::string_view trim(std::string_view s) {
 // Rank of a rejection for choosing the binding policy: can-never-succeed first.
 int severity(Outcome outcome) {
   switch (outcome) {
-    case Outcome::kCostExceedsBurst: return 3;
-    case Outcome::kStoreUnavailable: return 2;
-    case Outcome::kRejected: return 1;
-    case Outcome::kAllowed: return 0;
+    case Outcome::kCostExceedsBurst:
+      return 3;
+    case Outcome::kStoreUnavailable:
+      return 2;
+    case Outcome::kRejected:
+      return 1;
+    case Outcome::kAllowed:
+      return 0;
   }
   return 0;
 }
@@ -112,9 +116,8 @@ Verdict Limiter::check(const RequestInfo& request) {
       // The store could not answer: the failure mode decides; no state to refund later.
       pd.decision.limit = policy.algorithm->quota();
       pd.decision.remaining = config.failure_mode == FailureMode::kOpen ? pd.decision.limit : 0;
-      pd.decision.outcome = config.failure_mode == FailureMode::kOpen
-                                ? Outcome::kAllowed
-                                : Outcome::kStoreUnavailable;
+      pd.decision.outcome = config.failure_mode == FailureMode::kOpen ? Outcome::kAllowed
+                                                                      : Outcome::kStoreUnavailable;
     }
     pd.decision.policy = config.name;
     pd.key = std::move(key);
@@ -132,10 +135,10 @@ Verdict Limiter::check(const RequestInfo& request) {
       continue;
     }
     const Decision& b = binding->decision;
-    bool worse = severity(d.outcome) != severity(b.outcome)
-                     ? severity(d.outcome) > severity(b.outcome)
-                     : (d.allowed() ? d.remaining < b.remaining
-                                    : d.retry_after_ns > b.retry_after_ns);
+    bool worse =
+        severity(d.outcome) != severity(b.outcome)
+            ? severity(d.outcome) > severity(b.outcome)
+            : (d.allowed() ? d.remaining < b.remaining : d.retry_after_ns > b.retry_after_ns);
     if (worse) binding = &pd;
   }
   if (binding == nullptr) return verdict;  // no policy applies: allowed, unlimited

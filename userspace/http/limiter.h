@@ -46,7 +46,7 @@ struct Verdict {
   // (a policy whose cost exceeds its burst wins over all); when allowed, the policy with
   // the fewest units remaining, carrying the longest delay of all.
   Decision binding;
-  std::vector<PolicyDecision> decisions;  // every matching policy, in config order
+  std::vector<PolicyDecision> decisions;   // every matching policy, in config order
   std::vector<std::string_view> violated;  // names of the policies that rejected
   std::string client_ip;
 

@@ -1,20 +1,16 @@
 // SPDX-License-Identifier: MIT
-// The in-memory store: hash to a shard, lock it, find or make the key's state, decide.
+// The in-memory store: hash to a shard, lock it, find or make the key's slot, decide.
 #include "http/memory_store.h"
+
+#include <sys/mman.h>
 
 #include <algorithm>
 #include <bit>
+#include <cstdlib>
 #include <functional>
+#include <new>
 
 namespace floodgate::http {
-
-struct MemoryStore::Entry {
-  std::string key;
-  size_t hash = 0;
-  KeyState state;
-  Entry* hotter = nullptr;
-  Entry* colder = nullptr;
-};
 
 namespace {
 
@@ -28,111 +24,167 @@ std::string_view boundedKey(std::string_view key, std::string& scratch) {
   return scratch;
 }
 
-// How many entries near the cold end are checked for an idle one before evicting the coldest.
-constexpr int kIdleScan = 8;
+// Bit 1 set (never 0, the empty mark), bit 0 clear (room for the reference bit).
+uint64_t hashOf(std::string_view key) {
+  return (std::hash<std::string_view>{}(key) | 2) & ~uint64_t{1};
+}
+
+// A shard's table starts this small and doubles whenever it would be over 3/4 full.
+constexpr size_t kInitialSlots = 16;
+// How many occupied slots one eviction looks at, at most.
+constexpr int kEvictionScan = 32;
 
 }  // namespace
+
+template <class T>
+T* MemoryStore::HugePageAllocator<T>::allocate(size_t n) {
+  constexpr size_t kHugePage = 2 << 20;
+  size_t bytes = n * sizeof(T);
+  if (bytes < kHugePage) return std::allocator<T>{}.allocate(n);
+  bytes = (bytes + kHugePage - 1) / kHugePage * kHugePage;
+  void* p = std::aligned_alloc(kHugePage, bytes);
+  if (p == nullptr) throw std::bad_alloc();
+  madvise(p, bytes, MADV_HUGEPAGE);  // advice only: without huge pages it still works
+  return static_cast<T*>(p);
+}
+
+template <class T>
+void MemoryStore::HugePageAllocator<T>::deallocate(T* p, size_t n) {
+  if (n * sizeof(T) < (2 << 20)) {
+    std::allocator<T>{}.deallocate(p, n);
+  } else {
+    std::free(p);
+  }
+}
 
 MemoryStore::MemoryStore(std::shared_ptr<const Algorithm> algorithm, MemoryStoreOptions options)
     : algorithm_(std::move(algorithm)) {
   size_t shards = std::bit_ceil(static_cast<size_t>(std::max(1, options.shards)));
   shard_mask_ = shards - 1;
-  keys_per_shard_ =
-      std::max<size_t>(1, (static_cast<size_t>(std::max<int64_t>(1, options.max_keys)) +
-                           shards - 1) / shards);
+  size_t max_keys = static_cast<size_t>(std::max<int64_t>(1, options.max_keys));
+  keys_per_shard_ = std::max<size_t>(1, (max_keys + shards - 1) / shards);
   shards_ = std::make_unique<Shard[]>(shards);
+  for (size_t i = 0; i < shards; ++i) shards_[i].slots.resize(kInitialSlots);
 }
 
-MemoryStore::~MemoryStore() {
-  for (size_t i = 0; i <= shard_mask_; ++i) {
-    Entry* e = shards_[i].hottest;
-    while (e != nullptr) {
-      Entry* next = e->colder;
-      delete e;
-      e = next;
-    }
+MemoryStore::~MemoryStore() = default;
+
+MemoryStore::Shard& MemoryStore::shardFor(uint64_t hash) {
+  // Slots are indexed by the low bits; take the shard from the high ones.
+  return shards_[(hash >> 48) & shard_mask_];
+}
+
+size_t MemoryStore::probe(const Shard& shard, uint64_t hash, std::string_view key) const {
+  const size_t mask = shard.slots.size() - 1;
+  size_t i = home(hash, shard.slots.size());
+  while (!shard.slots[i].empty() &&
+         (shard.slots[i].hash() != hash || shard.slots[i].key.view() != key)) {
+    i = (i + 1) & mask;
   }
+  return i;
 }
 
-MemoryStore::Shard& MemoryStore::shardFor(size_t hash) {
-  // The map buckets by the low bits; take the shard from the high ones.
-  return shards_[(hash >> 40) & shard_mask_];
+void MemoryStore::grow(Shard& shard) {
+  auto old = std::move(shard.slots);
+  shard.slots.clear();
+  shard.slots.resize(old.size() * 2);
+  const size_t mask = shard.slots.size() - 1;
+  for (Slot& slot : old) {
+    if (slot.empty()) continue;
+    size_t i = home(slot.hash(), shard.slots.size());
+    while (!shard.slots[i].empty()) i = (i + 1) & mask;
+    shard.slots[i] = std::move(slot);
+  }
+  shard.hand = 0;
 }
 
-void MemoryStore::unlink(Shard& shard, Entry* e) {
-  (e->hotter ? e->hotter->colder : shard.hottest) = e->colder;
-  (e->colder ? e->colder->hotter : shard.coldest) = e->hotter;
-  e->hotter = e->colder = nullptr;
-}
-
-void MemoryStore::pushHot(Shard& shard, Entry* e) {
-  e->colder = shard.hottest;
-  e->hotter = nullptr;
-  if (shard.hottest) shard.hottest->hotter = e;
-  shard.hottest = e;
-  if (!shard.coldest) shard.coldest = e;
+void MemoryStore::erase(Shard& shard, size_t index) {
+  // Backward-shift deletion keeps every probe sequence unbroken without tombstones.
+  const size_t mask = shard.slots.size() - 1;
+  size_t hole = index;
+  for (size_t j = (hole + 1) & mask; !shard.slots[j].empty(); j = (j + 1) & mask) {
+    size_t h = home(shard.slots[j].hash(), shard.slots.size());
+    // Move j into the hole unless its home lies cyclically in (hole, j].
+    bool home_after_hole = hole <= j ? (h > hole && h <= j) : (h > hole || h <= j);
+    if (home_after_hole) continue;
+    shard.slots[hole] = std::move(shard.slots[j]);
+    hole = j;
+  }
+  shard.slots[hole] = Slot{};
+  --shard.used;
 }
 
 void MemoryStore::evictOne(Shard& shard, int64_t now_ns) {
-  Entry* victim = shard.coldest;
-  Entry* candidate = shard.coldest;
-  for (int i = 0; i < kIdleScan && candidate != nullptr; ++i, candidate = candidate->hotter) {
-    if (algorithm_->idle(candidate->state, now_ns)) {
-      victim = candidate;
+  const size_t mask = shard.slots.size() - 1;
+  size_t victim = SIZE_MAX;
+  int seen = 0;
+  // Bounded: after one full turn every reference bit is clear.
+  for (size_t step = 0; step < 2 * shard.slots.size() && seen < kEvictionScan; ++step) {
+    size_t i = shard.hand;
+    shard.hand = (shard.hand + 1) & mask;
+    Slot& slot = shard.slots[i];
+    if (slot.empty()) continue;
+    ++seen;
+    if (slot.referenced()) {
+      slot.setReferenced(false);  // a second chance
+      continue;
+    }
+    if (algorithm_->idle(slot.state, now_ns)) {
+      victim = i;
       break;
     }
+    if (victim == SIZE_MAX) victim = i;
   }
-  if (algorithm_->idle(victim->state, now_ns)) {
+  if (victim == SIZE_MAX) victim = (shard.hand - 1) & mask;  // all referenced: take the last
+  while (shard.slots[victim].empty()) victim = (victim + 1) & mask;
+  if (algorithm_->idle(shard.slots[victim].state, now_ns)) {
     ++shard.evicted_idle;
   } else {
     ++shard.evicted_active;
   }
-  shard.index.erase(KeyRef{victim->key, victim->hash});
-  unlink(shard, victim);
-  delete victim;
+  erase(shard, victim);
 }
 
-MemoryStore::Entry* MemoryStore::find(Shard& shard, const KeyRef& ref) {
-  auto it = shard.index.find(ref);
-  return it == shard.index.end() ? nullptr : it->second;
-}
-
-MemoryStore::Entry* MemoryStore::findOrInsert(Shard& shard, const KeyRef& ref, int64_t now_ns) {
-  if (Entry* e = find(shard, ref)) {
-    if (shard.hottest != e) {
-      unlink(shard, e);
-      pushHot(shard, e);
-    }
-    return e;
+MemoryStore::Slot& MemoryStore::findOrInsert(Shard& shard, uint64_t hash, std::string_view key,
+                                             int64_t now_ns) {
+  size_t i = probe(shard, hash, key);
+  if (!shard.slots[i].empty()) {
+    shard.slots[i].setReferenced(true);
+    return shard.slots[i];
   }
-  if (shard.index.size() >= keys_per_shard_) evictOne(shard, now_ns);
-  auto entry = std::make_unique<Entry>();
-  entry->key.assign(ref.key);
-  entry->hash = ref.hash;
-  Entry* e = entry.release();
-  shard.index.emplace(KeyRef{e->key, e->hash}, e);
-  pushHot(shard, e);
-  return e;
+  if (shard.used >= keys_per_shard_) {
+    evictOne(shard, now_ns);
+    i = probe(shard, hash, key);
+  } else if ((shard.used + 1) * 4 > shard.slots.size() * 3) {
+    grow(shard);
+    i = probe(shard, hash, key);
+  }
+  Slot& slot = shard.slots[i];
+  slot.tag = hash | 1;  // referenced
+  slot.key.assign(key);
+  ++shard.used;
+  return slot;
 }
 
 Result<Decision> MemoryStore::decide(std::string_view key, int64_t now_ns, int64_t cost) {
   std::string scratch;
-  KeyRef ref{boundedKey(key, scratch), 0};
-  ref.hash = std::hash<std::string_view>{}(ref.key);
-  Shard& shard = shardFor(ref.hash);
+  key = boundedKey(key, scratch);
+  uint64_t hash = hashOf(key);
+  Shard& shard = shardFor(hash);
   std::lock_guard lock(shard.mutex);
-  Entry* e = findOrInsert(shard, ref, now_ns);
-  return algorithm_->decide(e->state, now_ns, cost);
+  Slot& slot = findOrInsert(shard, hash, key, now_ns);
+  return algorithm_->decide(slot.state, now_ns, cost);
 }
 
 void MemoryStore::refund(std::string_view key, int64_t admitted_ns, int64_t cost) {
   std::string scratch;
-  KeyRef ref{boundedKey(key, scratch), 0};
-  ref.hash = std::hash<std::string_view>{}(ref.key);
-  Shard& shard = shardFor(ref.hash);
+  key = boundedKey(key, scratch);
+  uint64_t hash = hashOf(key);
+  Shard& shard = shardFor(hash);
   std::lock_guard lock(shard.mutex);
   // An evicted key has nothing to give back to.
-  if (Entry* e = find(shard, ref)) algorithm_->refund(e->state, admitted_ns, cost);
+  size_t i = probe(shard, hash, key);
+  if (!shard.slots[i].empty()) algorithm_->refund(shard.slots[i].state, admitted_ns, cost);
 }
 
 MemoryStoreStats MemoryStore::stats() const {
@@ -140,19 +192,13 @@ MemoryStoreStats MemoryStore::stats() const {
   for (size_t i = 0; i <= shard_mask_; ++i) {
     Shard& shard = shards_[i];
     std::lock_guard lock(shard.mutex);
-    s.keys += static_cast<int64_t>(shard.index.size());
+    s.keys += static_cast<int64_t>(shard.used);
     s.evicted_idle += shard.evicted_idle;
     s.evicted_active += shard.evicted_active;
   }
   return s;
 }
 
-size_t MemoryStore::overheadBytesPerKey() {
-  // The entry less the algorithm's state words, plus an unordered_map node (next pointer,
-  // key ref, value, cached hash) and one bucket pointer.
-  size_t entry = sizeof(Entry) - sizeof(std::array<int64_t, 3>);
-  size_t map_node = sizeof(void*) + sizeof(KeyRef) + sizeof(Entry*) + sizeof(size_t);
-  return entry + map_node + sizeof(void*);
-}
+size_t MemoryStore::slotBytes() { return sizeof(Slot); }
 
 }  // namespace floodgate::http

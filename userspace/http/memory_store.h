@@ -2,21 +2,19 @@
 // MemoryStore: sharded, thread-safe, bounded in-process state for one policy.
 #pragma once
 
-#include <atomic>
 #include <cstddef>
 #include <memory>
 #include <mutex>
-#include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "http/algorithm.h"
+#include "http/compact_key.h"
 #include "http/store.h"
 
 namespace floodgate::http {
 
 struct MemoryStoreOptions {
-  int64_t max_keys = 100'000;  // bound on keys held; beyond it the least recently used go
+  int64_t max_keys = 100'000;  // bound on keys held; beyond it, keys not used lately go
   int shards = 64;             // rounded up to a power of two; each has its own lock
 };
 
@@ -28,9 +26,11 @@ struct MemoryStoreStats {
 };
 
 // Keys hash to shards; each shard holds at most max_keys / shards keys under one mutex, in
-// least-recently-used order. When a shard is full, a new key takes the place of an idle key
-// near the cold end if there is one (its state is that of an absent key, so nothing is
-// lost), else of the least recently used key. An absent key is a full bucket.
+// an open-addressing table (linear probing, at most 3/4 full; it grows up to the bound)
+// whose slots hold the key and its state inline, so a decision touches one cache line.
+// When a shard is full, a CLOCK sweep picks the key to forget: keys used since the hand
+// last passed get a second chance, and among the others an idle key (its state is that of
+// an absent key, so nothing is lost) is preferred. An absent key is a full bucket.
 // Keys longer than kMaxKeyBytes are kept as a prefix plus a hash of the whole key.
 // Thread-safe; decisions on different shards run in parallel.
 class MemoryStore final : public Store {
@@ -46,35 +46,59 @@ class MemoryStore final : public Store {
   void refund(std::string_view key, int64_t admitted_ns, int64_t cost) override;
 
   MemoryStoreStats stats() const;
-  // Bytes one key costs here beyond the algorithm's own state: entry, index, list links.
-  static size_t overheadBytesPerKey();
+  // Bytes of one slot: key (inline up to 23 bytes), state and tag. A table is 3/8 to 3/4
+  // full, so a key costs 4/3 to 8/3 slots (plus a longer key's own bytes, plus the log).
+  static size_t slotBytes();
 
  private:
-  struct Entry;
-  struct KeyRef {
-    std::string_view key;
-    size_t hash;
-    bool operator==(const KeyRef& other) const { return key == other.key; }
+  // One cache line: the tag (the key's hash with bit 1 set, so never 0 = empty; bit 0 is
+  // the CLOCK reference bit), the key, and its state.
+  struct alignas(64) Slot {
+    uint64_t tag = 0;
+    CompactKey key;
+    KeyState state;
+
+    bool empty() const { return tag == 0; }
+    uint64_t hash() const { return tag & ~uint64_t{1}; }
+    bool referenced() const { return (tag & 1) != 0; }
+    void setReferenced(bool on) { tag = on ? tag | 1 : tag & ~uint64_t{1}; }
   };
-  struct KeyRefHash {
-    size_t operator()(const KeyRef& ref) const { return ref.hash; }
+  static_assert(sizeof(Slot) == 64, "a slot is one cache line");
+  // Big tables ask the kernel for huge pages: a lookup then costs one cache miss, not a
+  // cache miss plus a page walk (which dominates on VMs with nested paging).
+  template <class T>
+  struct HugePageAllocator {
+    using value_type = T;
+    HugePageAllocator() = default;
+    template <class U>
+    HugePageAllocator(const HugePageAllocator<U>&) {}  // NOLINT: rebinding
+    T* allocate(size_t n);
+    void deallocate(T* p, size_t n);
+    template <class U>
+    bool operator==(const HugePageAllocator<U>&) const {
+      return true;
+    }
   };
+
   struct alignas(64) Shard {
     std::mutex mutex;
-    std::unordered_map<KeyRef, Entry*, KeyRefHash> index;
-    Entry* hottest = nullptr;  // most recently used
-    Entry* coldest = nullptr;  // least recently used
+    std::vector<Slot, HugePageAllocator<Slot>> slots;  // size a power of two
+    size_t used = 0;
+    size_t hand = 0;  // CLOCK hand
     int64_t evicted_idle = 0;
     int64_t evicted_active = 0;
   };
 
-  Shard& shardFor(size_t hash);
-  // The entry for `ref`, created (evicting if full) when absent; moved to the hot end.
-  Entry* findOrInsert(Shard& shard, const KeyRef& ref, int64_t now_ns);
-  Entry* find(Shard& shard, const KeyRef& ref);
-  void unlink(Shard& shard, Entry* entry);
-  void pushHot(Shard& shard, Entry* entry);
+  Shard& shardFor(uint64_t hash);
+  // The home slot of a hash in a table of `slots` (a power of two).
+  static size_t home(uint64_t hash, size_t slots) { return (hash >> 2) & (slots - 1); }
+  // Index of the slot holding `key`, or of the empty slot ending its probe sequence.
+  size_t probe(const Shard& shard, uint64_t hash, std::string_view key) const;
+  // The slot for `key`, created (evicting or growing first if needed) when absent.
+  Slot& findOrInsert(Shard& shard, uint64_t hash, std::string_view key, int64_t now_ns);
+  void grow(Shard& shard);
   void evictOne(Shard& shard, int64_t now_ns);
+  void erase(Shard& shard, size_t index);
 
   std::shared_ptr<const Algorithm> algorithm_;
   size_t keys_per_shard_;

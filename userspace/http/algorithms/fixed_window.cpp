@@ -46,7 +46,9 @@ bool FixedWindow::idle(const KeyState& state, int64_t now_ns) const {
 }
 
 int64_t FixedWindow::quota() const { return limit_; }
-int64_t FixedWindow::windowSeconds() const { return std::max<int64_t>(1, ceilDiv(window_ns_, kNsPerS)); }
+int64_t FixedWindow::windowSeconds() const {
+  return std::max<int64_t>(1, ceilDiv(window_ns_, kNsPerS));
+}
 size_t FixedWindow::stateBytes() const { return 2 * sizeof(int64_t); }
 
 }  // namespace floodgate::http

@@ -42,8 +42,8 @@ Decision TokenBucket::decide(KeyState& state, int64_t now_ns, int64_t cost) cons
     d.retry_after_ns = std::max<int64_t>(1, ready_ns - now_ns);
   }
   d.remaining = available / kPicoPerUnit;
-  d.reset_ns = std::max<int64_t>(
-      0, refilledAt(state) + ceilDiv(missing(state), rate_milli_per_s_) - now_ns);
+  d.reset_ns =
+      std::max<int64_t>(0, refilledAt(state) + ceilDiv(missing(state), rate_milli_per_s_) - now_ns);
   return d;
 }
 

@@ -59,8 +59,8 @@ std::string routeLabel(const std::string& path) {
 // config/examples/http-api.yaml): reading is cheap, writing dearer, a report dearest.
 void addRoutes(httplib::Server& server, example::ServiceMetrics& metrics) {
   auto json = [&metrics](std::string route, std::string body) {
-    return [&metrics, route = std::move(route), body = std::move(body)](
-               const httplib::Request&, httplib::Response& res) {
+    return [&metrics, route = std::move(route), body = std::move(body)](const httplib::Request&,
+                                                                        httplib::Response& res) {
       res.set_content(body, "application/json");
       metrics.countResponse(route, 200);
     };

@@ -10,10 +10,14 @@ namespace {
 
 std::string_view outcomeLabel(Outcome outcome) {
   switch (outcome) {
-    case Outcome::kAllowed: return "allowed";
-    case Outcome::kRejected: return "rejected";
-    case Outcome::kCostExceedsBurst: return "cost_exceeds_burst";
-    case Outcome::kStoreUnavailable: return "store_unavailable";
+    case Outcome::kAllowed:
+      return "allowed";
+    case Outcome::kRejected:
+      return "rejected";
+    case Outcome::kCostExceedsBurst:
+      return "cost_exceeds_burst";
+    case Outcome::kStoreUnavailable:
+      return "store_unavailable";
   }
   return "unknown";
 }
@@ -60,11 +64,12 @@ std::string ServiceMetrics::render(Limiter& limiter) const {
     if (store == nullptr) continue;
     MemoryStoreStats stats = store->stats();
     const std::string& name = policies[i].name;
-    out += "floodgate_http_store_keys{policy=\"" + name + "\"} " + std::to_string(stats.keys) + "\n";
-    evictions += "floodgate_http_store_evictions_total{policy=\"" + name +
-                 "\",state=\"idle\"} " + std::to_string(stats.evicted_idle) + "\n";
-    evictions += "floodgate_http_store_evictions_total{policy=\"" + name +
-                 "\",state=\"active\"} " + std::to_string(stats.evicted_active) + "\n";
+    out +=
+        "floodgate_http_store_keys{policy=\"" + name + "\"} " + std::to_string(stats.keys) + "\n";
+    evictions += "floodgate_http_store_evictions_total{policy=\"" + name + "\",state=\"idle\"} " +
+                 std::to_string(stats.evicted_idle) + "\n";
+    evictions += "floodgate_http_store_evictions_total{policy=\"" + name + "\",state=\"active\"} " +
+                 std::to_string(stats.evicted_active) + "\n";
   }
   return out + evictions;
 }

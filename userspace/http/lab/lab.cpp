@@ -15,10 +15,14 @@ constexpr int64_t kNsPerMs = 1'000'000;
 
 std::string_view outcomeWord(Outcome outcome) {
   switch (outcome) {
-    case Outcome::kAllowed: return "allowed";
-    case Outcome::kRejected: return "rejected";
-    case Outcome::kCostExceedsBurst: return "never";
-    case Outcome::kStoreUnavailable: return "unavailable";
+    case Outcome::kAllowed:
+      return "allowed";
+    case Outcome::kRejected:
+      return "rejected";
+    case Outcome::kCostExceedsBurst:
+      return "never";
+    case Outcome::kStoreUnavailable:
+      return "unavailable";
   }
   return "?";
 }
@@ -87,14 +91,29 @@ Result<std::vector<int64_t>> parseArrivals(std::string_view text) {
 
 Result<LabReport> runLab(const LabOptions& options) {
   if (options.algorithms.empty() || options.algorithms.size() > 2) {
-    return Error::usage("give one or two --algorithm (fixed_window, sliding_window_log, "
-                        "sliding_window_counter, token_bucket, gcra, leaky_bucket)");
+    return Error::usage(
+        "give one or two --algorithm (fixed_window, sliding_window_log, "
+        "sliding_window_counter, token_bucket, gcra, leaky_bucket)");
   }
   if (options.arrivals_ms.empty()) return Error::usage("--arrivals needs at least one time");
   if (options.cost < 1) return Error::usage("--cost must be at least 1");
   LabReport report;
   report.window_ms = options.window_ms.value_or(1000);
   if (report.window_ms < 1) return Error::usage("--window must be at least 1 ms");
+
+  bool any_window = false, any_bucket = false;
+  for (const std::string& name : options.algorithms) {
+    std::optional<AlgorithmKind> kind = algorithmFromName(name);
+    (kind && isWindowAlgorithm(*kind) ? any_window : any_bucket) = true;
+  }
+  if (options.limit && !any_window) {
+    return Error::usage("--limit is for window algorithms; " + options.algorithms.front() +
+                        " takes --capacity and --rate");
+  }
+  if ((options.capacity || options.rate_per_s) && !any_bucket) {
+    return Error::usage("--capacity and --rate are for bucket algorithms; " +
+                        options.algorithms.front() + " takes --limit and --window");
+  }
 
   for (const std::string& name : options.algorithms) {
     std::optional<AlgorithmKind> kind = algorithmFromName(name);
@@ -154,8 +173,8 @@ std::string formatText(const LabReport& report) {
   std::snprintf(line, sizeof line, "%10s", "arrival_ms");
   out += line;
   for (size_t i = 0; i < report.results.size(); ++i) {
-    std::snprintf(line, sizeof line, "  %-10s %9s %12s%*s", "decision", "delay_ms",
-                  "upstream_ms", kColumn - 33, "");
+    std::snprintf(line, sizeof line, "  %-10s %9s %12s%*s", "decision", "delay_ms", "upstream_ms",
+                  kColumn - 33, "");
     out += line;
   }
   out += "\n";
@@ -188,7 +207,8 @@ std::string formatText(const LabReport& report) {
   for (const LabResult& r : report.results) {
     int64_t allowed = std::count_if(r.requests.begin(), r.requests.end(),
                                     [](const LabRequest& q) { return q.upstream_ms.has_value(); });
-    std::snprintf(line, sizeof line, "  %-24s %lld", std::string(algorithmName(r.algorithm)).c_str(),
+    std::snprintf(line, sizeof line, "  %-24s %lld",
+                  std::string(algorithmName(r.algorithm)).c_str(),
                   static_cast<long long>(r.max_in_window));
     out += line;
     if (r.max_in_window > 0) {

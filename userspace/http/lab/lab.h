@@ -29,16 +29,16 @@ struct LabOptions {
 struct LabRequest {
   int64_t arrival_ms = 0;
   Outcome outcome = Outcome::kAllowed;
-  int64_t delay_ms = 0;                  // rounded up to whole ms
-  std::optional<int64_t> upstream_ms;    // when upstream receives it; none if rejected
+  int64_t delay_ms = 0;                // rounded up to whole ms
+  std::optional<int64_t> upstream_ms;  // when upstream receives it; none if rejected
 };
 
 struct LabResult {
   AlgorithmKind algorithm = AlgorithmKind::kFixedWindow;
   AlgorithmParams params;
   std::vector<LabRequest> requests;
-  int64_t max_in_window = 0;         // most requests upstream in any [t, t + window)
-  int64_t max_window_start_ms = 0;   // the first such t
+  int64_t max_in_window = 0;        // most requests upstream in any [t, t + window)
+  int64_t max_window_start_ms = 0;  // the first such t
 };
 
 struct LabReport {

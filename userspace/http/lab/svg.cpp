@@ -10,7 +10,7 @@ namespace floodgate::http::lab {
 namespace {
 
 constexpr double kWidth = 1000;
-constexpr double kLeft = 170;   // room for the lane labels
+constexpr double kLeft = 170;  // room for the lane labels
 constexpr double kRight = 30;
 constexpr double kTop = 50;
 constexpr double kLaneHeight = 130;
@@ -36,10 +36,14 @@ int64_t tickStep(int64_t span_ms) {
 std::string escape(const std::string& s) {
   std::string out;
   for (char c : s) {
-    if (c == '<') out += "&lt;";
-    else if (c == '>') out += "&gt;";
-    else if (c == '&') out += "&amp;";
-    else out += c;
+    if (c == '<')
+      out += "&lt;";
+    else if (c == '>')
+      out += "&gt;";
+    else if (c == '&')
+      out += "&amp;";
+    else
+      out += c;
   }
   return out;
 }
@@ -64,7 +68,8 @@ std::string renderSvg(const LabReport& report) {
          num(height) + "\" viewBox=\"0 0 " + num(kWidth) + " " + num(height) +
          "\" font-family=\"sans-serif\" font-size=\"12\">\n";
   svg += "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
-  svg += "<text x=\"" + num(kLeft) + "\" y=\"24\" font-size=\"15\" font-weight=\"bold\">"
+  svg += "<text x=\"" + num(kLeft) +
+         "\" y=\"24\" font-size=\"15\" font-weight=\"bold\">"
          "floodgate lab: arrivals (top row of each lane) and upstream receipts (bottom row)"
          "</text>\n";
 
@@ -81,11 +86,11 @@ std::string renderSvg(const LabReport& report) {
       svg += "<rect x=\"" + num(x0) + "\" y=\"" + num(upstream_y - 18) + "\" width=\"" +
              num(x1 - x0) + "\" height=\"36\" fill=\"#fde68a\" opacity=\"0.6\"/>\n";
       svg += "<text x=\"" + num(x0 + 4) + "\" y=\"" + num(upstream_y + 30) +
-             "\" fill=\"#92400e\">busiest " + std::to_string(report.window_ms) + " ms: " +
-             std::to_string(r.max_in_window) + " upstream</text>\n";
+             "\" fill=\"#92400e\">busiest " + std::to_string(report.window_ms) +
+             " ms: " + std::to_string(r.max_in_window) + " upstream</text>\n";
     }
-    svg += "<text x=\"10\" y=\"" + num(arrive_y + 4) + "\" font-weight=\"bold\">" +
-           escape(name) + "</text>\n";
+    svg += "<text x=\"10\" y=\"" + num(arrive_y + 4) + "\" font-weight=\"bold\">" + escape(name) +
+           "</text>\n";
     svg += "<text x=\"10\" y=\"" + num(arrive_y + 20) + "\" fill=\"#555\">arrivals</text>\n";
     svg += "<text x=\"10\" y=\"" + num(upstream_y + 4) + "\" fill=\"#555\">upstream</text>\n";
     for (double y : {arrive_y, upstream_y}) {
@@ -120,18 +125,24 @@ std::string renderSvg(const LabReport& report) {
   for (int64_t t = 0; t <= end_ms; t += step) {
     svg += "<line x1=\"" + num(x(t)) + "\" y1=\"" + num(axis_y) + "\" x2=\"" + num(x(t)) +
            "\" y2=\"" + num(axis_y + 5) + "\" stroke=\"#333\"/>\n";
-    svg += "<text x=\"" + num(x(t)) + "\" y=\"" + num(axis_y + 18) +
-           "\" text-anchor=\"middle\">" + std::to_string(t) + "</text>\n";
+    svg += "<text x=\"" + num(x(t)) + "\" y=\"" + num(axis_y + 18) + "\" text-anchor=\"middle\">" +
+           std::to_string(t) + "</text>\n";
   }
   svg += "<text x=\"" + num(kWidth - kRight) + "\" y=\"" + num(axis_y + 34) +
          "\" text-anchor=\"end\">time (ms)</text>\n";
   const double legend_y = axis_y + 34;
-  svg += "<circle cx=\"15\" cy=\"" + num(legend_y - 4) + "\" r=\"3.5\" fill=\"#16a34a\"/>"
-         "<text x=\"23\" y=\"" + num(legend_y) + "\">at once</text>\n";
-  svg += "<circle cx=\"85\" cy=\"" + num(legend_y - 4) + "\" r=\"3.5\" fill=\"#d97706\"/>"
-         "<text x=\"93\" y=\"" + num(legend_y) + "\">delayed</text>\n";
-  svg += "<path d=\"M156 " + num(legend_y - 8) + " l8 8 m0 -8 l-8 8\" stroke=\"#dc2626\" "
-         "stroke-width=\"2\"/><text x=\"170\" y=\"" + num(legend_y) + "\">rejected</text>\n";
+  svg += "<circle cx=\"15\" cy=\"" + num(legend_y - 4) +
+         "\" r=\"3.5\" fill=\"#16a34a\"/>"
+         "<text x=\"23\" y=\"" +
+         num(legend_y) + "\">at once</text>\n";
+  svg += "<circle cx=\"85\" cy=\"" + num(legend_y - 4) +
+         "\" r=\"3.5\" fill=\"#d97706\"/>"
+         "<text x=\"93\" y=\"" +
+         num(legend_y) + "\">delayed</text>\n";
+  svg += "<path d=\"M156 " + num(legend_y - 8) +
+         " l8 8 m0 -8 l-8 8\" stroke=\"#dc2626\" "
+         "stroke-width=\"2\"/><text x=\"170\" y=\"" +
+         num(legend_y) + "\">rejected</text>\n";
   svg += "</svg>\n";
   return svg;
 }
