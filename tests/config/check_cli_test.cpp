@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 // `floodgate check` through the built binary: exit codes, the summary line, diagnostics, JSON.
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -37,12 +37,12 @@ TEST(CheckCommand, InvalidConfigExitsOneWithEveryDiagnostic) {
   CommandResult run = check({file});
   EXPECT_EQ(run.exit_code, 1);
   EXPECT_EQ(run.out,
-            file + ":5:29: burst must be at least 1 packet, got 0\n" +
-            file + ":7:29: burst must be at least 1 packet, got -5\n" +
-            file + ":9:39: burst_bytes must be at least 1518 (one full-size frame), got 1000\n" +
-            file + ":11:26: burst goes with pps (it is a number of packets)\n" +
-            file + ":13:12: limit needs pps and/or bps (e.g. {pps: 10k})\n" +
-            file + ":14:5: rule 'no-limit' needs a limit (e.g. limit: {pps: 10k})\n");
+            file + ":5:29: burst must be at least 1 packet, got 0\n" + file +
+                ":7:29: burst must be at least 1 packet, got -5\n" + file +
+                ":9:39: burst_bytes must be at least 1518 (one full-size frame), got 1000\n" +
+                file + ":11:26: burst goes with pps (it is a number of packets)\n" + file +
+                ":13:12: limit needs pps and/or bps (e.g. {pps: 10k})\n" + file +
+                ":14:5: rule 'no-limit' needs a limit (e.g. limit: {pps: 10k})\n");
   EXPECT_EQ(run.err, "floodgate: error: " + file + " is not valid (6 problems)\n");
 }
 

@@ -133,8 +133,8 @@ rules:
   EXPECT_EQ(syn.dst_ports[1].last, 8100);
   EXPECT_EQ(syn.dst_ports[2].first, 9000);
   EXPECT_EQ(syn.dst_ports[2].last, 9001);
-  EXPECT_EQ(syn.tcp_flags_set, 0x02 | 0x80);   // SYN, CWR
-  EXPECT_EQ(syn.tcp_flags_clear, 0x7d);        // FIN, RST, PSH, ACK, URG, ECE
+  EXPECT_EQ(syn.tcp_flags_set, 0x02 | 0x80);  // SYN, CWR
+  EXPECT_EQ(syn.tcp_flags_clear, 0x7d);       // FIN, RST, PSH, ACK, URG, ECE
   ASSERT_EQ(syn.sources.size(), 2u);
   EXPECT_EQ(syn.sources[0].toString(), "192.0.2.0/24");
   EXPECT_EQ(syn.sources[1].toString(), "2001:db8::/32");
@@ -230,8 +230,9 @@ TEST(ConfigParser, LoadsAHundredThousandPrefixFile) {
 }
 
 TEST(ConfigParser, ListLargerThanListSizeIsAnError) {
-  EXPECT_EQ(parseErrors("defaults: {list_size: 2}\nallow: [192.0.2.1, 192.0.2.2, 192.0.2.3, \"::1\"]\n"),
-            "test.yaml:2:1: allow holds 3 IPv4 prefixes, more than defaults.list_size (2)\n");
+  EXPECT_EQ(
+      parseErrors("defaults: {list_size: 2}\nallow: [192.0.2.1, 192.0.2.2, 192.0.2.3, \"::1\"]\n"),
+      "test.yaml:2:1: allow holds 3 IPv4 prefixes, more than defaults.list_size (2)\n");
 }
 
 TEST(ConfigParser, ManyBadLinesInAFileAreCapped) {
@@ -289,8 +290,9 @@ rules:
 TEST(ConfigParser, UnreadableConfigIsOneLine) {
   Diagnostics diagnostics;
   loadConfig("/nonexistent/floodgate.yaml", diagnostics);
-  EXPECT_EQ(diagnostics.format(),
-            "/nonexistent/floodgate.yaml: cannot read the config file: No such file or directory\n");
+  EXPECT_EQ(
+      diagnostics.format(),
+      "/nonexistent/floodgate.yaml: cannot read the config file: No such file or directory\n");
   Result<FloodgateConfig> config = loadValidConfig("/nonexistent/floodgate.yaml");
   ASSERT_FALSE(config.ok());
   EXPECT_EQ(config.error().message,

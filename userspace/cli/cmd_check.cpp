@@ -1,9 +1,8 @@
 // SPDX-License-Identifier: MIT
 // `floodgate check FILE [--json]`: validates a config without touching the kernel (no root).
-#include <nlohmann/json.hpp>
-
 #include <iostream>
 #include <memory>
+#include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
 #include "config/floodgate_config.h"
@@ -35,23 +34,24 @@ Status runCheck(const CheckFlags& flags) {
     }
     nlohmann::json list = nlohmann::json::array();
     for (const config::Diagnostic& d : diagnostics.items()) {
-      list.push_back({{"file", d.file}, {"line", d.line}, {"column", d.column},
-                      {"message", d.message}});
+      list.push_back(
+          {{"file", d.file}, {"line", d.line}, {"column", d.column}, {"message", d.message}});
     }
     out["diagnostics"] = std::move(list);
     std::cout << out.dump(2) << "\n";
   } else if (valid) {
-    std::string summary = flags.file + ": ok, " + counted(cfg.rules.size(), "rule", "rules") + ", " +
-                          counted(cfg.interfaces.size(), "interface", "interfaces");
-    if (cfg.http) summary += ", " + counted(cfg.http->policies.size(), "http policy", "http policies");
+    std::string summary = flags.file + ": ok, " + counted(cfg.rules.size(), "rule", "rules") +
+                          ", " + counted(cfg.interfaces.size(), "interface", "interfaces");
+    if (cfg.http)
+      summary += ", " + counted(cfg.http->policies.size(), "http policy", "http policies");
     std::cout << summary << "\n";
   } else {
     std::cout << diagnostics.format();
   }
   std::cout.flush();  // before main's error line on stderr, so a terminal shows them in order
   if (valid) return okStatus();
-  return Error::failure(flags.file + " is not valid (" + counted(diagnostics.size(), "problem", "problems") +
-                        ")");
+  return Error::failure(flags.file + " is not valid (" +
+                        counted(diagnostics.size(), "problem", "problems") + ")");
 }
 
 }  // namespace

@@ -26,10 +26,9 @@ void readPolicy(YamlReader& reader, const YamlFields& fields, const char* key, F
 DefaultsConfig parseDefaults(YamlReader& reader, const YamlEntry& entry) {
   DefaultsConfig out;
   if (entry.value.IsNull()) return out;
-  std::optional<YamlFields> fields =
-      reader.mapping(entry, "defaults",
-                     {"table_size", "list_size", "malformed", "fragments", "unknown_ipv6_ext",
-                      "monitor"});
+  std::optional<YamlFields> fields = reader.mapping(
+      entry, "defaults",
+      {"table_size", "list_size", "malformed", "fragments", "unknown_ipv6_ext", "monitor"});
   if (!fields) return out;
   if (const YamlEntry* size = fields->find("table_size")) {
     if (auto slots = reader.withUnit(*size, "table_size", parseCount, "262144")) {

@@ -38,7 +38,8 @@ void parseRoot(YamlReader& reader, const YAML::Node& root, const std::string& ba
   std::optional<YamlFields> fields = reader.mapping(
       {root, root}, "", {"interfaces", "defaults", "allow", "deny", "rules", "http"});
   if (!fields) return;
-  if (const YamlEntry* e = fields->find("interfaces")) config.interfaces = parseInterfaces(reader, *e);
+  if (const YamlEntry* e = fields->find("interfaces"))
+    config.interfaces = parseInterfaces(reader, *e);
   // Defaults first: the list sizes bound allow and deny.
   if (const YamlEntry* e = fields->find("defaults")) config.defaults = parseDefaults(reader, *e);
   for (auto [key, list] : {std::pair{"allow", &config.allow}, std::pair{"deny", &config.deny}}) {
@@ -112,7 +113,8 @@ Result<FloodgateConfig> loadValidConfig(const std::string& path) {
   return Error::failure(std::move(message));
 }
 
-Result<AttachOptions> attachOptionsFor(const FloodgateConfig& config, const std::string& interface) {
+Result<AttachOptions> attachOptionsFor(const FloodgateConfig& config,
+                                       const std::string& interface) {
   AttachOptions options;
   options.interface = interface;
   if (!config.interfaces.empty()) {
@@ -123,9 +125,8 @@ Result<AttachOptions> attachOptionsFor(const FloodgateConfig& config, const std:
       if (entry.name == interface) found = &entry;
     }
     if (!found) {
-      return Error::usage("interface '" + interface +
-                          "' is not in the config's interfaces (" + listed +
-                          "): add it there, or name one of those");
+      return Error::usage("interface '" + interface + "' is not in the config's interfaces (" +
+                          listed + "): add it there, or name one of those");
     }
     options.mode = found->mode;
   }

@@ -25,7 +25,7 @@ struct InterfaceConfig {
 
 // `defaults:`: settings of the program on every interface.
 struct DefaultsConfig {
-  uint32_t table_slots = FG_DEFAULT_TABLE_SLOTS;     // source table size, a power of two
+  uint32_t table_slots = FG_DEFAULT_TABLE_SLOTS;    // source table size, a power of two
   uint32_t list_max_entries = FG_LIST_MAX_ENTRIES;  // per list and family (allow v4, ...)
   FramePolicy malformed = FramePolicy::kPass;
   FramePolicy fragments = FramePolicy::kPass;

@@ -48,8 +48,8 @@ std::vector<InterfaceConfig> parseInterfaces(YamlReader& reader, const YamlEntry
     if (!name) continue;
     if (!validInterfaceName(*name)) {
       reader.error(*name_entry, "'" + *name +
-                                   "' is not an interface name (1 to 15 characters, no '/', ':' "
-                                   "or spaces)");
+                                    "' is not an interface name (1 to 15 characters, no '/', ':' "
+                                    "or spaces)");
       continue;
     }
     int line = name_entry->value.Mark().line + 1;
@@ -57,7 +57,7 @@ std::vector<InterfaceConfig> parseInterfaces(YamlReader& reader, const YamlEntry
                               [&](const InterfaceConfig& i) { return i.name == *name; });
     if (first != out.end()) {
       reader.error(*name_entry, "interface '" + *name + "' is listed twice (first at line " +
-                                   std::to_string(lines[first - out.begin()]) + ")");
+                                    std::to_string(lines[first - out.begin()]) + ")");
       continue;
     }
     interface.name = *name;

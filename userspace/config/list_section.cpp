@@ -50,8 +50,8 @@ std::vector<Cidr> parseCidrList(YamlReader& reader, const YamlEntry& entry, cons
       continue;
     }
     if (!value.IsScalar()) {
-      reader.error(item, what + " entries must be CIDRs or {file: PATH} (got " +
-                             describeNode(value) + ")");
+      reader.error(
+          item, what + " entries must be CIDRs or {file: PATH} (got " + describeNode(value) + ")");
       continue;
     }
     Result<Cidr> cidr = parseCidr(value.Scalar());

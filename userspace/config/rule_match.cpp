@@ -33,8 +33,8 @@ std::optional<int64_t> portNumber(std::string_view text) {
 std::optional<PortRange> parsePorts(YamlReader& reader, const YamlEntry& item) {
   const std::string example = " (expected a port such as 53 or a range such as \"8000-8100\")";
   if (!item.value.IsScalar()) {
-    reader.error(item, "dst_ports entries must be ports or ranges" + example.substr(1) +
-                           " (got " + describeNode(item.value) + ")");
+    reader.error(item, "dst_ports entries must be ports or ranges" + example.substr(1) + " (got " +
+                           describeNode(item.value) + ")");
     return std::nullopt;
   }
   const std::string& text = item.value.Scalar();
@@ -51,12 +51,14 @@ std::optional<PortRange> parsePorts(YamlReader& reader, const YamlEntry& item) {
   for (int64_t port : {*first, *last}) {
     if (port < 1 || port > 65535) {
       const std::string in = dash == std::string::npos ? "" : " in '" + text + "'";
-      reader.error(item, "port " + std::to_string(port) + in + " is out of range (expected 1 to 65535)");
+      reader.error(item,
+                   "port " + std::to_string(port) + in + " is out of range (expected 1 to 65535)");
       return std::nullopt;
     }
   }
   if (*first > *last) {
-    reader.error(item, "port range '" + text + "' is backwards (the first port must not exceed the last)");
+    reader.error(
+        item, "port range '" + text + "' is backwards (the first port must not exceed the last)");
     return std::nullopt;
   }
   return PortRange{static_cast<uint16_t>(*first), static_cast<uint16_t>(*last)};

@@ -16,7 +16,7 @@ namespace {
 
 constexpr uint64_t kNsPerMs = 1000000;
 constexpr uint64_t kMaxWindowNs = 3600ULL * 1000000000;  // 1h
-constexpr uint64_t kMinBanNs = 1000000000ULL;             // 1s
+constexpr uint64_t kMinBanNs = 1000000000ULL;            // 1s
 // Bucket time (ns << FG_TIME_SHIFT) wraps after 2^48 ns, about 3.26 days; a ban must end
 // well before an expiry time could be mistaken for one in the past.
 constexpr uint64_t kMaxBanNs = 86400ULL * 1000000000;  // 1d
@@ -27,9 +27,12 @@ bool isNameChar(char c) {
 
 const char* algorithmName(Algorithm algorithm) {
   switch (algorithm) {
-    case Algorithm::kTokenBucket: return "token_bucket";
-    case Algorithm::kFixedWindow: return "fixed_window";
-    case Algorithm::kSlidingWindow: return "sliding_window";
+    case Algorithm::kTokenBucket:
+      return "token_bucket";
+    case Algorithm::kFixedWindow:
+      return "fixed_window";
+    case Algorithm::kSlidingWindow:
+      return "sliding_window";
   }
   return "?";
 }
@@ -101,8 +104,8 @@ void RuleParser::parseName(const YamlFields& fields, const YamlEntry& item) {
   if (!name) return;
   if (name->size() >= FG_RULE_NAME_LEN) {
     reader_.error(*entry, "rule name '" + *name + "' is " + std::to_string(name->size()) +
-                              " characters long; at most " +
-                              std::to_string(FG_RULE_NAME_LEN - 1) + " fit");
+                              " characters long; at most " + std::to_string(FG_RULE_NAME_LEN - 1) +
+                              " fit");
     return;
   }
   if (!std::all_of(name->begin(), name->end(), isNameChar)) {
@@ -130,8 +133,10 @@ void RuleParser::parseKey(const YamlEntry& entry) {
     return;
   }
   if (!entry.value.IsMap()) {
-    reader_.error(entry, "key must be source, global or {type: source, ipv4_prefix: N, "
-                         "ipv6_prefix: N} (got " + describeNode(entry.value) + ")");
+    reader_.error(entry,
+                  "key must be source, global or {type: source, ipv4_prefix: N, "
+                  "ipv6_prefix: N} (got " +
+                      describeNode(entry.value) + ")");
     return;
   }
   std::optional<YamlFields> fields =
@@ -185,8 +190,8 @@ bool RuleParser::parseAlgorithm(const YamlFields& fields) {
   std::optional<uint64_t> ns = reader_.withUnit(*window, "window", parseDuration, "1s");
   if (!ns) return true;
   if (*ns % kNsPerMs != 0 || *ns > kMaxWindowNs) {
-    reader_.error(*window, "window must be whole milliseconds from 1ms to 1h, got " +
-                               window->value.Scalar());
+    reader_.error(
+        *window, "window must be whole milliseconds from 1ms to 1h, got " + window->value.Scalar());
     return true;
   }
   spec_.window_ns = *ns;
@@ -255,7 +260,8 @@ void RuleParser::parseLimit(const YamlEntry& entry) {
   // The bursts a window algorithm ignores still get their defaults, so a rule reads the same
   // whichever algorithm it later switches to.
   if (limit.pps && !limit.burst) limit.burst = defaultBurst(limit.pps);
-  if (limit.bits_per_s && !limit.burst_bytes) limit.burst_bytes = defaultBurstBytes(limit.bits_per_s);
+  if (limit.bits_per_s && !limit.burst_bytes)
+    limit.burst_bytes = defaultBurstBytes(limit.bits_per_s);
   if (windowed && reader_.errorCount() == errors_before) checkWindowCapacity(*fields);
 }
 
@@ -264,9 +270,10 @@ void RuleParser::checkWindowCapacity(const YamlFields& limit) {
   const unsigned __int128 window_ms = spec_.window_ns / kNsPerMs;
   const std::string window = formatDuration(spec_.window_ns);
   if (const YamlEntry* pps = limit.find("pps")) {
-    unsigned __int128 per_window_x1000 = static_cast<unsigned __int128>(spec_.limit.pps) * window_ms;
-    const uint64_t max = spec_.algorithm == Algorithm::kSlidingWindow ? FG_SLIDING_COUNT_MAX
-                                                                       : FG_FIXED_COUNT_MASK;
+    unsigned __int128 per_window_x1000 =
+        static_cast<unsigned __int128>(spec_.limit.pps) * window_ms;
+    const uint64_t max =
+        spec_.algorithm == Algorithm::kSlidingWindow ? FG_SLIDING_COUNT_MAX : FG_FIXED_COUNT_MASK;
     if (per_window_x1000 < 1000) {
       reader_.error(*pps, "pps * window admits no packet in a " + window +
                               " window: raise pps or lengthen the window");
@@ -278,11 +285,13 @@ void RuleParser::checkWindowCapacity(const YamlFields& limit) {
     }
   }
   if (const YamlEntry* bps = limit.find("bps")) {
-    unsigned __int128 bytes = static_cast<unsigned __int128>(spec_.limit.bits_per_s) * window_ms / 8000;
+    unsigned __int128 bytes =
+        static_cast<unsigned __int128>(spec_.limit.bits_per_s) * window_ms / 8000;
     if (bytes < kMinBurstBytes) {
       reader_.error(*bps, "bps * window admits " + std::to_string(static_cast<uint64_t>(bytes)) +
                               " bytes in a " + window + " window, less than one full-size frame (" +
-                              std::to_string(kMinBurstBytes) + "): raise bps or lengthen the window");
+                              std::to_string(kMinBurstBytes) +
+                              "): raise bps or lengthen the window");
     } else if (bytes > FG_FIXED_COUNT_MASK) {
       reader_.error(*bps, "fixed_window counts at most " + std::to_string(FG_FIXED_COUNT_MASK) +
                               " bytes per window: lower bps or shorten the window");

@@ -75,8 +75,8 @@ std::optional<YamlFields> YamlReader::mapping(const YamlEntry& entry, std::strin
   const std::string where = what.empty() ? "at the top level" : "in " + std::string(what);
   if (!node.IsMap()) {
     std::string name = what.empty() ? "the config" : std::string(what);
-    error(entry, name + " must be a mapping of " + joinNames(known) + " (got " +
-                     describeNode(node) + ")");
+    error(entry,
+          name + " must be a mapping of " + joinNames(known) + " (got " + describeNode(node) + ")");
     return std::nullopt;
   }
   YamlFields fields;
@@ -84,12 +84,12 @@ std::optional<YamlFields> YamlReader::mapping(const YamlEntry& entry, std::strin
   for (const auto& item : node) {
     const std::string key = item.first.IsScalar() ? item.first.Scalar() : describeNode(item.first);
     if (std::find(known.begin(), known.end(), key) == known.end()) {
-      error(item.first, "unknown key '" + key + "' " + where + " (expected " + joinNames(known) +
-                            ")");
+      error(item.first,
+            "unknown key '" + key + "' " + where + " (expected " + joinNames(known) + ")");
       continue;
     }
-    auto first = std::find_if(seen.begin(), seen.end(),
-                              [&](const auto& s) { return s.first == key; });
+    auto first =
+        std::find_if(seen.begin(), seen.end(), [&](const auto& s) { return s.first == key; });
     if (first != seen.end()) {
       error(item.first, "key '" + key + "' is given twice " + where + " (first at line " +
                             std::to_string(first->second) + ")");
@@ -131,8 +131,8 @@ std::optional<size_t> YamlReader::choice(const YamlEntry& entry, std::string_vie
 std::optional<bool> YamlReader::boolean(const YamlEntry& entry, std::string_view what) {
   bool value = false;
   if (entry.value.IsScalar() && YAML::convert<bool>::decode(entry.value, value)) return value;
-  error(entry, std::string(what) + " must be true or false (got " + describeNode(entry.value) +
-                   ")");
+  error(entry,
+        std::string(what) + " must be true or false (got " + describeNode(entry.value) + ")");
   return std::nullopt;
 }
 
