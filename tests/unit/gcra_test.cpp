@@ -333,17 +333,23 @@ INSTANTIATE_TEST_SUITE_P(
              "Burst" + std::to_string(info.param.burst);
     });
 
-// Fails today: a bucket that holds less than one tick of tokens refills to full and stops at
-// every tick, so the tick clock caps the rate at burst × HZ (here 10 × 250 = 2500 pps for a
-// 10000 pps limit). Nothing rejects or raises such a burst: compileRule cannot know HZ, and
-// Limiter::attach does not check burst ≥ rate / HZ.
-TEST(GcraTickClock, DISABLED_BurstSmallerThanATickStillReachesTheRate) {
+// A bucket that held less than one tick of tokens would refill to full and stop at every
+// tick, capping the rate at burst × HZ (10 × 250 = 2500 pps for a 10000 pps limit);
+// compileRule, given the tick, makes it hold one tick of tokens more.
+TEST(GcraTickClock, BurstSmallerThanATickStillReachesTheRate) {
   const TickClock clock{250, 1000000};
-  Bucket bucket = Bucket::pps(10000, 10);
+  RuleSpec spec;
+  spec.limit.pps = 10000;
+  spec.limit.burst = 10;
+  auto rule = compileRule(spec, fg_tick_units(250));
+  ASSERT_TRUE(rule.ok());
+  Bucket bucket{rule->limits[FG_LIMIT_PPS].interval, rule->limits[FG_LIMIT_PPS].capacity};
   uint64_t admitted = 0;
   for (uint64_t t = 0; t < kNsPerSecond; t += 10000) admitted += bucket.admit(clock.now(t)) ? 1 : 0;
   const double elapsed_s = 0.99999;
   EXPECT_GE(admitted, std::floor(10 + 10000 * (elapsed_s - 0.004)));
+  // and never more than the burst, the rate over the time, and one tick of tokens
+  EXPECT_LE(admitted, std::ceil(10 + 10000 * (elapsed_s + 0.004)) + 1);
 }
 
 TEST(Gcra, ByteIntervalAt100GbitIsPreciseAndNeverFast) {

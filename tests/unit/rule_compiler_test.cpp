@@ -239,11 +239,10 @@ TEST(DescribeLimits, RoundTripsRatesWithARoundedInterval) {
   expectRoundTrip({333, 33, 7000000, 100000});
 }
 
-// Fails today: the byte interval of 10 Gbit/s is 52428.8 units, rounded up to 52429, and
-// describeLimits reads it back as 8 × 10^9 × 2^16 / 52429 = 9999961853 bit/s; likewise
-// 100 Gbit/s comes back as 99997711234 and 9999999 pps as 9999998. The read-back should
-// give the rate the operator set, e.g. the roundest rate that compiles to the same interval.
-TEST(DescribeLimits, DISABLED_RoundTripsHighRates) {
+// The byte interval of 10 Gbit/s is 52428.8 units, rounded up to 52429, which a plain
+// division reads back as 9999961853 bit/s; describeLimits gives the roundest rate that
+// compiles to the same interval instead, the one the operator wrote.
+TEST(DescribeLimits, RoundTripsHighRates) {
   expectRoundTrip({0, 0, 10000000000ULL, 125000000});
   expectRoundTrip({0, 0, 100000000000ULL, 1250000000});
   expectRoundTrip({9999999, 999999, 0, 0});

@@ -120,6 +120,9 @@ Result<Limiter> Limiter::openMaps(const std::string& interface) {
                    openMap(limiter.sources_v6_[1], interface, "sources_v6_1")}) {
     if (!s) return s.error();
   }
+  auto hz = kernelHz();
+  if (!hz) return hz.error();
+  limiter.tick_units_ = fg_tick_units(*hz);
   auto settings = MappedValue<fg_settings>::map(limiter.settings_.fd(), "settings_map");
   if (!settings) return settings.error();
   limiter.settings_value_ = std::move(*settings);

@@ -157,6 +157,7 @@ class Limiter {
   Result<uint64_t> nowUnits() const;
 
   std::string interface_;
+  uint64_t tick_units_ = 0;  // the program's clock step, for sizing buckets
   BpfMap<uint32_t, fg_settings> settings_;
   BpfMap<uint32_t, fg_active> active_;
   MappedValue<fg_settings> settings_value_;

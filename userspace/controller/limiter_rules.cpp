@@ -50,7 +50,7 @@ Status Limiter::writeRules(const std::vector<RuleSpec>& specs) {
   }
   std::vector<fg_rule> compiled;
   for (const RuleSpec& spec : specs) {
-    auto rule = compileRule(spec);
+    auto rule = compileRule(spec, tick_units_);
     if (!rule) return rule.error();
     compiled.push_back(*rule);
   }
@@ -169,7 +169,7 @@ Status Limiter::reload(const AttachOptions& options) {
       spec.epoch = freshEpoch();
       fresh_ids.push_back(id);
     }
-    auto rule = compileRule(spec);
+    auto rule = compileRule(spec, tick_units_);
     if (!rule) return rule.error();
     if (old != by_name.end() && !sameKeying(old->second, *rule)) {
       spec.epoch = rule->epoch = freshEpoch();
@@ -226,7 +226,7 @@ Status Limiter::setLimits(const std::string& rule_name, const LimitChange& chang
       }
     }
     if (change.burst_bytes) spec.limit.burst_bytes = *change.burst_bytes;
-    auto compiled = compileRule(spec);
+    auto compiled = compileRule(spec, tick_units_);
     if (!compiled) return compiled.error();
     std::memcpy(rule.limits, compiled->limits, sizeof(rule.limits));
     auto sources = activeSources();

@@ -34,6 +34,29 @@ Status fillLimit(fg_limit& out, uint64_t interval, uint64_t burst, const char* w
   return okStatus();
 }
 
+// Raises a token bucket's capacity to one tick of tokens plus `unit` costs when it is less.
+void fitToTick(fg_limit& limit, uint64_t tick_units, uint64_t unit) {
+  if (!limit.interval || !tick_units) return;
+  uint64_t least = tick_units + limit.interval * unit;
+  if (limit.capacity < least) limit.capacity = least;
+}
+
+// The roundest rate (fewest significant digits) that compiles back to `interval` through
+// `toInterval`, so a rate reads back as it was written: 10 Gbit/s, not 9999961853 bit/s.
+template <class ToInterval>
+uint64_t roundestRate(double exact, uint64_t interval, ToInterval toInterval) {
+  for (int digits = 1; digits <= 19; ++digits) {
+    double scale = std::pow(10.0, std::floor(std::log10(exact)) - digits + 1);
+    for (double candidate : {std::round(exact / scale) * scale, std::ceil(exact / scale) * scale,
+                             std::floor(exact / scale) * scale}) {
+      if (candidate >= 1 && toInterval(static_cast<uint64_t>(candidate)) == interval) {
+        return static_cast<uint64_t>(candidate);
+      }
+    }
+  }
+  return static_cast<uint64_t>(std::llround(exact));
+}
+
 // The window algorithms' limits: what one window admits.
 Result<fg_rule> compileWindow(const RuleSpec& spec, fg_rule rule);
 
@@ -49,7 +72,7 @@ uint64_t packetInterval(uint64_t pps) { return ceilDiv(kUnitsPerSecond, pps); }
 
 uint64_t byteInterval(uint64_t bits_per_s) { return ceilDiv(kUnitsPerSecond * 8, bits_per_s); }
 
-Result<fg_rule> compileRule(const RuleSpec& spec) {
+Result<fg_rule> compileRule(const RuleSpec& spec, uint64_t tick_units) {
   fg_rule rule{};
   const LimitSpec& limit = spec.limit;
   if (spec.id >= FG_MAX_RULE_IDS) return Error::usage("rule id out of range");
@@ -117,6 +140,8 @@ Result<fg_rule> compileRule(const RuleSpec& spec) {
         return s.error();
       }
     }
+    fitToTick(rule.limits[FG_LIMIT_PPS], tick_units, 1);
+    fitToTick(rule.limits[FG_LIMIT_BPS], tick_units, kMinBurstBytes);
     return rule;
   }
   return compileWindow(spec, rule);
@@ -174,12 +199,13 @@ LimitSpec describeLimits(const fg_rule& rule) {
     return out;
   }
   if (pps.interval) {
-    out.pps = static_cast<uint64_t>(std::llround(static_cast<double>(kUnitsPerSecond) / pps.interval));
+    out.pps = roundestRate(static_cast<double>(kUnitsPerSecond) / pps.interval, pps.interval,
+                           packetInterval);
     out.burst = pps.capacity / pps.interval;
   }
   if (bps.interval) {
-    out.bits_per_s = static_cast<uint64_t>(
-        std::llround(static_cast<double>(kUnitsPerSecond) * 8 / bps.interval));
+    out.bits_per_s = roundestRate(static_cast<double>(kUnitsPerSecond) * 8 / bps.interval,
+                                  bps.interval, byteInterval);
     out.burst_bytes = bps.capacity / bps.interval;
   }
   return out;

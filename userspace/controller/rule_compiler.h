@@ -22,8 +22,11 @@ uint64_t packetInterval(uint64_t pps);
 // Units one byte takes at `bits_per_s`, rounded up.
 uint64_t byteInterval(uint64_t bits_per_s);
 
-// Checks the spec (a usage error naming the field otherwise) and compiles it.
-Result<fg_rule> compileRule(const RuleSpec& spec);
+// Checks the spec (a usage error naming the field otherwise) and compiles it. With the
+// program's clock tick (`tick_units`, bucket time units per jiffy), a token bucket is made
+// to hold at least one tick of tokens plus one packet (or frame): the clock adds a tick of
+// tokens at a time, and a smaller bucket would spill them and cap the rate at burst × HZ.
+Result<fg_rule> compileRule(const RuleSpec& spec, uint64_t tick_units = 0);
 
 // The rule's limits as an operator would state them (rates rounded to whole units).
 LimitSpec describeLimits(const fg_rule& rule);
