@@ -149,6 +149,43 @@ TEST_F(LimiterTest, AGlobalRuleSharesOneBucketAcrossSources) {
   EXPECT_EQ(run(udpFrom("192.0.2.4")), XDP_DROP);
 }
 
+TEST_F(LimiterTest, PortRangesAndProtocolsSelectPackets) {
+  RuleSpec games = sourceRule(1, 1);
+  games.protocol = Protocol::kUdp;
+  games.dst_ports = {{27015, 27030}, {7777, 7777}};
+  RuleSpec pings = sourceRule(1, 2);
+  pings.protocol = Protocol::kIcmp;
+  load({games, pings});
+  auto port = [](uint16_t p) {
+    return PacketBuilder().eth().ipv4("192.0.2.1", "198.51.100.1").udp(p).build();
+  };
+  EXPECT_EQ(passes(port(27015), 2), 1);
+  EXPECT_EQ(passes(port(27030), 2), 0);  // same source, same rule, bucket already empty
+  EXPECT_EQ(passes(port(27031), 3), 3);
+  EXPECT_EQ(passes(port(7777), 1), 0);
+  EXPECT_EQ(passes(port(7776), 2), 2);
+  auto tcp = PacketBuilder().eth().ipv4("192.0.2.1", "198.51.100.1").tcp(27020).build();
+  EXPECT_EQ(passes(tcp, 3), 3);
+  auto ping4 = PacketBuilder().eth().ipv4("192.0.2.9", "198.51.100.1").icmp().build();
+  auto ping6 = PacketBuilder().eth().ipv6("2001:db8::9", "2001:db8::1").icmp().build();
+  EXPECT_EQ(passes(ping4, 3), 2);
+  EXPECT_EQ(passes(ping6, 3), 2);
+}
+
+TEST_F(LimiterTest, AMonitorRuleCountsButAStrictRuleStillDrops) {
+  RuleSpec watch = sourceRule(1, 1);
+  watch.action = ExceedAction::kMonitor;
+  RuleSpec strict = sourceRule(1, 3);
+  load({watch, strict});
+  EXPECT_EQ(passes(udpFrom("192.0.2.1"), 5), 3);
+  EXPECT_EQ(counted(FG_VERDICT_MONITOR, FG_REASON_RATE), 2u);  // packets 2 and 3
+  EXPECT_EQ(counted(FG_VERDICT_DROP, FG_REASON_RATE), 2u);
+  auto rules = limiter().ruleCounters();
+  ASSERT_TRUE(rules.ok());
+  EXPECT_EQ((*rules)[0].by_verdict[FG_VERDICT_MONITOR].packets, 4u);
+  EXPECT_EQ((*rules)[0].by_verdict[FG_VERDICT_PASS].packets, 1u);
+}
+
 TEST_F(LimiterTest, TcpFlagMatchingSelectsSyns) {
   RuleSpec syn = sourceRule(1, 1);
   syn.protocol = Protocol::kTcp;
