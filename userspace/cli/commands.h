@@ -23,5 +23,6 @@ void addSetCommand(CLI::App& app, Action& selected);
 void addBanCommand(CLI::App& app, Action& selected);
 void addReloadCommand(CLI::App& app, Action& selected);
 void addCheckCommand(CLI::App& app, Action& selected);
+void addRunCommand(CLI::App& app, Action& selected);
 
 }  // namespace floodgate::cli

@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
   floodgate::cli::addReloadCommand(app, selected);
   floodgate::cli::addLabCommand(app, selected);
   floodgate::cli::addCheckCommand(app, selected);
+  floodgate::cli::addRunCommand(app, selected);
 
   try {
     app.parse(argc, argv);

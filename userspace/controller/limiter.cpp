@@ -8,6 +8,7 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
@@ -321,6 +322,49 @@ Result<LimiterStatus> Limiter::status() const {
       if (err != 0) break;  // ENOENT: walked the whole table
       in_batch = out_batch;
     }
+  }
+  return out;
+}
+
+Result<fg_settings> Limiter::settings() const { return settings_.lookup(0); }
+
+Result<TrackedSample> Limiter::sampleTrackedSources(uint32_t first_slot, uint32_t max_slots) const {
+  TrackedSample out;
+  bpf_map_info map_info{};
+  uint32_t map_info_len = sizeof(map_info);
+  if (bpf_obj_get_info_by_fd(buckets_.fd(), &map_info, &map_info_len) != 0) {
+    return Error::failure(std::string("cannot read the source table's size: ") + std::strerror(errno));
+  }
+  out.table_slots = map_info.max_entries;
+  if (out.table_slots == 0 || max_slots == 0) return out;
+  out.first_slot = first_slot % out.table_slots;
+  uint32_t count = std::min(max_slots, out.table_slots - out.first_slot);
+  auto hz = kernelHz();
+  if (!hz) return hz.error();
+  auto jiffies = currentJiffies();
+  if (!jiffies) return jiffies.error();
+  uint64_t now = *jiffies * fg_tick_units(*hz);
+  std::vector<uint32_t> keys(count);
+  std::vector<fg_slot> values(count);
+  // An array's batch token is the key before the first one returned.
+  uint32_t in_batch = out.first_slot - 1, out_batch = 0;
+  LIBBPF_OPTS(bpf_map_batch_opts, opts);
+  int err = bpf_map_lookup_batch(buckets_.fd(), out.first_slot == 0 ? nullptr : &in_batch,
+                                 &out_batch, keys.data(), values.data(), &count, &opts);
+  if (err != 0 && errno != ENOENT) {
+    return Error::failure(std::string("cannot read the source table: ") + std::strerror(errno));
+  }
+  uint64_t v4 = 0, v6 = 0;
+  for (uint32_t i = 0; i < count; ++i) {
+    const fg_slot& slot = values[i];
+    if (!slot.fingerprint || slotIdle(slot, now)) continue;
+    (slot.family == FG_FAMILY_V4 ? v4 : v6)++;
+  }
+  out.sampled = count;
+  if (count > 0) {
+    double scale = static_cast<double>(out.table_slots) / count;
+    out.estimate_v4 = static_cast<double>(v4) * scale;
+    out.estimate_v6 = static_cast<double>(v6) * scale;
   }
   return out;
 }

@@ -88,6 +88,17 @@ struct LimiterStatus {
   uint64_t tracked_v6 = 0;
 };
 
+// A bounded look at the source table (for metrics): `sampled` consecutive slots from
+// `first_slot`, and the tracked sources among them scaled up to the whole table. An
+// estimate, exact only when the sample covers the table.
+struct TrackedSample {
+  uint32_t first_slot = 0;
+  uint32_t sampled = 0;
+  uint32_t table_slots = 0;
+  double estimate_v4 = 0;
+  double estimate_v6 = 0;
+};
+
 const char* verdictName(uint32_t verdict);
 const char* reasonName(uint32_t reason);
 
@@ -116,7 +127,13 @@ class Limiter {
 
   Result<std::vector<CounterRow>> counters() const;
   Result<std::vector<RuleCounters>> ruleCounters() const;
-  Result<LimiterStatus> status() const;
+  Result<LimiterStatus> status() const;  // walks the whole source table
+
+  // The settings entry (list and ban counts, policies); one map read.
+  Result<fg_settings> settings() const;
+  // Reads at most `max_slots` slots from `first_slot` (wrapping at the table's end is the
+  // caller's job: fewer are read there) in one batch syscall; never walks the table.
+  Result<TrackedSample> sampleTrackedSources(uint32_t first_slot, uint32_t max_slots) const;
 
   // Writes `rules` into the inactive rule set, then makes it active in one atomic store.
   // Ids and epochs are taken as given (see reload for assigning them).

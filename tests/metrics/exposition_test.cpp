@@ -1,0 +1,144 @@
+// SPDX-License-Identifier: MIT
+// The exposition text: escaping, every series present with zeros, HELP and TYPE once each.
+#include "metrics/exposition.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <sstream>
+
+namespace floodgate::metrics {
+namespace {
+
+Snapshot twoInterfaces() {
+  Snapshot s;
+  s.version = "1.2.3";
+  s.reloads_success = 4;
+  s.reloads_failure = 1;
+  s.config_generation = 5;
+  InterfaceMetrics a;
+  a.interface = "eth0";
+  a.counters = {{FG_VERDICT_DROP, FG_REASON_RATE, 100, 6000}};
+  RuleCounters rule;
+  rule.name = "per \"source\"";
+  rule.by_verdict[FG_VERDICT_DROP] = {FG_VERDICT_DROP, 0, 7, 420};
+  a.rules = {rule};
+  a.tracked_v4 = 1234.4;
+  a.bans_active = 3;
+  InterfaceMetrics b;
+  b.interface = "eth1";
+  s.interfaces = {a, b};
+  return s;
+}
+
+std::vector<std::string> lines(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) out.push_back(line);
+  return out;
+}
+
+bool has(const std::string& text, const std::string& line) {
+  for (const auto& l : lines(text)) {
+    if (l == line) return true;
+  }
+  return false;
+}
+
+TEST(Exposition, EscapesBackslashQuoteAndNewline) {
+  EXPECT_EQ(escapeLabelValue("a\\b\"c\nd"), "a\\\\b\\\"c\\nd");
+  EXPECT_EQ(escapeLabelValue("plain-name_1"), "plain-name_1");
+}
+
+TEST(Exposition, EveryVerdictAndReasonOfEveryInterfaceIsPresentZerosToo) {
+  std::string text = render(twoInterfaces());
+  const char* verdicts[] = {"pass", "drop", "monitor"};
+  const char* reasons[] = {"rate",      "deny",     "ban",    "allow",
+                           "malformed", "fragment", "non_ip", "default"};
+  for (const char* iface : {"eth0", "eth1"}) {
+    for (const char* v : verdicts) {
+      for (const char* r : reasons) {
+        std::string labels = std::string("{interface=\"") + iface + "\",verdict=\"" + v +
+                             "\",reason=\"" + r + "\"} ";
+        bool counted =
+            std::string(iface) == "eth0" && std::string(v) == "drop" && std::string(r) == "rate";
+        EXPECT_TRUE(has(text, "floodgate_packets_total" + labels + (counted ? "100" : "0")))
+            << labels;
+        EXPECT_TRUE(has(text, "floodgate_bytes_total" + labels + (counted ? "6000" : "0")))
+            << labels;
+      }
+    }
+  }
+  EXPECT_TRUE(has(text, "floodgate_tracked_sources{interface=\"eth1\",family=\"ipv6\"} 0"));
+  EXPECT_TRUE(has(text, "floodgate_bans_active{interface=\"eth1\"} 0"));
+}
+
+TEST(Exposition, RuleNamesAreEscapedAndEachVerdictShown) {
+  std::string text = render(twoInterfaces());
+  EXPECT_TRUE(has(text,
+                  "floodgate_rule_packets_total{interface=\"eth0\",rule=\"per "
+                  "\\\"source\\\"\",verdict=\"drop\"} 7"));
+  EXPECT_TRUE(has(text,
+                  "floodgate_rule_bytes_total{interface=\"eth0\",rule=\"per "
+                  "\\\"source\\\"\",verdict=\"drop\"} 420"));
+  EXPECT_TRUE(has(text,
+                  "floodgate_rule_packets_total{interface=\"eth0\",rule=\"per "
+                  "\\\"source\\\"\",verdict=\"monitor\"} 0"));
+}
+
+TEST(Exposition, GaugesAndDaemonSeries) {
+  std::string text = render(twoInterfaces());
+  EXPECT_TRUE(has(text, "floodgate_tracked_sources{interface=\"eth0\",family=\"ipv4\"} 1234"));
+  EXPECT_TRUE(has(text, "floodgate_bans_active{interface=\"eth0\"} 3"));
+  EXPECT_TRUE(has(text, "floodgate_config_reloads_total{result=\"success\"} 4"));
+  EXPECT_TRUE(has(text, "floodgate_config_reloads_total{result=\"failure\"} 1"));
+  EXPECT_TRUE(has(text, "floodgate_config_generation 5"));
+  EXPECT_TRUE(has(text, "floodgate_build_info{version=\"1.2.3\"} 1"));
+}
+
+TEST(Exposition, HelpAndTypeOncePerFamilyBeforeItsSamples) {
+  std::string text = render(twoInterfaces());
+  std::map<std::string, int> help, type;
+  std::map<std::string, std::string> type_of;
+  for (const auto& line : lines(text)) {
+    ASSERT_FALSE(line.empty());
+    if (line.rfind("# HELP ", 0) == 0) {
+      help[line.substr(7, line.find(' ', 7) - 7)]++;
+    } else if (line.rfind("# TYPE ", 0) == 0) {
+      std::string name = line.substr(7, line.find(' ', 7) - 7);
+      type[name]++;
+      type_of[name] = line.substr(line.rfind(' ') + 1);
+    } else {
+      std::string name = line.substr(0, line.find_first_of("{ "));
+      EXPECT_EQ(type.count(name), 1u) << "sample before its TYPE: " << line;
+    }
+  }
+  const std::map<std::string, std::string> families = {
+      {"floodgate_packets_total", "counter"},
+      {"floodgate_bytes_total", "counter"},
+      {"floodgate_rule_packets_total", "counter"},
+      {"floodgate_rule_bytes_total", "counter"},
+      {"floodgate_tracked_sources", "gauge"},
+      {"floodgate_bans_active", "gauge"},
+      {"floodgate_config_reloads_total", "counter"},
+      {"floodgate_config_generation", "gauge"},
+      {"floodgate_build_info", "gauge"}};
+  EXPECT_EQ(help.size(), families.size());
+  for (const auto& [name, kind] : families) {
+    EXPECT_EQ(help[name], 1) << name;
+    EXPECT_EQ(type[name], 1) << name;
+    EXPECT_EQ(type_of[name], kind) << name;
+  }
+}
+
+TEST(Exposition, NoInterfacesStillGivesTheDaemonSeries) {
+  Snapshot s;
+  s.version = "0.1.0";
+  std::string text = render(s);
+  EXPECT_TRUE(has(text, "floodgate_config_generation 0"));
+  EXPECT_TRUE(has(text, "# TYPE floodgate_packets_total counter"));
+  EXPECT_EQ(text.back(), '\n');
+}
+
+}  // namespace
+}  // namespace floodgate::metrics

@@ -1,0 +1,113 @@
+// SPDX-License-Identifier: MIT
+// runDaemon: one poll loop over a signalfd and an inotify fd; file changes are debounced.
+#include "daemon/daemon.h"
+
+#include <poll.h>
+#include <signal.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <string>
+
+#include "daemon/config_watch.h"
+#include "daemon/daemon_state.h"
+#include "daemon/log.h"
+#include "daemon/metrics_server.h"
+#include "kernel/unique_fd.h"
+
+namespace floodgate::daemon {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+// Editors write a file in several steps; one reload after they settle.
+constexpr auto kDebounce = std::chrono::milliseconds(200);
+
+Result<UniqueFd> blockSignals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGHUP);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  // Blocked before any thread starts, so every thread inherits the mask and only the
+  // signalfd sees them.
+  if (int err = pthread_sigmask(SIG_BLOCK, &set, nullptr); err != 0) {
+    return Error::failure(std::string("cannot block signals: ") + std::strerror(err));
+  }
+  UniqueFd fd(signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK));
+  if (!fd.valid()) return Error::failure(std::string("signalfd: ") + std::strerror(errno));
+  return fd;
+}
+
+void reload(DaemonState& state, const std::string& why) {
+  logInfo("reloading the config (" + why + ")");
+  if (Status s = state.apply(false); !s) logError("reload failed: " + s.error().message);
+}
+
+}  // namespace
+
+Status runDaemon(const RunOptions& options) {
+  auto signals = blockSignals();
+  if (!signals) return signals.error();
+  auto watch = ConfigWatch::start(options.config_path);
+  if (!watch) return watch.error();
+
+  DaemonState state(options.config_path);
+  if (Status s = state.apply(true); !s) {
+    state.release(options.keep_attached);
+    return s;
+  }
+  auto server = MetricsServer::start(options.listen, state);
+  if (!server) {
+    state.release(options.keep_attached);
+    return server.error();
+  }
+  logInfo("serving metrics on http://" + options.listen.host + ":" +
+          std::to_string(options.listen.port) + "/metrics");
+
+  // A plain flag and time (not std::optional: g++ 12 warns falsely on it here).
+  bool reload_pending = false;
+  Clock::time_point reload_at{};
+  bool running = true;
+  while (running) {
+    int timeout_ms = -1;
+    if (reload_pending) {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(reload_at - Clock::now());
+      timeout_ms = static_cast<int>(std::max<int64_t>(0, left.count()));
+    }
+    pollfd fds[2] = {{signals->get(), POLLIN, 0}, {watch->fd(), POLLIN, 0}};
+    int n = poll(fds, 2, timeout_ms);
+    if (n < 0 && errno != EINTR) {
+      logError(std::string("poll: ") + std::strerror(errno));
+      break;
+    }
+    if (fds[0].revents & POLLIN) {
+      signalfd_siginfo info{};
+      while (read(signals->get(), &info, sizeof(info)) == static_cast<ssize_t>(sizeof(info))) {
+        if (info.ssi_signo == SIGHUP) {
+          reload(state, "SIGHUP");
+          reload_pending = false;
+        } else {
+          logInfo(std::string("stopping on ") + strsignal(static_cast<int>(info.ssi_signo)));
+          running = false;
+        }
+      }
+    }
+    if (fds[1].revents & POLLIN && watch->drain()) {
+      reload_pending = true;
+      reload_at = Clock::now() + kDebounce;
+    }
+    if (running && reload_pending && Clock::now() >= reload_at) {
+      reload_pending = false;
+      reload(state, options.config_path + " changed");
+    }
+  }
+  server->reset();  // no scrape may run while the limiters go
+  state.release(options.keep_attached);
+  return okStatus();
+}
+
+}  // namespace floodgate::daemon

@@ -1,0 +1,24 @@
+// SPDX-License-Identifier: MIT
+// runDaemon: `floodgate run` — attach what the config lists, serve metrics, reload on SIGHUP
+// or a changed file, and on SIGTERM/SIGINT detach (or leave enforcing).
+#pragma once
+
+#include <string>
+
+#include "common/result.h"
+#include "daemon/listen_address.h"
+
+namespace floodgate::daemon {
+
+struct RunOptions {
+  std::string config_path;
+  ListenAddress listen;
+  bool keep_attached = false;  // on exit, leave the limiters attached and enforcing
+};
+
+// Blocks until SIGTERM or SIGINT. Fails at start (invalid config, attach or bind failure)
+// with one line; later reload failures are logged and counted, never fatal.
+// Blocks SIGHUP, SIGTERM and SIGINT in the calling thread (and threads it starts).
+Status runDaemon(const RunOptions& options);
+
+}  // namespace floodgate::daemon

@@ -1,0 +1,158 @@
+// SPDX-License-Identifier: MIT
+// DaemonState: validate everything first, then attach, adopt or reload each interface.
+#include "daemon/daemon_state.h"
+
+#include "config/floodgate_config.h"
+#include "daemon/log.h"
+#include "metrics/collect.h"
+
+namespace floodgate::daemon {
+namespace {
+
+// Splits the diagnostics block into one log line each.
+void logDiagnostics(const std::string& text) {
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    if (end > start) logError(text.substr(start, end - start));
+    start = end + 1;
+  }
+}
+
+// A link pin is what keeps the program attached (detach removes it).
+bool attached(const std::string& interface) {
+  for (const std::string& name : Limiter::attachedInterfaces()) {
+    if (name == interface) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+Status DaemonState::apply(bool initial) {
+  std::lock_guard lock(mutex_);
+  Status status = applyLocked();
+  if (!initial) {
+    if (status) {
+      ++reloads_success_;
+    } else {
+      ++reloads_failure_;
+    }
+  }
+  if (status) ++generation_;
+  return status;
+}
+
+Status DaemonState::applyLocked() {
+  config::Diagnostics diagnostics;
+  config::FloodgateConfig cfg = config::loadConfig(config_path_, diagnostics);
+  if (!diagnostics.empty()) {
+    logDiagnostics(diagnostics.format());
+    return Error::failure(config_path_ + " is not valid (" + std::to_string(diagnostics.size()) +
+                          " problems): the running rules stay");
+  }
+  if (cfg.interfaces.empty()) {
+    return Error::failure(
+        config_path_ + " lists no interfaces: 'floodgate run' attaches those under 'interfaces:'");
+  }
+  // Every interface's options first, so a config wrong for one changes none.
+  std::vector<AttachOptions> wanted;
+  for (const auto& iface : cfg.interfaces) {
+    auto options = config::attachOptionsFor(cfg, iface.name);
+    if (!options) return options.error();
+    wanted.push_back(std::move(*options));
+  }
+
+  for (auto it = limiters_.begin(); it != limiters_.end();) {
+    bool listed = false;
+    for (const auto& options : wanted) listed |= options.interface == it->first;
+    if (listed) {
+      ++it;
+      continue;
+    }
+    Status s = Limiter::detach(it->first);
+    logInfo(s ? "detached " + it->first + ": no longer in the config"
+              : "could not detach " + it->first + ": " + s.error().message);
+    sample_cursors_.erase(it->first);
+    it = limiters_.erase(it);
+  }
+
+  for (const AttachOptions& options : wanted) {
+    const std::string& name = options.interface;
+    auto held = limiters_.find(name);
+    if (held != limiters_.end()) {
+      if (Status s = held->second.reload(options); !s)
+        return Error::failure(name + ": " + s.error().message);
+      logInfo("reloaded " + name + " (" + std::to_string(options.rules.size()) + " rules)");
+      continue;
+    }
+    if (attached(name)) {
+      // A limiter left enforcing (a restart after --keep-attached): keep its buckets.
+      auto limiter = Limiter::open(name);
+      if (!limiter) return limiter.error();
+      if (Status s = limiter->reload(options); !s)
+        return Error::failure(name + ": " + s.error().message);
+      logInfo("adopted the limiter already attached to " + name + " (" +
+              std::to_string(options.rules.size()) + " rules; its state is kept)");
+      limiters_.emplace(name, std::move(*limiter));
+      continue;
+    }
+    auto report = Limiter::attach(options);
+    if (!report) return Error::failure(name + ": " + report.error().message);
+    for (const std::string& warning : report->warnings) logWarning(name + ": " + warning);
+    auto limiter = Limiter::open(name);
+    if (!limiter) return limiter.error();
+    logInfo("attached to " + name + " (" + std::to_string(options.rules.size()) + " rules)");
+    limiters_.emplace(name, std::move(*limiter));
+  }
+  configured_.clear();
+  for (const auto& options : wanted) configured_.push_back(options.interface);
+  return okStatus();
+}
+
+void DaemonState::release(bool keep_attached) {
+  std::lock_guard lock(mutex_);
+  for (const auto& [name, limiter] : limiters_) {
+    if (keep_attached) {
+      logInfo("leaving " + name + " attached and enforcing (--keep-attached)");
+      continue;
+    }
+    Status s = Limiter::detach(name);
+    if (s) {
+      logInfo("detached " + name);
+    } else {
+      logError("could not detach " + name + ": " + s.error().message);
+    }
+  }
+  limiters_.clear();
+}
+
+std::string DaemonState::scrape() {
+  std::lock_guard lock(mutex_);
+  metrics::Snapshot snapshot;
+  snapshot.version = FLOODGATE_VERSION;
+  snapshot.reloads_success = reloads_success_;
+  snapshot.reloads_failure = reloads_failure_;
+  snapshot.config_generation = generation_;
+  for (const auto& [name, limiter] : limiters_) {
+    auto one = metrics::collect(limiter, &sample_cursors_[name]);
+    if (one) {
+      snapshot.interfaces.push_back(std::move(*one));
+    } else {
+      logWarning("metrics of " + name + " unavailable: " + one.error().message);
+    }
+  }
+  return metrics::render(snapshot);
+}
+
+bool DaemonState::healthy() {
+  std::lock_guard lock(mutex_);
+  if (configured_.empty()) return false;
+  for (const std::string& name : configured_) {
+    if (!attached(name)) return false;
+  }
+  return true;
+}
+
+}  // namespace floodgate::daemon

@@ -1,0 +1,50 @@
+// SPDX-License-Identifier: MIT
+// DaemonState: the limiters the daemon keeps and its reload counters, shared between the
+// event loop (which applies configs) and the metrics server's threads (which read them).
+// Every public method is thread-safe (one mutex; a scrape holds it for a few map reads).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "controller/limiter.h"
+
+namespace floodgate::daemon {
+
+class DaemonState {
+ public:
+  explicit DaemonState(std::string config_path) : config_path_(std::move(config_path)) {}
+
+  // Reads and validates the config, then brings every listed interface in line with it:
+  // attaches those with no limiter, adopts a pinned limiter (open + reload, no state lost),
+  // reloads the ones it holds, and detaches those no longer listed. Invalid: nothing
+  // changes, every diagnostic is logged. Counts the result in the reload counters unless
+  // `initial`.
+  Status apply(bool initial);
+
+  // Detaches every interface it holds (or, with keep_attached, lets go of them enforcing).
+  void release(bool keep_attached);
+
+  // The Prometheus exposition of every held interface.
+  std::string scrape();
+  // Every configured interface still has its limiter attached.
+  bool healthy();
+
+ private:
+  Status applyLocked();
+
+  std::mutex mutex_;
+  std::string config_path_;
+  std::map<std::string, Limiter> limiters_;
+  std::map<std::string, uint32_t> sample_cursors_;
+  std::vector<std::string> configured_;
+  uint64_t reloads_success_ = 0;
+  uint64_t reloads_failure_ = 0;
+  uint64_t generation_ = 0;
+};
+
+}  // namespace floodgate::daemon

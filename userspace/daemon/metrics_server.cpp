@@ -1,0 +1,36 @@
+// SPDX-License-Identifier: MIT
+// MetricsServer: two GET routes; everything else is httplib's 404.
+#include "daemon/metrics_server.h"
+
+#include <httplib.h>
+
+namespace floodgate::daemon {
+
+Result<std::unique_ptr<MetricsServer>> MetricsServer::start(const ListenAddress& address,
+                                                            DaemonState& state) {
+  std::unique_ptr<MetricsServer> out(new MetricsServer());
+  out->server_ = std::make_unique<httplib::Server>();
+  httplib::Server& server = *out->server_;
+  server.Get("/metrics", [&state](const httplib::Request&, httplib::Response& res) {
+    res.set_content(state.scrape(), "text/plain; version=0.0.4; charset=utf-8");
+  });
+  server.Get("/healthz", [&state](const httplib::Request&, httplib::Response& res) {
+    bool ok = state.healthy();
+    res.status = ok ? 200 : 503;
+    res.set_content(ok ? "ok\n" : "a configured interface has no limiter attached\n", "text/plain");
+  });
+  if (!server.bind_to_port(address.host, address.port)) {
+    return Error::failure(
+        "cannot listen for metrics on " + address.host + ":" + std::to_string(address.port) +
+        " (in use, or not an address of this host): choose another with --metrics-listen");
+  }
+  out->thread_ = std::thread([&server] { server.listen_after_bind(); });
+  return out;
+}
+
+MetricsServer::~MetricsServer() {
+  server_->stop();
+  if (thread_.joinable()) thread_.join();
+}
+
+}  // namespace floodgate::daemon

@@ -1,0 +1,29 @@
+// SPDX-License-Identifier: MIT
+// collect: counters, rule counters and the settings' ban counts, plus a rotating sample.
+#include "metrics/collect.h"
+
+namespace floodgate::metrics {
+
+Result<InterfaceMetrics> collect(const Limiter& limiter, uint32_t* sample_cursor,
+                                 uint32_t sample_slots) {
+  InterfaceMetrics out;
+  out.interface = limiter.interface();
+  auto counters = limiter.counters();
+  if (!counters) return counters.error();
+  out.counters = std::move(*counters);
+  auto rules = limiter.ruleCounters();
+  if (!rules) return rules.error();
+  out.rules = std::move(*rules);
+  auto settings = limiter.settings();
+  if (!settings) return settings.error();
+  out.bans_active = uint64_t{settings->ban_entries[0]} + settings->ban_entries[1];
+  auto sample = limiter.sampleTrackedSources(*sample_cursor, sample_slots);
+  if (!sample) return sample.error();
+  out.tracked_v4 = sample->estimate_v4;
+  out.tracked_v6 = sample->estimate_v6;
+  uint64_t next = uint64_t{sample->first_slot} + sample->sampled;
+  *sample_cursor = sample->table_slots ? static_cast<uint32_t>(next % sample->table_slots) : 0;
+  return out;
+}
+
+}  // namespace floodgate::metrics

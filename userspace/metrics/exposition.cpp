@@ -1,0 +1,161 @@
+// SPDX-License-Identifier: MIT
+// render: the Prometheus text format written family by family.
+#include "metrics/exposition.h"
+
+#include <cmath>
+#include <cstdio>
+
+namespace floodgate::metrics {
+namespace {
+
+void family(std::string& out, const char* name, const char* type, const char* help) {
+  out += "# HELP ";
+  out += name;
+  out += ' ';
+  out += help;
+  out += "\n# TYPE ";
+  out += name;
+  out += ' ';
+  out += type;
+  out += '\n';
+}
+
+using Labels = std::vector<std::pair<const char*, std::string_view>>;
+
+void sample(std::string& out, const char* name, const Labels& labels, const std::string& value) {
+  out += name;
+  if (!labels.empty()) {
+    out += '{';
+    for (size_t i = 0; i < labels.size(); ++i) {
+      if (i) out += ',';
+      out += labels[i].first;
+      out += "=\"";
+      out += escapeLabelValue(labels[i].second);
+      out += '"';
+    }
+    out += '}';
+  }
+  out += ' ';
+  out += value;
+  out += '\n';
+}
+
+std::string number(uint64_t value) { return std::to_string(value); }
+
+std::string number(double value) {
+  // Estimates are whole sources; print them without an exponent.
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.0f", std::round(value));
+  return buf;
+}
+
+// The interface counters as a full verdict × reason matrix.
+struct Matrix {
+  uint64_t packets[FG_VERDICT_COUNT][FG_REASON_COUNT]{};
+  uint64_t bytes[FG_VERDICT_COUNT][FG_REASON_COUNT]{};
+};
+
+Matrix matrixOf(const InterfaceMetrics& iface) {
+  Matrix m;
+  for (const CounterRow& row : iface.counters) {
+    if (row.verdict >= FG_VERDICT_COUNT || row.reason >= FG_REASON_COUNT) continue;
+    m.packets[row.verdict][row.reason] += row.packets;
+    m.bytes[row.verdict][row.reason] += row.bytes;
+  }
+  return m;
+}
+
+}  // namespace
+
+std::string escapeLabelValue(std::string_view value) {
+  std::string out;
+  out.reserve(value.size());
+  for (char c : value) {
+    if (c == '\\') {
+      out += "\\\\";
+    } else if (c == '"') {
+      out += "\\\"";
+    } else if (c == '\n') {
+      out += "\\n";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+std::string render(const Snapshot& snapshot) {
+  std::string out;
+  std::vector<Matrix> matrices;
+  for (const auto& iface : snapshot.interfaces) matrices.push_back(matrixOf(iface));
+
+  for (int bytes = 0; bytes < 2; ++bytes) {
+    const char* name = bytes ? "floodgate_bytes_total" : "floodgate_packets_total";
+    family(out, name, "counter",
+           bytes ? "Bytes seen by the XDP limiter, by verdict and reason."
+                 : "Packets seen by the XDP limiter, by verdict and reason.");
+    for (size_t i = 0; i < snapshot.interfaces.size(); ++i) {
+      for (uint32_t v = 0; v < FG_VERDICT_COUNT; ++v) {
+        for (uint32_t r = 0; r < FG_REASON_COUNT; ++r) {
+          uint64_t value = bytes ? matrices[i].bytes[v][r] : matrices[i].packets[v][r];
+          sample(out, name,
+                 {{"interface", snapshot.interfaces[i].interface},
+                  {"verdict", verdictName(v)},
+                  {"reason", reasonName(r)}},
+                 number(value));
+        }
+      }
+    }
+  }
+
+  for (int bytes = 0; bytes < 2; ++bytes) {
+    const char* name = bytes ? "floodgate_rule_bytes_total" : "floodgate_rule_packets_total";
+    family(out, name, "counter",
+           bytes ? "Bytes matched by each active rule, by verdict."
+                 : "Packets matched by each active rule, by verdict.");
+    for (const auto& iface : snapshot.interfaces) {
+      for (const RuleCounters& rule : iface.rules) {
+        for (uint32_t v = 0; v < FG_VERDICT_COUNT; ++v) {
+          const CounterRow& row = rule.by_verdict[v];
+          sample(out, name,
+                 {{"interface", iface.interface}, {"rule", rule.name}, {"verdict", verdictName(v)}},
+                 number(bytes ? row.bytes : row.packets));
+        }
+      }
+    }
+  }
+
+  family(out, "floodgate_tracked_sources", "gauge",
+         "Sources holding a busy slot of the source table; an estimate scaled up from a "
+         "bounded sample of slots.");
+  for (const auto& iface : snapshot.interfaces) {
+    sample(out, "floodgate_tracked_sources", {{"interface", iface.interface}, {"family", "ipv4"}},
+           number(iface.tracked_v4));
+    sample(out, "floodgate_tracked_sources", {{"interface", iface.interface}, {"family", "ipv6"}},
+           number(iface.tracked_v6));
+  }
+
+  family(out, "floodgate_bans_active", "gauge",
+         "Banned prefixes (IPv4 and IPv6), expired ones not yet removed included.");
+  for (const auto& iface : snapshot.interfaces) {
+    sample(out, "floodgate_bans_active", {{"interface", iface.interface}},
+           number(iface.bans_active));
+  }
+
+  family(out, "floodgate_config_reloads_total", "counter",
+         "Config reloads by the daemon, by result.");
+  sample(out, "floodgate_config_reloads_total", {{"result", "success"}},
+         number(snapshot.reloads_success));
+  sample(out, "floodgate_config_reloads_total", {{"result", "failure"}},
+         number(snapshot.reloads_failure));
+
+  family(out, "floodgate_config_generation", "gauge",
+         "Configs applied since the daemon started (1 is the first).");
+  sample(out, "floodgate_config_generation", {}, number(snapshot.config_generation));
+
+  family(out, "floodgate_build_info", "gauge", "Always 1; the version of floodgate in a label.");
+  sample(out, "floodgate_build_info", {{"version", snapshot.version}}, "1");
+  return out;
+}
+
+}  // namespace floodgate::metrics

@@ -1,0 +1,40 @@
+// SPDX-License-Identifier: MIT
+// The metrics a scrape shows, as plain data, and their Prometheus text exposition (0.0.4).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "controller/limiter.h"
+
+namespace floodgate::metrics {
+
+// What one attached interface reports.
+struct InterfaceMetrics {
+  std::string interface;
+  std::vector<CounterRow> counters;  // any subset of (verdict, reason); missing ones are 0
+  std::vector<RuleCounters> rules;
+  double tracked_v4 = 0;  // estimates from a bounded sample of the source table
+  double tracked_v6 = 0;
+  uint64_t bans_active = 0;
+};
+
+// Everything a scrape renders.
+struct Snapshot {
+  std::vector<InterfaceMetrics> interfaces;
+  uint64_t reloads_success = 0;
+  uint64_t reloads_failure = 0;
+  uint64_t config_generation = 0;
+  std::string version;
+};
+
+// Escapes a label value: backslash, double quote and newline.
+std::string escapeLabelValue(std::string_view value);
+
+// The text exposition: each family once with its HELP and TYPE, every (verdict, reason)
+// series of every interface present (zeros too) so dashboards see stable series.
+std::string render(const Snapshot& snapshot);
+
+}  // namespace floodgate::metrics
