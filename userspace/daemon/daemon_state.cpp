@@ -81,6 +81,12 @@ Status DaemonState::applyLocked() {
   for (const AttachOptions& options : wanted) {
     const std::string& name = options.interface;
     auto held = limiters_.find(name);
+    if (held != limiters_.end() && !attached(name)) {
+      // Detached by someone else (`floodgate detach`): the held maps are orphans.
+      logWarning(name + " was detached outside the daemon: attaching it again");
+      limiters_.erase(held);
+      held = limiters_.end();
+    }
     if (held != limiters_.end()) {
       if (Status s = held->second.reload(options); !s)
         return Error::failure(name + ": " + s.error().message);

@@ -1,0 +1,51 @@
+// SPDX-License-Identifier: MIT
+// httpGetIn: setns in a fresh thread, then httplib::Client.
+#include "e2e/netns_http.h"
+
+#include <fcntl.h>
+#include <httplib.h>
+#include <sched.h>
+#include <unistd.h>
+
+#include <cctype>
+#include <cstdio>
+#include <thread>
+
+namespace floodgate::test {
+
+HttpReply httpGetIn(const std::string& netns, int port, const std::string& target) {
+  HttpReply reply;
+  std::thread worker([&] {
+    int fd = open(netns.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return;
+    int err = setns(fd, CLONE_NEWNET);
+    close(fd);
+    if (err != 0) return;
+    httplib::Client client("127.0.0.1", port);
+    client.set_connection_timeout(2);
+    client.set_read_timeout(2);
+    auto res = client.Get(target);
+    if (!res) return;
+    reply.status = res->status;
+    reply.body = res->body;
+    reply.content_type = res->get_header_value("Content-Type");
+  });
+  worker.join();
+  return reply;
+}
+
+std::string urlEncode(const std::string& value) {
+  std::string out;
+  for (unsigned char c : value) {
+    if (std::isalnum(c) || c == '_' || c == '-' || c == '.' || c == '~') {
+      out += static_cast<char>(c);
+    } else {
+      char buf[4];
+      std::snprintf(buf, sizeof(buf), "%%%02X", c);
+      out += buf;
+    }
+  }
+  return out;
+}
+
+}  // namespace floodgate::test

@@ -1,0 +1,267 @@
+// SPDX-License-Identifier: MIT
+// End to end, `floodgate run`: started in the lab's target namespace, it attaches the
+// config's interface, counts a flood that /metrics shows, promtool accepts and a real
+// prometheus reads back; reloads on SIGHUP and on an edited file (an invalid one changes
+// nothing and is counted); detaches on SIGTERM, or with --keep-attached leaves the limiter
+// to a second run that adopts it with its counters.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "e2e/child_process.h"
+#include "e2e/lab_network.h"
+#include "e2e/netns_http.h"
+#include "traffic/udp_traffic.h"
+
+namespace floodgate::test {
+namespace {
+
+constexpr const char* kFlooder = "198.18.0.2";
+constexpr uint16_t kPort = 9999;
+// The target namespace is the test's own: any port there is free.
+constexpr int kMetricsPort = 9477;
+constexpr int kPrometheusPort = 9090;
+
+bool haveProgram(const std::string& name) {
+  return runCommand({"sh", "-c", "command -v " + name}).exit_code == 0;
+}
+
+// The value of the sample whose name and labels are exactly `series`, or -1.
+double sampleValue(const std::string& exposition, const std::string& series) {
+  std::istringstream in(exposition);
+  for (std::string line; std::getline(in, line);) {
+    if (line.size() > series.size() && line.compare(0, series.size(), series) == 0 &&
+        line[series.size()] == ' ') {
+      return std::stod(line.substr(series.size() + 1));
+    }
+  }
+  return -1;
+}
+
+class RunE2eTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (geteuid() != 0) GTEST_SKIP() << "network namespaces and XDP need root";
+    for (const char* tool : {"nsenter", "promtool", "prometheus"}) {
+      if (!haveProgram(tool))
+        GTEST_SKIP() << tool << " is not installed (Debian: util-linux, prometheus)";
+    }
+    auto lab = LabNetwork::create({kFlooder});
+    ASSERT_TRUE(lab.ok()) << lab.error().message;
+    lab_ = std::move(*lab);
+    char dir[] = "/tmp/fg-run-XXXXXX";
+    ASSERT_NE(mkdtemp(dir), nullptr);
+    dir_ = dir;
+    config_ = dir_ + "/floodgate.yaml";
+    writeConfig(config_, 100, 10);
+  }
+  void TearDown() override {
+    prometheus_ = ChildProcess();
+    daemon_ = ChildProcess();
+    if (!dir_.empty()) std::system(("rm -rf " + dir_).c_str());
+  }
+
+  void writeConfig(const std::string& path, uint64_t pps, uint64_t burst) {
+    std::ofstream(path) << "interfaces:\n  - name: " << lab_->targetInterface()
+                        << "\nrules:\n  - name: per-source\n    match: {protocol: udp}\n"
+                        << "    limit: {pps: " << pps << ", burst: " << burst << "}\n";
+  }
+  // Replaces the config the way editors do: a new file renamed over the old one.
+  void renameOver(uint64_t pps, uint64_t burst) {
+    writeConfig(dir_ + "/.floodgate.yaml.new", pps, burst);
+    ASSERT_EQ(std::rename((dir_ + "/.floodgate.yaml.new").c_str(), config_.c_str()), 0);
+  }
+
+  // Starts `floodgate run` in the target namespace and waits until /healthz says ok.
+  void startDaemon(const std::vector<std::string>& extra = {}) {
+    std::vector<std::string> argv = {
+        "nsenter",          "--net=" + lab_->targetNetns(),
+        FLOODGATE_BIN,      "run",
+        "--config",         config_,
+        "--metrics-listen", "127.0.0.1:" + std::to_string(kMetricsPort)};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    auto child = ChildProcess::start(argv, dir_ + "/daemon-" + std::to_string(++starts_) + ".log");
+    ASSERT_TRUE(child.ok()) << child.error().message;
+    daemon_ = std::move(*child);
+    for (int i = 0; i < 100; ++i) {
+      if (httpGetIn(lab_->targetNetns(), kMetricsPort, "/healthz").status == 200) return;
+      usleep(50000);
+    }
+    FAIL() << "floodgate run never became healthy:\n" << daemon_.log();
+  }
+
+  std::string scrape() {
+    HttpReply reply = httpGetIn(lab_->targetNetns(), kMetricsPort, "/metrics");
+    EXPECT_EQ(reply.status, 200) << daemon_.log();
+    EXPECT_EQ(reply.content_type.rfind("text/plain; version=0.0.4", 0), 0u) << reply.content_type;
+    return reply.body;
+  }
+  double metric(const std::string& series) { return sampleValue(scrape(), series); }
+  std::string packets(const char* verdict, const char* reason) {
+    return "floodgate_packets_total{interface=\"" + lab_->targetInterface() + "\",verdict=\"" +
+           verdict + "\",reason=\"" + reason + "\"}";
+  }
+
+  // Polls `series` until `done(value)` or `seconds` pass; the last value seen.
+  template <class Done>
+  double waitFor(const std::string& series, Done done, double seconds = 5) {
+    double value = -1;
+    for (int i = 0; i < static_cast<int>(seconds * 20); ++i) {
+      value = metric(series);
+      if (done(value)) break;
+      usleep(50000);
+    }
+    return value;
+  }
+
+  uint64_t flood(double seconds, uint64_t rate) {
+    auto sent = sendUdp(
+        {lab_->senderNetns(), kFlooder, LabNetwork::kTargetAddress, kPort, seconds, rate, 1, 18});
+    EXPECT_TRUE(sent.ok()) << (sent.ok() ? "" : sent.error().message);
+    usleep(100000);
+    return sent.ok() ? sent->sent : 0;
+  }
+
+  bool attached() { return lab_->floodgate({"stats", lab_->targetInterface()}).exit_code == 0; }
+
+  std::unique_ptr<LabNetwork> lab_;
+  std::string dir_, config_;
+  int starts_ = 0;
+  // Declared after lab_: destroyed first, so every child is gone before the namespaces.
+  ChildProcess daemon_, prometheus_;
+};
+
+TEST_F(RunE2eTest, AFloodShowsInMetricsThatPromtoolAcceptsAndPrometheusReadsBack) {
+  startDaemon();
+  EXPECT_EQ(httpGetIn(lab_->targetNetns(), kMetricsPort, "/healthz").body, "ok\n");
+  flood(0.5, 5000);
+  std::string text = scrape();
+  double dropped = sampleValue(text, packets("drop", "rate"));
+  EXPECT_GT(dropped, 1000) << text;
+  EXPECT_EQ(
+      sampleValue(text, "floodgate_rule_packets_total{interface=\"" + lab_->targetInterface() +
+                            "\",rule=\"per-source\",verdict=\"drop\"}"),
+      dropped);
+  EXPECT_EQ(sampleValue(text, "floodgate_config_generation"), 1);
+  EXPECT_EQ(sampleValue(text, packets("monitor", "fragment")), 0) << "every series, zeros too";
+  EXPECT_GE(sampleValue(text, "floodgate_tracked_sources{interface=\"" + lab_->targetInterface() +
+                                  "\",family=\"ipv4\"}"),
+            0);
+
+  std::ofstream(dir_ + "/scrape.txt") << text;
+  CommandResult check =
+      runCommand({"sh", "-c", "promtool check metrics < " + dir_ + "/scrape.txt"});
+  EXPECT_EQ(check.exit_code, 0) << check.out << check.err;
+
+  std::ofstream(dir_ + "/prometheus.yml")
+      << "global: {scrape_interval: 1s, evaluation_interval: 1s}\n"
+      << "scrape_configs:\n  - job_name: floodgate\n    static_configs:\n"
+      << "      - targets: ['127.0.0.1:" << kMetricsPort << "']\n";
+  auto prometheus = ChildProcess::start(
+      {"nsenter", "--net=" + lab_->targetNetns(), "prometheus",
+       "--config.file=" + dir_ + "/prometheus.yml", "--storage.tsdb.path=" + dir_ + "/tsdb",
+       "--web.listen-address=127.0.0.1:" + std::to_string(kPrometheusPort)},
+      dir_ + "/prometheus.log");
+  ASSERT_TRUE(prometheus.ok()) << prometheus.error().message;
+  prometheus_ = std::move(*prometheus);
+  std::string query = "/api/v1/query?query=" +
+                      urlEncode("floodgate_packets_total{verdict=\"drop\",reason=\"rate\"}");
+  double seen = -1;
+  std::string last;
+  for (int i = 0; i < 60 && seen < dropped; ++i) {  // 30 s at most
+    HttpReply reply = httpGetIn(lab_->targetNetns(), kPrometheusPort, query);
+    last = reply.body;
+    if (reply.status == 200) {
+      auto json = nlohmann::json::parse(reply.body, nullptr, false);
+      if (!json.is_discarded() && json["status"] == "success") {
+        for (const auto& r : json["data"]["result"]) {
+          if (r["metric"]["interface"] == lab_->targetInterface()) {
+            seen = std::stod(r["value"][1].get<std::string>());
+          }
+        }
+      }
+    }
+    if (seen < dropped) usleep(500000);
+  }
+  EXPECT_GE(seen, dropped) << "prometheus never showed the drops; last answer: " << last << "\n"
+                           << prometheus_.log();
+}
+
+TEST_F(RunE2eTest, AnInvalidConfigIsCountedAndIgnoredAndAnEditedFileIsReloaded) {
+  startDaemon();
+  std::ofstream(config_) << "rules:\n  - name: per-source\n    limit: {pps: 5k, brust: 3}\n";
+  daemon_.signal(SIGHUP);
+  // The write itself is a change too: one or two failures, never a success.
+  double failures = waitFor("floodgate_config_reloads_total{result=\"failure\"}",
+                            [](double v) { return v >= 1; });
+  EXPECT_GE(failures, 1) << daemon_.log();
+  usleep(400000);  // past the debounce of the write
+  EXPECT_EQ(metric("floodgate_config_reloads_total{result=\"success\"}"), 0);
+  EXPECT_EQ(metric("floodgate_config_generation"), 1);
+  EXPECT_NE(daemon_.log().find("brust"), std::string::npos) << daemon_.log();
+
+  // The old rule (100/s, burst 10) still holds.
+  uint64_t sent = flood(0.5, 2000);
+  double passed = metric(packets("pass", "default"));
+  EXPECT_GT(metric(packets("drop", "rate")), 0);
+  EXPECT_LE(passed, 10 + 100 * 0.6 + 5) << "of " << sent;
+
+  renameOver(100000, 100000);
+  double generation = waitFor("floodgate_config_generation", [](double v) { return v >= 2; });
+  EXPECT_EQ(generation, 2) << daemon_.log();
+  EXPECT_EQ(metric("floodgate_config_reloads_total{result=\"success\"}"), 1);
+  double drops = metric(packets("drop", "rate"));
+  sent = flood(0.3, 2000);
+  EXPECT_EQ(metric(packets("drop", "rate")), drops) << "the new, higher limit drops nothing";
+  EXPECT_EQ(httpGetIn(lab_->targetNetns(), kMetricsPort, "/healthz").status, 200);
+}
+
+TEST_F(RunE2eTest, SigtermDetachesAndHealthzNoticesAnExternalDetach) {
+  startDaemon();
+  ASSERT_TRUE(attached());
+  ASSERT_EQ(lab_->floodgate({"detach", lab_->targetInterface()}).exit_code, 0);
+  EXPECT_EQ(httpGetIn(lab_->targetNetns(), kMetricsPort, "/healthz").status, 503);
+  // Put back by a reload, then SIGTERM takes it away.
+  daemon_.signal(SIGHUP);
+  for (int i = 0; i < 40 && !attached(); ++i) usleep(50000);
+  ASSERT_TRUE(attached()) << daemon_.log();
+  daemon_.signal(SIGTERM);
+  EXPECT_EQ(daemon_.wait(5), 0) << daemon_.log();
+  EXPECT_FALSE(attached());
+}
+
+TEST_F(RunE2eTest, KeepAttachedLeavesItEnforcingAndASecondRunAdoptsItsCounters) {
+  startDaemon({"--keep-attached"});
+  flood(0.3, 2000);
+  double dropped = metric(packets("drop", "rate"));
+  double passed = metric(packets("pass", "default"));
+  ASSERT_GT(dropped, 0);
+  daemon_.signal(SIGTERM);
+  ASSERT_EQ(daemon_.wait(5), 0) << daemon_.log();
+  ASSERT_TRUE(attached()) << "--keep-attached detached the limiter";
+
+  // Still enforcing with no daemon.
+  CommandResult stats = lab_->floodgate({"stats", lab_->targetInterface(), "--json"});
+  ASSERT_EQ(stats.exit_code, 0) << stats.err;
+
+  startDaemon();
+  EXPECT_NE(daemon_.log().find("adopted"), std::string::npos) << daemon_.log();
+  EXPECT_GE(metric(packets("drop", "rate")), dropped) << "counters were reset";
+  EXPECT_GE(metric(packets("pass", "default")), passed);
+  // The adopted limiter keeps enforcing and counting on top of what it had.
+  flood(0.2, 2000);
+  EXPECT_GT(metric(packets("drop", "rate")), dropped);
+  EXPECT_EQ(metric("floodgate_config_generation"), 1);
+  daemon_.signal(SIGTERM);
+  EXPECT_EQ(daemon_.wait(5), 0) << daemon_.log();
+  EXPECT_FALSE(attached());
+}
+
+}  // namespace
+}  // namespace floodgate::test
