@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <nlohmann/json.hpp>
 
 namespace floodgate::test {
 namespace {
@@ -81,6 +82,14 @@ LabNetwork::~LabNetwork() {
   runCommand({"ip", "netns", "del", target_ns_});
   std::error_code ec;
   std::filesystem::remove_all("/sys/fs/bpf/floodgate/" + target_if_, ec);
+}
+
+uint64_t LabNetwork::senderQueueDrops() const {
+  CommandResult r = runCommand({"ip", "-n", sender_ns_, "-s", "-j", "link", "show", "dev", sender_if_});
+  if (r.exit_code != 0) return 0;
+  nlohmann::json links = nlohmann::json::parse(r.out, nullptr, false);
+  if (links.is_discarded() || links.empty()) return 0;
+  return links[0]["stats64"]["tx"]["dropped"].get<uint64_t>();
 }
 
 CommandResult LabNetwork::floodgate(const std::vector<std::string>& args) const {

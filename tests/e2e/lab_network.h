@@ -27,6 +27,10 @@ class LabNetwork {
   // The interface floodgate protects (inside the target namespace).
   const std::string& targetInterface() const { return target_if_; }
 
+  // Packets the sending veth dropped because the receiving side's queue was full: they
+  // never reached XDP. On a busy machine a flood makes some; tests account for them.
+  uint64_t senderQueueDrops() const;
+
   // Runs `floodgate ARGS...` inside the target namespace.
   CommandResult floodgate(const std::vector<std::string>& args) const;
   // Runs a command inside the target namespace.

@@ -83,9 +83,12 @@ TEST_F(LimiterE2eTest, AFloodIsHeldToItsRateFromBothCpusAndAQuietSourceIsUntouch
   nlohmann::json s = stats();
   uint64_t passed = packets(s, "pass", "default");
   uint64_t dropped = packets(s, "drop", "rate");
-  // every packet sent is accounted for, and only the flooder's were dropped
-  EXPECT_EQ(passed + dropped, flooder->sent + quiet->sent);
-  EXPECT_EQ(received[kQuiet], quiet->sent);
+  uint64_t lost_before_xdp = lab_->senderQueueDrops();
+  // every packet sent is accounted for: passed, dropped by floodgate, or (on a busy machine)
+  // dropped by the veth before XDP ever saw it; only the flooder's are dropped by floodgate
+  EXPECT_EQ(passed + dropped + lost_before_xdp, flooder->sent + quiet->sent);
+  EXPECT_GE(received[kQuiet] + lost_before_xdp, quiet->sent);
+  EXPECT_LE(received[kQuiet], quiet->sent);
   ASSERT_GE(passed, quiet->sent);
   uint64_t flooder_passed = passed - quiet->sent;
   ASSERT_GT(flooder->sent, 4 * (burst + rate * 2)) << "the sender did not flood";
@@ -93,9 +96,11 @@ TEST_F(LimiterE2eTest, AFloodIsHeldToItsRateFromBothCpusAndAQuietSourceIsUntouch
   // burst + rate × time, never above beyond one clock tick, and at least 98% of it
   double elapsed = flooder->elapsed();
   double allowed = burst + rate * elapsed;
-  std::printf("flooder sent %llu over %.3f s from 2 threads; passed %llu of burst + rate x time = %.1f\n",
+  std::printf("flooder sent %llu over %.3f s from 2 threads; passed %llu of burst + rate x time = %.1f;"
+              " %llu lost in the veth queue\n",
               static_cast<unsigned long long>(flooder->sent), elapsed,
-              static_cast<unsigned long long>(flooder_passed), allowed);
+              static_cast<unsigned long long>(flooder_passed), allowed,
+              static_cast<unsigned long long>(lost_before_xdp));
   EXPECT_LE(static_cast<double>(flooder_passed), allowed + rate * kTickSeconds + 1)
       << "sent " << flooder->sent << " over " << elapsed << " s";
   EXPECT_GE(static_cast<double>(flooder_passed), 0.98 * allowed)

@@ -95,7 +95,12 @@ TEST_F(ReloadE2eTest, ReloadsUnderTrafficDropNothingUnderTheLimitAndResetNoBucke
   ASSERT_TRUE(flood.ok() && quiet.ok());
   EXPECT_EQ(reloads, 4);
 
-  EXPECT_EQ(received[kQuiet], quiet->sent) << "a source under its limit lost packets";
+  // a source under its limit loses nothing to floodgate; a busy machine's veth queue may
+  // drop a few before XDP, and those are counted on the sending side
+  uint64_t lost_before_xdp = lab_->senderQueueDrops();
+  EXPECT_GE(received[kQuiet] + lost_before_xdp, quiet->sent) << "a source under its limit lost packets";
+  EXPECT_EQ(packets("drop", "rate") + packets("pass", "default") + lost_before_xdp,
+            flood->sent + quiet->sent);
   uint64_t flooder_passed = packets("pass", "default") - quiet->sent;
   double allowed = burst + rate * flood->elapsed();
   std::printf("flooder passed %llu across 4 reloads; burst + rate x time = %.1f\n",
