@@ -33,15 +33,11 @@ Status addBans(const BanFlags& flags) {
     if (!parsed) return parsed.error();
     duration_ns = *parsed;
   }
-  std::vector<Cidr> cidrs;
-  for (const std::string& text : flags.cidrs) {
-    auto cidr = parseCidr(text);
-    if (!cidr) return cidr.error();
-    cidrs.push_back(*cidr);
-  }
+  auto cidrs = parseCidrs(flags.cidrs);
+  if (!cidrs) return cidrs.error();
   auto limiter = openLimiter(flags.interface);
   if (!limiter) return limiter.error();
-  for (const Cidr& cidr : cidrs) {
+  for (const Cidr& cidr : *cidrs) {
     if (Status s = limiter->banAdd(cidr, duration_ns); !s) return s;
     std::cout << "banned " << cidr.toString() << " on " << flags.interface
               << (duration_ns ? " for " + formatDuration(duration_ns) : std::string(" until removed"))
@@ -51,15 +47,11 @@ Status addBans(const BanFlags& flags) {
 }
 
 Status removeBans(const BanFlags& flags) {
-  std::vector<Cidr> cidrs;
-  for (const std::string& text : flags.cidrs) {
-    auto cidr = parseCidr(text);
-    if (!cidr) return cidr.error();
-    cidrs.push_back(*cidr);
-  }
+  auto cidrs = parseCidrs(flags.cidrs);
+  if (!cidrs) return cidrs.error();
   auto limiter = openLimiter(flags.interface);
   if (!limiter) return limiter.error();
-  for (const Cidr& cidr : cidrs) {
+  for (const Cidr& cidr : *cidrs) {
     auto removed = limiter->banRemove(cidr);
     if (!removed) return removed.error();
     std::cout << (*removed ? "unbanned " : "was not banned: ") << cidr.toString() << "\n";

@@ -18,18 +18,8 @@ struct ListFlags {
   bool json = false;
 };
 
-Result<std::vector<Cidr>> parseAll(const std::vector<std::string>& texts) {
-  std::vector<Cidr> out;
-  for (const std::string& text : texts) {
-    auto cidr = parseCidr(text);
-    if (!cidr) return cidr.error();
-    out.push_back(*cidr);
-  }
-  return out;
-}
-
 Status change(ListKind kind, bool add, const ListFlags& flags) {
-  auto cidrs = parseAll(flags.cidrs);
+  auto cidrs = parseCidrs(flags.cidrs);
   if (!cidrs) return cidrs.error();
   if (Status s = checkPrivileges(); !s) return s;
   auto limiter = Limiter::open(flags.interface);

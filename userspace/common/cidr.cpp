@@ -77,4 +77,15 @@ Result<Cidr> parseCidr(std::string_view text) {
   return cidr;
 }
 
+Result<std::vector<Cidr>> parseCidrs(const std::vector<std::string>& texts) {
+  std::vector<Cidr> out;
+  out.reserve(texts.size());
+  for (const std::string& text : texts) {
+    auto cidr = parseCidr(text);
+    if (!cidr) return cidr.error();
+    out.push_back(*cidr);
+  }
+  return out;
+}
+
 }  // namespace floodgate

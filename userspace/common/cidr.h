@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/result.h"
 
@@ -27,6 +28,9 @@ struct Cidr {
 // Parses "192.0.2.1", "192.0.2.0/24", "2001:db8::/32". A bare address is a host prefix.
 // Host bits set below the prefix are an error: "10.0.0.1/8" is a typo more often than not.
 Result<Cidr> parseCidr(std::string_view text);
+
+// Parses every entry of `texts` with parseCidr; the first bad one is the error.
+Result<std::vector<Cidr>> parseCidrs(const std::vector<std::string>& texts);
 
 // Parses an address only (no prefix).
 Result<Cidr> parseAddress(std::string_view text);
