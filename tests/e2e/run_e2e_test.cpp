@@ -263,5 +263,18 @@ TEST_F(RunE2eTest, KeepAttachedLeavesItEnforcingAndASecondRunAdoptsItsCounters) 
   EXPECT_FALSE(attached());
 }
 
+TEST_F(RunE2eTest, ASecondRunThatCannotListenExitsOneAndLeavesTheAdoptedLimiterEnforcing) {
+  startDaemon();
+  auto second = ChildProcess::start(
+      {"nsenter", "--net=" + lab_->targetNetns(), FLOODGATE_BIN, "run", "--config", config_,
+       "--metrics-listen", "127.0.0.1:" + std::to_string(kMetricsPort)},
+      dir_ + "/second.log");
+  ASSERT_TRUE(second.ok()) << second.error().message;
+  EXPECT_EQ(second->wait(10), 1) << second->log();
+  EXPECT_NE(second->log().find("cannot listen for metrics"), std::string::npos) << second->log();
+  EXPECT_TRUE(attached()) << "a failed start took away a limiter it had only adopted";
+  EXPECT_EQ(httpGetIn(lab_->targetNetns(), kMetricsPort, "/healthz").status, 200);
+}
+
 }  // namespace
 }  // namespace floodgate::test

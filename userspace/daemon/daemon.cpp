@@ -57,12 +57,12 @@ Status runDaemon(const RunOptions& options) {
 
   DaemonState state(options.config_path);
   if (Status s = state.apply(true); !s) {
-    state.release(options.keep_attached);
+    state.releaseAfterFailedStart();
     return s;
   }
   auto server = MetricsServer::start(options.listen, state);
   if (!server) {
-    state.release(options.keep_attached);
+    state.releaseAfterFailedStart();
     return server.error();
   }
   logInfo("serving metrics on http://" + options.listen.host + ":" +

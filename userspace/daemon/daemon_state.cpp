@@ -102,6 +102,7 @@ Status DaemonState::applyLocked() {
       logInfo("adopted the limiter already attached to " + name + " (" +
               std::to_string(options.rules.size()) + " rules; its state is kept)");
       limiters_.emplace(name, std::move(*limiter));
+      adopted_.push_back(name);
       continue;
     }
     auto report = Limiter::attach(options);
@@ -130,6 +131,18 @@ void DaemonState::release(bool keep_attached) {
     } else {
       logError("could not detach " + name + ": " + s.error().message);
     }
+  }
+  limiters_.clear();
+}
+
+void DaemonState::releaseAfterFailedStart() {
+  std::lock_guard lock(mutex_);
+  for (const auto& [name, limiter] : limiters_) {
+    bool adopted = false;
+    for (const std::string& a : adopted_) adopted |= a == name;
+    if (adopted) continue;
+    Status s = Limiter::detach(name);
+    if (!s) logError("could not detach " + name + ": " + s.error().message);
   }
   limiters_.clear();
 }

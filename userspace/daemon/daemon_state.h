@@ -28,6 +28,9 @@ class DaemonState {
 
   // Detaches every interface it holds (or, with keep_attached, lets go of them enforcing).
   void release(bool keep_attached);
+  // After a failed start: detaches what this run attached, but leaves a limiter it adopted
+  // enforcing as it found it.
+  void releaseAfterFailedStart();
 
   // The Prometheus exposition of every held interface.
   std::string scrape();
@@ -42,6 +45,7 @@ class DaemonState {
   std::map<std::string, Limiter> limiters_;
   std::map<std::string, uint32_t> sample_cursors_;
   std::vector<std::string> configured_;
+  std::vector<std::string> adopted_;
   uint64_t reloads_success_ = 0;
   uint64_t reloads_failure_ = 0;
   uint64_t generation_ = 0;

@@ -19,6 +19,12 @@ Result<std::unique_ptr<MetricsServer>> MetricsServer::start(const ListenAddress&
     res.status = ok ? 200 : 503;
     res.set_content(ok ? "ok\n" : "a configured interface has no limiter attached\n", "text/plain");
   });
+  // httplib's default adds SO_REUSEPORT, which would let a second daemon share the port
+  // and split the scrapes between them; a taken port must fail the start instead.
+  server.set_socket_options([](socket_t sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+  });
   if (!server.bind_to_port(address.host, address.port)) {
     return Error::failure(
         "cannot listen for metrics on " + address.host + ":" + std::to_string(address.port) +
