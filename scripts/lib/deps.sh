@@ -9,6 +9,7 @@ FLOODGATE_PACKAGES=(
   # tests and benchmarks
   googletest libgtest-dev libgmock-dev libbenchmark-dev
   iproute2 nftables iptables redis-server prometheus
+  systemd  # systemd-analyze verifies the unit file
 )
 
 # Installs whatever of FLOODGATE_PACKAGES is missing (needs root).
