@@ -54,8 +54,8 @@ Status checkPrivileges() {
   bool net = caps & (1ULL << kCapNetAdmin);
   if (bpf && net) return okStatus();
   return Error::failure(
-      "this command loads BPF and attaches XDP: run it as root (sudo) or with CAP_BPF and "
-      "CAP_NET_ADMIN");
+      "this command works on BPF maps and XDP, which needs privileges: run it as root (sudo) "
+      "or with CAP_BPF and CAP_NET_ADMIN");
 }
 
 Status ensureBpffs(const std::string& path) {
