@@ -39,9 +39,11 @@ Status addBans(const BanFlags& flags) {
   if (!limiter) return limiter.error();
   for (const Cidr& cidr : *cidrs) {
     if (Status s = limiter->banAdd(cidr, duration_ns); !s) return s;
-    std::cout << "banned " << cidr.toString() << " on " << flags.interface
-              << (duration_ns ? " for " + formatDuration(duration_ns) : std::string(" until removed"))
-              << "\n";
+    std::cout
+        << "banned " << cidr.toString() << " on "
+        << flags
+               .interface << (duration_ns ? " for " + formatDuration(duration_ns) : std::string(" until removed"))
+        << "\n";
   }
   return okStatus();
 }
@@ -69,8 +71,8 @@ Status listBans(const BanFlags& flags) {
     for (const BanEntry& ban : *bans) {
       if (ban.expired) continue;
       nlohmann::json entry{{"cidr", ban.cidr.toString()}, {"by", ban.by}};
-      entry["seconds_left"] = ban.forever ? nlohmann::json(nullptr)
-                                          : nlohmann::json(ban.remaining_ns / 1000000000.0);
+      entry["seconds_left"] =
+          ban.forever ? nlohmann::json(nullptr) : nlohmann::json(ban.remaining_ns / 1000000000.0);
       out.push_back(entry);
     }
     std::cout << nlohmann::json{{"interface", flags.interface}, {"bans", out}}.dump(2) << "\n";
@@ -79,7 +81,8 @@ Status listBans(const BanFlags& flags) {
   std::printf("%-40s %-12s %s\n", "banned", "time left", "by");
   for (const BanEntry& ban : *bans) {
     if (ban.expired) continue;
-    std::string left = ban.forever ? "until removed" : std::to_string(ban.remaining_ns / 1000000000ULL) + "s";
+    std::string left =
+        ban.forever ? "until removed" : std::to_string(ban.remaining_ns / 1000000000ULL) + "s";
     std::printf("%-40s %-12s %s\n", ban.cidr.toString().c_str(), left.c_str(), ban.by.c_str());
   }
   return okStatus();

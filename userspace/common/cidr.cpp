@@ -43,7 +43,8 @@ Result<Cidr> parseAddress(std::string_view text) {
     cidr.prefix = 128;
     return cidr;
   }
-  return Error::usage("'" + copy + "' is not an IP address (expected e.g. 192.0.2.1 or 2001:db8::1)");
+  return Error::usage("'" + copy +
+                      "' is not an IP address (expected e.g. 192.0.2.1 or 2001:db8::1)");
 }
 
 Result<Cidr> parseCidr(std::string_view text) {

@@ -67,34 +67,36 @@ Status ensureBpffs(const std::string& path) {
   auto own = std::filesystem::read_symlink("/proc/self/ns/mnt", ec);
   auto init = std::filesystem::read_symlink("/proc/1/ns/mnt", ec);
   if (!ec && own != init) {
-    return Error::failure("no BPF filesystem at " + path +
-                          " in this private mount namespace (as 'ip netns exec' makes), so pins "
-                          "would vanish on exit: run floodgate under 'nsenter --net=/run/netns/NAME'"
-                          " instead, or mount bpffs first");
+    return Error::failure(
+        "no BPF filesystem at " + path +
+        " in this private mount namespace (as 'ip netns exec' makes), so pins "
+        "would vanish on exit: run floodgate under 'nsenter --net=/run/netns/NAME'"
+        " instead, or mount bpffs first");
   }
   mkdir(path.c_str(), 0700);
   if (mount("bpf", path.c_str(), "bpf", 0, "mode=0700") == 0) return okStatus();
   return Error::failure("no BPF filesystem at " + path + " and mounting one failed (" +
-                        std::strerror(errno) + "): mount it with 'mount -t bpf bpf " + path +
-                        "'");
+                        std::strerror(errno) + "): mount it with 'mount -t bpf bpf " + path + "'");
 }
 
 Result<uint32_t> kernelHz() {
   struct utsname uts {};
   uname(&uts);
-  for (std::string path : {std::string("/proc/config.gz"), "/boot/config-" + std::string(uts.release)}) {
+  for (std::string path :
+       {std::string("/proc/config.gz"), "/boot/config-" + std::string(uts.release)}) {
     std::string config;
     if (!readMaybeCompressed(path, config)) continue;
     std::istringstream lines(config);
     std::string line;
     while (std::getline(lines, line)) {
-      if (line.rfind("CONFIG_HZ=", 0) == 0) return static_cast<uint32_t>(std::stoul(line.substr(10)));
+      if (line.rfind("CONFIG_HZ=", 0) == 0)
+        return static_cast<uint32_t>(std::stoul(line.substr(10)));
     }
   }
-  return Error::failure(
-      "cannot read the kernel's CONFIG_HZ from /proc/config.gz or /boot/config-" +
-      std::string(uts.release) + ": load the configs module (modprobe configs) or install the "
-      "kernel's config file");
+  return Error::failure("cannot read the kernel's CONFIG_HZ from /proc/config.gz or /boot/config-" +
+                        std::string(uts.release) +
+                        ": load the configs module (modprobe configs) or install the "
+                        "kernel's config file");
 }
 
 Result<uint64_t> currentJiffies() {
