@@ -203,7 +203,8 @@ Result<AttachReport> Limiter::attach(const AttachOptions& options) {
 Status Limiter::detach(const std::string& interface) {
   if (Status s = checkPrivileges(); !s) return s;
   if (access(pinDirectory(interface).c_str(), F_OK) != 0) {
-    return Error::failure("floodgate is not attached to '" + interface + "' (see 'floodgate status')");
+    return Error::failure("floodgate is not attached to '" + interface +
+                          "' (see 'floodgate status')");
   }
   // dropping the last reference to the pinned link detaches the program
   return removePins(interface);
@@ -212,9 +213,12 @@ Status Limiter::detach(const std::string& interface) {
 Status Limiter::writePolicies(const AttachOptions& options) {
   // field by field with atomics: the program updates other fields (ban counts) meanwhile
   fg_settings& settings = *settings_value_.get();
-  std::atomic_ref<uint32_t>(settings.malformed_policy).store(static_cast<uint32_t>(options.malformed));
-  std::atomic_ref<uint32_t>(settings.fragment_policy).store(static_cast<uint32_t>(options.fragments));
-  std::atomic_ref<uint32_t>(settings.unknown_ext_policy).store(static_cast<uint32_t>(options.unknown_ext));
+  std::atomic_ref<uint32_t>(settings.malformed_policy)
+      .store(static_cast<uint32_t>(options.malformed));
+  std::atomic_ref<uint32_t>(settings.fragment_policy)
+      .store(static_cast<uint32_t>(options.fragments));
+  std::atomic_ref<uint32_t>(settings.unknown_ext_policy)
+      .store(static_cast<uint32_t>(options.unknown_ext));
   std::atomic_ref<uint32_t>(settings.monitor).store(options.monitor ? 1 : 0);
   __u64 expected = 0;
   std::atomic_ref<__u64>(settings.hash_seed).compare_exchange_strong(expected, randomSeed());
@@ -290,7 +294,8 @@ Result<LimiterStatus> Limiter::status() const {
   if (link.valid() && bpf_obj_get_info_by_fd(link.get(), &info, &info_len) == 0) {
     out.program_id = info.prog_id;
     auto ifindex = interfaceIndex(interface_);
-    out.mode = ifindex ? queryXdp(*ifindex).mode : "unknown (interface in another network namespace)";
+    out.mode =
+        ifindex ? queryXdp(*ifindex).mode : "unknown (interface in another network namespace)";
   }
   bpf_map_info map_info{};
   uint32_t map_info_len = sizeof(map_info);
@@ -299,10 +304,8 @@ Result<LimiterStatus> Limiter::status() const {
   }
 
   // Tracked = owns a slot and is not idle. Status may walk the table; a scrape never does.
-  auto hz = kernelHz();
-  auto jiffies = currentJiffies();
-  if (hz && jiffies) {
-    uint64_t now = *jiffies * fg_tick_units(*hz);
+  if (auto now_units = nowUnits(); now_units) {
+    uint64_t now = *now_units;
     const uint32_t batch = 4096;
     std::vector<uint32_t> keys(batch);
     std::vector<fg_slot> values(batch);
@@ -333,17 +336,17 @@ Result<TrackedSample> Limiter::sampleTrackedSources(uint32_t first_slot, uint32_
   bpf_map_info map_info{};
   uint32_t map_info_len = sizeof(map_info);
   if (bpf_obj_get_info_by_fd(buckets_.fd(), &map_info, &map_info_len) != 0) {
-    return Error::failure(std::string("cannot read the source table's size: ") + std::strerror(errno));
+    return Error::failure(std::string("cannot read the source table's size: ") +
+                          std::strerror(errno));
   }
   out.table_slots = map_info.max_entries;
   if (out.table_slots == 0 || max_slots == 0) return out;
   out.first_slot = first_slot % out.table_slots;
   uint32_t count = std::min(max_slots, out.table_slots - out.first_slot);
-  auto hz = kernelHz();
-  if (!hz) return hz.error();
-  auto jiffies = currentJiffies();
-  if (!jiffies) return jiffies.error();
-  uint64_t now = *jiffies * fg_tick_units(*hz);
+  // the tick was read once when the maps were opened: a scrape reads only the jiffies
+  auto now_units = nowUnits();
+  if (!now_units) return now_units.error();
+  uint64_t now = *now_units;
   std::vector<uint32_t> keys(count);
   std::vector<fg_slot> values(count);
   // An array's batch token is the key before the first one returned.

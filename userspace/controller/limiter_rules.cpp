@@ -29,8 +29,7 @@ uint32_t freshEpoch() {
 // means nothing for it and it starts afresh.
 bool sameKeying(const fg_rule& a, const fg_rule& b) {
   return a.key_kind == b.key_kind && a.ipv4_prefix == b.ipv4_prefix &&
-         a.ipv6_prefix == b.ipv6_prefix && a.algorithm == b.algorithm &&
-         a.window_ms == b.window_ms;
+         a.ipv6_prefix == b.ipv6_prefix && a.algorithm == b.algorithm && a.window_ms == b.window_ms;
 }
 
 template <class Key>
@@ -116,7 +115,9 @@ Result<std::vector<std::pair<Cidr, uint64_t>>> Limiter::activeSources() const {
   return out;
 }
 
-Status Limiter::resetRuleState(uint32_t rule_id) { return rule_state_.update(rule_id, fg_rule_state{}); }
+Status Limiter::resetRuleState(uint32_t rule_id) {
+  return rule_state_.update(rule_id, fg_rule_state{});
+}
 
 Status Limiter::reload(const AttachOptions& options) {
   // Everything is checked before anything is written: a bad config changes nothing.
@@ -126,7 +127,8 @@ Status Limiter::reload(const AttachOptions& options) {
   }
   std::set<std::string> names;
   for (const RuleSpec& spec : options.rules) {
-    if (!names.insert(spec.name).second) return Error::usage("two rules are named '" + spec.name + "'");
+    if (!names.insert(spec.name).second)
+      return Error::usage("two rules are named '" + spec.name + "'");
     if (auto compiled = compileRule(spec); !compiled) return compiled.error();
   }
   auto current = activeRules();
@@ -233,15 +235,14 @@ Status Limiter::setLimits(const std::string& rule_name, const LimitChange& chang
     if (!sources) return sources.error();
     return publish(*rules, *sources);
   }
-  return Error::usage("no rule named '" + rule_name + "' (rules: " + (names.empty() ? "none" : names) + ")");
+  return Error::usage("no rule named '" + rule_name +
+                      "' (rules: " + (names.empty() ? "none" : names) + ")");
 }
 
 Result<uint64_t> Limiter::nowUnits() const {
-  auto hz = kernelHz();
-  if (!hz) return hz.error();
   auto jiffies = currentJiffies();
   if (!jiffies) return jiffies.error();
-  return *jiffies * fg_tick_units(*hz);
+  return *jiffies * tick_units_;
 }
 
 }  // namespace floodgate
