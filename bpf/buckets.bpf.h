@@ -19,11 +19,12 @@
 const volatile __u64 tick_units = 0;      /* bucket time units per jiffy */
 const volatile __u32 table_slot_mask = 0; /* slots in `buckets` - 1 (a power of two) */
 
-/* The clock: jiffies, the cheapest one (DESIGN.md). Its error is at most one tick of
- * tokens: between two readings the true time differs from the clock's by under a tick. */
-static __always_inline __u64 fg_now(void)
+/* The clock: jiffies, the cheapest one (DESIGN.md), read once per packet; buckets count
+ * in units of jiffies × tick_units. Its error is at most one tick of tokens: between two
+ * readings the true time differs from the clock's by under a tick. */
+static __always_inline __u64 fg_units(__u64 jiffies)
 {
-	return bpf_jiffies64() * tick_units;
+	return jiffies * tick_units;
 }
 
 /* A source key: a rule and a masked address as two host-order halves. */
@@ -45,13 +46,10 @@ static __always_inline __u64 fg_prefix_mask(__u32 bits)
 	return ~0ULL << (64 - bits);
 }
 
-static __always_inline void fg_make_key(const struct fg_packet *pkt, const struct fg_rule *rule,
-					struct fg_key *key)
+/* `pkt`'s source masked to the prefix of its family, into key (the rule fields untouched). */
+static __always_inline void fg_mask_source(const struct fg_packet *pkt, __u8 v4_prefix,
+					   __u8 v6_prefix, struct fg_key *key)
 {
-	__u8 v4_prefix = rule->ipv4_prefix, v6_prefix = rule->ipv6_prefix;
-
-	key->rule_id = rule->id;
-	key->rule_epoch = rule->epoch;
 	key->family = pkt->family;
 	if (pkt->family == FG_FAMILY_V4) {
 		__u32 v4;
@@ -69,6 +67,14 @@ static __always_inline void fg_make_key(const struct fg_packet *pkt, const struc
 		key->hi = bpf_be64_to_cpu(hi) & fg_prefix_mask(v6_prefix);
 		key->lo = v6_prefix > 64 ? bpf_be64_to_cpu(lo) & fg_prefix_mask(v6_prefix - 64) : 0;
 	}
+}
+
+static __always_inline void fg_make_key(const struct fg_packet *pkt, const struct fg_rule *rule,
+					struct fg_key *key)
+{
+	key->rule_id = rule->id;
+	key->rule_epoch = rule->epoch;
+	fg_mask_source(pkt, rule->ipv4_prefix, rule->ipv6_prefix, key);
 }
 
 /* Whether one state word of a slot is idle, by the owner's algorithm. */
@@ -92,58 +98,123 @@ static __always_inline int fg_slot_idle(const struct fg_slot *slot, __u64 now)
 	       fg_word_idle(FG_READ_ONCE(slot->state[FG_LIMIT_BPS]), algorithm, window_ms, now);
 }
 
-/* Finds the slot of `key` among the ways of its set, or takes an idle one. NULL when every
- * way belongs to a source that is still limited: the caller charges the shared bucket. */
-static __always_inline struct fg_slot *fg_find_slot(const struct fg_key *key,
-						    const struct fg_rule *rule, __u64 seed,
-						    __u64 now, __u32 *index)
+/* Charges one unit to a plain GCRA word (the new-source cap) with compare-and-swap. */
+static __always_inline int fg_gcra_take(__u64 *word, __u64 now, const struct fg_limit *limit)
 {
-	__u64 fp = fg_key_fingerprint(seed, key->rule_id, key->rule_epoch, key->family, key->hi, key->lo);
-	__u32 base = (__u32)(fp >> 16) & table_slot_mask & ~(FG_TABLE_WAYS - 1);
-	struct fg_slot *slot;
-	__u32 i, idx;
+	int i;
 
+	for (i = 0; i < FG_CAS_RETRIES; i++) {
+		__u64 old = FG_READ_ONCE(*word), next;
+
+		if (!fg_gcra_admit(old, now, limit->interval, limit->capacity, &next))
+			return 0;
+		if (__sync_val_compare_and_swap(word, old, next) == old)
+			return 1;
+	}
+	return 0;
+}
+
+/* Why a source was left without a slot: the fg_table_stat it is counted under. */
+#define FG_SLOT_FOUND FG_TABLE_STAT_COUNT
+
+/* Makes the idle slot `slot` (whose owner was `owner`) the slot of `key`; 0 if another
+ * CPU took it first. */
+static __always_inline int fg_take_slot(struct fg_slot *slot, __u64 owner, __u64 fp,
+					const struct fg_key *key, const struct fg_rule *rule,
+					__u64 jiffies)
+{
+	__u64 hi = bpf_cpu_to_be64(key->hi), lo = bpf_cpu_to_be64(key->lo);
+
+	/* Race: the old owner may charge this slot between the idle check and the CAS; that
+	 * one charge is lost along with the old owner's claim, nothing else. */
+	if (__sync_val_compare_and_swap(&slot->fingerprint, owner, fp) != owner)
+		return 0;
+	slot->rule_id = (__u8)key->rule_id;
+	slot->family = key->family;
+	slot->prefix = key->prefix;
+	slot->algorithm = rule->algorithm;
+	slot->window_ms = rule->window_ms;
+	/* the slot was idle, so clearing it loses nothing; 0 is a full bucket and an empty
+	 * window for every algorithm, whatever the last owner ran */
+	slot->state[FG_LIMIT_PPS] = 0;
+	slot->state[FG_LIMIT_BPS] = 0;
+	slot->packets = 0;
+	slot->drops = 0;
+	slot->last_seen = (__u32)jiffies;
+	slot->last_drop = 0;
+	__builtin_memcpy(slot->addr, &hi, 8);
+	__builtin_memcpy(slot->addr + 8, &lo, 8);
+	return 1;
+}
+
+/* A slot lookup for fg_find_slot: the key and clock in, the slot index or the reason for
+ * having none out. */
+struct fg_slot_query {
+	struct fg_key key;
+	__u64 seed;
+	__u64 now;
+	__u64 jiffies;
+	__u32 index; /* out: the source's slot */
+	__u32 why;   /* out: FG_SLOT_FOUND, else the fg_table_stat that kept it out */
+};
+
+/* Finds the slot of the query's key among the ways of its set, or takes an idle one: the
+ * one seen longest ago, and only if the rule's new-source cap (in `state`) admits one more.
+ * Returns 1 with q->index set, or 0. A global function, so the verifier checks its loops
+ * once rather than in every path of the rule loop. */
+__attribute__((noinline)) int fg_find_slot(struct fg_slot_query *q, const struct fg_rule *rule,
+					   struct fg_rule_state *state)
+{
+	__u32 i, idx, base, victim = 0, oldest = 0, found = 0;
+	struct fg_slot *slot;
+	__u64 fp;
+
+	if (!q || !rule)
+		return 0;
+	fp = fg_key_fingerprint(q->seed, q->key.rule_id, q->key.rule_epoch, q->key.family,
+				q->key.hi, q->key.lo);
+	base = (__u32)(fp >> 16) & table_slot_mask & ~(FG_TABLE_WAYS - 1);
 	for (i = 0; i < FG_TABLE_WAYS; i++) {
 		idx = base + i;
 		slot = bpf_map_lookup_elem(&buckets, &idx);
 		if (slot && FG_READ_ONCE(slot->fingerprint) == fp) {
-			*index = idx;
-			return slot;
+			q->index = idx;
+			q->why = FG_SLOT_FOUND;
+			return 1;
 		}
 	}
+	q->why = FG_TABLE_FULL;
 	for (i = 0; i < FG_TABLE_WAYS; i++) {
-		__u64 owner;
+		__u32 age;
 
 		idx = base + i;
 		slot = bpf_map_lookup_elem(&buckets, &idx);
-		if (!slot)
+		if (!slot || !fg_slot_idle(slot, q->now))
 			continue;
-		owner = FG_READ_ONCE(slot->fingerprint);
-		if (!fg_slot_idle(slot, now))
-			continue;
-		/* Race: the old owner may charge this slot between the idle check and the CAS;
-		 * that one charge is lost along with the old owner's claim, nothing else. */
-		if (__sync_val_compare_and_swap(&slot->fingerprint, owner, fp) != owner)
-			continue;
-		slot->rule_id = (__u8)key->rule_id;
-		slot->family = key->family;
-		slot->prefix = key->prefix;
-		slot->algorithm = rule->algorithm;
-		slot->window_ms = rule->window_ms;
-		/* the slot was idle, so clearing it loses nothing; 0 is a full bucket and an
-		 * empty window for every algorithm, whatever the last owner ran */
-		slot->state[FG_LIMIT_PPS] = 0;
-		slot->state[FG_LIMIT_BPS] = 0;
-		{
-			__u64 hi = bpf_cpu_to_be64(key->hi), lo = bpf_cpu_to_be64(key->lo);
-
-			__builtin_memcpy(slot->addr, &hi, 8);
-			__builtin_memcpy(slot->addr + 8, &lo, 8);
+		age = (__u32)q->jiffies - FG_READ_ONCE(slot->last_seen);
+		if (!FG_READ_ONCE(slot->fingerprint))
+			age = 0xffffffffU; /* never used: the best choice */
+		if (!found || age > oldest) {
+			victim = idx;
+			oldest = age;
+			found = 1;
 		}
-		*index = idx;
-		return slot;
 	}
-	return NULL;
+	if (!found)
+		return 0;
+	slot = bpf_map_lookup_elem(&buckets, &victim);
+	if (!slot)
+		return 0;
+	if (state && rule->new_sources.interval &&
+	    !fg_gcra_take(&state->new_source_state, q->now, &rule->new_sources)) {
+		q->why = FG_TABLE_CAPPED;
+		return 0;
+	}
+	if (!fg_take_slot(slot, FG_READ_ONCE(slot->fingerprint), fp, &q->key, rule, q->jiffies))
+		return 0;
+	q->index = victim;
+	q->why = FG_TABLE_NEW_SOURCE;
+	return 1;
 }
 
 /* Decides one state word by the rule's algorithm; `now` is in bucket time units. */
@@ -203,37 +274,40 @@ static __always_inline void fg_refund_one(const struct fg_rule *rule, __u64 *wor
 	}
 }
 
-static __always_inline __u64 fg_increment(const struct fg_rule *rule, __u32 kind, __u32 len)
+static __always_inline __u64 fg_increment(const struct fg_limit *limits, __u32 kind, __u32 len)
 {
-	return rule->limits[kind].interval * (kind == FG_LIMIT_BPS ? len : 1);
+	return limits[kind].interval * (kind == FG_LIMIT_BPS ? len : 1);
 }
 
-/* Charges a packet of `len` bytes to a state pair; admits only if every limit that is set
- * admits. A pps charge is handed back when the bps limit then refuses. */
-static __always_inline int fg_charge(__u64 *state, const struct fg_rule *rule, __u64 now, __u32 len)
+/* Charges a packet of `len` bytes to a state pair under `limits` (the rule's own, or its
+ * untracked ones); admits only if every limit that is set admits. A pps charge is handed
+ * back when the bps limit then refuses. */
+static __always_inline int fg_charge(__u64 *state, const struct fg_rule *rule,
+				     const struct fg_limit *limits, __u64 now, __u32 len)
 {
-	int pps = rule->limits[FG_LIMIT_PPS].interval != 0;
-	int bps = rule->limits[FG_LIMIT_BPS].interval != 0;
+	int pps = limits[FG_LIMIT_PPS].interval != 0;
+	int bps = limits[FG_LIMIT_BPS].interval != 0;
 
-	if (pps && !fg_charge_one(rule, &state[FG_LIMIT_PPS], now, fg_increment(rule, FG_LIMIT_PPS, len),
-				  rule->limits[FG_LIMIT_PPS].capacity))
+	if (pps && !fg_charge_one(rule, &state[FG_LIMIT_PPS], now, fg_increment(limits, FG_LIMIT_PPS, len),
+				  limits[FG_LIMIT_PPS].capacity))
 		return 0;
-	if (bps && !fg_charge_one(rule, &state[FG_LIMIT_BPS], now, fg_increment(rule, FG_LIMIT_BPS, len),
-				  rule->limits[FG_LIMIT_BPS].capacity)) {
+	if (bps && !fg_charge_one(rule, &state[FG_LIMIT_BPS], now, fg_increment(limits, FG_LIMIT_BPS, len),
+				  limits[FG_LIMIT_BPS].capacity)) {
 		if (pps)
-			fg_refund_one(rule, &state[FG_LIMIT_PPS], fg_increment(rule, FG_LIMIT_PPS, len));
+			fg_refund_one(rule, &state[FG_LIMIT_PPS], fg_increment(limits, FG_LIMIT_PPS, len));
 		return 0;
 	}
 	return 1;
 }
 
 /* Hands back what fg_charge took, when a later rule drops the packet. */
-static __always_inline void fg_refund(__u64 *state, const struct fg_rule *rule, __u32 len)
+static __always_inline void fg_refund(__u64 *state, const struct fg_rule *rule,
+				      const struct fg_limit *limits, __u32 len)
 {
-	if (rule->limits[FG_LIMIT_PPS].interval)
-		fg_refund_one(rule, &state[FG_LIMIT_PPS], fg_increment(rule, FG_LIMIT_PPS, len));
-	if (rule->limits[FG_LIMIT_BPS].interval)
-		fg_refund_one(rule, &state[FG_LIMIT_BPS], fg_increment(rule, FG_LIMIT_BPS, len));
+	if (limits[FG_LIMIT_PPS].interval)
+		fg_refund_one(rule, &state[FG_LIMIT_PPS], fg_increment(limits, FG_LIMIT_PPS, len));
+	if (limits[FG_LIMIT_BPS].interval)
+		fg_refund_one(rule, &state[FG_LIMIT_BPS], fg_increment(limits, FG_LIMIT_BPS, len));
 }
 
 #endif /* FLOODGATE_BUCKETS_BPF_H */

@@ -8,6 +8,7 @@
 #include "maps.bpf.h"
 #include "counters.bpf.h"
 #include "lists.bpf.h"
+#include "events.bpf.h"
 #include "bans.bpf.h"
 #include "rules.bpf.h"
 
@@ -38,7 +39,7 @@ int floodgate_xdp(struct xdp_md *ctx)
 	__u32 len = data_end - data, zero = 0, verdict, reason = FG_REASON_DEFAULT;
 	struct fg_settings *settings;
 	struct fg_packet pkt = {};
-	__u64 now = 0;
+	__u64 jiffies = 0;
 
 	settings = bpf_map_lookup_elem(&settings_map, &zero);
 	if (!settings)
@@ -66,11 +67,11 @@ int floodgate_xdp(struct xdp_md *ctx)
 		return fg_finish(settings, FG_VERDICT_PASS, FG_REASON_ALLOW, len);
 
 	if (settings->ban_entries[pkt.family & 1]) {
-		now = fg_now();
-		if (fg_banned(settings, &pkt, now))
+		jiffies = bpf_jiffies64();
+		if (fg_banned(settings, &pkt, fg_units(jiffies), jiffies))
 			return fg_finish(settings, FG_VERDICT_DROP, FG_REASON_BAN, len);
 	}
 
-	verdict = fg_apply_rules(settings, &pkt, len, now, &reason);
+	verdict = fg_apply_rules(settings, &pkt, len, jiffies, &reason);
 	return fg_finish(settings, verdict, reason, len);
 }

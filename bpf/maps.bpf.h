@@ -31,10 +31,12 @@ struct {
 	__type(value, struct fg_rule);
 } rules SEC(".maps");
 
-/* Per-source bucket table; max_entries set at load (a power of two, multiple of the ways). */
+/* Per-source bucket table; max_entries set at load (a power of two, multiple of the ways).
+ * Mmapable: `top` reads the per-slot counters without a syscall per slot. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, FG_DEFAULT_TABLE_SLOTS);
+	__uint(map_flags, BPF_F_MMAPABLE);
 	__type(key, __u32);
 	__type(value, struct fg_slot);
 } buckets SEC(".maps");
@@ -59,6 +61,26 @@ struct {
 	__type(key, __u32);
 	__type(value, struct fg_counter);
 } rule_counters SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, FG_MAX_RULE_IDS * FG_TABLE_STAT_COUNT);
+	__type(key, __u32);
+	__type(value, __u64);
+} table_stats SEC(".maps");
+
+/* State changes for the daemon (struct fg_event records). */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 256 * 1024);
+} events SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct fg_event_stats);
+} event_stats SEC(".maps");
 
 /* Allow and deny lists; max_entries set at load. The value is unused (1). */
 #define FG_LPM_MAP(name, key_type)                                 \

@@ -7,6 +7,7 @@
 #include "bans.bpf.h"
 #include "buckets.bpf.h"
 #include "counters.bpf.h"
+#include "events.bpf.h"
 
 /* Where a rule charged a packet: the kind in the top bits, a slot or rule id below. */
 #define FG_REF_SLOT (0U << 30)
@@ -26,6 +27,14 @@ struct {
 	__type(key, __u32);
 	__type(value, struct fg_charges);
 } charges SEC(".maps");
+
+/* fg_find_slot's query: per CPU, so one packet's own scratch, kept off the stack. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct fg_slot_query);
+} slot_query SEC(".maps");
 
 static __always_inline int fg_rule_matches(const struct fg_rule *rule, const struct fg_packet *pkt,
 					   __u64 source_sets)
@@ -55,35 +64,74 @@ static __always_inline int fg_rule_matches(const struct fg_rule *rule, const str
 	return 0;
 }
 
-/* The bucket pair `rule` charges for `pkt`, and a ref to find it again. */
+/* One rule's decision for one packet, as scalars in and out of fg_rule_admits. */
+struct fg_eval {
+	__u64 now;     /* bucket time units */
+	__u64 jiffies; /* the same reading */
+	__u64 seed;
+	__u32 len;
+	__u32 ref; /* out: where the packet was charged */
+};
+
+static __always_inline void fg_count_table(__u32 rule_id, __u32 stat)
+{
+	__u32 index = FG_TABLE_STAT_INDEX(rule_id, stat);
+	__u64 *counter;
+
+	if (stat >= FG_TABLE_STAT_COUNT)
+		return;
+	counter = bpf_map_lookup_elem(&table_stats, &index);
+	if (counter)
+		*counter += 1; /* per-CPU */
+}
+
+/* The bucket pair `rule` charges for `pkt`, a ref to find it again, and the source's slot
+ * when it has one (NULL for the global and the untracked bucket). */
 static __always_inline __u64 *fg_rule_bucket(const struct fg_rule *rule, const struct fg_packet *pkt,
-					     __u64 seed, __u64 now, __u32 *ref)
+					     struct fg_eval *eval, struct fg_slot **slot_out,
+					     struct fg_rule_state **state_out)
 {
 	__u32 id = rule->id;
 	struct fg_rule_state *state;
 
+	state = bpf_map_lookup_elem(&rule_state, &id);
+	*state_out = state;
 	if (rule->key_kind == FG_KEY_SOURCE) {
-		struct fg_key key;
-		struct fg_slot *slot;
-		__u32 index = 0;
+		struct fg_slot_query *q;
+		struct fg_slot *slot = NULL;
+		__u32 zero = 0, why;
 
-		fg_make_key(pkt, rule, &key);
-		slot = fg_find_slot(&key, rule, seed, now, &index);
+		q = bpf_map_lookup_elem(&slot_query, &zero);
+		if (!q)
+			return NULL;
+		q->seed = eval->seed;
+		q->now = eval->now;
+		q->jiffies = eval->jiffies;
+		fg_make_key(pkt, rule, &q->key);
+		if (fg_find_slot(q, rule, state))
+			slot = bpf_map_lookup_elem(&buckets, &q->index);
+		why = q->why;
+		if (why != FG_SLOT_FOUND)
+			fg_count_table(id, why);
+		if (why == FG_TABLE_CAPPED && state &&
+		    fg_refusal_starts(&state->last_capped, eval->jiffies))
+			fg_emit(FG_EVENT_NEW_SOURCES_CAPPED, id, pkt->family, 0, 0, 0, eval->jiffies);
 		if (slot) {
-			*ref = FG_REF_SLOT | index;
+			*slot_out = slot;
+			eval->ref = FG_REF_SLOT | q->index;
 			return slot->state;
 		}
 	}
-	state = bpf_map_lookup_elem(&rule_state, &id);
 	if (!state)
 		return NULL;
 	if (rule->key_kind == FG_KEY_GLOBAL) {
-		*ref = FG_REF_GLOBAL | id;
+		eval->ref = FG_REF_GLOBAL | id;
 		return state->global_state;
 	}
-	/* every way of this source's set holds a source still limited: charge the shared
-	 * bucket, so a table full of spoofed sources cannot hand out fresh buckets */
-	*ref = FG_REF_OVERFLOW | id;
+	/* no slot for this source (every way taken by a source still limited, or the cap on
+	 * new sources reached): charge the shared bucket, so a flood of spoofed sources gets
+	 * no fresh buckets, only the rule's untracked limit between them */
+	eval->ref = FG_REF_OVERFLOW | id;
 	return state->overflow_state;
 }
 
@@ -103,28 +151,61 @@ static __always_inline __u64 *fg_ref_bucket(__u32 ref)
 	return (ref & FG_REF_KIND_MASK) == FG_REF_GLOBAL ? state->global_state : state->overflow_state;
 }
 
-/* One rule's decision for one packet, as scalars in and out of fg_rule_admits. */
-struct fg_eval {
-	__u64 now;
-	__u64 seed;
-	__u32 len;
-	__u32 ref; /* out: where the packet was charged */
-};
+/* Copies the limits a charge at `ref` is made under (the rule's own, or its untracked
+ * ones). A copy rather than a pointer into either: both branches then leave the same kind
+ * of state behind, which the verifier merges instead of checking the charge twice. */
+static __always_inline void fg_ref_limits(const struct fg_rule *rule, __u32 ref,
+					  struct fg_limit *out)
+{
+	if ((ref & FG_REF_KIND_MASK) == FG_REF_OVERFLOW)
+		__builtin_memcpy(out, rule->untracked, sizeof(rule->untracked));
+	else
+		__builtin_memcpy(out, rule->limits, sizeof(rule->limits));
+}
+
+/* Keeps a slot's counters for `top`, and reports when its source starts being limited. */
+static __always_inline void fg_note_slot(struct fg_slot *slot, int admitted, __u64 jiffies)
+{
+	__sync_fetch_and_add(&slot->packets, 1);
+	slot->last_seen = (__u32)jiffies;
+	if (admitted)
+		return;
+	__sync_fetch_and_add(&slot->drops, 1);
+	if (fg_refusal_starts(&slot->last_drop, jiffies)) {
+		__u64 hi, lo;
+
+		fg_addr_halves(slot->addr, &hi, &lo);
+		fg_emit(FG_EVENT_LIMITED, slot->rule_id, slot->family, slot->prefix, hi, lo, jiffies);
+	}
+}
 
 /* Charges `pkt` to `rule`'s bucket: 1 admitted, 0 refused. A global function, so the
  * verifier checks it once rather than once per rule position of the loop that calls it. */
 __attribute__((noinline)) int fg_rule_admits(const struct fg_rule *rule,
 					     const struct fg_packet *pkt, struct fg_eval *eval)
 {
-	__u64 *state;
+	struct fg_limit limits[FG_LIMIT_KINDS];
+	struct fg_rule_state *state = NULL;
+	struct fg_slot *slot = NULL;
+	__u64 *bucket;
+	int admitted;
 
 	if (!rule || !pkt || !eval)
 		return 0;
-	state = fg_rule_bucket(rule, pkt, eval->seed, eval->now, &eval->ref);
+	bucket = fg_rule_bucket(rule, pkt, eval, &slot, &state);
 	/* no bucket at all can only mean a broken table: do not limit on it */
-	if (!state)
+	if (!bucket)
 		return 1;
-	return fg_charge(state, rule, eval->now, eval->len);
+	fg_ref_limits(rule, eval->ref, limits);
+	admitted = fg_charge(bucket, rule, limits, eval->now, eval->len);
+	if (slot) {
+		fg_note_slot(slot, admitted, eval->jiffies);
+	} else if ((eval->ref & FG_REF_KIND_MASK) == FG_REF_OVERFLOW) {
+		fg_count_table(rule->id, admitted ? FG_TABLE_UNTRACKED_PASS : FG_TABLE_UNTRACKED_DROP);
+		if (!admitted && state && fg_refusal_starts(&state->last_untracked_drop, eval->jiffies))
+			fg_emit(FG_EVENT_UNTRACKED_LIMITED, rule->id, pkt->family, 0, 0, 0, eval->jiffies);
+	}
+	return admitted;
 }
 
 /* Hands back every charge recorded in `done` (a global function for the same reason). */
@@ -137,15 +218,20 @@ __attribute__((noinline)) int fg_refund_charges(struct fg_charges *done, __u32 c
 	for (i = 0; i < FG_MAX_RULES; i++) {
 		struct fg_rule *rule;
 		__u64 *state;
-		__u32 pos;
+		__u32 pos, ref;
 
 		if (i >= count)
 			break;
 		pos = done->rule_index[i];
+		ref = done->ref[i];
 		rule = bpf_map_lookup_elem(&rules, &pos);
-		state = fg_ref_bucket(done->ref[i]);
-		if (rule && state)
-			fg_refund(state, rule, len);
+		state = fg_ref_bucket(ref);
+		if (rule && state) {
+			struct fg_limit limits[FG_LIMIT_KINDS];
+
+			fg_ref_limits(rule, ref, limits);
+			fg_refund(state, rule, limits, len);
+		}
 	}
 	return 0;
 }
@@ -176,8 +262,10 @@ static int fg_rule_step(__u32 i, struct fg_walk *walk)
 	rule = bpf_map_lookup_elem(&rules, &pos);
 	if (!rule || !fg_rule_matches(rule, &walk->pkt, walk->source_sets))
 		return 0;
-	if (!walk->eval.now)
-		walk->eval.now = fg_now();
+	if (!walk->eval.now) {
+		walk->eval.jiffies = bpf_jiffies64();
+		walk->eval.now = fg_units(walk->eval.jiffies);
+	}
 	if (fg_rule_admits(rule, &walk->pkt, &walk->eval)) {
 		fg_count_rule(rule->id, FG_VERDICT_PASS, walk->eval.len);
 		done = bpf_map_lookup_elem(&charges, &zero);
@@ -197,7 +285,7 @@ static int fg_rule_step(__u32 i, struct fg_walk *walk)
 	}
 	fg_count_rule(rule->id, FG_VERDICT_DROP, walk->eval.len);
 	if (rule->action == FG_ACTION_BAN && walk->settings)
-		fg_start_ban(walk->settings, rule, &walk->pkt, walk->eval.now);
+		fg_start_ban(walk->settings, rule, &walk->pkt, walk->eval.now, walk->eval.jiffies);
 	done = bpf_map_lookup_elem(&charges, &zero);
 	fg_refund_charges(done, walk->charged, walk->eval.len);
 	walk->verdict = FG_VERDICT_DROP;
@@ -207,24 +295,27 @@ static int fg_rule_step(__u32 i, struct fg_walk *walk)
 /* Bit `rule id` for every rule of `set` whose source set holds `pkt`'s source. */
 static __always_inline __u64 fg_source_sets(__u32 set, const struct fg_packet *pkt)
 {
-	struct fg_lpm_v4 v4;
-	struct fg_lpm_v6 v6;
+	union fg_lpm_key key;
 	__u64 *bits;
+	void *map;
 
-	fg_ban_keys(pkt, 32, 128, &v4, &v6);
+	fg_lpm_key(pkt, pkt->family == FG_FAMILY_V4 ? 32 : 128, &key);
 	if (pkt->family == FG_FAMILY_V4)
-		bits = bpf_map_lookup_elem(set ? (void *)&sources_v4_1 : (void *)&sources_v4_0, &v4);
+		map = set ? (void *)&sources_v4_1 : (void *)&sources_v4_0;
 	else
-		bits = bpf_map_lookup_elem(set ? (void *)&sources_v6_1 : (void *)&sources_v6_0, &v6);
+		map = set ? (void *)&sources_v6_1 : (void *)&sources_v6_0;
+	bits = bpf_map_lookup_elem(map, &key);
 	return bits ? *bits : 0;
 }
 
-/* Runs the active rule set over `pkt`; returns the verdict and sets *reason. `*now` is the
- * clock reading if one was taken already (0 if not) and gets the reading rules took. */
+/* Runs the active rule set over `pkt`; returns the verdict and sets *reason. `jiffies` is
+ * the clock reading if one was taken already (0 if not). */
 static __always_inline __u32 fg_apply_rules(struct fg_settings *settings, const struct fg_packet *pkt,
-					    __u32 len, __u64 now, __u32 *reason)
+					    __u32 len, __u64 jiffies, __u32 *reason)
 {
-	struct fg_walk walk = {.pkt = *pkt, .eval = {.seed = settings->hash_seed, .len = len, .now = now},
+	struct fg_walk walk = {.pkt = *pkt,
+			       .eval = {.seed = settings->hash_seed, .len = len, .jiffies = jiffies,
+					.now = jiffies ? fg_units(jiffies) : 0},
 			       .settings = settings, .verdict = FG_VERDICT_PASS, .reason = *reason};
 	struct fg_active *act;
 	__u32 zero = 0;

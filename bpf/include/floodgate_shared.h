@@ -137,10 +137,15 @@ struct fg_rule {
 	struct fg_port_range ports[FG_MAX_PORT_RANGES];
 	__u8 algorithm;      /* enum fg_algorithm */
 	__u8 has_sources;    /* 1: only sources in this rule's set (src_* maps, bit `id`) match */
-	__u8 pad[2];
+	__u8 untracked_own;  /* 1: `untracked` was set apart from `limits` (else it follows them) */
+	__u8 pad;
 	__u32 window_ms;     /* window algorithms */
 	__u64 ban_units;     /* FG_ACTION_BAN: how long a ban lasts, bucket time units */
 	struct fg_limit limits[FG_LIMIT_KINDS];
+	/* FG_KEY_SOURCE: the shared bucket of every source without a slot of its own */
+	struct fg_limit untracked[FG_LIMIT_KINDS];
+	/* FG_KEY_SOURCE: a GCRA on new sources taking a slot; beyond it they are untracked */
+	struct fg_limit new_sources;
 	char name[FG_RULE_NAME_LEN]; /* for the controller's reports; the program ignores it */
 };
 
@@ -153,9 +158,10 @@ struct fg_active {
 	__u16 has_sources; /* some rule of the set has a source set: look the source up once */
 };
 
-/* One slot of the bucket table (`buckets` ARRAY). A source owns a slot while its
- * fingerprint is there; a new source may take a slot only when it is idle (every bucket
- * full, every window over), and an idle bucket is a full one, so taking it loses nothing. */
+/* One slot of the bucket table (`buckets` ARRAY, mmapable so `top` reads it in place).
+ * A source owns a slot while its fingerprint is there; a new source may take a slot only
+ * when it is idle (every bucket full, every window over), and an idle bucket is a full one,
+ * so taking it loses nothing. One cache line. */
 struct fg_slot {
 	__u64 fingerprint; /* keyed hash of (rule id, epoch, family, masked source); 0 = unused */
 	__u64 state[FG_LIMIT_KINDS]; /* per limit: arrival time (GCRA) or packed window counter */
@@ -165,13 +171,66 @@ struct fg_slot {
 	__u8 family;       /* enum fg_family */
 	__u8 prefix;
 	__u8 algorithm;    /* enum fg_algorithm of the owner */
+	/* Since the owner took the slot, for `top` (they wrap; readers take differences). */
+	__u32 packets;     /* packets charged to it */
+	__u32 drops;       /* of them refused */
+	__u32 last_seen;   /* jiffies (low 32 bits) of its latest packet: a new source takes the
+			    * idle way seen longest ago, so recurring sources keep their slots */
+	__u32 last_drop;   /* jiffies of its latest refusal, 0 never; a refusal more than a
+			    * second after the previous one starts a "limited" event */
 };
 
-/* Per rule id: the bucket of a global rule, and the shared bucket that sources with no
- * slot of their own are charged to (`rule_state` ARRAY, FG_MAX_RULE_IDS entries). */
+/* Per rule id (`rule_state` ARRAY, FG_MAX_RULE_IDS entries): the bucket of a global rule,
+ * and for a source rule the shared bucket of untracked sources (no slot of their own) and
+ * the cap on new sources taking a slot. */
 struct fg_rule_state {
 	__u64 global_state[FG_LIMIT_KINDS];
 	__u64 overflow_state[FG_LIMIT_KINDS];
+	__u64 new_source_state;   /* GCRA time of the new-source cap */
+	__u32 last_untracked_drop; /* jiffies, for the events (as fg_slot.last_drop) */
+	__u32 last_capped;         /* jiffies the new-source cap last refused a source */
+};
+
+/* What became of the sources a source rule saw without a slot of their own, per rule id
+ * and CPU (`table_stats`, FG_MAX_RULE_IDS * FG_TABLE_STAT_COUNT __u64 counters). */
+enum fg_table_stat {
+	FG_TABLE_NEW_SOURCE = 0,     /* took an idle slot */
+	FG_TABLE_CAPPED = 1,         /* an idle slot was there, the new-source cap refused it */
+	FG_TABLE_FULL = 2,           /* every way of its set is a source still limited */
+	FG_TABLE_UNTRACKED_PASS = 3, /* packets the shared untracked bucket admitted */
+	FG_TABLE_UNTRACKED_DROP = 4, /* and refused */
+	FG_TABLE_STAT_COUNT = 5,
+};
+#define FG_TABLE_STAT_INDEX(rule_id, stat) ((rule_id) * FG_TABLE_STAT_COUNT + (stat))
+
+/* Changes of state the program reports through the `events` ring buffer: never one per
+ * packet, and at most `event_budget` per CPU per second. */
+enum fg_event_type {
+	FG_EVENT_LIMITED = 0,           /* a source started being refused */
+	FG_EVENT_BAN_START = 1,         /* a rule with on_exceed ban banned a source */
+	FG_EVENT_BAN_END = 2,           /* a ban ran out (seen by the program on a packet) */
+	FG_EVENT_UNTRACKED_LIMITED = 3, /* a rule's shared untracked bucket started refusing */
+	FG_EVENT_NEW_SOURCES_CAPPED = 4,/* a rule's new-source cap started refusing */
+	FG_EVENT_TYPES = 5,
+};
+
+struct fg_event {
+	__u64 jiffies;
+	__u32 type;    /* enum fg_event_type */
+	__u32 rule_id; /* FG_BAN_MANUAL for the end of a manual ban */
+	__u8 family;   /* enum fg_family; the address is empty for the per-rule events */
+	__u8 prefix;
+	__u8 pad[6];
+	__u8 addr[16];
+};
+
+/* Per CPU (`event_stats`, one entry): the event budget's window and what became of events. */
+struct fg_event_stats {
+	__u64 window;     /* jiffies / ticks per second of the current budget window */
+	__u64 used;       /* events emitted in that window */
+	__u64 emitted;
+	__u64 suppressed; /* over the budget */
+	__u64 lost;       /* the ring buffer was full (nobody reading) */
 };
 
 /* Value of the ban tries (`bans_v4`, `bans_v6`): a banned prefix and when its ban ends. */

@@ -5,8 +5,8 @@
 
 #include "bpf/xdp_fixture.h"
 #include "common/cidr.h"
-#include "kernel/system.h"
 #include "fg_gcra.h"
+#include "kernel/system.h"
 
 namespace floodgate::test {
 namespace {
@@ -58,7 +58,8 @@ TEST_F(AlgorithmTest, AFixedWindowCountsBytes) {
   rule.algorithm = Algorithm::kFixedWindow;
   rule.window_ns = kMinute;
   rule.limit.bits_per_s = 8 * 100;  // 6000 bytes per minute
-  auto frame = PacketBuilder().eth().ipv4("192.0.2.1", "198.51.100.1").udp(53).payload(1000 - 42).build();
+  auto frame =
+      PacketBuilder().eth().ipv4("192.0.2.1", "198.51.100.1").udp(53).payload(1000 - 42).build();
   EXPECT_EQ(passesInOneWindow(frame, 10, kMinute, {rule}), 6);
 }
 
@@ -97,7 +98,7 @@ TEST_F(AlgorithmTest, ARuleThatBansStartsABanTheProgramEnforces) {
 TEST_F(AlgorithmTest, AManualBanDropsUntilItExpiresWithNoControllerHelp) {
   load({sourceRule(1000, 1000)});
   ASSERT_TRUE(limiter().banAdd(*parseCidr("192.0.2.0/24"), 30000000).ok());  // 30 ms
-  ASSERT_TRUE(limiter().banAdd(*parseCidr("2001:db8::/48"), 0).ok());         // forever
+  ASSERT_TRUE(limiter().banAdd(*parseCidr("2001:db8::/48"), 0).ok());        // forever
   EXPECT_EQ(run(from("192.0.2.77")), XDP_DROP);
   usleep(60000);  // past the ban and at least one clock tick more
   EXPECT_EQ(run(from("192.0.2.77")), XDP_PASS);

@@ -11,17 +11,6 @@ namespace {
 
 class LimiterTest : public XdpProgramTest {
  protected:
-  static std::vector<uint8_t> udpFrom(const std::string& src, size_t payload = 32) {
-    PacketBuilder builder;
-    builder.eth();
-    if (src.find(':') != std::string::npos) {
-      builder.ipv6(src, "2001:db8:ffff::1");
-    } else {
-      builder.ipv4(src, "198.51.100.1");
-    }
-    return builder.udp(53).payload(payload).build();
-  }
-
   static std::vector<Cidr> cidrs(std::initializer_list<const char*> texts) {
     std::vector<Cidr> out;
     for (const char* text : texts) out.push_back(*parseCidr(text));
@@ -115,10 +104,10 @@ TEST_F(LimiterTest, APpsChargeIsHandedBackWhenTheBpsLimitRefuses) {
   load({rule});
   auto big = udpFrom("192.0.2.1", 1500 - 42);
   auto tiny = udpFrom("192.0.2.1", 60 - 42);
-  EXPECT_EQ(run(big), XDP_PASS);   // pps 1/3, bytes 1500/2000
-  EXPECT_EQ(run(big), XDP_DROP);   // bytes refuse: the pps charge goes back
+  EXPECT_EQ(run(big), XDP_PASS);  // pps 1/3, bytes 1500/2000
+  EXPECT_EQ(run(big), XDP_DROP);  // bytes refuse: the pps charge goes back
   EXPECT_EQ(run(big), XDP_DROP);
-  EXPECT_EQ(passes(tiny, 3), 2);   // so two packets of pps remain, not zero
+  EXPECT_EQ(passes(tiny, 3), 2);  // so two packets of pps remain, not zero
 }
 
 TEST_F(LimiterTest, EveryMatchingRuleMustAdmitAndDropsAreRefunded) {
@@ -197,7 +186,6 @@ TEST_F(LimiterTest, TcpFlagMatchingSelectsSyns) {
   EXPECT_EQ(passes(syn_frame, 3), 1);
   EXPECT_EQ(passes(ack_frame, 3), 3);
 }
-
 
 TEST_F(LimiterTest, SourcesWithNoFreeSlotShareTheOverflowBucket) {
   AttachOptions options;

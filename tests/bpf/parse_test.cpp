@@ -29,7 +29,7 @@ TEST_F(ParseTest, TruncatedAndBogusIpv4HeadersAreMalformed) {
   load({sourceRule(1, 100)});
   auto good = PacketBuilder().eth().ipv4("192.0.2.1", "198.51.100.1").udp(53).payload(8);
   std::vector<std::vector<uint8_t>> bad = {
-      good.build(14 + 10),  // IPv4 header cut short
+      good.build(14 + 10),      // IPv4 header cut short
       good.build(14 + 20 + 4),  // UDP header cut short (total length now lies too)
   };
   auto wrong_ihl = good.build();
@@ -52,7 +52,8 @@ TEST_F(ParseTest, MalformedPolicyDropDropsThem) {
   auto cut = PacketBuilder().eth().ipv4("192.0.2.1", "198.51.100.1").udp(53).build(14 + 12);
   EXPECT_EQ(run(cut), XDP_DROP);
   EXPECT_EQ(counted(FG_VERDICT_DROP, FG_REASON_MALFORMED), 1u);
-  auto tcp_cut = PacketBuilder().eth().ipv4("192.0.2.1", "198.51.100.1").tcp(80).build(14 + 20 + 12);
+  auto tcp_cut =
+      PacketBuilder().eth().ipv4("192.0.2.1", "198.51.100.1").tcp(80).build(14 + 20 + 12);
   EXPECT_EQ(run(tcp_cut), XDP_DROP);
   EXPECT_EQ(counted(FG_VERDICT_DROP, FG_REASON_MALFORMED), 2u);
 }
@@ -60,8 +61,13 @@ TEST_F(ParseTest, MalformedPolicyDropDropsThem) {
 TEST_F(ParseTest, VlanAndQinQFramesAreLimitedByTheirSource) {
   load({sourceRule(1, 2)});
   auto tagged = PacketBuilder().eth().vlan(10).ipv4("192.0.2.7", "198.51.100.1").udp(53).build();
-  auto qinq =
-      PacketBuilder().eth().vlan(100, 0x88a8).vlan(10).ipv4("192.0.2.7", "198.51.100.1").udp(53).build();
+  auto qinq = PacketBuilder()
+                  .eth()
+                  .vlan(100, 0x88a8)
+                  .vlan(10)
+                  .ipv4("192.0.2.7", "198.51.100.1")
+                  .udp(53)
+                  .build();
   EXPECT_EQ(run(tagged), XDP_PASS);
   EXPECT_EQ(run(qinq), XDP_PASS);
   // same source, so the bucket of 2 is now empty whichever encapsulation comes next
@@ -71,7 +77,14 @@ TEST_F(ParseTest, VlanAndQinQFramesAreLimitedByTheirSource) {
 
 TEST_F(ParseTest, ThreeVlanTagsAreMalformed) {
   load({sourceRule(1, 2)});
-  auto triple = PacketBuilder().eth().vlan(1, 0x88a8).vlan(2).vlan(3).ipv4("192.0.2.7", "198.51.100.1").udp(53).build();
+  auto triple = PacketBuilder()
+                    .eth()
+                    .vlan(1, 0x88a8)
+                    .vlan(2)
+                    .vlan(3)
+                    .ipv4("192.0.2.7", "198.51.100.1")
+                    .udp(53)
+                    .build();
   EXPECT_EQ(run(triple), XDP_PASS);
   EXPECT_EQ(counted(FG_VERDICT_PASS, FG_REASON_MALFORMED), 1u);
 }
@@ -81,8 +94,19 @@ TEST_F(ParseTest, Ipv4NonFirstFragmentsCarryNoPortsButKeepTheirSource) {
   udp53.protocol = Protocol::kUdp;
   udp53.dst_ports = {{53, 53}};
   load({udp53, sourceRule(1, 3)});
-  auto first = PacketBuilder().eth().ipv4("192.0.2.9", "198.51.100.1").ipv4Fragment(0, true).udp(53).payload(64).build();
-  auto later = PacketBuilder().eth().ipv4("192.0.2.9", "198.51.100.1").ipv4Fragment(9, false).payload(64).build();
+  auto first = PacketBuilder()
+                   .eth()
+                   .ipv4("192.0.2.9", "198.51.100.1")
+                   .ipv4Fragment(0, true)
+                   .udp(53)
+                   .payload(64)
+                   .build();
+  auto later = PacketBuilder()
+                   .eth()
+                   .ipv4("192.0.2.9", "198.51.100.1")
+                   .ipv4Fragment(9, false)
+                   .payload(64)
+                   .build();
   EXPECT_EQ(run(first), XDP_PASS);  // both rules charged
   // the UDP rule cannot match a fragment without ports; the per-source rule still does
   EXPECT_EQ(run(later), XDP_PASS);
@@ -95,8 +119,14 @@ TEST_F(ParseTest, FragmentPolicyDropDropsNonFirstFragments) {
   AttachOptions options;
   options.fragments = FramePolicy::kDrop;
   load({sourceRule(1, 100)}, options);
-  auto later = PacketBuilder().eth().ipv4("192.0.2.9", "198.51.100.1").ipv4Fragment(9, false).payload(64).build();
-  auto first = PacketBuilder().eth().ipv4("192.0.2.9", "198.51.100.1").ipv4Fragment(0, true).udp(53).build();
+  auto later = PacketBuilder()
+                   .eth()
+                   .ipv4("192.0.2.9", "198.51.100.1")
+                   .ipv4Fragment(9, false)
+                   .payload(64)
+                   .build();
+  auto first =
+      PacketBuilder().eth().ipv4("192.0.2.9", "198.51.100.1").ipv4Fragment(0, true).udp(53).build();
   EXPECT_EQ(run(later), XDP_DROP);
   EXPECT_EQ(run(first), XDP_PASS);
   EXPECT_EQ(counted(FG_VERDICT_DROP, FG_REASON_FRAGMENT), 1u);
@@ -110,15 +140,16 @@ TEST_F(ParseTest, Ipv6ExtensionHeadersAreWalkedToTheTransportHeader) {
   auto chain = PacketBuilder()
                    .eth()
                    .ipv6("2001:db8::1", "2001:db8::2")
-                   .ipv6Ext(0)        // hop-by-hop
-                   .ipv6Ext(60, 16)   // destination options
-                   .ipv6Ext(43, 24)   // routing
+                   .ipv6Ext(0)       // hop-by-hop
+                   .ipv6Ext(60, 16)  // destination options
+                   .ipv6Ext(43, 24)  // routing
                    .ipv6Fragment(0, true)
-                   .ipv6Ext(51, 24)   // AH
+                   .ipv6Ext(51, 24)  // AH
                    .ipv6Ext(60)
                    .udp(53)
                    .build();
-  auto other_port = PacketBuilder().eth().ipv6("2001:db8::1", "2001:db8::2").ipv6Ext(0).udp(54).build();
+  auto other_port =
+      PacketBuilder().eth().ipv6("2001:db8::1", "2001:db8::2").ipv6Ext(0).udp(54).build();
   EXPECT_EQ(run(chain), XDP_PASS);
   EXPECT_EQ(run(chain), XDP_DROP);  // the rule saw UDP port 53 behind six headers
   EXPECT_EQ(run(other_port), XDP_PASS);
@@ -139,7 +170,8 @@ TEST_F(ParseTest, Ipv6ChainsBeyondSixHeadersFollowTheUnknownChainPolicy) {
 
 TEST_F(ParseTest, Ipv6TruncatedExtensionHeaderIsMalformed) {
   load({sourceRule(1, 100)});
-  auto cut = PacketBuilder().eth().ipv6("2001:db8::1", "2001:db8::2").ipv6Ext(0, 16).udp(53).build();
+  auto cut =
+      PacketBuilder().eth().ipv6("2001:db8::1", "2001:db8::2").ipv6Ext(0, 16).udp(53).build();
   cut.resize(14 + 40 + 8);  // the hop-by-hop header claims 16 bytes
   cut[14 + 4] = 0;
   cut[14 + 5] = 8;  // payload length consistent with the cut frame
@@ -149,7 +181,12 @@ TEST_F(ParseTest, Ipv6TruncatedExtensionHeaderIsMalformed) {
 
 TEST_F(ParseTest, Ipv6NonFirstFragmentIsAFragment) {
   load({sourceRule(1, 1)});
-  auto later = PacketBuilder().eth().ipv6("2001:db8::1", "2001:db8::2").ipv6Fragment(100, false).payload(64).build();
+  auto later = PacketBuilder()
+                   .eth()
+                   .ipv6("2001:db8::1", "2001:db8::2")
+                   .ipv6Fragment(100, false)
+                   .payload(64)
+                   .build();
   EXPECT_EQ(run(later), XDP_PASS);
   EXPECT_EQ(run(later), XDP_DROP);
   EXPECT_EQ(counted(FG_VERDICT_PASS, FG_REASON_FRAGMENT), 1u);

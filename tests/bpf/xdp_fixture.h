@@ -39,6 +39,18 @@ class XdpProgramTest : public ::testing::Test {
     return rule;
   }
 
+  // A UDP frame to port 53 from `src` (IPv4 or IPv6).
+  static std::vector<uint8_t> udpFrom(const std::string& src, size_t payload = 32) {
+    PacketBuilder builder;
+    builder.eth();
+    if (src.find(':') != std::string::npos) {
+      builder.ipv6(src, "2001:db8:ffff::1");
+    } else {
+      builder.ipv4(src, "198.51.100.1");
+    }
+    return builder.udp(53).payload(payload).build();
+  }
+
   // Names rules rule0, rule1, ... unless they have a name of their own.
   static std::vector<RuleSpec> named(std::vector<RuleSpec> rules) {
     for (size_t i = 0; i < rules.size(); ++i) {

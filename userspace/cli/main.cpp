@@ -14,6 +14,7 @@ int main(int argc, char** argv) {
   floodgate::cli::addDetachCommand(app, selected);
   floodgate::cli::addStatusCommand(app, selected);
   floodgate::cli::addStatsCommand(app, selected);
+  floodgate::cli::addTopCommand(app, selected);
   floodgate::cli::addListCommands(app, selected);
   floodgate::cli::addSetCommand(app, selected);
   floodgate::cli::addBanCommand(app, selected);

@@ -55,9 +55,13 @@ class RuleParser {
   void parseKey(const YamlEntry& entry);
   bool parseAlgorithm(const YamlFields& fields);
   void parseLimit(const YamlEntry& entry);
+  // The rates and bursts of `fields` into `limit`; `what` names the mapping in errors.
+  void parseLimitFields(const YamlEntry& entry, const YamlFields& fields, LimitSpec& limit,
+                        const char* what);
+  void parseUntracked(const YamlEntry& entry);
   // "rule 'dns'", or "rule" while the name is missing or wrong.
   std::string label() const { return named_ ? "rule '" + spec_.name + "'" : "rule"; }
-  void checkWindowCapacity(const YamlFields& limit);
+  void checkWindowCapacity(const YamlFields& fields, const LimitSpec& limit);
   void parseAction(const YamlEntry& entry);
 
   YamlReader& reader_;
@@ -70,7 +74,8 @@ class RuleParser {
 std::optional<RuleSpec> RuleParser::parse(const YamlEntry& item) {
   const size_t errors_before = reader_.errorCount();
   std::optional<YamlFields> fields = reader_.mapping(
-      item, "rule", {"name", "match", "key", "limit", "algorithm", "window", "on_exceed"});
+      item, "rule",
+      {"name", "match", "key", "limit", "untracked", "algorithm", "window", "on_exceed"});
   if (!fields) return std::nullopt;
   parseName(*fields, item);
   if (const YamlEntry* match = fields->find("match")) parseMatch(reader_, *match, base_dir_, spec_);
@@ -80,6 +85,9 @@ std::optional<RuleSpec> RuleParser::parse(const YamlEntry& item) {
     if (algorithm_known) parseLimit(*limit);
   } else {
     reader_.error(item, label() + " needs a limit (e.g. limit: {pps: 10k})");
+  }
+  if (const YamlEntry* untracked = fields->find("untracked")) {
+    if (algorithm_known) parseUntracked(*untracked);
   }
   if (const YamlEntry* action = fields->find("on_exceed")) parseAction(*action);
   if (reader_.errorCount() != errors_before) return std::nullopt;
@@ -202,15 +210,49 @@ void RuleParser::parseLimit(const YamlEntry& entry) {
   std::optional<YamlFields> fields =
       reader_.mapping(entry, "limit", {"pps", "bps", "burst", "burst_bytes"});
   if (!fields) return;
-  LimitSpec& limit = spec_.limit;
+  parseLimitFields(entry, *fields, spec_.limit, "limit");
+}
+
+// untracked: {new_sources: N, pps: .., burst: .., bps: .., burst_bytes: ..}
+void RuleParser::parseUntracked(const YamlEntry& entry) {
+  std::optional<YamlFields> fields =
+      reader_.mapping(entry, "untracked", {"new_sources", "pps", "bps", "burst", "burst_bytes"});
+  if (!fields) return;
+  if (spec_.key != KeyKind::kSource) {
+    reader_.error(entry.key,
+                  "untracked goes with key: source (a global rule is one bucket already)");
+    return;
+  }
+  if (const YamlEntry* cap = fields->find("new_sources")) {
+    if (cap->value.IsScalar() && cap->value.Scalar() == "unlimited") {
+      spec_.new_sources_per_s = 0;
+    } else if (auto value = reader_.withUnit(*cap, "new_sources", parseCount, "10k")) {
+      if (*value < 1) {
+        reader_.error(*cap, "new_sources must be at least 1 a second, or unlimited");
+      } else {
+        spec_.new_sources_per_s = *value;
+      }
+    }
+  }
+  if (fields->find("pps") || fields->find("bps")) {
+    parseLimitFields(entry, *fields, spec_.untracked, "untracked");
+  } else if (fields->find("burst") || fields->find("burst_bytes")) {
+    reader_.error(entry, "untracked sets a burst without a rate: give pps and/or bps");
+  }
+}
+
+void RuleParser::parseLimitFields(const YamlEntry& entry, const YamlFields& fields,
+                                  LimitSpec& limit, const char* what) {
   const bool windowed = spec_.algorithm != Algorithm::kTokenBucket;
-  const YamlEntry* pps = fields->find("pps");
-  const YamlEntry* bps = fields->find("bps");
-  const YamlEntry* burst = fields->find("burst");
-  const YamlEntry* burst_bytes = fields->find("burst_bytes");
+  const YamlEntry* pps = fields.find("pps");
+  const YamlEntry* bps = fields.find("bps");
+  const YamlEntry* burst = fields.find("burst");
+  const YamlEntry* burst_bytes = fields.find("burst_bytes");
   size_t errors_before = reader_.errorCount();
 
-  if (!pps && !bps) reader_.error(entry, "limit needs pps and/or bps (e.g. {pps: 10k})");
+  if (!pps && !bps) {
+    reader_.error(entry, std::string(what) + " needs pps and/or bps (e.g. {pps: 10k})");
+  }
   if (pps) {
     if (auto value = reader_.withUnit(*pps, "pps", parseCount, "10k")) limit.pps = *value;
   }
@@ -262,16 +304,15 @@ void RuleParser::parseLimit(const YamlEntry& entry) {
   if (limit.pps && !limit.burst) limit.burst = defaultBurst(limit.pps);
   if (limit.bits_per_s && !limit.burst_bytes)
     limit.burst_bytes = defaultBurstBytes(limit.bits_per_s);
-  if (windowed && reader_.errorCount() == errors_before) checkWindowCapacity(*fields);
+  if (windowed && reader_.errorCount() == errors_before) checkWindowCapacity(fields, limit);
 }
 
 // What one window admits must fit the program's counters and let at least one frame through.
-void RuleParser::checkWindowCapacity(const YamlFields& limit) {
+void RuleParser::checkWindowCapacity(const YamlFields& fields, const LimitSpec& limit) {
   const unsigned __int128 window_ms = spec_.window_ns / kNsPerMs;
   const std::string window = formatDuration(spec_.window_ns);
-  if (const YamlEntry* pps = limit.find("pps")) {
-    unsigned __int128 per_window_x1000 =
-        static_cast<unsigned __int128>(spec_.limit.pps) * window_ms;
+  if (const YamlEntry* pps = fields.find("pps")) {
+    unsigned __int128 per_window_x1000 = static_cast<unsigned __int128>(limit.pps) * window_ms;
     const uint64_t max =
         spec_.algorithm == Algorithm::kSlidingWindow ? FG_SLIDING_COUNT_MAX : FG_FIXED_COUNT_MASK;
     if (per_window_x1000 < 1000) {
@@ -284,9 +325,8 @@ void RuleParser::checkWindowCapacity(const YamlFields& limit) {
                               ": lower pps or shorten the window");
     }
   }
-  if (const YamlEntry* bps = limit.find("bps")) {
-    unsigned __int128 bytes =
-        static_cast<unsigned __int128>(spec_.limit.bits_per_s) * window_ms / 8000;
+  if (const YamlEntry* bps = fields.find("bps")) {
+    unsigned __int128 bytes = static_cast<unsigned __int128>(limit.bits_per_s) * window_ms / 8000;
     if (bytes < kMinBurstBytes) {
       reader_.error(*bps, "bps * window admits " + std::to_string(static_cast<uint64_t>(bytes)) +
                               " bytes in a " + window + " window, less than one full-size frame (" +

@@ -24,7 +24,7 @@ namespace floodgate {
 namespace {
 
 static_assert(sizeof(fg_rule) % 8 == 0);
-static_assert(sizeof(fg_slot) == 48, "fg_slot layout changed: keep it in step with the program");
+static_assert(sizeof(fg_slot) == 64, "fg_slot layout changed: keep it in step with the program");
 static_assert(sizeof(fg_active) == 8, "the active set is flipped with one 8-byte store");
 static_assert(sizeof(fg_counter) == 16);
 static_assert(sizeof(fg_lpm_v4) == 8 && sizeof(fg_lpm_v6) == 20);
@@ -109,6 +109,8 @@ Result<Limiter> Limiter::openMaps(const std::string& interface) {
                    openMap(limiter.rule_state_, interface, "rule_state"),
                    openMap(limiter.counters_, interface, "counters"),
                    openMap(limiter.rule_counters_, interface, "rule_counters"),
+                   openMap(limiter.table_stats_, interface, "table_stats"),
+                   openMap(limiter.event_stats_, interface, "event_stats"),
                    openMap(limiter.allow_v4_, interface, "allow_v4"),
                    openMap(limiter.allow_v6_, interface, "allow_v6"),
                    openMap(limiter.deny_v4_, interface, "deny_v4"),
@@ -140,7 +142,7 @@ Result<LoadedLimiter> Limiter::load(const AttachOptions& options) {
   auto hz = kernelHz();
   if (!hz) return hz.error();
   LoadSettings load{options.interface, options.table_slots, options.list_max_entries,
-                    fg_tick_units(*hz)};
+                    fg_tick_units(*hz), static_cast<uint32_t>(*hz)};
   auto skeleton = loadProgram(load);
   if (!skeleton) return skeleton.error();
   auto limiter = Limiter::openMaps(options.interface);
@@ -271,6 +273,11 @@ Result<std::vector<RuleCounters>> Limiter::ruleCounters() const {
         row.packets += c.packets;
         row.bytes += c.bytes;
       }
+    }
+    for (uint32_t stat = 0; stat < FG_TABLE_STAT_COUNT; ++stat) {
+      auto values = table_stats_.lookup(FG_TABLE_STAT_INDEX(rule.id, stat));
+      if (!values) return values.error();
+      for (uint64_t v : *values) entry.table[stat] += v;
     }
     out.push_back(entry);
   }

@@ -69,11 +69,20 @@ struct CounterRow {
   uint64_t bytes = 0;
 };
 
-// Per-rule counters by verdict.
+// Per-rule counters by verdict, and what became of the sources the rule saw with no slot
+// of their own (indexed by enum fg_table_stat).
 struct RuleCounters {
   uint32_t id = 0;
   std::string name;
   CounterRow by_verdict[FG_VERDICT_COUNT];
+  uint64_t table[FG_TABLE_STAT_COUNT] = {};
+};
+
+// What became of the program's state-change events, summed over CPUs.
+struct EventStats {
+  uint64_t emitted = 0;
+  uint64_t suppressed = 0;  // over the per-CPU budget
+  uint64_t lost = 0;        // the ring buffer was full
 };
 
 struct LimiterStatus {
@@ -129,6 +138,10 @@ class Limiter {
   Result<std::vector<RuleCounters>> ruleCounters() const;
   Result<LimiterStatus> status() const;  // walks the whole source table
 
+  // A copy of the whole source table, read through its memory mapping (for `top`).
+  Result<std::vector<fg_slot>> slots() const;
+  Result<EventStats> eventStats() const;
+
   // The settings entry (list and ban counts, policies); one map read.
   Result<fg_settings> settings() const;
   // Reads at most `max_slots` slots from `first_slot` (wrapping at the table's end is the
@@ -167,7 +180,8 @@ class Limiter {
   static Result<Limiter> openMaps(const std::string& interface);
   Status updateListCount(ListKind kind, Family family, int64_t delta);
   // Makes `rules` the active set with `sources` (prefix → rule-id bits) as its source sets.
-  Status publish(const std::vector<fg_rule>& rules, const std::vector<std::pair<Cidr, uint64_t>>& sources);
+  Status publish(const std::vector<fg_rule>& rules,
+                 const std::vector<std::pair<Cidr, uint64_t>>& sources);
   Result<std::vector<std::pair<Cidr, uint64_t>>> activeSources() const;
   Status syncList(ListKind kind, const std::vector<Cidr>& wanted);
   Status resetRuleState(uint32_t rule_id);
@@ -184,6 +198,8 @@ class Limiter {
   BpfMap<uint32_t, fg_rule_state> rule_state_;
   PerCpuArray<fg_counter> counters_;
   PerCpuArray<fg_counter> rule_counters_;
+  PerCpuArray<uint64_t> table_stats_;
+  PerCpuArray<fg_event_stats> event_stats_;
   BpfMap<fg_lpm_v4, uint8_t> allow_v4_, deny_v4_;
   BpfMap<fg_lpm_v6, uint8_t> allow_v6_, deny_v6_;
   BpfMap<fg_lpm_v4, fg_ban> bans_v4_;

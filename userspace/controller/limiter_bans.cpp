@@ -43,7 +43,8 @@ Status Limiter::banAdd(const Cidr& cidr, uint64_t duration_ns) {
                               : bans_v6_.insertNew(banKey<fg_lpm_v6>(cidr), ban);
   if (!inserted) return inserted.error();
   if (*inserted) {
-    std::atomic_ref<uint32_t>(settings_value_.get()->ban_entries[static_cast<int>(cidr.family)]).fetch_add(1);
+    std::atomic_ref<uint32_t>(settings_value_.get()->ban_entries[static_cast<int>(cidr.family)])
+        .fetch_add(1);
     return okStatus();
   }
   // already banned: the new time replaces the old one
@@ -55,7 +56,8 @@ Result<bool> Limiter::banRemove(const Cidr& cidr) {
   Result<bool> erased = cidr.family == Family::kV4 ? bans_v4_.erase(banKey<fg_lpm_v4>(cidr))
                                                    : bans_v6_.erase(banKey<fg_lpm_v6>(cidr));
   if (erased.ok() && *erased) {
-    std::atomic_ref<uint32_t>(settings_value_.get()->ban_entries[static_cast<int>(cidr.family)]).fetch_sub(1);
+    std::atomic_ref<uint32_t>(settings_value_.get()->ban_entries[static_cast<int>(cidr.family)])
+        .fetch_sub(1);
   }
   return erased;
 }
@@ -71,7 +73,8 @@ Result<std::vector<BanEntry>> Limiter::bans() const {
     entry.forever = ban.expires == 0;
     int64_t left = static_cast<int64_t>(ban.expires - *now);
     entry.expired = !entry.forever && left <= 0;
-    if (!entry.forever && left > 0) entry.remaining_ns = static_cast<uint64_t>(left) >> FG_TIME_SHIFT;
+    if (!entry.forever && left > 0)
+      entry.remaining_ns = static_cast<uint64_t>(left) >> FG_TIME_SHIFT;
     entry.by = "manual";
     if (ban.rule_id != FG_BAN_MANUAL) {
       entry.by = "rule " + std::to_string(ban.rule_id);

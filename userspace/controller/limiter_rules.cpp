@@ -186,6 +186,9 @@ Status Limiter::reload(const AttachOptions& options) {
     for (uint32_t verdict = 0; verdict < FG_VERDICT_COUNT; ++verdict) {
       if (Status s = rule_counters_.clear(FG_RULE_COUNTER_INDEX(id, verdict)); !s) return s;
     }
+    for (uint32_t stat = 0; stat < FG_TABLE_STAT_COUNT; ++stat) {
+      if (Status s = table_stats_.clear(FG_TABLE_STAT_INDEX(id, stat)); !s) return s;
+    }
   }
   for (uint32_t id : rekeyed_ids) {
     if (Status s = resetRuleState(id); !s) return s;
@@ -231,6 +234,8 @@ Status Limiter::setLimits(const std::string& rule_name, const LimitChange& chang
     auto compiled = compileRule(spec, tick_units_);
     if (!compiled) return compiled.error();
     std::memcpy(rule.limits, compiled->limits, sizeof(rule.limits));
+    // an untracked bucket that follows the rule's limits follows the change too
+    if (!rule.untracked_own) std::memcpy(rule.untracked, compiled->limits, sizeof(rule.untracked));
     auto sources = activeSources();
     if (!sources) return sources.error();
     return publish(*rules, *sources);

@@ -33,7 +33,8 @@ std::string limitsText(const fg_rule& rule) {
   if (limits.pps) out += formatCount(limits.pps) + " pps burst " + formatCount(limits.burst);
   if (limits.bits_per_s) {
     if (!out.empty()) out += ", ";
-    out += formatBitRate(limits.bits_per_s) + "/s burst " + std::to_string(limits.burst_bytes) + " bytes";
+    out += formatBitRate(limits.bits_per_s) + "/s burst " + std::to_string(limits.burst_bytes) +
+           " bytes";
   }
   return out;
 }
@@ -56,7 +57,8 @@ nlohmann::json statsJson(const std::string& interface, const std::vector<Counter
     nlohmann::json entry{{"id", rule.id}, {"name", rule.name}};
     uint64_t matched_packets = 0, matched_bytes = 0;
     for (const CounterRow& row : rule.by_verdict) {
-      entry[std::string(verdictName(row.verdict))] = {{"packets", row.packets}, {"bytes", row.bytes}};
+      entry[std::string(verdictName(row.verdict))] = {{"packets", row.packets},
+                                                      {"bytes", row.bytes}};
       matched_packets += row.packets;
       matched_bytes += row.bytes;
     }
@@ -71,7 +73,8 @@ std::string statsText(const std::string& interface, const std::vector<CounterRow
   std::ostringstream out;
   out << "interface " << interface << "\n";
   char line[160];
-  std::snprintf(line, sizeof(line), "  %-8s %-10s %14s %16s\n", "verdict", "reason", "packets", "bytes");
+  std::snprintf(line, sizeof(line), "  %-8s %-10s %14s %16s\n", "verdict", "reason", "packets",
+                "bytes");
   out << line;
   for (const CounterRow& row : rows) {
     if (row.packets == 0) continue;
@@ -81,7 +84,8 @@ std::string statsText(const std::string& interface, const std::vector<CounterRow
     out << line;
   }
   if (!rules.empty()) {
-    std::snprintf(line, sizeof(line), "  %-20s %14s %14s %14s\n", "rule", "passed", "dropped", "monitored");
+    std::snprintf(line, sizeof(line), "  %-20s %14s %14s %14s\n", "rule", "passed", "dropped",
+                  "monitored");
     out << line;
     for (const RuleCounters& rule : rules) {
       std::snprintf(line, sizeof(line), "  %-20s %14llu %14llu %14llu\n", rule.name.c_str(),

@@ -57,8 +57,12 @@ uint64_t roundestRate(double exact, uint64_t interval, ToInterval toInterval) {
   return static_cast<uint64_t>(std::llround(exact));
 }
 
+// The token bucket's limits of `limit` into `out`.
+Status compileBucketLimits(const LimitSpec& limit, uint64_t tick_units, fg_limit* out);
 // The window algorithms' limits: what one window admits.
-Result<fg_rule> compileWindow(const RuleSpec& spec, fg_rule rule);
+Status compileWindowLimits(const RuleSpec& spec, const LimitSpec& limit, fg_limit* out);
+// The new-source cap: a GCRA of `per_s` with a tenth of a second (and a tick) of burst.
+void compileNewSources(uint64_t per_s, uint64_t tick_units, fg_limit& out);
 
 }  // namespace
 
@@ -120,42 +124,61 @@ Result<fg_rule> compileRule(const RuleSpec& spec, uint64_t tick_units) {
     }
     rule.ban_units = spec.ban_ns << FG_TIME_SHIFT;
   }
-  if (spec.algorithm == Algorithm::kTokenBucket) {
-    if (limit.pps) {
-      if (limit.burst < 1) return Error::usage("burst must be at least 1 packet");
-      if (Status s = fillLimit(rule.limits[FG_LIMIT_PPS], packetInterval(limit.pps), limit.burst,
-                               "packet");
-          !s) {
-        return s.error();
-      }
-    }
-    if (limit.bits_per_s) {
-      if (limit.burst_bytes < kMinBurstBytes) {
-        return Error::usage("burst bytes must be at least " + std::to_string(kMinBurstBytes) +
-                            " (one full-size frame), not " + std::to_string(limit.burst_bytes));
-      }
-      if (Status s = fillLimit(rule.limits[FG_LIMIT_BPS], byteInterval(limit.bits_per_s),
-                               limit.burst_bytes, "byte");
-          !s) {
-        return s.error();
-      }
-    }
-    fitToTick(rule.limits[FG_LIMIT_PPS], tick_units, 1);
-    fitToTick(rule.limits[FG_LIMIT_BPS], tick_units, kMinBurstBytes);
-    return rule;
+  const bool untracked_own = spec.untracked.pps || spec.untracked.bits_per_s;
+  if (untracked_own && spec.key != KeyKind::kSource) {
+    return Error::usage("rule '" + spec.name +
+                        "' has an untracked limit but a global key: untracked goes with key: "
+                        "source (a global rule is one bucket already)");
   }
-  return compileWindow(spec, rule);
+  const LimitSpec& untracked = untracked_own ? spec.untracked : limit;
+  Status s = spec.algorithm == Algorithm::kTokenBucket
+                 ? compileBucketLimits(limit, tick_units, rule.limits)
+                 : compileWindowLimits(spec, limit, rule.limits);
+  if (!s) return s.error();
+  s = spec.algorithm == Algorithm::kTokenBucket
+          ? compileBucketLimits(untracked, tick_units, rule.untracked)
+          : compileWindowLimits(spec, untracked, rule.untracked);
+  if (!s) return Error::usage("untracked: " + s.error().message);
+  if (spec.algorithm != Algorithm::kTokenBucket) {
+    rule.window_ms = static_cast<uint32_t>(spec.window_ns / 1000000);
+  }
+  rule.untracked_own = untracked_own ? 1 : 0;
+  if (spec.key == KeyKind::kSource)
+    compileNewSources(spec.new_sources_per_s, tick_units, rule.new_sources);
+  return rule;
 }
 
 namespace {
-Result<fg_rule> compileWindow(const RuleSpec& spec, fg_rule rule) {
-  const LimitSpec& limit = spec.limit;
+Status compileBucketLimits(const LimitSpec& limit, uint64_t tick_units, fg_limit* out) {
+  if (limit.pps) {
+    if (limit.burst < 1) return Error::usage("burst must be at least 1 packet");
+    if (Status s = fillLimit(out[FG_LIMIT_PPS], packetInterval(limit.pps), limit.burst, "packet");
+        !s) {
+      return s;
+    }
+  }
+  if (limit.bits_per_s) {
+    if (limit.burst_bytes < kMinBurstBytes) {
+      return Error::usage("burst bytes must be at least " + std::to_string(kMinBurstBytes) +
+                          " (one full-size frame), not " + std::to_string(limit.burst_bytes));
+    }
+    if (Status s =
+            fillLimit(out[FG_LIMIT_BPS], byteInterval(limit.bits_per_s), limit.burst_bytes, "byte");
+        !s) {
+      return s;
+    }
+  }
+  fitToTick(out[FG_LIMIT_PPS], tick_units, 1);
+  fitToTick(out[FG_LIMIT_BPS], tick_units, kMinBurstBytes);
+  return okStatus();
+}
+
+Status compileWindowLimits(const RuleSpec& spec, const LimitSpec& limit, fg_limit* out) {
   if (spec.window_ns < 1000000 || spec.window_ns % 1000000 != 0 ||
       spec.window_ns > FG_MAX_CAPACITY_NS) {
     return Error::usage("rule '" + spec.name +
                         "': a window must be a whole number of milliseconds from 1ms to 1h");
   }
-  rule.window_ms = static_cast<uint32_t>(spec.window_ns / 1000000);
   // per window: rate × window, rounded down so the window never admits more than the rate
   auto perWindow = [&](uint64_t per_second) {
     return static_cast<uint64_t>(static_cast<unsigned __int128>(per_second) * spec.window_ns /
@@ -164,13 +187,14 @@ Result<fg_rule> compileWindow(const RuleSpec& spec, fg_rule rule) {
   if (limit.pps) {
     uint64_t packets = perWindow(limit.pps);
     if (packets < 1) {
-      return Error::usage("rule '" + spec.name + "' admits no packet per window: raise pps or the window");
+      return Error::usage("rule '" + spec.name +
+                          "' admits no packet per window: raise pps or the window");
     }
     if (spec.algorithm == Algorithm::kSlidingWindow && packets > FG_SLIDING_COUNT_MAX) {
       return Error::usage("rule '" + spec.name + "': a sliding window counts at most " +
                           std::to_string(FG_SLIDING_COUNT_MAX) + " packets; shorten the window");
     }
-    rule.limits[FG_LIMIT_PPS] = {1, packets};
+    out[FG_LIMIT_PPS] = {1, packets};
   }
   if (limit.bits_per_s) {
     if (spec.algorithm == Algorithm::kSlidingWindow) {
@@ -180,18 +204,36 @@ Result<fg_rule> compileWindow(const RuleSpec& spec, fg_rule rule) {
     }
     uint64_t bytes = perWindow(limit.bits_per_s / 8);
     if (bytes < kMinBurstBytes) {
-      return Error::usage("rule '" + spec.name + "' admits less than one full-size frame per window");
+      return Error::usage("rule '" + spec.name +
+                          "' admits less than one full-size frame per window");
     }
-    rule.limits[FG_LIMIT_BPS] = {1, bytes};
+    out[FG_LIMIT_BPS] = {1, bytes};
   }
-  return rule;
+  return okStatus();
+}
+
+void compileNewSources(uint64_t per_s, uint64_t tick_units, fg_limit& out) {
+  out = {};
+  if (!per_s) return;
+  out.interval = packetInterval(per_s);
+  out.capacity = out.interval * std::max<uint64_t>(1, per_s / 10);
+  fitToTick(out, tick_units, 1);
 }
 }  // namespace
 
-LimitSpec describeLimits(const fg_rule& rule) {
+LimitSpec describeLimits(const fg_rule& rule) { return describeLimits(rule, rule.limits); }
+
+uint64_t describeNewSources(const fg_rule& rule) {
+  const fg_limit& cap = rule.new_sources;
+  if (!cap.interval) return 0;
+  return roundestRate(static_cast<double>(kUnitsPerSecond) / cap.interval, cap.interval,
+                      packetInterval);
+}
+
+LimitSpec describeLimits(const fg_rule& rule, const fg_limit* limits) {
   LimitSpec out;
-  const fg_limit& pps = rule.limits[FG_LIMIT_PPS];
-  const fg_limit& bps = rule.limits[FG_LIMIT_BPS];
+  const fg_limit& pps = limits[FG_LIMIT_PPS];
+  const fg_limit& bps = limits[FG_LIMIT_BPS];
   if (rule.algorithm != FG_ALG_TOKEN_BUCKET && rule.window_ms) {
     // a window's capacity is what it admits; as a rate that is capacity per window
     if (pps.interval) out.pps = pps.capacity * 1000 / rule.window_ms;

@@ -30,5 +30,9 @@ Result<fg_rule> compileRule(const RuleSpec& spec, uint64_t tick_units = 0);
 
 // The rule's limits as an operator would state them (rates rounded to whole units).
 LimitSpec describeLimits(const fg_rule& rule);
+// The same for another limit pair of the rule (its untracked bucket).
+LimitSpec describeLimits(const fg_rule& rule, const fg_limit* limits);
+// The rule's cap on new sources a second; 0 when it has none.
+uint64_t describeNewSources(const fg_rule& rule);
 
 }  // namespace floodgate

@@ -30,6 +30,8 @@ struct LimitSpec {
   uint64_t burst_bytes = 0;  // bytes the bucket holds when full
 };
 
+inline constexpr uint64_t kDefaultNewSourcesPerS = 10000;
+
 struct RuleSpec {
   uint32_t id = 0;     // stable id (0 .. FG_MAX_RULE_IDS-1)
   uint32_t epoch = 0;  // distinguishes this rule from an earlier one with the same id
@@ -43,10 +45,17 @@ struct RuleSpec {
   uint8_t ipv4_prefix = 32;
   uint8_t ipv6_prefix = 64;
   LimitSpec limit;
+  // key: source only. The shared bucket of the sources that get no slot of their own (the
+  // table is full of limited sources, or the new-source cap is reached): all zero means
+  // "the same limits as one source".
+  LimitSpec untracked;
+  // key: source only. New sources a second that may take a slot; beyond it they are
+  // untracked, so a flood of spoofed sources cannot churn the table. 0: no cap.
+  uint64_t new_sources_per_s = kDefaultNewSourcesPerS;
   Algorithm algorithm = Algorithm::kTokenBucket;
   uint64_t window_ns = 1000000000;  // fixed_window and sliding_window only
   ExceedAction action = ExceedAction::kDrop;
-  uint64_t ban_ns = 0;              // with ExceedAction::kBan: how long the ban lasts
+  uint64_t ban_ns = 0;  // with ExceedAction::kBan: how long the ban lasts
 };
 
 }  // namespace floodgate

@@ -23,18 +23,23 @@ thread_local std::string libbpf_log;
 // several lines of library output stand in for one clear message.
 int captureLibbpf(enum libbpf_print_level level, const char* format, va_list args) {
   if (level == LIBBPF_DEBUG && !std::getenv("FLOODGATE_DEBUG")) return 0;
-  char line[2048];
-  std::vsnprintf(line, sizeof(line), format, args);
+  // a verifier log comes as one message of up to megabytes: keep all of it
+  char* line = nullptr;
+  if (vasprintf(&line, format, args) < 0) return 0;
   libbpf_log += line;
   if (std::getenv("FLOODGATE_DEBUG")) std::fputs(line, stderr);
+  std::free(line);
   return 0;
 }
 
 Status setMapPins(bpf_object* object, const std::string& interface) {
   bpf_map* map;
   bpf_object__for_each_map(map, object) {
-    // scratch and the internal rodata/bss maps have nothing worth keeping
-    if (bpf_map__is_internal(map) || std::strcmp(bpf_map__name(map), "charges") == 0) continue;
+    // per-packet scratch and the internal rodata/bss maps have nothing worth keeping
+    if (bpf_map__is_internal(map) || std::strcmp(bpf_map__name(map), "charges") == 0 ||
+        std::strcmp(bpf_map__name(map), "slot_query") == 0) {
+      continue;
+    }
     std::string path = mapPinPath(interface, bpf_map__name(map));
     if (int err = bpf_map__set_pin_path(map, path.c_str()); err != 0) {
       return Error::failure("cannot set the pin path " + path + ": " + std::strerror(-err));
@@ -74,6 +79,7 @@ Result<Skeleton> loadProgram(const LoadSettings& settings) {
   }
   skeleton->rodata->tick_units = settings.tick_units;
   skeleton->rodata->table_slot_mask = settings.table_slots - 1;
+  skeleton->rodata->ticks_per_second = settings.ticks_per_second;
   bpf_map__set_max_entries(skeleton->maps.buckets, settings.table_slots);
   for (bpf_map* list : {skeleton->maps.allow_v4, skeleton->maps.allow_v6, skeleton->maps.deny_v4,
                         skeleton->maps.deny_v6}) {
@@ -89,7 +95,8 @@ Result<Skeleton> loadProgram(const LoadSettings& settings) {
     if (detail.find("reuse") != std::string::npos || detail.find("pinned") != std::string::npos) {
       return Error::failure("the maps pinned in " + pinDirectory(settings.interface) +
                             " do not fit this program (another table size or version): run "
-                            "'floodgate detach " + settings.interface + "' first");
+                            "'floodgate detach " +
+                            settings.interface + "' first");
     }
     return Error::failure("the kernel refused to load the XDP program (" +
                           std::string(std::strerror(-err)) + "): " + detail +
@@ -120,7 +127,8 @@ Result<UniqueFd> attachXdp(int program_fd, int ifindex, const std::string& inter
   if (err == EBUSY || err == EEXIST) {
     return Error::failure("'" + interface +
                           "' already has an XDP program that floodgate did not attach: remove it "
-                          "with 'ip link set dev " + interface + " xdp off'");
+                          "with 'ip link set dev " +
+                          interface + " xdp off'");
   }
   if (mode == XdpMode::kNative && (err == EOPNOTSUPP || err == EINVAL)) {
     return Error::failure("the driver of '" + interface +

@@ -26,7 +26,8 @@ struct LoadSettings {
   std::string interface;  // whose pins the maps use (existing pins are reused)
   uint32_t table_slots = 0;
   uint32_t list_max_entries = 0;
-  uint64_t tick_units = 0;  // bucket time units per jiffy
+  uint64_t tick_units = 0;        // bucket time units per jiffy
+  uint32_t ticks_per_second = 0;  // the kernel's HZ, for the event budget
 };
 
 // Opens, configures and loads the program; maps are pinned under the interface's pin

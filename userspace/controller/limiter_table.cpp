@@ -1,0 +1,48 @@
+// SPDX-License-Identifier: MIT
+// Reading the source table whole (for `top`) and the event counters.
+#include <bpf/bpf.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "controller/limiter.h"
+
+namespace floodgate {
+
+Result<std::vector<fg_slot>> Limiter::slots() const {
+  bpf_map_info info{};
+  uint32_t info_len = sizeof(info);
+  if (bpf_obj_get_info_by_fd(buckets_.fd(), &info, &info_len) != 0) {
+    return Error::failure(std::string("cannot read the source table's size: ") +
+                          std::strerror(errno));
+  }
+  // Through the mapping: a copy of 16 MiB costs milliseconds, a syscall per slot seconds.
+  const size_t bytes = static_cast<size_t>(info.max_entries) * sizeof(fg_slot);
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  const size_t length = (bytes + page - 1) / page * page;
+  void* memory = mmap(nullptr, length, PROT_READ, MAP_SHARED, buckets_.fd(), 0);
+  if (memory == MAP_FAILED) {
+    return Error::failure(std::string("cannot map the source table: ") + std::strerror(errno) +
+                          " (a limiter attached by an older floodgate: reattach it)");
+  }
+  std::vector<fg_slot> out(info.max_entries);
+  std::memcpy(out.data(), memory, bytes);
+  munmap(memory, length);
+  return out;
+}
+
+Result<EventStats> Limiter::eventStats() const {
+  auto values = event_stats_.lookup(0);
+  if (!values) return values.error();
+  EventStats out;
+  for (const fg_event_stats& cpu : *values) {
+    out.emitted += cpu.emitted;
+    out.suppressed += cpu.suppressed;
+    out.lost += cpu.lost;
+  }
+  return out;
+}
+
+}  // namespace floodgate
