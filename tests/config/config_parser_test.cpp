@@ -165,6 +165,27 @@ rules:
   EXPECT_EQ(icmp.action, ExceedAction::kDrop);
 }
 
+TEST(ConfigParser, UntrackedSourcesAndTheNewSourceCap) {
+  FloodgateConfig config = parseClean(R"(
+rules:
+  - name: capped
+    limit: {pps: 100, burst: 20}
+    untracked: {new_sources: 2k, pps: 50k, burst: 5k}
+  - name: uncapped
+    limit: {pps: 100}
+    untracked: {new_sources: unlimited}
+  - name: defaults
+    limit: {pps: 100}
+)");
+  ASSERT_EQ(config.rules.size(), 3u);
+  EXPECT_EQ(config.rules[0].new_sources_per_s, 2000u);
+  EXPECT_EQ(config.rules[0].untracked.pps, 50000u);
+  EXPECT_EQ(config.rules[0].untracked.burst, 5000u);
+  EXPECT_EQ(config.rules[1].new_sources_per_s, 0u);
+  EXPECT_EQ(config.rules[1].untracked.pps, 0u) << "no rate: the untracked bucket follows limit";
+  EXPECT_EQ(config.rules[2].new_sources_per_s, kDefaultNewSourcesPerS);
+}
+
 TEST(ConfigParser, DefaultByteBurstIsATenthOfASecondAndAtLeastOneFrame) {
   FloodgateConfig config = parseClean(R"(
 rules:

@@ -22,7 +22,11 @@ Snapshot twoInterfaces() {
   RuleCounters rule;
   rule.name = "per \"source\"";
   rule.by_verdict[FG_VERDICT_DROP] = {FG_VERDICT_DROP, 0, 7, 420};
+  rule.table[FG_TABLE_CAPPED] = 11;
+  rule.table[FG_TABLE_UNTRACKED_DROP] = 12;
   a.rules = {rule};
+  a.events[FG_EVENT_BAN_START] = 2;
+  a.event_stats.suppressed = 9;
   a.tracked_v4 = 1234.4;
   a.bans_active = 3;
   InterfaceMetrics b;
@@ -96,6 +100,20 @@ TEST(Exposition, GaugesAndDaemonSeries) {
   EXPECT_TRUE(has(text, "floodgate_build_info{version=\"1.2.3\"} 1"));
 }
 
+TEST(Exposition, SourceTableAndEventSeries) {
+  std::string text = render(twoInterfaces());
+  EXPECT_TRUE(has(
+      text,
+      R"(floodgate_rule_sources_total{interface="eth0",rule="per \"source\"",outcome="capped"} 11)"))
+      << text;
+  EXPECT_TRUE(has(
+      text,
+      R"(floodgate_rule_untracked_packets_total{interface="eth0",rule="per \"source\"",verdict="drop"} 12)"));
+  EXPECT_TRUE(has(text, R"(floodgate_events_total{interface="eth0",event="ban_start"} 2)"));
+  EXPECT_TRUE(has(text, R"(floodgate_events_total{interface="eth1",event="limited"} 0)"));
+  EXPECT_TRUE(has(text, R"(floodgate_events_dropped_total{interface="eth0",reason="budget"} 9)"));
+}
+
 TEST(Exposition, HelpAndTypeOncePerFamilyBeforeItsSamples) {
   std::string text = render(twoInterfaces());
   std::map<std::string, int> help, type;
@@ -119,6 +137,10 @@ TEST(Exposition, HelpAndTypeOncePerFamilyBeforeItsSamples) {
       {"floodgate_rule_packets_total", "counter"},
       {"floodgate_rule_bytes_total", "counter"},
       {"floodgate_tracked_sources", "gauge"},
+      {"floodgate_rule_sources_total", "counter"},
+      {"floodgate_rule_untracked_packets_total", "counter"},
+      {"floodgate_events_total", "counter"},
+      {"floodgate_events_dropped_total", "counter"},
       {"floodgate_bans_active", "gauge"},
       {"floodgate_config_reloads_total", "counter"},
       {"floodgate_config_generation", "gauge"},

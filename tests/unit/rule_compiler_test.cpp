@@ -67,6 +67,44 @@ TEST(CompileRule, PpsLimit) {
   EXPECT_EQ(rule->limits[FG_LIMIT_BPS].capacity, 0u);
 }
 
+TEST(CompileRule, TheUntrackedBucketFollowsTheLimitUnlessSetApart) {
+  auto rule = compileRule(ppsRule(1000, 100));
+  ASSERT_TRUE(rule.ok()) << rule.error().message;
+  EXPECT_EQ(rule->untracked_own, 0);
+  EXPECT_EQ(std::memcmp(rule->untracked, rule->limits, sizeof(rule->limits)), 0);
+
+  RuleSpec spec = ppsRule(1000, 100);
+  spec.untracked = {.pps = 50000, .burst = 5000};
+  rule = compileRule(spec);
+  ASSERT_TRUE(rule.ok()) << rule.error().message;
+  EXPECT_EQ(rule->untracked_own, 1);
+  EXPECT_EQ(rule->untracked[FG_LIMIT_PPS].interval, packetInterval(50000));
+  EXPECT_EQ(rule->untracked[FG_LIMIT_PPS].capacity, 5000 * packetInterval(50000));
+  EXPECT_EQ(describeLimits(*rule, rule->untracked).pps, 50000u);
+}
+
+TEST(CompileRule, NewSourcesCapIsAGcraWithATenthOfASecondOfBurst) {
+  RuleSpec spec = ppsRule(1000, 100);
+  spec.new_sources_per_s = 5000;
+  auto rule = compileRule(spec);
+  ASSERT_TRUE(rule.ok()) << rule.error().message;
+  EXPECT_EQ(rule->new_sources.interval, packetInterval(5000));
+  EXPECT_EQ(rule->new_sources.capacity, 500 * packetInterval(5000));
+  EXPECT_EQ(describeNewSources(*rule), 5000u);
+  spec.new_sources_per_s = 0;
+  EXPECT_EQ(compileRule(spec)->new_sources.interval, 0u) << "0: no cap";
+  spec.key = KeyKind::kGlobal;
+  spec.new_sources_per_s = 5000;
+  EXPECT_EQ(compileRule(spec)->new_sources.interval, 0u) << "a global rule has no sources";
+}
+
+TEST(CompileRule, UntrackedGoesWithASourceKey) {
+  RuleSpec spec = ppsRule(1000, 100);
+  spec.key = KeyKind::kGlobal;
+  spec.untracked = {.pps = 10, .burst = 1};
+  EXPECT_NE(usageError(spec).find("untracked goes with key: source"), std::string::npos);
+}
+
 TEST(CompileRule, BpsLimit) {
   auto rule = compileRule(bpsRule(1000000000, 12500000));
   ASSERT_TRUE(rule.ok()) << rule.error().message;

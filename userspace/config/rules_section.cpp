@@ -224,14 +224,13 @@ void RuleParser::parseUntracked(const YamlEntry& entry) {
     return;
   }
   if (const YamlEntry* cap = fields->find("new_sources")) {
-    if (cap->value.IsScalar() && cap->value.Scalar() == "unlimited") {
+    const std::string text = cap->value.IsScalar() ? cap->value.Scalar() : std::string();
+    if (text == "unlimited") {
       spec_.new_sources_per_s = 0;
+    } else if (text == "0") {
+      reader_.error(*cap, "new_sources must be at least 1 a second; write unlimited for no cap");
     } else if (auto value = reader_.withUnit(*cap, "new_sources", parseCount, "10k")) {
-      if (*value < 1) {
-        reader_.error(*cap, "new_sources must be at least 1 a second, or unlimited");
-      } else {
-        spec_.new_sources_per_s = *value;
-      }
+      spec_.new_sources_per_s = *value;
     }
   }
   if (fields->find("pps") || fields->find("bps")) {

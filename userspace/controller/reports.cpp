@@ -13,8 +13,8 @@ namespace {
 
 const char* policyName(uint32_t policy) { return policy == FG_POLICY_DROP ? "drop" : "pass"; }
 
-nlohmann::json limitsJson(const fg_rule& rule) {
-  LimitSpec limits = describeLimits(rule);
+nlohmann::json limitsJson(const fg_rule& rule, const fg_limit* pair) {
+  LimitSpec limits = describeLimits(rule, pair);
   nlohmann::json out = nlohmann::json::object();
   if (limits.pps) {
     out["pps"] = limits.pps;
@@ -27,8 +27,8 @@ nlohmann::json limitsJson(const fg_rule& rule) {
   return out;
 }
 
-std::string limitsText(const fg_rule& rule) {
-  LimitSpec limits = describeLimits(rule);
+std::string limitsText(const fg_rule& rule, const fg_limit* pair) {
+  LimitSpec limits = describeLimits(rule, pair);
   std::string out;
   if (limits.pps) out += formatCount(limits.pps) + " pps burst " + formatCount(limits.burst);
   if (limits.bits_per_s) {
@@ -37,6 +37,17 @@ std::string limitsText(const fg_rule& rule) {
            " bytes";
   }
   return out;
+}
+
+// The table stats of a rule by name (enum fg_table_stat order).
+const char* const kTableStatNames[FG_TABLE_STAT_COUNT] = {"new_sources", "capped", "table_full",
+                                                          "untracked_passed", "untracked_dropped"};
+
+std::string untrackedText(const fg_rule& rule) {
+  if (rule.key_kind != FG_KEY_SOURCE) return "";
+  uint64_t cap = describeNewSources(rule);
+  return "; new sources " + (cap ? formatCount(cap) + "/s" : std::string("unlimited")) +
+         ", untracked " + (rule.untracked_own ? limitsText(rule, rule.untracked) : "as one source");
 }
 
 }  // namespace
@@ -63,6 +74,10 @@ nlohmann::json statsJson(const std::string& interface, const std::vector<Counter
       matched_bytes += row.bytes;
     }
     entry["matched"] = {{"packets", matched_packets}, {"bytes", matched_bytes}};
+    nlohmann::json table = nlohmann::json::object();
+    for (int stat = 0; stat < FG_TABLE_STAT_COUNT; ++stat)
+      table[kTableStatNames[stat]] = rule.table[stat];
+    entry["sources"] = table;
     out["rules"].push_back(entry);
   }
   return out;
@@ -94,6 +109,18 @@ std::string statsText(const std::string& interface, const std::vector<CounterRow
                     static_cast<unsigned long long>(rule.by_verdict[FG_VERDICT_MONITOR].packets));
       out << line;
     }
+    std::snprintf(line, sizeof(line), "  %-20s %14s %14s %14s %14s %14s\n", "sources of rule",
+                  "new", "capped", "table full", "untracked ok", "untracked drop");
+    out << line;
+    for (const RuleCounters& rule : rules) {
+      std::snprintf(line, sizeof(line), "  %-20s %14llu %14llu %14llu %14llu %14llu\n",
+                    rule.name.c_str(), static_cast<unsigned long long>(rule.table[0]),
+                    static_cast<unsigned long long>(rule.table[1]),
+                    static_cast<unsigned long long>(rule.table[2]),
+                    static_cast<unsigned long long>(rule.table[3]),
+                    static_cast<unsigned long long>(rule.table[4]));
+      out << line;
+    }
   }
   return out.str();
 }
@@ -121,7 +148,9 @@ nlohmann::json statusJson(const LimiterStatus& status) {
                             {"ipv4_prefix", rule.ipv4_prefix},
                             {"ipv6_prefix", rule.ipv6_prefix},
                             {"on_exceed", rule.action == FG_ACTION_MONITOR ? "monitor" : "drop"},
-                            {"limit", limitsJson(rule)}});
+                            {"limit", limitsJson(rule, rule.limits)},
+                            {"new_sources_per_s", describeNewSources(rule)},
+                            {"untracked", limitsJson(rule, rule.untracked)}});
   }
   return out;
 }
@@ -137,12 +166,12 @@ std::string statusText(const LimiterStatus& status) {
       << " prefixes; malformed " << policyName(status.settings.malformed_policy) << ", fragments "
       << policyName(status.settings.fragment_policy) << "\n";
   for (const fg_rule& rule : status.rules) {
-    out << "  rule " << rule.name << ": " << limitsText(rule) << " per "
+    out << "  rule " << rule.name << ": " << limitsText(rule, rule.limits) << " per "
         << (rule.key_kind == FG_KEY_GLOBAL
                 ? std::string("interface")
                 : "source (/" + std::to_string(rule.ipv4_prefix) + " IPv4, /" +
                       std::to_string(rule.ipv6_prefix) + " IPv6)")
-        << (rule.action == FG_ACTION_MONITOR ? ", monitor" : "") << "\n";
+        << (rule.action == FG_ACTION_MONITOR ? ", monitor" : "") << untrackedText(rule) << "\n";
   }
   return out.str();
 }

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "daemon/config_watch.h"
 #include "daemon/daemon_state.h"
@@ -25,6 +26,10 @@ namespace {
 using Clock = std::chrono::steady_clock;
 // Editors write a file in several steps; one reload after they settle.
 constexpr auto kDebounce = std::chrono::milliseconds(200);
+// At most one log line per source and event kind this often.
+constexpr auto kEventInterval = std::chrono::seconds(10);
+// The longest the loop sleeps, so counted events are reported when their interval ends.
+constexpr int kMaxWaitMs = 1000;
 
 Result<UniqueFd> blockSignals() {
   sigset_t set;
@@ -72,14 +77,16 @@ Status runDaemon(const RunOptions& options) {
   bool reload_pending = false;
   Clock::time_point reload_at{};
   bool running = true;
+  EventLog events(kEventInterval);
   while (running) {
-    int timeout_ms = -1;
+    int timeout_ms = kMaxWaitMs;
     if (reload_pending) {
       auto left = std::chrono::duration_cast<std::chrono::milliseconds>(reload_at - Clock::now());
-      timeout_ms = static_cast<int>(std::max<int64_t>(0, left.count()));
+      timeout_ms = static_cast<int>(std::clamp<int64_t>(left.count(), 0, kMaxWaitMs));
     }
-    pollfd fds[2] = {{signals->get(), POLLIN, 0}, {watch->fd(), POLLIN, 0}};
-    int n = poll(fds, 2, timeout_ms);
+    std::vector<pollfd> fds = {{signals->get(), POLLIN, 0}, {watch->fd(), POLLIN, 0}};
+    for (int fd : state.eventFds()) fds.push_back({fd, POLLIN, 0});
+    int n = poll(fds.data(), fds.size(), timeout_ms);
     if (n < 0 && errno != EINTR) {
       logError(std::string("poll: ") + std::strerror(errno));
       break;
@@ -104,6 +111,7 @@ Status runDaemon(const RunOptions& options) {
       reload_pending = false;
       reload(state, options.config_path + " changed");
     }
+    state.pumpEvents(events);
   }
   server->reset();  // no scrape may run while the limiters go
   state.release(options.keep_attached);

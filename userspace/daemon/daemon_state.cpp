@@ -75,6 +75,7 @@ Status DaemonState::applyLocked() {
     logInfo(s ? "detached " + it->first + ": no longer in the config"
               : "could not detach " + it->first + ": " + s.error().message);
     sample_cursors_.erase(it->first);
+    readers_.erase(it->first);
     it = limiters_.erase(it);
   }
 
@@ -84,6 +85,7 @@ Status DaemonState::applyLocked() {
     if (held != limiters_.end() && !attached(name)) {
       // Detached by someone else (`floodgate detach`): the held maps are orphans.
       logWarning(name + " was detached outside the daemon: attaching it again");
+      readers_.erase(name);
       limiters_.erase(held);
       held = limiters_.end();
     }
@@ -101,7 +103,7 @@ Status DaemonState::applyLocked() {
         return Error::failure(name + ": " + s.error().message);
       logInfo("adopted the limiter already attached to " + name + " (" +
               std::to_string(options.rules.size()) + " rules; its state is kept)");
-      limiters_.emplace(name, std::move(*limiter));
+      hold(name, std::move(*limiter));
       adopted_.push_back(name);
       continue;
     }
@@ -111,15 +113,70 @@ Status DaemonState::applyLocked() {
     auto limiter = Limiter::open(name);
     if (!limiter) return limiter.error();
     logInfo("attached to " + name + " (" + std::to_string(options.rules.size()) + " rules)");
-    limiters_.emplace(name, std::move(*limiter));
+    hold(name, std::move(*limiter));
   }
   configured_.clear();
   for (const auto& options : wanted) configured_.push_back(options.interface);
   return okStatus();
 }
 
+void DaemonState::hold(const std::string& name, Limiter limiter) {
+  limiters_.emplace(name, std::move(limiter));
+  auto reader = EventReader::open(name);
+  if (!reader) {
+    logWarning(name + ": its events will not be logged: " + reader.error().message);
+    return;
+  }
+  readers_.insert_or_assign(name, std::move(*reader));
+}
+
+std::vector<int> DaemonState::eventFds() {
+  std::lock_guard lock(mutex_);
+  std::vector<int> fds;
+  for (const auto& [name, reader] : readers_) fds.push_back(reader.pollFd());
+  return fds;
+}
+
+void DaemonState::pumpEvents(EventLog& log) {
+  std::vector<LogLine> lines;
+  {
+    std::lock_guard lock(mutex_);
+    const auto now = EventLog::Clock::now();
+    for (auto& [name, reader] : readers_) {
+      auto events = reader.drain();
+      if (!events) {
+        logWarning(name + ": " + events.error().message);
+        continue;
+      }
+      if (events->empty()) continue;
+      std::map<uint32_t, std::string> rules;
+      if (auto active = limiters_.at(name).activeRules(); active) {
+        for (const fg_rule& rule : *active) rules[rule.id] = rule.name;
+      }
+      auto& counts = events_read_[name];
+      for (const LimiterEvent& event : *events) {
+        if (event.type < FG_EVENT_TYPES) ++counts[event.type];
+        auto rule = rules.find(event.rule_id);
+        std::string rule_name = event.rule_id == FG_BAN_MANUAL ? "manual"
+                                : rule != rules.end()          ? rule->second
+                                                      : "id" + std::to_string(event.rule_id);
+        log.note(name, event, rule_name, now, lines);
+      }
+    }
+    log.flush(now, lines);
+  }
+  for (const LogLine& line : lines) {
+    if (line.warning) {
+      logWarning(line.text);
+    } else {
+      logInfo(line.text);
+    }
+  }
+}
+
 void DaemonState::release(bool keep_attached) {
   std::lock_guard lock(mutex_);
+  readers_.clear();
   for (const auto& [name, limiter] : limiters_) {
     if (keep_attached) {
       logInfo("leaving " + name + " attached and enforcing (--keep-attached)");
@@ -144,6 +201,7 @@ void DaemonState::releaseAfterFailedStart() {
     Status s = Limiter::detach(name);
     if (!s) logError("could not detach " + name + ": " + s.error().message);
   }
+  readers_.clear();
   limiters_.clear();
 }
 
@@ -157,6 +215,8 @@ std::string DaemonState::scrape() {
   for (const auto& [name, limiter] : limiters_) {
     auto one = metrics::collect(limiter, &sample_cursors_[name]);
     if (one) {
+      if (auto read = events_read_.find(name); read != events_read_.end())
+        one->events = read->second;
       snapshot.interfaces.push_back(std::move(*one));
     } else {
       logWarning("metrics of " + name + " unavailable: " + one.error().message);

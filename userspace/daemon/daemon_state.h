@@ -4,6 +4,7 @@
 // Every public method is thread-safe (one mutex; a scrape holds it for a few map reads).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -11,7 +12,9 @@
 #include <vector>
 
 #include "common/result.h"
+#include "controller/event_reader.h"
 #include "controller/limiter.h"
+#include "daemon/event_log.h"
 
 namespace floodgate::daemon {
 
@@ -37,13 +40,23 @@ class DaemonState {
   // Every configured interface still has its limiter attached.
   bool healthy();
 
+  // Descriptors that turn readable when a held interface has events waiting.
+  std::vector<int> eventFds();
+  // Reads every waiting event, counts it and logs it through `log` (aggregated).
+  void pumpEvents(EventLog& log);
+
  private:
   Status applyLocked();
+  // Holds `limiter` for `name`, with a reader of its events.
+  void hold(const std::string& name, Limiter limiter);
+  void forget(const std::string& name);
 
   std::mutex mutex_;
   std::string config_path_;
   std::map<std::string, Limiter> limiters_;
   std::map<std::string, uint32_t> sample_cursors_;
+  std::map<std::string, EventReader> readers_;
+  std::map<std::string, std::array<uint64_t, FG_EVENT_TYPES>> events_read_;
   std::vector<std::string> configured_;
   std::vector<std::string> adopted_;
   uint64_t reloads_success_ = 0;

@@ -17,6 +17,9 @@ Result<InterfaceMetrics> collect(const Limiter& limiter, uint32_t* sample_cursor
   auto settings = limiter.settings();
   if (!settings) return settings.error();
   out.bans_active = uint64_t{settings->ban_entries[0]} + settings->ban_entries[1];
+  auto events = limiter.eventStats();
+  if (!events) return events.error();
+  out.event_stats = *events;
   auto sample = limiter.sampleTrackedSources(*sample_cursor, sample_slots);
   if (!sample) return sample.error();
   out.tracked_v4 = sample->estimate_v4;

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "controller/event_reader.h"
+
 namespace floodgate::metrics {
 namespace {
 
@@ -133,6 +135,56 @@ std::string render(const Snapshot& snapshot) {
            number(iface.tracked_v4));
     sample(out, "floodgate_tracked_sources", {{"interface", iface.interface}, {"family", "ipv6"}},
            number(iface.tracked_v6));
+  }
+
+  family(out, "floodgate_rule_sources_total", "counter",
+         "New sources of each source rule, by outcome: new took a slot; capped and table_full "
+         "were charged to the rule's untracked bucket.");
+  for (const auto& iface : snapshot.interfaces) {
+    for (const RuleCounters& rule : iface.rules) {
+      for (auto [stat, outcome] :
+           {std::pair{FG_TABLE_NEW_SOURCE, "new"}, std::pair{FG_TABLE_CAPPED, "capped"},
+            std::pair{FG_TABLE_FULL, "table_full"}}) {
+        sample(out, "floodgate_rule_sources_total",
+               {{"interface", iface.interface}, {"rule", rule.name}, {"outcome", outcome}},
+               number(rule.table[stat]));
+      }
+    }
+  }
+
+  family(out, "floodgate_rule_untracked_packets_total", "counter",
+         "Packets of sources without a slot, charged to each rule's shared untracked bucket.");
+  for (const auto& iface : snapshot.interfaces) {
+    for (const RuleCounters& rule : iface.rules) {
+      for (auto [stat, verdict] : {std::pair{FG_TABLE_UNTRACKED_PASS, "pass"},
+                                   std::pair{FG_TABLE_UNTRACKED_DROP, "drop"}}) {
+        sample(out, "floodgate_rule_untracked_packets_total",
+               {{"interface", iface.interface}, {"rule", rule.name}, {"verdict", verdict}},
+               number(rule.table[stat]));
+      }
+    }
+  }
+
+  family(out, "floodgate_events_total", "counter",
+         "State changes the program reported and the daemon read, by event.");
+  for (const auto& iface : snapshot.interfaces) {
+    for (uint32_t type = 0; type < FG_EVENT_TYPES; ++type) {
+      sample(out, "floodgate_events_total",
+             {{"interface", iface.interface}, {"event", eventTypeName(type)}},
+             number(iface.events[type]));
+    }
+  }
+
+  family(out, "floodgate_events_dropped_total", "counter",
+         "State changes the program did not report: over its per-CPU budget, or the ring "
+         "buffer was full.");
+  for (const auto& iface : snapshot.interfaces) {
+    sample(out, "floodgate_events_dropped_total",
+           {{"interface", iface.interface}, {"reason", "budget"}},
+           number(iface.event_stats.suppressed));
+    sample(out, "floodgate_events_dropped_total",
+           {{"interface", iface.interface}, {"reason", "ring_full"}},
+           number(iface.event_stats.lost));
   }
 
   family(out, "floodgate_bans_active", "gauge",

@@ -2,6 +2,7 @@
 // The metrics a scrape shows, as plain data, and their Prometheus text exposition (0.0.4).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -19,6 +20,8 @@ struct InterfaceMetrics {
   double tracked_v4 = 0;  // estimates from a bounded sample of the source table
   double tracked_v6 = 0;
   uint64_t bans_active = 0;
+  EventStats event_stats;                         // what the program did with its events
+  std::array<uint64_t, FG_EVENT_TYPES> events{};  // events the daemon read, by enum fg_event_type
 };
 
 // Everything a scrape renders.
