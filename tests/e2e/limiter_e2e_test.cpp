@@ -96,11 +96,12 @@ TEST_F(LimiterE2eTest, AFloodIsHeldToItsRateFromBothCpusAndAQuietSourceIsUntouch
   // burst + rate × time, never above beyond one clock tick, and at least 98% of it
   double elapsed = flooder->elapsed();
   double allowed = burst + rate * elapsed;
-  std::printf("flooder sent %llu over %.3f s from 2 threads; passed %llu of burst + rate x time = %.1f;"
-              " %llu lost in the veth queue\n",
-              static_cast<unsigned long long>(flooder->sent), elapsed,
-              static_cast<unsigned long long>(flooder_passed), allowed,
-              static_cast<unsigned long long>(lost_before_xdp));
+  std::printf(
+      "flooder sent %llu over %.3f s from 2 threads; passed %llu of burst + rate x time = %.1f;"
+      " %llu lost in the veth queue\n",
+      static_cast<unsigned long long>(flooder->sent), elapsed,
+      static_cast<unsigned long long>(flooder_passed), allowed,
+      static_cast<unsigned long long>(lost_before_xdp));
   EXPECT_LE(static_cast<double>(flooder_passed), allowed + rate * kTickSeconds + 1)
       << "sent " << flooder->sent << " over " << elapsed << " s";
   EXPECT_GE(static_cast<double>(flooder_passed), 0.98 * allowed)
@@ -109,9 +110,11 @@ TEST_F(LimiterE2eTest, AFloodIsHeldToItsRateFromBothCpusAndAQuietSourceIsUntouch
 
 TEST_F(LimiterE2eTest, DenyAndAllowChangeALiveLimiter) {
   attach({"--rate", "100", "--burst", "10"});
-  CommandResult deny = lab_->floodgate({"deny", "add", lab_->targetInterface(), std::string(kFlooder)});
+  CommandResult deny =
+      lab_->floodgate({"deny", "add", lab_->targetInterface(), std::string(kFlooder)});
   ASSERT_EQ(deny.exit_code, 0) << deny.err;
-  CommandResult allow = lab_->floodgate({"allow", "add", lab_->targetInterface(), std::string(kQuiet) + "/32"});
+  CommandResult allow =
+      lab_->floodgate({"allow", "add", lab_->targetInterface(), std::string(kQuiet) + "/32"});
   ASSERT_EQ(allow.exit_code, 0) << allow.err;
   auto denied = sendUdp(flood(kFlooder, 0.3, 1, 1000));
   auto allowed = sendUdp(flood(kQuiet, 0.3, 1, 1000));
@@ -147,7 +150,8 @@ TEST_F(LimiterE2eTest, TheLimiterOutlivesTheCliAndAttachingTwiceNeedsReplace) {
   EXPECT_GT(dropped_before, 0u);
 
   // --replace swaps the program but keeps the pinned maps: the counters carry on
-  CommandResult replace = lab_->floodgate({"attach", lab_->targetInterface(), "--rate", "200", "--replace"});
+  CommandResult replace =
+      lab_->floodgate({"attach", lab_->targetInterface(), "--rate", "200", "--replace"});
   ASSERT_EQ(replace.exit_code, 0) << replace.err;
   EXPECT_EQ(packets(stats(), "drop", "rate"), dropped_before);
 
@@ -171,12 +175,54 @@ TEST_F(LimiterE2eTest, AFailedAttachLeavesNothingBehind) {
   CommandResult missing = lab_->floodgate({"attach", "no-such-if0", "--rate", "100"});
   EXPECT_EQ(missing.exit_code, 1);
   EXPECT_NE(missing.err.find("no network interface named 'no-such-if0'"), std::string::npos);
-  CommandResult bad_table = lab_->floodgate({"attach", lab_->targetInterface(), "--rate", "100", "--table-size", "1000"});
+  CommandResult bad_table =
+      lab_->floodgate({"attach", lab_->targetInterface(), "--rate", "100", "--table-size", "1000"});
   EXPECT_EQ(bad_table.exit_code, 2);
   EXPECT_NE(bad_table.err.find("power of two"), std::string::npos) << bad_table.err;
   CommandResult link = lab_->inTarget({"ip", "link", "show", lab_->targetInterface()});
   EXPECT_EQ(link.out.find("xdp"), std::string::npos);
   EXPECT_FALSE(access(("/sys/fs/bpf/floodgate/" + lab_->targetInterface()).c_str(), F_OK) == 0);
+}
+
+}  // namespace
+}  // namespace floodgate::test
+
+namespace floodgate::test {
+namespace {
+
+TEST_F(LimiterE2eTest, TopRanksTheFlooderFirstAndShowsTheQuietSourceUnlimited) {
+  attach({"--rate", "500", "--burst", "50"});
+  Result<UdpSendResult> quiet = Error::failure("not run");
+  Result<UdpSendResult> flooder = Error::failure("not run");
+  std::thread quiet_sender([&] { quiet = sendUdp(flood(kQuiet, 3.0, 1, 100)); });
+  std::thread flood_sender([&] { flooder = sendUdp(flood(kFlooder, 3.0, 1, 20000)); });
+  usleep(500000);  // both are sending
+  CommandResult top =
+      lab_->floodgate({"top", lab_->targetInterface(), "--json", "--interval", "1s", "-n", "5"});
+  CommandResult text = lab_->floodgate({"top", lab_->targetInterface(), "--interval", "500ms"});
+  quiet_sender.join();
+  flood_sender.join();
+  ASSERT_TRUE(flooder.ok() && quiet.ok());
+  ASSERT_EQ(top.exit_code, 0) << top.err;
+  nlohmann::json rows = nlohmann::json::parse(top.out)["rows"];
+  ASSERT_GE(rows.size(), 2u) << top.out;
+  EXPECT_EQ(rows[0]["source"], kFlooder) << top.out;
+  EXPECT_EQ(rows[0]["rule"], "default");
+  EXPECT_TRUE(rows[0]["limited"].get<bool>());
+  EXPECT_GT(rows[0]["drops_per_s"].get<double>(), 1000) << top.out;
+  EXPECT_TRUE(rows[0]["ban"].is_null());
+  EXPECT_EQ(rows[1]["source"], kQuiet) << top.out;
+  EXPECT_EQ(rows[1]["drops_per_s"].get<double>(), 0);
+  EXPECT_FALSE(rows[1]["limited"].get<bool>());
+  EXPECT_GT(rows[1]["packets_per_s"].get<double>(), 50);
+  // not a terminal: one ranking as plain rows
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("SOURCE"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find(std::string(kFlooder) + " "), std::string::npos) << text.out;
+  CommandResult bad = lab_->floodgate({"top", lab_->targetInterface(), "--interval", "5ms"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("--interval must be a duration from 100ms to 60s"), std::string::npos)
+      << bad.err;
 }
 
 }  // namespace

@@ -193,6 +193,30 @@ TEST_F(RunE2eTest, AFloodShowsInMetricsThatPromtoolAcceptsAndPrometheusReadsBack
                            << prometheus_.log();
 }
 
+// How many lines of `log` contain `needle`.
+size_t linesWith(const std::string& log, const std::string& needle) {
+  size_t count = 0;
+  std::istringstream in(log);
+  for (std::string line; std::getline(in, line);) count += line.find(needle) != std::string::npos;
+  return count;
+}
+
+TEST_F(RunE2eTest, AFloodingSourceIsLoggedOnceAndCountedAsAnEvent) {
+  startDaemon();
+  // two floods a second apart, each long past the 10-packet burst: one limited episode
+  // each, and within the daemon's 10 s interval only the first gets a line
+  flood(0.5, 2000);
+  usleep(1200000);
+  flood(0.5, 2000);
+  const std::string series =
+      "floodgate_events_total{interface=\"" + lab_->targetInterface() + "\",event=\"limited\"}";
+  EXPECT_EQ(waitFor(series, [](double v) { return v >= 2; }), 2) << daemon_.log();
+  const std::string line = "event=limited interface=" + lab_->targetInterface() +
+                           " source=" + kFlooder + " rule=per-source";
+  EXPECT_EQ(linesWith(daemon_.log(), line), 1u) << daemon_.log();
+  EXPECT_EQ(linesWith(daemon_.log(), "event="), 1u) << "no line per packet:\n" << daemon_.log();
+}
+
 TEST_F(RunE2eTest, AnInvalidConfigIsCountedAndIgnoredAndAnEditedFileIsReloaded) {
   startDaemon();
   std::ofstream(config_) << "rules:\n  - name: per-source\n    limit: {pps: 5k, brust: 3}\n";
