@@ -106,7 +106,30 @@ TEST(HttpConfig, BadKeyProxyAndUnknownField) {
             "f.yaml:2:33: '300.1.1.1' is not an address or CIDR prefix (e.g. 10.0.0.0/8, ::1)");
   EXPECT_EQ(firstError("http:\n  polices: []\n"),
             "f.yaml:2:3: unknown key 'polices' in http (expected one of: trusted_proxies, store, "
-            "policies)");
+            "policies, escalate)");
+}
+
+TEST(HttpConfig, EscalateHandsRepeatOffendersToTheController) {
+  auto config = parseHttpConfigText(
+      "http:\n  escalate: {rejections: 50, within: 10s, ban: 10m, socket: /run/fg/r.sock}\n",
+      "f.yaml");
+  ASSERT_TRUE(config.ok()) << config.error().message;
+  EXPECT_TRUE(config->escalate.enabled);
+  EXPECT_EQ(config->escalate.rejections, 50);
+  EXPECT_EQ(config->escalate.within_ms, 10000);
+  EXPECT_EQ(config->escalate.ban_ns, 600'000'000'000ULL);
+  EXPECT_EQ(config->escalate.socket, "/run/fg/r.sock");
+  EXPECT_EQ(firstError("http:\n  escalate: {rejections: 50, within: 10s}\n"),
+            "f.yaml:2:13: http.escalate needs ban (e.g. {rejections: 50, within: 10s, ban: 10m})");
+  EXPECT_EQ(firstError("http:\n  escalate: {rejections: 0, within: 10s, ban: 10m}\n"),
+            "f.yaml:2:26: http.escalate.rejections must be between 1 and 1000000, got 0");
+  EXPECT_EQ(firstError("http:\n  escalate: {rejections: 5, within: soon, ban: 10m}\n"),
+            "f.yaml:2:37: http.escalate.within must be a duration such as 10s or 10m");
+  EXPECT_EQ(firstError("http:\n  escalate: {rejections: 5, within: 10s, ban: 2d}\n"),
+            "f.yaml:2:47: http.escalate.ban must be from 1s to 1d, got 2d");
+  EXPECT_EQ(firstError("http:\n  escalate: {rejections: 5, within: 10s, ban: 1m, socket: x}\n"),
+            "f.yaml:2:59: http.escalate.socket must be an absolute path shorter than 108 "
+            "characters (a Unix socket address)");
 }
 
 TEST(HttpConfig, DuplicateNamesAndUnsupportedStore) {

@@ -143,6 +143,7 @@ TEST(Exposition, HelpAndTypeOncePerFamilyBeforeItsSamples) {
       {"floodgate_events_dropped_total", "counter"},
       {"floodgate_bans_active", "gauge"},
       {"floodgate_config_reloads_total", "counter"},
+      {"floodgate_http_escalations_total", "counter"},
       {"floodgate_config_generation", "gauge"},
       {"floodgate_build_info", "gauge"}};
   EXPECT_EQ(help.size(), families.size());

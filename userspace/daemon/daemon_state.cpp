@@ -2,6 +2,7 @@
 // DaemonState: validate everything first, then attach, adopt or reload each interface.
 #include "daemon/daemon_state.h"
 
+#include "common/units.h"
 #include "config/floodgate_config.h"
 #include "daemon/log.h"
 #include "metrics/collect.h"
@@ -117,7 +118,79 @@ Status DaemonState::applyLocked() {
   }
   configured_.clear();
   for (const auto& options : wanted) configured_.push_back(options.interface);
+  allow_ = cfg.allow.value_or(std::vector<Cidr>{});
+  syncReportSocket(cfg.http ? cfg.http->escalate : http::EscalateConfig{});
   return okStatus();
+}
+
+void DaemonState::syncReportSocket(const http::EscalateConfig& escalate) {
+  escalate_ = escalate;
+  if (!escalate.enabled) {
+    if (reports_) logInfo("no longer taking offender reports on " + reports_->path());
+    reports_.reset();
+    return;
+  }
+  if (reports_ && reports_->path() == escalate.socket) return;
+  reports_.reset();
+  auto listener = ReportListener::bind(escalate.socket);
+  if (!listener) {
+    // the limiter itself is fine: say so, keep enforcing, and try again on the next reload
+    logError("offender reports are off: " + listener.error().message);
+    return;
+  }
+  logInfo("taking offender reports on " + escalate.socket + " (mode 0660: root and its group)");
+  reports_.emplace(std::move(*listener));
+}
+
+// Bans the host `address` on every held interface for the escalation's ban time.
+void DaemonState::handleReports() {
+  if (!reports_) return;
+  const auto now = std::chrono::steady_clock::now();
+  // bounded work per loop turn, whatever a reporter sends
+  for (ReceivedReport& received : reports_->drain(256)) {
+    const std::string sender =
+        "pid " + std::to_string(received.pid) + " uid " + std::to_string(received.uid);
+    if (!received.report) {
+      ++escalations_[kInvalid];
+      if (now - invalid_logged_at_ >= std::chrono::seconds(10)) {
+        invalid_logged_at_ = now;
+        logWarning("dropped an invalid offender report from " + sender + ": " +
+                   received.report.error().message);
+      }
+      continue;
+    }
+    const Cidr& address = received.report->address;
+    const std::string text = address.toString();
+    bool allowed = false;
+    for (const Cidr& entry : allow_) {
+      std::array<uint8_t, 16> masked = address.addr;
+      maskAddress(masked, entry.prefix);
+      allowed |= entry.family == address.family && masked == entry.addr;
+    }
+    if (allowed) {
+      ++escalations_[kAllowListed];
+      continue;
+    }
+    auto banned = escalated_.find(text);
+    if (banned != escalated_.end() && now < banned->second) {
+      ++escalations_[kRepeat];
+      continue;
+    }
+    for (auto& [name, limiter] : limiters_) {
+      if (Status s = limiter.banAdd(address, escalate_.ban_ns); !s) {
+        logError("could not ban " + text + " on " + name + ": " + s.error().message);
+      }
+    }
+    ++escalations_[kBanned];
+    escalated_[text] = now + std::chrono::nanoseconds(escalate_.ban_ns);
+    logWarning("event=escalated source=" + text + " ban=" + formatDuration(escalate_.ban_ns) +
+               " rejections=" + std::to_string(received.report->rejections) +
+               " within_ms=" + std::to_string(received.report->within_ms) +
+               " reporter=" + std::to_string(received.pid) + "/" + std::to_string(received.uid));
+  }
+  for (auto it = escalated_.begin(); it != escalated_.end();) {
+    it = now >= it->second ? escalated_.erase(it) : std::next(it);
+  }
 }
 
 void DaemonState::hold(const std::string& name, Limiter limiter) {
@@ -134,6 +207,7 @@ std::vector<int> DaemonState::eventFds() {
   std::lock_guard lock(mutex_);
   std::vector<int> fds;
   for (const auto& [name, reader] : readers_) fds.push_back(reader.pollFd());
+  if (reports_) fds.push_back(reports_->fd());
   return fds;
 }
 
@@ -164,6 +238,7 @@ void DaemonState::pumpEvents(EventLog& log) {
       }
     }
     log.flush(now, lines);
+    handleReports();
   }
   for (const LogLine& line : lines) {
     if (line.warning) {
@@ -177,6 +252,7 @@ void DaemonState::pumpEvents(EventLog& log) {
 void DaemonState::release(bool keep_attached) {
   std::lock_guard lock(mutex_);
   readers_.clear();
+  reports_.reset();
   for (const auto& [name, limiter] : limiters_) {
     if (keep_attached) {
       logInfo("leaving " + name + " attached and enforcing (--keep-attached)");
@@ -212,6 +288,10 @@ std::string DaemonState::scrape() {
   snapshot.reloads_success = reloads_success_;
   snapshot.reloads_failure = reloads_failure_;
   snapshot.config_generation = generation_;
+  snapshot.escalations_banned = escalations_[kBanned];
+  snapshot.escalations_allowlisted = escalations_[kAllowListed];
+  snapshot.escalations_repeat = escalations_[kRepeat];
+  snapshot.escalations_invalid = escalations_[kInvalid];
   for (const auto& [name, limiter] : limiters_) {
     auto one = metrics::collect(limiter, &sample_cursors_[name]);
     if (one) {

@@ -5,9 +5,11 @@
 #pragma once
 
 #include <array>
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,6 +17,8 @@
 #include "controller/event_reader.h"
 #include "controller/limiter.h"
 #include "daemon/event_log.h"
+#include "daemon/report_listener.h"
+#include "http/policy.h"
 
 namespace floodgate::daemon {
 
@@ -42,14 +46,20 @@ class DaemonState {
 
   // Descriptors that turn readable when a held interface has events waiting.
   std::vector<int> eventFds();
-  // Reads every waiting event, counts it and logs it through `log` (aggregated).
+  // Reads every waiting event, counts it and logs it through `log` (aggregated); then acts
+  // on the reports of abusive client IPs services sent (http.escalate).
   void pumpEvents(EventLog& log);
+
+  // What became of offender reports, for floodgate_http_escalations_total.
+  enum Escalation { kBanned, kAllowListed, kRepeat, kInvalid, kEscalationResults };
 
  private:
   Status applyLocked();
   // Holds `limiter` for `name`, with a reader of its events.
   void hold(const std::string& name, Limiter limiter);
-  void forget(const std::string& name);
+  // Binds, moves or closes the report socket to match the config's http.escalate.
+  void syncReportSocket(const http::EscalateConfig& escalate);
+  void handleReports();
 
   std::mutex mutex_;
   std::string config_path_;
@@ -57,6 +67,13 @@ class DaemonState {
   std::map<std::string, uint32_t> sample_cursors_;
   std::map<std::string, EventReader> readers_;
   std::map<std::string, std::array<uint64_t, FG_EVENT_TYPES>> events_read_;
+  // http.escalate: the report socket, what a report leads to, and who is banned by one
+  std::optional<ReportListener> reports_;
+  http::EscalateConfig escalate_;
+  std::vector<Cidr> allow_;  // the config's allow list: never banned
+  std::map<std::string, std::chrono::steady_clock::time_point> escalated_;  // address → ban end
+  std::array<uint64_t, kEscalationResults> escalations_{};
+  std::chrono::steady_clock::time_point invalid_logged_at_{};
   std::vector<std::string> configured_;
   std::vector<std::string> adopted_;
   uint64_t reloads_success_ = 0;

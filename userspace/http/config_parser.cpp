@@ -8,6 +8,7 @@
 #include <set>
 #include <sstream>
 
+#include "common/units.h"
 #include "config/yaml_mark.h"
 
 namespace floodgate::http {
@@ -38,6 +39,9 @@ class Parser {
 
   void parseTrustedProxies(const YAML::Node& node, HttpConfig& config);
   void parseStore(const YAML::Node& node, StoreConfig& store);
+  void parseEscalate(const YAML::Node& node, EscalateConfig& escalate);
+  std::optional<uint64_t> readDuration(const YAML::Node& node, const std::string& what,
+                                       uint64_t min_ns, uint64_t max_ns);
   RouteMatch parseMatch(const YAML::Node& node, const std::string& what);
   std::optional<PolicyConfig> parsePolicy(const YAML::Node& node, size_t index);
   void parseAlgorithm(const YAML::Node& policy, const std::string& what, AlgorithmParams& params);
@@ -117,9 +121,10 @@ HttpConfig Parser::parse(const YAML::Node& http) {
   HttpConfig config;
   if (http.IsNull()) return config;  // `http:` with nothing under it: no policies
   if (!requireMap(http, "http")) return config;
-  rejectUnknownKeys(http, "http", {"trusted_proxies", "store", "policies"});
+  rejectUnknownKeys(http, "http", {"trusted_proxies", "store", "policies", "escalate"});
   if (http["trusted_proxies"]) parseTrustedProxies(http["trusted_proxies"], config);
   if (http["store"]) parseStore(http["store"], config.store);
+  if (http["escalate"]) parseEscalate(http["escalate"], config.escalate);
 
   const YAML::Node policies = http["policies"];
   if (!policies) return config;
@@ -182,6 +187,70 @@ void Parser::parseStore(const YAML::Node& node, StoreConfig& store) {
       store.shards = static_cast<int>(*v);
     }
   }
+}
+
+std::optional<uint64_t> Parser::readDuration(const YAML::Node& node, const std::string& what,
+                                             uint64_t min_ns, uint64_t max_ns) {
+  auto ns = node.IsScalar() ? parseDuration(node.Scalar()) : Result<uint64_t>(Error::usage(""));
+  if (!ns) {
+    error(node, what + " must be a duration such as 10s or 10m");
+    return std::nullopt;
+  }
+  if (*ns < min_ns || *ns > max_ns) {
+    error(node, what + " must be from " + formatDuration(min_ns) + " to " + formatDuration(max_ns) +
+                    ", got " + node.Scalar());
+    return std::nullopt;
+  }
+  return *ns;
+}
+
+// escalate: {rejections: N, within: 10s, ban: 10m, socket: PATH}
+void Parser::parseEscalate(const YAML::Node& node, EscalateConfig& escalate) {
+  if (!requireMap(node, "http.escalate")) return;
+  rejectUnknownKeys(node, "http.escalate", {"rejections", "within", "ban", "socket"});
+  bool complete = true;
+  for (const char* key : {"rejections", "within", "ban"}) {
+    if (!node[key]) {
+      error(node, std::string("http.escalate needs ") + key +
+                      " (e.g. {rejections: 50, within: 10s, ban: 10m})");
+      complete = false;
+    }
+  }
+  if (node["rejections"]) {
+    if (auto v = readInt(node["rejections"], "http.escalate.rejections", 1, 1'000'000)) {
+      escalate.rejections = *v;
+    } else {
+      complete = false;
+    }
+  }
+  if (node["within"]) {
+    if (auto ns =
+            readDuration(node["within"], "http.escalate.within", 1000000000ULL, 3600000000000ULL)) {
+      escalate.within_ms = static_cast<int64_t>(*ns / 1000000);
+    } else {
+      complete = false;
+    }
+  }
+  if (node["ban"]) {
+    if (auto ns =
+            readDuration(node["ban"], "http.escalate.ban", 1000000000ULL, 86400000000000ULL)) {
+      escalate.ban_ns = *ns;
+    } else {
+      complete = false;
+    }
+  }
+  if (node["socket"]) {
+    auto path = readString(node["socket"], "http.escalate.socket");
+    if (path && (path->front() != '/' || path->size() >= 108)) {
+      error(node["socket"],
+            "http.escalate.socket must be an absolute path shorter than 108 "
+            "characters (a Unix socket address)");
+      complete = false;
+    } else if (path) {
+      escalate.socket = *path;
+    }
+  }
+  escalate.enabled = complete;
 }
 
 RouteMatch Parser::parseMatch(const YAML::Node& node, const std::string& what) {

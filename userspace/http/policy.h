@@ -59,10 +59,22 @@ struct StoreConfig {
   int shards = 64;
 };
 
+// Handing abusers to the XDP layer: a client IP rejected `rejections` times within
+// `within_ms` is reported to the controller (`floodgate run`) over the Unix datagram socket
+// `socket`, and the controller bans it in XDP for `ban_ns`.
+struct EscalateConfig {
+  bool enabled = false;
+  int64_t rejections = 0;
+  int64_t within_ms = 0;
+  uint64_t ban_ns = 0;
+  std::string socket = "/run/floodgate/reports.sock";
+};
+
 struct HttpConfig {
   std::vector<Cidr> trusted_proxies;
   StoreConfig store;
   std::vector<PolicyConfig> policies;
+  EscalateConfig escalate;
 };
 
 }  // namespace floodgate::http

@@ -201,6 +201,16 @@ std::string render(const Snapshot& snapshot) {
   sample(out, "floodgate_config_reloads_total", {{"result", "failure"}},
          number(snapshot.reloads_failure));
 
+  family(out, "floodgate_http_escalations_total", "counter",
+         "Offender reports from HTTP services (http.escalate), by result: banned in XDP, "
+         "allowlisted (never banned), repeat (already banned), invalid (dropped).");
+  for (auto [result, value] : {std::pair{"banned", snapshot.escalations_banned},
+                               std::pair{"allowlisted", snapshot.escalations_allowlisted},
+                               std::pair{"repeat", snapshot.escalations_repeat},
+                               std::pair{"invalid", snapshot.escalations_invalid}}) {
+    sample(out, "floodgate_http_escalations_total", {{"result", result}}, number(value));
+  }
+
   family(out, "floodgate_config_generation", "gauge",
          "Configs applied since the daemon started (1 is the first).");
   sample(out, "floodgate_config_generation", {}, number(snapshot.config_generation));

@@ -30,6 +30,11 @@ struct Snapshot {
   uint64_t reloads_success = 0;
   uint64_t reloads_failure = 0;
   uint64_t config_generation = 0;
+  // Offender reports from services (http.escalate), by what they led to.
+  uint64_t escalations_banned = 0;
+  uint64_t escalations_allowlisted = 0;
+  uint64_t escalations_repeat = 0;
+  uint64_t escalations_invalid = 0;
   std::string version;
 };
 

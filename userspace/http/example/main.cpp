@@ -12,6 +12,7 @@
 #include "http/example/service_metrics.h"
 #include "http/headers.h"
 #include "http/httplib_adapter.h"
+#include "http/offender_reporter.h"
 
 namespace {
 
@@ -88,19 +89,32 @@ int run(const std::string& config_path, const std::string& listen) {
     return 1;
   }
   std::shared_ptr<Limiter> limiter = std::move(*made);
+  // http.escalate: clients that keep getting rejected are reported to floodgate run
+  std::shared_ptr<OffenderReporter> reporter;
+  if (limiter->config().escalate.enabled) {
+    auto created =
+        OffenderReporter::create(limiter->config().escalate, std::make_shared<SteadyClock>());
+    if (!created) {
+      std::cerr << "floodgate-http-example: error: " << created.error().message << "\n";
+      return 1;
+    }
+    reporter = std::move(*created);
+  }
 
   example::ServiceMetrics metrics;
   httplib::Server server;
   addRoutes(server, metrics);
   server.Get("/metrics", [&](const httplib::Request&, httplib::Response& res) {
-    res.set_content(metrics.render(*limiter), "text/plain; version=0.0.4");
+    res.set_content(metrics.render(*limiter, reporter.get()), "text/plain; version=0.0.4");
   });
   HttplibOptions options;
   // A stand-in for authentication: the user the request says it is.
   options.user_of = [](const httplib::Request& req) { return req.get_header_value("X-User"); };
-  options.on_verdict = [&metrics](const httplib::Request& req, const Verdict& verdict) {
+  options.on_verdict = [&metrics, reporter](const httplib::Request& req, const Verdict& verdict) {
     metrics.countVerdict(verdict);
-    if (!verdict.allowed()) metrics.countResponse(routeLabel(req.path), statusFor(verdict));
+    if (verdict.allowed()) return;
+    metrics.countResponse(routeLabel(req.path), statusFor(verdict));
+    if (reporter) reporter->noteRejection(verdict.client_ip);
   };
   installRateLimiter(server, limiter, std::move(options));
 

@@ -36,7 +36,7 @@ void ServiceMetrics::countVerdict(const Verdict& verdict) {
   }
 }
 
-std::string ServiceMetrics::render(Limiter& limiter) const {
+std::string ServiceMetrics::render(Limiter& limiter, const OffenderReporter* reporter) const {
   std::string out;
   {
     std::lock_guard lock(mutex_);
@@ -71,7 +71,18 @@ std::string ServiceMetrics::render(Limiter& limiter) const {
     evictions += "floodgate_http_store_evictions_total{policy=\"" + name + "\",state=\"active\"} " +
                  std::to_string(stats.evicted_active) + "\n";
   }
-  return out + evictions;
+  out += evictions;
+  if (reporter) {
+    out +=
+        "# HELP floodgate_http_offender_reports_total Clients reported to floodgate run for a "
+        "ban (http.escalate), by result.\n";
+    out += "# TYPE floodgate_http_offender_reports_total counter\n";
+    out += "floodgate_http_offender_reports_total{result=\"sent\"} " +
+           std::to_string(reporter->reportsSent()) + "\n";
+    out += "floodgate_http_offender_reports_total{result=\"error\"} " +
+           std::to_string(reporter->reportErrors()) + "\n";
+  }
+  return out;
 }
 
 }  // namespace floodgate::http::example

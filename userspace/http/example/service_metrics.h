@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "http/limiter.h"
+#include "http/offender_reporter.h"
 
 namespace floodgate::http::example {
 
@@ -22,7 +23,8 @@ class ServiceMetrics {
   void countResponse(const std::string& route, int code);
   void countVerdict(const Verdict& verdict);
   // The whole exposition; `limiter` supplies the store gauges.
-  std::string render(Limiter& limiter) const;
+  // `reporter` may be null (no http.escalate).
+  std::string render(Limiter& limiter, const OffenderReporter* reporter = nullptr) const;
 
  private:
   mutable std::mutex mutex_;

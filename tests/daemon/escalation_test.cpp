@@ -1,0 +1,131 @@
+// SPDX-License-Identifier: MIT
+// Handing abusers from a service to the controller: the library's OffenderReporter counts
+// rejections per client and reports over a real Unix socket to the daemon's ReportListener.
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+
+#include "daemon/report_listener.h"
+#include "http/offender_reporter.h"
+
+namespace floodgate::daemon {
+namespace {
+
+class EscalationTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char dir[] = "/tmp/fg-escalate-XXXXXX";
+    ASSERT_NE(mkdtemp(dir), nullptr);
+    dir_ = dir;
+    config_.enabled = true;
+    config_.rejections = 5;
+    config_.within_ms = 10000;
+    config_.ban_ns = 60'000'000'000ULL;
+    config_.socket = dir_ + "/reports.sock";
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  std::unique_ptr<http::OffenderReporter> reporter() {
+    auto made = http::OffenderReporter::create(config_, clock_);
+    EXPECT_TRUE(made.ok());
+    return std::move(*made);
+  }
+
+  std::string dir_;
+  http::EscalateConfig config_;
+  std::shared_ptr<http::ManualClock> clock_ = std::make_shared<http::ManualClock>(1'000'000'000);
+};
+
+TEST(ReportParsing, AcceptsTheLineAndNamesWhatIsWrong) {
+  auto report = parseReport("offender 198.51.100.7 rejections=50 within_ms=10000\n");
+  ASSERT_TRUE(report.ok()) << report.error().message;
+  EXPECT_EQ(report->address.toString(), "198.51.100.7");
+  EXPECT_EQ(report->rejections, 50);
+  EXPECT_EQ(report->within_ms, 10000);
+  EXPECT_TRUE(parseReport("offender 2001:db8::7 rejections=1 within_ms=1").ok());
+  EXPECT_NE(parseReport("offender 198.51.100.0/24 rejections=1 within_ms=1")
+                .error()
+                .message.find("not an IP address"),
+            std::string::npos);
+  EXPECT_FALSE(parseReport("offender 198.51.100.7").ok());
+  EXPECT_FALSE(parseReport("ban 198.51.100.7 rejections=1 within_ms=1").ok());
+  EXPECT_FALSE(parseReport("offender 198.51.100.7 rejections=x within_ms=1").ok());
+  EXPECT_FALSE(parseReport("").ok());
+}
+
+TEST_F(EscalationTest, AClientIsReportedOnceWhenItCrossesTheLimitWithinTheWindow) {
+  auto listener = ReportListener::bind(config_.socket);
+  ASSERT_TRUE(listener.ok()) << listener.error().message;
+  EXPECT_EQ(std::filesystem::status(config_.socket).permissions() & std::filesystem::perms::all,
+            std::filesystem::perms::owner_read | std::filesystem::perms::owner_write |
+                std::filesystem::perms::group_read | std::filesystem::perms::group_write);
+  auto sender = reporter();
+  for (int i = 0; i < 4; ++i) sender->noteRejection("198.51.100.7");
+  EXPECT_TRUE(listener->drain(10).empty()) << "four rejections are under the limit";
+  sender->noteRejection("198.51.100.7");
+  for (int i = 0; i < 100; ++i) sender->noteRejection("198.51.100.7");  // the flood goes on
+  auto reports = listener->drain(10);
+  ASSERT_EQ(reports.size(), 1u) << "one report, however long the flood";
+  ASSERT_TRUE(reports[0].report.ok());
+  EXPECT_EQ(reports[0].report->address.toString(), "198.51.100.7");
+  EXPECT_EQ(reports[0].pid, getpid());
+  EXPECT_EQ(reports[0].uid, getuid());
+  EXPECT_EQ(sender->reportsSent(), 1u);
+  // after the ban time it may be reported again
+  clock_->advanceNs(61'000'000'000);
+  for (int i = 0; i < 5; ++i) sender->noteRejection("198.51.100.7");
+  EXPECT_EQ(listener->drain(10).size(), 1u);
+}
+
+TEST_F(EscalationTest, RejectionsSpreadWiderThanTheWindowAreNotReported) {
+  auto listener = ReportListener::bind(config_.socket);
+  ASSERT_TRUE(listener.ok());
+  auto sender = reporter();
+  for (int i = 0; i < 20; ++i) {
+    sender->noteRejection("192.0.2.1");
+    clock_->advanceNs(3'000'000'000);  // at most 4 in any 10 s window: under the 5
+  }
+  EXPECT_TRUE(listener->drain(10).empty());
+  EXPECT_EQ(sender->reportsSent(), 0u);
+}
+
+TEST_F(EscalationTest, NoControllerListeningIsCountedNotFatal) {
+  auto sender = reporter();
+  for (int i = 0; i < 5; ++i) sender->noteRejection("192.0.2.1");
+  EXPECT_EQ(sender->reportsSent(), 0u);
+  EXPECT_EQ(sender->reportErrors(), 1u);
+}
+
+TEST_F(EscalationTest, GarbageOnTheSocketIsReportedAsInvalid) {
+  auto listener = ReportListener::bind(config_.socket);
+  ASSERT_TRUE(listener.ok());
+  int fd = socket(AF_UNIX, SOCK_DGRAM, 0);
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  std::strcpy(address.sun_path, config_.socket.c_str());
+  const char junk[] = "ban everyone";
+  ASSERT_EQ(
+      sendto(fd, junk, sizeof(junk) - 1, 0, reinterpret_cast<sockaddr*>(&address), sizeof(address)),
+      static_cast<ssize_t>(sizeof(junk) - 1));
+  close(fd);
+  auto reports = listener->drain(10);
+  ASSERT_EQ(reports.size(), 1u);
+  EXPECT_FALSE(reports[0].report.ok());
+}
+
+TEST_F(EscalationTest, TheSocketFileGoesWithTheListenerAndAStaleOneIsReplaced) {
+  {
+    auto first = ReportListener::bind(config_.socket);
+    ASSERT_TRUE(first.ok());
+    auto again = ReportListener::bind(config_.socket);  // e.g. after a crash
+    ASSERT_TRUE(again.ok()) << again.error().message;
+  }
+  EXPECT_FALSE(std::filesystem::exists(config_.socket));
+}
+
+}  // namespace
+}  // namespace floodgate::daemon

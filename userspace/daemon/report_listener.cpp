@@ -1,0 +1,131 @@
+// SPDX-License-Identifier: MIT
+// The report socket: bind with credentials passing, read datagrams, parse report lines.
+#include "daemon/report_listener.h"
+
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <filesystem>
+
+namespace floodgate::daemon {
+namespace {
+
+// The value of "NAME=N" in `field`, or nullopt.
+std::optional<int64_t> fieldValue(std::string_view field, std::string_view name) {
+  if (field.size() <= name.size() + 1 || field.substr(0, name.size()) != name ||
+      field[name.size()] != '=') {
+    return std::nullopt;
+  }
+  std::string_view digits = field.substr(name.size() + 1);
+  int64_t value = 0;
+  auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
+  if (ec != std::errc() || end != digits.data() + digits.size() || value < 0) return std::nullopt;
+  return value;
+}
+
+}  // namespace
+
+Result<OffenderReport> parseReport(std::string_view text) {
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.remove_suffix(1);
+  std::vector<std::string_view> words;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find(' ', start);
+    if (end == std::string_view::npos) end = text.size();
+    if (end > start) words.push_back(text.substr(start, end - start));
+    start = end + 1;
+  }
+  const char* shape = "a report is 'offender ADDRESS rejections=N within_ms=N'";
+  if (words.size() != 4 || words[0] != "offender") return Error::usage(std::string(shape));
+  auto address = parseAddress(words[1]);
+  if (!address)
+    return Error::usage("'" + std::string(words[1]) + "' is not an IP address; " + shape);
+  auto rejections = fieldValue(words[2], "rejections");
+  auto within = fieldValue(words[3], "within_ms");
+  if (!rejections || !within) return Error::usage(std::string(shape));
+  return OffenderReport{*address, *rejections, *within};
+}
+
+Result<ReportListener> ReportListener::bind(const std::string& path) {
+  sockaddr_un address{};
+  if (path.empty() || path.size() >= sizeof(address.sun_path)) {
+    return Error::usage("report socket path '" + path + "' must be 1 to " +
+                        std::to_string(sizeof(address.sun_path) - 1) + " characters");
+  }
+  std::error_code ec;
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
+  ReportListener out;
+  out.fd_ = UniqueFd(socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+  if (!out.fd_.valid()) {
+    return Error::failure(std::string("cannot make the report socket: ") + std::strerror(errno));
+  }
+  int on = 1;
+  setsockopt(out.fd_.get(), SOL_SOCKET, SO_PASSCRED, &on, sizeof(on));
+  // a socket file left by an earlier run that died: nobody listens on it any more
+  struct stat st {};
+  if (lstat(path.c_str(), &st) == 0 && S_ISSOCK(st.st_mode)) unlink(path.c_str());
+  address.sun_family = AF_UNIX;
+  std::memcpy(address.sun_path, path.c_str(), path.size());
+  if (::bind(out.fd_.get(), reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0) {
+    return Error::failure("cannot bind the report socket " + path + ": " + std::strerror(errno));
+  }
+  out.path_ = path;
+  if (chmod(path.c_str(), 0660) != 0) {
+    return Error::failure("cannot set the mode of " + path + ": " + std::strerror(errno));
+  }
+  return out;
+}
+
+ReportListener& ReportListener::operator=(ReportListener&& other) noexcept {
+  if (this != &other) {
+    removeFile();
+    fd_ = std::move(other.fd_);
+    path_ = std::move(other.path_);
+    other.path_.clear();
+  }
+  return *this;
+}
+
+ReportListener::~ReportListener() { removeFile(); }
+
+void ReportListener::removeFile() {
+  if (!path_.empty() && fd_.valid()) unlink(path_.c_str());
+  path_.clear();
+}
+
+std::vector<ReceivedReport> ReportListener::drain(size_t max) {
+  std::vector<ReceivedReport> out;
+  while (out.size() < max) {
+    char buffer[512];
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(ucred))];
+    iovec io{buffer, sizeof(buffer)};
+    msghdr message{};
+    message.msg_iov = &io;
+    message.msg_iovlen = 1;
+    message.msg_control = control;
+    message.msg_controllen = sizeof(control);
+    ssize_t n = recvmsg(fd_.get(), &message, MSG_DONTWAIT);
+    if (n < 0) break;  // EAGAIN: nothing more waits
+    ReceivedReport received;
+    for (cmsghdr* c = CMSG_FIRSTHDR(&message); c; c = CMSG_NXTHDR(&message, c)) {
+      if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_CREDENTIALS) {
+        ucred credentials{};
+        std::memcpy(&credentials, CMSG_DATA(c), sizeof(credentials));
+        received.pid = credentials.pid;
+        received.uid = credentials.uid;
+      }
+    }
+    received.report = (message.msg_flags & MSG_TRUNC)
+                          ? Result<OffenderReport>(Error::usage("a report longer than 512 bytes"))
+                          : parseReport(std::string_view(buffer, static_cast<size_t>(n)));
+    out.push_back(std::move(received));
+  }
+  return out;
+}
+
+}  // namespace floodgate::daemon

@@ -1,0 +1,58 @@
+// SPDX-License-Identifier: MIT
+// ReportListener: the Unix datagram socket services report abusive client IPs to
+// (http.escalate). Who may report is decided by the socket file's permissions (0660: root
+// and the socket's group); each report carries its sender's credentials for the log.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/cidr.h"
+#include "common/result.h"
+#include "kernel/unique_fd.h"
+
+namespace floodgate::daemon {
+
+struct OffenderReport {
+  Cidr address;  // a host address
+  int64_t rejections = 0;
+  int64_t within_ms = 0;
+};
+
+// Parses "offender ADDRESS rejections=N within_ms=N" (a trailing newline is fine); a usage
+// error naming what is wrong otherwise.
+Result<OffenderReport> parseReport(std::string_view text);
+
+struct ReceivedReport {
+  Result<OffenderReport> report = Error::usage("empty");
+  pid_t pid = 0;
+  uid_t uid = 0;
+};
+
+class ReportListener {
+ public:
+  // Binds `path` (replacing a stale socket file left there), mode 0660.
+  static Result<ReportListener> bind(const std::string& path);
+  ReportListener() = default;
+  ReportListener(ReportListener&& other) noexcept = default;
+  ReportListener& operator=(ReportListener&& other) noexcept;
+  ~ReportListener();
+
+  const std::string& path() const { return path_; }
+  int fd() const { return fd_.get(); }
+  // The reports waiting, at most `max` (the rest wait for the next call); never blocks.
+  std::vector<ReceivedReport> drain(size_t max);
+
+ private:
+  void removeFile();
+
+  UniqueFd fd_;
+  std::string path_;
+};
+
+}  // namespace floodgate::daemon

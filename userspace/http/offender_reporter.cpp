@@ -1,0 +1,93 @@
+// SPDX-License-Identifier: MIT
+// Rejection counting per client IP in fixed windows, and the reports to the controller.
+#include "http/offender_reporter.h"
+
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace floodgate::http {
+
+Result<std::unique_ptr<OffenderReporter>> OffenderReporter::create(
+    const EscalateConfig& config, std::shared_ptr<const Clock> clock) {
+  if (!config.enabled) return Error::usage("http.escalate is not configured");
+  if (config.socket.size() >= sizeof(sockaddr_un{}.sun_path)) {
+    return Error::usage("http.escalate.socket is too long for a Unix socket: " + config.socket);
+  }
+  int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0)
+    return Error::failure(std::string("cannot make a Unix socket: ") + std::strerror(errno));
+  return std::unique_ptr<OffenderReporter>(new OffenderReporter(config, std::move(clock), fd));
+}
+
+OffenderReporter::OffenderReporter(const EscalateConfig& config, std::shared_ptr<const Clock> clock,
+                                   int fd)
+    : config_(config), clock_(std::move(clock)), fd_(fd) {}
+
+OffenderReporter::~OffenderReporter() {
+  if (fd_ >= 0) close(fd_);
+}
+
+void OffenderReporter::evictOld(int64_t now_ns) {
+  const int64_t window_ns = config_.within_ms * 1'000'000;
+  for (auto it = clients_.begin(); it != clients_.end();) {
+    const Client& c = it->second;
+    if (now_ns - c.window_start_ns >= window_ns && now_ns >= c.quiet_until_ns) {
+      it = clients_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+void OffenderReporter::noteRejection(std::string_view client_ip) {
+  if (client_ip.empty()) return;
+  const int64_t now = clock_->nowNs();
+  const int64_t window_ns = config_.within_ms * 1'000'000;
+  bool report = false;
+  {
+    std::lock_guard lock(mutex_);
+    auto it = clients_.find(std::string(client_ip));
+    if (it == clients_.end()) {
+      if (clients_.size() >= kMaxTracked) evictOld(now);
+      if (clients_.size() >= kMaxTracked) {
+        dropped_.fetch_add(1);
+        return;
+      }
+      it = clients_.emplace(std::string(client_ip), Client{now, 0, 0}).first;
+    }
+    Client& c = it->second;
+    if (now < c.quiet_until_ns) return;  // reported already; the ban will catch up
+    if (now - c.window_start_ns >= window_ns) {
+      c.window_start_ns = now;
+      c.rejections = 0;
+    }
+    if (++c.rejections >= config_.rejections) {
+      report = true;
+      c.quiet_until_ns = now + static_cast<int64_t>(config_.ban_ns);
+      c.rejections = 0;
+    }
+  }
+  if (report) send(std::string(client_ip));
+}
+
+void OffenderReporter::send(const std::string& client_ip) {
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  std::memcpy(address.sun_path, config_.socket.c_str(), config_.socket.size());
+  const std::string line = "offender " + client_ip +
+                           " rejections=" + std::to_string(config_.rejections) +
+                           " within_ms=" + std::to_string(config_.within_ms) + "\n";
+  ssize_t n = sendto(fd_, line.data(), line.size(), MSG_DONTWAIT,
+                     reinterpret_cast<const sockaddr*>(&address), sizeof(address));
+  if (n == static_cast<ssize_t>(line.size())) {
+    sent_.fetch_add(1);
+  } else {
+    errors_.fetch_add(1);
+  }
+}
+
+}  // namespace floodgate::http

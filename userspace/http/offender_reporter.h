@@ -1,0 +1,60 @@
+// SPDX-License-Identifier: MIT
+// OffenderReporter: counts rejected requests per client IP and reports the IPs that keep
+// getting rejected (http.escalate) to the controller, which bans them in XDP. Reports go as
+// datagrams over a Unix socket, one line each:
+//   offender 198.51.100.7 rejections=50 within_ms=10000
+// An IP is reported once per ban period, so a flood of rejections is one report.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+#include "common/result.h"
+#include "http/clock.h"
+#include "http/policy.h"
+
+namespace floodgate::http {
+
+class OffenderReporter {
+ public:
+  // At most this many client IPs are counted at once; past it, rejections of new IPs wait
+  // until a window ends (`dropped()` counts them).
+  static constexpr size_t kMaxTracked = 65536;
+
+  static Result<std::unique_ptr<OffenderReporter>> create(const EscalateConfig& config,
+                                                          std::shared_ptr<const Clock> clock);
+  ~OffenderReporter();
+
+  // Notes one rejected request of `client_ip`; sends a report when it crosses the limit.
+  // Thread-safe; never blocks on the controller (a full or missing socket is counted).
+  void noteRejection(std::string_view client_ip);
+
+  uint64_t reportsSent() const { return sent_.load(); }
+  uint64_t reportErrors() const { return errors_.load(); }  // the controller was not there
+  uint64_t dropped() const { return dropped_.load(); }
+
+ private:
+  struct Client {
+    int64_t window_start_ns = 0;
+    int64_t rejections = 0;
+    int64_t quiet_until_ns = 0;  // reported: not again before the ban is over
+  };
+
+  OffenderReporter(const EscalateConfig& config, std::shared_ptr<const Clock> clock, int fd);
+  void send(const std::string& client_ip);
+  void evictOld(int64_t now_ns);
+
+  EscalateConfig config_;
+  std::shared_ptr<const Clock> clock_;
+  int fd_ = -1;
+  std::mutex mutex_;
+  std::unordered_map<std::string, Client> clients_;
+  std::atomic<uint64_t> sent_{0}, errors_{0}, dropped_{0};
+};
+
+}  // namespace floodgate::http
