@@ -33,6 +33,8 @@ struct PinsGuard {
 };
 
 // The average ns of one run of `program_fd` on `frame` over `repeat` runs, best of `runs`.
+// The kernel's own timing: it leaves out the time the run was preempted, which a clock
+// around the syscall would count on a shared machine; it truncates to whole ns.
 Result<double> nsPerPacket(int program_fd, const std::vector<uint8_t>& frame, uint32_t repeat,
                            int runs) {
   double best = 1e300;
