@@ -31,8 +31,8 @@ constexpr uint64_t kMaxChunk = 16384;
 
 std::string vethHelp(const std::string& interface) {
   return "the peer of veth '" + interface +
-         "' takes no XDP frames: attach an XDP program to the peer (e.g. 'floodgate attach "
-         "PEER') or turn GRO on there ('ethtool -K PEER gro on')";
+         "' takes no XDP frames: both ends must be up, and the peer needs an XDP program "
+         "(e.g. 'floodgate attach PEER') or GRO ('ethtool -K PEER gro on')";
 }
 
 }  // namespace
