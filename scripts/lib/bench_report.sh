@@ -45,13 +45,14 @@ write_json() {  # output meta-json
 
 # One panel per group: each row's ratio to its group's baseline.
 write_plot() {  # output.png
-  local groups group data i=0 plots=()
+  local groups group data unit i=0 plots=()
   mapfile -t groups < <(cut -f1 "$ROWS" | awk '!seen[$0]++')
   for group in "${groups[@]}"; do
     data=$WORK/plot-$i.dat
-    rows_with_ratios | awk -F'\t' -v g="$group" '$1 == g && $7 != "-" { gsub(/ /, "_", $2); print $2, $7 }' >"$data"
+    rows_with_ratios | awk -F'\t' -v OFS='\t' -v g="$group" '$1 == g && $7 != "-" { print $2, $7 }' >"$data"
+    unit=$(awk -F'\t' -v g="$group" '$1 == g { print $4; exit }' "$ROWS")
     if [[ -s $data ]]; then
-      plots+=("set title '$group (x baseline)'; plot '$data' using 2:xtic(1) with boxes notitle")
+      plots+=("set title '$group: $unit, as a ratio to the baseline'; plot '$data' using 2:xtic(1) with boxes notitle")
     fi
     i=$((i + 1))
   done
@@ -59,6 +60,7 @@ write_plot() {  # output.png
   {
     echo "set terminal pngcairo size 1200,$((330 * ${#plots[@]})) font ',9'"
     echo "set output '$1'"
+    echo "set datafile separator '\t'"
     echo "set style fill solid 0.6; set boxwidth 0.7; set yrange [0:*]; set grid ytics"
     echo "set xtics rotate by -25 noenhanced; set title noenhanced"
     echo "set multiplot layout ${#plots[@]},1"
