@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # Shows floodgate holding a flood back: a veth pair into a network namespace, one source
-# flooding and one sending below its limit, and what passed and what was dropped per source.
+# flooding and one sending below its limit, and what passed and what was dropped per source;
+# then a flood from 256 sources at millions of packets per second, made in the kernel by
+# `floodgate flood`.
 set -euo pipefail
 FLOODGATE_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 source "$FLOODGATE_ROOT/scripts/lib/deps.sh"
@@ -31,6 +33,7 @@ STEADY=198.18.0.3
 # floodgate runs in the target namespace: nsenter switches only the network namespace, so
 # the CLI still sees the host's /sys/fs/bpf where the limiter's pins live
 in_target() { nsenter --net=/run/netns/$TARGET "$@"; }
+in_sender() { nsenter --net=/run/netns/$SENDER "$@"; }
 
 cleanup() {
   in_target "$FLOODGATE" detach $IFACE >/dev/null 2>&1 || true
@@ -63,6 +66,14 @@ echo "==> for ${SECONDS_TO_SEND}s: $FLOODER floods from every CPU, $STEADY sends
 "$TRAFFIC" --sender-netns /run/netns/$SENDER --receiver-netns /run/netns/$TARGET \
   --to $TARGET_IP --flood $FLOODER --steady $STEADY --steady-pps 200 --seconds "$SECONDS_TO_SEND"
 echo "    the flooder may pass $BURST + $RATE/s x ${SECONDS_TO_SEND}s = $((BURST + RATE * SECONDS_TO_SEND)); the steady source is under its limit"
+
+echo "==> floodgate stats $IFACE"
+in_target "$FLOODGATE" stats $IFACE
+
+FLOOD_SECONDS=${DEMO_FLOOD_SECONDS:-3}
+echo "==> floodgate flood: ${FLOOD_SECONDS}s of UDP from 256 sources, built and sent by the kernel (XDP_TX)"
+in_sender "$FLOODGATE" flood fgdemo-s --dst $TARGET_IP --sources 256 --duration "${FLOOD_SECONDS}s"
+echo "    each source may pass $BURST + $RATE/s; what the flood sends per source beyond that is dropped"
 
 echo "==> floodgate stats $IFACE"
 in_target "$FLOODGATE" stats $IFACE

@@ -12,11 +12,15 @@ FLOODGATE_PACKAGES=(
   systemd  # systemd-analyze verifies the unit file
 )
 
-# Installs whatever of FLOODGATE_PACKAGES is missing (needs root).
+# What scripts/bench.sh needs on top: plots, JSON on the command line, veth GRO and counters.
+FLOODGATE_BENCH_PACKAGES=(gnuplot-nox jq ethtool)
+
+# Installs whatever of FLOODGATE_PACKAGES, and of the packages named as arguments, is
+# missing (needs root).
 install_missing_packages() {
   local missing=()
   local pkg
-  for pkg in "${FLOODGATE_PACKAGES[@]}"; do
+  for pkg in "${FLOODGATE_PACKAGES[@]}" "$@"; do
     dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" \
       || missing+=("$pkg")
   done

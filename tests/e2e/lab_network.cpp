@@ -35,9 +35,27 @@ Result<std::unique_ptr<LabNetwork>> LabNetwork::create(const std::vector<std::st
   std::vector<std::vector<std::string>> steps = {
       {"ip", "netns", "add", s},
       {"ip", "netns", "add", t},
-      {"ip", "link", "add", lab->sender_if_, "numtxqueues", "2", "numrxqueues", "2", "netns", s,
-       "type", "veth", "peer", "name", lab->target_if_, "numtxqueues", "2", "numrxqueues", "2",
-       "netns", t},
+      {"ip",
+       "link",
+       "add",
+       lab->sender_if_,
+       "numtxqueues",
+       "2",
+       "numrxqueues",
+       "2",
+       "netns",
+       s,
+       "type",
+       "veth",
+       "peer",
+       "name",
+       lab->target_if_,
+       "numtxqueues",
+       "2",
+       "numrxqueues",
+       "2",
+       "netns",
+       t},
       // IPv6 off: neighbour discovery would add packets the tests do not count
       {"ip", "netns", "exec", s, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1"},
       {"ip", "netns", "exec", t, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1"},
@@ -85,7 +103,8 @@ LabNetwork::~LabNetwork() {
 }
 
 uint64_t LabNetwork::senderQueueDrops() const {
-  CommandResult r = runCommand({"ip", "-n", sender_ns_, "-s", "-j", "link", "show", "dev", sender_if_});
+  CommandResult r =
+      runCommand({"ip", "-n", sender_ns_, "-s", "-j", "link", "show", "dev", sender_if_});
   if (r.exit_code != 0) return 0;
   nlohmann::json links = nlohmann::json::parse(r.out, nullptr, false);
   if (links.is_discarded() || links.empty()) return 0;
@@ -96,6 +115,12 @@ CommandResult LabNetwork::floodgate(const std::vector<std::string>& args) const 
   // nsenter switches only the network namespace; 'ip netns exec' would also give the CLI a
   // private /sys without the host's bpffs, so its pins would not outlive it
   std::vector<std::string> argv = {"nsenter", "--net=" + target_ns_path_, FLOODGATE_BIN};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return runCommand(argv);
+}
+
+CommandResult LabNetwork::floodgateInSender(const std::vector<std::string>& args) const {
+  std::vector<std::string> argv = {"nsenter", "--net=" + sender_ns_path_, FLOODGATE_BIN};
   argv.insert(argv.end(), args.begin(), args.end());
   return runCommand(argv);
 }

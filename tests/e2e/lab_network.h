@@ -26,6 +26,8 @@ class LabNetwork {
   const std::string& targetNetns() const { return target_ns_path_; }
   // The interface floodgate protects (inside the target namespace).
   const std::string& targetInterface() const { return target_if_; }
+  // Its peer, in the sending namespace: what `floodgate flood` sends out of.
+  const std::string& senderInterface() const { return sender_if_; }
 
   // Packets the sending veth dropped because the receiving side's queue was full: they
   // never reached XDP. On a busy machine a flood makes some; tests account for them.
@@ -35,6 +37,8 @@ class LabNetwork {
   CommandResult floodgate(const std::vector<std::string>& args) const;
   // Runs a command inside the target namespace.
   CommandResult inTarget(const std::vector<std::string>& argv) const;
+  // Runs `floodgate ARGS...` inside the sending namespace.
+  CommandResult floodgateInSender(const std::vector<std::string>& args) const;
 
  private:
   LabNetwork() = default;

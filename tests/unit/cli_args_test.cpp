@@ -117,4 +117,28 @@ TEST(CliArgs, AllowAddWithABadAddress) {
 
 TEST(CliArgs, AllowAddWithoutCidrs) { expectUsageError({"allow", "add", "lo"}, "cidrs"); }
 
+TEST(CliArgs, FloodNeedsACountOrADuration) {
+  expectUsageError({"flood", "veth0", "--dst", "198.18.0.1"}, "--count N or --duration");
+}
+
+TEST(CliArgs, FloodWithBadValues) {
+  expectUsageError({"flood", "veth0", "--dst", "198.18.0.300", "--count", "1"}, "--dst");
+  expectUsageError(
+      {"flood", "veth0", "--dst", "198.18.0.1", "--src", "2001:db8::1", "--count", "1"},
+      "different IP versions");
+  expectUsageError({"flood", "veth0", "--dst", "198.18.0.1", "--size", "40", "--count", "1"},
+                   "60 to 1514");
+  expectUsageError({"flood", "veth0", "--dst", "198.18.0.1", "--protocol", "sctp", "--count", "1"},
+                   "udp, tcp-syn, icmp");
+  expectUsageError({"flood", "veth0", "--dst", "198.18.0.1", "--across-64s", "--count", "1"},
+                   "--across-64s is for IPv6");
+  expectUsageError({"flood", "veth0", "--dst", "198.18.0.1", "--dst-mac", "02:00", "--count", "1"},
+                   "aa:bb:cc:dd:ee:ff");
+  expectUsageError({"flood", "veth0", "--dst", "198.18.0.1", "--duration", "2 weeks"},
+                   "--duration");
+  expectUsageError({"flood", "veth0", "--dst", "198.18.0.1", "--duration", "2h"}, "at most 1h");
+  expectUsageError({"flood", "veth0", "--dst", "198.18.0.1", "--count", "1", "--batch", "300"},
+                   "1..256");
+}
+
 }  // namespace

@@ -25,5 +25,6 @@ void addBanCommand(CLI::App& app, Action& selected);
 void addReloadCommand(CLI::App& app, Action& selected);
 void addCheckCommand(CLI::App& app, Action& selected);
 void addRunCommand(CLI::App& app, Action& selected);
+void addFloodCommand(CLI::App& app, Action& selected);
 
 }  // namespace floodgate::cli

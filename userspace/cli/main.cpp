@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
   floodgate::cli::addLabCommand(app, selected);
   floodgate::cli::addCheckCommand(app, selected);
   floodgate::cli::addRunCommand(app, selected);
+  floodgate::cli::addFloodCommand(app, selected);
 
   try {
     app.parse(argc, argv);

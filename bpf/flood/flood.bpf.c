@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR MIT) */
+/* floodgate flood's generator: run by BPF_PROG_RUN in live-frames mode on a template frame,
+ * it gives each frame the next of N source addresses and sends it back out with XDP_TX. */
+#include <linux/bpf.h>
+/* after linux/bpf.h, whose types it uses */
+#include <bpf/bpf_helpers.h>
+
+#include "flood_rewrite.h"
+
+char LICENSE[] SEC("license") = "Dual MIT/GPL";
+
+/* Set through the skeleton before load. In .bss rather than as a const volatile in rodata:
+ * clang 14 folds the copy of a const volatile struct's array to its zero initialiser. */
+struct fl_template tmpl = {};
+
+/* The next source index. Per CPU because BPF_PROG_RUN runs a batch on one CPU; a flood on
+ * several CPUs rotates on each, and preemption between two runs on one CPU at worst repeats
+ * or skips an index, which a generator can afford. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} next_source SEC(".maps");
+
+SEC("xdp")
+int flood_xdp(struct xdp_md *ctx)
+{
+	__u8 *data = (__u8 *)(long)ctx->data;
+	__u8 *data_end = (__u8 *)(long)ctx->data_end;
+	const struct fl_template *t = &tmpl;
+	__u32 zero = 0, index;
+	__u32 *next;
+
+	next = bpf_map_lookup_elem(&next_source, &zero);
+	if (!next)
+		return XDP_ABORTED;
+	index = *next;
+	if (index >= t->sources)
+		index = 0;
+	*next = index + 1;
+	if (fl_rewrite(t, index, data, data_end) != 0)
+		return XDP_ABORTED;
+	return XDP_TX;
+}

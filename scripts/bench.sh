@@ -1,0 +1,177 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Benchmarks floodgate in a Release build and prints one table, also written to
+# bench/results.json and drawn to bench/results.png. Every row is also given as a ratio to
+# its baseline, measured in the same run:
+#   - ns/packet under BPF_PROG_TEST_RUN: bare XDP_DROP (baseline), floodgate with 1 rule,
+#     16 rules, and 100k-prefix allow and deny lists;
+#   - flood throughput through a veth pair into a network namespace, `floodgate flood` as
+#     the sender: bare XDP_DROP (baseline), floodgate with 1, 64k and 1M sources, an
+#     nftables netdev-ingress meter and iptables hashlimit with the same per-source limit;
+#   - the library's decisions per second per algorithm (memory store; fixed window is the
+#     baseline) and per Redis connection once that benchmark exists.
+# Usage: scripts/bench.sh [--quick]    (--quick: shorter runs, under five minutes)
+# Needs root: it loads BPF, creates network namespaces and sets nftables/iptables rules
+# inside them; all of that is removed on exit.
+set -euo pipefail
+FLOODGATE_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+source "$FLOODGATE_ROOT/scripts/lib/deps.sh"
+
+QUICK=0
+for arg in "$@"; do
+  case $arg in
+    --quick) QUICK=1 ;;
+    -h | --help) sed -n '3,16p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "error: unknown argument '$arg': the only option is --quick" >&2; exit 2 ;;
+  esac
+done
+if [[ $(id -u) -ne 0 ]]; then
+  echo "error: the benchmark loads BPF and creates network namespaces: run it as root" >&2
+  exit 1
+fi
+
+if ((QUICK)); then
+  FLOOD_SECONDS=2 COST_REPEAT=200000 COST_RUNS=3 BENCH_MIN_TIME=0.05
+else
+  FLOOD_SECONDS=5 COST_REPEAT=1000000 COST_RUNS=5 BENCH_MIN_TIME=0.5
+fi
+# one limit for every limiter: low enough that the floods are mostly over it
+LIMIT_PPS=${BENCH_LIMIT_PPS:-10}
+LIMIT_BURST=${BENCH_LIMIT_BURST:-10}
+
+install_missing_packages "${FLOODGATE_BENCH_PACKAGES[@]}"
+BUILD_DIR=${FLOODGATE_BENCH_BUILD_DIR:-$FLOODGATE_ROOT/build-bench}
+echo "==> Release build in $BUILD_DIR"
+# g++ 12 at -O3 raises false positives that -Werror would make fatal: -Wrestrict in
+# std::string's operator+ (GCC bug 105651) and -Walloc-size-larger-than on a checked size
+cmake -S "$FLOODGATE_ROOT" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release \
+  -DCMAKE_CXX_FLAGS="-Wno-restrict -Wno-alloc-size-larger-than" >/dev/null
+cmake --build "$BUILD_DIR" -j "$(nproc)" --target floodgate floodgate_xdp_cost floodgate_http_bench \
+  >/dev/null
+FG=$BUILD_DIR/userspace/cli/floodgate
+DROP_OBJ=$BUILD_DIR/bpf/flood/xdp_drop.bpf.o
+COST=$BUILD_DIR/tests/bench/floodgate_xdp_cost
+HTTP_BENCH=$BUILD_DIR/tests/http/floodgate_http_bench
+# The Redis store's benchmark lands on another branch; its rows light up once it is built.
+REDIS_BENCH=$(find "$BUILD_DIR" -name floodgate_redis_bench -type f -perm -u+x 2>/dev/null | head -n1)
+
+WORK=$(mktemp -d /tmp/floodgate-bench.XXXXXX)
+ROWS=$WORK/rows.tsv
+: >"$ROWS"
+source "$FLOODGATE_ROOT/scripts/lib/bench_lab.sh"
+source "$FLOODGATE_ROOT/scripts/lib/bench_report.sh"
+COST_PID=
+cleanup() {
+  lab_cleanup
+  [[ -n $COST_PID ]] && rm -rf /sys/fs/bpf/floodgate/bench-cost-"$COST_PID"-*
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+echo "==> ns/packet under BPF_PROG_TEST_RUN (best of $COST_RUNS x $COST_REPEAT runs)"
+"$COST" --repeat "$COST_REPEAT" --runs "$COST_RUNS" >"$WORK/cost.tsv" &
+COST_PID=$!
+wait "$COST_PID"
+while IFS=$'\t' read -r name ns; do
+  case $name in
+    bare_xdp_drop) add_row "test_run" "bare XDP_DROP" "$ns" "ns/packet" "" "" ;;
+    floodgate_1_rule) add_row "test_run" "floodgate, 1 rule" "$ns" "ns/packet" "bare XDP_DROP" "" ;;
+    floodgate_16_rules) add_row "test_run" "floodgate, 16 rules" "$ns" "ns/packet" "bare XDP_DROP" "every rule matches" ;;
+    floodgate_lists_100k) add_row "test_run" "floodgate, 100k-prefix allow+deny lists" "$ns" "ns/packet" "bare XDP_DROP" "1 rule; source on neither list" ;;
+  esac
+done <"$WORK/cost.tsv"
+
+echo "==> flood throughput through a veth pair, ${FLOOD_SECONDS}s per row"
+lab_cleanup
+lab_create
+
+# Floods and records one row: the receiver's own count of arrivals per second, and the share
+# it dropped (what passes goes on into the kernel's stack, which costs far more than a drop).
+flood_row() {  # name sources counters baseline detail  (counters: X for X_arrivals, X_drops)
+  local name=$1 sources=$2 counters=$3 baseline=$4 detail=$5
+  local before dropped_before after dropped_after seconds mpps sent
+  before=$("${counters}_arrivals")
+  dropped_before=$("${counters}_drops")
+  run_flood "$sources"
+  sleep 0.2  # let the receiver's queue drain into its counters
+  after=$("${counters}_arrivals")
+  dropped_after=$("${counters}_drops")
+  seconds=$(jq .seconds <<<"$FLOOD_JSON")
+  sent=$(jq .sent <<<"$FLOOD_JSON")
+  mpps=$(awk -v n=$((after - before)) -v s="$seconds" 'BEGIN { printf "%.3f", n / s / 1e6 }')
+  detail+="; $(awk -v d=$((dropped_after - dropped_before)) -v n=$((after - before)) \
+    'BEGIN { printf "%.0f", n ? 100 * d / n : 0 }')% dropped"
+  detail+="; sent $(awk -v n="$sent" -v s="$seconds" 'BEGIN { printf "%.2f", n / s / 1e6 }') Mpps"
+  detail+=", peer queue full for $(jq .peer_queue_full <<<"$FLOOD_JSON")"
+  add_row "flood" "$name" "$mpps" "Mpps" "$baseline" "$detail"
+  echo "    $name: $mpps Mpps arrived"
+}
+
+receiver_xdp_drop_on
+flood_row "bare XDP_DROP" 1 xdp "" "1 source"
+receiver_xdp_drop_off
+
+for sources in 1 65536 1048576; do
+  case $sources in
+    1) label="1 source" ;;
+    65536) label="64k sources" ;;
+    *) label="1M sources" ;;
+  esac
+  receiver_floodgate_on
+  flood_row "floodgate, $label" "$sources" floodgate "bare XDP_DROP" \
+    "$LIMIT_PPS pps/source, 262144-slot table"
+  receiver_floodgate_off
+done
+
+# Spoofed-source flood: far more sources than table slots (the defence lands separately).
+receiver_floodgate_on --table-size 65536
+flood_row "floodgate, 10M sources, 64k-slot table" 10000000 floodgate "bare XDP_DROP" \
+  "spoofed-source flood; $LIMIT_PPS pps/source"
+receiver_floodgate_off
+
+receiver_nft_on
+flood_row "nftables ingress meter, 64k sources" 65536 nft "bare XDP_DROP" \
+  "$LIMIT_PPS pps/source, GRO on"
+receiver_nft_off
+
+receiver_iptables_on
+flood_row "iptables raw hashlimit, 64k sources" 65536 iptables "bare XDP_DROP" \
+  "$LIMIT_PPS pps/source, $(iptables -V | awk '{print $2, $3}'), GRO on"
+receiver_iptables_off
+lab_cleanup
+
+echo "==> library decisions per second (Google Benchmark, one hot key)"
+"$HTTP_BENCH" --benchmark_filter='BM_HotKey/[0-9]+/real_time/threads:1$' \
+  --benchmark_min_time="$BENCH_MIN_TIME" --benchmark_out="$WORK/http.json" \
+  --benchmark_out_format=json >/dev/null
+while IFS=$'\t' read -r label per_second; do
+  baseline="memory: fixed_window"
+  [[ $label == fixed_window ]] && baseline=""
+  add_row "library" "memory: $label" "$per_second" "M decisions/s" "$baseline" "1 thread, virtual clock"
+done < <(jq -r '.benchmarks[] | [.label, (.items_per_second / 1e6 | . * 1000 | round / 1000)] | @tsv' "$WORK/http.json")
+
+if [[ -n $REDIS_BENCH ]]; then
+  "$REDIS_BENCH" --benchmark_min_time="$BENCH_MIN_TIME" --benchmark_out="$WORK/redis.json" \
+    --benchmark_out_format=json >/dev/null
+  while IFS=$'\t' read -r label per_second; do
+    add_row "library" "redis: $label" "$per_second" "M decisions/s" "memory: gcra" "per connection"
+  done < <(jq -r '.benchmarks[] | [(.label // .name), (.items_per_second / 1e6 | . * 1000 | round / 1000)] | @tsv' "$WORK/redis.json")
+else
+  add_row "library" "redis: per connection" "n/a" "M decisions/s" "memory: gcra" \
+    "not available: no floodgate_redis_bench in this build (the Redis store is not merged yet)"
+fi
+
+mkdir -p "$FLOODGATE_ROOT/bench"
+META=$(jq -n --arg date "$(date -u +%FT%TZ)" --arg kernel "$(uname -r)" --argjson cpus "$(nproc)" \
+  --argjson quick "$QUICK" --argjson flood_seconds "$FLOOD_SECONDS" \
+  --argjson limit_pps "$LIMIT_PPS" --argjson limit_burst "$LIMIT_BURST" \
+  --arg commit "$(git -C "$FLOODGATE_ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)" \
+  '{date: $date, kernel: $kernel, cpus: $cpus, quick: ($quick == 1), flood_seconds: $flood_seconds,
+    limit_pps: $limit_pps, limit_burst: $limit_burst, commit: $commit}')
+write_json "$FLOODGATE_ROOT/bench/results.json" "$META"
+write_plot "$FLOODGATE_ROOT/bench/results.png"
+echo
+print_table
+echo
+echo "written: bench/results.json, bench/results.png"

@@ -1,0 +1,131 @@
+# SPDX-License-Identifier: MIT
+# The flood lab of scripts/bench.sh: a veth pair from a sending namespace into a target
+# namespace, the receivers the rows compare (bare XDP_DROP, floodgate, nftables, iptables),
+# their arrival counters, and the tear-down. Sourced; expects FG, DROP_OBJ and WORK set.
+
+BENCH_TAG=${BENCH_TAG:-$$}
+NS_S=fgbench-s-$BENCH_TAG
+NS_T=fgbench-t-$BENCH_TAG
+IF_S=fgbs$BENCH_TAG
+IF_T=fgbt$BENCH_TAG
+TARGET_IP=198.18.0.1
+NFT_TABLE=fgbench$BENCH_TAG
+
+in_sender() { nsenter --net=/run/netns/"$NS_S" "$@"; }
+# nsenter rather than 'ip netns exec': floodgate must see the host's bpffs for its pins
+in_target() { nsenter --net=/run/netns/"$NS_T" "$@"; }
+
+lab_cleanup() {
+  if [[ -e /run/netns/$NS_T ]]; then
+    in_target "$FG" detach "$IF_T" >/dev/null 2>&1 || true
+    in_target nft delete table netdev "$NFT_TABLE" 2>/dev/null || true
+    in_target iptables -t raw -F PREROUTING 2>/dev/null || true
+  fi
+  rm -rf "/sys/fs/bpf/floodgate/$IF_T"
+  ip netns del "$NS_S" 2>/dev/null || true
+  ip netns del "$NS_T" 2>/dev/null || true
+}
+
+lab_create() {
+  ip netns add "$NS_S"
+  ip netns add "$NS_T"
+  ip link add "$IF_S" numtxqueues 2 numrxqueues 2 netns "$NS_S" type veth \
+    peer name "$IF_T" numtxqueues 2 numrxqueues 2 netns "$NS_T"
+  local ns
+  for ns in "$NS_S" "$NS_T"; do
+    # IPv6 off: neighbour discovery would add packets no row sent
+    ip netns exec "$ns" sysctl -qw net.ipv6.conf.all.disable_ipv6=1
+    ip -n "$ns" link set lo up
+  done
+  ip -n "$NS_T" addr add "$TARGET_IP/24" dev "$IF_T"
+  ip -n "$NS_S" link set "$IF_S" up
+  ip -n "$NS_T" link set "$IF_T" up
+  # frames carry the target's own MAC, so the IP stack (iptables) takes them as its own
+  TARGET_MAC=$(ip -n "$NS_T" -br link show "$IF_T" | awk '{print $3}')
+}
+
+# Frames the target veth handed to an XDP program, over its queues.
+xdp_arrivals() {
+  ip netns exec "$NS_T" ethtool -S "$IF_T" |
+    awk '/rx_queue_[0-9]+_xdp_packets:/ {sum += $2} END {print sum + 0}'
+}
+
+# Frames the XDP program on the target veth dropped.
+xdp_drops() {
+  ip netns exec "$NS_T" ethtool -S "$IF_T" |
+    awk '/rx_queue_[0-9]+_xdp_drops:/ {sum += $2} END {print sum + 0}'
+}
+
+# Packets floodgate counted on the target, every verdict and reason; and those it dropped.
+floodgate_arrivals() {
+  in_target "$FG" stats "$IF_T" --json | jq '[.counters[].packets] | add // 0'
+}
+floodgate_drops() {
+  in_target "$FG" stats "$IF_T" --json | jq '[.counters[] | select(.verdict == "drop") | .packets] | add // 0'
+}
+
+# Packets the first (counting) rule of the nftables ingress chain saw; the second dropped.
+nft_counter() {  # index
+  in_target nft -j list table netdev "$NFT_TABLE" |
+    jq "[.nftables[] | select(.rule) | .rule.expr[] | select(.counter) | .counter.packets][$1] // 0"
+}
+nft_arrivals() { nft_counter 0; }
+nft_drops() { nft_counter 1; }
+
+# Packets the first (counting) rule of iptables' raw PREROUTING saw; the second dropped.
+iptables_arrivals() {
+  in_target iptables -t raw -L PREROUTING -v -x -n | awk 'NR == 3 {print $1 + 0}'
+}
+iptables_drops() {
+  in_target iptables -t raw -L PREROUTING -v -x -n | awk 'NR == 4 {print $1 + 0}'
+}
+
+# GRO gives a veth NAPI without an XDP program, so it takes XDP_TX frames for the stack.
+target_gro() { ip netns exec "$NS_T" ethtool -K "$IF_T" gro "$1"; }
+
+receiver_xdp_drop_on() { ip -n "$NS_T" link set dev "$IF_T" xdpdrv obj "$DROP_OBJ" sec xdp; }
+receiver_xdp_drop_off() { ip -n "$NS_T" link set dev "$IF_T" xdpdrv off; }
+
+receiver_floodgate_on() {  # [attach flags...]
+  in_target "$FG" attach "$IF_T" --rate "$LIMIT_PPS" --burst "$LIMIT_BURST" "$@" >/dev/null
+}
+receiver_floodgate_off() { in_target "$FG" detach "$IF_T" >/dev/null; }
+
+# The same per-source limit as floodgate's, as an nftables meter at netdev ingress.
+receiver_nft_on() {
+  target_gro on
+  in_target nft -f - <<NFT
+table netdev $NFT_TABLE {
+  chain ingress {
+    type filter hook ingress device "$IF_T" priority -500; policy accept;
+    counter
+    meter sources size 1048576 { ip saddr limit rate over $LIMIT_PPS/second burst $LIMIT_BURST packets } counter drop
+  }
+}
+NFT
+}
+receiver_nft_off() {
+  in_target nft delete table netdev "$NFT_TABLE"
+  target_gro off
+}
+
+# The same limit as iptables hashlimit per source address, in the raw table (before conntrack).
+receiver_iptables_on() {
+  target_gro on
+  in_target iptables -t raw -A PREROUTING -i "$IF_T"
+  in_target iptables -t raw -A PREROUTING -i "$IF_T" -m hashlimit --hashlimit-name "fgb$BENCH_TAG" \
+    --hashlimit-mode srcip --hashlimit-above "$LIMIT_PPS/second" --hashlimit-burst "$LIMIT_BURST" \
+    --hashlimit-htable-size 1048576 --hashlimit-htable-max 1048576 -j DROP
+}
+receiver_iptables_off() {
+  in_target iptables -t raw -F PREROUTING
+  target_gro off
+}
+
+# Floods for FLOOD_SECONDS from SOURCES distinct sources; sets FLOOD_JSON to the report.
+# The duration bounds the loop; timeout bounds it again should the sender hang.
+run_flood() {  # sources
+  FLOOD_JSON=$(timeout $((FLOOD_SECONDS + 60)) \
+    nsenter --net=/run/netns/"$NS_S" "$FG" flood "$IF_S" --dst "$TARGET_IP" \
+    --dst-mac "$TARGET_MAC" --sources "$1" --duration "${FLOOD_SECONDS}s" --json)
+}

@@ -1,0 +1,176 @@
+// SPDX-License-Identifier: MIT
+// The send loop of `floodgate flood`: chunks of live frames, paced, bounded by count and
+// time, with a first small chunk that proves a veth peer takes XDP frames at all.
+#include "flood/flood.h"
+
+#include <time.h>
+
+#include <cstdio>
+
+#include "flood/flood_program.h"
+#include "flood/pacer.h"
+#include "kernel/system.h"
+
+namespace floodgate::flood {
+namespace {
+
+uint64_t monotonicNs() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ULL + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+void sleepNs(uint64_t ns) {
+  timespec ts{static_cast<time_t>(ns / 1'000'000'000ULL), static_cast<long>(ns % 1'000'000'000ULL)};
+  nanosleep(&ts, nullptr);
+}
+
+// Unpaced chunks: a few milliseconds of frames, so a duration ends close to on time and
+// the syscall's cost is spread over many frames.
+constexpr uint64_t kMaxChunk = 16384;
+
+std::string vethHelp(const std::string& interface) {
+  return "the peer of veth '" + interface +
+         "' takes no XDP frames: both ends must be up, and the peer needs an XDP program "
+         "(e.g. 'floodgate attach PEER') or GRO ('ethtool -K PEER gro on')";
+}
+
+}  // namespace
+
+Status validateFloodOptions(const FloodOptions& options) {
+  if (options.count == 0 && options.duration_ns == 0) {
+    return Error::usage("give --count N or --duration TIME (e.g. --duration 5s)");
+  }
+  if (options.duration_ns > 3600ULL * 1'000'000'000ULL) {
+    return Error::usage("--duration is at most 1h: a lab flood should end on its own");
+  }
+  if (options.batch == 0 || options.batch > 256) {
+    return Error::usage("--batch must be 1..256 (the kernel's limit for live frames)");
+  }
+  auto frame = buildFrame(options.frame);
+  if (!frame) return frame.error();
+  return okStatus();
+}
+
+Result<std::string> checkFloodTarget(const std::string& interface, bool i_know) {
+  auto driver = interfaceDriver(interface);
+  if (!driver) return driver.error();
+  if (*driver != "veth" && !i_know) {
+    return Error::usage("'" + interface + "' is not a veth (driver " +
+                        (driver->empty() ? std::string("none") : *driver) +
+                        "): flood is a lab tool; pass --i-know to send out of it anyway");
+  }
+  return driver;
+}
+
+Result<FloodReport> runFlood(FloodOptions options, const std::atomic<bool>* stop) {
+  if (Status valid = validateFloodOptions(options); !valid) return valid.error();
+  if (Status s = checkPrivileges(); !s) return s.error();
+  auto driver = checkFloodTarget(options.interface, options.i_know);
+  if (!driver) return driver.error();
+  auto ifindex = interfaceIndex(options.interface);
+  if (!ifindex) return ifindex.error();
+  if (!options.src_mac_given) {
+    auto mac = interfaceMac(options.interface);
+    if (!mac) return mac.error();
+    options.frame.src_mac = *mac;
+  }
+  auto frame = buildFrame(options.frame);
+  if (!frame) return frame.error();
+  auto program = FloodProgram::load(*frame);
+  if (!program) return program.error();
+
+  FloodReport report;
+  report.interface = options.interface;
+  report.driver = *driver;
+  report.protocol = options.frame.protocol;
+  report.family = options.frame.destination.family;
+  report.frame_bytes = static_cast<uint32_t>(frame->frame.size());
+  report.sources = options.frame.sources;
+  const bool veth = *driver == "veth";
+  VethXdpCounters before;
+  if (veth) {
+    auto counters = vethXdpCounters(options.interface);
+    if (!counters) return counters.error();
+    before = *counters;
+  }
+
+  Pacer pacer(options.rate_pps, kMaxChunk);
+  const uint64_t start = monotonicNs();
+  uint64_t now = start;
+  bool probed = !veth;
+  while (!(stop && stop->load()) && (options.count == 0 || report.sent < options.count) &&
+         (options.duration_ns == 0 || now - start < options.duration_ns)) {
+    uint64_t chunk = pacer.due(now - start, report.sent);
+    if (chunk == 0) {
+      sleepNs(std::min<uint64_t>(pacer.waitNs(now - start, report.sent), 1'000'000));
+      now = monotonicNs();
+      continue;
+    }
+    if (options.count) chunk = std::min(chunk, options.count - report.sent);
+    // the first chunk is one batch: a veth peer without NAPI drops frames uncounted, and
+    // saying so after one batch beats flooding into nothing for the whole duration
+    if (!probed) chunk = std::min<uint64_t>(chunk, options.batch);
+    auto completed = program->send(*ifindex, static_cast<uint32_t>(chunk), options.batch);
+    now = monotonicNs();
+    if (!completed) return completed.error();
+    if (!*completed) break;  // a signal: what went of this chunk is not known, so not counted
+    report.sent += chunk;
+    if (!probed) {
+      auto counters = vethXdpCounters(options.interface);
+      if (!counters) return counters.error();
+      if (counters->xmit == before.xmit && counters->errors == before.errors) {
+        return Error::failure(vethHelp(options.interface));
+      }
+      probed = true;
+    }
+  }
+  report.seconds = static_cast<double>(now - start) / 1e9;
+  if (veth) {
+    auto after = vethXdpCounters(options.interface);
+    if (!after) return after.error();
+    report.peer = VethXdpCounters{after->xmit - before.xmit, after->errors - before.errors};
+  }
+  return report;
+}
+
+std::string floodText(const FloodReport& report) {
+  char line[512];
+  const double pps = report.packetsPerSecond();
+  std::snprintf(line, sizeof(line),
+                "sent %llu %s %s frames of %u bytes from %u source%s out of %s in %.3f s: "
+                "%.3f Mpps, %.3f Gbit/s",
+                static_cast<unsigned long long>(report.sent), protocolName(report.protocol),
+                report.family == Family::kV4 ? "IPv4" : "IPv6", report.frame_bytes, report.sources,
+                report.sources == 1 ? "" : "s", report.interface.c_str(), report.seconds, pps / 1e6,
+                pps * report.frame_bytes * 8 / 1e9);
+  std::string out = line;
+  if (report.peer) {
+    std::snprintf(line, sizeof(line), "; the veth peer took %llu, its queue was full for %llu",
+                  static_cast<unsigned long long>(report.peer->xmit),
+                  static_cast<unsigned long long>(report.peer->errors));
+    out += line;
+  }
+  return out + "\n";
+}
+
+nlohmann::json floodJson(const FloodReport& report) {
+  nlohmann::json out = {
+      {"interface", report.interface},
+      {"driver", report.driver},
+      {"protocol", protocolName(report.protocol)},
+      {"family", report.family == Family::kV4 ? "ipv4" : "ipv6"},
+      {"frame_bytes", report.frame_bytes},
+      {"sources", report.sources},
+      {"sent", report.sent},
+      {"seconds", report.seconds},
+      {"pps", report.packetsPerSecond()},
+  };
+  if (report.peer) {
+    out["peer_accepted"] = report.peer->xmit;
+    out["peer_queue_full"] = report.peer->errors;
+  }
+  return out;
+}
+
+}  // namespace floodgate::flood
