@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cctype>
 
-#include "http/memory_store.h"
+#include "http/store_factory.h"
 
 namespace floodgate::http {
 
@@ -56,12 +56,7 @@ Result<std::unique_ptr<Limiter>> Limiter::create(HttpConfig config,
                                                  std::shared_ptr<const Clock> clock,
                                                  StoreFactory store_factory) {
   std::unique_ptr<Limiter> limiter(new Limiter(std::move(config), std::move(clock)));
-  if (!store_factory) {
-    MemoryStoreOptions options{limiter->config_.store.max_keys, limiter->config_.store.shards};
-    store_factory = [options](const PolicyConfig&, std::shared_ptr<const Algorithm> algorithm) {
-      return std::make_unique<MemoryStore>(std::move(algorithm), options);
-    };
-  }
+  if (!store_factory) store_factory = makeStoreFactory(limiter->config_.store, limiter->clock_);
   for (const PolicyConfig& policy : limiter->config_.policies) {
     auto algorithm = makeAlgorithm(policy.algorithm);
     if (!algorithm) {

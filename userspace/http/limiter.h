@@ -54,7 +54,8 @@ struct Verdict {
   bool limited() const { return !decisions.empty(); }
 };
 
-// Builds the store of one policy; the default makes a MemoryStore from StoreConfig.
+// Builds the store of one policy; the default is makeStoreFactory(config.store) (memory or
+// Redis, see store_factory.h).
 using StoreFactory = std::function<std::unique_ptr<Store>(
     const PolicyConfig& policy, std::shared_ptr<const Algorithm> algorithm)>;
 

@@ -59,6 +59,7 @@ class RedisStore final : public Store {
   // Whether this algorithm can lease units ahead (fixed_window, token_bucket, gcra).
   static bool canLease(AlgorithmKind kind);
   redis::Client& client() { return *client_; }
+  int64_t quota() const { return quota_; }
 
  private:
   std::vector<std::string> redisKeys(std::string_view key) const;
