@@ -111,9 +111,15 @@ void PrefetchStore::refund(std::string_view key, int64_t admitted_ns, int64_t co
     remote_->refund(key, admitted_ns, cost);
     return;
   }
-  // Back into the local lease: it returns to Redis with the rest of it.
-  std::lock_guard lock(lease->mutex);
-  if (admitted_ns < lease->expires_ns) lease->units += cost;
+  {
+    // Back into the local lease while it lasts: it returns to Redis with the rest of it.
+    std::lock_guard lock(lease->mutex);
+    if (admitted_ns < lease->expires_ns) {
+      lease->units += cost;
+      return;
+    }
+  }
+  remote_->refund(key, admitted_ns, cost);
 }
 
 void PrefetchStore::returnLeases() {

@@ -8,6 +8,7 @@
 
 #include "http/failover_store.h"
 #include "http/limiter.h"
+#include "http/redis_store.h"
 #include "redis/redis_server.h"
 
 namespace floodgate::http {
@@ -154,6 +155,26 @@ TEST_F(RedisFailureTest, ManyThreadsThroughAnOutageNeitherCrashNorHang) {
   stop.store(true);
   for (auto& t : threads) t.join();
   EXPECT_EQ(slow.load(), 0);
+}
+
+TEST_F(RedisFailureTest, WritingToADeadServerIsAnErrorNotSigpipe) {
+  redis::ClientOptions options;
+  options.seeds = {server_->address()};
+  options.timeout_ms = 1000;
+  auto client = std::make_shared<redis::Client>(options);
+  AlgorithmParams p;
+  p.kind = AlgorithmKind::kGcra;
+  p.capacity = 10;
+  p.rate_per_s = 1;
+  RedisStore store(client, "pipe", p);
+  ASSERT_TRUE(store.decide("k", 0, 1).ok());  // leaves a pooled connection to the server
+  server_->kill();
+  // A pipeline far bigger than the socket buffer keeps writing after the peer reset it;
+  // SIGPIPE would end this process, the answer must be an error instead.
+  std::vector<std::string> keys(20'000, std::string(64, 'k'));
+  std::vector<RedisStore::Request> batch;
+  for (const std::string& key : keys) batch.push_back({key, 1, 0});
+  for (int i = 0; i < 3; ++i) EXPECT_FALSE(store.decideMany(batch, 0).ok());
 }
 
 }  // namespace

@@ -194,6 +194,7 @@ Result<std::vector<Reply>> Client::run(const std::vector<RoutedCommand>& command
   bool known;
   {
     std::shared_lock lock(topology_);
+    if (nodes_.empty()) return Error::failure("redis: no server address configured");
     known = slots_known_;
   }
   if (!known) {

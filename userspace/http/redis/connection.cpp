@@ -3,6 +3,7 @@
 #include "http/redis/connection.h"
 
 #include <hiredis/hiredis.h>
+#include <signal.h>
 #include <sys/time.h>
 
 #include <algorithm>
@@ -19,6 +20,39 @@ timeval remaining(Deadline deadline) {
   int64_t us = std::max<int64_t>(1000, left.count());
   return timeval{static_cast<time_t>(us / 1'000'000), static_cast<suseconds_t>(us % 1'000'000)};
 }
+
+// hiredis write()s to the socket: to a server that died, that raises SIGPIPE, which would
+// kill the service. Block it on this thread around our I/O and swallow any that we caused,
+// rather than change the whole process's signal handling from a library.
+class SigpipeBlock {
+ public:
+  SigpipeBlock() {
+    sigemptyset(&pipe_);
+    sigaddset(&pipe_, SIGPIPE);
+    sigset_t pending;
+    sigpending(&pending);
+    already_pending_ = sigismember(&pending, SIGPIPE) == 1;
+    pthread_sigmask(SIG_BLOCK, &pipe_, &old_);
+  }
+  ~SigpipeBlock() {
+    if (!already_pending_) {
+      sigset_t pending;
+      sigpending(&pending);
+      if (sigismember(&pending, SIGPIPE) == 1) {
+        timespec zero{0, 0};
+        sigtimedwait(&pipe_, nullptr, &zero);
+      }
+    }
+    pthread_sigmask(SIG_SETMASK, &old_, nullptr);
+  }
+  SigpipeBlock(const SigpipeBlock&) = delete;
+  SigpipeBlock& operator=(const SigpipeBlock&) = delete;
+
+ private:
+  sigset_t pipe_;
+  sigset_t old_;
+  bool already_pending_ = false;
+};
 
 Reply copyReply(const redisReply* r) {
   Reply out;
@@ -94,6 +128,7 @@ Error Connection::fail(const std::string& what) {
 Result<std::vector<Reply>> Connection::pipeline(const std::vector<Command>& commands,
                                                 Deadline deadline) {
   if (broken_) return Error::failure("redis " + address_.text() + ": connection is broken");
+  SigpipeBlock no_sigpipe;
   // SO_SNDTIMEO/SO_RCVTIMEO bound each blocking read and write; re-armed with what is left
   // before each reply so the whole pipeline ends by the deadline (give or take one read).
   std::vector<const char*> argv;
