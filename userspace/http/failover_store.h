@@ -7,6 +7,7 @@
 
 #include "http/circuit_breaker.h"
 #include "http/policy.h"
+#include "http/redis_store.h"
 #include "http/store.h"
 
 namespace floodgate::http {
@@ -32,13 +33,30 @@ class FailoverStore final : public Store {
   Result<Decision> decide(std::string_view key, int64_t now_ns, int64_t cost) override;
   void refund(std::string_view key, int64_t admitted_ns, int64_t cost) override;
 
+  // The plain RedisStore behind this store when its decisions can share a round trip with
+  // other policies' (no prefetch layer between); null otherwise.
+  RedisStore* batchable() const { return batchable_; }
+  // Decides one request in each of `items`' stores, all batchable() on one client and one
+  // breaker, in one round trip; each answer then follows its own store's failure mode.
+  struct Item {
+    FailoverStore* store;
+    std::string_view key;
+    int64_t cost;
+  };
+  static std::vector<Result<Decision>> decideTogether(const std::vector<Item>& items,
+                                                      int64_t now_ns);
+
   FailoverStats stats() const;
   Store& remote() { return *remote_; }
   const CircuitBreaker& breaker() const { return *breaker_; }
   FailureMode mode() const { return mode_; }
 
  private:
+  // The answer when the remote could not give one: the fallback's, or `error` (closed).
+  Result<Decision> failed(std::string_view key, int64_t now_ns, int64_t cost, Error error);
+
   std::unique_ptr<Store> remote_;
+  RedisStore* batchable_ = nullptr;
   std::unique_ptr<Store> fallback_;  // null in closed mode
   FailureMode mode_;
   std::shared_ptr<CircuitBreaker> breaker_;

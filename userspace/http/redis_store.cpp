@@ -85,48 +85,67 @@ redis::RoutedCommand RedisStore::command(const redis::Script& script, std::strin
   return rc;
 }
 
-Result<std::vector<redis::Reply>> RedisStore::evalAll(std::vector<redis::RoutedCommand> commands,
-                                                      const redis::Script& script) {
-  redis::Deadline deadline = client_->deadline();
-  auto replies = client_->run(commands, deadline);
+Result<std::vector<redis::Reply>> RedisStore::evalAll(
+    redis::Client& client, std::vector<redis::RoutedCommand> commands,
+    const std::vector<const redis::Script*>& scripts) {
+  redis::Deadline deadline = client.deadline();
+  auto replies = client.run(commands, deadline);
   if (!replies) return replies;
   // A server that restarted (or a new cluster node) has an empty script cache.
   std::vector<redis::RoutedCommand> retry;
   std::vector<size_t> where;
   for (size_t i = 0; i < replies->size(); ++i) {
     if (!(*replies)[i].isError("NOSCRIPT")) continue;
-    redis::RoutedCommand rc = commands[i];
+    redis::RoutedCommand rc = std::move(commands[i]);
     rc.command[0] = "EVAL";
-    rc.command[1] = script.body;
+    rc.command[1] = scripts[i]->body;
     retry.push_back(std::move(rc));
     where.push_back(i);
   }
   if (retry.empty()) return replies;
-  auto again = client_->run(retry, deadline);
+  auto again = client.run(retry, deadline);
   if (!again) return again.error();
   for (size_t j = 0; j < where.size(); ++j) (*replies)[where[j]] = std::move((*again)[j]);
   return replies;
 }
 
+redis::RoutedCommand RedisStore::decideCommand(const Request& r, int64_t now_ns) const {
+  std::string now_arg = options_.virtual_time ? std::to_string(now_ns / kNsPerUs) : "";
+  return command(redis::decideScript(params_.kind), r.key, std::move(now_arg), r.cost,
+                 canLease(params_.kind) ? r.extra : 0);
+}
+
+Result<RedisStore::Answer> RedisStore::answer(const redis::Reply& reply, int64_t now_ns) {
+  Result<Answer> a = readAnswer(reply, quota_);
+  if (a) clock_offset_ns_.store(a->redis_now_ns - now_ns, std::memory_order_relaxed);
+  return a;
+}
+
 Result<std::vector<Result<RedisStore::Answer>>> RedisStore::decideMany(
     const std::vector<Request>& requests, int64_t now_ns) {
-  const redis::Script& script = redis::decideScript(params_.kind);
-  std::string now_arg = options_.virtual_time ? std::to_string(now_ns / kNsPerUs) : "";
+  std::vector<Across> items;
+  items.reserve(requests.size());
+  for (const Request& r : requests) items.push_back({this, r});
+  return decideAcross(items, now_ns);
+}
+
+Result<std::vector<Result<RedisStore::Answer>>> RedisStore::decideAcross(
+    const std::vector<Across>& items, int64_t now_ns) {
+  if (items.empty()) return std::vector<Result<Answer>>{};
   std::vector<redis::RoutedCommand> commands;
-  commands.reserve(requests.size());
-  for (const Request& r : requests) {
-    commands.push_back(
-        command(script, r.key, now_arg, r.cost, canLease(params_.kind) ? r.extra : 0));
+  std::vector<const redis::Script*> scripts;
+  commands.reserve(items.size());
+  scripts.reserve(items.size());
+  for (const Across& item : items) {
+    commands.push_back(item.store->decideCommand(item.request, now_ns));
+    scripts.push_back(&redis::decideScript(item.store->params_.kind));
   }
-  auto replies = evalAll(std::move(commands), script);
+  auto replies = evalAll(*items[0].store->client_, std::move(commands), scripts);
   if (!replies) return replies.error();
   std::vector<Result<Answer>> answers;
   answers.reserve(replies->size());
-  for (const redis::Reply& reply : *replies) {
-    answers.push_back(readAnswer(reply, quota_));
-    if (answers.back()) {
-      clock_offset_ns_.store(answers.back()->redis_now_ns - now_ns, std::memory_order_relaxed);
-    }
+  for (size_t i = 0; i < items.size(); ++i) {
+    answers.push_back(items[i].store->answer((*replies)[i], now_ns));
   }
   return answers;
 }
@@ -142,7 +161,8 @@ Result<Decision> RedisStore::decide(std::string_view key, int64_t now_ns, int64_
 Status RedisStore::giveBack(std::string_view key, int64_t redis_at_ns, int64_t units) {
   const redis::Script& script = redis::refundScript(params_.kind);
   auto replies =
-      evalAll({command(script, key, std::to_string(redis_at_ns / kNsPerUs), units, 0)}, script);
+      evalAll(*client_, {command(script, key, std::to_string(redis_at_ns / kNsPerUs), units, 0)},
+              {&script});
   if (!replies) return replies.error();
   if ((*replies)[0].isError()) return Error::failure("redis refund failed: " + (*replies)[0].str);
   return {};

@@ -53,12 +53,21 @@ class RedisStore final : public Store {
   // The outer error is a transport failure; a script error fails only its own request.
   Result<std::vector<Result<Answer>>> decideMany(const std::vector<Request>& requests,
                                                  int64_t now_ns);
+  // Decides requests of several stores (one policy each) that share one client, in one
+  // pipeline per server: a request's policies cost one round trip, not one each.
+  struct Across {
+    RedisStore* store;
+    Request request;
+  };
+  static Result<std::vector<Result<Answer>>> decideAcross(const std::vector<Across>& items,
+                                                          int64_t now_ns);
   // Gives back `units` taken at `redis_at_ns` (a lease's unspent rest). Best effort.
   Status giveBack(std::string_view key, int64_t redis_at_ns, int64_t units);
 
   // Whether this algorithm can lease units ahead (fixed_window, token_bucket, gcra).
   static bool canLease(AlgorithmKind kind);
   redis::Client& client() { return *client_; }
+  const std::shared_ptr<redis::Client>& sharedClient() const { return client_; }
   int64_t quota() const { return quota_; }
 
  private:
@@ -66,9 +75,12 @@ class RedisStore final : public Store {
   std::vector<std::string> params() const;
   redis::RoutedCommand command(const redis::Script& script, std::string_view key,
                                std::string now_arg, int64_t cost, int64_t extra) const;
-  // Runs EVALSHA commands; reruns as EVAL those the server did not have cached.
-  Result<std::vector<redis::Reply>> evalAll(std::vector<redis::RoutedCommand> commands,
-                                            const redis::Script& script);
+  redis::RoutedCommand decideCommand(const Request& request, int64_t now_ns) const;
+  Result<Answer> answer(const redis::Reply& reply, int64_t now_ns);
+  // Runs EVALSHA commands; reruns as EVAL (scripts[i]) those the server had not cached.
+  static Result<std::vector<redis::Reply>> evalAll(
+      redis::Client& client, std::vector<redis::RoutedCommand> commands,
+      const std::vector<const redis::Script*>& scripts);
 
   std::shared_ptr<redis::Client> client_;
   std::string policy_;

@@ -8,6 +8,8 @@
 #include <atomic>
 #include <thread>
 
+#include "http/failover_store.h"
+#include "http/limiter.h"
 #include "http/prefetch_store.h"
 #include "http/redis_store.h"
 #include "redis/redis_server.h"
@@ -188,6 +190,52 @@ TEST_F(RedisFleetTest, FixedWindowLeasesEndWithTheirWindow) {
   for (int i = 0; i < 10; ++i) EXPECT_TRUE(store.decide("k", 1100 * ms, 1)->allowed()) << i;
   EXPECT_FALSE(store.decide("k", 1100 * ms, 1)->allowed());
   EXPECT_EQ(store.stats().units_lapsed, 7);
+}
+
+TEST_F(RedisFleetTest, ARequestsPoliciesShareOneRoundTripAndKeepTheirFailureModes) {
+  HttpConfig config;
+  config.store.type = "redis";
+  config.store.address = server_->address().text();
+  config.store.timeout_ms = 1000;
+  config.store.breaker_failures = 1;
+  config.store.breaker_open_ms = 50;
+  PolicyConfig per_ip;
+  per_ip.name = "per-ip";
+  per_ip.algorithm = params(AlgorithmKind::kSlidingWindowLog);
+  per_ip.algorithm.limit = 3;
+  PolicyConfig per_user = per_ip;
+  per_user.name = "per-user";
+  per_user.key.kind = KeyKind::kUser;
+  per_user.algorithm = params(AlgorithmKind::kGcra);
+  per_user.algorithm.capacity = 5;
+  per_user.failure_mode = FailureMode::kClosed;
+  config.policies = {per_ip, per_user};
+  auto made = Limiter::create(config, std::make_shared<SteadyClock>());
+  ASSERT_TRUE(made.ok());
+  Limiter& limiter = **made;
+  redis::Client& client = dynamic_cast<FailoverStore&>(limiter.store(0)).batchable()->client();
+  ASSERT_TRUE(limiter.check({"GET", "/", "10.0.0.1", {}, "warm-up"}).allowed());  // scripts
+  int64_t trips = client.roundTrips();
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_TRUE(limiter.check({"GET", "/", "10.0.0.1", {}, "ann"}).allowed());
+  }
+  EXPECT_EQ(client.roundTrips() - trips, 2);  // two policies, one round trip per request
+  // per-ip is spent (3); the user's units come back (all-or-nothing), one refund each.
+  Verdict v = limiter.check({"GET", "/", "10.0.0.1", {}, "ann"});
+  EXPECT_FALSE(v.allowed());
+  EXPECT_EQ(v.violated, std::vector<std::string_view>{"per-ip"});
+  EXPECT_TRUE(limiter.check({"GET", "/", "10.0.0.2", {}, "ann"}).allowed());
+  EXPECT_TRUE(limiter.check({"GET", "/", "10.0.0.2", {}, "ann"}).allowed());
+  EXPECT_TRUE(limiter.check({"GET", "/", "10.0.0.2", {}, "ann"}).allowed());  // 5th for ann
+  EXPECT_FALSE(limiter.check({"GET", "/", "10.0.0.3", {}, "ann"}).allowed());
+
+  server_->kill();  // both policies fail in the same call; each follows its own mode
+  Verdict down = limiter.check({"GET", "/", "10.0.0.9", {}, "bob"});
+  ASSERT_EQ(down.decisions.size(), 2u);
+  EXPECT_EQ(down.decisions[0].decision.outcome, Outcome::kAllowed);           // open: local share
+  EXPECT_EQ(down.decisions[1].decision.outcome, Outcome::kStoreUnavailable);  // closed
+  EXPECT_EQ(dynamic_cast<FailoverStore&>(limiter.store(0)).stats().fallback_allowed, 1);
+  ASSERT_TRUE(server_->restart());
 }
 
 }  // namespace
