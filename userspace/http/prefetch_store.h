@@ -34,7 +34,9 @@ struct PrefetchStats {
 // `batch - cost` more (min(batch, remaining), one atomic script); the next requests spend
 // those units here with no round trip. The fleet never admits more than the limit: every
 // unit admitted anywhere was taken from the one count in Redis, and a window lease ends
-// with its window (a unit leased in one window is never spent in the next).
+// with its window (a unit leased in one window is never spent in the next). A bucket's
+// unit may be spent up to lease_ms after it was taken: over a span W the fleet admits at
+// most capacity + rate x (W + lease_ms).
 // The cost: while units sit leased on one instance, another may be rejected although the
 // fleet is under the limit (at most batch - 1 units per instance per hot key). They are
 // exported as `stranded`; unspent units go back to Redis on shutdown.
