@@ -19,6 +19,7 @@ struct RedisStoreOptions {
   std::string prefix = "fg";  // every Redis key starts with it
   // Tests only: send decide()'s now_ns to the scripts instead of their reading Redis TIME,
   // so a Redis decision can be compared exactly with the in-memory one at the same instant.
+  // Key expiry still runs on Redis's real clock: virtual time must not run slower than it.
   bool virtual_time = false;
 };
 
