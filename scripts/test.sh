@@ -2,6 +2,7 @@
 # SPDX-License-Identifier: MIT
 # Installs what is missing, builds, and runs every test with ctest; then builds the unit
 # tests with AddressSanitizer and UBSan and runs them too.
+# The redis tests (-L redis) start private redis-server processes on free loopback ports.
 # Usage: scripts/test.sh [ctest args...]   e.g. scripts/test.sh -L unit
 #   FLOODGATE_SKIP_SANITIZE=1 skips the sanitizer pass.
 set -euo pipefail
@@ -9,6 +10,7 @@ FLOODGATE_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 source "$FLOODGATE_ROOT/scripts/lib/deps.sh"
 
 install_missing_packages
+check_redis_binaries
 
 if [[ -z ${FLOODGATE_SKIP_SANITIZE:-} ]]; then
   echo "==> unit tests under AddressSanitizer and UBSan"

@@ -8,7 +8,7 @@ FLOODGATE_PACKAGES=(
   libcli11-dev libyaml-cpp-dev nlohmann-json3-dev libhiredis-dev libcpp-httplib-dev libssl-dev
   # tests and benchmarks
   googletest libgtest-dev libgmock-dev libbenchmark-dev
-  iproute2 nftables iptables redis-server prometheus
+  iproute2 nftables iptables redis-server redis-tools prometheus
   systemd  # systemd-analyze verifies the unit file
 )
 
@@ -34,6 +34,16 @@ install_missing_packages() {
   echo "==> installing: ${missing[*]}"
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+}
+
+# The redis tests start their own redis-server processes (one server, and a cluster made
+# with redis-cli) on free loopback ports; they need the binaries, never a running service.
+# A redis-server service that apt started on 6379 is left alone: the tests do not use it.
+check_redis_binaries() {
+  if ! command -v redis-server >/dev/null || ! command -v redis-cli >/dev/null; then
+    echo "error: redis-server and redis-cli are needed by the redis tests (apt-get install redis-server redis-tools)" >&2
+    return 1
+  fi
 }
 
 # Configures and builds into $1 with build type $2; further arguments name the targets to

@@ -132,15 +132,67 @@ TEST(HttpConfig, EscalateHandsRepeatOffendersToTheController) {
             "characters (a Unix socket address)");
 }
 
-TEST(HttpConfig, DuplicateNamesAndUnsupportedStore) {
+TEST(HttpConfig, DuplicateNamesAndUnknownStore) {
   std::string policy =
       "    - name: twice\n      key: ip\n      algorithm: gcra\n"
       "      capacity: 1\n      rate_per_s: 1\n";
   EXPECT_EQ(firstError("http:\n  policies:\n" + policy + policy),
             "f.yaml:8:13: policy name 'twice' is used twice; names must be unique (they appear "
             "in RateLimit headers)");
+  EXPECT_EQ(firstError("http:\n  store:\n    type: memcached\n"),
+            "f.yaml:3:11: store type 'memcached' is not known; use 'memory' or 'redis'");
+}
+
+TEST(HttpConfig, ParsesTheRedisStoreAndPrefetch) {
+  auto config = parseHttpConfigText(
+      "http:\n  store:\n    type: redis\n    cluster: [10.0.0.1:7000, '[::1]:7001']\n"
+      "    timeout_ms: 20\n    instances: 4\n    breaker: {failures: 5, open_ms: 250}\n"
+      "  policies:\n    - name: login\n      key: ip\n      algorithm: fixed_window\n"
+      "      limit: 5\n      window_ms: 60000\n      failure_mode: closed\n"
+      "      prefetch: {batch: 16, hot_keys: [10.1.1.1], detect_per_s: 500}\n",
+      "f.yaml");
+  ASSERT_TRUE(config.ok()) << config.error().message;
+  EXPECT_EQ(config->store.type, "redis");
+  EXPECT_EQ(config->store.cluster.size(), 2u);
+  EXPECT_EQ(config->store.timeout_ms, 20);
+  EXPECT_EQ(config->store.instances, 4);
+  EXPECT_EQ(config->store.breaker_failures, 5);
+  EXPECT_EQ(config->store.breaker_open_ms, 250);
+  const PolicyConfig& login = config->policies[0];
+  EXPECT_EQ(login.failure_mode, FailureMode::kClosed);
+  EXPECT_TRUE(login.prefetch.enabled);
+  EXPECT_EQ(login.prefetch.batch, 16);
+  EXPECT_EQ(login.prefetch.hot_keys, std::vector<std::string>{"10.1.1.1"});
+  EXPECT_EQ(login.prefetch.detect_per_s, 500);
+}
+
+TEST(HttpConfig, RedisStoreMistakesPointAtTheValue) {
   EXPECT_EQ(firstError("http:\n  store:\n    type: redis\n"),
-            "f.yaml:3:11: store type 'redis' is not supported by this build; use 'memory'");
+            "f.yaml:3:5: http.store of type redis needs address: HOST:PORT or cluster: "
+            "[HOST:PORT, ...]");
+  EXPECT_EQ(firstError("http:\n  store:\n    type: redis\n    address: localhost\n"),
+            "f.yaml:4:14: http.store.address: 'localhost' must be HOST:PORT, e.g. "
+            "127.0.0.1:6379");
+  EXPECT_EQ(firstError("http:\n  store:\n    type: redis\n    address: a:1\n"
+                       "    timeout_ms: 0\n"),
+            "f.yaml:5:17: http.store.timeout_ms must be between 1 and 60000, got 0");
+  EXPECT_EQ(firstError("http:\n  store:\n    timeout_ms: 5\n"),
+            "f.yaml:3:17: http.store.timeout_ms applies only to type: redis");
+  std::string redis = "http:\n  store: {type: redis, address: 'a:1'}\n  policies:\n";
+  EXPECT_EQ(
+      firstError(redis + "    - name: a\n      key: ip\n      algorithm: sliding_window_log\n"
+                         "      limit: 5\n      window_ms: 1000\n      prefetch: {batch: 8}\n"),
+      "f.yaml:9:17: policy 'a'.prefetch works with fixed_window, token_bucket and gcra, "
+      "not sliding_window_log");
+  EXPECT_EQ(
+      firstError(redis + "    - name: a\n      key: ip\n      algorithm: gcra\n"
+                         "      capacity: 5\n      rate_per_s: 1\n      prefetch: {batch: 8}\n"),
+      "f.yaml:9:17: policy 'a'.prefetch needs hot_keys or detect_per_s (which keys to lease "
+      "for)");
+  EXPECT_EQ(firstError("http:\n  policies:\n    - name: a\n      key: ip\n      algorithm: gcra\n"
+                       "      capacity: 5\n      rate_per_s: 1\n      prefetch: {hot_keys: [x]}\n"),
+            "f.yaml:8:17: policy 'a'.prefetch needs the redis store (a memory store has no round "
+            "trips to save)");
 }
 
 TEST(HttpConfig, ReportsEveryProblemNotJustTheFirst) {

@@ -10,6 +10,8 @@
 
 #include "common/units.h"
 #include "config/yaml_mark.h"
+#include "http/redis/connection.h"
+#include "http/redis_store.h"
 
 namespace floodgate::http {
 
@@ -42,12 +44,15 @@ class Parser {
   void parseEscalate(const YAML::Node& node, EscalateConfig& escalate);
   std::optional<uint64_t> readDuration(const YAML::Node& node, const std::string& what,
                                        uint64_t min_ns, uint64_t max_ns);
+  void parsePrefetch(const YAML::Node& node, const std::string& what, const PolicyConfig& policy,
+                     PrefetchConfig& prefetch);
   RouteMatch parseMatch(const YAML::Node& node, const std::string& what);
   std::optional<PolicyConfig> parsePolicy(const YAML::Node& node, size_t index);
   void parseAlgorithm(const YAML::Node& policy, const std::string& what, AlgorithmParams& params);
 
   const std::string& file_;
   config::Diagnostics& diagnostics_;
+  std::string store_type_ = "memory";
 };
 
 bool isNameChar(char c) {
@@ -125,6 +130,7 @@ HttpConfig Parser::parse(const YAML::Node& http) {
   if (http["trusted_proxies"]) parseTrustedProxies(http["trusted_proxies"], config);
   if (http["store"]) parseStore(http["store"], config.store);
   if (http["escalate"]) parseEscalate(http["escalate"], config.escalate);
+  store_type_ = config.store.type;
 
   const YAML::Node policies = http["policies"];
   if (!policies) return config;
@@ -166,12 +172,13 @@ void Parser::parseTrustedProxies(const YAML::Node& node, HttpConfig& config) {
 
 void Parser::parseStore(const YAML::Node& node, StoreConfig& store) {
   if (!requireMap(node, "http.store")) return;
-  rejectUnknownKeys(node, "http.store", {"type", "max_keys", "shards"});
+  rejectUnknownKeys(node, "http.store",
+                    {"type", "max_keys", "shards", "address", "cluster", "timeout_ms", "pool_size",
+                     "instances", "breaker", "prefix"});
   if (node["type"]) {
     if (auto type = readString(node["type"], "http.store.type")) {
-      if (*type != "memory") {
-        error(node["type"],
-              "store type '" + *type + "' is not supported by this build; use 'memory'");
+      if (*type != "memory" && *type != "redis") {
+        error(node["type"], "store type '" + *type + "' is not known; use 'memory' or 'redis'");
       } else {
         store.type = *type;
       }
@@ -186,6 +193,114 @@ void Parser::parseStore(const YAML::Node& node, StoreConfig& store) {
     if (auto v = readInt(node["shards"], "http.store.shards", 1, 4096)) {
       store.shards = static_cast<int>(*v);
     }
+  }
+  const bool redis = store.type == "redis";
+  for (const char* key :
+       {"address", "cluster", "timeout_ms", "pool_size", "instances", "breaker", "prefix"}) {
+    if (node[key] && !redis)
+      error(node[key], std::string("http.store.") + key + " applies only to type: redis");
+  }
+  if (!redis) return;
+  auto readAddress = [&](const YAML::Node& n,
+                         const std::string& what) -> std::optional<std::string> {
+    auto text = readString(n, what);
+    if (!text) return std::nullopt;
+    if (auto parsed = redis::Address::parse(*text); !parsed) {
+      error(n, what + ": " + parsed.error().message);
+      return std::nullopt;
+    }
+    return text;
+  };
+  if (node["address"] && node["cluster"]) {
+    error(node["cluster"],
+          "http.store takes address (one Redis server) or cluster (its "
+          "masters), not both");
+  } else if (!node["address"] && !node["cluster"]) {
+    error(node, "http.store of type redis needs address: HOST:PORT or cluster: [HOST:PORT, ...]");
+  }
+  if (node["address"]) {
+    if (auto a = readAddress(node["address"], "http.store.address")) store.address = *a;
+  }
+  if (const YAML::Node cluster = node["cluster"]) {
+    if (!cluster.IsSequence() || cluster.size() == 0) {
+      error(cluster, "http.store.cluster must be a list of HOST:PORT (any of the masters)");
+    } else {
+      for (const YAML::Node& item : cluster) {
+        if (auto a = readAddress(item, "a cluster node")) store.cluster.push_back(*a);
+      }
+    }
+  }
+  if (node["timeout_ms"]) {
+    if (auto v = readInt(node["timeout_ms"], "http.store.timeout_ms", 1, 60'000)) {
+      store.timeout_ms = *v;
+    }
+  }
+  if (node["pool_size"]) {
+    if (auto v = readInt(node["pool_size"], "http.store.pool_size", 1, 1024)) store.pool_size = *v;
+  }
+  if (node["instances"]) {
+    if (auto v = readInt(node["instances"], "http.store.instances", 1, 100'000)) {
+      store.instances = *v;
+    }
+  }
+  if (node["prefix"]) {
+    if (auto v = readString(node["prefix"], "http.store.prefix")) store.prefix = *v;
+  }
+  if (const YAML::Node breaker = node["breaker"]) {
+    if (requireMap(breaker, "http.store.breaker")) {
+      rejectUnknownKeys(breaker, "http.store.breaker", {"failures", "open_ms"});
+      if (breaker["failures"]) {
+        if (auto v = readInt(breaker["failures"], "http.store.breaker.failures", 1, 1000)) {
+          store.breaker_failures = *v;
+        }
+      }
+      if (breaker["open_ms"]) {
+        if (auto v = readInt(breaker["open_ms"], "http.store.breaker.open_ms", 1, 3'600'000)) {
+          store.breaker_open_ms = *v;
+        }
+      }
+    }
+  }
+}
+
+void Parser::parsePrefetch(const YAML::Node& node, const std::string& what,
+                           const PolicyConfig& policy, PrefetchConfig& prefetch) {
+  if (!requireMap(node, what)) return;
+  rejectUnknownKeys(node, what, {"batch", "hot_keys", "detect_per_s", "lease_ms"});
+  if (store_type_ != "redis") {
+    error(node, what + " needs the redis store (a memory store has no round trips to save)");
+    return;
+  }
+  if (!RedisStore::canLease(policy.algorithm.kind)) {
+    error(node, what + " works with fixed_window, token_bucket and gcra, not " +
+                    std::string(algorithmName(policy.algorithm.kind)));
+    return;
+  }
+  prefetch.enabled = true;
+  if (node["batch"]) {
+    if (auto v = readInt(node["batch"], what + ".batch", 1, kMaxLimit)) prefetch.batch = *v;
+  }
+  if (const YAML::Node keys = node["hot_keys"]) {
+    if (!keys.IsSequence()) {
+      error(keys, what + ".hot_keys must be a list of keys");
+    } else {
+      for (const YAML::Node& k : keys) {
+        if (auto key = readString(k, "a hot key")) prefetch.hot_keys.push_back(*key);
+      }
+    }
+  }
+  if (node["detect_per_s"]) {
+    if (auto v = readInt(node["detect_per_s"], what + ".detect_per_s", 0, 1'000'000'000)) {
+      prefetch.detect_per_s = *v;
+    }
+  }
+  if (node["lease_ms"]) {
+    if (auto v = readInt(node["lease_ms"], what + ".lease_ms", 1, 3'600'000)) {
+      prefetch.lease_ms = *v;
+    }
+  }
+  if (prefetch.hot_keys.empty() && prefetch.detect_per_s == 0) {
+    error(node, what + " needs hot_keys or detect_per_s (which keys to lease for)");
   }
 }
 
@@ -341,7 +456,7 @@ std::optional<PolicyConfig> Parser::parsePolicy(const YAML::Node& node, size_t i
   if (!requireMap(node, what)) return std::nullopt;
   rejectUnknownKeys(node, what,
                     {"name", "match", "key", "algorithm", "limit", "window_ms", "capacity",
-                     "rate_per_s", "cost", "routes", "failure_mode"});
+                     "rate_per_s", "cost", "routes", "failure_mode", "prefetch"});
   size_t errors_before = diagnostics_.size();
   PolicyConfig policy;
 
@@ -414,6 +529,9 @@ std::optional<PolicyConfig> Parser::parsePolicy(const YAML::Node& node, size_t i
         error(mode, what + ".failure_mode must be open or closed, got '" + *m + "'");
       }
     }
+  }
+  if (const YAML::Node prefetch = node["prefetch"]) {
+    parsePrefetch(prefetch, what + ".prefetch", policy, policy.prefetch);
   }
   if (diagnostics_.size() != errors_before) return std::nullopt;
   return policy;

@@ -5,7 +5,8 @@
 #include <algorithm>
 #include <cctype>
 
-#include "http/memory_store.h"
+#include "http/failover_store.h"
+#include "http/store_factory.h"
 
 namespace floodgate::http {
 
@@ -39,6 +40,24 @@ int severity(Outcome outcome) {
   return 0;
 }
 
+// Records a store's answer in `pd`; when the store could not answer, the failure mode
+// decides (and there is no state to refund later).
+void settle(PolicyDecision& pd, Result<Decision> decided) {
+  std::string_view name = pd.decision.policy;
+  if (decided) {
+    pd.decision = *decided;
+    pd.reserved = pd.decision.allowed();
+  } else {
+    const FailureMode mode = pd.policy->failure_mode;
+    pd.decision = Decision{};
+    pd.decision.limit = pd.algorithm->quota();
+    pd.decision.remaining = mode == FailureMode::kOpen ? pd.decision.limit : 0;
+    pd.decision.outcome =
+        mode == FailureMode::kOpen ? Outcome::kAllowed : Outcome::kStoreUnavailable;
+  }
+  pd.decision.policy = name;
+}
+
 }  // namespace
 
 std::vector<std::string_view> headerValues(const RequestInfo& request, std::string_view name) {
@@ -56,19 +75,16 @@ Result<std::unique_ptr<Limiter>> Limiter::create(HttpConfig config,
                                                  std::shared_ptr<const Clock> clock,
                                                  StoreFactory store_factory) {
   std::unique_ptr<Limiter> limiter(new Limiter(std::move(config), std::move(clock)));
-  if (!store_factory) {
-    MemoryStoreOptions options{limiter->config_.store.max_keys, limiter->config_.store.shards};
-    store_factory = [options](const PolicyConfig&, std::shared_ptr<const Algorithm> algorithm) {
-      return std::make_unique<MemoryStore>(std::move(algorithm), options);
-    };
-  }
+  if (!store_factory) store_factory = makeStoreFactory(limiter->config_.store, limiter->clock_);
   for (const PolicyConfig& policy : limiter->config_.policies) {
     auto algorithm = makeAlgorithm(policy.algorithm);
     if (!algorithm) {
       return Error::usage("policy '" + policy.name + "': " + algorithm.error().message);
     }
     std::unique_ptr<Store> store = store_factory(policy, *algorithm);
-    limiter->policies_.push_back({&policy, std::move(*algorithm), std::move(store)});
+    auto* failover = dynamic_cast<FailoverStore*>(store.get());
+    FailoverStore* batchable = failover != nullptr && failover->batchable() ? failover : nullptr;
+    limiter->policies_.push_back({&policy, std::move(*algorithm), std::move(store), batchable});
   }
   return limiter;
 }
@@ -98,6 +114,10 @@ Verdict Limiter::check(const RequestInfo& request) {
                                headerValues(request, "X-Forwarded-For"), trusted_);
   const int64_t now_ns = clock_->nowNs();
 
+  // Policies on Redis are decided after the loop, together: one round trip per request.
+  std::vector<size_t> together;
+  std::vector<FailoverStore*> together_stores;
+  FailoverStore* first_together = nullptr;
   for (CompiledPolicy& policy : policies_) {
     const PolicyConfig& config = *policy.config;
     if (!config.match.matches(request.method, request.path)) continue;
@@ -108,20 +128,33 @@ Verdict Limiter::check(const RequestInfo& request) {
     pd.policy = &config;
     pd.algorithm = policy.algorithm.get();
     pd.cost = config.costFor(request.method, request.path);
-    Result<Decision> decided = policy.store->decide(key, now_ns, pd.cost);
-    if (decided) {
-      pd.decision = *decided;
-      pd.reserved = pd.decision.allowed();
-    } else {
-      // The store could not answer: the failure mode decides; no state to refund later.
-      pd.decision.limit = policy.algorithm->quota();
-      pd.decision.remaining = config.failure_mode == FailureMode::kOpen ? pd.decision.limit : 0;
-      pd.decision.outcome = config.failure_mode == FailureMode::kOpen ? Outcome::kAllowed
-                                                                      : Outcome::kStoreUnavailable;
-    }
     pd.decision.policy = config.name;
     pd.key = std::move(key);
+    if (policy.batchable != nullptr &&
+        (first_together == nullptr || policy.batchable->batchable()->sharedClient() ==
+                                          first_together->batchable()->sharedClient())) {
+      if (first_together == nullptr) first_together = policy.batchable;
+      together.push_back(verdict.decisions.size());
+      together_stores.push_back(policy.batchable);
+    } else {
+      settle(pd, policy.store->decide(pd.key, now_ns, pd.cost));
+    }
     verdict.decisions.push_back(std::move(pd));
+  }
+  if (together.size() == 1) {
+    PolicyDecision& pd = verdict.decisions[together[0]];
+    settle(pd, first_together->decide(pd.key, now_ns, pd.cost));
+  } else if (together.size() > 1) {
+    std::vector<FailoverStore::Item> items;
+    items.reserve(together.size());
+    for (size_t j = 0; j < together.size(); ++j) {
+      const PolicyDecision& pd = verdict.decisions[together[j]];
+      items.push_back({together_stores[j], pd.key, pd.cost});
+    }
+    std::vector<Result<Decision>> decided = FailoverStore::decideTogether(items, now_ns);
+    for (size_t j = 0; j < together.size(); ++j) {
+      settle(verdict.decisions[together[j]], std::move(decided[j]));
+    }
   }
 
   const PolicyDecision* binding = nullptr;

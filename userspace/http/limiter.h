@@ -19,6 +19,8 @@
 
 namespace floodgate::http {
 
+class FailoverStore;
+
 // What the limiter needs to know about a request. Views must outlive the check() call.
 struct RequestInfo {
   std::string_view method;  // upper case, e.g. "GET"
@@ -54,7 +56,8 @@ struct Verdict {
   bool limited() const { return !decisions.empty(); }
 };
 
-// Builds the store of one policy; the default makes a MemoryStore from StoreConfig.
+// Builds the store of one policy; the default is makeStoreFactory(config.store) (memory or
+// Redis, see store_factory.h).
 using StoreFactory = std::function<std::unique_ptr<Store>(
     const PolicyConfig& policy, std::shared_ptr<const Algorithm> algorithm)>;
 
@@ -79,6 +82,9 @@ class Limiter {
     const PolicyConfig* config;
     std::shared_ptr<const Algorithm> algorithm;
     std::unique_ptr<Store> store;
+    // Set when the store is Redis behind a failover store: such policies of one request
+    // are decided in one round trip.
+    FailoverStore* batchable = nullptr;
   };
 
   Limiter(HttpConfig config, std::shared_ptr<const Clock> clock);

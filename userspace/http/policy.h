@@ -40,6 +40,15 @@ struct RouteCost {
 // rejects. The in-memory store always answers.
 enum class FailureMode { kOpen, kClosed };
 
+// Hot-key prefetch (Redis store only): lease `batch` units per round trip for hot keys.
+struct PrefetchConfig {
+  bool enabled = false;
+  int64_t batch = 8;
+  std::vector<std::string> hot_keys;  // always hot
+  int64_t detect_per_s = 0;           // also hot: keys decided this often per second; 0 off
+  int64_t lease_ms = 1000;            // buckets: unspent leased units go back after this
+};
+
 struct PolicyConfig {
   std::string name;  // letters, digits, '_', '-', '.'; unique; shown in headers
   RouteMatch match;
@@ -48,15 +57,25 @@ struct PolicyConfig {
   int64_t cost = 1;               // cost of a matching request; the first matching route wins
   std::vector<RouteCost> routes;  // per-route costs
   FailureMode failure_mode = FailureMode::kOpen;
+  PrefetchConfig prefetch;
 
   // The cost of a request this policy matches.
   int64_t costFor(std::string_view method, std::string_view path) const;
 };
 
 struct StoreConfig {
-  std::string type = "memory";
-  int64_t max_keys = 100'000;  // per policy
+  std::string type = "memory";  // memory | redis
+  int64_t max_keys = 100'000;   // per policy (memory; for redis, of the open-mode fallback)
   int shards = 64;
+  // type: redis. One server (address) or a cluster (any of its masters).
+  std::string address;
+  std::vector<std::string> cluster;
+  int64_t timeout_ms = 50;  // per decision: connect, send, read
+  int64_t pool_size = 16;   // idle connections kept per server
+  int64_t instances = 1;    // fleet size: an open-mode fallback gets limit ÷ instances
+  int64_t breaker_failures = 3;
+  int64_t breaker_open_ms = 1000;
+  std::string prefix = "fg";  // Redis key prefix
 };
 
 // Handing abusers to the XDP layer: a client IP rejected `rejections` times within

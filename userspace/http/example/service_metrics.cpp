@@ -2,7 +2,9 @@
 // Counting responses and decisions, and writing them as Prometheus text.
 #include "http/example/service_metrics.h"
 
+#include "http/failover_store.h"
 #include "http/memory_store.h"
+#include "http/prefetch_store.h"
 
 namespace floodgate::http::example {
 
@@ -82,6 +84,71 @@ std::string ServiceMetrics::render(Limiter& limiter, const OffenderReporter* rep
     out += "floodgate_http_offender_reports_total{result=\"error\"} " +
            std::to_string(reporter->reportErrors()) + "\n";
   }
+  return out + renderSharedStore(limiter);
+}
+
+std::string ServiceMetrics::renderSharedStore(Limiter& limiter) const {
+  std::string errors =
+      "# HELP floodgate_http_store_errors_total Calls to the shared store that failed.\n"
+      "# TYPE floodgate_http_store_errors_total counter\n";
+  std::string fallback =
+      "# HELP floodgate_http_store_fallback_decisions_total Decisions made by the failure mode "
+      "while the shared store could not answer.\n"
+      "# TYPE floodgate_http_store_fallback_decisions_total counter\n";
+  std::string prefetch =
+      "# HELP floodgate_http_prefetch_stranded_units Units leased here and not yet spent "
+      "(unusable by the rest of the fleet).\n"
+      "# TYPE floodgate_http_prefetch_stranded_units gauge\n";
+  std::string leases =
+      "# HELP floodgate_http_prefetch_leases_total Round trips that leased units for a hot key.\n"
+      "# TYPE floodgate_http_prefetch_leases_total counter\n";
+  const CircuitBreaker* breaker = nullptr;
+  bool any = false;
+  const auto& policies = limiter.config().policies;
+  for (size_t i = 0; i < policies.size(); ++i) {
+    auto* store = dynamic_cast<FailoverStore*>(&limiter.store(i));
+    if (store == nullptr) continue;
+    any = true;
+    breaker = &store->breaker();
+    const std::string label = "{policy=\"" + policies[i].name + "\"";
+    FailoverStats stats = store->stats();
+    errors += "floodgate_http_store_errors_total" + label + "} " +
+              std::to_string(stats.store_errors) + "\n";
+    if (store->mode() == FailureMode::kOpen) {
+      fallback += "floodgate_http_store_fallback_decisions_total" + label +
+                  ",mode=\"open\",outcome=\"allowed\"} " + std::to_string(stats.fallback_allowed) +
+                  "\n";
+      fallback += "floodgate_http_store_fallback_decisions_total" + label +
+                  ",mode=\"open\",outcome=\"rejected\"} " +
+                  std::to_string(stats.fallback_rejected) + "\n";
+    } else {
+      fallback += "floodgate_http_store_fallback_decisions_total" + label +
+                  ",mode=\"closed\",outcome=\"rejected\"} " + std::to_string(stats.failed_closed) +
+                  "\n";
+    }
+    if (auto* p = dynamic_cast<PrefetchStore*>(&store->remote())) {
+      PrefetchStats ps = p->stats();
+      prefetch += "floodgate_http_prefetch_stranded_units" + label + "} " +
+                  std::to_string(ps.stranded) + "\n";
+      leases +=
+          "floodgate_http_prefetch_leases_total" + label + "} " + std::to_string(ps.leases) + "\n";
+    }
+  }
+  if (!any) return {};
+  std::string out = errors + fallback + prefetch + leases;
+  // One breaker guards the one shared store: 1 for its current state, 0 for the others.
+  out +=
+      "# HELP floodgate_http_store_breaker_state Circuit breaker in front of the shared store.\n"
+      "# TYPE floodgate_http_store_breaker_state gauge\n";
+  for (BreakerState state : {BreakerState::kClosed, BreakerState::kOpen, BreakerState::kHalfOpen}) {
+    out += "floodgate_http_store_breaker_state{state=\"" + std::string(breakerStateName(state)) +
+           "\"} " + (breaker->state() == state ? "1" : "0") + "\n";
+  }
+  out +=
+      "# HELP floodgate_http_store_breaker_opened_total Times the breaker opened.\n"
+      "# TYPE floodgate_http_store_breaker_opened_total counter\n"
+      "floodgate_http_store_breaker_opened_total " +
+      std::to_string(breaker->timesOpened()) + "\n";
   return out;
 }
 

@@ -18,6 +18,13 @@ namespace floodgate::http::example {
 //   floodgate_http_decisions_total{policy,outcome} every policy decision (outcome:
 //       allowed | rejected | cost_exceeds_burst | store_unavailable)
 //   floodgate_http_store_keys{policy}              keys held per policy (read at scrape)
+// and with the redis store:
+//   floodgate_http_store_errors_total{policy}      failed calls to Redis
+//   floodgate_http_store_fallback_decisions_total{policy,mode,outcome}  failure-mode decisions
+//   floodgate_http_store_breaker_state{state}      1 for the breaker's state (closed, open,
+//       half_open), 0 for the others; floodgate_http_store_breaker_opened_total
+//   floodgate_http_prefetch_stranded_units{policy} leased units held here, unspent
+//   floodgate_http_prefetch_leases_total{policy}   round trips that leased
 class ServiceMetrics {
  public:
   void countResponse(const std::string& route, int code);
@@ -27,6 +34,8 @@ class ServiceMetrics {
   std::string render(Limiter& limiter, const OffenderReporter* reporter = nullptr) const;
 
  private:
+  std::string renderSharedStore(Limiter& limiter) const;
+
   mutable std::mutex mutex_;
   std::map<std::pair<std::string, int>, int64_t> responses_;
   std::map<std::pair<std::string, std::string>, int64_t> decisions_;

@@ -1,0 +1,69 @@
+// SPDX-License-Identifier: MIT
+// End to end: floodgate-http-example on the Redis store, through an outage: /metrics shows
+// the errors, the breaker and the fallback decisions; service comes back with Redis.
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include <chrono>
+#include <thread>
+
+#include "example_service.h"
+#include "redis/redis_server.h"
+
+namespace floodgate::http {
+namespace {
+
+bool has(const std::string& text, const std::string& line) {
+  return text.find(line) != std::string::npos;
+}
+
+TEST(RedisExampleService, MetricsFollowAnOutageAndRecovery) {
+  std::unique_ptr<testing::RedisServer> redis;
+  if (testing::haveRedis()) redis = testing::RedisServer::start();
+  if (!redis) GTEST_SKIP() << "redis-server is not installed or did not start";
+  testing::ExampleService service(
+      "http:\n  store:\n    type: redis\n    address: " + redis->address().text() +
+      "\n    timeout_ms: 100\n    instances: 2\n"
+      "    breaker: {failures: 1, open_ms: 100}\n"
+      "  policies:\n"
+      "    - {name: api, key: ip, algorithm: fixed_window, limit: 8,\n"
+      "       window_ms: 600000, match: {path_prefix: /api}}\n"
+      "    - {name: login, key: ip, algorithm: fixed_window, limit: 5,\n"
+      "       window_ms: 600000, failure_mode: closed,\n"
+      "       match: {path_prefix: /healthz}}\n");
+  ASSERT_GT(service.port(), 0) << service.stderrText();
+  httplib::Client client("127.0.0.1", service.port());
+  client.set_read_timeout(5);
+  EXPECT_EQ(client.Get("/api/items")->status, 200);
+  EXPECT_EQ(client.Get("/healthz")->status, 200);
+
+  redis->kill();
+  EXPECT_EQ(client.Get("/healthz")->status, 503);  // closed
+  int admitted = 0;
+  for (int i = 0; i < 8; ++i) admitted += client.Get("/api/items")->status == 200;
+  EXPECT_EQ(admitted, 4);  // open: the local share, 8 / 2 instances
+  std::string down = client.Get("/metrics")->body;
+  EXPECT_TRUE(has(down, "floodgate_http_store_errors_total{policy=\"login\"} 1\n")) << down;
+  EXPECT_TRUE(has(down, "floodgate_http_store_breaker_opened_total 1\n")) << down;
+  EXPECT_TRUE(has(down,
+                  "floodgate_http_store_fallback_decisions_total{policy=\"api\","
+                  "mode=\"open\",outcome=\"allowed\"} 4\n"))
+      << down;
+  EXPECT_TRUE(has(down,
+                  "floodgate_http_store_fallback_decisions_total{policy=\"api\","
+                  "mode=\"open\",outcome=\"rejected\"} 4\n"))
+      << down;
+
+  ASSERT_TRUE(redis->restart());
+  bool recovered = false;
+  for (int i = 0; i < 100 && !recovered; ++i) {
+    recovered = client.Get("/healthz")->status == 200;
+    if (!recovered) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_TRUE(recovered);
+  EXPECT_TRUE(has(client.Get("/metrics")->body,
+                  "floodgate_http_store_breaker_state{state=\"closed\"} 1\n"));
+}
+
+}  // namespace
+}  // namespace floodgate::http

@@ -1,0 +1,242 @@
+// SPDX-License-Identifier: MIT
+// A fleet against one key: several processes with several threads each never exceed the
+// limit, with and without hot-key prefetch; leases go back on shutdown.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <thread>
+
+#include "http/failover_store.h"
+#include "http/limiter.h"
+#include "http/prefetch_store.h"
+#include "http/redis_store.h"
+#include "redis/redis_server.h"
+
+namespace floodgate::http {
+namespace {
+
+using testing::RedisServer;
+
+constexpr int kProcesses = 4;
+constexpr int kThreads = 4;
+constexpr int kRequestsPerThread = 60;  // 960 in all, against limits of 200
+
+class RedisFleetTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    if (testing::haveRedis()) server_ = RedisServer::start().release();
+  }
+  static void TearDownTestSuite() {
+    delete server_;
+    server_ = nullptr;
+  }
+  void SetUp() override {
+    if (server_ == nullptr) GTEST_SKIP() << "redis-server is not installed or did not start";
+    ASSERT_TRUE(server_->command({"FLUSHALL"}));
+  }
+  static std::shared_ptr<redis::Client> newClient() {
+    redis::ClientOptions options;
+    options.seeds = {server_->address()};
+    options.timeout_ms = 2000;
+    options.pool_size = kThreads;
+    return std::make_shared<redis::Client>(options);
+  }
+
+  static RedisServer* server_;
+};
+RedisServer* RedisFleetTest::server_ = nullptr;
+
+AlgorithmParams params(AlgorithmKind kind) {
+  AlgorithmParams p;
+  p.kind = kind;
+  // Windows far longer than the test, and buckets that refill nothing meanwhile (one unit
+  // per 1000 s), so "the limit" is exactly 200 admitted and no timing can change it.
+  p.limit = 200;
+  p.window_ms = 600'000;
+  p.capacity = 200;
+  p.rate_per_s = 0.001;
+  return p;
+}
+
+// Runs kProcesses processes of kThreads threads, each deciding on one shared key through
+// a store made by `make` in that process; returns the total admitted.
+template <class MakeStore>
+int64_t admittedByFleet(MakeStore make) {
+  int fds[2];
+  EXPECT_EQ(pipe(fds), 0);
+  std::vector<pid_t> children;
+  for (int p = 0; p < kProcesses; ++p) {
+    pid_t pid = fork();
+    if (pid == 0) {
+      close(fds[0]);
+      std::unique_ptr<Store> store = make();
+      std::atomic<int64_t> admitted{0};
+      std::atomic<int64_t> errors{0};
+      std::vector<std::thread> threads;
+      for (int t = 0; t < kThreads; ++t) {
+        threads.emplace_back([&] {
+          for (int i = 0; i < kRequestsPerThread; ++i) {
+            auto d = store->decide("shared-key", 0, 1);
+            if (!d) errors.fetch_add(1);
+            if (d && d->allowed()) admitted.fetch_add(1);
+          }
+        });
+      }
+      for (auto& t : threads) t.join();
+      store.reset();  // a prefetch store gives its unspent lease back here
+      int64_t result[2] = {admitted.load(), errors.load()};
+      ssize_t n = write(fds[1], result, sizeof(result));
+      _exit(n == sizeof(result) ? 0 : 1);
+    }
+    children.push_back(pid);
+  }
+  close(fds[1]);
+  int64_t total = 0;
+  for (int p = 0; p < kProcesses; ++p) {
+    int64_t result[2] = {0, 0};
+    EXPECT_EQ(read(fds[0], result, sizeof(result)), static_cast<ssize_t>(sizeof(result)));
+    EXPECT_EQ(result[1], 0) << "store errors in a process";
+    total += result[0];
+  }
+  close(fds[0]);
+  for (pid_t pid : children) {
+    int status = 0;
+    waitpid(pid, &status, 0);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  }
+  return total;
+}
+
+TEST_F(RedisFleetTest, ProcessesAndThreadsNeverExceedTheLimit) {
+  for (AlgorithmKind kind : {AlgorithmKind::kFixedWindow, AlgorithmKind::kSlidingWindowLog,
+                             AlgorithmKind::kSlidingWindowCounter, AlgorithmKind::kTokenBucket,
+                             AlgorithmKind::kGcra, AlgorithmKind::kLeakyBucket}) {
+    ASSERT_TRUE(server_->command({"FLUSHALL"}));
+    int64_t admitted = admittedByFleet(
+        [kind] { return std::make_unique<RedisStore>(newClient(), "fleet", params(kind)); });
+    // A fixed window could straddle a boundary: 600 s windows make that a 1-in-600 chance
+    // per run, so allow it rather than be flaky; the others are exact.
+    if (kind == AlgorithmKind::kFixedWindow) {
+      EXPECT_TRUE(admitted == 200 || admitted == 400) << admitted;
+    } else {
+      EXPECT_EQ(admitted, 200) << algorithmName(kind);
+    }
+  }
+}
+
+TEST_F(RedisFleetTest, PrefetchingFleetNeverExceedsTheLimitAndReturnsLeases) {
+  for (AlgorithmKind kind : {AlgorithmKind::kTokenBucket, AlgorithmKind::kGcra}) {
+    ASSERT_TRUE(server_->command({"FLUSHALL"}));
+    int64_t admitted = admittedByFleet([kind] {
+      PrefetchOptions options;
+      options.batch = 8;
+      options.hot_keys = {"shared-key"};
+      options.lease_ms = 600'000;
+      return std::make_unique<PrefetchStore>(
+          std::make_unique<RedisStore>(newClient(), "fleet", params(kind)), kind, options);
+    });
+    // Leases can strand units on one process while another is rejected: fewer, never more.
+    EXPECT_LE(admitted, 200) << algorithmName(kind);
+    EXPECT_GE(admitted, 200 - kProcesses * 7) << algorithmName(kind);
+    // Every process gave back what it did not spend: the bucket holds exactly the rest.
+    RedisStore check(newClient(), "fleet", params(kind));
+    auto d = check.decide("shared-key", 0, 1);
+    ASSERT_TRUE(d.ok());
+    EXPECT_EQ(d->remaining + (d->allowed() ? 1 : 0), 200 - admitted) << algorithmName(kind);
+  }
+}
+
+TEST_F(RedisFleetTest, PrefetchSavesRoundTripsAndDetectsHotKeys) {
+  auto client = newClient();
+  PrefetchOptions options;
+  options.batch = 10;
+  options.detect_per_s = 5;  // the 5th decision within a second makes the key hot
+  auto p = params(AlgorithmKind::kTokenBucket);
+  PrefetchStore store(std::make_unique<RedisStore>(client, "hot", p), p.kind, options);
+  ASSERT_TRUE(store.decide("warm-up", 0, 1).ok());  // loads the script
+  int64_t trips = client->roundTrips();
+  int64_t now_ns = 1'000'000'000;
+  for (int i = 0; i < 104; ++i) ASSERT_TRUE(store.decide("k", now_ns, 1)->allowed());
+  // 4 before the key turned hot, then 100 in leases of 10: 14 round trips, not 104.
+  EXPECT_EQ(client->roundTrips() - trips, 14);
+  PrefetchStats stats = store.stats();
+  EXPECT_EQ(stats.hot_keys, 1);
+  EXPECT_EQ(stats.leases, 10);
+  EXPECT_EQ(stats.stranded, 0);
+  ASSERT_TRUE(store.decide("k", now_ns, 1)->allowed());
+  EXPECT_EQ(store.stats().stranded, 9);
+  store.returnLeases();
+  EXPECT_EQ(store.stats().stranded, 0);
+  EXPECT_EQ(store.stats().units_returned, 9);
+}
+
+TEST_F(RedisFleetTest, FixedWindowLeasesEndWithTheirWindow) {
+  auto client = newClient();
+  RedisStoreOptions virtual_time;
+  virtual_time.virtual_time = true;
+  AlgorithmParams p = params(AlgorithmKind::kFixedWindow);
+  p.limit = 10;
+  p.window_ms = 1000;
+  PrefetchOptions options;
+  options.batch = 8;
+  options.hot_keys = {"k"};
+  PrefetchStore store(std::make_unique<RedisStore>(client, "fw", p, virtual_time), p.kind, options);
+  const int64_t ms = 1'000'000;
+  ASSERT_TRUE(store.decide("k", 100 * ms, 1)->allowed());  // leases 7 more, for window 0
+  EXPECT_EQ(store.stats().stranded, 7);
+  // In the next window the old lease is worthless: spending it would admit 17 in window 1.
+  for (int i = 0; i < 10; ++i) EXPECT_TRUE(store.decide("k", 1100 * ms, 1)->allowed()) << i;
+  EXPECT_FALSE(store.decide("k", 1100 * ms, 1)->allowed());
+  EXPECT_EQ(store.stats().units_lapsed, 7);
+}
+
+TEST_F(RedisFleetTest, ARequestsPoliciesShareOneRoundTripAndKeepTheirFailureModes) {
+  HttpConfig config;
+  config.store.type = "redis";
+  config.store.address = server_->address().text();
+  config.store.timeout_ms = 1000;
+  config.store.breaker_failures = 1;
+  config.store.breaker_open_ms = 50;
+  PolicyConfig per_ip;
+  per_ip.name = "per-ip";
+  per_ip.algorithm = params(AlgorithmKind::kSlidingWindowLog);
+  per_ip.algorithm.limit = 3;
+  PolicyConfig per_user = per_ip;
+  per_user.name = "per-user";
+  per_user.key.kind = KeyKind::kUser;
+  per_user.algorithm = params(AlgorithmKind::kGcra);
+  per_user.algorithm.capacity = 5;
+  per_user.failure_mode = FailureMode::kClosed;
+  config.policies = {per_ip, per_user};
+  auto made = Limiter::create(config, std::make_shared<SteadyClock>());
+  ASSERT_TRUE(made.ok());
+  Limiter& limiter = **made;
+  redis::Client& client = dynamic_cast<FailoverStore&>(limiter.store(0)).batchable()->client();
+  ASSERT_TRUE(limiter.check({"GET", "/", "10.0.0.1", {}, "warm-up"}).allowed());  // scripts
+  int64_t trips = client.roundTrips();
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_TRUE(limiter.check({"GET", "/", "10.0.0.1", {}, "ann"}).allowed());
+  }
+  EXPECT_EQ(client.roundTrips() - trips, 2);  // two policies, one round trip per request
+  // per-ip is spent (3); the user's units come back (all-or-nothing), one refund each.
+  Verdict v = limiter.check({"GET", "/", "10.0.0.1", {}, "ann"});
+  EXPECT_FALSE(v.allowed());
+  EXPECT_EQ(v.violated, std::vector<std::string_view>{"per-ip"});
+  EXPECT_TRUE(limiter.check({"GET", "/", "10.0.0.2", {}, "ann"}).allowed());
+  EXPECT_TRUE(limiter.check({"GET", "/", "10.0.0.2", {}, "ann"}).allowed());
+  EXPECT_TRUE(limiter.check({"GET", "/", "10.0.0.2", {}, "ann"}).allowed());  // 5th for ann
+  EXPECT_FALSE(limiter.check({"GET", "/", "10.0.0.3", {}, "ann"}).allowed());
+
+  server_->kill();  // both policies fail in the same call; each follows its own mode
+  Verdict down = limiter.check({"GET", "/", "10.0.0.9", {}, "bob"});
+  ASSERT_EQ(down.decisions.size(), 2u);
+  EXPECT_EQ(down.decisions[0].decision.outcome, Outcome::kAllowed);           // open: local share
+  EXPECT_EQ(down.decisions[1].decision.outcome, Outcome::kStoreUnavailable);  // closed
+  EXPECT_EQ(dynamic_cast<FailoverStore&>(limiter.store(0)).stats().fallback_allowed, 1);
+  ASSERT_TRUE(server_->restart());
+}
+
+}  // namespace
+}  // namespace floodgate::http

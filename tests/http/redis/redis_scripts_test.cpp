@@ -1,0 +1,227 @@
+// SPDX-License-Identifier: MIT
+// Each Redis script decides exactly as its in-memory algorithm on the same arrivals.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "http/algorithm.h"
+#include "http/memory_store.h"
+#include "http/redis_store.h"
+#include "redis/redis_server.h"
+
+namespace floodgate::http {
+namespace {
+
+using testing::RedisServer;
+
+constexpr int64_t kUs = 1000;
+constexpr int64_t kMs = 1'000'000;
+
+class RedisScriptsTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    if (!testing::haveRedis()) return;
+    server_ = RedisServer::start().release();
+  }
+  static void TearDownTestSuite() {
+    delete server_;
+    server_ = nullptr;
+  }
+  void SetUp() override {
+    if (server_ == nullptr) GTEST_SKIP() << "redis-server is not installed or did not start";
+    ASSERT_TRUE(server_->command({"FLUSHALL"}));
+    redis::ClientOptions options;
+    options.seeds = {server_->address()};
+    options.timeout_ms = 2000;
+    client_ = std::make_shared<redis::Client>(options);
+  }
+
+  // A store whose scripts read the time they are given, not Redis TIME, so that both
+  // sides see the same instants: comparing on real arrivals with sleeps would differ by
+  // scheduling jitter, and could not be exact.
+  std::unique_ptr<RedisStore> virtualTimeStore(const AlgorithmParams& params,
+                                               const std::string& policy = "p") {
+    RedisStoreOptions options;
+    options.virtual_time = true;
+    return std::make_unique<RedisStore>(client_, policy, params, options);
+  }
+
+  static RedisServer* server_;
+  std::shared_ptr<redis::Client> client_;
+};
+RedisServer* RedisScriptsTest::server_ = nullptr;
+
+AlgorithmParams window(AlgorithmKind kind, int64_t limit, int64_t window_ms) {
+  AlgorithmParams p;
+  p.kind = kind;
+  p.limit = limit;
+  p.window_ms = window_ms;
+  return p;
+}
+
+AlgorithmParams bucket(AlgorithmKind kind, int64_t capacity, double rate_per_s) {
+  AlgorithmParams p;
+  p.kind = kind;
+  p.capacity = capacity;
+  p.rate_per_s = rate_per_s;
+  return p;
+}
+
+// The scripts count in whole µs and round retry/reset times up to the next µs (never
+// earlier than the in-memory answer); everything else must be identical.
+void expectSame(const Decision& memory, const Decision& redis, const std::string& where) {
+  EXPECT_EQ(memory.outcome, redis.outcome) << where;
+  EXPECT_EQ(memory.remaining, redis.remaining) << where;
+  EXPECT_EQ(memory.limit, redis.limit) << where;
+  EXPECT_EQ(memory.delay_ns, redis.delay_ns) << where;
+  EXPECT_GE(redis.retry_after_ns, memory.retry_after_ns) << where;
+  EXPECT_LT(redis.retry_after_ns, memory.retry_after_ns + kUs) << where;
+  EXPECT_GE(redis.reset_ns, memory.reset_ns) << where;
+  EXPECT_LT(redis.reset_ns, memory.reset_ns + kUs) << where;
+}
+
+// Bursty arrivals on whole µs (the scripts' resolution), a few keys, costs 1-3, and a
+// refund now and then (as when another policy rejects); some readings are stale.
+void compareOnArrivals(RedisStore& redis, const AlgorithmParams& params, uint32_t seed) {
+  MemoryStore memory(*makeAlgorithm(params), MemoryStoreOptions{});
+  std::mt19937 rng(seed);
+  int64_t now_ns = 1'000'000 * kMs;  // arbitrary origin, well past 0
+  int allowed = 0;
+  int rejected = 0;
+  for (int i = 0; i < 600; ++i) {
+    int gap = static_cast<int>(rng() % 10);
+    now_ns += gap < 6 ? static_cast<int64_t>(rng() % 2000) * kUs
+                      : static_cast<int64_t>(rng() % 400) * kMs;
+    int64_t at_ns = (rng() % 20 == 0) ? now_ns - static_cast<int64_t>(rng() % 500) * kUs : now_ns;
+    std::string key = "k" + std::to_string(rng() % 3);
+    int64_t cost = 1 + static_cast<int64_t>(rng() % 3);
+    std::string where = algorithmName(params.kind).data() + std::string(" #") + std::to_string(i);
+    Decision m = *memory.decide(key, at_ns, cost);
+    auto r = redis.decide(key, at_ns, cost);
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    expectSame(m, *r, where);
+    (m.allowed() ? allowed : rejected)++;
+    if (m.allowed() && rng() % 7 == 0) {
+      memory.refund(key, at_ns, cost);
+      redis.refund(key, at_ns, cost);
+    }
+  }
+  // The arrivals must exercise both answers, or the comparison proves little.
+  EXPECT_GT(allowed, 100);
+  EXPECT_GT(rejected, 50);
+}
+
+TEST_F(RedisScriptsTest, FixedWindowMatchesMemory) {
+  auto p = window(AlgorithmKind::kFixedWindow, 10, 1000);
+  compareOnArrivals(*virtualTimeStore(p), p, 1);
+}
+
+TEST_F(RedisScriptsTest, SlidingWindowLogMatchesMemory) {
+  auto p = window(AlgorithmKind::kSlidingWindowLog, 10, 1000);
+  compareOnArrivals(*virtualTimeStore(p), p, 2);
+}
+
+TEST_F(RedisScriptsTest, SlidingWindowCounterMatchesMemory) {
+  auto p = window(AlgorithmKind::kSlidingWindowCounter, 10, 1000);
+  compareOnArrivals(*virtualTimeStore(p), p, 3);
+}
+
+TEST_F(RedisScriptsTest, SlidingWindowCounterMatchesMemoryOnAWeekLongWindow) {
+  // limit x window in µs is ~6e17 here, past a double's exact integers: mulcmp keeps it exact.
+  auto p = window(AlgorithmKind::kSlidingWindowCounter, kMaxLimit, kMaxWindowMs);
+  auto redis = virtualTimeStore(p);
+  MemoryStore memory(*makeAlgorithm(p), MemoryStoreOptions{});
+  int64_t now_ns = 3 * kMaxWindowMs * kMs / 2;
+  for (int64_t cost : {600'000, 399'999, 2, 1}) {
+    expectSame(*memory.decide("k", now_ns, cost), *redis->decide("k", now_ns, cost), "week");
+  }
+  now_ns += kMaxWindowMs * kMs;  // the next window: the count above becomes "previous"
+  for (int i = 0; i < 4; ++i) {
+    now_ns += 7 * 3600 * 1000 * kMs;
+    expectSame(*memory.decide("k", now_ns, 150'000), *redis->decide("k", now_ns, 150'000),
+               "week, later " + std::to_string(i));
+  }
+}
+
+TEST_F(RedisScriptsTest, TokenBucketMatchesMemory) {
+  auto p = bucket(AlgorithmKind::kTokenBucket, 10, 7.5);
+  compareOnArrivals(*virtualTimeStore(p), p, 4);
+}
+
+TEST_F(RedisScriptsTest, GcraMatchesMemory) {
+  // 1e9 / rate_milli must be whole (µs per unit) for GCRA to match to the ns: 8 per second.
+  auto p = bucket(AlgorithmKind::kGcra, 10, 8);
+  compareOnArrivals(*virtualTimeStore(p), p, 5);
+}
+
+TEST_F(RedisScriptsTest, LeakyBucketMatchesMemory) {
+  auto p = bucket(AlgorithmKind::kLeakyBucket, 10, 8);
+  compareOnArrivals(*virtualTimeStore(p), p, 6);
+}
+
+TEST_F(RedisScriptsTest, EveryKeyGetsAnExpiry) {
+  for (auto p : {window(AlgorithmKind::kFixedWindow, 5, 1000),
+                 window(AlgorithmKind::kSlidingWindowLog, 5, 1000),
+                 window(AlgorithmKind::kSlidingWindowCounter, 5, 1000),
+                 bucket(AlgorithmKind::kTokenBucket, 5, 1), bucket(AlgorithmKind::kGcra, 5, 1),
+                 bucket(AlgorithmKind::kLeakyBucket, 5, 1)}) {
+    RedisStore store(client_, std::string(algorithmName(p.kind)), p);  // Redis TIME
+    ASSERT_TRUE(store.decide("user-1", 0, 2).ok());
+  }
+  auto keys = server_->command({"KEYS", "*"});
+  ASSERT_TRUE(keys);
+  EXPECT_EQ(keys->elements.size(), 7u);  // the log has a sequence key too
+  for (const redis::Reply& key : keys->elements) {
+    auto ttl = server_->command({"PTTL", key.str});
+    ASSERT_TRUE(ttl);
+    EXPECT_GT(ttl->integer, 0) << key.str;
+    EXPECT_LE(ttl->integer, 5000) << key.str;
+    EXPECT_NE(key.str.find("{"), std::string::npos) << "hash tag in " << key.str;
+  }
+}
+
+TEST_F(RedisScriptsTest, ReloadsScriptsAfterNoscript) {
+  auto p = window(AlgorithmKind::kFixedWindow, 3, 60'000);
+  RedisStore store(client_, "p", p);
+  EXPECT_TRUE(store.decide("k", 0, 1)->allowed());
+  ASSERT_TRUE(server_->command({"SCRIPT", "FLUSH"}));  // as after a restart
+  auto d = store.decide("k", 0, 1);
+  ASSERT_TRUE(d.ok()) << d.error().message;
+  EXPECT_EQ(d->remaining, 1);
+}
+
+TEST_F(RedisScriptsTest, PipelinedBatchDecidesLikeOneByOne) {
+  auto p = window(AlgorithmKind::kSlidingWindowLog, 4, 1000);
+  auto batched = virtualTimeStore(p, "batched");
+  auto single = virtualTimeStore(p, "single");
+  std::vector<RedisStore::Request> requests;
+  for (int i = 0; i < 20; ++i) requests.push_back({i % 2 ? "a" : "b", 1, 0});
+  ASSERT_TRUE(batched->decide("warm-up", 0, 1).ok());  // the script is cached from here on
+  int64_t trips = client_->roundTrips();
+  auto answers = batched->decideMany(requests, 5 * kMs);
+  ASSERT_TRUE(answers.ok());
+  EXPECT_EQ(client_->roundTrips() - trips, 1);
+  for (size_t i = 0; i < requests.size(); ++i) {
+    auto one = single->decide(requests[i].key, 5 * kMs, 1);
+    ASSERT_TRUE((*answers)[i].ok() && one.ok());
+    EXPECT_EQ((*answers)[i]->decision.outcome, one->outcome) << i;
+    EXPECT_EQ((*answers)[i]->decision.remaining, one->remaining) << i;
+  }
+}
+
+TEST_F(RedisScriptsTest, LeasesNeverTakeMoreThanRemains) {
+  auto p = window(AlgorithmKind::kFixedWindow, 10, 60'000);
+  auto store = virtualTimeStore(p);
+  auto first = store->decideMany({{"k", 1, 7}}, kMs);
+  ASSERT_TRUE(first.ok() && (*first)[0].ok());
+  EXPECT_EQ((*first)[0]->leased, 7);
+  EXPECT_EQ((*first)[0]->decision.remaining, 2);
+  auto second = store->decideMany({{"k", 1, 7}}, kMs);
+  EXPECT_EQ((*second)[0]->leased, 1);  // min(batch, remaining)
+  EXPECT_EQ((*second)[0]->decision.remaining, 0);
+  ASSERT_TRUE(store->giveBack("k", kMs, 5).ok());
+  EXPECT_EQ(store->decide("k", kMs, 1)->remaining, 4);
+}
+
+}  // namespace
+}  // namespace floodgate::http

@@ -1,0 +1,196 @@
+// SPDX-License-Identifier: MIT
+// Starting, killing and restarting private redis-server processes for the redis tests.
+#include "redis/redis_server.h"
+
+#include <netinet/in.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <thread>
+
+extern char** environ;
+
+namespace floodgate::http::testing {
+
+namespace {
+
+bool portFree(int port) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bool ok = bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+  close(fd);
+  return ok;
+}
+
+// A free port whose cluster bus port (+10000) is free too.
+int freePort() {
+  static int next = 20000 + static_cast<int>(getpid() % 5000) * 4;
+  for (int tries = 0; tries < 5000; ++tries) {
+    int port = next;
+    next = next + 1 >= 30000 ? 20000 : next + 1;
+    if (portFree(port) && portFree(port + 10000)) return port;
+  }
+  return -1;
+}
+
+int run(const std::vector<std::string>& args) {
+  std::vector<char*> argv;
+  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  pid_t pid;
+  if (posix_spawnp(&pid, argv[0], nullptr, nullptr, argv.data(), environ) != 0) return -1;
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+}  // namespace
+
+bool haveRedis() {
+  return run({"sh", "-c",
+              "command -v redis-server >/dev/null && command -v redis-cli >/dev/null"}) == 0;
+}
+
+std::unique_ptr<RedisServer> RedisServer::start(std::vector<std::string> extra_args) {
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    int port = freePort();
+    if (port < 0) return nullptr;
+    std::string dir = (std::filesystem::temp_directory_path() /
+                       ("floodgate-redis-" + std::to_string(getpid()) + "-" + std::to_string(port)))
+                          .string();
+    std::filesystem::create_directories(dir);
+    std::unique_ptr<RedisServer> server(new RedisServer(port, dir, extra_args));
+    if (server->spawn()) return server;
+  }
+  return nullptr;
+}
+
+bool RedisServer::spawn() {
+  std::vector<std::string> args = {"redis-server",
+                                   "--port",
+                                   std::to_string(port_),
+                                   "--bind",
+                                   "127.0.0.1",
+                                   "--dir",
+                                   dir_,
+                                   "--save",
+                                   "",
+                                   "--appendonly",
+                                   "no",
+                                   "--daemonize",
+                                   "no",
+                                   "--logfile",
+                                   dir_ + "/redis.log",
+                                   "--enable-debug-command",
+                                   "yes"};
+  args.insert(args.end(), args_.begin(), args_.end());
+  std::vector<char*> argv;
+  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  pid_t pid = fork();
+  if (pid < 0) return false;
+  if (pid == 0) {
+    // A test that crashes (or is killed by ctest's timeout) takes its servers with it.
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    execvp("redis-server", argv.data());
+    _exit(127);
+  }
+  pid_ = pid;
+  for (int i = 0; i < 200; ++i) {
+    auto pong = command({"PING"});
+    if (pong && pong->str == "PONG") return true;
+    int status;
+    if (waitpid(pid_, &status, WNOHANG) == pid_) {  // exited: port taken after all?
+      pid_ = -1;
+      return false;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  kill();
+  return false;
+}
+
+RedisServer::~RedisServer() {
+  kill();
+  std::error_code ignored;
+  std::filesystem::remove_all(dir_, ignored);
+}
+
+void RedisServer::kill() {
+  if (pid_ <= 0) return;
+  ::kill(pid_, SIGKILL);
+  waitpid(pid_, nullptr, 0);
+  pid_ = -1;
+}
+
+bool RedisServer::restart() {
+  kill();
+  // The port was ours a moment ago; give the kernel a little while to free it.
+  for (int i = 0; i < 50; ++i) {
+    if (spawn()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return false;
+}
+
+Result<redis::Reply> RedisServer::command(const redis::Command& command) const {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  auto connection = redis::Connection::open(address(), deadline);
+  if (!connection) return connection.error();
+  auto replies = (*connection)->pipeline({command}, deadline);
+  if (!replies) return replies.error();
+  return (*replies)[0];
+}
+
+void RedisServer::commandNoWait(const redis::Command& command) const {
+  std::string line = "exec >/dev/null 2>&1; exec redis-cli -p " + std::to_string(port_);
+  for (const std::string& arg : command) line += " '" + arg + "'";
+  std::vector<std::string> args = {"sh", "-c", line};
+  std::thread([args] { run(args); }).detach();
+}
+
+std::unique_ptr<RedisCluster> RedisCluster::start() {
+  auto cluster = std::unique_ptr<RedisCluster>(new RedisCluster);
+  for (int i = 0; i < 3; ++i) {
+    auto node = RedisServer::start({"--cluster-enabled", "yes", "--cluster-config-file",
+                                    "nodes.conf", "--cluster-node-timeout", "2000"});
+    if (!node) return nullptr;
+    cluster->nodes_.push_back(std::move(node));
+  }
+  std::vector<std::string> create = {"redis-cli", "--cluster", "create"};
+  for (const redis::Address& a : cluster->addresses()) create.push_back(a.text());
+  create.insert(create.end(), {"--cluster-replicas", "0", "--cluster-yes"});
+  std::string quiet = "exec >/dev/null 2>&1;";
+  std::string line;
+  for (const std::string& a : create) line += " " + a;
+  if (run({"sh", "-c", quiet + line}) != 0) return nullptr;
+  // The slots are assigned at once, but every node must agree before keys are served.
+  for (int i = 0; i < 300; ++i) {
+    bool ok = true;
+    for (auto& node : cluster->nodes_) {
+      auto info = node->command({"CLUSTER", "INFO"});
+      ok = ok && info && info->str.find("cluster_state:ok") != std::string::npos;
+    }
+    if (ok) return cluster;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return nullptr;
+}
+
+std::vector<redis::Address> RedisCluster::addresses() const {
+  std::vector<redis::Address> out;
+  for (const auto& node : nodes_) out.push_back(node->address());
+  return out;
+}
+
+}  // namespace floodgate::http::testing

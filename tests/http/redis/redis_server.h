@@ -1,0 +1,58 @@
+// SPDX-License-Identifier: MIT
+// Test helpers that run private redis-server processes (one server, or a 3-master cluster)
+// on free loopback ports in temporary directories; never a system Redis.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "http/redis/client.h"
+
+namespace floodgate::http::testing {
+
+// One redis-server child process. Killed (and its directory removed) when destroyed.
+class RedisServer {
+ public:
+  // Starts a server on a free port; nullptr if redis-server is missing or will not start.
+  static std::unique_ptr<RedisServer> start(std::vector<std::string> extra_args = {});
+  ~RedisServer();
+  RedisServer(const RedisServer&) = delete;
+  RedisServer& operator=(const RedisServer&) = delete;
+
+  int port() const { return port_; }
+  redis::Address address() const { return {"127.0.0.1", port_}; }
+  // SIGKILL, as a crash would; then start again on the same port and directory.
+  void kill();
+  bool restart();
+  // Runs one command on its own connection (2 s timeout); an Error if it could not.
+  Result<redis::Reply> command(const redis::Command& command) const;
+  // Sends a command without waiting for its reply (DEBUG SLEEP blocks the server).
+  void commandNoWait(const redis::Command& command) const;
+
+ private:
+  RedisServer(int port, std::string dir, std::vector<std::string> args)
+      : port_(port), dir_(std::move(dir)), args_(std::move(args)) {}
+  bool spawn();
+
+  int port_;
+  std::string dir_;
+  std::vector<std::string> args_;
+  int pid_ = -1;
+};
+
+// Three masters that own all 16384 slots between them.
+class RedisCluster {
+ public:
+  static std::unique_ptr<RedisCluster> start();
+  std::vector<redis::Address> addresses() const;
+  RedisServer& node(size_t i) { return *nodes_[i]; }
+
+ private:
+  std::vector<std::unique_ptr<RedisServer>> nodes_;
+};
+
+// Whether redis-server (and redis-cli, for clusters) can be run here.
+bool haveRedis();
+
+}  // namespace floodgate::http::testing

@@ -1,0 +1,146 @@
+// SPDX-License-Identifier: MIT
+// Deciding remotely while the store answers, and by the failure mode when it does not.
+#include "http/failover_store.h"
+
+#include <algorithm>
+
+namespace floodgate::http {
+
+namespace {
+
+// The limiter refunds on the thread that decided, right after deciding (within check()).
+// A refund of a decision the fallback made must go back to the fallback, not to Redis,
+// or it would give the fleet units it never took. One record per store of the last few
+// fallback admissions on this thread (a request has a handful of policies).
+struct FallbackAdmission {
+  const void* store = nullptr;
+  int64_t admitted_ns = 0;
+  std::string key;
+};
+thread_local std::vector<FallbackAdmission> fallback_admissions;
+constexpr size_t kRememberedAdmissions = 16;
+
+void rememberFallback(const void* store, int64_t admitted_ns, std::string_view key) {
+  if (fallback_admissions.size() >= kRememberedAdmissions) {
+    fallback_admissions.erase(fallback_admissions.begin());
+  }
+  fallback_admissions.push_back({store, admitted_ns, std::string(key)});
+}
+
+// Whether (store, admitted_ns, key) was admitted by the fallback; forgets it if so.
+bool takeFallback(const void* store, int64_t admitted_ns, std::string_view key) {
+  for (auto it = fallback_admissions.begin(); it != fallback_admissions.end(); ++it) {
+    if (it->store == store && it->admitted_ns == admitted_ns && it->key == key) {
+      fallback_admissions.erase(it);
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+AlgorithmParams shareOf(const AlgorithmParams& params, int64_t instances) {
+  AlgorithmParams share = params;
+  instances = std::max<int64_t>(1, instances);
+  share.limit = std::max<int64_t>(1, params.limit / instances);
+  share.capacity = std::max<int64_t>(1, params.capacity / instances);
+  share.rate_per_s = std::max(kMinRatePerS, params.rate_per_s / static_cast<double>(instances));
+  return share;
+}
+
+FailoverStore::FailoverStore(std::unique_ptr<Store> remote, std::unique_ptr<Store> fallback,
+                             FailureMode mode, std::shared_ptr<CircuitBreaker> breaker)
+    : remote_(std::move(remote)),
+      fallback_(std::move(fallback)),
+      mode_(mode),
+      breaker_(std::move(breaker)) {
+  batchable_ = dynamic_cast<RedisStore*>(remote_.get());
+}
+
+Result<Decision> FailoverStore::decide(std::string_view key, int64_t now_ns, int64_t cost) {
+  if (!breaker_->allow()) {
+    return failed(key, now_ns, cost,
+                  Error::failure("shared store unavailable (circuit breaker open)"));
+  }
+  Result<Decision> decided = remote_->decide(key, now_ns, cost);
+  if (decided) {
+    breaker_->onSuccess();
+    return decided;
+  }
+  breaker_->onFailure();
+  store_errors_.fetch_add(1, std::memory_order_relaxed);
+  return failed(key, now_ns, cost, decided.error());
+}
+
+std::vector<Result<Decision>> FailoverStore::decideTogether(const std::vector<Item>& items,
+                                                            int64_t now_ns) {
+  std::vector<Result<Decision>> out;
+  out.reserve(items.size());
+  if (items.empty()) return out;
+  CircuitBreaker& breaker = *items[0].store->breaker_;
+  if (!breaker.allow()) {
+    for (const Item& item : items) {
+      out.push_back(
+          item.store->failed(item.key, now_ns, item.cost,
+                             Error::failure("shared store unavailable (circuit breaker open)")));
+    }
+    return out;
+  }
+  std::vector<RedisStore::Across> across;
+  across.reserve(items.size());
+  for (const Item& item : items)
+    across.push_back({item.store->batchable_, {item.key, item.cost, 0}});
+  auto answers = RedisStore::decideAcross(across, now_ns);
+  bool all_answered = answers.ok();
+  for (size_t i = 0; i < items.size(); ++i) {
+    const Item& item = items[i];
+    if (answers && (*answers)[i]) {
+      out.push_back((*answers)[i]->decision);
+      continue;
+    }
+    all_answered = false;
+    item.store->store_errors_.fetch_add(1, std::memory_order_relaxed);
+    Error error = answers ? (*answers)[i].error() : answers.error();
+    out.push_back(item.store->failed(item.key, now_ns, item.cost, std::move(error)));
+  }
+  // One call: one success or one failure for the breaker.
+  if (all_answered) {
+    breaker.onSuccess();
+  } else {
+    breaker.onFailure();
+  }
+  return out;
+}
+
+Result<Decision> FailoverStore::failed(std::string_view key, int64_t now_ns, int64_t cost,
+                                       Error error) {
+  if (mode_ == FailureMode::kClosed || fallback_ == nullptr) {
+    failed_closed_.fetch_add(1, std::memory_order_relaxed);
+    return error;
+  }
+  Result<Decision> local = fallback_->decide(key, now_ns, cost);
+  if (local && local->allowed()) {
+    fallback_allowed_.fetch_add(1, std::memory_order_relaxed);
+    rememberFallback(this, now_ns, key);
+  } else {
+    fallback_rejected_.fetch_add(1, std::memory_order_relaxed);
+  }
+  return local;
+}
+
+void FailoverStore::refund(std::string_view key, int64_t admitted_ns, int64_t cost) {
+  if (takeFallback(this, admitted_ns, key)) {
+    fallback_->refund(key, admitted_ns, cost);
+    return;
+  }
+  // A refund is a call too: skip it while the store is known to be down.
+  if (breaker_->state() == BreakerState::kClosed) remote_->refund(key, admitted_ns, cost);
+}
+
+FailoverStats FailoverStore::stats() const {
+  return {store_errors_.load(), fallback_allowed_.load(), fallback_rejected_.load(),
+          failed_closed_.load()};
+}
+
+}  // namespace floodgate::http

@@ -1,0 +1,73 @@
+// SPDX-License-Identifier: MIT
+// FailoverStore: a shared store behind a circuit breaker, with the policy's failure mode.
+#pragma once
+
+#include <atomic>
+#include <memory>
+
+#include "http/circuit_breaker.h"
+#include "http/policy.h"
+#include "http/redis_store.h"
+#include "http/store.h"
+
+namespace floodgate::http {
+
+struct FailoverStats {
+  int64_t store_errors = 0;       // calls to the shared store that failed (timeout, down, ...)
+  int64_t fallback_allowed = 0;   // open mode: decided by the local fallback bucket, admitted
+  int64_t fallback_rejected = 0;  // open mode: decided by the local fallback bucket, rejected
+  int64_t failed_closed = 0;      // closed mode: rejected because the store could not answer
+};
+
+// Asks `remote` while the breaker lets it; when the call fails or the breaker is open:
+//   open mode: decides with `fallback`, a local store whose limit is the policy's share
+//     (limit ÷ instances), so an outage admits about the fleet's limit, not everything;
+//   closed mode: returns the error (the limiter answers 503 "store unavailable").
+// Decision latency is bounded by the remote's timeout while it is down or slow, and by
+// nothing at all once the breaker is open. Thread-safe.
+class FailoverStore final : public Store {
+ public:
+  FailoverStore(std::unique_ptr<Store> remote, std::unique_ptr<Store> fallback, FailureMode mode,
+                std::shared_ptr<CircuitBreaker> breaker);
+
+  Result<Decision> decide(std::string_view key, int64_t now_ns, int64_t cost) override;
+  void refund(std::string_view key, int64_t admitted_ns, int64_t cost) override;
+
+  // The plain RedisStore behind this store when its decisions can share a round trip with
+  // other policies' (no prefetch layer between); null otherwise.
+  RedisStore* batchable() const { return batchable_; }
+  // Decides one request in each of `items`' stores, all batchable() on one client and one
+  // breaker, in one round trip; each answer then follows its own store's failure mode.
+  struct Item {
+    FailoverStore* store;
+    std::string_view key;
+    int64_t cost;
+  };
+  static std::vector<Result<Decision>> decideTogether(const std::vector<Item>& items,
+                                                      int64_t now_ns);
+
+  FailoverStats stats() const;
+  Store& remote() { return *remote_; }
+  const CircuitBreaker& breaker() const { return *breaker_; }
+  FailureMode mode() const { return mode_; }
+
+ private:
+  // The answer when the remote could not give one: the fallback's, or `error` (closed).
+  Result<Decision> failed(std::string_view key, int64_t now_ns, int64_t cost, Error error);
+
+  std::unique_ptr<Store> remote_;
+  RedisStore* batchable_ = nullptr;
+  std::unique_ptr<Store> fallback_;  // null in closed mode
+  FailureMode mode_;
+  std::shared_ptr<CircuitBreaker> breaker_;
+  std::atomic<int64_t> store_errors_{0};
+  std::atomic<int64_t> fallback_allowed_{0};
+  std::atomic<int64_t> fallback_rejected_{0};
+  std::atomic<int64_t> failed_closed_{0};
+};
+
+// The local share of a fleet-wide limit for one of `instances`: limit (capacity, rate)
+// divided by the instances, rounded down but at least 1, so the fleet stays within it.
+AlgorithmParams shareOf(const AlgorithmParams& params, int64_t instances);
+
+}  // namespace floodgate::http

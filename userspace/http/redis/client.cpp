@@ -1,0 +1,241 @@
+// SPDX-License-Identifier: MIT
+// Routing commands to servers by slot, one pipeline per server, and following redirections.
+#include "http/redis/client.h"
+
+#include <algorithm>
+#include <map>
+
+namespace floodgate::http::redis {
+
+namespace {
+
+// CRC16-CCITT (XModem), the checksum Redis Cluster assigns slots with.
+constexpr std::array<uint16_t, 256> makeCrcTable() {
+  std::array<uint16_t, 256> table{};
+  for (int i = 0; i < 256; ++i) {
+    uint16_t crc = static_cast<uint16_t>(i << 8);
+    for (int bit = 0; bit < 8; ++bit) {
+      crc = static_cast<uint16_t>((crc & 0x8000) ? (crc << 1) ^ 0x1021 : crc << 1);
+    }
+    table[i] = crc;
+  }
+  return table;
+}
+constexpr auto kCrcTable = makeCrcTable();
+
+uint16_t crc16(std::string_view bytes) {
+  uint16_t crc = 0;
+  for (unsigned char c : bytes) {
+    crc = static_cast<uint16_t>((crc << 8) ^ kCrcTable[((crc >> 8) ^ c) & 0xff]);
+  }
+  return crc;
+}
+
+}  // namespace
+
+uint16_t keySlot(std::string_view key) {
+  size_t open = key.find('{');
+  if (open != std::string_view::npos) {
+    size_t close = key.find('}', open + 1);
+    if (close != std::string_view::npos && close > open + 1) {
+      key = key.substr(open + 1, close - open - 1);
+    }
+  }
+  return crc16(key) & 0x3fff;
+}
+
+// One server's idle connections.
+class Client::Node {
+ public:
+  Node(Address address, size_t max_idle) : address_(std::move(address)), max_idle_(max_idle) {}
+
+  const Address& address() const { return address_; }
+
+  Result<std::unique_ptr<Connection>> acquire(Deadline deadline) {
+    {
+      std::lock_guard lock(mutex_);
+      if (!idle_.empty()) {
+        auto c = std::move(idle_.back());
+        idle_.pop_back();
+        return c;
+      }
+    }
+    return Connection::open(address_, deadline);
+  }
+
+  void release(std::unique_ptr<Connection> connection) {
+    if (connection->broken()) {
+      // The server likely went away: its other idle connections are dead too.
+      std::lock_guard lock(mutex_);
+      idle_.clear();
+      return;
+    }
+    std::lock_guard lock(mutex_);
+    if (idle_.size() < max_idle_) idle_.push_back(std::move(connection));
+  }
+
+ private:
+  Address address_;
+  size_t max_idle_;
+  std::mutex mutex_;
+  std::vector<std::unique_ptr<Connection>> idle_;
+};
+
+Client::Client(ClientOptions options) : options_(std::move(options)) {
+  slots_.fill(-1);
+  for (const Address& seed : options_.seeds) nodeFor(seed);
+  if (!options_.cluster) {
+    slots_.fill(0);  // one server owns every slot
+    slots_known_ = true;
+  }
+}
+
+Client::~Client() = default;
+
+Deadline Client::deadline() const {
+  return std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.timeout_ms);
+}
+
+Client::Node& Client::nodeFor(const Address& address) {
+  for (auto& node : nodes_) {
+    if (node->address() == address) return *node;
+  }
+  nodes_.push_back(std::make_unique<Node>(address, static_cast<size_t>(options_.pool_size)));
+  return *nodes_.back();
+}
+
+Result<std::vector<Reply>> Client::pipelineOn(Node& node, const std::vector<Command>& commands,
+                                              Deadline deadline) {
+  auto connection = node.acquire(deadline);
+  if (!connection) return connection.error();
+  round_trips_.fetch_add(1, std::memory_order_relaxed);
+  auto replies = (*connection)->pipeline(commands, deadline);
+  node.release(std::move(*connection));
+  return replies;
+}
+
+Result<void> Client::refreshSlots(Deadline deadline) {
+  std::vector<Node*> candidates;
+  {
+    std::shared_lock lock(topology_);
+    for (auto& node : nodes_) candidates.push_back(node.get());
+  }
+  std::string last_error = "no cluster node is known";
+  for (Node* node : candidates) {
+    auto replies = pipelineOn(*node, {{"CLUSTER", "SLOTS"}}, deadline);
+    if (!replies) {
+      last_error = replies.error().message;
+      continue;
+    }
+    const Reply& reply = (*replies)[0];
+    if (reply.type != Reply::Type::kArray) {
+      last_error = "redis " + node->address().text() + ": CLUSTER SLOTS: " + reply.str;
+      continue;
+    }
+    std::unique_lock lock(topology_);
+    slots_.fill(-1);
+    for (const Reply& range : reply.elements) {
+      // [start, end, [host, port, id], replicas...]: the first address is the master.
+      if (range.elements.size() < 3 || range.elements[2].elements.size() < 2) continue;
+      const Reply& master = range.elements[2];
+      Address address{master.elements[0].str, static_cast<int>(master.elements[1].integer)};
+      if (address.host.empty()) address.host = node->address().host;
+      nodeFor(address);
+      auto index = static_cast<int16_t>(
+          std::find_if(nodes_.begin(), nodes_.end(),
+                       [&](const auto& n) { return n->address() == address; }) -
+          nodes_.begin());
+      for (int64_t s = range.elements[0].integer; s <= range.elements[1].integer; ++s) {
+        if (s >= 0 && s < static_cast<int64_t>(kSlots)) slots_[s] = index;
+      }
+    }
+    slots_known_ = true;
+    return {};
+  }
+  return Error::failure(last_error);
+}
+
+Result<Reply> Client::redirect(const RoutedCommand& command, Reply reply, Deadline deadline) {
+  for (int hop = 0; hop < 3; ++hop) {
+    bool ask = reply.isError("ASK ");
+    if (!ask && !reply.isError("MOVED ")) return reply;
+    // "MOVED 3999 127.0.0.1:6381": the slot lives there now (ASK: only for this command).
+    size_t space = reply.str.rfind(' ');
+    auto address = Address::parse(reply.str.substr(space + 1));
+    if (!address) return Error::failure("redis: bad redirection '" + reply.str + "'");
+    Node* node;
+    {
+      std::unique_lock lock(topology_);
+      node = &nodeFor(*address);
+      if (!ask) {
+        auto index =
+            static_cast<int16_t>(std::find_if(nodes_.begin(), nodes_.end(),
+                                              [&](const auto& n) { return n.get() == node; }) -
+                                 nodes_.begin());
+        slots_[keySlot(command.key)] = index;
+      }
+    }
+    std::vector<Command> commands;
+    if (ask) commands.push_back({"ASKING"});
+    commands.push_back(command.command);
+    auto replies = pipelineOn(*node, commands, deadline);
+    if (!replies) return replies.error();
+    reply = std::move(replies->back());
+  }
+  return reply;
+}
+
+Result<std::vector<Reply>> Client::run(const std::vector<RoutedCommand>& commands) {
+  return run(commands, deadline());
+}
+
+Result<std::vector<Reply>> Client::run(const std::vector<RoutedCommand>& commands,
+                                       Deadline deadline) {
+  bool known;
+  {
+    std::shared_lock lock(topology_);
+    if (nodes_.empty()) return Error::failure("redis: no server address configured");
+    known = slots_known_;
+  }
+  if (!known) {
+    if (auto refreshed = refreshSlots(deadline); !refreshed) return refreshed.error();
+  }
+  // Group by server, keeping each command's place in the answer.
+  std::map<Node*, std::vector<size_t>> groups;
+  {
+    std::shared_lock lock(topology_);
+    for (size_t i = 0; i < commands.size(); ++i) {
+      int16_t index = slots_[keySlot(commands[i].key)];
+      if (index < 0) index = 0;  // an uncovered slot: any node will redirect us
+      groups[nodes_[index].get()].push_back(i);
+    }
+  }
+  std::vector<Reply> replies(commands.size());
+  bool moved = false;
+  for (auto& [node, indices] : groups) {
+    std::vector<Command> batch;
+    batch.reserve(indices.size());
+    for (size_t i : indices) batch.push_back(commands[i].command);
+    auto got = pipelineOn(*node, batch, deadline);
+    if (!got) return got.error();
+    for (size_t j = 0; j < indices.size(); ++j) {
+      Reply& reply = (*got)[j];
+      if (reply.isError("MOVED ") || reply.isError("ASK ")) {
+        moved = moved || reply.isError("MOVED ");
+        auto followed = redirect(commands[indices[j]], std::move(reply), deadline);
+        if (!followed) return followed.error();
+        replies[indices[j]] = std::move(*followed);
+      } else {
+        replies[indices[j]] = std::move(reply);
+      }
+    }
+  }
+  // Slots moved (resharding, failover): relearn the whole map on the next call.
+  if (moved && options_.cluster) {
+    std::unique_lock lock(topology_);
+    slots_known_ = false;
+  }
+  return replies;
+}
+
+}  // namespace floodgate::http::redis

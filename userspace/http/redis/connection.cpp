@@ -1,0 +1,165 @@
+// SPDX-License-Identifier: MIT
+// A hiredis connection: connect and pipeline with the time left before a deadline.
+#include "http/redis/connection.h"
+
+#include <hiredis/hiredis.h>
+#include <signal.h>
+#include <sys/time.h>
+
+#include <algorithm>
+#include <charconv>
+
+namespace floodgate::http::redis {
+
+namespace {
+
+// What is left of `deadline`, at least 1 ms: hiredis treats a zero timeout as "none".
+timeval remaining(Deadline deadline) {
+  auto left = std::chrono::duration_cast<std::chrono::microseconds>(
+      deadline - std::chrono::steady_clock::now());
+  int64_t us = std::max<int64_t>(1000, left.count());
+  return timeval{static_cast<time_t>(us / 1'000'000), static_cast<suseconds_t>(us % 1'000'000)};
+}
+
+// hiredis write()s to the socket: to a server that died, that raises SIGPIPE, which would
+// kill the service. Block it on this thread around our I/O and swallow any that we caused,
+// rather than change the whole process's signal handling from a library.
+class SigpipeBlock {
+ public:
+  SigpipeBlock() {
+    sigemptyset(&pipe_);
+    sigaddset(&pipe_, SIGPIPE);
+    sigset_t pending;
+    sigpending(&pending);
+    already_pending_ = sigismember(&pending, SIGPIPE) == 1;
+    pthread_sigmask(SIG_BLOCK, &pipe_, &old_);
+  }
+  ~SigpipeBlock() {
+    if (!already_pending_) {
+      sigset_t pending;
+      sigpending(&pending);
+      if (sigismember(&pending, SIGPIPE) == 1) {
+        timespec zero{0, 0};
+        sigtimedwait(&pipe_, nullptr, &zero);
+      }
+    }
+    pthread_sigmask(SIG_SETMASK, &old_, nullptr);
+  }
+  SigpipeBlock(const SigpipeBlock&) = delete;
+  SigpipeBlock& operator=(const SigpipeBlock&) = delete;
+
+ private:
+  sigset_t pipe_;
+  sigset_t old_;
+  bool already_pending_ = false;
+};
+
+Reply copyReply(const redisReply* r) {
+  Reply out;
+  switch (r->type) {
+    case REDIS_REPLY_INTEGER:
+      out.type = Reply::Type::kInteger;
+      out.integer = r->integer;
+      break;
+    case REDIS_REPLY_STRING:
+      out.type = Reply::Type::kString;
+      out.str.assign(r->str, r->len);
+      break;
+    case REDIS_REPLY_STATUS:
+      out.type = Reply::Type::kStatus;
+      out.str.assign(r->str, r->len);
+      break;
+    case REDIS_REPLY_ERROR:
+      out.type = Reply::Type::kError;
+      out.str.assign(r->str, r->len);
+      break;
+    case REDIS_REPLY_ARRAY:
+      out.type = Reply::Type::kArray;
+      out.elements.reserve(r->elements);
+      for (size_t i = 0; i < r->elements; ++i) out.elements.push_back(copyReply(r->element[i]));
+      break;
+    default:
+      out.type = Reply::Type::kNil;
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<Address> Address::parse(const std::string& text) {
+  size_t colon = text.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == text.size()) {
+    return Error::usage("'" + text + "' must be HOST:PORT, e.g. 127.0.0.1:6379");
+  }
+  Address a;
+  a.host = text.substr(0, colon);
+  if (a.host.front() == '[' && a.host.back() == ']') a.host = a.host.substr(1, a.host.size() - 2);
+  const char* begin = text.data() + colon + 1;
+  const char* end = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(begin, end, a.port);
+  if (ec != std::errc() || ptr != end || a.port < 1 || a.port > 65535) {
+    return Error::usage("'" + text + "': the port must be 1-65535");
+  }
+  return a;
+}
+
+Result<std::unique_ptr<Connection>> Connection::open(const Address& address, Deadline deadline) {
+  redisContext* c =
+      redisConnectWithTimeout(address.host.c_str(), address.port, remaining(deadline));
+  if (c == nullptr) return Error::failure("redis " + address.text() + ": out of memory");
+  if (c->err != 0) {
+    std::string why = c->errstr;
+    redisFree(c);
+    return Error::failure("redis " + address.text() + ": cannot connect: " + why);
+  }
+  return std::unique_ptr<Connection>(new Connection(address, c));
+}
+
+Connection::~Connection() { redisFree(context_); }
+
+Error Connection::fail(const std::string& what) {
+  broken_ = true;
+  std::string why = context_->err != 0 ? context_->errstr : "connection lost";
+  // hiredis reports a socket timeout as an I/O error with EAGAIN's text.
+  if (why.find("temporarily unavailable") != std::string::npos) why = "timed out";
+  return Error::failure("redis " + address_.text() + ": " + what + ": " + why);
+}
+
+Result<std::vector<Reply>> Connection::pipeline(const std::vector<Command>& commands,
+                                                Deadline deadline) {
+  if (broken_) return Error::failure("redis " + address_.text() + ": connection is broken");
+  SigpipeBlock no_sigpipe;
+  // SO_SNDTIMEO/SO_RCVTIMEO bound each blocking read and write; re-armed with what is left
+  // before each reply so the whole pipeline ends by the deadline (give or take one read).
+  std::vector<const char*> argv;
+  std::vector<size_t> lengths;
+  for (const Command& command : commands) {
+    argv.clear();
+    lengths.clear();
+    for (const std::string& arg : command) {
+      argv.push_back(arg.data());
+      lengths.push_back(arg.size());
+    }
+    if (redisAppendCommandArgv(context_, static_cast<int>(argv.size()), argv.data(),
+                               lengths.data()) != REDIS_OK) {
+      return fail("cannot queue a command");
+    }
+  }
+  std::vector<Reply> replies;
+  replies.reserve(commands.size());
+  for (size_t i = 0; i < commands.size(); ++i) {
+    if (std::chrono::steady_clock::now() >= deadline) {
+      broken_ = true;
+      return Error::failure("redis " + address_.text() + ": timed out");
+    }
+    redisSetTimeout(context_, remaining(deadline));
+    void* raw = nullptr;
+    if (redisGetReply(context_, &raw) != REDIS_OK || raw == nullptr) return fail("no reply");
+    auto* reply = static_cast<redisReply*>(raw);
+    replies.push_back(copyReply(reply));
+    freeReplyObject(reply);
+  }
+  return replies;
+}
+
+}  // namespace floodgate::http::redis

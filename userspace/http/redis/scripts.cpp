@@ -1,0 +1,346 @@
+// SPDX-License-Identifier: MIT
+// The Lua text of every decide and refund script; each mirrors its in-memory algorithm.
+#include "http/redis/scripts.h"
+
+#include <openssl/sha.h>
+
+#include <cstdio>
+
+namespace floodgate::http::redis {
+
+namespace {
+
+// Shared by every script. Redis 7 replicates a script's effects, not the script, so reading
+// TIME before writing is allowed and replicas store the same state.
+constexpr std::string_view kPrelude = R"lua(
+local function now_us(arg)
+  if arg ~= '' then return tonumber(arg) end
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000000 + tonumber(t[2])
+end
+local function ceildiv(a, b)
+  if a <= 0 then return 0 end
+  return math.ceil(a / b)
+end
+-- Expire the state when it equals an absent key; at least 1 ms.
+local function expire_after(key, us)
+  redis.call('PEXPIRE', key, math.max(1, math.ceil(us / 1000)))
+end
+)lua";
+
+// Exact a*b <=> c*d when each product's smaller factor is below 2^27 and its larger below
+// 2^52 (counts times µs, which as doubles would lose bits): the larger factor is split into
+// 26-bit halves. Returns -1, 0 or 1.
+constexpr std::string_view kMulCmp = R"lua(
+local HALF = 67108864
+local function mul(a, b)
+  if a > b then a, b = b, a end
+  local bh, bl = math.floor(b / HALF), b % HALF
+  local lo = a * bl
+  local hi = a * bh + math.floor(lo / HALF)
+  return hi, lo % HALF
+end
+local function mulcmp(a, b, c, d)
+  local h1, l1 = mul(a, b)
+  local h2, l2 = mul(c, d)
+  if h1 ~= h2 then return h1 < h2 and -1 or 1 end
+  if l1 ~= l2 then return l1 < l2 and -1 or 1 end
+  return 0
+end
+-- floor(a * b / p), exact under the same bounds for a x b and for the answer x p.
+local function muldiv(a, b, p)
+  local q = math.floor(a * (b / p))
+  while q > 0 and mulcmp(q, p, a, b) > 0 do q = q - 1 end
+  while mulcmp(q + 1, p, a, b) <= 0 do q = q + 1 end
+  return q
+end
+)lua";
+
+constexpr std::string_view kFixedWindowDecide = R"lua(
+local now = now_us(ARGV[1])
+local cost, extra = tonumber(ARGV[2]), tonumber(ARGV[3])
+local limit, w = tonumber(ARGV[4]), tonumber(ARGV[5])
+local s = redis.call('HMGET', KEYS[1], 'w', 'n')
+local index, n = tonumber(s[1]) or 0, tonumber(s[2]) or 0
+local current = math.floor(now / w)
+if current > index then index = current; n = 0 end
+local window_end = (index + 1) * w
+local outcome, retry, leased = 0, 0, 0
+if cost > limit then
+  outcome = 2
+elseif n + cost <= limit then
+  n = n + cost
+  leased = math.min(extra, limit - n)
+  n = n + leased
+  redis.call('HSET', KEYS[1], 'w', index, 'n', n)
+  expire_after(KEYS[1], window_end - now)
+else
+  outcome = 1
+  retry = window_end - now
+end
+return {outcome, 0, limit - n, window_end - now, retry, now, leased}
+)lua";
+
+constexpr std::string_view kFixedWindowRefund = R"lua(
+local at, cost, w = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[5])
+local s = redis.call('HMGET', KEYS[1], 'w', 'n')
+if not s[1] then return 0 end
+-- Only while the request's window is the current one; later it no longer matters.
+if math.floor(at / w) ~= tonumber(s[1]) then return 0 end
+redis.call('HSET', KEYS[1], 'n', math.max(0, tonumber(s[2]) - cost))
+return 0
+)lua";
+
+// KEYS[1] = log (sorted set of unit ids scored by arrival µs), KEYS[2] = id sequence.
+constexpr std::string_view kSlidingLogDecide = R"lua(
+local now = now_us(ARGV[1])
+local cost = tonumber(ARGV[2])
+local limit, w = tonumber(ARGV[4]), tonumber(ARGV[5])
+-- An age of a whole window is outside it; a stale now (t > now) is a negative age: inside.
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - w)
+local count = redis.call('ZCARD', KEYS[1])
+local outcome, retry = 0, 0
+local last = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')
+local last_at = last[2] and tonumber(last[2]) or nil
+if cost > limit then
+  outcome = 2
+elseif count + cost <= limit then
+  local at = now
+  if last_at and last_at > now then at = last_at end
+  local id = redis.call('INCRBY', KEYS[2], cost) - cost
+  local args = {}
+  for i = 1, cost do
+    args[#args + 1] = at
+    args[#args + 1] = id + i
+    if #args >= 1000 or i == cost then
+      redis.call('ZADD', KEYS[1], unpack(args))
+      args = {}
+    end
+  end
+  count = count + cost
+  last_at = at
+  expire_after(KEYS[1], last_at + w - now)
+  expire_after(KEYS[2], last_at + w - now)
+else
+  outcome = 1
+  -- The retry fits once the (count + cost - limit) oldest units have aged out.
+  local must = count + cost - limit
+  local oldest = redis.call('ZRANGE', KEYS[1], must - 1, must - 1, 'WITHSCORES')
+  retry = math.max(1, tonumber(oldest[2]) + w - now)
+end
+local reset = 0
+if count > 0 then reset = math.max(0, last_at + w - now) end
+return {outcome, 0, limit - count, reset, retry, now, 0}
+)lua";
+
+constexpr std::string_view kSlidingLogRefund = R"lua(
+local at, cost = tonumber(ARGV[1]), tonumber(ARGV[2])
+-- The request's units are the earliest logged at or after its arrival.
+local ids = redis.call('ZRANGEBYSCORE', KEYS[1], at, '+inf', 'LIMIT', 0, cost)
+if #ids > 0 then redis.call('ZREM', KEYS[1], unpack(ids)) end
+return 0
+)lua";
+
+// Hash fields: w = window index, c = current count, p = previous count. The estimate
+// prev x (W - elapsed) / W + curr is compared multiplied by W, exactly (mulcmp).
+constexpr std::string_view kSlidingCounterDecide = R"lua(
+local now = now_us(ARGV[1])
+local cost = tonumber(ARGV[2])
+local limit, w = tonumber(ARGV[4]), tonumber(ARGV[5])
+local s = redis.call('HMGET', KEYS[1], 'w', 'c', 'p')
+local index, curr, prev = tonumber(s[1]) or 0, tonumber(s[2]) or 0, tonumber(s[3]) or 0
+local current = math.floor(now / w)
+if current == index + 1 then
+  prev = curr; curr = 0
+elseif current > index + 1 then
+  prev = 0; curr = 0
+end
+index = math.max(index, current)
+local start = index * w
+local elapsed = math.min(math.max(now - start, 0), w - 1)
+local outcome, retry = 0, 0
+if cost > limit then
+  outcome = 2
+elseif limit - curr - cost >= 0 and mulcmp(prev, w - elapsed, limit - curr - cost, w) <= 0 then
+  curr = curr + cost
+else
+  outcome = 1
+  local retry_at
+  if curr + cost <= limit then
+    -- Later in this window prev weighs less: prev x (W - e) <= (limit - curr - cost) x W.
+    retry_at = start + w - muldiv(limit - curr - cost, w, prev)
+  else
+    -- In the next window curr becomes prev: curr x (W - e) <= (limit - cost) x W.
+    local e = 0
+    if curr > 0 and limit - cost < curr then
+      e = math.max(0, w - muldiv(limit - cost, w, curr))
+    end
+    retry_at = start + w + e
+  end
+  retry = math.max(1, retry_at - now)
+end
+redis.call('HSET', KEYS[1], 'w', index, 'c', curr, 'p', prev)
+expire_after(KEYS[1], start + 2 * w - now)
+-- remaining = limit - curr - ceil(prev x (W - elapsed) / W)
+local weighted = muldiv(prev, w - elapsed, w)
+if mulcmp(weighted, w, prev, w - elapsed) < 0 then weighted = weighted + 1 end
+local remaining = math.max(0, limit - curr - weighted)
+local reset = 0
+if curr > 0 then reset = start + 2 * w - now elseif prev > 0 then reset = start + w - now end
+return {outcome, 0, remaining, reset, retry, now, 0}
+)lua";
+
+constexpr std::string_view kSlidingCounterRefund = R"lua(
+local at, cost, w = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[5])
+local s = redis.call('HMGET', KEYS[1], 'w', 'c', 'p')
+if not s[1] then return 0 end
+local index = math.floor(at / w)
+if index == tonumber(s[1]) then
+  redis.call('HSET', KEYS[1], 'c', math.max(0, tonumber(s[2]) - cost))
+elseif index == tonumber(s[1]) - 1 then
+  redis.call('HSET', KEYS[1], 'p', math.max(0, tonumber(s[3]) - cost))
+end
+return 0
+)lua";
+
+// Hash fields: m = nanotokens missing from a full bucket, t = time of the last refill (µs).
+constexpr std::string_view kTokenBucketDecide = R"lua(
+local now = now_us(ARGV[1])
+local cost, extra = tonumber(ARGV[2]), tonumber(ARGV[3])
+local capacity, rate = tonumber(ARGV[4]), tonumber(ARGV[5])
+local UNIT = 1000000000
+local s = redis.call('HMGET', KEYS[1], 'm', 't')
+local missing, at = tonumber(s[1]) or 0, tonumber(s[2]) or 0
+if now > at then
+  -- Compare before multiplying so a long idle period stays exact.
+  if now - at >= ceildiv(missing, rate) then missing = 0 else missing = missing - (now - at) * rate end
+  at = now
+end
+local available = capacity * UNIT - missing
+local need = cost * UNIT
+local outcome, retry, leased = 0, 0, 0
+if cost > capacity then
+  outcome = 2
+elseif need <= available then
+  available = available - need
+  leased = math.min(extra, math.floor(available / UNIT))
+  available = available - leased * UNIT
+  missing = capacity * UNIT - available
+else
+  outcome = 1
+  retry = math.max(1, at + ceildiv(need - available, rate) - now)
+end
+local reset = math.max(0, at + ceildiv(missing, rate) - now)
+redis.call('HSET', KEYS[1], 'm', missing, 't', at)
+expire_after(KEYS[1], reset)
+return {outcome, 0, math.floor(available / UNIT), reset, retry, now, leased}
+)lua";
+
+constexpr std::string_view kTokenBucketRefund = R"lua(
+local cost = tonumber(ARGV[2])
+local m = tonumber(redis.call('HGET', KEYS[1], 'm'))
+if not m then return 0 end
+redis.call('HSET', KEYS[1], 'm', math.max(0, m - cost * 1000000000))
+return 0
+)lua";
+
+// One value: the theoretical arrival time (µs). GCRA and the leaky bucket share the
+// arithmetic; the leaky bucket also answers the delay until the request's turn.
+constexpr std::string_view kGcraDecide = R"lua(
+local now = now_us(ARGV[1])
+local cost, extra = tonumber(ARGV[2]), tonumber(ARGV[3])
+local capacity, interval = tonumber(ARGV[4]), tonumber(ARGV[6])
+local queue = ARGV[7] == 'queue'
+local tat = tonumber(redis.call('GET', KEYS[1])) or 0
+local tolerance = capacity * interval
+local start = math.max(tat, now)
+local next_tat = start + cost * interval
+local outcome, delay, retry, leased = 0, 0, 0, 0
+if cost > capacity then
+  outcome = 2
+elseif next_tat - now <= tolerance then
+  tat = next_tat
+  if queue then delay = start - now end
+  leased = math.min(extra, math.floor((tolerance - (tat - now)) / interval))
+  tat = tat + leased * interval
+  redis.call('SET', KEYS[1], tat, 'PX', math.max(1, math.ceil((tat - now) / 1000)))
+else
+  outcome = 1
+  retry = next_tat - tolerance - now
+end
+local used = math.max(0, tat - now)
+return {outcome, delay, math.max(0, math.floor((tolerance - used) / interval)), used, retry, now, leased}
+)lua";
+
+constexpr std::string_view kGcraRefund = R"lua(
+local cost, interval = tonumber(ARGV[2]), tonumber(ARGV[6])
+local tat = tonumber(redis.call('GET', KEYS[1]))
+if not tat then return 0 end
+redis.call('SET', KEYS[1], tat - cost * interval, 'KEEPTTL')
+return 0
+)lua";
+
+Script make(std::initializer_list<std::string_view> parts) {
+  Script s;
+  for (std::string_view part : parts) s.body += part;
+  s.sha1 = sha1Hex(s.body);
+  return s;
+}
+
+}  // namespace
+
+std::string sha1Hex(std::string_view text) {
+  unsigned char digest[SHA_DIGEST_LENGTH];
+  SHA1(reinterpret_cast<const unsigned char*>(text.data()), text.size(), digest);
+  std::string hex(2 * SHA_DIGEST_LENGTH, '0');
+  for (int i = 0; i < SHA_DIGEST_LENGTH; ++i) {
+    std::snprintf(&hex[2 * i], 3, "%02x", digest[i]);
+  }
+  return hex;
+}
+
+const Script& decideScript(AlgorithmKind kind) {
+  static const Script fixed = make({kPrelude, kFixedWindowDecide});
+  static const Script log = make({kPrelude, kSlidingLogDecide});
+  static const Script counter = make({kPrelude, kMulCmp, kSlidingCounterDecide});
+  static const Script bucket = make({kPrelude, kTokenBucketDecide});
+  static const Script gcra = make({kPrelude, kGcraDecide});
+  switch (kind) {
+    case AlgorithmKind::kFixedWindow:
+      return fixed;
+    case AlgorithmKind::kSlidingWindowLog:
+      return log;
+    case AlgorithmKind::kSlidingWindowCounter:
+      return counter;
+    case AlgorithmKind::kTokenBucket:
+      return bucket;
+    case AlgorithmKind::kGcra:
+    case AlgorithmKind::kLeakyBucket:
+      return gcra;
+  }
+  return gcra;
+}
+
+const Script& refundScript(AlgorithmKind kind) {
+  static const Script fixed = make({kFixedWindowRefund});
+  static const Script log = make({kSlidingLogRefund});
+  static const Script counter = make({kSlidingCounterRefund});
+  static const Script bucket = make({kTokenBucketRefund});
+  static const Script gcra = make({kGcraRefund});
+  switch (kind) {
+    case AlgorithmKind::kFixedWindow:
+      return fixed;
+    case AlgorithmKind::kSlidingWindowLog:
+      return log;
+    case AlgorithmKind::kSlidingWindowCounter:
+      return counter;
+    case AlgorithmKind::kTokenBucket:
+      return bucket;
+    case AlgorithmKind::kGcra:
+    case AlgorithmKind::kLeakyBucket:
+      return gcra;
+  }
+  return gcra;
+}
+
+}  // namespace floodgate::http::redis

@@ -1,0 +1,60 @@
+// SPDX-License-Identifier: MIT
+// Putting the store layers together for one policy.
+#include "http/store_factory.h"
+
+#include "http/circuit_breaker.h"
+#include "http/failover_store.h"
+#include "http/memory_store.h"
+#include "http/prefetch_store.h"
+#include "http/redis_store.h"
+
+namespace floodgate::http {
+
+StoreFactory makeStoreFactory(const StoreConfig& store, std::shared_ptr<const Clock> clock) {
+  MemoryStoreOptions memory{store.max_keys, store.shards};
+  if (store.type != "redis") {
+    return [memory](const PolicyConfig&, std::shared_ptr<const Algorithm> algorithm) {
+      return std::make_unique<MemoryStore>(std::move(algorithm), memory);
+    };
+  }
+  redis::ClientOptions options;
+  options.cluster = !store.cluster.empty();
+  options.seeds.clear();
+  for (const std::string& text :
+       options.cluster ? store.cluster : std::vector<std::string>{store.address}) {
+    if (auto address = redis::Address::parse(text)) options.seeds.push_back(*address);
+  }
+  options.timeout_ms = store.timeout_ms;
+  options.pool_size = static_cast<int>(store.pool_size);
+  auto client = std::make_shared<redis::Client>(options);
+  auto breaker = std::make_shared<CircuitBreaker>(
+      CircuitBreakerOptions{static_cast<int>(store.breaker_failures), store.breaker_open_ms},
+      std::move(clock));
+  RedisStoreOptions redis_options;
+  redis_options.prefix = store.prefix;
+  const int64_t instances = store.instances;
+
+  return [=](const PolicyConfig& policy,
+             std::shared_ptr<const Algorithm> /*algorithm*/) -> std::unique_ptr<Store> {
+    auto redis_store =
+        std::make_unique<RedisStore>(client, policy.name, policy.algorithm, redis_options);
+    std::unique_ptr<Store> remote;
+    if (policy.prefetch.enabled) {
+      PrefetchOptions prefetch{policy.prefetch.batch, policy.prefetch.hot_keys,
+                               policy.prefetch.detect_per_s, policy.prefetch.lease_ms};
+      remote = std::make_unique<PrefetchStore>(std::move(redis_store), policy.algorithm.kind,
+                                               std::move(prefetch));
+    } else {
+      remote = std::move(redis_store);
+    }
+    std::unique_ptr<Store> fallback;
+    if (policy.failure_mode == FailureMode::kOpen) {
+      auto share = makeAlgorithm(shareOf(policy.algorithm, instances));
+      if (share) fallback = std::make_unique<MemoryStore>(std::move(*share), memory);
+    }
+    return std::make_unique<FailoverStore>(std::move(remote), std::move(fallback),
+                                           policy.failure_mode, breaker);
+  };
+}
+
+}  // namespace floodgate::http

@@ -1,0 +1,20 @@
+// SPDX-License-Identifier: MIT
+// Builds each policy's store from the `http.store` section: memory, or Redis with failover.
+#pragma once
+
+#include <memory>
+
+#include "http/clock.h"
+#include "http/limiter.h"
+#include "http/policy.h"
+
+namespace floodgate::http {
+
+// memory: a MemoryStore per policy.
+// redis: per policy a RedisStore (inside a PrefetchStore when the policy has `prefetch`),
+// behind a FailoverStore with the policy's failure mode; an open policy's fallback is a
+// MemoryStore holding limit ÷ instances. All policies share one client (its connection
+// pools) and one circuit breaker, since they share the server.
+StoreFactory makeStoreFactory(const StoreConfig& store, std::shared_ptr<const Clock> clock);
+
+}  // namespace floodgate::http
