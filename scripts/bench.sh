@@ -166,6 +166,18 @@ while IFS=$'\t' read -r label per_second; do
   add_row "library" "memory: $label" "$per_second" "M decisions/s" "$baseline" "1 thread, virtual clock"
 done < <(jq -r '.benchmarks[] | [.label, (.items_per_second / 1e6 | . * 1000 | round / 1000)] | @tsv' "$WORK/http.json")
 
+# a million keys: each decision a cache miss; with prefetch, several misses overlap
+"$HTTP_BENCH" --benchmark_filter='BM_ManyKeys<[08]>/algorithm:4/keys:1000000' \
+  --benchmark_min_time="$BENCH_MIN_TIME" --benchmark_out="$WORK/keys.json" \
+  --benchmark_out_format=json >/dev/null
+while IFS=$'\t' read -r ahead threads per_second; do
+  label="memory: gcra, 1M keys, $threads thread(s)"
+  ((ahead > 0)) && label+=", prefetch"
+  add_row "library" "$label" "$per_second" "M decisions/s" "memory: gcra" \
+    "$( ((ahead > 0)) && echo "the key $ahead decisions ahead prefetched" || echo "one at a time")"
+done < <(jq -r '.benchmarks[] | (.name | capture("<(?<a>[0-9]+)>.*threads:(?<t>[0-9]+)")) as $m |
+  [$m.a, $m.t, (.items_per_second / 1e6 | . * 1000 | round / 1000)] | @tsv' "$WORK/keys.json")
+
 echo "==> the Redis store against redis-benchmark's own EVALSHA rate"
 "$REDIS_BENCH" --benchmark_min_time="$BENCH_MIN_TIME" --benchmark_out="$WORK/redis.json" \
   --benchmark_out_format=json >"$WORK/redis.txt"

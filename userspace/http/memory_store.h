@@ -2,6 +2,7 @@
 // MemoryStore: sharded, thread-safe, bounded in-process state for one policy.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <memory>
 #include <mutex>
@@ -44,6 +45,8 @@ class MemoryStore final : public Store {
 
   Result<Decision> decide(std::string_view key, int64_t now_ns, int64_t cost) override;
   void refund(std::string_view key, int64_t admitted_ns, int64_t cost) override;
+  // Prefetches the key's home slot without taking the shard's lock.
+  void prefetch(std::string_view key) const override;
 
   MemoryStoreStats stats() const;
   // Bytes of one slot: key (inline up to 23 bytes), state and tag. A table is 3/8 to 3/4
@@ -83,6 +86,11 @@ class MemoryStore final : public Store {
   struct alignas(64) Shard {
     std::mutex mutex;
     std::vector<Slot, HugePageAllocator<Slot>> slots;  // size a power of two
+    // `slots`' array and size, readable without the lock, for prefetch() only: a stale
+    // pair (the table grew meanwhile) points at memory that may be gone, which a prefetch
+    // instruction may touch harmlessly (it never faults).
+    std::atomic<const Slot*> table_hint{nullptr};
+    std::atomic<size_t> size_hint{0};
     size_t used = 0;
     size_t hand = 0;  // CLOCK hand
     int64_t evicted_idle = 0;
@@ -97,6 +105,7 @@ class MemoryStore final : public Store {
   // The slot for `key`, created (evicting or growing first if needed) when absent.
   Slot& findOrInsert(Shard& shard, uint64_t hash, std::string_view key, int64_t now_ns);
   void grow(Shard& shard);
+  static void publishHint(Shard& shard);
   void evictOne(Shard& shard, int64_t now_ns);
   void erase(Shard& shard, size_t index);
 
