@@ -38,7 +38,7 @@ Status publishToRedis(const HttpConfig& config, const PolicyDocument& document) 
 
 }  // namespace
 
-Result<std::string> publishPolicies(const YAML::Node& http, const HttpConfig& config) {
+Result<PublishReport> publishPolicies(const YAML::Node& http, const HttpConfig& config) {
   PolicyDocument document = renderPolicyDocument(http);
   std::string failures;
   if (!config.publish.file.empty()) {
@@ -53,10 +53,15 @@ Result<std::string> publishPolicies(const YAML::Node& http, const HttpConfig& co
     }
   }
   if (!failures.empty()) return Error::failure("publishing the http policies: " + failures);
-  return document.version;
+  PublishReport report{document.version, {}};
+  if (!config.publish.file.empty()) report.targets.push_back(config.publish.file);
+  if (!config.publish.redis_key.empty()) {
+    report.targets.push_back("redis key " + config.publish.redis_key);
+  }
+  return report;
 }
 
-Result<std::string> publishHttpPolicies(const std::string& config_path) {
+Result<PublishReport> publishHttpPolicies(const std::string& config_path) {
   std::ifstream in(config_path);
   if (!in) return Error::failure(config_path + ": cannot read the config file (check the path)");
   std::stringstream text;

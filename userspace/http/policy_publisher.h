@@ -5,20 +5,27 @@
 #include <yaml-cpp/yaml.h>
 
 #include <string>
+#include <vector>
 
 #include "common/result.h"
 #include "http/policy.h"
 
 namespace floodgate::http {
 
+// What was published, and where ("/run/floodgate/http-policies.yaml", "redis key fg:policies").
+struct PublishReport {
+  std::string version;
+  std::vector<std::string> targets;
+};
+
 // The document of `http` (validated into `config`) to every target of config.publish: the
 // file, written atomically; the Redis key (SET), then its version PUBLISHed on the channel so
-// followers GET it at once. Returns the version. All targets are tried; the error names
+// followers GET it at once. All targets are tried; the error names
 // the ones that failed. Blocking (a Redis round trip, bounded by a few seconds).
-Result<std::string> publishPolicies(const YAML::Node& http, const HttpConfig& config);
+Result<PublishReport> publishPolicies(const YAML::Node& http, const HttpConfig& config);
 
 // Reads `config_path`, validates its `http:` section and publishes it. An error when the
 // file is invalid or has no `http.publish`.
-Result<std::string> publishHttpPolicies(const std::string& config_path);
+Result<PublishReport> publishHttpPolicies(const std::string& config_path);
 
 }  // namespace floodgate::http
