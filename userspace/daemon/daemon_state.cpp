@@ -5,6 +5,7 @@
 #include "common/units.h"
 #include "config/floodgate_config.h"
 #include "daemon/log.h"
+#include "http/policy_publisher.h"
 #include "metrics/collect.h"
 
 namespace floodgate::daemon {
@@ -27,6 +28,19 @@ bool attached(const std::string& interface) {
     if (name == interface) return true;
   }
   return false;
+}
+
+// Hands the http: policies to services (http.publish). A failure leaves the XDP side as
+// applied and the services on the policies they have: logged, never fatal.
+void publishHttpPolicies(const std::string& config_path) {
+  auto report = http::publishHttpPolicies(config_path);
+  if (!report) {
+    logError(report.error().message + " (services keep the policies they have)");
+    return;
+  }
+  std::string where;
+  for (const std::string& target : report->targets) where += (where.empty() ? "" : ", ") + target;
+  logInfo("published http policies version " + report->version + " to " + where);
 }
 
 }  // namespace
@@ -120,6 +134,7 @@ Status DaemonState::applyLocked() {
   for (const auto& options : wanted) configured_.push_back(options.interface);
   allow_ = cfg.allow.value_or(std::vector<Cidr>{});
   syncReportSocket(cfg.http ? cfg.http->escalate : http::EscalateConfig{});
+  if (cfg.http && cfg.http->publish.enabled()) publishHttpPolicies(config_path_);
   return okStatus();
 }
 
