@@ -76,7 +76,8 @@ Result<std::unique_ptr<PolicyFileWatcher>> PolicyFileWatcher::start(
   if (dir.empty()) dir = ".";
   // Missing directory: the once-a-second look still finds the file when it appears.
   inotify_add_watch(watcher->inotify_fd_, dir.c_str(), IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE);
-  stat(watcher->path_.c_str(), &watcher->seen_);  // what the caller loaded is the first seen
+  // seen_ starts empty, so the first look reads the file: a publish between the caller's
+  // read and this start is not missed (the version the caller loaded is left alone).
   watcher->thread_ = std::thread([w = watcher.get()] { w->run(); });
   return watcher;
 }
