@@ -13,14 +13,14 @@ char LICENSE[] SEC("license") = "Dual MIT/GPL";
  * clang 14 folds the copy of a const volatile struct's array to its zero initialiser. */
 struct fl_template tmpl = {};
 
-/* The next source index. Per CPU because BPF_PROG_RUN runs a batch on one CPU; a flood on
- * several CPUs rotates on each, and preemption between two runs on one CPU at worst repeats
- * or skips an index, which a generator can afford. */
+/* Frames sent so far, whose count picks the next source. One counter for every CPU (not
+ * per CPU): the sending thread may move between CPUs, and a per-CPU count would then start
+ * over and repeat sources, which a spoofed-source flood must never do. */
 struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, __u32);
+	__type(value, __u64);
 } next_source SEC(".maps");
 
 SEC("xdp")
@@ -30,15 +30,13 @@ int flood_xdp(struct xdp_md *ctx)
 	__u8 *data_end = (__u8 *)(long)ctx->data_end;
 	const struct fl_template *t = &tmpl;
 	__u32 zero = 0, index;
-	__u32 *next;
+	__u64 *next, count;
 
 	next = bpf_map_lookup_elem(&next_source, &zero);
-	if (!next)
+	if (!next || !t->sources)
 		return XDP_ABORTED;
-	index = *next;
-	if (index >= t->sources)
-		index = 0;
-	*next = index + 1;
+	count = __sync_fetch_and_add(next, 1);
+	index = (__u32)(count % t->sources);
 	if (fl_rewrite(t, index, data, data_end) != 0)
 		return XDP_ABORTED;
 	return XDP_TX;

@@ -4,18 +4,26 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cstdio>
+#include <fstream>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "e2e/lab_network.h"
+#include "traffic/udp_traffic.h"
 
 namespace floodgate::test {
 namespace {
+
+// A real client on the sending side, next to the flood.
+constexpr const char* kLegit = "198.18.0.3";
+constexpr uint16_t kPort = 9999;
 
 class FloodE2eTest : public ::testing::Test {
  protected:
   void SetUp() override {
     if (geteuid() != 0) GTEST_SKIP() << "network namespaces and XDP need root";
-    auto lab = LabNetwork::create({});
+    auto lab = LabNetwork::create({kLegit});
     ASSERT_TRUE(lab.ok()) << lab.error().message;
     lab_ = std::move(*lab);
   }
@@ -77,6 +85,57 @@ TEST_F(FloodE2eTest, Ipv6TcpSynAcrossSlash64sArrivesToo) {
   EXPECT_EQ(report["family"], "ipv6");
   EXPECT_EQ(report["frame_bytes"], 74);
   EXPECT_EQ(counted().first, report["peer_accepted"].get<uint64_t>());
+}
+
+TEST_F(FloodE2eTest, AMillionSpoofedSourcesGetNoMoreThanTheUntrackedLimit) {
+  // a 64k-slot table; each source 100 pps; new sources capped at 1000/s and every source
+  // without a slot sharing 1000 pps: a spoofed flood gets at most 2000/s plus the bursts
+  const std::string config = "/tmp/fg-spoofed-" + std::to_string(getpid()) + ".yaml";
+  std::ofstream(config) << "defaults: {table_size: 65536}\n"
+                        << "rules:\n  - name: per-source\n    limit: {pps: 100, burst: 10}\n"
+                        << "    untracked: {new_sources: 1000, pps: 1000, burst: 100}\n";
+  CommandResult attached = lab_->floodgate({"attach", lab_->targetInterface(), "--config", config});
+  std::remove(config.c_str());
+  ASSERT_EQ(attached.exit_code, 0) << attached.err;
+  UdpCounter receiver;
+  ASSERT_TRUE(receiver.start(lab_->targetNetns(), kPort).ok());
+  Result<UdpSendResult> legit = Error::failure("not run");
+  std::thread legit_sender([&] {
+    legit =
+        sendUdp({lab_->senderNetns(), kLegit, LabNetwork::kTargetAddress, kPort, 2.5, 50, 1, 18});
+  });
+  // every packet from a source never seen before: 1M sources, one packet each
+  nlohmann::json report = flood({"--dst", LabNetwork::kTargetAddress, "--src", "10.0.0.1",
+                                 "--count", "1000000", "--sources", "1000000", "--rate", "500k"});
+  legit_sender.join();
+  usleep(200000);
+  auto received = receiver.stop();
+  ASSERT_FALSE(report.is_discarded());
+  ASSERT_TRUE(legit.ok());
+
+  CommandResult r = lab_->floodgate({"stats", lab_->targetInterface(), "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json stats = nlohmann::json::parse(r.out);
+  uint64_t passed = 0;
+  for (const auto& row : stats["counters"]) {
+    if (row["verdict"] == "pass" && row["reason"] == "default")
+      passed += row["packets"].get<uint64_t>();
+  }
+  const uint64_t legit_passed = received[kLegit];
+  const uint64_t spoofed_passed = passed - std::min(passed, legit->sent);
+  // the flood reached XDP over its sending time; two ticks of slack for the clock and queue
+  const double seconds = report["seconds"].get<double>() + 0.008;
+  const double allowed = 2000 * seconds + 100 + 100 + 2 * 1000 * 0.004;
+  std::printf(
+      "spoofed flood: %llu of %llu frames the peer took passed in %.3f s; the limit "
+      "allows %.0f\n",
+      static_cast<unsigned long long>(spoofed_passed),
+      static_cast<unsigned long long>(report["peer_accepted"].get<uint64_t>()), seconds, allowed);
+  EXPECT_LE(static_cast<double>(spoofed_passed), 1.05 * allowed) << stats["rules"].dump();
+  EXPECT_GT(stats["rules"][0]["sources"]["capped"].get<uint64_t>(), 0u);
+  // the real client kept its slot: everything of it that reached XDP went through
+  EXPECT_GE(legit_passed + report["peer_queue_full"].get<uint64_t>(), legit->sent);
+  EXPECT_GT(legit_passed, 0u);
 }
 
 TEST_F(FloodE2eTest, APeerWithoutXdpIsReportedNotFloodedIntoNothing) {

@@ -2,8 +2,10 @@
 // httpGetIn: setns in a fresh thread, then httplib::Client.
 #include "e2e/netns_http.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <httplib.h>
+#include <netinet/in.h>
 #include <sched.h>
 #include <unistd.h>
 
@@ -24,6 +26,35 @@ HttpReply httpGetIn(const std::string& netns, int port, const std::string& targe
     httplib::Client client("127.0.0.1", port);
     client.set_connection_timeout(2);
     client.set_read_timeout(2);
+    auto res = client.Get(target);
+    if (!res) return;
+    reply.status = res->status;
+    reply.body = res->body;
+    reply.content_type = res->get_header_value("Content-Type");
+  });
+  worker.join();
+  return reply;
+}
+
+HttpReply httpGetFrom(const std::string& netns, const std::string& source, const std::string& host,
+                      int port, const std::string& target, int timeout_s) {
+  HttpReply reply;
+  std::thread worker([&] {
+    int fd = open(netns.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return;
+    int err = setns(fd, CLONE_NEWNET);
+    close(fd);
+    if (err != 0) return;
+    httplib::Client client(host, port);
+    client.set_connection_timeout(timeout_s);
+    client.set_read_timeout(timeout_s);
+    // httplib calls this between socket() and connect(): the moment to pick the source
+    client.set_socket_options([&](socket_t sock) {
+      sockaddr_in local{};
+      local.sin_family = AF_INET;
+      inet_pton(AF_INET, source.c_str(), &local.sin_addr);
+      bind(sock, reinterpret_cast<sockaddr*>(&local), sizeof(local));
+    });
     auto res = client.Get(target);
     if (!res) return;
     reply.status = res->status;

@@ -60,6 +60,9 @@ void BM_HotKeyRealClock(benchmark::State& state) {
 }
 
 // Many keys (range 1) visited in a shuffled order; each thread starts at its own offset.
+// With `kLookAhead` > 0 the caller prefetches the key it will decide that many decisions
+// later, as a server with a queue of requests (or a request under several policies) can.
+template <size_t kLookAhead>
 void BM_ManyKeys(benchmark::State& state) {
   static std::vector<std::string> keys;
   static std::unique_ptr<MemoryStore> store;
@@ -82,6 +85,7 @@ void BM_ManyKeys(benchmark::State& state) {
   for (auto _ : state) {
     now_ns += 1000;
     if (++i == kKeys) i = 0;
+    if constexpr (kLookAhead > 0) store->prefetch(keys[(i + kLookAhead) % kKeys]);
     admitted += store->decide(keys[i], now_ns, 1)->allowed();
   }
   benchmark::DoNotOptimize(admitted);
@@ -96,8 +100,14 @@ constexpr int64_t kGcra = static_cast<int64_t>(AlgorithmKind::kGcra);
 BENCHMARK(BM_HotKey)->DenseRange(0, 5)->Threads(1)->Threads(2)->UseRealTime();
 BENCHMARK(BM_HotKeyRealClock<SteadyClock>)->Arg(kTokenBucket)->Arg(kGcra)->UseRealTime();
 BENCHMARK(BM_HotKeyRealClock<CoarseSteadyClock>)->Arg(kTokenBucket)->Arg(kGcra)->UseRealTime();
-BENCHMARK(BM_ManyKeys)
+BENCHMARK(BM_ManyKeys<0>)
     ->ArgsProduct({{kTokenBucket, kGcra}, {1000, 1'000'000}})
+    ->ArgNames({"algorithm", "keys"})
+    ->Threads(1)
+    ->Threads(2)
+    ->UseRealTime();
+BENCHMARK(BM_ManyKeys<8>)
+    ->ArgsProduct({{kTokenBucket, kGcra}, {1'000'000}})
     ->ArgNames({"algorithm", "keys"})
     ->Threads(1)
     ->Threads(2)

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -32,6 +33,24 @@ TEST(MemoryStore, KeysAreIndependentAndAbsentKeysAreFull) {
   EXPECT_TRUE(b.allowed());
   EXPECT_EQ(b.remaining, 1);
   EXPECT_EQ(store.stats().keys, 2);
+}
+
+TEST(MemoryStore, PrefetchIsOnlyAHintAndSafeWhileTablesGrow) {
+  MemoryStore store(make(bucket(AlgorithmKind::kGcra, 1, 0.001)), {.max_keys = 4096, .shards = 1});
+  std::atomic<bool> done{false};
+  // another thread prefetches while this one makes the table grow several times over
+  std::thread hinter([&] {
+    while (!done) {
+      for (int i = 0; i < 100; ++i) store.prefetch("k" + std::to_string(i));
+      store.prefetch(std::string(1000, 'x'));  // a key longer than kMaxKeyBytes
+    }
+  });
+  for (int i = 0; i < 4000; ++i)
+    ASSERT_TRUE(store.decide("k" + std::to_string(i), 1, 1)->allowed());
+  done = true;
+  hinter.join();
+  EXPECT_EQ(store.stats().keys, 4000) << "a prefetch never creates a key";
+  EXPECT_FALSE(store.decide("k7", 1, 1)->allowed()) << "and never changes one";
 }
 
 TEST(MemoryStore, RotatingKeysCannotGrowItBeyondTheBound) {

@@ -30,6 +30,11 @@ const std::map<std::string, std::set<std::string>>& contractMetrics() {
       {"floodgate_config_reloads_total", {"result"}},
       {"floodgate_config_generation", {}},
       {"floodgate_build_info", {"version"}},
+      {"floodgate_rule_sources_total", {"interface", "rule", "outcome"}},
+      {"floodgate_rule_untracked_packets_total", {"interface", "rule", "verdict"}},
+      {"floodgate_events_total", {"interface", "event"}},
+      {"floodgate_events_dropped_total", {"interface", "reason"}},
+      {"floodgate_http_escalations_total", {"result"}},
   };
   return metrics;
 }

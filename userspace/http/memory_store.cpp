@@ -64,7 +64,15 @@ MemoryStore::MemoryStore(std::shared_ptr<const Algorithm> algorithm, MemoryStore
   size_t max_keys = static_cast<size_t>(std::max<int64_t>(1, options.max_keys));
   keys_per_shard_ = std::max<size_t>(1, (max_keys + shards - 1) / shards);
   shards_ = std::make_unique<Shard[]>(shards);
-  for (size_t i = 0; i < shards; ++i) shards_[i].slots.resize(kInitialSlots);
+  for (size_t i = 0; i < shards; ++i) {
+    shards_[i].slots.resize(kInitialSlots);
+    publishHint(shards_[i]);
+  }
+}
+
+void MemoryStore::publishHint(Shard& shard) {
+  shard.table_hint.store(shard.slots.data(), std::memory_order_relaxed);
+  shard.size_hint.store(shard.slots.size(), std::memory_order_relaxed);
 }
 
 MemoryStore::~MemoryStore() = default;
@@ -96,6 +104,7 @@ void MemoryStore::grow(Shard& shard) {
     shard.slots[i] = std::move(slot);
   }
   shard.hand = 0;
+  publishHint(shard);
 }
 
 void MemoryStore::erase(Shard& shard, size_t index) {
@@ -174,6 +183,16 @@ Result<Decision> MemoryStore::decide(std::string_view key, int64_t now_ns, int64
   std::lock_guard lock(shard.mutex);
   Slot& slot = findOrInsert(shard, hash, key, now_ns);
   return algorithm_->decide(slot.state, now_ns, cost);
+}
+
+void MemoryStore::prefetch(std::string_view key) const {
+  std::string scratch;
+  key = boundedKey(key, scratch);
+  const uint64_t hash = hashOf(key);
+  const Shard& shard = shards_[(hash >> 48) & shard_mask_];
+  const Slot* table = shard.table_hint.load(std::memory_order_relaxed);
+  const size_t size = shard.size_hint.load(std::memory_order_relaxed);
+  if (table != nullptr && size != 0) __builtin_prefetch(&table[home(hash, size)], 1);
 }
 
 void MemoryStore::refund(std::string_view key, int64_t admitted_ns, int64_t cost) {

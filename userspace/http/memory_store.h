@@ -2,6 +2,7 @@
 // MemoryStore: sharded, thread-safe, bounded in-process state for one policy.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <functional>
 #include <memory>
@@ -45,6 +46,8 @@ class MemoryStore final : public Store {
 
   Result<Decision> decide(std::string_view key, int64_t now_ns, int64_t cost) override;
   void refund(std::string_view key, int64_t admitted_ns, int64_t cost) override;
+  // Prefetches the key's home slot without taking the shard's lock.
+  void prefetch(std::string_view key) const override;
 
   // Every key and its state, a shard at a time (each locked while read): for handing the
   // state to the store that replaces this one on a policy change.
@@ -90,6 +93,11 @@ class MemoryStore final : public Store {
   struct alignas(64) Shard {
     std::mutex mutex;
     std::vector<Slot, HugePageAllocator<Slot>> slots;  // size a power of two
+    // `slots`' array and size, readable without the lock, for prefetch() only: a stale
+    // pair (the table grew meanwhile) points at memory that may be gone, which a prefetch
+    // instruction may touch harmlessly (it never faults).
+    std::atomic<const Slot*> table_hint{nullptr};
+    std::atomic<size_t> size_hint{0};
     size_t used = 0;
     size_t hand = 0;  // CLOCK hand
     int64_t evicted_idle = 0;
@@ -104,6 +112,7 @@ class MemoryStore final : public Store {
   // The slot for `key`, created (evicting or growing first if needed) when absent.
   Slot& findOrInsert(Shard& shard, uint64_t hash, std::string_view key, int64_t now_ns);
   void grow(Shard& shard);
+  static void publishHint(Shard& shard);
   void evictOne(Shard& shard, int64_t now_ns);
   void erase(Shard& shard, size_t index);
 

@@ -24,6 +24,11 @@ class Store {
   // Gives back an admitted decide(key, admitted_ns, cost) whose request was rejected by
   // another policy.
   virtual void refund(std::string_view key, int64_t admitted_ns, int64_t cost) = 0;
+
+  // A hint that `key` is about to be decided, so its state can be on its way from memory
+  // meanwhile: a caller with several keys to decide prefetches them all first, and their
+  // cache misses overlap instead of queueing. Stores that cannot use it ignore it.
+  virtual void prefetch(std::string_view key) const { (void)key; }
 };
 
 }  // namespace floodgate::http
