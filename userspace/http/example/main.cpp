@@ -234,7 +234,8 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    int code = app.exit(e);    // prints help, or the usage error
+    return code == 0 ? 0 : 2;  // usage errors exit 2, as floodgate's own
   }
   if (!source.redis_address.empty()) {
     if (auto address = redis::Address::parse(source.redis_address); !address) {
