@@ -46,20 +46,27 @@ void publishHttpPolicies(const std::string& config_path) {
 }  // namespace
 
 Status DaemonState::apply(bool initial) {
-  std::lock_guard lock(mutex_);
-  Status status = applyLocked();
-  if (!initial) {
-    if (status) {
-      ++reloads_success_;
-    } else {
-      ++reloads_failure_;
+  Status status;
+  bool publish = false;
+  {
+    std::lock_guard lock(mutex_);
+    status = applyLocked(publish);
+    if (!initial) {
+      if (status) {
+        ++reloads_success_;
+      } else {
+        ++reloads_failure_;
+      }
     }
+    if (status) ++generation_;
   }
-  if (status) ++generation_;
+  // Outside the lock: a slow Redis must not hold up scrapes. apply() runs on the event loop
+  // only, so publishes happen in the order of the configs applied.
+  if (status && publish) publishHttpPolicies(config_path_);
   return status;
 }
 
-Status DaemonState::applyLocked() {
+Status DaemonState::applyLocked(bool& publish) {
   config::Diagnostics diagnostics;
   config::FloodgateConfig cfg = config::loadConfig(config_path_, diagnostics);
   if (!diagnostics.empty()) {
@@ -134,7 +141,7 @@ Status DaemonState::applyLocked() {
   for (const auto& options : wanted) configured_.push_back(options.interface);
   allow_ = cfg.allow.value_or(std::vector<Cidr>{});
   syncReportSocket(cfg.http ? cfg.http->escalate : http::EscalateConfig{});
-  if (cfg.http && cfg.http->publish.enabled()) publishHttpPolicies(config_path_);
+  publish = cfg.http && cfg.http->publish.enabled();
   return okStatus();
 }
 
