@@ -246,6 +246,55 @@ TEST_F(RunE2eTest, AnInvalidConfigIsCountedAndIgnoredAndAnEditedFileIsReloaded) 
   EXPECT_EQ(httpGetIn(lab_->targetNetns(), kMetricsPort, "/healthz").status, 200);
 }
 
+// The text of `path`, or "" if it cannot be read.
+std::string readText(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// The `version:` line of a published policy document, or "".
+std::string publishedVersion(const std::string& document) {
+  std::istringstream in(document);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("version: ", 0) != 0) continue;
+    std::string version = line.substr(9);
+    if (version.size() >= 2 && version.front() == '"')
+      version = version.substr(1, version.size() - 2);
+    return version;
+  }
+  return "";
+}
+
+TEST_F(RunE2eTest, PublishesTheHttpPoliciesOnStartAndAfterEveryReload) {
+  const std::string published = dir_ + "/run/http-policies.yaml";
+  auto write = [&](int capacity) {
+    std::ofstream(config_) << "interfaces:\n  - name: " << lab_->targetInterface()
+                           << "\nrules:\n  - name: per-source\n    match: {protocol: udp}\n"
+                           << "    limit: {pps: 100, burst: 10}\nhttp:\n  publish: {file: "
+                           << published << "}\n  policies:\n    - {name: per-ip, key: ip, "
+                           << "algorithm: gcra, capacity: " << capacity << ", rate_per_s: 1}\n";
+  };
+  write(10);
+  startDaemon();
+  const std::string first = publishedVersion(readText(published));
+  EXPECT_EQ(first.size(), 16u) << daemon_.log();
+  EXPECT_NE(daemon_.log().find("published http policies version " + first + " to " + published),
+            std::string::npos)
+      << daemon_.log();
+
+  write(20);
+  daemon_.signal(SIGHUP);
+  std::string now = first;
+  for (int i = 0; i < 100 && (now == first || now.empty()); ++i) {
+    usleep(50000);
+    now = publishedVersion(readText(published));
+  }
+  EXPECT_NE(now, first) << daemon_.log();
+  EXPECT_NE(readText(published).find("capacity: 20"), std::string::npos) << readText(published);
+}
+
 TEST_F(RunE2eTest, SigtermDetachesAndHealthzNoticesAnExternalDetach) {
   startDaemon();
   ASSERT_TRUE(attached());

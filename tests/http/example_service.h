@@ -30,6 +30,14 @@ class ExampleService {
     std::ofstream(config_path_) << config_text;
     start({"--config", config_path_, "--listen", "127.0.0.1:0"});
   }
+  // Started with these arguments (plus --listen on a free port), e.g. {"--policies", FILE}.
+  struct Arguments {
+    std::vector<std::string> args;
+  };
+  explicit ExampleService(Arguments arguments) {
+    arguments.args.insert(arguments.args.end(), {"--listen", "127.0.0.1:0"});
+    start(std::move(arguments.args));
+  }
   ~ExampleService() {
     if (pid_ > 0) {
       kill(pid_, SIGTERM);
@@ -38,7 +46,7 @@ class ExampleService {
     }
     if (out_fd_ >= 0) close(out_fd_);
     if (err_fd_ >= 0) close(err_fd_);
-    std::remove(config_path_.c_str());
+    if (!config_path_.empty()) std::remove(config_path_.c_str());
   }
 
   int port() const { return port_; }

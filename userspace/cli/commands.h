@@ -26,5 +26,6 @@ void addReloadCommand(CLI::App& app, Action& selected);
 void addCheckCommand(CLI::App& app, Action& selected);
 void addRunCommand(CLI::App& app, Action& selected);
 void addFloodCommand(CLI::App& app, Action& selected);
+void addHttpCommand(CLI::App& app, Action& selected);  // http publish
 
 }  // namespace floodgate::cli

@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
   floodgate::cli::addCheckCommand(app, selected);
   floodgate::cli::addRunCommand(app, selected);
   floodgate::cli::addFloodCommand(app, selected);
+  floodgate::cli::addHttpCommand(app, selected);
 
   try {
     app.parse(argc, argv);

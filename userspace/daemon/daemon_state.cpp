@@ -5,6 +5,7 @@
 #include "common/units.h"
 #include "config/floodgate_config.h"
 #include "daemon/log.h"
+#include "http/policy_publisher.h"
 #include "metrics/collect.h"
 
 namespace floodgate::daemon {
@@ -29,23 +30,43 @@ bool attached(const std::string& interface) {
   return false;
 }
 
+// Hands the http: policies to services (http.publish). A failure leaves the XDP side as
+// applied and the services on the policies they have: logged, never fatal.
+void publishHttpPolicies(const std::string& config_path) {
+  auto report = http::publishHttpPolicies(config_path);
+  if (!report) {
+    logError(report.error().message + " (services keep the policies they have)");
+    return;
+  }
+  std::string where;
+  for (const std::string& target : report->targets) where += (where.empty() ? "" : ", ") + target;
+  logInfo("published http policies version " + report->version + " to " + where);
+}
+
 }  // namespace
 
 Status DaemonState::apply(bool initial) {
-  std::lock_guard lock(mutex_);
-  Status status = applyLocked();
-  if (!initial) {
-    if (status) {
-      ++reloads_success_;
-    } else {
-      ++reloads_failure_;
+  Status status;
+  bool publish = false;
+  {
+    std::lock_guard lock(mutex_);
+    status = applyLocked(publish);
+    if (!initial) {
+      if (status) {
+        ++reloads_success_;
+      } else {
+        ++reloads_failure_;
+      }
     }
+    if (status) ++generation_;
   }
-  if (status) ++generation_;
+  // Outside the lock: a slow Redis must not hold up scrapes. apply() runs on the event loop
+  // only, so publishes happen in the order of the configs applied.
+  if (status && publish) publishHttpPolicies(config_path_);
   return status;
 }
 
-Status DaemonState::applyLocked() {
+Status DaemonState::applyLocked(bool& publish) {
   config::Diagnostics diagnostics;
   config::FloodgateConfig cfg = config::loadConfig(config_path_, diagnostics);
   if (!diagnostics.empty()) {
@@ -120,6 +141,7 @@ Status DaemonState::applyLocked() {
   for (const auto& options : wanted) configured_.push_back(options.interface);
   allow_ = cfg.allow.value_or(std::vector<Cidr>{});
   syncReportSocket(cfg.http ? cfg.http->escalate : http::EscalateConfig{});
+  publish = cfg.http && cfg.http->publish.enabled();
   return okStatus();
 }
 

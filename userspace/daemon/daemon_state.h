@@ -54,7 +54,8 @@ class DaemonState {
   enum Escalation { kBanned, kAllowListed, kRepeat, kInvalid, kEscalationResults };
 
  private:
-  Status applyLocked();
+  // `publish`: the config asks for its http: section to be published (http.publish).
+  Status applyLocked(bool& publish);
   // Holds `limiter` for `name`, with a reader of its events.
   void hold(const std::string& name, Limiter limiter);
   // Binds, moves or closes the report socket to match the config's http.escalate.

@@ -41,6 +41,8 @@ struct AlgorithmParams {
   int64_t window_ms = 0;
   int64_t capacity = 0;
   double rate_per_s = 0;
+
+  bool operator==(const AlgorithmParams&) const = default;
 };
 
 // Bounds the arithmetic stays exact within; the config parser and the lab enforce them.

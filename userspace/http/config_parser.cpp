@@ -42,6 +42,7 @@ class Parser {
   void parseTrustedProxies(const YAML::Node& node, HttpConfig& config);
   void parseStore(const YAML::Node& node, StoreConfig& store);
   void parseEscalate(const YAML::Node& node, EscalateConfig& escalate);
+  void parsePublish(const YAML::Node& node, PublishConfig& publish);
   std::optional<uint64_t> readDuration(const YAML::Node& node, const std::string& what,
                                        uint64_t min_ns, uint64_t max_ns);
   void parsePrefetch(const YAML::Node& node, const std::string& what, const PolicyConfig& policy,
@@ -126,11 +127,12 @@ HttpConfig Parser::parse(const YAML::Node& http) {
   HttpConfig config;
   if (http.IsNull()) return config;  // `http:` with nothing under it: no policies
   if (!requireMap(http, "http")) return config;
-  rejectUnknownKeys(http, "http", {"trusted_proxies", "store", "policies", "escalate"});
+  rejectUnknownKeys(http, "http", {"trusted_proxies", "store", "policies", "escalate", "publish"});
   if (http["trusted_proxies"]) parseTrustedProxies(http["trusted_proxies"], config);
   if (http["store"]) parseStore(http["store"], config.store);
   if (http["escalate"]) parseEscalate(http["escalate"], config.escalate);
   store_type_ = config.store.type;
+  if (http["publish"]) parsePublish(http["publish"], config.publish);
 
   const YAML::Node policies = http["policies"];
   if (!policies) return config;
@@ -366,6 +368,50 @@ void Parser::parseEscalate(const YAML::Node& node, EscalateConfig& escalate) {
     }
   }
   escalate.enabled = complete;
+}
+
+// publish: {file: PATH, redis_key: KEY, redis_channel: CHANNEL}
+void Parser::parsePublish(const YAML::Node& node, PublishConfig& publish) {
+  if (!requireMap(node, "http.publish")) return;
+  rejectUnknownKeys(node, "http.publish", {"file", "redis_key", "redis_channel"});
+  if (node["file"]) {
+    if (auto path = readString(node["file"], "http.publish.file")) {
+      if (path->front() != '/' || path->back() == '/') {
+        // services run elsewhere: a path relative to this config would mean nothing to them
+        error(node["file"],
+              "http.publish.file must be an absolute file path, e.g. "
+              "/run/floodgate/http-policies.yaml, got '" +
+                  *path + "'");
+      } else {
+        publish.file = *path;
+      }
+    }
+  }
+  if (node["redis_key"]) {
+    if (auto key = readString(node["redis_key"], "http.publish.redis_key")) {
+      if (store_type_ != "redis") {
+        error(node["redis_key"],
+              "http.publish.redis_key needs http.store of type redis (its address is where "
+              "the policies go)");
+      } else {
+        publish.redis_key = *key;
+      }
+    }
+  }
+  if (node["redis_channel"]) {
+    if (!node["redis_key"]) {
+      error(node["redis_channel"], "http.publish.redis_channel needs a redis_key to announce");
+    } else if (auto channel = readString(node["redis_channel"], "http.publish.redis_channel")) {
+      publish.redis_channel = *channel;
+    }
+  }
+  if (!publish.redis_key.empty() && publish.redis_channel.empty()) {
+    publish.redis_channel = publish.redis_key;
+  }
+  if (!node["file"] && !node["redis_key"]) {
+    error(node,
+          "http.publish needs file: PATH or redis_key: KEY (where services read the policies)");
+  }
 }
 
 RouteMatch Parser::parseMatch(const YAML::Node& node, const std::string& what) {

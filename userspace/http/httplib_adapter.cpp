@@ -9,9 +9,12 @@
 
 namespace floodgate::http {
 
-void installRateLimiter(httplib::Server& server, std::shared_ptr<Limiter> limiter,
-                        HttplibOptions options) {
-  server.set_pre_routing_handler([limiter = std::move(limiter), options = std::move(options)](
+namespace {
+
+// `check` decides a request: a Limiter's or a LiveLimiter's check().
+void install(httplib::Server& server, std::function<Verdict(const RequestInfo&)> check,
+             HttplibOptions options) {
+  server.set_pre_routing_handler([check = std::move(check), options = std::move(options)](
                                      const httplib::Request& req, httplib::Response& res) {
     std::string user = options.user_of ? options.user_of(req) : std::string();
     RequestInfo info;
@@ -22,7 +25,7 @@ void installRateLimiter(httplib::Server& server, std::shared_ptr<Limiter> limite
     info.headers.reserve(req.headers.size());
     for (const auto& [name, value] : req.headers) info.headers.emplace_back(name, value);
 
-    Verdict verdict = limiter->check(info);
+    Verdict verdict = check(info);
     if (!verdict.limited()) return httplib::Server::HandlerResponse::Unhandled;
     if (options.on_verdict) options.on_verdict(req, verdict);
     for (const auto& [name, value] : responseHeaders(verdict)) res.set_header(name, value);
@@ -37,6 +40,22 @@ void installRateLimiter(httplib::Server& server, std::shared_ptr<Limiter> limite
     }
     return httplib::Server::HandlerResponse::Unhandled;
   });
+}
+
+}  // namespace
+
+void installRateLimiter(httplib::Server& server, std::shared_ptr<Limiter> limiter,
+                        HttplibOptions options) {
+  install(
+      server, [limiter](const RequestInfo& info) { return limiter->check(info); },
+      std::move(options));
+}
+
+void installRateLimiter(httplib::Server& server, std::shared_ptr<LiveLimiter> limiter,
+                        HttplibOptions options) {
+  install(
+      server, [limiter](const RequestInfo& info) { return limiter->check(info); },
+      std::move(options));
 }
 
 }  // namespace floodgate::http

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "http/limiter.h"
+#include "http/live_limiter.h"
 
 namespace floodgate::http {
 
@@ -29,6 +30,9 @@ struct HttplibOptions {
 // can succeed, and an application/problem+json body naming the violated policies.
 // Thread-safe as the limiter is; `limiter` is kept alive by the server's handler.
 void installRateLimiter(httplib::Server& server, std::shared_ptr<Limiter> limiter,
+                        HttplibOptions options = {});
+// Same with a limiter whose policies are swapped while the server runs (a published source).
+void installRateLimiter(httplib::Server& server, std::shared_ptr<LiveLimiter> limiter,
                         HttplibOptions options = {});
 
 }  // namespace floodgate::http

@@ -6,6 +6,8 @@
 #include <cctype>
 
 #include "http/failover_store.h"
+#include "http/memory_store.h"
+#include "http/state_migration.h"
 #include "http/store_factory.h"
 
 namespace floodgate::http {
@@ -73,20 +75,56 @@ Limiter::Limiter(HttpConfig config, std::shared_ptr<const Clock> clock)
 
 Result<std::unique_ptr<Limiter>> Limiter::create(HttpConfig config,
                                                  std::shared_ptr<const Clock> clock,
-                                                 StoreFactory store_factory) {
+                                                 StoreFactory store_factory,
+                                                 const Limiter* previous) {
   std::unique_ptr<Limiter> limiter(new Limiter(std::move(config), std::move(clock)));
   if (!store_factory) store_factory = makeStoreFactory(limiter->config_.store, limiter->clock_);
+  const int64_t now_ns = limiter->clock_->nowNs();
   for (const PolicyConfig& policy : limiter->config_.policies) {
     auto algorithm = makeAlgorithm(policy.algorithm);
     if (!algorithm) {
       return Error::usage("policy '" + policy.name + "': " + algorithm.error().message);
     }
-    std::unique_ptr<Store> store = store_factory(policy, *algorithm);
+    std::shared_ptr<Store> store;
+    if (previous != nullptr) store = previous->storeToKeep(policy, limiter->config_.store);
+    if (!store) {
+      store = store_factory(policy, *algorithm);
+      if (previous != nullptr) previous->migrateInto(policy, **algorithm, *store, now_ns);
+    }
     auto* failover = dynamic_cast<FailoverStore*>(store.get());
     FailoverStore* batchable = failover != nullptr && failover->batchable() ? failover : nullptr;
     limiter->policies_.push_back({&policy, std::move(*algorithm), std::move(store), batchable});
   }
   return limiter;
+}
+
+const Limiter::CompiledPolicy* Limiter::find(const std::string& name) const {
+  for (const CompiledPolicy& policy : policies_) {
+    if (policy.config->name == name) return &policy;
+  }
+  return nullptr;
+}
+
+std::shared_ptr<Store> Limiter::storeToKeep(const PolicyConfig& policy,
+                                            const StoreConfig& store) const {
+  const CompiledPolicy* old = find(policy.name);
+  if (old == nullptr || !(store == config_.store)) return nullptr;
+  const PolicyConfig& was = *old->config;
+  // match, cost and routes decide which requests reach the state, not what it means
+  bool same_meaning = was.key == policy.key && was.algorithm == policy.algorithm &&
+                      was.failure_mode == policy.failure_mode && was.prefetch == policy.prefetch;
+  return same_meaning ? old->store : nullptr;
+}
+
+void Limiter::migrateInto(const PolicyConfig& policy, const Algorithm& algorithm, Store& into,
+                          int64_t now_ns) const {
+  const CompiledPolicy* old = find(policy.name);
+  if (old == nullptr || !(old->config->key == policy.key)) return;  // other keys: fresh
+  auto* from = dynamic_cast<const MemoryStore*>(old->store.get());
+  auto* to = dynamic_cast<MemoryStore*>(&into);
+  // A shared store (Redis) keeps its state where it is, under the policy's name.
+  if (from == nullptr || to == nullptr) return;
+  migrateStore(*from, *old->algorithm, *to, algorithm, now_ns);
 }
 
 std::string Limiter::keyFor(const PolicyConfig& policy, const RequestInfo& request,

@@ -51,6 +51,9 @@ struct Verdict {
   std::vector<PolicyDecision> decisions;   // every matching policy, in config order
   std::vector<std::string_view> violated;  // names of the policies that rejected
   std::string client_ip;
+  // Set by LiveLimiter: the policy set the pointers above point into, kept alive for as long
+  // as the verdict is (a new set may be swapped in meanwhile).
+  std::shared_ptr<const void> policy_set;
 
   bool allowed() const { return binding.allowed(); }
   bool limited() const { return !decisions.empty(); }
@@ -65,9 +68,15 @@ using StoreFactory = std::function<std::unique_ptr<Store>(
 class Limiter {
  public:
   // A usage error if a policy's algorithm parameters are invalid.
+  // With `previous` (a hot reload), each policy takes over the state of `previous`'s policy
+  // of the same name: the very store when key, algorithm, parameters, prefetch, failure mode
+  // and store settings are all unchanged (the two sets may then decide at the same time,
+  // which stores allow); else, for memory stores with the same key, the state converted to
+  // the new parameters (see state_migration.h); else a fresh store.
   static Result<std::unique_ptr<Limiter>> create(HttpConfig config,
                                                  std::shared_ptr<const Clock> clock,
-                                                 StoreFactory store_factory = {});
+                                                 StoreFactory store_factory = {},
+                                                 const Limiter* previous = nullptr);
 
   // Reserves the request's cost in every matching policy; if any rejects, refunds the ones
   // that admitted, so a rejected request consumes nothing anywhere.
@@ -81,13 +90,19 @@ class Limiter {
   struct CompiledPolicy {
     const PolicyConfig* config;
     std::shared_ptr<const Algorithm> algorithm;
-    std::unique_ptr<Store> store;
+    std::shared_ptr<Store> store;  // shared with the next policy set when it is unchanged
     // Set when the store is Redis behind a failover store: such policies of one request
     // are decided in one round trip.
     FailoverStore* batchable = nullptr;
   };
 
   Limiter(HttpConfig config, std::shared_ptr<const Clock> clock);
+  // The policy named `name`, or null.
+  const CompiledPolicy* find(const std::string& name) const;
+  // The state `policy` takes over from this set (see create()): a store, or null for fresh.
+  std::shared_ptr<Store> storeToKeep(const PolicyConfig& policy, const StoreConfig& store) const;
+  void migrateInto(const PolicyConfig& policy, const Algorithm& algorithm, Store& into,
+                   int64_t now_ns) const;
   // The key `policy` uses for `request`; empty if the request has none (header missing).
   std::string keyFor(const PolicyConfig& policy, const RequestInfo& request,
                      const std::string& client_ip) const;

@@ -206,6 +206,26 @@ void MemoryStore::refund(std::string_view key, int64_t admitted_ns, int64_t cost
   if (!shard.slots[i].empty()) algorithm_->refund(shard.slots[i].state, admitted_ns, cost);
 }
 
+void MemoryStore::forEach(
+    const std::function<void(std::string_view key, const KeyState& state)>& fn) const {
+  for (size_t i = 0; i <= shard_mask_; ++i) {
+    Shard& shard = shards_[i];
+    std::lock_guard lock(shard.mutex);
+    for (const Slot& slot : shard.slots) {
+      if (!slot.empty()) fn(slot.key.view(), slot.state);
+    }
+  }
+}
+
+void MemoryStore::put(std::string_view key, KeyState state, int64_t now_ns) {
+  std::string scratch;
+  key = boundedKey(key, scratch);
+  uint64_t hash = hashOf(key);
+  Shard& shard = shardFor(hash);
+  std::lock_guard lock(shard.mutex);
+  findOrInsert(shard, hash, key, now_ns).state = std::move(state);
+}
+
 MemoryStoreStats MemoryStore::stats() const {
   MemoryStoreStats s;
   for (size_t i = 0; i <= shard_mask_; ++i) {

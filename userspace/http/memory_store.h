@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -47,6 +48,12 @@ class MemoryStore final : public Store {
   void refund(std::string_view key, int64_t admitted_ns, int64_t cost) override;
   // Prefetches the key's home slot without taking the shard's lock.
   void prefetch(std::string_view key) const override;
+
+  // Every key and its state, a shard at a time (each locked while read): for handing the
+  // state to the store that replaces this one on a policy change.
+  void forEach(const std::function<void(std::string_view key, const KeyState& state)>& fn) const;
+  // Sets `key`'s state, inserting it as decide() would (evicting beyond max_keys).
+  void put(std::string_view key, KeyState state, int64_t now_ns);
 
   MemoryStoreStats stats() const;
   // Bytes of one slot: key (inline up to 23 bytes), state and tag. A table is 3/8 to 3/4

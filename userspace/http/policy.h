@@ -28,6 +28,8 @@ enum class KeyKind { kIp, kHeader, kUser };
 struct KeySpec {
   KeyKind kind = KeyKind::kIp;
   std::string header;  // kHeader only
+
+  bool operator==(const KeySpec&) const = default;
 };
 
 // A route that costs more (or less) than the policy's default cost.
@@ -47,6 +49,8 @@ struct PrefetchConfig {
   std::vector<std::string> hot_keys;  // always hot
   int64_t detect_per_s = 0;           // also hot: keys decided this often per second; 0 off
   int64_t lease_ms = 1000;            // buckets: unspent leased units go back after this
+
+  bool operator==(const PrefetchConfig&) const = default;
 };
 
 struct PolicyConfig {
@@ -76,6 +80,8 @@ struct StoreConfig {
   int64_t breaker_failures = 3;
   int64_t breaker_open_ms = 1000;
   std::string prefix = "fg";  // Redis key prefix
+
+  bool operator==(const StoreConfig&) const = default;
 };
 
 // Handing abusers to the XDP layer: a client IP rejected `rejections` times within
@@ -89,11 +95,24 @@ struct EscalateConfig {
   std::string socket = "/run/floodgate/reports.sock";
 };
 
+// Handing the policies to services: `floodgate run` (and `floodgate http publish`) writes
+// the section, with a version, to `file` (atomically: services on this host follow it) and,
+// with the redis store, SETs it at `redis_key` and PUBLISHes the version on `redis_channel`
+// (a fleet follows that). See http/policy_publisher.h.
+struct PublishConfig {
+  std::string file;           // absolute path; empty: no file
+  std::string redis_key;      // empty: not to Redis
+  std::string redis_channel;  // defaults to redis_key
+
+  bool enabled() const { return !file.empty() || !redis_key.empty(); }
+};
+
 struct HttpConfig {
   std::vector<Cidr> trusted_proxies;
   StoreConfig store;
   std::vector<PolicyConfig> policies;
   EscalateConfig escalate;
+  PublishConfig publish;
 };
 
 }  // namespace floodgate::http

@@ -10,13 +10,7 @@
 
 namespace floodgate::http {
 
-StoreFactory makeStoreFactory(const StoreConfig& store, std::shared_ptr<const Clock> clock) {
-  MemoryStoreOptions memory{store.max_keys, store.shards};
-  if (store.type != "redis") {
-    return [memory](const PolicyConfig&, std::shared_ptr<const Algorithm> algorithm) {
-      return std::make_unique<MemoryStore>(std::move(algorithm), memory);
-    };
-  }
+redis::ClientOptions redisClientOptions(const StoreConfig& store) {
   redis::ClientOptions options;
   options.cluster = !store.cluster.empty();
   options.seeds.clear();
@@ -26,7 +20,17 @@ StoreFactory makeStoreFactory(const StoreConfig& store, std::shared_ptr<const Cl
   }
   options.timeout_ms = store.timeout_ms;
   options.pool_size = static_cast<int>(store.pool_size);
-  auto client = std::make_shared<redis::Client>(options);
+  return options;
+}
+
+StoreFactory makeStoreFactory(const StoreConfig& store, std::shared_ptr<const Clock> clock) {
+  MemoryStoreOptions memory{store.max_keys, store.shards};
+  if (store.type != "redis") {
+    return [memory](const PolicyConfig&, std::shared_ptr<const Algorithm> algorithm) {
+      return std::make_unique<MemoryStore>(std::move(algorithm), memory);
+    };
+  }
+  auto client = std::make_shared<redis::Client>(redisClientOptions(store));
   auto breaker = std::make_shared<CircuitBreaker>(
       CircuitBreakerOptions{static_cast<int>(store.breaker_failures), store.breaker_open_ms},
       std::move(clock));

@@ -7,6 +7,7 @@
 #include "http/clock.h"
 #include "http/limiter.h"
 #include "http/policy.h"
+#include "http/redis/client.h"
 
 namespace floodgate::http {
 
@@ -15,6 +16,9 @@ namespace floodgate::http {
 // behind a FailoverStore with the policy's failure mode; an open policy's fallback is a
 // MemoryStore holding limit ÷ instances. All policies share one client (its connection
 // pools) and one circuit breaker, since they share the server.
+// The client options `store` (of type redis) names: its address or cluster, timeout, pool.
+redis::ClientOptions redisClientOptions(const StoreConfig& store);
+
 StoreFactory makeStoreFactory(const StoreConfig& store, std::shared_ptr<const Clock> clock);
 
 }  // namespace floodgate::http

@@ -19,6 +19,7 @@ class FixedWindow final : public Algorithm {
   int64_t quota() const override;
   int64_t windowSeconds() const override;
   size_t stateBytes() const override;
+  int64_t windowNs() const { return window_ns_; }
 
  private:
   int64_t limit_;

@@ -21,6 +21,7 @@ class LeakyBucket final : public Algorithm {
   int64_t quota() const override;
   int64_t windowSeconds() const override;
   size_t stateBytes() const override;
+  int64_t unitIntervalNs() const { return interval_ns_; }
 
  private:
   int64_t capacity_;

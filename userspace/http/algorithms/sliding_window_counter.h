@@ -21,6 +21,7 @@ class SlidingWindowCounter final : public Algorithm {
   int64_t quota() const override;
   int64_t windowSeconds() const override;
   size_t stateBytes() const override;
+  int64_t windowNs() const { return window_ns_; }
 
  private:
   // Moves state to window index (never backwards); returns the index used.

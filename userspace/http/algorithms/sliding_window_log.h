@@ -21,6 +21,7 @@ class SlidingWindowLog final : public Algorithm {
   int64_t quota() const override;
   int64_t windowSeconds() const override;
   size_t stateBytes() const override;
+  int64_t windowNs() const { return window_ns_; }
 
  private:
   // Drops the entries that are out of the window at now_ns.

@@ -22,6 +22,7 @@ class TokenBucket final : public Algorithm {
   int64_t quota() const override;
   int64_t windowSeconds() const override;
   size_t stateBytes() const override;
+  int64_t rateMilliPerS() const { return rate_milli_per_s_; }
 
  private:
   // Adds the tokens earned since the last refill, up to a full bucket.

@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: MIT
-// floodgate-http-example: a small API limited by the config's `http:` section, with /metrics.
+// floodgate-http-example: a small API limited by the config's `http:` section (or by the
+// policies floodgate publishes, followed live), with /metrics.
 #include <httplib.h>
 #include <signal.h>
 
 #include <CLI/CLI.hpp>
 #include <charconv>
+#include <fstream>
 #include <iostream>
+#include <sstream>
 #include <thread>
 
 #include "http/config_parser.h"
@@ -13,6 +16,8 @@
 #include "http/headers.h"
 #include "http/httplib_adapter.h"
 #include "http/offender_reporter.h"
+#include "http/policy_watcher.h"
+#include "http/redis_policy_watcher.h"
 
 namespace {
 
@@ -72,23 +77,76 @@ void addRoutes(httplib::Server& server, example::ServiceMetrics& metrics) {
   server.Get("/healthz", json("/healthz", R"({"ok":true})"));
 }
 
-int run(const std::string& config_path, const std::string& listen) {
+// Where the policies come from: a config file read once, or a published policy file
+// (`floodgate run` / `floodgate http publish` write it) followed while the service runs.
+struct PolicySource {
+  std::string config_path;
+  std::string policies_path;
+  std::string redis_address;  // with redis_key: published to Redis, for a fleet
+  std::string redis_key;
+
+  bool followed() const { return !policies_path.empty() || !redis_key.empty(); }
+};
+
+RedisPolicySource redisSource(const PolicySource& source) {
+  RedisPolicySource redis;
+  redis.client.seeds = {*redis::Address::parse(source.redis_address)};  // checked in main
+  redis.key = source.redis_key;
+  return redis;
+}
+
+// The first policy set; the error is the line(s) to print.
+Result<std::shared_ptr<LiveLimiter>> loadPolicies(const PolicySource& source) {
+  auto clock = std::make_shared<SteadyClock>();
+  if (!source.policies_path.empty()) {
+    std::ifstream in(source.policies_path);
+    if (!in) {
+      return Error::failure(source.policies_path +
+                            ": cannot read the published policies (run 'floodgate http publish "
+                            "--config FILE' or 'floodgate run' with http.publish.file first)");
+    }
+    std::stringstream text;
+    text << in.rdbuf();
+    return makeLiveLimiter(text.str(), source.policies_path, clock);
+  }
+  if (!source.redis_key.empty()) {
+    auto text = fetchPolicyDocument(redisSource(source));
+    if (!text) return Error::failure("floodgate-http-example: error: " + text.error().message);
+    return makeLiveLimiter(*text, "redis:" + source.redis_key, clock);
+  }
+  auto config = loadHttpConfig(source.config_path);
+  if (!config) return config.error();
+  auto made = Limiter::create(std::move(*config), clock);
+  if (!made) return Error::failure("floodgate-http-example: error: " + made.error().message);
+  return std::make_shared<LiveLimiter>(std::shared_ptr<Limiter>(std::move(*made)), "", clock);
+}
+
+int run(const PolicySource& source, const std::string& listen) {
   auto address = parseListen(listen);
   if (!address) {
     std::cerr << "floodgate-http-example: error: " << address.error().message << "\n";
     return 2;
   }
-  auto config = loadHttpConfig(config_path);
-  if (!config) {
-    std::cerr << config.error().message << "\n";
+  auto loaded = loadPolicies(source);
+  if (!loaded) {
+    std::cerr << loaded.error().message << "\n";
     return 1;
   }
-  auto made = Limiter::create(std::move(*config), std::make_shared<SteadyClock>());
-  if (!made) {
-    std::cerr << "floodgate-http-example: error: " << made.error().message << "\n";
-    return 1;
+  std::shared_ptr<LiveLimiter> live = std::move(*loaded);
+  std::unique_ptr<PolicyFileWatcher> file_watcher;
+  std::unique_ptr<RedisPolicyWatcher> redis_watcher;
+  if (!source.policies_path.empty()) {
+    auto started = PolicyFileWatcher::start(source.policies_path, live);
+    if (!started) {
+      std::cerr << "floodgate-http-example: error: " << started.error().message << "\n";
+      return 1;
+    }
+    file_watcher = std::move(*started);
+  } else if (!source.redis_key.empty()) {
+    redis_watcher = RedisPolicyWatcher::start(redisSource(source), live);
   }
-  std::shared_ptr<Limiter> limiter = std::move(*made);
+  // http.escalate is read once, from the first set (the report socket is set up at start).
+  std::shared_ptr<Limiter> limiter = live->current();
   // http.escalate: clients that keep getting rejected are reported to floodgate run
   std::shared_ptr<OffenderReporter> reporter;
   if (limiter->config().escalate.enabled) {
@@ -105,7 +163,9 @@ int run(const std::string& config_path, const std::string& listen) {
   httplib::Server server;
   addRoutes(server, metrics);
   server.Get("/metrics", [&](const httplib::Request&, httplib::Response& res) {
-    res.set_content(metrics.render(*limiter, reporter.get()), "text/plain; version=0.0.4");
+    res.set_content(
+        metrics.render(*live->current(), reporter.get(), source.followed() ? live.get() : nullptr),
+        "text/plain; version=0.0.4");
   });
   HttplibOptions options;
   // A stand-in for authentication: the user the request says it is.
@@ -116,7 +176,8 @@ int run(const std::string& config_path, const std::string& listen) {
     metrics.countResponse(routeLabel(req.path), statusFor(verdict));
     if (reporter) reporter->noteRejection(verdict.client_ip);
   };
-  installRateLimiter(server, limiter, std::move(options));
+  limiter.reset();  // from here on the live set decides
+  installRateLimiter(server, live, std::move(options));
 
   int port = address->port;
   if (port == 0) {
@@ -153,14 +214,46 @@ int run(const std::string& config_path, const std::string& listen) {
 int main(int argc, char** argv) {
   CLI::App app{"floodgate-http-example: a small API rate-limited by a floodgate config",
                "floodgate-http-example"};
-  std::string config_path;
+  PolicySource source;
   std::string listen = "127.0.0.1:8080";
-  app.add_option("--config", config_path, "YAML config with an http: section")->required();
+  auto* config =
+      app.add_option("--config", source.config_path, "YAML config with an http: section");
+  auto* policies = app.add_option("--policies", source.policies_path,
+                                  "Policies published by floodgate (http.publish.file), followed: "
+                                  "a new version applies without a restart");
+  auto* redis = app.add_option("--policy-redis", source.redis_address,
+                               "Redis HOST:PORT the policies are published to (http.publish."
+                               "redis_key), followed through pub/sub");
+  app.add_option("--policy-key", source.redis_key,
+                 "The Redis key of the published policies (with --policy-redis)")
+      ->needs(redis);
+  config->excludes(policies);
+  config->excludes(redis);
+  policies->excludes(redis);
   app.add_option("--listen", listen, "ADDR:PORT to serve on (port 0: any free port)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    int code = app.exit(e);    // prints help, or the usage error
+    return code == 0 ? 0 : 2;  // usage errors exit 2, as floodgate's own
   }
-  return run(config_path, listen);
+  if (!source.redis_address.empty()) {
+    if (auto address = redis::Address::parse(source.redis_address); !address) {
+      std::cerr << "floodgate-http-example: error: --policy-redis " << address.error().message
+                << "\n";
+      return 2;
+    }
+    if (source.redis_key.empty()) {
+      std::cerr << "floodgate-http-example: error: --policy-redis needs --policy-key KEY (the "
+                   "config's http.publish.redis_key)\n";
+      return 2;
+    }
+  }
+  if (source.config_path.empty() && !source.followed()) {
+    std::cerr << "floodgate-http-example: error: give --config FILE (read once), or --policies "
+                 "FILE or --policy-redis HOST:PORT --policy-key KEY (published by floodgate, "
+                 "followed)\n";
+    return 2;
+  }
+  return run(source, listen);
 }

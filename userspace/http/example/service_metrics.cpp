@@ -24,6 +24,16 @@ std::string_view outcomeLabel(Outcome outcome) {
   return "unknown";
 }
 
+// A label value as the exposition format wants it: \, " and newlines escaped.
+std::string labelValue(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '\\' || c == '"') out += '\\';
+    out += c == '\n' ? std::string("\\n") : std::string(1, c);
+  }
+  return out;
+}
+
 }  // namespace
 
 void ServiceMetrics::countResponse(const std::string& route, int code) {
@@ -38,7 +48,8 @@ void ServiceMetrics::countVerdict(const Verdict& verdict) {
   }
 }
 
-std::string ServiceMetrics::render(Limiter& limiter, const OffenderReporter* reporter) const {
+std::string ServiceMetrics::render(Limiter& limiter, const OffenderReporter* reporter,
+                                   const LiveLimiter* live) const {
   std::string out;
   {
     std::lock_guard lock(mutex_);
@@ -83,6 +94,20 @@ std::string ServiceMetrics::render(Limiter& limiter, const OffenderReporter* rep
            std::to_string(reporter->reportsSent()) + "\n";
     out += "floodgate_http_offender_reports_total{result=\"error\"} " +
            std::to_string(reporter->reportErrors()) + "\n";
+  }
+  if (live) {
+    out +=
+        "# HELP floodgate_http_policy_reloads_total Published policy sets, by result (refused: "
+        "invalid, the last good set stays).\n"
+        "# TYPE floodgate_http_policy_reloads_total counter\n"
+        "floodgate_http_policy_reloads_total{result=\"applied\"} " +
+        std::to_string(live->updatesApplied()) +
+        "\nfloodgate_http_policy_reloads_total{result=\"refused\"} " +
+        std::to_string(live->updatesRefused()) +
+        "\n# HELP floodgate_http_policy_version The published policy version enforced (1).\n"
+        "# TYPE floodgate_http_policy_version gauge\n"
+        "floodgate_http_policy_version{version=\"" +
+        labelValue(live->version()) + "\"} 1\n";
   }
   return out + renderSharedStore(limiter);
 }

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "http/limiter.h"
+#include "http/live_limiter.h"
 #include "http/offender_reporter.h"
 
 namespace floodgate::http::example {
@@ -18,6 +19,9 @@ namespace floodgate::http::example {
 //   floodgate_http_decisions_total{policy,outcome} every policy decision (outcome:
 //       allowed | rejected | cost_exceeds_burst | store_unavailable)
 //   floodgate_http_store_keys{policy}              keys held per policy (read at scrape)
+// following published policies (--policies):
+//   floodgate_http_policy_reloads_total{result}    published sets applied | refused
+//   floodgate_http_policy_version{version}         1 for the version enforced
 // and with the redis store:
 //   floodgate_http_store_errors_total{policy}      failed calls to Redis
 //   floodgate_http_store_fallback_decisions_total{policy,mode,outcome}  failure-mode decisions
@@ -30,8 +34,9 @@ class ServiceMetrics {
   void countResponse(const std::string& route, int code);
   void countVerdict(const Verdict& verdict);
   // The whole exposition; `limiter` supplies the store gauges.
-  // `reporter` may be null (no http.escalate).
-  std::string render(Limiter& limiter, const OffenderReporter* reporter = nullptr) const;
+  // `reporter` may be null (no http.escalate); `live` too (policies not followed).
+  std::string render(Limiter& limiter, const OffenderReporter* reporter = nullptr,
+                     const LiveLimiter* live = nullptr) const;
 
  private:
   std::string renderSharedStore(Limiter& limiter) const;

@@ -3,10 +3,12 @@
 #include "http/redis/connection.h"
 
 #include <hiredis/hiredis.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/time.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
 
 namespace floodgate::http::redis {
@@ -123,6 +125,29 @@ Error Connection::fail(const std::string& what) {
   // hiredis reports a socket timeout as an I/O error with EAGAIN's text.
   if (why.find("temporarily unavailable") != std::string::npos) why = "timed out";
   return Error::failure("redis " + address_.text() + ": " + what + ": " + why);
+}
+
+Result<std::optional<Reply>> Connection::receive(Deadline deadline) {
+  if (broken_) return Error::failure("redis " + address_.text() + ": connection is broken");
+  while (true) {
+    void* raw = nullptr;
+    // A reply may already sit in hiredis's buffer, read along with an earlier one.
+    if (redisGetReplyFromReader(context_, &raw) != REDIS_OK) return fail("bad reply");
+    if (raw != nullptr) {
+      auto* reply = static_cast<redisReply*>(raw);
+      Reply out = copyReply(reply);
+      freeReplyObject(reply);
+      return std::optional<Reply>(std::move(out));
+    }
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return std::optional<Reply>();
+    // poll, not a socket timeout: hiredis marks a context that timed out as failed for good
+    pollfd p{context_->fd, POLLIN, 0};
+    int n = poll(&p, 1, static_cast<int>(left.count()));
+    if (n < 0 && errno != EINTR) return fail("poll");
+    if (n > 0 && redisBufferRead(context_) != REDIS_OK) return fail("read");
+  }
 }
 
 Result<std::vector<Reply>> Connection::pipeline(const std::vector<Command>& commands,

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -59,6 +60,10 @@ class Connection {
   // Sends every command in one write and reads their replies in order, all before
   // `deadline`. Redis error replies are replies; only transport failures are Errors.
   Result<std::vector<Reply>> pipeline(const std::vector<Command>& commands, Deadline deadline);
+
+  // Pub/sub: waits for one reply pushed by the server (after a SUBSCRIBE) until `deadline`;
+  // nullopt when none came, and the connection stays usable (unlike a pipeline timeout).
+  Result<std::optional<Reply>> receive(Deadline deadline);
 
   bool broken() const { return broken_; }
   const Address& address() const { return address_; }

@@ -1,0 +1,258 @@
+// SPDX-License-Identifier: MIT
+// Swapping policy sets: state kept for unchanged policies, migrated per algorithm for changed
+// limits (raising never rejects what the old limit admitted), invalid sets refused, checks in
+// flight finishing on the old set, and the file watcher following a published file.
+#include "http/live_limiter.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <random>
+#include <thread>
+
+#include "http/algorithm_harness.h"
+#include "http/atomic_file.h"
+#include "http/config_parser.h"
+#include "http/policy_document.h"
+#include "http/policy_watcher.h"
+#include "http/state_migration.h"
+
+namespace floodgate::http {
+namespace {
+
+using testing::bucket;
+using testing::kMs;
+using testing::window;
+
+HttpConfig parse(const std::string& policies) {
+  auto config = parseHttpConfigText("http:\n  policies:\n" + policies, "test.yaml");
+  EXPECT_TRUE(config.ok()) << config.error().message;
+  return config.ok() ? std::move(*config) : HttpConfig{};
+}
+
+std::string fixedWindow(const std::string& name, int limit) {
+  return "    - {name: " + name +
+         ", key: ip, algorithm: fixed_window, limit: " + std::to_string(limit) +
+         ", window_ms: 60000}\n";
+}
+
+struct Live {
+  std::shared_ptr<ManualClock> clock = std::make_shared<ManualClock>(1'000 * kMs);
+  std::unique_ptr<LiveLimiter> live;
+
+  explicit Live(const std::string& policies) {
+    auto made = Limiter::create(parse(policies), clock);
+    EXPECT_TRUE(made.ok());
+    live = std::make_unique<LiveLimiter>(std::shared_ptr<Limiter>(std::move(*made)), "v1", clock);
+  }
+  bool admits(std::string_view peer = "192.0.2.1") {
+    RequestInfo r;
+    r.method = "GET";
+    r.path = "/";
+    r.peer = peer;
+    return live->check(r).allowed();
+  }
+  int admitted(int tries) {
+    int n = 0;
+    for (int i = 0; i < tries; ++i) n += admits();
+    return n;
+  }
+};
+
+TEST(LiveLimiter, AnUnchangedPolicyKeepsItsStateWhenOthersChange) {
+  Live l(fixedWindow("per-ip", 3));
+  EXPECT_EQ(l.admitted(5), 3);
+  ASSERT_TRUE(
+      l.live->update(parse(fixedWindow("per-ip", 3) + fixedWindow("other", 100)), "v2").ok());
+  EXPECT_EQ(l.live->version(), "v2");
+  EXPECT_FALSE(l.admits()) << "the unchanged policy forgot what was used";
+  EXPECT_EQ(l.live->updatesApplied(), 1);
+}
+
+TEST(LiveLimiter, ARaisedLimitAdmitsTheDifferenceAndALoweredOneAppliesAtOnce) {
+  Live l(fixedWindow("per-ip", 3));
+  EXPECT_EQ(l.admitted(3), 3);
+  ASSERT_TRUE(l.live->update(parse(fixedWindow("per-ip", 5)), "v2").ok());
+  EXPECT_EQ(l.admitted(5), 2) << "the 3 used count against the new limit of 5";
+  ASSERT_TRUE(l.live->update(parse(fixedWindow("per-ip", 2)), "v3").ok());
+  EXPECT_EQ(l.admitted(3), 0);
+  EXPECT_TRUE(l.admits("192.0.2.9")) << "another client is under the new limit";
+}
+
+TEST(LiveLimiter, AnInvalidSetIsRefusedAndTheLastGoodOneStays) {
+  Live l(fixedWindow("per-ip", 3));
+  EXPECT_EQ(l.admitted(3), 3);
+  applyPolicyDocument(*l.live, "version: v2\nhttp: {policies: [{name: x, key: ip}]}\n",
+                      "/run/p.yaml", [](const std::string&) {});
+  EXPECT_EQ(l.live->updatesRefused(), 1);
+  EXPECT_EQ(l.live->version(), "v1");
+  EXPECT_NE(l.live->lastRefusal().find("needs an algorithm"), std::string::npos);
+  EXPECT_FALSE(l.admits()) << "the old set, state and all, still decides";
+
+  std::vector<std::string> lines;
+  applyPolicyDocument(*l.live, "http: {policies: []}\n", "/run/p.yaml",
+                      [&](const std::string& line) { lines.push_back(line); });
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0].find('\n'), std::string::npos);
+  EXPECT_NE(lines[0].find("refused the policies published at /run/p.yaml, keeping version v1"),
+            std::string::npos)
+      << lines[0];
+}
+
+TEST(LiveLimiter, ChecksInFlightFinishOnTheSetTheyStartedWith) {
+  Live l(fixedWindow("per-ip", 1'000'000));
+  std::atomic<bool> stop{false};
+  std::atomic<int64_t> checked{0}, invalid{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 2; ++t) {
+    threads.emplace_back([&] {
+      RequestInfo r;
+      r.method = "GET";
+      r.path = "/";
+      r.peer = "192.0.2.1";
+      while (!stop) {
+        Verdict v = l.live->check(r);
+        // the verdict points into its set, which it keeps alive
+        if (!v.allowed() || v.decisions.size() != 1 || v.decisions[0].policy->name != "per-ip") {
+          ++invalid;
+        }
+        ++checked;
+      }
+    });
+  }
+  for (int i = 0; i < 200; ++i) {
+    ASSERT_TRUE(
+        l.live->update(parse(fixedWindow("per-ip", 1'000'000 - i % 2)), std::to_string(i)).ok());
+  }
+  stop = true;
+  for (auto& t : threads) t.join();
+  EXPECT_GT(checked, 0);
+  EXPECT_EQ(invalid, 0);
+}
+
+// For every algorithm: from many states, raising the limit (and the rate) never rejects a
+// next request that the old parameters would have admitted.
+struct Raise {
+  AlgorithmParams from, to;
+};
+
+TEST(StateMigration, RaisingNeverRejectsWhatTheOldLimitAdmitted) {
+  const std::vector<Raise> raises = {
+      {window(AlgorithmKind::kFixedWindow, 5, 1000), window(AlgorithmKind::kFixedWindow, 8, 1000)},
+      {window(AlgorithmKind::kSlidingWindowLog, 5, 1000),
+       window(AlgorithmKind::kSlidingWindowLog, 9, 1000)},
+      {window(AlgorithmKind::kSlidingWindowCounter, 5, 1000),
+       window(AlgorithmKind::kSlidingWindowCounter, 6, 1000)},
+      {bucket(AlgorithmKind::kTokenBucket, 5, 2), bucket(AlgorithmKind::kTokenBucket, 7, 3.5)},
+      {bucket(AlgorithmKind::kTokenBucket, 5, 2), bucket(AlgorithmKind::kTokenBucket, 5, 2.001)},
+      {bucket(AlgorithmKind::kGcra, 5, 2), bucket(AlgorithmKind::kGcra, 6, 10)},
+      {bucket(AlgorithmKind::kGcra, 5, 2), bucket(AlgorithmKind::kGcra, 5, 2)},
+      {bucket(AlgorithmKind::kLeakyBucket, 5, 2), bucket(AlgorithmKind::kLeakyBucket, 9, 3)},
+  };
+  std::mt19937_64 random(7);
+  for (const Raise& raise : raises) {
+    auto from = *makeAlgorithm(raise.from);
+    auto to = *makeAlgorithm(raise.to);
+    SCOPED_TRACE(std::string(algorithmName(raise.from.kind)));
+    int compared = 0, old_admitted = 0;
+    for (int trial = 0; trial < 300; ++trial) {
+      KeyState state;
+      int64_t now = 10'000 * kMs;
+      for (int i = 0, n = static_cast<int>(random() % 12); i < n; ++i) {
+        now += static_cast<int64_t>(random() % 400) * kMs;
+        from->decide(state, now, 1 + static_cast<int64_t>(random() % 2));
+      }
+      const int64_t swap_ns = now + static_cast<int64_t>(random() % 300) * kMs;
+      std::optional<KeyState> migrated = migrateState(*from, *to, state, swap_ns);
+      KeyState next = migrated ? *migrated : KeyState{};
+      const int64_t at = swap_ns + static_cast<int64_t>(random() % 500) * kMs;
+      const int64_t cost = 1 + static_cast<int64_t>(random() % 3);
+      KeyState old_copy = state;
+      bool old_admits = from->decide(old_copy, at, cost).allowed();
+      bool new_admits = to->decide(next, at, cost).allowed();
+      old_admitted += old_admits;
+      ++compared;
+      EXPECT_TRUE(!old_admits || new_admits) << "trial " << trial << " cost " << cost;
+    }
+    EXPECT_GT(old_admitted, 0);
+    EXPECT_LT(old_admitted, compared) << "some states must be over the old limit";
+  }
+}
+
+TEST(StateMigration, ALoweredBucketKeepsWhatWasUsedAndAnotherAlgorithmStartsFresh) {
+  auto big = *makeAlgorithm(bucket(AlgorithmKind::kTokenBucket, 10, 1));
+  auto small = *makeAlgorithm(bucket(AlgorithmKind::kTokenBucket, 4, 1));
+  KeyState state;
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(big->decide(state, 0, 1).allowed());
+  KeyState lowered = *migrateState(*big, *small, state, 0);
+  EXPECT_EQ(small->decide(lowered, 0, 1).remaining, 0) << "3 used of 4: one left";
+  EXPECT_FALSE(small->decide(lowered, 0, 1).allowed());
+
+  auto gcra = *makeAlgorithm(bucket(AlgorithmKind::kGcra, 10, 1));
+  EXPECT_FALSE(migrateState(*big, *gcra, state, 0).has_value());
+  auto longer = *makeAlgorithm(window(AlgorithmKind::kFixedWindow, 5, 2000));
+  auto shorter = *makeAlgorithm(window(AlgorithmKind::kFixedWindow, 5, 1000));
+  KeyState counted;
+  longer->decide(counted, 0, 5);
+  EXPECT_FALSE(migrateState(*longer, *shorter, counted, 0).has_value())
+      << "counts of another window length mean nothing";
+}
+
+TEST(StateMigration, AMemoryStoreCarriesEveryBusyKeyAcross) {
+  auto from_alg = *makeAlgorithm(bucket(AlgorithmKind::kGcra, 4, 1));
+  auto to_alg = *makeAlgorithm(bucket(AlgorithmKind::kGcra, 8, 1));
+  MemoryStore from(from_alg, {});
+  MemoryStore to(to_alg, {});
+  for (int k = 0; k < 100; ++k) {
+    for (int i = 0; i < 4; ++i) ASSERT_TRUE(from.decide("key" + std::to_string(k), 0, 1).ok());
+  }
+  migrateStore(from, *from_alg, to, *to_alg, 0);
+  EXPECT_EQ(to.stats().keys, 100);
+  for (int k = 0; k < 100; ++k) EXPECT_EQ(to.decide("key" + std::to_string(k), 0, 1)->remaining, 3);
+}
+
+TEST(PolicyFileWatcher, FollowsAFileReplacedByRenameAndRefusesABadOne) {
+  char name[] = "/tmp/fg-watch-XXXXXX";
+  std::string dir = mkdtemp(name);
+  std::string path = dir + "/policies.yaml";
+  auto render = [](int limit) {
+    return renderPolicyDocument(
+        YAML::Load("http:\n  policies:\n" + fixedWindow("per-ip", limit))["http"]);
+  };
+  PolicyDocument first = render(3);
+  ASSERT_TRUE(writeFileAtomically(path, first.text).ok());
+  auto clock = std::make_shared<ManualClock>(1'000 * kMs);
+  auto live = makeLiveLimiter(first.text, path, clock);
+  ASSERT_TRUE(live.ok()) << live.error().message;
+  std::vector<std::string> lines;
+  std::mutex lines_mutex;
+  auto watcher = PolicyFileWatcher::start(path, *live, [&](const std::string& line) {
+    std::lock_guard lock(lines_mutex);
+    lines.push_back(line);
+  });
+  ASSERT_TRUE(watcher.ok()) << watcher.error().message;
+
+  auto waitFor = [&](auto done) {
+    for (int i = 0; i < 100 && !done(); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    return done();
+  };
+  PolicyDocument second = render(5);
+  ASSERT_TRUE(writeFileAtomically(path, second.text).ok());
+  EXPECT_TRUE(waitFor([&] { return (*live)->version() == second.version; }));
+  ASSERT_TRUE(writeFileAtomically(path, "version: x\nhttp: {policies: [{name: y}]}\n").ok());
+  EXPECT_TRUE(waitFor([&] { return (*live)->updatesRefused() == 1; }));
+  EXPECT_EQ((*live)->version(), second.version);
+  watcher->reset();
+  std::filesystem::remove_all(dir);
+  std::lock_guard lock(lines_mutex);
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_NE(lines[0].find("now enforcing policies version " + second.version), std::string::npos);
+  EXPECT_NE(lines[1].find("refused"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace floodgate::http

@@ -1,0 +1,34 @@
+// SPDX-License-Identifier: MIT
+// `floodgate http publish --config FILE`: hands the config's http: policies to services once
+// (what `floodgate run` does on start and on every reload), where http.publish says.
+#include <iostream>
+#include <memory>
+
+#include "cli/commands.h"
+#include "http/policy_publisher.h"
+
+namespace floodgate::cli {
+namespace {
+
+Status publish(const std::string& config) {
+  auto report = http::publishHttpPolicies(config);
+  if (!report) return report.error();
+  std::string where;
+  for (const std::string& target : report->targets) where += (where.empty() ? "" : ", ") + target;
+  std::cout << "published http policies version " << report->version << " to " << where << "\n";
+  return okStatus();
+}
+
+}  // namespace
+
+void addHttpCommand(CLI::App& app, Action& selected) {
+  CLI::App* http = app.add_subcommand("http", "libfloodgate's policies: hand them to services");
+  http->require_subcommand(1);
+  auto config = std::make_shared<std::string>();
+  CLI::App* cmd = http->add_subcommand(
+      "publish", "Publish the config's http: section once, where http.publish says (no root)");
+  cmd->add_option("--config", *config, "floodgate.yaml with http.publish")->required();
+  cmd->callback([config, &selected] { selected = [config] { return publish(*config); }; });
+}
+
+}  // namespace floodgate::cli
