@@ -47,13 +47,16 @@ double redisBenchmarkRate(int pipeline) {
                         " 1 'fg:{bench:k}:s' '' 1 0 1000000 1000000000 1 gcra 2>/dev/null";
   FILE* out = popen(command.c_str(), "r");
   if (out == nullptr) return 0;
-  char line[512];
+  // The whole output first: its progress updates are separated by \r, not \n, so a line
+  // can be longer than any buffer, and the result may straddle two reads.
+  std::string text;
+  char chunk[4096];
+  size_t n = 0;
+  while ((n = fread(chunk, 1, sizeof(chunk), out)) > 0) text.append(chunk, n);
   double rps = 0;
-  while (fgets(line, sizeof(line), out) != nullptr) {
-    // "...: 41152.26 requests per second, p50=..." (the line may carry \r progress first)
-    std::string text(line);
-    size_t at = text.find(" requests per second");
-    if (at == std::string::npos) continue;
+  // "...: 41152.26 requests per second, p50=..."
+  size_t at = text.rfind(" requests per second");
+  if (at != std::string::npos) {
     size_t start = text.rfind(' ', at - 1);
     rps = std::stod(text.substr(start + 1, at - start - 1));
   }
