@@ -16,24 +16,7 @@
 namespace floodgate::test {
 
 HttpReply httpGetIn(const std::string& netns, int port, const std::string& target) {
-  HttpReply reply;
-  std::thread worker([&] {
-    int fd = open(netns.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return;
-    int err = setns(fd, CLONE_NEWNET);
-    close(fd);
-    if (err != 0) return;
-    httplib::Client client("127.0.0.1", port);
-    client.set_connection_timeout(2);
-    client.set_read_timeout(2);
-    auto res = client.Get(target);
-    if (!res) return;
-    reply.status = res->status;
-    reply.body = res->body;
-    reply.content_type = res->get_header_value("Content-Type");
-  });
-  worker.join();
-  return reply;
+  return httpGetFrom(netns, "", "127.0.0.1", port, target);
 }
 
 HttpReply httpGetFrom(const std::string& netns, const std::string& source, const std::string& host,
@@ -49,12 +32,14 @@ HttpReply httpGetFrom(const std::string& netns, const std::string& source, const
     client.set_connection_timeout(timeout_s);
     client.set_read_timeout(timeout_s);
     // httplib calls this between socket() and connect(): the moment to pick the source
-    client.set_socket_options([&](socket_t sock) {
-      sockaddr_in local{};
-      local.sin_family = AF_INET;
-      inet_pton(AF_INET, source.c_str(), &local.sin_addr);
-      bind(sock, reinterpret_cast<sockaddr*>(&local), sizeof(local));
-    });
+    if (!source.empty()) {
+      client.set_socket_options([&](socket_t sock) {
+        sockaddr_in local{};
+        local.sin_family = AF_INET;
+        inet_pton(AF_INET, source.c_str(), &local.sin_addr);
+        bind(sock, reinterpret_cast<sockaddr*>(&local), sizeof(local));
+      });
+    }
     auto res = client.Get(target);
     if (!res) return;
     reply.status = res->status;

@@ -16,7 +16,8 @@ struct HttpReply {
 // GET http://127.0.0.1:PORT/TARGET in `netns` (a /run/netns path), with a 2-second timeout.
 HttpReply httpGetIn(const std::string& netns, int port, const std::string& target);
 
-// GET http://HOST:PORT/TARGET in `netns` from the local address `source`, with a timeout
+// GET http://HOST:PORT/TARGET in `netns` from the local address `source` (empty: the
+// kernel picks it), with a timeout
 // of `timeout_s` seconds for connecting and reading.
 HttpReply httpGetFrom(const std::string& netns, const std::string& source, const std::string& host,
                       int port, const std::string& target, int timeout_s = 2);

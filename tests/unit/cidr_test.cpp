@@ -213,3 +213,19 @@ TEST(FormatAddress, FormatsNetworkOrderBytes) {
 
 }  // namespace
 }  // namespace floodgate
+
+namespace floodgate {
+namespace {
+
+TEST(CidrCovers, APrefixCoversItsAddressesAndLongerPrefixesOfItsFamily) {
+  EXPECT_TRUE(covers(*parseCidr("192.0.2.0/24"), *parseCidr("192.0.2.7")));
+  EXPECT_TRUE(covers(*parseCidr("192.0.2.0/24"), *parseCidr("192.0.2.128/25")));
+  EXPECT_TRUE(covers(*parseCidr("192.0.2.7"), *parseCidr("192.0.2.7")));
+  EXPECT_FALSE(covers(*parseCidr("192.0.2.0/25"), *parseCidr("192.0.2.0/24")));
+  EXPECT_FALSE(covers(*parseCidr("192.0.2.0/24"), *parseCidr("192.0.3.1")));
+  EXPECT_TRUE(covers(*parseCidr("2001:db8::/32"), *parseCidr("2001:db8:1::1")));
+  EXPECT_FALSE(covers(*parseCidr("::/0"), *parseCidr("192.0.2.1"))) << "families differ";
+}
+
+}  // namespace
+}  // namespace floodgate

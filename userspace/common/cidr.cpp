@@ -89,4 +89,11 @@ Result<std::vector<Cidr>> parseCidrs(const std::vector<std::string>& texts) {
   return out;
 }
 
+bool covers(const Cidr& prefix, const Cidr& inner) {
+  if (prefix.family != inner.family || prefix.prefix > inner.prefix) return false;
+  std::array<uint8_t, 16> masked = inner.addr;
+  maskAddress(masked, prefix.prefix);
+  return masked == prefix.addr;
+}
+
 }  // namespace floodgate

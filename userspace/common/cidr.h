@@ -41,4 +41,7 @@ std::string formatAddress(Family family, const uint8_t* bytes);
 // Clears the bits of `addr` below `prefix`.
 void maskAddress(std::array<uint8_t, 16>& addr, int prefix);
 
+// Whether `prefix` covers `inner` (an address or a longer prefix of the same family).
+bool covers(const Cidr& prefix, const Cidr& inner);
+
 }  // namespace floodgate

@@ -11,14 +11,6 @@
 namespace floodgate {
 namespace {
 
-// Whether `ban` covers the masked source `source`.
-bool covers(const Cidr& ban, const Cidr& source) {
-  if (ban.family != source.family || ban.prefix > source.prefix) return false;
-  std::array<uint8_t, 16> masked = source.addr;
-  maskAddress(masked, ban.prefix);
-  return masked == ban.addr;
-}
-
 void markBan(TopRow& row, const Cidr& source, const std::vector<BanEntry>& bans) {
   for (const BanEntry& ban : bans) {
     if (ban.expired || !covers(ban.cidr, source)) continue;

@@ -2,6 +2,8 @@
 // DaemonState: validate everything first, then attach, adopt or reload each interface.
 #include "daemon/daemon_state.h"
 
+#include <algorithm>
+
 #include "common/units.h"
 #include "config/floodgate_config.h"
 #include "daemon/log.h"
@@ -183,12 +185,8 @@ void DaemonState::handleReports() {
     }
     const Cidr& address = received.report->address;
     const std::string text = address.toString();
-    bool allowed = false;
-    for (const Cidr& entry : allow_) {
-      std::array<uint8_t, 16> masked = address.addr;
-      maskAddress(masked, entry.prefix);
-      allowed |= entry.family == address.family && masked == entry.addr;
-    }
+    const bool allowed = std::any_of(allow_.begin(), allow_.end(),
+                                     [&](const Cidr& entry) { return covers(entry, address); });
     if (allowed) {
       ++escalations_[kAllowListed];
       continue;
