@@ -30,7 +30,9 @@ class EscalationTest : public ::testing::Test {
   void TearDown() override { std::filesystem::remove_all(dir_); }
 
   std::unique_ptr<http::OffenderReporter> reporter() {
-    auto made = http::OffenderReporter::create(config_, clock_);
+    http::HttpConfig http;
+    http.escalate = config_;
+    auto made = http::OffenderReporter::create(http, clock_);
     EXPECT_TRUE(made.ok());
     return std::move(*made);
   }
@@ -72,8 +74,8 @@ TEST_F(EscalationTest, AClientIsReportedOnceWhenItCrossesTheLimitWithinTheWindow
   ASSERT_EQ(reports.size(), 1u) << "one report, however long the flood";
   ASSERT_TRUE(reports[0].report.ok());
   EXPECT_EQ(reports[0].report->address.toString(), "198.51.100.7");
-  EXPECT_EQ(reports[0].pid, getpid());
-  EXPECT_EQ(reports[0].uid, getuid());
+  EXPECT_EQ(reports[0].sender,
+            "pid " + std::to_string(getpid()) + " uid " + std::to_string(getuid()));
   EXPECT_EQ(sender->reportsSent(), 1u);
   // after the ban time it may be reported again
   clock_->advanceNs(61'000'000'000);

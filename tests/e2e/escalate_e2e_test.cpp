@@ -3,14 +3,17 @@
 // floodgate-http-example in another across the veth pair. It first gets 429s; the service
 // reports it, `floodgate run` bans it in XDP, and its packets are dropped there (reason
 // ban); when the ban runs out it is served again. A second client under its limit is never
-// affected.
+// affected. The report goes over the controller's Unix socket, or, as in a fleet, through
+// a signed Redis stream (a private redis-server in the service's namespace).
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <fstream>
 #include <thread>
 
+#include "common/command.h"
 #include "e2e/child_process.h"
 #include "e2e/lab_network.h"
 #include "e2e/netns_http.h"
@@ -23,6 +26,7 @@ constexpr const char* kAbuser = "198.18.0.2";
 constexpr const char* kClient = "198.18.0.3";
 constexpr int kServicePort = 8080;
 constexpr int kMetricsPort = 9477;
+constexpr int kRedisPort = 6390;  // inside the target namespace: its own ports
 
 class EscalateE2eTest : public ::testing::Test {
  protected:
@@ -35,19 +39,54 @@ class EscalateE2eTest : public ::testing::Test {
     ASSERT_NE(mkdtemp(dir), nullptr);
     dir_ = dir;
     config_ = dir_ + "/floodgate.yaml";
-    std::ofstream(config_) << "interfaces: [" << lab_->targetInterface() << "]\n"
-                           << "rules:\n  - name: per-source\n    limit: {pps: 100k}\n"
-                           << "http:\n"
-                           << "  policies:\n"
-                           << "    - name: per-ip\n      key: ip\n      algorithm: fixed_window\n"
-                           << "      limit: 5\n      window_ms: 1000\n"
-                           << "  escalate: {rejections: 10, within: 10s, ban: 3s, socket: " << dir_
-                           << "/reports.sock}\n";
   }
   void TearDown() override {
     service_ = ChildProcess();
     daemon_ = ChildProcess();
+    redis_ = ChildProcess();
     if (!dir_.empty()) std::system(("rm -rf " + dir_).c_str());
+  }
+
+  // The config both read: `store` and `escalate` are the lines of http.store and http.escalate.
+  void writeConfig(const std::string& store, const std::string& escalate) {
+    std::ofstream(config_) << "interfaces: [" << lab_->targetInterface() << "]\n"
+                           << "rules:\n  - name: per-source\n    limit: {pps: 100k}\n"
+                           << "http:\n"
+                           << store << "  policies:\n"
+                           << "    - name: per-ip\n      key: ip\n      algorithm: fixed_window\n"
+                           << "      limit: 5\n      window_ms: 1000\n"
+                           << escalate;
+  }
+
+  // Reports over the controller's Unix socket.
+  void configureSocket() {
+    writeConfig("", "  escalate: {rejections: 10, within: 10s, ban: 3s, socket: " + dir_ +
+                        "/reports.sock}\n");
+  }
+
+  // Reports through a Redis stream, signed with the fleet's secret: a redis-server in the
+  // target namespace holds the store's counters and the stream.
+  void configureStream() {
+    const std::string port = std::to_string(kRedisPort);
+    auto redis = ChildProcess::start(
+        {"nsenter", "--net=" + lab_->targetNetns(), "redis-server", "--port", port, "--bind",
+         "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir_},
+        dir_ + "/redis.log");
+    ASSERT_TRUE(redis.ok()) << redis.error().message;
+    redis_ = std::move(*redis);
+    bool up = false;
+    for (int i = 0; i < 100 && !up; ++i) {
+      up = runCommand({"nsenter", "--net=" + lab_->targetNetns(), "redis-cli", "-p", port, "ping"})
+               .out.find("PONG") != std::string::npos;
+      if (!up) usleep(50000);
+    }
+    ASSERT_TRUE(up) << "redis-server did not start in the namespace:\n" << redis_.log();
+    const std::string secret = dir_ + "/reports.key";
+    std::ofstream(secret) << "e2e-secret-of-the-fleet-0123456789\n";
+    ASSERT_EQ(chmod(secret.c_str(), 0600), 0);
+    writeConfig("  store: {type: redis, address: 127.0.0.1:" + port + "}\n",
+                "  escalate: {rejections: 10, within: 10s, ban: 3s, socket: " + dir_ +
+                    "/reports.sock, redis_stream: fg:reports, secret_file: " + secret + "}\n");
   }
 
   void startBoth() {
@@ -71,6 +110,35 @@ class EscalateE2eTest : public ::testing::Test {
     FAIL() << "the example service never answered:\n" << service_.log() << daemon_.log();
   }
 
+  // The abuser floods until its connections stop getting through; everything the test
+  // name promises is checked, `reporter` is how the daemon's log names who reported it.
+  void floodUntilBannedThenServedAgain(const std::string& reporter) {
+    // the abuser: 5 a second are allowed, the rest are 429s with Retry-After
+    int limited = 0, unanswered = 0;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (std::chrono::steady_clock::now() < deadline && unanswered == 0) {
+      HttpReply reply = get(kAbuser, 1);
+      if (reply.status == 429) ++limited;
+      if (reply.status == 0) ++unanswered;  // the XDP ban: the connection never opens
+    }
+    EXPECT_GE(limited, 10) << "the service rejected it before the ban";
+    EXPECT_EQ(unanswered, 1) << "then its connections stopped getting through\n"
+                             << service_.log() << daemon_.log();
+    EXPECT_GT(banDrops(), 0u) << "dropped in XDP with reason ban";
+    const std::string log = daemon_.log();
+    EXPECT_NE(log.find("event=escalated source=198.18.0.2 ban=3s"), std::string::npos) << log;
+    EXPECT_NE(log.find("reporter=\"" + reporter), std::string::npos) << log;
+    // the polite client still gets through during the ban
+    for (int i = 0; i < 3; ++i) EXPECT_EQ(get(kClient).status, 200);
+    // after the ban (3 s from the report) the abuser is served again
+    std::this_thread::sleep_for(std::chrono::milliseconds(3500));
+    EXPECT_EQ(get(kAbuser).status, 200) << daemon_.log();
+    HttpReply metrics = httpGetIn(lab_->targetNetns(), kMetricsPort, "/metrics");
+    EXPECT_NE(metrics.body.find("floodgate_http_escalations_total{result=\"banned\"} 1"),
+              std::string::npos)
+        << metrics.body;
+  }
+
   HttpReply get(const char* source, int timeout_s = 2) {
     return httpGetFrom(lab_->senderNetns(), source, LabNetwork::kTargetAddress, kServicePort,
                        "/api/items", timeout_s);
@@ -88,34 +156,22 @@ class EscalateE2eTest : public ::testing::Test {
 
   std::unique_ptr<LabNetwork> lab_;
   std::string dir_, config_;
-  ChildProcess daemon_, service_;  // after lab_: gone before the namespaces
+  ChildProcess redis_, daemon_, service_;  // after lab_: gone before the namespaces
 };
 
 TEST_F(EscalateE2eTest, AnAbuserGets429sThenAnXdpBanThatEndsWhileAPoliteClientIsUntouched) {
+  configureSocket();
   startBoth();
-  // the abuser: 5 a second are allowed, the rest are 429s with Retry-After
-  int ok = 0, limited = 0, unanswered = 0;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-  while (std::chrono::steady_clock::now() < deadline && unanswered == 0) {
-    HttpReply reply = get(kAbuser, 1);
-    if (reply.status == 200) ++ok;
-    if (reply.status == 429) ++limited;
-    if (reply.status == 0) ++unanswered;  // the XDP ban: the connection never opens
+  floodUntilBannedThenServedAgain("pid ");
+}
+
+TEST_F(EscalateE2eTest, AFleetServiceReportsThroughTheSignedRedisStream) {
+  if (runCommand({"sh", "-c", "command -v redis-server && command -v redis-cli"}).exit_code != 0) {
+    GTEST_SKIP() << "redis-server or redis-cli is not installed (scripts/test.sh installs them)";
   }
-  EXPECT_GE(limited, 10) << "the service rejected it before the ban";
-  EXPECT_EQ(unanswered, 1) << "then its connections stopped getting through";
-  EXPECT_GT(banDrops(), 0u) << "dropped in XDP with reason ban";
-  EXPECT_NE(daemon_.log().find("event=escalated source=198.18.0.2 ban=3s"), std::string::npos)
-      << daemon_.log();
-  // the polite client still gets through during the ban
-  for (int i = 0; i < 3; ++i) EXPECT_EQ(get(kClient).status, 200);
-  // after the ban (3 s from the report) the abuser is served again
-  std::this_thread::sleep_for(std::chrono::milliseconds(3500));
-  EXPECT_EQ(get(kAbuser).status, 200) << daemon_.log();
-  HttpReply metrics = httpGetIn(lab_->targetNetns(), kMetricsPort, "/metrics");
-  EXPECT_NE(metrics.body.find("floodgate_http_escalations_total{result=\"banned\"} 1"),
-            std::string::npos)
-      << metrics.body;
+  configureStream();
+  startBoth();
+  floodUntilBannedThenServedAgain("redis entry ");
 }
 
 }  // namespace

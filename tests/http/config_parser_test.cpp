@@ -3,6 +3,11 @@
 #include "http/config_parser.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
 
 namespace floodgate::http {
 namespace {
@@ -130,6 +135,50 @@ TEST(HttpConfig, EscalateHandsRepeatOffendersToTheController) {
   EXPECT_EQ(firstError("http:\n  escalate: {rejections: 5, within: 10s, ban: 1m, socket: x}\n"),
             "f.yaml:2:59: http.escalate.socket must be an absolute path shorter than 108 "
             "characters (a Unix socket address)");
+}
+
+TEST(HttpConfig, EscalateThroughARedisStreamNeedsTheRedisStoreAndASecret) {
+  char dir[] = "/tmp/fg-config-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string secret = std::string(dir) + "/reports.key";
+  std::ofstream(secret) << "0123456789abcdef0123456789abcdef\n";
+  ASSERT_EQ(chmod(secret.c_str(), 0600), 0);
+  const std::string redis = "http:\n  store: {type: redis, address: 127.0.0.1:6379}\n";
+  auto config = parseHttpConfigText(
+      redis +
+          "  escalate: {rejections: 5, within: 10s, ban: 1m, redis_stream: fg:reports, "
+          "secret_file: " +
+          secret + "}\n",
+      "f.yaml");
+  ASSERT_TRUE(config.ok()) << config.error().message;
+  EXPECT_TRUE(config->escalate.enabled);
+  EXPECT_EQ(config->escalate.redis_stream, "fg:reports");
+  EXPECT_EQ(config->escalate.secret, "0123456789abcdef0123456789abcdef");
+
+  EXPECT_EQ(firstError("http:\n  escalate: {rejections: 5, within: 10s, ban: 1m, "
+                       "redis_stream: fg:reports, secret_file: " +
+                       secret + "}\n"),
+            "f.yaml:2:65: http.escalate.redis_stream needs http.store of type redis (its servers "
+            "hold the stream)");
+  EXPECT_EQ(firstError(redis + "  escalate: {rejections: 5, within: 10s, ban: 1m, "
+                               "redis_stream: fg:reports}\n"),
+            "f.yaml:3:13: http.escalate.redis_stream needs secret_file: PATH, a secret shared by "
+            "the fleet that signs every report (anyone able to write to Redis could ban "
+            "addresses otherwise)");
+  EXPECT_EQ(firstError(redis + "  escalate: {rejections: 5, within: 10s, ban: 1m, "
+                               "redis_stream: s, secret_file: reports.key}\n"),
+            "f.yaml:3:81: http.escalate.secret_file must be an absolute path, got 'reports.key'");
+  EXPECT_NE(firstError(redis + "  escalate: {rejections: 5, within: 10s, ban: 1m, "
+                               "redis_stream: s, secret_file: /nonexistent/k}\n")
+                .find("/nonexistent/k does not exist"),
+            std::string::npos);
+  EXPECT_EQ(firstError(redis +
+                       "  escalate: {rejections: 5, within: 10s, ban: 1m, "
+                       "secret_file: " +
+                       secret + "}\n"),
+            "f.yaml:3:64: http.escalate.secret_file signs reports to a Redis stream: add "
+            "redis_stream: KEY, or drop secret_file");
+  std::filesystem::remove_all(dir);
 }
 
 TEST(HttpConfig, DuplicateNamesAndUnknownStore) {

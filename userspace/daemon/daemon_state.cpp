@@ -8,6 +8,7 @@
 #include "config/floodgate_config.h"
 #include "daemon/log.h"
 #include "http/policy_publisher.h"
+#include "http/report_stream.h"
 #include "metrics/collect.h"
 
 namespace floodgate::daemon {
@@ -142,13 +143,39 @@ Status DaemonState::applyLocked(bool& publish) {
   configured_.clear();
   for (const auto& options : wanted) configured_.push_back(options.interface);
   allow_ = cfg.allow.value_or(std::vector<Cidr>{});
-  syncReportSocket(cfg.http ? cfg.http->escalate : http::EscalateConfig{});
+  syncReports(cfg.http ? &*cfg.http : nullptr);
   publish = cfg.http && cfg.http->publish.enabled();
   return okStatus();
 }
 
+void DaemonState::syncReports(const http::HttpConfig* http) {
+  escalate_ = http ? http->escalate : http::EscalateConfig{};
+  syncReportSocket(escalate_);
+  syncReportStream(http);
+}
+
+void DaemonState::syncReportStream(const http::HttpConfig* http) {
+  if (!http || !http->escalate.enabled || http->escalate.redis_stream.empty()) {
+    if (stream_reports_) {
+      logInfo("no longer taking offender reports from redis stream " +
+              stream_reports_->source().stream);
+    }
+    stream_reports_.reset();
+    return;
+  }
+  ReportStreamSource source{http::reportClientOptions(http->store), http->escalate.redis_stream,
+                            http->escalate.secret, http->escalate.ban_ns};
+  if (stream_reports_ && stream_reports_->source() == source) return;
+  stream_reports_.reset();
+  auto reader = StreamReportReader::start(std::move(source));
+  if (!reader) {
+    logError("offender reports from redis are off: " + reader.error().message);
+    return;
+  }
+  stream_reports_ = std::move(*reader);
+}
+
 void DaemonState::syncReportSocket(const http::EscalateConfig& escalate) {
-  escalate_ = escalate;
   if (!escalate.enabled) {
     if (reports_) logInfo("no longer taking offender reports on " + reports_->path());
     reports_.reset();
@@ -166,51 +193,59 @@ void DaemonState::syncReportSocket(const http::EscalateConfig& escalate) {
   reports_.emplace(std::move(*listener));
 }
 
-// Bans the host `address` on every held interface for the escalation's ban time.
+// Acts on what services reported: bounded work per loop turn, whatever reporters send.
 void DaemonState::handleReports() {
-  if (!reports_) return;
   const auto now = std::chrono::steady_clock::now();
-  // bounded work per loop turn, whatever a reporter sends
-  for (ReceivedReport& received : reports_->drain(256)) {
-    const std::string sender =
-        "pid " + std::to_string(received.pid) + " uid " + std::to_string(received.uid);
-    if (!received.report) {
-      ++escalations_[kInvalid];
-      if (now - invalid_logged_at_ >= std::chrono::seconds(10)) {
-        invalid_logged_at_ = now;
-        logWarning("dropped an invalid offender report from " + sender + ": " +
-                   received.report.error().message);
-      }
-      continue;
-    }
-    const Cidr& address = received.report->address;
-    const std::string text = address.toString();
-    const bool allowed = std::any_of(allow_.begin(), allow_.end(),
-                                     [&](const Cidr& entry) { return covers(entry, address); });
-    if (allowed) {
-      ++escalations_[kAllowListed];
-      continue;
-    }
-    auto banned = escalated_.find(text);
-    if (banned != escalated_.end() && now < banned->second) {
-      ++escalations_[kRepeat];
-      continue;
-    }
-    for (auto& [name, limiter] : limiters_) {
-      if (Status s = limiter.banAdd(address, escalate_.ban_ns); !s) {
-        logError("could not ban " + text + " on " + name + ": " + s.error().message);
-      }
-    }
-    ++escalations_[kBanned];
-    escalated_[text] = now + std::chrono::nanoseconds(escalate_.ban_ns);
-    logWarning("event=escalated source=" + text + " ban=" + formatDuration(escalate_.ban_ns) +
-               " rejections=" + std::to_string(received.report->rejections) +
-               " within_ms=" + std::to_string(received.report->within_ms) +
-               " reporter=" + std::to_string(received.pid) + "/" + std::to_string(received.uid));
+  if (reports_) {
+    for (const ReceivedReport& received : reports_->drain(256)) handleReport(received, now);
+  }
+  if (stream_reports_) {
+    for (const ReceivedReport& received : stream_reports_->drain(256)) handleReport(received, now);
   }
   for (auto it = escalated_.begin(); it != escalated_.end();) {
     it = now >= it->second ? escalated_.erase(it) : std::next(it);
   }
+}
+
+// Bans the reported host on every held interface for what is left of the escalation's ban
+// time (all of it, unless the report was read from the stream's past).
+void DaemonState::handleReport(const ReceivedReport& received,
+                               std::chrono::steady_clock::time_point now) {
+  if (!received.report) {
+    ++escalations_[received.unauthorised ? kUnauthorised : kInvalid];
+    if (now - invalid_logged_at_ >= std::chrono::seconds(10)) {
+      invalid_logged_at_ = now;
+      logWarning(std::string("dropped ") +
+                 (received.unauthorised ? "an unauthorised" : "an invalid") + " offender report (" +
+                 received.sender + "): " + received.report.error().message);
+    }
+    return;
+  }
+  if (received.age_ns >= escalate_.ban_ns) return;  // its ban is over already
+  const uint64_t ban_ns = escalate_.ban_ns - received.age_ns;
+  const Cidr& address = received.report->address;
+  const std::string text = address.toString();
+  const bool allowed = std::any_of(allow_.begin(), allow_.end(),
+                                   [&](const Cidr& entry) { return covers(entry, address); });
+  if (allowed) {
+    ++escalations_[kAllowListed];
+    return;
+  }
+  auto banned = escalated_.find(text);
+  if (banned != escalated_.end() && now < banned->second) {
+    ++escalations_[kRepeat];
+    return;
+  }
+  for (auto& [name, limiter] : limiters_) {
+    if (Status s = limiter.banAdd(address, ban_ns); !s) {
+      logError("could not ban " + text + " on " + name + ": " + s.error().message);
+    }
+  }
+  ++escalations_[kBanned];
+  escalated_[text] = now + std::chrono::nanoseconds(ban_ns);
+  logWarning("event=escalated source=" + text + " ban=" + formatDuration(ban_ns) +
+             " rejections=" + std::to_string(received.report->rejections) + " within_ms=" +
+             std::to_string(received.report->within_ms) + " reporter=\"" + received.sender + "\"");
 }
 
 void DaemonState::hold(const std::string& name, Limiter limiter) {
@@ -228,6 +263,7 @@ std::vector<int> DaemonState::eventFds() {
   std::vector<int> fds;
   for (const auto& [name, reader] : readers_) fds.push_back(reader.pollFd());
   if (reports_) fds.push_back(reports_->fd());
+  if (stream_reports_) fds.push_back(stream_reports_->fd());
   return fds;
 }
 
@@ -273,6 +309,7 @@ void DaemonState::release(bool keep_attached) {
   std::lock_guard lock(mutex_);
   readers_.clear();
   reports_.reset();
+  stream_reports_.reset();
   for (const auto& [name, limiter] : limiters_) {
     if (keep_attached) {
       logInfo("leaving " + name + " attached and enforcing (--keep-attached)");
@@ -298,6 +335,8 @@ void DaemonState::releaseAfterFailedStart() {
     if (!s) logError("could not detach " + name + ": " + s.error().message);
   }
   readers_.clear();
+  reports_.reset();
+  stream_reports_.reset();
   limiters_.clear();
 }
 
@@ -312,6 +351,7 @@ std::string DaemonState::scrape() {
   snapshot.escalations_allowlisted = escalations_[kAllowListed];
   snapshot.escalations_repeat = escalations_[kRepeat];
   snapshot.escalations_invalid = escalations_[kInvalid];
+  snapshot.escalations_unauthorised = escalations_[kUnauthorised];
   for (const auto& [name, limiter] : limiters_) {
     auto one = metrics::collect(limiter, &sample_cursors_[name]);
     if (one) {

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -18,6 +19,7 @@
 #include "controller/limiter.h"
 #include "daemon/event_log.h"
 #include "daemon/report_listener.h"
+#include "daemon/stream_report_reader.h"
 #include "http/policy.h"
 
 namespace floodgate::daemon {
@@ -51,16 +53,20 @@ class DaemonState {
   void pumpEvents(EventLog& log);
 
   // What became of offender reports, for floodgate_http_escalations_total.
-  enum Escalation { kBanned, kAllowListed, kRepeat, kInvalid, kEscalationResults };
+  enum Escalation { kBanned, kAllowListed, kRepeat, kInvalid, kUnauthorised, kEscalationResults };
 
  private:
   // `publish`: the config asks for its http: section to be published (http.publish).
   Status applyLocked(bool& publish);
   // Holds `limiter` for `name`, with a reader of its events.
   void hold(const std::string& name, Limiter limiter);
-  // Binds, moves or closes the report socket to match the config's http.escalate.
+  // Binds, moves or closes the report socket, and starts, restarts or stops the reader of
+  // the fleet's report stream, to match the config's http.escalate.
+  void syncReports(const http::HttpConfig* http);
   void syncReportSocket(const http::EscalateConfig& escalate);
+  void syncReportStream(const http::HttpConfig* http);
   void handleReports();
+  void handleReport(const ReceivedReport& received, std::chrono::steady_clock::time_point now);
 
   std::mutex mutex_;
   std::string config_path_;
@@ -70,6 +76,7 @@ class DaemonState {
   std::map<std::string, std::array<uint64_t, FG_EVENT_TYPES>> events_read_;
   // http.escalate: the report socket, what a report leads to, and who is banned by one
   std::optional<ReportListener> reports_;
+  std::unique_ptr<StreamReportReader> stream_reports_;
   http::EscalateConfig escalate_;
   std::vector<Cidr> allow_;  // the config's allow list: never banned
   std::map<std::string, std::chrono::steady_clock::time_point> escalated_;  // address → ban end

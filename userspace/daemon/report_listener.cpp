@@ -112,14 +112,14 @@ std::vector<ReceivedReport> ReportListener::drain(size_t max) {
     ssize_t n = recvmsg(fd_.get(), &message, MSG_DONTWAIT);
     if (n < 0) break;  // EAGAIN: nothing more waits
     ReceivedReport received;
+    ucred credentials{};
     for (cmsghdr* c = CMSG_FIRSTHDR(&message); c; c = CMSG_NXTHDR(&message, c)) {
       if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_CREDENTIALS) {
-        ucred credentials{};
         std::memcpy(&credentials, CMSG_DATA(c), sizeof(credentials));
-        received.pid = credentials.pid;
-        received.uid = credentials.uid;
       }
     }
+    received.sender =
+        "pid " + std::to_string(credentials.pid) + " uid " + std::to_string(credentials.uid);
     received.report = (message.msg_flags & MSG_TRUNC)
                           ? Result<OffenderReport>(Error::usage("a report longer than 512 bytes"))
                           : parseReport(std::string_view(buffer, static_cast<size_t>(n)));

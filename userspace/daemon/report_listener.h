@@ -28,10 +28,12 @@ struct OffenderReport {
 // error naming what is wrong otherwise.
 Result<OffenderReport> parseReport(std::string_view text);
 
+// A report as it arrived, over the socket or through the Redis stream.
 struct ReceivedReport {
   Result<OffenderReport> report = Error::usage("empty");
-  pid_t pid = 0;
-  uid_t uid = 0;
+  bool unauthorised = false;  // a stream entry not signed with the fleet's secret
+  std::string sender;         // "pid 812 uid 33", or "redis entry ID from HOST:PID"
+  uint64_t age_ns = 0;        // how long before it was read it was made (a stream's backlog)
 };
 
 class ReportListener {

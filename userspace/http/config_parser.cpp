@@ -12,6 +12,7 @@
 #include "config/yaml_mark.h"
 #include "http/redis/connection.h"
 #include "http/redis_store.h"
+#include "http/report_stream.h"
 
 namespace floodgate::http {
 
@@ -42,6 +43,7 @@ class Parser {
   void parseTrustedProxies(const YAML::Node& node, HttpConfig& config);
   void parseStore(const YAML::Node& node, StoreConfig& store);
   void parseEscalate(const YAML::Node& node, EscalateConfig& escalate);
+  bool parseReportStream(const YAML::Node& node, EscalateConfig& escalate);
   void parsePublish(const YAML::Node& node, PublishConfig& publish);
   std::optional<uint64_t> readDuration(const YAML::Node& node, const std::string& what,
                                        uint64_t min_ns, uint64_t max_ns);
@@ -130,8 +132,8 @@ HttpConfig Parser::parse(const YAML::Node& http) {
   rejectUnknownKeys(http, "http", {"trusted_proxies", "store", "policies", "escalate", "publish"});
   if (http["trusted_proxies"]) parseTrustedProxies(http["trusted_proxies"], config);
   if (http["store"]) parseStore(http["store"], config.store);
-  if (http["escalate"]) parseEscalate(http["escalate"], config.escalate);
   store_type_ = config.store.type;
+  if (http["escalate"]) parseEscalate(http["escalate"], config.escalate);
   if (http["publish"]) parsePublish(http["publish"], config.publish);
 
   const YAML::Node policies = http["policies"];
@@ -321,10 +323,12 @@ std::optional<uint64_t> Parser::readDuration(const YAML::Node& node, const std::
   return *ns;
 }
 
-// escalate: {rejections: N, within: 10s, ban: 10m, socket: PATH}
+// escalate: {rejections: N, within: 10s, ban: 10m, socket: PATH,
+//            redis_stream: KEY, secret_file: PATH}
 void Parser::parseEscalate(const YAML::Node& node, EscalateConfig& escalate) {
   if (!requireMap(node, "http.escalate")) return;
-  rejectUnknownKeys(node, "http.escalate", {"rejections", "within", "ban", "socket"});
+  rejectUnknownKeys(node, "http.escalate",
+                    {"rejections", "within", "ban", "socket", "redis_stream", "secret_file"});
   bool complete = true;
   for (const char* key : {"rejections", "within", "ban"}) {
     if (!node[key]) {
@@ -367,7 +371,51 @@ void Parser::parseEscalate(const YAML::Node& node, EscalateConfig& escalate) {
       escalate.socket = *path;
     }
   }
+  if (node["redis_stream"]) complete &= parseReportStream(node, escalate);
+  if (node["secret_file"] && !node["redis_stream"]) {
+    error(node["secret_file"],
+          "http.escalate.secret_file signs reports to a Redis stream: add redis_stream: KEY, or "
+          "drop secret_file");
+    complete = false;
+  }
   escalate.enabled = complete;
+}
+
+// redis_stream: KEY with secret_file: PATH (the fleet's shared secret, read here so a
+// config whose secret is missing is refused before anything changes).
+bool Parser::parseReportStream(const YAML::Node& node, EscalateConfig& escalate) {
+  auto key = readString(node["redis_stream"], "http.escalate.redis_stream");
+  if (!key) return false;
+  if (store_type_ != "redis") {
+    error(node["redis_stream"],
+          "http.escalate.redis_stream needs http.store of type redis (its servers hold the "
+          "stream)");
+    return false;
+  }
+  if (!node["secret_file"]) {
+    error(node,
+          "http.escalate.redis_stream needs secret_file: PATH, a secret shared by the fleet that "
+          "signs every report (anyone able to write to Redis could ban addresses otherwise)");
+    return false;
+  }
+  auto path = readString(node["secret_file"], "http.escalate.secret_file");
+  if (!path) return false;
+  if (path->front() != '/') {
+    // the policies are published to services on other hosts: only an absolute path means
+    // the same file everywhere
+    error(node["secret_file"],
+          "http.escalate.secret_file must be an absolute path, got '" + *path + "'");
+    return false;
+  }
+  auto secret = loadReportSecret(*path);
+  if (!secret) {
+    error(node["secret_file"], secret.error().message);
+    return false;
+  }
+  escalate.redis_stream = *key;
+  escalate.secret_file = *path;
+  escalate.secret = std::move(*secret);
+  return true;
 }
 
 // publish: {file: PATH, redis_key: KEY, redis_channel: CHANNEL}

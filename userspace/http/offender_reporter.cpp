@@ -9,23 +9,43 @@
 #include <cerrno>
 #include <cstring>
 
+#include "http/report_stream.h"
+
 namespace floodgate::http {
 
 Result<std::unique_ptr<OffenderReporter>> OffenderReporter::create(
-    const EscalateConfig& config, std::shared_ptr<const Clock> clock) {
+    const HttpConfig& http, std::shared_ptr<const Clock> clock) {
+  const EscalateConfig& config = http.escalate;
   if (!config.enabled) return Error::usage("http.escalate is not configured");
+  if (!config.redis_stream.empty()) {
+    auto stream = std::make_unique<RedisReportQueue>(reportClientOptions(http.store),
+                                                     config.redis_stream, config.secret);
+    return std::unique_ptr<OffenderReporter>(
+        new OffenderReporter(config, std::move(clock), -1, std::move(stream)));
+  }
   if (config.socket.size() >= sizeof(sockaddr_un{}.sun_path)) {
     return Error::usage("http.escalate.socket is too long for a Unix socket: " + config.socket);
   }
   int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0)
     return Error::failure(std::string("cannot make a Unix socket: ") + std::strerror(errno));
-  return std::unique_ptr<OffenderReporter>(new OffenderReporter(config, std::move(clock), fd));
+  return std::unique_ptr<OffenderReporter>(
+      new OffenderReporter(config, std::move(clock), fd, nullptr));
 }
 
 OffenderReporter::OffenderReporter(const EscalateConfig& config, std::shared_ptr<const Clock> clock,
-                                   int fd)
-    : config_(config), clock_(std::move(clock)), fd_(fd) {}
+                                   int fd, std::unique_ptr<RedisReportQueue> stream)
+    : config_(config), clock_(std::move(clock)), fd_(fd), stream_(std::move(stream)) {}
+
+uint64_t OffenderReporter::reportsSent() const {
+  return sent_.load() + (stream_ ? stream_->sent() : 0);
+}
+uint64_t OffenderReporter::reportErrors() const {
+  return errors_.load() + (stream_ ? stream_->errors() : 0);
+}
+uint64_t OffenderReporter::dropped() const {
+  return dropped_.load() + (stream_ ? stream_->dropped() : 0);
+}
 
 OffenderReporter::~OffenderReporter() {
   if (fd_ >= 0) close(fd_);
@@ -75,15 +95,20 @@ void OffenderReporter::noteRejection(std::string_view client_ip) {
 }
 
 void OffenderReporter::send(const std::string& client_ip) {
+  const std::string line = "offender " + client_ip +
+                           " rejections=" + std::to_string(config_.rejections) +
+                           " within_ms=" + std::to_string(config_.within_ms);
+  if (stream_) {
+    stream_->push(line);
+    return;
+  }
   sockaddr_un address{};
   address.sun_family = AF_UNIX;
   std::memcpy(address.sun_path, config_.socket.c_str(), config_.socket.size());
-  const std::string line = "offender " + client_ip +
-                           " rejections=" + std::to_string(config_.rejections) +
-                           " within_ms=" + std::to_string(config_.within_ms) + "\n";
-  ssize_t n = sendto(fd_, line.data(), line.size(), MSG_DONTWAIT,
+  const std::string datagram = line + "\n";
+  ssize_t n = sendto(fd_, datagram.data(), datagram.size(), MSG_DONTWAIT,
                      reinterpret_cast<const sockaddr*>(&address), sizeof(address));
-  if (n == static_cast<ssize_t>(line.size())) {
+  if (n == static_cast<ssize_t>(datagram.size())) {
     sent_.fetch_add(1);
   } else {
     errors_.fetch_add(1);

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT
 // OffenderReporter: counts rejected requests per client IP and reports the IPs that keep
-// getting rejected (http.escalate) to the controller, which bans them in XDP. Reports go as
-// datagrams over a Unix socket, one line each:
+// getting rejected (http.escalate) to the controller, which bans them in XDP. Each report
+// is one line:
 //   offender 198.51.100.7 rejections=50 within_ms=10000
+// sent as a datagram over the controller's Unix socket or, with http.escalate.redis_stream,
+// signed and added to a Redis stream every controller of the fleet reads (report_stream.h).
 // An IP is reported once per ban period, so a flood of rejections is one report.
 #pragma once
 
@@ -17,6 +19,7 @@
 #include "common/result.h"
 #include "http/clock.h"
 #include "http/policy.h"
+#include "http/redis_report_queue.h"
 
 namespace floodgate::http {
 
@@ -26,7 +29,8 @@ class OffenderReporter {
   // until a window ends (`dropped()` counts them).
   static constexpr size_t kMaxTracked = 65536;
 
-  static Result<std::unique_ptr<OffenderReporter>> create(const EscalateConfig& config,
+  // Reports as `config.escalate` says, to the Redis of `config.store` for a stream.
+  static Result<std::unique_ptr<OffenderReporter>> create(const HttpConfig& config,
                                                           std::shared_ptr<const Clock> clock);
   ~OffenderReporter();
 
@@ -34,9 +38,9 @@ class OffenderReporter {
   // Thread-safe; never blocks on the controller (a full or missing socket is counted).
   void noteRejection(std::string_view client_ip);
 
-  uint64_t reportsSent() const { return sent_.load(); }
-  uint64_t reportErrors() const { return errors_.load(); }  // the controller was not there
-  uint64_t dropped() const { return dropped_.load(); }
+  uint64_t reportsSent() const;
+  uint64_t reportErrors() const;  // the controller (or Redis) was not there
+  uint64_t dropped() const;       // too many clients at once, or the Redis queue was full
 
  private:
   struct Client {
@@ -45,13 +49,15 @@ class OffenderReporter {
     int64_t quiet_until_ns = 0;  // reported: not again before the ban is over
   };
 
-  OffenderReporter(const EscalateConfig& config, std::shared_ptr<const Clock> clock, int fd);
+  OffenderReporter(const EscalateConfig& config, std::shared_ptr<const Clock> clock, int fd,
+                   std::unique_ptr<RedisReportQueue> stream);
   void send(const std::string& client_ip);
   void evictOld(int64_t now_ns);
 
   EscalateConfig config_;
   std::shared_ptr<const Clock> clock_;
-  int fd_ = -1;
+  int fd_ = -1;                               // the Unix socket, without a stream
+  std::unique_ptr<RedisReportQueue> stream_;  // http.escalate.redis_stream
   std::mutex mutex_;
   std::unordered_map<std::string, Client> clients_;
   std::atomic<uint64_t> sent_{0}, errors_{0}, dropped_{0};

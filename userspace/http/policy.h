@@ -85,14 +85,19 @@ struct StoreConfig {
 };
 
 // Handing abusers to the XDP layer: a client IP rejected `rejections` times within
-// `within_ms` is reported to the controller (`floodgate run`) over the Unix datagram socket
-// `socket`, and the controller bans it in XDP for `ban_ns`.
+// `within_ms` is reported to the controller (`floodgate run`), which bans it in XDP for
+// `ban_ns`. Services report over the Unix datagram socket `socket` or, for a fleet, to the
+// Redis stream `redis_stream` (on the servers of http.store), signed with the secret in
+// `secret_file`; the controller takes both.
 struct EscalateConfig {
   bool enabled = false;
   int64_t rejections = 0;
   int64_t within_ms = 0;
   uint64_t ban_ns = 0;
   std::string socket = "/run/floodgate/reports.sock";
+  std::string redis_stream;  // empty: services report over the socket
+  std::string secret_file;
+  std::string secret;  // read from secret_file when the config is parsed
 };
 
 // Handing the policies to services: `floodgate run` (and `floodgate http publish`) writes

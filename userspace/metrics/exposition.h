@@ -35,6 +35,7 @@ struct Snapshot {
   uint64_t escalations_allowlisted = 0;
   uint64_t escalations_repeat = 0;
   uint64_t escalations_invalid = 0;
+  uint64_t escalations_unauthorised = 0;
   std::string version;
 };
 

@@ -150,8 +150,7 @@ int run(const PolicySource& source, const std::string& listen) {
   // http.escalate: clients that keep getting rejected are reported to floodgate run
   std::shared_ptr<OffenderReporter> reporter;
   if (limiter->config().escalate.enabled) {
-    auto created =
-        OffenderReporter::create(limiter->config().escalate, std::make_shared<SteadyClock>());
+    auto created = OffenderReporter::create(limiter->config(), std::make_shared<SteadyClock>());
     if (!created) {
       std::cerr << "floodgate-http-example: error: " << created.error().message << "\n";
       return 1;

@@ -94,6 +94,8 @@ std::string ServiceMetrics::render(Limiter& limiter, const OffenderReporter* rep
            std::to_string(reporter->reportsSent()) + "\n";
     out += "floodgate_http_offender_reports_total{result=\"error\"} " +
            std::to_string(reporter->reportErrors()) + "\n";
+    out += "floodgate_http_offender_reports_total{result=\"dropped\"} " +
+           std::to_string(reporter->dropped()) + "\n";
   }
   if (live) {
     out +=

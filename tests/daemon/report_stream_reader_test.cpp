@@ -1,0 +1,163 @@
+// SPDX-License-Identifier: MIT
+// Offender reports through a Redis stream, against a private redis-server: the library's
+// OffenderReporter adds signed entries and the daemon's StreamReportReader reads them;
+// forged, garbled and old entries; a Redis that goes away and comes back.
+#include <gtest/gtest.h>
+#include <poll.h>
+
+#include <chrono>
+#include <thread>
+
+#include "daemon/stream_report_reader.h"
+#include "http/offender_reporter.h"
+#include "http/report_stream.h"
+#include "redis/redis_server.h"
+
+namespace floodgate::daemon {
+namespace {
+
+using http::testing::RedisServer;
+namespace redis = http::redis;
+
+constexpr const char* kSecret = "0123456789abcdef0123456789abcdef";
+constexpr const char* kStream = "fg:reports";
+
+class ReportStreamReaderTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (http::testing::haveRedis()) server_ = RedisServer::start();
+    if (server_ == nullptr) GTEST_SKIP() << "redis-server is not installed or did not start";
+    http_.store.type = "redis";
+    http_.store.address = server_->address().text();
+    http_.escalate.enabled = true;
+    http_.escalate.rejections = 5;
+    http_.escalate.within_ms = 10'000;
+    http_.escalate.ban_ns = 60'000'000'000ULL;
+    http_.escalate.redis_stream = kStream;
+    http_.escalate.secret = kSecret;
+  }
+
+  std::unique_ptr<StreamReportReader> startReader() {
+    auto reader = StreamReportReader::start(
+        {http::reportClientOptions(http_.store), kStream, kSecret, http_.escalate.ban_ns});
+    EXPECT_TRUE(reader.ok());
+    return reader.ok() ? std::move(*reader) : nullptr;
+  }
+
+  // Everything the reader hands over within `wait`, once `count` reports are in.
+  std::vector<ReceivedReport> collect(StreamReportReader& reader, size_t count,
+                                      std::chrono::milliseconds wait = std::chrono::seconds(5)) {
+    std::vector<ReceivedReport> out;
+    const auto end = std::chrono::steady_clock::now() + wait;
+    while (out.size() < count && std::chrono::steady_clock::now() < end) {
+      pollfd fd{reader.fd(), POLLIN, 0};
+      poll(&fd, 1, 100);
+      for (ReceivedReport& r : reader.drain(256)) out.push_back(std::move(r));
+    }
+    return out;
+  }
+
+  int64_t redisNowMs() {
+    auto time = server_->command({"TIME"});
+    EXPECT_TRUE(time.ok());
+    return std::stoll(time->elements[0].str) * 1000 + std::stoll(time->elements[1].str) / 1000;
+  }
+
+  void add(const std::string& id, const http::StreamReport& report) {
+    redis::Command xadd = http::streamAddCommand(kStream, report);
+    xadd[5] = id;  // the entry's ID instead of "*"
+    auto added = server_->command(xadd);
+    ASSERT_TRUE(added.ok());
+    ASSERT_FALSE(added->isError()) << added->str;
+  }
+
+  std::unique_ptr<RedisServer> server_;
+  http::HttpConfig http_;
+};
+
+TEST_F(ReportStreamReaderTest, AServicesReportReachesTheControllerSignedAndFresh) {
+  auto reader = startReader();
+  ASSERT_NE(reader, nullptr);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // reading from now on
+  auto reporter =
+      http::OffenderReporter::create(http_, std::make_shared<http::ManualClock>(1'000'000'000));
+  ASSERT_TRUE(reporter.ok()) << reporter.error().message;
+  for (int i = 0; i < 50; ++i) (*reporter)->noteRejection("198.51.100.7");
+  auto reports = collect(*reader, 1);
+  ASSERT_EQ(reports.size(), 1u) << "one report for the whole flood of rejections";
+  ASSERT_TRUE(reports[0].report.ok()) << reports[0].report.error().message;
+  EXPECT_EQ(reports[0].report->address.toString(), "198.51.100.7");
+  EXPECT_EQ(reports[0].report->rejections, 5);
+  EXPECT_FALSE(reports[0].unauthorised);
+  EXPECT_NE(reports[0].sender.find("redis entry "), std::string::npos) << reports[0].sender;
+  EXPECT_NE(reports[0].sender.find(":" + std::to_string(getpid())), std::string::npos);
+  EXPECT_LT(reports[0].age_ns, 5'000'000'000ULL);
+  EXPECT_EQ((*reporter)->reportsSent(), 1u);
+  EXPECT_TRUE(collect(*reader, 1, std::chrono::milliseconds(700)).empty());
+}
+
+TEST_F(ReportStreamReaderTest, ForgedEntriesAreUnauthorisedAndGarbageIsInvalid) {
+  auto reader = startReader();
+  ASSERT_NE(reader, nullptr);
+  const int64_t now = redisNowMs();
+  http::StreamReport forged =
+      http::signStreamReport("a secret this fleet does not use!!",
+                             "offender 192.0.2.1 rejections=5 within_ms=1", "intruder:1", now);
+  ASSERT_TRUE(server_->command(http::streamAddCommand(kStream, forged)).ok());
+  ASSERT_TRUE(server_->command({"XADD", kStream, "*", "ban", "everyone"}).ok());
+  // signed by the fleet but not a report line: invalid, not unauthorised
+  ASSERT_TRUE(server_
+                  ->command(http::streamAddCommand(
+                      kStream, http::signStreamReport(kSecret, "ban everyone", "web:1", now)))
+                  .ok());
+  auto reports = collect(*reader, 3);
+  ASSERT_EQ(reports.size(), 3u);
+  EXPECT_FALSE(reports[0].report.ok());
+  EXPECT_TRUE(reports[0].unauthorised);
+  EXPECT_NE(reports[0].sender.find("from intruder:1"), std::string::npos);
+  EXPECT_FALSE(reports[1].report.ok());
+  EXPECT_FALSE(reports[1].unauthorised);
+  EXPECT_FALSE(reports[2].report.ok());
+  EXPECT_FALSE(reports[2].unauthorised);
+}
+
+TEST_F(ReportStreamReaderTest, AStartingControllerReadsBackOneBanTimeAndAgesWhatItReads) {
+  const int64_t now = redisNowMs();
+  const std::string old_line = "offender 192.0.2.1 rejections=5 within_ms=10000";
+  const std::string recent_line = "offender 192.0.2.2 rejections=5 within_ms=10000";
+  add(std::to_string(now - 120'000) + "-0",
+      http::signStreamReport(kSecret, old_line, "web:1", now - 120'000));
+  add(std::to_string(now - 10'000) + "-0",
+      http::signStreamReport(kSecret, recent_line, "web:1", now - 10'000));
+  auto reader = startReader();
+  ASSERT_NE(reader, nullptr);
+  auto reports = collect(*reader, 1);
+  ASSERT_EQ(reports.size(), 1u) << "the report from before the ban time is not read";
+  ASSERT_TRUE(reports[0].report.ok()) << reports[0].report.error().message;
+  EXPECT_EQ(reports[0].report->address.toString(), "192.0.2.2");
+  EXPECT_GE(reports[0].age_ns, 10'000'000'000ULL);
+  EXPECT_LT(reports[0].age_ns, 20'000'000'000ULL);
+}
+
+TEST_F(ReportStreamReaderTest, ReadingGoesOnAfterRedisComesBack) {
+  auto reader = startReader();
+  ASSERT_NE(reader, nullptr);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  server_->kill();
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // the reader notices
+  ASSERT_TRUE(server_->restart());
+  const int64_t now = redisNowMs();
+  ASSERT_TRUE(
+      server_
+          ->command(http::streamAddCommand(
+              kStream, http::signStreamReport(
+                           kSecret, "offender 2001:db8::7 rejections=5 within_ms=1", "web:1", now)))
+          .ok());
+  auto reports = collect(*reader, 1, std::chrono::seconds(10));
+  ASSERT_EQ(reports.size(), 1u);
+  ASSERT_TRUE(reports[0].report.ok());
+  EXPECT_EQ(reports[0].report->address.toString(), "2001:db8::7");
+}
+
+}  // namespace
+}  // namespace floodgate::daemon

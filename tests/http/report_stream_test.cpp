@@ -1,0 +1,131 @@
+// SPDX-License-Identifier: MIT
+// Offender reports through a Redis stream: the secret file's checks, the signature, and
+// what a forged, tampered or replayed entry comes out as.
+#include "http/report_stream.h"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+namespace floodgate::http {
+namespace {
+
+constexpr const char* kSecret = "0123456789abcdef0123456789abcdef";
+constexpr const char* kLine = "offender 198.51.100.7 rejections=50 within_ms=10000";
+constexpr int64_t kNowMs = 1'800'000'000'000;
+
+class ReportSecretFile : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char dir[] = "/tmp/fg-secret-XXXXXX";
+    ASSERT_NE(mkdtemp(dir), nullptr);
+    path_ = std::string(dir) + "/reports.key";
+  }
+  void TearDown() override {
+    std::filesystem::remove_all(std::filesystem::path(path_).parent_path());
+  }
+  void write(const std::string& text, mode_t mode) {
+    std::ofstream(path_) << text;
+    ASSERT_EQ(chmod(path_.c_str(), mode), 0);
+  }
+  std::string path_;
+};
+
+TEST_F(ReportSecretFile, IsReadTrimmedWhenPrivateAndLongEnough) {
+  write(std::string(kSecret) + "\n", 0600);
+  auto secret = loadReportSecret(path_);
+  ASSERT_TRUE(secret.ok()) << secret.error().message;
+  EXPECT_EQ(*secret, kSecret);
+  write(kSecret, 0640);  // a group of services may share it
+  EXPECT_TRUE(loadReportSecret(path_).ok());
+}
+
+TEST_F(ReportSecretFile, MissingShortOrWorldReadableIsRefusedWithHowToFixIt) {
+  auto missing = loadReportSecret(path_);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.error().message.find("does not exist"), std::string::npos);
+  EXPECT_NE(missing.error().message.find("head -c 32 /dev/urandom"), std::string::npos);
+  write("short\n", 0600);
+  auto short_one = loadReportSecret(path_);
+  ASSERT_FALSE(short_one.ok());
+  EXPECT_NE(short_one.error().message.find("holds 5 characters; a secret needs at least 16"),
+            std::string::npos)
+      << short_one.error().message;
+  write(kSecret, 0644);
+  auto open = loadReportSecret(path_);
+  ASSERT_FALSE(open.ok());
+  EXPECT_NE(open.error().message.find("readable by every user"), std::string::npos);
+}
+
+// The entry as XREAD would return its fields.
+redis::Reply fieldsOf(const redis::Command& xadd) {
+  redis::Reply fields;
+  fields.type = redis::Reply::Type::kArray;
+  // XADD stream MAXLEN ~ N * field value ...
+  for (size_t i = 6; i < xadd.size(); ++i) {
+    redis::Reply r;
+    r.type = redis::Reply::Type::kString;
+    r.str = xadd[i];
+    fields.elements.push_back(r);
+  }
+  return fields;
+}
+
+TEST(ReportStream, ASignedReportSurvivesTheRoundTripThroughItsFields) {
+  StreamReport signed_report = signStreamReport(kSecret, kLine, "web-3:812", kNowMs);
+  redis::Command xadd = streamAddCommand("fg:reports", signed_report);
+  EXPECT_EQ(xadd[0], "XADD");
+  EXPECT_EQ(xadd[1], "fg:reports");
+  EXPECT_EQ(xadd[2], "MAXLEN");
+  EXPECT_EQ(xadd[5], "*");
+  auto read = streamReportFromFields(fieldsOf(xadd));
+  ASSERT_TRUE(read.ok()) << read.error().message;
+  EXPECT_EQ(read->line, kLine);
+  EXPECT_EQ(read->reporter, "web-3:812");
+  EXPECT_EQ(read->time_ms, kNowMs);
+  EXPECT_EQ(read->mac.size(), 64u);  // hex of HMAC-SHA256
+  EXPECT_TRUE(checkStreamReport(kSecret, *read, kNowMs + 5).ok());
+}
+
+TEST(ReportStream, AnotherSecretATamperedFieldOrAReplayIsRefused) {
+  StreamReport report = signStreamReport(kSecret, kLine, "web-3:812", kNowMs);
+  auto wrong_secret = checkStreamReport("another secret of the same size!", report, kNowMs);
+  ASSERT_FALSE(wrong_secret.ok());
+  EXPECT_NE(wrong_secret.error().message.find("signature does not match"), std::string::npos);
+
+  StreamReport tampered = report;
+  tampered.line = "offender 203.0.113.9 rejections=50 within_ms=10000";
+  EXPECT_FALSE(checkStreamReport(kSecret, tampered, kNowMs).ok());
+  StreamReport unsigned_report = report;
+  unsigned_report.mac.clear();
+  EXPECT_FALSE(checkStreamReport(kSecret, unsigned_report, kNowMs).ok());
+
+  // the same entry added again two minutes later: its ID no longer matches its signed time
+  auto replay = checkStreamReport(kSecret, report, kNowMs + 120'000);
+  ASSERT_FALSE(replay.ok());
+  EXPECT_NE(replay.error().message.find("replayed"), std::string::npos);
+  EXPECT_TRUE(checkStreamReport(kSecret, report, kNowMs - kReportClockSkewMs).ok());
+}
+
+TEST(ReportStream, AnEntryWithoutTheFieldsSaysWhatItNeeds) {
+  redis::Reply fields;
+  fields.type = redis::Reply::Type::kArray;
+  for (const char* text : {"report", kLine}) {
+    redis::Reply r;
+    r.type = redis::Reply::Type::kString;
+    r.str = text;
+    fields.elements.push_back(r);
+  }
+  auto read = streamReportFromFields(fields);
+  ASSERT_FALSE(read.ok());
+  EXPECT_EQ(read.error().message,
+            "a report entry needs the fields report, reporter, time_ms and mac");
+  fields.elements.pop_back();  // an odd count: not field/value pairs
+  EXPECT_FALSE(streamReportFromFields(fields).ok());
+}
+
+}  // namespace
+}  // namespace floodgate::http

@@ -1,0 +1,191 @@
+// SPDX-License-Identifier: MIT
+// The stream reader's thread: XREAD BLOCK in a loop, with Redis's TIME read in the same
+// round trip to age what it got; a lost Redis is logged once and retried every second.
+#include "daemon/stream_report_reader.h"
+
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <charconv>
+#include <chrono>
+#include <cstring>
+
+#include "daemon/log.h"
+#include "http/report_stream.h"
+
+namespace floodgate::daemon {
+namespace {
+
+namespace redis = http::redis;
+
+constexpr int64_t kBlockMs = 500;
+constexpr int64_t kRetryMs = 1000;
+constexpr int64_t kSliceMs = 100;
+constexpr size_t kReadCount = 256;
+
+// The milliseconds of a stream ID ("1700000000000-3"), or -1.
+int64_t idMs(const std::string& id) {
+  int64_t ms = -1;
+  auto [end, ec] = std::from_chars(id.data(), id.data() + id.size(), ms);
+  return ec == std::errc() && end != id.data() && *end == '-' ? ms : -1;
+}
+
+// Redis's clock from a TIME reply ([seconds, microseconds]), or -1.
+int64_t timeReplyMs(const redis::Reply& reply) {
+  if (reply.type != redis::Reply::Type::kArray || reply.elements.size() != 2) return -1;
+  int64_t seconds = 0, micros = 0;
+  const std::string& s = reply.elements[0].str;
+  const std::string& u = reply.elements[1].str;
+  if (std::from_chars(s.data(), s.data() + s.size(), seconds).ec != std::errc() ||
+      std::from_chars(u.data(), u.data() + u.size(), micros).ec != std::errc()) {
+    return -1;
+  }
+  return seconds * 1000 + micros / 1000;
+}
+
+// One stream entry as the daemon's report: parsed, its signature and time checked.
+ReceivedReport receive(const std::string& secret, const std::string& id, const redis::Reply& fields,
+                       int64_t now_ms) {
+  ReceivedReport received;
+  const int64_t entry_ms = idMs(id);
+  auto report = http::streamReportFromFields(fields);
+  received.sender = "redis entry " + id + (report ? " from " + report->reporter : "");
+  if (!report) {
+    received.report = report.error();
+    return received;
+  }
+  if (Status signed_ok = http::checkStreamReport(secret, *report, entry_ms); !signed_ok) {
+    received.unauthorised = true;
+    received.report = signed_ok.error();
+    return received;
+  }
+  received.report = parseReport(report->line);
+  if (entry_ms >= 0 && now_ms > entry_ms) {
+    received.age_ns = static_cast<uint64_t>(now_ms - entry_ms) * 1'000'000;
+  }
+  return received;
+}
+
+}  // namespace
+
+bool ReportStreamSource::operator==(const ReportStreamSource& other) const {
+  return client.seeds == other.client.seeds && client.cluster == other.client.cluster &&
+         stream == other.stream && secret == other.secret && lookback_ns == other.lookback_ns;
+}
+
+Result<std::unique_ptr<StreamReportReader>> StreamReportReader::start(ReportStreamSource source) {
+  UniqueFd event(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  if (!event.valid()) {
+    return Error::failure(std::string("cannot make an eventfd: ") + std::strerror(errno));
+  }
+  std::unique_ptr<StreamReportReader> reader(
+      new StreamReportReader(std::move(source), std::move(event)));
+  reader->thread_ = std::thread([r = reader.get()] { r->run(); });
+  return reader;
+}
+
+StreamReportReader::StreamReportReader(ReportStreamSource source, UniqueFd event)
+    : source_(std::move(source)), event_(std::move(event)), client_(source_.client) {}
+
+StreamReportReader::~StreamReportReader() {
+  stop_ = true;
+  if (thread_.joinable()) thread_.join();
+}
+
+std::vector<ReceivedReport> StreamReportReader::drain(size_t max) {
+  std::vector<ReceivedReport> out;
+  std::lock_guard lock(mutex_);
+  uint64_t ignored = 0;
+  if (read(event_.get(), &ignored, sizeof(ignored)) < 0) {
+    // EAGAIN: nothing was signalled; the queue may still hold what the last drain left
+  }
+  while (!queue_.empty() && out.size() < max) {
+    out.push_back(std::move(queue_.front()));
+    queue_.pop_front();
+  }
+  if (!queue_.empty()) {
+    const uint64_t one = 1;  // more wait: stay readable for the next poll
+    if (write(event_.get(), &one, sizeof(one)) < 0) {
+    }
+  }
+  return out;
+}
+
+void StreamReportReader::sleepUnlessStopped(int64_t ms) {
+  for (int64_t slept = 0; slept < ms && !stop_; slept += kSliceMs) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(kSliceMs));
+  }
+}
+
+void StreamReportReader::run() {
+  bool failing = false;
+  while (!stop_) {
+    bool full = false;
+    {
+      std::lock_guard lock(mutex_);
+      full = queue_.size() >= kCapacity;
+    }
+    if (full) {  // the poll loop is behind: leave the rest in Redis for now
+      sleepUnlessStopped(kSliceMs);
+      continue;
+    }
+    Status read = readOnce();
+    if (read && failing) {
+      logInfo("reading offender reports from redis stream " + source_.stream + " again");
+    } else if (!read && !failing) {
+      logWarning("cannot read offender reports from redis stream " + source_.stream +
+                 " (bans from the fleet wait; retrying every second): " + read.error().message);
+    }
+    failing = !read;
+    if (failing) sleepUnlessStopped(kRetryMs);
+  }
+}
+
+Status StreamReportReader::readOnce() {
+  const std::string& stream = source_.stream;
+  auto deadline = [this](int64_t extra_ms) {
+    return std::chrono::steady_clock::now() +
+           std::chrono::milliseconds(source_.client.timeout_ms + extra_ms);
+  };
+  if (last_id_.empty()) {
+    auto time = client_.run({{stream, {"TIME"}}}, deadline(0));
+    if (!time) return time.error();
+    const int64_t now_ms = timeReplyMs((*time)[0]);
+    if (now_ms < 0) return Error::failure("TIME did not answer with the time");
+    const int64_t lookback_ms = static_cast<int64_t>(source_.lookback_ns / 1'000'000);
+    last_id_ = std::to_string(std::max<int64_t>(0, now_ms - lookback_ms)) + "-0";
+    logInfo("taking offender reports from redis stream " + stream + " (signed by the fleet)");
+  }
+  auto replies = client_.run({{stream,
+                               {"XREAD", "COUNT", std::to_string(kReadCount), "BLOCK",
+                                std::to_string(kBlockMs), "STREAMS", stream, last_id_}},
+                              {stream, {"TIME"}}},
+                             deadline(kBlockMs));
+  if (!replies) return replies.error();
+  if ((*replies)[0].isError()) return Error::failure((*replies)[0].str);
+  const redis::Reply& result = (*replies)[0];
+  const int64_t now_ms = timeReplyMs((*replies)[1]);
+  if (result.type != redis::Reply::Type::kArray || result.elements.empty()) return okStatus();
+  // [[stream, [[id, [field, value, ...]], ...]]]
+  const redis::Reply& entries =
+      result.elements[0].elements.size() == 2 ? result.elements[0].elements[1] : redis::Reply{};
+  std::vector<ReceivedReport> batch;
+  for (const redis::Reply& entry : entries.elements) {
+    if (entry.elements.size() != 2) continue;
+    const std::string& id = entry.elements[0].str;
+    last_id_ = id;
+    batch.push_back(receive(source_.secret, id, entry.elements[1], now_ms));
+  }
+  if (batch.empty()) return okStatus();
+  {
+    std::lock_guard lock(mutex_);
+    for (ReceivedReport& received : batch) queue_.push_back(std::move(received));
+  }
+  const uint64_t one = 1;
+  if (write(event_.get(), &one, sizeof(one)) < 0) {
+    // the counter cannot overflow at these rates; the poll loop wakes on what is there
+  }
+  return okStatus();
+}
+
+}  // namespace floodgate::daemon

@@ -1,0 +1,60 @@
+// SPDX-License-Identifier: MIT
+// Offender reports through a Redis stream (http.escalate.redis_stream), for a fleet whose
+// services run on other hosts than the controllers. Each report is one stream entry:
+//   report    "offender 198.51.100.7 rejections=50 within_ms=10000" (the socket's line)
+//   reporter  "HOST:PID" of the service
+//   time_ms   the service's wall clock when it reported
+//   mac       hex HMAC-SHA256 of the three above, keyed by the fleet's shared secret
+// Anyone who can write to the stream can add entries; only a holder of the secret can
+// make one the controller acts on. A copied entry added again is refused too: its signed
+// time_ms no longer matches the entry's ID (Redis's clock when it was added).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "common/result.h"
+#include "http/policy.h"
+#include "http/redis/client.h"
+
+namespace floodgate::http {
+
+// A secret shorter than this is refused: it would be guessable.
+constexpr size_t kMinReportSecretBytes = 16;
+// How far a report's signed time may be from its entry's ID (clock skew between hosts).
+constexpr int64_t kReportClockSkewMs = 60'000;
+// The stream is trimmed to about this many entries on every add (XADD MAXLEN ~).
+constexpr int64_t kReportStreamMaxLen = 100'000;
+
+// How reporters and controllers reach the stream: the servers of http.store, with more
+// time per call than a rate-limit decision gets (a report is not on a request's path).
+redis::ClientOptions reportClientOptions(const StoreConfig& store);
+
+// The secret in `path` (surrounding whitespace trimmed). An error that says how to make one
+// when the file cannot be read, is shorter than kMinReportSecretBytes, or others may read it.
+Result<std::string> loadReportSecret(const std::string& path);
+
+struct StreamReport {
+  std::string line;
+  std::string reporter;
+  int64_t time_ms = 0;
+  std::string mac;
+};
+
+// The report of `line` from `reporter` at `time_ms`, signed with `secret`.
+StreamReport signStreamReport(std::string_view secret, std::string line, std::string reporter,
+                              int64_t time_ms);
+
+// XADD of `report` to `stream`, trimming the stream to about kReportStreamMaxLen entries.
+redis::Command streamAddCommand(const std::string& stream, const StreamReport& report);
+
+// The report in an entry's field list (the [field, value, ...] array XREAD returns); a
+// usage error naming what is missing otherwise.
+Result<StreamReport> streamReportFromFields(const redis::Reply& fields);
+
+// Whether `report` is signed with `secret` and was added (at `entry_ms`, its ID's time)
+// within kReportClockSkewMs of when it says it was signed. The error says which failed.
+Status checkStreamReport(std::string_view secret, const StreamReport& report, int64_t entry_ms);
+
+}  // namespace floodgate::http
