@@ -219,3 +219,4 @@ echo
 print_table
 echo
 echo "written: bench/results.json, bench/results.png"
+echo "finished in $((SECONDS / 60))m $((SECONDS % 60))s (build included)"
