@@ -3,25 +3,13 @@
 #include "http/client_ip.h"
 
 #include <algorithm>
-#include <cctype>
 #include <optional>
+
+#include "http/header_text.h"
 
 namespace floodgate::http {
 
 namespace {
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
-
-bool equalsIgnoreCase(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) ==
-                  std::tolower(static_cast<unsigned char>(y));
-         });
-}
 
 // Splits on `separator` outside double quotes (a quoted string may hold commas).
 std::vector<std::string_view> splitOutsideQuotes(std::string_view s, char separator) {
@@ -41,7 +29,7 @@ std::vector<std::string_view> splitOutsideQuotes(std::string_view s, char separa
 
 // "[2001:db8::1]:443" -> "2001:db8::1"; "192.0.2.1:80" -> "192.0.2.1"; "2001:db8::1" stays.
 std::string stripPort(std::string_view node) {
-  node = trim(node);
+  node = trimOws(node);
   if (!node.empty() && node.front() == '[') {
     size_t close = node.find(']');
     return std::string(close == std::string_view::npos ? std::string_view{}
@@ -65,15 +53,15 @@ std::vector<std::string> forwardedForNodes(const std::vector<std::string_view>& 
   std::vector<std::string> nodes;
   for (std::string_view value : values) {
     for (std::string_view element : splitOutsideQuotes(value, ',')) {
-      if (trim(element).empty()) continue;
+      if (trimOws(element).empty()) continue;
       std::string node;
       for (std::string_view pair : splitOutsideQuotes(element, ';')) {
-        pair = trim(pair);
+        pair = trimOws(pair);
         size_t eq = pair.find('=');
-        if (eq == std::string_view::npos || !equalsIgnoreCase(trim(pair.substr(0, eq)), "for")) {
+        if (eq == std::string_view::npos || !equalsIgnoreCase(trimOws(pair.substr(0, eq)), "for")) {
           continue;
         }
-        std::string_view v = trim(pair.substr(eq + 1));
+        std::string_view v = trimOws(pair.substr(eq + 1));
         if (v.size() >= 2 && v.front() == '"' && v.back() == '"') v = v.substr(1, v.size() - 2);
         node = stripPort(v);
         break;
@@ -88,7 +76,7 @@ std::vector<std::string> xForwardedForNodes(const std::vector<std::string_view>&
   std::vector<std::string> nodes;
   for (std::string_view value : values) {
     for (std::string_view element : splitOutsideQuotes(value, ',')) {
-      if (trim(element).empty()) continue;
+      if (trimOws(element).empty()) continue;
       nodes.push_back(stripPort(element));
     }
   }

@@ -3,9 +3,9 @@
 #include "http/limiter.h"
 
 #include <algorithm>
-#include <cctype>
 
 #include "http/failover_store.h"
+#include "http/header_text.h"
 #include "http/memory_store.h"
 #include "http/state_migration.h"
 #include "http/store_factory.h"
@@ -13,19 +13,6 @@
 namespace floodgate::http {
 
 namespace {
-
-bool equalsIgnoreCase(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) ==
-                  std::tolower(static_cast<unsigned char>(y));
-         });
-}
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
 
 // Rank of a rejection for choosing the binding policy: can-never-succeed first.
 int severity(Outcome outcome) {
@@ -138,7 +125,7 @@ std::string Limiter::keyFor(const PolicyConfig& policy, const RequestInfo& reque
       std::string key;
       for (std::string_view value : headerValues(request, policy.key.header)) {
         if (!key.empty()) key += ", ";
-        key += trim(value);
+        key += trimOws(value);
       }
       return key;
     }
