@@ -72,6 +72,16 @@ TEST(ParseCount, FractionsOfOneAreNotWhole) {
   expectUsageError(parseCount, "0.5");      // below 1
 }
 
+TEST(ParseCount, AWrittenFractionOfALargeNumberIsNotWholeButDecimalSuffixesAre) {
+  expectUsageError(parseCount, "10000000.4");
+  expectUsageError(parseCount, "1000000000.001");
+  EXPECT_EQ(*parseCount("1.1k"), 1100u);  // 1100.0000000000002 as a double
+  EXPECT_EQ(*parseCount("2.3M"), 2300000u);
+  expectUsageError(parseBytes, "1.1GiB");  // 1181116006.4 bytes
+  EXPECT_EQ(*parseBytes("1.5GiB"), 1610612736u);
+  EXPECT_EQ(*parseCount("0.7k"), 700u);
+}
+
 // A number beyond a double's range once threw std::out_of_range out of std::stod and aborted
 // the CLI; it is a usage error like any other bad count.
 TEST(ParseCount, NumbersBeyondADoublesRangeAreUsageErrors) {

@@ -2,6 +2,7 @@
 // Parsing of numbers with units: a decimal number, then a suffix from a small table.
 #include "common/units.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -53,7 +54,9 @@ Result<uint64_t> parseWithSuffixes(std::string_view text, const Suffixes& suffix
     double value = number * scale;
     if (value < 1 || value > 1.8e19) return bad();
     double rounded = std::round(value);
-    if (std::fabs(value - rounded) > 1e-6 * value) {
+    // "1.1k" is 1100.0000000000002 as a double: forgive the rounding of the multiplication,
+    // never a written fraction ("10000000.4")
+    if (std::fabs(value - rounded) > std::max(1e-9, value * 1e-12)) {
       return Error::usage("'" + std::string(text) + "' is not a whole number of units");
     }
     return static_cast<uint64_t>(rounded);
@@ -70,18 +73,28 @@ Result<uint64_t> parseCount(std::string_view text) {
 
 Result<uint64_t> parseBitRate(std::string_view text) {
   static const Suffixes kSuffixes = {
-      {"", 1},         {"bit", 1},      {"bps", 1},     {"kbit", 1e3},  {"Kbit", 1e3},
-      {"kbps", 1e3},   {"Kbps", 1e3},   {"Mbit", 1e6},  {"Mbps", 1e6},  {"Gbit", 1e9},
-      {"Gbps", 1e9},   {"Tbit", 1e12},  {"Tbps", 1e12},
+      {"", 1},       {"bit", 1},     {"bps", 1},     {"kbit", 1e3}, {"Kbit", 1e3},
+      {"kbps", 1e3}, {"Kbps", 1e3},  {"Mbit", 1e6},  {"Mbps", 1e6}, {"Gbit", 1e9},
+      {"Gbps", 1e9}, {"Tbit", 1e12}, {"Tbps", 1e12},
   };
   return parseWithSuffixes(text, kSuffixes, "a bit rate", "100Mbit or 1Gbit");
 }
 
 Result<uint64_t> parseBytes(std::string_view text) {
   static const Suffixes kSuffixes = {
-      {"", 1},       {"B", 1},          {"k", 1e3},        {"K", 1e3},        {"KB", 1e3},
-      {"kB", 1e3},   {"KiB", 1024.0},   {"M", 1e6},        {"MB", 1e6},       {"MiB", 1048576.0},
-      {"G", 1e9},    {"GB", 1e9},       {"GiB", 1073741824.0},
+      {"", 1},
+      {"B", 1},
+      {"k", 1e3},
+      {"K", 1e3},
+      {"KB", 1e3},
+      {"kB", 1e3},
+      {"KiB", 1024.0},
+      {"M", 1e6},
+      {"MB", 1e6},
+      {"MiB", 1048576.0},
+      {"G", 1e9},
+      {"GB", 1e9},
+      {"GiB", 1073741824.0},
   };
   return parseWithSuffixes(text, kSuffixes, "a size in bytes", "1500, 64KiB or 1MB");
 }
