@@ -62,8 +62,9 @@ TEST(CliArgs, UnknownFlag) {
   expectUsageError({"attach", "lo", "--rate", "10k", "--frobnicate"}, "--frobnicate");
 }
 
-// CLI11 reports this as "A subcommand is required", not naming 'explode'.
-TEST(CliArgs, UnknownSubcommand) { expectUsageError({"explode"}, "subcommand"); }
+TEST(CliArgs, UnknownSubcommandIsNamed) {
+  expectUsageError({"explode"}, "'explode' is not a floodgate command");
+}
 
 TEST(CliArgs, NoSubcommand) { expectUsageError({}, "subcommand"); }
 

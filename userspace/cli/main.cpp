@@ -34,6 +34,12 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
+    // CLI11 says only "A subcommand is required" for a mistyped command: name the word
+    if (argc > 1 && argv[1][0] != '-' && app.get_subcommands().empty()) {
+      std::cerr << "floodgate: error: '" << argv[1]
+                << "' is not a floodgate command (see 'floodgate --help' for the commands)\n";
+      return 2;
+    }
     std::cerr << "floodgate: error: " << e.what() << " (see 'floodgate --help')\n";
     return 2;
   }
