@@ -44,17 +44,31 @@ class ReportStreamReaderTest : public ::testing::Test {
     return reader.ok() ? std::move(*reader) : nullptr;
   }
 
-  // Everything the reader hands over within `wait`, once `count` reports are in.
+  // What the reader hands over within `wait`, until `count` reports are in. Drains only
+  // when its descriptor says so, as the daemon's poll loop does.
   std::vector<ReceivedReport> collect(StreamReportReader& reader, size_t count,
-                                      std::chrono::milliseconds wait = std::chrono::seconds(5)) {
+                                      std::chrono::milliseconds wait = std::chrono::seconds(5),
+                                      size_t per_drain = 256) {
     std::vector<ReceivedReport> out;
     const auto end = std::chrono::steady_clock::now() + wait;
     while (out.size() < count && std::chrono::steady_clock::now() < end) {
       pollfd fd{reader.fd(), POLLIN, 0};
-      poll(&fd, 1, 100);
-      for (ReceivedReport& r : reader.drain(256)) out.push_back(std::move(r));
+      if (poll(&fd, 1, 100) <= 0) continue;
+      for (ReceivedReport& r : reader.drain(per_drain)) out.push_back(std::move(r));
     }
     return out;
+  }
+
+  template <class Done>
+  bool waitFor(Done done) {
+    for (int i = 0; i < 250 && !done(); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return done();
+  }
+
+  void addSigned(const std::string& line, int64_t time_ms, const std::string& id = "*") {
+    add(id, http::signStreamReport(kSecret, line, "web:1", time_ms));
   }
 
   int64_t redisNowMs() {
@@ -92,7 +106,7 @@ TEST_F(ReportStreamReaderTest, AServicesReportReachesTheControllerSignedAndFresh
   EXPECT_NE(reports[0].sender.find("redis entry "), std::string::npos) << reports[0].sender;
   EXPECT_NE(reports[0].sender.find(":" + std::to_string(getpid())), std::string::npos);
   EXPECT_LT(reports[0].age_ns, 5'000'000'000ULL);
-  EXPECT_EQ((*reporter)->reportsSent(), 1u);
+  EXPECT_TRUE(waitFor([&] { return (*reporter)->reportsSent() == 1u; }));
   EXPECT_TRUE(collect(*reader, 1, std::chrono::milliseconds(700)).empty());
 }
 
@@ -125,10 +139,8 @@ TEST_F(ReportStreamReaderTest, AStartingControllerReadsBackOneBanTimeAndAgesWhat
   const int64_t now = redisNowMs();
   const std::string old_line = "offender 192.0.2.1 rejections=5 within_ms=10000";
   const std::string recent_line = "offender 192.0.2.2 rejections=5 within_ms=10000";
-  add(std::to_string(now - 120'000) + "-0",
-      http::signStreamReport(kSecret, old_line, "web:1", now - 120'000));
-  add(std::to_string(now - 10'000) + "-0",
-      http::signStreamReport(kSecret, recent_line, "web:1", now - 10'000));
+  addSigned(old_line, now - 180'000, std::to_string(now - 180'000) + "-0");
+  addSigned(recent_line, now - 10'000, std::to_string(now - 10'000) + "-0");
   auto reader = startReader();
   ASSERT_NE(reader, nullptr);
   auto reports = collect(*reader, 1);
@@ -157,6 +169,50 @@ TEST_F(ReportStreamReaderTest, ReadingGoesOnAfterRedisComesBack) {
   ASSERT_EQ(reports.size(), 1u);
   ASSERT_TRUE(reports[0].report.ok());
   EXPECT_EQ(reports[0].report->address.toString(), "2001:db8::7");
+}
+
+TEST_F(ReportStreamReaderTest, ACopyAddedAgainIsUnauthorisedAndAFutureIdBlocksNothing) {
+  auto reader = startReader();
+  ASSERT_NE(reader, nullptr);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  const int64_t now = redisNowMs();
+  const std::string line = "offender 192.0.2.9 rejections=5 within_ms=1";
+  const http::StreamReport report = http::signStreamReport(kSecret, line, "web:1", now);
+  add("*", report);
+  add("*", report);  // someone who can read the stream adds a copy
+  // an entry whose ID is far in the future: every later "*" ID comes after it
+  ASSERT_TRUE(server_->command({"XADD", kStream, "9999999999999-0", "ban", "everyone"}).ok());
+  addSigned("offender 192.0.2.10 rejections=5 within_ms=1", now);
+  auto reports = collect(*reader, 4);
+  ASSERT_EQ(reports.size(), 4u);
+  ASSERT_TRUE(reports[0].report.ok());
+  EXPECT_TRUE(reports[1].unauthorised);
+  EXPECT_NE(reports[1].report.error().message.find("read before"), std::string::npos);
+  EXPECT_FALSE(reports[2].report.ok());
+  ASSERT_TRUE(reports[3].report.ok()) << reports[3].report.error().message;
+  EXPECT_EQ(reports[3].report->address.toString(), "192.0.2.10");
+}
+
+TEST_F(ReportStreamReaderTest, WhatOneDrainLeavesKeepsTheDescriptorReadable) {
+  const int64_t now = redisNowMs();
+  for (int i = 0; i < 5; ++i) {
+    addSigned("offender 192.0.2." + std::to_string(20 + i) + " rejections=5 within_ms=1", now);
+  }
+  auto reader = startReader();
+  ASSERT_NE(reader, nullptr);
+  auto reports = collect(*reader, 5, std::chrono::seconds(5), 2);  // two per poll wakeup
+  EXPECT_EQ(reports.size(), 5u);
+}
+
+TEST_F(ReportStreamReaderTest, AStoppedReaderEndsWithoutBeingWaitedForEvenWithRedisGone) {
+  auto reader = startReader();
+  ASSERT_NE(reader, nullptr);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  server_->kill();
+  const auto asked = std::chrono::steady_clock::now();
+  reader->stop();  // returns at once; the thread ends after its call in progress
+  EXPECT_LT(std::chrono::steady_clock::now() - asked, std::chrono::milliseconds(50));
+  EXPECT_TRUE(waitFor([&] { return reader->stopped(); }));
 }
 
 }  // namespace

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: MIT
 // compileSourceSets: each prefix entry carries the bits of every rule whose set contains it.
+#include "controller/source_sets.h"
+
 #include <gtest/gtest.h>
 
 #include <map>
-
-#include "controller/source_sets.h"
 
 namespace floodgate {
 namespace {
@@ -43,7 +43,8 @@ TEST(SourceSets, ALongerPrefixInheritsTheRulesOfThePrefixesAroundIt) {
 }
 
 TEST(SourceSets, TheSamePrefixInTwoRulesIsOneEntryWithBothBits) {
-  auto entries = byText(compileSourceSets({ruleWith(1, {"192.0.2.0/24"}), ruleWith(63, {"192.0.2.0/24"})}));
+  auto entries =
+      byText(compileSourceSets({ruleWith(1, {"192.0.2.0/24"}), ruleWith(63, {"192.0.2.0/24"})}));
   ASSERT_EQ(entries.size(), 1u);
   EXPECT_EQ(entries["192.0.2.0/24"], (1ULL << 1) | (1ULL << 63));
 }

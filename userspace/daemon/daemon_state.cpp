@@ -160,19 +160,25 @@ void DaemonState::syncReportStream(const http::HttpConfig* http) {
       logInfo("no longer taking offender reports from redis stream " +
               stream_reports_->source().stream);
     }
-    stream_reports_.reset();
+    retireStreamReader();
     return;
   }
   ReportStreamSource source{http::reportClientOptions(http->store), http->escalate.redis_stream,
                             http->escalate.secret, http->escalate.ban_ns};
   if (stream_reports_ && stream_reports_->source() == source) return;
-  stream_reports_.reset();
+  retireStreamReader();
   auto reader = StreamReportReader::start(std::move(source));
   if (!reader) {
     logError("offender reports from redis are off: " + reader.error().message);
     return;
   }
   stream_reports_ = std::move(*reader);
+}
+
+void DaemonState::retireStreamReader() {
+  if (!stream_reports_) return;
+  stream_reports_->stop();
+  retired_readers_.push_back(std::move(stream_reports_));
 }
 
 void DaemonState::syncReportSocket(const http::EscalateConfig& escalate) {
@@ -205,6 +211,7 @@ void DaemonState::handleReports() {
   for (auto it = escalated_.begin(); it != escalated_.end();) {
     it = now >= it->second ? escalated_.erase(it) : std::next(it);
   }
+  std::erase_if(retired_readers_, [](const auto& reader) { return reader->stopped(); });
 }
 
 // Bans the reported host on every held interface for what is left of the escalation's ban
@@ -217,11 +224,14 @@ void DaemonState::handleReport(const ReceivedReport& received,
       invalid_logged_at_ = now;
       logWarning(std::string("dropped ") +
                  (received.unauthorised ? "an unauthorised" : "an invalid") + " offender report (" +
-                 received.sender + "): " + received.report.error().message);
+                 printable(received.sender) + "): " + printable(received.report.error().message));
     }
     return;
   }
-  if (received.age_ns >= escalate_.ban_ns) return;  // its ban is over already
+  if (received.age_ns >= escalate_.ban_ns) {  // read from the stream's past: its ban is over
+    ++escalations_[kExpired];
+    return;
+  }
   const uint64_t ban_ns = escalate_.ban_ns - received.age_ns;
   const Cidr& address = received.report->address;
   const std::string text = address.toString();
@@ -244,8 +254,9 @@ void DaemonState::handleReport(const ReceivedReport& received,
   ++escalations_[kBanned];
   escalated_[text] = now + std::chrono::nanoseconds(ban_ns);
   logWarning("event=escalated source=" + text + " ban=" + formatDuration(ban_ns) +
-             " rejections=" + std::to_string(received.report->rejections) + " within_ms=" +
-             std::to_string(received.report->within_ms) + " reporter=\"" + received.sender + "\"");
+             " rejections=" + std::to_string(received.report->rejections) +
+             " within_ms=" + std::to_string(received.report->within_ms) + " reporter=\"" +
+             printable(received.sender) + "\"");
 }
 
 void DaemonState::hold(const std::string& name, Limiter limiter) {
@@ -310,6 +321,7 @@ void DaemonState::release(bool keep_attached) {
   readers_.clear();
   reports_.reset();
   stream_reports_.reset();
+  retired_readers_.clear();
   for (const auto& [name, limiter] : limiters_) {
     if (keep_attached) {
       logInfo("leaving " + name + " attached and enforcing (--keep-attached)");
@@ -337,6 +349,7 @@ void DaemonState::releaseAfterFailedStart() {
   readers_.clear();
   reports_.reset();
   stream_reports_.reset();
+  retired_readers_.clear();
   limiters_.clear();
 }
 
@@ -352,6 +365,7 @@ std::string DaemonState::scrape() {
   snapshot.escalations_repeat = escalations_[kRepeat];
   snapshot.escalations_invalid = escalations_[kInvalid];
   snapshot.escalations_unauthorised = escalations_[kUnauthorised];
+  snapshot.escalations_expired = escalations_[kExpired];
   for (const auto& [name, limiter] : limiters_) {
     auto one = metrics::collect(limiter, &sample_cursors_[name]);
     if (one) {

@@ -53,7 +53,15 @@ class DaemonState {
   void pumpEvents(EventLog& log);
 
   // What became of offender reports, for floodgate_http_escalations_total.
-  enum Escalation { kBanned, kAllowListed, kRepeat, kInvalid, kUnauthorised, kEscalationResults };
+  enum Escalation {
+    kBanned,
+    kAllowListed,
+    kRepeat,
+    kInvalid,
+    kUnauthorised,
+    kExpired,
+    kEscalationResults
+  };
 
  private:
   // `publish`: the config asks for its http: section to be published (http.publish).
@@ -65,6 +73,7 @@ class DaemonState {
   void syncReports(const http::HttpConfig* http);
   void syncReportSocket(const http::EscalateConfig& escalate);
   void syncReportStream(const http::HttpConfig* http);
+  void retireStreamReader();
   void handleReports();
   void handleReport(const ReceivedReport& received, std::chrono::steady_clock::time_point now);
 
@@ -77,6 +86,9 @@ class DaemonState {
   // http.escalate: the report socket, what a report leads to, and who is banned by one
   std::optional<ReportListener> reports_;
   std::unique_ptr<StreamReportReader> stream_reports_;
+  // readers asked to stop (the config changed), destroyed once their thread has ended, so
+  // the poll loop never waits for a Redis call in progress
+  std::vector<std::unique_ptr<StreamReportReader>> retired_readers_;
   http::EscalateConfig escalate_;
   std::vector<Cidr> allow_;  // the config's allow list: never banned
   std::map<std::string, std::chrono::steady_clock::time_point> escalated_;  // address → ban end

@@ -33,7 +33,7 @@ struct ReceivedReport {
   Result<OffenderReport> report = Error::usage("empty");
   bool unauthorised = false;  // a stream entry not signed with the fleet's secret
   std::string sender;         // "pid 812 uid 33", or "redis entry ID from HOST:PID"
-  uint64_t age_ns = 0;        // how long before it was read it was made (a stream's backlog)
+  uint64_t age_ns = 0;        // how long before it was read it was made (0 under a second)
 };
 
 class ReportListener {

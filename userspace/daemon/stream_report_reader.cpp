@@ -23,13 +23,6 @@ constexpr int64_t kRetryMs = 1000;
 constexpr int64_t kSliceMs = 100;
 constexpr size_t kReadCount = 256;
 
-// The milliseconds of a stream ID ("1700000000000-3"), or -1.
-int64_t idMs(const std::string& id) {
-  int64_t ms = -1;
-  auto [end, ec] = std::from_chars(id.data(), id.data() + id.size(), ms);
-  return ec == std::errc() && end != id.data() && *end == '-' ? ms : -1;
-}
-
 // Redis's clock from a TIME reply ([seconds, microseconds]), or -1.
 int64_t timeReplyMs(const redis::Reply& reply) {
   if (reply.type != redis::Reply::Type::kArray || reply.elements.size() != 2) return -1;
@@ -43,30 +36,45 @@ int64_t timeReplyMs(const redis::Reply& reply) {
   return seconds * 1000 + micros / 1000;
 }
 
-// One stream entry as the daemon's report: parsed, its signature and time checked.
-ReceivedReport receive(const std::string& secret, const std::string& id, const redis::Reply& fields,
-                       int64_t now_ms) {
+}  // namespace
+
+ReceivedReport StreamReportReader::receive(const std::string& id, const redis::Reply& fields,
+                                           int64_t now_ms) {
   ReceivedReport received;
-  const int64_t entry_ms = idMs(id);
   auto report = http::streamReportFromFields(fields);
-  received.sender = "redis entry " + id + (report ? " from " + report->reporter : "");
+  // the reporter field is not trusted until the signature is checked: keep it printable
+  received.sender = "redis entry " + printable(id, 40) +
+                    (report ? " from " + printable(report->reporter, 80) : "");
   if (!report) {
     received.report = report.error();
     return received;
   }
-  if (Status signed_ok = http::checkStreamReport(secret, *report, entry_ms); !signed_ok) {
+  const auto lookback_ms = static_cast<int64_t>(source_.lookback_ns / 1'000'000);
+  Status checked = http::checkStreamReport(source_.secret, *report, now_ms, lookback_ms);
+  if (checked && seen_.count(report->mac) != 0) {
+    checked = Error::usage("the same report was read before (a copy added again)");
+  }
+  if (!checked) {
     received.unauthorised = true;
-    received.report = signed_ok.error();
+    received.report = checked.error();
     return received;
   }
+  // remember it for as long as a copy could pass the time check
+  seen_.emplace(report->mac, report->time_ms);
+  seen_by_time_.emplace(report->time_ms, report->mac);
+  const int64_t forget_before = now_ms - lookback_ms - 2 * http::kReportClockSkewMs;
+  while (!seen_by_time_.empty() && seen_by_time_.begin()->first < forget_before) {
+    seen_.erase(seen_by_time_.begin()->second);
+    seen_by_time_.erase(seen_by_time_.begin());
+  }
   received.report = parseReport(report->line);
-  if (entry_ms >= 0 && now_ms > entry_ms) {
-    received.age_ns = static_cast<uint64_t>(now_ms - entry_ms) * 1'000'000;
+  // Under a second it is a report just made: hosts' clocks agree no better than that, and
+  // the ban is the configured one. Older, it was read from the stream's past.
+  if (now_ms - report->time_ms >= 1000) {
+    received.age_ns = static_cast<uint64_t>(now_ms - report->time_ms) * 1'000'000;
   }
   return received;
 }
-
-}  // namespace
 
 bool ReportStreamSource::operator==(const ReportStreamSource& other) const {
   return client.seeds == other.client.seeds && client.cluster == other.client.cluster &&
@@ -119,6 +127,10 @@ void StreamReportReader::sleepUnlessStopped(int64_t ms) {
 
 void StreamReportReader::run() {
   bool failing = false;
+  struct Finished {
+    std::atomic<bool>& flag;
+    ~Finished() { flag = true; }
+  } finished{finished_};
   while (!stop_) {
     bool full = false;
     {
@@ -165,6 +177,7 @@ Status StreamReportReader::readOnce() {
   if ((*replies)[0].isError()) return Error::failure((*replies)[0].str);
   const redis::Reply& result = (*replies)[0];
   const int64_t now_ms = timeReplyMs((*replies)[1]);
+  if (now_ms < 0) return Error::failure("TIME did not answer with the time");
   if (result.type != redis::Reply::Type::kArray || result.elements.empty()) return okStatus();
   // [[stream, [[id, [field, value, ...]], ...]]]
   const redis::Reply& entries =
@@ -174,7 +187,7 @@ Status StreamReportReader::readOnce() {
     if (entry.elements.size() != 2) continue;
     const std::string& id = entry.elements[0].str;
     last_id_ = id;
-    batch.push_back(receive(source_.secret, id, entry.elements[1], now_ms));
+    batch.push_back(receive(id, entry.elements[1], now_ms));
   }
   if (batch.empty()) return okStatus();
   {

@@ -59,14 +59,22 @@ bool RedisReportQueue::push(std::string line) {
 
 void RedisReportQueue::run() {
   std::unique_lock lock(mutex_);
+  bool redis_failed = false;
   for (;;) {
     wake_.wait(lock, [this] { return stop_ || !queue_.empty(); });
     if (queue_.empty()) return;  // stopping, and everything is sent
+    if (stop_ && redis_failed) {
+      // stopping with Redis gone: one failed try is enough, do not hold up the exit
+      errors_.fetch_add(queue_.size());
+      queue_.clear();
+      return;
+    }
     std::vector<std::string> lines;
     while (!queue_.empty() && lines.size() < kBatch) {
       lines.push_back(std::move(queue_.front()));
       queue_.pop_front();
     }
+    const bool stopping = stop_;
     lock.unlock();
     std::vector<redis::RoutedCommand> commands;
     const int64_t now_ms = wallClockMs();
@@ -77,7 +85,8 @@ void RedisReportQueue::run() {
     }
     auto replies = client_.run(commands);
     // A pooled connection from before a Redis restart fails once, and is dropped with it.
-    if (!replies) replies = client_.run(commands);
+    if (!replies && !stopping) replies = client_.run(commands);
+    redis_failed = !replies;
     uint64_t ok = 0;
     if (replies) {
       for (const redis::Reply& reply : *replies) ok += reply.isError() ? 0 : 1;

@@ -26,7 +26,9 @@ class RedisReportQueue {
 
   // Signs every report with `secret` and XADDs it to `stream` on `client`'s servers.
   RedisReportQueue(redis::ClientOptions client, std::string stream, std::string secret);
-  ~RedisReportQueue();  // sends what is queued (within one timeout), then stops
+  // Sends what is queued, then stops; with Redis unreachable it gives up after one failed
+  // call (one timeout) and counts the rest as errors.
+  ~RedisReportQueue();
   RedisReportQueue(const RedisReportQueue&) = delete;
   RedisReportQueue& operator=(const RedisReportQueue&) = delete;
 

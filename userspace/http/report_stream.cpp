@@ -8,8 +8,9 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
-#include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 
@@ -64,7 +65,12 @@ redis::ClientOptions reportClientOptions(const StoreConfig& store) {
 Result<std::string> loadReportSecret(const std::string& path) {
   struct stat st {};
   if (stat(path.c_str(), &st) != 0) {
-    return Error::usage("http.escalate.secret_file " + path + " does not exist" + kMakeSecret);
+    if (errno == ENOENT) {
+      return Error::usage("http.escalate.secret_file " + path + " does not exist" + kMakeSecret);
+    }
+    return Error::usage("cannot read http.escalate.secret_file " + path + ": " +
+                        std::strerror(errno) +
+                        " (give this user access: chgrp the file to its group and chmod 640)");
   }
   if ((st.st_mode & S_IROTH) != 0) {
     return Error::usage("http.escalate.secret_file " + path +
@@ -73,7 +79,10 @@ Result<std::string> loadReportSecret(const std::string& path) {
                         path);
   }
   std::ifstream in(path);
-  if (!in) return Error::usage("cannot read http.escalate.secret_file " + path + kMakeSecret);
+  if (!in) {
+    return Error::usage("cannot read http.escalate.secret_file " + path +
+                        " (give this user access: chgrp the file to its group and chmod 640)");
+  }
   std::stringstream text;
   text << in.rdbuf();
   std::string secret = trimmed(text.str());
@@ -136,16 +145,23 @@ Result<StreamReport> streamReportFromFields(const redis::Reply& fields) {
   return report;
 }
 
-Status checkStreamReport(std::string_view secret, const StreamReport& report, int64_t entry_ms) {
+Status checkStreamReport(std::string_view secret, const StreamReport& report, int64_t now_ms,
+                         int64_t max_age_ms) {
   const std::string expected = mac(secret, report.line, report.reporter, report.time_ms);
   if (report.mac.size() != expected.size() ||
       CRYPTO_memcmp(report.mac.data(), expected.data(), expected.size()) != 0) {
-    return Error::usage("its signature does not match (not signed with this fleet's secret)");
+    return Error::usage(
+        "its signature does not match: not signed with this fleet's secret (give every host "
+        "the same secret_file, and reload controllers and restart services after changing it)");
   }
-  if (std::llabs(entry_ms - report.time_ms) > kReportClockSkewMs) {
-    return Error::usage("it was signed at " + std::to_string(report.time_ms) + " ms but added at " +
-                        std::to_string(entry_ms) +
-                        " ms (a replayed report, or clocks more than 60 s apart)");
+  if (report.time_ms > now_ms + kReportClockSkewMs) {
+    return Error::usage("it was signed " + std::to_string(report.time_ms - now_ms) +
+                        " ms ahead of Redis's clock (synchronise the hosts' clocks, e.g. NTP)");
+  }
+  if (report.time_ms < now_ms - max_age_ms - kReportClockSkewMs) {
+    return Error::usage("it was signed " + std::to_string(now_ms - report.time_ms) +
+                        " ms ago, longer than the ban it asks for (a replayed report, or clocks "
+                        "out of step: synchronise them, e.g. NTP)");
   }
   return okStatus();
 }

@@ -6,8 +6,9 @@
 //   time_ms   the service's wall clock when it reported
 //   mac       hex HMAC-SHA256 of the three above, keyed by the fleet's shared secret
 // Anyone who can write to the stream can add entries; only a holder of the secret can
-// make one the controller acts on. A copied entry added again is refused too: its signed
-// time_ms no longer matches the entry's ID (Redis's clock when it was added).
+// make one the controller acts on. The signed time_ms, checked against Redis's own clock,
+// decides how old a report is (never the entry's ID, which a writer may choose); the
+// controller refuses an entry it has seen before (a copy added again).
 #pragma once
 
 #include <cstdint>
@@ -22,7 +23,7 @@ namespace floodgate::http {
 
 // A secret shorter than this is refused: it would be guessable.
 constexpr size_t kMinReportSecretBytes = 16;
-// How far a report's signed time may be from its entry's ID (clock skew between hosts).
+// How far a report's signed time may be ahead of Redis's clock (clock skew between hosts).
 constexpr int64_t kReportClockSkewMs = 60'000;
 // The stream is trimmed to about this many entries on every add (XADD MAXLEN ~).
 constexpr int64_t kReportStreamMaxLen = 100'000;
@@ -53,8 +54,10 @@ redis::Command streamAddCommand(const std::string& stream, const StreamReport& r
 // usage error naming what is missing otherwise.
 Result<StreamReport> streamReportFromFields(const redis::Reply& fields);
 
-// Whether `report` is signed with `secret` and was added (at `entry_ms`, its ID's time)
-// within kReportClockSkewMs of when it says it was signed. The error says which failed.
-Status checkStreamReport(std::string_view secret, const StreamReport& report, int64_t entry_ms);
+// Whether `report` is signed with `secret` and was signed no later than `now_ms` (Redis's
+// clock) + kReportClockSkewMs and no earlier than `now_ms` - `max_age_ms` - the skew. The
+// error says which failed and how to fix it.
+Status checkStreamReport(std::string_view secret, const StreamReport& report, int64_t now_ms,
+                         int64_t max_age_ms);
 
 }  // namespace floodgate::http

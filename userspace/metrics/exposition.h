@@ -36,6 +36,7 @@ struct Snapshot {
   uint64_t escalations_repeat = 0;
   uint64_t escalations_invalid = 0;
   uint64_t escalations_unauthorised = 0;
+  uint64_t escalations_expired = 0;
   std::string version;
 };
 
