@@ -44,7 +44,7 @@ double redisBenchmarkRate(int pipeline) {
   std::string command = "redis-benchmark -p " + std::to_string(server->port()) +
                         " -c 1 -n 100000 -P " + std::to_string(pipeline) + " -q EVALSHA " +
                         redis::decideScript(AlgorithmKind::kGcra).sha1 +
-                        " 1 'fg:{bench:k}:s' '' 1 0 1000000 1000000000 1 gcra 2>/dev/null";
+                        " 1 'fg:{bench:k}:gcra' '' 1 0 1000000 1000000000 1 gcra 2>/dev/null";
   FILE* out = popen(command.c_str(), "r");
   if (out == nullptr) return 0;
   // The whole output first: its progress updates are separated by \r, not \n, so a line

@@ -109,7 +109,8 @@ void Limiter::migrateInto(const PolicyConfig& policy, const Algorithm& algorithm
   if (old == nullptr || !(old->config->key == policy.key)) return;  // other keys: fresh
   auto* from = dynamic_cast<const MemoryStore*>(old->store.get());
   auto* to = dynamic_cast<MemoryStore*>(&into);
-  // A shared store (Redis) keeps its state where it is, under the policy's name.
+  // A shared store (Redis) keeps its state where it is, under the policy's name; its
+  // scripts carry each key across on the key's next decision (redis/scripts.cpp).
   if (from == nullptr || to == nullptr) return;
   migrateStore(*from, *old->algorithm, *to, algorithm, now_ns);
 }

@@ -57,7 +57,9 @@ std::vector<std::string> RedisStore::redisKeys(std::string_view key) const {
   }
   base += "}";
   if (params_.kind == AlgorithmKind::kSlidingWindowLog) return {base + ":log", base + ":seq"};
-  return {base + ":s"};
+  // named after the algorithm: a policy that changes algorithm starts its keys fresh (its
+  // old state means nothing to the new one, and may be another Redis type)
+  return {base + ":" + std::string(algorithmName(params_.kind))};
 }
 
 std::vector<std::string> RedisStore::params() const {

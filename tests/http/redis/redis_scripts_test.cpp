@@ -223,5 +223,88 @@ TEST_F(RedisScriptsTest, LeasesNeverTakeMoreThanRemains) {
   EXPECT_EQ(store->decide("k", kMs, 1)->remaining, 4);
 }
 
+// A policy's limits changed while its keys live in Redis: the first decision under the new
+// limits carries each key's state across (as state_migration does in memory). Two keys get
+// the same history under the old limits; then one decides under the old limits and the
+// other under the new ones: the raised limit must admit whenever the old one did.
+struct Raise {
+  AlgorithmParams from, to;
+};
+
+TEST_F(RedisScriptsTest, ARaisedLimitNeverRejectsWhatTheOldOneAdmittedInRedis) {
+  const std::vector<Raise> raises = {
+      {window(AlgorithmKind::kFixedWindow, 5, 1000), window(AlgorithmKind::kFixedWindow, 8, 1000)},
+      {window(AlgorithmKind::kSlidingWindowLog, 5, 1000),
+       window(AlgorithmKind::kSlidingWindowLog, 9, 1000)},
+      {window(AlgorithmKind::kSlidingWindowCounter, 5, 1000),
+       window(AlgorithmKind::kSlidingWindowCounter, 6, 1000)},
+      {bucket(AlgorithmKind::kTokenBucket, 5, 2), bucket(AlgorithmKind::kTokenBucket, 7, 3.5)},
+      {bucket(AlgorithmKind::kGcra, 5, 2), bucket(AlgorithmKind::kGcra, 6, 10)},
+      {bucket(AlgorithmKind::kGcra, 5, 2), bucket(AlgorithmKind::kGcra, 5, 2.5)},
+      {bucket(AlgorithmKind::kLeakyBucket, 5, 2), bucket(AlgorithmKind::kLeakyBucket, 9, 3)},
+  };
+  std::mt19937_64 random(11);
+  for (const Raise& raise : raises) {
+    SCOPED_TRACE(std::string(algorithmName(raise.from.kind)));
+    ASSERT_TRUE(server_->command({"FLUSHALL"}));  // each raise on keys of its own
+    auto before = virtualTimeStore(raise.from);
+    auto after = virtualTimeStore(raise.to);
+    int old_admitted = 0, trials = 0;
+    for (int trial = 0; trial < 60; ++trial) {
+      const std::string old_key = "old" + std::to_string(trial);
+      const std::string new_key = "new" + std::to_string(trial);
+      int64_t now = 10'000 * kMs;
+      for (int i = 0, n = static_cast<int>(random() % 12); i < n; ++i) {
+        now += static_cast<int64_t>(random() % 400) * kMs;
+        const int64_t cost = 1 + static_cast<int64_t>(random() % 2);
+        ASSERT_TRUE(before->decide(old_key, now, cost).ok());
+        ASSERT_TRUE(before->decide(new_key, now, cost).ok());
+      }
+      const int64_t at = now + static_cast<int64_t>(random() % 800) * kMs;
+      const int64_t cost = 1 + static_cast<int64_t>(random() % 3);
+      auto old_decision = before->decide(old_key, at, cost);
+      auto new_decision = after->decide(new_key, at, cost);
+      ASSERT_TRUE(old_decision.ok() && new_decision.ok());
+      old_admitted += old_decision->allowed();
+      ++trials;
+      EXPECT_TRUE(!old_decision->allowed() || new_decision->allowed())
+          << "trial " << trial << " cost " << cost;
+    }
+    EXPECT_GT(old_admitted, 0);
+    EXPECT_LT(old_admitted, trials) << "some states must be over the old limit";
+  }
+}
+
+TEST_F(RedisScriptsTest, ALoweredLimitKeepsWhatWasUsedAndAnotherWindowOrAlgorithmStartsFresh) {
+  // GCRA: 3 of 10 used at 1/s; at 4 units the 3 stay used: one left
+  auto big = virtualTimeStore(bucket(AlgorithmKind::kGcra, 10, 1));
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(big->decide("k", kMs, 1)->allowed());
+  auto small = virtualTimeStore(bucket(AlgorithmKind::kGcra, 4, 4));
+  auto next = small->decide("k", kMs, 1);
+  ASSERT_TRUE(next.ok());
+  EXPECT_TRUE(next->allowed());
+  EXPECT_EQ(next->remaining, 0) << "3 used of 4, then this one";
+  EXPECT_FALSE(small->decide("k", kMs, 1)->allowed());
+  // a token bucket lowered below what it used: nothing left, never a negative count
+  auto tokens = virtualTimeStore(bucket(AlgorithmKind::kTokenBucket, 10, 1));
+  ASSERT_TRUE(tokens->decide("t", kMs, 8)->allowed());
+  auto fewer = virtualTimeStore(bucket(AlgorithmKind::kTokenBucket, 4, 1));
+  auto refused = fewer->decide("t", kMs, 1);
+  ASSERT_TRUE(refused.ok());
+  EXPECT_FALSE(refused->allowed());
+  EXPECT_EQ(refused->remaining, 0);
+  // a fixed window's counts of another length mean nothing: fresh
+  auto minute = virtualTimeStore(window(AlgorithmKind::kFixedWindow, 5, 60'000));
+  ASSERT_TRUE(minute->decide("w", kMs, 5)->allowed());
+  EXPECT_FALSE(minute->decide("w", kMs, 1)->allowed());
+  auto second = virtualTimeStore(window(AlgorithmKind::kFixedWindow, 5, 1000));
+  EXPECT_EQ(second->decide("w", kMs, 1)->remaining, 4);
+  // another algorithm under the same policy name: its own keys, fresh (never WRONGTYPE)
+  auto counter = virtualTimeStore(window(AlgorithmKind::kSlidingWindowCounter, 5, 60'000));
+  auto fresh = counter->decide("w", kMs, 1);
+  ASSERT_TRUE(fresh.ok()) << fresh.error().message;
+  EXPECT_EQ(fresh->remaining, 4);
+}
+
 }  // namespace
 }  // namespace floodgate::http

@@ -56,12 +56,16 @@ local function muldiv(a, b, p)
 end
 )lua";
 
+// Hash fields: w = window index, n = count, l = the window length (µs) they were counted
+// in. Counts of another window length mean nothing: a policy whose window changed starts
+// its keys fresh; a changed limit applies to the counts as they are.
 constexpr std::string_view kFixedWindowDecide = R"lua(
 local now = now_us(ARGV[1])
 local cost, extra = tonumber(ARGV[2]), tonumber(ARGV[3])
 local limit, w = tonumber(ARGV[4]), tonumber(ARGV[5])
-local s = redis.call('HMGET', KEYS[1], 'w', 'n')
+local s = redis.call('HMGET', KEYS[1], 'w', 'n', 'l')
 local index, n = tonumber(s[1]) or 0, tonumber(s[2]) or 0
+if s[3] and tonumber(s[3]) ~= w then index = 0; n = 0 end
 local current = math.floor(now / w)
 if current > index then index = current; n = 0 end
 local window_end = (index + 1) * w
@@ -72,7 +76,7 @@ elseif n + cost <= limit then
   n = n + cost
   leased = math.min(extra, limit - n)
   n = n + leased
-  redis.call('HSET', KEYS[1], 'w', index, 'n', n)
+  redis.call('HSET', KEYS[1], 'w', index, 'n', n, 'l', w)
   expire_after(KEYS[1], window_end - now)
 else
   outcome = 1
@@ -83,8 +87,8 @@ return {outcome, 0, limit - n, window_end - now, retry, now, leased}
 
 constexpr std::string_view kFixedWindowRefund = R"lua(
 local at, cost, w = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[5])
-local s = redis.call('HMGET', KEYS[1], 'w', 'n')
-if not s[1] then return 0 end
+local s = redis.call('HMGET', KEYS[1], 'w', 'n', 'l')
+if not s[1] or (s[3] and tonumber(s[3]) ~= w) then return 0 end
 -- Only while the request's window is the current one; later it no longer matters.
 if math.floor(at / w) ~= tonumber(s[1]) then return 0 end
 redis.call('HSET', KEYS[1], 'n', math.max(0, tonumber(s[2]) - cost))
@@ -141,14 +145,16 @@ if #ids > 0 then redis.call('ZREM', KEYS[1], unpack(ids)) end
 return 0
 )lua";
 
-// Hash fields: w = window index, c = current count, p = previous count. The estimate
+// Hash fields: w = window index, c = current count, p = previous count, l = the window
+// length (µs); another length starts fresh, as in the fixed window. The estimate
 // prev x (W - elapsed) / W + curr is compared multiplied by W, exactly (mulcmp).
 constexpr std::string_view kSlidingCounterDecide = R"lua(
 local now = now_us(ARGV[1])
 local cost = tonumber(ARGV[2])
 local limit, w = tonumber(ARGV[4]), tonumber(ARGV[5])
-local s = redis.call('HMGET', KEYS[1], 'w', 'c', 'p')
+local s = redis.call('HMGET', KEYS[1], 'w', 'c', 'p', 'l')
 local index, curr, prev = tonumber(s[1]) or 0, tonumber(s[2]) or 0, tonumber(s[3]) or 0
+if s[4] and tonumber(s[4]) ~= w then index = 0; curr = 0; prev = 0 end
 local current = math.floor(now / w)
 if current == index + 1 then
   prev = curr; curr = 0
@@ -179,7 +185,7 @@ else
   end
   retry = math.max(1, retry_at - now)
 end
-redis.call('HSET', KEYS[1], 'w', index, 'c', curr, 'p', prev)
+redis.call('HSET', KEYS[1], 'w', index, 'c', curr, 'p', prev, 'l', w)
 expire_after(KEYS[1], start + 2 * w - now)
 -- remaining = limit - curr - ceil(prev x (W - elapsed) / W)
 local weighted = muldiv(prev, w - elapsed, w)
@@ -192,8 +198,8 @@ return {outcome, 0, remaining, reset, retry, now, 0}
 
 constexpr std::string_view kSlidingCounterRefund = R"lua(
 local at, cost, w = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[5])
-local s = redis.call('HMGET', KEYS[1], 'w', 'c', 'p')
-if not s[1] then return 0 end
+local s = redis.call('HMGET', KEYS[1], 'w', 'c', 'p', 'l')
+if not s[1] or (s[4] and tonumber(s[4]) ~= w) then return 0 end
 local index = math.floor(at / w)
 if index == tonumber(s[1]) then
   redis.call('HSET', KEYS[1], 'c', math.max(0, tonumber(s[2]) - cost))
@@ -204,6 +210,8 @@ return 0
 )lua";
 
 // Hash fields: m = nanotokens missing from a full bucket, t = time of the last refill (µs).
+// After a change of the policy's limits the tokens used stay used (at most the new
+// capacity) and refill at the new rate.
 constexpr std::string_view kTokenBucketDecide = R"lua(
 local now = now_us(ARGV[1])
 local cost, extra = tonumber(ARGV[2]), tonumber(ARGV[3])
@@ -216,6 +224,7 @@ if now > at then
   if now - at >= ceildiv(missing, rate) then missing = 0 else missing = missing - (now - at) * rate end
   at = now
 end
+if missing > capacity * UNIT then missing = capacity * UNIT end
 local available = capacity * UNIT - missing
 local need = cost * UNIT
 local outcome, retry, leased = 0, 0, 0
@@ -244,15 +253,36 @@ redis.call('HSET', KEYS[1], 'm', math.max(0, m - cost * 1000000000))
 return 0
 )lua";
 
-// One value: the theoretical arrival time (µs). GCRA and the leaky bucket share the
-// arithmetic; the leaky bucket also answers the delay until the request's turn.
+// One value, "TAT:INTERVAL": the theoretical arrival time and the interval per unit it was
+// counted in (µs). After the policy's rate or capacity changed, the units used (tat - now
+// at the old interval) stay used, at most the new capacity, and drain at the new interval;
+// a fraction of a unit is forgiven. GCRA and the leaky bucket share the arithmetic; the
+// leaky bucket also answers the delay until the request's turn.
+constexpr std::string_view kGcraState = R"lua(
+local function read_tat(key, interval)
+  local v = redis.call('GET', key)
+  if not v then return 0, interval end
+  local t, i = string.match(v, '^(-?%d+):(%d+)$')
+  if t then return tonumber(t), tonumber(i) end
+  return tonumber(v) or 0, interval
+end
+local function write_tat(key, tat, interval, ms)
+  local v = string.format('%.0f:%.0f', tat, interval)
+  if ms then redis.call('SET', key, v, 'PX', ms) else redis.call('SET', key, v, 'KEEPTTL') end
+end
+)lua";
+
 constexpr std::string_view kGcraDecide = R"lua(
 local now = now_us(ARGV[1])
 local cost, extra = tonumber(ARGV[2]), tonumber(ARGV[3])
 local capacity, interval = tonumber(ARGV[4]), tonumber(ARGV[6])
 local queue = ARGV[7] == 'queue'
-local tat = tonumber(redis.call('GET', KEYS[1])) or 0
+local tat, was = read_tat(KEYS[1], interval)
 local tolerance = capacity * interval
+if was ~= interval and tat > now then
+  local used = math.max(0, math.floor((tat - now) * interval / was) - 1)
+  tat = now + math.min(used, tolerance)
+end
 local start = math.max(tat, now)
 local next_tat = start + cost * interval
 local outcome, delay, retry, leased = 0, 0, 0, 0
@@ -263,7 +293,7 @@ elseif next_tat - now <= tolerance then
   if queue then delay = start - now end
   leased = math.min(extra, math.floor((tolerance - (tat - now)) / interval))
   tat = tat + leased * interval
-  redis.call('SET', KEYS[1], tat, 'PX', math.max(1, math.ceil((tat - now) / 1000)))
+  write_tat(KEYS[1], tat, interval, math.max(1, math.ceil((tat - now) / 1000)))
 else
   outcome = 1
   retry = next_tat - tolerance - now
@@ -274,9 +304,10 @@ return {outcome, delay, math.max(0, math.floor((tolerance - used) / interval)), 
 
 constexpr std::string_view kGcraRefund = R"lua(
 local cost, interval = tonumber(ARGV[2]), tonumber(ARGV[6])
-local tat = tonumber(redis.call('GET', KEYS[1]))
-if not tat then return 0 end
-redis.call('SET', KEYS[1], tat - cost * interval, 'KEEPTTL')
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+local tat, was = read_tat(KEYS[1], interval)
+-- a refund right after a change of the rate: the units are given back at the old interval
+write_tat(KEYS[1], tat - cost * was, was, nil)
 return 0
 )lua";
 
@@ -304,7 +335,7 @@ const Script& decideScript(AlgorithmKind kind) {
   static const Script log = make({kPrelude, kSlidingLogDecide});
   static const Script counter = make({kPrelude, kMulCmp, kSlidingCounterDecide});
   static const Script bucket = make({kPrelude, kTokenBucketDecide});
-  static const Script gcra = make({kPrelude, kGcraDecide});
+  static const Script gcra = make({kPrelude, kGcraState, kGcraDecide});
   switch (kind) {
     case AlgorithmKind::kFixedWindow:
       return fixed;
@@ -326,7 +357,7 @@ const Script& refundScript(AlgorithmKind kind) {
   static const Script log = make({kSlidingLogRefund});
   static const Script counter = make({kSlidingCounterRefund});
   static const Script bucket = make({kTokenBucketRefund});
-  static const Script gcra = make({kGcraRefund});
+  static const Script gcra = make({kGcraState, kGcraRefund});
   switch (kind) {
     case AlgorithmKind::kFixedWindow:
       return fixed;
