@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <vector>
 
 #include "http/algorithm.h"
 
@@ -45,6 +46,28 @@ inline AlgorithmParams bucket(AlgorithmKind kind, int64_t capacity, double rate_
   p.capacity = capacity;
   p.rate_per_s = rate_per_s;
   return p;
+}
+
+// A policy's parameters before and after its limits were raised: per algorithm, the
+// capacity or limit and the rate raised (or the rate alone, or nothing), never the window.
+struct Raise {
+  AlgorithmParams from, to;
+};
+
+inline std::vector<Raise> raisedLimits() {
+  return {
+      {window(AlgorithmKind::kFixedWindow, 5, 1000), window(AlgorithmKind::kFixedWindow, 8, 1000)},
+      {window(AlgorithmKind::kSlidingWindowLog, 5, 1000),
+       window(AlgorithmKind::kSlidingWindowLog, 9, 1000)},
+      {window(AlgorithmKind::kSlidingWindowCounter, 5, 1000),
+       window(AlgorithmKind::kSlidingWindowCounter, 6, 1000)},
+      {bucket(AlgorithmKind::kTokenBucket, 5, 2), bucket(AlgorithmKind::kTokenBucket, 7, 3.5)},
+      {bucket(AlgorithmKind::kTokenBucket, 5, 2), bucket(AlgorithmKind::kTokenBucket, 5, 2.001)},
+      {bucket(AlgorithmKind::kGcra, 5, 2), bucket(AlgorithmKind::kGcra, 6, 10)},
+      {bucket(AlgorithmKind::kGcra, 5, 2), bucket(AlgorithmKind::kGcra, 5, 2.5)},
+      {bucket(AlgorithmKind::kGcra, 5, 2), bucket(AlgorithmKind::kGcra, 5, 2)},
+      {bucket(AlgorithmKind::kLeakyBucket, 5, 2), bucket(AlgorithmKind::kLeakyBucket, 9, 3)},
+  };
 }
 
 }  // namespace floodgate::http::testing

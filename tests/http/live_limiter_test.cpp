@@ -135,25 +135,10 @@ TEST(LiveLimiter, ChecksInFlightFinishOnTheSetTheyStartedWith) {
 
 // For every algorithm: from many states, raising the limit (and the rate) never rejects a
 // next request that the old parameters would have admitted.
-struct Raise {
-  AlgorithmParams from, to;
-};
-
 TEST(StateMigration, RaisingNeverRejectsWhatTheOldLimitAdmitted) {
-  const std::vector<Raise> raises = {
-      {window(AlgorithmKind::kFixedWindow, 5, 1000), window(AlgorithmKind::kFixedWindow, 8, 1000)},
-      {window(AlgorithmKind::kSlidingWindowLog, 5, 1000),
-       window(AlgorithmKind::kSlidingWindowLog, 9, 1000)},
-      {window(AlgorithmKind::kSlidingWindowCounter, 5, 1000),
-       window(AlgorithmKind::kSlidingWindowCounter, 6, 1000)},
-      {bucket(AlgorithmKind::kTokenBucket, 5, 2), bucket(AlgorithmKind::kTokenBucket, 7, 3.5)},
-      {bucket(AlgorithmKind::kTokenBucket, 5, 2), bucket(AlgorithmKind::kTokenBucket, 5, 2.001)},
-      {bucket(AlgorithmKind::kGcra, 5, 2), bucket(AlgorithmKind::kGcra, 6, 10)},
-      {bucket(AlgorithmKind::kGcra, 5, 2), bucket(AlgorithmKind::kGcra, 5, 2)},
-      {bucket(AlgorithmKind::kLeakyBucket, 5, 2), bucket(AlgorithmKind::kLeakyBucket, 9, 3)},
-  };
+  const std::vector<testing::Raise> raises = testing::raisedLimits();
   std::mt19937_64 random(7);
-  for (const Raise& raise : raises) {
+  for (const testing::Raise& raise : raises) {
     auto from = *makeAlgorithm(raise.from);
     auto to = *makeAlgorithm(raise.to);
     SCOPED_TRACE(std::string(algorithmName(raise.from.kind)));

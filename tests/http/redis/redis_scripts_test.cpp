@@ -5,6 +5,7 @@
 #include <random>
 
 #include "http/algorithm.h"
+#include "http/algorithm_harness.h"
 #include "http/memory_store.h"
 #include "http/redis_store.h"
 #include "redis/redis_server.h"
@@ -51,21 +52,8 @@ class RedisScriptsTest : public ::testing::Test {
 };
 RedisServer* RedisScriptsTest::server_ = nullptr;
 
-AlgorithmParams window(AlgorithmKind kind, int64_t limit, int64_t window_ms) {
-  AlgorithmParams p;
-  p.kind = kind;
-  p.limit = limit;
-  p.window_ms = window_ms;
-  return p;
-}
-
-AlgorithmParams bucket(AlgorithmKind kind, int64_t capacity, double rate_per_s) {
-  AlgorithmParams p;
-  p.kind = kind;
-  p.capacity = capacity;
-  p.rate_per_s = rate_per_s;
-  return p;
-}
+using testing::bucket;
+using testing::window;
 
 // The scripts count in whole µs and round retry/reset times up to the next µs (never
 // earlier than the in-memory answer); everything else must be identical.
@@ -227,24 +215,10 @@ TEST_F(RedisScriptsTest, LeasesNeverTakeMoreThanRemains) {
 // limits carries each key's state across (as state_migration does in memory). Two keys get
 // the same history under the old limits; then one decides under the old limits and the
 // other under the new ones: the raised limit must admit whenever the old one did.
-struct Raise {
-  AlgorithmParams from, to;
-};
-
 TEST_F(RedisScriptsTest, ARaisedLimitNeverRejectsWhatTheOldOneAdmittedInRedis) {
-  const std::vector<Raise> raises = {
-      {window(AlgorithmKind::kFixedWindow, 5, 1000), window(AlgorithmKind::kFixedWindow, 8, 1000)},
-      {window(AlgorithmKind::kSlidingWindowLog, 5, 1000),
-       window(AlgorithmKind::kSlidingWindowLog, 9, 1000)},
-      {window(AlgorithmKind::kSlidingWindowCounter, 5, 1000),
-       window(AlgorithmKind::kSlidingWindowCounter, 6, 1000)},
-      {bucket(AlgorithmKind::kTokenBucket, 5, 2), bucket(AlgorithmKind::kTokenBucket, 7, 3.5)},
-      {bucket(AlgorithmKind::kGcra, 5, 2), bucket(AlgorithmKind::kGcra, 6, 10)},
-      {bucket(AlgorithmKind::kGcra, 5, 2), bucket(AlgorithmKind::kGcra, 5, 2.5)},
-      {bucket(AlgorithmKind::kLeakyBucket, 5, 2), bucket(AlgorithmKind::kLeakyBucket, 9, 3)},
-  };
+  const std::vector<testing::Raise> raises = testing::raisedLimits();
   std::mt19937_64 random(11);
-  for (const Raise& raise : raises) {
+  for (const testing::Raise& raise : raises) {
     SCOPED_TRACE(std::string(algorithmName(raise.from.kind)));
     ASSERT_TRUE(server_->command({"FLUSHALL"}));  // each raise on keys of its own
     auto before = virtualTimeStore(raise.from);
