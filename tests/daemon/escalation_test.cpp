@@ -10,6 +10,8 @@
 #include <filesystem>
 
 #include "daemon/report_listener.h"
+#include "http/config_parser.h"
+#include "http/live_reporter.h"
 #include "http/offender_reporter.h"
 
 namespace floodgate::daemon {
@@ -127,6 +129,50 @@ TEST_F(EscalationTest, TheSocketFileGoesWithTheListenerAndAStaleOneIsReplaced) {
     ASSERT_TRUE(again.ok()) << again.error().message;
   }
   EXPECT_FALSE(std::filesystem::exists(config_.socket));
+}
+
+// A published set that changes http.escalate reaches a running service: the threshold and
+// the socket follow the current set, and a set without escalate reports nothing.
+TEST_F(EscalationTest, AServiceFollowsThePublishedEscalationWithoutARestart) {
+  auto first = ReportListener::bind(config_.socket);
+  auto second = ReportListener::bind(dir_ + "/other.sock");
+  ASSERT_TRUE(first.ok() && second.ok());
+  auto setWith = [&](const std::string& escalate) {
+    auto config = http::parseHttpConfigText(
+        "http:\n  policies:\n    - {name: per-ip, key: ip, algorithm: fixed_window, limit: 1, "
+        "window_ms: 60000}\n" +
+            escalate,
+        "test.yaml");
+    EXPECT_TRUE(config.ok()) << config.error().message;
+    return std::move(*config);
+  };
+  auto made = http::Limiter::create(
+      setWith("  escalate: {rejections: 5, within: 10s, ban: 1m, socket: " + config_.socket +
+              "}\n"),
+      clock_);
+  ASSERT_TRUE(made.ok());
+  auto live = std::make_shared<http::LiveLimiter>(std::shared_ptr<http::Limiter>(std::move(*made)),
+                                                  "v1", clock_);
+  http::LiveReporter reporter(live, clock_);
+  EXPECT_TRUE(reporter.active());
+  for (int i = 0; i < 5; ++i) reporter.noteRejection("192.0.2.1");
+  EXPECT_EQ(first->drain(10).size(), 1u) << "5 rejections under the first set";
+
+  ASSERT_TRUE(live->update(setWith("  escalate: {rejections: 2, within: 10s, ban: 1m, socket: " +
+                                   dir_ + "/other.sock}\n"),
+                           "v2")
+                  .ok());
+  for (int i = 0; i < 2; ++i) reporter.noteRejection("192.0.2.2");
+  EXPECT_TRUE(first->drain(10).empty());
+  EXPECT_EQ(second->drain(10).size(), 1u) << "2 rejections, to the new socket";
+  EXPECT_EQ(reporter.reportsSent(), 2u) << "counted across both";
+
+  ASSERT_TRUE(live->update(setWith(""), "v3").ok());
+  for (int i = 0; i < 20; ++i) reporter.noteRejection("192.0.2.3");
+  EXPECT_FALSE(reporter.active());
+  EXPECT_TRUE(first->drain(10).empty());
+  EXPECT_TRUE(second->drain(10).empty());
+  EXPECT_EQ(reporter.reportsSent(), 2u);
 }
 
 }  // namespace

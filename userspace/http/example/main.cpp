@@ -15,7 +15,7 @@
 #include "http/example/service_metrics.h"
 #include "http/headers.h"
 #include "http/httplib_adapter.h"
-#include "http/offender_reporter.h"
+#include "http/live_reporter.h"
 #include "http/policy_watcher.h"
 #include "http/redis_policy_watcher.h"
 
@@ -145,18 +145,9 @@ int run(const PolicySource& source, const std::string& listen) {
   } else if (!source.redis_key.empty()) {
     redis_watcher = RedisPolicyWatcher::start(redisSource(source), live);
   }
-  // http.escalate is read once, from the first set (the report socket is set up at start).
-  std::shared_ptr<Limiter> limiter = live->current();
-  // http.escalate: clients that keep getting rejected are reported to floodgate run
-  std::shared_ptr<OffenderReporter> reporter;
-  if (limiter->config().escalate.enabled) {
-    auto created = OffenderReporter::create(limiter->config(), std::make_shared<SteadyClock>());
-    if (!created) {
-      std::cerr << "floodgate-http-example: error: " << created.error().message << "\n";
-      return 1;
-    }
-    reporter = std::move(*created);
-  }
+  // http.escalate: clients that keep getting rejected are reported to floodgate run, as the
+  // current set says (a published change applies without a restart)
+  auto reporter = std::make_shared<LiveReporter>(live, std::make_shared<SteadyClock>());
 
   example::ServiceMetrics metrics;
   httplib::Server server;
@@ -173,9 +164,8 @@ int run(const PolicySource& source, const std::string& listen) {
     metrics.countVerdict(verdict);
     if (verdict.allowed()) return;
     metrics.countResponse(routeLabel(req.path), statusFor(verdict));
-    if (reporter) reporter->noteRejection(verdict.client_ip);
+    reporter->noteRejection(verdict.client_ip);
   };
-  limiter.reset();  // from here on the live set decides
   installRateLimiter(server, live, std::move(options));
 
   int port = address->port;

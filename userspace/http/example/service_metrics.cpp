@@ -48,7 +48,7 @@ void ServiceMetrics::countVerdict(const Verdict& verdict) {
   }
 }
 
-std::string ServiceMetrics::render(Limiter& limiter, const OffenderReporter* reporter,
+std::string ServiceMetrics::render(Limiter& limiter, const LiveReporter* reporter,
                                    const LiveLimiter* live) const {
   std::string out;
   {
@@ -85,7 +85,8 @@ std::string ServiceMetrics::render(Limiter& limiter, const OffenderReporter* rep
                  std::to_string(stats.evicted_active) + "\n";
   }
   out += evictions;
-  if (reporter) {
+  if (reporter && (reporter->active() ||
+                   reporter->reportsSent() + reporter->reportErrors() + reporter->dropped() > 0)) {
     out +=
         "# HELP floodgate_http_offender_reports_total Clients reported to floodgate run for a "
         "ban (http.escalate), by result.\n";

@@ -10,7 +10,7 @@
 
 #include "http/limiter.h"
 #include "http/live_limiter.h"
-#include "http/offender_reporter.h"
+#include "http/live_reporter.h"
 
 namespace floodgate::http::example {
 
@@ -34,8 +34,9 @@ class ServiceMetrics {
   void countResponse(const std::string& route, int code);
   void countVerdict(const Verdict& verdict);
   // The whole exposition; `limiter` supplies the store gauges.
-  // `reporter` may be null (no http.escalate); `live` too (policies not followed).
-  std::string render(Limiter& limiter, const OffenderReporter* reporter = nullptr,
+  // `reporter` may be null, and reports nothing while no http.escalate is set; `live` may
+  // be null (policies not followed).
+  std::string render(Limiter& limiter, const LiveReporter* reporter = nullptr,
                      const LiveLimiter* live = nullptr) const;
 
  private:

@@ -1,0 +1,88 @@
+// SPDX-License-Identifier: MIT
+// Following the current set's http.escalate: compare on a change of set, remake if needed.
+#include "http/live_reporter.h"
+
+#include <iostream>
+
+namespace floodgate::http {
+namespace {
+
+// Whether a reporter made for `a` reports as one made for `b` would.
+bool sameEscalation(const HttpConfig& a, const HttpConfig& b) {
+  const EscalateConfig& x = a.escalate;
+  const EscalateConfig& y = b.escalate;
+  const bool same = x.enabled == y.enabled && x.rejections == y.rejections &&
+                    x.within_ms == y.within_ms && x.ban_ns == y.ban_ns && x.socket == y.socket &&
+                    x.redis_stream == y.redis_stream && x.secret == y.secret;
+  // a stream lives on the store's servers
+  return same && (x.redis_stream.empty() || a.store == b.store);
+}
+
+}  // namespace
+
+LiveReporter::LiveReporter(std::shared_ptr<LiveLimiter> live, std::shared_ptr<const Clock> clock,
+                           std::function<void(const std::string&)> log)
+    : live_(std::move(live)), clock_(std::move(clock)), log_(std::move(log)) {
+  if (!log_) log_ = [](const std::string& line) { std::cerr << line << std::endl; };
+  std::lock_guard lock(mutex_);
+  follow(live_->current());
+}
+
+void LiveReporter::follow(const std::shared_ptr<Limiter>& limiter) {
+  if (limiter.get() == seen_) return;
+  seen_ = limiter.get();
+  const HttpConfig& config = limiter->config();
+  if (reporter_ != nullptr && sameEscalation(config, settings_)) return;
+  if (reporter_ == nullptr && !config.escalate.enabled) return;
+  std::shared_ptr<OffenderReporter> next;
+  if (config.escalate.enabled) {
+    auto made = OffenderReporter::create(config, clock_);
+    if (!made) {
+      log_("floodgate: the new policies' http.escalate cannot be used (keeping the last one): " +
+           made.error().message);
+      return;
+    }
+    next = std::move(*made);
+  }
+  if (reporter_ != nullptr) {
+    retired_sent_ += reporter_->reportsSent();
+    retired_errors_ += reporter_->reportErrors();
+    retired_dropped_ += reporter_->dropped();
+  }
+  reporter_ = std::move(next);
+  settings_.escalate = config.escalate;
+  settings_.store = config.store;
+}
+
+void LiveReporter::noteRejection(std::string_view client_ip) {
+  std::shared_ptr<OffenderReporter> reporter;
+  {
+    std::lock_guard lock(mutex_);
+    follow(live_->current());
+    reporter = reporter_;
+  }
+  // counted outside the lock: the reporter is thread-safe, and a retired one still finishes
+  if (reporter != nullptr) reporter->noteRejection(client_ip);
+}
+
+bool LiveReporter::active() const {
+  std::lock_guard lock(mutex_);
+  return reporter_ != nullptr;
+}
+
+uint64_t LiveReporter::reportsSent() const {
+  std::lock_guard lock(mutex_);
+  return retired_sent_ + (reporter_ ? reporter_->reportsSent() : 0);
+}
+
+uint64_t LiveReporter::reportErrors() const {
+  std::lock_guard lock(mutex_);
+  return retired_errors_ + (reporter_ ? reporter_->reportErrors() : 0);
+}
+
+uint64_t LiveReporter::dropped() const {
+  std::lock_guard lock(mutex_);
+  return retired_dropped_ + (reporter_ ? reporter_->dropped() : 0);
+}
+
+}  // namespace floodgate::http
