@@ -79,9 +79,11 @@ TEST_F(FloodE2eTest, Ipv4FramesArriveAndFloodgateCountsEveryOne) {
 
 TEST_F(FloodE2eTest, Ipv6TcpSynAcrossSlash64sArrivesToo) {
   attach({"--rate", "1000", "--burst", "100"});
-  nlohmann::json report = flood({"--dst", "2001:db8::1", "--protocol", "tcp-syn", "--count", "5000",
-                                 "--rate", "100k", "--sources", "1000", "--across-64s"});
+  nlohmann::json report =
+      flood({"--dst", "2001:db8::1", "--protocol", "tcp-syn", "--count", "5000", "--rate", "100k",
+             "--sources", "1000", "--across-64s", "--cpu", "0"});
   ASSERT_FALSE(report.is_discarded());
+  EXPECT_EQ(report["cpu"], 0);
   EXPECT_EQ(report["family"], "ipv6");
   EXPECT_EQ(report["frame_bytes"], 74);
   EXPECT_EQ(counted().first, report["peer_accepted"].get<uint64_t>());
@@ -144,6 +146,17 @@ TEST_F(FloodE2eTest, APeerWithoutXdpIsReportedNotFloodedIntoNothing) {
       {"flood", lab_->senderInterface(), "--dst", LabNetwork::kTargetAddress, "--count", "1000"});
   EXPECT_EQ(r.exit_code, 1) << r.out;
   EXPECT_NE(r.err.find("takes no XDP frames"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "one line: " << r.err;
+}
+
+TEST_F(FloodE2eTest, ACpuThatIsNotThereIsAUsageError) {
+  attach({"--rate", "1000"});
+  CommandResult r =
+      lab_->floodgateInSender({"flood", lab_->senderInterface(), "--dst",
+                               LabNetwork::kTargetAddress, "--count", "10", "--cpu", "1000"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("--cpu 1000: not a CPU this process may run on"), std::string::npos)
+      << r.err;
   EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "one line: " << r.err;
 }
 

@@ -24,6 +24,7 @@ struct FloodFlags {
   std::string count, duration, rate, sources = "1";
   bool across_64s = false;
   uint32_t batch = 64;
+  int cpu = -1;
   bool i_know = false;
   bool json = false;
 };
@@ -82,6 +83,7 @@ Result<flood::FloodOptions> toOptions(const FloodFlags& flags) {
     options.rate_pps = *rate;
   }
   options.batch = flags.batch;
+  options.cpu = flags.cpu;
   options.i_know = flags.i_know;
   if (Status valid = flood::validateFloodOptions(options); !valid) return valid.error();
   return options;
@@ -130,6 +132,8 @@ void addFloodCommand(CLI::App& app, Action& selected) {
   cmd->add_flag("--across-64s", flags->across_64s,
                 "IPv6: give each source a /64 of its own (default: all inside --src's /64)");
   cmd->add_option("--batch", flags->batch, "Frames per kernel batch, 1..256 (64)");
+  cmd->add_option("--cpu", flags->cpu,
+                  "Send from this CPU (the generator and XDP_TX run there; default any)");
   cmd->add_flag("--i-know", flags->i_know, "Allow an interface that is not a veth");
   cmd->add_flag("--json", flags->json, "Machine-readable output");
   cmd->callback([flags, &selected] { selected = [flags] { return runFloodCommand(*flags); }; });

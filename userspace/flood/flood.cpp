@@ -3,7 +3,9 @@
 // time, with a first small chunk that proves a veth peer takes XDP frames at all.
 #include "flood/flood.h"
 
+#include <sched.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <cstdio>
 
@@ -44,6 +46,9 @@ Status validateFloodOptions(const FloodOptions& options) {
   if (options.duration_ns > 3600ULL * 1'000'000'000ULL) {
     return Error::usage("--duration is at most 1h: a lab flood should end on its own");
   }
+  if (options.cpu < -1 || options.cpu >= CPU_SETSIZE) {
+    return Error::usage("--cpu must be a CPU number, 0.." + std::to_string(CPU_SETSIZE - 1));
+  }
   if (options.batch == 0 || options.batch > 256) {
     return Error::usage("--batch must be 1..256 (the kernel's limit for live frames)");
   }
@@ -79,6 +84,17 @@ Result<FloodReport> runFlood(FloodOptions options, const std::atomic<bool>* stop
   if (!frame) return frame.error();
   auto program = FloodProgram::load(*frame);
   if (!program) return program.error();
+  if (options.cpu >= 0) {
+    // BPF_PROG_RUN runs the generator, and XDP_TX sends, on the calling thread's CPU
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(options.cpu, &set);
+    if (sched_setaffinity(0, sizeof(set), &set) != 0) {
+      return Error::usage("--cpu " + std::to_string(options.cpu) +
+                          ": not a CPU this process may run on (this machine has " +
+                          std::to_string(sysconf(_SC_NPROCESSORS_ONLN)) + " online, from 0)");
+    }
+  }
 
   FloodReport report;
   report.interface = options.interface;
@@ -87,6 +103,7 @@ Result<FloodReport> runFlood(FloodOptions options, const std::atomic<bool>* stop
   report.family = options.frame.destination.family;
   report.frame_bytes = static_cast<uint32_t>(frame->frame.size());
   report.sources = options.frame.sources;
+  report.cpu = options.cpu;
   const bool veth = *driver == "veth";
   VethXdpCounters before;
   if (veth) {
@@ -145,6 +162,7 @@ std::string floodText(const FloodReport& report) {
                 report.sources == 1 ? "" : "s", report.interface.c_str(), report.seconds, pps / 1e6,
                 pps * report.frame_bytes * 8 / 1e9);
   std::string out = line;
+  if (report.cpu >= 0) out += " on CPU " + std::to_string(report.cpu);
   if (report.peer) {
     std::snprintf(line, sizeof(line), "; the veth peer took %llu, its queue was full for %llu",
                   static_cast<unsigned long long>(report.peer->xmit),
@@ -166,6 +184,7 @@ nlohmann::json floodJson(const FloodReport& report) {
       {"seconds", report.seconds},
       {"pps", report.packetsPerSecond()},
   };
+  if (report.cpu >= 0) out["cpu"] = report.cpu;
   if (report.peer) {
     out["peer_accepted"] = report.peer->xmit;
     out["peer_queue_full"] = report.peer->errors;

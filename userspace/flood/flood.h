@@ -25,6 +25,7 @@ struct FloodOptions {
   uint64_t rate_pps = 0;       // 0: as fast as one CPU sends
   uint32_t batch = 64;         // frames per kernel batch (1..256)
   bool i_know = false;         // allow an interface that is not a veth
+  int cpu = -1;                // the CPU to send from (the kernel runs XDP there); -1: any
 };
 
 struct FloodReport {
@@ -34,6 +35,7 @@ struct FloodReport {
   Family family = Family::kV4;
   uint32_t frame_bytes = 0;
   uint32_t sources = 1;
+  int cpu = -1;        // the CPU it sent from, when pinned
   uint64_t sent = 0;   // frames the generator ran on and sent with XDP_TX
   double seconds = 0;  // from the first frame to the end of the last batch
   // veth only: how many the peer's queues took, and how many found them full
