@@ -75,6 +75,8 @@ TEST(ParseCount, FractionsOfOneAreNotWhole) {
 TEST(ParseCount, AWrittenFractionOfALargeNumberIsNotWholeButDecimalSuffixesAre) {
   expectUsageError(parseCount, "10000000.4");
   expectUsageError(parseCount, "1000000000.001");
+  expectUsageError(parseCount, "2000000000000.5");
+  expectUsageError(parseBitRate, "2000000000000.5");
   EXPECT_EQ(*parseCount("1.1k"), 1100u);  // 1100.0000000000002 as a double
   EXPECT_EQ(*parseCount("2.3M"), 2300000u);
   expectUsageError(parseBytes, "1.1GiB");  // 1181116006.4 bytes

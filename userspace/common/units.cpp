@@ -2,7 +2,7 @@
 // Parsing of numbers with units: a decimal number, then a suffix from a small table.
 #include "common/units.h"
 
-#include <algorithm>
+#include <cfloat>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -56,7 +56,7 @@ Result<uint64_t> parseWithSuffixes(std::string_view text, const Suffixes& suffix
     double rounded = std::round(value);
     // "1.1k" is 1100.0000000000002 as a double: forgive the rounding of the multiplication,
     // never a written fraction ("10000000.4")
-    if (std::fabs(value - rounded) > std::max(1e-9, value * 1e-12)) {
+    if (std::fabs(value - rounded) > value * 4 * DBL_EPSILON) {
       return Error::usage("'" + std::string(text) + "' is not a whole number of units");
     }
     return static_cast<uint64_t>(rounded);

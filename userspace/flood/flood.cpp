@@ -5,9 +5,12 @@
 
 #include <sched.h>
 #include <time.h>
-#include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <optional>
+#include <utility>
 
 #include "flood/flood_program.h"
 #include "flood/pacer.h"
@@ -37,6 +40,52 @@ std::string vethHelp(const std::string& interface) {
          "(e.g. 'floodgate attach PEER') or GRO ('ethtool -K PEER gro on')";
 }
 
+// Runs the calling thread on one CPU until destroyed, then where it could run before.
+class PinnedToCpu {
+ public:
+  static Result<PinnedToCpu> pin(int cpu) {
+    PinnedToCpu pinned;
+    if (sched_getaffinity(0, sizeof(pinned.before_), &pinned.before_) != 0) {
+      return Error::failure(std::string("cannot read this thread's CPUs: ") + std::strerror(errno));
+    }
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one);
+    if (sched_setaffinity(0, sizeof(one), &one) != 0) {
+      return Error::usage("--cpu " + std::to_string(cpu) +
+                          ": not a CPU this process may run on (it may run on " +
+                          cpuList(pinned.before_) + ")");
+    }
+    pinned.active_ = true;
+    return pinned;
+  }
+  PinnedToCpu(PinnedToCpu&& other) noexcept
+      : before_(other.before_), active_(std::exchange(other.active_, false)) {}
+  PinnedToCpu& operator=(PinnedToCpu&&) = delete;
+  ~PinnedToCpu() {
+    if (active_) sched_setaffinity(0, sizeof(before_), &before_);
+  }
+
+ private:
+  PinnedToCpu() { CPU_ZERO(&before_); }
+  // "0-3,6"
+  static std::string cpuList(const cpu_set_t& set) {
+    std::string out;
+    for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+      if (!CPU_ISSET(cpu, &set)) continue;
+      int last = cpu;
+      while (last + 1 < CPU_SETSIZE && CPU_ISSET(last + 1, &set)) ++last;
+      out += (out.empty() ? "" : ",") + std::to_string(cpu) +
+             (last > cpu ? "-" + std::to_string(last) : "");
+      cpu = last;
+    }
+    return out;
+  }
+
+  cpu_set_t before_;
+  bool active_ = false;
+};
+
 }  // namespace
 
 Status validateFloodOptions(const FloodOptions& options) {
@@ -47,7 +96,8 @@ Status validateFloodOptions(const FloodOptions& options) {
     return Error::usage("--duration is at most 1h: a lab flood should end on its own");
   }
   if (options.cpu < -1 || options.cpu >= CPU_SETSIZE) {
-    return Error::usage("--cpu must be a CPU number, 0.." + std::to_string(CPU_SETSIZE - 1));
+    return Error::usage("--cpu must be a CPU number, 0.." + std::to_string(CPU_SETSIZE - 1) +
+                        " (or -1: any)");
   }
   if (options.batch == 0 || options.batch > 256) {
     return Error::usage("--batch must be 1..256 (the kernel's limit for live frames)");
@@ -84,16 +134,12 @@ Result<FloodReport> runFlood(FloodOptions options, const std::atomic<bool>* stop
   if (!frame) return frame.error();
   auto program = FloodProgram::load(*frame);
   if (!program) return program.error();
+  // BPF_PROG_RUN runs the generator, and XDP_TX sends, on the calling thread's CPU
+  std::optional<PinnedToCpu> pinned;
   if (options.cpu >= 0) {
-    // BPF_PROG_RUN runs the generator, and XDP_TX sends, on the calling thread's CPU
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    CPU_SET(options.cpu, &set);
-    if (sched_setaffinity(0, sizeof(set), &set) != 0) {
-      return Error::usage("--cpu " + std::to_string(options.cpu) +
-                          ": not a CPU this process may run on (this machine has " +
-                          std::to_string(sysconf(_SC_NPROCESSORS_ONLN)) + " online, from 0)");
-    }
+    auto pin = PinnedToCpu::pin(options.cpu);
+    if (!pin) return pin.error();
+    pinned.emplace(std::move(*pin));
   }
 
   FloodReport report;

@@ -25,43 +25,50 @@ LiveReporter::LiveReporter(std::shared_ptr<LiveLimiter> live, std::shared_ptr<co
     : live_(std::move(live)), clock_(std::move(clock)), log_(std::move(log)) {
   if (!log_) log_ = [](const std::string& line) { std::cerr << line << std::endl; };
   std::lock_guard lock(mutex_);
-  follow(live_->current());
+  follow(live_->current());  // nothing to replace yet
 }
 
-void LiveReporter::follow(const std::shared_ptr<Limiter>& limiter) {
-  if (limiter.get() == seen_) return;
-  seen_ = limiter.get();
+std::shared_ptr<OffenderReporter> LiveReporter::follow(const std::shared_ptr<Limiter>& limiter) {
+  // a weak pointer, not an address: a new set may be allocated where a freed one was
+  if (seen_.lock() == limiter) return nullptr;
+  seen_ = limiter;
   const HttpConfig& config = limiter->config();
-  if (reporter_ != nullptr && sameEscalation(config, settings_)) return;
-  if (reporter_ == nullptr && !config.escalate.enabled) return;
+  if (reporter_ != nullptr && sameEscalation(config, settings_)) return nullptr;
+  if (reporter_ == nullptr && !config.escalate.enabled) return nullptr;
   std::shared_ptr<OffenderReporter> next;
   if (config.escalate.enabled) {
     auto made = OffenderReporter::create(config, clock_);
     if (!made) {
       log_("floodgate: the new policies' http.escalate cannot be used (keeping the last one): " +
            made.error().message);
-      return;
+      return nullptr;
     }
     next = std::move(*made);
   }
-  if (reporter_ != nullptr) {
-    retired_sent_ += reporter_->reportsSent();
-    retired_errors_ += reporter_->reportErrors();
-    retired_dropped_ += reporter_->dropped();
-  }
-  reporter_ = std::move(next);
   settings_.escalate = config.escalate;
   settings_.store = config.store;
+  std::swap(reporter_, next);
+  return next;
+}
+
+void LiveReporter::retire(std::shared_ptr<OffenderReporter> reporter) {
+  if (reporter == nullptr) return;
+  reporter->close();
+  std::lock_guard lock(mutex_);
+  retired_sent_ += reporter->reportsSent();
+  retired_errors_ += reporter->reportErrors();
+  retired_dropped_ += reporter->dropped();
 }
 
 void LiveReporter::noteRejection(std::string_view client_ip) {
-  std::shared_ptr<OffenderReporter> reporter;
+  std::shared_ptr<OffenderReporter> reporter, replaced;
   {
     std::lock_guard lock(mutex_);
-    follow(live_->current());
+    replaced = follow(live_->current());
     reporter = reporter_;
   }
-  // counted outside the lock: the reporter is thread-safe, and a retired one still finishes
+  retire(std::move(replaced));
+  // counted outside the lock: the reporter is thread-safe
   if (reporter != nullptr) reporter->noteRejection(client_ip);
 }
 

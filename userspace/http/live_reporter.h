@@ -36,15 +36,18 @@ class LiveReporter {
   uint64_t dropped() const;
 
  private:
-  // The reporter for `limiter`'s set, made anew when its escalation differs; under mutex_.
-  void follow(const std::shared_ptr<Limiter>& limiter);
+  // Under mutex_: makes the reporter for `limiter`'s set when its escalation differs, and
+  // returns the one it replaces, for the caller to retire() without holding the lock.
+  std::shared_ptr<OffenderReporter> follow(const std::shared_ptr<Limiter>& limiter);
+  // Closes a replaced reporter (which may wait for Redis) and adds its final counts.
+  void retire(std::shared_ptr<OffenderReporter> reporter);
 
   std::shared_ptr<LiveLimiter> live_;
   std::shared_ptr<const Clock> clock_;
   std::function<void(const std::string&)> log_;
   mutable std::mutex mutex_;
-  const Limiter* seen_ = nullptr;  // the set follow() last looked at
-  HttpConfig settings_;            // escalate and store of the reporter's set
+  std::weak_ptr<Limiter> seen_;  // the set follow() last looked at
+  HttpConfig settings_;          // escalate and store of the reporter's set
   std::shared_ptr<OffenderReporter> reporter_;
   uint64_t retired_sent_ = 0, retired_errors_ = 0, retired_dropped_ = 0;
 };

@@ -37,6 +37,10 @@ OffenderReporter::OffenderReporter(const EscalateConfig& config, std::shared_ptr
                                    int fd, std::unique_ptr<RedisReportQueue> stream)
     : config_(config), clock_(std::move(clock)), fd_(fd), stream_(std::move(stream)) {}
 
+void OffenderReporter::close() {
+  if (stream_) stream_->close();
+}
+
 uint64_t OffenderReporter::reportsSent() const {
   return sent_.load() + (stream_ ? stream_->sent() : 0);
 }
@@ -48,7 +52,7 @@ uint64_t OffenderReporter::dropped() const {
 }
 
 OffenderReporter::~OffenderReporter() {
-  if (fd_ >= 0) close(fd_);
+  if (fd_ >= 0) ::close(fd_);
 }
 
 void OffenderReporter::evictOld(int64_t now_ns) {

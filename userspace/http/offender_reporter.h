@@ -38,6 +38,9 @@ class OffenderReporter {
   // Thread-safe; never blocks on the controller (a full or missing socket is counted).
   void noteRejection(std::string_view client_ip);
 
+  // Sends what waits for Redis and stops: the counts are final (a reporter being retired).
+  void close();
+
   uint64_t reportsSent() const;
   uint64_t reportErrors() const;  // the controller (or Redis) was not there
   uint64_t dropped() const;       // too many clients at once, or the Redis queue was full

@@ -35,19 +35,21 @@ RedisReportQueue::RedisReportQueue(redis::ClientOptions client, std::string stre
       reporter_(hostAndPid()),
       thread_([this] { run(); }) {}
 
-RedisReportQueue::~RedisReportQueue() {
+RedisReportQueue::~RedisReportQueue() { close(); }
+
+void RedisReportQueue::close() {
   {
     std::lock_guard lock(mutex_);
     stop_ = true;
   }
   wake_.notify_one();
-  thread_.join();
+  if (thread_.joinable()) thread_.join();
 }
 
 bool RedisReportQueue::push(std::string line) {
   {
     std::lock_guard lock(mutex_);
-    if (queue_.size() >= kCapacity) {
+    if (stop_ || queue_.size() >= kCapacity) {
       dropped_.fetch_add(1);
       return false;
     }

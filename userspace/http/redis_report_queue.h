@@ -29,10 +29,13 @@ class RedisReportQueue {
   // Sends what is queued, then stops; with Redis unreachable it gives up after one failed
   // call (one timeout) and counts the rest as errors.
   ~RedisReportQueue();
+  // The same, at a chosen moment: afterwards the counts are final and push() refuses.
+  void close();
   RedisReportQueue(const RedisReportQueue&) = delete;
   RedisReportQueue& operator=(const RedisReportQueue&) = delete;
 
-  // Queues the report `line`; false (and counted in dropped()) when the queue is full.
+  // Queues the report `line`; false (and counted in dropped()) when the queue is full or
+  // closed.
   bool push(std::string line);
 
   uint64_t sent() const { return sent_.load(); }

@@ -259,6 +259,21 @@ TEST_F(RedisScriptsTest, ALoweredLimitKeepsWhatWasUsedAndAnotherWindowOrAlgorith
   EXPECT_TRUE(next->allowed());
   EXPECT_EQ(next->remaining, 0) << "3 used of 4, then this one";
   EXPECT_FALSE(small->decide("k", kMs, 1)->allowed());
+  // a full GCRA key whose capacity alone is lowered: at most all of it used, so the next
+  // unit comes one interval later, not after the old backlog
+  auto hundred = virtualTimeStore(bucket(AlgorithmKind::kGcra, 100, 1));
+  ASSERT_TRUE(hundred->decide("g", kMs, 100)->allowed());
+  auto ten = virtualTimeStore(bucket(AlgorithmKind::kGcra, 10, 1));
+  auto full = ten->decide("g", kMs, 1);
+  ASSERT_TRUE(full.ok());
+  EXPECT_FALSE(full->allowed());
+  EXPECT_EQ(full->retry_after_ns, 1000 * kMs);
+  EXPECT_TRUE(ten->decide("g", 1001 * kMs, 1)->allowed());
+  // ... and with the rate raised too, a refused key drains at the new rate from then on
+  ASSERT_TRUE(hundred->decide("h", kMs, 100)->allowed());
+  auto fast = virtualTimeStore(bucket(AlgorithmKind::kGcra, 10, 10));
+  EXPECT_FALSE(fast->decide("h", kMs, 1)->allowed());
+  EXPECT_TRUE(fast->decide("h", 101 * kMs, 1)->allowed());
   // a token bucket lowered below what it used: nothing left, never a negative count
   auto tokens = virtualTimeStore(bucket(AlgorithmKind::kTokenBucket, 10, 1));
   ASSERT_TRUE(tokens->decide("t", kMs, 8)->allowed());

@@ -255,16 +255,17 @@ return 0
 
 // One value, "TAT:INTERVAL": the theoretical arrival time and the interval per unit it was
 // counted in (µs). After the policy's rate or capacity changed, the units used (tat - now
-// at the old interval) stay used, at most the new capacity, and drain at the new interval;
-// a fraction of a unit is forgiven. GCRA and the leaky bucket share the arithmetic; the
-// leaky bucket also answers the delay until the request's turn.
+// at the old interval) stay used, at most the new capacity, and drain at the new interval
+// (the carried state is written back even when the request is refused, so it goes on
+// draining at the new interval); a fraction of a unit is forgiven. GCRA and the leaky
+// bucket share the arithmetic; the leaky bucket also answers the delay until its turn.
 constexpr std::string_view kGcraState = R"lua(
 local function read_tat(key, interval)
   local v = redis.call('GET', key)
   if not v then return 0, interval end
   local t, i = string.match(v, '^(-?%d+):(%d+)$')
   if t then return tonumber(t), tonumber(i) end
-  return tonumber(v) or 0, interval
+  return 0, interval
 end
 local function write_tat(key, tat, interval, ms)
   local v = string.format('%.0f:%.0f', tat, interval)
@@ -279,9 +280,14 @@ local capacity, interval = tonumber(ARGV[4]), tonumber(ARGV[6])
 local queue = ARGV[7] == 'queue'
 local tat, was = read_tat(KEYS[1], interval)
 local tolerance = capacity * interval
+local carried = false
 if was ~= interval and tat > now then
-  local used = math.max(0, math.floor((tat - now) * interval / was) - 1)
-  tat = now + math.min(used, tolerance)
+  tat = now + math.max(0, math.floor((tat - now) * interval / was) - 1)
+  carried = true
+end
+if tat > now + tolerance then  -- a lowered capacity: at most all of it is used
+  tat = now + tolerance
+  carried = true
 end
 local start = math.max(tat, now)
 local next_tat = start + cost * interval
@@ -297,6 +303,9 @@ elseif next_tat - now <= tolerance then
 else
   outcome = 1
   retry = next_tat - tolerance - now
+end
+if outcome ~= 0 and carried then
+  write_tat(KEYS[1], tat, interval, math.max(1, math.ceil((tat - now) / 1000)))
 end
 local used = math.max(0, tat - now)
 return {outcome, delay, math.max(0, math.floor((tolerance - used) / interval)), used, retry, now, leased}
