@@ -123,9 +123,13 @@ receiver_iptables_off() {
 }
 
 # Floods for FLOOD_SECONDS from SOURCES distinct sources; sets FLOOD_JSON to the report.
-# The duration bounds the loop; timeout bounds it again should the sender hang.
-run_flood() {  # sources
+# With COUNT it also stops after COUNT frames (a spoofed flood sends each source once: a
+# fast sender would otherwise come round to sources it sent long ago, whose buckets are
+# full again). The duration bounds the loop; timeout bounds it again should it hang.
+run_flood() {  # sources [count]
+  local count=()
+  [[ -n ${2:-} ]] && count=(--count "$2")
   FLOOD_JSON=$(timeout $((FLOOD_SECONDS + 60)) \
     nsenter --net=/run/netns/"$NS_S" "$FG" flood "$IF_S" --dst "$TARGET_IP" \
-    --dst-mac "$TARGET_MAC" --sources "$1" --duration "${FLOOD_SECONDS}s" --json)
+    --dst-mac "$TARGET_MAC" --sources "$1" --duration "${FLOOD_SECONDS}s" "${count[@]}" --json)
 }
