@@ -19,17 +19,16 @@
 namespace floodgate::flood {
 namespace {
 
-// Runs one SIOCETHTOOL request on `interface`.
-Status ethtool(const std::string& interface, void* request, const char* what) {
+// Runs the interface ioctl `code` with `request` (its name filled in here) on `interface`.
+Status interfaceIoctl(const std::string& interface, unsigned long code, ifreq& request,
+                      const char* what) {
   if (interface.size() >= IFNAMSIZ) {
     return Error::usage("'" + interface + "' is longer than an interface name can be");
   }
   UniqueFd socket_fd(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
   if (!socket_fd.valid()) return Error::failure(std::string("socket: ") + std::strerror(errno));
-  ifreq request_header{};
-  std::strncpy(request_header.ifr_name, interface.c_str(), IFNAMSIZ - 1);
-  request_header.ifr_data = static_cast<char*>(request);
-  if (ioctl(socket_fd.get(), SIOCETHTOOL, &request_header) != 0) {
+  std::strncpy(request.ifr_name, interface.c_str(), IFNAMSIZ - 1);
+  if (ioctl(socket_fd.get(), code, &request) != 0) {
     if (errno == ENODEV) {
       return Error::usage("no network interface named '" + interface +
                           "' in this network namespace (see 'ip link')");
@@ -38,6 +37,13 @@ Status ethtool(const std::string& interface, void* request, const char* what) {
                           "': " + std::strerror(errno));
   }
   return okStatus();
+}
+
+// Runs one SIOCETHTOOL request on `interface`.
+Status ethtool(const std::string& interface, void* request, const char* what) {
+  ifreq request_header{};
+  request_header.ifr_data = static_cast<char*>(request);
+  return interfaceIoctl(interface, SIOCETHTOOL, request_header, what);
 }
 
 }  // namespace
@@ -53,16 +59,9 @@ Result<std::string> interfaceDriver(const std::string& interface) {
 }
 
 Result<MacAddress> interfaceMac(const std::string& interface) {
-  if (interface.size() >= IFNAMSIZ) {
-    return Error::usage("'" + interface + "' is longer than an interface name can be");
-  }
-  UniqueFd socket_fd(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
-  if (!socket_fd.valid()) return Error::failure(std::string("socket: ") + std::strerror(errno));
   ifreq request{};
-  std::strncpy(request.ifr_name, interface.c_str(), IFNAMSIZ - 1);
-  if (ioctl(socket_fd.get(), SIOCGIFHWADDR, &request) != 0) {
-    return Error::failure("cannot read the MAC address of '" + interface +
-                          "': " + std::strerror(errno));
+  if (Status s = interfaceIoctl(interface, SIOCGIFHWADDR, request, "MAC address"); !s) {
+    return s.error();
   }
   MacAddress mac{};
   std::memcpy(mac.data(), request.ifr_hwaddr.sa_data, mac.size());
