@@ -13,9 +13,7 @@ namespace {
 Status publish(const std::string& config) {
   auto report = http::publishHttpPolicies(config);
   if (!report) return report.error();
-  std::string where;
-  for (const std::string& target : report->targets) where += (where.empty() ? "" : ", ") + target;
-  std::cout << "published http policies version " << report->version << " to " << where << "\n";
+  std::cout << report->describe() << "\n";
   return okStatus();
 }
 

@@ -23,15 +23,17 @@ constexpr int64_t kRetryMs = 1000;
 constexpr int64_t kSliceMs = 100;
 constexpr size_t kReadCount = 256;
 
-// Redis's clock from a TIME reply ([seconds, microseconds]), or -1.
-int64_t timeReplyMs(const redis::Reply& reply) {
-  if (reply.type != redis::Reply::Type::kArray || reply.elements.size() != 2) return -1;
+// Redis's clock from a TIME reply ([seconds, microseconds]).
+Result<int64_t> timeReplyMs(const redis::Reply& reply) {
   int64_t seconds = 0, micros = 0;
-  const std::string& s = reply.elements[0].str;
-  const std::string& u = reply.elements[1].str;
-  if (std::from_chars(s.data(), s.data() + s.size(), seconds).ec != std::errc() ||
-      std::from_chars(u.data(), u.data() + u.size(), micros).ec != std::errc()) {
-    return -1;
+  if (reply.type != redis::Reply::Type::kArray || reply.elements.size() != 2 ||
+      std::from_chars(reply.elements[0].str.data(),
+                      reply.elements[0].str.data() + reply.elements[0].str.size(), seconds)
+              .ec != std::errc() ||
+      std::from_chars(reply.elements[1].str.data(),
+                      reply.elements[1].str.data() + reply.elements[1].str.size(), micros)
+              .ec != std::errc()) {
+    return Error::failure("TIME did not answer with the time");
   }
   return seconds * 1000 + micros / 1000;
 }
@@ -162,10 +164,10 @@ Status StreamReportReader::readOnce() {
   if (last_id_.empty()) {
     auto time = client_.run({{stream, {"TIME"}}}, deadline(0));
     if (!time) return time.error();
-    const int64_t now_ms = timeReplyMs((*time)[0]);
-    if (now_ms < 0) return Error::failure("TIME did not answer with the time");
+    auto now_ms = timeReplyMs((*time)[0]);
+    if (!now_ms) return now_ms.error();
     const int64_t lookback_ms = static_cast<int64_t>(source_.lookback_ns / 1'000'000);
-    last_id_ = std::to_string(std::max<int64_t>(0, now_ms - lookback_ms)) + "-0";
+    last_id_ = std::to_string(std::max<int64_t>(0, *now_ms - lookback_ms)) + "-0";
     logInfo("taking offender reports from redis stream " + stream + " (signed by the fleet)");
   }
   auto replies = client_.run({{stream,
@@ -176,8 +178,8 @@ Status StreamReportReader::readOnce() {
   if (!replies) return replies.error();
   if ((*replies)[0].isError()) return Error::failure((*replies)[0].str);
   const redis::Reply& result = (*replies)[0];
-  const int64_t now_ms = timeReplyMs((*replies)[1]);
-  if (now_ms < 0) return Error::failure("TIME did not answer with the time");
+  auto now_ms = timeReplyMs((*replies)[1]);
+  if (!now_ms) return now_ms.error();
   if (result.type != redis::Reply::Type::kArray || result.elements.empty()) return okStatus();
   // [[stream, [[id, [field, value, ...]], ...]]]
   const redis::Reply& entries =
@@ -187,7 +189,7 @@ Status StreamReportReader::readOnce() {
     if (entry.elements.size() != 2) continue;
     const std::string& id = entry.elements[0].str;
     last_id_ = id;
-    batch.push_back(receive(id, entry.elements[1], now_ms));
+    batch.push_back(receive(id, entry.elements[1], *now_ms));
   }
   if (batch.empty()) return okStatus();
   {

@@ -20,10 +20,7 @@ namespace {
 constexpr int64_t kPublishTimeoutMs = 3000;
 
 Status publishToRedis(const HttpConfig& config, const PolicyDocument& document) {
-  redis::ClientOptions options = redisClientOptions(config.store);
-  options.timeout_ms = std::max(options.timeout_ms, kPublishTimeoutMs);
-  options.pool_size = 1;
-  redis::Client client(options);
+  redis::Client client(occasionalCallOptions(redisClientOptions(config.store), kPublishTimeoutMs));
   const PublishConfig& publish = config.publish;
   // SET before PUBLISH: a follower woken by the message GETs the new document.
   auto replies =
@@ -37,6 +34,12 @@ Status publishToRedis(const HttpConfig& config, const PolicyDocument& document) 
 }
 
 }  // namespace
+
+std::string PublishReport::describe() const {
+  std::string where;
+  for (const std::string& target : targets) where += (where.empty() ? "" : ", ") + target;
+  return "published http policies version " + version + " to " + where;
+}
 
 Result<PublishReport> publishPolicies(const YAML::Node& http, const HttpConfig& config) {
   PolicyDocument document = renderPolicyDocument(http);

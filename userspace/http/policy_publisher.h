@@ -16,6 +16,9 @@ namespace floodgate::http {
 struct PublishReport {
   std::string version;
   std::vector<std::string> targets;
+
+  // "published http policies version V to T1, T2"
+  std::string describe() const;
 };
 
 // The document of `http` (validated into `config`) to every target of config.publish: the
