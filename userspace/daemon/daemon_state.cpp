@@ -41,9 +41,7 @@ void publishHttpPolicies(const std::string& config_path) {
     logError(report.error().message + " (services keep the policies they have)");
     return;
   }
-  std::string where;
-  for (const std::string& target : report->targets) where += (where.empty() ? "" : ", ") + target;
-  logInfo("published http policies version " + report->version + " to " + where);
+  logInfo(report->describe());
 }
 
 }  // namespace
@@ -219,7 +217,8 @@ void DaemonState::handleReports() {
 void DaemonState::handleReport(const ReceivedReport& received,
                                std::chrono::steady_clock::time_point now) {
   if (!received.report) {
-    ++escalations_[received.unauthorised ? kUnauthorised : kInvalid];
+    ++escalations_[received.unauthorised ? metrics::kEscalationUnauthorised
+                                         : metrics::kEscalationInvalid];
     if (now - invalid_logged_at_ >= std::chrono::seconds(10)) {
       invalid_logged_at_ = now;
       logWarning(std::string("dropped ") +
@@ -229,7 +228,7 @@ void DaemonState::handleReport(const ReceivedReport& received,
     return;
   }
   if (received.age_ns >= escalate_.ban_ns) {  // read from the stream's past: its ban is over
-    ++escalations_[kExpired];
+    ++escalations_[metrics::kEscalationExpired];
     return;
   }
   const uint64_t ban_ns = escalate_.ban_ns - received.age_ns;
@@ -238,12 +237,12 @@ void DaemonState::handleReport(const ReceivedReport& received,
   const bool allowed = std::any_of(allow_.begin(), allow_.end(),
                                    [&](const Cidr& entry) { return covers(entry, address); });
   if (allowed) {
-    ++escalations_[kAllowListed];
+    ++escalations_[metrics::kEscalationAllowListed];
     return;
   }
   auto banned = escalated_.find(text);
   if (banned != escalated_.end() && now < banned->second) {
-    ++escalations_[kRepeat];
+    ++escalations_[metrics::kEscalationRepeat];
     return;
   }
   for (auto& [name, limiter] : limiters_) {
@@ -251,7 +250,7 @@ void DaemonState::handleReport(const ReceivedReport& received,
       logError("could not ban " + text + " on " + name + ": " + s.error().message);
     }
   }
-  ++escalations_[kBanned];
+  ++escalations_[metrics::kEscalationBanned];
   escalated_[text] = now + std::chrono::nanoseconds(ban_ns);
   logWarning("event=escalated source=" + text + " ban=" + formatDuration(ban_ns) +
              " rejections=" + std::to_string(received.report->rejections) +
@@ -316,12 +315,16 @@ void DaemonState::pumpEvents(EventLog& log) {
   }
 }
 
-void DaemonState::release(bool keep_attached) {
-  std::lock_guard lock(mutex_);
+void DaemonState::closeEventSources() {
   readers_.clear();
   reports_.reset();
   stream_reports_.reset();
   retired_readers_.clear();
+}
+
+void DaemonState::release(bool keep_attached) {
+  std::lock_guard lock(mutex_);
+  closeEventSources();
   for (const auto& [name, limiter] : limiters_) {
     if (keep_attached) {
       logInfo("leaving " + name + " attached and enforcing (--keep-attached)");
@@ -346,10 +349,7 @@ void DaemonState::releaseAfterFailedStart() {
     Status s = Limiter::detach(name);
     if (!s) logError("could not detach " + name + ": " + s.error().message);
   }
-  readers_.clear();
-  reports_.reset();
-  stream_reports_.reset();
-  retired_readers_.clear();
+  closeEventSources();
   limiters_.clear();
 }
 
@@ -360,12 +360,7 @@ std::string DaemonState::scrape() {
   snapshot.reloads_success = reloads_success_;
   snapshot.reloads_failure = reloads_failure_;
   snapshot.config_generation = generation_;
-  snapshot.escalations_banned = escalations_[kBanned];
-  snapshot.escalations_allowlisted = escalations_[kAllowListed];
-  snapshot.escalations_repeat = escalations_[kRepeat];
-  snapshot.escalations_invalid = escalations_[kInvalid];
-  snapshot.escalations_unauthorised = escalations_[kUnauthorised];
-  snapshot.escalations_expired = escalations_[kExpired];
+  snapshot.escalations = escalations_;
   for (const auto& [name, limiter] : limiters_) {
     auto one = metrics::collect(limiter, &sample_cursors_[name]);
     if (one) {

@@ -21,6 +21,7 @@
 #include "daemon/report_listener.h"
 #include "daemon/stream_report_reader.h"
 #include "http/policy.h"
+#include "metrics/exposition.h"
 
 namespace floodgate::daemon {
 
@@ -52,17 +53,6 @@ class DaemonState {
   // on the reports of abusive client IPs services sent (http.escalate).
   void pumpEvents(EventLog& log);
 
-  // What became of offender reports, for floodgate_http_escalations_total.
-  enum Escalation {
-    kBanned,
-    kAllowListed,
-    kRepeat,
-    kInvalid,
-    kUnauthorised,
-    kExpired,
-    kEscalationResults
-  };
-
  private:
   // `publish`: the config asks for its http: section to be published (http.publish).
   Status applyLocked(bool& publish);
@@ -74,6 +64,8 @@ class DaemonState {
   void syncReportSocket(const http::EscalateConfig& escalate);
   void syncReportStream(const http::HttpConfig* http);
   void retireStreamReader();
+  // Stops reading events and reports (before the limiters are let go).
+  void closeEventSources();
   void handleReports();
   void handleReport(const ReceivedReport& received, std::chrono::steady_clock::time_point now);
 
@@ -92,7 +84,7 @@ class DaemonState {
   http::EscalateConfig escalate_;
   std::vector<Cidr> allow_;  // the config's allow list: never banned
   std::map<std::string, std::chrono::steady_clock::time_point> escalated_;  // address → ban end
-  std::array<uint64_t, kEscalationResults> escalations_{};
+  std::array<uint64_t, metrics::kEscalationResults> escalations_{};         // by EscalationResult
   std::chrono::steady_clock::time_point invalid_logged_at_{};
   std::vector<std::string> configured_;
   std::vector<std::string> adopted_;

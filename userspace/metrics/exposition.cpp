@@ -206,13 +206,9 @@ std::string render(const Snapshot& snapshot) {
          "allowlisted (never banned), repeat (already banned), invalid (dropped), "
          "unauthorised (a stream entry not signed with the fleet's secret, too old or a copy; "
          "dropped), expired (read from the stream's past after its ban was over).");
-  for (auto [result, value] : {std::pair{"banned", snapshot.escalations_banned},
-                               std::pair{"allowlisted", snapshot.escalations_allowlisted},
-                               std::pair{"repeat", snapshot.escalations_repeat},
-                               std::pair{"invalid", snapshot.escalations_invalid},
-                               std::pair{"unauthorised", snapshot.escalations_unauthorised},
-                               std::pair{"expired", snapshot.escalations_expired}}) {
-    sample(out, "floodgate_http_escalations_total", {{"result", result}}, number(value));
+  for (int result = 0; result < kEscalationResults; ++result) {
+    sample(out, "floodgate_http_escalations_total", {{"result", kEscalationResultNames[result]}},
+           number(snapshot.escalations[result]));
   }
 
   family(out, "floodgate_config_generation", "gauge",

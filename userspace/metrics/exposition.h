@@ -25,18 +25,27 @@ struct InterfaceMetrics {
 };
 
 // Everything a scrape renders.
+// What became of an offender report from a service (http.escalate); the `result` label of
+// floodgate_http_escalations_total, in the order of kEscalationResultNames.
+enum EscalationResult {
+  kEscalationBanned,
+  kEscalationAllowListed,
+  kEscalationRepeat,
+  kEscalationInvalid,
+  kEscalationUnauthorised,
+  kEscalationExpired,
+  kEscalationResults
+};
+inline constexpr const char* kEscalationResultNames[kEscalationResults] = {
+    "banned", "allowlisted", "repeat", "invalid", "unauthorised", "expired"};
+
 struct Snapshot {
   std::vector<InterfaceMetrics> interfaces;
   uint64_t reloads_success = 0;
   uint64_t reloads_failure = 0;
   uint64_t config_generation = 0;
   // Offender reports from services (http.escalate), by what they led to.
-  uint64_t escalations_banned = 0;
-  uint64_t escalations_allowlisted = 0;
-  uint64_t escalations_repeat = 0;
-  uint64_t escalations_invalid = 0;
-  uint64_t escalations_unauthorised = 0;
-  uint64_t escalations_expired = 0;
+  std::array<uint64_t, kEscalationResults> escalations{};
   std::string version;
 };
 
