@@ -7,15 +7,14 @@
 namespace floodgate::http {
 namespace {
 
-// Whether a reporter made for `a` reports as one made for `b` would.
-bool sameEscalation(const HttpConfig& a, const HttpConfig& b) {
-  const EscalateConfig& x = a.escalate;
-  const EscalateConfig& y = b.escalate;
+// Whether a reporter made for `config` reports as one made for `y` and `store` would.
+bool sameEscalation(const HttpConfig& config, const EscalateConfig& y, const StoreConfig& store) {
+  const EscalateConfig& x = config.escalate;
   const bool same = x.enabled == y.enabled && x.rejections == y.rejections &&
                     x.within_ms == y.within_ms && x.ban_ns == y.ban_ns && x.socket == y.socket &&
                     x.redis_stream == y.redis_stream && x.secret == y.secret;
   // a stream lives on the store's servers
-  return same && (x.redis_stream.empty() || a.store == b.store);
+  return same && (x.redis_stream.empty() || config.store == store);
 }
 
 }  // namespace
@@ -33,7 +32,7 @@ std::shared_ptr<OffenderReporter> LiveReporter::follow(const std::shared_ptr<Lim
   if (seen_.lock() == limiter) return nullptr;
   seen_ = limiter;
   const HttpConfig& config = limiter->config();
-  if (reporter_ != nullptr && sameEscalation(config, settings_)) return nullptr;
+  if (reporter_ != nullptr && sameEscalation(config, escalate_, store_)) return nullptr;
   if (reporter_ == nullptr && !config.escalate.enabled) return nullptr;
   std::shared_ptr<OffenderReporter> next;
   if (config.escalate.enabled) {
@@ -45,8 +44,8 @@ std::shared_ptr<OffenderReporter> LiveReporter::follow(const std::shared_ptr<Lim
     }
     next = std::move(*made);
   }
-  settings_.escalate = config.escalate;
-  settings_.store = config.store;
+  escalate_ = config.escalate;
+  store_ = config.store;
   std::swap(reporter_, next);
   return next;
 }

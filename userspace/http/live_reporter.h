@@ -47,7 +47,8 @@ class LiveReporter {
   std::function<void(const std::string&)> log_;
   mutable std::mutex mutex_;
   std::weak_ptr<Limiter> seen_;  // the set follow() last looked at
-  HttpConfig settings_;          // escalate and store of the reporter's set
+  EscalateConfig escalate_;      // of the reporter's set
+  StoreConfig store_;            // where its stream lives
   std::shared_ptr<OffenderReporter> reporter_;
   uint64_t retired_sent_ = 0, retired_errors_ = 0, retired_dropped_ = 0;
 };

@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "http/redis/connection.h"
+#include "http/store_factory.h"
 
 namespace floodgate::http {
 
@@ -20,9 +21,7 @@ constexpr int64_t kFetchTimeoutMs = 2000;
 }  // namespace
 
 Result<std::string> fetchPolicyDocument(const RedisPolicySource& source) {
-  redis::ClientOptions options = source.client;
-  options.timeout_ms = std::max(options.timeout_ms, kFetchTimeoutMs);
-  redis::Client client(options);
+  redis::Client client(occasionalCallOptions(source.client, kFetchTimeoutMs));
   auto replies = client.run({{source.key, {"GET", source.key}}});
   if (!replies) return replies.error();
   const redis::Reply& reply = (*replies)[0];
@@ -39,12 +38,10 @@ Result<std::string> fetchPolicyDocument(const RedisPolicySource& source) {
 
 RedisPolicyWatcher::RedisPolicyWatcher(RedisPolicySource source, std::shared_ptr<LiveLimiter> live,
                                        PolicyLog log)
-    : source_(std::move(source)), live_(std::move(live)), log_(std::move(log)), client_([this] {
-        redis::ClientOptions options = source_.client;
-        options.timeout_ms = std::max(options.timeout_ms, kFetchTimeoutMs);
-        options.pool_size = 1;
-        return options;
-      }()) {}
+    : source_(std::move(source)),
+      live_(std::move(live)),
+      log_(std::move(log)),
+      client_(occasionalCallOptions(source_.client, kFetchTimeoutMs)) {}
 
 std::unique_ptr<RedisPolicyWatcher> RedisPolicyWatcher::start(RedisPolicySource source,
                                                               std::shared_ptr<LiveLimiter> live,

@@ -14,6 +14,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "http/redis/scripts.h"
 #include "http/store_factory.h"
 
 namespace floodgate::http {
@@ -22,17 +23,6 @@ namespace {
 constexpr const char* kMakeSecret =
     " (make one with 'head -c 32 /dev/urandom | base64 > FILE && chmod 600 FILE' and give "
     "every controller and service of the fleet the same file)";
-
-std::string hexOf(const unsigned char* bytes, size_t size) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(size * 2);
-  for (size_t i = 0; i < size; ++i) {
-    out.push_back(kDigits[bytes[i] >> 4]);
-    out.push_back(kDigits[bytes[i] & 0xf]);
-  }
-  return out;
-}
 
 // HMAC-SHA256 over the three signed fields, newline-separated (none of them holds one).
 std::string mac(std::string_view secret, std::string_view line, std::string_view reporter,
@@ -43,7 +33,7 @@ std::string mac(std::string_view secret, std::string_view line, std::string_view
   unsigned int size = 0;
   HMAC(EVP_sha256(), secret.data(), static_cast<int>(secret.size()),
        reinterpret_cast<const unsigned char*>(message.data()), message.size(), digest, &size);
-  return hexOf(digest, size);
+  return redis::hexOf(digest, size);
 }
 
 std::string trimmed(const std::string& text) {
@@ -56,10 +46,7 @@ std::string trimmed(const std::string& text) {
 }  // namespace
 
 redis::ClientOptions reportClientOptions(const StoreConfig& store) {
-  redis::ClientOptions options = redisClientOptions(store);
-  options.timeout_ms = std::max<int64_t>(options.timeout_ms, 2000);
-  options.pool_size = 1;
-  return options;
+  return occasionalCallOptions(redisClientOptions(store), 2000);
 }
 
 Result<std::string> loadReportSecret(const std::string& path) {

@@ -2,6 +2,8 @@
 // Putting the store layers together for one policy.
 #include "http/store_factory.h"
 
+#include <algorithm>
+
 #include "http/circuit_breaker.h"
 #include "http/failover_store.h"
 #include "http/memory_store.h"
@@ -20,6 +22,12 @@ redis::ClientOptions redisClientOptions(const StoreConfig& store) {
   }
   options.timeout_ms = store.timeout_ms;
   options.pool_size = static_cast<int>(store.pool_size);
+  return options;
+}
+
+redis::ClientOptions occasionalCallOptions(redis::ClientOptions options, int64_t min_timeout_ms) {
+  options.timeout_ms = std::max(options.timeout_ms, min_timeout_ms);
+  options.pool_size = 1;
   return options;
 }
 

@@ -19,6 +19,11 @@ namespace floodgate::http {
 // The client options `store` (of type redis) names: its address or cluster, timeout, pool.
 redis::ClientOptions redisClientOptions(const StoreConfig& store);
 
+// `options` for the odd call off the request path (a publish, a policy fetch, a report): one
+// connection, and at least `min_timeout_ms` per call (the store's timeout is tuned for
+// decisions, tens of milliseconds).
+redis::ClientOptions occasionalCallOptions(redis::ClientOptions options, int64_t min_timeout_ms);
+
 StoreFactory makeStoreFactory(const StoreConfig& store, std::shared_ptr<const Clock> clock);
 
 }  // namespace floodgate::http

@@ -85,18 +85,19 @@ std::string ServiceMetrics::render(Limiter& limiter, const LiveReporter* reporte
                  std::to_string(stats.evicted_active) + "\n";
   }
   out += evictions;
-  if (reporter && (reporter->active() ||
-                   reporter->reportsSent() + reporter->reportErrors() + reporter->dropped() > 0)) {
+  const uint64_t sent = reporter ? reporter->reportsSent() : 0;
+  const uint64_t errors = reporter ? reporter->reportErrors() : 0;
+  const uint64_t dropped = reporter ? reporter->dropped() : 0;
+  if (reporter && (reporter->active() || sent + errors + dropped > 0)) {
     out +=
         "# HELP floodgate_http_offender_reports_total Clients reported to floodgate run for a "
         "ban (http.escalate), by result.\n";
     out += "# TYPE floodgate_http_offender_reports_total counter\n";
-    out += "floodgate_http_offender_reports_total{result=\"sent\"} " +
-           std::to_string(reporter->reportsSent()) + "\n";
-    out += "floodgate_http_offender_reports_total{result=\"error\"} " +
-           std::to_string(reporter->reportErrors()) + "\n";
-    out += "floodgate_http_offender_reports_total{result=\"dropped\"} " +
-           std::to_string(reporter->dropped()) + "\n";
+    out += "floodgate_http_offender_reports_total{result=\"sent\"} " + std::to_string(sent) + "\n";
+    out +=
+        "floodgate_http_offender_reports_total{result=\"error\"} " + std::to_string(errors) + "\n";
+    out += "floodgate_http_offender_reports_total{result=\"dropped\"} " + std::to_string(dropped) +
+           "\n";
   }
   if (live) {
     out +=

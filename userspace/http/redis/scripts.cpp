@@ -4,8 +4,6 @@
 
 #include <openssl/sha.h>
 
-#include <cstdio>
-
 namespace floodgate::http::redis {
 
 namespace {
@@ -329,14 +327,21 @@ Script make(std::initializer_list<std::string_view> parts) {
 
 }  // namespace
 
+std::string hexOf(const unsigned char* bytes, size_t size) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(size * 2);
+  for (size_t i = 0; i < size; ++i) {
+    out.push_back(kDigits[bytes[i] >> 4]);
+    out.push_back(kDigits[bytes[i] & 0xf]);
+  }
+  return out;
+}
+
 std::string sha1Hex(std::string_view text) {
   unsigned char digest[SHA_DIGEST_LENGTH];
   SHA1(reinterpret_cast<const unsigned char*>(text.data()), text.size(), digest);
-  std::string hex(2 * SHA_DIGEST_LENGTH, '0');
-  for (int i = 0; i < SHA_DIGEST_LENGTH; ++i) {
-    std::snprintf(&hex[2 * i], 3, "%02x", digest[i]);
-  }
-  return hex;
+  return hexOf(digest, SHA_DIGEST_LENGTH);
 }
 
 const Script& decideScript(AlgorithmKind kind) {

@@ -36,4 +36,7 @@ const Script& refundScript(AlgorithmKind kind);
 // Hex SHA1 of `text` (what Redis names a script by).
 std::string sha1Hex(std::string_view text);
 
+// Lowercase hex of `size` bytes.
+std::string hexOf(const unsigned char* bytes, size_t size);
+
 }  // namespace floodgate::http::redis
