@@ -107,13 +107,10 @@ Status showTop(const TopFlags& flags) {
   while (pause(*interval_ns)) {
     auto after = takeTopSample(*limiter);
     if (!after) return after.error();
-    auto rules = limiter->activeRules();
-    if (!rules) return rules.error();
     auto bans = limiter->bans();
     if (!bans) return bans.error();
     const double elapsed = static_cast<double>(after->jiffies - before->jiffies) / *hz;
-    auto rows =
-        rankTop(*before, *after, elapsed > 0 ? elapsed : seconds, *hz, *rules, *bans, flags.rows);
+    auto rows = rankTop(*before, *after, elapsed > 0 ? elapsed : seconds, *hz, *bans, flags.rows);
     if (flags.json) {
       std::cout << topJson(flags.interface, rows, seconds).dump(2) << "\n";
       return okStatus();

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "controller/kernel_cidr.h"
 #include "kernel/pins.h"
 
 namespace floodgate {
@@ -26,13 +27,7 @@ LimiterEvent decodeEvent(const fg_event& raw) {
   const bool per_rule =
       raw.type == FG_EVENT_UNTRACKED_LIMITED || raw.type == FG_EVENT_NEW_SOURCES_CAPPED;
   if (!per_rule) {
-    Cidr source;
-    source.family = raw.family == FG_FAMILY_V6 ? Family::kV6 : Family::kV4;
-    std::memcpy(source.addr.data(), raw.addr, sizeof(raw.addr));
-    source.prefix = raw.prefix;
-    if (source.prefix > source.maxPrefix())
-      source.prefix = static_cast<uint8_t>(source.maxPrefix());
-    out.source = source;
+    out.source = kernelCidr(raw.family, raw.addr, raw.prefix);
   }
   return out;
 }

@@ -304,11 +304,7 @@ Result<LimiterStatus> Limiter::status() const {
     out.mode =
         ifindex ? queryXdp(*ifindex).mode : "unknown (interface in another network namespace)";
   }
-  bpf_map_info map_info{};
-  uint32_t map_info_len = sizeof(map_info);
-  if (bpf_obj_get_info_by_fd(buckets_.fd(), &map_info, &map_info_len) == 0) {
-    out.table_slots = map_info.max_entries;
-  }
+  if (auto slot_count = tableSlots(); slot_count) out.table_slots = *slot_count;
 
   // Tracked = owns a slot and is not idle. Status may walk the table; a scrape never does.
   if (auto now_units = nowUnits(); now_units) {
@@ -340,13 +336,9 @@ Result<fg_settings> Limiter::settings() const { return settings_.lookup(0); }
 
 Result<TrackedSample> Limiter::sampleTrackedSources(uint32_t first_slot, uint32_t max_slots) const {
   TrackedSample out;
-  bpf_map_info map_info{};
-  uint32_t map_info_len = sizeof(map_info);
-  if (bpf_obj_get_info_by_fd(buckets_.fd(), &map_info, &map_info_len) != 0) {
-    return Error::failure(std::string("cannot read the source table's size: ") +
-                          std::strerror(errno));
-  }
-  out.table_slots = map_info.max_entries;
+  auto slot_count = tableSlots();
+  if (!slot_count) return slot_count.error();
+  out.table_slots = *slot_count;
   if (out.table_slots == 0 || max_slots == 0) return out;
   out.first_slot = first_slot % out.table_slots;
   uint32_t count = std::min(max_slots, out.table_slots - out.first_slot);

@@ -175,6 +175,8 @@ class Limiter {
   Result<std::vector<Cidr>> listEntries(ListKind kind) const;
 
  private:
+  // Slots in the source table (the buckets map's size).
+  Result<uint32_t> tableSlots() const;
   Limiter() = default;
   // Opens every pinned map of `interface` (whether or not a link is pinned yet).
   static Result<Limiter> openMaps(const std::string& interface);

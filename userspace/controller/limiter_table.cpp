@@ -11,15 +11,21 @@
 
 namespace floodgate {
 
-Result<std::vector<fg_slot>> Limiter::slots() const {
+Result<uint32_t> Limiter::tableSlots() const {
   bpf_map_info info{};
   uint32_t info_len = sizeof(info);
   if (bpf_obj_get_info_by_fd(buckets_.fd(), &info, &info_len) != 0) {
     return Error::failure(std::string("cannot read the source table's size: ") +
                           std::strerror(errno));
   }
+  return info.max_entries;
+}
+
+Result<std::vector<fg_slot>> Limiter::slots() const {
+  auto slot_count = tableSlots();
+  if (!slot_count) return slot_count.error();
   // Through the mapping: a copy of 16 MiB costs milliseconds, a syscall per slot seconds.
-  const size_t bytes = static_cast<size_t>(info.max_entries) * sizeof(fg_slot);
+  const size_t bytes = static_cast<size_t>(*slot_count) * sizeof(fg_slot);
   const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
   const size_t length = (bytes + page - 1) / page * page;
   void* memory = mmap(nullptr, length, PROT_READ, MAP_SHARED, buckets_.fd(), 0);
@@ -27,7 +33,7 @@ Result<std::vector<fg_slot>> Limiter::slots() const {
     return Error::failure(std::string("cannot map the source table: ") + std::strerror(errno) +
                           " (a limiter attached by an older floodgate: reattach it)");
   }
-  std::vector<fg_slot> out(info.max_entries);
+  std::vector<fg_slot> out(*slot_count);
   std::memcpy(out.data(), memory, bytes);
   munmap(memory, length);
   return out;

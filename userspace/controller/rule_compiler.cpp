@@ -130,15 +130,14 @@ Result<fg_rule> compileRule(const RuleSpec& spec, uint64_t tick_units) {
                         "' has an untracked limit but a global key: untracked goes with key: "
                         "source (a global rule is one bucket already)");
   }
-  const LimitSpec& untracked = untracked_own ? spec.untracked : limit;
-  Status s = spec.algorithm == Algorithm::kTokenBucket
-                 ? compileBucketLimits(limit, tick_units, rule.limits)
-                 : compileWindowLimits(spec, limit, rule.limits);
-  if (!s) return s.error();
-  s = spec.algorithm == Algorithm::kTokenBucket
-          ? compileBucketLimits(untracked, tick_units, rule.untracked)
-          : compileWindowLimits(spec, untracked, rule.untracked);
-  if (!s) return Error::usage("untracked: " + s.error().message);
+  auto compileLimits = [&](const LimitSpec& from, fg_limit* into) {
+    return spec.algorithm == Algorithm::kTokenBucket ? compileBucketLimits(from, tick_units, into)
+                                                     : compileWindowLimits(spec, from, into);
+  };
+  if (Status s = compileLimits(limit, rule.limits); !s) return s.error();
+  if (Status s = compileLimits(untracked_own ? spec.untracked : limit, rule.untracked); !s) {
+    return Error::usage("untracked: " + s.error().message);
+  }
   if (spec.algorithm != Algorithm::kTokenBucket) {
     rule.window_ms = static_cast<uint32_t>(spec.window_ns / 1000000);
   }

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <map>
 
+#include "controller/kernel_cidr.h"
 #include "kernel/system.h"
 
 namespace floodgate {
@@ -19,14 +20,6 @@ void markBan(TopRow& row, const Cidr& source, const std::vector<BanEntry>& bans)
     row.ban_remaining_ns = ban.remaining_ns;
     return;
   }
-}
-
-Cidr slotSource(const fg_slot& slot) {
-  Cidr out;
-  out.family = slot.family == FG_FAMILY_V6 ? Family::kV6 : Family::kV4;
-  std::memcpy(out.addr.data(), slot.addr, sizeof(slot.addr));
-  out.prefix = std::min<uint8_t>(slot.prefix, static_cast<uint8_t>(out.maxPrefix()));
-  return out;
 }
 
 }  // namespace
@@ -46,10 +39,9 @@ Result<TopSample> takeTopSample(const Limiter& limiter) {
 }
 
 std::vector<TopRow> rankTop(const TopSample& before, const TopSample& after, double seconds,
-                            uint32_t hz, const std::vector<fg_rule>& rules,
-                            const std::vector<BanEntry>& bans, size_t limit) {
+                            uint32_t hz, const std::vector<BanEntry>& bans, size_t limit) {
   std::map<uint32_t, std::string> names;
-  for (const fg_rule& rule : rules) names[rule.id] = rule.name;
+  for (const RuleCounters& rule : after.rules) names[rule.id] = rule.name;
   const double span = seconds > 0 ? seconds : 1;
   std::vector<TopRow> rows;
   const size_t count = std::min(before.slots.size(), after.slots.size());
@@ -63,7 +55,7 @@ std::vector<TopRow> rankTop(const TopSample& before, const TopSample& after, dou
     auto name = names.find(slot.rule_id);
     if (name == names.end()) continue;  // a rule that is gone
     TopRow row;
-    Cidr source = slotSource(slot);
+    Cidr source = kernelCidr(slot.family, slot.addr, slot.prefix);
     row.source = source.toString();
     row.rule = name->second;
     row.packets_per_s = packets / span;

@@ -34,10 +34,10 @@ struct TopRow {
 };
 
 // The `limit` rows with the most drops per second between `before` and `after` (then the
-// most packets), taken `seconds` apart on a clock of `hz` ticks a second. A slot that
-// changed owner in between is left out: its counters started again.
+// most packets), taken `seconds` apart on a clock of `hz` ticks a second; rules are named
+// as in `after`. A slot that changed owner in between is left out: its counters started
+// again.
 std::vector<TopRow> rankTop(const TopSample& before, const TopSample& after, double seconds,
-                            uint32_t hz, const std::vector<fg_rule>& rules,
-                            const std::vector<BanEntry>& bans, size_t limit);
+                            uint32_t hz, const std::vector<BanEntry>& bans, size_t limit);
 
 }  // namespace floodgate
