@@ -133,8 +133,7 @@ done
 receiver_floodgate_on --table-size 65536
 flood_row "floodgate, 10M sources, 64k-slot table" 10000000 floodgate "bare XDP_DROP" \
   "spoofed-source flood, each source once; $LIMIT_PPS pps/source" 10000000
-spoofed_passed=$(in_target "$FG" stats "$IF_T" --json |
-  jq '[.counters[] | select(.verdict == "pass" and .reason == "default") | .packets] | add // 0')
+spoofed_passed=$(floodgate_packets '.verdict == "pass" and .reason == "default"')
 spoofed_seconds=$(jq .seconds <<<"$FLOOD_JSON")
 # rates × (time + one 4 ms tick) + the bursts (a tenth of a second of the cap, and the limit's)
 spoofed_allowed=$(awk -v s="$spoofed_seconds" -v p="$LIMIT_PPS" -v b="$LIMIT_BURST" \

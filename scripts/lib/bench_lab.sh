@@ -11,8 +11,8 @@ IF_T=fgbt$BENCH_TAG
 TARGET_IP=198.18.0.1
 NFT_TABLE=fgbench$BENCH_TAG
 
-in_sender() { nsenter --net=/run/netns/"$NS_S" "$@"; }
 # nsenter rather than 'ip netns exec': floodgate must see the host's bpffs for its pins
+in_sender() { nsenter --net=/run/netns/"$NS_S" "$@"; }
 in_target() { nsenter --net=/run/netns/"$NS_T" "$@"; }
 
 lab_cleanup() {
@@ -44,25 +44,21 @@ lab_create() {
   TARGET_MAC=$(ip -n "$NS_T" -br link show "$IF_T" | awk '{print $3}')
 }
 
-# Frames the target veth handed to an XDP program, over its queues.
-xdp_arrivals() {
+# A veth statistic of the target summed over its queues: xdp_packets (frames handed to an
+# XDP program) or xdp_drops (frames it dropped).
+xdp_stat() {  # name
   ip netns exec "$NS_T" ethtool -S "$IF_T" |
-    awk '/rx_queue_[0-9]+_xdp_packets:/ {sum += $2} END {print sum + 0}'
+    awk -v name="$1" '$1 ~ "^rx_queue_[0-9]+_" name ":$" {sum += $2} END {print sum + 0}'
 }
+xdp_arrivals() { xdp_stat xdp_packets; }
+xdp_drops() { xdp_stat xdp_drops; }
 
-# Frames the XDP program on the target veth dropped.
-xdp_drops() {
-  ip netns exec "$NS_T" ethtool -S "$IF_T" |
-    awk '/rx_queue_[0-9]+_xdp_drops:/ {sum += $2} END {print sum + 0}'
+# Packets floodgate counted on the target whose counter row matches a jq FILTER.
+floodgate_packets() {  # filter
+  in_target "$FG" stats "$IF_T" --json | jq "[.counters[] | select($1) | .packets] | add // 0"
 }
-
-# Packets floodgate counted on the target, every verdict and reason; and those it dropped.
-floodgate_arrivals() {
-  in_target "$FG" stats "$IF_T" --json | jq '[.counters[].packets] | add // 0'
-}
-floodgate_drops() {
-  in_target "$FG" stats "$IF_T" --json | jq '[.counters[] | select(.verdict == "drop") | .packets] | add // 0'
-}
+floodgate_arrivals() { floodgate_packets true; }
+floodgate_drops() { floodgate_packets '.verdict == "drop"'; }
 
 # Packets the first (counting) rule of the nftables ingress chain saw; the second dropped.
 nft_counter() {  # index
@@ -73,12 +69,11 @@ nft_arrivals() { nft_counter 0; }
 nft_drops() { nft_counter 1; }
 
 # Packets the first (counting) rule of iptables' raw PREROUTING saw; the second dropped.
-iptables_arrivals() {
-  in_target iptables -t raw -L PREROUTING -v -x -n | awk 'NR == 3 {print $1 + 0}'
+iptables_counter() {  # line of the listing
+  in_target iptables -t raw -L PREROUTING -v -x -n | awk -v line="$1" 'NR == line {print $1 + 0}'
 }
-iptables_drops() {
-  in_target iptables -t raw -L PREROUTING -v -x -n | awk 'NR == 4 {print $1 + 0}'
-}
+iptables_arrivals() { iptables_counter 3; }
+iptables_drops() { iptables_counter 4; }
 
 # GRO gives a veth NAPI without an XDP program, so it takes XDP_TX frames for the stack.
 target_gro() { ip netns exec "$NS_T" ethtool -K "$IF_T" gro "$1"; }
@@ -129,7 +124,6 @@ receiver_iptables_off() {
 run_flood() {  # sources [count]
   local count=()
   [[ -n ${2:-} ]] && count=(--count "$2")
-  FLOOD_JSON=$(timeout $((FLOOD_SECONDS + 60)) \
-    nsenter --net=/run/netns/"$NS_S" "$FG" flood "$IF_S" --dst "$TARGET_IP" \
+  FLOOD_JSON=$(in_sender timeout $((FLOOD_SECONDS + 60)) "$FG" flood "$IF_S" --dst "$TARGET_IP" \
     --dst-mac "$TARGET_MAC" --sources "$1" --duration "${FLOOD_SECONDS}s" "${count[@]}" --json)
 }
