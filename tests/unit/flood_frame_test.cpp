@@ -9,7 +9,6 @@
 #include <vector>
 
 #include "flood/frame_builder.h"
-#include "flood/pacer.h"
 #include "flood_rewrite.h"
 
 namespace floodgate::flood {
@@ -240,35 +239,6 @@ TEST(FloodFrame, ParsesProtocolsAndMacs) {
   EXPECT_EQ(formatMac(*mac), "02:00:5e:10:00:ff");
   EXPECT_FALSE(parseMac("02:00:5e:10:00").ok());
   EXPECT_FALSE(parseMac("02:00:5e:10:00:ff:11").ok());
-}
-
-TEST(FloodPacer, UnpacedSendsWholeChunks) {
-  Pacer pacer(0, 16384);
-  EXPECT_EQ(pacer.due(0, 0), 16384u);
-  EXPECT_EQ(pacer.due(5, 1'000'000), 16384u);
-  EXPECT_EQ(pacer.waitNs(0, 123), 0u);
-}
-
-TEST(FloodPacer, HoldsTheRateOnAVirtualClock) {
-  Pacer pacer(1000, 16384);  // one frame per ms, chunks of at most 2 ms
-  EXPECT_EQ(pacer.maxChunk(), 2u);
-  EXPECT_EQ(pacer.due(0, 0), 0u);
-  EXPECT_EQ(pacer.waitNs(0, 0), 1'000'000u);
-  EXPECT_EQ(pacer.due(1'000'000, 0), 1u);
-  EXPECT_EQ(pacer.due(1'500'000, 1), 0u);
-  EXPECT_EQ(pacer.waitNs(1'500'000, 1), 500'000u);
-  // behind by a second: catches up in bounded chunks, never a burst of the backlog
-  EXPECT_EQ(pacer.due(1'000'000'000, 10), 2u);
-  // a virtual run: sending what is due every 100 µs for 2 s sends 2000
-  uint64_t sent = 0;
-  for (uint64_t t = 0; t <= 2'000'000'000; t += 100'000) sent += pacer.due(t, sent);
-  EXPECT_EQ(sent, 2000u);
-}
-
-TEST(FloodPacer, HighRatesUseBiggerChunks) {
-  Pacer pacer(5'000'000, 16384);
-  EXPECT_EQ(pacer.maxChunk(), 10000u);
-  EXPECT_EQ(pacer.due(1'000'000, 0), 5000u);
 }
 
 }  // namespace

@@ -24,6 +24,15 @@ void markBan(TopRow& row, const Cidr& source, const std::vector<BanEntry>& bans)
 
 }  // namespace
 
+bool refusedWithin(uint32_t last_refusal, uint64_t now_jiffies, uint32_t ticks) {
+  if (last_refusal == 0) return false;
+  // The program stamps a refusal as its jiffies | 1 (0 means never), so a refusal in the
+  // very tick of the sample, when that tick is even, reads one tick ahead: a signed
+  // difference takes that as "now" instead of four billion ticks ago.
+  const auto age = static_cast<int32_t>(static_cast<uint32_t>(now_jiffies) - last_refusal);
+  return age <= static_cast<int64_t>(ticks);
+}
+
 Result<TopSample> takeTopSample(const Limiter& limiter) {
   TopSample sample;
   auto slots = limiter.slots();
@@ -60,9 +69,7 @@ std::vector<TopRow> rankTop(const TopSample& before, const TopSample& after, dou
     row.rule = name->second;
     row.packets_per_s = packets / span;
     row.drops_per_s = static_cast<uint32_t>(slot.drops - old_slot.drops) / span;
-    row.limited =
-        slot.last_drop != 0 &&
-        static_cast<uint32_t>(static_cast<uint32_t>(after.jiffies) - slot.last_drop) <= hz;
+    row.limited = refusedWithin(slot.last_drop, after.jiffies, hz);
     markBan(row, source, bans);
     rows.push_back(row);
   }

@@ -33,6 +33,10 @@ struct TopRow {
   uint64_t ban_remaining_ns = 0;
 };
 
+// Whether a slot's refusal stamp (jiffies | 1 of its latest refusal, 0 never) lies within
+// `ticks` of `now_jiffies`.
+bool refusedWithin(uint32_t last_refusal, uint64_t now_jiffies, uint32_t ticks);
+
 // The `limit` rows with the most drops per second between `before` and `after` (then the
 // most packets), taken `seconds` apart on a clock of `hz` ticks a second; rules are named
 // as in `after`. A slot that changed owner in between is left out: its counters started

@@ -7,38 +7,80 @@
 #include <time.h>
 
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <optional>
 #include <utility>
 
+#include "common/units.h"
 #include "flood/flood_program.h"
 #include "flood/pacer.h"
+#include "flood/send_loop.h"
 #include "kernel/system.h"
 
 namespace floodgate::flood {
 namespace {
 
-uint64_t monotonicNs() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ULL + static_cast<uint64_t>(ts.tv_nsec);
+// 4671933.2 -> 4670000, which formatCount writes as 4.67M.
+uint64_t threeDigits(double value) {
+  if (value < 1000) return static_cast<uint64_t>(value);
+  const double scale = std::pow(10.0, std::floor(std::log10(value)) - 2);
+  return static_cast<uint64_t>(std::round(value / scale) * scale);
 }
-
-void sleepNs(uint64_t ns) {
-  timespec ts{static_cast<time_t>(ns / 1'000'000'000ULL), static_cast<long>(ns % 1'000'000'000ULL)};
-  nanosleep(&ts, nullptr);
-}
-
-// Unpaced chunks: a few milliseconds of frames, so a duration ends close to on time and
-// the syscall's cost is spread over many frames.
-constexpr uint64_t kMaxChunk = 16384;
 
 std::string vethHelp(const std::string& interface) {
   return "the peer of veth '" + interface +
          "' takes no XDP frames: both ends must be up, and the peer needs an XDP program "
          "(e.g. 'floodgate attach PEER') or GRO ('ethtool -K PEER gro on')";
 }
+
+// The kernel side of the send loop: BPF_PROG_RUN calls on a CLOCK_MONOTONIC clock. The
+// first call is one batch, and after it a veth peer must have taken something: a peer
+// without NAPI drops frames uncounted, and saying so after one batch beats flooding into
+// nothing for the whole duration.
+class KernelSendDriver final : public SendDriver {
+ public:
+  KernelSendDriver(FloodProgram& program, int ifindex, uint32_t batch, const std::string& interface,
+                   std::optional<VethXdpCounters> veth_before)
+      : program_(program),
+        ifindex_(ifindex),
+        batch_(batch),
+        interface_(interface),
+        veth_before_(veth_before) {}
+
+  uint64_t nowNs() override {
+    timespec ts{};
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ULL +
+           static_cast<uint64_t>(ts.tv_nsec);
+  }
+
+  void sleepNs(uint64_t ns) override {
+    timespec ts{static_cast<time_t>(ns / 1'000'000'000ULL),
+                static_cast<long>(ns % 1'000'000'000ULL)};
+    nanosleep(&ts, nullptr);
+  }
+
+  Result<bool> send(uint64_t frames) override {
+    auto completed = program_.send(ifindex_, static_cast<uint32_t>(frames), batch_);
+    if (!completed || !*completed || !veth_before_) return completed;
+    auto counters = vethXdpCounters(interface_);
+    if (!counters) return counters.error();
+    if (counters->xmit == veth_before_->xmit && counters->errors == veth_before_->errors) {
+      return Error::failure(vethHelp(interface_));
+    }
+    veth_before_.reset();  // proved once is enough
+    return true;
+  }
+
+ private:
+  FloodProgram& program_;
+  int ifindex_;
+  uint32_t batch_;
+  const std::string& interface_;
+  std::optional<VethXdpCounters> veth_before_;  // until the peer has taken a frame
+};
 
 // Runs the calling thread on one CPU until destroyed, then where it could run before.
 class PinnedToCpu {
@@ -158,37 +200,20 @@ Result<FloodReport> runFlood(FloodOptions options, const std::atomic<bool>* stop
     before = *counters;
   }
 
-  Pacer pacer(options.rate_pps, kMaxChunk);
-  const uint64_t start = monotonicNs();
-  uint64_t now = start;
-  bool probed = !veth;
-  while (!(stop && stop->load()) && (options.count == 0 || report.sent < options.count) &&
-         (options.duration_ns == 0 || now - start < options.duration_ns)) {
-    uint64_t chunk = pacer.due(now - start, report.sent);
-    if (chunk == 0) {
-      sleepNs(std::min<uint64_t>(pacer.waitNs(now - start, report.sent), 1'000'000));
-      now = monotonicNs();
-      continue;
-    }
-    if (options.count) chunk = std::min(chunk, options.count - report.sent);
-    // the first chunk is one batch: a veth peer without NAPI drops frames uncounted, and
-    // saying so after one batch beats flooding into nothing for the whole duration
-    if (!probed) chunk = std::min<uint64_t>(chunk, options.batch);
-    auto completed = program->send(*ifindex, static_cast<uint32_t>(chunk), options.batch);
-    now = monotonicNs();
-    if (!completed) return completed.error();
-    if (!*completed) break;  // a signal: what went of this chunk is not known, so not counted
-    report.sent += chunk;
-    if (!probed) {
-      auto counters = vethXdpCounters(options.interface);
-      if (!counters) return counters.error();
-      if (counters->xmit == before.xmit && counters->errors == before.errors) {
-        return Error::failure(vethHelp(options.interface));
-      }
-      probed = true;
-    }
-  }
-  report.seconds = static_cast<double>(now - start) / 1e9;
+  Pacer pacer(options.rate_pps, options.duration_ns, options.batch);
+  KernelSendDriver sender(*program, *ifindex, options.batch, options.interface,
+                          veth ? std::optional<VethXdpCounters>(before) : std::nullopt);
+  auto outcome =
+      runSendLoop(pacer, SendLimits{options.count, options.duration_ns}, sender, stop);
+  if (!outcome) return outcome.error();
+  report.sent = outcome->sent;
+  report.calls = outcome->calls;
+  report.interrupted = outcome->interrupted;
+  report.call_fixed_ns = pacer.cost().fixedNs();
+  report.frame_ns = pacer.cost().perFrameNs();
+  report.reachable_pps = pacer.reachablePps();
+  report.rate_pps = options.rate_pps;
+  report.seconds = static_cast<double>(outcome->elapsed_ns) / 1e9;
   if (veth) {
     auto after = vethXdpCounters(options.interface);
     if (!after) return after.error();
@@ -215,6 +240,14 @@ std::string floodText(const FloodReport& report) {
                   static_cast<unsigned long long>(report.peer->errors));
     out += line;
   }
+  if (report.rateOutOfReach()) {
+    std::snprintf(line, sizeof(line),
+                  "; asked %s/s: out of reach here (a call costs %.3f ms plus %.1f ns a frame: "
+                  "at most about %s/s from one CPU)",
+                  formatCount(report.rate_pps).c_str(), report.call_fixed_ns / 1e6, report.frame_ns,
+                  formatCount(threeDigits(report.reachable_pps)).c_str());
+    out += line;
+  }
   return out + "\n";
 }
 
@@ -231,6 +264,15 @@ nlohmann::json floodJson(const FloodReport& report) {
       {"pps", report.packetsPerSecond()},
   };
   if (report.cpu >= 0) out["cpu"] = report.cpu;
+  out["calls"] = report.calls;
+  out["call_fixed_ns"] = report.call_fixed_ns;
+  out["frame_ns"] = report.frame_ns;
+  out["reachable_pps"] = report.reachable_pps;
+  if (report.rate_pps) {
+    out["rate_pps"] = report.rate_pps;
+    out["rate_out_of_reach"] = report.rateOutOfReach();
+  }
+  if (report.interrupted) out["interrupted"] = true;
   if (report.peer) {
     out["peer_accepted"] = report.peer->xmit;
     out["peer_queue_full"] = report.peer->errors;

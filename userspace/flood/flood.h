@@ -38,10 +38,22 @@ struct FloodReport {
   int cpu = -1;        // the CPU it sent from, when pinned
   uint64_t sent = 0;   // frames the generator ran on and sent with XDP_TX
   double seconds = 0;  // from the first frame to the end of the last batch
+  uint64_t calls = 0;  // BPF_PROG_RUN calls made
+  bool interrupted = false;  // stopped by a signal before its count or duration
+  uint64_t rate_pps = 0;     // the rate asked for; 0: as fast as it goes
+  // What one call cost here, as the pacer measured it, and what that lets one CPU send.
+  uint64_t call_fixed_ns = 0;
+  double frame_ns = 0;
+  double reachable_pps = 0;
   // veth only: how many the peer's queues took, and how many found them full
   std::optional<VethXdpCounters> peer;
 
   double packetsPerSecond() const { return seconds > 0 ? static_cast<double>(sent) / seconds : 0; }
+  // A paced run that ran its course below 95% of the rate asked: this machine's calls
+  // cannot carry it.
+  bool rateOutOfReach() const {
+    return rate_pps > 0 && !interrupted && packetsPerSecond() < 0.95 * static_cast<double>(rate_pps);
+  }
 };
 
 // Checks the flags that need no kernel: bounds, sizes, the template (usage errors).

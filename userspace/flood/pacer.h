@@ -1,46 +1,71 @@
 // SPDX-License-Identifier: MIT
-// Pacer: how many frames the generator may send now to hold a target rate, from the time
-// since the start (passed in, so tests step it by hand) and what has been sent so far.
+// Pacer: how many frames the generator hands the kernel in its next call, to hold a target
+// rate, or unpaced to go as fast as the kernel sends, whatever one call costs here. Time is
+// passed in, so tests step it by hand.
 #pragma once
 
-#include <algorithm>
 #include <cstdint>
 
 namespace floodgate::flood {
 
-class Pacer {
+// What one BPF_PROG_RUN call costs, learnt from the calls made: a fixed part and a part per
+// frame. The fixed part differs a thousandfold between machines of one kind (10 µs on one,
+// 25 ms on another, whatever the call carries), so chunk sizes must follow it.
+class CallCost {
  public:
-  // rate_pps 0: as fast as possible, max_chunk frames per call. A paced chunk is at most
-  // about 2 ms of the rate, so the rate holds over short spans too.
-  Pacer(uint64_t rate_pps, uint64_t max_chunk)
-      : rate_pps_(rate_pps),
-        max_chunk_(rate_pps ? std::clamp<uint64_t>(rate_pps / 500, 1, max_chunk) : max_chunk) {}
+  void observe(uint64_t frames, uint64_t call_ns);
 
-  // Frames due at `elapsed_ns` after the start when `sent` have gone; 0 means wait.
-  uint64_t due(uint64_t elapsed_ns, uint64_t sent) const {
-    if (rate_pps_ == 0) return max_chunk_;
-    uint64_t allowed = allowedBy(elapsed_ns);
-    return allowed > sent ? std::min(allowed - sent, max_chunk_) : 0;
-  }
-
-  // Nanoseconds from `elapsed_ns` until frame number `sent` + 1 is due (0 if it is).
-  uint64_t waitNs(uint64_t elapsed_ns, uint64_t sent) const {
-    if (rate_pps_ == 0) return 0;
-    // frame k is due at k / rate seconds
-    unsigned __int128 due_ns =
-        (static_cast<unsigned __int128>(sent + 1) * 1'000'000'000ULL + rate_pps_ - 1) / rate_pps_;
-    return due_ns > elapsed_ns ? static_cast<uint64_t>(due_ns - elapsed_ns) : 0;
-  }
-
-  uint64_t maxChunk() const { return max_chunk_; }
+  bool known() const { return calls_ > 0; }
+  // The smallest call seen: the fixed part, plus a few frames' worth.
+  uint64_t fixedNs() const { return fixed_ns_; }
+  // Per frame, from calls long enough to tell it from the fixed part; 0 until one was made.
+  double perFrameNs() const { return per_frame_ns_; }
+  // Frames per second a call of `frames` sends, on this estimate.
+  double ratePps(uint64_t frames) const;
 
  private:
-  uint64_t allowedBy(uint64_t elapsed_ns) const {
-    return static_cast<uint64_t>(static_cast<unsigned __int128>(elapsed_ns) * rate_pps_ /
-                                 1'000'000'000ULL);
-  }
+  uint64_t calls_ = 0;
+  uint64_t fixed_ns_ = 0;
+  double per_frame_ns_ = 0;
+};
+
+class Pacer {
+ public:
+  // The most frames one call may carry (the kernel takes a u32; 64M frames are seconds).
+  static constexpr uint64_t kMaxChunk = 1ULL << 26;
+  // An unpaced call carries at least this, and its first long call exactly this.
+  static constexpr uint64_t kMinUnpacedChunk = 16384;
+
+  // rate_pps 0: as fast as the kernel sends. duration_ns 0: no time bound. The first call
+  // carries at most first_chunk frames: it measures the fixed cost (and proves a veth peer
+  // takes frames) before anything big goes.
+  Pacer(uint64_t rate_pps, uint64_t duration_ns, uint64_t first_chunk)
+      : rate_pps_(rate_pps), duration_ns_(duration_ns), first_chunk_(first_chunk ? first_chunk : 1) {}
+
+  // Frames to send now, `elapsed_ns` after the start with `sent` gone; 0 means wait
+  // waitNs() first.
+  uint64_t next(uint64_t elapsed_ns, uint64_t sent) const;
+  // Nanoseconds until next() is not 0.
+  uint64_t waitNs(uint64_t elapsed_ns, uint64_t sent) const;
+  // What the call just made cost.
+  void observe(uint64_t frames, uint64_t call_ns) { cost_.observe(frames, call_ns); }
+
+  const CallCost& cost() const { return cost_; }
+  // The most this machine sends on the calls' cost: what an unpaced chunk reaches.
+  double reachablePps() const;
+
+ private:
+  uint64_t unpacedChunk(uint64_t elapsed_ns) const;
+  uint64_t pacedChunk(uint64_t elapsed_ns, uint64_t sent) const;
+  // Frames that fit in the time the duration has left (at least a first chunk).
+  uint64_t fitsIn(uint64_t elapsed_ns) const;
+  // Frames due by `at_ns` after the start.
+  uint64_t dueBy(uint64_t at_ns) const;
+
   uint64_t rate_pps_;
-  uint64_t max_chunk_;
+  uint64_t duration_ns_;
+  uint64_t first_chunk_;
+  CallCost cost_;
 };
 
 }  // namespace floodgate::flood

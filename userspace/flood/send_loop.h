@@ -1,0 +1,41 @@
+// SPDX-License-Identifier: MIT
+// The generator's send loop: asks the pacer how much to send, hands it to a sender, and
+// tells the pacer what the call cost. The sender and the clock are a driver, so tests run
+// the loop against a fake kernel on a virtual clock.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+#include "common/result.h"
+#include "flood/pacer.h"
+
+namespace floodgate::flood {
+
+// What the loop sends through and reads time from.
+class SendDriver {
+ public:
+  virtual ~SendDriver() = default;
+  virtual uint64_t nowNs() = 0;  // a steady clock
+  virtual void sleepNs(uint64_t ns) = 0;
+  // Sends `frames`; false when a signal cut the call short (what went is not known).
+  virtual Result<bool> send(uint64_t frames) = 0;
+};
+
+struct SendLimits {
+  uint64_t count = 0;        // 0: no count bound
+  uint64_t duration_ns = 0;  // 0: no time bound
+};
+
+struct SendOutcome {
+  uint64_t sent = 0;
+  uint64_t elapsed_ns = 0;  // from before the first call to the end of the last
+  uint64_t calls = 0;
+  bool interrupted = false;  // stopped by *stop or a signal before the bounds were reached
+};
+
+// Sends until the count or the duration is reached, or *stop turns true.
+Result<SendOutcome> runSendLoop(Pacer& pacer, const SendLimits& limits, SendDriver& driver,
+                                const std::atomic<bool>* stop);
+
+}  // namespace floodgate::flood
