@@ -75,14 +75,34 @@ iptables_counter() {  # line of the listing
 iptables_arrivals() { iptables_counter 3; }
 iptables_drops() { iptables_counter 4; }
 
+# The sender runs on one CPU and the receiver's NAPI, in a kernel thread of its own, on
+# another. Otherwise veth runs the receiver's XDP on the sender's CPU, inside the sender's
+# call: every row then measures sender and receiver together, and the receiver never lets
+# the sender's queue fill, so no row could tell which of the two was the bottleneck.
+SENDER_CPU=0
+RECEIVER_CPU=$(($(nproc) > 1 ? 1 : 0))
+# After a receiver is on: a veth has NAPI only while it has an XDP program or GRO.
+target_napi_threaded() {
+  ip netns exec "$NS_T" sh -c "echo 1 > /sys/class/net/$IF_T/threaded"
+  local pid
+  # a thread's name is cut at 15 characters: napi/ and the first 10 of the interface's
+  for pid in $(pgrep "^napi/${IF_T:0:10}"); do
+    taskset -pc "$RECEIVER_CPU" "$pid" >/dev/null
+  done
+}
+
 # GRO gives a veth NAPI without an XDP program, so it takes XDP_TX frames for the stack.
 target_gro() { ip netns exec "$NS_T" ethtool -K "$IF_T" gro "$1"; }
 
-receiver_xdp_drop_on() { ip -n "$NS_T" link set dev "$IF_T" xdpdrv obj "$DROP_OBJ" sec xdp; }
+receiver_xdp_drop_on() {
+  ip -n "$NS_T" link set dev "$IF_T" xdpdrv obj "$DROP_OBJ" sec xdp
+  target_napi_threaded
+}
 receiver_xdp_drop_off() { ip -n "$NS_T" link set dev "$IF_T" xdpdrv off; }
 
 receiver_floodgate_on() {  # [attach flags...]
   in_target "$FG" attach "$IF_T" --rate "$LIMIT_PPS" --burst "$LIMIT_BURST" "$@" >/dev/null
+  target_napi_threaded
 }
 receiver_floodgate_off() { in_target "$FG" detach "$IF_T" >/dev/null; }
 
@@ -98,6 +118,7 @@ table netdev $NFT_TABLE {
   }
 }
 NFT
+  target_napi_threaded
 }
 receiver_nft_off() {
   in_target nft delete table netdev "$NFT_TABLE"
@@ -111,6 +132,7 @@ receiver_iptables_on() {
   in_target iptables -t raw -A PREROUTING -i "$IF_T" -m hashlimit --hashlimit-name "fgb$BENCH_TAG" \
     --hashlimit-mode srcip --hashlimit-above "$LIMIT_PPS/second" --hashlimit-burst "$LIMIT_BURST" \
     --hashlimit-htable-size 1048576 --hashlimit-htable-max 1048576 -j DROP
+  target_napi_threaded
 }
 receiver_iptables_off() {
   in_target iptables -t raw -F PREROUTING
@@ -125,5 +147,6 @@ run_flood() {  # sources [count]
   local count=()
   [[ -n ${2:-} ]] && count=(--count "$2")
   FLOOD_JSON=$(in_sender timeout $((FLOOD_SECONDS + 60)) "$FG" flood "$IF_S" --dst "$TARGET_IP" \
-    --dst-mac "$TARGET_MAC" --sources "$1" --duration "${FLOOD_SECONDS}s" "${count[@]}" --json)
+    --dst-mac "$TARGET_MAC" --sources "$1" --duration "${FLOOD_SECONDS}s" "${count[@]}" \
+    --cpu "$SENDER_CPU" --json)
 }

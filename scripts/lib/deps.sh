@@ -12,8 +12,9 @@ FLOODGATE_PACKAGES=(
   systemd  # systemd-analyze verifies the unit file
 )
 
-# What scripts/bench.sh needs on top: plots, JSON on the command line, veth GRO and counters.
-FLOODGATE_BENCH_PACKAGES=(gnuplot-nox jq ethtool)
+# What scripts/bench.sh needs on top: plots, JSON on the command line, veth GRO and counters,
+# and pgrep for the receiver's NAPI threads.
+FLOODGATE_BENCH_PACKAGES=(gnuplot-nox jq ethtool procps)
 
 # Installs whatever of FLOODGATE_PACKAGES, and of the packages named as arguments, is
 # missing (needs root).
