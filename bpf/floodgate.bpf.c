@@ -37,6 +37,7 @@ int floodgate_xdp(struct xdp_md *ctx)
 	void *data = (void *)(long)ctx->data;
 	void *data_end = (void *)(long)ctx->data_end;
 	__u32 len = data_end - data, zero = 0, verdict, reason = FG_REASON_DEFAULT;
+	int parsed;
 	struct fg_settings *settings;
 	struct fg_packet pkt = {};
 	__u64 jiffies = 0;
@@ -45,31 +46,38 @@ int floodgate_xdp(struct xdp_md *ctx)
 	if (!settings)
 		return XDP_PASS;
 
-	switch (fg_parse(data, data_end, &pkt)) {
-	case FG_PARSE_OK:
-		break;
-	case FG_PARSE_NON_IP:
-		return fg_finish(settings, FG_VERDICT_PASS, FG_REASON_NON_IP, len);
-	case FG_PARSE_UNKNOWN_EXT:
-		return fg_by_policy(settings, settings->unknown_ext_policy, FG_REASON_MALFORMED, len);
-	default:
+	parsed = fg_parse(ctx, &pkt);
+	if (!pkt.has_source) {
+		if (parsed == FG_PARSE_NON_IP)
+			return fg_finish(settings, FG_VERDICT_PASS, FG_REASON_NON_IP, len);
 		return fg_by_policy(settings, settings->malformed_policy, FG_REASON_MALFORMED, len);
 	}
 
-	if (pkt.fragment) {
-		if (settings->fragment_policy == FG_POLICY_DROP)
-			return fg_finish(settings, FG_VERDICT_DROP, FG_REASON_FRAGMENT, len);
-		reason = FG_REASON_FRAGMENT;
-	}
+	/* Source first: deny, allow and bans judge the source before anything else about the
+	 * frame, so no crafted chain, length or fragment walks a denied source around them. */
 	if (fg_listed(&deny_v4, &deny_v6, settings->deny_entries, &pkt))
 		return fg_finish(settings, FG_VERDICT_DROP, FG_REASON_DENY, len);
 	if (fg_listed(&allow_v4, &allow_v6, settings->allow_entries, &pkt))
 		return fg_finish(settings, FG_VERDICT_PASS, FG_REASON_ALLOW, len);
-
 	if (settings->ban_entries[pkt.family & 1]) {
 		jiffies = bpf_jiffies64();
 		if (fg_banned(settings, &pkt, fg_units(jiffies), jiffies))
 			return fg_finish(settings, FG_VERDICT_DROP, FG_REASON_BAN, len);
+	}
+
+	/* What is odd about the frame has its policy; passed, it still meets every rule that
+	 * needs no field the parser could not read (protocol any, no ports, no flags). */
+	if (parsed != FG_PARSE_OK) {
+		__u32 policy = parsed == FG_PARSE_UNKNOWN_EXT ? settings->unknown_ext_policy
+							      : settings->malformed_policy;
+
+		if (policy == FG_POLICY_DROP)
+			return fg_finish(settings, FG_VERDICT_DROP, FG_REASON_MALFORMED, len);
+		reason = FG_REASON_MALFORMED;
+	} else if (pkt.fragment) {
+		if (settings->fragment_policy == FG_POLICY_DROP)
+			return fg_finish(settings, FG_VERDICT_DROP, FG_REASON_FRAGMENT, len);
+		reason = FG_REASON_FRAGMENT;
 	}
 
 	verdict = fg_apply_rules(settings, &pkt, len, jiffies, &reason);

@@ -15,7 +15,10 @@
 #include "floodgate_shared.h"
 
 #define FG_MAX_VLAN_TAGS 2
-#define FG_MAX_IPV6_EXT_HEADERS 6
+/* Linux delivers a chain of any length; 16 is more than any real traffic carries (RFC 9098
+ * finds chains of more than a few headers dropped across the internet), and what lies
+ * beyond is the unknown_ipv6_ext policy's, after deny and bans have had the source. */
+#define FG_MAX_IPV6_EXT_HEADERS 16
 
 #ifndef ETH_P_8021AD
 #define ETH_P_8021AD 0x88A8
@@ -28,23 +31,39 @@ enum fg_parse_result {
 	FG_PARSE_UNKNOWN_EXT, /* an IPv6 extension chain longer or stranger than we parse */
 };
 
-/* What the limiter needs to know about a frame. */
+/* What the limiter needs to know about a frame. A result other than FG_PARSE_OK may still
+ * come with the source (has_source): deny and bans apply to it whatever else is wrong. */
 struct fg_packet {
-	__u8 addr[16];  /* source address; IPv4 in the first 4 bytes, the rest zero */
-	__u8 family;    /* enum fg_family */
-	__u8 l4_proto;  /* IPPROTO_*; 0 with no L4 header (non-first fragment) */
-	__u8 tcp_flags; /* FIN..CWR in the order of the TCP header's flags byte */
-	__u8 fragment;  /* 1 for a non-first fragment: no ports, no flags */
-	__u16 dst_port; /* host order; 0 without TCP/UDP */
+	__u8 addr[16];   /* source address; IPv4 in the first 4 bytes, the rest zero */
+	__u8 family;     /* enum fg_family */
+	__u8 has_source; /* 1 once the IP header up to its addresses was in the frame */
+	__u8 l4_proto;   /* IPPROTO_* of the payload, fragments too; 0 when the chain was lost */
+	__u8 l4_known;   /* 1 when ports and TCP flags were read (or the protocol has none) */
+	__u8 tcp_flags;  /* FIN..CWR in the order of the TCP header's flags byte */
+	__u8 fragment;   /* 1 for a non-first fragment: no ports, no flags */
+	__u16 dst_port;  /* host order; 0 without TCP/UDP */
 };
 
 /* Bounds check a header of `size` bytes at `pos`; the verifier needs it written this way. */
 #define FG_FITS(pos, size, end) ((void *)(pos) + (size) <= (end))
 
-/* Reads the L4 header of `proto` at `pos`. */
-static __always_inline int fg_parse_l4(void *pos, void *end, __u8 proto, struct fg_packet *pkt)
+/* Reads the L4 header of `proto` at `pos`, of which the IP header says `room` bytes are
+ * there: fields are read within the IP length, never from the frame's padding, so a first
+ * fragment cut short before the TCP flags is malformed rather than a packet without flags. */
+static __always_inline int fg_parse_l4(void *pos, void *end, __u32 room, __u8 proto,
+				       struct fg_packet *pkt)
 {
+	__u32 need = 0;
+
 	pkt->l4_proto = proto;
+	if (proto == IPPROTO_TCP)
+		need = sizeof(struct tcphdr);
+	else if (proto == IPPROTO_UDP)
+		need = sizeof(struct udphdr);
+	else if (proto == IPPROTO_ICMP || proto == IPPROTO_ICMPV6)
+		need = 4; /* type and code are all a rule may look at */
+	if (need > room)
+		return FG_PARSE_MALFORMED;
 	if (proto == IPPROTO_TCP) {
 		struct tcphdr *tcp = pos;
 
@@ -59,11 +78,10 @@ static __always_inline int fg_parse_l4(void *pos, void *end, __u8 proto, struct 
 		if (!FG_FITS(udp, sizeof(*udp), end))
 			return FG_PARSE_MALFORMED;
 		pkt->dst_port = bpf_ntohs(udp->dest);
-	} else if (proto == IPPROTO_ICMP || proto == IPPROTO_ICMPV6) {
-		/* type and code are all a rule may look at */
-		if (!FG_FITS(pos, 4, end))
-			return FG_PARSE_MALFORMED;
+	} else if (need && !FG_FITS(pos, 4, end)) {
+		return FG_PARSE_MALFORMED;
 	}
+	pkt->l4_known = 1;
 	return FG_PARSE_OK;
 }
 
@@ -74,20 +92,22 @@ static __always_inline int fg_parse_ipv4(void *pos, void *end, struct fg_packet 
 
 	if (!FG_FITS(ip, sizeof(*ip), end))
 		return FG_PARSE_MALFORMED;
+	/* the source first: whatever the rest says, deny and bans see it */
+	pkt->family = FG_FAMILY_V4;
+	__builtin_memcpy(pkt->addr, &ip->saddr, 4);
+	pkt->has_source = 1;
 	header_len = ip->ihl * 4;
 	total_len = bpf_ntohs(ip->tot_len);
 	if (ip->version != 4 || header_len < sizeof(*ip) || total_len < header_len ||
 	    pos + total_len > end)
 		return FG_PARSE_MALFORMED;
-
-	pkt->family = FG_FAMILY_V4;
-	__builtin_memcpy(pkt->addr, &ip->saddr, 4);
-	/* a non-first fragment carries no L4 header: it is limited by source alone */
+	pkt->l4_proto = ip->protocol;
+	/* a non-first fragment carries no L4 header: it is limited by source and protocol */
 	if (ip->frag_off & bpf_htons(0x1fff)) {
 		pkt->fragment = 1;
 		return FG_PARSE_OK;
 	}
-	return fg_parse_l4(pos + header_len, end, ip->protocol, pkt);
+	return fg_parse_l4(pos + header_len, end, total_len - header_len, ip->protocol, pkt);
 }
 
 /* IPv6 extension header layout shared by hop-by-hop, routing and destination options. */
@@ -109,57 +129,66 @@ static __always_inline int fg_ipv6_is_ext(__u8 next)
 	       next == IPPROTO_AH || next == IPPROTO_FRAGMENT;
 }
 
+/* The most bytes of extension headers walked: a chain longer in bytes is an unknown one. A
+ * mask, so the walk's offset has one range on every path and the verifier's states merge. */
+#define FG_IPV6_CHAIN_MASK 0xfff
+
 static __always_inline int fg_parse_ipv6(void *pos, void *end, struct fg_packet *pkt)
 {
 	struct ipv6hdr *ip6 = pos;
+	void *chain = pos + sizeof(*ip6);
+	__u32 left; /* payload bytes not yet walked */
+	__u32 off = 0;
 	__u8 next;
 	int i;
 
 	if (!FG_FITS(ip6, sizeof(*ip6), end))
 		return FG_PARSE_MALFORMED;
-	if (ip6->version != 6 || pos + sizeof(*ip6) + bpf_ntohs(ip6->payload_len) > end)
-		return FG_PARSE_MALFORMED;
-
+	/* the source first: whatever the rest says, deny and bans see it */
 	pkt->family = FG_FAMILY_V6;
 	__builtin_memcpy(pkt->addr, &ip6->saddr, 16);
+	pkt->has_source = 1;
+	left = bpf_ntohs(ip6->payload_len);
+	if (ip6->version != 6 || chain + left > end)
+		return FG_PARSE_MALFORMED;
 	next = ip6->nexthdr;
-	pos += sizeof(*ip6);
 
 	/* one pass per extension header, and one more for the header that ends the chain */
 	for (i = 0; i <= FG_MAX_IPV6_EXT_HEADERS; i++) {
-		struct fg_ipv6_opt_hdr *opt = pos;
+		struct fg_ipv6_opt_hdr *opt;
+		__u32 size;
 
+		off &= FG_IPV6_CHAIN_MASK;
+		opt = chain + off;
 		if (i == FG_MAX_IPV6_EXT_HEADERS && fg_ipv6_is_ext(next))
 			return FG_PARSE_UNKNOWN_EXT;
 		switch (next) {
 		case IPPROTO_HOPOPTS:
 		case IPPROTO_ROUTING:
 		case IPPROTO_DSTOPTS:
-			if (!FG_FITS(opt, sizeof(*opt), end))
-				return FG_PARSE_MALFORMED;
-			next = opt->nexthdr;
-			pos += (opt->hdrlen + 1) * 8;
-			break;
 		case IPPROTO_AH:
 			if (!FG_FITS(opt, sizeof(*opt), end))
 				return FG_PARSE_MALFORMED;
+			size = next == IPPROTO_AH ? (opt->hdrlen + 2) * 4 : (opt->hdrlen + 1) * 8;
 			next = opt->nexthdr;
-			pos += (opt->hdrlen + 2) * 4;
 			break;
 		case IPPROTO_FRAGMENT: {
-			struct fg_ipv6_frag_hdr *frag = pos;
+			struct fg_ipv6_frag_hdr *frag = (void *)opt;
 
-			if (!FG_FITS(frag, sizeof(*frag), end))
+			if (!FG_FITS(frag, sizeof(*frag), end) || sizeof(*frag) > left)
 				return FG_PARSE_MALFORMED;
 			if (frag->frag_off & bpf_htons(0xfff8)) {
 				pkt->fragment = 1;
+				pkt->l4_proto = frag->nexthdr;
 				return FG_PARSE_OK;
 			}
+			size = sizeof(*frag);
 			next = frag->nexthdr;
-			pos += sizeof(*frag);
 			break;
 		}
 		case IPPROTO_NONE:
+			pkt->l4_proto = next;
+			pkt->l4_known = 1;
 			return FG_PARSE_OK;
 		case 135: /* mobility */
 		case 139: /* HIP */
@@ -168,20 +197,35 @@ static __always_inline int fg_parse_ipv6(void *pos, void *end, struct fg_packet 
 		case 254:
 			return FG_PARSE_UNKNOWN_EXT;
 		default:
-			return fg_parse_l4(pos, end, next, pkt);
+			return fg_parse_l4(opt, end, left, next, pkt);
 		}
+		/* a header that runs past the payload length is a lie about the chain */
+		if (size > left)
+			return FG_PARSE_MALFORMED;
+		left -= size;
+		off += size;
+		if (off > FG_IPV6_CHAIN_MASK)
+			return FG_PARSE_UNKNOWN_EXT;
 	}
 	return FG_PARSE_UNKNOWN_EXT;
 }
 
-/* Parses the frame in [data, end) into *pkt. */
-static __always_inline int fg_parse(void *data, void *end, struct fg_packet *pkt)
+/* Parses the frame of `ctx` into *pkt (zeroed by the caller). A global function: the
+ * verifier checks the extension-header walk once, instead of the rest of the program once
+ * for every way the walk can end. */
+__attribute__((noinline)) int fg_parse(struct xdp_md *ctx, struct fg_packet *pkt)
 {
-	struct ethhdr *eth = data;
-	void *pos = data + sizeof(*eth);
+	void *data, *end, *pos;
+	struct ethhdr *eth;
 	__u16 proto;
 	int i;
 
+	if (!ctx || !pkt)
+		return FG_PARSE_MALFORMED;
+	data = (void *)(long)ctx->data;
+	end = (void *)(long)ctx->data_end;
+	eth = data;
+	pos = data + sizeof(*eth);
 	if (!FG_FITS(eth, sizeof(*eth), end))
 		return FG_PARSE_MALFORMED;
 	proto = eth->h_proto;

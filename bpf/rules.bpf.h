@@ -43,6 +43,10 @@ static __always_inline int fg_rule_matches(const struct fg_rule *rule, const str
 
 	if (rule->has_sources && !(source_sets & (1ULL << (rule->id & 63))))
 		return 0;
+	/* a frame whose L4 header was not read meets only rules that need none of its fields */
+	if (!pkt->l4_known &&
+	    (rule->port_ranges || rule->tcp_flags_set || rule->tcp_flags_clear))
+		return 0;
 	if (rule->protocol == IPPROTO_ICMP) {
 		if (pkt->l4_proto != IPPROTO_ICMP && pkt->l4_proto != IPPROTO_ICMPV6)
 			return 0;

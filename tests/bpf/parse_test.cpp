@@ -156,16 +156,152 @@ TEST_F(ParseTest, Ipv6ExtensionHeadersAreWalkedToTheTransportHeader) {
   EXPECT_EQ(counted(FG_VERDICT_DROP, FG_REASON_RATE), 1u);
 }
 
-TEST_F(ParseTest, Ipv6ChainsBeyondSixHeadersFollowTheUnknownChainPolicy) {
-  AttachOptions options;
-  options.unknown_ext = FramePolicy::kDrop;
-  load({sourceRule(1, 100)}, options);
-  PacketBuilder seven = PacketBuilder().eth().ipv6("2001:db8::1", "2001:db8::2");
-  for (int i = 0; i < 7; ++i) seven.ipv6Ext(60);
-  EXPECT_EQ(run(seven.udp(53).build()), XDP_DROP);
+// A chain of `headers` destination-options headers in front of UDP port 53 from `src`.
+std::vector<uint8_t> longChainFrom(const std::string& src, int headers) {
+  PacketBuilder frame = PacketBuilder().eth().ipv6(src, "2001:db8::2");
+  for (int i = 0; i < headers; ++i) frame.ipv6Ext(60);
+  return frame.udp(53).build();
+}
+
+TEST_F(ParseTest, Ipv6ChainsOfSixteenHeadersAreWalkedToThePorts) {
+  RuleSpec udp53 = sourceRule(1, 1);
+  udp53.protocol = Protocol::kUdp;
+  udp53.dst_ports = {{53, 53}};
+  load({udp53});
+  auto sixteen = longChainFrom("2001:db8::1", 16);
+  EXPECT_EQ(run(sixteen), XDP_PASS);
+  EXPECT_EQ(run(sixteen), XDP_DROP);
+  EXPECT_EQ(counted(FG_VERDICT_DROP, FG_REASON_RATE), 1u);
+}
+
+TEST_F(ParseTest, Ipv6ChainsBeyondSixteenHeadersAreDroppedByDefault) {
+  load({sourceRule(1, 100)});
+  EXPECT_EQ(run(longChainFrom("2001:db8::1", 17)), XDP_DROP);
   auto mobility = PacketBuilder().eth().ipv6("2001:db8::1", "2001:db8::2").ipv6Ext(135).build();
   EXPECT_EQ(run(mobility), XDP_DROP);
   EXPECT_EQ(counted(FG_VERDICT_DROP, FG_REASON_MALFORMED), 2u);
+}
+
+TEST_F(ParseTest, PassedUnknownChainsStillMeetTheRulesThatNeedNoPorts) {
+  AttachOptions options;
+  options.unknown_ext = FramePolicy::kPass;
+  RuleSpec udp53 = sourceRule(1, 1);
+  udp53.protocol = Protocol::kUdp;
+  udp53.dst_ports = {{53, 53}};
+  load({udp53, sourceRule(1, 3)}, options);
+  auto hidden = longChainFrom("2001:db8::1", 17);
+  // the port rule cannot see port 53 behind the chain; the per-source rule still counts
+  EXPECT_EQ(passes(hidden, 5), 3);
+  EXPECT_EQ(counted(FG_VERDICT_PASS, FG_REASON_MALFORMED), 3u);
+  EXPECT_EQ(counted(FG_VERDICT_DROP, FG_REASON_RATE), 2u);
+}
+
+TEST_F(ParseTest, DenyAndBansJudgeTheSourceWhateverTheFrameHoldsOrLacks) {
+  AttachOptions options;
+  options.unknown_ext = FramePolicy::kPass;  // every odd frame would pass but for its source
+  options.deny = std::vector<Cidr>{*parseCidr("2001:db8:bad::/48"), *parseCidr("192.0.2.66")};
+  load({sourceRule(1000, 1000)}, options);
+  ASSERT_TRUE(limiter().banAdd(*parseCidr("192.0.2.77"), 600'000'000'000ULL).ok());
+  for (const char* v4 : {"192.0.2.66", "192.0.2.77"}) {
+    auto good = PacketBuilder().eth().ipv4(v4, "198.51.100.1").udp(53).payload(8);
+    std::vector<std::vector<uint8_t>> odd;
+    auto bad_ihl = good.build();
+    bad_ihl[14] = 0x43;  // IHL 3
+    odd.push_back(bad_ihl);
+    auto long_total = good.build();
+    long_total[16] = 0x05;  // total length past the frame
+    odd.push_back(long_total);
+    odd.push_back(good.build(14 + 20));  // cut just after the addresses
+    odd.push_back(PacketBuilder()
+                      .eth()
+                      .ipv4(v4, "198.51.100.1")
+                      .ipv4Fragment(9, false)
+                      .payload(16)
+                      .build());
+    for (const auto& frame : odd) EXPECT_EQ(run(frame), XDP_DROP) << v4;
+  }
+  auto chain = longChainFrom("2001:db8:bad::1", 17);
+  EXPECT_EQ(run(chain), XDP_DROP);
+  auto cut6 = longChainFrom("2001:db8:bad::1", 2);
+  cut6.resize(14 + 40);  // the addresses, and nothing after them
+  EXPECT_EQ(run(cut6), XDP_DROP);
+  EXPECT_EQ(counted(FG_VERDICT_DROP, FG_REASON_DENY), 6u);
+  EXPECT_EQ(counted(FG_VERDICT_DROP, FG_REASON_BAN), 4u);
+  // from a source neither denied nor banned, the same chain passes by its policy
+  EXPECT_EQ(run(longChainFrom("2001:db8:900d::1", 17)), XDP_PASS);
+}
+
+TEST_F(ParseTest, NonFirstFragmentsKeepTheirProtocolForTheRulesThatNeedNoPorts) {
+  RuleSpec udp = sourceRule(1, 2);
+  udp.protocol = Protocol::kUdp;
+  load({udp});
+  auto later = PacketBuilder()
+                   .eth()
+                   .ipv4("192.0.2.9", "198.51.100.1")
+                   .ipv4Fragment(9, false)
+                   .udp(53)  // sets the IP protocol; at offset 72 it is payload, not a header
+                   .payload(64)
+                   .build();
+  EXPECT_EQ(passes(later, 4), 2);
+  EXPECT_EQ(counted(FG_VERDICT_DROP, FG_REASON_RATE), 2u);
+  auto later6 = PacketBuilder()
+                    .eth()
+                    .ipv6("2001:db8::9", "2001:db8::2")
+                    .ipv6Fragment(100, false)
+                    .udp(53)
+                    .payload(64)
+                    .build();
+  EXPECT_EQ(passes(later6, 4), 2);
+  // the rule was charged with every fragment, passed or not (and so with their bytes)
+  auto rules = limiter().ruleCounters();
+  ASSERT_TRUE(rules.ok());
+  uint64_t charged = 0;
+  for (const CounterRow& row : (*rules)[0].by_verdict) charged += row.packets;
+  EXPECT_EQ(charged, 8u);
+}
+
+TEST_F(ParseTest, L4FieldsComeFromWithinTheIpLengthNeverFromPadding) {
+  RuleSpec syn_only = sourceRule(1, 1);
+  syn_only.protocol = Protocol::kTcp;
+  syn_only.tcp_flags_set = 0x02;    // SYN
+  syn_only.tcp_flags_clear = 0x10;  // not ACK
+  load({syn_only});
+  // a first fragment whose IP length holds 8 bytes of TCP: the flags are not in it, and
+  // the frame's zero padding must not be read as "no ACK"
+  auto tiny = PacketBuilder()
+                  .eth()
+                  .ipv4("192.0.2.5", "198.51.100.1")
+                  .ipv4Fragment(0, true)
+                  .tcp(80, 0x02)
+                  .build();
+  tiny[14 + 2] = 0;
+  tiny[14 + 3] = 28;  // total length: IP header + 8 bytes
+  EXPECT_EQ(run(tiny), XDP_PASS);  // malformed, passed by the default policy
+  EXPECT_EQ(run(tiny), XDP_PASS);  // and never charged to the SYN rule
+  EXPECT_EQ(counted(FG_VERDICT_PASS, FG_REASON_MALFORMED), 2u);
+  // a UDP datagram whose IP length ends before the UDP header, padded to 60 bytes
+  auto short_udp = PacketBuilder().eth().ipv4("192.0.2.5", "198.51.100.1").udp(53).build();
+  short_udp.resize(60, 0);
+  short_udp[14 + 2] = 0;
+  short_udp[14 + 3] = 24;
+  EXPECT_EQ(run(short_udp), XDP_PASS);
+  EXPECT_EQ(counted(FG_VERDICT_PASS, FG_REASON_MALFORMED), 3u);
+}
+
+TEST_F(ParseTest, ATinyFirstFragmentIsDroppedWhenMalformedFramesAre) {
+  AttachOptions options;
+  options.malformed = FramePolicy::kDrop;
+  load({sourceRule(100, 100)}, options);
+  auto tiny = PacketBuilder()
+                  .eth()
+                  .ipv4("192.0.2.5", "198.51.100.1")
+                  .ipv4Fragment(0, true)
+                  .tcp(80, 0x02)
+                  .build();
+  tiny[14 + 2] = 0;
+  tiny[14 + 3] = 28;
+  EXPECT_EQ(run(tiny), XDP_DROP);
+  EXPECT_EQ(counted(FG_VERDICT_DROP, FG_REASON_MALFORMED), 1u);
 }
 
 TEST_F(ParseTest, Ipv6TruncatedExtensionHeaderIsMalformed) {

@@ -194,12 +194,26 @@ TEST_F(LimiterE2eTest, TopRanksTheFlooderFirstAndShowsTheQuietSourceUnlimited) {
   attach({"--rate", "500", "--burst", "50"});
   Result<UdpSendResult> quiet = Error::failure("not run");
   Result<UdpSendResult> flooder = Error::failure("not run");
-  std::thread quiet_sender([&] { quiet = sendUdp(flood(kQuiet, 3.0, 1, 100)); });
-  std::thread flood_sender([&] { flooder = sendUdp(flood(kFlooder, 3.0, 1, 20000)); });
-  usleep(500000);  // both are sending
+  // both send until both rankings are taken, however long the CLI takes to start here
+  std::atomic<bool> done{false};
+  UdpSendOptions quiet_options = flood(kQuiet, 60.0, 1, 100);
+  UdpSendOptions flood_options = flood(kFlooder, 60.0, 1, 20000);
+  quiet_options.stop = flood_options.stop = &done;
+  std::thread quiet_sender([&] { quiet = sendUdp(quiet_options); });
+  std::thread flood_sender([&] { flooder = sendUdp(flood_options); });
+  // the flood has begun: floodgate has dropped some of it (the quiet sender started first)
+  auto flood_dropped = [&] {
+    for (const auto& row : stats()["counters"]) {
+      if (row["reason"] == "rate" && row["packets"].get<uint64_t>() > 0) return true;
+    }
+    return false;
+  };
+  for (int i = 0; i < 300 && !flood_dropped(); ++i) usleep(10000);
+  usleep(200000);  // and the quiet source has sent for a while
   CommandResult top =
       lab_->floodgate({"top", lab_->targetInterface(), "--json", "--interval", "1s", "-n", "5"});
   CommandResult text = lab_->floodgate({"top", lab_->targetInterface(), "--interval", "500ms"});
+  done = true;
   quiet_sender.join();
   flood_sender.join();
   ASSERT_TRUE(flooder.ok() && quiet.ok());

@@ -23,6 +23,7 @@ struct AttachFlags {
   std::string table_size = "262144";
   std::string malformed = "pass";
   std::string fragments = "pass";
+  std::string unknown_ext = "drop";
   std::string config;
 };
 
@@ -53,6 +54,7 @@ Result<AttachOptions> toOptions(const AttachFlags& flags) {
   options.replace = flags.replace;
   options.malformed = policyOf(flags.malformed);
   options.fragments = policyOf(flags.fragments);
+  options.unknown_ext = policyOf(flags.unknown_ext);
   auto slots = parseCount(flags.table_size);
   if (!slots) return slots.error();
   if (*slots > (1u << 26)) return Error::usage("--table-size is at most 64M slots");
@@ -118,6 +120,9 @@ void addAttachCommand(CLI::App& app, Action& selected) {
   cmd->add_option("--malformed", flags->malformed, "Frames that do not parse: pass or drop")
       ->check(CLI::IsMember({"pass", "drop"}));
   cmd->add_option("--fragments", flags->fragments, "Non-first fragments: pass or drop")
+      ->check(CLI::IsMember({"pass", "drop"}));
+  cmd->add_option("--unknown-ipv6-ext", flags->unknown_ext,
+                  "IPv6 extension chains past 16 headers or of unknown types: drop or pass")
       ->check(CLI::IsMember({"pass", "drop"}));
   cmd->callback([flags, &selected] {
     selected = [flags]() -> Status {

@@ -29,7 +29,7 @@ struct DefaultsConfig {
   uint32_t list_max_entries = FG_LIST_MAX_ENTRIES;  // per list and family (allow v4, ...)
   FramePolicy malformed = FramePolicy::kPass;
   FramePolicy fragments = FramePolicy::kPass;
-  FramePolicy unknown_ext = FramePolicy::kPass;
+  FramePolicy unknown_ext = FramePolicy::kDrop;
   bool monitor = false;  // every rule counts would-be drops and drops nothing
 };
 

@@ -31,7 +31,8 @@ struct AttachOptions {
   uint32_t list_max_entries = FG_LIST_MAX_ENTRIES;
   FramePolicy malformed = FramePolicy::kPass;
   FramePolicy fragments = FramePolicy::kPass;
-  FramePolicy unknown_ext = FramePolicy::kPass;
+  // a chain the parser cannot follow hides the L4 header from every rule that needs it
+  FramePolicy unknown_ext = FramePolicy::kDrop;
   // When set, the allow and deny lists become exactly these (a config file owns them);
   // when not, the lists are left as they are.
   std::optional<std::vector<Cidr>> allow;

@@ -114,7 +114,7 @@ Result<UdpSendResult> sendUdp(const UdpSendOptions& options) {
     uint64_t sent = 0;
     double start = monotonicSeconds(), first = 0, last = 0, now = start;
     const double end = start + options.seconds;
-    while (now < end) {
+    while (now < end && !(options.stop && options.stop->load())) {
       unsigned batch = kBatch;
       if (per_thread_pps > 0) {
         // paced: send what is due by now, at most one batch

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <atomic>
 #include <thread>
 #include <vector>
 
@@ -23,6 +24,8 @@ struct UdpSendOptions {
   uint64_t rate_pps = 0;      // 0: as fast as the sockets go
   unsigned threads = 1;       // each on its own CPU (round robin over the online CPUs)
   size_t payload_bytes = 18;  // 18 bytes of UDP payload make a 60-byte IPv4 frame
+  // When set, sending also ends as soon as it turns true (`seconds` still bounds it).
+  const std::atomic<bool>* stop = nullptr;
 };
 
 struct UdpSendResult {
