@@ -152,13 +152,6 @@ Result<redis::Reply> RedisServer::command(const redis::Command& command) const {
   return (*replies)[0];
 }
 
-void RedisServer::commandNoWait(const redis::Command& command) const {
-  std::string line = "exec >/dev/null 2>&1; exec redis-cli -p " + std::to_string(port_);
-  for (const std::string& arg : command) line += " '" + arg + "'";
-  std::vector<std::string> args = {"sh", "-c", line};
-  std::thread([args] { run(args); }).detach();
-}
-
 std::unique_ptr<RedisCluster> RedisCluster::start() {
   auto cluster = std::unique_ptr<RedisCluster>(new RedisCluster);
   for (int i = 0; i < 3; ++i) {

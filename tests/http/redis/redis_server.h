@@ -27,8 +27,6 @@ class RedisServer {
   bool restart();
   // Runs one command on its own connection (2 s timeout); an Error if it could not.
   Result<redis::Reply> command(const redis::Command& command) const;
-  // Sends a command without waiting for its reply (DEBUG SLEEP blocks the server).
-  void commandNoWait(const redis::Command& command) const;
 
  private:
   RedisServer(int port, std::string dir, std::vector<std::string> args)
