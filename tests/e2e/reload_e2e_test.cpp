@@ -133,6 +133,12 @@ TEST_F(ReloadE2eTest, SetAndBanTakeEffectAtOnce) {
   ASSERT_EQ(run({"attach", lab_->targetInterface(), "--config", config}).exit_code, 0);
   auto slow = sendUdp(traffic(kFlooder, 0.5, 1, 4000));
   ASSERT_TRUE(slow.ok());
+  // every packet of the slow phase counted before the fast one starts
+  for (int i = 0; i < 100 && packets("pass", "default") + packets("drop", "rate") +
+                                     lab_->senderQueueDrops() < slow->sent;
+       ++i) {
+    usleep(10000);
+  }
   uint64_t before = packets("pass", "default");
 
   CommandResult set = run({"set", lab_->targetInterface(), "per-source", "--pps", "3000", "--burst", "100"});

@@ -30,7 +30,8 @@ struct UdpSendOptions {
 
 struct UdpSendResult {
   uint64_t sent = 0;
-  double first_send_s = 0;  // CLOCK_MONOTONIC seconds of the first and the last send
+  // CLOCK_MONOTONIC seconds from just before the first send to just after the last one
+  double first_send_s = 0;
   double last_send_s = 0;
   double elapsed() const { return last_send_s - first_send_s; }
 };
