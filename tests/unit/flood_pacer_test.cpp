@@ -114,11 +114,10 @@ TEST_P(PacedOnBothMachines, HoldsTheRateOverEverySecond) {
   expectEverySecondHolds(driver, rate, 0.05);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Rates, PacedOnBothMachines,
-    ::testing::Combine(::testing::Values(kSlowCalls, kFastCalls),
-                       ::testing::Values(1'000ULL, 50'000ULL, 200'000ULL, 1'000'000ULL,
-                                         4'000'000ULL)));
+INSTANTIATE_TEST_SUITE_P(Rates, PacedOnBothMachines,
+                         ::testing::Combine(::testing::Values(kSlowCalls, kFastCalls),
+                                            ::testing::Values(1'000ULL, 50'000ULL, 200'000ULL,
+                                                              1'000'000ULL, 4'000'000ULL)));
 
 TEST(FloodPacer, ACountAtARateTakesCountOverRateOnSlowCalls) {
   FakeDriver driver(kSlowCalls);

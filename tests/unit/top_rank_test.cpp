@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 // rankTop: who is flooding between two samples of the table, and whether it is limited now.
-#include "controller/top.h"
-
 #include <gtest/gtest.h>
+
+#include "controller/top.h"
 
 namespace floodgate {
 namespace {

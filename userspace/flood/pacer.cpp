@@ -47,8 +47,8 @@ double CallCost::ratePps(uint64_t frames) const {
 double Pacer::reachablePps() const {
   if (cost_.perFrameNs() == 0) return 0;
   // what a whole second of frames in one call sends
-  return cost_.ratePps(std::min<uint64_t>(
-      kMaxChunk, static_cast<uint64_t>(kNsPerSecond / cost_.perFrameNs())));
+  return cost_.ratePps(
+      std::min<uint64_t>(kMaxChunk, static_cast<uint64_t>(kNsPerSecond / cost_.perFrameNs())));
 }
 
 uint64_t Pacer::dueBy(uint64_t at_ns) const {
@@ -72,8 +72,7 @@ uint64_t Pacer::fitsIn(uint64_t elapsed_ns) const {
   if (duration_ns_ == 0 || cost_.perFrameNs() == 0) return kMaxChunk;
   const double left_ns = static_cast<double>(duration_ns_ - std::min(duration_ns_, elapsed_ns));
   const double fits = (left_ns - static_cast<double>(cost_.fixedNs())) / cost_.perFrameNs();
-  return std::clamp<uint64_t>(fits > 0 ? static_cast<uint64_t>(fits) : 0, first_chunk_,
-                              kMaxChunk);
+  return std::clamp<uint64_t>(fits > 0 ? static_cast<uint64_t>(fits) : 0, first_chunk_, kMaxChunk);
 }
 
 uint64_t Pacer::pacedChunk(uint64_t elapsed_ns, uint64_t sent) const {
@@ -89,17 +88,17 @@ uint64_t Pacer::pacedChunk(uint64_t elapsed_ns, uint64_t sent) const {
   // the sending share of a second at this rate; near 1 the rate is out of reach, and the
   // chunks are as big as the cap allows
   const double busy = std::min(kMostBusy, rate * cost_.perFrameNs() / kNsPerSecond);
-  const double cap = std::max(rate * kPacedChunkSeconds,
-                              rate * kPacedChunkCalls * static_cast<double>(cost_.fixedNs()) /
-                                  kNsPerSecond);
+  const double cap =
+      std::max(rate * kPacedChunkSeconds,
+               rate * kPacedChunkCalls * static_cast<double>(cost_.fixedNs()) / kNsPerSecond);
   double chunk = std::min(static_cast<double>(due - sent), cap) / (1 - busy);
   // never past the end of a duration: a paced run sends rate * duration, and a rate out
   // of reach what fits in the time
   if (duration_ns_) {
     const uint64_t total = dueBy(duration_ns_);
     if (total <= sent) return 0;  // the rest of the duration is a wait
-    chunk = std::min({chunk, static_cast<double>(total - sent),
-                      static_cast<double>(fitsIn(elapsed_ns))});
+    chunk = std::min(
+        {chunk, static_cast<double>(total - sent), static_cast<double>(fitsIn(elapsed_ns))});
   }
   return std::clamp<uint64_t>(static_cast<uint64_t>(std::ceil(chunk)), 1, kMaxChunk);
 }
@@ -112,8 +111,8 @@ uint64_t Pacer::waitNs(uint64_t elapsed_ns, uint64_t sent) const {
   if (rate_pps_ == 0 || next(elapsed_ns, sent) > 0) return 0;
   // frame k is due at k / rate seconds; a known fixed cost sends it that much earlier
   const auto due_ns = static_cast<uint64_t>(
-      (static_cast<unsigned __int128>(sent + 1) * static_cast<uint64_t>(kNsPerSecond) +
-       rate_pps_ - 1) /
+      (static_cast<unsigned __int128>(sent + 1) * static_cast<uint64_t>(kNsPerSecond) + rate_pps_ -
+       1) /
       rate_pps_);
   const uint64_t lead_ns = cost_.known() ? cost_.fixedNs() : 0;
   const uint64_t send_at = due_ns > lead_ns ? due_ns - lead_ns : 0;

@@ -40,7 +40,9 @@ class Pacer {
   // carries at most first_chunk frames: it measures the fixed cost (and proves a veth peer
   // takes frames) before anything big goes.
   Pacer(uint64_t rate_pps, uint64_t duration_ns, uint64_t first_chunk)
-      : rate_pps_(rate_pps), duration_ns_(duration_ns), first_chunk_(first_chunk ? first_chunk : 1) {}
+      : rate_pps_(rate_pps),
+        duration_ns_(duration_ns),
+        first_chunk_(first_chunk ? first_chunk : 1) {}
 
   // Frames to send now, `elapsed_ns` after the start with `sent` gone; 0 means wait
   // waitNs() first.
