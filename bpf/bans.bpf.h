@@ -5,6 +5,7 @@
 #define FLOODGATE_BANS_BPF_H
 
 #include "buckets.bpf.h"
+#include "counters.bpf.h"
 #include "events.bpf.h"
 #include "maps.bpf.h"
 #include "parse.bpf.h"
@@ -46,9 +47,10 @@ static __always_inline void fg_emit_ban(__u32 type, __u32 rule_id, __u8 family,
 	fg_emit(type, rule_id, family, (__u8)key->v6.prefixlen, hi, lo, jiffies);
 }
 
-/* Whether `pkt`'s source is banned at `now`. An expired ban found on the way is deleted. */
+/* Whether `pkt`'s source is banned at `jiffies`. An expired ban found on the way is deleted,
+ * and counted out only by whoever deleted it (the controller's sweep may race us to it). */
 static __always_inline int fg_banned(struct fg_settings *settings, const struct fg_packet *pkt,
-				     __u64 now, __u64 jiffies)
+				     __u64 jiffies)
 {
 	union fg_lpm_key key;
 	struct fg_ban *ban;
@@ -60,7 +62,7 @@ static __always_inline int fg_banned(struct fg_settings *settings, const struct 
 	ban = bpf_map_lookup_elem(fg_ban_map(pkt), &key);
 	if (!ban)
 		return 0;
-	if (!ban->expires || (__s64)(ban->expires - now) > 0)
+	if (!ban->expires || jiffies < ban->expires)
 		return 1;
 	/* over: remove the exact entry that matched, and count it out once */
 	rule_id = ban->rule_id;
@@ -72,17 +74,22 @@ static __always_inline int fg_banned(struct fg_settings *settings, const struct 
 	return 0;
 }
 
-/* Bans `pkt`'s source (masked to the rule's prefix) for the rule's ban time. */
+/* Bans `pkt`'s source (masked to the rule's prefix) for the rule's ban time, unless rule
+ * bans have filled the table up to the room kept for manual bans and escalations. */
 static __always_inline void fg_start_ban(struct fg_settings *settings, const struct fg_rule *rule,
-					 const struct fg_packet *pkt, __u64 now, __u64 jiffies)
+					 const struct fg_packet *pkt, __u64 jiffies)
 {
-	struct fg_ban ban = {.expires = now + rule->ban_units, .rule_id = rule->id};
+	struct fg_ban ban = {.expires = jiffies + rule->ban_ticks, .since = jiffies,
+			     .rule_id = rule->id};
 	union fg_lpm_key key;
 
-	if (!ban.expires)
-		ban.expires = 1; /* 0 would mean forever */
+	if (settings->ban_entries[pkt->family & 1] >= FG_BAN_MAX_ENTRIES - FG_BAN_RESERVE) {
+		fg_count_table(rule->id, FG_TABLE_BAN_FAILED);
+		return;
+	}
 	ban.prefixlen = pkt->family == FG_FAMILY_V4 ? rule->ipv4_prefix : rule->ipv6_prefix;
 	fg_lpm_key(pkt, ban.prefixlen, &key);
+	/* an existing entry is a ban still running (an expired one was deleted on lookup) */
 	if (bpf_map_update_elem(fg_ban_map(pkt), &key, &ban, BPF_NOEXIST) != 0)
 		return;
 	__sync_fetch_and_add(&settings->ban_entries[pkt->family & 1], 1);

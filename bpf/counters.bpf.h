@@ -26,4 +26,17 @@ static __always_inline void fg_count_rule(__u32 rule_id, __u32 verdict, __u32 le
 	fg_count_into(&rule_counters, FG_RULE_COUNTER_INDEX(rule_id, verdict), len);
 }
 
+/* Counts one `stat` (enum fg_table_stat) of a rule. */
+static __always_inline void fg_count_table(__u32 rule_id, __u32 stat)
+{
+	__u32 index = FG_TABLE_STAT_INDEX(rule_id, stat);
+	__u64 *counter;
+
+	if (stat >= FG_TABLE_STAT_COUNT)
+		return;
+	counter = bpf_map_lookup_elem(&table_stats, &index);
+	if (counter)
+		*counter += 1; /* per-CPU */
+}
+
 #endif /* FLOODGATE_COUNTERS_BPF_H */

@@ -61,7 +61,7 @@ int floodgate_xdp(struct xdp_md *ctx)
 		return fg_finish(settings, FG_VERDICT_PASS, FG_REASON_ALLOW, len);
 	if (settings->ban_entries[pkt.family & 1]) {
 		jiffies = bpf_jiffies64();
-		if (fg_banned(settings, &pkt, fg_units(jiffies), jiffies))
+		if (fg_banned(settings, &pkt, jiffies))
 			return fg_finish(settings, FG_VERDICT_DROP, FG_REASON_BAN, len);
 	}
 

@@ -96,7 +96,7 @@ struct {
 #define FG_BAN_MAP(name, key_type)                                 \
 	struct {                                                   \
 		__uint(type, BPF_MAP_TYPE_LPM_TRIE);               \
-		__uint(max_entries, FG_LIST_MAX_ENTRIES);          \
+		__uint(max_entries, FG_BAN_MAX_ENTRIES);           \
 		__uint(map_flags, BPF_F_NO_PREALLOC);              \
 		__type(key, key_type);                             \
 		__type(value, struct fg_ban);                      \

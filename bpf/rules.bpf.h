@@ -77,17 +77,6 @@ struct fg_eval {
 	__u32 ref; /* out: where the packet was charged */
 };
 
-static __always_inline void fg_count_table(__u32 rule_id, __u32 stat)
-{
-	__u32 index = FG_TABLE_STAT_INDEX(rule_id, stat);
-	__u64 *counter;
-
-	if (stat >= FG_TABLE_STAT_COUNT)
-		return;
-	counter = bpf_map_lookup_elem(&table_stats, &index);
-	if (counter)
-		*counter += 1; /* per-CPU */
-}
 
 /* The bucket pair `rule` charges for `pkt`, a ref to find it again, and the source's slot
  * when it has one (NULL for the global and the untracked bucket). */
@@ -289,7 +278,7 @@ static int fg_rule_step(__u32 i, struct fg_walk *walk)
 	}
 	fg_count_rule(rule->id, FG_VERDICT_DROP, walk->eval.len);
 	if (rule->action == FG_ACTION_BAN && walk->settings)
-		fg_start_ban(walk->settings, rule, &walk->pkt, walk->eval.now, walk->eval.jiffies);
+		fg_start_ban(walk->settings, rule, &walk->pkt, walk->eval.jiffies);
 	done = bpf_map_lookup_elem(&charges, &zero);
 	fg_refund_charges(done, walk->charged, walk->eval.len);
 	walk->verdict = FG_VERDICT_DROP;

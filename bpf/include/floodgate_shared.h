@@ -140,7 +140,7 @@ struct fg_rule {
 	__u8 untracked_own;  /* 1: `untracked` was set apart from `limits` (else it follows them) */
 	__u8 pad;
 	__u32 window_ms;     /* window algorithms */
-	__u64 ban_units;     /* FG_ACTION_BAN: how long a ban lasts, bucket time units */
+	__u64 ban_ticks;     /* FG_ACTION_BAN: how long a ban lasts, jiffies (rounded up) */
 	struct fg_limit limits[FG_LIMIT_KINDS];
 	/* FG_KEY_SOURCE: the shared bucket of every source without a slot of its own */
 	struct fg_limit untracked[FG_LIMIT_KINDS];
@@ -199,7 +199,8 @@ enum fg_table_stat {
 	FG_TABLE_FULL = 2,           /* every way of its set is a source still limited */
 	FG_TABLE_UNTRACKED_PASS = 3, /* packets the shared untracked bucket admitted */
 	FG_TABLE_UNTRACKED_DROP = 4, /* and refused */
-	FG_TABLE_STAT_COUNT = 5,
+	FG_TABLE_BAN_FAILED = 5,     /* a ban the rule would have started found the table full */
+	FG_TABLE_STAT_COUNT = 6,
 };
 #define FG_TABLE_STAT_INDEX(rule_id, stat) ((rule_id) * FG_TABLE_STAT_COUNT + (stat))
 
@@ -233,12 +234,20 @@ struct fg_event_stats {
 	__u64 lost;       /* the ring buffer was full (nobody reading) */
 };
 
-/* Value of the ban tries (`bans_v4`, `bans_v6`): a banned prefix and when its ban ends. */
+/* Value of the ban tries (`bans_v4`, `bans_v6`): a banned prefix and when its ban ends.
+ * Times are 64-bit jiffies, which never wrap: a ban ends when it should however long its
+ * source stays silent (bucket time units wrap every 2^48 ns, about 3 days). */
 struct fg_ban {
-	__u64 expires;    /* bucket time units; 0: until removed */
+	__u64 expires;    /* the jiffy it ends at: banned while jiffies < expires; 0: until removed */
+	__u64 since;      /* the jiffy it started at */
 	__u32 prefixlen;  /* the key's own prefix, so the program can delete an expired entry */
 	__u32 rule_id;    /* the rule that banned it, or FG_BAN_MANUAL */
 };
+/* Entries of each ban trie. Rule bans stop FG_BAN_RESERVE short of it: a spoofed flood
+ * tripping a banning rule with random sources can never crowd out a manual ban or an HTTP
+ * escalation, which may use the whole table. */
+#define FG_BAN_MAX_ENTRIES FG_LIST_MAX_ENTRIES
+#define FG_BAN_RESERVE 16384
 #define FG_BAN_MANUAL 0xffffffffU
 
 /* Per rule id and verdict, per CPU (`rule_counters`, FG_MAX_RULE_IDS * FG_VERDICT_COUNT). */

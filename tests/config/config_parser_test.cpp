@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // floodgate.yaml parsing: every field into FloodgateConfig and RuleSpec, units, list files.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -8,6 +9,7 @@
 
 #include "config/cidr_file.h"
 #include "config/floodgate_config.h"
+#include "config/read_file.h"
 
 namespace floodgate::config {
 namespace {
@@ -248,6 +250,56 @@ TEST(ConfigParser, LoadsAHundredThousandPrefixFile) {
   EXPECT_EQ(config.deny->front().toString(), "10.0.0.0");
   EXPECT_EQ((*config.deny)[79999].toString(), "10.1.56.127");
   EXPECT_EQ(config.deny->back().toString(), "2001:db8:4e1f::/64");
+}
+
+TEST(ConfigParser, AListFileMustBeARegularFileOfBoundedSize) {
+  TempDir dir;
+  const std::string fifo = (dir.path() / "fifo").string();
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  {
+    // sparse: a file that says it is larger than the cap, without writing it
+    std::ofstream huge(dir.path() / "huge.txt");
+    huge.seekp(kMaxListFileBytes);
+    huge << "\n";
+  }
+  for (auto [name, reason] :
+       {std::pair{fifo, "not a regular file (a FIFO)"},
+        std::pair{std::string("/dev/zero"), "not a regular file (a character device)"},
+        std::pair{(dir.path() / "huge.txt").string(), "larger than 64 MiB, the most it may be"},
+        std::pair{dir.path().string(), "not a regular file (a directory)"}}) {
+    std::ofstream(dir.path() / "floodgate.yaml") << "deny:\n  - file: " << name << "\n";
+    Diagnostics diagnostics;
+    loadConfig((dir.path() / "floodgate.yaml").string(), diagnostics);  // returns: no hang
+    ASSERT_EQ(diagnostics.size(), 1u) << name;
+    EXPECT_EQ(diagnostics.items()[0].message,
+              "cannot read CIDR file '" + name + "': " + reason);
+  }
+}
+
+TEST(ConfigParser, ABadLineOfAListFileIsReportedWithoutItsText) {
+  TempDir dir;
+  std::ofstream(dir.path() / "secret.txt") << "203.0.113.0/24\nroot:$6$saltsalt$hashhash:19000\n";
+  std::ofstream(dir.path() / "floodgate.yaml") << "deny:\n  - file: secret.txt\n";
+  Diagnostics diagnostics;
+  loadConfig((dir.path() / "floodgate.yaml").string(), diagnostics);
+  const std::string text = diagnostics.format();
+  EXPECT_NE(text.find("secret.txt:2:1: not a CIDR"), std::string::npos) << text;
+  EXPECT_EQ(text.find("root"), std::string::npos) << text;
+  EXPECT_EQ(text.find("hash"), std::string::npos) << text;
+}
+
+TEST(ConfigParser, ACatchAllOrAMappedPrefixIsWarnedAbout) {
+  FloodgateConfig config = parseClean(
+      "allow: [0.0.0.0/0, 192.0.2.1]\n"
+      "deny: [\"::/0\", \"::ffff:198.51.100.0/120\", \"2001:db8::/32\"]\n");
+  EXPECT_EQ(configWarnings(config),
+            (std::vector<std::string>{
+                "allow holds 0.0.0.0/0: it lets through, unlimited, every IPv4 source",
+                "deny holds ::/0: it drops every IPv6 source",
+                "deny holds ::ffff:198.51.100.0/120, an IPv4-mapped IPv6 prefix: no packet carries "
+                "one as its source, so it never matches (for IPv4 sources write "
+                "198.51.100.0/24)"}));
+  EXPECT_TRUE(configWarnings(parseClean("allow: [10.0.0.0/8]\n")).empty());
 }
 
 TEST(ConfigParser, ListLargerThanListSizeIsAnError) {

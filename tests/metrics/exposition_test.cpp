@@ -24,6 +24,7 @@ Snapshot twoInterfaces() {
   rule.by_verdict[FG_VERDICT_DROP] = {FG_VERDICT_DROP, 0, 7, 420};
   rule.table[FG_TABLE_CAPPED] = 11;
   rule.table[FG_TABLE_UNTRACKED_DROP] = 12;
+  rule.table[FG_TABLE_BAN_FAILED] = 5;
   a.rules = {rule};
   a.events[FG_EVENT_BAN_START] = 2;
   a.event_stats.suppressed = 9;
@@ -94,6 +95,8 @@ TEST(Exposition, GaugesAndDaemonSeries) {
   std::string text = render(twoInterfaces());
   EXPECT_TRUE(has(text, "floodgate_tracked_sources{interface=\"eth0\",family=\"ipv4\"} 1234"));
   EXPECT_TRUE(has(text, "floodgate_bans_active{interface=\"eth0\"} 3"));
+  EXPECT_TRUE(has(text, "floodgate_bans_failed_total{interface=\"eth0\"} 5"));
+  EXPECT_TRUE(has(text, "floodgate_bans_failed_total{interface=\"eth1\"} 0"));
   EXPECT_TRUE(has(text, "floodgate_config_reloads_total{result=\"success\"} 4"));
   EXPECT_TRUE(has(text, "floodgate_config_reloads_total{result=\"failure\"} 1"));
   EXPECT_TRUE(has(text, "floodgate_config_generation 5"));
@@ -142,6 +145,7 @@ TEST(Exposition, HelpAndTypeOncePerFamilyBeforeItsSamples) {
       {"floodgate_events_total", "counter"},
       {"floodgate_events_dropped_total", "counter"},
       {"floodgate_bans_active", "gauge"},
+      {"floodgate_bans_failed_total", "counter"},
       {"floodgate_config_reloads_total", "counter"},
       {"floodgate_http_escalations_total", "counter"},
       {"floodgate_config_generation", "gauge"},

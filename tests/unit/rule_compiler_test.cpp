@@ -247,6 +247,20 @@ TEST(CompileRule, RuleIdMustIndexPerRuleState) {
   EXPECT_TRUE(compileRule(spec).ok());
 }
 
+TEST(CompileRule, ABanLastsWholeTicksNeverLessThanAsked) {
+  RuleSpec spec = ppsRule(10, 1);
+  spec.action = ExceedAction::kBan;
+  const uint64_t tick_units = fg_tick_units(250);  // 4 ms ticks
+  spec.ban_ns = 10'000'000'000ULL;                 // 10 s: 2500 ticks exactly
+  EXPECT_EQ(compileRule(spec, tick_units)->ban_ticks, 2500u);
+  spec.ban_ns += 1;  // a nanosecond more is a tick more
+  EXPECT_EQ(compileRule(spec, tick_units)->ban_ticks, 2501u);
+  spec.ban_ns = kMaxBanNs;  // 30 days in jiffies: no clock the program reads wraps on it
+  EXPECT_EQ(compileRule(spec, tick_units)->ban_ticks, 30ULL * 86400 * 250);
+  spec.ban_ns = kMaxBanNs + 1;
+  EXPECT_EQ(usageError(spec), "rule 'default' bans for longer than 30d");
+}
+
 // The limits an operator set come back from the compiled rule.
 void expectRoundTrip(const LimitSpec& limit) {
   RuleSpec spec;

@@ -101,7 +101,7 @@ Result<AttachOptions> toOptions(const AttachFlags& flags) {
 void addAttachCommand(CLI::App& app, Action& selected) {
   auto flags = std::make_shared<AttachFlags>();
   CLI::App* cmd = app.add_subcommand("attach", "Load the limiter and attach it to an interface");
-  cmd->add_option("interface", flags->interface, "Interface to protect, e.g. eth0")->required();
+  addInterfaceArgument(cmd, flags->interface, "Interface to protect, e.g. eth0")->required();
   cmd->add_option("--config", flags->config, "Take rules, lists and policies from floodgate.yaml");
   cmd->add_option("--rate", flags->rate, "Packets per second per source (10k, 1.5M)");
   cmd->add_option("--burst", flags->burst, "Packets a source may send at once (default rate/10)");

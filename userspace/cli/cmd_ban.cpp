@@ -30,7 +30,11 @@ Status addBans(const BanFlags& flags) {
   uint64_t duration_ns = 0;
   if (!flags.duration.empty()) {
     auto parsed = parseDuration(flags.duration);
-    if (!parsed) return parsed.error();
+    if (!parsed) return Error::usage("--for: " + parsed.error().message);
+    if (*parsed > kMaxBanNs) {
+      return Error::usage("--for is at most 30d: a source to keep out for longer belongs on "
+                          "the deny list (floodgate deny add)");
+    }
     duration_ns = *parsed;
   }
   auto cidrs = parseCidrs(flags.cidrs);
@@ -69,7 +73,6 @@ Status listBans(const BanFlags& flags) {
   if (flags.json) {
     nlohmann::json out = nlohmann::json::array();
     for (const BanEntry& ban : *bans) {
-      if (ban.expired) continue;
       nlohmann::json entry{{"cidr", ban.cidr.toString()}, {"by", ban.by}};
       entry["seconds_left"] =
           ban.forever ? nlohmann::json(nullptr) : nlohmann::json(ban.remaining_ns / 1000000000.0);
@@ -80,7 +83,6 @@ Status listBans(const BanFlags& flags) {
   }
   std::printf("%-40s %-12s %s\n", "banned", "time left", "by");
   for (const BanEntry& ban : *bans) {
-    if (ban.expired) continue;
     std::string left =
         ban.forever ? "until removed" : std::to_string(ban.remaining_ns / 1000000000ULL) + "s";
     std::printf("%-40s %-12s %s\n", ban.cidr.toString().c_str(), left.c_str(), ban.by.c_str());
@@ -96,20 +98,20 @@ void addBanCommand(CLI::App& app, Action& selected) {
 
   auto add = std::make_shared<BanFlags>();
   CLI::App* add_cmd = ban->add_subcommand("add", "Ban addresses or CIDRs");
-  add_cmd->add_option("interface", add->interface, "Interface")->required();
+  addInterfaceArgument(add_cmd, add->interface, "Interface")->required();
   add_cmd->add_option("cidrs", add->cidrs, "Addresses or CIDRs")->required();
   add_cmd->add_option("--for", add->duration, "How long (30s, 10m, 1h); default until removed");
   add_cmd->callback([add, &selected] { selected = [add] { return addBans(*add); }; });
 
   auto del = std::make_shared<BanFlags>();
   CLI::App* del_cmd = ban->add_subcommand("del", "Lift bans");
-  del_cmd->add_option("interface", del->interface, "Interface")->required();
+  addInterfaceArgument(del_cmd, del->interface, "Interface")->required();
   del_cmd->add_option("cidrs", del->cidrs, "Addresses or CIDRs as they were banned")->required();
   del_cmd->callback([del, &selected] { selected = [del] { return removeBans(*del); }; });
 
   auto list = std::make_shared<BanFlags>();
   CLI::App* list_cmd = ban->add_subcommand("list", "Show the bans and the time they have left");
-  list_cmd->add_option("interface", list->interface, "Interface")->required();
+  addInterfaceArgument(list_cmd, list->interface, "Interface")->required();
   list_cmd->add_flag("--json", list->json, "Machine-readable output");
   list_cmd->callback([list, &selected] { selected = [list] { return listBans(*list); }; });
 }

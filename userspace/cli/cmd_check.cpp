@@ -23,8 +23,10 @@ Status runCheck(const CheckFlags& flags) {
   config::Diagnostics diagnostics;
   config::FloodgateConfig cfg = config::loadConfig(flags.file, diagnostics);
   const bool valid = diagnostics.empty();
+  const std::vector<std::string> warnings =
+      valid ? config::configWarnings(cfg) : std::vector<std::string>{};
   if (flags.json) {
-    nlohmann::json out = {{"file", flags.file}, {"valid", valid}};
+    nlohmann::json out = {{"file", flags.file}, {"valid", valid}, {"warnings", warnings}};
     if (valid) {
       out["rules"] = cfg.rules.size();
       out["interfaces"] = cfg.interfaces.size();
@@ -45,6 +47,7 @@ Status runCheck(const CheckFlags& flags) {
     if (cfg.http)
       summary += ", " + counted(cfg.http->policies.size(), "http policy", "http policies");
     std::cout << summary << "\n";
+    for (const std::string& warning : warnings) std::cout << "warning: " << warning << "\n";
   } else {
     std::cout << diagnostics.format();
   }

@@ -11,7 +11,7 @@ namespace floodgate::cli {
 void addDetachCommand(CLI::App& app, Action& selected) {
   auto interface = std::make_shared<std::string>();
   CLI::App* cmd = app.add_subcommand("detach", "Detach the limiter and remove its state");
-  cmd->add_option("interface", *interface, "Interface to detach from")->required();
+  addInterfaceArgument(cmd, *interface, "Interface to detach from")->required();
   cmd->callback([interface, &selected] {
     selected = [interface]() -> Status {
       if (Status s = Limiter::detach(*interface); !s) return s;

@@ -113,7 +113,7 @@ void addFloodCommand(CLI::App& app, Action& selected) {
   auto flags = std::make_shared<FloodFlags>();
   CLI::App* cmd = app.add_subcommand(
       "flood", "Lab packet generator: frames made in the kernel, sent out of a veth with XDP_TX");
-  cmd->add_option("interface", flags->interface, "Interface to send out of (a veth)")->required();
+  addInterfaceArgument(cmd, flags->interface, "Interface to send out of (a veth)")->required();
   cmd->add_option("--dst", flags->dst, "Destination address; its family sets IPv4 or IPv6")
       ->required();
   cmd->add_option("--dst-mac", flags->dst_mac,

@@ -57,7 +57,7 @@ void addList(CLI::App& app, Action& selected, ListKind kind, const char* help) {
     CLI::App* cmd = list->add_subcommand(verb, what == "add"   ? "Add CIDRs"
                                                : what == "del" ? "Remove CIDRs"
                                                                : "Show the entries");
-    cmd->add_option("interface", flags->interface, "Interface")->required();
+    addInterfaceArgument(cmd, flags->interface, "Interface")->required();
     if (what == "list") {
       cmd->add_flag("--json", flags->json, "Machine-readable output");
     } else {

@@ -39,7 +39,7 @@ Status reload(const ReloadFlags& flags) {
 void addReloadCommand(CLI::App& app, Action& selected) {
   auto flags = std::make_shared<ReloadFlags>();
   CLI::App* cmd = app.add_subcommand("reload", "Apply a config to a running limiter, keeping state");
-  cmd->add_option("interface", flags->interface, "Interface")->required();
+  addInterfaceArgument(cmd, flags->interface, "Interface")->required();
   cmd->add_option("--config", flags->config, "floodgate.yaml")->required();
   cmd->callback([flags, &selected] { selected = [flags] { return reload(*flags); }; });
 }

@@ -52,7 +52,7 @@ Status setRule(const SetFlags& flags) {
 void addSetCommand(CLI::App& app, Action& selected) {
   auto flags = std::make_shared<SetFlags>();
   CLI::App* cmd = app.add_subcommand("set", "Change one rule's thresholds live, keeping its state");
-  cmd->add_option("interface", flags->interface, "Interface")->required();
+  addInterfaceArgument(cmd, flags->interface, "Interface")->required();
   cmd->add_option("rule", flags->rule, "Rule name (see 'floodgate status')")->required();
   cmd->add_option("--pps", flags->pps, "Packets per second (10k)");
   cmd->add_option("--burst", flags->burst, "Burst in packets");

@@ -37,7 +37,7 @@ Status showStats(const StatsFlags& flags) {
 void addStatsCommand(CLI::App& app, Action& selected) {
   auto flags = std::make_shared<StatsFlags>();
   CLI::App* cmd = app.add_subcommand("stats", "Show packet and byte counters");
-  cmd->add_option("interface", flags->interface, "Interface")->required();
+  addInterfaceArgument(cmd, flags->interface, "Interface")->required();
   cmd->add_flag("--json", flags->json, "Machine-readable output");
   cmd->callback([flags, &selected] { selected = [flags] { return showStats(*flags); }; });
 }

@@ -45,7 +45,7 @@ Status showStatus(const StatusFlags& flags) {
 void addStatusCommand(CLI::App& app, Action& selected) {
   auto flags = std::make_shared<StatusFlags>();
   CLI::App* cmd = app.add_subcommand("status", "Show attached limiters and their settings");
-  cmd->add_option("interface", flags->interface, "Only this interface");
+  addInterfaceArgument(cmd, flags->interface, "Only this interface");
   cmd->add_flag("--json", flags->json, "Machine-readable output");
   cmd->callback([flags, &selected] { selected = [flags] { return showStatus(*flags); }; });
 }

@@ -133,7 +133,7 @@ Status showTop(const TopFlags& flags) {
 void addTopCommand(CLI::App& app, Action& selected) {
   auto flags = std::make_shared<TopFlags>();
   CLI::App* cmd = app.add_subcommand("top", "Show the sources with the most drops right now");
-  cmd->add_option("interface", flags->interface, "Interface")->required();
+  addInterfaceArgument(cmd, flags->interface, "Interface")->required();
   cmd->add_option("-n", flags->rows, "How many sources to show")->capture_default_str();
   cmd->add_option("--interval", flags->interval,
                   "Measuring interval (refresh period on a terminal)")

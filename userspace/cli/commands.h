@@ -13,6 +13,10 @@ namespace floodgate::cli {
 // Error to an exit code (usage 2, failure 1).
 using Action = std::function<Status()>;
 
+// The positional INTERFACE argument of a verb, checked (common/text.h) before anything
+// touches a path: a bad name is a usage error, exit 2, and changes nothing.
+CLI::Option* addInterfaceArgument(CLI::App* cmd, std::string& interface, const std::string& help);
+
 void addAttachCommand(CLI::App& app, Action& selected);
 void addDetachCommand(CLI::App& app, Action& selected);
 void addStatusCommand(CLI::App& app, Action& selected);

@@ -15,7 +15,7 @@ bool isSpace(char c) { return c == ' ' || c == '\t' || c == '\r'; }
 
 bool readCidrFile(const std::string& path, std::vector<Cidr>& out, Diagnostics& diagnostics,
                   std::string* read_error) {
-  Result<std::string> file = readWholeFile(path);
+  Result<std::string> file = readWholeFile(path, kMaxListFileBytes);
   if (!file) {
     if (read_error) *read_error = file.error().message;
     return false;
@@ -42,16 +42,18 @@ bool readCidrFile(const std::string& path, std::vector<Cidr>& out, Diagnostics& 
     while (end > start && isSpace(content[end - 1])) --end;
     if (start == end) continue;
     std::string_view token = content.substr(start, end - start);
+    // The line's text is never echoed: the path may be a link to a file that is not a list
+    // at all (a key, a password file), and these messages go to logs.
     size_t inner = token.find_first_of(" \t");
     if (inner != std::string_view::npos) {
-      report(line, start + inner,
-             "expected one CIDR per line, got more after '" + std::string(token.substr(0, inner)) +
-                 "'");
+      report(line, start + inner, "expected one CIDR per line, got more on this line");
       continue;
     }
     Result<Cidr> cidr = parseCidr(token);
     if (!cidr) {
-      report(line, start, cidr.error().message);
+      report(line, start,
+             "not a CIDR, or host bits set below its prefix: expected one address or prefix "
+             "per line (192.0.2.0/24, 2001:db8::/32) and # comments");
       continue;
     }
     out.push_back(*cidr);

@@ -3,6 +3,7 @@
 // parser (the `http:` one to the HTTP library), and checks what spans sections.
 #include "config/floodgate_config.h"
 
+#include <algorithm>
 #include <filesystem>
 
 #include "config/read_file.h"
@@ -95,8 +96,48 @@ FloodgateConfig parseConfig(const std::string& text, const std::string& file_nam
   return config;
 }
 
+namespace {
+
+// Within ::ffff:0:0/96, the IPv4-mapped block.
+bool ipv4Mapped(const Cidr& cidr) {
+  if (cidr.family != Family::kV6 || cidr.prefix < 96) return false;
+  for (int i = 0; i < 10; ++i) {
+    if (cidr.addr[i] != 0) return false;
+  }
+  return cidr.addr[10] == 0xff && cidr.addr[11] == 0xff;
+}
+
+void listWarnings(const std::optional<std::vector<Cidr>>& list, const char* name,
+                  const char* verb, std::vector<std::string>& out) {
+  if (!list) return;
+  for (const Cidr& cidr : *list) {
+    if (cidr.prefix == 0) {
+      out.push_back(std::string(name) + " holds " + cidr.toString() + ": it " + verb + " every " +
+                    (cidr.family == Family::kV4 ? "IPv4" : "IPv6") + " source");
+    } else if (ipv4Mapped(cidr)) {
+      Cidr v4;
+      v4.family = Family::kV4;
+      v4.prefix = static_cast<uint8_t>(cidr.prefix - 96);
+      std::copy(cidr.addr.begin() + 12, cidr.addr.end(), v4.addr.begin());
+      out.push_back(std::string(name) + " holds " + cidr.toString() +
+                    ", an IPv4-mapped IPv6 prefix: no packet carries one as its source, so it "
+                    "never matches (for IPv4 sources write " +
+                    v4.toString() + ")");
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> configWarnings(const FloodgateConfig& config) {
+  std::vector<std::string> out;
+  listWarnings(config.allow, "allow", "lets through, unlimited,", out);
+  listWarnings(config.deny, "deny", "drops", out);
+  return out;
+}
+
 FloodgateConfig loadConfig(const std::string& path, Diagnostics& diagnostics) {
-  Result<std::string> text = readWholeFile(path);
+  Result<std::string> text = readWholeFile(path, kMaxConfigBytes);
   if (!text) {
     diagnostics.add(path, 0, 0, "cannot read the config file: " + text.error().message);
     return {};

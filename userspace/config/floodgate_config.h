@@ -50,6 +50,12 @@ struct FloodgateConfig {
 // directory. Never throws. Thread-safe (no shared state).
 FloodgateConfig loadConfig(const std::string& path, Diagnostics& diagnostics);
 
+// What a valid config holds that is probably not what its author meant, one line each:
+// a catch-all prefix in allow or deny (0.0.0.0/0 or ::/0 allows or drops every source of a
+// family), and IPv4-mapped IPv6 prefixes (::ffff:a.b.c.d), which no packet carries as its
+// source and so never match.
+std::vector<std::string> configWarnings(const FloodgateConfig& config);
+
 // Same for YAML `text`; `file_name` names it in diagnostics and its directory anchors
 // relative `file:` paths.
 FloodgateConfig parseConfig(const std::string& text, const std::string& file_name,

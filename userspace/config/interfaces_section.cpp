@@ -2,20 +2,10 @@
 // `interfaces:`: which interfaces the config protects, and the XDP attach mode of each.
 #include <algorithm>
 
+#include "common/text.h"
 #include "config/sections.h"
 
 namespace floodgate::config {
-namespace {
-
-// The kernel's rule (dev_valid_name): 1 to 15 bytes, not "." or "..", no '/', ':' or space.
-bool validInterfaceName(const std::string& name) {
-  if (name.empty() || name.size() > 15 || name == "." || name == "..") return false;
-  return std::none_of(name.begin(), name.end(), [](char c) {
-    return c == '/' || c == ':' || c == ' ' || c == '\t' || c == '\n';
-  });
-}
-
-}  // namespace
 
 std::vector<InterfaceConfig> parseInterfaces(YamlReader& reader, const YamlEntry& entry) {
   std::vector<InterfaceConfig> out;
@@ -46,10 +36,8 @@ std::vector<InterfaceConfig> parseInterfaces(YamlReader& reader, const YamlEntry
     }
     std::optional<std::string> name = reader.text(*name_entry, "an interface name");
     if (!name) continue;
-    if (!validInterfaceName(*name)) {
-      reader.error(*name_entry, "'" + *name +
-                                    "' is not an interface name (1 to 15 characters, no '/', ':' "
-                                    "or spaces)");
+    if (Status valid = checkInterfaceName(*name); !valid) {
+      reader.error(*name_entry, valid.error().message);
       continue;
     }
     int line = name_entry->value.Mark().line + 1;

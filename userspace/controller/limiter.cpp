@@ -3,6 +3,8 @@
 // operations behind every CLI command.
 #include "controller/limiter.h"
 
+#include "common/text.h"
+
 #include <bpf/bpf.h>
 #include <sys/mman.h>
 #include <sys/random.h>
@@ -14,6 +16,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "common/text.h"
 #include "controller/rule_compiler.h"
 #include "fg_gcra.h"
 #include "fg_window.h"
@@ -91,6 +94,8 @@ const char* reasonName(uint32_t reason) {
 std::vector<std::string> Limiter::attachedInterfaces() { return pinnedInterfaces(); }
 
 Result<Limiter> Limiter::open(const std::string& interface) {
+  // before the name becomes part of any path: ".." or "a/b" must never reach the bpffs
+  if (Status s = checkInterfaceName(interface); !s) return s.error();
   if (access(linkPinPath(interface).c_str(), F_OK) != 0) {
     return Error::failure("floodgate is not attached to '" + interface +
                           "' (see 'floodgate status'; attach with 'floodgate attach " + interface +
@@ -102,6 +107,7 @@ Result<Limiter> Limiter::open(const std::string& interface) {
 Result<Limiter> Limiter::openMaps(const std::string& interface) {
   Limiter limiter;
   limiter.interface_ = interface;
+  limiter.writer_ = WriterLock(pinDirectory(interface));
   for (Status s : {openMap(limiter.settings_, interface, "settings_map"),
                    openMap(limiter.active_, interface, "active_map"),
                    openMap(limiter.rules_, interface, "rules"),
@@ -155,6 +161,7 @@ int LoadedLimiter::programFd() const { return bpf_program__fd(skeleton->progs.fl
 
 Result<AttachReport> Limiter::attach(const AttachOptions& options) {
   const std::string& iface = options.interface;
+  if (Status s = checkInterfaceName(iface); !s) return s.error();
   if (Status s = validateOptions(options); !s) return s.error();
   if (Status s = checkPrivileges(); !s) return s.error();
   auto ifindex = interfaceIndex(iface);
@@ -203,6 +210,7 @@ Result<AttachReport> Limiter::attach(const AttachOptions& options) {
 }
 
 Status Limiter::detach(const std::string& interface) {
+  if (Status s = checkInterfaceName(interface); !s) return s;
   if (Status s = checkPrivileges(); !s) return s;
   if (access(pinDirectory(interface).c_str(), F_OK) != 0) {
     return Error::failure("floodgate is not attached to '" + interface +
@@ -213,6 +221,8 @@ Status Limiter::detach(const std::string& interface) {
 }
 
 Status Limiter::writePolicies(const AttachOptions& options) {
+  auto writing = writer_.acquire(interface_);
+  if (!writing) return writing.error();
   // field by field with atomics: the program updates other fields (ban counts) meanwhile
   fg_settings& settings = *settings_value_.get();
   std::atomic_ref<uint32_t>(settings.malformed_policy)
@@ -380,6 +390,8 @@ Status Limiter::updateListCount(ListKind kind, Family family, int64_t delta) {
 }
 
 Result<size_t> Limiter::listAdd(ListKind kind, const std::vector<Cidr>& cidrs) {
+  auto writing = writer_.acquire(interface_);
+  if (!writing) return writing.error();
   size_t added = 0;
   int64_t delta[2] = {0, 0};
   for (const Cidr& cidr : cidrs) {
@@ -414,6 +426,8 @@ Result<size_t> Limiter::listAdd(ListKind kind, const std::vector<Cidr>& cidrs) {
 }
 
 Result<size_t> Limiter::listRemove(ListKind kind, const std::vector<Cidr>& cidrs) {
+  auto writing = writer_.acquire(interface_);
+  if (!writing) return writing.error();
   size_t removed = 0;
   int64_t delta[2] = {0, 0};
   for (const Cidr& cidr : cidrs) {

@@ -14,6 +14,7 @@
 #include "controller/rule_spec.h"
 #include "floodgate_shared.h"
 #include "kernel/bpf_map.h"
+#include "kernel/writer_lock.h"
 #include "kernel/mapped_value.h"
 #include "kernel/xdp_program.h"
 
@@ -44,7 +45,6 @@ struct BanEntry {
   Cidr cidr;
   uint64_t remaining_ns = 0;  // 0 with `forever`
   bool forever = false;
-  bool expired = false;  // over, not yet removed by the program
   std::string by;        // the rule that started it, or "manual"
 };
 
@@ -164,10 +164,15 @@ class Limiter {
 
   Status writePolicies(const AttachOptions& options);
 
-  // Bans `cidr` for `duration_ns` (0: until removed), replacing an existing ban of it.
+  // Bans `cidr` for `duration_ns` (0: until removed, at most kMaxBanNs), replacing an
+  // existing ban of it. The ban ends on the program's clock, rounded up to a whole tick.
   Status banAdd(const Cidr& cidr, uint64_t duration_ns);
   Result<bool> banRemove(const Cidr& cidr);
+  // The bans still running (expired entries the program has not met again are left out).
   Result<std::vector<BanEntry>> bans() const;
+  // Deletes the bans that are over; returns how many. The daemon calls it now and then, so
+  // an expired ban of a source that never comes back does not hold a slot of the table.
+  Result<size_t> sweepExpiredBans();
 
   // Adds CIDRs to a list; returns how many were new.
   Result<size_t> listAdd(ListKind kind, const std::vector<Cidr>& cidrs);
@@ -189,8 +194,11 @@ class Limiter {
   Status syncList(ListKind kind, const std::vector<Cidr>& wanted);
   Status resetRuleState(uint32_t rule_id);
   Result<uint64_t> nowUnits() const;
+  uint64_t tickNs() const { return tick_units_ >> FG_TIME_SHIFT; }
 
   std::string interface_;
+  // Held by each method that writes, so commands and the daemon write one at a time.
+  WriterLock writer_;
   uint64_t tick_units_ = 0;  // the program's clock step, for sizing buckets
   BpfMap<uint32_t, fg_settings> settings_;
   BpfMap<uint32_t, fg_active> active_;

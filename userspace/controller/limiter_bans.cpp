@@ -6,6 +6,7 @@
 #include <set>
 
 #include "controller/limiter.h"
+#include "kernel/system.h"
 
 namespace floodgate {
 namespace {
@@ -30,29 +31,54 @@ Cidr cidrOf(const Key& key, Family family) {
 }  // namespace
 
 Status Limiter::banAdd(const Cidr& cidr, uint64_t duration_ns) {
-  fg_ban ban{};
-  if (duration_ns) {
-    auto now = nowUnits();
-    if (!now) return now.error();
-    ban.expires = *now + (duration_ns << FG_TIME_SHIFT);
+  auto writing = writer_.acquire(interface_);
+  if (!writing) return writing.error();
+  if (duration_ns > kMaxBanNs) {
+    return Error::usage("a ban lasts at most 30d; to keep " + cidr.toString() +
+                        " out for longer, put it on the deny list (floodgate deny add)");
   }
+  auto now = currentJiffies();
+  if (!now) return now.error();
+  fg_ban ban{};
+  ban.since = *now;
+  // in whole ticks, rounded up: the program ends it at the first tick not before its time
+  if (duration_ns) ban.expires = *now + (duration_ns + tickNs() - 1) / tickNs();
   ban.prefixlen = cidr.prefix;
   ban.rule_id = FG_BAN_MANUAL;
-  Result<bool> inserted = cidr.family == Family::kV4
-                              ? bans_v4_.insertNew(banKey<fg_lpm_v4>(cidr), ban)
-                              : bans_v6_.insertNew(banKey<fg_lpm_v6>(cidr), ban);
-  if (!inserted) return inserted.error();
-  if (*inserted) {
-    std::atomic_ref<uint32_t>(settings_value_.get()->ban_entries[static_cast<int>(cidr.family)])
-        .fetch_add(1);
-    return okStatus();
+  auto& count = settings_value_.get()->ban_entries[static_cast<int>(cidr.family)];
+  // The program deletes an expired entry when it meets one, and counts it out itself: a
+  // replacement must never bring a deleted entry back without counting it in again, or the
+  // count reaches 0 with a ban in the table and the program stops looking.
+  for (int attempt = 0; attempt < 8; ++attempt) {
+    Result<bool> inserted = cidr.family == Family::kV4
+                                ? bans_v4_.insertNew(banKey<fg_lpm_v4>(cidr), ban)
+                                : bans_v6_.insertNew(banKey<fg_lpm_v6>(cidr), ban);
+    if (!inserted) {
+      if (std::atomic_ref<uint32_t>(count).load() >= FG_BAN_MAX_ENTRIES) {
+        return Error::failure("the ban table of " + interface_ + " is full (" +
+                              std::to_string(FG_BAN_MAX_ENTRIES) +
+                              " entries): remove bans, or deny whole prefixes instead");
+      }
+      return inserted.error();
+    }
+    if (*inserted) {
+      std::atomic_ref<uint32_t>(count).fetch_add(1);
+      return okStatus();
+    }
+    // already banned: the new time replaces the old one, if the entry is still there
+    Result<bool> replaced = cidr.family == Family::kV4
+                                ? bans_v4_.replaceExisting(banKey<fg_lpm_v4>(cidr), ban)
+                                : bans_v6_.replaceExisting(banKey<fg_lpm_v6>(cidr), ban);
+    if (!replaced) return replaced.error();
+    if (*replaced) return okStatus();
   }
-  // already banned: the new time replaces the old one
-  return cidr.family == Family::kV4 ? bans_v4_.update(banKey<fg_lpm_v4>(cidr), ban)
-                                    : bans_v6_.update(banKey<fg_lpm_v6>(cidr), ban);
+  return Error::failure("the ban of " + cidr.toString() +
+                        " kept changing under this command: try again");
 }
 
 Result<bool> Limiter::banRemove(const Cidr& cidr) {
+  auto writing = writer_.acquire(interface_);
+  if (!writing) return writing.error();
   Result<bool> erased = cidr.family == Family::kV4 ? bans_v4_.erase(banKey<fg_lpm_v4>(cidr))
                                                    : bans_v6_.erase(banKey<fg_lpm_v6>(cidr));
   if (erased.ok() && *erased) {
@@ -62,19 +88,36 @@ Result<bool> Limiter::banRemove(const Cidr& cidr) {
   return erased;
 }
 
+namespace {
+
+// Calls visit(cidr, ban) for each entry of a ban trie.
+template <class Key, class Visit>
+Status eachBan(const BpfMap<Key, fg_ban>& map, Family family, Visit visit) {
+  auto keys = map.keys();
+  if (!keys) return keys.error();
+  for (const Key& key : *keys) {
+    if (auto ban = map.find(key)) visit(cidrOf(key, family), *ban);
+  }
+  return okStatus();
+}
+
+bool banOver(const fg_ban& ban, uint64_t now_jiffies) {
+  return ban.expires != 0 && now_jiffies >= ban.expires;
+}
+
+}  // namespace
+
 Result<std::vector<BanEntry>> Limiter::bans() const {
-  auto now = nowUnits();
+  auto now = currentJiffies();
   if (!now) return now.error();
   auto rules = activeRules();
   std::vector<BanEntry> out;
   auto describe = [&](const Cidr& cidr, const fg_ban& ban) {
+    if (banOver(ban, *now)) return;  // over; the program or the sweep deletes it
     BanEntry entry;
     entry.cidr = cidr;
     entry.forever = ban.expires == 0;
-    int64_t left = static_cast<int64_t>(ban.expires - *now);
-    entry.expired = !entry.forever && left <= 0;
-    if (!entry.forever && left > 0)
-      entry.remaining_ns = static_cast<uint64_t>(left) >> FG_TIME_SHIFT;
+    if (!entry.forever) entry.remaining_ns = (ban.expires - *now) * tickNs();
     entry.by = "manual";
     if (ban.rule_id != FG_BAN_MANUAL) {
       entry.by = "rule " + std::to_string(ban.rule_id);
@@ -86,20 +129,38 @@ Result<std::vector<BanEntry>> Limiter::bans() const {
     }
     out.push_back(entry);
   };
-  auto v4 = bans_v4_.keys();
-  if (!v4) return v4.error();
-  for (const auto& key : *v4) {
-    if (auto ban = bans_v4_.find(key)) describe(cidrOf(key, Family::kV4), *ban);
-  }
-  auto v6 = bans_v6_.keys();
-  if (!v6) return v6.error();
-  for (const auto& key : *v6) {
-    if (auto ban = bans_v6_.find(key)) describe(cidrOf(key, Family::kV6), *ban);
-  }
+  if (Status s = eachBan(bans_v4_, Family::kV4, describe); !s) return s.error();
+  if (Status s = eachBan(bans_v6_, Family::kV6, describe); !s) return s.error();
   return out;
 }
 
+Result<size_t> Limiter::sweepExpiredBans() {
+  auto writing = writer_.acquire(interface_);
+  if (!writing) return writing.error();
+  auto now = currentJiffies();
+  if (!now) return now.error();
+  std::vector<Cidr> over;
+  auto collect = [&](const Cidr& cidr, const fg_ban& ban) {
+    if (banOver(ban, *now)) over.push_back(cidr);
+  };
+  if (Status s = eachBan(bans_v4_, Family::kV4, collect); !s) return s.error();
+  if (Status s = eachBan(bans_v6_, Family::kV6, collect); !s) return s.error();
+  size_t removed = 0;
+  for (const Cidr& cidr : over) {
+    // read again just before deleting: a ban started since the listing is left alone
+    auto ban = cidr.family == Family::kV4 ? bans_v4_.find(banKey<fg_lpm_v4>(cidr))
+                                          : bans_v6_.find(banKey<fg_lpm_v6>(cidr));
+    if (!ban || !banOver(*ban, *now)) continue;
+    auto erased = banRemove(cidr);  // counted out only if this call deleted it
+    if (!erased) return erased.error();
+    removed += *erased;
+  }
+  return removed;
+}
+
 Status Limiter::syncList(ListKind kind, const std::vector<Cidr>& wanted) {
+  auto writing = writer_.acquire(interface_);
+  if (!writing) return writing.error();
   auto current = listEntries(kind);
   if (!current) return current.error();
   std::set<std::string> want, have;

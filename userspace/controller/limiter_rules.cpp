@@ -43,6 +43,8 @@ Key lpmKey(const Cidr& cidr) {
 }  // namespace
 
 Status Limiter::writeRules(const std::vector<RuleSpec>& specs) {
+  auto writing = writer_.acquire(interface_);
+  if (!writing) return writing.error();
   if (specs.size() > FG_MAX_RULES) {
     return Error::usage("at most " + std::to_string(FG_MAX_RULES) + " rules are supported, not " +
                         std::to_string(specs.size()));
@@ -120,6 +122,8 @@ Status Limiter::resetRuleState(uint32_t rule_id) {
 }
 
 Status Limiter::reload(const AttachOptions& options) {
+  auto writing = writer_.acquire(interface_);
+  if (!writing) return writing.error();
   // Everything is checked before anything is written: a bad config changes nothing.
   if (options.rules.size() > FG_MAX_RULES) {
     return Error::usage("at most " + std::to_string(FG_MAX_RULES) + " rules are supported, not " +
@@ -205,6 +209,8 @@ Status Limiter::reload(const AttachOptions& options) {
 }
 
 Status Limiter::setLimits(const std::string& rule_name, const LimitChange& change) {
+  auto writing = writer_.acquire(interface_);
+  if (!writing) return writing.error();
   auto rules = activeRules();
   if (!rules) return rules.error();
   std::string names;

@@ -40,8 +40,8 @@ std::string limitsText(const fg_rule& rule, const fg_limit* pair) {
 }
 
 // The table stats of a rule by name (enum fg_table_stat order).
-const char* const kTableStatNames[FG_TABLE_STAT_COUNT] = {"new_sources", "capped", "table_full",
-                                                          "untracked_passed", "untracked_dropped"};
+const char* const kTableStatNames[FG_TABLE_STAT_COUNT] = {
+    "new_sources", "capped", "table_full", "untracked_passed", "untracked_dropped", "bans_failed"};
 
 std::string untrackedText(const fg_rule& rule) {
   if (rule.key_kind != FG_KEY_SOURCE) return "";

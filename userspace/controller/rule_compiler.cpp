@@ -119,10 +119,12 @@ Result<fg_rule> compileRule(const RuleSpec& spec, uint64_t tick_units) {
   rule.has_sources = spec.sources.empty() ? 0 : 1;
   if (spec.action == ExceedAction::kBan) {
     if (spec.ban_ns == 0) return Error::usage("rule '" + spec.name + "' bans with no ban time");
-    if (spec.ban_ns > (UINT64_MAX >> FG_TIME_SHIFT) / 2) {
-      return Error::usage("rule '" + spec.name + "' bans for too long");
+    if (spec.ban_ns > kMaxBanNs) {
+      return Error::usage("rule '" + spec.name + "' bans for longer than 30d");
     }
-    rule.ban_units = spec.ban_ns << FG_TIME_SHIFT;
+    // in whole jiffies, rounded up: a ban never ends before its time
+    const uint64_t tick_ns = tick_units ? tick_units >> FG_TIME_SHIFT : 4'000'000;
+    rule.ban_ticks = (spec.ban_ns + tick_ns - 1) / tick_ns;
   }
   const bool untracked_own = spec.untracked.pps || spec.untracked.bits_per_s;
   if (untracked_own && spec.key != KeyKind::kSource) {

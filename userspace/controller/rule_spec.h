@@ -14,6 +14,11 @@ namespace floodgate {
 enum class Protocol : uint8_t { kAny = 0, kIcmp = 1, kTcp = 6, kUdp = 17 };
 enum class KeyKind : uint8_t { kSource = 0, kGlobal = 1 };
 enum class ExceedAction : uint8_t { kDrop = 0, kMonitor = 1, kBan = 2 };
+
+// The longest ban anyone may start (a rule, `floodgate ban add --for`, an HTTP escalation).
+// A ban is for an incident; a source to keep out for longer belongs on the deny list, which
+// a config file can own and which survives everything a ban does.
+constexpr uint64_t kMaxBanNs = 30ULL * 86400 * 1'000'000'000;
 enum class Algorithm : uint8_t { kTokenBucket = 0, kFixedWindow = 1, kSlidingWindow = 2 };
 
 struct PortRange {

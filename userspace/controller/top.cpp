@@ -14,7 +14,7 @@ namespace {
 
 void markBan(TopRow& row, const Cidr& source, const std::vector<BanEntry>& bans) {
   for (const BanEntry& ban : bans) {
-    if (ban.expired || !covers(ban.cidr, source)) continue;
+    if (!covers(ban.cidr, source)) continue;
     row.banned = true;
     row.ban_forever = ban.forever;
     row.ban_remaining_ns = ban.remaining_ns;

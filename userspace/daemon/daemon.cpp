@@ -30,6 +30,9 @@ constexpr auto kDebounce = std::chrono::milliseconds(200);
 constexpr auto kEventInterval = std::chrono::seconds(10);
 // The longest the loop sleeps, so counted events are reported when their interval ends.
 constexpr int kMaxWaitMs = 1000;
+// How often expired bans are swept and a full ban table is looked for (and so logged at
+// most once per this interval).
+constexpr auto kHousekeepingInterval = std::chrono::seconds(10);
 
 Result<UniqueFd> blockSignals() {
   sigset_t set;
@@ -78,6 +81,7 @@ Status runDaemon(const RunOptions& options) {
   Clock::time_point reload_at{};
   bool running = true;
   EventLog events(kEventInterval);
+  Clock::time_point next_housekeeping = Clock::now() + kHousekeepingInterval;
   while (running) {
     int timeout_ms = kMaxWaitMs;
     if (reload_pending) {
@@ -112,6 +116,10 @@ Status runDaemon(const RunOptions& options) {
       reload(state, options.config_path + " changed");
     }
     state.pumpEvents(events);
+    if (Clock::now() >= next_housekeeping) {
+      state.housekeep();
+      next_housekeeping = Clock::now() + kHousekeepingInterval;
+    }
   }
   server->reset();  // no scrape may run while the limiters go
   state.release(options.keep_attached);

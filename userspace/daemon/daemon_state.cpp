@@ -315,6 +315,32 @@ void DaemonState::pumpEvents(EventLog& log) {
   }
 }
 
+void DaemonState::housekeep() {
+  std::vector<std::string> warnings;
+  {
+    std::lock_guard lock(mutex_);
+    for (auto& [name, limiter] : limiters_) {
+      if (auto swept = limiter.sweepExpiredBans(); !swept) {
+        warnings.push_back(name + ": cannot sweep expired bans: " + swept.error().message);
+      }
+      auto rules = limiter.ruleCounters();
+      if (!rules) continue;
+      uint64_t failed = 0;
+      for (const RuleCounters& rule : *rules) failed += rule.table[FG_TABLE_BAN_FAILED];
+      uint64_t& seen = bans_failed_seen_[name];
+      if (failed > seen) {
+        warnings.push_back("event=bans_failed interface=" + name +
+                           " count=" + std::to_string(failed - seen) +
+                           " reason=\"rule bans filled the ban table up to the " +
+                           std::to_string(FG_BAN_RESERVE) +
+                           " entries kept for manual bans and escalations\"");
+      }
+      seen = failed;
+    }
+  }
+  for (const std::string& line : warnings) logWarning(line);
+}
+
 void DaemonState::closeEventSources() {
   readers_.clear();
   reports_.reset();

@@ -52,6 +52,9 @@ class DaemonState {
   // Reads every waiting event, counts it and logs it through `log` (aggregated); then acts
   // on the reports of abusive client IPs services sent (http.escalate).
   void pumpEvents(EventLog& log);
+  // Now and then (the caller decides how often): deletes the bans that are over on every
+  // held interface, and logs once when rule bans found the ban table full since last time.
+  void housekeep();
 
  private:
   // `publish`: the config asks for its http: section to be published (http.publish).
@@ -75,6 +78,7 @@ class DaemonState {
   std::map<std::string, uint32_t> sample_cursors_;
   std::map<std::string, EventReader> readers_;
   std::map<std::string, std::array<uint64_t, FG_EVENT_TYPES>> events_read_;
+  std::map<std::string, uint64_t> bans_failed_seen_;  // per interface, at the last housekeep
   // http.escalate: the report socket, what a report leads to, and who is banned by one
   std::optional<ReportListener> reports_;
   std::unique_ptr<StreamReportReader> stream_reports_;

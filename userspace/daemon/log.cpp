@@ -19,12 +19,4 @@ void logError(const std::string& line) { emit("<3>", line); }
 void logWarning(const std::string& line) { emit("<4>", line); }
 void logInfo(const std::string& line) { emit("<6>", line); }
 
-std::string printable(std::string_view text, size_t max) {
-  std::string out(text.substr(0, max));
-  for (char& c : out) {
-    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
-  }
-  return out;
-}
-
 }  // namespace floodgate::daemon

@@ -6,14 +6,15 @@
 #include <string>
 #include <string_view>
 
+#include "common/text.h"
+
 namespace floodgate::daemon {
 
 void logError(const std::string& line);    // <3>
 void logWarning(const std::string& line);  // <4>
 void logInfo(const std::string& line);     // <6>
 
-// Text from outside (a reporter's name, a report line) fit for one log line: control
-// characters, which could forge lines, as '?', and at most `max` characters.
-std::string printable(std::string_view text, size_t max = 200);
+// Text from outside goes through floodgate::printable (common/text.h) before it is logged.
+using floodgate::printable;
 
 }  // namespace floodgate::daemon

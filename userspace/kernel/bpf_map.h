@@ -28,13 +28,23 @@ class BpfMap {
   BpfMap() = default;
   BpfMap(UniqueFd fd, std::string name) : fd_(std::move(fd)), name_(std::move(name)) {}
 
-  // Opens a map pinned at `path`.
+  // Opens a map pinned at `path`, refusing one whose key or value has another size than
+  // this build's (pinned by another version of floodgate: it would be misread).
   static Result<BpfMap> openPinned(const std::string& path, const std::string& name) {
     int fd = bpf_obj_get(path.c_str());
     if (fd < 0) {
       return Error::failure("cannot open pinned map " + path + ": " + std::strerror(errno));
     }
-    return BpfMap(UniqueFd(fd), name);
+    UniqueFd owned(fd);
+    bpf_map_info info{};
+    uint32_t length = sizeof(info);
+    if (bpf_obj_get_info_by_fd(fd, &info, &length) == 0 &&
+        (info.key_size != sizeof(Key) || info.value_size != sizeof(Value))) {
+      return Error::failure("the pinned map " + path +
+                            " has another layout than this floodgate's (pinned by another "
+                            "version): detach the interface and attach it again");
+    }
+    return BpfMap(std::move(owned), name);
   }
 
   int fd() const { return fd_.get(); }
@@ -64,6 +74,13 @@ class BpfMap {
     if (bpf_map_update_elem(fd(), &key, &value, BPF_NOEXIST) == 0) return true;
     if (errno == EEXIST) return false;
     return mapError(name_, "insert", errno);
+  }
+
+  // Replaces the value of a key that is there; false if it is not (it was deleted).
+  Result<bool> replaceExisting(const Key& key, const Value& value) {
+    if (bpf_map_update_elem(fd(), &key, &value, BPF_EXIST) == 0) return true;
+    if (errno == ENOENT) return false;
+    return mapError(name_, "update", errno);
   }
 
   // Removes `key`; false if it was not there.

@@ -194,6 +194,15 @@ std::string render(const Snapshot& snapshot) {
            number(iface.bans_active));
   }
 
+  family(out, "floodgate_bans_failed_total", "counter",
+         "Bans a rule would have started but did not: rule bans had filled the ban table up "
+         "to the room kept for manual bans and HTTP escalations.");
+  for (const auto& iface : snapshot.interfaces) {
+    uint64_t failed = 0;
+    for (const RuleCounters& rule : iface.rules) failed += rule.table[FG_TABLE_BAN_FAILED];
+    sample(out, "floodgate_bans_failed_total", {{"interface", iface.interface}}, number(failed));
+  }
+
   family(out, "floodgate_config_reloads_total", "counter",
          "Config reloads by the daemon, by result.");
   sample(out, "floodgate_config_reloads_total", {{"result", "success"}},

@@ -22,17 +22,6 @@
 namespace floodgate {
 namespace {
 
-// Moves the calling thread into `netns` (a path under /run/netns); empty stays put.
-Status enterNetns(const std::string& netns) {
-  if (netns.empty()) return okStatus();
-  int fd = open(netns.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return Error::failure("cannot open network namespace " + netns + ": " + std::strerror(errno));
-  int err = setns(fd, CLONE_NEWNET);
-  close(fd);
-  if (err != 0) return Error::failure("cannot enter network namespace " + netns + ": " + std::strerror(errno));
-  return okStatus();
-}
-
 void pinToCpu(unsigned index) {
   long cpus = sysconf(_SC_NPROCESSORS_ONLN);
   if (cpus <= 0) return;
@@ -68,6 +57,16 @@ Result<SocketAddress> toSocketAddress(const std::string& text, uint16_t port) {
 }
 
 }  // namespace
+
+Status enterNetns(const std::string& netns) {
+  if (netns.empty()) return okStatus();
+  int fd = open(netns.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Error::failure("cannot open network namespace " + netns + ": " + std::strerror(errno));
+  int err = setns(fd, CLONE_NEWNET);
+  close(fd);
+  if (err != 0) return Error::failure("cannot enter network namespace " + netns + ": " + std::strerror(errno));
+  return okStatus();
+}
 
 double monotonicSeconds() {
   timespec ts{};

@@ -36,6 +36,9 @@ struct UdpSendResult {
   double elapsed() const { return last_send_s - first_send_s; }
 };
 
+// Moves the calling thread into `netns` (a path under /run/netns); empty stays put.
+Status enterNetns(const std::string& netns);
+
 // Sends until options.seconds pass; blocks.
 Result<UdpSendResult> sendUdp(const UdpSendOptions& options);
 

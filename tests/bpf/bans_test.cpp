@@ -1,0 +1,162 @@
+// SPDX-License-Identifier: MIT
+// Bans keep their time: they end when they should on the program's 64-bit jiffies, never
+// early and never again after a long silence, and the table keeps room for manual bans.
+#include <gtest/gtest.h>
+
+#include "bpf/xdp_fixture.h"
+#include "kernel/bpf_map.h"
+#include "kernel/pins.h"
+#include "kernel/system.h"
+
+namespace floodgate::test {
+namespace {
+
+constexpr uint64_t kSecond = 1'000'000'000ULL;
+constexpr uint64_t kDay = 86400 * kSecond;
+
+class BansTest : public XdpProgramTest {
+ protected:
+  // The IPv4 ban trie as the program sees it, to write entries of any age.
+  BpfMap<fg_lpm_v4, fg_ban> banTrie() {
+    auto map = BpfMap<fg_lpm_v4, fg_ban>::openPinned(mapPinPath(pin_name_, "bans_v4"), "bans_v4");
+    EXPECT_TRUE(map.ok()) << map.error().message;
+    return std::move(*map);
+  }
+
+  static fg_lpm_v4 hostKey(uint8_t last_octet) {
+    fg_lpm_v4 key{};
+    key.prefixlen = 32;
+    key.addr[0] = 192;
+    key.addr[1] = 0;
+    key.addr[2] = 2;
+    key.addr[3] = last_octet;
+    return key;
+  }
+
+  uint64_t jiffies() {
+    auto now = currentJiffies();
+    EXPECT_TRUE(now.ok());
+    return now.ok() ? *now : 0;
+  }
+
+  uint32_t banCount() {
+    auto settings = limiter().settings();
+    EXPECT_TRUE(settings.ok());
+    return settings.ok() ? settings->ban_entries[0] : 0;
+  }
+};
+
+TEST_F(BansTest, ALongBanIsInForceFromTheMomentItIsWritten) {
+  load({sourceRule(1000, 1000)});
+  // two days: past the 39 hours after which a wrapping comparison took it as over
+  ASSERT_TRUE(limiter().banAdd(*parseCidr("192.0.2.2"), 2 * kDay).ok());
+  ASSERT_TRUE(limiter().banAdd(*parseCidr("192.0.2.3"), 30 * kDay).ok());
+  EXPECT_EQ(run(udpFrom("192.0.2.2")), XDP_DROP);
+  EXPECT_EQ(run(udpFrom("192.0.2.3")), XDP_DROP);
+  auto bans = limiter().bans();
+  ASSERT_TRUE(bans.ok());
+  ASSERT_EQ(bans->size(), 2u);
+  for (const BanEntry& ban : *bans) EXPECT_GT(ban.remaining_ns, 2 * kDay - 60 * kSecond);
+}
+
+TEST_F(BansTest, ABanLongerThanThirtyDaysIsRefused) {
+  load({sourceRule(1000, 1000)});
+  Status refused = limiter().banAdd(*parseCidr("192.0.2.2"), 30 * kDay + 1);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message.find("deny list"), std::string::npos);
+  EXPECT_EQ(banCount(), 0u);
+}
+
+TEST_F(BansTest, AnExpiredBanNeverComesBackHoweverLongItsSourceWasSilent) {
+  load({sourceRule(1000, 1000)});
+  ASSERT_TRUE(limiter().banAdd(*parseCidr("192.0.2.9"), 600 * kSecond).ok());  // counts it in
+  auto trie = banTrie();
+  // as if that 10-minute ban was written 40 hours ago, ten 3-day spans ago, and 100 days ago
+  const uint32_t hz = *kernelHz();
+  for (uint64_t ago_s : {40ULL * 3600, 10ULL * 3 * 86400, 100ULL * 86400}) {
+    const uint64_t now = jiffies();
+    fg_ban old{};
+    old.since = now - ago_s * hz;
+    old.expires = old.since + 600ULL * hz;
+    old.prefixlen = 32;
+    old.rule_id = FG_BAN_MANUAL;
+    ASSERT_TRUE(trie.update(hostKey(9), old).ok());
+    EXPECT_EQ(run(udpFrom("192.0.2.9")), XDP_PASS) << ago_s << " s ago";
+    EXPECT_FALSE(trie.find(hostKey(9)).has_value()) << "the program deletes what is over";
+    EXPECT_EQ(banCount(), 0u);
+    ASSERT_TRUE(limiter().banAdd(*parseCidr("192.0.2.9"), 600 * kSecond).ok());
+  }
+}
+
+TEST_F(BansTest, TheSweepDeletesBansThatAreOverAndListsNeverShowThem) {
+  load({sourceRule(1000, 1000)});
+  ASSERT_TRUE(limiter().banAdd(*parseCidr("192.0.2.20"), 600 * kSecond).ok());
+  ASSERT_TRUE(limiter().banAdd(*parseCidr("192.0.2.21"), 600 * kSecond).ok());
+  ASSERT_TRUE(limiter().banAdd(*parseCidr("192.0.2.22"), 0).ok());  // until removed
+  ASSERT_EQ(banCount(), 3u);
+  auto trie = banTrie();
+  auto over = trie.find(hostKey(20));
+  ASSERT_TRUE(over.has_value());
+  over->expires = jiffies() - 1;  // ran out a tick ago; its source never came back
+  ASSERT_TRUE(trie.update(hostKey(20), *over).ok());
+  auto listed = limiter().bans();
+  ASSERT_TRUE(listed.ok());
+  EXPECT_EQ(listed->size(), 2u) << "ban list never shows a ban that is over";
+  auto swept = limiter().sweepExpiredBans();
+  ASSERT_TRUE(swept.ok()) << swept.error().message;
+  EXPECT_EQ(*swept, 1u);
+  EXPECT_FALSE(trie.find(hostKey(20)).has_value());
+  EXPECT_EQ(banCount(), 2u);
+  EXPECT_EQ(run(udpFrom("192.0.2.21")), XDP_DROP);
+  EXPECT_EQ(run(udpFrom("192.0.2.22")), XDP_DROP);
+}
+
+TEST_F(BansTest, ReplacingABanTheProgramJustDeletedCountsItInAgain) {
+  load({sourceRule(1000, 1000)});
+  ASSERT_TRUE(limiter().banAdd(*parseCidr("192.0.2.30"), 600 * kSecond).ok());
+  auto trie = banTrie();
+  auto ban = trie.find(hostKey(30));
+  ASSERT_TRUE(ban.has_value());
+  ban->expires = jiffies() - 1;
+  ASSERT_TRUE(trie.update(hostKey(30), *ban).ok());
+  EXPECT_EQ(run(udpFrom("192.0.2.30")), XDP_PASS);  // the program deletes it, counts it out
+  EXPECT_EQ(banCount(), 0u);
+  // a new ban of the same source is a new entry, counted in: the program looks it up
+  ASSERT_TRUE(limiter().banAdd(*parseCidr("192.0.2.30"), 600 * kSecond).ok());
+  EXPECT_EQ(banCount(), 1u);
+  EXPECT_EQ(run(udpFrom("192.0.2.30")), XDP_DROP);
+  // and replacing a running ban keeps one entry, counted once
+  ASSERT_TRUE(limiter().banAdd(*parseCidr("192.0.2.30"), 1200 * kSecond).ok());
+  EXPECT_EQ(banCount(), 1u);
+}
+
+TEST_F(BansTest, RuleBansStopShortOfTheRoomKeptForManualBans) {
+  RuleSpec banning = sourceRule(1, 1);
+  banning.action = ExceedAction::kBan;
+  banning.ban_ns = 600 * kSecond;
+  load({banning});
+  // as if a spoofed flood had banned all but the reserve already
+  auto settings = limiter().settings();
+  ASSERT_TRUE(settings.ok());
+  settings->ban_entries[0] = FG_BAN_MAX_ENTRIES - FG_BAN_RESERVE;
+  auto settings_map = BpfMap<uint32_t, fg_settings>::openPinned(
+      mapPinPath(pin_name_, "settings_map"), "settings_map");
+  ASSERT_TRUE(settings_map.ok()) << settings_map.error().message;
+  ASSERT_TRUE(settings_map->update(0, *settings).ok());
+  auto frame = udpFrom("192.0.2.40");
+  EXPECT_EQ(run(frame), XDP_PASS);
+  EXPECT_EQ(run(frame), XDP_DROP);  // over its limit: the rule would ban it, but may not
+  EXPECT_EQ(run(frame), XDP_DROP);
+  EXPECT_EQ(counted(FG_VERDICT_DROP, FG_REASON_RATE), 2u);
+  EXPECT_EQ(counted(FG_VERDICT_DROP, FG_REASON_BAN), 0u);
+  auto rules = limiter().ruleCounters();
+  ASSERT_TRUE(rules.ok());
+  EXPECT_EQ((*rules)[0].table[FG_TABLE_BAN_FAILED], 2u);
+  // a manual ban still fits
+  ASSERT_TRUE(limiter().banAdd(*parseCidr("192.0.2.41"), 600 * kSecond).ok());
+  EXPECT_EQ(run(udpFrom("192.0.2.41")), XDP_DROP);
+  EXPECT_EQ(counted(FG_VERDICT_DROP, FG_REASON_BAN), 1u);
+}
+
+}  // namespace
+}  // namespace floodgate::test

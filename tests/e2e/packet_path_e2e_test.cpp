@@ -1,0 +1,262 @@
+// SPDX-License-Identifier: MIT
+// End to end, the ways around the packet path that must stay closed: crafted frames from
+// denied and banned sources through the veth, ban times, interface names, list files and
+// two writers at once, all through the real CLI against the real kernel.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "common/packet_builder.h"
+#include "e2e/lab_network.h"
+#include "e2e/raw_frames.h"
+
+namespace floodgate::test {
+namespace {
+
+constexpr const char* kDeniedV4 = "192.0.2.66";
+constexpr const char* kBannedV4 = "192.0.2.77";
+constexpr const char* kInnocentV4 = "192.0.2.5";
+constexpr const char* kDeniedV6 = "2001:db8:bad::1";
+constexpr const char* kInnocentV6 = "2001:db8:900d::1";
+
+// The odd frames an IPv4 source can send: a bogus header length, a total length past the
+// frame, a frame cut just after the addresses, a later fragment, and a first fragment too
+// short to hold the TCP flags.
+std::vector<std::vector<uint8_t>> oddIpv4From(const std::string& source) {
+  auto udp = PacketBuilder().eth().ipv4(source, LabNetwork::kTargetAddress).udp(53).payload(8);
+  std::vector<std::vector<uint8_t>> out;
+  auto bad_ihl = udp.build();
+  bad_ihl[14] = 0x43;
+  out.push_back(bad_ihl);
+  auto long_total = udp.build();
+  long_total[16] = 0x05;
+  out.push_back(long_total);
+  out.push_back(udp.build(14 + 20));
+  out.push_back(PacketBuilder()
+                    .eth()
+                    .ipv4(source, LabNetwork::kTargetAddress)
+                    .ipv4Fragment(9, false)
+                    .udp(53)
+                    .payload(64)
+                    .build());
+  auto tiny_syn = PacketBuilder()
+                      .eth()
+                      .ipv4(source, LabNetwork::kTargetAddress)
+                      .ipv4Fragment(0, true)
+                      .tcp(80, 0x02)
+                      .build();
+  tiny_syn[14 + 2] = 0;
+  tiny_syn[14 + 3] = 28;
+  out.push_back(tiny_syn);
+  return out;
+}
+
+// And an IPv6 source: seventeen destination-options headers in front of UDP, a frame cut
+// after the addresses, and a later fragment.
+std::vector<std::vector<uint8_t>> oddIpv6From(const std::string& source) {
+  PacketBuilder chain = PacketBuilder().eth().ipv6(source, "2001:db8::2");
+  for (int i = 0; i < 17; ++i) chain.ipv6Ext(60);
+  std::vector<std::vector<uint8_t>> out;
+  out.push_back(chain.udp(53).build());
+  auto cut = PacketBuilder().eth().ipv6(source, "2001:db8::2").ipv6Ext(0).udp(53).build();
+  cut.resize(14 + 40);
+  out.push_back(cut);
+  out.push_back(PacketBuilder()
+                    .eth()
+                    .ipv6(source, "2001:db8::2")
+                    .ipv6Fragment(100, false)
+                    .udp(53)
+                    .payload(64)
+                    .build());
+  return out;
+}
+
+class PacketPathE2eTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (geteuid() != 0) GTEST_SKIP() << "network namespaces and XDP need root";
+    auto lab = LabNetwork::create({});
+    ASSERT_TRUE(lab.ok()) << lab.error().message;
+    lab_ = std::move(*lab);
+    char dir[] = "/tmp/fg-packet-path-XXXXXX";
+    ASSERT_NE(mkdtemp(dir), nullptr);
+    dir_ = dir;
+  }
+  void TearDown() override {
+    if (!dir_.empty()) std::filesystem::remove_all(dir_);
+  }
+
+  std::string write(const std::string& name, const std::string& text) {
+    std::string path = dir_ + "/" + name;
+    std::ofstream(path) << text;
+    return path;
+  }
+
+  CommandResult run(const std::vector<std::string>& args) { return lab_->floodgate(args); }
+
+  nlohmann::json stats() {
+    CommandResult r = run({"stats", lab_->targetInterface(), "--json"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return nlohmann::json::parse(r.out, nullptr, false);
+  }
+
+  static uint64_t counted(const nlohmann::json& stats, const std::string& verdict,
+                          const std::string& reason) {
+    uint64_t sum = 0;
+    for (const auto& row : stats["counters"]) {
+      if ((verdict.empty() || row["verdict"] == verdict) &&
+          (reason.empty() || row["reason"] == reason)) {
+        sum += row["packets"].get<uint64_t>();
+      }
+    }
+    return sum;
+  }
+
+  std::unique_ptr<LabNetwork> lab_;
+  std::string dir_;
+};
+
+TEST_F(PacketPathE2eTest, DeniedAndBannedSourcesStayOutWhateverTheFrameHoldsOrLacks) {
+  // every odd frame would pass by its policy, but for its source
+  const std::string config = write(
+      "config.yaml", std::string("defaults: {malformed: pass, fragments: pass, "
+                                 "unknown_ipv6_ext: pass}\n") +
+                         "deny: [" + kDeniedV4 + ", \"2001:db8:bad::/48\"]\n"
+                         "rules:\n  - name: per-source\n    limit: {pps: 1000, burst: 1000}\n");
+  CommandResult attached = run({"attach", lab_->targetInterface(), "--config", config});
+  ASSERT_EQ(attached.exit_code, 0) << attached.err;
+  CommandResult banned = run({"ban", "add", lab_->targetInterface(), kBannedV4, "--for", "10m"});
+  ASSERT_EQ(banned.exit_code, 0) << banned.err;
+
+  std::vector<std::vector<uint8_t>> frames;
+  for (const char* source : {kDeniedV4, kBannedV4, kInnocentV4}) {
+    auto odd = oddIpv4From(source);
+    frames.insert(frames.end(), odd.begin(), odd.end());
+  }
+  for (const char* source : {kDeniedV6, kInnocentV6}) {
+    auto odd = oddIpv6From(source);
+    frames.insert(frames.end(), odd.begin(), odd.end());
+  }
+  auto sent = sendFrames(lab_->senderNetns(), lab_->senderInterface(), frames);
+  ASSERT_TRUE(sent.ok()) << sent.error().message;
+  ASSERT_EQ(*sent, frames.size());
+
+  nlohmann::json after = stats();
+  for (int i = 0; i < 100 && counted(after, "", "") < *sent; ++i) {
+    usleep(10000);
+    after = stats();
+  }
+  // every frame counted once: passed + dropped + monitored = sent
+  EXPECT_EQ(counted(after, "", ""), *sent) << after["counters"].dump();
+  EXPECT_EQ(counted(after, "drop", "deny"), 5u + 3u) << after["counters"].dump();
+  EXPECT_EQ(counted(after, "drop", "ban"), 5u) << after["counters"].dump();
+  // the innocent sources' odd frames went by their policies (pass), none was dropped
+  EXPECT_EQ(counted(after, "pass", ""), 5u + 3u) << after["counters"].dump();
+}
+
+TEST_F(PacketPathE2eTest, ABanLastsAsLongAsAskedAndNoLonger) {
+  ASSERT_EQ(run({"attach", lab_->targetInterface(), "--rate", "1000"}).exit_code, 0);
+  CommandResult two_days =
+      run({"ban", "add", lab_->targetInterface(), kBannedV4, "--for", "2d"});
+  ASSERT_EQ(two_days.exit_code, 0) << two_days.err;
+  EXPECT_EQ(two_days.out, std::string("banned ") + kBannedV4 + " on " +
+                              lab_->targetInterface() + " for 2d\n");
+  CommandResult list = run({"ban", "list", lab_->targetInterface(), "--json"});
+  ASSERT_EQ(list.exit_code, 0) << list.err;
+  nlohmann::json bans = nlohmann::json::parse(list.out)["bans"];
+  ASSERT_EQ(bans.size(), 1u) << list.out;
+  EXPECT_GT(bans[0]["seconds_left"].get<double>(), 2 * 86400 - 60);
+  EXPECT_LE(bans[0]["seconds_left"].get<double>(), 2 * 86400 + 1);
+  auto sent = sendFrames(lab_->senderNetns(), lab_->senderInterface(),
+                         {PacketBuilder()
+                              .eth()
+                              .ipv4(kBannedV4, LabNetwork::kTargetAddress)
+                              .udp(53)
+                              .payload(18)
+                              .build()});
+  ASSERT_TRUE(sent.ok()) << sent.error().message;
+  nlohmann::json after = stats();
+  for (int i = 0; i < 100 && counted(after, "drop", "ban") == 0; ++i) {
+    usleep(10000);
+    after = stats();
+  }
+  EXPECT_EQ(counted(after, "drop", "ban"), 1u) << "banned for 2d means banned now";
+
+  CommandResult too_long =
+      run({"ban", "add", lab_->targetInterface(), kInnocentV4, "--for", "31d"});
+  EXPECT_EQ(too_long.exit_code, 2);
+  EXPECT_NE(too_long.err.find("--for is at most 30d"), std::string::npos) << too_long.err;
+  EXPECT_EQ(too_long.err.find('\n'), too_long.err.size() - 1) << "one line: " << too_long.err;
+}
+
+TEST_F(PacketPathE2eTest, AnInterfaceNameThatIsNotOneChangesNothing) {
+  ASSERT_EQ(run({"attach", lab_->targetInterface(), "--rate", "1000"}).exit_code, 0);
+  for (const std::string& name :
+       {std::string(".."), std::string(""), std::string("."), std::string("a/b"),
+        std::string("../../fs/bpf"), std::string("eth0\x01"), std::string("sixteen-chars-xx")}) {
+    for (const std::vector<std::string>& verb :
+         {std::vector<std::string>{"detach", name}, {"stats", name}, {"ban", "list", name},
+          {"ban", "add", name, "192.0.2.1"}, {"deny", "add", name, "192.0.2.1"}}) {
+      CommandResult r = run(verb);
+      EXPECT_EQ(r.exit_code, 2) << verb[0] << " '" << name << "': " << r.err;
+      EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "one line: " << r.err;
+      EXPECT_EQ(r.err.find('\x01'), std::string::npos) << "control characters never echoed";
+    }
+  }
+  // the limiter and the pin root are untouched
+  EXPECT_TRUE(std::filesystem::exists("/sys/fs/bpf/floodgate/" + lab_->targetInterface()));
+  EXPECT_EQ(run({"stats", lab_->targetInterface()}).exit_code, 0);
+}
+
+TEST_F(PacketPathE2eTest, AListThatIsAFifoOrHugeIsRefusedAndTheRunningRulesStay) {
+  const std::string good =
+      write("good.yaml", "rules:\n  - name: kept\n    limit: {pps: 100, burst: 10}\n");
+  ASSERT_EQ(run({"attach", lab_->targetInterface(), "--config", good}).exit_code, 0);
+  const std::string fifo = dir_ + "/deny.fifo";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  const std::string bad = write(
+      "bad.yaml", "deny:\n  - file: " + fifo + "\nrules:\n  - name: changed\n    limit: {pps: 5}\n");
+  const auto start = std::chrono::steady_clock::now();
+  CommandResult r = run({"reload", lab_->targetInterface(), "--config", bad});
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20)) << "no hang";
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("not a regular file (a FIFO)"), std::string::npos) << r.err;
+  nlohmann::json now = stats();
+  ASSERT_EQ(now["rules"].size(), 1u);
+  EXPECT_EQ(now["rules"][0]["name"], "kept");
+}
+
+TEST_F(PacketPathE2eTest, ASecondWriterWaitsThenGivesUpWithOneLine) {
+  ASSERT_EQ(run({"attach", lab_->targetInterface(), "--rate", "1000"}).exit_code, 0);
+  // this test is the first writer: it holds the pin directory's lock
+  const std::string pins = "/sys/fs/bpf/floodgate/" + lab_->targetInterface();
+  int fd = open(pins.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(flock(fd, LOCK_EX), 0);
+  const auto start = std::chrono::steady_clock::now();
+  CommandResult waited = run({"ban", "add", lab_->targetInterface(), kBannedV4, "--for", "1m"});
+  const auto waited_for = std::chrono::steady_clock::now() - start;
+  EXPECT_EQ(waited.exit_code, 1) << waited.err;
+  EXPECT_NE(waited.err.find("another floodgate has been changing"), std::string::npos)
+      << waited.err;
+  EXPECT_EQ(waited.err.find('\n'), waited.err.size() - 1) << "one line: " << waited.err;
+  EXPECT_GE(waited_for, std::chrono::seconds(3)) << "it waited for the first writer";
+  CommandResult set = run({"set", lab_->targetInterface(), "default", "--pps", "5"});
+  EXPECT_EQ(set.exit_code, 1) << set.err;
+  // readers are never held up
+  EXPECT_EQ(run({"ban", "list", lab_->targetInterface()}).exit_code, 0);
+  flock(fd, LOCK_UN);
+  close(fd);
+  CommandResult after = run({"ban", "add", lab_->targetInterface(), kBannedV4, "--for", "1m"});
+  EXPECT_EQ(after.exit_code, 0) << after.err;
+}
+
+}  // namespace
+}  // namespace floodgate::test

@@ -1,0 +1,36 @@
+// SPDX-License-Identifier: MIT
+// printable and the interface name check (see text.h).
+#include "common/text.h"
+
+#include <algorithm>
+
+namespace floodgate {
+namespace {
+
+bool isControl(char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; }
+
+}  // namespace
+
+std::string printable(std::string_view text, size_t max) {
+  std::string out(text.substr(0, max));
+  for (char& c : out) {
+    if (isControl(c)) c = '?';
+  }
+  return out;
+}
+
+bool validInterfaceName(std::string_view name) {
+  // IFNAMSIZ is 16 with the terminating NUL; "." and ".." would walk out of the pin folder
+  if (name.empty() || name.size() > 15 || name == "." || name == "..") return false;
+  return std::none_of(name.begin(), name.end(),
+                      [](char c) { return c == '/' || c == ':' || c == ' ' || isControl(c); });
+}
+
+Status checkInterfaceName(std::string_view name) {
+  if (validInterfaceName(name)) return okStatus();
+  return Error::usage("'" + printable(name, 40) +
+                      "' is not an interface name: 1 to 15 characters, not . or .., and no "
+                      "'/', ':', spaces or control characters (see 'ip link')");
+}
+
+}  // namespace floodgate
