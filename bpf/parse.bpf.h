@@ -130,17 +130,72 @@ static __always_inline int fg_ipv6_is_ext(__u8 next)
 }
 
 /* The most bytes of extension headers walked: a chain longer in bytes is an unknown one. A
- * mask, so the walk's offset has one range on every path and the verifier's states merge. */
-#define FG_IPV6_CHAIN_MASK 0xfff
+ * mask (headers are whole multiples of 4 bytes), so the walk's offset has one range on every
+ * path and the verifier's states merge instead of multiplying with each header. */
+#define FG_IPV6_CHAIN_MASK 0xffc
 
-static __always_inline int fg_parse_ipv6(void *pos, void *end, struct fg_packet *pkt)
+/* A walk along an IPv6 extension chain, one header per bpf_loop step: the verifier checks a
+ * step once, where a plain loop of 16 made it check every position a header could be at. */
+struct fg_chain_walk {
+	struct xdp_md *ctx;
+	__u32 chain;      /* offset of the first extension header in the frame */
+	__u32 off;        /* bytes of the chain walked */
+	__u32 left;       /* payload bytes not yet walked */
+	__u8 next;        /* the next header's type */
+	__u8 fragment;    /* 1: a non-first fragment was found (its protocol in `next`) */
+	__u8 pad[2];
+	int result;       /* enum fg_parse_result once the walk ran into trouble; -1 before */
+};
+
+static long fg_chain_step(__u32 index, void *data)
+{
+	struct fg_chain_walk *w = data;
+	void *start = (void *)(long)w->ctx->data;
+	void *end = (void *)(long)w->ctx->data_end;
+	struct fg_ipv6_opt_hdr *opt;
+	__u32 size;
+
+	if (!fg_ipv6_is_ext(w->next))
+		return 1; /* the chain ended */
+	opt = start + (w->chain & 0x7f) + (w->off & FG_IPV6_CHAIN_MASK);
+	if (w->next == IPPROTO_FRAGMENT) {
+		struct fg_ipv6_frag_hdr *frag = (void *)opt;
+
+		if (!FG_FITS(frag, sizeof(*frag), end) || sizeof(*frag) > w->left)
+			goto malformed;
+		w->next = frag->nexthdr;
+		if (frag->frag_off & bpf_htons(0xfff8)) {
+			w->fragment = 1;
+			return 1;
+		}
+		size = sizeof(*frag);
+	} else {
+		if (!FG_FITS(opt, sizeof(*opt), end))
+			goto malformed;
+		size = w->next == IPPROTO_AH ? (opt->hdrlen + 2) * 4 : (opt->hdrlen + 1) * 8;
+		w->next = opt->nexthdr;
+	}
+	/* a header that runs past the payload length is a lie about the chain */
+	if (size > w->left)
+		goto malformed;
+	w->left -= size;
+	w->off += size;
+	if (w->off > FG_IPV6_CHAIN_MASK) {
+		w->result = FG_PARSE_UNKNOWN_EXT;
+		return 1;
+	}
+	return 0;
+malformed:
+	w->result = FG_PARSE_MALFORMED;
+	return 1;
+}
+
+static __always_inline int fg_parse_ipv6(struct xdp_md *ctx, void *data, void *pos, void *end,
+					 struct fg_packet *pkt)
 {
 	struct ipv6hdr *ip6 = pos;
+	struct fg_chain_walk walk = {.ctx = ctx, .result = -1};
 	void *chain = pos + sizeof(*ip6);
-	__u32 left; /* payload bytes not yet walked */
-	__u32 off = 0;
-	__u8 next;
-	int i;
 
 	if (!FG_FITS(ip6, sizeof(*ip6), end))
 		return FG_PARSE_MALFORMED;
@@ -148,66 +203,36 @@ static __always_inline int fg_parse_ipv6(void *pos, void *end, struct fg_packet 
 	pkt->family = FG_FAMILY_V6;
 	__builtin_memcpy(pkt->addr, &ip6->saddr, 16);
 	pkt->has_source = 1;
-	left = bpf_ntohs(ip6->payload_len);
-	if (ip6->version != 6 || chain + left > end)
+	walk.left = bpf_ntohs(ip6->payload_len);
+	if (ip6->version != 6 || chain + walk.left > end)
 		return FG_PARSE_MALFORMED;
-	next = ip6->nexthdr;
+	walk.next = ip6->nexthdr;
+	walk.chain = chain - data;
 
-	/* one pass per extension header, and one more for the header that ends the chain */
-	for (i = 0; i <= FG_MAX_IPV6_EXT_HEADERS; i++) {
-		struct fg_ipv6_opt_hdr *opt;
-		__u32 size;
-
-		off &= FG_IPV6_CHAIN_MASK;
-		opt = chain + off;
-		if (i == FG_MAX_IPV6_EXT_HEADERS && fg_ipv6_is_ext(next))
-			return FG_PARSE_UNKNOWN_EXT;
-		switch (next) {
-		case IPPROTO_HOPOPTS:
-		case IPPROTO_ROUTING:
-		case IPPROTO_DSTOPTS:
-		case IPPROTO_AH:
-			if (!FG_FITS(opt, sizeof(*opt), end))
-				return FG_PARSE_MALFORMED;
-			size = next == IPPROTO_AH ? (opt->hdrlen + 2) * 4 : (opt->hdrlen + 1) * 8;
-			next = opt->nexthdr;
-			break;
-		case IPPROTO_FRAGMENT: {
-			struct fg_ipv6_frag_hdr *frag = (void *)opt;
-
-			if (!FG_FITS(frag, sizeof(*frag), end) || sizeof(*frag) > left)
-				return FG_PARSE_MALFORMED;
-			if (frag->frag_off & bpf_htons(0xfff8)) {
-				pkt->fragment = 1;
-				pkt->l4_proto = frag->nexthdr;
-				return FG_PARSE_OK;
-			}
-			size = sizeof(*frag);
-			next = frag->nexthdr;
-			break;
-		}
-		case IPPROTO_NONE:
-			pkt->l4_proto = next;
-			pkt->l4_known = 1;
-			return FG_PARSE_OK;
-		case 135: /* mobility */
-		case 139: /* HIP */
-		case 140: /* shim6 */
-		case 253: /* experimentation */
-		case 254:
-			return FG_PARSE_UNKNOWN_EXT;
-		default:
-			return fg_parse_l4(opt, end, left, next, pkt);
-		}
-		/* a header that runs past the payload length is a lie about the chain */
-		if (size > left)
-			return FG_PARSE_MALFORMED;
-		left -= size;
-		off += size;
-		if (off > FG_IPV6_CHAIN_MASK)
-			return FG_PARSE_UNKNOWN_EXT;
+	bpf_loop(FG_MAX_IPV6_EXT_HEADERS, fg_chain_step, &walk, 0);
+	if (walk.result >= 0)
+		return walk.result;
+	if (walk.fragment) {
+		pkt->fragment = 1;
+		pkt->l4_proto = walk.next;
+		return FG_PARSE_OK;
 	}
-	return FG_PARSE_UNKNOWN_EXT;
+	if (fg_ipv6_is_ext(walk.next)) /* longer than we follow */
+		return FG_PARSE_UNKNOWN_EXT;
+	switch (walk.next) {
+	case IPPROTO_NONE:
+		pkt->l4_proto = walk.next;
+		pkt->l4_known = 1;
+		return FG_PARSE_OK;
+	case 135: /* mobility */
+	case 139: /* HIP */
+	case 140: /* shim6 */
+	case 253: /* experimentation */
+	case 254:
+		return FG_PARSE_UNKNOWN_EXT;
+	}
+	return fg_parse_l4(chain + (walk.off & FG_IPV6_CHAIN_MASK), end, walk.left & 0xffff,
+			   walk.next, pkt);
 }
 
 /* Parses the frame of `ctx` into *pkt (zeroed by the caller). A global function: the
@@ -244,7 +269,7 @@ __attribute__((noinline)) int fg_parse(struct xdp_md *ctx, struct fg_packet *pkt
 	if (proto == bpf_htons(ETH_P_IP))
 		return fg_parse_ipv4(pos, end, pkt);
 	if (proto == bpf_htons(ETH_P_IPV6))
-		return fg_parse_ipv6(pos, end, pkt);
+		return fg_parse_ipv6(ctx, data, pos, end, pkt);
 	/* a third VLAN tag is past what we parse: treat it as malformed, not as non-IP */
 	if (proto == bpf_htons(ETH_P_8021Q) || proto == bpf_htons(ETH_P_8021AD))
 		return FG_PARSE_MALFORMED;

@@ -26,10 +26,12 @@ using floodgate::http::testing::ExampleService;
 using floodgate::test::runCommand;
 
 // One client key, a window far longer than the test: exactly `limit` requests get a 200.
+// A sliding log has no window edge the test could happen to cross (a fixed window of an
+// hour on the service's clock would start afresh at the turn of the hour).
 std::string config(const std::string& published, int limit) {
   return "http:\n  publish: {file: " + published +
          "}\n  policies:\n    - name: per-key\n      match: {path_prefix: /api}\n"
-         "      key: header:X-API-Key\n      algorithm: fixed_window\n      limit: " +
+         "      key: header:X-API-Key\n      algorithm: sliding_window_log\n      limit: " +
          std::to_string(limit) + "\n      window_ms: 3600000\n";
 }
 
