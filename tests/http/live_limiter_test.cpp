@@ -103,17 +103,23 @@ TEST(LiveLimiter, AnInvalidSetIsRefusedAndTheLastGoodOneStays) {
 }
 
 TEST(LiveLimiter, ChecksInFlightFinishOnTheSetTheyStartedWith) {
+  // keys spread over 64k addresses never reach the limit: every check is admitted, so a
+  // rejected one was decided on a set it did not start with
   Live l(fixedWindow("per-ip", 1'000'000));
   std::atomic<bool> stop{false};
   std::atomic<int64_t> checked{0}, invalid{0};
   std::vector<std::thread> threads;
   for (int t = 0; t < 2; ++t) {
     threads.emplace_back([&] {
+      std::vector<std::string> peers;
+      for (int i = 0; i < 65536; ++i) {
+        peers.push_back("10.0." + std::to_string(i / 256) + "." + std::to_string(i % 256));
+      }
       RequestInfo r;
       r.method = "GET";
       r.path = "/";
-      r.peer = "192.0.2.1";
-      while (!stop) {
+      for (uint64_t n = 0; !stop; ++n) {
+        r.peer = peers[n % peers.size()];
         Verdict v = l.live->check(r);
         // the verdict points into its set, which it keeps alive
         if (!v.allowed() || v.decisions.size() != 1 || v.decisions[0].policy->name != "per-ip") {
