@@ -71,7 +71,10 @@ static __always_inline int fg_banned(struct fg_settings *settings, const struct 
 		__sync_fetch_and_add(&settings->ban_entries[pkt->family & 1], -1);
 		fg_emit_ban(FG_EVENT_BAN_END, rule_id, pkt->family, &key, jiffies);
 	}
-	return 0;
+	/* a wider ban may still hold the source: the one that ran out only hid it */
+	fg_lpm_key(pkt, pkt->family == FG_FAMILY_V4 ? 32 : 128, &key);
+	ban = bpf_map_lookup_elem(fg_ban_map(pkt), &key);
+	return ban && (!ban->expires || jiffies < ban->expires);
 }
 
 /* Bans `pkt`'s source (masked to the rule's prefix) for the rule's ban time, unless rule

@@ -31,6 +31,14 @@ enum fg_parse_result {
 	FG_PARSE_UNKNOWN_EXT, /* an IPv6 extension chain longer or stranger than we parse */
 };
 
+enum fg_fragment {
+	FG_NOT_FRAGMENT = 0, /* a whole datagram, or its first fragment */
+	FG_LATER_FRAGMENT = 1, /* non-first IPv4: its protocol is the datagram's (reassembly keys on it) */
+	/* non-first IPv6: the protocol its fragment header names is only a claim, which Linux's
+	 * reassembly ignores (the first fragment decides): a flood could label its bulk anything */
+	FG_LATER_FRAGMENT_ANY_PROTOCOL = 2,
+};
+
 /* What the limiter needs to know about a frame. A result other than FG_PARSE_OK may still
  * come with the source (has_source): deny and bans apply to it whatever else is wrong. */
 struct fg_packet {
@@ -40,7 +48,7 @@ struct fg_packet {
 	__u8 l4_proto;   /* IPPROTO_* of the payload, fragments too; 0 when the chain was lost */
 	__u8 l4_known;   /* 1 when ports and TCP flags were read (or the protocol has none) */
 	__u8 tcp_flags;  /* FIN..CWR in the order of the TCP header's flags byte */
-	__u8 fragment;   /* 1 for a non-first fragment: no ports, no flags */
+	__u8 fragment;   /* enum fg_fragment: a non-first fragment has no ports, no flags */
 	__u16 dst_port;  /* host order; 0 without TCP/UDP */
 };
 
@@ -104,7 +112,7 @@ static __always_inline int fg_parse_ipv4(void *pos, void *end, struct fg_packet 
 	pkt->l4_proto = ip->protocol;
 	/* a non-first fragment carries no L4 header: it is limited by source and protocol */
 	if (ip->frag_off & bpf_htons(0x1fff)) {
-		pkt->fragment = 1;
+		pkt->fragment = FG_LATER_FRAGMENT;
 		return FG_PARSE_OK;
 	}
 	return fg_parse_l4(pos + header_len, end, total_len - header_len, ip->protocol, pkt);
@@ -213,7 +221,7 @@ static __always_inline int fg_parse_ipv6(struct xdp_md *ctx, void *data, void *p
 	if (walk.result >= 0)
 		return walk.result;
 	if (walk.fragment) {
-		pkt->fragment = 1;
+		pkt->fragment = FG_LATER_FRAGMENT_ANY_PROTOCOL;
 		pkt->l4_proto = walk.next;
 		return FG_PARSE_OK;
 	}

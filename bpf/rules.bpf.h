@@ -47,7 +47,9 @@ static __always_inline int fg_rule_matches(const struct fg_rule *rule, const str
 	if (!pkt->l4_known &&
 	    (rule->port_ranges || rule->tcp_flags_set || rule->tcp_flags_clear))
 		return 0;
-	if (rule->protocol == IPPROTO_ICMP) {
+	if (pkt->fragment == FG_LATER_FRAGMENT_ANY_PROTOCOL) {
+		/* its protocol is whatever it claims: every protocol's rule counts it */
+	} else if (rule->protocol == IPPROTO_ICMP) {
 		if (pkt->l4_proto != IPPROTO_ICMP && pkt->l4_proto != IPPROTO_ICMPV6)
 			return 0;
 	} else if (rule->protocol && pkt->l4_proto != rule->protocol) {

@@ -3,6 +3,8 @@
 // early and never again after a long silence, and the table keeps room for manual bans.
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "bpf/xdp_fixture.h"
 #include "kernel/bpf_map.h"
 #include "kernel/pins.h"
@@ -16,7 +18,8 @@ constexpr uint64_t kDay = 86400 * kSecond;
 
 class BansTest : public XdpProgramTest {
  protected:
-  // The IPv4 ban trie as the program sees it, to write entries of any age.
+  // The IPv4 ban trie as the program sees it, to write entries of any age. (A lookup in a
+  // trie finds the longest prefix that holds the key, not only the key itself.)
   BpfMap<fg_lpm_v4, fg_ban> banTrie() {
     auto map = BpfMap<fg_lpm_v4, fg_ban>::openPinned(mapPinPath(pin_name_, "bans_v4"), "bans_v4");
     EXPECT_TRUE(map.ok()) << map.error().message;
@@ -76,7 +79,9 @@ TEST_F(BansTest, AnExpiredBanNeverComesBackHoweverLongItsSourceWasSilent) {
   for (uint64_t ago_s : {40ULL * 3600, 10ULL * 3 * 86400, 100ULL * 86400}) {
     const uint64_t now = jiffies();
     fg_ban old{};
-    old.since = now - ago_s * hz;
+    // jiffies start near 2^32 - 300 HZ: on a machine up for less than the age at a high
+    // HZ, the oldest ban possible
+    old.since = now > ago_s * hz ? now - ago_s * hz : 1;
     old.expires = old.since + 600ULL * hz;
     old.prefixlen = 32;
     old.rule_id = FG_BAN_MANUAL;
@@ -95,23 +100,30 @@ TEST_F(BansTest, TheSweepDeletesBansThatAreOverAndListsNeverShowThem) {
   ASSERT_TRUE(limiter().banAdd(*parseCidr("192.0.2.22"), 0).ok());  // until removed
   ASSERT_EQ(banCount(), 3u);
   auto trie = banTrie();
+  const uint64_t hz = *kernelHz();
+  auto just_over = trie.find(hostKey(21));
+  ASSERT_TRUE(just_over.has_value());
+  just_over->expires = jiffies() - 1;  // ran out a tick ago: left to the program a while
+  ASSERT_TRUE(trie.update(hostKey(21), *just_over).ok());
   auto over = trie.find(hostKey(20));
   ASSERT_TRUE(over.has_value());
-  over->expires = jiffies() - 1;  // ran out a tick ago; its source never came back
+  over->expires = jiffies() - 61 * hz;  // over for a minute; its source never came back
   ASSERT_TRUE(trie.update(hostKey(20), *over).ok());
   auto listed = limiter().bans();
   ASSERT_TRUE(listed.ok());
-  EXPECT_EQ(listed->size(), 2u) << "ban list never shows a ban that is over";
+  EXPECT_EQ(listed->size(), 1u) << "ban list never shows a ban that is over";
   auto swept = limiter().sweepExpiredBans();
   ASSERT_TRUE(swept.ok()) << swept.error().message;
   EXPECT_EQ(*swept, 1u);
   EXPECT_FALSE(trie.find(hostKey(20)).has_value());
+  EXPECT_TRUE(trie.find(hostKey(21)).has_value());
   EXPECT_EQ(banCount(), 2u);
-  EXPECT_EQ(run(udpFrom("192.0.2.21")), XDP_DROP);
+  EXPECT_EQ(run(udpFrom("192.0.2.21")), XDP_PASS);  // the program ends the one just over
+  EXPECT_EQ(banCount(), 1u);
   EXPECT_EQ(run(udpFrom("192.0.2.22")), XDP_DROP);
 }
 
-TEST_F(BansTest, ReplacingABanTheProgramJustDeletedCountsItInAgain) {
+TEST_F(BansTest, ABanOfASourceWhoseBanTheProgramEndedIsCountedInAgain) {
   load({sourceRule(1000, 1000)});
   ASSERT_TRUE(limiter().banAdd(*parseCidr("192.0.2.30"), 600 * kSecond).ok());
   auto trie = banTrie();
@@ -128,6 +140,58 @@ TEST_F(BansTest, ReplacingABanTheProgramJustDeletedCountsItInAgain) {
   // and replacing a running ban keeps one entry, counted once
   ASSERT_TRUE(limiter().banAdd(*parseCidr("192.0.2.30"), 1200 * kSecond).ok());
   EXPECT_EQ(banCount(), 1u);
+  // a ban about to run out is deleted and added anew, never replaced in place where the
+  // program could delete the new one as the old
+  ban = trie.find(hostKey(30));
+  ASSERT_TRUE(ban.has_value());
+  ban->expires = jiffies() + 1;
+  ASSERT_TRUE(trie.update(hostKey(30), *ban).ok());
+  ASSERT_TRUE(limiter().banAdd(*parseCidr("192.0.2.30"), 600 * kSecond).ok());
+  EXPECT_EQ(banCount(), 1u);
+  ban = trie.find(hostKey(30));
+  ASSERT_TRUE(ban.has_value());
+  EXPECT_GT(ban->expires, jiffies() + 500 * *kernelHz());
+}
+
+TEST_F(BansTest, ANarrowBanRunningOutNeverHidesAWiderOneStillRunning) {
+  load({sourceRule(1000, 1000)});
+  ASSERT_TRUE(limiter().banAdd(*parseCidr("192.0.2.0/24"), 600 * kSecond).ok());
+  ASSERT_TRUE(limiter().banAdd(*parseCidr("192.0.2.60"), 600 * kSecond).ok());
+  auto trie = banTrie();
+  auto narrow = trie.find(hostKey(60));
+  ASSERT_TRUE(narrow.has_value());
+  narrow->expires = jiffies() - 1;
+  ASSERT_TRUE(trie.update(hostKey(60), *narrow).ok());
+  EXPECT_EQ(run(udpFrom("192.0.2.60")), XDP_DROP);  // the /24 still holds it
+  EXPECT_EQ(banCount(), 1u);  // the /32 is gone (a lookup of it now finds the /24)
+  auto bans = limiter().bans();
+  ASSERT_TRUE(bans.ok());
+  ASSERT_EQ(bans->size(), 1u);
+  EXPECT_EQ((*bans)[0].cidr.toString(), "192.0.2.0/24");
+}
+
+TEST_F(BansTest, AnAutomaticBanNeverShortensOneAlreadyRunning) {
+  load({sourceRule(1000, 1000)});
+  ASSERT_TRUE(limiter().banAdd(*parseCidr("192.0.2.50"), 0).ok());  // until removed
+  ASSERT_TRUE(limiter().banAdd(*parseCidr("192.0.2.51"), 7 * kDay).ok());
+  ASSERT_TRUE(limiter().banAdd(*parseCidr("192.0.2.50"), 600 * kSecond, BanUpdate::kExtend).ok());
+  ASSERT_TRUE(limiter().banAdd(*parseCidr("192.0.2.51"), 600 * kSecond, BanUpdate::kExtend).ok());
+  ASSERT_TRUE(limiter().banAdd(*parseCidr("192.0.2.52"), 600 * kSecond, BanUpdate::kExtend).ok());
+  ASSERT_TRUE(limiter().banAdd(*parseCidr("192.0.2.52"), 3600 * kSecond, BanUpdate::kExtend).ok());
+  auto bans = limiter().bans();
+  ASSERT_TRUE(bans.ok());
+  std::map<std::string, BanEntry> by_source;
+  for (const BanEntry& ban : *bans) by_source[ban.cidr.toString()] = ban;
+  EXPECT_TRUE(by_source["192.0.2.50"].forever);
+  EXPECT_GT(by_source["192.0.2.51"].remaining_ns, 6 * kDay);
+  EXPECT_GT(by_source["192.0.2.52"].remaining_ns, 3000 * kSecond);  // extended
+  EXPECT_EQ(banCount(), 3u);
+  // an operator's ban replaces whatever was there
+  ASSERT_TRUE(limiter().banAdd(*parseCidr("192.0.2.51"), 600 * kSecond).ok());
+  bans = limiter().bans();
+  ASSERT_TRUE(bans.ok());
+  for (const BanEntry& ban : *bans) by_source[ban.cidr.toString()] = ban;
+  EXPECT_LE(by_source["192.0.2.51"].remaining_ns, 600 * kSecond);
 }
 
 TEST_F(BansTest, RuleBansStopShortOfTheRoomKeptForManualBans) {

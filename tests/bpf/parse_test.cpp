@@ -25,7 +25,7 @@ TEST_F(ParseTest, PlainIpv4UdpIsLimitedBySource) {
   EXPECT_EQ(counted(FG_VERDICT_DROP, FG_REASON_RATE), 3u);
 }
 
-TEST_F(ParseTest, TruncatedAndBogusIpv4HeadersAreMalformed) {
+TEST_F(ParseTest, TruncatedAndBogusIpv4HeadersAreMalformedAndDroppedByDefault) {
   load({sourceRule(1, 100)});
   auto good = PacketBuilder().eth().ipv4("192.0.2.1", "198.51.100.1").udp(53).payload(8);
   std::vector<std::vector<uint8_t>> bad = {
@@ -41,21 +41,21 @@ TEST_F(ParseTest, TruncatedAndBogusIpv4HeadersAreMalformed) {
   auto long_total = good.build();
   long_total[16] = 0x05;  // total length 1280+ > frame
   bad.push_back(long_total);
-  for (const auto& frame : bad) EXPECT_EQ(run(frame), XDP_PASS);
-  EXPECT_EQ(counted(FG_VERDICT_PASS, FG_REASON_MALFORMED), bad.size());
+  for (const auto& frame : bad) EXPECT_EQ(run(frame), XDP_DROP);
+  EXPECT_EQ(counted(FG_VERDICT_DROP, FG_REASON_MALFORMED), bad.size());
 }
 
-TEST_F(ParseTest, MalformedPolicyDropDropsThem) {
+TEST_F(ParseTest, MalformedPolicyPassPassesThem) {
   AttachOptions options;
-  options.malformed = FramePolicy::kDrop;
+  options.malformed = FramePolicy::kPass;
   load({sourceRule(1, 100)}, options);
   auto cut = PacketBuilder().eth().ipv4("192.0.2.1", "198.51.100.1").udp(53).build(14 + 12);
-  EXPECT_EQ(run(cut), XDP_DROP);
-  EXPECT_EQ(counted(FG_VERDICT_DROP, FG_REASON_MALFORMED), 1u);
+  EXPECT_EQ(run(cut), XDP_PASS);
+  EXPECT_EQ(counted(FG_VERDICT_PASS, FG_REASON_MALFORMED), 1u);
   auto tcp_cut =
       PacketBuilder().eth().ipv4("192.0.2.1", "198.51.100.1").tcp(80).build(14 + 20 + 12);
-  EXPECT_EQ(run(tcp_cut), XDP_DROP);
-  EXPECT_EQ(counted(FG_VERDICT_DROP, FG_REASON_MALFORMED), 2u);
+  EXPECT_EQ(run(tcp_cut), XDP_PASS);
+  EXPECT_EQ(counted(FG_VERDICT_PASS, FG_REASON_MALFORMED), 2u);
 }
 
 TEST_F(ParseTest, VlanAndQinQFramesAreLimitedByTheirSource) {
@@ -85,8 +85,8 @@ TEST_F(ParseTest, ThreeVlanTagsAreMalformed) {
                     .ipv4("192.0.2.7", "198.51.100.1")
                     .udp(53)
                     .build();
-  EXPECT_EQ(run(triple), XDP_PASS);
-  EXPECT_EQ(counted(FG_VERDICT_PASS, FG_REASON_MALFORMED), 1u);
+  EXPECT_EQ(run(triple), XDP_DROP);
+  EXPECT_EQ(counted(FG_VERDICT_DROP, FG_REASON_MALFORMED), 1u);
 }
 
 TEST_F(ParseTest, Ipv4NonFirstFragmentsCarryNoPortsButKeepTheirSource) {
@@ -252,12 +252,22 @@ TEST_F(ParseTest, NonFirstFragmentsKeepTheirProtocolForTheRulesThatNeedNoPorts) 
                     .payload(64)
                     .build();
   EXPECT_EQ(passes(later6, 4), 2);
+  // an IPv6 fragment header's protocol is a claim reassembly ignores: a UDP flood whose
+  // bulk claims TCP still meets the UDP rule
+  auto claims_tcp = PacketBuilder()
+                        .eth()
+                        .ipv6("2001:db8:1::10", "2001:db8::2")  // a /64 of its own
+                        .ipv6Fragment(100, false)
+                        .tcp(80)
+                        .payload(64)
+                        .build();
+  EXPECT_EQ(passes(claims_tcp, 4), 2);
   // the rule was charged with every fragment, passed or not (and so with their bytes)
   auto rules = limiter().ruleCounters();
   ASSERT_TRUE(rules.ok());
   uint64_t charged = 0;
   for (const CounterRow& row : (*rules)[0].by_verdict) charged += row.packets;
-  EXPECT_EQ(charged, 8u);
+  EXPECT_EQ(charged, 12u);
 }
 
 TEST_F(ParseTest, L4FieldsComeFromWithinTheIpLengthNeverFromPadding) {
@@ -265,7 +275,9 @@ TEST_F(ParseTest, L4FieldsComeFromWithinTheIpLengthNeverFromPadding) {
   syn_only.protocol = Protocol::kTcp;
   syn_only.tcp_flags_set = 0x02;    // SYN
   syn_only.tcp_flags_clear = 0x10;  // not ACK
-  load({syn_only});
+  AttachOptions options;
+  options.malformed = FramePolicy::kPass;  // to see what the rules make of such frames
+  load({syn_only}, options);
   // a first fragment whose IP length holds 8 bytes of TCP: the flags are not in it, and
   // the frame's zero padding must not be read as "no ACK"
   auto tiny = PacketBuilder()
@@ -276,7 +288,7 @@ TEST_F(ParseTest, L4FieldsComeFromWithinTheIpLengthNeverFromPadding) {
                   .build();
   tiny[14 + 2] = 0;
   tiny[14 + 3] = 28;  // total length: IP header + 8 bytes
-  EXPECT_EQ(run(tiny), XDP_PASS);  // malformed, passed by the default policy
+  EXPECT_EQ(run(tiny), XDP_PASS);  // malformed, passed by the policy
   EXPECT_EQ(run(tiny), XDP_PASS);  // and never charged to the SYN rule
   EXPECT_EQ(counted(FG_VERDICT_PASS, FG_REASON_MALFORMED), 2u);
   // a UDP datagram whose IP length ends before the UDP header, padded to 60 bytes
@@ -288,10 +300,10 @@ TEST_F(ParseTest, L4FieldsComeFromWithinTheIpLengthNeverFromPadding) {
   EXPECT_EQ(counted(FG_VERDICT_PASS, FG_REASON_MALFORMED), 3u);
 }
 
-TEST_F(ParseTest, ATinyFirstFragmentIsDroppedWhenMalformedFramesAre) {
-  AttachOptions options;
-  options.malformed = FramePolicy::kDrop;
-  load({sourceRule(100, 100)}, options);
+// RFC 1858's tiny fragment: the SYN split so its flags are in a second fragment. Linux
+// reassembles it and delivers a SYN, so by default it is dropped at the first fragment.
+TEST_F(ParseTest, ATinyFirstFragmentIsDroppedByDefault) {
+  load({sourceRule(100, 100)});
   auto tiny = PacketBuilder()
                   .eth()
                   .ipv4("192.0.2.5", "198.51.100.1")
@@ -311,8 +323,8 @@ TEST_F(ParseTest, Ipv6TruncatedExtensionHeaderIsMalformed) {
   cut.resize(14 + 40 + 8);  // the hop-by-hop header claims 16 bytes
   cut[14 + 4] = 0;
   cut[14 + 5] = 8;  // payload length consistent with the cut frame
-  EXPECT_EQ(run(cut), XDP_PASS);
-  EXPECT_EQ(counted(FG_VERDICT_PASS, FG_REASON_MALFORMED), 1u);
+  EXPECT_EQ(run(cut), XDP_DROP);
+  EXPECT_EQ(counted(FG_VERDICT_DROP, FG_REASON_MALFORMED), 1u);
 }
 
 TEST_F(ParseTest, Ipv6NonFirstFragmentIsAFragment) {

@@ -77,7 +77,9 @@ defaults:
 TEST(ConfigParser, DefaultsWhenLeftOut) {
   FloodgateConfig config = parseClean("rules:\n  - {name: r, limit: {pps: 100}}\n");
   EXPECT_EQ(config.defaults.table_slots, static_cast<uint32_t>(FG_DEFAULT_TABLE_SLOTS));
-  EXPECT_EQ(config.defaults.malformed, FramePolicy::kPass);
+  EXPECT_EQ(config.defaults.malformed, FramePolicy::kDrop);
+  EXPECT_EQ(config.defaults.fragments, FramePolicy::kPass);
+  EXPECT_EQ(config.defaults.unknown_ext, FramePolicy::kDrop);
   EXPECT_FALSE(config.defaults.monitor);
   ASSERT_EQ(config.rules.size(), 1u);
   const RuleSpec& rule = config.rules[0];

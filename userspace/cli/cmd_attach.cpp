@@ -21,7 +21,7 @@ struct AttachFlags {
   bool monitor = false;
   bool replace = false;
   std::string table_size = "262144";
-  std::string malformed = "pass";
+  std::string malformed = "drop";
   std::string fragments = "pass";
   std::string unknown_ext = "drop";
   std::string config;
@@ -117,7 +117,7 @@ void addAttachCommand(CLI::App& app, Action& selected) {
   cmd->add_flag("--monitor", flags->monitor, "Count what would be dropped, drop nothing");
   cmd->add_flag("--replace", flags->replace, "Swap the program of an attached limiter, keep state");
   cmd->add_option("--table-size", flags->table_size, "Source table slots, a power of two (262144)");
-  cmd->add_option("--malformed", flags->malformed, "Frames that do not parse: pass or drop")
+  cmd->add_option("--malformed", flags->malformed, "Frames that do not parse: drop or pass")
       ->check(CLI::IsMember({"pass", "drop"}));
   cmd->add_option("--fragments", flags->fragments, "Non-first fragments: pass or drop")
       ->check(CLI::IsMember({"pass", "drop"}));

@@ -27,7 +27,7 @@ struct InterfaceConfig {
 struct DefaultsConfig {
   uint32_t table_slots = FG_DEFAULT_TABLE_SLOTS;    // source table size, a power of two
   uint32_t list_max_entries = FG_LIST_MAX_ENTRIES;  // per list and family (allow v4, ...)
-  FramePolicy malformed = FramePolicy::kPass;
+  FramePolicy malformed = FramePolicy::kDrop;
   FramePolicy fragments = FramePolicy::kPass;
   FramePolicy unknown_ext = FramePolicy::kDrop;
   bool monitor = false;  // every rule counts would-be drops and drops nothing

@@ -30,7 +30,8 @@ struct AttachOptions {
   bool replace = false;  // swap the program of an attached limiter, keeping its state
   uint32_t table_slots = FG_DEFAULT_TABLE_SLOTS;
   uint32_t list_max_entries = FG_LIST_MAX_ENTRIES;
-  FramePolicy malformed = FramePolicy::kPass;
+  // the kernel drops nearly all of them, and the rest (tiny first fragments) are attacks
+  FramePolicy malformed = FramePolicy::kDrop;
   FramePolicy fragments = FramePolicy::kPass;
   // a chain the parser cannot follow hides the L4 header from every rule that needs it
   FramePolicy unknown_ext = FramePolicy::kDrop;
@@ -47,6 +48,9 @@ struct BanEntry {
   bool forever = false;
   std::string by;        // the rule that started it, or "manual"
 };
+
+// What a new ban does to one already running for the same prefix.
+enum class BanUpdate { kReplace, kExtend };
 
 // A new threshold for one rule (`floodgate set`); unset fields keep their value.
 struct LimitChange {
@@ -164,9 +168,10 @@ class Limiter {
 
   Status writePolicies(const AttachOptions& options);
 
-  // Bans `cidr` for `duration_ns` (0: until removed, at most kMaxBanNs), replacing an
-  // existing ban of it. The ban ends on the program's clock, rounded up to a whole tick.
-  Status banAdd(const Cidr& cidr, uint64_t duration_ns);
+  // Bans `cidr` for `duration_ns` (0: until removed, at most kMaxBanNs). An existing ban of
+  // it is replaced (kReplace, what an operator asks), or kept if it ends later (kExtend,
+  // what an automatic ban does). The ban ends on the program's clock, rounded up to a tick.
+  Status banAdd(const Cidr& cidr, uint64_t duration_ns, BanUpdate update = BanUpdate::kReplace);
   Result<bool> banRemove(const Cidr& cidr);
   // The bans still running (expired entries the program has not met again are left out).
   Result<std::vector<BanEntry>> bans() const;

@@ -30,7 +30,53 @@ Cidr cidrOf(const Key& key, Family family) {
 
 }  // namespace
 
-Status Limiter::banAdd(const Cidr& cidr, uint64_t duration_ns) {
+namespace {
+
+// Puts `ban` at `key` of one family's trie, keeping `count` (the program's ban_entries of
+// that family) equal to the number of entries whoever adds or deletes.
+//
+// The program deletes an entry it finds over and counts it out itself. So an entry that
+// is over, or about to be (within `margin` ticks), is not replaced in place: the program
+// could delete the new ban a moment later, taking it for the old one. It is deleted here
+// (counted out by whichever delete succeeds) and the new ban inserted as a new entry.
+template <class Key>
+Status putBan(BpfMap<Key, fg_ban>& trie, const Key& key, const fg_ban& ban, BanUpdate update,
+              uint64_t now, uint64_t margin, uint32_t& count, const std::string& what) {
+  std::atomic_ref<uint32_t> entries(count);
+  for (int attempt = 0; attempt < 8; ++attempt) {
+    Result<bool> inserted = trie.insertNew(key, ban);
+    if (!inserted) {
+      if (entries.load() >= FG_BAN_MAX_ENTRIES) {
+        return Error::failure("the ban table of " + what + " is full (" +
+                              std::to_string(FG_BAN_MAX_ENTRIES) +
+                              " entries): remove bans, or deny whole prefixes instead");
+      }
+      return inserted.error();
+    }
+    if (*inserted) {
+      entries.fetch_add(1);
+      return okStatus();
+    }
+    auto existing = trie.find(key);
+    if (!existing) continue;  // deleted since: insert again
+    if (existing->expires != 0 && now + margin >= existing->expires) {
+      Result<bool> erased = trie.erase(key);
+      if (!erased) return erased.error();
+      if (*erased) entries.fetch_sub(1);
+      continue;
+    }
+    const bool outlasts = existing->expires == 0 || (ban.expires != 0 && existing->expires >= ban.expires);
+    if (update == BanUpdate::kExtend && outlasts) return okStatus();
+    Result<bool> replaced = trie.replaceExisting(key, ban);
+    if (!replaced) return replaced.error();
+    if (*replaced) return okStatus();
+  }
+  return Error::failure("a ban on " + what + " kept changing under this command: try again");
+}
+
+}  // namespace
+
+Status Limiter::banAdd(const Cidr& cidr, uint64_t duration_ns, BanUpdate update) {
   auto writing = writer_.acquire(interface_);
   if (!writing) return writing.error();
   if (duration_ns > kMaxBanNs) {
@@ -45,35 +91,13 @@ Status Limiter::banAdd(const Cidr& cidr, uint64_t duration_ns) {
   if (duration_ns) ban.expires = *now + (duration_ns + tickNs() - 1) / tickNs();
   ban.prefixlen = cidr.prefix;
   ban.rule_id = FG_BAN_MANUAL;
-  auto& count = settings_value_.get()->ban_entries[static_cast<int>(cidr.family)];
-  // The program deletes an expired entry when it meets one, and counts it out itself: a
-  // replacement must never bring a deleted entry back without counting it in again, or the
-  // count reaches 0 with a ban in the table and the program stops looking.
-  for (int attempt = 0; attempt < 8; ++attempt) {
-    Result<bool> inserted = cidr.family == Family::kV4
-                                ? bans_v4_.insertNew(banKey<fg_lpm_v4>(cidr), ban)
-                                : bans_v6_.insertNew(banKey<fg_lpm_v6>(cidr), ban);
-    if (!inserted) {
-      if (std::atomic_ref<uint32_t>(count).load() >= FG_BAN_MAX_ENTRIES) {
-        return Error::failure("the ban table of " + interface_ + " is full (" +
-                              std::to_string(FG_BAN_MAX_ENTRIES) +
-                              " entries): remove bans, or deny whole prefixes instead");
-      }
-      return inserted.error();
-    }
-    if (*inserted) {
-      std::atomic_ref<uint32_t>(count).fetch_add(1);
-      return okStatus();
-    }
-    // already banned: the new time replaces the old one, if the entry is still there
-    Result<bool> replaced = cidr.family == Family::kV4
-                                ? bans_v4_.replaceExisting(banKey<fg_lpm_v4>(cidr), ban)
-                                : bans_v6_.replaceExisting(banKey<fg_lpm_v6>(cidr), ban);
-    if (!replaced) return replaced.error();
-    if (*replaced) return okStatus();
-  }
-  return Error::failure("the ban of " + cidr.toString() +
-                        " kept changing under this command: try again");
+  const uint64_t second = 1'000'000'000ULL / tickNs();
+  uint32_t& count = settings_value_.get()->ban_entries[static_cast<int>(cidr.family)];
+  return cidr.family == Family::kV4
+             ? putBan(bans_v4_, banKey<fg_lpm_v4>(cidr), ban, update, *now, second, count,
+                      interface_)
+             : putBan(bans_v6_, banKey<fg_lpm_v6>(cidr), ban, update, *now, second, count,
+                      interface_);
 }
 
 Result<bool> Limiter::banRemove(const Cidr& cidr) {
@@ -137,11 +161,15 @@ Result<std::vector<BanEntry>> Limiter::bans() const {
 Result<size_t> Limiter::sweepExpiredBans() {
   auto writing = writer_.acquire(interface_);
   if (!writing) return writing.error();
-  auto now = currentJiffies();
-  if (!now) return now.error();
+  auto jiffies = currentJiffies();
+  if (!jiffies) return jiffies.error();
+  // only bans over for a minute: one that just ran out may be deleted and started again by
+  // the program in between our look and our delete, and the new one must not go with it
+  const uint64_t grace = 60 * 1'000'000'000ULL / tickNs();
+  const uint64_t a_minute_ago = *jiffies > grace ? *jiffies - grace : 0;
   std::vector<Cidr> over;
   auto collect = [&](const Cidr& cidr, const fg_ban& ban) {
-    if (banOver(ban, *now)) over.push_back(cidr);
+    if (banOver(ban, a_minute_ago)) over.push_back(cidr);
   };
   if (Status s = eachBan(bans_v4_, Family::kV4, collect); !s) return s.error();
   if (Status s = eachBan(bans_v6_, Family::kV6, collect); !s) return s.error();
@@ -150,7 +178,7 @@ Result<size_t> Limiter::sweepExpiredBans() {
     // read again just before deleting: a ban started since the listing is left alone
     auto ban = cidr.family == Family::kV4 ? bans_v4_.find(banKey<fg_lpm_v4>(cidr))
                                           : bans_v6_.find(banKey<fg_lpm_v6>(cidr));
-    if (!ban || !banOver(*ban, *now)) continue;
+    if (!ban || !banOver(*ban, a_minute_ago)) continue;
     auto erased = banRemove(cidr);  // counted out only if this call deleted it
     if (!erased) return erased.error();
     removed += *erased;

@@ -245,11 +245,19 @@ void DaemonState::handleReport(const ReceivedReport& received,
     ++escalations_[metrics::kEscalationRepeat];
     return;
   }
+  // An escalation never shortens a ban already running (a manual one, or a longer one
+  // from another report): it only extends.
+  size_t banned_on = 0;
   for (auto& [name, limiter] : limiters_) {
-    if (Status s = limiter.banAdd(address, ban_ns); !s) {
+    if (Status s = limiter.banAdd(address, ban_ns, BanUpdate::kExtend); !s) {
       logError("could not ban " + text + " on " + name + ": " + s.error().message);
+    } else {
+      ++banned_on;
     }
   }
+  // Not banned anywhere (a table full, a writer holding the lock): the next report of it
+  // tries again instead of being taken for a repeat.
+  if (banned_on == 0 && !limiters_.empty()) return;
   ++escalations_[metrics::kEscalationBanned];
   escalated_[text] = now + std::chrono::nanoseconds(ban_ns);
   logWarning("event=escalated source=" + text + " ban=" + formatDuration(ban_ns) +
