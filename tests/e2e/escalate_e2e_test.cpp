@@ -113,18 +113,24 @@ class EscalateE2eTest : public ::testing::Test {
   // The abuser floods until its connections stop getting through; everything the test
   // name promises is checked, `reporter` is how the daemon's log names who reported it.
   void floodUntilBannedThenServedAgain(const std::string& reporter) {
-    // the abuser: 5 a second are allowed, the rest are 429s with Retry-After
-    int limited = 0, unanswered = 0;
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-    while (std::chrono::steady_clock::now() < deadline && unanswered == 0) {
+    // the abuser: 5 a second are allowed, the rest are 429s with Retry-After; until an
+    // unanswered request is one XDP dropped for a ban (a busy machine may leave a request
+    // unanswered for a second without any ban: that one is only counted)
+    int limited = 0, stalled = 0;
+    bool banned = false;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (std::chrono::steady_clock::now() < deadline && !banned) {
       HttpReply reply = get(kAbuser, 1);
       if (reply.status == 429) ++limited;
-      if (reply.status == 0) ++unanswered;  // the XDP ban: the connection never opens
+      if (reply.status == 0) {
+        banned = banDrops() > 0;  // the XDP ban: the connection never opens
+        stalled += !banned;
+      }
     }
     EXPECT_GE(limited, 10) << "the service rejected it before the ban";
-    EXPECT_EQ(unanswered, 1) << "then its connections stopped getting through\n"
-                             << service_.log() << daemon_.log();
-    EXPECT_GT(banDrops(), 0u) << "dropped in XDP with reason ban";
+    EXPECT_TRUE(banned) << "then its connections stopped getting through, dropped in XDP "
+                        << "with reason ban (" << stalled << " requests stalled)\n"
+                        << service_.log() << daemon_.log();
     const std::string log = daemon_.log();
     EXPECT_NE(log.find("event=escalated source=198.18.0.2 ban=3s"), std::string::npos) << log;
     EXPECT_NE(log.find("reporter=\"" + reporter), std::string::npos) << log;

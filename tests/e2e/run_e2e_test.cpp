@@ -300,9 +300,9 @@ TEST_F(RunE2eTest, SigtermDetachesAndHealthzNoticesAnExternalDetach) {
   ASSERT_TRUE(attached());
   ASSERT_EQ(lab_->floodgate({"detach", lab_->targetInterface()}).exit_code, 0);
   EXPECT_EQ(httpGetIn(lab_->targetNetns(), kMetricsPort, "/healthz").status, 503);
-  // Put back by a reload, then SIGTERM takes it away.
+  // Put back by a reload (once it is counted, it is done), then SIGTERM takes it away.
   daemon_.signal(SIGHUP);
-  for (int i = 0; i < 40 && !attached(); ++i) usleep(50000);
+  waitFor("floodgate_config_reloads_total{result=\"success\"}", [](double v) { return v >= 1; });
   ASSERT_TRUE(attached()) << daemon_.log();
   daemon_.signal(SIGTERM);
   EXPECT_EQ(daemon_.wait(5), 0) << daemon_.log();
