@@ -111,7 +111,7 @@ Result<UdpSendResult> sendUdp(const UdpSendOptions& options) {
       m.msg_hdr.msg_iovlen = 1;
     }
     uint64_t sent = 0;
-    double start = monotonicSeconds(), first = 0, last = 0, now = start;
+    double start = monotonicSeconds(), first = 0, last = 0, now = start, idle = 0;
     const double end = start + options.seconds;
     while (now < end && !(options.stop && options.stop->load())) {
       unsigned batch = kBatch;
@@ -126,11 +126,12 @@ Result<UdpSendResult> sendUdp(const UdpSendOptions& options) {
         batch = static_cast<unsigned>(std::min<double>(due, kBatch));
       }
       // the receiver's XDP runs inside the call: the first send starts before it returns
-      const double before = sent == 0 ? monotonicSeconds() : 0;
+      const double before = monotonicSeconds();
       int n = sendmmsg(fd, messages, batch, 0);
       now = monotonicSeconds();
       if (n > 0) {
         if (sent == 0) first = before;
+        if (sent != 0) idle += std::max(0.0, before - last - options.gap_allowance_s);
         sent += static_cast<uint64_t>(n);
         last = now;
       } else if (errno != ENOBUFS && errno != EAGAIN && errno != EINTR) {
@@ -145,6 +146,9 @@ Result<UdpSendResult> sendUdp(const UdpSendOptions& options) {
       total.first_send_s = std::min(total.first_send_s, first);
       total.last_send_s = std::max(total.last_send_s, last);
     }
+    // nothing arrived from any thread only while every thread was idle: the least idle
+    // thread bounds that time
+    total.idle_s = std::min(total.idle_s, idle);
   };
 
   std::vector<std::thread> pool;
@@ -152,6 +156,7 @@ Result<UdpSendResult> sendUdp(const UdpSendOptions& options) {
   for (auto& t : pool) t.join();
   if (!failure.empty()) return Error::failure(failure);
   if (total.sent == 0) total.first_send_s = total.last_send_s = 0;
+  if (pool.empty()) total.idle_s = 0;
   return total;
 }
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <atomic>
+#include <limits>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -24,6 +25,9 @@ struct UdpSendOptions {
   uint64_t rate_pps = 0;      // 0: as fast as the sockets go
   unsigned threads = 1;       // each on its own CPU (round robin over the online CPUs)
   size_t payload_bytes = 18;  // 18 bytes of UDP payload make a 60-byte IPv4 frame
+  // Gaps between sends longer than this are counted in UdpSendResult::idle_s (a limit's
+  // burst lasts burst / rate seconds: a longer gap loses tokens nobody could use).
+  double gap_allowance_s = 0;
   // When set, sending also ends as soon as it turns true (`seconds` still bounds it).
   const std::atomic<bool>* stop = nullptr;
 };
@@ -33,6 +37,9 @@ struct UdpSendResult {
   // CLOCK_MONOTONIC seconds from just before the first send to just after the last one
   double first_send_s = 0;
   double last_send_s = 0;
+  // Time the sender was off its CPU or idle beyond gap_allowance_s between two sends, in
+  // all threads at once at most: no packet can have been charged in it.
+  double idle_s = std::numeric_limits<double>::infinity();
   double elapsed() const { return last_send_s - first_send_s; }
 };
 
