@@ -82,8 +82,8 @@ static __always_inline int fg_banned(struct fg_settings *settings, const struct 
 static __always_inline void fg_start_ban(struct fg_settings *settings, const struct fg_rule *rule,
 					 const struct fg_packet *pkt, __u64 jiffies)
 {
-	struct fg_ban ban = {.expires = jiffies + rule->ban_ticks, .since = jiffies,
-			     .rule_id = rule->id};
+	struct fg_ban ban = {
+	    .expires = jiffies + rule->ban_ticks, .since = jiffies, .rule_id = rule->id};
 	union fg_lpm_key key;
 
 	if (settings->ban_entries[pkt->family & 1] >= FG_BAN_MAX_ENTRIES - FG_BAN_RESERVE) {

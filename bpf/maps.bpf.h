@@ -93,13 +93,13 @@ struct {
 	} name SEC(".maps")
 
 /* Bans: prefixes dropped until their time is up (value struct fg_ban). */
-#define FG_BAN_MAP(name, key_type)                                 \
-	struct {                                                   \
-		__uint(type, BPF_MAP_TYPE_LPM_TRIE);               \
-		__uint(max_entries, FG_BAN_MAX_ENTRIES);           \
-		__uint(map_flags, BPF_F_NO_PREALLOC);              \
-		__type(key, key_type);                             \
-		__type(value, struct fg_ban);                      \
+#define FG_BAN_MAP(name, key_type)                                                                 \
+	struct {                                                                                   \
+		__uint(type, BPF_MAP_TYPE_LPM_TRIE);                                               \
+		__uint(max_entries, FG_BAN_MAX_ENTRIES);                                           \
+		__uint(map_flags, BPF_F_NO_PREALLOC);                                              \
+		__type(key, key_type);                                                             \
+		__type(value, struct fg_ban);                                                      \
 	} name SEC(".maps")
 
 FG_BAN_MAP(bans_v4, struct fg_lpm_v4);

@@ -33,7 +33,8 @@ enum fg_parse_result {
 
 enum fg_fragment {
 	FG_NOT_FRAGMENT = 0, /* a whole datagram, or its first fragment */
-	FG_LATER_FRAGMENT = 1, /* non-first IPv4: its protocol is the datagram's (reassembly keys on it) */
+	FG_LATER_FRAGMENT =
+	    1, /* non-first IPv4: its protocol is the datagram's (reassembly keys on it) */
 	/* non-first IPv6: the protocol its fragment header names is only a claim, which Linux's
 	 * reassembly ignores (the first fragment decides): a flood could label its bulk anything */
 	FG_LATER_FRAGMENT_ANY_PROTOCOL = 2,
@@ -42,14 +43,14 @@ enum fg_fragment {
 /* What the limiter needs to know about a frame. A result other than FG_PARSE_OK may still
  * come with the source (has_source): deny and bans apply to it whatever else is wrong. */
 struct fg_packet {
-	__u8 addr[16];   /* source address; IPv4 in the first 4 bytes, the rest zero */
-	__u8 family;     /* enum fg_family */
+	__u8 addr[16];	 /* source address; IPv4 in the first 4 bytes, the rest zero */
+	__u8 family;	 /* enum fg_family */
 	__u8 has_source; /* 1 once the IP header up to its addresses was in the frame */
-	__u8 l4_proto;   /* IPPROTO_* of the payload, fragments too; 0 when the chain was lost */
-	__u8 l4_known;   /* 1 when ports and TCP flags were read (or the protocol has none) */
-	__u8 tcp_flags;  /* FIN..CWR in the order of the TCP header's flags byte */
-	__u8 fragment;   /* enum fg_fragment: a non-first fragment has no ports, no flags */
-	__u16 dst_port;  /* host order; 0 without TCP/UDP */
+	__u8 l4_proto;	 /* IPPROTO_* of the payload, fragments too; 0 when the chain was lost */
+	__u8 l4_known;	 /* 1 when ports and TCP flags were read (or the protocol has none) */
+	__u8 tcp_flags;	 /* FIN..CWR in the order of the TCP header's flags byte */
+	__u8 fragment;	 /* enum fg_fragment: a non-first fragment has no ports, no flags */
+	__u16 dst_port;	 /* host order; 0 without TCP/UDP */
 };
 
 /* Bounds check a header of `size` bytes at `pos`; the verifier needs it written this way. */
@@ -146,13 +147,13 @@ static __always_inline int fg_ipv6_is_ext(__u8 next)
  * step once, where a plain loop of 16 made it check every position a header could be at. */
 struct fg_chain_walk {
 	struct xdp_md *ctx;
-	__u32 chain;      /* offset of the first extension header in the frame */
-	__u32 off;        /* bytes of the chain walked */
-	__u32 left;       /* payload bytes not yet walked */
-	__u8 next;        /* the next header's type */
-	__u8 fragment;    /* 1: a non-first fragment was found (its protocol in `next`) */
+	__u32 chain;   /* offset of the first extension header in the frame */
+	__u32 off;     /* bytes of the chain walked */
+	__u32 left;    /* payload bytes not yet walked */
+	__u8 next;     /* the next header's type */
+	__u8 fragment; /* 1: a non-first fragment was found (its protocol in `next`) */
 	__u8 pad[2];
-	int result;       /* enum fg_parse_result once the walk ran into trouble; -1 before */
+	int result; /* enum fg_parse_result once the walk ran into trouble; -1 before */
 };
 
 static long fg_chain_step(__u32 index, void *data)

@@ -44,8 +44,7 @@ static __always_inline int fg_rule_matches(const struct fg_rule *rule, const str
 	if (rule->has_sources && !(source_sets & (1ULL << (rule->id & 63))))
 		return 0;
 	/* a frame whose L4 header was not read meets only rules that need none of its fields */
-	if (!pkt->l4_known &&
-	    (rule->port_ranges || rule->tcp_flags_set || rule->tcp_flags_clear))
+	if (!pkt->l4_known && (rule->port_ranges || rule->tcp_flags_set || rule->tcp_flags_clear))
 		return 0;
 	if (pkt->fragment == FG_LATER_FRAGMENT_ANY_PROTOCOL) {
 		/* its protocol is whatever it claims: every protocol's rule counts it */
@@ -78,7 +77,6 @@ struct fg_eval {
 	__u32 len;
 	__u32 ref; /* out: where the packet was charged */
 };
-
 
 /* The bucket pair `rule` charges for `pkt`, a ref to find it again, and the source's slot
  * when it has one (NULL for the global and the untracked bucket). */

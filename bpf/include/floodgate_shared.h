@@ -195,8 +195,8 @@ struct fg_rule_state {
  * and CPU (`table_stats`, FG_MAX_RULE_IDS * FG_TABLE_STAT_COUNT __u64 counters). */
 enum fg_table_stat {
 	FG_TABLE_NEW_SOURCE = 0,     /* took an idle slot */
-	FG_TABLE_CAPPED = 1,         /* an idle slot was there, the new-source cap refused it */
-	FG_TABLE_FULL = 2,           /* every way of its set is a source still limited */
+	FG_TABLE_CAPPED = 1,	     /* an idle slot was there, the new-source cap refused it */
+	FG_TABLE_FULL = 2,	     /* every way of its set is a source still limited */
 	FG_TABLE_UNTRACKED_PASS = 3, /* packets the shared untracked bucket admitted */
 	FG_TABLE_UNTRACKED_DROP = 4, /* and refused */
 	FG_TABLE_BAN_FAILED = 5,     /* a ban the rule would have started found the table full */
@@ -238,8 +238,8 @@ struct fg_event_stats {
  * Times are 64-bit jiffies, which never wrap: a ban ends when it should however long its
  * source stays silent (bucket time units wrap every 2^48 ns, about 3 days). */
 struct fg_ban {
-	__u64 expires;    /* the jiffy it ends at: banned while jiffies < expires; 0: until removed */
-	__u64 since;      /* the jiffy it started at */
+	__u64 expires; /* the jiffy it ends at: banned while jiffies < expires; 0: until removed */
+	__u64 since;   /* the jiffy it started at */
 	__u32 prefixlen;  /* the key's own prefix, so the program can delete an expired entry */
 	__u32 rule_id;    /* the rule that banned it, or FG_BAN_MANUAL */
 };

@@ -8,8 +8,8 @@
 #include <thread>
 
 #include "bpf/xdp_fixture.h"
-#include "kernel/system.h"
 #include "controller/event_reader.h"
+#include "kernel/system.h"
 
 namespace floodgate::test {
 namespace {

@@ -212,12 +212,8 @@ TEST_F(ParseTest, DenyAndBansJudgeTheSourceWhateverTheFrameHoldsOrLacks) {
     long_total[16] = 0x05;  // total length past the frame
     odd.push_back(long_total);
     odd.push_back(good.build(14 + 20));  // cut just after the addresses
-    odd.push_back(PacketBuilder()
-                      .eth()
-                      .ipv4(v4, "198.51.100.1")
-                      .ipv4Fragment(9, false)
-                      .payload(16)
-                      .build());
+    odd.push_back(
+        PacketBuilder().eth().ipv4(v4, "198.51.100.1").ipv4Fragment(9, false).payload(16).build());
     for (const auto& frame : odd) EXPECT_EQ(run(frame), XDP_DROP) << v4;
   }
   auto chain = longChainFrom("2001:db8:bad::1", 17);
@@ -287,7 +283,7 @@ TEST_F(ParseTest, L4FieldsComeFromWithinTheIpLengthNeverFromPadding) {
                   .tcp(80, 0x02)
                   .build();
   tiny[14 + 2] = 0;
-  tiny[14 + 3] = 28;  // total length: IP header + 8 bytes
+  tiny[14 + 3] = 28;               // total length: IP header + 8 bytes
   EXPECT_EQ(run(tiny), XDP_PASS);  // malformed, passed by the policy
   EXPECT_EQ(run(tiny), XDP_PASS);  // and never charged to the SYN rule
   EXPECT_EQ(counted(FG_VERDICT_PASS, FG_REASON_MALFORMED), 2u);

@@ -273,8 +273,7 @@ TEST(ConfigParser, AListFileMustBeARegularFileOfBoundedSize) {
     Diagnostics diagnostics;
     loadConfig((dir.path() / "floodgate.yaml").string(), diagnostics);  // returns: no hang
     ASSERT_EQ(diagnostics.size(), 1u) << name;
-    EXPECT_EQ(diagnostics.items()[0].message,
-              "cannot read CIDR file '" + name + "': " + reason);
+    EXPECT_EQ(diagnostics.items()[0].message, "cannot read CIDR file '" + name + "': " + reason);
   }
 }
 

@@ -76,8 +76,8 @@ TEST_F(FloodE2eTest, Ipv4FramesArriveAndFloodgateCountsEveryOne) {
   attach({"--rate", "1000", "--burst", "100"});
   // paced well below what one CPU sends, so the veth queue rarely fills
   // a second of it: one late kernel call (25 ms on some machines) is then 2.5% of the rate
-  nlohmann::json report = flood({"--dst", LabNetwork::kTargetAddress, "--count", "100000",
-                                 "--rate", "100k", "--sources", "16"});
+  nlohmann::json report = flood({"--dst", LabNetwork::kTargetAddress, "--count", "100000", "--rate",
+                                 "100k", "--sources", "16"});
   ASSERT_FALSE(report.is_discarded());
   EXPECT_EQ(report["sent"], 100000);
   // the rate asked is the rate sent, however much one kernel call costs on this machine

@@ -128,7 +128,8 @@ TEST_F(PacketPathE2eTest, DeniedAndBannedSourcesStayOutWhateverTheFrameHoldsOrLa
   const std::string config = write(
       "config.yaml", std::string("defaults: {malformed: pass, fragments: pass, "
                                  "unknown_ipv6_ext: pass}\n") +
-                         "deny: [" + kDeniedV4 + ", \"2001:db8:bad::/48\"]\n"
+                         "deny: [" + kDeniedV4 +
+                         ", \"2001:db8:bad::/48\"]\n"
                          "rules:\n  - name: per-source\n    limit: {pps: 1000, burst: 1000}\n");
   CommandResult attached = run({"attach", lab_->targetInterface(), "--config", config});
   ASSERT_EQ(attached.exit_code, 0) << attached.err;
@@ -163,11 +164,10 @@ TEST_F(PacketPathE2eTest, DeniedAndBannedSourcesStayOutWhateverTheFrameHoldsOrLa
 
 TEST_F(PacketPathE2eTest, ABanLastsAsLongAsAskedAndNoLonger) {
   ASSERT_EQ(run({"attach", lab_->targetInterface(), "--rate", "1000"}).exit_code, 0);
-  CommandResult two_days =
-      run({"ban", "add", lab_->targetInterface(), kBannedV4, "--for", "2d"});
+  CommandResult two_days = run({"ban", "add", lab_->targetInterface(), kBannedV4, "--for", "2d"});
   ASSERT_EQ(two_days.exit_code, 0) << two_days.err;
-  EXPECT_EQ(two_days.out, std::string("banned ") + kBannedV4 + " on " +
-                              lab_->targetInterface() + " for 2d\n");
+  EXPECT_EQ(two_days.out,
+            std::string("banned ") + kBannedV4 + " on " + lab_->targetInterface() + " for 2d\n");
   CommandResult list = run({"ban", "list", lab_->targetInterface(), "--json"});
   ASSERT_EQ(list.exit_code, 0) << list.err;
   nlohmann::json bans = nlohmann::json::parse(list.out)["bans"];
@@ -201,9 +201,11 @@ TEST_F(PacketPathE2eTest, AnInterfaceNameThatIsNotOneChangesNothing) {
   for (const std::string& name :
        {std::string(".."), std::string(""), std::string("."), std::string("a/b"),
         std::string("../../fs/bpf"), std::string("eth0\x01"), std::string("sixteen-chars-xx")}) {
-    for (const std::vector<std::string>& verb :
-         {std::vector<std::string>{"detach", name}, {"stats", name}, {"ban", "list", name},
-          {"ban", "add", name, "192.0.2.1"}, {"deny", "add", name, "192.0.2.1"}}) {
+    for (const std::vector<std::string>& verb : {std::vector<std::string>{"detach", name},
+                                                 {"stats", name},
+                                                 {"ban", "list", name},
+                                                 {"ban", "add", name, "192.0.2.1"},
+                                                 {"deny", "add", name, "192.0.2.1"}}) {
       CommandResult r = run(verb);
       EXPECT_EQ(r.exit_code, 2) << verb[0] << " '" << name << "': " << r.err;
       EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "one line: " << r.err;
@@ -221,8 +223,9 @@ TEST_F(PacketPathE2eTest, AListThatIsAFifoOrHugeIsRefusedAndTheRunningRulesStay)
   ASSERT_EQ(run({"attach", lab_->targetInterface(), "--config", good}).exit_code, 0);
   const std::string fifo = dir_ + "/deny.fifo";
   ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
-  const std::string bad = write(
-      "bad.yaml", "deny:\n  - file: " + fifo + "\nrules:\n  - name: changed\n    limit: {pps: 5}\n");
+  const std::string bad =
+      write("bad.yaml",
+            "deny:\n  - file: " + fifo + "\nrules:\n  - name: changed\n    limit: {pps: 5}\n");
   const auto start = std::chrono::steady_clock::now();
   CommandResult r = run({"reload", lab_->targetInterface(), "--config", bad});
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20)) << "no hang";

@@ -63,7 +63,8 @@ class ReloadE2eTest : public ::testing::Test {
   uint64_t countedPackets() {
     CommandResult r = run({"stats", lab_->targetInterface(), "--json"});
     uint64_t all = 0;
-    for (const auto& row : nlohmann::json::parse(r.out)["counters"]) all += row["packets"].get<uint64_t>();
+    for (const auto& row : nlohmann::json::parse(r.out)["counters"])
+      all += row["packets"].get<uint64_t>();
     return all;
   }
 
@@ -150,8 +151,9 @@ TEST_F(ReloadE2eTest, SetAndBanTakeEffectAtOnce) {
   auto slow = sendUdp(traffic(kFlooder, 0.5, 1, 4000));
   ASSERT_TRUE(slow.ok());
   // every packet of the slow phase counted before the fast one starts
-  for (int i = 0; i < 100 && packets("pass", "default") + packets("drop", "rate") +
-                                     lab_->senderQueueDrops() < slow->sent;
+  for (int i = 0;
+       i < 100 &&
+       packets("pass", "default") + packets("drop", "rate") + lab_->senderQueueDrops() < slow->sent;
        ++i) {
     usleep(10000);
   }

@@ -32,8 +32,9 @@ Status addBans(const BanFlags& flags) {
     auto parsed = parseDuration(flags.duration);
     if (!parsed) return Error::usage("--for: " + parsed.error().message);
     if (*parsed > kMaxBanNs) {
-      return Error::usage("--for is at most 30d: a source to keep out for longer belongs on "
-                          "the deny list (floodgate deny add)");
+      return Error::usage(
+          "--for is at most 30d: a source to keep out for longer belongs on "
+          "the deny list (floodgate deny add)");
     }
     duration_ns = *parsed;
   }

@@ -107,8 +107,8 @@ bool ipv4Mapped(const Cidr& cidr) {
   return cidr.addr[10] == 0xff && cidr.addr[11] == 0xff;
 }
 
-void listWarnings(const std::optional<std::vector<Cidr>>& list, const char* name,
-                  const char* verb, std::vector<std::string>& out) {
+void listWarnings(const std::optional<std::vector<Cidr>>& list, const char* name, const char* verb,
+                  std::vector<std::string>& out) {
   if (!list) return;
   for (const Cidr& cidr : *list) {
     if (cidr.prefix == 0) {

@@ -3,8 +3,6 @@
 // operations behind every CLI command.
 #include "controller/limiter.h"
 
-#include "common/text.h"
-
 #include <bpf/bpf.h>
 #include <sys/mman.h>
 #include <sys/random.h>

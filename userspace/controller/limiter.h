@@ -14,8 +14,8 @@
 #include "controller/rule_spec.h"
 #include "floodgate_shared.h"
 #include "kernel/bpf_map.h"
-#include "kernel/writer_lock.h"
 #include "kernel/mapped_value.h"
+#include "kernel/writer_lock.h"
 #include "kernel/xdp_program.h"
 
 namespace floodgate {

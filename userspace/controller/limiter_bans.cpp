@@ -65,7 +65,8 @@ Status putBan(BpfMap<Key, fg_ban>& trie, const Key& key, const fg_ban& ban, BanU
       if (*erased) entries.fetch_sub(1);
       continue;
     }
-    const bool outlasts = existing->expires == 0 || (ban.expires != 0 && existing->expires >= ban.expires);
+    const bool outlasts =
+        existing->expires == 0 || (ban.expires != 0 && existing->expires >= ban.expires);
     if (update == BanUpdate::kExtend && outlasts) return okStatus();
     Result<bool> replaced = trie.replaceExisting(key, ban);
     if (!replaced) return replaced.error();
@@ -93,11 +94,10 @@ Status Limiter::banAdd(const Cidr& cidr, uint64_t duration_ns, BanUpdate update)
   ban.rule_id = FG_BAN_MANUAL;
   const uint64_t second = 1'000'000'000ULL / tickNs();
   uint32_t& count = settings_value_.get()->ban_entries[static_cast<int>(cidr.family)];
-  return cidr.family == Family::kV4
-             ? putBan(bans_v4_, banKey<fg_lpm_v4>(cidr), ban, update, *now, second, count,
-                      interface_)
-             : putBan(bans_v6_, banKey<fg_lpm_v6>(cidr), ban, update, *now, second, count,
-                      interface_);
+  return cidr.family == Family::kV4 ? putBan(bans_v4_, banKey<fg_lpm_v4>(cidr), ban, update, *now,
+                                             second, count, interface_)
+                                    : putBan(bans_v6_, banKey<fg_lpm_v6>(cidr), ban, update, *now,
+                                             second, count, interface_);
 }
 
 Result<bool> Limiter::banRemove(const Cidr& cidr) {

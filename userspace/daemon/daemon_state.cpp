@@ -337,11 +337,10 @@ void DaemonState::housekeep() {
       for (const RuleCounters& rule : *rules) failed += rule.table[FG_TABLE_BAN_FAILED];
       uint64_t& seen = bans_failed_seen_[name];
       if (failed > seen) {
-        warnings.push_back("event=bans_failed interface=" + name +
-                           " count=" + std::to_string(failed - seen) +
-                           " reason=\"rule bans filled the ban table up to the " +
-                           std::to_string(FG_BAN_RESERVE) +
-                           " entries kept for manual bans and escalations\"");
+        warnings.push_back(
+            "event=bans_failed interface=" + name + " count=" + std::to_string(failed - seen) +
+            " reason=\"rule bans filled the ban table up to the " + std::to_string(FG_BAN_RESERVE) +
+            " entries kept for manual bans and escalations\"");
       }
       seen = failed;
     }

@@ -52,8 +52,7 @@ class KernelSendDriver final : public SendDriver {
   uint64_t nowNs() override {
     timespec ts{};
     clock_gettime(CLOCK_MONOTONIC, &ts);
-    return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ULL +
-           static_cast<uint64_t>(ts.tv_nsec);
+    return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ULL + static_cast<uint64_t>(ts.tv_nsec);
   }
 
   void sleepNs(uint64_t ns) override {
@@ -203,8 +202,7 @@ Result<FloodReport> runFlood(FloodOptions options, const std::atomic<bool>* stop
   Pacer pacer(options.rate_pps, options.duration_ns, options.batch);
   KernelSendDriver sender(*program, *ifindex, options.batch, options.interface,
                           veth ? std::optional<VethXdpCounters>(before) : std::nullopt);
-  auto outcome =
-      runSendLoop(pacer, SendLimits{options.count, options.duration_ns}, sender, stop);
+  auto outcome = runSendLoop(pacer, SendLimits{options.count, options.duration_ns}, sender, stop);
   if (!outcome) return outcome.error();
   report.sent = outcome->sent;
   report.calls = outcome->calls;

@@ -52,7 +52,8 @@ struct FloodReport {
   // A paced run that ran its course below 95% of the rate asked: this machine's calls
   // cannot carry it.
   bool rateOutOfReach() const {
-    return rate_pps > 0 && !interrupted && packetsPerSecond() < 0.95 * static_cast<double>(rate_pps);
+    return rate_pps > 0 && !interrupted &&
+           packetsPerSecond() < 0.95 * static_cast<double>(rate_pps);
   }
 };
 

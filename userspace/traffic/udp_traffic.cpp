@@ -61,10 +61,12 @@ Result<SocketAddress> toSocketAddress(const std::string& text, uint16_t port) {
 Status enterNetns(const std::string& netns) {
   if (netns.empty()) return okStatus();
   int fd = open(netns.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return Error::failure("cannot open network namespace " + netns + ": " + std::strerror(errno));
+  if (fd < 0)
+    return Error::failure("cannot open network namespace " + netns + ": " + std::strerror(errno));
   int err = setns(fd, CLONE_NEWNET);
   close(fd);
-  if (err != 0) return Error::failure("cannot enter network namespace " + netns + ": " + std::strerror(errno));
+  if (err != 0)
+    return Error::failure("cannot enter network namespace " + netns + ": " + std::strerror(errno));
   return okStatus();
 }
 

@@ -4,11 +4,10 @@
 #pragma once
 
 #include <atomic>
-#include <limits>
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <string>
-#include <atomic>
 #include <thread>
 #include <vector>
 
