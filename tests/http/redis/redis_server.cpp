@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Starting, killing and restarting private redis-server processes for the redis tests.
+// Private redis-server processes for the redis tests: started, killed, frozen and restarted.
 #include "redis/redis_server.h"
 
 #include <netinet/in.h>
@@ -131,6 +131,17 @@ void RedisServer::kill() {
   ::kill(pid_, SIGKILL);
   waitpid(pid_, nullptr, 0);
   pid_ = -1;
+}
+
+void RedisServer::freeze() {
+  if (pid_ <= 0) return;
+  ::kill(pid_, SIGSTOP);
+  int status = 0;
+  if (waitpid(pid_, &status, WUNTRACED) == pid_ && !WIFSTOPPED(status)) pid_ = -1;  // had died
+}
+
+void RedisServer::thaw() {
+  if (pid_ > 0) ::kill(pid_, SIGCONT);
 }
 
 bool RedisServer::restart() {

@@ -25,6 +25,11 @@ class RedisServer {
   // SIGKILL, as a crash would; then start again on the same port and directory.
   void kill();
   bool restart();
+  // SIGSTOP, as a server stuck in a long command or swapped out would be: the kernel still
+  // accepts connections and requests for it, but nothing is answered until thaw(). Returns
+  // once the process has stopped.
+  void freeze();
+  void thaw();
   // Runs one command on its own connection (2 s timeout); an Error if it could not.
   Result<redis::Reply> command(const redis::Command& command) const;
 
