@@ -303,6 +303,18 @@ TEST(ConfigParser, ACatchAllOrAMappedPrefixIsWarnedAbout) {
   EXPECT_TRUE(configWarnings(parseClean("allow: [10.0.0.0/8]\n")).empty());
 }
 
+TEST(ConfigParser, CheckWarnsOnTrustingEveryProxy) {
+  FloodgateConfig config = parseClean(
+      "http:\n  trusted_proxies: [10.0.0.1, 0.0.0.0/0, \"::/0\"]\n"
+      "  client_header: x-forwarded-for\n");
+  const std::string tail =
+      ": every client is then believed about who it is, so any client picks its own key and "
+      "can get another address banned; list only your proxies";
+  EXPECT_EQ(configWarnings(config),
+            (std::vector<std::string>{"http.trusted_proxies holds 0.0.0.0/0" + tail,
+                                      "http.trusted_proxies holds ::/0" + tail}));
+}
+
 TEST(ConfigParser, ListLargerThanListSizeIsAnError) {
   EXPECT_EQ(
       parseErrors("defaults: {list_size: 2}\nallow: [192.0.2.1, 192.0.2.2, 192.0.2.3, \"::1\"]\n"),
@@ -329,6 +341,7 @@ rules:
   - {name: r, limit: {pps: 1k}}
 http:
   trusted_proxies: [10.0.0.0/8]
+  client_header: x-forwarded-for
   policies:
     - {name: per-ip, key: ip, algorithm: fixed_window, limit: 300, window_ms: 60000}
 )");

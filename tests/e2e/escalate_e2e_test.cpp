@@ -25,6 +25,7 @@ namespace {
 constexpr const char* kAbuser = "198.18.0.2";
 constexpr const char* kClient = "198.18.0.3";
 constexpr int kServicePort = 8080;
+constexpr int kProxyPort = 8081;
 constexpr int kMetricsPort = 9477;
 constexpr int kRedisPort = 6390;  // inside the target namespace: its own ports
 
@@ -41,6 +42,7 @@ class EscalateE2eTest : public ::testing::Test {
     config_ = dir_ + "/floodgate.yaml";
   }
   void TearDown() override {
+    proxy_ = ChildProcess();
     service_ = ChildProcess();
     daemon_ = ChildProcess();
     redis_ = ChildProcess();
@@ -48,11 +50,12 @@ class EscalateE2eTest : public ::testing::Test {
   }
 
   // The config both read: `store` and `escalate` are the lines of http.store and http.escalate.
-  void writeConfig(const std::string& store, const std::string& escalate) {
+  void writeConfig(const std::string& store, const std::string& escalate,
+                   const std::string& clients = "") {
     std::ofstream(config_) << "interfaces: [" << lab_->targetInterface() << "]\n"
                            << "rules:\n  - name: per-source\n    limit: {pps: 100k}\n"
                            << "http:\n"
-                           << store << "  policies:\n"
+                           << clients << store << "  policies:\n"
                            << "    - name: per-ip\n      key: ip\n      algorithm: fixed_window\n"
                            << "      limit: 5\n      window_ms: 1000\n"
                            << escalate;
@@ -89,6 +92,19 @@ class EscalateE2eTest : public ::testing::Test {
                     "/reports.sock, redis_stream: fg:reports, secret_file: " + secret + "}\n");
   }
 
+  // The service listens on loopback behind a proxy that appends X-Forwarded-For (as nginx
+  // does by default); the abuser forges every client header, naming the polite client.
+  void configureBehindProxy() {
+    writeConfig(
+        "",
+        "  escalate: {rejections: 10, within: 10s, ban: 3s, socket: " + dir_ + "/reports.sock}\n",
+        "  trusted_proxies: [127.0.0.1]\n  client_header: x-forwarded-for\n");
+    behind_proxy_ = true;
+    forged_ = {{"Forwarded", std::string("for=") + kClient},
+               {"X-Forwarded-For", kClient},
+               {"X-Real-IP", kClient}};
+  }
+
   void startBoth() {
     auto daemon = ChildProcess::start(
         {"nsenter", "--net=" + lab_->targetNetns(), FLOODGATE_BIN, "run", "--config", config_,
@@ -97,12 +113,22 @@ class EscalateE2eTest : public ::testing::Test {
     ASSERT_TRUE(daemon.ok()) << daemon.error().message;
     daemon_ = std::move(*daemon);
     for (int i = 0; i < 100 && !std::ifstream(dir_ + "/reports.sock"); ++i) usleep(50000);
+    const std::string service_host = behind_proxy_ ? "127.0.0.1" : LabNetwork::kTargetAddress;
     auto service = ChildProcess::start(
         {"nsenter", "--net=" + lab_->targetNetns(), FLOODGATE_HTTP_EXAMPLE_BIN, "--config", config_,
-         "--listen", std::string(LabNetwork::kTargetAddress) + ":" + std::to_string(kServicePort)},
+         "--listen", service_host + ":" + std::to_string(kServicePort)},
         dir_ + "/service.log");
     ASSERT_TRUE(service.ok()) << service.error().message;
     service_ = std::move(*service);
+    if (behind_proxy_) {
+      auto proxy =
+          ChildProcess::start({"nsenter", "--net=" + lab_->targetNetns(), FLOODGATE_TEST_PROXY_BIN,
+                               LabNetwork::kTargetAddress, std::to_string(kProxyPort), "127.0.0.1",
+                               std::to_string(kServicePort)},
+                              dir_ + "/proxy.log");
+      ASSERT_TRUE(proxy.ok()) << proxy.error().message;
+      proxy_ = std::move(*proxy);
+    }
     for (int i = 0; i < 100; ++i) {
       if (get(kClient).status == 200) return;
       usleep(50000);
@@ -145,9 +171,11 @@ class EscalateE2eTest : public ::testing::Test {
         << metrics.body;
   }
 
+  // A GET from `source`, through the proxy when there is one; the abuser sends forged_.
   HttpReply get(const char* source, int timeout_s = 2) {
-    return httpGetFrom(lab_->senderNetns(), source, LabNetwork::kTargetAddress, kServicePort,
-                       "/api/items", timeout_s);
+    return httpGetFrom(lab_->senderNetns(), source, LabNetwork::kTargetAddress,
+                       behind_proxy_ ? kProxyPort : kServicePort, "/api/items", timeout_s,
+                       std::string(source) == kAbuser ? forged_ : decltype(forged_){});
   }
 
   uint64_t banDrops() {
@@ -162,13 +190,28 @@ class EscalateE2eTest : public ::testing::Test {
 
   std::unique_ptr<LabNetwork> lab_;
   std::string dir_, config_;
-  ChildProcess redis_, daemon_, service_;  // after lab_: gone before the namespaces
+  bool behind_proxy_ = false;
+  std::vector<std::pair<std::string, std::string>> forged_;
+  ChildProcess redis_, daemon_, service_, proxy_;  // after lab_: gone before the namespaces
 };
 
 TEST_F(EscalateE2eTest, AnAbuserGets429sThenAnXdpBanThatEndsWhileAPoliteClientIsUntouched) {
   configureSocket();
   startBoth();
   floodUntilBannedThenServedAgain("pid ");
+}
+
+// Behind a proxy that appends only X-Forwarded-For, the abuser sends Forwarded,
+// X-Forwarded-For and X-Real-IP naming the polite client: its key, its 429s and its ban are
+// still its own address, the polite client is never touched, and the proxy is never banned.
+TEST_F(EscalateE2eTest, BehindAProxyForgedClientHeadersChooseNeitherTheKeyNorWhoIsBanned) {
+  configureBehindProxy();
+  startBoth();
+  floodUntilBannedThenServedAgain("pid ");
+  const std::string log = daemon_.log();
+  EXPECT_EQ(log.find("source=" + std::string(kClient)), std::string::npos) << log;
+  EXPECT_EQ(log.find("source=127.0.0.1"), std::string::npos) << log;
+  EXPECT_EQ(log.find("escalation_refused"), std::string::npos) << log;
 }
 
 TEST_F(EscalateE2eTest, AFleetServiceReportsThroughTheSignedRedisStream) {

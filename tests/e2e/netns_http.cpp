@@ -20,7 +20,8 @@ HttpReply httpGetIn(const std::string& netns, int port, const std::string& targe
 }
 
 HttpReply httpGetFrom(const std::string& netns, const std::string& source, const std::string& host,
-                      int port, const std::string& target, int timeout_s) {
+                      int port, const std::string& target, int timeout_s,
+                      const std::vector<std::pair<std::string, std::string>>& headers) {
   HttpReply reply;
   std::thread worker([&] {
     int fd = open(netns.c_str(), O_RDONLY | O_CLOEXEC);
@@ -40,7 +41,8 @@ HttpReply httpGetFrom(const std::string& netns, const std::string& source, const
         bind(sock, reinterpret_cast<sockaddr*>(&local), sizeof(local));
       });
     }
-    auto res = client.Get(target);
+    httplib::Headers sent(headers.begin(), headers.end());
+    auto res = client.Get(target, sent);
     if (!res) return;
     reply.status = res->status;
     reply.body = res->body;

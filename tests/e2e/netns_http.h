@@ -4,6 +4,8 @@
 #pragma once
 
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace floodgate::test {
 
@@ -17,10 +19,11 @@ struct HttpReply {
 HttpReply httpGetIn(const std::string& netns, int port, const std::string& target);
 
 // GET http://HOST:PORT/TARGET in `netns` from the local address `source` (empty: the
-// kernel picks it), with a timeout
-// of `timeout_s` seconds for connecting and reading.
+// kernel picks it), with a timeout of `timeout_s` seconds for connecting and reading, and
+// `headers` sent as given.
 HttpReply httpGetFrom(const std::string& netns, const std::string& source, const std::string& host,
-                      int port, const std::string& target, int timeout_s = 2);
+                      int port, const std::string& target, int timeout_s = 2,
+                      const std::vector<std::pair<std::string, std::string>>& headers = {});
 
 // Percent-encodes a query parameter value.
 std::string urlEncode(const std::string& value);

@@ -37,70 +37,102 @@ TEST(Cidr, ContainsByPrefix) {
   EXPECT_FALSE(Cidr::parse("10.0.0.0/"));
 }
 
+// The client as text, or "?" when it cannot be told.
+std::string client(std::string_view peer, ClientHeader header, std::vector<std::string_view> values,
+                   const TrustedProxies& trusted) {
+  auto address = clientAddress(peer, header, values, trusted);
+  return address ? address->toString() : "?";
+}
+
+constexpr ClientHeader kXff = ClientHeader::kXForwardedFor;
+constexpr ClientHeader kFwd = ClientHeader::kForwarded;
+constexpr ClientHeader kReal = ClientHeader::kXRealIp;
+
 TEST(ClientIp, UntrustedPeerIgnoresEveryHeader) {
   TrustedProxies trusted = proxies({"10.0.0.0/8"});
-  EXPECT_EQ(clientIp("203.0.113.9", {"for=1.2.3.4"}, {"1.2.3.4"}, trusted), "203.0.113.9");
+  EXPECT_EQ(client("203.0.113.9", kXff, {"1.2.3.4"}, trusted), "203.0.113.9");
+  EXPECT_EQ(client("203.0.113.9", kFwd, {"for=1.2.3.4"}, trusted), "203.0.113.9");
 }
 
 TEST(ClientIp, NoTrustedProxiesMeansThePeer) {
-  EXPECT_EQ(clientIp("203.0.113.9", {}, {"1.2.3.4"}, TrustedProxies()), "203.0.113.9");
+  EXPECT_EQ(client("203.0.113.9", ClientHeader::kNone, {}, TrustedProxies()), "203.0.113.9");
 }
 
 TEST(ClientIp, WalksRightToLeftPastTrustedHops) {
   TrustedProxies trusted = proxies({"10.0.0.0/8"});
   // The client forged "6.6.6.6"; the first proxy appended the real client 198.51.100.7.
-  EXPECT_EQ(clientIp("10.0.0.2", {}, {"6.6.6.6, 198.51.100.7, 10.0.0.1"}, trusted), "198.51.100.7");
+  EXPECT_EQ(client("10.0.0.2", kXff, {"6.6.6.6, 198.51.100.7, 10.0.0.1"}, trusted), "198.51.100.7");
 }
 
 TEST(ClientIp, ForgedHeaderFromAClientBehindOneProxyDoesNotChooseTheKey) {
   TrustedProxies trusted = proxies({"10.0.0.1"});
-  EXPECT_EQ(clientIp("10.0.0.1", {}, {"127.0.0.1, 203.0.113.50"}, trusted), "203.0.113.50");
+  EXPECT_EQ(client("10.0.0.1", kXff, {"127.0.0.1, 203.0.113.50"}, trusted), "203.0.113.50");
 }
 
 TEST(ClientIp, SeveralHeaderLinesAreOneList) {
   TrustedProxies trusted = proxies({"10.0.0.0/8"});
-  EXPECT_EQ(clientIp("10.0.0.2", {}, {"6.6.6.6", "198.51.100.7, 10.1.1.1"}, trusted),
+  EXPECT_EQ(client("10.0.0.2", kXff, {"6.6.6.6", "198.51.100.7, 10.1.1.1"}, trusted),
             "198.51.100.7");
 }
 
-TEST(ClientIp, AllHopsTrustedMeansTheLeftmost) {
+TEST(ClientIp, ATrustedProxyIsNeverTheClient) {
   TrustedProxies trusted = proxies({"10.0.0.0/8"});
-  EXPECT_EQ(clientIp("10.0.0.2", {}, {"10.9.9.9, 10.0.0.1"}, trusted), "10.9.9.9");
+  EXPECT_EQ(client("10.0.0.2", kXff, {"10.9.9.9, 10.0.0.1"}, trusted), "?");
+  EXPECT_EQ(client("10.0.0.2", kXff, {}, trusted), "?");  // a proxy that named nobody
 }
 
-TEST(ClientIp, GarbageHopStopsTheWalkAtTheLastTrustedHop) {
+TEST(ClientIp, AHopThatIsNotAnAddressLeavesTheClientUnknown) {
   TrustedProxies trusted = proxies({"10.0.0.0/8"});
-  EXPECT_EQ(clientIp("10.0.0.2", {}, {"1.2.3.4, not-an-ip, 10.0.0.1"}, trusted), "10.0.0.1");
-  EXPECT_EQ(clientIp("10.0.0.2", {}, {"1.2.3.4, unknown"}, trusted), "10.0.0.2");
+  EXPECT_EQ(client("10.0.0.2", kXff, {"1.2.3.4, not-an-ip, 10.0.0.1"}, trusted), "?");
+  EXPECT_EQ(client("10.0.0.2", kXff, {"1.2.3.4, unknown"}, trusted), "?");
+  EXPECT_EQ(client("10.0.0.2", kFwd, {"for=1.2.3.4, for=_hidden, for=10.0.0.3"}, trusted), "?");
+  EXPECT_EQ(client("a-unix-socket", kXff, {"1.2.3.4"}, trusted), "?");
 }
 
 TEST(ClientIp, ForwardedHeaderWithQuotesPortsAndIpv6) {
   TrustedProxies trusted = proxies({"10.0.0.0/8", "2001:db8:ffff::/48"});
-  EXPECT_EQ(clientIp("10.0.0.2", {R"(for=6.6.6.6, for="[2001:db8:cafe::17]:4711";proto=https)"}, {},
-                     trusted),
+  EXPECT_EQ(client("10.0.0.2", kFwd, {R"(for=6.6.6.6, for="[2001:db8:cafe::17]:4711";proto=https)"},
+                   trusted),
             "2001:db8:cafe::17");
-  EXPECT_EQ(clientIp("10.0.0.2", {"For=\"192.0.2.43:47011\";by=10.0.0.2"}, {}, trusted),
+  EXPECT_EQ(client("10.0.0.2", kFwd, {"For=\"192.0.2.43:47011\";by=10.0.0.2"}, trusted),
             "192.0.2.43");
-  EXPECT_EQ(clientIp("10.0.0.2", {"proto=https;for=198.51.100.1, for=10.0.0.5"}, {}, trusted),
+  EXPECT_EQ(client("10.0.0.2", kFwd, {"proto=https;for=198.51.100.1, for=10.0.0.5"}, trusted),
             "198.51.100.1");
 }
 
-TEST(ClientIp, ForwardedTakesPrecedenceOverXForwardedFor) {
+TEST(ClientIp, XRealIpHoldsOneAddressOrNothingIsBelieved) {
   TrustedProxies trusted = proxies({"10.0.0.0/8"});
-  EXPECT_EQ(clientIp("10.0.0.2", {"for=198.51.100.1"}, {"6.6.6.6"}, trusted), "198.51.100.1");
-}
-
-TEST(ClientIp, ObfuscatedForwardedNodeStopsTheWalk) {
-  TrustedProxies trusted = proxies({"10.0.0.0/8"});
-  EXPECT_EQ(clientIp("10.0.0.2", {"for=1.2.3.4, for=_hidden, for=10.0.0.3"}, {}, trusted),
-            "10.0.0.3");
+  EXPECT_EQ(client("10.0.0.2", kReal, {"198.51.100.9"}, trusted), "198.51.100.9");
+  // a client's own line beside the proxy's, or a list: which is whose cannot be told
+  EXPECT_EQ(client("10.0.0.2", kReal, {"6.6.6.6", "198.51.100.9"}, trusted), "?");
+  EXPECT_EQ(client("10.0.0.2", kReal, {"6.6.6.6, 198.51.100.9"}, trusted), "?");
+  EXPECT_EQ(client("10.0.0.2", kReal, {"10.0.0.7"}, trusted), "?");
 }
 
 TEST(ClientIp, PeerWithPortAndMappedAddressesAreNormalised) {
   TrustedProxies trusted = proxies({"10.0.0.0/8"});
-  EXPECT_EQ(clientIp("::ffff:203.0.113.9", {}, {}, trusted), "203.0.113.9");
-  EXPECT_EQ(clientIp("10.0.0.2", {}, {"[2001:db8::1]:8080"}, trusted), "2001:db8::1");
-  EXPECT_EQ(clientIp("10.0.0.2", {}, {"198.51.100.3:5555"}, trusted), "198.51.100.3");
+  EXPECT_EQ(client("::ffff:203.0.113.9", kXff, {}, trusted), "203.0.113.9");
+  EXPECT_EQ(client("10.0.0.2", kXff, {"[2001:db8::1]:8080"}, trusted), "2001:db8::1");
+  EXPECT_EQ(client("10.0.0.2", kXff, {"198.51.100.3:5555"}, trusted), "198.51.100.3");
+}
+
+TEST(ClientIp, HeaderNamesParseAsTheConfigSpellsThem) {
+  EXPECT_EQ(parseClientHeader("x-forwarded-for"), kXff);
+  EXPECT_EQ(parseClientHeader("X-Real-IP"), kReal);
+  EXPECT_EQ(parseClientHeader("forwarded"), kFwd);
+  EXPECT_EQ(parseClientHeader("none"), ClientHeader::kNone);
+  EXPECT_FALSE(parseClientHeader("true-client-ip"));
+}
+
+TEST(ClientKey, Ipv6ClientsAreKeyedByTheirPrefix) {
+  auto a = *IpAddress::parse("2001:db8:1:2:aaaa::1");
+  auto b = *IpAddress::parse("2001:db8:1:2:ffff::9");
+  EXPECT_EQ(clientKey(a, 64), "2001:db8:1:2::/64");
+  EXPECT_EQ(clientKey(a, 64), clientKey(b, 64));
+  EXPECT_EQ(clientKey(a, 128), "2001:db8:1:2:aaaa::1");
+  EXPECT_EQ(clientKey(a, 48), "2001:db8:1::/48");
+  EXPECT_EQ(clientKey(*IpAddress::parse("2001:db8:1:2:aaaa::1"), 60), "2001:db8:1::/60");
+  EXPECT_EQ(clientKey(*IpAddress::parse("198.51.100.7"), 64), "198.51.100.7");
 }
 
 }  // namespace

@@ -17,6 +17,7 @@ constexpr const char* kValid = R"(interfaces:
 rules: whatever the XDP side wants
 http:
   trusted_proxies: [10.0.0.0/8, "::1"]
+  client_header: x-forwarded-for
   store:
     type: memory
     max_keys: 5000
@@ -110,8 +111,50 @@ TEST(HttpConfig, BadKeyProxyAndUnknownField) {
   EXPECT_EQ(firstError("http:\n  trusted_proxies: [10.0.0.0/8, 300.1.1.1]\n"),
             "f.yaml:2:33: '300.1.1.1' is not an address or CIDR prefix (e.g. 10.0.0.0/8, ::1)");
   EXPECT_EQ(firstError("http:\n  polices: []\n"),
-            "f.yaml:2:3: unknown key 'polices' in http (expected one of: trusted_proxies, store, "
-            "policies, escalate, publish)");
+            "f.yaml:2:3: unknown key 'polices' in http (expected one of: trusted_proxies, "
+            "client_header, ipv6_prefix, store, policies, escalate, publish)");
+}
+
+TEST(HttpConfig, TheClientHeaderIsChosenNeverGuessed) {
+  auto config = parseHttpConfigText(
+      "http:\n  trusted_proxies: [10.0.0.0/8]\n  client_header: Forwarded\n  ipv6_prefix: 56\n",
+      "f.yaml");
+  ASSERT_TRUE(config.ok()) << config.error().message;
+  EXPECT_EQ(config->client_header, ClientHeader::kForwarded);
+  EXPECT_EQ(config->ipv6_prefix, 56);
+  auto plain = parseHttpConfigText("http:\n  policies: []\n", "f.yaml");
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(plain->client_header, ClientHeader::kNone);
+  EXPECT_EQ(plain->ipv6_prefix, 64);
+
+  EXPECT_EQ(firstError("http:\n  trusted_proxies: [10.0.0.0/8]\n"),
+            "f.yaml:2:20: http.trusted_proxies needs http.client_header: the header those "
+            "proxies name the client in (x-forwarded-for behind nginx or HAProxy, forwarded, or "
+            "x-real-ip)");
+  EXPECT_EQ(firstError("http:\n  client_header: x-forwarded-for\n"),
+            "f.yaml:2:18: http.client_header is read only from http.trusted_proxies: list the "
+            "proxies in front of the service, or set client_header: none");
+  EXPECT_EQ(firstError("http:\n  trusted_proxies: [10.0.0.1]\n  client_header: true-client-ip\n"),
+            "f.yaml:3:18: http.client_header 'true-client-ip' must be one of x-forwarded-for, "
+            "forwarded, x-real-ip or none");
+  EXPECT_EQ(firstError("http:\n  ipv6_prefix: 16\n"),
+            "f.yaml:2:16: http.ipv6_prefix must be between 32 and 128, got 16");
+}
+
+TEST(HttpConfig, EscalateNamesWhoMayReportAndHowOften) {
+  auto config = parseHttpConfigText(
+      "http:\n  escalate: {rejections: 5, within: 10s, ban: 1m, socket_group: floodgate,\n"
+      "    reporter_users: [www-data], reporter_groups: [web], max_bans_per_minute: 7}\n",
+      "f.yaml");
+  ASSERT_TRUE(config.ok()) << config.error().message;
+  EXPECT_EQ(config->escalate.socket_group, "floodgate");
+  EXPECT_EQ(config->escalate.reporter_users, std::vector<std::string>{"www-data"});
+  EXPECT_EQ(config->escalate.reporter_groups, std::vector<std::string>{"web"});
+  EXPECT_EQ(config->escalate.max_bans_per_minute, 7);
+  EXPECT_EQ(
+      firstError("http:\n  escalate: {rejections: 5, within: 10s, ban: 1m,\n"
+                 "    reporter_users: [\"root;rm\"]}\n"),
+      "f.yaml:3:22: http.escalate.reporter_users entry 'root;rm' is not a user or group name");
 }
 
 TEST(HttpConfig, EscalateHandsRepeatOffendersToTheController) {

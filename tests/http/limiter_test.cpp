@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "http/config_parser.h"
+#include "http/memory_store.h"
 
 namespace floodgate::http {
 namespace {
@@ -39,6 +40,7 @@ RequestInfo request(std::string_view method, std::string_view path, std::string_
 
 constexpr const char* kTwoPolicies = R"(http:
   trusted_proxies: [10.0.0.0/8]
+  client_header: x-forwarded-for
   policies:
     - name: per-key
       key: header:X-API-Key
@@ -145,6 +147,7 @@ TEST(Limiter, CostAboveTheBurstIsItsOwnOutcome) {
 TEST(Limiter, KeysFromHeaderUserAndTrustedProxy) {
   Fixture f(R"(http:
   trusted_proxies: [10.0.0.1]
+  client_header: x-forwarded-for
   policies:
     - name: per-user
       key: user
@@ -183,6 +186,79 @@ TEST(Limiter, ForgedForwardedForFromAnUntrustedPeerDoesNotChooseTheKey) {
   EXPECT_FALSE(
       f.limiter->check(request("GET", "/", "203.0.113.66", {{"X-Forwarded-For", "1.1.1.1"}}))
           .allowed());
+}
+
+// Behind a proxy that appends only X-Forwarded-For (nginx's and HAProxy's default), a
+// client's own Forwarded or X-Real-IP header is never read.
+TEST(Limiter, OnlyTheConfiguredHeaderNamesTheClient) {
+  Fixture f(R"(http:
+  trusted_proxies: [10.0.0.1]
+  client_header: x-forwarded-for
+  policies:
+    - name: per-ip
+      key: ip
+      algorithm: fixed_window
+      limit: 2
+      window_ms: 60000
+)");
+  for (const char* forged : {"for=192.0.2.1", "for=unknown", "for=10.0.0.1", "for=192.0.2.2"}) {
+    Verdict v = f.limiter->check(request(
+        "GET", "/", "10.0.0.1",
+        {{"Forwarded", forged}, {"X-Real-IP", "192.0.2.9"}, {"X-Forwarded-For", "203.0.113.4"}}));
+    EXPECT_EQ(v.client_ip, "203.0.113.4") << forged;
+    EXPECT_EQ(v.client_key, "203.0.113.4") << forged;
+  }
+}
+
+TEST(Limiter, ClientsThatCannotBeToldShareOneKeyAndAreNeverReportable) {
+  Fixture f(R"(http:
+  trusted_proxies: [10.0.0.0/8]
+  client_header: x-forwarded-for
+  policies:
+    - name: per-ip
+      key: ip
+      algorithm: fixed_window
+      limit: 2
+      window_ms: 60000
+)");
+  // every hop trusted, a hop that is not an address, no header at all: one shared key
+  const std::vector<std::vector<std::pair<std::string_view, std::string_view>>> cases = {
+      {{"X-Forwarded-For", "10.1.1.1"}}, {{"X-Forwarded-For", "unknown"}}, {}};
+  for (const auto& headers : cases) {
+    Verdict v = f.limiter->check(request("GET", "/", "10.0.0.2", headers));
+    EXPECT_TRUE(v.client_ip.empty());
+    EXPECT_TRUE(v.client_key.empty());  // nothing to report, so nobody to ban
+    ASSERT_EQ(v.decisions.size(), 1u);
+    EXPECT_EQ(v.decisions[0].key, kUnknownClientKey);
+  }
+  EXPECT_FALSE(f.limiter->check(request("GET", "/", "10.0.0.2", {})).allowed());
+  // a real client behind the same proxy has its own bucket
+  EXPECT_TRUE(
+      f.limiter->check(request("GET", "/", "10.0.0.2", {{"X-Forwarded-For", "198.51.100.1"}}))
+          .allowed());
+}
+
+TEST(Limiter, AnIpv6ClientRotatingInsideItsPrefixIsOneClient) {
+  Fixture f(R"(http:
+  ipv6_prefix: 64
+  policies:
+    - name: per-ip
+      key: ip
+      algorithm: fixed_window
+      limit: 3
+      window_ms: 60000
+)");
+  int admitted = 0;
+  for (int i = 1; i <= 10; ++i) {
+    std::string peer = "2001:db8:7:7::" + std::to_string(i);
+    Verdict v = f.limiter->check(request("GET", "/", peer));
+    EXPECT_EQ(v.client_ip, peer);
+    EXPECT_EQ(v.client_key, "2001:db8:7:7::/64");
+    admitted += v.allowed() ? 1 : 0;
+  }
+  EXPECT_EQ(admitted, 3);
+  EXPECT_TRUE(f.limiter->check(request("GET", "/", "2001:db8:7:8::1")).allowed());
+  EXPECT_EQ(dynamic_cast<MemoryStore&>(f.limiter->store(0)).stats().keys, 2);
 }
 
 // A store that is down, to exercise the failure modes.

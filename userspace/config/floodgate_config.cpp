@@ -133,6 +133,14 @@ std::vector<std::string> configWarnings(const FloodgateConfig& config) {
   std::vector<std::string> out;
   listWarnings(config.allow, "allow", "lets through, unlimited,", out);
   listWarnings(config.deny, "deny", "drops", out);
+  if (config.http) {
+    for (const http::Cidr& proxy : config.http->trusted_proxies) {
+      if (proxy.prefix_len != 0) continue;
+      out.push_back("http.trusted_proxies holds " + proxy.toString() +
+                    ": every client is then believed about who it is, so any client picks its "
+                    "own key and can get another address banned; list only your proxies");
+    }
+  }
   return out;
 }
 

@@ -86,6 +86,12 @@ Status DaemonState::applyLocked(bool& publish) {
     if (!options) return options.error();
     wanted.push_back(std::move(*options));
   }
+  ReporterAccess access;
+  if (cfg.http && cfg.http->escalate.enabled) {
+    auto resolved = ReporterAccess::resolve(cfg.http->escalate);
+    if (!resolved) return Error::failure(resolved.error().message + " (the running rules stay)");
+    access = std::move(*resolved);
+  }
 
   for (auto it = limiters_.begin(); it != limiters_.end();) {
     bool listed = false;
@@ -141,12 +147,16 @@ Status DaemonState::applyLocked(bool& publish) {
   configured_.clear();
   for (const auto& options : wanted) configured_.push_back(options.interface);
   allow_ = cfg.allow.value_or(std::vector<Cidr>{});
-  syncReports(cfg.http ? &*cfg.http : nullptr);
+  escalation_rules_ = escalationRules(allow_, cfg.http ? &*cfg.http : nullptr);
+  syncReports(cfg.http ? &*cfg.http : nullptr, std::move(access));
   publish = cfg.http && cfg.http->publish.enabled();
   return okStatus();
 }
 
-void DaemonState::syncReports(const http::HttpConfig* http) {
+void DaemonState::syncReports(const http::HttpConfig* http, ReporterAccess access) {
+  const bool regroup = access.socket_gid != reporter_access_.socket_gid;
+  reporter_access_ = std::move(access);
+  if (regroup) reports_.reset();  // bound again below, in its new group
   escalate_ = http ? http->escalate : http::EscalateConfig{};
   syncReportSocket(escalate_);
   syncReportStream(http);
@@ -187,13 +197,19 @@ void DaemonState::syncReportSocket(const http::EscalateConfig& escalate) {
   }
   if (reports_ && reports_->path() == escalate.socket) return;
   reports_.reset();
-  auto listener = ReportListener::bind(escalate.socket);
+  auto listener = ReportListener::bind(escalate.socket, reporter_access_.socket_gid);
   if (!listener) {
     // the limiter itself is fine: say so, keep enforcing, and try again on the next reload
     logError("offender reports are off: " + listener.error().message);
     return;
   }
-  logInfo("taking offender reports on " + escalate.socket + " (mode 0660: root and its group)");
+  logInfo("taking offender reports on " + escalate.socket + " (mode 0660, group " +
+          (escalate.socket_group.empty() ? std::string("root") : escalate.socket_group) +
+          "; from root" +
+          (reporter_access_.users.empty() && reporter_access_.groups.empty()
+               ? std::string(" only")
+               : std::string(" and http.escalate's reporters")) +
+          ")");
   reports_.emplace(std::move(*listener));
 }
 
@@ -212,19 +228,49 @@ void DaemonState::handleReports() {
   std::erase_if(retired_readers_, [](const auto& reader) { return reader->stopped(); });
 }
 
-// Bans the reported host on every held interface for what is left of the escalation's ban
-// time (all of it, unless the report was read from the stream's past).
+const std::vector<Cidr>& DaemonState::ownAddresses(std::chrono::steady_clock::time_point now) {
+  if (own_addresses_read_ == std::chrono::steady_clock::time_point{} ||
+      now - own_addresses_read_ >= std::chrono::seconds(5)) {
+    if (auto addresses = hostAddresses(); addresses) {
+      own_addresses_ = std::move(*addresses);
+      own_addresses_read_ = now;
+    } else {
+      logWarning(addresses.error().message + ": the last list read stays in use");
+    }
+  }
+  return own_addresses_;
+}
+
+void DaemonState::refuse(metrics::EscalationResult result, const ReceivedReport& received,
+                         const std::string& why, std::chrono::steady_clock::time_point now) {
+  ++escalations_[result];
+  auto& logged = refusal_logged_[result];
+  if (logged != std::chrono::steady_clock::time_point{} &&
+      now - logged < std::chrono::seconds(10)) {
+    return;  // a flood of one kind is one line per 10 s; the counter has every one
+  }
+  logged = now;
+  logWarning(std::string("event=escalation_refused result=") +
+             metrics::kEscalationResultNames[result] + " reporter=\"" + printable(received.sender) +
+             "\" why=\"" + printable(why) + "\"");
+}
+
+// Bans the reported client on every held interface for what is left of the escalation's
+// ban time (all of it, unless the report was read from the stream's past), once the report
+// has passed every guard: a sender allowed to report, a client that may be banned, and the
+// reporter's quota.
 void DaemonState::handleReport(const ReceivedReport& received,
                                std::chrono::steady_clock::time_point now) {
+  if (received.over_socket && !reporter_access_.allows(received.uid, received.gid)) {
+    refuse(metrics::kEscalationUnauthorised, received,
+           "uid " + std::to_string(received.uid) +
+               " is not root and not in http.escalate.reporter_users or reporter_groups",
+           now);
+    return;
+  }
   if (!received.report) {
-    ++escalations_[received.unauthorised ? metrics::kEscalationUnauthorised
-                                         : metrics::kEscalationInvalid];
-    if (now - invalid_logged_at_ >= std::chrono::seconds(10)) {
-      invalid_logged_at_ = now;
-      logWarning(std::string("dropped ") +
-                 (received.unauthorised ? "an unauthorised" : "an invalid") + " offender report (" +
-                 printable(received.sender) + "): " + printable(received.report.error().message));
-    }
+    refuse(received.unauthorised ? metrics::kEscalationUnauthorised : metrics::kEscalationInvalid,
+           received, received.report.error().message, now);
     return;
   }
   if (received.age_ns >= escalate_.ban_ns) {  // read from the stream's past: its ban is over
@@ -234,15 +280,43 @@ void DaemonState::handleReport(const ReceivedReport& received,
   const uint64_t ban_ns = escalate_.ban_ns - received.age_ns;
   const Cidr& address = received.report->address;
   const std::string text = address.toString();
-  const bool allowed = std::any_of(allow_.begin(), allow_.end(),
-                                   [&](const Cidr& entry) { return covers(entry, address); });
-  if (allowed) {
-    ++escalations_[metrics::kEscalationAllowListed];
+  static constexpr struct {
+    Refusal refusal;
+    metrics::EscalationResult result;
+    const char* why;
+  } kRefusals[] = {
+      {Refusal::kLoopback, metrics::kEscalationLoopback, "a loopback address"},
+      {Refusal::kUnspecified, metrics::kEscalationUnspecified, "an unspecified address"},
+      {Refusal::kLinkLocal, metrics::kEscalationLinkLocal, "a link-local address"},
+      {Refusal::kMulticast, metrics::kEscalationMulticast, "a multicast or broadcast address"},
+      {Refusal::kOwnAddress, metrics::kEscalationOwnAddress, "an address of this host"},
+      {Refusal::kTrustedProxy, metrics::kEscalationTrustedProxy, "inside http.trusted_proxies"},
+      {Refusal::kAllowListed, metrics::kEscalationAllowListed, "inside the allow list"},
+      {Refusal::kTooWide, metrics::kEscalationTooWide,
+       "a prefix wider than a client is keyed by (IPv4 /32, IPv6 http.ipv6_prefix)"},
+      {Refusal::kBelowThreshold, metrics::kEscalationBelowThreshold,
+       "fewer rejections or a longer window than http.escalate asks for"},
+  };
+  const Refusal refusal = refusalFor(*received.report, escalation_rules_, ownAddresses(now));
+  for (const auto& r : kRefusals) {
+    if (r.refusal != refusal) continue;
+    if (r.result == metrics::kEscalationAllowListed) {
+      ++escalations_[r.result];  // the operator's own choice: counted, not worth a warning
+    } else {
+      refuse(r.result, received, text + " is " + r.why, now);
+    }
     return;
   }
   auto banned = escalated_.find(text);
   if (banned != escalated_.end() && now < banned->second) {
     ++escalations_[metrics::kEscalationRepeat];
+    return;
+  }
+  if (!ban_quota_.take(received.reporter, escalate_.max_bans_per_minute, now)) {
+    refuse(metrics::kEscalationRateLimited, received,
+           "more than " + std::to_string(escalate_.max_bans_per_minute) +
+               " bans in a minute (http.escalate.max_bans_per_minute)",
+           now);
     return;
   }
   // An escalation never shortens a ban already running (a manual one, or a longer one

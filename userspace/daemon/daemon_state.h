@@ -17,6 +17,7 @@
 #include "common/result.h"
 #include "controller/event_reader.h"
 #include "controller/limiter.h"
+#include "daemon/escalation_guard.h"
 #include "daemon/event_log.h"
 #include "daemon/report_listener.h"
 #include "daemon/stream_report_reader.h"
@@ -63,7 +64,7 @@ class DaemonState {
   void hold(const std::string& name, Limiter limiter);
   // Binds, moves or closes the report socket, and starts, restarts or stops the reader of
   // the fleet's report stream, to match the config's http.escalate.
-  void syncReports(const http::HttpConfig* http);
+  void syncReports(const http::HttpConfig* http, ReporterAccess access);
   void syncReportSocket(const http::EscalateConfig& escalate);
   void syncReportStream(const http::HttpConfig* http);
   void retireStreamReader();
@@ -71,6 +72,11 @@ class DaemonState {
   void closeEventSources();
   void handleReports();
   void handleReport(const ReceivedReport& received, std::chrono::steady_clock::time_point now);
+  // Counts a report that is not acted on, and logs it (at most once per 10 s per kind).
+  void refuse(metrics::EscalationResult result, const ReceivedReport& received,
+              const std::string& why, std::chrono::steady_clock::time_point now);
+  // This host's addresses, read again when older than a few seconds.
+  const std::vector<Cidr>& ownAddresses(std::chrono::steady_clock::time_point now);
 
   std::mutex mutex_;
   std::string config_path_;
@@ -87,9 +93,14 @@ class DaemonState {
   std::vector<std::unique_ptr<StreamReportReader>> retired_readers_;
   http::EscalateConfig escalate_;
   std::vector<Cidr> allow_;  // the config's allow list: never banned
+  EscalationRules escalation_rules_;
+  ReporterAccess reporter_access_;
+  BanQuota ban_quota_;
+  std::vector<Cidr> own_addresses_;
+  std::chrono::steady_clock::time_point own_addresses_read_{};
+  std::array<std::chrono::steady_clock::time_point, metrics::kEscalationResults> refusal_logged_{};
   std::map<std::string, std::chrono::steady_clock::time_point> escalated_;  // address → ban end
   std::array<uint64_t, metrics::kEscalationResults> escalations_{};         // by EscalationResult
-  std::chrono::steady_clock::time_point invalid_logged_at_{};
   std::vector<std::string> configured_;
   std::vector<std::string> adopted_;
   uint64_t reloads_success_ = 0;

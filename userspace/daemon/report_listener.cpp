@@ -42,42 +42,70 @@ Result<OffenderReport> parseReport(std::string_view text) {
   }
   const char* shape = "a report is 'offender ADDRESS rejections=N within_ms=N'";
   if (words.size() != 4 || words[0] != "offender") return Error::usage(std::string(shape));
-  auto address = parseAddress(words[1]);
+  auto address = parseCidr(words[1]);
   if (!address)
-    return Error::usage("'" + std::string(words[1]) + "' is not an IP address; " + shape);
+    return Error::usage("'" + std::string(words[1]) + "' is not an IP address or prefix; " + shape);
   auto rejections = fieldValue(words[2], "rejections");
   auto within = fieldValue(words[3], "within_ms");
   if (!rejections || !within) return Error::usage(std::string(shape));
   return OffenderReport{*address, *rejections, *within};
 }
 
-Result<ReportListener> ReportListener::bind(const std::string& path) {
+Result<ReportListener> ReportListener::bind(const std::string& path, gid_t gid) {
   sockaddr_un address{};
-  if (path.empty() || path.size() >= sizeof(address.sun_path)) {
+  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+  // the private directory's name is longer than the socket's by at most this
+  constexpr size_t kPrivateExtra = sizeof("/.reports-XXXXXX/s");
+  if (path.empty() || path.size() + kPrivateExtra >= sizeof(address.sun_path)) {
     return Error::usage("report socket path '" + path + "' must be 1 to " +
-                        std::to_string(sizeof(address.sun_path) - 1) + " characters");
+                        std::to_string(sizeof(address.sun_path) - 1 - kPrivateExtra) +
+                        " characters");
   }
   std::error_code ec;
-  std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
+  std::filesystem::create_directories(parent, ec);
   ReportListener out;
   out.fd_ = UniqueFd(socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
   if (!out.fd_.valid()) {
     return Error::failure(std::string("cannot make the report socket: ") + std::strerror(errno));
   }
   int on = 1;
-  setsockopt(out.fd_.get(), SOL_SOCKET, SO_PASSCRED, &on, sizeof(on));
-  // a socket file left by an earlier run that died: nobody listens on it any more
-  struct stat st {};
-  if (lstat(path.c_str(), &st) == 0 && S_ISSOCK(st.st_mode)) unlink(path.c_str());
+  if (setsockopt(out.fd_.get(), SOL_SOCKET, SO_PASSCRED, &on, sizeof(on)) != 0) {
+    return Error::failure(std::string("cannot ask for reporters' credentials: ") +
+                          std::strerror(errno));
+  }
+  // Bound in a directory only root can enter, given its mode and group there, then renamed
+  // over `path` (which also replaces a socket file an earlier run left behind).
+  std::string private_dir = (parent / ".reports-XXXXXX").string();
+  if (mkdtemp(private_dir.data()) == nullptr) {
+    return Error::failure("cannot make a directory beside " + path + ": " + std::strerror(errno));
+  }
+  const std::string staged = private_dir + "/s";
   address.sun_family = AF_UNIX;
-  std::memcpy(address.sun_path, path.c_str(), path.size());
+  std::memcpy(address.sun_path, staged.c_str(), staged.size());
+  auto fail = [&](const std::string& what) {
+    const std::string message = what + ": " + std::strerror(errno);
+    unlink(staged.c_str());
+    rmdir(private_dir.c_str());
+    return Error::failure(message);
+  };
   if (::bind(out.fd_.get(), reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0) {
-    return Error::failure("cannot bind the report socket " + path + ": " + std::strerror(errno));
+    return fail("cannot bind the report socket " + path);
   }
+  if (chown(staged.c_str(), static_cast<uid_t>(-1), gid) != 0 || chmod(staged.c_str(), 0660) != 0) {
+    return fail("cannot set the owner and mode of the report socket " + path);
+  }
+  struct stat st {};
+  if (lstat(path.c_str(), &st) == 0 && !S_ISSOCK(st.st_mode)) {
+    errno = EEXIST;
+    return fail(path +
+                " exists and is not a socket: move it away or choose another "
+                "http.escalate.socket");
+  }
+  if (rename(staged.c_str(), path.c_str()) != 0) {
+    return fail("cannot move the report socket to " + path);
+  }
+  rmdir(private_dir.c_str());
   out.path_ = path;
-  if (chmod(path.c_str(), 0660) != 0) {
-    return Error::failure("cannot set the mode of " + path + ": " + std::strerror(errno));
-  }
   return out;
 }
 
@@ -112,7 +140,7 @@ std::vector<ReceivedReport> ReportListener::drain(size_t max) {
     ssize_t n = recvmsg(fd_.get(), &message, MSG_DONTWAIT);
     if (n < 0) break;  // EAGAIN: nothing more waits
     ReceivedReport received;
-    ucred credentials{};
+    ucred credentials{0, static_cast<uid_t>(-1), static_cast<gid_t>(-1)};
     for (cmsghdr* c = CMSG_FIRSTHDR(&message); c; c = CMSG_NXTHDR(&message, c)) {
       if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_CREDENTIALS) {
         std::memcpy(&credentials, CMSG_DATA(c), sizeof(credentials));
@@ -120,6 +148,10 @@ std::vector<ReceivedReport> ReportListener::drain(size_t max) {
     }
     received.sender =
         "pid " + std::to_string(credentials.pid) + " uid " + std::to_string(credentials.uid);
+    received.reporter = "uid " + std::to_string(credentials.uid);
+    received.over_socket = true;
+    received.uid = credentials.uid;
+    received.gid = credentials.gid;
     received.report = (message.msg_flags & MSG_TRUNC)
                           ? Result<OffenderReport>(Error::usage("a report longer than 512 bytes"))
                           : parseReport(std::string_view(buffer, static_cast<size_t>(n)));

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
-// ReportListener: the Unix datagram socket services report abusive client IPs to
-// (http.escalate). Who may report is decided by the socket file's permissions (0660: root
-// and the socket's group); each report carries its sender's credentials for the log.
+// ReportListener: the Unix datagram socket services report abusive clients to
+// (http.escalate). The socket file is mode 0660 in its group from the moment it appears;
+// each report carries its sender's credentials, which the daemon checks against
+// http.escalate's reporters (escalation_guard.h) before it believes a word.
 #pragma once
 
 #include <sys/types.h>
@@ -19,13 +20,14 @@
 namespace floodgate::daemon {
 
 struct OffenderReport {
-  Cidr address;  // a host address
+  Cidr address;  // an address, or an IPv6 prefix (a client keyed by its /64)
   int64_t rejections = 0;
   int64_t within_ms = 0;
 };
 
-// Parses "offender ADDRESS rejections=N within_ms=N" (a trailing newline is fine); a usage
-// error naming what is wrong otherwise.
+// Parses "offender ADDRESS rejections=N within_ms=N" (ADDRESS may be a prefix such as
+// 2001:db8:1:2::/64; a trailing newline is fine); a usage error naming what is wrong
+// otherwise.
 Result<OffenderReport> parseReport(std::string_view text);
 
 // A report as it arrived, over the socket or through the Redis stream.
@@ -33,13 +35,19 @@ struct ReceivedReport {
   Result<OffenderReport> report = Error::usage("empty");
   bool unauthorised = false;  // a stream entry not signed with the fleet's secret
   std::string sender;         // "pid 812 uid 33", or "redis entry ID from HOST:PID"
+  std::string reporter;       // who the ban quota counts: "uid 33", or the stream's HOST:PID
+  bool over_socket = false;   // then uid and gid are the sender's, from the kernel
+  uid_t uid = static_cast<uid_t>(-1);
+  gid_t gid = static_cast<gid_t>(-1);
   uint64_t age_ns = 0;        // how long before it was read it was made (0 under a second)
 };
 
 class ReportListener {
  public:
-  // Binds `path` (replacing a stale socket file left there), mode 0660.
-  static Result<ReportListener> bind(const std::string& path);
+  // Binds `path` (replacing a stale socket file left there), mode 0660, group `gid`. The
+  // socket is made in a private directory beside `path` and renamed into place, so it is
+  // never reachable with the umask's mode or root's group.
+  static Result<ReportListener> bind(const std::string& path, gid_t gid = 0);
   ReportListener() = default;
   ReportListener(ReportListener&& other) noexcept = default;
   ReportListener& operator=(ReportListener&& other) noexcept;

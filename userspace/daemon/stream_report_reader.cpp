@@ -70,6 +70,7 @@ ReceivedReport StreamReportReader::receive(const std::string& id, const redis::R
     seen_by_time_.erase(seen_by_time_.begin());
   }
   received.report = parseReport(report->line);
+  received.reporter = printable(report->reporter, 80);
   // Under a second it is a report just made: hosts' clocks agree no better than that, and
   // the ban is the configured one. Older, it was read from the stream's past.
   if (now_ms - report->time_ms >= 1000) {

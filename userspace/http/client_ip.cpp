@@ -83,22 +83,56 @@ std::vector<std::string> xForwardedForNodes(const std::vector<std::string_view>&
   return nodes;
 }
 
-std::string clientIp(std::string_view peer, const std::vector<std::string_view>& forwarded,
-                     const std::vector<std::string_view>& x_forwarded_for,
-                     const TrustedProxies& trusted) {
-  std::optional<IpAddress> current = IpAddress::parse(stripPort(peer));
-  if (!current) return std::string(peer);
-  if (!trusted.trusts(*current)) return current->toString();
-
-  std::vector<std::string> hops =
-      forwarded.empty() ? xForwardedForNodes(x_forwarded_for) : forwardedForNodes(forwarded);
-  for (auto hop = hops.rbegin(); hop != hops.rend(); ++hop) {
-    std::optional<IpAddress> address = IpAddress::parse(*hop);
-    if (!address) break;  // nothing left of a hop we cannot read can be believed
-    current = address;
-    if (!trusted.trusts(*address)) break;
+std::string_view clientHeaderName(ClientHeader header) {
+  switch (header) {
+    case ClientHeader::kNone:
+      return "none";
+    case ClientHeader::kXForwardedFor:
+      return "x-forwarded-for";
+    case ClientHeader::kForwarded:
+      return "forwarded";
+    case ClientHeader::kXRealIp:
+      return "x-real-ip";
   }
-  return current->toString();
+  return "none";
+}
+
+std::optional<ClientHeader> parseClientHeader(std::string_view text) {
+  for (ClientHeader h : {ClientHeader::kNone, ClientHeader::kXForwardedFor,
+                         ClientHeader::kForwarded, ClientHeader::kXRealIp}) {
+    if (equalsIgnoreCase(text, clientHeaderName(h))) return h;
+  }
+  return std::nullopt;
+}
+
+std::optional<IpAddress> clientAddress(std::string_view peer, ClientHeader header,
+                                       const std::vector<std::string_view>& values,
+                                       const TrustedProxies& trusted) {
+  std::optional<IpAddress> address = IpAddress::parse(stripPort(peer));
+  if (!address) return std::nullopt;
+  if (!trusted.trusts(*address)) return address;
+
+  std::vector<std::string> hops;
+  switch (header) {
+    case ClientHeader::kNone:
+      return std::nullopt;  // a trusted proxy that names nobody: the client is unknown
+    case ClientHeader::kXForwardedFor:
+      hops = xForwardedForNodes(values);
+      break;
+    case ClientHeader::kForwarded:
+      hops = forwardedForNodes(values);
+      break;
+    case ClientHeader::kXRealIp:
+      hops = xForwardedForNodes(values);
+      if (hops.size() != 1) return std::nullopt;
+      break;
+  }
+  for (auto hop = hops.rbegin(); hop != hops.rend(); ++hop) {
+    address = IpAddress::parse(*hop);
+    if (!address) return std::nullopt;  // nothing left of a hop we cannot read is believed
+    if (!trusted.trusts(*address)) return address;
+  }
+  return std::nullopt;  // only trusted proxies: none of them is the client
 }
 
 }  // namespace floodgate::http

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
-// Which address a request comes from: the socket peer, or what trusted proxies say it is.
+// Which client a request comes from: the socket peer, or what trusted proxies say it is.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -10,7 +11,15 @@
 
 namespace floodgate::http {
 
-// The proxies whose Forwarded / X-Forwarded-For headers are believed. Immutable; thread-safe.
+// The header the proxies in front of the service name the client in (http.client_header).
+// Only that header is read: a client can send the others, and nothing appends to them.
+enum class ClientHeader { kNone, kXForwardedFor, kForwarded, kXRealIp };
+
+// The header's config spelling ("x-forwarded-for", ...), and back.
+std::string_view clientHeaderName(ClientHeader header);
+std::optional<ClientHeader> parseClientHeader(std::string_view text);
+
+// The proxies whose header is believed. Immutable; thread-safe.
 class TrustedProxies {
  public:
   TrustedProxies() = default;
@@ -22,17 +31,19 @@ class TrustedProxies {
   std::vector<Cidr> prefixes_;
 };
 
-// The client address of a request, as canonical text.
-// `forwarded` and `x_forwarded_for` are every value of those headers, in the order received.
-// If the peer is not a trusted proxy, the headers are ignored (anyone can send them) and the
-// peer is the client. Otherwise the hop list (Forwarded if present, else X-Forwarded-For) is
-// walked right to left past trusted hops; the first untrusted hop is the client. A hop that
-// is not an address ("unknown", an obfuscated name, garbage) stops the walk: the last
-// trusted hop is then the key, since nothing left of it can be believed. If every hop is
-// trusted, the leftmost is the client. An unparseable peer is returned as given.
-std::string clientIp(std::string_view peer, const std::vector<std::string_view>& forwarded,
-                     const std::vector<std::string_view>& x_forwarded_for,
-                     const TrustedProxies& trusted);
+// The client of a request, or nullopt when it cannot be told.
+//  - A peer that is not a trusted proxy is the client: no header is read (anyone can send
+//    one).
+//  - From a trusted proxy, the values of `header` (every line, in the order received) are
+//    walked right to left past trusted hops; the first untrusted hop is the client.
+//  - The client cannot be told when the peer is not an address, when the walk meets a hop
+//    that is not one ("unknown", an obfuscated name, garbage: nothing left of it can be
+//    believed), or when every hop is trusted: a trusted proxy is never the client.
+// `values` are the lines of `header` only. X-Real-IP holds one address: several lines, or
+// a list, cannot be told apart from a client's own and give nullopt.
+std::optional<IpAddress> clientAddress(std::string_view peer, ClientHeader header,
+                                       const std::vector<std::string_view>& values,
+                                       const TrustedProxies& trusted);
 
 // The `for=` node of each element of Forwarded values (RFC 7239), left to right, with
 // quotes, brackets and ports removed; "" for an element without one.

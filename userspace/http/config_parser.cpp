@@ -42,7 +42,9 @@ class Parser {
 
   void parseTrustedProxies(const YAML::Node& node, HttpConfig& config);
   void parseStore(const YAML::Node& node, StoreConfig& store);
+  void parseClientAddress(const YAML::Node& http, HttpConfig& config);
   void parseEscalate(const YAML::Node& node, EscalateConfig& escalate);
+  void parseReporters(const YAML::Node& node, EscalateConfig& escalate);
   bool parseReportStream(const YAML::Node& node, EscalateConfig& escalate);
   void parsePublish(const YAML::Node& node, PublishConfig& publish);
   std::optional<uint64_t> readDuration(const YAML::Node& node, const std::string& what,
@@ -129,8 +131,11 @@ HttpConfig Parser::parse(const YAML::Node& http) {
   HttpConfig config;
   if (http.IsNull()) return config;  // `http:` with nothing under it: no policies
   if (!requireMap(http, "http")) return config;
-  rejectUnknownKeys(http, "http", {"trusted_proxies", "store", "policies", "escalate", "publish"});
+  rejectUnknownKeys(http, "http",
+                    {"trusted_proxies", "client_header", "ipv6_prefix", "store", "policies",
+                     "escalate", "publish"});
   if (http["trusted_proxies"]) parseTrustedProxies(http["trusted_proxies"], config);
+  parseClientAddress(http, config);
   if (http["store"]) parseStore(http["store"], config.store);
   store_type_ = config.store.type;
   if (http["escalate"]) parseEscalate(http["escalate"], config.escalate);
@@ -171,6 +176,38 @@ void Parser::parseTrustedProxies(const YAML::Node& node, HttpConfig& config) {
       continue;
     }
     config.trusted_proxies.push_back(*cidr);
+  }
+}
+
+// client_header: which header the trusted proxies name the client in; ipv6_prefix: the
+// prefix an IPv6 client is keyed by. A header is never guessed, and one without trusted
+// proxies (or proxies without one) is a mistake that would key every client wrongly.
+void Parser::parseClientAddress(const YAML::Node& http, HttpConfig& config) {
+  if (const YAML::Node node = http["client_header"]) {
+    if (auto text = readString(node, "http.client_header")) {
+      if (auto header = parseClientHeader(*text)) {
+        config.client_header = *header;
+      } else {
+        error(node, "http.client_header '" + *text +
+                        "' must be one of x-forwarded-for, forwarded, x-real-ip or none");
+      }
+    }
+  }
+  const bool proxies = !config.trusted_proxies.empty();
+  const bool header = config.client_header != ClientHeader::kNone;
+  if (proxies && !header) {
+    error(http["trusted_proxies"],
+          "http.trusted_proxies needs http.client_header: the header those proxies name the "
+          "client in (x-forwarded-for behind nginx or HAProxy, forwarded, or x-real-ip)");
+  } else if (header && !proxies) {
+    error(http["client_header"],
+          "http.client_header is read only from http.trusted_proxies: list the proxies in "
+          "front of the service, or set client_header: none");
+  }
+  if (const YAML::Node node = http["ipv6_prefix"]) {
+    if (auto v = readInt(node, "http.ipv6_prefix", 32, 128)) {
+      config.ipv6_prefix = static_cast<int>(*v);
+    }
   }
 }
 
@@ -323,12 +360,63 @@ std::optional<uint64_t> Parser::readDuration(const YAML::Node& node, const std::
   return *ns;
 }
 
-// escalate: {rejections: N, within: 10s, ban: 10m, socket: PATH,
+// Who may report over the socket, and how many bans one reporter may cause. Names are
+// resolved by the controller when it applies the config (a service never needs them).
+void Parser::parseReporters(const YAML::Node& node, EscalateConfig& escalate) {
+  auto isAccountName = [](const std::string& name) {
+    return !name.empty() && name.size() <= 32 && name[0] != '-' &&
+           std::all_of(name.begin(), name.end(), [](char c) {
+             return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' ||
+                    c == '.' || c == '$';
+           });
+  };
+  if (node["socket_group"]) {
+    if (auto name = readString(node["socket_group"], "http.escalate.socket_group")) {
+      if (isAccountName(*name)) {
+        escalate.socket_group = *name;
+      } else {
+        error(node["socket_group"],
+              "http.escalate.socket_group '" + *name + "' is not a group name (e.g. floodgate)");
+      }
+    }
+  }
+  for (const char* key : {"reporter_users", "reporter_groups"}) {
+    const YAML::Node list = node[key];
+    if (!list) continue;
+    const std::string what = std::string("http.escalate.") + key;
+    if (!list.IsSequence()) {
+      error(list, what + " must be a list of names (e.g. [www-data])");
+      continue;
+    }
+    auto& into = std::string_view(key) == "reporter_users" ? escalate.reporter_users
+                                                           : escalate.reporter_groups;
+    for (const YAML::Node& item : list) {
+      auto name = readString(item, what + " entry");
+      if (!name) continue;
+      if (!isAccountName(*name)) {
+        error(item, what + " entry '" + *name + "' is not a user or group name");
+        continue;
+      }
+      into.push_back(*name);
+    }
+  }
+  if (node["max_bans_per_minute"]) {
+    if (auto v = readInt(node["max_bans_per_minute"], "http.escalate.max_bans_per_minute", 1,
+                         1'000'000)) {
+      escalate.max_bans_per_minute = *v;
+    }
+  }
+}
+
+// escalate: {rejections: N, within: 10s, ban: 10m, socket: PATH, socket_group: NAME,
+//            reporter_users: [NAME], reporter_groups: [NAME], max_bans_per_minute: N,
 //            redis_stream: KEY, secret_file: PATH}
 void Parser::parseEscalate(const YAML::Node& node, EscalateConfig& escalate) {
   if (!requireMap(node, "http.escalate")) return;
   rejectUnknownKeys(node, "http.escalate",
-                    {"rejections", "within", "ban", "socket", "redis_stream", "secret_file"});
+                    {"rejections", "within", "ban", "socket", "socket_group", "reporter_users",
+                     "reporter_groups", "max_bans_per_minute", "redis_stream", "secret_file"});
+  parseReporters(node, escalate);
   bool complete = true;
   for (const char* key : {"rejections", "within", "ban"}) {
     if (!node[key]) {

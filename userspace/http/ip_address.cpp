@@ -50,6 +50,25 @@ std::optional<Cidr> Cidr::parse(std::string_view text) {
   return Cidr{*address, len};
 }
 
+Cidr Cidr::of(const IpAddress& address, int prefix_len) {
+  Cidr cidr{address, prefix_len};
+  const int bits = address.v4 ? 32 : 128;
+  for (int bit = prefix_len; bit < bits; ++bit) {
+    cidr.base.bytes[bit / 8] &= static_cast<uint8_t>(~(0x80 >> (bit % 8)));
+  }
+  return cidr;
+}
+
+std::string Cidr::toString() const {
+  if (prefix_len == (base.v4 ? 32 : 128)) return base.toString();
+  return base.toString() + "/" + std::to_string(prefix_len);
+}
+
+std::string clientKey(const IpAddress& address, int ipv6_prefix) {
+  if (address.v4) return address.toString();
+  return Cidr::of(address, ipv6_prefix).toString();
+}
+
 bool Cidr::contains(const IpAddress& address) const {
   if (address.v4 != base.v4) return false;
   int full_bytes = prefix_len / 8;

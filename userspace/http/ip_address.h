@@ -29,7 +29,16 @@ struct Cidr {
   int prefix_len = 0;
 
   static std::optional<Cidr> parse(std::string_view text);
+  // The prefix of `address` of `prefix_len` bits (host bits cleared).
+  static Cidr of(const IpAddress& address, int prefix_len);
   bool contains(const IpAddress& address) const;
+  // "192.0.2.0/24", "2001:db8::/64"; a whole address prints as the address alone.
+  std::string toString() const;
 };
+
+// What a client is keyed (and reported) by: an IPv4 address, an IPv6 address's prefix of
+// `ipv6_prefix` bits ("2001:db8:1:2::/64"; the address alone at 128). A client rotating
+// addresses inside its prefix is one client.
+std::string clientKey(const IpAddress& address, int ipv6_prefix);
 
 }  // namespace floodgate::http

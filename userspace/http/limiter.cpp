@@ -116,10 +116,10 @@ void Limiter::migrateInto(const PolicyConfig& policy, const Algorithm& algorithm
 }
 
 std::string Limiter::keyFor(const PolicyConfig& policy, const RequestInfo& request,
-                            const std::string& client_ip) const {
+                            const std::string& client_key) const {
   switch (policy.key.kind) {
     case KeyKind::kIp:
-      return client_ip;
+      return client_key.empty() ? std::string(kUnknownClientKey) : client_key;
     case KeyKind::kUser:
       return std::string(request.user);
     case KeyKind::kHeader: {
@@ -136,8 +136,16 @@ std::string Limiter::keyFor(const PolicyConfig& policy, const RequestInfo& reque
 
 Verdict Limiter::check(const RequestInfo& request) {
   Verdict verdict;
-  verdict.client_ip = clientIp(request.peer, headerValues(request, "Forwarded"),
-                               headerValues(request, "X-Forwarded-For"), trusted_);
+  const std::string_view header = clientHeaderName(config_.client_header);
+  const std::optional<IpAddress> client =
+      clientAddress(request.peer, config_.client_header,
+                    config_.client_header == ClientHeader::kNone ? std::vector<std::string_view>{}
+                                                                 : headerValues(request, header),
+                    trusted_);
+  if (client) {
+    verdict.client_ip = client->toString();
+    verdict.client_key = clientKey(*client, config_.ipv6_prefix);
+  }
   const int64_t now_ns = clock_->nowNs();
 
   // Policies on Redis are decided after the loop, together: one round trip per request.
@@ -148,7 +156,7 @@ Verdict Limiter::check(const RequestInfo& request) {
   for (CompiledPolicy& policy : policies_) {
     const PolicyConfig& config = *policy.config;
     if (!config.match.matches(request.method, request.path)) continue;
-    std::string key = keyFor(config, request, verdict.client_ip);
+    std::string key = keyFor(config, request, verdict.client_key);
     if (key.empty()) continue;  // e.g. no API key header: this policy does not apply
 
     PolicyDecision pd;

@@ -50,7 +50,11 @@ struct Verdict {
   Decision binding;
   std::vector<PolicyDecision> decisions;   // every matching policy, in config order
   std::vector<std::string_view> violated;  // names of the policies that rejected
+  // The client (http.client_header through trusted proxies): its address, and what it is
+  // keyed and reported by (an IPv6 client's prefix). Both empty when it cannot be told:
+  // `key: ip` policies then share kUnknownClientKey, and nothing is reported.
   std::string client_ip;
+  std::string client_key;
   // Set by LiveLimiter: the policy set the pointers above point into, kept alive for as long
   // as the verdict is (a new set may be swapped in meanwhile).
   std::shared_ptr<const void> policy_set;
@@ -63,6 +67,9 @@ struct Verdict {
 // Redis, see store_factory.h).
 using StoreFactory = std::function<std::unique_ptr<Store>(
     const PolicyConfig& policy, std::shared_ptr<const Algorithm> algorithm)>;
+
+// The `key: ip` key of every request whose client cannot be told (see clientAddress()).
+inline constexpr std::string_view kUnknownClientKey = "unknown-client";
 
 // Thread-safe: check() may be called from any number of threads at once.
 class Limiter {
@@ -105,7 +112,7 @@ class Limiter {
                    int64_t now_ns) const;
   // The key `policy` uses for `request`; empty if the request has none (header missing).
   std::string keyFor(const PolicyConfig& policy, const RequestInfo& request,
-                     const std::string& client_ip) const;
+                     const std::string& client_key) const;
 
   HttpConfig config_;
   std::shared_ptr<const Clock> clock_;

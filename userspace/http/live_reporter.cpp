@@ -59,7 +59,7 @@ void LiveReporter::retire(std::shared_ptr<OffenderReporter> reporter) {
   retired_dropped_ += reporter->dropped();
 }
 
-void LiveReporter::noteRejection(std::string_view client_ip) {
+void LiveReporter::noteRejection(std::string_view client_key) {
   std::shared_ptr<OffenderReporter> reporter, replaced;
   {
     std::lock_guard lock(mutex_);
@@ -68,7 +68,7 @@ void LiveReporter::noteRejection(std::string_view client_ip) {
   }
   retire(std::move(replaced));
   // counted outside the lock: the reporter is thread-safe
-  if (reporter != nullptr) reporter->noteRejection(client_ip);
+  if (reporter != nullptr) reporter->noteRejection(client_key);
 }
 
 bool LiveReporter::active() const {

@@ -25,8 +25,9 @@ class LiveReporter {
   LiveReporter(std::shared_ptr<LiveLimiter> live, std::shared_ptr<const Clock> clock,
                std::function<void(const std::string&)> log = {});
 
-  // Notes one rejected request of `client_ip` under the current set's http.escalate.
-  void noteRejection(std::string_view client_ip);
+  // Notes one rejected request of `client_key` (Verdict::client_key) under the current
+  // set's http.escalate.
+  void noteRejection(std::string_view client_key);
 
   // Whether the current set escalates (seen at the last rejection or creation).
   bool active() const;

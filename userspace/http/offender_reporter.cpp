@@ -67,21 +67,21 @@ void OffenderReporter::evictOld(int64_t now_ns) {
   }
 }
 
-void OffenderReporter::noteRejection(std::string_view client_ip) {
-  if (client_ip.empty()) return;
+void OffenderReporter::noteRejection(std::string_view client_key) {
+  if (client_key.empty()) return;
   const int64_t now = clock_->nowNs();
   const int64_t window_ns = config_.within_ms * 1'000'000;
   bool report = false;
   {
     std::lock_guard lock(mutex_);
-    auto it = clients_.find(std::string(client_ip));
+    auto it = clients_.find(std::string(client_key));
     if (it == clients_.end()) {
       if (clients_.size() >= kMaxTracked) evictOld(now);
       if (clients_.size() >= kMaxTracked) {
         dropped_.fetch_add(1);
         return;
       }
-      it = clients_.emplace(std::string(client_ip), Client{now, 0, 0}).first;
+      it = clients_.emplace(std::string(client_key), Client{now, 0, 0}).first;
     }
     Client& c = it->second;
     if (now < c.quiet_until_ns) return;  // reported already; the ban will catch up
@@ -95,11 +95,11 @@ void OffenderReporter::noteRejection(std::string_view client_ip) {
       c.rejections = 0;
     }
   }
-  if (report) send(std::string(client_ip));
+  if (report) send(std::string(client_key));
 }
 
-void OffenderReporter::send(const std::string& client_ip) {
-  const std::string line = "offender " + client_ip +
+void OffenderReporter::send(const std::string& client_key) {
+  const std::string line = "offender " + client_key +
                            " rejections=" + std::to_string(config_.rejections) +
                            " within_ms=" + std::to_string(config_.within_ms);
   if (stream_) {

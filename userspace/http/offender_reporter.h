@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
-// OffenderReporter: counts rejected requests per client IP and reports the IPs that keep
-// getting rejected (http.escalate) to the controller, which bans them in XDP. Each report
-// is one line:
+// OffenderReporter: counts rejected requests per client (Verdict::client_key: an IPv4
+// address or an IPv6 prefix) and reports the clients that keep getting rejected
+// (http.escalate) to the controller, which bans them in XDP. Each report is one line:
 //   offender 198.51.100.7 rejections=50 within_ms=10000
+//   offender 2001:db8:1:2::/64 rejections=50 within_ms=10000
 // sent as a datagram over the controller's Unix socket or, with http.escalate.redis_stream,
 // signed and added to a Redis stream every controller of the fleet reads (report_stream.h).
 // An IP is reported once per ban period, so a flood of rejections is one report.
@@ -34,9 +35,10 @@ class OffenderReporter {
                                                           std::shared_ptr<const Clock> clock);
   ~OffenderReporter();
 
-  // Notes one rejected request of `client_ip`; sends a report when it crosses the limit.
-  // Thread-safe; never blocks on the controller (a full or missing socket is counted).
-  void noteRejection(std::string_view client_ip);
+  // Notes one rejected request of `client_key`; sends a report when it crosses the limit.
+  // An empty key (a client that cannot be told) is never reported. Thread-safe; never
+  // blocks on the controller (a full or missing socket is counted).
+  void noteRejection(std::string_view client_key);
 
   // Sends what waits for Redis and stops: the counts are final (a reporter being retired).
   void close();
@@ -54,7 +56,7 @@ class OffenderReporter {
 
   OffenderReporter(const EscalateConfig& config, std::shared_ptr<const Clock> clock, int fd,
                    std::unique_ptr<RedisReportQueue> stream);
-  void send(const std::string& client_ip);
+  void send(const std::string& client_key);
   void evictOld(int64_t now_ns);
 
   EscalateConfig config_;

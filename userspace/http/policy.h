@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "http/algorithm.h"
+#include "http/client_ip.h"
 #include "http/ip_address.h"
 
 namespace floodgate::http {
@@ -95,6 +96,15 @@ struct EscalateConfig {
   int64_t within_ms = 0;
   uint64_t ban_ns = 0;
   std::string socket = "/run/floodgate/reports.sock";
+  // Who may report over the socket: root, these users and the members of these groups
+  // (checked against each datagram's credentials). The socket file is mode 0660 in
+  // `socket_group` (root's group when empty), whose members are reporters too.
+  std::string socket_group;
+  std::vector<std::string> reporter_users;
+  std::vector<std::string> reporter_groups;
+  // Bans one reporter (a socket user, a stream's HOST:PID) may cause per minute; reports
+  // beyond it are counted as rate_limited.
+  int64_t max_bans_per_minute = 60;
   std::string redis_stream;  // empty: services report over the socket
   std::string secret_file;
   std::string secret;  // read from secret_file when the config is parsed
@@ -112,8 +122,13 @@ struct PublishConfig {
   bool enabled() const { return !file.empty() || !redis_key.empty(); }
 };
 
+// IPv6 clients are keyed by a prefix of this many bits unless http.ipv6_prefix says.
+inline constexpr int kDefaultIpv6Prefix = 64;
+
 struct HttpConfig {
   std::vector<Cidr> trusted_proxies;
+  ClientHeader client_header = ClientHeader::kNone;  // read only from trusted proxies
+  int ipv6_prefix = kDefaultIpv6Prefix;              // 32 to 128
   StoreConfig store;
   std::vector<PolicyConfig> policies;
   EscalateConfig escalate;

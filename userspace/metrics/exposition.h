@@ -34,10 +34,22 @@ enum EscalationResult {
   kEscalationInvalid,
   kEscalationUnauthorised,
   kEscalationExpired,
+  // refused: never banned whatever a reporter says (escalation_guard.h)
+  kEscalationLoopback,
+  kEscalationUnspecified,
+  kEscalationLinkLocal,
+  kEscalationMulticast,
+  kEscalationOwnAddress,
+  kEscalationTrustedProxy,
+  kEscalationTooWide,
+  kEscalationBelowThreshold,
+  kEscalationRateLimited,  // the reporter's max_bans_per_minute was reached
   kEscalationResults
 };
 inline constexpr const char* kEscalationResultNames[kEscalationResults] = {
-    "banned", "allowlisted", "repeat", "invalid", "unauthorised", "expired"};
+    "banned",      "allowlisted",   "repeat",      "invalid",         "unauthorised",
+    "expired",     "loopback",      "unspecified", "link_local",      "multicast",
+    "own_address", "trusted_proxy", "too_wide",    "below_threshold", "rate_limited"};
 
 struct Snapshot {
   std::vector<InterfaceMetrics> interfaces;

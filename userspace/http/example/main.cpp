@@ -164,7 +164,7 @@ int run(const PolicySource& source, const std::string& listen) {
     metrics.countVerdict(verdict);
     if (verdict.allowed()) return;
     metrics.countResponse(routeLabel(req.path), statusFor(verdict));
-    reporter->noteRejection(verdict.client_ip);
+    reporter->noteRejection(verdict.client_key);
   };
   installRateLimiter(server, live, std::move(options));
 

@@ -1,0 +1,210 @@
+// SPDX-License-Identifier: MIT
+// What stands between an offender report and a ban: the addresses never banned, the
+// reporters allowed, the quota per reporter, and the socket's mode and group from birth.
+#include "daemon/escalation_guard.h"
+
+#include <grp.h>
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+namespace floodgate::daemon {
+namespace {
+
+Cidr cidr(const char* text) {
+  auto parsed = parseCidr(text);
+  EXPECT_TRUE(parsed.ok()) << text;
+  return *parsed;
+}
+
+OffenderReport report(const char* address, int64_t rejections = 50, int64_t within_ms = 10000) {
+  return OffenderReport{cidr(address), rejections, within_ms};
+}
+
+EscalationRules rules() {
+  EscalationRules r;
+  r.allow = {cidr("192.0.2.0/24")};
+  r.trusted_proxies = {cidr("10.0.0.0/8"), cidr("2001:db8:ffff::/48")};
+  r.rejections = 50;
+  r.within_ms = 10000;
+  r.ipv6_prefix = 64;
+  return r;
+}
+
+TEST(EscalationGuard, AnOrdinaryClientIsBanned) {
+  const std::vector<Cidr> own = {cidr("203.0.113.1"), cidr("2001:db8:1::1")};
+  EXPECT_EQ(refusalFor(report("198.51.100.7"), rules(), own), Refusal::kNone);
+  EXPECT_EQ(refusalFor(report("2001:db8:2:3::/64"), rules(), own), Refusal::kNone);
+  EXPECT_EQ(refusalFor(report("2001:db8:2:3::9"), rules(), own), Refusal::kNone);
+}
+
+TEST(EscalationGuard, AddressesThatMustNeverBeBannedAreRefusedByReason) {
+  const std::vector<Cidr> own = {cidr("203.0.113.1"), cidr("2001:db8:1::1")};
+  EXPECT_EQ(refusalFor(report("127.0.0.1"), rules(), own), Refusal::kLoopback);
+  EXPECT_EQ(refusalFor(report("127.9.9.9"), rules(), own), Refusal::kLoopback);
+  EXPECT_EQ(refusalFor(report("::1"), rules(), own), Refusal::kLoopback);
+  EXPECT_EQ(refusalFor(report("0.0.0.0"), rules(), own), Refusal::kUnspecified);
+  EXPECT_EQ(refusalFor(report("::"), rules(), own), Refusal::kUnspecified);
+  EXPECT_EQ(refusalFor(report("::/64"), rules(), own), Refusal::kLoopback);  // holds ::1
+  EXPECT_EQ(refusalFor(report("169.254.1.1"), rules(), own), Refusal::kLinkLocal);
+  EXPECT_EQ(refusalFor(report("fe80::/64"), rules(), own), Refusal::kLinkLocal);
+  EXPECT_EQ(refusalFor(report("224.0.0.1"), rules(), own), Refusal::kMulticast);
+  EXPECT_EQ(refusalFor(report("255.255.255.255"), rules(), own), Refusal::kMulticast);
+  EXPECT_EQ(refusalFor(report("ff02::1"), rules(), own), Refusal::kMulticast);
+  EXPECT_EQ(refusalFor(report("203.0.113.1"), rules(), own), Refusal::kOwnAddress);
+  // a prefix holding one of the host's addresses would ban the host
+  EXPECT_EQ(refusalFor(report("2001:db8:1::/64"), rules(), own), Refusal::kOwnAddress);
+  EXPECT_EQ(refusalFor(report("10.1.2.3"), rules(), own), Refusal::kTrustedProxy);
+  EXPECT_EQ(refusalFor(report("2001:db8:ffff:1::/64"), rules(), own), Refusal::kTrustedProxy);
+  EXPECT_EQ(refusalFor(report("192.0.2.77"), rules(), own), Refusal::kAllowListed);
+}
+
+TEST(EscalationGuard, AReportMayNotNameMoreThanOneClientNorClaimLess) {
+  EXPECT_EQ(refusalFor(report("198.51.100.0/24"), rules(), {}), Refusal::kTooWide);
+  EXPECT_EQ(refusalFor(report("2001:db8::/32"), rules(), {}), Refusal::kTooWide);
+  EXPECT_EQ(refusalFor(report("2001:db8:5::/48"), rules(), {}), Refusal::kTooWide);
+  EXPECT_EQ(refusalFor(report("198.51.100.7", 49), rules(), {}), Refusal::kBelowThreshold);
+  EXPECT_EQ(refusalFor(report("198.51.100.7", 50, 10001), rules(), {}), Refusal::kBelowThreshold);
+  EXPECT_EQ(refusalFor(report("198.51.100.7", 500, 1000), rules(), {}), Refusal::kNone);
+}
+
+TEST(EscalationGuard, TheHostsOwnAddressesAreListed) {
+  auto own = hostAddresses();
+  ASSERT_TRUE(own.ok()) << own.error().message;
+  EXPECT_NE(std::find(own->begin(), own->end(), cidr("127.0.0.1")), own->end());
+}
+
+TEST(BanQuota, EachReporterGetsItsOwnMinute) {
+  BanQuota quota;
+  const auto t0 = BanQuota::Clock::time_point{} + std::chrono::hours(1);
+  for (int i = 0; i < 3; ++i) EXPECT_TRUE(quota.take("uid 33", 3, t0));
+  EXPECT_FALSE(quota.take("uid 33", 3, t0 + std::chrono::seconds(59)));
+  EXPECT_TRUE(quota.take("uid 34", 3, t0));  // another reporter is not held back
+  EXPECT_TRUE(quota.take("uid 33", 3, t0 + std::chrono::seconds(60)));
+}
+
+TEST(BanQuota, ManyReportersCannotGrowItWithoutBound) {
+  BanQuota quota;
+  const auto t0 = BanQuota::Clock::time_point{} + std::chrono::hours(1);
+  for (size_t i = 0; i < BanQuota::kMaxReporters; ++i) {
+    ASSERT_TRUE(quota.take("host:" + std::to_string(i), 1, t0));
+  }
+  EXPECT_FALSE(quota.take("one-more", 1, t0));  // the map is full of this minute's reporters
+  EXPECT_TRUE(quota.take("one-more", 1, t0 + std::chrono::minutes(1)));
+}
+
+TEST(ReporterAccess, RootAlwaysListedUsersAndGroupMembersOnly) {
+  ReporterAccess nobody_listed;
+  EXPECT_TRUE(nobody_listed.allows(0, 0));
+  EXPECT_FALSE(nobody_listed.allows(65534, 65534));
+  ReporterAccess users;
+  users.users = {65534};
+  EXPECT_TRUE(users.allows(65534, 12345));
+  ReporterAccess groups;
+  groups.groups = {65534};
+  EXPECT_TRUE(groups.allows(4242, 65534));  // by the datagram's primary group
+  EXPECT_FALSE(groups.allows(4242, 4242));  // no passwd entry: no other groups
+}
+
+TEST(ReporterAccess, NamesResolveOrTheConfigIsRefusedWithTheFix) {
+  http::EscalateConfig escalate;
+  escalate.reporter_users = {"root"};
+  escalate.reporter_groups = {"root"};
+  auto access = ReporterAccess::resolve(escalate);
+  ASSERT_TRUE(access.ok()) << access.error().message;
+  EXPECT_EQ(access->users, std::vector<uid_t>{0});
+  escalate.reporter_users = {"no-such-user-fg"};
+  auto bad = ReporterAccess::resolve(escalate);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().message,
+            "http.escalate.reporter_users: there is no user 'no-such-user-fg' on this host: fix "
+            "the name, or drop it from the list");
+  escalate.reporter_users.clear();
+  escalate.socket_group = "no-such-group-fg";
+  bad = ReporterAccess::resolve(escalate);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().message,
+            "http.escalate.socket_group: there is no group 'no-such-group-fg' on this host: "
+            "create it (groupadd no-such-group-fg) or fix the name");
+}
+
+class ReportSocketTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char dir[] = "/tmp/fg-report-socket-XXXXXX";
+    ASSERT_NE(mkdtemp(dir), nullptr);
+    dir_ = dir;
+    chmod(dir_.c_str(), 0755);  // another user must reach the socket inside
+    path_ = dir_ + "/reports.sock";
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  // Sends `line` from a child process running as `uid`:`gid`.
+  void sendAs(uid_t uid, gid_t gid, const std::string& line) {
+    pid_t child = fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+      if (setgroups(0, nullptr) != 0 || setgid(gid) != 0 || setuid(uid) != 0) _exit(3);
+      int fd = socket(AF_UNIX, SOCK_DGRAM, 0);
+      sockaddr_un address{};
+      address.sun_family = AF_UNIX;
+      std::strcpy(address.sun_path, path_.c_str());
+      ssize_t n = sendto(fd, line.data(), line.size(), 0, reinterpret_cast<sockaddr*>(&address),
+                         sizeof(address));
+      _exit(n == static_cast<ssize_t>(line.size()) ? 0 : 4);
+    }
+    int status = 0;
+    waitpid(child, &status, 0);
+    ASSERT_TRUE(WIFEXITED(status));
+    ASSERT_EQ(WEXITSTATUS(status), 0) << "3: could not drop to the uid, 4: could not send";
+  }
+
+  std::string dir_, path_;
+};
+
+TEST_F(ReportSocketTest, TheSocketIsBornWithItsModeAndGroupAndNothingIsLeftBeside) {
+  if (geteuid() != 0) GTEST_SKIP() << "giving a socket another group needs root";
+  auto listener = ReportListener::bind(path_, 65534);
+  ASSERT_TRUE(listener.ok()) << listener.error().message;
+  struct stat st {};
+  ASSERT_EQ(lstat(path_.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISSOCK(st.st_mode));
+  EXPECT_EQ(st.st_mode & 07777, 0660u);
+  EXPECT_EQ(st.st_gid, 65534u);
+  size_t entries = 0;
+  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator(dir_)) ++entries;
+  EXPECT_EQ(entries, 1u) << "the private directory it was made in is gone";
+}
+
+TEST_F(ReportSocketTest, ASocketPathHeldByAnotherKindOfFileIsNeverReplaced) {
+  std::ofstream(path_) << "not a socket\n";
+  auto listener = ReportListener::bind(path_);
+  ASSERT_FALSE(listener.ok());
+  EXPECT_NE(listener.error().message.find("exists and is not a socket"), std::string::npos)
+      << listener.error().message;
+}
+
+TEST_F(ReportSocketTest, EveryDatagramCarriesTheSendersCredentialsFromTheKernel) {
+  if (geteuid() != 0) GTEST_SKIP() << "sending as another user needs root";
+  auto listener = ReportListener::bind(path_, 65534);  // nogroup may write to it
+  ASSERT_TRUE(listener.ok()) << listener.error().message;
+  sendAs(65534, 65534, "offender 198.51.100.7 rejections=50 within_ms=10000\n");
+  auto reports = listener->drain(10);
+  ASSERT_EQ(reports.size(), 1u);
+  EXPECT_TRUE(reports[0].over_socket);
+  EXPECT_EQ(reports[0].uid, 65534u);
+  EXPECT_EQ(reports[0].gid, 65534u);
+  EXPECT_EQ(reports[0].reporter, "uid 65534");
+  ReporterAccess root_only;
+  EXPECT_FALSE(root_only.allows(reports[0].uid, reports[0].gid));
+}
+
+}  // namespace
+}  // namespace floodgate::daemon

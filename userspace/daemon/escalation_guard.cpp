@@ -1,0 +1,199 @@
+// SPDX-License-Identifier: MIT
+// The checks between an offender report and a ban, and who may send one.
+#include "daemon/escalation_guard.h"
+
+#include <grp.h>
+#include <ifaddrs.h>
+#include <netinet/in.h>
+#include <pwd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+namespace floodgate::daemon {
+namespace {
+
+Cidr prefixOf(const char* text) {
+  auto cidr = parseCidr(text);
+  return *cidr;  // the texts below are constants that parse
+}
+
+// Either holds the other: a ban of `a` would drop some of `b`, or the reverse.
+bool overlaps(const Cidr& a, const Cidr& b) {
+  return a.family == b.family && (covers(a, b) || covers(b, a));
+}
+
+bool overlapsAny(const Cidr& report, const std::vector<Cidr>& list) {
+  return std::any_of(list.begin(), list.end(),
+                     [&](const Cidr& entry) { return overlaps(entry, report); });
+}
+
+Cidr fromHttp(const http::Cidr& in) {
+  Cidr out;
+  out.family = in.base.v4 ? Family::kV4 : Family::kV6;
+  out.prefix = static_cast<uint8_t>(in.prefix_len);
+  std::copy(in.base.bytes.begin(), in.base.bytes.end(), out.addr.begin());
+  maskAddress(out.addr, out.prefix);
+  return out;
+}
+
+// The groups `uid` is in, primary and supplementary; empty when it has no passwd entry.
+std::vector<gid_t> groupsOf(uid_t uid) {
+  std::vector<char> buffer(16384);
+  passwd entry{};
+  passwd* found = nullptr;
+  if (getpwuid_r(uid, &entry, buffer.data(), buffer.size(), &found) != 0 || found == nullptr) {
+    return {};
+  }
+  int count = 64;
+  std::vector<gid_t> groups(static_cast<size_t>(count));
+  if (getgrouplist(entry.pw_name, entry.pw_gid, groups.data(), &count) < 0) {
+    groups.resize(static_cast<size_t>(count));
+    if (getgrouplist(entry.pw_name, entry.pw_gid, groups.data(), &count) < 0) return {};
+  }
+  groups.resize(static_cast<size_t>(count));
+  return groups;
+}
+
+}  // namespace
+
+EscalationRules escalationRules(const std::vector<Cidr>& allow, const http::HttpConfig* http) {
+  EscalationRules rules;
+  rules.allow = allow;
+  if (http == nullptr) return rules;
+  for (const http::Cidr& proxy : http->trusted_proxies) {
+    rules.trusted_proxies.push_back(fromHttp(proxy));
+  }
+  rules.rejections = http->escalate.rejections;
+  rules.within_ms = http->escalate.within_ms;
+  rules.ipv6_prefix = http->ipv6_prefix;
+  return rules;
+}
+
+Refusal refusalFor(const OffenderReport& report, const EscalationRules& rules,
+                   const std::vector<Cidr>& own) {
+  static const struct {
+    Cidr prefix;
+    Refusal why;
+  } kNeverBanned[] = {
+      {prefixOf("127.0.0.0/8"), Refusal::kLoopback},
+      {prefixOf("::1"), Refusal::kLoopback},
+      {prefixOf("0.0.0.0/8"), Refusal::kUnspecified},
+      {prefixOf("::"), Refusal::kUnspecified},
+      {prefixOf("169.254.0.0/16"), Refusal::kLinkLocal},
+      {prefixOf("fe80::/10"), Refusal::kLinkLocal},
+      {prefixOf("224.0.0.0/4"), Refusal::kMulticast},
+      {prefixOf("255.255.255.255"), Refusal::kMulticast},
+      {prefixOf("ff00::/8"), Refusal::kMulticast},
+  };
+  const Cidr& address = report.address;
+  const int widest = address.family == Family::kV4 ? 32 : rules.ipv6_prefix;
+  if (address.prefix < widest) return Refusal::kTooWide;
+  for (const auto& range : kNeverBanned) {
+    if (overlaps(range.prefix, address)) return range.why;
+  }
+  if (overlapsAny(address, own)) return Refusal::kOwnAddress;
+  if (overlapsAny(address, rules.trusted_proxies)) return Refusal::kTrustedProxy;
+  if (overlapsAny(address, rules.allow)) return Refusal::kAllowListed;
+  if (report.rejections < rules.rejections || report.within_ms > rules.within_ms) {
+    return Refusal::kBelowThreshold;
+  }
+  return Refusal::kNone;
+}
+
+Result<std::vector<Cidr>> hostAddresses() {
+  ifaddrs* list = nullptr;
+  if (getifaddrs(&list) != 0) {
+    return Error::failure(std::string("cannot list this host's addresses: ") +
+                          std::strerror(errno));
+  }
+  std::vector<Cidr> out;
+  for (ifaddrs* a = list; a != nullptr; a = a->ifa_next) {
+    if (a->ifa_addr == nullptr) continue;
+    Cidr cidr;
+    if (a->ifa_addr->sa_family == AF_INET) {
+      cidr.family = Family::kV4;
+      cidr.prefix = 32;
+      std::memcpy(cidr.addr.data(), &reinterpret_cast<sockaddr_in*>(a->ifa_addr)->sin_addr, 4);
+    } else if (a->ifa_addr->sa_family == AF_INET6) {
+      cidr.family = Family::kV6;
+      cidr.prefix = 128;
+      std::memcpy(cidr.addr.data(), &reinterpret_cast<sockaddr_in6*>(a->ifa_addr)->sin6_addr, 16);
+    } else {
+      continue;
+    }
+    out.push_back(cidr);
+  }
+  freeifaddrs(list);
+  return out;
+}
+
+Result<ReporterAccess> ReporterAccess::resolve(const http::EscalateConfig& escalate) {
+  ReporterAccess access;
+  std::vector<char> buffer(16384);
+  auto groupId = [&](const std::string& name, const char* key) -> Result<gid_t> {
+    group entry{};
+    group* found = nullptr;
+    if (getgrnam_r(name.c_str(), &entry, buffer.data(), buffer.size(), &found) != 0 ||
+        found == nullptr) {
+      return Error::usage(std::string("http.escalate.") + key + ": there is no group '" + name +
+                          "' on this host: create it (groupadd " + name + ") or fix the name");
+    }
+    return entry.gr_gid;
+  };
+  if (!escalate.socket_group.empty()) {
+    auto gid = groupId(escalate.socket_group, "socket_group");
+    if (!gid) return gid.error();
+    access.socket_gid = *gid;
+    access.groups.push_back(*gid);
+  }
+  for (const std::string& name : escalate.reporter_groups) {
+    auto gid = groupId(name, "reporter_groups");
+    if (!gid) return gid.error();
+    access.groups.push_back(*gid);
+  }
+  for (const std::string& name : escalate.reporter_users) {
+    passwd entry{};
+    passwd* found = nullptr;
+    if (getpwnam_r(name.c_str(), &entry, buffer.data(), buffer.size(), &found) != 0 ||
+        found == nullptr) {
+      return Error::usage("http.escalate.reporter_users: there is no user '" + name +
+                          "' on this host: fix the name, or drop it from the list");
+    }
+    access.users.push_back(entry.pw_uid);
+  }
+  return access;
+}
+
+bool ReporterAccess::allows(uid_t uid, gid_t gid) const {
+  if (uid == 0) return true;
+  if (std::find(users.begin(), users.end(), uid) != users.end()) return true;
+  if (groups.empty()) return false;
+  if (std::find(groups.begin(), groups.end(), gid) != groups.end()) return true;
+  for (gid_t member_of : groupsOf(uid)) {
+    if (std::find(groups.begin(), groups.end(), member_of) != groups.end()) return true;
+  }
+  return false;
+}
+
+bool BanQuota::take(const std::string& reporter, int64_t per_minute, Clock::time_point now) {
+  auto it = windows_.find(reporter);
+  if (it == windows_.end()) {
+    if (windows_.size() >= kMaxReporters) {
+      std::erase_if(windows_, [&](const auto& entry) {
+        return now - entry.second.start >= std::chrono::minutes(1);
+      });
+    }
+    if (windows_.size() >= kMaxReporters) return false;
+    it = windows_.emplace(reporter, Window{now, 0}).first;
+  }
+  Window& window = it->second;
+  if (now - window.start >= std::chrono::minutes(1)) window = Window{now, 0};
+  if (window.bans >= per_minute) return false;
+  ++window.bans;
+  return true;
+}
+
+}  // namespace floodgate::daemon

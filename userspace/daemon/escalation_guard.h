@@ -1,0 +1,85 @@
+// SPDX-License-Identifier: MIT
+// What an offender report must pass before it becomes a ban: a report is a claim by a
+// service, and a wrong or forged one must never take down the host, its proxies, or
+// anything the operator allow-listed.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "common/cidr.h"
+#include "common/result.h"
+#include "daemon/report_listener.h"
+#include "http/policy.h"
+
+namespace floodgate::daemon {
+
+// Why a report is not acted on; kNone: ban it.
+enum class Refusal {
+  kNone,
+  kLoopback,        // 127.0.0.0/8, ::1
+  kUnspecified,     // 0.0.0.0/8, ::
+  kLinkLocal,       // 169.254.0.0/16, fe80::/10
+  kMulticast,       // 224.0.0.0/4, 255.255.255.255, ff00::/8: no packet comes from one
+  kOwnAddress,      // an address of this host
+  kTrustedProxy,    // inside http.trusted_proxies: banning one takes the whole site down
+  kAllowListed,     // inside the config's allow list
+  kTooWide,         // an IPv4 prefix, or an IPv6 prefix wider than http.ipv6_prefix
+  kBelowThreshold,  // claims fewer rejections, or a longer window, than http.escalate says
+};
+
+// What the config says a report must respect.
+struct EscalationRules {
+  std::vector<Cidr> allow;
+  std::vector<Cidr> trusted_proxies;
+  int64_t rejections = 0;
+  int64_t within_ms = 0;
+  int ipv6_prefix = http::kDefaultIpv6Prefix;
+};
+
+// The rules of a config (its allow list and http section; null http: nothing escalates).
+EscalationRules escalationRules(const std::vector<Cidr>& allow, const http::HttpConfig* http);
+
+// Whether `report` may become a ban. Pure: `own` is this host's addresses.
+Refusal refusalFor(const OffenderReport& report, const EscalationRules& rules,
+                   const std::vector<Cidr>& own);
+
+// Every address on this host's interfaces (getifaddrs), as host prefixes.
+Result<std::vector<Cidr>> hostAddresses();
+
+// Who may report over the socket: resolved from http.escalate's names when a config is
+// applied, so an unknown name rejects the config instead of locking reporters out later.
+struct ReporterAccess {
+  gid_t socket_gid = 0;
+  std::vector<uid_t> users;
+  std::vector<gid_t> groups;  // the socket's group is one of them
+
+  static Result<ReporterAccess> resolve(const http::EscalateConfig& escalate);
+  // Root, a listed user, or a member (primary or supplementary) of a listed group.
+  bool allows(uid_t uid, gid_t gid) const;
+};
+
+// At most `per_minute` bans per reporter in each minute (a fixed window per reporter).
+// Bounded: a reporter not seen this minute is forgotten when the map is full.
+class BanQuota {
+ public:
+  using Clock = std::chrono::steady_clock;
+  static constexpr size_t kMaxReporters = 4096;
+
+  // Whether `reporter` may cause one more ban now (and counts it if so).
+  bool take(const std::string& reporter, int64_t per_minute, Clock::time_point now);
+
+ private:
+  struct Window {
+    Clock::time_point start;
+    int64_t bans = 0;
+  };
+  std::map<std::string, Window> windows_;
+};
+
+}  // namespace floodgate::daemon
