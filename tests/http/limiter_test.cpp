@@ -82,6 +82,38 @@ TEST(Limiter, AllOrNothingRefundsThePolicyThatAdmitted) {
   EXPECT_EQ(over.binding.policy, "per-key");
 }
 
+TEST(Limiter, RefundGivesBackAnAdmittedVerdictOnceAndARejectedOneNotAgain) {
+  Fixture f(kTwoPolicies);
+  auto req = [] { return request("GET", "/x", "198.51.100.1", {{"x-api-key", "k1"}}); };
+  Verdict refused = f.limiter->check(req());
+  ASSERT_TRUE(refused.allowed());
+  EXPECT_EQ(refused.binding.policy, "per-ip");
+  EXPECT_EQ(refused.binding.remaining, 1);
+  f.limiter->refund(refused);
+  EXPECT_EQ(refused.binding.remaining, 2);  // shown as after the refund
+  EXPECT_EQ(refused.decisions[0].decision.remaining, 5);
+  EXPECT_FALSE(refused.decisions[0].reserved);
+  f.limiter->refund(refused);  // nothing more to give back
+
+  // per-ip still admits its whole limit of 2, and no more
+  EXPECT_TRUE(f.limiter->check(req()).allowed());
+  EXPECT_TRUE(f.limiter->check(req()).allowed());
+  Verdict over = f.limiter->check(req());
+  EXPECT_FALSE(over.allowed());
+  f.limiter->refund(over);  // refunded by check() already
+  EXPECT_FALSE(f.limiter->check(req()).allowed());
+  // per-key gave back the refused request and both rejections: 3 of 5 left for k1
+  auto from = [](std::string_view peer) {
+    return request("GET", "/x", peer, {{"x-api-key", "k1"}});
+  };
+  EXPECT_TRUE(f.limiter->check(from("198.51.100.2")).allowed());
+  EXPECT_TRUE(f.limiter->check(from("198.51.100.2")).allowed());
+  EXPECT_TRUE(f.limiter->check(from("198.51.100.3")).allowed());
+  Verdict spent = f.limiter->check(from("198.51.100.3"));
+  EXPECT_FALSE(spent.allowed());
+  EXPECT_EQ(spent.binding.policy, "per-key");
+}
+
 TEST(Limiter, BindingRejectionIsTheLongestWaitAndNamesEveryViolatedPolicy) {
   Fixture f(R"(http:
   policies:

@@ -72,6 +72,24 @@ TEST(LiveLimiter, AnUnchangedPolicyKeepsItsStateWhenOthersChange) {
   EXPECT_EQ(l.live->updatesApplied(), 1);
 }
 
+TEST(LiveLimiter, ARefundGoesToTheSetThatDecided) {
+  Live l(fixedWindow("per-ip", 1));
+  RequestInfo r;
+  r.method = "GET";
+  r.path = "/";
+  r.peer = "192.0.2.1";
+  Verdict v = l.live->check(r);
+  ASSERT_TRUE(v.allowed());
+  // a new set with a new policy: the refund must reach per-ip, not the set now current
+  ASSERT_TRUE(l.live->update(parse(fixedWindow("other", 1) + fixedWindow("per-ip", 1)), "v2").ok());
+  l.live->refund(v);
+  Verdict again = l.live->check(r);
+  EXPECT_TRUE(again.allowed());
+  ASSERT_EQ(again.decisions.size(), 2u);
+  EXPECT_EQ(again.decisions[1].decision.remaining, 0);
+  EXPECT_FALSE(l.admits());
+}
+
 TEST(LiveLimiter, ARaisedLimitAdmitsTheDifferenceAndALoweredOneAppliesAtOnce) {
   Live l(fixedWindow("per-ip", 3));
   EXPECT_EQ(l.admitted(3), 3);

@@ -4,22 +4,93 @@
 
 #include <httplib.h>
 
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstddef>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
+#include <utility>
 
 #include "http/limiter.h"
 #include "http/live_limiter.h"
 
 namespace floodgate::http {
 
+// The server threads held for a shaping delay, never more than `max` at once: a thread takes
+// a slot before it waits and gives it back when done. Thread-safe and lock-free.
+class DelayedThreads {
+ public:
+  explicit DelayedThreads(size_t max) : max_(max) {}
+  DelayedThreads(const DelayedThreads&) = delete;
+  DelayedThreads& operator=(const DelayedThreads&) = delete;
+
+  // One held thread's slot, given back when destroyed.
+  class Slot {
+   public:
+    Slot(Slot&& other) noexcept : owner_(std::exchange(other.owner_, nullptr)) {}
+    Slot& operator=(Slot&& other) noexcept {
+      if (this != &other) {
+        giveBack();
+        owner_ = std::exchange(other.owner_, nullptr);
+      }
+      return *this;
+    }
+    ~Slot() { giveBack(); }
+
+   private:
+    friend class DelayedThreads;
+    explicit Slot(DelayedThreads* owner) : owner_(owner) {}
+    void giveBack() {
+      if (owner_ != nullptr) owner_->held_.fetch_sub(1, std::memory_order_release);
+      owner_ = nullptr;
+    }
+    DelayedThreads* owner_;
+  };
+
+  // A slot, or none when `max` threads hold one already.
+  std::optional<Slot> tryTake() {
+    size_t held = held_.load(std::memory_order_relaxed);
+    do {
+      if (held >= max_) return std::nullopt;
+    } while (!held_.compare_exchange_weak(held, held + 1, std::memory_order_acquire,
+                                          std::memory_order_relaxed));
+    return Slot(this);
+  }
+  // Threads holding a slot right now.
+  size_t held() const { return held_.load(std::memory_order_acquire); }
+  size_t max() const { return max_; }
+
+ private:
+  const size_t max_;
+  std::atomic<size_t> held_{0};
+};
+
 struct HttplibOptions {
   // The user id for `key: user` policies, e.g. from the session the service authenticated.
   // Unset or returning "" means no user (such policies do not apply).
   std::function<std::string(const httplib::Request&)> user_of;
   // Hold an admitted request in its server thread for the decision's delay (leaky-bucket
-  // shaping) before the route runs. Off: the delay is only reported.
+  // shaping) before the route runs, within the two bounds below. Off: the delay is only
+  // reported, and nothing is refused for it.
   bool apply_delay = true;
+  // At most this many server threads are held for a delay at once, so that queued clients
+  // cannot park the whole pool: a request that would need one more is refused with 429 (its
+  // cost refunded), Retry-After its delay (by then it needs no wait). The default is half of
+  // cpp-httplib's default pool (CPPHTTPLIB_THREAD_POOL_COUNT), leaving the other half to
+  // requests nobody queues however many are queued; give half of your pool if you set
+  // the server's new_task_queue to another size.
+  size_t max_delayed_threads = std::max<size_t>(1, CPPHTTPLIB_THREAD_POOL_COUNT / 2);
+  // No request is held longer: one whose delay exceeds this is refused with 429 (its cost
+  // refunded), Retry-After when its delay will have come down to max_delay. The default,
+  // one second, is the finest a Retry-After can say: a longer wait is told to the client as
+  // well as it is done by holding a thread.
+  std::chrono::nanoseconds max_delay = std::chrono::seconds(1);
+  // How a delay is waited out; unset: std::this_thread::sleep_for. Tests pass a wait they
+  // end themselves.
+  std::function<void(std::chrono::nanoseconds)> wait_for;
   // Called for every request a policy applied to, after the decision (e.g. for metrics).
   std::function<void(const httplib::Request&, const Verdict&)> on_verdict;
 };
@@ -28,11 +99,14 @@ struct HttplibOptions {
 // response under a policy gets RateLimit-Policy and RateLimit; a rejection is answered
 // right there with 429 (503 for a fail-closed store that is down), Retry-After when a retry
 // can succeed, and an application/problem+json body naming the violated policies.
-// Thread-safe as the limiter is; `limiter` is kept alive by the server's handler.
-void installRateLimiter(httplib::Server& server, std::shared_ptr<Limiter> limiter,
-                        HttplibOptions options = {});
+// Thread-safe as the limiter is; `limiter` is kept alive by the server's handler. Returns
+// the threads held for a delay (for metrics and tests).
+std::shared_ptr<const DelayedThreads> installRateLimiter(httplib::Server& server,
+                                                         std::shared_ptr<Limiter> limiter,
+                                                         HttplibOptions options = {});
 // Same with a limiter whose policies are swapped while the server runs (a published source).
-void installRateLimiter(httplib::Server& server, std::shared_ptr<LiveLimiter> limiter,
-                        HttplibOptions options = {});
+std::shared_ptr<const DelayedThreads> installRateLimiter(httplib::Server& server,
+                                                         std::shared_ptr<LiveLimiter> limiter,
+                                                         HttplibOptions options = {});
 
 }  // namespace floodgate::http

@@ -147,6 +147,7 @@ Verdict Limiter::check(const RequestInfo& request) {
     verdict.client_key = clientKey(*client, config_.ipv6_prefix);
   }
   const int64_t now_ns = clock_->nowNs();
+  verdict.decided_ns = now_ns;
 
   // Policies on Redis are decided after the loop, together: one round trip per request.
   std::vector<std::pair<size_t, Store*>> local;
@@ -224,16 +225,25 @@ Verdict Limiter::check(const RequestInfo& request) {
     return verdict;
   }
   // All-or-nothing: give back what the admitting policies took.
+  refund(verdict);
+  return verdict;
+}
+
+void Limiter::refund(Verdict& verdict) const {
+  // decisions are in config order, as policies_ is
   for (size_t i = 0, p = 0; i < verdict.decisions.size(); ++i) {
     PolicyDecision& pd = verdict.decisions[i];
     while (policies_[p].config != pd.policy) ++p;
     if (!pd.reserved) continue;
-    policies_[p].store->refund(pd.key, now_ns, pd.cost);
+    policies_[p].store->refund(pd.key, verdict.decided_ns, pd.cost);
+    pd.reserved = false;
     pd.decision.remaining = std::min(pd.decision.limit, pd.decision.remaining + pd.cost);
     pd.decision.delay_ns = 0;
+    if (verdict.binding.policy == pd.decision.policy) {
+      verdict.binding.remaining = pd.decision.remaining;
+    }
   }
   verdict.binding.delay_ns = 0;
-  return verdict;
 }
 
 }  // namespace floodgate::http

@@ -38,7 +38,8 @@ struct PolicyDecision {
   std::string key;
   int64_t cost = 0;
   Decision decision;
-  bool reserved = false;  // the store recorded the request (so a refund has something to undo)
+  // The store holds the request (so a refund has something to undo); cleared by the refund.
+  bool reserved = false;
 };
 
 // The answer for one request.
@@ -55,6 +56,10 @@ struct Verdict {
   // `key: ip` policies then share kUnknownClientKey, and nothing is reported.
   std::string client_ip;
   std::string client_key;
+  // Refused only because the server had no thread free to hold its shaping delay: other
+  // clients' doing, not this one's excess, so never a reason to report it (escalate).
+  bool shed = false;
+  int64_t decided_ns = 0;  // the clock reading the stores decided at (refunds give back at it)
   // Set by LiveLimiter: the policy set the pointers above point into, kept alive for as long
   // as the verdict is (a new set may be swapped in meanwhile).
   std::shared_ptr<const void> policy_set;
@@ -88,6 +93,13 @@ class Limiter {
   // Reserves the request's cost in every matching policy; if any rejects, refunds the ones
   // that admitted, so a rejected request consumes nothing anywhere.
   Verdict check(const RequestInfo& request);
+
+  // Gives back everything an admitted `verdict` of this limiter's check() reserved, for a
+  // request the caller refuses after all (a shaping delay it will not wait out), so that the
+  // request consumes nothing; each decision's remaining then reads as after the refund. A
+  // verdict refunded already (every rejection is) gives back nothing more. Thread-safe as
+  // check() is; const because only the stores change, and they may be shared with other sets.
+  void refund(Verdict& verdict) const;
 
   const HttpConfig& config() const { return config_; }
   // Per-policy store, in config order (for stats).

@@ -18,6 +18,11 @@ Verdict LiveLimiter::check(const RequestInfo& request) {
   return verdict;
 }
 
+void LiveLimiter::refund(Verdict& verdict) const {
+  // check() keeps the set that decided in policy_set: its stores hold what is given back
+  if (const auto* set = static_cast<const Limiter*>(verdict.policy_set.get())) set->refund(verdict);
+}
+
 std::string LiveLimiter::version() const {
   std::lock_guard lock(mutex_);
   return version_;

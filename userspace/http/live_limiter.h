@@ -25,6 +25,8 @@ class LiveLimiter {
               std::shared_ptr<const Clock> clock, StoreFactory store_factory = {});
 
   Verdict check(const RequestInfo& request);
+  // Limiter::refund() on the set that decided `verdict` (the current one or an earlier one).
+  void refund(Verdict& verdict) const;
 
   // The set deciding now (for stats and metrics); it stays valid while held.
   std::shared_ptr<Limiter> current() const { return current_.load(); }

@@ -1,0 +1,273 @@
+// SPDX-License-Identifier: MIT
+// Shaping under a real cpp-httplib server on 127.0.0.1: delays hold at most
+// max_delayed_threads server threads and none longer than max_delay; what is refused is refunded.
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdlib>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "http/config_parser.h"
+#include "http/httplib_adapter.h"
+
+namespace floodgate::http {
+namespace {
+
+using std::chrono::nanoseconds;
+constexpr int64_t kS = 1'000'000'000;
+
+// A queue per API key draining one unit a second, by a clock the test holds still: every
+// delay is exact however slowly the machine runs. /heavy costs 6 units, anything else 1.
+constexpr const char* kQueue = R"(http:
+  policies:
+    - name: queue
+      key: header:X-API-Key
+      algorithm: leaky_bucket
+      capacity: 20
+      rate_per_s: 1
+      routes:
+        - match: {path_prefix: /heavy}
+          cost: 6
+)";
+
+// The adapter's wait, ended by the test rather than by time: each held thread counts itself
+// and stays until open() (or a minute, so a failing test cannot hang).
+class Gate {
+ public:
+  void wait(nanoseconds delay) {
+    std::unique_lock lock(mutex_);
+    ++waiting_;
+    last_delay_ = delay;
+    changed_.notify_all();
+    changed_.wait_for(lock, std::chrono::minutes(1), [&] { return open_; });
+  }
+  void open() {
+    std::lock_guard lock(mutex_);
+    open_ = true;
+    changed_.notify_all();
+  }
+  // Waits (a minute at most) until `done` holds of the number of threads that have waited.
+  template <typename Done>
+  bool awaitWaiting(Done done) {
+    std::unique_lock lock(mutex_);
+    return changed_.wait_for(lock, std::chrono::minutes(1), [&] { return done(waiting_); });
+  }
+  // Wakes awaitWaiting() to look again (something else it depends on changed).
+  void poke() {
+    std::lock_guard lock(mutex_);
+    changed_.notify_all();
+  }
+  int waiting() {
+    std::lock_guard lock(mutex_);
+    return waiting_;
+  }
+  nanoseconds lastDelay() {
+    std::lock_guard lock(mutex_);
+    return last_delay_;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  int waiting_ = 0;
+  nanoseconds last_delay_{0};
+  bool open_ = false;
+};
+
+// The limiter in front of a cpp-httplib server on a free loopback port, its delays waited
+// out on `gate`.
+class Service {
+ public:
+  Service(HttplibOptions options, int pool_threads) {
+    auto config = parseHttpConfigText(kQueue, "test.yaml");
+    EXPECT_TRUE(config.ok()) << config.error().message;
+    auto made = Limiter::create(std::move(*config), clock_);
+    EXPECT_TRUE(made.ok());
+    limiter_ = std::move(*made);
+    server_.new_task_queue = [pool_threads] { return new httplib::ThreadPool(pool_threads); };
+    server_.Get(R"(/.*)", [](const httplib::Request&, httplib::Response& res) {
+      res.set_content("ok", "text/plain");
+    });
+    options.wait_for = [this](nanoseconds delay) { gate_.wait(delay); };
+    options.on_verdict = [this](const httplib::Request&, const Verdict& verdict) {
+      if (verdict.shed) ++shed_;
+    };
+    delayed_ = installRateLimiter(server_, limiter_, std::move(options));
+    port_ = server_.bind_to_any_port("127.0.0.1");
+    EXPECT_GT(port_, 0);
+    thread_ = std::thread([this] { server_.listen_after_bind(); });
+  }
+  ~Service() {
+    gate_.open();
+    server_.stop();
+    thread_.join();
+  }
+
+  httplib::Result get(const std::string& path, const std::string& key = "alpha") {
+    httplib::Client client("127.0.0.1", port_);
+    client.set_connection_timeout(30);
+    client.set_read_timeout(120);
+    return client.Get(path.c_str(), {{"X-API-Key", key}});
+  }
+
+  ManualClock& clock() { return *clock_; }
+  Gate& gate() { return gate_; }
+  const DelayedThreads& delayed() { return *delayed_; }
+  // Refusals for want of a free thread (Verdict::shed: never reported as the client's own).
+  int shed() const { return shed_; }
+
+ private:
+  std::shared_ptr<ManualClock> clock_ = std::make_shared<ManualClock>(1'000 * kS);
+  std::shared_ptr<Limiter> limiter_;
+  Gate gate_;
+  httplib::Server server_;
+  std::shared_ptr<const DelayedThreads> delayed_;
+  std::atomic<int> shed_{0};
+  int port_ = 0;
+  std::thread thread_;
+};
+
+// The remaining units the RateLimit field of a response reports for "queue".
+int remaining(const httplib::Result& response) {
+  std::string field = response->get_header_value("RateLimit");
+  size_t r = field.find(";r=");
+  return r == std::string::npos ? -1 : std::atoi(field.c_str() + r + 3);
+}
+
+TEST(Shaping, DelaysHoldAtMostMaxDelayedThreadsAndTheRestAreRefusedAndRefunded) {
+  constexpr int kHeld = 2;     // max_delayed_threads
+  constexpr int kRefused = 3;  // requests beyond it
+  HttplibOptions options;
+  options.max_delayed_threads = kHeld;
+  options.max_delay = std::chrono::seconds(1000);  // only the thread bound applies
+  // every request below is in the pool at once: none waits for a thread to free
+  Service service(options, kHeld + kRefused + 2);
+  EXPECT_EQ(service.delayed().max(), size_t{kHeld});
+
+  // The queue's first request leaves at once; every later one waits its turn (1 s each).
+  auto first = service.get("/");
+  ASSERT_TRUE(first);
+  EXPECT_EQ(first->status, 200);
+  EXPECT_EQ(service.gate().waiting(), 0);
+
+  std::atomic<int> ok{0};
+  std::atomic<int> too_many{0};
+  std::atomic<int> other{0};
+  std::vector<std::string> retry_afters(kHeld + kRefused);
+  std::vector<std::string> bodies(kHeld + kRefused);
+  std::vector<std::thread> clients;
+  for (int i = 0; i < kHeld + kRefused; ++i) {
+    clients.emplace_back([&, i] {
+      auto response = service.get("/");
+      if (response && response->status == 200) {
+        ++ok;
+      } else if (response && response->status == 429) {
+        retry_afters[i] = response->get_header_value("Retry-After");
+        bodies[i] = response->body;
+        ++too_many;
+      } else {
+        ++other;
+      }
+      service.gate().poke();
+    });
+  }
+  // Every request is decided: held in the gate, or answered (the held ones cannot be).
+  ASSERT_TRUE(service.gate().awaitWaiting(
+      [&](int waiting) { return waiting + too_many + other == kHeld + kRefused; }));
+  EXPECT_EQ(service.gate().waiting(), kHeld);
+  EXPECT_EQ(service.delayed().held(), size_t{kHeld});
+  EXPECT_EQ(too_many, kRefused);
+  EXPECT_EQ(service.shed(), kRefused);  // the server's want of threads, not their excess
+  EXPECT_EQ(other, 0);
+  EXPECT_EQ(ok, 0);
+
+  service.gate().open();
+  for (std::thread& client : clients) client.join();
+  EXPECT_EQ(ok, kHeld);
+  EXPECT_EQ(too_many, kRefused);
+  EXPECT_EQ(service.delayed().held(), 0u);
+  for (int i = 0; i < kHeld + kRefused; ++i) {
+    if (bodies[i].empty()) continue;
+    // Retry-After is the refused request's own delay (at least 1 s in this queue)
+    EXPECT_GE(std::atoi(retry_afters[i].c_str()), 1) << i;
+    auto body = nlohmann::json::parse(bodies[i]);
+    EXPECT_EQ(body["status"], 429);
+    EXPECT_EQ(body["violated-policies"], nlohmann::json::array({"queue"}));
+  }
+
+  // The refused requests took nothing: the queue holds the first and the held ones (3 s),
+  // so the next one waits 3 s and leaves 20 - 4 units; with the refused still in, 7 s.
+  auto next = service.get("/");
+  ASSERT_TRUE(next);
+  EXPECT_EQ(next->status, 200);
+  EXPECT_EQ(service.gate().lastDelay(), nanoseconds((1 + kHeld) * kS));
+  EXPECT_EQ(remaining(next), 20 - (1 + kHeld + 1));
+  EXPECT_EQ(service.delayed().held(), 0u);
+}
+
+TEST(Shaping, DelayBeyondMaxIsRefusedAtOnceWithRetryAfterAndRefunded) {
+  HttplibOptions options;
+  options.max_delay = std::chrono::seconds(2);
+  Service service(options, 4);
+  service.gate().open();  // admitted delays pass straight through; the gate still counts them
+
+  auto first = service.get("/heavy");  // 6 units: leaves at once, the queue drains in 6 s
+  ASSERT_TRUE(first);
+  EXPECT_EQ(first->status, 200);
+  EXPECT_EQ(remaining(first), 14);
+
+  auto second = service.get("/heavy");  // would wait 6 s > 2 s
+  ASSERT_TRUE(second);
+  EXPECT_EQ(second->status, 429);
+  EXPECT_EQ(service.gate().waiting(), 0);  // refused without holding its thread
+  EXPECT_EQ(second->get_header_value("Content-Type"), "application/problem+json");
+  // in 4 s the queue ahead has drained to 2 s, the longest wait allowed
+  EXPECT_EQ(second->get_header_value("Retry-After"), "4");
+  auto body = nlohmann::json::parse(second->body);
+  EXPECT_EQ(body["retry-after"], 4);
+  EXPECT_EQ(body["violated-policies"], nlohmann::json::array({"queue"}));
+  EXPECT_EQ(remaining(second), 14);  // refunded: the queue still holds only the first
+  EXPECT_EQ(service.shed(), 0);      // its own queue was too long: its own excess
+
+  // Just before the Retry-After the wait is still over the max; at it, it is the max. Only a
+  // refund makes the second true (without it the queue would still hold 8 s).
+  service.clock().advanceNs(4 * kS - 1);
+  auto early = service.get("/");
+  ASSERT_TRUE(early);
+  EXPECT_EQ(early->status, 429);
+  EXPECT_EQ(early->get_header_value("Retry-After"), "1");
+  service.clock().advanceNs(1);
+  auto on_time = service.get("/");
+  ASSERT_TRUE(on_time);
+  EXPECT_EQ(on_time->status, 200);
+  EXPECT_EQ(service.gate().waiting(), 1);
+  EXPECT_EQ(service.gate().lastDelay(), nanoseconds(2 * kS));
+  EXPECT_EQ(remaining(on_time), 20 - 3);
+  EXPECT_EQ(service.delayed().held(), 0u);
+}
+
+TEST(Shaping, ApplyDelayOffReportsTheDelayAndRefusesNothing) {
+  HttplibOptions options;
+  options.apply_delay = false;
+  options.max_delay = std::chrono::seconds(2);
+  options.max_delayed_threads = 0;
+  Service service(options, 4);
+  for (int i = 0; i < 3; ++i) {
+    auto response = service.get("/heavy");
+    ASSERT_TRUE(response);
+    EXPECT_EQ(response->status, 200) << i;
+  }
+  EXPECT_EQ(service.gate().waiting(), 0);
+  EXPECT_EQ(service.delayed().held(), 0u);
+}
+
+}  // namespace
+}  // namespace floodgate::http
