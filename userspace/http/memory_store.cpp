@@ -10,24 +10,27 @@
 #include <functional>
 #include <new>
 
+#include "http/keyed_hash.h"
+
 namespace floodgate::http {
 
 namespace {
 
-// Keys are attacker-controlled (an API key header): cap what one can make us store.
+// Keys are attacker-controlled (an API key header): cap what one can make us store. The
+// hash is keyed, so no one can make two long keys share a prefix and a hash, and a state.
 std::string_view boundedKey(std::string_view key, std::string& scratch) {
   if (key.size() <= MemoryStore::kMaxKeyBytes) return key;
-  size_t whole = std::hash<std::string_view>{}(key);
+  uint64_t whole = keyedHash(key);
   scratch.assign(key.substr(0, MemoryStore::kMaxKeyBytes - 24));
   scratch += "#";
   scratch += std::to_string(whole);
   return scratch;
 }
 
+// Keyed (see keyed_hash.h): a client that picks its keys cannot aim them all at one shard,
+// or at one probe sequence, without knowing this process's random key.
 // Bit 1 set (never 0, the empty mark), bit 0 clear (room for the reference bit).
-uint64_t hashOf(std::string_view key) {
-  return (std::hash<std::string_view>{}(key) | 2) & ~uint64_t{1};
-}
+uint64_t hashOf(std::string_view key) { return (keyedHash(key) | 2) & ~uint64_t{1}; }
 
 // A shard's table starts this small and doubles whenever it would be over 3/4 full.
 constexpr size_t kInitialSlots = 16;

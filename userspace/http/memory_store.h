@@ -30,6 +30,8 @@ struct MemoryStoreStats {
 // Keys hash to shards; each shard holds at most max_keys / shards keys under one mutex, in
 // an open-addressing table (linear probing, at most 3/4 full; it grows up to the bound)
 // whose slots hold the key and its state inline, so a decision touches one cache line.
+// The hash is SipHash under a per-process random key (keyed_hash.h): a client that picks
+// its keys cannot tell which shard or slot they land in, so it cannot pile them on one.
 // When a shard is full, a CLOCK sweep picks the key to forget: keys used since the hand
 // last passed get a second chance, and among the others an idle key (its state is that of
 // an absent key, so nothing is lost) is preferred. An absent key is a full bucket.

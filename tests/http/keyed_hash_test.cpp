@@ -1,0 +1,141 @@
+// SPDX-License-Identifier: MIT
+// SipHash against published vectors, per-process keys, and keys aimed at one memory shard.
+#include "http/keyed_hash.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "http/algorithm_harness.h"
+#include "http/memory_store.h"
+
+namespace floodgate::http {
+namespace {
+
+// The key 00 01 .. 0f of the paper's appendix, as its two little-endian words.
+constexpr SipKey kPaperKey{0x0706050403020100, 0x0f0e0d0c0b0a0908};
+
+std::string bytesUpTo(int n) {
+  std::string s;
+  for (int i = 0; i < n; ++i) s += static_cast<char>(i);
+  return s;
+}
+
+TEST(SipHash, TwoFourMatchesThePaper) {
+  // Appendix A: message 00 01 .. 0e under key 00 01 .. 0f.
+  EXPECT_EQ(sipHash24(kPaperKey, bytesUpTo(15)), 0xa129ca6149be45e5);
+  // The reference implementation's vectors.h: the empty message and 00..07, one whole word.
+  EXPECT_EQ(sipHash24(kPaperKey, ""), 0x726fdb47dd0e0e31);
+  EXPECT_EQ(sipHash24(kPaperKey, bytesUpTo(8)), 0x93f5f5799a932462);
+}
+
+TEST(SipHash, OneThreeMatchesAnIndependentImplementation) {
+  // CPython's bytes hash is SipHash-1-3; PYTHONHASHSEED=0 makes its key all zeros:
+  //   PYTHONHASHSEED=0 python3 -c "print(hex(hash(b'abcdefg') & (2**64 - 1)))"
+  // Every length from 1 to 24: a tail alone (of 1 to 3 bytes, of 4 to 7), whole words
+  // alone, and both.
+  const uint64_t python[] = {
+      0x407448d2b89b1813, 0x555508cbc6add439, 0xc03bc3a0042630f2, 0xe3d1d5fdd52aae89,
+      0x251f3c725bd784a2, 0x62207e654289df28, 0x6db12aae9070f506, 0x3f7b849c0b8e35ea,
+      0xf89b34a3d11eb6e5, 0xf47c264806c40ff1, 0x14215fc65e2c3bd4, 0x83275255f37565c1,
+      0x954aa964997ae4e6, 0xfdbd7fa99ace11da, 0x1fd27a29b0e9dc7a, 0x94f60d3d29e6a312,
+      0x61c47e6da27eaccc, 0xb26bb0c0ba2d6627, 0x7ab5be5c8ae7beaa, 0xcad1d77b2c973cd5,
+      0x44ece035d1e476fa, 0xb679c8ef18bea06a, 0xd9c26100b33ee39c, 0x42acf3a099aff2dc,
+  };
+  const SipKey zero{};
+  const std::string text = "abcdefghijklmnopqrstuvwx";
+  for (size_t n = 1; n <= text.size(); ++n) {
+    EXPECT_EQ(sipHash13(zero, std::string_view(text).substr(0, n)), python[n - 1]) << n;
+  }
+  EXPECT_EQ(sipHash13(zero, "api-key-0123456789"), 0x66effdff1dac573f);
+  EXPECT_EQ(sipHash13(zero, bytesUpTo(15)), 0xf30eb725bb91c9ea);
+}
+
+TEST(SipHash, AnotherKeyGivesUnrelatedHashes) {
+  const SipKey other{kPaperKey.k0, kPaperKey.k1 ^ 1};  // one bit apart
+  int same_low_byte = 0;
+  for (int i = 0; i < 256; ++i) {
+    std::string key = "api-key-" + std::to_string(i);
+    uint64_t a = sipHash13(kPaperKey, key);
+    uint64_t b = sipHash13(other, key);
+    EXPECT_NE(a, b) << key;
+    same_low_byte += (a & 0xff) == (b & 0xff);
+  }
+  EXPECT_LT(same_low_byte, 10) << "about 1 in 256 by chance";
+}
+
+constexpr const char* kPrintEnv = "FLOODGATE_TEST_PRINT_KEYED_HASH";
+
+// Also the helper of EachProcessDrawsItsOwnKey, which runs this test in child processes.
+TEST(KeyedHash, SameInputSameHashWithinAProcess) {
+  EXPECT_EQ(keyedHash("api-key-0123456789"), keyedHash(std::string("api-key-0123456789")));
+  EXPECT_EQ(keyedHash("k"), sipHash13(processSipKey(), "k"));
+  if (std::getenv(kPrintEnv) != nullptr) {
+    std::printf("keyed-hash: %016llx\n",
+                static_cast<unsigned long long>(keyedHash("api-key-0123456789")));
+  }
+}
+
+// The hash this test binary computes in a new process.
+uint64_t hashInAChild() {
+  char self[4096];
+  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n <= 0) return 0;
+  self[n] = '\0';
+  std::string command = std::string(kPrintEnv) + "=1 '" + self +
+                        "' --gtest_filter=KeyedHash.SameInputSameHashWithinAProcess";
+  FILE* child = popen(command.c_str(), "r");
+  if (child == nullptr) return 0;
+  unsigned long long hash = 0;
+  char line[512];
+  while (std::fgets(line, sizeof line, child) != nullptr) {
+    std::sscanf(line, "keyed-hash: %llx", &hash);
+  }
+  pclose(child);
+  return hash;
+}
+
+TEST(KeyedHash, EachProcessDrawsItsOwnKey) {
+  EXPECT_NE(processSipKey().k0 | processSipKey().k1, 0u);
+  uint64_t first = hashInAChild();
+  uint64_t second = hashInAChild();
+  ASSERT_NE(first, 0u) << "the child process printed no hash";
+  ASSERT_NE(second, 0u) << "the child process printed no hash";
+  EXPECT_NE(first, second);
+  EXPECT_NE(first, keyedHash("api-key-0123456789"));
+  EXPECT_NE(second, keyedHash("api-key-0123456789"));
+}
+
+// The memory store's shard of a key if it still hashed with std::hash (as it once did):
+// the high bits of the hash, 64 shards.
+size_t stdHashShard(const std::string& key) {
+  return ((std::hash<std::string_view>{}(key) | 2) >> 48) & 63;
+}
+
+TEST(KeyedHash, KeysAimedAtOneShardThroughStdHashSpreadOut) {
+  // 400 keys an attacker could compute offline to share one shard under std::hash ...
+  std::vector<std::string> aimed;
+  for (int i = 0; aimed.size() < 400; ++i) {
+    std::string key = "attacker-" + std::to_string(i);
+    if (stdHashShard(key) == 0) aimed.push_back(key);
+  }
+  // ... go to a store of 64 shards of 32 keys each: piled on one shard, 368 of them would be
+  // forgotten while still holding state; spread (about 6 per shard), none is.
+  MemoryStore store(*makeAlgorithm(testing::bucket(AlgorithmKind::kGcra, 2, 0.001)),
+                    {.max_keys = 64 * 32, .shards = 64});
+  for (const std::string& key : aimed) ASSERT_TRUE(store.decide(key, 0, 1)->allowed());
+  MemoryStoreStats stats = store.stats();
+  EXPECT_EQ(stats.keys, 400);
+  EXPECT_EQ(stats.evicted_active, 0);
+  for (const std::string& key : aimed) {
+    EXPECT_FALSE(store.decide(key, 0, 2)->allowed()) << key << " lost its state";
+  }
+}
+
+}  // namespace
+}  // namespace floodgate::http
