@@ -50,15 +50,23 @@ AlgorithmParams shareOf(const AlgorithmParams& params, int64_t instances) {
 }
 
 FailoverStore::FailoverStore(std::unique_ptr<Store> remote, std::unique_ptr<Store> fallback,
-                             FailureMode mode, std::shared_ptr<CircuitBreaker> breaker)
+                             FailureMode mode, std::shared_ptr<CircuitBreaker> breaker,
+                             RejectionCacheOptions rejections)
     : remote_(std::move(remote)),
       fallback_(std::move(fallback)),
       mode_(mode),
-      breaker_(std::move(breaker)) {
+      breaker_(std::move(breaker)),
+      rejections_(rejections) {
   batchable_ = dynamic_cast<RedisStore*>(remote_.get());
 }
 
+std::optional<Decision> FailoverStore::knownRejection(std::string_view key, int64_t now_ns,
+                                                      int64_t cost) {
+  return rejections_.lookup(key, now_ns, cost);
+}
+
 Result<Decision> FailoverStore::decide(std::string_view key, int64_t now_ns, int64_t cost) {
+  if (auto known = rejections_.lookup(key, now_ns, cost)) return *known;
   if (!breaker_->allow()) {
     return failed(key, now_ns, cost,
                   Error::failure("shared store unavailable (circuit breaker open)"));
@@ -66,6 +74,7 @@ Result<Decision> FailoverStore::decide(std::string_view key, int64_t now_ns, int
   Result<Decision> decided = remote_->decide(key, now_ns, cost);
   if (decided) {
     breaker_->onSuccess();
+    rejections_.remember(key, now_ns, cost, *decided);
     return decided;
   }
   breaker_->onFailure();
@@ -75,34 +84,48 @@ Result<Decision> FailoverStore::decide(std::string_view key, int64_t now_ns, int
 
 std::vector<Result<Decision>> FailoverStore::decideTogether(const std::vector<Item>& items,
                                                             int64_t now_ns) {
-  std::vector<Result<Decision>> out;
-  out.reserve(items.size());
+  std::vector<Result<Decision>> out(items.size(), Error::failure("not decided"));
   if (items.empty()) return out;
+  std::vector<size_t> ask;  // the items without a known rejection
+  ask.reserve(items.size());
+  for (size_t i = 0; i < items.size(); ++i) {
+    const Item& item = items[i];
+    if (auto known = item.store->rejections_.lookup(item.key, now_ns, item.cost)) {
+      out[i] = *known;
+    } else {
+      ask.push_back(i);
+    }
+  }
+  if (ask.empty()) return out;
   CircuitBreaker& breaker = *items[0].store->breaker_;
   if (!breaker.allow()) {
-    for (const Item& item : items) {
-      out.push_back(
+    for (size_t i : ask) {
+      const Item& item = items[i];
+      out[i] =
           item.store->failed(item.key, now_ns, item.cost,
-                             Error::failure("shared store unavailable (circuit breaker open)")));
+                             Error::failure("shared store unavailable (circuit breaker open)"));
     }
     return out;
   }
   std::vector<RedisStore::Across> across;
-  across.reserve(items.size());
-  for (const Item& item : items)
-    across.push_back({item.store->batchable_, {item.key, item.cost, 0}});
+  across.reserve(ask.size());
+  for (size_t i : ask) {
+    across.push_back({items[i].store->batchable_, {items[i].key, items[i].cost, 0}});
+  }
   auto answers = RedisStore::decideAcross(across, now_ns);
   bool all_answered = answers.ok();
-  for (size_t i = 0; i < items.size(); ++i) {
-    const Item& item = items[i];
-    if (answers && (*answers)[i]) {
-      out.push_back((*answers)[i]->decision);
+  for (size_t j = 0; j < ask.size(); ++j) {
+    const Item& item = items[ask[j]];
+    if (answers && (*answers)[j]) {
+      const Decision& decided = (*answers)[j]->decision;
+      item.store->rejections_.remember(item.key, now_ns, item.cost, decided);
+      out[ask[j]] = decided;
       continue;
     }
     all_answered = false;
     item.store->store_errors_.fetch_add(1, std::memory_order_relaxed);
-    Error error = answers ? (*answers)[i].error() : answers.error();
-    out.push_back(item.store->failed(item.key, now_ns, item.cost, std::move(error)));
+    Error error = answers ? (*answers)[j].error() : answers.error();
+    out[ask[j]] = item.store->failed(item.key, now_ns, item.cost, std::move(error));
   }
   // One call: one success or one failure for the breaker.
   if (all_answered) {
@@ -130,6 +153,8 @@ Result<Decision> FailoverStore::failed(std::string_view key, int64_t now_ns, int
 }
 
 void FailoverStore::refund(std::string_view key, int64_t admitted_ns, int64_t cost) {
+  // Units come back: a rejection remembered for the key may no longer hold.
+  rejections_.forget(key);
   if (takeFallback(this, admitted_ns, key)) {
     fallback_->refund(key, admitted_ns, cost);
     return;
@@ -140,7 +165,7 @@ void FailoverStore::refund(std::string_view key, int64_t admitted_ns, int64_t co
 
 FailoverStats FailoverStore::stats() const {
   return {store_errors_.load(), fallback_allowed_.load(), fallback_rejected_.load(),
-          failed_closed_.load()};
+          failed_closed_.load(), rejections_.stats().answered};
 }
 
 }  // namespace floodgate::http

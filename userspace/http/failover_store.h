@@ -4,10 +4,12 @@
 
 #include <atomic>
 #include <memory>
+#include <optional>
 
 #include "http/circuit_breaker.h"
 #include "http/policy.h"
 #include "http/redis_store.h"
+#include "http/rejection_cache.h"
 #include "http/store.h"
 
 namespace floodgate::http {
@@ -17,6 +19,7 @@ struct FailoverStats {
   int64_t fallback_allowed = 0;   // open mode: decided by the local fallback bucket, admitted
   int64_t fallback_rejected = 0;  // open mode: decided by the local fallback bucket, rejected
   int64_t failed_closed = 0;      // closed mode: rejected because the store could not answer
+  int64_t rejected_locally = 0;   // rejected again before the remote's retry-after, no call
 };
 
 // Asks `remote` while the breaker lets it; when the call fails or the breaker is open:
@@ -24,20 +27,30 @@ struct FailoverStats {
 //     (limit ÷ instances), so an outage admits about the fleet's limit, not everything;
 //   closed mode: returns the error (the limiter answers 503 "store unavailable").
 // Decision latency is bounded by the remote's timeout while it is down or slow, and by
-// nothing at all once the breaker is open. Thread-safe.
+// nothing at all once the breaker is open.
+// A key the remote rejected is rejected again here, with no call, until the remote's
+// retry-after (at most `rejections.max_hold_ms`) has passed (see RejectionCache): a client
+// hammering a rejected key costs the remote one call per retry-after, not one per request.
+// A refund of the key forgets it. Thread-safe.
 class FailoverStore final : public Store {
  public:
   FailoverStore(std::unique_ptr<Store> remote, std::unique_ptr<Store> fallback, FailureMode mode,
-                std::shared_ptr<CircuitBreaker> breaker);
+                std::shared_ptr<CircuitBreaker> breaker, RejectionCacheOptions rejections = {});
 
   Result<Decision> decide(std::string_view key, int64_t now_ns, int64_t cost) override;
   void refund(std::string_view key, int64_t admitted_ns, int64_t cost) override;
+
+  // The remote's rejection of this request if it is known to hold still (it decides nothing
+  // and takes nothing); nullopt if the remote must be asked.
+  std::optional<Decision> knownRejection(std::string_view key, int64_t now_ns, int64_t cost);
 
   // The plain RedisStore behind this store when its decisions can share a round trip with
   // other policies' (no prefetch layer between); null otherwise.
   RedisStore* batchable() const { return batchable_; }
   // Decides one request in each of `items`' stores, all batchable() on one client and one
   // breaker, in one round trip; each answer then follows its own store's failure mode.
+  // Known rejections are answered without the call (a caller that rejects the request as a
+  // whole on one, as Limiter does, asks knownRejection() first and calls nothing).
   struct Item {
     FailoverStore* store;
     std::string_view key;
@@ -60,6 +73,7 @@ class FailoverStore final : public Store {
   std::unique_ptr<Store> fallback_;  // null in closed mode
   FailureMode mode_;
   std::shared_ptr<CircuitBreaker> breaker_;
+  RejectionCache rejections_;  // the remote's rejections only, never the fallback's
   std::atomic<int64_t> store_errors_{0};
   std::atomic<int64_t> fallback_allowed_{0};
   std::atomic<int64_t> fallback_rejected_{0};

@@ -80,7 +80,8 @@ Result<std::unique_ptr<Limiter>> Limiter::create(HttpConfig config,
     }
     auto* failover = dynamic_cast<FailoverStore*>(store.get());
     FailoverStore* batchable = failover != nullptr && failover->batchable() ? failover : nullptr;
-    limiter->policies_.push_back({&policy, std::move(*algorithm), std::move(store), batchable});
+    limiter->policies_.push_back(
+        {&policy, std::move(*algorithm), std::move(store), batchable, failover});
   }
   return limiter;
 }
@@ -154,6 +155,11 @@ Verdict Limiter::check(const RequestInfo& request) {
   std::vector<size_t> together;
   std::vector<FailoverStore*> together_stores;
   FailoverStore* first_together = nullptr;
+  // Rejections a shared store knows without a round trip (a key it rejected moments ago,
+  // within its retry-after). One is enough to reject the request, so then no policy is
+  // asked at all: nothing is taken anywhere, nothing needs a refund, and a client hammering
+  // a rejected key costs Redis nothing until its retry-after.
+  std::vector<PolicyDecision> known_rejections;
   for (CompiledPolicy& policy : policies_) {
     const PolicyConfig& config = *policy.config;
     if (!config.match.matches(request.method, request.path)) continue;
@@ -166,6 +172,13 @@ Verdict Limiter::check(const RequestInfo& request) {
     pd.cost = config.costFor(request.method, request.path);
     pd.decision.policy = config.name;
     pd.key = std::move(key);
+    if (policy.failover != nullptr) {
+      if (auto known = policy.failover->knownRejection(pd.key, now_ns, pd.cost)) {
+        settle(pd, *known);
+        known_rejections.push_back(std::move(pd));
+        continue;
+      }
+    }
     if (policy.batchable != nullptr &&
         (first_together == nullptr || policy.batchable->batchable()->sharedClient() ==
                                           first_together->batchable()->sharedClient())) {
@@ -179,6 +192,11 @@ Verdict Limiter::check(const RequestInfo& request) {
       local.push_back({verdict.decisions.size(), policy.store.get()});
     }
     verdict.decisions.push_back(std::move(pd));
+  }
+  if (!known_rejections.empty()) {
+    verdict.decisions = std::move(known_rejections);
+    local.clear();
+    together.clear();
   }
   for (const auto& [index, store] : local) {
     PolicyDecision& pd = verdict.decisions[index];

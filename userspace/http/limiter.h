@@ -49,7 +49,10 @@ struct Verdict {
   // (a policy whose cost exceeds its burst wins over all); when allowed, the policy with
   // the fewest units remaining, carrying the longest delay of all.
   Decision binding;
-  std::vector<PolicyDecision> decisions;   // every matching policy, in config order
+  // Every matching policy, in config order; but when a shared store already knows that one
+  // rejects (it rejected the key moments ago, see FailoverStore), only the policies known
+  // to reject: the others are not asked, so the request takes nothing from any of them.
+  std::vector<PolicyDecision> decisions;
   std::vector<std::string_view> violated;  // names of the policies that rejected
   // The client (http.client_header through trusted proxies): its address, and what it is
   // keyed and reported by (an IPv6 client's prefix). Both empty when it cannot be told:
@@ -91,7 +94,8 @@ class Limiter {
                                                  const Limiter* previous = nullptr);
 
   // Reserves the request's cost in every matching policy; if any rejects, refunds the ones
-  // that admitted, so a rejected request consumes nothing anywhere.
+  // that admitted, so a rejected request consumes nothing anywhere. A rejection a shared
+  // store already knows (see Verdict::decisions) is answered before any policy is asked.
   Verdict check(const RequestInfo& request);
 
   // Gives back everything an admitted `verdict` of this limiter's check() reserved, for a
@@ -113,6 +117,9 @@ class Limiter {
     // Set when the store is Redis behind a failover store: such policies of one request
     // are decided in one round trip.
     FailoverStore* batchable = nullptr;
+    // Set when the store is a failover store (Redis, with or without prefetch): it may know
+    // that the request is rejected without asking Redis.
+    FailoverStore* failover = nullptr;
   };
 
   Limiter(HttpConfig config, std::shared_ptr<const Clock> clock);

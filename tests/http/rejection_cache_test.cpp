@@ -1,0 +1,121 @@
+// SPDX-License-Identifier: MIT
+// The rejection cache: what it answers and until when, what it refuses to answer, its bound.
+#include "http/rejection_cache.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace floodgate::http {
+namespace {
+
+constexpr int64_t kMs = 1'000'000;
+
+Decision rejected(int64_t retry_ms, int64_t limit = 10, int64_t remaining = 0) {
+  Decision d;
+  d.outcome = Outcome::kRejected;
+  d.limit = limit;
+  d.remaining = remaining;
+  d.retry_after_ns = retry_ms * kMs;
+  d.reset_ns = 2 * retry_ms * kMs;
+  return d;
+}
+
+TEST(RejectionCache, AnswersUntilTheRetryWithRetryAfterCountingDown) {
+  RejectionCache cache;
+  cache.remember("k", 1000 * kMs, 1, rejected(300, 10, 0));
+  std::optional<Decision> at100 = cache.lookup("k", 1100 * kMs, 1);
+  ASSERT_TRUE(at100);
+  EXPECT_EQ(at100->outcome, Outcome::kRejected);
+  EXPECT_EQ(at100->retry_after_ns, 200 * kMs);
+  EXPECT_EQ(at100->reset_ns, 500 * kMs);
+  EXPECT_EQ(at100->remaining, 0);
+  EXPECT_EQ(at100->limit, 10);
+  ASSERT_TRUE(cache.lookup("k", 1299 * kMs, 1));
+  EXPECT_EQ(cache.lookup("k", 1299 * kMs, 1)->retry_after_ns, 1 * kMs);
+  EXPECT_FALSE(cache.lookup("k", 1300 * kMs, 1)) << "the retry is due: the store decides";
+  EXPECT_FALSE(cache.lookup("k", 1100 * kMs, 1)) << "and the entry is gone";
+  EXPECT_EQ(cache.stats().answered, 3);
+  EXPECT_EQ(cache.stats().keys, 0);
+}
+
+TEST(RejectionCache, AnEarlierReadingIsToldNoMoreThanTheStoreSaid) {
+  RejectionCache cache;
+  cache.remember("k", 1000 * kMs, 1, rejected(300));
+  ASSERT_TRUE(cache.lookup("k", 990 * kMs, 1));
+  EXPECT_EQ(cache.lookup("k", 990 * kMs, 1)->retry_after_ns, 300 * kMs);
+}
+
+TEST(RejectionCache, HoldsNoLongerThanMaxHold) {
+  RejectionCache cache({.max_keys = 10, .max_hold_ms = 50});
+  cache.remember("k", 0, 1, rejected(60'000));
+  ASSERT_TRUE(cache.lookup("k", 49 * kMs, 1));
+  EXPECT_EQ(cache.lookup("k", 49 * kMs, 1)->retry_after_ns, (60'000 - 49) * kMs);
+  EXPECT_FALSE(cache.lookup("k", 50 * kMs, 1));
+}
+
+TEST(RejectionCache, OnlyTheCostThatWasRejected) {
+  RejectionCache cache;
+  cache.remember("k", 0, 3, rejected(100, 10, 2));
+  EXPECT_FALSE(cache.lookup("k", 1, 2)) << "a smaller cost may fit";
+  ASSERT_TRUE(cache.lookup("k", 1, 3));
+  EXPECT_EQ(cache.lookup("k", 1, 3)->remaining, 2);
+  EXPECT_FALSE(cache.lookup("k", 1, 4)) << "the store would tell a later retry";
+  EXPECT_FALSE(cache.lookup("other", 1, 3));
+}
+
+TEST(RejectionCache, KeepsOnlyRejectionsWithARetry) {
+  RejectionCache cache;
+  Decision allowed;
+  allowed.limit = 10;
+  cache.remember("a", 0, 1, allowed);
+  Decision too_big = rejected(0);
+  too_big.outcome = Outcome::kCostExceedsBurst;
+  cache.remember("b", 0, 1, too_big);
+  cache.remember("c", 0, 1, rejected(0));
+  EXPECT_EQ(cache.stats().keys, 0);
+  RejectionCache off({.max_keys = 10, .max_hold_ms = 0});
+  off.remember("d", 0, 1, rejected(100));
+  EXPECT_EQ(off.stats().keys, 0);
+}
+
+TEST(RejectionCache, AnAdmissionOfAnotherCostDropsTheKey) {
+  RejectionCache cache;
+  cache.remember("k", 0, 3, rejected(100, 10, 2));
+  Decision allowed;
+  allowed.limit = 10;
+  allowed.remaining = 0;
+  cache.remember("k", 1, 2, allowed);  // the last two units: cost 3 now waits longer
+  EXPECT_FALSE(cache.lookup("k", 2, 3));
+}
+
+TEST(RejectionCache, ForgetDropsTheKey) {
+  RejectionCache cache;
+  cache.remember("k", 0, 1, rejected(100));
+  cache.forget("k");
+  cache.forget("never-seen");
+  EXPECT_FALSE(cache.lookup("k", 1, 1));
+}
+
+TEST(RejectionCache, ManyKeysKeepItBoundedAndTheOldestGoFirst) {
+  RejectionCache cache({.max_keys = 100, .max_hold_ms = 1000});
+  cache.remember("early", 0, 1, rejected(500));
+  cache.remember("refreshed", 0, 1, rejected(500));
+  for (int i = 0; i < 98; ++i) cache.remember("k" + std::to_string(i), 1, 1, rejected(500));
+  cache.remember("refreshed", 2, 1, rejected(500));  // to the back of the line
+  for (int i = 0; i < 10'000; ++i) {
+    cache.remember("flood-" + std::to_string(i), 3, 1, rejected(500));
+    if (i == 0) {
+      EXPECT_FALSE(cache.lookup("early", 4, 1)) << "the oldest went first";
+      EXPECT_TRUE(cache.lookup("refreshed", 4, 1));
+    }
+  }
+  RejectionCacheStats stats = cache.stats();
+  EXPECT_EQ(stats.keys, 100);
+  EXPECT_EQ(stats.evicted, 10'000);
+  EXPECT_TRUE(cache.lookup("flood-9999", 4, 1));
+  EXPECT_FALSE(cache.lookup("flood-9899", 4, 1));
+}
+
+}  // namespace
+}  // namespace floodgate::http
