@@ -16,13 +16,14 @@
 #include <string_view>
 
 #include "common/result.h"
+#include "http/fleet_secret.h"
 #include "http/policy.h"
 #include "http/redis/client.h"
 
 namespace floodgate::http {
 
 // A secret shorter than this is refused: it would be guessable.
-constexpr size_t kMinReportSecretBytes = 16;
+constexpr size_t kMinReportSecretBytes = kMinFleetSecretBytes;
 // How far a report's signed time may be ahead of Redis's clock (clock skew between hosts).
 constexpr int64_t kReportClockSkewMs = 60'000;
 // The stream is trimmed to about this many entries on every add (XADD MAXLEN ~).
@@ -32,8 +33,7 @@ constexpr int64_t kReportStreamMaxLen = 100'000;
 // time per call than a rate-limit decision gets (a report is not on a request's path).
 redis::ClientOptions reportClientOptions(const StoreConfig& store);
 
-// The secret in `path` (surrounding whitespace trimmed). An error that says how to make one
-// when the file cannot be read, is shorter than kMinReportSecretBytes, or others may read it.
+// The fleet's secret in `path` (loadFleetSecret, errors naming http.escalate.secret_file).
 Result<std::string> loadReportSecret(const std::string& path);
 
 struct StreamReport {
