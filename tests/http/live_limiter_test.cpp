@@ -5,11 +5,14 @@
 #include "http/live_limiter.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <random>
 #include <thread>
 
@@ -118,6 +121,62 @@ TEST(LiveLimiter, AnInvalidSetIsRefusedAndTheLastGoodOneStays) {
   EXPECT_NE(lines[0].find("refused the policies published at /run/p.yaml, keeping version v1"),
             std::string::npos)
       << lines[0];
+}
+
+constexpr const char* kSecret = "0123456789abcdef0123456789abcdef";
+const PolicySigning kSigning{"fg:policies", kSecret};
+
+std::string signedText(uint64_t serial, int limit) {
+  return renderSignedPolicyDocument(
+             YAML::Load("http:\n  policies:\n" + fixedWindow("per-ip", limit))["http"], serial,
+             kSigning)
+      .text;
+}
+
+TEST(LiveLimiter, AnOlderSignedDocumentWrittenBackIsRefusedAsStale) {
+  Live l(fixedWindow("per-ip", 3));
+  std::vector<std::string> lines;
+  auto log = [&](const std::string& line) { lines.push_back(line); };
+  const std::string limited = signedText(100, 3), raised = signedText(200, 1000);
+  applySignedPolicyDocument(*l.live, raised, "redis:fg:policies", kSigning, log);
+  applySignedPolicyDocument(*l.live, signedText(300, 3), "redis:fg:policies", kSigning, log);
+  ASSERT_EQ(l.live->serial(), 300u);
+  EXPECT_EQ(l.live->updatesApplied(), 2);
+  const std::string in_force = l.live->version();
+
+  // An attacker saved the raised set and writes it back: it is older than the one in force.
+  applySignedPolicyDocument(*l.live, raised, "redis:fg:policies", kSigning, log);
+  applySignedPolicyDocument(*l.live, limited, "redis:fg:policies", kSigning, log);
+  EXPECT_EQ(l.live->updatesRefused(PolicyRefusal::kStale), 2);
+  EXPECT_EQ(l.live->version(), in_force);
+  EXPECT_EQ(l.live->serial(), 300u);
+  EXPECT_NE(lines.back().find("keeping version " + in_force +
+                              " (stale): redis:fg:policies: "
+                              "serial 100 is not newer than serial 300"),
+            std::string::npos)
+      << lines.back();
+
+  // The document in force read again (every message, every reconnect) is no refusal; the
+  // same set published again moves the serial on, so what came between becomes a replay.
+  applySignedPolicyDocument(*l.live, signedText(300, 3), "redis:fg:policies", kSigning, log);
+  EXPECT_EQ(l.live->updatesRefused(), 2);
+  applySignedPolicyDocument(*l.live, signedText(400, 3), "redis:fg:policies", kSigning, log);
+  EXPECT_EQ(l.live->serial(), 400u);
+  EXPECT_EQ(l.live->updatesApplied(), 2) << "the same version is not built again";
+  applySignedPolicyDocument(*l.live, signedText(350, 1000), "redis:fg:policies", kSigning, log);
+  EXPECT_EQ(l.live->updatesRefused(PolicyRefusal::kStale), 3);
+
+  // Unsigned and forged ones are counted by reason; none changes the set.
+  applySignedPolicyDocument(*l.live, "version: x\nhttp: {policies: []}\n", "redis:fg:policies",
+                            kSigning, log);
+  std::string forged = signedText(500, 3);
+  forged.replace(forged.find("limit: 3"), 8, "limit: 9999");
+  applySignedPolicyDocument(*l.live, forged, "redis:fg:policies", kSigning, log);
+  EXPECT_EQ(l.live->updatesRefused(PolicyRefusal::kUnsigned), 1);
+  EXPECT_EQ(l.live->updatesRefused(PolicyRefusal::kBadSignature), 1);
+  EXPECT_EQ(l.live->updatesRefused(), 5);
+  EXPECT_EQ(l.live->version(), in_force);
+  EXPECT_EQ(l.admitted(5), 3) << "the limit of 3 still decides";
 }
 
 TEST(LiveLimiter, ChecksInFlightFinishOnTheSetTheyStartedWith) {
@@ -263,12 +322,46 @@ TEST(PolicyFileWatcher, FollowsAFileReplacedByRenameAndRefusesABadOne) {
   ASSERT_TRUE(writeFileAtomically(path, "version: x\nhttp: {policies: [{name: y}]}\n").ok());
   EXPECT_TRUE(waitFor([&] { return (*live)->updatesRefused() == 1; }));
   EXPECT_EQ((*live)->version(), second.version);
+  EXPECT_EQ((*live)->updatesRefused(PolicyRefusal::kInvalid), 1);
+
+  // A file others may write is refused whatever it holds (its content could be anyone's).
+  PolicyDocument third = render(7);
+  std::string open_file = dir + "/open.yaml";
+  std::ofstream(open_file) << third.text;
+  ASSERT_EQ(chmod(open_file.c_str(), 0666), 0);
+  ASSERT_EQ(rename(open_file.c_str(), path.c_str()), 0);
+  EXPECT_TRUE(waitFor([&] { return (*live)->updatesRefused(PolicyRefusal::kUnsafeFile) == 1; }));
+  EXPECT_EQ((*live)->version(), second.version);
+  auto unsafe = readPolicyFile(path);
+  ASSERT_FALSE(unsafe.ok());
+  EXPECT_NE(unsafe.error().message.find("is writable by every user"), std::string::npos)
+      << unsafe.error().message;
+  ASSERT_EQ(chmod(path.c_str(), 0620), 0);
+  EXPECT_NE(readPolicyFile(path).error().message.find("is writable by its group"),
+            std::string::npos);
   watcher->reset();
   std::filesystem::remove_all(dir);
   std::lock_guard lock(lines_mutex);
-  ASSERT_EQ(lines.size(), 2u);
+  ASSERT_EQ(lines.size(), 3u);
   EXPECT_NE(lines[0].find("now enforcing policies version " + second.version), std::string::npos);
   EXPECT_NE(lines[1].find("refused"), std::string::npos);
+  EXPECT_NE(lines[2].find("(unsafe_file)"), std::string::npos) << lines[2];
+}
+
+TEST(PolicyFileOwner, OnlyRootOrTheServiceItselfMayOwnThePublishedFile) {
+  struct stat file {};
+  file.st_mode = S_IFREG | 0644;
+  file.st_uid = 0;
+  EXPECT_TRUE(checkPolicyFileOwner(file, "/run/p.yaml").ok());
+  file.st_uid = geteuid();
+  EXPECT_TRUE(checkPolicyFileOwner(file, "/run/p.yaml").ok());
+  file.st_uid = geteuid() + 4242;
+  Status other = checkPolicyFileOwner(file, "/run/p.yaml");
+  ASSERT_FALSE(other.ok());
+  EXPECT_NE(other.error().message.find("is owned by uid " + std::to_string(geteuid() + 4242) +
+                                       ", neither root nor this service"),
+            std::string::npos)
+      << other.error().message;
 }
 
 }  // namespace

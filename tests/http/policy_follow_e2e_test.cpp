@@ -174,6 +174,8 @@ TEST_F(PolicyFollowE2e, APublishedChangeReachesARunningServiceWithoutAFailedRequ
   }
   EXPECT_EQ(load.count(200), admitted) << "the refused set changed nothing";
   EXPECT_EQ(sample(text, "floodgate_http_policy_version{version=\"broken\"}"), -1);
+  EXPECT_EQ(sample(text, "floodgate_http_policy_refusals_total{reason=\"invalid\"}"), 1);
+  EXPECT_EQ(sample(text, "floodgate_http_policy_refusals_total{reason=\"unsafe_file\"}"), 0);
   EXPECT_EQ(sample(text, "floodgate_http_requests_total{route=\"/api/items\",code=\"200\"}"),
             load.count(200));
 }

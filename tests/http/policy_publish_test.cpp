@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-// Publishing policies: http.publish parsing, the versioned document, the atomic file write,
+// Publishing policies: http.publish parsing (and its secret), the versioned document, its
+// signature and what a forged, cut or misplaced one comes out as, the atomic file write,
 // and refusing what is not a valid published document.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -7,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include "http/atomic_file.h"
@@ -40,15 +42,71 @@ std::string configWith(const std::string& publish, int limit = 5) {
          std::to_string(limit) + ", window_ms: 1000}\n";
 }
 
+constexpr const char* kSecret = "0123456789abcdef0123456789abcdef";
+const PolicySigning kSigning{"fg:policies", kSecret};
+
+// A fleet secret file (mode 0600) in `dir`.
+std::string writeSecret(const TempDir& dir, const std::string& secret = kSecret) {
+  std::string path = dir.path + "/fleet.key";
+  std::ofstream(path) << secret << "\n";
+  EXPECT_EQ(chmod(path.c_str(), 0600), 0);
+  return path;
+}
+
 TEST(HttpPublishConfig, ReadsFileAndRedisTargets) {
+  TempDir dir;
   auto config = parseHttpConfigText(
       "http:\n  store: {type: redis, address: 127.0.0.1:6379}\n"
-      "  publish: {file: /run/floodgate/p.yaml, redis_key: fg:policies}\n",
+      "  publish: {file: /run/floodgate/p.yaml, redis_key: fg:policies, secret_file: " +
+          writeSecret(dir) + "}\n",
       "t.yaml");
   ASSERT_TRUE(config.ok()) << config.error().message;
   EXPECT_EQ(config->publish.file, "/run/floodgate/p.yaml");
   EXPECT_EQ(config->publish.redis_key, "fg:policies");
   EXPECT_EQ(config->publish.redis_channel, "fg:policies") << "the channel defaults to the key";
+  EXPECT_EQ(config->publish.secret, kSecret);
+}
+
+TEST(HttpPublishConfig, RedisPublishingNeedsASecretToSignWith) {
+  auto unsigned_config = parseHttpConfigText(
+      "http:\n  store: {type: redis, address: 127.0.0.1:6379}\n"
+      "  publish: {redis_key: fg:policies}\n",
+      "t.yaml");
+  ASSERT_FALSE(unsigned_config.ok());
+  EXPECT_EQ(unsigned_config.error().message,
+            "t.yaml:3:24: http.publish.redis_key needs a secret to sign the policies with: set "
+            "http.publish.secret_file (or http.escalate.secret_file) to the fleet's secret file");
+
+  // The offender reports' secret signs the policies too.
+  TempDir dir;
+  std::string secret = writeSecret(dir, "fedcba9876543210fedcba9876543210");
+  auto shared = parseHttpConfigText(
+      "http:\n  store: {type: redis, address: 127.0.0.1:6379}\n"
+      "  escalate: {rejections: 5, within: 10s, ban: 1m, redis_stream: fg:reports, "
+      "secret_file: " +
+          secret + "}\n  publish: {redis_key: fg:policies}\n",
+      "t.yaml");
+  ASSERT_TRUE(shared.ok()) << shared.error().message;
+  EXPECT_EQ(shared->publish.secret, "fedcba9876543210fedcba9876543210");
+
+  auto file_only = parseHttpConfigText(
+      "http:\n  publish: {file: /run/p.yaml, secret_file: " + secret + "}\n", "t.yaml");
+  ASSERT_FALSE(file_only.ok());
+  EXPECT_NE(file_only.error().message.find("signs the policies published to Redis: add "
+                                           "redis_key"),
+            std::string::npos)
+      << file_only.error().message;
+  ASSERT_EQ(chmod(secret.c_str(), 0644), 0);
+  auto open = parseHttpConfigText(
+      "http:\n  store: {type: redis, address: 127.0.0.1:6379}\n"
+      "  publish: {redis_key: fg:policies, secret_file: " +
+          secret + "}\n",
+      "t.yaml");
+  ASSERT_FALSE(open.ok());
+  EXPECT_NE(open.error().message.find("http.publish.secret_file " + secret +
+                                      " is readable by every user"),
+            std::string::npos)
+      << open.error().message;
 }
 
 TEST(HttpPublishConfig, MistakesPointAtTheValueAndSayWhatToDo) {
@@ -101,6 +159,86 @@ TEST(PolicyDocument, RefusesADocumentWithoutVersionOrWithABadPolicy) {
   auto torn = parsePolicyDocument("version: abc\nhttp: {policies: [\n", "/run/p.yaml");
   ASSERT_FALSE(torn.ok());
   EXPECT_EQ(torn.error().message.rfind("/run/p.yaml:", 0), 0u) << torn.error().message;
+}
+
+PolicyDocument signedDocument(uint64_t serial, int limit = 5,
+                              const PolicySigning& signing = kSigning) {
+  return renderSignedPolicyDocument(YAML::Load(configWith("{file: /tmp/x.yaml}", limit))["http"],
+                                    serial, signing);
+}
+
+// What parseSignedPolicyDocument makes of `text` with kSigning: the reason it refused it.
+std::optional<PolicyRefusal> refusalOf(const std::string& text,
+                                       const PolicySigning& signing = kSigning) {
+  PolicyRefusal reason = PolicyRefusal::kInvalid;
+  auto parsed = parseSignedPolicyDocument(text, "redis:fg:policies", signing, &reason);
+  if (parsed) return std::nullopt;
+  EXPECT_EQ(parsed.error().message.find('\n'), std::string::npos) << parsed.error().message;
+  return reason;
+}
+
+TEST(SignedPolicyDocument, ASignedDocumentReadsBackWithItsSerial) {
+  PolicyDocument document = signedDocument(1764596450123456);
+  EXPECT_EQ(document.version,
+            renderPolicyDocument(YAML::Load(configWith("{file: /y}"))["http"]).version)
+      << "the version is still the content's: signing does not change it";
+  PolicyRefusal reason = PolicyRefusal::kInvalid;
+  auto parsed = parseSignedPolicyDocument(document.text, "redis:fg:policies", kSigning, &reason);
+  ASSERT_TRUE(parsed.ok()) << parsed.error().message << "\n" << document.text;
+  EXPECT_EQ(parsed->version, document.version);
+  EXPECT_EQ(parsed->serial, 1764596450123456u);
+  EXPECT_EQ(parsed->config.policies[0].algorithm.limit, 5);
+  // A file may hold the signed document: it reads as any other.
+  auto plain = parsePolicyDocument(document.text, "/run/p.yaml");
+  ASSERT_TRUE(plain.ok()) << plain.error().message;
+  EXPECT_EQ(plain->serial, 1764596450123456u);
+}
+
+TEST(SignedPolicyDocument, UnsignedForgedCutOrMisplacedDocumentsAreRefused) {
+  const std::string text = signedDocument(7).text;
+  EXPECT_EQ(refusalOf(renderPolicyDocument(YAML::Load(configWith("{file: /y}"))["http"]).text),
+            PolicyRefusal::kUnsigned);
+  EXPECT_EQ(refusalOf(""), PolicyRefusal::kUnsigned);
+
+  // Forged: unlimited policies under the signature of limited ones.
+  std::string raised = text;
+  size_t limit = raised.find("limit: 5");
+  ASSERT_NE(limit, std::string::npos) << text;
+  raised.replace(limit, 8, "limit: 1000000");
+  EXPECT_EQ(refusalOf(raised), PolicyRefusal::kBadSignature);
+  // A newer serial written in by hand.
+  std::string bumped = text;
+  bumped.replace(bumped.find("serial: 7"), 9, "serial: 9");
+  EXPECT_EQ(refusalOf(bumped), PolicyRefusal::kBadSignature);
+  // Signed with another secret, or checked with none.
+  EXPECT_EQ(refusalOf(signedDocument(7, 5, {"fg:policies", "another secret of the fleet"}).text),
+            PolicyRefusal::kBadSignature);
+  EXPECT_EQ(refusalOf(text, {"fg:policies", ""}), PolicyRefusal::kBadSignature);
+
+  // Cut short anywhere: in the signature, before it, or with a line added after it.
+  EXPECT_EQ(refusalOf(text.substr(0, text.size() - 10)), PolicyRefusal::kBadSignature);
+  EXPECT_EQ(refusalOf(text.substr(0, text.size() / 2)), PolicyRefusal::kUnsigned);
+  EXPECT_EQ(refusalOf(text.substr(0, text.rfind("signature:"))), PolicyRefusal::kUnsigned);
+  EXPECT_EQ(refusalOf(text + "http: {policies: []}\n"), PolicyRefusal::kBadSignature);
+  EXPECT_FALSE(refusalOf(text.substr(0, text.size() - 1)).has_value())
+      << "the last newline is not part of what is signed";
+
+  // Signed for another key: not valid at this one, and the error says why.
+  std::string other = signedDocument(7, 5, {"fg:staging-policies", kSecret}).text;
+  EXPECT_EQ(refusalOf(other), PolicyRefusal::kBadSignature);
+  PolicyRefusal reason = PolicyRefusal::kInvalid;
+  auto misplaced = parseSignedPolicyDocument(other, "redis:fg:policies", kSigning, &reason);
+  ASSERT_FALSE(misplaced.ok());
+  EXPECT_NE(misplaced.error().message.find("signed for redis key 'fg:staging-policies'"),
+            std::string::npos)
+      << misplaced.error().message;
+}
+
+TEST(SignedPolicyDocument, ASignedButInvalidDocumentIsInvalid) {
+  PolicyDocument bad = renderSignedPolicyDocument(
+      YAML::Load("http:\n  policies:\n    - {name: x, key: ip, algorithm: leaky}\n")["http"], 3,
+      kSigning);
+  EXPECT_EQ(refusalOf(bad.text), PolicyRefusal::kInvalid);
 }
 
 TEST(AtomicFile, ReplacesTheFileWholeWithNoTemporaryLeftBehind) {

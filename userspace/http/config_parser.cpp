@@ -10,6 +10,7 @@
 
 #include "common/units.h"
 #include "config/yaml_mark.h"
+#include "http/fleet_secret.h"
 #include "http/redis/connection.h"
 #include "http/redis_store.h"
 #include "http/report_stream.h"
@@ -46,7 +47,9 @@ class Parser {
   void parseEscalate(const YAML::Node& node, EscalateConfig& escalate);
   void parseReporters(const YAML::Node& node, EscalateConfig& escalate);
   bool parseReportStream(const YAML::Node& node, EscalateConfig& escalate);
-  void parsePublish(const YAML::Node& node, PublishConfig& publish);
+  void parsePublish(const YAML::Node& node, const EscalateConfig& escalate, PublishConfig& publish);
+  void parsePublishSecret(const YAML::Node& node, const EscalateConfig& escalate,
+                          PublishConfig& publish);
   std::optional<uint64_t> readDuration(const YAML::Node& node, const std::string& what,
                                        uint64_t min_ns, uint64_t max_ns);
   void parsePrefetch(const YAML::Node& node, const std::string& what, const PolicyConfig& policy,
@@ -139,7 +142,7 @@ HttpConfig Parser::parse(const YAML::Node& http) {
   if (http["store"]) parseStore(http["store"], config.store);
   store_type_ = config.store.type;
   if (http["escalate"]) parseEscalate(http["escalate"], config.escalate);
-  if (http["publish"]) parsePublish(http["publish"], config.publish);
+  if (http["publish"]) parsePublish(http["publish"], config.escalate, config.publish);
 
   const YAML::Node policies = http["policies"];
   if (!policies) return config;
@@ -506,10 +509,11 @@ bool Parser::parseReportStream(const YAML::Node& node, EscalateConfig& escalate)
   return true;
 }
 
-// publish: {file: PATH, redis_key: KEY, redis_channel: CHANNEL}
-void Parser::parsePublish(const YAML::Node& node, PublishConfig& publish) {
+// publish: {file: PATH, redis_key: KEY, redis_channel: CHANNEL, secret_file: PATH}
+void Parser::parsePublish(const YAML::Node& node, const EscalateConfig& escalate,
+                          PublishConfig& publish) {
   if (!requireMap(node, "http.publish")) return;
-  rejectUnknownKeys(node, "http.publish", {"file", "redis_key", "redis_channel"});
+  rejectUnknownKeys(node, "http.publish", {"file", "redis_key", "redis_channel", "secret_file"});
   if (node["file"]) {
     if (auto path = readString(node["file"], "http.publish.file")) {
       if (path->front() != '/' || path->back() == '/') {
@@ -544,9 +548,40 @@ void Parser::parsePublish(const YAML::Node& node, PublishConfig& publish) {
   if (!publish.redis_key.empty() && publish.redis_channel.empty()) {
     publish.redis_channel = publish.redis_key;
   }
+  parsePublishSecret(node, escalate, publish);
   if (!node["file"] && !node["redis_key"]) {
     error(node,
           "http.publish needs file: PATH or redis_key: KEY (where services read the policies)");
+  }
+}
+
+// Whoever can write the Redis key could hand the fleet any policies: what is published there
+// is signed, and a config that cannot sign it is refused.
+void Parser::parsePublishSecret(const YAML::Node& node, const EscalateConfig& escalate,
+                                PublishConfig& publish) {
+  if (node["secret_file"]) {
+    if (!node["redis_key"]) {
+      error(node["secret_file"],
+            "http.publish.secret_file signs the policies published to Redis: add redis_key: "
+            "KEY, or drop secret_file");
+    } else if (auto path = readString(node["secret_file"], "http.publish.secret_file")) {
+      auto secret = loadFleetSecret(*path, "http.publish.secret_file");
+      if (!secret) {
+        error(node["secret_file"], secret.error().message);
+      } else {
+        publish.secret_file = *path;
+        publish.secret = std::move(*secret);
+      }
+    }
+  } else if (!publish.redis_key.empty()) {
+    if (escalate.secret.empty()) {
+      error(node["redis_key"],
+            "http.publish.redis_key needs a secret to sign the policies with: set "
+            "http.publish.secret_file (or http.escalate.secret_file) to the fleet's secret file");
+    } else {
+      publish.secret_file = escalate.secret_file;
+      publish.secret = escalate.secret;
+    }
   }
 }
 

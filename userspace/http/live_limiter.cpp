@@ -2,14 +2,18 @@
 // LiveLimiter: build the next set from the current one, then one atomic swap.
 #include "http/live_limiter.h"
 
+#include <algorithm>
+
 namespace floodgate::http {
 
 LiveLimiter::LiveLimiter(std::shared_ptr<Limiter> initial, std::string version,
-                         std::shared_ptr<const Clock> clock, StoreFactory store_factory)
+                         std::shared_ptr<const Clock> clock, StoreFactory store_factory,
+                         uint64_t serial)
     : current_(std::move(initial)),
       clock_(std::move(clock)),
       store_factory_(std::move(store_factory)),
-      version_(std::move(version)) {}
+      version_(std::move(version)),
+      serial_(serial) {}
 
 Verdict LiveLimiter::check(const RequestInfo& request) {
   std::shared_ptr<Limiter> set = current_.load();
@@ -28,29 +32,46 @@ std::string LiveLimiter::version() const {
   return version_;
 }
 
+uint64_t LiveLimiter::serial() const {
+  std::lock_guard lock(mutex_);
+  return serial_;
+}
+
+int64_t LiveLimiter::updatesRefused() const {
+  int64_t total = 0;
+  for (const auto& count : refused_) total += count.load(std::memory_order_relaxed);
+  return total;
+}
+
 std::string LiveLimiter::lastRefusal() const {
   std::lock_guard lock(mutex_);
   return last_refusal_;
 }
 
-Status LiveLimiter::update(HttpConfig config, const std::string& version) {
+Status LiveLimiter::update(HttpConfig config, const std::string& version, uint64_t serial) {
   std::lock_guard lock(mutex_);
   std::shared_ptr<Limiter> previous = current_.load();
   auto next = Limiter::create(std::move(config), clock_, store_factory_, previous.get());
   if (!next) {
-    refused_.fetch_add(1, std::memory_order_relaxed);
+    refused_[static_cast<size_t>(PolicyRefusal::kInvalid)].fetch_add(1, std::memory_order_relaxed);
     last_refusal_ = next.error().message;
     return next.error();
   }
   current_.store(std::shared_ptr<Limiter>(std::move(*next)));
   version_ = version;
+  serial_ = std::max(serial_, serial);
   applied_.fetch_add(1, std::memory_order_relaxed);
   return okStatus();
 }
 
-void LiveLimiter::refuse(const std::string& why) {
+void LiveLimiter::noteSerial(uint64_t serial) {
   std::lock_guard lock(mutex_);
-  refused_.fetch_add(1, std::memory_order_relaxed);
+  serial_ = std::max(serial_, serial);
+}
+
+void LiveLimiter::refuse(PolicyRefusal reason, const std::string& why) {
+  std::lock_guard lock(mutex_);
+  refused_[static_cast<size_t>(reason)].fetch_add(1, std::memory_order_relaxed);
   last_refusal_ = why;
 }
 

@@ -2,6 +2,7 @@
 // LiveLimiter: a Limiter whose policy set is replaced while requests are being decided.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -11,6 +12,7 @@
 #include "common/result.h"
 #include "http/clock.h"
 #include "http/limiter.h"
+#include "http/policy_refusal.h"
 
 namespace floodgate::http {
 
@@ -21,8 +23,10 @@ namespace floodgate::http {
 // (updates are serialised).
 class LiveLimiter {
  public:
+  // `serial`: of the signed document the initial set came from (0: none).
   LiveLimiter(std::shared_ptr<Limiter> initial, std::string version,
-              std::shared_ptr<const Clock> clock, StoreFactory store_factory = {});
+              std::shared_ptr<const Clock> clock, StoreFactory store_factory = {},
+              uint64_t serial = 0);
 
   Verdict check(const RequestInfo& request);
   // Limiter::refund() on the set that decided `verdict` (the current one or an earlier one).
@@ -31,27 +35,39 @@ class LiveLimiter {
   // The set deciding now (for stats and metrics); it stays valid while held.
   std::shared_ptr<Limiter> current() const { return current_.load(); }
   std::string version() const;
+  // The highest serial of a signed document taken (0: none): one below it is a replay.
+  uint64_t serial() const;
 
   // Compiles `config` taking over the current set's state (Limiter::create with a previous
   // set: unchanged policies keep their store, changed limits migrate their state) and
-  // swaps it in. An error (invalid parameters) keeps the current set and counts a refusal.
-  Status update(HttpConfig config, const std::string& version);
-  // A published document that could not be read or parsed: counted; the set stays.
-  void refuse(const std::string& why);
+  // swaps it in, with `serial` (of a signed document; 0: unsigned) as serial() when higher.
+  // An error (invalid parameters) keeps the current set and counts a kInvalid refusal.
+  Status update(HttpConfig config, const std::string& version, uint64_t serial = 0);
+  // A signed document of the version in force, published again: raises serial() to `serial`
+  // (never lowers it), so that the documents between become replays.
+  void noteSerial(uint64_t serial);
+  // A published document that was not taken (unreadable, invalid, unsigned, forged, stale):
+  // counted under `reason`; the set stays.
+  void refuse(PolicyRefusal reason, const std::string& why);
 
   int64_t updatesApplied() const { return applied_.load(std::memory_order_relaxed); }
-  int64_t updatesRefused() const { return refused_.load(std::memory_order_relaxed); }
+  // Refusals of every reason, or of one.
+  int64_t updatesRefused() const;
+  int64_t updatesRefused(PolicyRefusal reason) const {
+    return refused_[static_cast<size_t>(reason)].load(std::memory_order_relaxed);
+  }
   std::string lastRefusal() const;
 
  private:
   std::atomic<std::shared_ptr<Limiter>> current_;
   std::shared_ptr<const Clock> clock_;
   StoreFactory store_factory_;
-  mutable std::mutex mutex_;  // serialises update(); guards version_ and last_refusal_
+  mutable std::mutex mutex_;  // serialises update(); guards version_, serial_, last_refusal_
   std::string version_;
+  uint64_t serial_ = 0;
   std::string last_refusal_;
   std::atomic<int64_t> applied_{0};
-  std::atomic<int64_t> refused_{0};
+  std::array<std::atomic<int64_t>, kPolicyRefusalKinds> refused_{};
 };
 
 }  // namespace floodgate::http

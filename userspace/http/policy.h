@@ -113,11 +113,14 @@ struct EscalateConfig {
 // Handing the policies to services: `floodgate run` (and `floodgate http publish`) writes
 // the section, with a version, to `file` (atomically: services on this host follow it) and,
 // with the redis store, SETs it at `redis_key` and PUBLISHes the version on `redis_channel`
-// (a fleet follows that). See http/policy_publisher.h.
+// (a fleet follows that), signed with the fleet's secret: `secret_file`'s, or else
+// http.escalate.secret_file's. See http/policy_publisher.h.
 struct PublishConfig {
   std::string file;           // absolute path; empty: no file
   std::string redis_key;      // empty: not to Redis
   std::string redis_channel;  // defaults to redis_key
+  std::string secret_file;    // empty: http.escalate.secret_file signs
+  std::string secret;         // what signs (resolved when the config is parsed)
 
   bool enabled() const { return !file.empty() || !redis_key.empty(); }
 };

@@ -2,6 +2,7 @@
 // Applying published documents, and the file watcher's thread.
 #include "http/policy_watcher.h"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/inotify.h>
@@ -10,9 +11,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
-#include <sstream>
 
 #include "http/policy_document.h"
 
@@ -29,6 +28,45 @@ std::string oneLine(std::string text) {
   return text;
 }
 
+void refuse(LiveLimiter& live, PolicyRefusal reason, const std::string& source,
+            const std::string& why, const PolicyLog& log) {
+  live.refuse(reason, why);
+  log("floodgate: refused the policies published at " + source + ", keeping version " +
+      live.version() + " (" + policyRefusalName(reason) + "): " + oneLine(why));
+}
+
+void apply(LiveLimiter& live, PublishedPolicies published, const std::string& source,
+           const PolicyLog& log) {
+  const size_t policies = published.config.policies.size();
+  const std::string version = published.version;
+  if (Status s = live.update(std::move(published.config), version, published.serial); !s) {
+    log("floodgate: refused the policies published at " + source + ", keeping version " +
+        live.version() + " (invalid): " + oneLine(s.error().message));
+    return;
+  }
+  log("floodgate: now enforcing policies version " + version + " from " + source + " (" +
+      std::to_string(policies) + " policies)");
+}
+
+Result<std::shared_ptr<LiveLimiter>> makeLiveLimiter(PublishedPolicies published,
+                                                     const std::string& source,
+                                                     std::shared_ptr<const Clock> clock) {
+  auto limiter = Limiter::create(std::move(published.config), clock);
+  if (!limiter) return Error::failure(source + ": " + limiter.error().message);
+  return std::make_shared<LiveLimiter>(std::shared_ptr<Limiter>(std::move(*limiter)),
+                                       published.version, std::move(clock), StoreFactory{},
+                                       published.serial);
+}
+
+std::string readAll(int fd) {
+  std::string text;
+  char buf[8192];
+  for (ssize_t n; (n = read(fd, buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR);) {
+    if (n > 0) text.append(buf, static_cast<size_t>(n));
+  }
+  return text;
+}
+
 }  // namespace
 
 Result<std::shared_ptr<LiveLimiter>> makeLiveLimiter(const std::string& text,
@@ -36,30 +74,87 @@ Result<std::shared_ptr<LiveLimiter>> makeLiveLimiter(const std::string& text,
                                                      std::shared_ptr<const Clock> clock) {
   auto published = parsePolicyDocument(text, source);
   if (!published) return published.error();
-  auto limiter = Limiter::create(std::move(published->config), clock);
-  if (!limiter) return Error::failure(source + ": " + limiter.error().message);
-  return std::make_shared<LiveLimiter>(std::shared_ptr<Limiter>(std::move(*limiter)),
-                                       published->version, std::move(clock));
+  return makeLiveLimiter(std::move(*published), source, std::move(clock));
+}
+
+Result<std::shared_ptr<LiveLimiter>> makeSignedLiveLimiter(const std::string& text,
+                                                           const std::string& source,
+                                                           const PolicySigning& signing,
+                                                           std::shared_ptr<const Clock> clock) {
+  PolicyRefusal refusal = PolicyRefusal::kInvalid;
+  auto published = parseSignedPolicyDocument(text, source, signing, &refusal);
+  if (!published) return published.error();
+  return makeLiveLimiter(std::move(*published), source, std::move(clock));
+}
+
+Status checkPolicyFileOwner(const struct stat& file, const std::string& path) {
+  if ((file.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+    return Error::failure(
+        path + " is writable by " + ((file.st_mode & S_IWOTH) != 0 ? "every user" : "its group") +
+        ": any of them could hand this service any policies (chmod 644 " + path + ")");
+  }
+  if (file.st_uid != 0 && file.st_uid != geteuid()) {
+    return Error::failure(path + " is owned by uid " + std::to_string(file.st_uid) +
+                          ", neither root nor this service (uid " + std::to_string(geteuid()) +
+                          "): publish it with floodgate run as root, or chown root " + path);
+  }
+  return okStatus();
+}
+
+Result<std::string> readPolicyFile(const std::string& path) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    return Error::failure(path + ": cannot read the published policies: " + std::strerror(errno) +
+                          " (run 'floodgate http publish --config FILE' or 'floodgate run' with "
+                          "http.publish.file first)");
+  }
+  struct stat file {};
+  Status owner = fstat(fd, &file) == 0 ? checkPolicyFileOwner(file, path)
+                                       : Status(Error::failure(path + ": " + std::strerror(errno)));
+  std::string text;
+  if (owner) text = readAll(fd);
+  close(fd);
+  if (!owner) return owner.error();
+  return text;
 }
 
 void applyPolicyDocument(LiveLimiter& live, const std::string& text, const std::string& source,
                          const PolicyLog& log) {
   auto published = parsePolicyDocument(text, source);
   if (!published) {
-    live.refuse(published.error().message);
-    log("floodgate: refused the policies published at " + source + ", keeping version " +
-        live.version() + ": " + oneLine(published.error().message));
+    refuse(live, PolicyRefusal::kInvalid, source, published.error().message, log);
     return;
   }
   if (published->version == live.version()) return;
-  const size_t policies = published->config.policies.size();
-  if (Status s = live.update(std::move(published->config), published->version); !s) {
-    log("floodgate: refused the policies published at " + source + ", keeping version " +
-        live.version() + ": " + oneLine(s.error().message));
+  apply(live, std::move(*published), source, log);
+}
+
+void applySignedPolicyDocument(LiveLimiter& live, const std::string& text,
+                               const std::string& source, const PolicySigning& signing,
+                               const PolicyLog& log) {
+  PolicyRefusal reason = PolicyRefusal::kInvalid;
+  auto published = parseSignedPolicyDocument(text, source, signing, &reason);
+  if (!published) {
+    refuse(live, reason, source, published.error().message, log);
     return;
   }
-  log("floodgate: now enforcing policies version " + published->version + " from " + source + " (" +
-      std::to_string(policies) + " policies)");
+  const uint64_t in_force = live.serial();
+  // The same serial is the document in force read again (on every message and reconnect);
+  // with other content it cannot be one the controller signed after it.
+  if (published->serial < in_force ||
+      (published->serial == in_force && published->version != live.version())) {
+    refuse(live, PolicyRefusal::kStale, source,
+           source + ": serial " + std::to_string(published->serial) + " is not newer than serial " +
+               std::to_string(in_force) +
+               " in force: an older document written back (publish again to replace it)",
+           log);
+    return;
+  }
+  if (published->version == live.version()) {
+    live.noteSerial(published->serial);
+    return;
+  }
+  apply(live, std::move(*published), source, log);
 }
 
 Result<std::unique_ptr<PolicyFileWatcher>> PolicyFileWatcher::start(
@@ -107,17 +202,26 @@ void PolicyFileWatcher::run() {
 }
 
 void PolicyFileWatcher::check() {
+  // One descriptor for the checks and the read: what is read is the file that was checked.
+  int fd = open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return;  // not (yet) there: keep the current set
   struct stat now {};
-  if (stat(path_.c_str(), &now) != 0) return;  // not (yet) there: keep the current set
-  if (now.st_ino == seen_.st_ino && now.st_dev == seen_.st_dev && now.st_size == seen_.st_size &&
-      now.st_mtim.tv_sec == seen_.st_mtim.tv_sec && now.st_mtim.tv_nsec == seen_.st_mtim.tv_nsec) {
+  if (fstat(fd, &now) != 0 ||
+      (now.st_ino == seen_.st_ino && now.st_dev == seen_.st_dev && now.st_size == seen_.st_size &&
+       now.st_mtim.tv_sec == seen_.st_mtim.tv_sec &&
+       now.st_mtim.tv_nsec == seen_.st_mtim.tv_nsec)) {
+    close(fd);
     return;
   }
   seen_ = now;
-  std::ifstream in(path_);
-  std::stringstream text;
-  text << in.rdbuf();
-  applyPolicyDocument(*live_, text.str(), path_, log_);
+  if (Status owner = checkPolicyFileOwner(now, path_); !owner) {
+    close(fd);
+    refuse(*live_, PolicyRefusal::kUnsafeFile, path_, owner.error().message, log_);
+    return;
+  }
+  std::string text = readAll(fd);
+  close(fd);
+  applyPolicyDocument(*live_, text, path_, log_);
 }
 
 }  // namespace floodgate::http

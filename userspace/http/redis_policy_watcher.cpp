@@ -69,8 +69,8 @@ void RedisPolicyWatcher::fetchAndApply() {
   }
   const redis::Reply& reply = (*replies)[0];
   if (reply.type == redis::Reply::Type::kNil) return;  // nothing published (yet)
-  applyPolicyDocument(*live_, reply.type == redis::Reply::Type::kString ? reply.str : "",
-                      "redis:" + source_.key, log_);
+  applySignedPolicyDocument(*live_, reply.type == redis::Reply::Type::kString ? reply.str : "",
+                            "redis:" + source_.key, source_.signing(), log_);
 }
 
 void RedisPolicyWatcher::run() {

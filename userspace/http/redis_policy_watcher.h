@@ -9,6 +9,7 @@
 
 #include "common/result.h"
 #include "http/live_limiter.h"
+#include "http/policy_document.h"
 #include "http/policy_watcher.h"
 #include "http/redis/client.h"
 
@@ -18,6 +19,9 @@ struct RedisPolicySource {
   redis::ClientOptions client;  // the server (or cluster) the controller publishes to
   std::string key;              // http.publish.redis_key
   std::string channel;          // http.publish.redis_channel (the key when empty)
+  std::string secret;           // the fleet's secret the controller signs with
+
+  PolicySigning signing() const { return {key, secret}; }
 };
 
 // The document at source.key now; an error when Redis cannot be reached or nothing is
@@ -25,7 +29,8 @@ struct RedisPolicySource {
 Result<std::string> fetchPolicyDocument(const RedisPolicySource& source);
 
 // On a thread of its own: SUBSCRIBEs to the channel (one connection to the first server),
-// and GETs the key on every message, applying a new version to `live`. After a lost
+// and GETs the key on every message, applying a new version to `live` when it is signed
+// with source.secret for source.key and newer (applySignedPolicyDocument). After a lost
 // connection it reconnects once a second and GETs again, so a publish made meanwhile is not
 // missed. Stops when destroyed.
 class RedisPolicyWatcher {

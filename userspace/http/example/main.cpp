@@ -6,13 +6,12 @@
 
 #include <CLI/CLI.hpp>
 #include <charconv>
-#include <fstream>
 #include <iostream>
-#include <sstream>
 #include <thread>
 
 #include "http/config_parser.h"
 #include "http/example/service_metrics.h"
+#include "http/fleet_secret.h"
 #include "http/headers.h"
 #include "http/httplib_adapter.h"
 #include "http/live_reporter.h"
@@ -84,6 +83,8 @@ struct PolicySource {
   std::string policies_path;
   std::string redis_address;  // with redis_key: published to Redis, for a fleet
   std::string redis_key;
+  std::string secret_file;  // with redis_key: the fleet's secret the controller signs with
+  std::string secret;
 
   bool followed() const { return !policies_path.empty() || !redis_key.empty(); }
 };
@@ -92,6 +93,7 @@ RedisPolicySource redisSource(const PolicySource& source) {
   RedisPolicySource redis;
   redis.client.seeds = {*redis::Address::parse(source.redis_address)};  // checked in main
   redis.key = source.redis_key;
+  redis.secret = source.secret;
   return redis;
 }
 
@@ -99,20 +101,15 @@ RedisPolicySource redisSource(const PolicySource& source) {
 Result<std::shared_ptr<LiveLimiter>> loadPolicies(const PolicySource& source) {
   auto clock = std::make_shared<SteadyClock>();
   if (!source.policies_path.empty()) {
-    std::ifstream in(source.policies_path);
-    if (!in) {
-      return Error::failure(source.policies_path +
-                            ": cannot read the published policies (run 'floodgate http publish "
-                            "--config FILE' or 'floodgate run' with http.publish.file first)");
-    }
-    std::stringstream text;
-    text << in.rdbuf();
-    return makeLiveLimiter(text.str(), source.policies_path, clock);
+    auto text = readPolicyFile(source.policies_path);
+    if (!text) return Error::failure("floodgate-http-example: error: " + text.error().message);
+    return makeLiveLimiter(*text, source.policies_path, clock);
   }
   if (!source.redis_key.empty()) {
     auto text = fetchPolicyDocument(redisSource(source));
     if (!text) return Error::failure("floodgate-http-example: error: " + text.error().message);
-    return makeLiveLimiter(*text, "redis:" + source.redis_key, clock);
+    return makeSignedLiveLimiter(*text, "redis:" + source.redis_key, redisSource(source).signing(),
+                                 clock);
   }
   auto config = loadHttpConfig(source.config_path);
   if (!config) return config.error();
@@ -217,6 +214,10 @@ int main(int argc, char** argv) {
   app.add_option("--policy-key", source.redis_key,
                  "The Redis key of the published policies (with --policy-redis)")
       ->needs(redis);
+  app.add_option("--policy-secret-file", source.secret_file,
+                 "The fleet's secret the controller signs the policies with (its "
+                 "http.publish.secret_file or http.escalate.secret_file; with --policy-redis)")
+      ->needs(redis);
   config->excludes(policies);
   config->excludes(redis);
   policies->excludes(redis);
@@ -238,6 +239,17 @@ int main(int argc, char** argv) {
                    "config's http.publish.redis_key)\n";
       return 2;
     }
+    if (source.secret_file.empty()) {
+      std::cerr << "floodgate-http-example: error: --policy-redis needs --policy-secret-file "
+                   "FILE (the secret the controller signs the policies with)\n";
+      return 2;
+    }
+    auto secret = loadFleetSecret(source.secret_file, "--policy-secret-file");
+    if (!secret) {
+      std::cerr << "floodgate-http-example: error: " << secret.error().message << "\n";
+      return 2;
+    }
+    source.secret = std::move(*secret);
   }
   if (source.config_path.empty() && !source.followed()) {
     std::cerr << "floodgate-http-example: error: give --config FILE (read once), or --policies "

@@ -34,6 +34,17 @@ std::string labelValue(const std::string& text) {
   return out;
 }
 
+// One line per reason a published set can be refused.
+std::string policyRefusals(const LiveLimiter& live) {
+  std::string out;
+  for (size_t i = 0; i < kPolicyRefusalKinds; ++i) {
+    const auto reason = static_cast<PolicyRefusal>(i);
+    out += std::string("floodgate_http_policy_refusals_total{reason=\"") +
+           policyRefusalName(reason) + "\"} " + std::to_string(live.updatesRefused(reason)) + "\n";
+  }
+  return out;
+}
+
 }  // namespace
 
 void ServiceMetrics::countResponse(const std::string& route, int code) {
@@ -102,13 +113,17 @@ std::string ServiceMetrics::render(Limiter& limiter, const LiveReporter* reporte
   if (live) {
     out +=
         "# HELP floodgate_http_policy_reloads_total Published policy sets, by result (refused: "
-        "invalid, the last good set stays).\n"
+        "the last good set stays).\n"
         "# TYPE floodgate_http_policy_reloads_total counter\n"
         "floodgate_http_policy_reloads_total{result=\"applied\"} " +
         std::to_string(live->updatesApplied()) +
         "\nfloodgate_http_policy_reloads_total{result=\"refused\"} " +
         std::to_string(live->updatesRefused()) +
-        "\n# HELP floodgate_http_policy_version The published policy version enforced (1).\n"
+        "\n# HELP floodgate_http_policy_refusals_total Published policy sets refused, by reason "
+        "(unsigned, bad_signature, stale: a replay, invalid, unsafe_file).\n"
+        "# TYPE floodgate_http_policy_refusals_total counter\n" +
+        policyRefusals(*live) +
+        "# HELP floodgate_http_policy_version The published policy version enforced (1).\n"
         "# TYPE floodgate_http_policy_version gauge\n"
         "floodgate_http_policy_version{version=\"" +
         labelValue(live->version()) + "\"} 1\n";
