@@ -109,6 +109,28 @@ TEST(ClientIp, XRealIpHoldsOneAddressOrNothingIsBelieved) {
   EXPECT_EQ(client("10.0.0.2", kReal, {"10.0.0.7"}, trusted), "?");
 }
 
+// nginx ($proxy_add_x_forwarded_for), Envoy and cloud balancers append the peer to the
+// client's own header on the same line: a quote or bracket the client put there must not
+// swallow or disguise what the proxy appended.
+TEST(ClientIp, QuotesAndBracketsTheClientSentCannotHideTheProxysHop) {
+  TrustedProxies trusted = proxies({"10.0.0.0/8"});
+  EXPECT_EQ(client("10.0.0.2", kXff, {R"([198.51.100.7]", 203.0.113.5)"}, trusted), "203.0.113.5");
+  EXPECT_EQ(client("10.0.0.2", kXff, {R"(", 203.0.113.5)"}, trusted), "203.0.113.5");
+  EXPECT_EQ(client("10.0.0.2", kXff, {"[198.51.100.7]x"}, trusted), "?");
+  EXPECT_EQ(client("10.0.0.2", kXff, {"198.51.100.7:"}, trusted), "?");
+  EXPECT_EQ(client("10.0.0.2", kXff, {"198.51.100.7:8o"}, trusted), "?");
+  EXPECT_EQ(client("10.0.0.2", kXff, {"[198.51.100.7]:80, 203.0.113.5:443"}, trusted),
+            "203.0.113.5");
+  // nginx: proxy_set_header Forwarded "$http_forwarded, for=$remote_addr"
+  EXPECT_EQ(client("10.0.0.2", kFwd, {R"(for=198.51.100.7;x=", for=203.0.113.5)"}, trusted),
+            "203.0.113.5");
+  EXPECT_EQ(client("10.0.0.2", kFwd, {R"(for="198.51.100.7, for=203.0.113.5)"}, trusted),
+            "203.0.113.5");
+  EXPECT_EQ(
+      client("10.0.0.2", kFwd, {R"(for="[2001:db8::7]:1";a=b, for="[2001:db8::9]")"}, trusted),
+      "2001:db8::9");
+}
+
 TEST(ClientIp, PeerWithPortAndMappedAddressesAreNormalised) {
   TrustedProxies trusted = proxies({"10.0.0.0/8"});
   EXPECT_EQ(client("::ffff:203.0.113.9", kXff, {}, trusted), "203.0.113.9");

@@ -293,6 +293,25 @@ TEST(Limiter, AnIpv6ClientRotatingInsideItsPrefixIsOneClient) {
   EXPECT_EQ(dynamic_cast<MemoryStore&>(f.limiter->store(0)).stats().keys, 2);
 }
 
+// Only a client's own excess at its address may get it reported: someone else draining a
+// shared API key must not get the key's other users banned.
+TEST(Limiter, OnlyARejectionByAnIpPolicyIsReportable) {
+  Fixture f(kTwoPolicies);  // per-key: 5 a minute; per-ip: 2 a minute
+  auto from = [&](const char* peer) {
+    return f.limiter->check(request("GET", "/", peer, {{"X-API-Key", "shared"}}));
+  };
+  for (int i = 0; i < 5; ++i) from(("198.51.100." + std::to_string(i)).c_str());
+  Verdict drained = from("198.51.100.9");  // the key is spent; this address did nothing
+  EXPECT_FALSE(drained.allowed());
+  EXPECT_FALSE(drained.reportable());
+  EXPECT_TRUE(f.limiter->check(request("GET", "/", "198.51.100.1")).allowed());  // its 2nd
+  Verdict own = f.limiter->check(request("GET", "/", "198.51.100.1"));           // its 3rd: per-ip
+  EXPECT_FALSE(own.allowed());
+  EXPECT_TRUE(own.reportable());
+  EXPECT_FALSE(f.limiter->check(request("GET", "/", "198.51.100.2")).reportable())
+      << "its 2nd request, admitted";
+}
+
 // A store that is down, to exercise the failure modes.
 class DownStore final : public Store {
  public:

@@ -340,6 +340,20 @@ TEST(PolicyFileWatcher, FollowsAFileReplacedByRenameAndRefusesABadOne) {
   EXPECT_NE(readPolicyFile(path).error().message.find("is writable by its group"),
             std::string::npos);
   watcher->reset();
+  // (The watcher is gone: these are read by hand.) Neither a symlink (to an older document, say)
+  // nor a pipe (that would hang the open) is what the controller publishes.
+  const std::string elsewhere = dir + "/elsewhere.yaml";
+  std::ofstream(elsewhere) << third.text;
+  std::filesystem::remove(path);
+  std::filesystem::create_symlink(elsewhere, path);
+  EXPECT_FALSE(readPolicyFile(path).ok());
+  std::filesystem::remove(path);
+  ASSERT_EQ(mkfifo(path.c_str(), 0644), 0);
+  auto pipe = readPolicyFile(path);
+  ASSERT_FALSE(pipe.ok());
+  EXPECT_NE(pipe.error().message.find("is not a regular file"), std::string::npos)
+      << pipe.error().message;
+  std::filesystem::remove(path);
   std::filesystem::remove_all(dir);
   std::lock_guard lock(lines_mutex);
   ASSERT_EQ(lines.size(), 3u);

@@ -117,5 +117,17 @@ TEST(RejectionCache, ManyKeysKeepItBoundedAndTheOldestGoFirst) {
   EXPECT_FALSE(cache.lookup("flood-9899", 4, 1));
 }
 
+TEST(RejectionCache, AHugeKeyIsHeldBoundedAndStillFound) {
+  RejectionCache cache;
+  const std::string huge(1 << 20, 'k');  // a megabyte of API key header
+  std::string other = huge;
+  other.back() = 'x';
+  cache.remember(huge, 0, 1, rejected(500));
+  EXPECT_TRUE(cache.lookup(huge, 1, 1));
+  EXPECT_FALSE(cache.lookup(other, 1, 1)) << "a key sharing the prefix is another key";
+  cache.forget(huge);
+  EXPECT_FALSE(cache.lookup(huge, 1, 1));
+}
+
 }  // namespace
 }  // namespace floodgate::http

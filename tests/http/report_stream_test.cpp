@@ -58,6 +58,17 @@ TEST_F(ReportSecretFile, MissingShortOrWorldReadableIsRefusedWithHowToFixIt) {
   auto open = loadReportSecret(path_);
   ASSERT_FALSE(open.ok());
   EXPECT_NE(open.error().message.find("readable by every user"), std::string::npos);
+  write(kSecret, 0660);
+  auto writable = loadReportSecret(path_);
+  ASSERT_FALSE(writable.ok());
+  EXPECT_NE(writable.error().message.find("writable by others than its owner"), std::string::npos)
+      << writable.error().message;
+  std::filesystem::remove(path_);
+  ASSERT_EQ(mkfifo(path_.c_str(), 0600), 0);  // a pipe must not hang the reader
+  auto pipe = loadReportSecret(path_);
+  ASSERT_FALSE(pipe.ok());
+  EXPECT_NE(pipe.error().message.find("is not a regular file"), std::string::npos)
+      << pipe.error().message;
 }
 
 // The entry as XREAD would return its fields.

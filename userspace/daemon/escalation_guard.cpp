@@ -182,11 +182,13 @@ bool BanQuota::take(const std::string& reporter, int64_t per_minute, Clock::time
   auto it = windows_.find(reporter);
   if (it == windows_.end()) {
     if (windows_.size() >= kMaxReporters) {
-      std::erase_if(windows_, [&](const auto& entry) {
-        return now - entry.second.start >= std::chrono::minutes(1);
-      });
+      // Full: the reporter whose minute began first goes. Refusing newcomers instead would
+      // let whoever filled the map turn escalation off for everyone else.
+      auto oldest = std::min_element(
+          windows_.begin(), windows_.end(),
+          [](const auto& a, const auto& b) { return a.second.start < b.second.start; });
+      windows_.erase(oldest);
     }
-    if (windows_.size() >= kMaxReporters) return false;
     it = windows_.emplace(reporter, Window{now, 0}).first;
   }
   Window& window = it->second;

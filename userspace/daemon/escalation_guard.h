@@ -65,7 +65,7 @@ struct ReporterAccess {
 };
 
 // At most `per_minute` bans per reporter in each minute (a fixed window per reporter).
-// Bounded: a reporter not seen this minute is forgotten when the map is full.
+// Bounded: when the map is full, the reporter whose window began first is forgotten.
 class BanQuota {
  public:
   using Clock = std::chrono::steady_clock;

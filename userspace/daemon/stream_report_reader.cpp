@@ -70,7 +70,9 @@ ReceivedReport StreamReportReader::receive(const std::string& id, const redis::R
     seen_by_time_.erase(seen_by_time_.begin());
   }
   received.report = parseReport(report->line);
-  received.reporter = printable(report->reporter, 80);
+  // the quota counts a host, not each of its processes (a restart or a new worker is a new PID)
+  const std::string& reporter = report->reporter;
+  received.reporter = printable(reporter.substr(0, reporter.rfind(':')), 80);
   // Under a second it is a report just made: hosts' clocks agree no better than that, and
   // the ban is the configured one. Older, it was read from the stream's past.
   if (now_ms - report->time_ms >= 1000) {

@@ -11,33 +11,46 @@ namespace floodgate::http {
 
 namespace {
 
-// Splits on `separator` outside double quotes (a quoted string may hold commas).
-std::vector<std::string_view> splitOutsideQuotes(std::string_view s, char separator) {
+// Splits on `separator` outside double quotes (a quoted string may hold commas), scanning
+// from the right. A proxy appends its element on the right of whatever the client sent, so
+// its element is split off correctly however the client's text left of it is quoted: an
+// unbalanced quote only ever swallows the client's own elements, never the proxy's.
+std::vector<std::string_view> splitOutsideQuotesFromRight(std::string_view s, char separator) {
   std::vector<std::string_view> parts;
   bool quoted = false;
-  size_t start = 0;
-  for (size_t i = 0; i < s.size(); ++i) {
+  size_t end = s.size();
+  for (size_t i = s.size(); i-- > 0;) {
     if (s[i] == '"' && (i == 0 || s[i - 1] != '\\')) quoted = !quoted;
     if (s[i] == separator && !quoted) {
-      parts.push_back(s.substr(start, i - start));
-      start = i + 1;
+      parts.push_back(s.substr(i + 1, end - i - 1));
+      end = i;
     }
   }
-  parts.push_back(s.substr(start));
+  parts.push_back(s.substr(0, end));
+  std::reverse(parts.begin(), parts.end());
   return parts;
 }
 
+bool allDigits(std::string_view s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
 // "[2001:db8::1]:443" -> "2001:db8::1"; "192.0.2.1:80" -> "192.0.2.1"; "2001:db8::1" stays.
+// Anything else around an address ("[198.51.100.7]x", "1.2.3.4:", "1.2.3.4:ab") is not a
+// node we can read: "" (which no address parses as).
 std::string stripPort(std::string_view node) {
   node = trimOws(node);
   if (!node.empty() && node.front() == '[') {
     size_t close = node.find(']');
-    return std::string(close == std::string_view::npos ? std::string_view{}
-                                                       : node.substr(1, close - 1));
+    if (close == std::string_view::npos) return {};
+    std::string_view rest = node.substr(close + 1);
+    if (!rest.empty() && !(rest.front() == ':' && allDigits(rest.substr(1)))) return {};
+    return std::string(node.substr(1, close - 1));
   }
   size_t colon = node.find(':');
   if (colon != std::string_view::npos && node.find(':', colon + 1) == std::string_view::npos) {
-    return std::string(node.substr(0, colon));  // one colon: IPv4 with a port
+    // one colon: IPv4 with a port
+    return allDigits(node.substr(colon + 1)) ? std::string(node.substr(0, colon)) : std::string();
   }
   return std::string(node);
 }
@@ -52,10 +65,10 @@ bool TrustedProxies::trusts(const IpAddress& address) const {
 std::vector<std::string> forwardedForNodes(const std::vector<std::string_view>& values) {
   std::vector<std::string> nodes;
   for (std::string_view value : values) {
-    for (std::string_view element : splitOutsideQuotes(value, ',')) {
+    for (std::string_view element : splitOutsideQuotesFromRight(value, ',')) {
       if (trimOws(element).empty()) continue;
       std::string node;
-      for (std::string_view pair : splitOutsideQuotes(element, ';')) {
+      for (std::string_view pair : splitOutsideQuotesFromRight(element, ';')) {
         pair = trimOws(pair);
         size_t eq = pair.find('=');
         if (eq == std::string_view::npos || !equalsIgnoreCase(trimOws(pair.substr(0, eq)), "for")) {
@@ -74,10 +87,14 @@ std::vector<std::string> forwardedForNodes(const std::vector<std::string_view>& 
 
 std::vector<std::string> xForwardedForNodes(const std::vector<std::string_view>& values) {
   std::vector<std::string> nodes;
+  // X-Forwarded-For has no quoted strings: every comma separates two hops
   for (std::string_view value : values) {
-    for (std::string_view element : splitOutsideQuotes(value, ',')) {
-      if (trimOws(element).empty()) continue;
-      nodes.push_back(stripPort(element));
+    size_t start = 0;
+    while (start <= value.size()) {
+      size_t comma = std::min(value.find(',', start), value.size());
+      std::string_view element = value.substr(start, comma - start);
+      if (!trimOws(element).empty()) nodes.push_back(stripPort(element));
+      start = comma + 1;
     }
   }
   return nodes;

@@ -132,4 +132,12 @@ const SipKey& processSipKey() {
 
 uint64_t keyedHash(std::string_view data) { return sipHash13(processSipKey(), data); }
 
+std::string_view boundedKey(std::string_view key, size_t max_bytes, std::string& scratch) {
+  if (key.size() <= max_bytes) return key;
+  scratch.assign(key.substr(0, max_bytes - 24));
+  scratch += '#';
+  scratch += std::to_string(keyedHash(key));
+  return scratch;
+}
+
 }  // namespace floodgate::http

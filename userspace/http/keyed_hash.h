@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 namespace floodgate::http {
@@ -34,6 +35,11 @@ const SipKey& processSipKey();
 uint64_t keyedHash(std::string_view data);
 
 // keyedHash() as the hasher of an unordered container of client-chosen strings.
+// `key` if it is at most `max_bytes` long, else its first max_bytes - 24 bytes, '#' and its
+// keyed hash, written to `scratch`: clients choose keys (an API key header of any length),
+// and what one can make a process hold must be bounded. Stable within a process only.
+std::string_view boundedKey(std::string_view key, size_t max_bytes, std::string& scratch);
+
 struct KeyedHasher {
   using is_transparent = void;
   size_t operator()(std::string_view data) const noexcept { return keyedHash(data); }

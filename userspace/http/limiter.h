@@ -69,6 +69,19 @@ struct Verdict {
 
   bool allowed() const { return binding.allowed(); }
   bool limited() const { return !decisions.empty(); }
+  // Whether this rejection is the client's own excess at its address, the only kind worth
+  // reporting for a ban (http.escalate): a `key: ip` policy rejected it, and the client is
+  // known. An API key or user bucket drained by someone else, a store that is down, or a
+  // server with no thread free (shed) says nothing about the address that sent it.
+  bool reportable() const {
+    if (allowed() || shed || client_key.empty()) return false;
+    for (const PolicyDecision& pd : decisions) {
+      if (pd.decision.outcome == Outcome::kRejected && pd.policy->key.kind == KeyKind::kIp) {
+        return true;
+      }
+    }
+    return false;
+  }
 };
 
 // Builds the store of one policy; the default is makeStoreFactory(config.store) (memory or

@@ -16,17 +16,6 @@ namespace floodgate::http {
 
 namespace {
 
-// Keys are attacker-controlled (an API key header): cap what one can make us store. The
-// hash is keyed, so no one can make two long keys share a prefix and a hash, and a state.
-std::string_view boundedKey(std::string_view key, std::string& scratch) {
-  if (key.size() <= MemoryStore::kMaxKeyBytes) return key;
-  uint64_t whole = keyedHash(key);
-  scratch.assign(key.substr(0, MemoryStore::kMaxKeyBytes - 24));
-  scratch += "#";
-  scratch += std::to_string(whole);
-  return scratch;
-}
-
 // Keyed (see keyed_hash.h): a client that picks its keys cannot aim them all at one shard,
 // or at one probe sequence, without knowing this process's random key.
 // Bit 1 set (never 0, the empty mark), bit 0 clear (room for the reference bit).
@@ -180,7 +169,9 @@ MemoryStore::Slot& MemoryStore::findOrInsert(Shard& shard, uint64_t hash, std::s
 
 Result<Decision> MemoryStore::decide(std::string_view key, int64_t now_ns, int64_t cost) {
   std::string scratch;
-  key = boundedKey(key, scratch);
+  // Keys are attacker-controlled (an API key header): bounded, under a keyed hash, so no
+  // one can make two long keys share a prefix and a hash, and a state.
+  key = boundedKey(key, kMaxKeyBytes, scratch);
   uint64_t hash = hashOf(key);
   Shard& shard = shardFor(hash);
   std::lock_guard lock(shard.mutex);
@@ -190,7 +181,7 @@ Result<Decision> MemoryStore::decide(std::string_view key, int64_t now_ns, int64
 
 void MemoryStore::prefetch(std::string_view key) const {
   std::string scratch;
-  key = boundedKey(key, scratch);
+  key = boundedKey(key, kMaxKeyBytes, scratch);
   const uint64_t hash = hashOf(key);
   const Shard& shard = shards_[(hash >> 48) & shard_mask_];
   const Slot* table = shard.table_hint.load(std::memory_order_relaxed);
@@ -200,7 +191,7 @@ void MemoryStore::prefetch(std::string_view key) const {
 
 void MemoryStore::refund(std::string_view key, int64_t admitted_ns, int64_t cost) {
   std::string scratch;
-  key = boundedKey(key, scratch);
+  key = boundedKey(key, kMaxKeyBytes, scratch);
   uint64_t hash = hashOf(key);
   Shard& shard = shardFor(hash);
   std::lock_guard lock(shard.mutex);
@@ -222,7 +213,7 @@ void MemoryStore::forEach(
 
 void MemoryStore::put(std::string_view key, KeyState state, int64_t now_ns) {
   std::string scratch;
-  key = boundedKey(key, scratch);
+  key = boundedKey(key, kMaxKeyBytes, scratch);
   uint64_t hash = hashOf(key);
   Shard& shard = shardFor(hash);
   std::lock_guard lock(shard.mutex);

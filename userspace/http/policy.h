@@ -102,7 +102,7 @@ struct EscalateConfig {
   std::string socket_group;
   std::vector<std::string> reporter_users;
   std::vector<std::string> reporter_groups;
-  // Bans one reporter (a socket user, a stream's HOST:PID) may cause per minute; reports
+  // Bans one reporter (a socket user, a stream's reporting host) may cause per minute; reports
   // beyond it are counted as rate_limited.
   int64_t max_bans_per_minute = 60;
   std::string redis_stream;  // empty: services report over the socket

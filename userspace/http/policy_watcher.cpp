@@ -87,7 +87,16 @@ Result<std::shared_ptr<LiveLimiter>> makeSignedLiveLimiter(const std::string& te
   return makeLiveLimiter(std::move(*published), source, std::move(clock));
 }
 
+// A symlink is not followed and a pipe does not block the open: both are refused once the
+// descriptor is checked (checkPolicyFileOwner), which is what is then read.
+constexpr int kPolicyFileOpenFlags = O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK;
+
 Status checkPolicyFileOwner(const struct stat& file, const std::string& path) {
+  if (!S_ISREG(file.st_mode)) {
+    return Error::failure(path +
+                          " is not a regular file: the controller publishes one (a "
+                          "symlink or a pipe there was put by someone else)");
+  }
   if ((file.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
     return Error::failure(
         path + " is writable by " + ((file.st_mode & S_IWOTH) != 0 ? "every user" : "its group") +
@@ -102,7 +111,7 @@ Status checkPolicyFileOwner(const struct stat& file, const std::string& path) {
 }
 
 Result<std::string> readPolicyFile(const std::string& path) {
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  int fd = open(path.c_str(), kPolicyFileOpenFlags);
   if (fd < 0) {
     return Error::failure(path + ": cannot read the published policies: " + std::strerror(errno) +
                           " (run 'floodgate http publish --config FILE' or 'floodgate run' with "
@@ -203,7 +212,7 @@ void PolicyFileWatcher::run() {
 
 void PolicyFileWatcher::check() {
   // One descriptor for the checks and the read: what is read is the file that was checked.
-  int fd = open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+  int fd = open(path_.c_str(), kPolicyFileOpenFlags);
   if (fd < 0) return;  // not (yet) there: keep the current set
   struct stat now {};
   if (fstat(fd, &now) != 0 ||

@@ -23,6 +23,8 @@ void RejectionCache::eraseLocked(Order::iterator it) {
 
 std::optional<Decision> RejectionCache::lookup(std::string_view key, int64_t now_ns, int64_t cost) {
   if (size_.load(std::memory_order_relaxed) == 0) return std::nullopt;
+  std::string scratch;
+  key = boundedKey(key, kMaxKeyBytes, scratch);
   std::lock_guard lock(mutex_);
   auto found = index_.find(key);
   if (found == index_.end()) return std::nullopt;
@@ -54,6 +56,8 @@ void RejectionCache::remember(std::string_view key, int64_t now_ns, int64_t cost
   }
   const int64_t until_ns =
       now_ns + std::min(decided.retry_after_ns, options_.max_hold_ms * kNsPerMs);
+  std::string scratch;
+  key = boundedKey(key, kMaxKeyBytes, scratch);
   std::lock_guard lock(mutex_);
   Order::iterator it;
   if (auto found = index_.find(key); found != index_.end()) {
@@ -79,6 +83,8 @@ void RejectionCache::remember(std::string_view key, int64_t now_ns, int64_t cost
 
 void RejectionCache::forget(std::string_view key) {
   if (size_.load(std::memory_order_relaxed) == 0) return;
+  std::string scratch;
+  key = boundedKey(key, kMaxKeyBytes, scratch);
   std::lock_guard lock(mutex_);
   auto found = index_.find(key);
   if (found != index_.end()) eraseLocked(found->second);

@@ -44,6 +44,9 @@ struct RejectionCacheStats {
 // how long. Thread-safe; one mutex, taken only while some key is held.
 class RejectionCache {
  public:
+  // A key longer than this is held as its prefix and keyed hash (clients choose keys).
+  static constexpr size_t kMaxKeyBytes = 256;
+
   explicit RejectionCache(RejectionCacheOptions options = {});
 
   // The rejection of a request of `cost` for `key` at `now_ns` (steady clock, ns), if one

@@ -161,8 +161,7 @@ int run(const PolicySource& source, const std::string& listen) {
     metrics.countVerdict(verdict);
     if (verdict.allowed()) return;
     metrics.countResponse(routeLabel(req.path), statusFor(verdict));
-    // a request shed for want of a free thread is other clients' doing, not this one's
-    if (!verdict.shed) reporter->noteRejection(verdict.client_key);
+    if (verdict.reportable()) reporter->noteRejection(verdict.client_key);
   };
   installRateLimiter(server, live, std::move(options));
 
