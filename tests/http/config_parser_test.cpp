@@ -300,6 +300,25 @@ TEST(HttpConfig, ReportsEveryProblemNotJustTheFirst) {
   EXPECT_NE(text.find("f.yaml:8:19: policy 'bad name'.rate_per_s"), std::string::npos) << text;
 }
 
+TEST(HttpConfig, AnUnknownAlgorithmHidesNoBadValueBesideIt) {
+  auto config = parseHttpConfigText(
+      "http:\n  policies:\n    - name: a\n      key: ip\n      algorithm: leaky\n"
+      "      capacity: 0\n      rate_per_s: lots\n    - name: b\n      key: ip\n"
+      "      algorithm: windowed\n      limit: 5\n      window_ms: -1\n",
+      "f.yaml");
+  ASSERT_FALSE(config.ok());
+  const std::string& text = config.error().message;
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 4) << text;
+  EXPECT_NE(text.find("f.yaml:5:18: unknown algorithm 'leaky'"), std::string::npos) << text;
+  EXPECT_NE(text.find("f.yaml:6:17: policy 'a'.capacity must be between 1 and"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("f.yaml:7:19: policy 'a'.rate_per_s"), std::string::npos) << text;
+  EXPECT_NE(text.find("f.yaml:10:18: unknown algorithm 'windowed'"), std::string::npos) << text;
+  EXPECT_NE(text.find("f.yaml:12:18: policy 'b'.window_ms must be between 1 and"),
+            std::string::npos)
+      << text;
+}
+
 TEST(HttpConfig, YamlSyntaxErrorHasAPosition) {
   std::string error = firstError("http:\n  policies: [\n");
   EXPECT_EQ(error.rfind("f.yaml:", 0), 0u) << error;

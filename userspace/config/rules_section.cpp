@@ -69,6 +69,9 @@ class RuleParser {
   std::vector<NameSeen>& names_;
   RuleSpec spec_;
   bool named_ = false;
+  // False after an unknown `algorithm:`: the limit's values are still read, but not judged
+  // against an algorithm (that would be a guess).
+  bool algorithm_known_ = true;
 };
 
 std::optional<RuleSpec> RuleParser::parse(const YamlEntry& item) {
@@ -80,15 +83,13 @@ std::optional<RuleSpec> RuleParser::parse(const YamlEntry& item) {
   parseName(*fields, item);
   if (const YamlEntry* match = fields->find("match")) parseMatch(reader_, *match, base_dir_, spec_);
   if (const YamlEntry* key = fields->find("key")) parseKey(*key);
-  const bool algorithm_known = parseAlgorithm(*fields);
+  algorithm_known_ = parseAlgorithm(*fields);
   if (const YamlEntry* limit = fields->find("limit")) {
-    if (algorithm_known) parseLimit(*limit);
+    parseLimit(*limit);
   } else {
     reader_.error(item, label() + " needs a limit (e.g. limit: {pps: 10k})");
   }
-  if (const YamlEntry* untracked = fields->find("untracked")) {
-    if (algorithm_known) parseUntracked(*untracked);
-  }
+  if (const YamlEntry* untracked = fields->find("untracked")) parseUntracked(*untracked);
   if (const YamlEntry* action = fields->find("on_exceed")) parseAction(*action);
   if (reader_.errorCount() != errors_before) return std::nullopt;
 
@@ -177,7 +178,7 @@ void RuleParser::parseKey(const YamlEntry& entry) {
 }
 
 // The algorithm, and its window when it has one; false when the algorithm is unknown, so
-// the limit is not judged against the wrong one.
+// the limit is not judged against the wrong one (its values are still read).
 bool RuleParser::parseAlgorithm(const YamlFields& fields) {
   static constexpr Algorithm kAlgorithms[] = {Algorithm::kTokenBucket, Algorithm::kFixedWindow,
                                               Algorithm::kSlidingWindow};
@@ -251,6 +252,14 @@ void RuleParser::parseLimitFields(const YamlEntry& entry, const YamlFields& fiel
 
   if (!pps && !bps) {
     reader_.error(entry, std::string(what) + " needs pps and/or bps (e.g. {pps: 10k})");
+  }
+  if (!algorithm_known_) {
+    // Each value on its own, so that a bad algorithm name hides no other mistake.
+    if (pps) reader_.withUnit(*pps, "pps", parseCount, "10k");
+    if (bps) reader_.withUnit(*bps, "bps", parseBitRate, "100Mbit");
+    if (burst) reader_.withUnit(*burst, "burst", parseCount, "2k");
+    if (burst_bytes) reader_.withUnit(*burst_bytes, "burst_bytes", parseBytes, "64KiB");
+    return;
   }
   if (pps) {
     if (auto value = reader_.withUnit(*pps, "pps", parseCount, "10k")) limit.pps = *value;

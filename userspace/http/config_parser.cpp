@@ -635,6 +635,14 @@ void Parser::parseAlgorithm(const YAML::Node& policy, const std::string& what,
     error(algorithm, "unknown algorithm '" + *name +
                          "' (expected fixed_window, sliding_window_log, sliding_window_counter, "
                          "token_bucket, gcra or leaky_bucket)");
+    // Which keys belong depends on the algorithm, but each value given is still checked, so
+    // that a bad name hides no other mistake.
+    if (const YAML::Node v = policy["limit"]) readInt(v, what + ".limit", 1, kMaxLimit);
+    if (const YAML::Node v = policy["window_ms"]) readInt(v, what + ".window_ms", 1, kMaxWindowMs);
+    if (const YAML::Node v = policy["capacity"]) readInt(v, what + ".capacity", 1, kMaxLimit);
+    if (const YAML::Node v = policy["rate_per_s"]) {
+      readDouble(v, what + ".rate_per_s", kMinRatePerS, kMaxRatePerS);
+    }
     return;
   }
   params.kind = *kind;
