@@ -71,11 +71,43 @@ TEST(CheckCommand, JsonForValidAndInvalid) {
   EXPECT_EQ(bad.exit_code, 1);
   nlohmann::json invalid = nlohmann::json::parse(bad.out);
   EXPECT_EQ(invalid["valid"], false);
+  EXPECT_EQ(invalid["rules"], 0);
+  EXPECT_EQ(invalid["interfaces"], 0);
+  EXPECT_TRUE(invalid["warnings"].empty());
   ASSERT_EQ(invalid["diagnostics"].size(), 3u);
   EXPECT_EQ(invalid["diagnostics"][1]["line"], 10);
   EXPECT_EQ(invalid["diagnostics"][1]["column"], 11);
   EXPECT_EQ(invalid["diagnostics"][1]["message"],
             "rule name 'per-source' is used twice (first at line 5); names must be unique");
+}
+
+// The shape docs/config.md documents: the same top-level keys, valid or not, and no others.
+TEST(CheckCommand, JsonHasTheDocumentedKeysWhetherValidOrNot) {
+  const std::vector<std::string> documented{"allow", "deny",          "diagnostics",
+                                            "file",  "http_policies", "interfaces",
+                                            "rules", "valid",         "warnings"};
+  for (const std::string& file :
+       {kSource + "/config/floodgate.yaml", kSource + "/tests/data/invalid/bursts.yaml",
+        std::string("/nonexistent.yaml")}) {
+    CommandResult run = check({file, "--json"});
+    nlohmann::json out = nlohmann::json::parse(run.out);
+    std::vector<std::string> keys;
+    for (const auto& item : out.items()) keys.push_back(item.key());
+    EXPECT_EQ(keys, documented) << file;  // nlohmann::json keeps keys sorted
+    EXPECT_TRUE(out["file"].is_string());
+    EXPECT_TRUE(out["valid"].is_boolean());
+    EXPECT_TRUE(out["warnings"].is_array());
+    EXPECT_TRUE(out["diagnostics"].is_array());
+    for (const char* count : {"rules", "interfaces", "allow", "deny", "http_policies"})
+      EXPECT_TRUE(out[count].is_number_unsigned()) << file << " " << count;
+  }
+  nlohmann::json valid =
+      nlohmann::json::parse(check({kSource + "/config/floodgate.yaml", "--json"}).out);
+  EXPECT_EQ(valid["rules"], 4);
+  EXPECT_EQ(valid["interfaces"], 2);
+  EXPECT_EQ(valid["allow"], 2);
+  EXPECT_EQ(valid["deny"], 1);
+  EXPECT_EQ(valid["http_policies"], 0);
 }
 
 }  // namespace

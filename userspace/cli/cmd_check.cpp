@@ -26,14 +26,15 @@ Status runCheck(const CheckFlags& flags) {
   const std::vector<std::string> warnings =
       valid ? config::configWarnings(cfg) : std::vector<std::string>{};
   if (flags.json) {
+    // The same keys whether or not the file is valid (docs/config.md): an invalid file's
+    // counts are 0, since what parsed of it is not what would be enforced.
+    auto count = [valid](size_t n) { return valid ? n : size_t{0}; };
     nlohmann::json out = {{"file", flags.file}, {"valid", valid}, {"warnings", warnings}};
-    if (valid) {
-      out["rules"] = cfg.rules.size();
-      out["interfaces"] = cfg.interfaces.size();
-      out["allow"] = cfg.allow ? cfg.allow->size() : 0;
-      out["deny"] = cfg.deny ? cfg.deny->size() : 0;
-      out["http_policies"] = cfg.http ? cfg.http->policies.size() : 0;
-    }
+    out["rules"] = count(cfg.rules.size());
+    out["interfaces"] = count(cfg.interfaces.size());
+    out["allow"] = count(cfg.allow ? cfg.allow->size() : 0);
+    out["deny"] = count(cfg.deny ? cfg.deny->size() : 0);
+    out["http_policies"] = count(cfg.http ? cfg.http->policies.size() : 0);
     nlohmann::json list = nlohmann::json::array();
     for (const config::Diagnostic& d : diagnostics.items()) {
       list.push_back(
