@@ -176,5 +176,21 @@ TEST_F(ReadmeE2eTest, EveryCommandOfTheInterfaceAndConfigSectionsExitsAsTheReadm
   }
 }
 
+// Where the README says the binaries are built is where CMake puts them.
+TEST(ReadmeBuildPaths, TheReadmeNamesWhereEachBinaryIsBuilt) {
+  std::ifstream in(FLOODGATE_README);
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string readme = text.str();
+  const std::string build_dir = FLOODGATE_BUILD_DIR;
+  for (const std::string& binary :
+       {std::string(FLOODGATE_BIN), std::string(FLOODGATE_HTTP_EXAMPLE_BIN)}) {
+    ASSERT_TRUE(binary.starts_with(build_dir + "/")) << binary;
+    const std::string documented = "build/" + binary.substr(build_dir.size() + 1);
+    EXPECT_NE(readme.find("`" + documented + "`"), std::string::npos)
+        << "README.md does not say the binary is `" << documented << "`";
+  }
+}
+
 }  // namespace
 }  // namespace floodgate::test
