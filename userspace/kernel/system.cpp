@@ -61,22 +61,29 @@ Status checkPrivileges() {
 Status ensureBpffs(const std::string& path) {
   struct statfs fs {};
   if (statfs(path.c_str(), &fs) == 0 && fs.f_type == BPF_FS_MAGIC) return okStatus();
-  // A bpffs mounted in a private mount namespace (what 'ip netns exec' makes) dies with this
-  // process, and with it the pins that keep the limiter attached: refuse rather than vanish.
-  std::error_code ec;
-  auto own = std::filesystem::read_symlink("/proc/self/ns/mnt", ec);
-  auto init = std::filesystem::read_symlink("/proc/1/ns/mnt", ec);
-  if (!ec && own != init) {
-    return Error::failure(
-        "no BPF filesystem at " + path +
-        " in this private mount namespace (as 'ip netns exec' makes), so pins "
-        "would vanish on exit: run floodgate under 'nsenter --net=/run/netns/NAME'"
-        " instead, or mount bpffs first");
-  }
+  std::error_code own_error, init_error;
+  auto own = std::filesystem::read_symlink("/proc/self/ns/mnt", own_error);
+  auto init = std::filesystem::read_symlink("/proc/1/ns/mnt", init_error);
+  if (Status s = mayMountBpffs(!own_error && !init_error, own == init, path); !s) return s;
   mkdir(path.c_str(), 0700);
   if (mount("bpf", path.c_str(), "bpf", 0, "mode=0700") == 0) return okStatus();
   return Error::failure("no BPF filesystem at " + path + " and mounting one failed (" +
                         std::strerror(errno) + "): mount it with 'mount -t bpf bpf " + path + "'");
+}
+
+Status mayMountBpffs(bool links_readable, bool same_namespace, const std::string& path) {
+  // A bpffs mounted in a private mount namespace dies with this process, and with it the
+  // pins that keep the limiter attached: refuse rather than report an attach that vanishes.
+  if (links_readable && same_namespace) return okStatus();
+  const std::string where =
+      links_readable ? "this private mount namespace (as 'ip netns exec' makes)"
+                     : "a mount namespace that cannot be compared with PID 1's (/proc/1/ns/mnt "
+                       "is unreadable), which may be private (as 'ip netns exec' makes)";
+  return Error::failure("no BPF filesystem at " + path + " in " + where +
+                        ", so pins would vanish on exit: run floodgate under "
+                        "'nsenter --net=/run/netns/NAME' instead, or mount bpffs first "
+                        "('mount -t bpf bpf " +
+                        path + "')");
 }
 
 Result<uint32_t> kernelHz() {

@@ -13,7 +13,15 @@ namespace floodgate {
 Status checkPrivileges();
 
 // Makes sure a BPF filesystem is mounted at `path` (default /sys/fs/bpf), mounting it if not.
+// It mounts one only where the mount outlives this process (see mayMountBpffs).
 Status ensureBpffs(const std::string& path = "/sys/fs/bpf");
+
+// Whether a bpffs mounted at `path` by this process would outlive it: only when this process
+// is known to share PID 1's mount namespace. `links_readable`: both /proc/self/ns/mnt and
+// /proc/1/ns/mnt could be read (EACCES under some init systems and sandboxes);
+// `same_namespace`: they name the same namespace (ignored when not readable). A private
+// namespace (what 'ip netns exec' makes) or one that cannot be told fails with what to do.
+Status mayMountBpffs(bool links_readable, bool same_namespace, const std::string& path);
 
 // CONFIG_HZ of the running kernel, from /proc/config.gz or /boot/config-$(uname -r).
 Result<uint32_t> kernelHz();
