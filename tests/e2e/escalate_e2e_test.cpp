@@ -100,8 +100,10 @@ class EscalateE2eTest : public ::testing::Test {
         "  escalate: {rejections: 10, within: 10s, ban: 3s, socket: " + dir_ + "/reports.sock}\n",
         "  trusted_proxies: [127.0.0.1]\n  client_header: x-forwarded-for\n");
     behind_proxy_ = true;
-    forged_ = {{"Forwarded", std::string("for=") + kClient},
-               {"X-Forwarded-For", kClient},
+    // the proxy appends to the abuser's X-Forwarded-For on the same line, as nginx does:
+    // the open quote would swallow the proxy's hop if quotes were honoured there
+    forged_ = {{"Forwarded", std::string("for=") + kClient + ";x=\""},
+               {"X-Forwarded-For", std::string("[") + kClient + "]\""},
                {"X-Real-IP", kClient}};
   }
 
