@@ -222,5 +222,37 @@ TEST_F(BansTest, RuleBansStopShortOfTheRoomKeptForManualBans) {
   EXPECT_EQ(counted(FG_VERDICT_DROP, FG_REASON_BAN), 1u);
 }
 
+TEST_F(BansTest, BanListNamesWhoStartedEachBan) {
+  RuleSpec banning = sourceRule(1, 1);
+  banning.name = "syn-guard";
+  banning.action = ExceedAction::kBan;
+  banning.ban_ns = 600 * kSecond;
+  load({banning});
+  auto frame = udpFrom("192.0.2.50");
+  EXPECT_EQ(run(frame), XDP_PASS);
+  EXPECT_EQ(run(frame), XDP_DROP);  // over its limit: the rule bans it
+  ASSERT_TRUE(limiter().banAdd(*parseCidr("192.0.2.51"), 600 * kSecond).ok());
+  // what the daemon does with an address the HTTP layer reported
+  ASSERT_TRUE(limiter()
+                  .banAdd(*parseCidr("192.0.2.52"), 600 * kSecond, BanUpdate::kExtend,
+                          BanOrigin::kEscalation)
+                  .ok());
+  // an escalation that would not outlast a running manual ban leaves it the operator's
+  ASSERT_TRUE(limiter().banAdd(*parseCidr("192.0.2.53"), 0).ok());
+  ASSERT_TRUE(limiter()
+                  .banAdd(*parseCidr("192.0.2.53"), 600 * kSecond, BanUpdate::kExtend,
+                          BanOrigin::kEscalation)
+                  .ok());
+  auto bans = limiter().bans();
+  ASSERT_TRUE(bans.ok()) << bans.error().message;
+  std::map<std::string, std::string> by;
+  for (const BanEntry& ban : *bans) by[ban.cidr.toString()] = ban.by;
+  EXPECT_EQ(by["192.0.2.50"], "syn-guard");
+  EXPECT_EQ(by["192.0.2.51"], "manual");
+  EXPECT_EQ(by["192.0.2.52"], "escalation");
+  EXPECT_EQ(by["192.0.2.53"], "manual");
+  EXPECT_EQ(banStartedBy(7, {}), "rule#7") << "a rule no longer there, in one word";
+}
+
 }  // namespace
 }  // namespace floodgate::test

@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <thread>
 
 #include "common/command.h"
@@ -159,6 +160,12 @@ class EscalateE2eTest : public ::testing::Test {
     EXPECT_TRUE(banned) << "then its connections stopped getting through, dropped in XDP "
                         << "with reason ban (" << stalled << " requests stalled)\n"
                         << service_.log() << daemon_.log();
+    // `ban list` says the daemon's escalation started it, not an operator
+    CommandResult list = lab_->floodgate({"ban", "list", lab_->targetInterface(), "--json"});
+    ASSERT_EQ(list.exit_code, 0) << list.err;
+    const auto bans = nlohmann::json::parse(list.out)["bans"];
+    ASSERT_EQ(bans.size(), 1u) << list.out;
+    EXPECT_EQ(bans[0]["by"], "escalation") << list.out;
     const std::string log = daemon_.log();
     EXPECT_NE(log.find("event=escalated source=198.18.0.2 ban=3s"), std::string::npos) << log;
     EXPECT_NE(log.find("reporter=\"" + reporter), std::string::npos) << log;

@@ -46,11 +46,20 @@ struct BanEntry {
   Cidr cidr;
   uint64_t remaining_ns = 0;  // 0 with `forever`
   bool forever = false;
-  std::string by;        // the rule that started it, or "manual"
+  std::string by;  // the rule that started it, "manual" or "escalation"
 };
 
 // What a new ban does to one already running for the same prefix.
 enum class BanUpdate { kReplace, kExtend };
+
+// Who starts a ban that no rule started: an operator, or the daemon escalating an address
+// the HTTP layer reported. `ban list` and the event log show which.
+enum class BanOrigin : uint32_t { kManual = FG_BAN_MANUAL, kEscalation = FG_BAN_ESCALATION };
+
+// How `ban list` and the event log name whoever started a ban with `rule_id`: "manual",
+// "escalation", the rule's name in `rules`, or "rule#N" for a rule no longer there (one
+// word, for the event log).
+std::string banStartedBy(uint32_t rule_id, const std::vector<fg_rule>& rules);
 
 // A new threshold for one rule (`floodgate set`); unset fields keep their value.
 struct LimitChange {
@@ -171,7 +180,9 @@ class Limiter {
   // Bans `cidr` for `duration_ns` (0: until removed, at most kMaxBanNs). An existing ban of
   // it is replaced (kReplace, what an operator asks), or kept if it ends later (kExtend,
   // what an automatic ban does). The ban ends on the program's clock, rounded up to a tick.
-  Status banAdd(const Cidr& cidr, uint64_t duration_ns, BanUpdate update = BanUpdate::kReplace);
+  // `origin` is what `ban list` shows it was started by.
+  Status banAdd(const Cidr& cidr, uint64_t duration_ns, BanUpdate update = BanUpdate::kReplace,
+                BanOrigin origin = BanOrigin::kManual);
   Result<bool> banRemove(const Cidr& cidr);
   // The bans still running (expired entries the program has not met again are left out).
   Result<std::vector<BanEntry>> bans() const;

@@ -77,7 +77,16 @@ Status putBan(BpfMap<Key, fg_ban>& trie, const Key& key, const fg_ban& ban, BanU
 
 }  // namespace
 
-Status Limiter::banAdd(const Cidr& cidr, uint64_t duration_ns, BanUpdate update) {
+std::string banStartedBy(uint32_t rule_id, const std::vector<fg_rule>& rules) {
+  if (rule_id == FG_BAN_MANUAL) return "manual";
+  if (rule_id == FG_BAN_ESCALATION) return "escalation";
+  for (const fg_rule& rule : rules) {
+    if (rule.id == rule_id) return rule.name;
+  }
+  return "rule#" + std::to_string(rule_id);
+}
+
+Status Limiter::banAdd(const Cidr& cidr, uint64_t duration_ns, BanUpdate update, BanOrigin origin) {
   auto writing = writer_.acquire(interface_);
   if (!writing) return writing.error();
   if (duration_ns > kMaxBanNs) {
@@ -91,7 +100,7 @@ Status Limiter::banAdd(const Cidr& cidr, uint64_t duration_ns, BanUpdate update)
   // in whole ticks, rounded up: the program ends it at the first tick not before its time
   if (duration_ns) ban.expires = *now + (duration_ns + tickNs() - 1) / tickNs();
   ban.prefixlen = cidr.prefix;
-  ban.rule_id = FG_BAN_MANUAL;
+  ban.rule_id = static_cast<uint32_t>(origin);
   const uint64_t second = 1'000'000'000ULL / tickNs();
   uint32_t& count = settings_value_.get()->ban_entries[static_cast<int>(cidr.family)];
   return cidr.family == Family::kV4 ? putBan(bans_v4_, banKey<fg_lpm_v4>(cidr), ban, update, *now,
@@ -134,7 +143,8 @@ bool banOver(const fg_ban& ban, uint64_t now_jiffies) {
 Result<std::vector<BanEntry>> Limiter::bans() const {
   auto now = currentJiffies();
   if (!now) return now.error();
-  auto rules = activeRules();
+  auto active = activeRules();
+  const std::vector<fg_rule> rules = active ? *active : std::vector<fg_rule>{};
   std::vector<BanEntry> out;
   auto describe = [&](const Cidr& cidr, const fg_ban& ban) {
     if (banOver(ban, *now)) return;  // over; the program or the sweep deletes it
@@ -142,15 +152,7 @@ Result<std::vector<BanEntry>> Limiter::bans() const {
     entry.cidr = cidr;
     entry.forever = ban.expires == 0;
     if (!entry.forever) entry.remaining_ns = (ban.expires - *now) * tickNs();
-    entry.by = "manual";
-    if (ban.rule_id != FG_BAN_MANUAL) {
-      entry.by = "rule " + std::to_string(ban.rule_id);
-      if (rules) {
-        for (const fg_rule& rule : *rules) {
-          if (rule.id == ban.rule_id) entry.by = rule.name;
-        }
-      }
-    }
+    entry.by = banStartedBy(ban.rule_id, rules);
     out.push_back(entry);
   };
   if (Status s = eachBan(bans_v4_, Family::kV4, describe); !s) return s.error();

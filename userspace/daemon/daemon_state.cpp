@@ -323,7 +323,8 @@ void DaemonState::handleReport(const ReceivedReport& received,
   // from another report): it only extends.
   size_t banned_on = 0;
   for (auto& [name, limiter] : limiters_) {
-    if (Status s = limiter.banAdd(address, ban_ns, BanUpdate::kExtend); !s) {
+    if (Status s = limiter.banAdd(address, ban_ns, BanUpdate::kExtend, BanOrigin::kEscalation);
+        !s) {
       logError("could not ban " + text + " on " + name + ": " + s.error().message);
     } else {
       ++banned_on;
@@ -371,18 +372,12 @@ void DaemonState::pumpEvents(EventLog& log) {
         continue;
       }
       if (events->empty()) continue;
-      std::map<uint32_t, std::string> rules;
-      if (auto active = limiters_.at(name).activeRules(); active) {
-        for (const fg_rule& rule : *active) rules[rule.id] = rule.name;
-      }
+      auto active = limiters_.at(name).activeRules();
+      const std::vector<fg_rule> rules = active ? *active : std::vector<fg_rule>{};
       auto& counts = events_read_[name];
       for (const LimiterEvent& event : *events) {
         if (event.type < FG_EVENT_TYPES) ++counts[event.type];
-        auto rule = rules.find(event.rule_id);
-        std::string rule_name = event.rule_id == FG_BAN_MANUAL ? "manual"
-                                : rule != rules.end()          ? rule->second
-                                                      : "id" + std::to_string(event.rule_id);
-        log.note(name, event, rule_name, now, lines);
+        log.note(name, event, banStartedBy(event.rule_id, rules), now, lines);
       }
     }
     log.flush(now, lines);
