@@ -276,7 +276,12 @@ static int fg_rule_step(__u32 i, struct fg_walk *walk)
 		walk->verdict = FG_VERDICT_MONITOR;
 		return 0;
 	}
-	fg_count_rule(rule->id, FG_VERDICT_DROP, walk->eval.len);
+	/* In monitor mode (settings) fg_finish passes this packet and counts it monitor: the
+	 * rule's counter says the same, while the walk goes on as it would without monitor. */
+	fg_count_rule(rule->id,
+		      walk->settings && FG_READ_ONCE(walk->settings->monitor) ? FG_VERDICT_MONITOR
+									      : FG_VERDICT_DROP,
+		      walk->eval.len);
 	if (rule->action == FG_ACTION_BAN && walk->settings)
 		fg_start_ban(walk->settings, rule, &walk->pkt, walk->eval.jiffies);
 	done = bpf_map_lookup_elem(&charges, &zero);

@@ -81,6 +81,13 @@ TEST_F(LimiterTest, MonitorModeCountsWhatItWouldDropAndPassesIt) {
   EXPECT_EQ(counted(FG_VERDICT_MONITOR, FG_REASON_RATE), 3u);
   EXPECT_EQ(counted(FG_VERDICT_MONITOR, FG_REASON_DENY), 1u);
   EXPECT_EQ(counted(FG_VERDICT_DROP, FG_REASON_RATE), 0u);
+  // the rule's own counters agree: monitored, never dropped (`stats`, the rule metrics)
+  auto rules = limiter().ruleCounters();
+  ASSERT_TRUE(rules.ok()) << rules.error().message;
+  ASSERT_EQ(rules->size(), 1u);
+  EXPECT_EQ((*rules)[0].by_verdict[FG_VERDICT_MONITOR].packets, 3u);
+  EXPECT_EQ((*rules)[0].by_verdict[FG_VERDICT_DROP].packets, 0u);
+  EXPECT_EQ((*rules)[0].by_verdict[FG_VERDICT_PASS].packets, 2u);
 }
 
 TEST_F(LimiterTest, BytesPerSecondChargesTheFrameLength) {
