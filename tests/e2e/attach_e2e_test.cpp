@@ -69,5 +69,28 @@ TEST_F(AttachE2eTest, IpNetnsExecRefusesEvenWhenPid1sNamespaceCannotBeRead) {
   EXPECT_TRUE(xdpAttached());
 }
 
+TEST_F(AttachE2eTest, ReplaceKeepsTheRunningTableSizeAndSaysSoWhenAnotherWasAsked) {
+  ASSERT_EQ(
+      run({"attach", lab_->targetInterface(), "--table-size", "4096", "--rate", "100"}).exit_code,
+      0);
+  CommandResult replaced = run({"attach", lab_->targetInterface(), "--replace", "--rate", "10"});
+  ASSERT_EQ(replaced.exit_code, 0) << replaced.err;
+  EXPECT_EQ(replaced.err.find("kernel"), std::string::npos) << replaced.err;
+  EXPECT_EQ(status()["table_slots"], 4096);
+  EXPECT_EQ(status()["rules"][0]["limit"]["pps"], 10);
+
+  CommandResult bigger =
+      run({"attach", lab_->targetInterface(), "--replace", "--rate", "20", "--table-size", "8192"});
+  ASSERT_EQ(bigger.exit_code, 0) << bigger.err;
+  EXPECT_NE(bigger.err.find("warning: the table size (8192) takes effect only on a fresh attach"),
+            std::string::npos)
+      << bigger.err;
+  EXPECT_NE(bigger.err.find("keeps 4096 slots"), std::string::npos) << bigger.err;
+  EXPECT_EQ(std::count(bigger.err.begin(), bigger.err.end(), '\n'), 1) << bigger.err;
+  EXPECT_EQ(status()["table_slots"], 4096);
+  EXPECT_EQ(status()["rules"][0]["limit"]["pps"], 20);
+  EXPECT_TRUE(xdpAttached());
+}
+
 }  // namespace
 }  // namespace floodgate::test

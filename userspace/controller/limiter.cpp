@@ -181,10 +181,16 @@ Result<AttachReport> Limiter::attach(const AttachOptions& options) {
     return error;
   };
 
-  auto loaded = load(options);
+  AttachReport report;
+  AttachOptions fitted = options;
+  if (attached) {
+    auto running = openMaps(iface);
+    if (!running) return running.error();
+    if (Status s = running->fitToRunning(fitted, report.warnings); !s) return s.error();
+  }
+  auto loaded = load(fitted);
   if (!loaded) return fail(loaded.error());
 
-  AttachReport report;
   if (attached) {
     UniqueFd link(bpf_obj_get(linkPinPath(iface).c_str()));
     if (!link.valid() || bpf_link_update(link.get(), loaded->programFd(), nullptr) != 0) {
@@ -205,6 +211,28 @@ Result<AttachReport> Limiter::attach(const AttachOptions& options) {
                                std::strerror(errno)));
   }
   return report;
+}
+
+Status Limiter::fitToRunning(AttachOptions& options, std::vector<std::string>& warnings) const {
+  // The new program reuses the pinned maps, and the kernel refuses a map of another size.
+  // Like reload, a replace keeps the running sizes and says so.
+  auto slots = tableSlots();
+  if (!slots) return slots.error();
+  auto lists = listMaxEntries();
+  if (!lists) return lists.error();
+  const std::string fresh = "takes effect only on a fresh attach ('floodgate detach " + interface_ +
+                            "' first; bucket state starts over)";
+  if (options.table_slots != *slots) {
+    warnings.push_back("the table size (" + std::to_string(options.table_slots) + ") " + fresh +
+                       ": the running limiter keeps " + std::to_string(*slots) + " slots");
+    options.table_slots = *slots;
+  }
+  if (options.list_max_entries != *lists) {
+    warnings.push_back("the list size (" + std::to_string(options.list_max_entries) + ") " + fresh +
+                       ": the running limiter keeps " + std::to_string(*lists) + " entries a list");
+    options.list_max_entries = *lists;
+  }
+  return okStatus();
 }
 
 Status Limiter::detach(const std::string& interface) {

@@ -134,7 +134,8 @@ class Limiter {
   static Result<LoadedLimiter> load(const AttachOptions& options);
 
   // Loads, configures and attaches; pins everything under /sys/fs/bpf/floodgate/IFACE/.
-  // On failure nothing new is left attached or pinned.
+  // On failure nothing new is left attached or pinned. With options.replace over a running
+  // limiter, its table and list sizes are kept (a warning in the report if others were asked).
   static Result<AttachReport> attach(const AttachOptions& options);
 
   // Finds the limiter attached to `interface` through its pins.
@@ -199,6 +200,11 @@ class Limiter {
  private:
   // Slots in the source table (the buckets map's size).
   Result<uint32_t> tableSlots() const;
+  // Entries each allow and deny list may hold (their maps' size).
+  Result<uint32_t> listMaxEntries() const;
+  // Makes `options` fit this running limiter's maps, which a replacing program reuses: a
+  // table or list size other than the running one is replaced by it, with a warning.
+  Status fitToRunning(AttachOptions& options, std::vector<std::string>& warnings) const;
   Limiter() = default;
   // Opens every pinned map of `interface` (whether or not a link is pinned yet).
   static Result<Limiter> openMaps(const std::string& interface);

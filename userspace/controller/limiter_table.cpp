@@ -21,6 +21,15 @@ Result<uint32_t> Limiter::tableSlots() const {
   return info.max_entries;
 }
 
+Result<uint32_t> Limiter::listMaxEntries() const {
+  bpf_map_info info{};
+  uint32_t info_len = sizeof(info);
+  if (bpf_obj_get_info_by_fd(allow_v4_.fd(), &info, &info_len) != 0) {
+    return Error::failure(std::string("cannot read the lists' size: ") + std::strerror(errno));
+  }
+  return info.max_entries;
+}
+
 Result<std::vector<fg_slot>> Limiter::slots() const {
   auto slot_count = tableSlots();
   if (!slot_count) return slot_count.error();
