@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "e2e/lab_network.h"
@@ -90,6 +91,75 @@ TEST_F(AttachE2eTest, ReplaceKeepsTheRunningTableSizeAndSaysSoWhenAnotherWasAske
   EXPECT_EQ(status()["table_slots"], 4096);
   EXPECT_EQ(status()["rules"][0]["limit"]["pps"], 20);
   EXPECT_TRUE(xdpAttached());
+}
+
+TEST_F(AttachE2eTest, ReplaceKeepsEverySettingItWasNotGivenAndRefusesAModeItCannotChange) {
+  ASSERT_EQ(run({"attach", lab_->targetInterface(), "--rate", "100", "--bps", "10Mbit",
+                 "--ipv4-prefix", "24", "--malformed", "pass", "--fragments", "drop",
+                 "--table-size", "4096", "--mode", "native"})
+                .exit_code,
+            0);
+  CommandResult rate = run({"attach", lab_->targetInterface(), "--replace", "--rate", "50"});
+  ASSERT_EQ(rate.exit_code, 0) << rate.err;
+  EXPECT_EQ(rate.err, "") << "nothing to warn about";
+  nlohmann::json st = status();
+  EXPECT_EQ(st["rules"][0]["limit"]["pps"], 50);
+  EXPECT_EQ(st["rules"][0]["limit"]["bps"], 10000000) << "the earlier --bps stays";
+  EXPECT_EQ(st["rules"][0]["ipv4_prefix"], 24);
+  EXPECT_EQ(st["policies"]["malformed"], "pass");
+  EXPECT_EQ(st["policies"]["fragments"], "drop");
+  EXPECT_EQ(st["table_slots"], 4096);
+  EXPECT_EQ(st["monitor"], false);
+
+  CommandResult monitor = run({"attach", lab_->targetInterface(), "--replace", "--monitor"});
+  ASSERT_EQ(monitor.exit_code, 0) << monitor.err;
+  EXPECT_NE(monitor.out.find("monitor only"), std::string::npos) << monitor.out;
+  st = status();
+  EXPECT_EQ(st["monitor"], true);
+  EXPECT_EQ(st["rules"][0]["limit"]["pps"], 50) << "no limit given: the rules stay";
+  CommandResult policy =
+      run({"attach", lab_->targetInterface(), "--replace", "--fragments", "pass"});
+  ASSERT_EQ(policy.exit_code, 0) << policy.err;
+  st = status();
+  EXPECT_EQ(st["monitor"], true) << "--monitor not given again: it stays";
+  EXPECT_EQ(st["policies"]["fragments"], "pass");
+  EXPECT_EQ(st["policies"]["malformed"], "pass");
+  ASSERT_EQ(run({"attach", lab_->targetInterface(), "--replace", "--no-monitor"}).exit_code, 0);
+  EXPECT_EQ(status()["monitor"], false);
+
+  // a link keeps its mode: another one is refused in one line, and nothing changes
+  CommandResult generic =
+      run({"attach", lab_->targetInterface(), "--replace", "--mode", "generic", "--rate", "7"});
+  EXPECT_EQ(generic.exit_code, 2) << generic.err;
+  EXPECT_NE(generic.err.find("runs in native mode"), std::string::npos) << generic.err;
+  EXPECT_NE(generic.err.find("floodgate detach " + lab_->targetInterface()), std::string::npos);
+  EXPECT_EQ(std::count(generic.err.begin(), generic.err.end(), '\n'), 1) << generic.err;
+  st = status();
+  EXPECT_EQ(st["mode"], "native");
+  EXPECT_EQ(st["rules"][0]["limit"]["pps"], 50);
+  CommandResult same =
+      run({"attach", lab_->targetInterface(), "--replace", "--mode", "native", "--rate", "7"});
+  EXPECT_EQ(same.exit_code, 0) << same.err;
+  EXPECT_EQ(status()["rules"][0]["limit"]["pps"], 7);
+}
+
+TEST_F(AttachE2eTest, ReplaceWithALimitRefusesToDropAConfigsRules) {
+  char dir[] = "/tmp/floodgate-attach-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string config = std::string(dir) + "/floodgate.yaml";
+  std::ofstream(config) << "rules:\n"
+                           "  - name: dns\n    match: {protocol: udp, dst_ports: [53]}\n"
+                           "    limit: {pps: 50, burst: 100}\n"
+                           "  - name: all\n    key: global\n    limit: {pps: 10k}\n";
+  CommandResult attached = run({"attach", lab_->targetInterface(), "--config", config});
+  ASSERT_EQ(attached.exit_code, 0) << attached.err;
+  const size_t rules = status()["rules"].size();
+  CommandResult replace = run({"attach", lab_->targetInterface(), "--replace", "--rate", "10"});
+  EXPECT_EQ(replace.exit_code, 2) << replace.out;
+  EXPECT_NE(replace.err.find("rules from a config"), std::string::npos) << replace.err;
+  EXPECT_NE(replace.err.find("'dns', 'all'"), std::string::npos) << replace.err;
+  EXPECT_EQ(status()["rules"].size(), rules);
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -2,79 +2,69 @@
 // `floodgate attach IFACE`: flags of the simple one-rule case, then Limiter::attach.
 #include <iostream>
 #include <memory>
+#include <optional>
 
 #include "cli/commands.h"
 #include "cli/config_loading.h"
 #include "common/units.h"
+#include "controller/attach_request.h"
 #include "controller/limiter.h"
 #include "controller/rule_compiler.h"
 
 namespace floodgate::cli {
 namespace {
 
+// Flags with a default are left unset here when not given: --replace keeps the running
+// limiter's value for them, a fresh attach takes the default.
 struct AttachFlags {
   std::string interface;
   std::string rate, burst, bps, burst_bytes;
-  int ipv4_prefix = 32;
-  int ipv6_prefix = 64;
+  std::optional<int> ipv4_prefix, ipv6_prefix;
   std::string mode = "auto";
   bool monitor = false;
+  CLI::Option* monitor_flag = nullptr;  // given when it counts --monitor or --no-monitor
   bool replace = false;
-  std::string table_size = "262144";
-  std::string malformed = "drop";
-  std::string fragments = "pass";
-  std::string unknown_ext = "drop";
+  std::optional<std::string> table_size;
+  std::optional<std::string> malformed, fragments, unknown_ext;
   std::string config;
 };
 
-FramePolicy policyOf(const std::string& text) {
-  return text == "drop" ? FramePolicy::kDrop : FramePolicy::kPass;
+std::optional<FramePolicy> policyOf(const std::optional<std::string>& text) {
+  if (!text) return std::nullopt;
+  return *text == "drop" ? FramePolicy::kDrop : FramePolicy::kPass;
 }
 
-Result<AttachOptions> toOptions(const AttachFlags& flags) {
-  if (!flags.config.empty()) {
-    if (!flags.rate.empty() || !flags.bps.empty() || !flags.burst.empty() || !flags.burst_bytes.empty()) {
-      return Error::usage("--config sets the rules: drop --rate, --burst, --bps and --burst-bytes");
-    }
-    auto options = optionsFromConfig(flags.config, flags.interface);
-    if (!options) return options.error();
-    options->replace = flags.replace;
-    if (flags.monitor) options->monitor = true;
-    if (flags.mode != "auto") {
-      options->mode = flags.mode == "native" ? XdpMode::kNative : XdpMode::kGeneric;
-    }
-    return options;
-  }
-  AttachOptions options;
-  options.interface = flags.interface;
-  options.mode = flags.mode == "native"    ? XdpMode::kNative
-                 : flags.mode == "generic" ? XdpMode::kGeneric
-                                           : XdpMode::kAuto;
-  options.monitor = flags.monitor;
-  options.replace = flags.replace;
-  options.malformed = policyOf(flags.malformed);
-  options.fragments = policyOf(flags.fragments);
-  options.unknown_ext = policyOf(flags.unknown_ext);
-  auto slots = parseCount(flags.table_size);
-  if (!slots) return slots.error();
-  if (*slots > (1u << 26)) return Error::usage("--table-size is at most 64M slots");
-  options.table_slots = static_cast<uint32_t>(*slots);
+XdpMode modeOf(const std::string& text) {
+  return text == "native"    ? XdpMode::kNative
+         : text == "generic" ? XdpMode::kGeneric
+                             : XdpMode::kAuto;
+}
 
-  RuleSpec rule;
-  rule.ipv4_prefix = static_cast<uint8_t>(flags.ipv4_prefix);
-  rule.ipv6_prefix = static_cast<uint8_t>(flags.ipv6_prefix);
-  if (flags.rate.empty() && flags.bps.empty()) {
-    return Error::usage("give a limit: --rate PPS and/or --bps RATE (e.g. --rate 10k)");
+Result<AttachRequest> toRequest(const AttachFlags& flags) {
+  AttachRequest request;
+  request.interface = flags.interface;
+  request.mode = modeOf(flags.mode);
+  if (flags.monitor_flag && flags.monitor_flag->count() > 0) request.monitor = flags.monitor;
+  request.malformed = policyOf(flags.malformed);
+  request.fragments = policyOf(flags.fragments);
+  request.unknown_ext = policyOf(flags.unknown_ext);
+  if (flags.table_size) {
+    auto slots = parseCount(*flags.table_size);
+    if (!slots) return slots.error();
+    if (*slots > (1u << 26)) return Error::usage("--table-size is at most 64M slots");
+    request.table_slots = static_cast<uint32_t>(*slots);
   }
+  if (flags.ipv4_prefix) request.ipv4_prefix = static_cast<uint8_t>(*flags.ipv4_prefix);
+  if (flags.ipv6_prefix) request.ipv6_prefix = static_cast<uint8_t>(*flags.ipv6_prefix);
   if (!flags.rate.empty()) {
     auto pps = parseCount(flags.rate);
     if (!pps) return pps.error();
-    rule.limit.pps = *pps;
-    rule.limit.burst = defaultBurst(*pps);
+    request.limit.pps = *pps;
+    request.limit.burst = defaultBurst(*pps);
     if (!flags.burst.empty()) {
       auto burst = parseCount(flags.burst);
       if (!burst) return burst.error();
-      rule.limit.burst = *burst;
+      request.limit.burst = *burst;
     }
   } else if (!flags.burst.empty()) {
     return Error::usage("--burst goes with --rate");
@@ -82,18 +72,35 @@ Result<AttachOptions> toOptions(const AttachFlags& flags) {
   if (!flags.bps.empty()) {
     auto bits = parseBitRate(flags.bps);
     if (!bits) return bits.error();
-    rule.limit.bits_per_s = *bits;
-    rule.limit.burst_bytes = defaultBurstBytes(*bits);
+    request.limit.bits_per_s = *bits;
+    request.limit.burst_bytes = defaultBurstBytes(*bits);
     if (!flags.burst_bytes.empty()) {
       auto bytes = parseBytes(flags.burst_bytes);
       if (!bytes) return bytes.error();
-      rule.limit.burst_bytes = *bytes;
+      request.limit.burst_bytes = *bytes;
     }
   } else if (!flags.burst_bytes.empty()) {
     return Error::usage("--burst-bytes goes with --bps");
   }
-  options.rules.push_back(rule);
-  return options;
+  return request;
+}
+
+Result<AttachOptions> toOptions(const AttachFlags& flags) {
+  if (!flags.config.empty()) {
+    if (!flags.rate.empty() || !flags.bps.empty() || !flags.burst.empty() ||
+        !flags.burst_bytes.empty()) {
+      return Error::usage("--config sets the rules: drop --rate, --burst, --bps and --burst-bytes");
+    }
+    auto options = optionsFromConfig(flags.config, flags.interface);
+    if (!options) return options.error();
+    options->replace = flags.replace;
+    if (flags.monitor_flag && flags.monitor_flag->count() > 0) options->monitor = flags.monitor;
+    if (flags.mode != "auto") options->mode = modeOf(flags.mode);
+    return options;
+  }
+  auto request = toRequest(flags);
+  if (!request) return request.error();
+  return attachOptions(*request, flags.replace);
 }
 
 }  // namespace
@@ -114,8 +121,11 @@ void addAttachCommand(CLI::App& app, Action& selected) {
       ->check(CLI::Range(1, 128));
   cmd->add_option("--mode", flags->mode, "XDP mode: auto tries native, then generic")
       ->check(CLI::IsMember({"auto", "native", "generic"}));
-  cmd->add_flag("--monitor", flags->monitor, "Count what would be dropped, drop nothing");
-  cmd->add_flag("--replace", flags->replace, "Swap the program of an attached limiter, keep state");
+  flags->monitor_flag = cmd->add_flag("--monitor,!--no-monitor", flags->monitor,
+                                      "Count what would be dropped, drop nothing (or not)");
+  cmd->add_flag("--replace", flags->replace,
+                "Swap the program of an attached limiter, keep its state and every setting "
+                "not given");
   cmd->add_option("--table-size", flags->table_size, "Source table slots, a power of two (262144)");
   cmd->add_option("--malformed", flags->malformed, "Frames that do not parse: drop or pass")
       ->check(CLI::IsMember({"pass", "drop"}));
@@ -135,7 +145,7 @@ void addAttachCommand(CLI::App& app, Action& selected) {
       }
       std::cout << (report->replaced ? "replaced" : "attached") << " floodgate on "
                 << flags->interface << " (" << xdpModeName(report->mode) << " mode"
-                << (flags->monitor ? ", monitor only" : "") << ")\n";
+                << (options->monitor ? ", monitor only" : "") << ")\n";
       return okStatus();
     };
   });

@@ -91,6 +91,10 @@ const char* reasonName(uint32_t reason) {
 
 std::vector<std::string> Limiter::attachedInterfaces() { return pinnedInterfaces(); }
 
+bool Limiter::attachedTo(const std::string& interface) {
+  return checkInterfaceName(interface).ok() && access(linkPinPath(interface).c_str(), F_OK) == 0;
+}
+
 Result<Limiter> Limiter::open(const std::string& interface) {
   // before the name becomes part of any path: ".." or "a/b" must never reach the bpffs
   if (Status s = checkInterfaceName(interface); !s) return s.error();
@@ -227,6 +231,17 @@ Status Limiter::fitToRunning(AttachOptions& options, std::vector<std::string>& w
                        ": the running limiter keeps " + std::to_string(*slots) + " slots");
     options.table_slots = *slots;
   }
+  if (options.mode != XdpMode::kAuto) {
+    auto ifindex = interfaceIndex(interface_);
+    std::string running = ifindex ? queryXdp(*ifindex).mode : "unknown";
+    if (running != xdpModeName(options.mode)) {
+      return Error::usage("'" + interface_ + "' runs in " + running +
+                          " mode, and --replace swaps the program on its link, which keeps its "
+                          "mode: for " +
+                          xdpModeName(options.mode) + " mode, 'floodgate detach " + interface_ +
+                          "' and attach again (bucket state starts over)");
+    }
+  }
   if (options.list_max_entries != *lists) {
     warnings.push_back("the list size (" + std::to_string(options.list_max_entries) + ") " + fresh +
                        ": the running limiter keeps " + std::to_string(*lists) + " entries a list");
@@ -341,6 +356,7 @@ Result<LimiterStatus> Limiter::status() const {
         ifindex ? queryXdp(*ifindex).mode : "unknown (interface in another network namespace)";
   }
   if (auto slot_count = tableSlots(); slot_count) out.table_slots = *slot_count;
+  if (auto lists = listMaxEntries(); lists) out.list_max_entries = *lists;
 
   // Tracked = owns a slot and is not idle. Status may walk the table; a scrape never does.
   if (auto now_units = nowUnits(); now_units) {

@@ -28,6 +28,7 @@ struct AttachOptions {
   XdpMode mode = XdpMode::kAuto;
   bool monitor = false;  // count would-be drops as monitor and pass them
   bool replace = false;  // swap the program of an attached limiter, keeping its state
+  bool keep_rules = false;  // the running rules stay as they are (`rules` is not used)
   uint32_t table_slots = FG_DEFAULT_TABLE_SLOTS;
   uint32_t list_max_entries = FG_LIST_MAX_ENTRIES;
   // the kernel drops nearly all of them, and the rest (tiny first fragments) are attacks
@@ -105,6 +106,7 @@ struct LimiterStatus {
   std::string mode;  // native | generic | unknown (interface in another netns)
   bool monitor = false;
   uint32_t table_slots = 0;
+  uint32_t list_max_entries = 0;  // entries each allow and deny list may hold
   fg_settings settings{};
   std::vector<fg_rule> rules;
   uint64_t tracked_v4 = 0;  // sources that own a slot and are not idle
@@ -144,6 +146,9 @@ class Limiter {
   // Detaches the program and removes its pins.
   static Status detach(const std::string& interface);
 
+  // Whether a limiter is attached to `interface` (its link is pinned).
+  static bool attachedTo(const std::string& interface);
+
   // Interfaces with a pinned limiter.
   static std::vector<std::string> attachedInterfaces();
 
@@ -170,7 +175,8 @@ class Limiter {
 
   // Applies a whole new configuration: rules keep their id by name, and their state unless
   // their key changed (source prefixes, key kind, algorithm, window); lists are synced when
-  // given; policies are replaced. Everything is validated before anything changes.
+  // given; policies are replaced. Everything is validated before anything changes. With
+  // options.keep_rules the rules stay as they are.
   Status reload(const AttachOptions& options);
 
   // Changes the limits of one rule in place; its buckets keep their state.
@@ -203,7 +209,8 @@ class Limiter {
   // Entries each allow and deny list may hold (their maps' size).
   Result<uint32_t> listMaxEntries() const;
   // Makes `options` fit this running limiter's maps, which a replacing program reuses: a
-  // table or list size other than the running one is replaced by it, with a warning.
+  // table or list size other than the running one is replaced by it, with a warning. Fails
+  // for an XDP mode other than the running one, which a swap on the link cannot change.
   Status fitToRunning(AttachOptions& options, std::vector<std::string>& warnings) const;
   Limiter() = default;
   // Opens every pinned map of `interface` (whether or not a link is pinned yet).
@@ -214,6 +221,8 @@ class Limiter {
                  const std::vector<std::pair<Cidr, uint64_t>>& sources);
   Result<std::vector<std::pair<Cidr, uint64_t>>> activeSources() const;
   Status syncList(ListKind kind, const std::vector<Cidr>& wanted);
+  // The part of reload after the rules: policies, then the lists given.
+  Status applyPoliciesAndLists(const AttachOptions& options);
   Status resetRuleState(uint32_t rule_id);
   Result<uint64_t> nowUnits() const;
   uint64_t tickNs() const { return tick_units_ >> FG_TIME_SHIFT; }

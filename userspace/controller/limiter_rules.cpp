@@ -124,6 +124,7 @@ Status Limiter::resetRuleState(uint32_t rule_id) {
 Status Limiter::reload(const AttachOptions& options) {
   auto writing = writer_.acquire(interface_);
   if (!writing) return writing.error();
+  if (options.keep_rules) return applyPoliciesAndLists(options);
   // Everything is checked before anything is written: a bad config changes nothing.
   if (options.rules.size() > FG_MAX_RULES) {
     return Error::usage("at most " + std::to_string(FG_MAX_RULES) + " rules are supported, not " +
@@ -198,6 +199,10 @@ Status Limiter::reload(const AttachOptions& options) {
     if (Status s = resetRuleState(id); !s) return s;
   }
   if (Status s = publish(compiled, compileSourceSets(specs)); !s) return s;
+  return applyPoliciesAndLists(options);
+}
+
+Status Limiter::applyPoliciesAndLists(const AttachOptions& options) {
   if (Status s = writePolicies(options); !s) return s;
   if (options.allow) {
     if (Status s = syncList(ListKind::kAllow, *options.allow); !s) return s;
