@@ -138,6 +138,23 @@ TEST(Lab, UsageErrorsNameTheFlag) {
             "--limit is for window algorithms; gcra takes --capacity and --rate");
   o.algorithms = {"bogus"};
   EXPECT_EQ(runLab(o).error().kind, ErrorKind::kUsage);
+  // A wrong name is reported before flags that would not fit it: `leaky` with --limit
+  // is a misspelt algorithm, not a misplaced --limit.
+  const std::string unknown_leaky =
+      "unknown --algorithm 'leaky' (expected fixed_window, sliding_window_log, "
+      "sliding_window_counter, token_bucket, gcra or leaky_bucket)";
+  o = fixedAndLeaky();
+  o.algorithms = {"leaky"};
+  o.capacity.reset();
+  o.rate_per_s.reset();
+  EXPECT_EQ(runLab(o).error().message, unknown_leaky);
+  o = fixedAndLeaky();
+  o.algorithms = {"leaky"};
+  o.limit.reset();
+  EXPECT_EQ(runLab(o).error().message, unknown_leaky);
+  o = fixedAndLeaky();
+  o.algorithms = {"gcra", "leaky"};
+  EXPECT_EQ(runLab(o).error().message, unknown_leaky);
   o.algorithms = {"gcra", "gcra", "gcra"};
   EXPECT_FALSE(runLab(o).ok());
   EXPECT_EQ(parseArrivals("0,x,2").error().message,

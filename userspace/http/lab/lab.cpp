@@ -101,10 +101,17 @@ Result<LabReport> runLab(const LabOptions& options) {
   report.window_ms = options.window_ms.value_or(1000);
   if (report.window_ms < 1) return Error::usage("--window must be at least 1 ms");
 
+  // The names first: which flags fit depends on them, so a wrong name is the mistake to
+  // report, not the flags that would fit the right one.
   bool any_window = false, any_bucket = false;
   for (const std::string& name : options.algorithms) {
     std::optional<AlgorithmKind> kind = algorithmFromName(name);
-    (kind && isWindowAlgorithm(*kind) ? any_window : any_bucket) = true;
+    if (!kind) {
+      return Error::usage("unknown --algorithm '" + name +
+                          "' (expected fixed_window, sliding_window_log, "
+                          "sliding_window_counter, token_bucket, gcra or leaky_bucket)");
+    }
+    (isWindowAlgorithm(*kind) ? any_window : any_bucket) = true;
   }
   if (options.limit && !any_window) {
     return Error::usage("--limit is for window algorithms; " + options.algorithms.front() +
@@ -116,12 +123,7 @@ Result<LabReport> runLab(const LabOptions& options) {
   }
 
   for (const std::string& name : options.algorithms) {
-    std::optional<AlgorithmKind> kind = algorithmFromName(name);
-    if (!kind) {
-      return Error::usage("unknown --algorithm '" + name +
-                          "' (expected fixed_window, sliding_window_log, "
-                          "sliding_window_counter, token_bucket, gcra or leaky_bucket)");
-    }
+    std::optional<AlgorithmKind> kind = algorithmFromName(name);  // known: checked above
     AlgorithmParams params;
     params.kind = *kind;
     if (isWindowAlgorithm(*kind)) {
