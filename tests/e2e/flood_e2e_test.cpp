@@ -2,6 +2,7 @@
 // End to end: `floodgate flood` sends out of one end of a veth pair and floodgate's XDP
 // counters on the far end, in another network namespace, count every frame the peer took.
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -9,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "e2e/child_process.h"
 #include "e2e/lab_network.h"
 #include "traffic/udp_traffic.h"
 
@@ -163,6 +165,33 @@ TEST_F(FloodE2eTest, AMillionSpoofedSourcesGetNoMoreThanTheUntrackedLimit) {
   // the real client kept its slot: everything of it that reached XDP went through
   EXPECT_GE(legit_passed + report["peer_queue_full"].get<uint64_t>(), legit_sent);
   EXPECT_GT(legit_passed, 0u);
+}
+
+TEST_F(FloodE2eTest, CtrlCReportsEveryFrameSentThoseOfTheInterruptedCallToo) {
+  attach({"--rate", "1000", "--burst", "100"});
+  char dir[] = "/tmp/fg-flood-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  struct Removed {
+    std::string dir;
+    ~Removed() { std::system(("rm -rf " + dir).c_str()); }
+  } removed{dir};
+  const std::string log = std::string(dir) + "/flood.json";
+  // unpaced: every call is as long as the machine makes it, so Ctrl-C lands inside one
+  auto child = ChildProcess::start(
+      {"nsenter", "--net=" + lab_->senderNetns(), FLOODGATE_BIN, "flood", lab_->senderInterface(),
+       "--json", "--dst", LabNetwork::kTargetAddress, "--duration", "30s"},
+      log);
+  ASSERT_TRUE(child.ok()) << child.error().message;
+  usleep(1500000);
+  child->signal(SIGINT);
+  ASSERT_EQ(child->wait(10), 0) << child->log();
+  nlohmann::json report = nlohmann::json::parse(child->log(), nullptr, false);
+  ASSERT_FALSE(report.is_discarded()) << child->log();
+  EXPECT_TRUE(report.value("interrupted", false)) << report.dump();
+  EXPECT_GT(report["sent"].get<uint64_t>(), 0u) << report.dump();
+  EXPECT_EQ(report["sent"].get<uint64_t>(),
+            report["peer_accepted"].get<uint64_t>() + report["peer_queue_full"].get<uint64_t>())
+      << "sent is what the peer took or had no room for: " << report.dump();
 }
 
 TEST_F(FloodE2eTest, APeerWithoutXdpIsReportedNotFloodedIntoNothing) {

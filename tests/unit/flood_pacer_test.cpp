@@ -35,7 +35,11 @@ class FakeDriver final : public SendDriver {
   explicit FakeDriver(Machine machine) : machine_(machine) {}
   uint64_t nowNs() override { return now_ns_; }
   void sleepNs(uint64_t ns) override { now_ns_ += ns + machine_.sleep_overshoot_ns; }
-  Result<bool> send(uint64_t frames) override {
+  // A signal cuts short the call during which the `frames`th frame would go: it ends with
+  // the frames before that one gone.
+  void signalAtFrame(uint64_t frames) { signal_at_ = frames; }
+  Result<uint64_t> send(uint64_t frames) override {
+    if (signal_at_ != 0 && total_ + frames >= signal_at_) frames = signal_at_ - 1 - total_;
     // the fixed part wanders: 0.7x to 1.3x, from a fixed pseudo-random sequence
     jitter_ = jitter_ * 6364136223846793005ULL + 1442695040888963407ULL;
     const double wander = 0.7 + 0.6 * static_cast<double>(jitter_ >> 11) / (1ULL << 53);
@@ -44,8 +48,9 @@ class FakeDriver final : public SendDriver {
     now_ns_ = frames_from + static_cast<uint64_t>(machine_.frame_ns * frames);
     calls_.push_back({frames_from, now_ns_, total_, total_ + frames});
     total_ += frames;
-    return true;
+    return frames;
   }
+  uint64_t total() const { return total_; }
   // Frames gone in (from, to].
   double deliveredBetween(uint64_t from_ns, uint64_t to_ns) const {
     return totalAt(to_ns) - totalAt(from_ns);
@@ -74,6 +79,7 @@ class FakeDriver final : public SendDriver {
   Machine machine_;
   uint64_t now_ns_ = 1'000 * kSecond;  // an arbitrary origin
   uint64_t total_ = 0;
+  uint64_t signal_at_ = 0;  // 0: no signal
   uint64_t jitter_ = 1;
   std::vector<Call> calls_;
 };
@@ -184,6 +190,17 @@ TEST(FloodPacer, AStopRequestEndsTheLoop) {
   ASSERT_TRUE(outcome.ok());
   EXPECT_TRUE(outcome->interrupted);
   EXPECT_EQ(outcome->sent, 0u);
+}
+
+TEST(FloodPacer, FramesOfACallASignalCutShortAreCounted) {
+  for (uint64_t signal_at : {1ULL, 2ULL, 65ULL, 1000ULL, 12273ULL}) {
+    FakeDriver driver(kFastCalls);
+    driver.signalAtFrame(signal_at);
+    SendOutcome outcome = run(driver, 0, {0, 10 * kSecond});
+    EXPECT_TRUE(outcome.interrupted) << signal_at;
+    EXPECT_EQ(outcome.sent, signal_at - 1) << "what the peer took";
+    EXPECT_EQ(outcome.sent, driver.total());
+  }
 }
 
 }  // namespace

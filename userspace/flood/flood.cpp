@@ -61,16 +61,16 @@ class KernelSendDriver final : public SendDriver {
     nanosleep(&ts, nullptr);
   }
 
-  Result<bool> send(uint64_t frames) override {
-    auto completed = program_.send(ifindex_, static_cast<uint32_t>(frames), batch_);
-    if (!completed || !*completed || !veth_before_) return completed;
+  Result<uint64_t> send(uint64_t frames) override {
+    auto went = program_.send(ifindex_, static_cast<uint32_t>(frames), batch_);
+    if (!went || *went < frames || !veth_before_) return went;
     auto counters = vethXdpCounters(interface_);
     if (!counters) return counters.error();
     if (counters->xmit == veth_before_->xmit && counters->errors == veth_before_->errors) {
       return Error::failure(vethHelp(interface_));
     }
     veth_before_.reset();  // proved once is enough
-    return true;
+    return went;
   }
 
  private:

@@ -6,6 +6,7 @@
 #include <bpf/libbpf.h>
 #include <linux/bpf.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -29,7 +30,18 @@ Result<FloodProgram> FloodProgram::load(const FrameTemplate& frame) {
   return out;
 }
 
-Result<bool> FloodProgram::send(int ifindex, uint32_t frames, uint32_t batch) {
+Result<uint64_t> FloodProgram::framesSent() const {
+  const uint32_t zero = 0;
+  uint64_t count = 0;
+  if (bpf_map__lookup_elem(skeleton_->maps.next_source, &zero, sizeof(zero), &count, sizeof(count),
+                           0) != 0) {
+    return Error::failure("cannot read the flood generator's frame count: " +
+                          std::string(std::strerror(errno)));
+  }
+  return count;
+}
+
+Result<uint64_t> FloodProgram::send(int ifindex, uint32_t frames, uint32_t batch) {
   // Live frames: the kernel copies the frame into pages of its own and runs the program on
   // them as if they arrived on ifindex; XDP_TX becomes a redirect out of that interface.
   xdp_md context{};
@@ -46,12 +58,21 @@ Result<bool> FloodProgram::send(int ifindex, uint32_t frames, uint32_t batch) {
   opts.flags = BPF_F_TEST_XDP_LIVE_FRAMES;
   if (bpf_prog_test_run_opts(bpf_program__fd(skeleton_->progs.flood_xdp), &opts) != 0) {
     int err = errno;
-    if (err == EINTR) return false;
+    if (err == EINTR) {
+      // Interrupted between two kernel batches: each batch ran was flushed out whole, and
+      // the program counted every frame of it.
+      auto counted = framesSent();
+      if (!counted) return counted.error();
+      const uint64_t went = std::min<uint64_t>(*counted - sent_, frames);
+      sent_ = *counted;
+      return went;
+    }
     return Error::failure("BPF_PROG_RUN in live-frames mode failed (" +
                           std::string(std::strerror(err)) +
                           "): a kernel of 5.18 or later is needed, and an interface that is up");
   }
-  return true;
+  sent_ += frames;
+  return static_cast<uint64_t>(frames);
 }
 
 }  // namespace floodgate::flood

@@ -27,13 +27,18 @@ class FloodProgram {
   static Result<FloodProgram> load(const FrameTemplate& frame);
 
   // Runs the program `frames` times on live frames arriving on `ifindex` (queue 0), in
-  // kernel batches of `batch` (1..256). Blocks until done: true, or false when a signal
-  // interrupted it (part of the frames went).
-  Result<bool> send(int ifindex, uint32_t frames, uint32_t batch);
+  // kernel batches of `batch` (1..256). Blocks until done; how many frames went: `frames`,
+  // or fewer when a signal interrupted it (counted by the program, since the kernel's
+  // answer to an interrupted run says nothing of how far it got).
+  Result<uint64_t> send(int ifindex, uint32_t frames, uint32_t batch);
 
  private:
+  // The program's count of the frames it has sent (its next_source counter).
+  Result<uint64_t> framesSent() const;
+
   std::unique_ptr<flood_bpf, FloodSkeletonDeleter> skeleton_;
   std::vector<uint8_t> frame_;
+  uint64_t sent_ = 0;  // frames sent by the calls before this one
 };
 
 }  // namespace floodgate::flood

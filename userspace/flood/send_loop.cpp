@@ -32,17 +32,17 @@ Result<SendOutcome> runSendLoop(Pacer& pacer, const SendLimits& limits, SendDriv
     }
     if (limits.count) chunk = std::min(chunk, limits.count - out.sent);
     const uint64_t before = driver.nowNs();
-    auto completed = driver.send(chunk);
+    auto went = driver.send(chunk);
     const uint64_t after = driver.nowNs();
-    if (!completed) return completed.error();
+    if (!went) return went.error();
     out.elapsed_ns = after - start;
-    if (!*completed) {
+    out.sent += *went;
+    ++out.calls;
+    if (*went < chunk) {  // a signal: what went counts, the cost of a cut call does not
       out.interrupted = true;
       break;
     }
     pacer.observe(chunk, after - before);
-    out.sent += chunk;
-    ++out.calls;
   }
   return out;
 }

@@ -18,8 +18,8 @@ class SendDriver {
   virtual ~SendDriver() = default;
   virtual uint64_t nowNs() = 0;  // a steady clock
   virtual void sleepNs(uint64_t ns) = 0;
-  // Sends `frames`; false when a signal cut the call short (what went is not known).
-  virtual Result<bool> send(uint64_t frames) = 0;
+  // Sends `frames`; how many went: all of them, or fewer when a signal cut the call short.
+  virtual Result<uint64_t> send(uint64_t frames) = 0;
 };
 
 struct SendLimits {
@@ -28,7 +28,7 @@ struct SendLimits {
 };
 
 struct SendOutcome {
-  uint64_t sent = 0;
+  uint64_t sent = 0;        // every frame that went, those of a call a signal cut short too
   uint64_t elapsed_ns = 0;  // from before the first call to the end of the last
   uint64_t calls = 0;
   bool interrupted = false;  // stopped by *stop or a signal before the bounds were reached
