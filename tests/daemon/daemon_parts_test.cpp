@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <fstream>
 
+#include "common/text.h"
 #include "daemon/config_watch.h"
 #include "daemon/daemon_state.h"
 #include "daemon/listen_address.h"
@@ -93,6 +94,17 @@ TEST_F(ConfigWatchTest, TheDaemonRefusesAnInvalidConfigOrOneWithoutInterfaces) {
   EXPECT_FALSE(no_interfaces.healthy());
   std::string text = no_interfaces.scrape();
   EXPECT_NE(text.find("floodgate_config_generation 0\n"), std::string::npos) << text;
+}
+
+TEST_F(ConfigWatchTest, OneProblemIsCountedInTheSingular) {
+  std::ofstream(dir_ + "/floodgate.yaml") << "interfaces: [{name: eth0}]\nbogus: 1\n";
+  DaemonState one(dir_ + "/floodgate.yaml");
+  Status s = one.apply(true);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().message.find("is not valid (1 problem)"), std::string::npos)
+      << s.error().message;
+  EXPECT_EQ(counted(2, "problem", "problems"), "2 problems");
+  EXPECT_EQ(counted(0, "problem", "problems"), "0 problems");
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "common/text.h"
 #include "config/floodgate_config.h"
 
 namespace floodgate::cli {
@@ -14,10 +15,6 @@ struct CheckFlags {
   std::string file;
   bool json = false;
 };
-
-std::string counted(size_t n, const char* one, const char* many) {
-  return std::to_string(n) + " " + (n == 1 ? one : many);
-}
 
 Status runCheck(const CheckFlags& flags) {
   config::Diagnostics diagnostics;

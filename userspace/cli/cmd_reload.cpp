@@ -6,6 +6,7 @@
 
 #include "cli/commands.h"
 #include "cli/config_loading.h"
+#include "common/text.h"
 #include "controller/limiter.h"
 #include "kernel/system.h"
 
@@ -30,7 +31,7 @@ Status reload(const ReloadFlags& flags) {
   }
   if (Status s = limiter->reload(*options); !s) return s;
   std::cout << "reloaded " << flags.interface << " from " << flags.config << " ("
-            << options->rules.size() << " rules)\n";
+            << counted(options->rules.size(), "rule", "rules") << ")\n";
   return okStatus();
 }
 

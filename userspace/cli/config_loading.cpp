@@ -4,6 +4,7 @@
 
 #include <iostream>
 
+#include "common/text.h"
 #include "config/floodgate_config.h"
 
 namespace floodgate::cli {
@@ -13,8 +14,9 @@ Result<AttachOptions> optionsFromConfig(const std::string& file, const std::stri
   config::FloodgateConfig cfg = config::loadConfig(file, diagnostics);
   if (!diagnostics.empty()) {
     std::cerr << diagnostics.format();
-    return Error::failure(file + " is not valid (" + std::to_string(diagnostics.size()) +
-                          " problems above): nothing was changed");
+    return Error::failure(file + " is not valid (" +
+                          counted(diagnostics.size(), "problem", "problems") +
+                          " above): nothing was changed");
   }
   return config::attachOptionsFor(cfg, interface);
 }

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// printable and the interface name check (see text.h).
+// printable, counted and the interface name check (see text.h).
 #include "common/text.h"
 
 #include <algorithm>
@@ -10,6 +10,10 @@ namespace {
 bool isControl(char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; }
 
 }  // namespace
+
+std::string counted(size_t n, std::string_view one, std::string_view many) {
+  return std::to_string(n) + " " + std::string(n == 1 ? one : many);
+}
 
 std::string printable(std::string_view text, size_t max) {
   std::string out(text.substr(0, max));

@@ -72,8 +72,9 @@ Status DaemonState::applyLocked(bool& publish) {
   config::FloodgateConfig cfg = config::loadConfig(config_path_, diagnostics);
   if (!diagnostics.empty()) {
     logDiagnostics(diagnostics.format());
-    return Error::failure(config_path_ + " is not valid (" + std::to_string(diagnostics.size()) +
-                          " problems): the running rules stay");
+    return Error::failure(config_path_ + " is not valid (" +
+                          counted(diagnostics.size(), "problem", "problems") +
+                          "): the running rules stay");
   }
   if (cfg.interfaces.empty()) {
     return Error::failure(
@@ -121,7 +122,7 @@ Status DaemonState::applyLocked(bool& publish) {
     if (held != limiters_.end()) {
       if (Status s = held->second.reload(options); !s)
         return Error::failure(name + ": " + s.error().message);
-      logInfo("reloaded " + name + " (" + std::to_string(options.rules.size()) + " rules)");
+      logInfo("reloaded " + name + " (" + counted(options.rules.size(), "rule", "rules") + ")");
       continue;
     }
     if (attached(name)) {
@@ -131,7 +132,7 @@ Status DaemonState::applyLocked(bool& publish) {
       if (Status s = limiter->reload(options); !s)
         return Error::failure(name + ": " + s.error().message);
       logInfo("adopted the limiter already attached to " + name + " (" +
-              std::to_string(options.rules.size()) + " rules; its state is kept)");
+              counted(options.rules.size(), "rule", "rules") + "; its state is kept)");
       hold(name, std::move(*limiter));
       adopted_.push_back(name);
       continue;
@@ -141,7 +142,7 @@ Status DaemonState::applyLocked(bool& publish) {
     for (const std::string& warning : report->warnings) logWarning(name + ": " + warning);
     auto limiter = Limiter::open(name);
     if (!limiter) return limiter.error();
-    logInfo("attached to " + name + " (" + std::to_string(options.rules.size()) + " rules)");
+    logInfo("attached to " + name + " (" + counted(options.rules.size(), "rule", "rules") + ")");
     hold(name, std::move(*limiter));
   }
   configured_.clear();
