@@ -117,6 +117,64 @@ TEST(ExampleService, RequestsNoPolicyMatchesCarryNoRateLimitHeaders) {
   EXPECT_FALSE(health->has_header("RateLimit"));
 }
 
+TEST(ExampleService, AMalformedOrderCostsOneUnitNotTheRoutesPriceYetCountsAsARequest) {
+  ExampleService service(R"(http:
+  trusted_proxies: [127.0.0.1]
+  client_header: x-forwarded-for
+  policies:
+    - name: per-key
+      match: {path_prefix: /api}
+      key: header:X-API-Key
+      algorithm: gcra
+      capacity: 20
+      rate_per_s: 0.001
+      routes:
+        - match: {methods: [POST], path_prefix: /api/orders}
+          cost: 5
+    - name: per-ip
+      key: ip
+      algorithm: sliding_window_log
+      limit: 3
+      window_ms: 3600000
+)");
+  ASSERT_GT(service.port(), 0) << service.stderrText();
+  httplib::Client client("127.0.0.1", service.port());
+  client.set_read_timeout(5);
+  httplib::Headers key{{"X-API-Key", "alpha"}, {"X-Forwarded-For", "198.51.100.1"}};
+  auto rateLimit = [](const httplib::Result& r) { return r->get_header_value("RateLimit"); };
+
+  // No body: 400, charged one unit (20 - 1), not the route's 5; per-ip counts it.
+  auto empty = client.Post("/api/orders", key, "", "application/json");
+  ASSERT_TRUE(empty);
+  EXPECT_EQ(empty->status, 400);
+  EXPECT_NE(rateLimit(empty).find(R"("per-key";r=19;)"), std::string::npos) << rateLimit(empty);
+  EXPECT_NE(rateLimit(empty).find(R"("per-ip";r=2;)"), std::string::npos) << rateLimit(empty);
+
+  // A good order pays the route's price: 19 - 5.
+  auto order = client.Post("/api/orders", key, R"({"item":"anvil"})", "application/json");
+  ASSERT_TRUE(order);
+  EXPECT_EQ(order->status, 200);
+  EXPECT_NE(rateLimit(order).find(R"("per-key";r=14;)"), std::string::npos) << rateLimit(order);
+
+  // Malformed requests are not free: the per-IP limit still counts every one of them.
+  auto again = client.Post("/api/orders", key, "", "application/json");
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->status, 400);
+  EXPECT_NE(rateLimit(again).find(R"("per-key";r=13;)"), std::string::npos) << rateLimit(again);
+  auto over = client.Post("/api/orders", key, "", "application/json");
+  ASSERT_TRUE(over);
+  EXPECT_EQ(over->status, 429);
+  EXPECT_EQ(nlohmann::json::parse(over->body)["violated-policies"],
+            nlohmann::json::array({"per-ip"}));
+
+  auto metrics = client.Get("/metrics", {{"X-Forwarded-For", "198.51.100.3"}});
+  ASSERT_TRUE(metrics);
+  EXPECT_NE(
+      metrics->body.find(R"(floodgate_http_requests_total{route="/api/orders",code="400"} 2)"),
+      std::string::npos)
+      << metrics->body;
+}
+
 TEST(ExampleService, InvalidConfigExitsOneWithFileLineColumn) {
   ExampleService service(
       "http:\n  policies:\n    - name: x\n      key: ip\n"

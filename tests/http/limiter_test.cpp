@@ -136,6 +136,46 @@ TEST(Limiter, BindingRejectionIsTheLongestWaitAndNamesEveryViolatedPolicy) {
   EXPECT_EQ(v.violated, (std::vector<std::string_view>{"short", "long"}));
 }
 
+TEST(Limiter, ARefundThatKeepsUnitsGivesBackOnlyTheRestAndALaterOneTheRemainder) {
+  Fixture f(R"(http:
+  policies:
+    - name: orders
+      match: {path_prefix: /orders}
+      key: ip
+      algorithm: fixed_window
+      limit: 10
+      window_ms: 60000
+      routes:
+        - match: {path_prefix: /orders}
+          cost: 5
+    - name: per-ip
+      key: ip
+      algorithm: sliding_window_log
+      limit: 3
+      window_ms: 60000
+)");
+  Verdict bad = f.limiter->check(request("POST", "/orders", "192.0.2.1"));
+  ASSERT_TRUE(bad.allowed());
+  EXPECT_EQ(bad.decisions[0].decision.remaining, 5);
+  f.limiter->refund(bad, 1);  // a malformed order: one unit per policy, not the route's 5
+  EXPECT_EQ(bad.decisions[0].decision.remaining, 9);
+  EXPECT_EQ(bad.decisions[0].cost, 1);
+  EXPECT_TRUE(bad.decisions[0].reserved);
+  EXPECT_EQ(bad.decisions[1].decision.remaining, 2);  // cost 1 already: nothing back
+  f.limiter->refund(bad, 1);                          // nothing more beyond the unit kept
+  EXPECT_EQ(bad.decisions[0].decision.remaining, 9);
+
+  Verdict next = f.limiter->check(request("POST", "/orders", "192.0.2.1"));
+  EXPECT_EQ(next.decisions[0].decision.remaining, 4) << "10 - 1 kept - 5";
+  EXPECT_EQ(next.decisions[1].decision.remaining, 1);
+  f.limiter->refund(bad);  // what was kept goes back too
+  EXPECT_FALSE(bad.decisions[0].reserved);
+  EXPECT_TRUE(f.limiter->check(request("POST", "/orders", "192.0.2.1")).allowed());
+  EXPECT_TRUE(f.limiter->check(request("GET", "/x", "192.0.2.1")).allowed());
+  EXPECT_FALSE(f.limiter->check(request("GET", "/x", "192.0.2.1")).allowed())
+      << "per-ip: 3 requests, the refunded one given back";
+}
+
 TEST(Limiter, MatchesMethodsAndPathsAndChargesRouteCosts) {
   Fixture f(R"(http:
   policies:

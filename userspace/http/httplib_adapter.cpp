@@ -15,14 +15,14 @@ namespace {
 // rejection by the policy that asked for that delay, which a retry after `retry_after_ns`
 // can pass. `refund` gives back what the verdict took, so the request consumes nothing.
 void refuseDelay(Verdict& verdict, int64_t retry_after_ns, bool shed,
-                 const std::function<void(Verdict&)>& refund) {
+                 const std::function<void(Verdict&, int64_t)>& refund) {
   size_t longest = 0;
   for (size_t i = 1; i < verdict.decisions.size(); ++i) {
     if (verdict.decisions[i].decision.delay_ns > verdict.decisions[longest].decision.delay_ns) {
       longest = i;
     }
   }
-  refund(verdict);
+  refund(verdict, 0);
   Decision& refused = verdict.decisions[longest].decision;
   refused.outcome = Outcome::kRejected;
   refused.retry_after_ns = retry_after_ns;
@@ -31,56 +31,89 @@ void refuseDelay(Verdict& verdict, int64_t retry_after_ns, bool shed,
   verdict.shed = shed;
 }
 
+// The admitted verdict of the request this server thread is serving, kept from the
+// pre-routing handler to the post-routing one (cpp-httplib runs both on the thread that
+// serves the request), and the adapter it belongs to.
+struct AdmittedRequest {
+  const void* adapter = nullptr;
+  Verdict verdict;
+};
+thread_local AdmittedRequest t_admitted;
+
+// Replaces the rate-limit headers of `res` with those of `verdict`.
+void setRateLimitHeaders(httplib::Response& res, const Verdict& verdict) {
+  for (const auto& [name, value] : responseHeaders(verdict)) {
+    res.headers.erase(name);
+    res.set_header(name, value);
+  }
+}
+
 // `check` decides a request: a Limiter's or a LiveLimiter's check(); `refund` gives back
-// what an admitted verdict of it took.
+// what an admitted verdict of it took beyond the units it keeps in each policy.
 std::shared_ptr<const DelayedThreads> install(httplib::Server& server,
                                               std::function<Verdict(const RequestInfo&)> check,
-                                              std::function<void(Verdict&)> refund,
+                                              std::function<void(Verdict&, int64_t)> refund,
                                               HttplibOptions options) {
   auto delayed = std::make_shared<DelayedThreads>(options.max_delayed_threads);
   if (!options.wait_for) {
     options.wait_for = [](std::chrono::nanoseconds delay) { std::this_thread::sleep_for(delay); };
   }
-  server.set_pre_routing_handler([check = std::move(check), refund = std::move(refund),
-                                  options = std::move(options),
-                                  delayed](const httplib::Request& req, httplib::Response& res) {
-    std::string user = options.user_of ? options.user_of(req) : std::string();
-    RequestInfo info;
-    info.method = req.method;
-    info.path = req.path;
-    info.peer = req.remote_addr;
-    info.user = user;
-    info.headers.reserve(req.headers.size());
-    for (const auto& [name, value] : req.headers) info.headers.emplace_back(name, value);
+  // One identity per installation, so a verdict is only ever refunded by its own adapter.
+  auto adapter = std::make_shared<const char>('\0');
+  const int64_t bad_request_cost = options.bad_request_cost;
+  if (bad_request_cost >= 0) {
+    server.set_post_routing_handler(
+        [refund, bad_request_cost, adapter](const httplib::Request&, httplib::Response& res) {
+          if (t_admitted.adapter != adapter.get()) return;
+          Verdict verdict = std::move(t_admitted.verdict);
+          t_admitted = {};  // no verdict (nor its policy set) is kept between requests
+          if (res.status != 400) return;
+          refund(verdict, bad_request_cost);
+          setRateLimitHeaders(res, verdict);
+        });
+  }
+  server.set_pre_routing_handler(
+      [check = std::move(check), refund, options = std::move(options), delayed, adapter,
+       bad_request_cost](const httplib::Request& req, httplib::Response& res) {
+        t_admitted = {};
+        std::string user = options.user_of ? options.user_of(req) : std::string();
+        RequestInfo info;
+        info.method = req.method;
+        info.path = req.path;
+        info.peer = req.remote_addr;
+        info.user = user;
+        info.headers.reserve(req.headers.size());
+        for (const auto& [name, value] : req.headers) info.headers.emplace_back(name, value);
 
-    Verdict verdict = check(info);
-    if (!verdict.limited()) return httplib::Server::HandlerResponse::Unhandled;
+        Verdict verdict = check(info);
+        if (!verdict.limited()) return httplib::Server::HandlerResponse::Unhandled;
 
-    // A delay is waited out only within both bounds; beyond either the request is refused,
-    // and Retry-After is when it would be within them without any other thread's help.
-    const int64_t delay_ns = verdict.binding.delay_ns;
-    std::optional<DelayedThreads::Slot> slot;
-    if (verdict.allowed() && options.apply_delay && delay_ns > 0) {
-      const int64_t max_delay_ns = options.max_delay.count();
-      if (delay_ns > max_delay_ns) {
-        // a queue drains at its rate: the delay is max_delay once the excess has drained
-        refuseDelay(verdict, delay_ns - max_delay_ns, /*shed=*/false, refund);
-      } else if (slot = delayed->tryTake(); !slot) {
-        // once the delay has passed, the queue ahead has drained and it needs no thread
-        refuseDelay(verdict, delay_ns, /*shed=*/true, refund);
-      }
-    }
+        // A delay is waited out only within both bounds; beyond either the request is refused,
+        // and Retry-After is when it would be within them without any other thread's help.
+        const int64_t delay_ns = verdict.binding.delay_ns;
+        std::optional<DelayedThreads::Slot> slot;
+        if (verdict.allowed() && options.apply_delay && delay_ns > 0) {
+          const int64_t max_delay_ns = options.max_delay.count();
+          if (delay_ns > max_delay_ns) {
+            // a queue drains at its rate: the delay is max_delay once the excess has drained
+            refuseDelay(verdict, delay_ns - max_delay_ns, /*shed=*/false, refund);
+          } else if (slot = delayed->tryTake(); !slot) {
+            // once the delay has passed, the queue ahead has drained and it needs no thread
+            refuseDelay(verdict, delay_ns, /*shed=*/true, refund);
+          }
+        }
 
-    if (options.on_verdict) options.on_verdict(req, verdict);
-    for (const auto& [name, value] : responseHeaders(verdict)) res.set_header(name, value);
-    if (!verdict.allowed()) {
-      res.status = statusFor(verdict);
-      res.set_content(problemJson(verdict), "application/problem+json");
-      return httplib::Server::HandlerResponse::Handled;
-    }
-    if (slot) options.wait_for(std::chrono::nanoseconds(delay_ns));
-    return httplib::Server::HandlerResponse::Unhandled;
-  });
+        if (options.on_verdict) options.on_verdict(req, verdict);
+        for (const auto& [name, value] : responseHeaders(verdict)) res.set_header(name, value);
+        if (!verdict.allowed()) {
+          res.status = statusFor(verdict);
+          res.set_content(problemJson(verdict), "application/problem+json");
+          return httplib::Server::HandlerResponse::Handled;
+        }
+        if (slot) options.wait_for(std::chrono::nanoseconds(delay_ns));
+        if (bad_request_cost >= 0) t_admitted = {adapter.get(), std::move(verdict)};
+        return httplib::Server::HandlerResponse::Unhandled;
+      });
   return delayed;
 }
 
@@ -91,7 +124,8 @@ std::shared_ptr<const DelayedThreads> installRateLimiter(httplib::Server& server
                                                          HttplibOptions options) {
   return install(
       server, [limiter](const RequestInfo& info) { return limiter->check(info); },
-      [limiter](Verdict& verdict) { limiter->refund(verdict); }, std::move(options));
+      [limiter](Verdict& verdict, int64_t kept) { limiter->refund(verdict, kept); },
+      std::move(options));
 }
 
 std::shared_ptr<const DelayedThreads> installRateLimiter(httplib::Server& server,
@@ -99,7 +133,8 @@ std::shared_ptr<const DelayedThreads> installRateLimiter(httplib::Server& server
                                                          HttplibOptions options) {
   return install(
       server, [limiter](const RequestInfo& info) { return limiter->check(info); },
-      [limiter](Verdict& verdict) { limiter->refund(verdict); }, std::move(options));
+      [limiter](Verdict& verdict, int64_t kept) { limiter->refund(verdict, kept); },
+      std::move(options));
 }
 
 }  // namespace floodgate::http

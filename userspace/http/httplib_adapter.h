@@ -93,12 +93,19 @@ struct HttplibOptions {
   std::function<void(std::chrono::nanoseconds)> wait_for;
   // Called for every request a policy applied to, after the decision (e.g. for metrics).
   std::function<void(const httplib::Request&, const Verdict&)> on_verdict;
+  // What an admitted request answered 400 Bad Request (by a route, or by cpp-httplib for a
+  // body it could not read) costs in each policy, at most its cost there: the rest is given
+  // back, and the response's RateLimit header says so. The route's work did not happen, so a
+  // dear route's price is not due; but a malformed request still counts as a request, or
+  // malformed ones would be free of every limit. A negative value: no refund.
+  int64_t bad_request_cost = 1;
 };
 
-// Installs `limiter` as `server`'s pre-routing handler (replacing any set before). Every
-// response under a policy gets RateLimit-Policy and RateLimit; a rejection is answered
-// right there with 429 (503 for a fail-closed store that is down), Retry-After when a retry
-// can succeed, and an application/problem+json body naming the violated policies.
+// Installs `limiter` as `server`'s pre-routing handler, and as its post-routing handler for
+// bad_request_cost (replacing any set before). Every response under a policy gets
+// RateLimit-Policy and RateLimit; a rejection is answered right there with 429 (503 for a
+// fail-closed store that is down), Retry-After when a retry can succeed, and an
+// application/problem+json body naming the violated policies.
 // Thread-safe as the limiter is; `limiter` is kept alive by the server's handler. Returns
 // the threads held for a delay (for metrics and tests).
 std::shared_ptr<const DelayedThreads> installRateLimiter(httplib::Server& server,

@@ -247,15 +247,18 @@ Verdict Limiter::check(const RequestInfo& request) {
   return verdict;
 }
 
-void Limiter::refund(Verdict& verdict) const {
+void Limiter::refund(Verdict& verdict, int64_t kept) const {
+  kept = std::max<int64_t>(kept, 0);
   // decisions are in config order, as policies_ is
   for (size_t i = 0, p = 0; i < verdict.decisions.size(); ++i) {
     PolicyDecision& pd = verdict.decisions[i];
     while (policies_[p].config != pd.policy) ++p;
-    if (!pd.reserved) continue;
-    policies_[p].store->refund(pd.key, verdict.decided_ns, pd.cost);
-    pd.reserved = false;
-    pd.decision.remaining = std::min(pd.decision.limit, pd.decision.remaining + pd.cost);
+    if (!pd.reserved || pd.cost <= kept) continue;
+    const int64_t back = pd.cost - kept;
+    policies_[p].store->refund(pd.key, verdict.decided_ns, back);
+    pd.cost = kept;
+    pd.reserved = kept > 0;
+    pd.decision.remaining = std::min(pd.decision.limit, pd.decision.remaining + back);
     pd.decision.delay_ns = 0;
     if (verdict.binding.policy == pd.decision.policy) {
       verdict.binding.remaining = pd.decision.remaining;

@@ -116,7 +116,10 @@ class Limiter {
   // request consumes nothing; each decision's remaining then reads as after the refund. A
   // verdict refunded already (every rejection is) gives back nothing more. Thread-safe as
   // check() is; const because only the stores change, and they may be shared with other sets.
-  void refund(Verdict& verdict) const;
+  // With `kept` above 0, each policy keeps up to `kept` units of what it took and gives back
+  // the rest (a request that turned out to cost less than its route, e.g. a malformed one),
+  // and a later refund gives back what it kept.
+  void refund(Verdict& verdict, int64_t kept = 0) const;
 
   const HttpConfig& config() const { return config_; }
   // Per-policy store, in config order (for stats).

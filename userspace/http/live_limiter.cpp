@@ -22,9 +22,11 @@ Verdict LiveLimiter::check(const RequestInfo& request) {
   return verdict;
 }
 
-void LiveLimiter::refund(Verdict& verdict) const {
+void LiveLimiter::refund(Verdict& verdict, int64_t kept) const {
   // check() keeps the set that decided in policy_set: its stores hold what is given back
-  if (const auto* set = static_cast<const Limiter*>(verdict.policy_set.get())) set->refund(verdict);
+  if (const auto* set = static_cast<const Limiter*>(verdict.policy_set.get())) {
+    set->refund(verdict, kept);
+  }
 }
 
 std::string LiveLimiter::version() const {

@@ -30,7 +30,7 @@ class LiveLimiter {
 
   Verdict check(const RequestInfo& request);
   // Limiter::refund() on the set that decided `verdict` (the current one or an earlier one).
-  void refund(Verdict& verdict) const;
+  void refund(Verdict& verdict, int64_t kept = 0) const;
 
   // The set deciding now (for stats and metrics); it stays valid while held.
   std::shared_ptr<Limiter> current() const { return current_.load(); }

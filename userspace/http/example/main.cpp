@@ -71,7 +71,17 @@ void addRoutes(httplib::Server& server, example::ServiceMetrics& metrics) {
     };
   };
   server.Get("/api/items", json("/api/items", R"({"items":["anvil","rope","kite"]})"));
-  server.Post("/api/orders", json("/api/orders", R"({"order":"accepted"})"));
+  // An order without a body is malformed: 400, and the limiter charges it one unit per
+  // policy instead of the route's cost (HttplibOptions::bad_request_cost).
+  server.Post("/api/orders", [&metrics, accept = json("/api/orders", R"({"order":"accepted"})")](
+                                 const httplib::Request& req, httplib::Response& res) {
+    if (!req.body.empty()) return accept(req, res);
+    res.status = 400;
+    res.set_content(R"({"type":"about:blank","title":"Bad Request","status":400,)"
+                    R"("detail":"an order needs a body"})",
+                    "application/problem+json");
+    metrics.countResponse("/api/orders", 400);
+  });
   server.Get("/api/reports", json("/api/reports", R"({"report":"quarterly","rows":1200})"));
   server.Get("/healthz", json("/healthz", R"({"ok":true})"));
 }
