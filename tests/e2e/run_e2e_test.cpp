@@ -3,13 +3,15 @@
 // config's interface, counts a flood that /metrics shows, promtool accepts and a real
 // prometheus reads back; reloads on SIGHUP and on an edited file (an invalid one changes
 // nothing and is counted); detaches on SIGTERM, or with --keep-attached leaves the limiter
-// to a second run that adopts it with its counters.
+// to a second run that adopts it with its counters; a listed interface that does not exist
+// is reported unhealthy and attached once it appears, without a restart.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -78,8 +80,9 @@ class RunE2eTest : public ::testing::Test {
     ASSERT_EQ(std::rename((dir_ + "/.floodgate.yaml.new").c_str(), config_.c_str()), 0);
   }
 
-  // Starts `floodgate run` in the target namespace and waits until /healthz says ok.
-  void startDaemon(const std::vector<std::string>& extra = {}) {
+  // Starts `floodgate run` in the target namespace and waits until /healthz answers
+  // `healthz_status` (200: ok).
+  void startDaemon(const std::vector<std::string>& extra = {}, int healthz_status = 200) {
     std::vector<std::string> argv = {
         "nsenter",          "--net=" + lab_->targetNetns(),
         FLOODGATE_BIN,      "run",
@@ -90,10 +93,13 @@ class RunE2eTest : public ::testing::Test {
     ASSERT_TRUE(child.ok()) << child.error().message;
     daemon_ = std::move(*child);
     for (int i = 0; i < 100; ++i) {
-      if (httpGetIn(lab_->targetNetns(), kMetricsPort, "/healthz").status == 200) return;
+      if (httpGetIn(lab_->targetNetns(), kMetricsPort, "/healthz").status == healthz_status) {
+        return;
+      }
       usleep(50000);
     }
-    FAIL() << "floodgate run never became healthy:\n" << daemon_.log();
+    FAIL() << "floodgate run's /healthz never answered " << healthz_status << ":\n"
+           << daemon_.log();
   }
 
   std::string scrape() {
@@ -347,6 +353,84 @@ TEST_F(RunE2eTest, ASecondRunThatCannotListenExitsOneAndLeavesTheAdoptedLimiterE
   EXPECT_NE(second->log().find("cannot listen for metrics"), std::string::npos) << second->log();
   EXPECT_TRUE(attached()) << "a failed start took away a limiter it had only adopted";
   EXPECT_EQ(httpGetIn(lab_->targetNetns(), kMetricsPort, "/healthz").status, 200);
+}
+
+TEST_F(RunE2eTest, AMissingInterfaceIsReportedUnhealthyAndAttachedWhenItAppears) {
+  // unique to this lab: pins are named by interface, in the host's one bpffs
+  const std::string late = "fgl" + lab_->targetInterface().substr(3);
+  const std::string late_peer = "fgp" + lab_->targetInterface().substr(3);
+  struct PinsGone {
+    std::string name;
+    ~PinsGone() {
+      std::error_code ec;
+      std::filesystem::remove_all("/sys/fs/bpf/floodgate/" + name, ec);
+    }
+  } pins_gone{late};
+  std::ofstream(config_) << "interfaces:\n  - name: " << lab_->targetInterface()
+                         << "\n  - name: " << late
+                         << "\nrules:\n  - name: per-source\n    match: {protocol: udp}\n"
+                         << "    limit: {pps: 100, burst: 10}\n";
+  startDaemon({}, 503);
+  EXPECT_TRUE(attached()) << "the interface that exists is attached:\n" << daemon_.log();
+  HttpReply health = httpGetIn(lab_->targetNetns(), kMetricsPort, "/healthz");
+  EXPECT_EQ(health.body, late + ": no such interface (attached when it appears)\n");
+  std::string text = scrape();
+  EXPECT_EQ(sampleValue(text, "floodgate_interface_up{interface=\"" + late + "\"}"), 0) << text;
+  EXPECT_EQ(
+      sampleValue(text, "floodgate_interface_up{interface=\"" + lab_->targetInterface() + "\"}"), 1)
+      << text;
+  // logged once, as a warning, however often it is looked for
+  usleep(2500000);
+  EXPECT_EQ(linesWith(daemon_.log(), "no network interface named '" + late + "'"), 1u)
+      << daemon_.log();
+  EXPECT_NE(daemon_.log().find("<4>no network interface named '" + late + "'"), std::string::npos)
+      << daemon_.log();
+
+  ASSERT_EQ(lab_->inTarget({"ip", "link", "add", late, "type", "veth", "peer", "name", late_peer})
+                .exit_code,
+            0);
+  bool healthy = false;
+  for (int i = 0; i < 100 && !healthy; ++i) {  // looked for every second
+    healthy = httpGetIn(lab_->targetNetns(), kMetricsPort, "/healthz").status == 200;
+    if (!healthy) usleep(50000);
+  }
+  EXPECT_TRUE(healthy) << daemon_.log();
+  EXPECT_EQ(lab_->floodgate({"stats", late}).exit_code, 0) << "attached without a restart";
+  EXPECT_NE(daemon_.log().find("attached to " + late + " (1 rule): it appeared"), std::string::npos)
+      << daemon_.log();
+  EXPECT_EQ(metric("floodgate_interface_up{interface=\"" + late + "\"}"), 1);
+  EXPECT_EQ(metric("floodgate_config_generation"), 1) << "no reload was needed";
+
+  daemon_.signal(SIGTERM);
+  EXPECT_EQ(daemon_.wait(5), 0) << daemon_.log();
+  EXPECT_NE(lab_->floodgate({"stats", late}).exit_code, 0) << "detached on SIGTERM";
+}
+
+TEST_F(RunE2eTest, NoListedInterfaceYetStillRunsAndAnInvalidConfigIsStillRefused) {
+  std::ofstream(config_) << "interfaces:\n  - name: fgnone0\nrules:\n  - name: per-source\n"
+                         << "    match: {protocol: udp}\n    limit: {pps: 100, burst: 10}\n";
+  startDaemon({}, 503);
+  EXPECT_FALSE(attached());
+  EXPECT_EQ(httpGetIn(lab_->targetNetns(), kMetricsPort, "/healthz").body,
+            "fgnone0: no such interface (attached when it appears)\n");
+  daemon_.signal(SIGTERM);
+  EXPECT_EQ(daemon_.wait(5), 0) << daemon_.log();
+
+  // Invalid: refused at start as before, its last line carrying the error priority.
+  std::ofstream(config_) << "interfaces:\n  - name: " << lab_->targetInterface() << "\nbogus: 1\n";
+  auto invalid = ChildProcess::start(
+      {"nsenter", "--net=" + lab_->targetNetns(), FLOODGATE_BIN, "run", "--config", config_},
+      dir_ + "/invalid.log");
+  ASSERT_TRUE(invalid.ok()) << invalid.error().message;
+  EXPECT_EQ(invalid->wait(10), 1) << invalid->log();
+  EXPECT_NE(invalid->log().find("<3>floodgate: error: " + config_ + " is not valid (1 problem)"),
+            std::string::npos)
+      << invalid->log();
+  std::istringstream lines(invalid->log());
+  for (std::string line; std::getline(lines, line);) {
+    EXPECT_EQ(line.rfind("<", 0), 0u) << "every line has its priority: " << line;
+  }
+  EXPECT_FALSE(attached());
 }
 
 }  // namespace

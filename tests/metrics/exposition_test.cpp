@@ -33,6 +33,7 @@ Snapshot twoInterfaces() {
   InterfaceMetrics b;
   b.interface = "eth1";
   s.interfaces = {a, b};
+  s.configured = {{"eth0", true}, {"eth1", true}, {"eth2", false}};
   return s;
 }
 
@@ -101,6 +102,8 @@ TEST(Exposition, GaugesAndDaemonSeries) {
   EXPECT_TRUE(has(text, "floodgate_config_reloads_total{result=\"failure\"} 1"));
   EXPECT_TRUE(has(text, "floodgate_config_generation 5"));
   EXPECT_TRUE(has(text, "floodgate_build_info{version=\"1.2.3\"} 1"));
+  EXPECT_TRUE(has(text, "floodgate_interface_up{interface=\"eth0\"} 1"));
+  EXPECT_TRUE(has(text, "floodgate_interface_up{interface=\"eth2\"} 0")) << "listed, missing";
 }
 
 TEST(Exposition, SourceTableAndEventSeries) {
@@ -146,6 +149,7 @@ TEST(Exposition, HelpAndTypeOncePerFamilyBeforeItsSamples) {
       {"floodgate_events_dropped_total", "counter"},
       {"floodgate_bans_active", "gauge"},
       {"floodgate_bans_failed_total", "counter"},
+      {"floodgate_interface_up", "gauge"},
       {"floodgate_config_reloads_total", "counter"},
       {"floodgate_http_escalations_total", "counter"},
       {"floodgate_config_generation", "gauge"},

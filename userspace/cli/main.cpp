@@ -4,6 +4,14 @@
 
 #include "cli/commands.h"
 
+namespace {
+
+// `floodgate run` logs for journald, every line with its syslog priority (daemon/log.h):
+// its last line, the error it stops on, is one of them.
+const char* errorPrefix(const CLI::App& app) { return app.got_subcommand("run") ? "<3>" : ""; }
+
+}  // namespace
+
 int main(int argc, char** argv) {
   CLI::App app{"floodgate: an XDP rate limiter for floods at the NIC", "floodgate"};
   app.require_subcommand(1);
@@ -40,13 +48,14 @@ int main(int argc, char** argv) {
                 << "' is not a floodgate command (see 'floodgate --help' for the commands)\n";
       return 2;
     }
-    std::cerr << "floodgate: error: " << e.what() << " (see 'floodgate --help')\n";
+    std::cerr << errorPrefix(app) << "floodgate: error: " << e.what()
+              << " (see 'floodgate --help')\n";
     return 2;
   }
   if (!selected) return 0;
   floodgate::Status status = selected();
   if (!status.ok()) {
-    std::cerr << "floodgate: error: " << status.error().message << "\n";
+    std::cerr << errorPrefix(app) << "floodgate: error: " << status.error().message << "\n";
     return static_cast<int>(status.error().kind);
   }
   return 0;

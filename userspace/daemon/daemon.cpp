@@ -33,6 +33,9 @@ constexpr int kMaxWaitMs = 1000;
 // How often expired bans are swept and a full ban table is looked for (and so logged at
 // most once per this interval).
 constexpr auto kHousekeepingInterval = std::chrono::seconds(10);
+// How often a listed interface that does not exist is looked for again (one if_nametoindex
+// each), so one that appears is attached within about a second.
+constexpr auto kInterfaceCheckInterval = std::chrono::seconds(1);
 
 Result<UniqueFd> blockSignals() {
   sigset_t set;
@@ -82,6 +85,7 @@ Status runDaemon(const RunOptions& options) {
   bool running = true;
   EventLog events(kEventInterval);
   Clock::time_point next_housekeeping = Clock::now() + kHousekeepingInterval;
+  Clock::time_point next_interface_check = Clock::now() + kInterfaceCheckInterval;
   while (running) {
     int timeout_ms = kMaxWaitMs;
     if (reload_pending) {
@@ -116,6 +120,10 @@ Status runDaemon(const RunOptions& options) {
       reload(state, options.config_path + " changed");
     }
     state.pumpEvents(events);
+    if (Clock::now() >= next_interface_check) {
+      state.attachAppeared();
+      next_interface_check = Clock::now() + kInterfaceCheckInterval;
+    }
     if (Clock::now() >= next_housekeeping) {
       state.housekeep();
       next_housekeeping = Clock::now() + kHousekeepingInterval;

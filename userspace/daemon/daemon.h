@@ -17,7 +17,9 @@ struct RunOptions {
 };
 
 // Blocks until SIGTERM or SIGINT. Fails at start (invalid config, attach or bind failure)
-// with one line; later reload failures are logged and counted, never fatal.
+// with one line; a listed interface that does not exist is not a failure: it is reported
+// unhealthy and attached when it appears. Later reload failures are logged and counted,
+// never fatal.
 // Blocks SIGHUP, SIGTERM and SIGINT in the calling thread (and threads it starts).
 Status runDaemon(const RunOptions& options);
 

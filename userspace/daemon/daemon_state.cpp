@@ -9,6 +9,7 @@
 #include "daemon/log.h"
 #include "http/policy_publisher.h"
 #include "http/report_stream.h"
+#include "kernel/system.h"
 #include "metrics/collect.h"
 
 namespace floodgate::daemon {
@@ -109,6 +110,7 @@ Status DaemonState::applyLocked(bool& publish) {
     it = limiters_.erase(it);
   }
 
+  std::map<std::string, AttachOptions> waiting;
   for (const AttachOptions& options : wanted) {
     const std::string& name = options.interface;
     auto held = limiters_.find(name);
@@ -125,26 +127,22 @@ Status DaemonState::applyLocked(bool& publish) {
       logInfo("reloaded " + name + " (" + counted(options.rules.size(), "rule", "rules") + ")");
       continue;
     }
-    if (attached(name)) {
-      // A limiter left enforcing (a restart after --keep-attached): keep its buckets.
-      auto limiter = Limiter::open(name);
-      if (!limiter) return limiter.error();
-      if (Status s = limiter->reload(options); !s)
-        return Error::failure(name + ": " + s.error().message);
-      logInfo("adopted the limiter already attached to " + name + " (" +
-              counted(options.rules.size(), "rule", "rules") + "; its state is kept)");
-      hold(name, std::move(*limiter));
-      adopted_.push_back(name);
+    if (auto exists = interfaceIndex(name); !exists) {
+      // A host without this NIC (yet): attach the others, report it, attach it when it
+      // appears. Failing the start would only loop under systemd's Restart=on-failure.
+      if (!waiting_.contains(name)) {
+        logWarning(exists.error().message +
+                   ": attached when it appears; until then /healthz "
+                   "answers 503 and floodgate_interface_up{interface=\"" +
+                   name + "\"} is 0");
+      }
+      waiting.emplace(name, options);
       continue;
     }
-    auto report = Limiter::attach(options);
-    if (!report) return Error::failure(name + ": " + report.error().message);
-    for (const std::string& warning : report->warnings) logWarning(name + ": " + warning);
-    auto limiter = Limiter::open(name);
-    if (!limiter) return limiter.error();
-    logInfo("attached to " + name + " (" + counted(options.rules.size(), "rule", "rules") + ")");
-    hold(name, std::move(*limiter));
+    if (Status s = attachOrAdopt(options, ""); !s) return s;
   }
+  waiting_ = std::move(waiting);
+  std::erase_if(attach_failures_, [&](const auto& f) { return !waiting_.contains(f.first); });
   configured_.clear();
   for (const auto& options : wanted) configured_.push_back(options.interface);
   allow_ = cfg.allow.value_or(std::vector<Cidr>{});
@@ -152,6 +150,56 @@ Status DaemonState::applyLocked(bool& publish) {
   syncReports(cfg.http ? &*cfg.http : nullptr, std::move(access));
   publish = cfg.http && cfg.http->publish.enabled();
   return okStatus();
+}
+
+Status DaemonState::attachOrAdopt(const AttachOptions& options, const std::string& why) {
+  const std::string& name = options.interface;
+  if (attached(name)) {
+    // A limiter left enforcing (a restart after --keep-attached): keep its buckets.
+    auto limiter = Limiter::open(name);
+    if (!limiter) return limiter.error();
+    if (Status s = limiter->reload(options); !s)
+      return Error::failure(name + ": " + s.error().message);
+    logInfo("adopted the limiter already attached to " + name + " (" +
+            counted(options.rules.size(), "rule", "rules") + "; its state is kept)" + why);
+    hold(name, std::move(*limiter));
+    adopted_.push_back(name);
+    return okStatus();
+  }
+  auto report = Limiter::attach(options);
+  if (!report) return Error::failure(name + ": " + report.error().message);
+  for (const std::string& warning : report->warnings) logWarning(name + ": " + warning);
+  auto limiter = Limiter::open(name);
+  if (!limiter) return limiter.error();
+  logInfo("attached to " + name + " (" + counted(options.rules.size(), "rule", "rules") + ")" +
+          why);
+  hold(name, std::move(*limiter));
+  return okStatus();
+}
+
+void DaemonState::attachAppeared() {
+  std::lock_guard lock(mutex_);
+  for (auto it = waiting_.begin(); it != waiting_.end();) {
+    const std::string name = it->first;
+    if (limiters_.contains(name)) {  // attached by an apply that failed after it
+      attach_failures_.erase(name);
+      it = waiting_.erase(it);
+      continue;
+    }
+    if (!interfaceIndex(name)) {
+      ++it;
+      continue;
+    }
+    if (Status s = attachOrAdopt(it->second, ": it appeared"); !s) {
+      std::string& last = attach_failures_[name];
+      if (last != s.error().message) logError(s.error().message + " (tried again every second)");
+      last = s.error().message;
+      ++it;
+      continue;
+    }
+    attach_failures_.erase(name);
+    it = waiting_.erase(it);
+  }
 }
 
 void DaemonState::syncReports(const http::HttpConfig* http, ReporterAccess access) {
@@ -464,6 +512,9 @@ std::string DaemonState::scrape() {
   snapshot.reloads_failure = reloads_failure_;
   snapshot.config_generation = generation_;
   snapshot.escalations = escalations_;
+  for (const std::string& name : configured_) {
+    snapshot.configured.push_back({name, interfaceIndex(name).ok() && attached(name)});
+  }
   for (const auto& [name, limiter] : limiters_) {
     auto one = metrics::collect(limiter, &sample_cursors_[name]);
     if (one) {
@@ -477,13 +528,18 @@ std::string DaemonState::scrape() {
   return metrics::render(snapshot);
 }
 
-bool DaemonState::healthy() {
+std::vector<std::string> DaemonState::problems() {
   std::lock_guard lock(mutex_);
-  if (configured_.empty()) return false;
+  if (configured_.empty()) return {"no config has been applied"};
+  std::vector<std::string> out;
   for (const std::string& name : configured_) {
-    if (!attached(name)) return false;
+    if (!interfaceIndex(name)) {
+      out.push_back(name + ": no such interface (attached when it appears)");
+    } else if (!attached(name)) {
+      out.push_back(name + ": no limiter attached");
+    }
   }
-  return true;
+  return out;
 }
 
 }  // namespace floodgate::daemon

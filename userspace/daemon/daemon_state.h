@@ -32,10 +32,14 @@ class DaemonState {
 
   // Reads and validates the config, then brings every listed interface in line with it:
   // attaches those with no limiter, adopts a pinned limiter (open + reload, no state lost),
-  // reloads the ones it holds, and detaches those no longer listed. Invalid: nothing
-  // changes, every diagnostic is logged. Counts the result in the reload counters unless
-  // `initial`.
+  // reloads the ones it holds, and detaches those no longer listed. A listed interface that
+  // does not exist is logged once and waited for (see attachAppeared), not an error. Invalid:
+  // nothing changes, every diagnostic is logged. Counts the result in the reload counters
+  // unless `initial`.
   Status apply(bool initial);
+  // Attaches the listed interfaces that did not exist and now do (the caller decides how
+  // often). A failure is logged once per distinct message and tried again next time.
+  void attachAppeared();
 
   // Detaches every interface it holds (or, with keep_attached, lets go of them enforcing).
   void release(bool keep_attached);
@@ -45,8 +49,10 @@ class DaemonState {
 
   // The Prometheus exposition of every held interface.
   std::string scrape();
-  // Every configured interface still has its limiter attached.
-  bool healthy();
+  // What keeps the daemon from being healthy, one line per configured interface that does
+  // not exist or has no limiter attached; empty when every one has its limiter.
+  std::vector<std::string> problems();
+  bool healthy() { return problems().empty(); }
 
   // Descriptors that turn readable when a held interface has events waiting.
   std::vector<int> eventFds();
@@ -60,6 +66,9 @@ class DaemonState {
  private:
   // `publish`: the config asks for its http: section to be published (http.publish).
   Status applyLocked(bool& publish);
+  // Adopts the limiter pinned for options.interface, or attaches a new one, and holds it.
+  // `why` ends the log line.
+  Status attachOrAdopt(const AttachOptions& options, const std::string& why);
   // Holds `limiter` for `name`, with a reader of its events.
   void hold(const std::string& name, Limiter limiter);
   // Binds, moves or closes the report socket, and starts, restarts or stops the reader of
@@ -103,6 +112,10 @@ class DaemonState {
   std::array<uint64_t, metrics::kEscalationResults> escalations_{};         // by EscalationResult
   std::vector<std::string> configured_;
   std::vector<std::string> adopted_;
+  // Listed interfaces that did not exist when the config was applied, with what to attach
+  // when they appear, and the last attach failure logged for each.
+  std::map<std::string, AttachOptions> waiting_;
+  std::map<std::string, std::string> attach_failures_;
   uint64_t reloads_success_ = 0;
   uint64_t reloads_failure_ = 0;
   uint64_t generation_ = 0;

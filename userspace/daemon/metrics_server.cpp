@@ -15,9 +15,10 @@ Result<std::unique_ptr<MetricsServer>> MetricsServer::start(const ListenAddress&
     res.set_content(state.scrape(), "text/plain; version=0.0.4; charset=utf-8");
   });
   server.Get("/healthz", [&state](const httplib::Request&, httplib::Response& res) {
-    bool ok = state.healthy();
-    res.status = ok ? 200 : 503;
-    res.set_content(ok ? "ok\n" : "a configured interface has no limiter attached\n", "text/plain");
+    std::string body;
+    for (const std::string& problem : state.problems()) body += problem + "\n";
+    res.status = body.empty() ? 200 : 503;
+    res.set_content(body.empty() ? "ok\n" : body, "text/plain");
   });
   // httplib's default adds SO_REUSEPORT, which would let a second daemon share the port
   // and split the scrapes between them; a taken port must fail the start instead.

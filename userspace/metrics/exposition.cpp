@@ -203,6 +203,13 @@ std::string render(const Snapshot& snapshot) {
     sample(out, "floodgate_bans_failed_total", {{"interface", iface.interface}}, number(failed));
   }
 
+  family(out, "floodgate_interface_up", "gauge",
+         "1 while a configured interface exists and has its limiter attached; 0 while it does "
+         "not exist (floodgate run attaches it when it appears) or was detached.");
+  for (const InterfaceUp& iface : snapshot.configured) {
+    sample(out, "floodgate_interface_up", {{"interface", iface.interface}}, iface.up ? "1" : "0");
+  }
+
   family(out, "floodgate_config_reloads_total", "counter",
          "Config reloads by the daemon, by result.");
   sample(out, "floodgate_config_reloads_total", {{"result", "success"}},

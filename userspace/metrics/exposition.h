@@ -51,8 +51,16 @@ inline constexpr const char* kEscalationResultNames[kEscalationResults] = {
     "expired",     "loopback",      "unspecified", "link_local",      "multicast",
     "own_address", "trusted_proxy", "too_wide",    "below_threshold", "rate_limited"};
 
+// A configured interface, and whether it is up: it exists and has its limiter attached.
+struct InterfaceUp {
+  std::string interface;
+  bool up = false;
+};
+
 struct Snapshot {
   std::vector<InterfaceMetrics> interfaces;
+  // Every interface the config lists, attached or not (a missing one is waited for).
+  std::vector<InterfaceUp> configured;
   uint64_t reloads_success = 0;
   uint64_t reloads_failure = 0;
   uint64_t config_generation = 0;
