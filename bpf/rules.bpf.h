@@ -80,8 +80,9 @@ struct fg_eval {
 
 /* The bucket pair `rule` charges for `pkt`, a ref to find it again, and the source's slot
  * when it has one (NULL for the global and the untracked bucket). */
-static __always_inline __u64 *fg_rule_bucket(const struct fg_rule *rule, const struct fg_packet *pkt,
-					     struct fg_eval *eval, struct fg_slot **slot_out,
+static __always_inline __u64 *fg_rule_bucket(const struct fg_rule *rule,
+					     const struct fg_packet *pkt, struct fg_eval *eval,
+					     struct fg_slot **slot_out,
 					     struct fg_rule_state **state_out)
 {
 	__u32 id = rule->id;
@@ -108,7 +109,8 @@ static __always_inline __u64 *fg_rule_bucket(const struct fg_rule *rule, const s
 			fg_count_table(id, why);
 		if (why == FG_TABLE_CAPPED && state &&
 		    fg_refusal_starts(&state->last_capped, eval->jiffies))
-			fg_emit(FG_EVENT_NEW_SOURCES_CAPPED, id, pkt->family, 0, 0, 0, eval->jiffies);
+			fg_emit(FG_EVENT_NEW_SOURCES_CAPPED, id, pkt->family, 0, 0, 0,
+				eval->jiffies);
 		if (slot) {
 			*slot_out = slot;
 			eval->ref = FG_REF_SLOT | q->index;
@@ -141,7 +143,8 @@ static __always_inline __u64 *fg_ref_bucket(__u32 ref)
 	state = bpf_map_lookup_elem(&rule_state, &index);
 	if (!state)
 		return NULL;
-	return (ref & FG_REF_KIND_MASK) == FG_REF_GLOBAL ? state->global_state : state->overflow_state;
+	return (ref & FG_REF_KIND_MASK) == FG_REF_GLOBAL ? state->global_state
+							 : state->overflow_state;
 }
 
 /* Copies the limits a charge at `ref` is made under (the rule's own, or its untracked
@@ -168,7 +171,8 @@ static __always_inline void fg_note_slot(struct fg_slot *slot, int admitted, __u
 		__u64 hi, lo;
 
 		fg_addr_halves(slot->addr, &hi, &lo);
-		fg_emit(FG_EVENT_LIMITED, slot->rule_id, slot->family, slot->prefix, hi, lo, jiffies);
+		fg_emit(FG_EVENT_LIMITED, slot->rule_id, slot->family, slot->prefix, hi, lo,
+			jiffies);
 	}
 }
 
@@ -194,9 +198,12 @@ __attribute__((noinline)) int fg_rule_admits(const struct fg_rule *rule,
 	if (slot) {
 		fg_note_slot(slot, admitted, eval->jiffies);
 	} else if ((eval->ref & FG_REF_KIND_MASK) == FG_REF_OVERFLOW) {
-		fg_count_table(rule->id, admitted ? FG_TABLE_UNTRACKED_PASS : FG_TABLE_UNTRACKED_DROP);
-		if (!admitted && state && fg_refusal_starts(&state->last_untracked_drop, eval->jiffies))
-			fg_emit(FG_EVENT_UNTRACKED_LIMITED, rule->id, pkt->family, 0, 0, 0, eval->jiffies);
+		fg_count_table(rule->id,
+			       admitted ? FG_TABLE_UNTRACKED_PASS : FG_TABLE_UNTRACKED_DROP);
+		if (!admitted && state &&
+		    fg_refusal_starts(&state->last_untracked_drop, eval->jiffies))
+			fg_emit(FG_EVENT_UNTRACKED_LIMITED, rule->id, pkt->family, 0, 0, 0,
+				eval->jiffies);
 	}
 	return admitted;
 }
@@ -308,13 +315,18 @@ static __always_inline __u64 fg_source_sets(__u32 set, const struct fg_packet *p
 
 /* Runs the active rule set over `pkt`; returns the verdict and sets *reason. `jiffies` is
  * the clock reading if one was taken already (0 if not). */
-static __always_inline __u32 fg_apply_rules(struct fg_settings *settings, const struct fg_packet *pkt,
-					    __u32 len, __u64 jiffies, __u32 *reason)
+static __always_inline __u32 fg_apply_rules(struct fg_settings *settings,
+					    const struct fg_packet *pkt, __u32 len, __u64 jiffies,
+					    __u32 *reason)
 {
 	struct fg_walk walk = {.pkt = *pkt,
-			       .eval = {.seed = settings->hash_seed, .len = len, .jiffies = jiffies,
+			       .eval = {.seed = settings->hash_seed,
+					.len = len,
+					.jiffies = jiffies,
 					.now = jiffies ? fg_units(jiffies) : 0},
-			       .settings = settings, .verdict = FG_VERDICT_PASS, .reason = *reason};
+			       .settings = settings,
+			       .verdict = FG_VERDICT_PASS,
+			       .reason = *reason};
 	struct fg_active *act;
 	__u32 zero = 0;
 

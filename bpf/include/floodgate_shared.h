@@ -47,7 +47,7 @@ enum fg_reason {
 };
 
 /* Index of the per-CPU counter for a (verdict, reason) pair. */
-#define FG_COUNTER_INDEX(verdict, reason) ((verdict) * FG_REASON_COUNT + (reason))
+#define FG_COUNTER_INDEX(verdict, reason) ((verdict)*FG_REASON_COUNT + (reason))
 #define FG_COUNTER_SLOTS (FG_VERDICT_COUNT * FG_REASON_COUNT)
 
 struct fg_counter {
@@ -63,15 +63,15 @@ enum fg_policy {
 
 /* Run-time settings, the single entry of the `settings` map. */
 struct fg_settings {
-	__u32 malformed_policy;   /* enum fg_policy: truncated or bogus headers */
-	__u32 fragment_policy;    /* enum fg_policy: non-first fragments (no L4 header) */
+	__u32 malformed_policy;	  /* enum fg_policy: truncated or bogus headers */
+	__u32 fragment_policy;	  /* enum fg_policy: non-first fragments (no L4 header) */
 	__u32 unknown_ext_policy; /* enum fg_policy: IPv6 extension chains the parser gives up on */
-	__u32 monitor;            /* 1: every drop is counted as monitor and passed */
-	__u32 allow_entries[2];   /* [0] IPv4, [1] IPv6: lookups are skipped while a list is empty */
+	__u32 monitor;		  /* 1: every drop is counted as monitor and passed */
+	__u32 allow_entries[2]; /* [0] IPv4, [1] IPv6: lookups are skipped while a list is empty */
 	__u32 deny_entries[2];
-	__u32 ban_entries[2];     /* kept by the program too, with atomic adds */
+	__u32 ban_entries[2]; /* kept by the program too, with atomic adds */
 	__u32 pad;
-	__u64 hash_seed;          /* keys the slot hash; chosen at first attach, kept on replace */
+	__u64 hash_seed; /* keys the slot hash; chosen at first attach, kept on replace */
 };
 
 enum fg_family {
@@ -124,23 +124,23 @@ enum fg_algorithm {
  * For the window algorithms a limit's `interval` is 1 and its `capacity` is the most a
  * window admits (packets, or bytes for bps); cost × interval is charged either way. */
 struct fg_rule {
-	__u32 id;            /* stable across reloads: keys bucket state and per-rule counters */
-	__u32 epoch;         /* bumped when an id is reused, so old slots of that id never match */
-	__u8 protocol;       /* 0 any, else IPPROTO_TCP / IPPROTO_UDP / IPPROTO_ICMP (also ICMPv6) */
-	__u8 key_kind;       /* enum fg_key_kind */
-	__u8 ipv4_prefix;    /* source mask for FG_KEY_SOURCE, 1..32 */
-	__u8 ipv6_prefix;    /* 1..128 */
-	__u8 action;         /* enum fg_action */
-	__u8 tcp_flags_set;  /* TCP flags that must be set (tcp only) */
-	__u8 tcp_flags_clear;/* TCP flags that must be clear */
-	__u8 port_ranges;    /* 0: any destination port */
+	__u32 id;	    /* stable across reloads: keys bucket state and per-rule counters */
+	__u32 epoch;	    /* bumped when an id is reused, so old slots of that id never match */
+	__u8 protocol;	    /* 0 any, else IPPROTO_TCP / IPPROTO_UDP / IPPROTO_ICMP (also ICMPv6) */
+	__u8 key_kind;	    /* enum fg_key_kind */
+	__u8 ipv4_prefix;   /* source mask for FG_KEY_SOURCE, 1..32 */
+	__u8 ipv6_prefix;   /* 1..128 */
+	__u8 action;	    /* enum fg_action */
+	__u8 tcp_flags_set; /* TCP flags that must be set (tcp only) */
+	__u8 tcp_flags_clear; /* TCP flags that must be clear */
+	__u8 port_ranges;     /* 0: any destination port */
 	struct fg_port_range ports[FG_MAX_PORT_RANGES];
-	__u8 algorithm;      /* enum fg_algorithm */
-	__u8 has_sources;    /* 1: only sources in this rule's set (src_* maps, bit `id`) match */
-	__u8 untracked_own;  /* 1: `untracked` was set apart from `limits` (else it follows them) */
+	__u8 algorithm;	    /* enum fg_algorithm */
+	__u8 has_sources;   /* 1: only sources in this rule's set (src_* maps, bit `id`) match */
+	__u8 untracked_own; /* 1: `untracked` was set apart from `limits` (else it follows them) */
 	__u8 pad;
-	__u32 window_ms;     /* window algorithms */
-	__u64 ban_ticks;     /* FG_ACTION_BAN: how long a ban lasts, jiffies (rounded up) */
+	__u32 window_ms; /* window algorithms */
+	__u64 ban_ticks; /* FG_ACTION_BAN: how long a ban lasts, jiffies (rounded up) */
 	struct fg_limit limits[FG_LIMIT_KINDS];
 	/* FG_KEY_SOURCE: the shared bucket of every source without a slot of its own */
 	struct fg_limit untracked[FG_LIMIT_KINDS];
@@ -165,19 +165,19 @@ struct fg_active {
 struct fg_slot {
 	__u64 fingerprint; /* keyed hash of (rule id, epoch, family, masked source); 0 = unused */
 	__u64 state[FG_LIMIT_KINDS]; /* per limit: arrival time (GCRA) or packed window counter */
-	__u8 addr[16];     /* the masked source, for status and top (IPv4 in the first 4 bytes) */
-	__u32 window_ms;   /* the owner's window, so any CPU can tell when its counters are idle */
+	__u8 addr[16];	 /* the masked source, for status and top (IPv4 in the first 4 bytes) */
+	__u32 window_ms; /* the owner's window, so any CPU can tell when its counters are idle */
 	__u8 rule_id;
-	__u8 family;       /* enum fg_family */
+	__u8 family; /* enum fg_family */
 	__u8 prefix;
-	__u8 algorithm;    /* enum fg_algorithm of the owner */
+	__u8 algorithm; /* enum fg_algorithm of the owner */
 	/* Since the owner took the slot, for `top` (they wrap; readers take differences). */
-	__u32 packets;     /* packets charged to it */
-	__u32 drops;       /* of them refused */
-	__u32 last_seen;   /* jiffies (low 32 bits) of its latest packet: a new source takes the
-			    * idle way seen longest ago, so recurring sources keep their slots */
-	__u32 last_drop;   /* jiffies of its latest refusal, 0 never; a refusal more than a
-			    * second after the previous one starts a "limited" event */
+	__u32 packets;	 /* packets charged to it */
+	__u32 drops;	 /* of them refused */
+	__u32 last_seen; /* jiffies (low 32 bits) of its latest packet: a new source takes the
+			  * idle way seen longest ago, so recurring sources keep their slots */
+	__u32 last_drop; /* jiffies of its latest refusal, 0 never; a refusal more than a
+			  * second after the previous one starts a "limited" event */
 };
 
 /* Per rule id (`rule_state` ARRAY, FG_MAX_RULE_IDS entries): the bucket of a global rule,
@@ -186,9 +186,9 @@ struct fg_slot {
 struct fg_rule_state {
 	__u64 global_state[FG_LIMIT_KINDS];
 	__u64 overflow_state[FG_LIMIT_KINDS];
-	__u64 new_source_state;   /* GCRA time of the new-source cap */
+	__u64 new_source_state;	   /* GCRA time of the new-source cap */
 	__u32 last_untracked_drop; /* jiffies, for the events (as fg_slot.last_drop) */
-	__u32 last_capped;         /* jiffies the new-source cap last refused a source */
+	__u32 last_capped;	   /* jiffies the new-source cap last refused a source */
 };
 
 /* What became of the sources a source rule saw without a slot of their own, per rule id
@@ -202,16 +202,16 @@ enum fg_table_stat {
 	FG_TABLE_BAN_FAILED = 5,     /* a ban the rule would have started found the table full */
 	FG_TABLE_STAT_COUNT = 6,
 };
-#define FG_TABLE_STAT_INDEX(rule_id, stat) ((rule_id) * FG_TABLE_STAT_COUNT + (stat))
+#define FG_TABLE_STAT_INDEX(rule_id, stat) ((rule_id)*FG_TABLE_STAT_COUNT + (stat))
 
 /* Changes of state the program reports through the `events` ring buffer: never one per
  * packet, and at most `event_budget` per CPU per second. */
 enum fg_event_type {
-	FG_EVENT_LIMITED = 0,           /* a source started being refused */
-	FG_EVENT_BAN_START = 1,         /* a rule with on_exceed ban banned a source */
-	FG_EVENT_BAN_END = 2,           /* a ban ran out (seen by the program on a packet) */
-	FG_EVENT_UNTRACKED_LIMITED = 3, /* a rule's shared untracked bucket started refusing */
-	FG_EVENT_NEW_SOURCES_CAPPED = 4,/* a rule's new-source cap started refusing */
+	FG_EVENT_LIMITED = 0,		 /* a source started being refused */
+	FG_EVENT_BAN_START = 1,		 /* a rule with on_exceed ban banned a source */
+	FG_EVENT_BAN_END = 2,		 /* a ban ran out (seen by the program on a packet) */
+	FG_EVENT_UNTRACKED_LIMITED = 3,	 /* a rule's shared untracked bucket started refusing */
+	FG_EVENT_NEW_SOURCES_CAPPED = 4, /* a rule's new-source cap started refusing */
 	FG_EVENT_TYPES = 5,
 };
 
@@ -227,11 +227,11 @@ struct fg_event {
 
 /* Per CPU (`event_stats`, one entry): the event budget's window and what became of events. */
 struct fg_event_stats {
-	__u64 window;     /* jiffies / ticks per second of the current budget window */
-	__u64 used;       /* events emitted in that window */
+	__u64 window; /* jiffies / ticks per second of the current budget window */
+	__u64 used;   /* events emitted in that window */
 	__u64 emitted;
 	__u64 suppressed; /* over the budget */
-	__u64 lost;       /* the ring buffer was full (nobody reading) */
+	__u64 lost;	  /* the ring buffer was full (nobody reading) */
 };
 
 /* Value of the ban tries (`bans_v4`, `bans_v6`): a banned prefix and when its ban ends.
@@ -240,8 +240,8 @@ struct fg_event_stats {
 struct fg_ban {
 	__u64 expires; /* the jiffy it ends at: banned while jiffies < expires; 0: until removed */
 	__u64 since;   /* the jiffy it started at */
-	__u32 prefixlen;  /* the key's own prefix, so the program can delete an expired entry */
-	__u32 rule_id;	  /* the rule that banned it, or FG_BAN_MANUAL / FG_BAN_ESCALATION */
+	__u32 prefixlen; /* the key's own prefix, so the program can delete an expired entry */
+	__u32 rule_id;	 /* the rule that banned it, or FG_BAN_MANUAL / FG_BAN_ESCALATION */
 };
 /* Entries of each ban trie. Rule bans stop FG_BAN_RESERVE short of it: a spoofed flood
  * tripping a banning rule with random sources can never crowd out a manual ban or an HTTP
@@ -254,7 +254,7 @@ struct fg_ban {
 #define FG_BAN_ESCALATION 0xfffffffeU
 
 /* Per rule id and verdict, per CPU (`rule_counters`, FG_MAX_RULE_IDS * FG_VERDICT_COUNT). */
-#define FG_RULE_COUNTER_INDEX(rule_id, verdict) ((rule_id) * FG_VERDICT_COUNT + (verdict))
+#define FG_RULE_COUNTER_INDEX(rule_id, verdict) ((rule_id)*FG_VERDICT_COUNT + (verdict))
 
 /* Keys of the allow and deny LPM tries. */
 struct fg_lpm_v4 {

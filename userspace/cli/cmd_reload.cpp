@@ -39,7 +39,8 @@ Status reload(const ReloadFlags& flags) {
 
 void addReloadCommand(CLI::App& app, Action& selected) {
   auto flags = std::make_shared<ReloadFlags>();
-  CLI::App* cmd = app.add_subcommand("reload", "Apply a config to a running limiter, keeping state");
+  CLI::App* cmd =
+      app.add_subcommand("reload", "Apply a config to a running limiter, keeping state");
   addInterfaceArgument(cmd, flags->interface, "Interface")->required();
   cmd->add_option("--config", flags->config, "floodgate.yaml")->required();
   cmd->callback([flags, &selected] { selected = [flags] { return reload(*flags); }; });

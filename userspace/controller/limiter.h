@@ -26,8 +26,8 @@ struct AttachOptions {
   std::string interface;
   std::vector<RuleSpec> rules;  // ids must be unique
   XdpMode mode = XdpMode::kAuto;
-  bool monitor = false;  // count would-be drops as monitor and pass them
-  bool replace = false;  // swap the program of an attached limiter, keeping its state
+  bool monitor = false;     // count would-be drops as monitor and pass them
+  bool replace = false;     // swap the program of an attached limiter, keeping its state
   bool keep_rules = false;  // the running rules stay as they are (`rules` is not used)
   uint32_t table_slots = FG_DEFAULT_TABLE_SLOTS;
   uint32_t list_max_entries = FG_LIST_MAX_ENTRIES;

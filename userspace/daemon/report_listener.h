@@ -39,7 +39,7 @@ struct ReceivedReport {
   bool over_socket = false;   // then uid and gid are the sender's, from the kernel
   uid_t uid = static_cast<uid_t>(-1);
   gid_t gid = static_cast<gid_t>(-1);
-  uint64_t age_ns = 0;        // how long before it was read it was made (0 under a second)
+  uint64_t age_ns = 0;  // how long before it was read it was made (0 under a second)
 };
 
 class ReportListener {
