@@ -19,6 +19,7 @@
 
 #include "common/result.h"
 #include "http/clock.h"
+#include "http/keyed_hash.h"
 #include "http/policy.h"
 #include "http/redis_report_queue.h"
 
@@ -64,7 +65,8 @@ class OffenderReporter {
   int fd_ = -1;                               // the Unix socket, without a stream
   std::unique_ptr<RedisReportQueue> stream_;  // http.escalate.redis_stream
   std::mutex mutex_;
-  std::unordered_map<std::string, Client> clients_;
+  // keyed hash: clients choose their addresses, and must not pile them on one chain
+  std::unordered_map<std::string, Client, KeyedHasher> clients_;
   std::atomic<uint64_t> sent_{0}, errors_{0}, dropped_{0};
 };
 

@@ -10,6 +10,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "http/keyed_hash.h"
 #include "http/redis_store.h"
 
 namespace floodgate::http {
@@ -75,12 +76,13 @@ class PrefetchStore final : public Store {
   PrefetchOptions options_;
 
   mutable std::shared_mutex leases_mutex_;
-  std::unordered_map<std::string, std::unique_ptr<Lease>> leases_;
+  // keyed hashes: clients choose the keys, and must not pile them on one chain
+  std::unordered_map<std::string, std::unique_ptr<Lease>, KeyedHasher> leases_;
 
   // Hot-key detection: decisions per key in the current second, bounded.
   std::mutex counts_mutex_;
   int64_t counts_second_ = 0;
-  std::unordered_map<std::string, int64_t> counts_;
+  std::unordered_map<std::string, int64_t, KeyedHasher> counts_;
 
   mutable std::mutex stats_mutex_;
   PrefetchStats stats_;
