@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-// SipHash against published vectors, per-process keys, and keys aimed at one memory shard.
+// SipHash against published vectors, the AES-round hash against what a keyed hash must do,
+// per-process keys, and keys aimed at one memory shard.
 #include "http/keyed_hash.h"
 
 #include <gtest/gtest.h>
@@ -8,6 +9,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <iterator>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -69,12 +72,99 @@ TEST(SipHash, AnotherKeyGivesUnrelatedHashes) {
   EXPECT_LT(same_low_byte, 10) << "about 1 in 256 by chance";
 }
 
+// A key with every word different, so no test passes by a symmetry of the zero key.
+AesHashKey testAesKey(uint64_t salt = 0) {
+  AesHashKey key;
+  for (size_t i = 0; i < std::size(key.words); ++i) {
+    key.words[i] = (0x9e3779b97f4a7c15 * (i + 1)) ^ salt;
+  }
+  return key;
+}
+
+class AesHash : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!aesHashAvailable()) GTEST_SKIP() << "this CPU has no AES instructions";
+  }
+};
+
+TEST_F(AesHash, EveryByteOfEveryLengthCounts) {
+  // Each length up to four blocks and a bit, each byte flipped in turn: short inputs read
+  // with overlapping loads and long ones with an overlapping last block must still see
+  // every byte, and inputs that differ only in their length (zeros) must differ too.
+  const AesHashKey key = testAesKey();
+  std::set<uint64_t> seen;
+  for (size_t n = 0; n <= 70; ++n) {
+    std::string input(n, '\0');
+    const uint64_t base = aesHash(key, input);
+    EXPECT_TRUE(seen.insert(base).second) << "length " << n << " shares a hash";
+    for (size_t i = 0; i < n; ++i) {
+      std::string flipped = input;
+      flipped[i] = '\x80';
+      EXPECT_NE(aesHash(key, flipped), base) << "byte " << i << " of " << n << " is ignored";
+    }
+  }
+}
+
+TEST_F(AesHash, BlocksDoNotCancelOrSwap) {
+  // Independent blocks XORed together would cancel when two are equal, or commute.
+  const AesHashKey key = testAesKey();
+  const std::string a(16, 'a'), b(16, 'b');
+  EXPECT_NE(aesHash(key, a + a), aesHash(key, b + b));
+  EXPECT_NE(aesHash(key, a + b), aesHash(key, b + a));
+  EXPECT_NE(aesHash(key, a + a + b), aesHash(key, b + a + a));
+  EXPECT_NE(aesHash(key, a + a + a + a), aesHash(key, b + b + b + b));
+}
+
+TEST_F(AesHash, TheSameInputUnderAnotherKeyIsUnrelated) {
+  const AesHashKey key = testAesKey();
+  int pairs = 0, same_low_byte = 0;
+  for (size_t word = 0; word < std::size(key.words); ++word) {
+    AesHashKey other = key;
+    other.words[word] ^= 1;  // one bit apart, in each word in turn
+    // words 2 to 5 set blocks' positions apart, so only inputs of two blocks or more use them
+    const bool short_inputs_use_it = word < 2 || word >= 6;
+    for (int i = 0; i < 64; ++i) {
+      std::string input = "api-key-" + std::to_string(i);  // 9 or 10 bytes
+      if (!short_inputs_use_it || i % 2) input += std::string(10 + i % 40, 'x');
+      uint64_t h = aesHash(key, input);
+      uint64_t g = aesHash(other, input);
+      EXPECT_NE(h, g) << "key word " << word << ", " << input;
+      same_low_byte += (h & 0xff) == (g & 0xff);
+      ++pairs;
+    }
+  }
+  EXPECT_LT(same_low_byte, 12) << pairs << " pairs: about 2.5 share a low byte by chance";
+}
+
+TEST_F(AesHash, SequentialKeysSpreadOverShards) {
+  // A client's keys are often a counter: the 64 shards (the hash's top bits) and the
+  // slots (its low bits) must each get about an even share of them.
+  const AesHashKey key = testAesKey(7);
+  std::vector<int> shards(64), slots(64);
+  constexpr int kKeys = 64 * 200;
+  for (int i = 0; i < kKeys; ++i) {
+    uint64_t h = aesHash(key, "user-" + std::to_string(i));
+    ++shards[h >> 58];
+    ++slots[h & 63];
+  }
+  for (int i = 0; i < 64; ++i) {
+    // 200 expected each; 5.5 standard deviations either way
+    EXPECT_GT(shards[i], 120) << "shard " << i;
+    EXPECT_LT(shards[i], 280) << "shard " << i;
+    EXPECT_GT(slots[i], 120) << "slot " << i;
+    EXPECT_LT(slots[i], 280) << "slot " << i;
+  }
+}
+
 constexpr const char* kPrintEnv = "FLOODGATE_TEST_PRINT_KEYED_HASH";
 
 // Also the helper of EachProcessDrawsItsOwnKey, which runs this test in child processes.
 TEST(KeyedHash, SameInputSameHashWithinAProcess) {
   EXPECT_EQ(keyedHash("api-key-0123456789"), keyedHash(std::string("api-key-0123456789")));
-  EXPECT_EQ(keyedHash("k"), sipHash13(processSipKey(), "k"));
+  const uint64_t expected =
+      aesHashAvailable() ? aesHash(processAesHashKey(), "k") : sipHash13(processSipKey(), "k");
+  EXPECT_EQ(keyedHash("k"), expected);
   if (std::getenv(kPrintEnv) != nullptr) {
     std::printf("keyed-hash: %016llx\n",
                 static_cast<unsigned long long>(keyedHash("api-key-0123456789")));
@@ -102,6 +192,7 @@ uint64_t hashInAChild() {
 
 TEST(KeyedHash, EachProcessDrawsItsOwnKey) {
   EXPECT_NE(processSipKey().k0 | processSipKey().k1, 0u);
+  EXPECT_NE(processAesHashKey().words[0] | processAesHashKey().words[9], 0u);
   uint64_t first = hashInAChild();
   uint64_t second = hashInAChild();
   ASSERT_NE(first, 0u) << "the child process printed no hash";

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// SipHash-1-3 and -2-4, written from the paper, and the process's random key.
+// SipHash-1-3 and -2-4, written from the paper, the process's random keys, and keyedHash().
 #include "http/keyed_hash.h"
 
 #include <sys/random.h>
@@ -7,6 +7,7 @@
 #include <bit>
 #include <cerrno>
 #include <cstring>
+#include <iterator>
 #include <random>
 
 namespace floodgate::http {
@@ -96,27 +97,42 @@ uint64_t sipHash(const SipKey& key, std::string_view data) {
   return s.v0 ^ s.v1 ^ s.v2 ^ s.v3;
 }
 
-SipKey drawKey() {
-  unsigned char bytes[16];
+// `size` random bytes into `out`: getrandom(), or std::random_device where there is none.
+void drawRandom(unsigned char* out, size_t size) {
   size_t got = 0;
-  while (got < sizeof bytes) {
-    ssize_t n = getrandom(bytes + got, sizeof bytes - got, 0);
+  while (got < size) {
+    ssize_t n = getrandom(out + got, size - got, 0);
     if (n > 0) {
       got += static_cast<size_t>(n);
     } else if (n < 0 && errno != EINTR) {
       break;  // no getrandom (a kernel before 3.17): random_device below
     }
   }
-  SipKey key;
-  if (got == sizeof bytes) {
-    key.k0 = loadLittleEndian(reinterpret_cast<const char*>(bytes));
-    key.k1 = loadLittleEndian(reinterpret_cast<const char*>(bytes + 8));
-  } else {
-    std::random_device device;  // /dev/urandom or RDRAND
-    key.k0 = (uint64_t{device()} << 32) | device();
-    key.k1 = (uint64_t{device()} << 32) | device();
+  if (got == size) return;
+  std::random_device device;  // /dev/urandom or RDRAND
+  for (size_t i = 0; i < size; ++i) out[i] = static_cast<unsigned char>(device());
+}
+
+// Both hashes' keys: keyedHash() uses one, and tests compare against both.
+struct ProcessKeys {
+  SipKey sip;
+  AesHashKey aes;
+  bool use_aes = aesHashAvailable();
+
+  ProcessKeys() {
+    unsigned char bytes[16 + sizeof aes.words];
+    drawRandom(bytes, sizeof bytes);
+    const char* p = reinterpret_cast<const char*>(bytes);
+    sip.k0 = loadLittleEndian(p);
+    sip.k1 = loadLittleEndian(p + 8);
+    for (size_t i = 0; i < std::size(aes.words); ++i)
+      aes.words[i] = loadLittleEndian(p + 16 + 8 * i);
   }
-  return key;
+};
+
+const ProcessKeys& processKeys() {
+  static const ProcessKeys keys;
+  return keys;
 }
 
 }  // namespace
@@ -125,12 +141,14 @@ uint64_t sipHash24(const SipKey& key, std::string_view data) { return sipHash<2,
 
 uint64_t sipHash13(const SipKey& key, std::string_view data) { return sipHash<1, 3>(key, data); }
 
-const SipKey& processSipKey() {
-  static const SipKey key = drawKey();
-  return key;
-}
+const SipKey& processSipKey() { return processKeys().sip; }
 
-uint64_t keyedHash(std::string_view data) { return sipHash13(processSipKey(), data); }
+const AesHashKey& processAesHashKey() { return processKeys().aes; }
+
+uint64_t keyedHash(std::string_view data) {
+  const ProcessKeys& keys = processKeys();
+  return keys.use_aes ? aesHash(keys.aes, data) : sipHash13(keys.sip, data);
+}
 
 std::string_view boundedKey(std::string_view key, size_t max_bytes, std::string& scratch) {
   if (key.size() <= max_bytes) return key;

@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: MIT
-// SipHash, a keyed hash for the keys clients choose, so they cannot aim them at one bucket.
+// Keyed hashes for the keys clients choose, so they cannot aim them at one bucket.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
+
+#include "http/aes_hash.h"
 
 namespace floodgate::http {
 
@@ -21,17 +23,21 @@ struct SipKey {
 uint64_t sipHash24(const SipKey& key, std::string_view data);
 uint64_t sipHash13(const SipKey& key, std::string_view data);
 
-// This process's key: 16 bytes from getrandom(), drawn on first use. Children forked after
-// that share it (an attacker still learns nothing of it). Thread-safe.
+// This process's keys: random bytes from getrandom(), drawn on first use. Children forked
+// after that share them (an attacker still learns nothing of them). Thread-safe.
 const SipKey& processSipKey();
+const AesHashKey& processAesHashKey();
 
-// SipHash-1-3 of `data` under processSipKey(): the hash of every table indexed by a key a
-// client chose (an API key header, a user id). 1-3 rather than 2-4 because it is the one a
-// decision can afford: on the test VMs an 18-byte key takes about 22 ns with 1-3, 31 ns with
-// 2-4 and 10 ns with the unkeyed std::hash, and a hot-key decision is about 30 ns in all
-// (2-4 cost a quarter of the decisions per second, 1-3 a tenth or so). A table index needs
-// a key that cannot be found from its outputs, not 2-4's margin as a MAC; Python's and
-// Rust's hash tables use 1-3 for the same reason. Thread-safe.
+// The hash of every table indexed by a key a client chose (an API key header, a user id),
+// under this process's keys: aesHash() where the CPU has AES instructions, else
+// SipHash-1-3. Neither lets a client that does not know the key aim its keys at one shard
+// or probe chain. On the test VMs an 18-byte key takes 3-6 ns with aesHash (5-8 ns through
+// this function's choice), 17-20 ns with SipHash-1-3 and 8-10 ns with the unkeyed
+// std::hash, against a hot-key decision of about 30 ns in all: with AES instructions a
+// keyed hash costs the decisions nothing (BM_KeyHash and BM_HotKey in
+// tests/http/decisions_benchmark.cpp). SipHash-1-3 rather than 2-4 as the fallback because
+// a table index needs a key that cannot be found from its outputs, not 2-4's margin as a
+// MAC; Python's and Rust's hash tables use 1-3 for the same reason. Thread-safe.
 uint64_t keyedHash(std::string_view data);
 
 // keyedHash() as the hasher of an unordered container of client-chosen strings.
