@@ -8,8 +8,11 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <iterator>
+#include <memory>
+#include <random>
 #include <set>
 #include <string>
 #include <vector>
@@ -88,6 +91,21 @@ class AesHash : public ::testing::Test {
   }
 };
 
+// `bytes` in a heap buffer of exactly their size, so that AddressSanitizer sees a read
+// past the end (a std::string's inline buffer holds up to 15 bytes and would hide it).
+class ExactBuffer {
+ public:
+  explicit ExactBuffer(std::string_view bytes)
+      : data_(new char[bytes.size()]), size_(bytes.size()) {
+    std::memcpy(data_.get(), bytes.data(), bytes.size());
+  }
+  std::string_view view() const { return {data_.get(), size_}; }
+
+ private:
+  std::unique_ptr<char[]> data_;
+  size_t size_;
+};
+
 TEST_F(AesHash, EveryByteOfEveryLengthCounts) {
   // Each length up to four blocks and a bit, each byte flipped in turn: short inputs read
   // with overlapping loads and long ones with an overlapping last block must still see
@@ -96,14 +114,49 @@ TEST_F(AesHash, EveryByteOfEveryLengthCounts) {
   std::set<uint64_t> seen;
   for (size_t n = 0; n <= 70; ++n) {
     std::string input(n, '\0');
-    const uint64_t base = aesHash(key, input);
+    const uint64_t base = aesHash(key, ExactBuffer(input).view());
     EXPECT_TRUE(seen.insert(base).second) << "length " << n << " shares a hash";
     for (size_t i = 0; i < n; ++i) {
       std::string flipped = input;
       flipped[i] = '\x80';
-      EXPECT_NE(aesHash(key, flipped), base) << "byte " << i << " of " << n << " is ignored";
+      EXPECT_NE(aesHash(key, ExactBuffer(flipped).view()), base)
+          << "byte " << i << " of " << n << " is ignored";
     }
   }
+}
+
+std::string fromHex(std::string_view hex) {
+  std::string out;
+  for (size_t i = 0; i + 1 < hex.size(); i += 2) {
+    out += static_cast<char>(std::stoi(std::string(hex.substr(i, 2)), nullptr, 16));
+  }
+  return out;
+}
+
+TEST_F(AesHash, InputsOfOtherLengthsCannotCancelTheLength) {
+  // Classes of inputs of different lengths whose blocks differ by exactly the XOR of their
+  // lengths: with the length only XORed into the whitening, each class shares one hash
+  // under every key (the short ones) or under a quarter of keys (the 24/25-byte pair).
+  const std::vector<std::vector<std::string_view>> classes = {
+      {"6061616161616161", "616161616161616161"},
+      {"616263646566677e6162636465666768", "7e6263646566677e62636465666768"},
+      {"2522232221222322", "212223222122232221222322", "2322232221222322232221222322",
+       "222223222122232222232221222322", "3d222322212223223d22232221222322"},
+      {"382121212121212123222222222222223821212121212121",
+       "39212121212121212222222222222222223921212121212121"},
+  };
+  std::mt19937_64 random(20261201);
+  int collisions = 0;
+  for (int k = 0; k < 256; ++k) {
+    AesHashKey key;
+    for (uint64_t& word : key.words) word = random();
+    for (const auto& members : classes) {
+      std::set<uint64_t> hashes;
+      for (std::string_view hex : members) hashes.insert(aesHash(key, fromHex(hex)));
+      collisions += static_cast<int>(members.size() - hashes.size());
+    }
+  }
+  EXPECT_EQ(collisions, 0);
 }
 
 TEST_F(AesHash, BlocksDoNotCancelOrSwap) {
@@ -137,23 +190,27 @@ TEST_F(AesHash, TheSameInputUnderAnotherKeyIsUnrelated) {
   EXPECT_LT(same_low_byte, 12) << pairs << " pairs: about 2.5 share a low byte by chance";
 }
 
-TEST_F(AesHash, SequentialKeysSpreadOverShards) {
-  // A client's keys are often a counter: the 64 shards (the hash's top bits) and the
-  // slots (its low bits) must each get about an even share of them.
-  const AesHashKey key = testAesKey(7);
-  std::vector<int> shards(64), slots(64);
-  constexpr int kKeys = 64 * 200;
-  for (int i = 0; i < kKeys; ++i) {
-    uint64_t h = aesHash(key, "user-" + std::to_string(i));
-    ++shards[h >> 58];
-    ++slots[h & 63];
-  }
-  for (int i = 0; i < 64; ++i) {
-    // 200 expected each; 5.5 standard deviations either way
-    EXPECT_GT(shards[i], 120) << "shard " << i;
-    EXPECT_LT(shards[i], 280) << "shard " << i;
-    EXPECT_GT(slots[i], 120) << "slot " << i;
-    EXPECT_LT(slots[i], 280) << "slot " << i;
+TEST_F(AesHash, SequentialKeysSpreadOverTheStoresShardsAndSlots) {
+  // A client's keys are often a counter: the memory store's 64 shards (hash bits 48-53)
+  // and its slots (bits 2 and up) must each get about an even share of them, under any key.
+  std::mt19937_64 random(7);
+  for (int round = 0; round < 4; ++round) {
+    AesHashKey key;
+    for (uint64_t& word : key.words) word = random();
+    std::vector<int> shards(64), slots(64);
+    constexpr int kKeys = 64 * 200;
+    for (int i = 0; i < kKeys; ++i) {
+      uint64_t h = aesHash(key, "user-" + std::to_string(i));
+      ++shards[(h >> 48) & 63];
+      ++slots[(h >> 2) & 63];
+    }
+    for (int i = 0; i < 64; ++i) {
+      // 200 expected each; 5.5 standard deviations either way
+      EXPECT_GT(shards[i], 120) << "shard " << i;
+      EXPECT_LT(shards[i], 280) << "shard " << i;
+      EXPECT_GT(slots[i], 120) << "slot " << i;
+      EXPECT_LT(slots[i], 280) << "slot " << i;
+    }
   }
 }
 

@@ -61,10 +61,12 @@ bool aesHashAvailable() {
 FLOODGATE_AES_TARGET uint64_t aesHash(const AesHashKey& key, std::string_view data) {
   const char* p = data.data();
   const size_t n = data.size();
-  const __m128i k0 = keyWord(key, 3);
+  // The length goes into a round key, after the first S-boxes: inputs of different lengths
+  // (which can map to the same blocks) then differ past a non-linear step. XORed into the
+  // whitening alone it could be cancelled by the input: a 9-byte and an 8-byte input whose
+  // blocks differ by exactly 9 ^ 8 would enter the rounds equal, under every key.
+  const __m128i k0 = _mm_xor_si128(keyWord(key, 3), _mm_cvtsi64_si128(static_cast<long long>(n)));
   const __m128i k1 = keyWord(key, 4);
-  // The length in both halves of the whitening key: inputs of different lengths, which
-  // can map to the same blocks, start from different states.
   const __m128i seed = _mm_xor_si128(keyWord(key, 0), _mm_set1_epi64x(static_cast<long long>(n)));
   __m128i acc;
   if (n <= 16) {

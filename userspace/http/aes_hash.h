@@ -20,12 +20,13 @@ bool aesHashAvailable();
 
 // The hash of `data` under `key`; only where aesHashAvailable(). Each 16-byte block (the
 // last one overlapping the one before when the length is not a multiple of 16, a shorter
-// input read whole into one block) is whitened with the key, the length and its position,
-// then put through three AES rounds on its own; the blocks are combined and put through
-// two more rounds, and the halves folded. Three rounds of AES let no chosen difference
-// through with probability above 2^-54 (nine active S-boxes), so whoever does not know
-// the key cannot pick inputs that share a hash or a shard more often than by chance.
-// It is a table index, not a MAC: the same reasoning as the AES-based hash of Go's maps.
+// input read whole into one block) is whitened with the key and its position, then put
+// through three AES rounds on its own, the length in their round key; the blocks are
+// combined and put through two more rounds, and the halves folded. A difference in one
+// block meets five rounds; three already let no chosen difference through with
+// probability above 2^-54 (nine active S-boxes), so whoever does not know the key cannot
+// pick inputs that share a hash or a shard more often than by chance. It is a table
+// index, not a MAC: the same reasoning as the AES-based hash of Go's maps.
 uint64_t aesHash(const AesHashKey& key, std::string_view data);
 
 }  // namespace floodgate::http
