@@ -112,7 +112,7 @@ TEST(HttpConfig, BadKeyProxyAndUnknownField) {
             "f.yaml:2:33: '300.1.1.1' is not an address or CIDR prefix (e.g. 10.0.0.0/8, ::1)");
   EXPECT_EQ(firstError("http:\n  polices: []\n"),
             "f.yaml:2:3: unknown key 'polices' in http (expected one of: trusted_proxies, "
-            "client_header, ipv6_prefix, store, policies, escalate, publish)");
+            "client_header, ipv6_prefix, store, policies, escalate, publish, shedding)");
 }
 
 TEST(HttpConfig, TheClientHeaderIsChosenNeverGuessed) {
@@ -139,6 +139,70 @@ TEST(HttpConfig, TheClientHeaderIsChosenNeverGuessed) {
             "forwarded, x-real-ip or none");
   EXPECT_EQ(firstError("http:\n  ipv6_prefix: 16\n"),
             "f.yaml:2:16: http.ipv6_prefix must be between 32 and 128, got 16");
+}
+
+TEST(HttpConfig, SheddingClassesGoFromHighestToLowestWithAShareKeptForTheFirst) {
+  auto config = parseHttpConfigText(R"(http:
+  trusted_proxies: [10.0.0.0/8]
+  client_header: x-forwarded-for
+  shedding:
+    retry_after: 5s
+    priority_header: X-Priority
+    classes:
+      - name: critical
+        max_in_flight: 64
+        match:
+          - {methods: [post], path_prefix: /api/orders}
+      - {name: normal, max_in_flight: 48, default: true}
+      - {name: bulk, max_in_flight: 16, match: [{path_prefix: /api/reports}]}
+)",
+                                    "f.yaml");
+  ASSERT_TRUE(config.ok()) << config.error().message;
+  const SheddingConfig& s = config->shedding;
+  ASSERT_EQ(s.classes.size(), 3u);
+  EXPECT_EQ(s.classes[0].name, "critical");
+  EXPECT_EQ(s.classes[0].max_in_flight, 64);
+  ASSERT_EQ(s.classes[0].match.size(), 1u);
+  EXPECT_EQ(s.classes[0].match[0].methods, std::vector<std::string>{"POST"});
+  EXPECT_EQ(s.classes[2].match[0].path_prefix, "/api/reports");
+  EXPECT_EQ(s.default_class, 1u);
+  EXPECT_EQ(s.priority_header, "X-Priority");
+  EXPECT_EQ(s.retry_after_ns, 5'000'000'000u);
+  EXPECT_FALSE(parseHttpConfigText("http:\n  policies: []\n", "f.yaml")->shedding.enabled());
+
+  const std::string head = "http:\n  shedding:\n    classes:\n";
+  EXPECT_EQ(firstError(head + "      - {name: a, max_in_flight: 8}\n"
+                              "      - {name: b, max_in_flight: 9}\n"),
+            "f.yaml:5:34: priority class 'b' (max_in_flight 9) is shed later than 'a' above it "
+            "(8): list classes from highest priority to lowest, each max_in_flight at most the "
+            "one above");
+  EXPECT_EQ(firstError(head + "      - {name: a, max_in_flight: 8}\n"
+                              "      - {name: b, max_in_flight: 8}\n"),
+            "f.yaml:5:34: priority class 'a' keeps no share of its own: its max_in_flight must "
+            "be above that of 'b' (8)");
+  EXPECT_EQ(firstError(head + "      - {name: a, max_in_flight: 8}\n"
+                              "      - {name: a, max_in_flight: 4}\n"),
+            "f.yaml:5:16: priority class 'a' is named twice");
+  EXPECT_EQ(firstError(head + "      - {name: a, max_in_flight: 8, default: true}\n"
+                              "      - {name: b, max_in_flight: 4, default: true}\n"),
+            "f.yaml:5:46: priority class 'b' is a second default; only one class may be the "
+            "default");
+  EXPECT_EQ(firstError(head + "      - {name: a}\n"),
+            "f.yaml:4:9: priority class 'a' needs max_in_flight: the requests in flight at which "
+            "it is shed");
+  EXPECT_EQ(firstError(head + "      - {name: a, max_in_flight: 0}\n"),
+            "f.yaml:4:34: priority class 'a'.max_in_flight must be between 1 and 1000000, got 0");
+  EXPECT_EQ(firstError("http:\n  shedding:\n    classes: []\n"),
+            "f.yaml:3:14: http.shedding.classes must be a list of priority classes, highest "
+            "first, each with a name and max_in_flight");
+  // A client could name its own priority if any peer's header were read.
+  EXPECT_EQ(firstError("http:\n  shedding:\n    priority_header: x-priority\n    classes:\n"
+                       "      - {name: a, max_in_flight: 8}\n"),
+            "f.yaml:3:22: http.shedding.priority_header is read only from http.trusted_proxies (a "
+            "client could name its own priority): list the proxies that set it, or remove it");
+  EXPECT_EQ(firstError("http:\n  shedding:\n    retry_after: 10ms\n    classes:\n"
+                       "      - {name: a, max_in_flight: 8}\n"),
+            "f.yaml:3:18: http.shedding.retry_after must be from 1s to 1h, got 10ms");
 }
 
 TEST(HttpConfig, EscalateNamesWhoMayReportAndHowOften) {

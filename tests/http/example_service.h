@@ -21,14 +21,16 @@ namespace floodgate::http::testing {
 // The example service as a child process on a free port; stopped (SIGTERM) when destroyed.
 class ExampleService {
  public:
-  explicit ExampleService(const std::string& config_text) {
+  // Started with `config_text` as its --config, and `extra` arguments (e.g. --report-ms).
+  explicit ExampleService(const std::string& config_text, std::vector<std::string> extra = {}) {
     char path[] = "/tmp/floodgate-http-e2e-XXXXXX.yaml";
     int fd = mkstemps(path, 5);
     EXPECT_GE(fd, 0);
     close(fd);
     config_path_ = path;
     std::ofstream(config_path_) << config_text;
-    start({"--config", config_path_, "--listen", "127.0.0.1:0"});
+    extra.insert(extra.end(), {"--config", config_path_, "--listen", "127.0.0.1:0"});
+    start(std::move(extra));
   }
   // Started with these arguments (plus --listen on a free port), e.g. {"--policies", FILE}.
   struct Arguments {

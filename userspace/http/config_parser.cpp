@@ -52,6 +52,9 @@ class Parser {
                           PublishConfig& publish);
   std::optional<uint64_t> readDuration(const YAML::Node& node, const std::string& what,
                                        uint64_t min_ns, uint64_t max_ns);
+  void parseShedding(const YAML::Node& node, HttpConfig& config);
+  std::optional<PriorityClass> parsePriorityClass(const YAML::Node& node, size_t index,
+                                                  bool& is_default);
   void parsePrefetch(const YAML::Node& node, const std::string& what, const PolicyConfig& policy,
                      PrefetchConfig& prefetch);
   RouteMatch parseMatch(const YAML::Node& node, const std::string& what);
@@ -136,13 +139,14 @@ HttpConfig Parser::parse(const YAML::Node& http) {
   if (!requireMap(http, "http")) return config;
   rejectUnknownKeys(http, "http",
                     {"trusted_proxies", "client_header", "ipv6_prefix", "store", "policies",
-                     "escalate", "publish"});
+                     "escalate", "publish", "shedding"});
   if (http["trusted_proxies"]) parseTrustedProxies(http["trusted_proxies"], config);
   parseClientAddress(http, config);
   if (http["store"]) parseStore(http["store"], config.store);
   store_type_ = config.store.type;
   if (http["escalate"]) parseEscalate(http["escalate"], config.escalate);
   if (http["publish"]) parsePublish(http["publish"], config.escalate, config.publish);
+  if (http["shedding"]) parseShedding(http["shedding"], config);
 
   const YAML::Node policies = http["policies"];
   if (!policies) return config;
@@ -583,6 +587,119 @@ void Parser::parsePublishSecret(const YAML::Node& node, const EscalateConfig& es
       publish.secret = escalate.secret;
     }
   }
+}
+
+// http.shedding: priority classes, highest first, each with the requests in flight at
+// which it is shed; the first keeps a share no other class can take.
+void Parser::parseShedding(const YAML::Node& node, HttpConfig& config) {
+  SheddingConfig& shedding = config.shedding;
+  if (!requireMap(node, "http.shedding")) return;
+  rejectUnknownKeys(node, "http.shedding", {"classes", "priority_header", "retry_after"});
+  if (const YAML::Node header = node["priority_header"]) {
+    if (auto name = readString(header, "http.shedding.priority_header")) {
+      if (!std::all_of(name->begin(), name->end(), isTokenChar)) {
+        error(header, "http.shedding.priority_header '" + *name + "' is not a header name");
+      } else if (config.trusted_proxies.empty()) {
+        error(header,
+              "http.shedding.priority_header is read only from http.trusted_proxies (a client "
+              "could name its own priority): list the proxies that set it, or remove it");
+      } else {
+        shedding.priority_header = *name;
+      }
+    }
+  }
+  if (const YAML::Node retry = node["retry_after"]) {
+    if (auto ns = readDuration(retry, "http.shedding.retry_after", kNsPerS, 3600 * kNsPerS)) {
+      shedding.retry_after_ns = *ns;
+    }
+  }
+  const YAML::Node classes = node["classes"];
+  if (!classes || !classes.IsSequence() || classes.size() == 0) {
+    error(classes ? classes : node,
+          "http.shedding.classes must be a list of priority classes, highest first, each "
+          "with a name and max_in_flight");
+    return;
+  }
+  std::optional<size_t> default_class;
+  for (size_t i = 0; i < classes.size(); ++i) {
+    bool is_default = false;
+    std::optional<PriorityClass> c = parsePriorityClass(classes[i], i, is_default);
+    if (!c) continue;
+    for (const PriorityClass& other : shedding.classes) {
+      if (other.name == c->name) {
+        error(classes[i]["name"], "priority class '" + c->name + "' is named twice");
+      }
+    }
+    if (is_default) {
+      if (default_class) {
+        error(classes[i]["default"], "priority class '" + c->name +
+                                         "' is a second default; "
+                                         "only one class may be the default");
+      }
+      default_class = shedding.classes.size();
+    }
+    if (!shedding.classes.empty()) {
+      const PriorityClass& above = shedding.classes.back();
+      if (c->max_in_flight > above.max_in_flight) {
+        error(classes[i]["max_in_flight"],
+              "priority class '" + c->name + "' (max_in_flight " +
+                  std::to_string(c->max_in_flight) + ") is shed later than '" + above.name +
+                  "' above it (" + std::to_string(above.max_in_flight) +
+                  "): list classes from highest priority to lowest, each max_in_flight at most "
+                  "the one above");
+      } else if (shedding.classes.size() == 1 && c->max_in_flight == above.max_in_flight) {
+        error(classes[i]["max_in_flight"],
+              "priority class '" + above.name +
+                  "' keeps no share of its own: its max_in_flight must be above that of '" +
+                  c->name + "' (" + std::to_string(c->max_in_flight) + ")");
+      }
+    }
+    shedding.classes.push_back(std::move(*c));
+  }
+  // Without a marked default, a request nothing names or matches is of the lowest class:
+  // an unknown request never outranks a known one.
+  shedding.default_class =
+      default_class.value_or(shedding.classes.empty() ? 0 : shedding.classes.size() - 1);
+}
+
+std::optional<PriorityClass> Parser::parsePriorityClass(const YAML::Node& node, size_t index,
+                                                        bool& is_default) {
+  std::string what = "http.shedding.classes[" + std::to_string(index) + "]";
+  if (!requireMap(node, what)) return std::nullopt;
+  rejectUnknownKeys(node, what, {"name", "max_in_flight", "match", "default"});
+  const size_t errors_before = diagnostics_.size();
+  PriorityClass c;
+  if (!node["name"]) {
+    error(node, what + " needs a name");
+  } else if (auto name = readString(node["name"], what + ".name")) {
+    if (!std::all_of(name->begin(), name->end(), isNameChar)) {
+      error(node["name"],
+            "priority class name '" + *name + "' may only hold letters, digits, '_', '-' and '.'");
+    }
+    c.name = *name;
+    what = "priority class '" + *name + "'";
+  }
+  if (!node["max_in_flight"]) {
+    error(node, what + " needs max_in_flight: the requests in flight at which it is shed");
+  } else if (auto v = readInt(node["max_in_flight"], what + ".max_in_flight", 1, 1'000'000)) {
+    c.max_in_flight = *v;
+  }
+  if (const YAML::Node match = node["match"]) {
+    if (!match.IsSequence()) {
+      error(match, what + ".match must be a list of {methods, path_prefix}");
+    } else {
+      for (size_t i = 0; i < match.size(); ++i) {
+        c.match.push_back(parseMatch(match[i], what + ".match[" + std::to_string(i) + "]"));
+      }
+    }
+  }
+  if (const YAML::Node d = node["default"]) {
+    if (!d.IsScalar() || !YAML::convert<bool>::decode(d, is_default)) {
+      error(d, what + ".default must be true or false");
+    }
+  }
+  if (diagnostics_.size() != errors_before) return std::nullopt;
+  return c;
 }
 
 RouteMatch Parser::parseMatch(const YAML::Node& node, const std::string& what) {

@@ -12,6 +12,7 @@ enum class Outcome {
   kRejected,          // over the limit now; a retry after retry_after_ns can succeed
   kCostExceedsBurst,  // cost is larger than the policy's burst: no retry can ever succeed
   kStoreUnavailable,  // the store failed and the policy's failure mode is "closed"
+  kOverloaded,        // shed: the instance has too many requests in flight for its class
 };
 
 // All durations in nanoseconds, all counts in cost units (a request of cost 5 uses 5).

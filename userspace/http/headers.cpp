@@ -53,6 +53,7 @@ int statusFor(const Verdict& verdict) {
     case Outcome::kAllowed:
       return 200;
     case Outcome::kStoreUnavailable:
+    case Outcome::kOverloaded:
       return 503;
     case Outcome::kRejected:
     case Outcome::kCostExceedsBurst:
@@ -82,6 +83,15 @@ std::string problemJson(const Verdict& verdict) {
       body["detail"] = "the rate-limit store of policy '" + policy +
                        "' is unavailable and the policy fails closed";
       break;
+    case Outcome::kOverloaded:
+      body["title"] = "Service Unavailable";
+      body["detail"] = "overloaded: requests of priority '" + std::string(verdict.priority) +
+                       "' are shed while the service is this busy; retry after " +
+                       std::to_string(retryAfterSeconds(b.retry_after_ns)) + " s";
+      body["overloaded"] = true;
+      body["priority"] = std::string(verdict.priority);
+      body["retry-after"] = retryAfterSeconds(b.retry_after_ns);
+      break;
     case Outcome::kRejected:
     case Outcome::kAllowed:
       body["title"] = "Too Many Requests";
@@ -95,10 +105,12 @@ std::string problemJson(const Verdict& verdict) {
 
 std::vector<std::pair<std::string, std::string>> responseHeaders(const Verdict& verdict) {
   std::vector<std::pair<std::string, std::string>> headers;
-  if (!verdict.limited()) return headers;
-  headers.emplace_back("RateLimit-Policy", rateLimitPolicyHeader(verdict));
-  headers.emplace_back("RateLimit", rateLimitHeader(verdict));
-  if (verdict.binding.outcome == Outcome::kRejected) {
+  if (verdict.limited()) {
+    headers.emplace_back("RateLimit-Policy", rateLimitPolicyHeader(verdict));
+    headers.emplace_back("RateLimit", rateLimitHeader(verdict));
+  }
+  if (verdict.binding.outcome == Outcome::kRejected ||
+      verdict.binding.outcome == Outcome::kOverloaded) {
     headers.emplace_back("Retry-After",
                          std::to_string(retryAfterSeconds(verdict.binding.retry_after_ns)));
   }

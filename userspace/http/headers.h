@@ -22,16 +22,17 @@ std::string rateLimitHeader(const Verdict& verdict);
 int64_t retryAfterSeconds(int64_t retry_after_ns);
 
 // The status of a response to `verdict`: 200 (the caller's own) if allowed, 429 if over a
-// limit (including a cost that can never fit), 503 if a fail-closed store is unavailable.
+// limit (including a cost that can never fit), 503 if a fail-closed store is unavailable or
+// the request's priority class is shed (overloaded).
 int statusFor(const Verdict& verdict);
 
 // The application/problem+json body (RFC 9457) of a rejection, naming the violated
-// policies in "violated-policies".
+// policies in "violated-policies"; a shed one says "overloaded" and names its priority.
 std::string problemJson(const Verdict& verdict);
 
 // Every header a response to `verdict` should carry, as (name, value) pairs: the two
 // RateLimit fields when a policy applied, and Retry-After on a rejection that a retry can
-// fix (never for a cost larger than the burst).
+// fix (never for a cost larger than the burst), a shed request's included.
 std::vector<std::pair<std::string, std::string>> responseHeaders(const Verdict& verdict);
 
 }  // namespace floodgate::http

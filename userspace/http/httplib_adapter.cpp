@@ -23,6 +23,7 @@ void refuseDelay(Verdict& verdict, int64_t retry_after_ns, bool shed,
     }
   }
   refund(verdict, 0);
+  verdict.in_flight.reset();  // refused: it does no work
   Decision& refused = verdict.decisions[longest].decision;
   refused.outcome = Outcome::kRejected;
   refused.retry_after_ns = retry_after_ns;
@@ -61,32 +62,44 @@ std::shared_ptr<const DelayedThreads> install(httplib::Server& server,
   // One identity per installation, so a verdict is only ever refunded by its own adapter.
   auto adapter = std::make_shared<const char>('\0');
   const int64_t bad_request_cost = options.bad_request_cost;
-  if (bad_request_cost >= 0) {
-    server.set_post_routing_handler(
-        [refund, bad_request_cost, adapter](const httplib::Request&, httplib::Response& res) {
-          if (t_admitted.adapter != adapter.get()) return;
-          Verdict verdict = std::move(t_admitted.verdict);
-          t_admitted = {};  // no verdict (nor its policy set) is kept between requests
-          if (res.status != 400) return;
-          refund(verdict, bad_request_cost);
-          setRateLimitHeaders(res, verdict);
-        });
-  }
+  // Runs for every response written (cpp-httplib calls it before writing any), so the place
+  // in flight an admitted request holds is given back when it is answered, whatever the
+  // route did.
+  server.set_post_routing_handler(
+      [refund, bad_request_cost, adapter](const httplib::Request&, httplib::Response& res) {
+        if (t_admitted.adapter != adapter.get()) return;
+        Verdict verdict = std::move(t_admitted.verdict);
+        t_admitted = {};  // no verdict (nor its policy set, nor its place) kept past a request
+        if (res.status != 400 || bad_request_cost < 0 || !verdict.limited()) return;
+        refund(verdict, bad_request_cost);
+        setRateLimitHeaders(res, verdict);
+      });
   server.set_pre_routing_handler(
       [check = std::move(check), refund, options = std::move(options), delayed, adapter,
        bad_request_cost](const httplib::Request& req, httplib::Response& res) {
         t_admitted = {};
         std::string user = options.user_of ? options.user_of(req) : std::string();
+        std::string priority = options.priority_of ? options.priority_of(req) : std::string();
         RequestInfo info;
         info.method = req.method;
         info.path = req.path;
         info.peer = req.remote_addr;
         info.user = user;
+        info.priority = priority;
         info.headers.reserve(req.headers.size());
         for (const auto& [name, value] : req.headers) info.headers.emplace_back(name, value);
 
         Verdict verdict = check(info);
-        if (!verdict.limited()) return httplib::Server::HandlerResponse::Unhandled;
+        // Kept to the post-routing handler: the place in flight, and what a 400 refunds.
+        auto keep = [&] {
+          if (verdict.in_flight || (bad_request_cost >= 0 && verdict.limited())) {
+            t_admitted = {adapter.get(), std::move(verdict)};
+          }
+        };
+        if (!verdict.limited() && verdict.allowed()) {
+          keep();
+          return httplib::Server::HandlerResponse::Unhandled;
+        }
 
         // A delay is waited out only within both bounds; beyond either the request is refused,
         // and Retry-After is when it would be within them without any other thread's help.
@@ -111,7 +124,7 @@ std::shared_ptr<const DelayedThreads> install(httplib::Server& server,
           return httplib::Server::HandlerResponse::Handled;
         }
         if (slot) options.wait_for(std::chrono::nanoseconds(delay_ns));
-        if (bad_request_cost >= 0) t_admitted = {adapter.get(), std::move(verdict)};
+        keep();
         return httplib::Server::HandlerResponse::Unhandled;
       });
   return delayed;

@@ -72,6 +72,10 @@ struct HttplibOptions {
   // The user id for `key: user` policies, e.g. from the session the service authenticated.
   // Unset or returning "" means no user (such policies do not apply).
   std::function<std::string(const httplib::Request&)> user_of;
+  // The priority class of a request (http.shedding), e.g. from what the route or the user
+  // is worth to the service. Unset, returning "" or a name that is no class: the class is
+  // the priority header's (from a trusted proxy), else the route's, else the default.
+  std::function<std::string(const httplib::Request&)> priority_of;
   // Hold an admitted request in its server thread for the decision's delay (leaky-bucket
   // shaping) before the route runs, within the two bounds below. Off: the delay is only
   // reported, and nothing is refused for it.
@@ -91,7 +95,8 @@ struct HttplibOptions {
   // How a delay is waited out; unset: std::this_thread::sleep_for. Tests pass a wait they
   // end themselves.
   std::function<void(std::chrono::nanoseconds)> wait_for;
-  // Called for every request a policy applied to, after the decision (e.g. for metrics).
+  // Called for every request a policy applied to or that was shed, after the decision (e.g.
+  // for metrics).
   std::function<void(const httplib::Request&, const Verdict&)> on_verdict;
   // What an admitted request answered 400 Bad Request (by a route, or by cpp-httplib for a
   // body it could not read) costs in each policy, at most its cost there: the rest is given
@@ -104,8 +109,10 @@ struct HttplibOptions {
 // Installs `limiter` as `server`'s pre-routing handler, and as its post-routing handler for
 // bad_request_cost (replacing any set before). Every response under a policy gets
 // RateLimit-Policy and RateLimit; a rejection is answered right there with 429 (503 for a
-// fail-closed store that is down), Retry-After when a retry can succeed, and an
-// application/problem+json body naming the violated policies.
+// fail-closed store that is down, or a priority class shed under http.shedding),
+// Retry-After when a retry can succeed, and an application/problem+json body naming the
+// violated policies (or saying "overloaded"). An admitted request holds its place in flight
+// until its response is written.
 // Thread-safe as the limiter is; `limiter` is kept alive by the server's handler. Returns
 // the threads held for a delay (for metrics and tests).
 std::shared_ptr<const DelayedThreads> installRateLimiter(httplib::Server& server,

@@ -19,6 +19,8 @@ int severity(Outcome outcome) {
   switch (outcome) {
     case Outcome::kCostExceedsBurst:
       return 3;
+    case Outcome::kOverloaded:
+      return 2;
     case Outcome::kStoreUnavailable:
       return 2;
     case Outcome::kRejected:
@@ -82,6 +84,10 @@ Result<std::unique_ptr<Limiter>> Limiter::create(HttpConfig config,
     FailoverStore* batchable = failover != nullptr && failover->batchable() ? failover : nullptr;
     limiter->policies_.push_back(
         {&policy, std::move(*algorithm), std::move(store), batchable, failover});
+  }
+  if (limiter->config_.shedding.enabled()) {
+    limiter->shedder_ = std::make_unique<Shedder>(
+        limiter->config_.shedding, previous != nullptr ? previous->shedder_.get() : nullptr);
   }
   return limiter;
 }
@@ -149,6 +155,7 @@ Verdict Limiter::check(const RequestInfo& request) {
   }
   const int64_t now_ns = clock_->nowNs();
   verdict.decided_ns = now_ns;
+  if (shedder_ != nullptr && !enterShedding(request, verdict)) return verdict;
 
   // Policies on Redis are decided after the loop, together: one round trip per request.
   std::vector<std::pair<size_t, Store*>> local;
@@ -242,9 +249,32 @@ Verdict Limiter::check(const RequestInfo& request) {
     verdict.binding.delay_ns = longest_delay_ns;
     return verdict;
   }
-  // All-or-nothing: give back what the admitting policies took.
+  // All-or-nothing: give back what the admitting policies took. A refused request does no
+  // work, so it holds no place in flight either.
   refund(verdict);
+  verdict.in_flight.reset();
   return verdict;
+}
+
+bool Limiter::enterShedding(const RequestInfo& request, Verdict& verdict) const {
+  const SheddingConfig& shedding = config_.shedding;
+  // The priority header is a proxy's word: from anyone else it is ignored.
+  std::vector<std::string_view> header_values;
+  if (!shedding.priority_header.empty()) {
+    std::optional<IpAddress> peer = IpAddress::parse(request.peer);
+    if (peer && trusted_.trusts(*peer)) {
+      header_values = headerValues(request, shedding.priority_header);
+    }
+  }
+  const size_t index =
+      shedder_->classify(request.priority, header_values, request.method, request.path);
+  verdict.priority = shedder_->name(index);
+  verdict.in_flight = shedder_->enter(index);
+  if (verdict.in_flight) return true;
+  verdict.shed = true;
+  verdict.binding.outcome = Outcome::kOverloaded;
+  verdict.binding.retry_after_ns = static_cast<int64_t>(shedding.retry_after_ns);
+  return false;
 }
 
 void Limiter::refund(Verdict& verdict, int64_t kept) const {

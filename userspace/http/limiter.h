@@ -15,6 +15,7 @@
 #include "http/clock.h"
 #include "http/decision.h"
 #include "http/policy.h"
+#include "http/shedder.h"
 #include "http/store.h"
 
 namespace floodgate::http {
@@ -29,6 +30,9 @@ struct RequestInfo {
   // Every header line, in the order received; names compared case-insensitively.
   std::vector<std::pair<std::string_view, std::string_view>> headers;
   std::string_view user;  // user id for `key: user` policies; empty when not signed in
+  // The priority class the service gives this request (http.shedding); empty: by header,
+  // route or default.
+  std::string_view priority;
 };
 
 // One policy that matched the request, and what it decided.
@@ -59,15 +63,22 @@ struct Verdict {
   // `key: ip` policies then share kUnknownClientKey, and nothing is reported.
   std::string client_ip;
   std::string client_key;
-  // Refused only because the server had no thread free to hold its shaping delay: other
+  // Refused only because the server had no thread free to hold its shaping delay, or had
+  // too many requests in flight for its priority class (binding outcome kOverloaded): other
   // clients' doing, not this one's excess, so never a reason to report it (escalate).
   bool shed = false;
+  // With http.shedding: the request's priority class, and its place among the requests in
+  // flight, held until this verdict (and every copy of it) is destroyed, so a caller keeps
+  // the verdict until the response is sent. Null when shed, rejected, or without shedding.
+  std::string_view priority;
+  std::shared_ptr<const void> in_flight;
   int64_t decided_ns = 0;  // the clock reading the stores decided at (refunds give back at it)
   // Set by LiveLimiter: the policy set the pointers above point into, kept alive for as long
   // as the verdict is (a new set may be swapped in meanwhile).
   std::shared_ptr<const void> policy_set;
 
   bool allowed() const { return binding.allowed(); }
+  // Whether a policy applied (there are RateLimit fields to send).
   bool limited() const { return !decisions.empty(); }
   // Whether this rejection is the client's own excess at its address, the only kind worth
   // reporting for a ban (http.escalate): a `key: ip` policy rejected it, and the client is
@@ -124,6 +135,8 @@ class Limiter {
   const HttpConfig& config() const { return config_; }
   // Per-policy store, in config order (for stats).
   Store& store(size_t policy_index) { return *policies_[policy_index].store; }
+  // The priority classes and their counts; null without http.shedding.
+  const Shedder* shedder() const { return shedder_.get(); }
 
  private:
   struct CompiledPolicy {
@@ -145,6 +158,9 @@ class Limiter {
   std::shared_ptr<Store> storeToKeep(const PolicyConfig& policy, const StoreConfig& store) const;
   void migrateInto(const PolicyConfig& policy, const Algorithm& algorithm, Store& into,
                    int64_t now_ns) const;
+  // Takes the request's place in flight for its priority class into `verdict`; false (and
+  // `verdict` an overloaded refusal) when its class is shed.
+  bool enterShedding(const RequestInfo& request, Verdict& verdict) const;
   // The key `policy` uses for `request`; empty if the request has none (header missing).
   std::string keyFor(const PolicyConfig& policy, const RequestInfo& request,
                      const std::string& client_key) const;
@@ -153,6 +169,7 @@ class Limiter {
   std::shared_ptr<const Clock> clock_;
   TrustedProxies trusted_;
   std::vector<CompiledPolicy> policies_;
+  std::unique_ptr<Shedder> shedder_;
 };
 
 // Every value of header `name` (case-insensitive), in order.

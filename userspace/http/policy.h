@@ -21,6 +21,7 @@ struct RouteMatch {
   std::string path_prefix = "/";
 
   bool matches(std::string_view method, std::string_view path) const;
+  bool operator==(const RouteMatch&) const = default;
 };
 
 // What identifies the client for a policy: its IP address (through trusted proxies), the
@@ -125,6 +126,32 @@ struct PublishConfig {
   bool enabled() const { return !file.empty() || !redis_key.empty(); }
 };
 
+// A priority class for load shedding: which requests it holds, and the requests in flight
+// on this instance (of every class) at which its own are refused with 503.
+struct PriorityClass {
+  std::string name;               // letters, digits, '_', '-', '.'; unique
+  std::vector<RouteMatch> match;  // requests any of these match (first class wins)
+  int64_t max_in_flight = 0;      // refused once this many requests are in flight
+
+  bool operator==(const PriorityClass&) const = default;
+};
+
+// Priority load shedding (http.shedding): when the requests in flight pass a class's
+// threshold, that class is refused, lowest first; the highest class's threshold is above
+// every other's, so it keeps a reserved share the others cannot take. A request's class is
+// the one the service names (HttplibOptions::priority_of), else the one the header
+// `priority_header` names when a trusted proxy sent it, else the first class whose `match`
+// matches, else `default_class`.
+struct SheddingConfig {
+  std::vector<PriorityClass> classes;  // highest priority first; empty: no shedding
+  size_t default_class = 0;            // index into classes
+  std::string priority_header;         // empty: none is read
+  uint64_t retry_after_ns = 1'000'000'000;
+
+  bool enabled() const { return !classes.empty(); }
+  bool operator==(const SheddingConfig&) const = default;
+};
+
 // IPv6 clients are keyed by a prefix of this many bits unless http.ipv6_prefix says.
 inline constexpr int kDefaultIpv6Prefix = 64;
 
@@ -136,6 +163,7 @@ struct HttpConfig {
   std::vector<PolicyConfig> policies;
   EscalateConfig escalate;
   PublishConfig publish;
+  SheddingConfig shedding;
 };
 
 }  // namespace floodgate::http

@@ -120,7 +120,7 @@ TEST_F(RedisClusterTest, LimiterWithSeveralPoliciesOnTheCluster) {
     std::string user = "user-" + std::to_string(u);
     std::string ip = "10.0.0." + std::to_string(u);
     for (int i = 0; i < 4; ++i) {
-      RequestInfo request{"GET", "/", ip, {}, user};
+      RequestInfo request{"GET", "/", ip, {}, user, {}};
       Verdict v = (*limiter)->check(request);
       ASSERT_EQ(v.decisions.size(), 2u);
       for (const PolicyDecision& pd : v.decisions) {

@@ -56,7 +56,7 @@ class RedisFailureTest : public ::testing::Test {
   }
 
   Verdict check(std::string_view path, std::string_view ip = "192.0.2.1") {
-    return limiter_->check(RequestInfo{"GET", path, ip, {}, {}});
+    return limiter_->check(RequestInfo{"GET", path, ip, {}, {}, {}});
   }
   FailoverStore& store(size_t policy) {
     return dynamic_cast<FailoverStore&>(limiter_->store(policy));
@@ -162,7 +162,7 @@ TEST_F(RedisFailureTest, ManyThreadsThroughAnOutageNeitherCrashNorHang) {
       for (int64_t n = 0; !stop.load(); ++n) {
         std::string ip = "10." + std::to_string(t) + "." + std::to_string((n >> 8) & 255) + "." +
                          std::to_string(n & 255);
-        limiter_->check(RequestInfo{"GET", t % 2 ? "/api" : "/login", ip, {}, {}});
+        limiter_->check(RequestInfo{"GET", t % 2 ? "/api" : "/login", ip, {}, {}, {}});
         ++decided[t];
       }
     });

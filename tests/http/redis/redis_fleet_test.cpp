@@ -214,23 +214,23 @@ TEST_F(RedisFleetTest, ARequestsPoliciesShareOneRoundTripAndKeepTheirFailureMode
   ASSERT_TRUE(made.ok());
   Limiter& limiter = **made;
   redis::Client& client = dynamic_cast<FailoverStore&>(limiter.store(0)).batchable()->client();
-  ASSERT_TRUE(limiter.check({"GET", "/", "10.0.0.1", {}, "warm-up"}).allowed());  // scripts
+  ASSERT_TRUE(limiter.check({"GET", "/", "10.0.0.1", {}, "warm-up", {}}).allowed());  // scripts
   int64_t trips = client.roundTrips();
   for (int i = 0; i < 2; ++i) {
-    EXPECT_TRUE(limiter.check({"GET", "/", "10.0.0.1", {}, "ann"}).allowed());
+    EXPECT_TRUE(limiter.check({"GET", "/", "10.0.0.1", {}, "ann", {}}).allowed());
   }
   EXPECT_EQ(client.roundTrips() - trips, 2);  // two policies, one round trip per request
   // per-ip is spent (3); the user's units come back (all-or-nothing), one refund each.
-  Verdict v = limiter.check({"GET", "/", "10.0.0.1", {}, "ann"});
+  Verdict v = limiter.check({"GET", "/", "10.0.0.1", {}, "ann", {}});
   EXPECT_FALSE(v.allowed());
   EXPECT_EQ(v.violated, std::vector<std::string_view>{"per-ip"});
-  EXPECT_TRUE(limiter.check({"GET", "/", "10.0.0.2", {}, "ann"}).allowed());
-  EXPECT_TRUE(limiter.check({"GET", "/", "10.0.0.2", {}, "ann"}).allowed());
-  EXPECT_TRUE(limiter.check({"GET", "/", "10.0.0.2", {}, "ann"}).allowed());  // 5th for ann
-  EXPECT_FALSE(limiter.check({"GET", "/", "10.0.0.3", {}, "ann"}).allowed());
+  EXPECT_TRUE(limiter.check({"GET", "/", "10.0.0.2", {}, "ann", {}}).allowed());
+  EXPECT_TRUE(limiter.check({"GET", "/", "10.0.0.2", {}, "ann", {}}).allowed());
+  EXPECT_TRUE(limiter.check({"GET", "/", "10.0.0.2", {}, "ann", {}}).allowed());  // 5th for ann
+  EXPECT_FALSE(limiter.check({"GET", "/", "10.0.0.3", {}, "ann", {}}).allowed());
 
   server_->kill();  // both policies fail in the same call; each follows its own mode
-  Verdict down = limiter.check({"GET", "/", "10.0.0.9", {}, "bob"});
+  Verdict down = limiter.check({"GET", "/", "10.0.0.9", {}, "bob", {}});
   ASSERT_EQ(down.decisions.size(), 2u);
   EXPECT_EQ(down.decisions[0].decision.outcome, Outcome::kAllowed);           // open: local share
   EXPECT_EQ(down.decisions[1].decision.outcome, Outcome::kStoreUnavailable);  // closed

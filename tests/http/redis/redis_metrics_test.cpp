@@ -30,7 +30,7 @@ TEST(RedisMetrics, ExampleServiceExportsStoreHealth) {
   ASSERT_TRUE(limiter.ok());
   example::ServiceMetrics metrics;
   auto request = [&](std::string_view path) {
-    metrics.countVerdict((*limiter)->check(RequestInfo{"GET", path, "192.0.2.1", {}, {}}));
+    metrics.countVerdict((*limiter)->check(RequestInfo{"GET", path, "192.0.2.1", {}, {}, {}}));
   };
   request("/api");
   std::string before = metrics.render(**limiter);

@@ -91,7 +91,7 @@ TEST_F(RedisRejectionTest, TenThousandRequestsOfARejectedKeyCostAHandfulOfCalls)
   ASSERT_TRUE(made.ok()) << made.error().message;
   Limiter& limiter = **made;
   auto request = [&](std::string_view key, std::string_view ip) {
-    return limiter.check(RequestInfo{"GET", "/", ip, {{"X-API-Key", key}}, {}});
+    return limiter.check(RequestInfo{"GET", "/", ip, {{"X-API-Key", key}}, {}, {}});
   };
 
   for (int i = 0; i < 5; ++i) ASSERT_TRUE(request("hot", "192.0.2.1").allowed());

@@ -6,6 +6,7 @@
 
 #include <CLI/CLI.hpp>
 #include <charconv>
+#include <chrono>
 #include <iostream>
 #include <thread>
 
@@ -62,7 +63,9 @@ std::string routeLabel(const std::string& path) {
 
 // The demo's routes, each with its own cost in the config's `routes:` (see
 // config/examples/http-api.yaml): reading is cheap, writing dearer, a report dearest.
-void addRoutes(httplib::Server& server, example::ServiceMetrics& metrics) {
+// A report takes `report_work` to build: a slow route to rehearse overload with (shedding).
+void addRoutes(httplib::Server& server, example::ServiceMetrics& metrics,
+               std::chrono::milliseconds report_work) {
   auto json = [&metrics](std::string route, std::string body) {
     return [&metrics, route = std::move(route), body = std::move(body)](const httplib::Request&,
                                                                         httplib::Response& res) {
@@ -82,7 +85,12 @@ void addRoutes(httplib::Server& server, example::ServiceMetrics& metrics) {
                     "application/problem+json");
     metrics.countResponse("/api/orders", 400);
   });
-  server.Get("/api/reports", json("/api/reports", R"({"report":"quarterly","rows":1200})"));
+  server.Get("/api/reports",
+             [report_work, reply = json("/api/reports", R"({"report":"quarterly","rows":1200})")](
+                 const httplib::Request& req, httplib::Response& res) {
+               if (report_work.count() > 0) std::this_thread::sleep_for(report_work);
+               reply(req, res);
+             });
   server.Get("/healthz", json("/healthz", R"({"ok":true})"));
 }
 
@@ -128,7 +136,8 @@ Result<std::shared_ptr<LiveLimiter>> loadPolicies(const PolicySource& source) {
   return std::make_shared<LiveLimiter>(std::shared_ptr<Limiter>(std::move(*made)), "", clock);
 }
 
-int run(const PolicySource& source, const std::string& listen) {
+int run(const PolicySource& source, const std::string& listen,
+        std::chrono::milliseconds report_work) {
   auto address = parseListen(listen);
   if (!address) {
     std::cerr << "floodgate-http-example: error: " << address.error().message << "\n";
@@ -158,7 +167,7 @@ int run(const PolicySource& source, const std::string& listen) {
 
   example::ServiceMetrics metrics;
   httplib::Server server;
-  addRoutes(server, metrics);
+  addRoutes(server, metrics, report_work);
   server.Get("/metrics", [&](const httplib::Request&, httplib::Response& res) {
     res.set_content(
         metrics.render(*live->current(), reporter.get(), source.followed() ? live.get() : nullptr),
@@ -231,6 +240,11 @@ int main(int argc, char** argv) {
   config->excludes(redis);
   policies->excludes(redis);
   app.add_option("--listen", listen, "ADDR:PORT to serve on (port 0: any free port)");
+  int64_t report_ms = 0;
+  app.add_option("--report-ms", report_ms,
+                 "Milliseconds /api/reports works before it answers: a slow route to rehearse "
+                 "overload with (http.shedding)")
+      ->check(CLI::Range(int64_t{0}, int64_t{60'000}));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -266,5 +280,5 @@ int main(int argc, char** argv) {
                  "followed)\n";
     return 2;
   }
-  return run(source, listen);
+  return run(source, listen, std::chrono::milliseconds(report_ms));
 }

@@ -20,6 +20,8 @@ std::string_view outcomeLabel(Outcome outcome) {
       return "cost_exceeds_burst";
     case Outcome::kStoreUnavailable:
       return "store_unavailable";
+    case Outcome::kOverloaded:
+      return "overloaded";
   }
   return "unknown";
 }
@@ -128,7 +130,33 @@ std::string ServiceMetrics::render(Limiter& limiter, const LiveReporter* reporte
         "floodgate_http_policy_version{version=\"" +
         labelValue(live->version()) + "\"} 1\n";
   }
+  if (const Shedder* shedder = limiter.shedder()) out += renderShedding(*shedder);
   return out + renderSharedStore(limiter);
+}
+
+std::string ServiceMetrics::renderShedding(const Shedder& shedder) {
+  std::string out =
+      "# HELP floodgate_http_priority_requests_total Requests by priority class (http.shedding) "
+      "and result: admitted to the policies, or shed with 503.\n"
+      "# TYPE floodgate_http_priority_requests_total counter\n";
+  std::string thresholds =
+      "# HELP floodgate_http_priority_max_in_flight Requests in flight at which a priority "
+      "class is shed.\n"
+      "# TYPE floodgate_http_priority_max_in_flight gauge\n";
+  for (const PriorityClassStats& c : shedder.stats()) {
+    const std::string labels = "{class=\"" + labelValue(c.name) + "\"";
+    out += "floodgate_http_priority_requests_total" + labels + ",result=\"admitted\"} " +
+           std::to_string(c.admitted) + "\n";
+    out += "floodgate_http_priority_requests_total" + labels + ",result=\"shed\"} " +
+           std::to_string(c.shed) + "\n";
+    thresholds += "floodgate_http_priority_max_in_flight" + labels + "} " +
+                  std::to_string(c.max_in_flight) + "\n";
+  }
+  return out + thresholds +
+         "# HELP floodgate_http_in_flight Requests admitted and not yet answered.\n"
+         "# TYPE floodgate_http_in_flight gauge\n"
+         "floodgate_http_in_flight " +
+         std::to_string(shedder.inFlight()) + "\n";
 }
 
 std::string ServiceMetrics::renderSharedStore(Limiter& limiter) const {

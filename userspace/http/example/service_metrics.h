@@ -19,6 +19,10 @@ namespace floodgate::http::example {
 //   floodgate_http_decisions_total{policy,outcome} every policy decision (outcome:
 //       allowed | rejected | cost_exceeds_burst | store_unavailable)
 //   floodgate_http_store_keys{policy}              keys held per policy (read at scrape)
+// with http.shedding:
+//   floodgate_http_priority_requests_total{class,result}  admitted | shed, per class
+//   floodgate_http_priority_max_in_flight{class}   each class's threshold
+//   floodgate_http_in_flight                       requests admitted and not yet answered
 // following published policies (--policies):
 //   floodgate_http_policy_reloads_total{result}    published sets applied | refused
 //   floodgate_http_policy_version{version}         1 for the version enforced
@@ -41,6 +45,7 @@ class ServiceMetrics {
 
  private:
   std::string renderSharedStore(Limiter& limiter) const;
+  static std::string renderShedding(const Shedder& shedder);
 
   mutable std::mutex mutex_;
   std::map<std::pair<std::string, int>, int64_t> responses_;

@@ -23,6 +23,8 @@ std::string_view outcomeWord(Outcome outcome) {
       return "never";
     case Outcome::kStoreUnavailable:
       return "unavailable";
+    case Outcome::kOverloaded:
+      return "overloaded";
   }
   return "?";
 }

@@ -1,0 +1,264 @@
+// SPDX-License-Identifier: MIT
+// Priority load shedding: which class is refused at which load, what a shed request is
+// answered, who may name a class, and an exact count of requests in flight under races.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <nlohmann/json.hpp>
+#include <thread>
+#include <vector>
+
+#include "http/config_parser.h"
+#include "http/headers.h"
+#include "http/limiter.h"
+
+namespace floodgate::http {
+namespace {
+
+constexpr int64_t kMs = 1'000'000;
+
+// critical keeps 2 places of 8 for itself; normal is shed at 6, bulk at 3.
+constexpr const char* kThreeClasses = R"(http:
+  trusted_proxies: [10.0.0.0/8]
+  client_header: x-forwarded-for
+  shedding:
+    retry_after: 3s
+    priority_header: x-priority
+    classes:
+      - name: critical
+        max_in_flight: 8
+        match:
+          - {methods: [POST], path_prefix: /payments}
+      - name: normal
+        max_in_flight: 6
+        default: true
+      - name: bulk
+        max_in_flight: 3
+        match:
+          - {path_prefix: /reports}
+  policies:
+    - name: per-ip
+      key: ip
+      algorithm: fixed_window
+      limit: 1000
+      window_ms: 60000
+)";
+
+struct Fixture {
+  std::shared_ptr<ManualClock> clock = std::make_shared<ManualClock>(1'000 * kMs);
+  std::unique_ptr<Limiter> limiter;
+
+  explicit Fixture(const std::string& yaml, const Limiter* previous = nullptr) {
+    auto config = parseHttpConfigText(yaml, "test.yaml");
+    EXPECT_TRUE(config.ok()) << config.error().message;
+    auto made = Limiter::create(std::move(*config), clock, {}, previous);
+    EXPECT_TRUE(made.ok());
+    limiter = std::move(*made);
+  }
+
+  Verdict check(std::string_view method, std::string_view path, std::string_view peer = "192.0.2.1",
+                std::vector<std::pair<std::string_view, std::string_view>> headers = {},
+                std::string_view priority = {}) {
+    RequestInfo r;
+    r.method = method;
+    r.path = path;
+    r.peer = peer;
+    r.headers = std::move(headers);
+    r.priority = priority;
+    return limiter->check(r);
+  }
+  Verdict critical() { return check("POST", "/payments"); }
+  Verdict normal() { return check("GET", "/items"); }
+  Verdict bulk() { return check("GET", "/reports"); }
+};
+
+TEST(Shedding, LowerClassesAreShedFirstAsLoadRisesAndServedAgainAsItFalls) {
+  Fixture f(kThreeClasses);
+  std::vector<Verdict> held;  // requests in flight: each admitted verdict holds its place
+  // Which classes a fresh request of each is admitted in, at the load `held` makes.
+  auto admitted = [&] {
+    std::string out;
+    for (auto [name, make] :
+         {std::pair{"critical", &Fixture::critical}, std::pair{"normal", &Fixture::normal},
+          std::pair{"bulk", &Fixture::bulk}}) {
+      Verdict v = (f.*make)();  // dropped at once: in flight only while it is probed
+      if (v.allowed()) out += std::string(out.empty() ? "" : ",") + name;
+    }
+    return out;
+  };
+  const char* expected[] = {
+      "critical,normal,bulk",  // 0 in flight
+      "critical,normal,bulk",  // 1
+      "critical,normal,bulk",  // 2
+      "critical,normal",       // 3: bulk's threshold
+      "critical,normal",       // 4
+      "critical,normal",       // 5
+      "critical",              // 6: normal's
+      "critical",              // 7
+      "",                      // 8: critical's own, the whole instance
+  };
+  for (int load = 0; load <= 8; ++load) {
+    EXPECT_EQ(admitted(), expected[load]) << load << " in flight";
+    f.clock->advanceNs(10 * kMs);
+    if (load < 8) held.push_back(f.critical());
+    ASSERT_TRUE(held.back().allowed());
+    EXPECT_EQ(f.limiter->shedder()->inFlight(), static_cast<int64_t>(held.size()));
+  }
+  // Falling: bulk is served again once fewer than 3 are in flight.
+  while (held.size() > 2) {
+    held.pop_back();
+    f.clock->advanceNs(10 * kMs);
+  }
+  EXPECT_EQ(admitted(), "critical,normal,bulk");
+  held.clear();
+  EXPECT_EQ(f.limiter->shedder()->inFlight(), 0);
+
+  std::vector<PriorityClassStats> stats = f.limiter->shedder()->stats();
+  ASSERT_EQ(stats.size(), 3u);
+  EXPECT_EQ(stats[0].name, "critical");
+  EXPECT_EQ(stats[0].shed, 1);  // at 8
+  EXPECT_EQ(stats[1].shed, 3);  // at 6, 7, 8
+  EXPECT_EQ(stats[2].shed, 6);  // at 3 to 8
+  EXPECT_EQ(stats[2].admitted, 4);
+}
+
+TEST(Shedding, AShedRequestIsA503SayingOverloadedWithRetryAfterAndTakesNothing) {
+  Fixture f(R"(http:
+  shedding:
+    retry_after: 3s
+    classes:
+      - {name: critical, max_in_flight: 2, match: [{path_prefix: /payments}]}
+      - {name: bulk, max_in_flight: 1}
+  policies:
+    - {name: per-ip, key: ip, algorithm: fixed_window, limit: 5, window_ms: 60000}
+)");
+  Verdict first = f.check("GET", "/reports");
+  ASSERT_TRUE(first.allowed());
+  EXPECT_EQ(first.priority, "bulk");
+  for (int i = 0; i < 20; ++i) {
+    Verdict shed = f.check("GET", "/reports");
+    ASSERT_FALSE(shed.allowed());
+    EXPECT_EQ(shed.binding.outcome, Outcome::kOverloaded);
+    EXPECT_EQ(statusFor(shed), 503);
+    EXPECT_FALSE(shed.reportable()) << "overload is not the client's doing";
+    EXPECT_FALSE(shed.limited()) << "no policy was asked";
+    auto headers = responseHeaders(shed);
+    ASSERT_EQ(headers.size(), 1u);
+    EXPECT_EQ(headers[0], (std::pair<std::string, std::string>{"Retry-After", "3"}));
+    auto body = nlohmann::json::parse(problemJson(shed));
+    EXPECT_EQ(body["status"], 503);
+    EXPECT_EQ(body["overloaded"], true);
+    EXPECT_EQ(body["priority"], "bulk");
+    EXPECT_NE(body["detail"].get<std::string>().find("overloaded"), std::string::npos);
+  }
+  // The 20 shed requests took nothing from the per-IP limit of 5: 4 more are admitted.
+  first = {};
+  int admitted = 0;
+  for (int i = 0; i < 10; ++i) admitted += f.check("GET", "/reports").allowed();
+  EXPECT_EQ(admitted, 4);
+}
+
+TEST(Shedding, ARequestAPolicyRejectsHoldsNoPlaceInFlight) {
+  Fixture f(R"(http:
+  shedding:
+    classes:
+      - {name: critical, max_in_flight: 4, match: [{path_prefix: /payments}]}
+      - {name: bulk, max_in_flight: 2}
+  policies:
+    - {name: per-ip, key: ip, algorithm: fixed_window, limit: 1, window_ms: 60000}
+)");
+  Verdict admitted = f.check("GET", "/x");
+  ASSERT_TRUE(admitted.allowed());
+  for (int i = 0; i < 10; ++i) {
+    Verdict rejected = f.check("GET", "/x");
+    EXPECT_EQ(rejected.binding.outcome, Outcome::kRejected);
+    EXPECT_EQ(rejected.in_flight, nullptr);
+  }
+  EXPECT_EQ(f.limiter->shedder()->inFlight(), 1);
+}
+
+TEST(Shedding, OnlyATrustedProxyOrTheServiceNamesAClassAndOnlyAClassItKnows) {
+  Fixture f(kThreeClasses);
+  using Headers = std::vector<std::pair<std::string_view, std::string_view>>;
+  // A client naming its own priority is not believed: GET /reports stays bulk.
+  EXPECT_EQ(f.check("GET", "/reports", "192.0.2.1", Headers{{"X-Priority", "critical"}}).priority,
+            "bulk");
+  // From a trusted proxy, the header names the class.
+  EXPECT_EQ(f.check("GET", "/reports", "10.0.0.1", Headers{{"x-priority", " critical "}}).priority,
+            "critical");
+  // A name that is no class, or two lines (the client's own beside the proxy's), are ignored.
+  EXPECT_EQ(f.check("GET", "/reports", "10.0.0.1", Headers{{"x-priority", "root"}}).priority,
+            "bulk");
+  EXPECT_EQ(f.check("GET", "/reports", "10.0.0.1",
+                    Headers{{"x-priority", "critical"}, {"x-priority", "critical"}})
+                .priority,
+            "bulk");
+  // The service's own word comes first; a default covers what nothing matches.
+  EXPECT_EQ(
+      f.check("GET", "/reports", "10.0.0.1", Headers{{"x-priority", "bulk"}}, "critical").priority,
+      "critical");
+  EXPECT_EQ(f.check("GET", "/reports", "192.0.2.1", {}, "no-such-class").priority, "bulk");
+  EXPECT_EQ(f.check("DELETE", "/payments").priority, "normal");  // the match wants POST
+}
+
+TEST(Shedding, WithoutAMarkedDefaultAnUnmatchedRequestIsOfTheLowestClass) {
+  Fixture f(R"(http:
+  shedding:
+    classes:
+      - {name: critical, max_in_flight: 4, match: [{path_prefix: /payments}]}
+      - {name: bulk, max_in_flight: 2}
+)");
+  EXPECT_EQ(f.check("GET", "/anything").priority, "bulk");
+}
+
+TEST(Shedding, ANewPolicySetCountsTheRequestsStillInFlightUnderTheOldOne) {
+  Fixture f(kThreeClasses);
+  std::vector<Verdict> held;
+  for (int i = 0; i < 5; ++i) held.push_back(f.critical());
+  Fixture next(kThreeClasses, f.limiter.get());
+  EXPECT_EQ(next.limiter->shedder()->inFlight(), 5);
+  EXPECT_FALSE(next.bulk().allowed());
+  EXPECT_TRUE(next.normal().allowed());
+  EXPECT_EQ(next.limiter->shedder()->stats()[0].admitted, 5) << "counts carry over by name";
+  f.limiter.reset();  // the old set is gone; its requests still give their places back
+  held.clear();
+  EXPECT_EQ(next.limiter->shedder()->inFlight(), 0);
+  EXPECT_TRUE(next.bulk().allowed());
+}
+
+TEST(Shedding, RacingThreadsNeverHoldMorePlacesThanTheThreshold) {
+  Fixture f(R"(http:
+  shedding:
+    classes:
+      - {name: critical, max_in_flight: 5, match: [{path_prefix: /payments}]}
+      - {name: bulk, max_in_flight: 3}
+)");
+  std::atomic<int> holding{0}, most{0};
+  std::atomic<int64_t> admitted{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 20'000; ++i) {
+        Verdict v = t % 2 ? f.check("GET", "/reports") : f.check("POST", "/payments");
+        if (!v.allowed()) continue;
+        int now = holding.fetch_add(1) + 1;
+        int seen = most.load();
+        while (now > seen && !most.compare_exchange_weak(seen, now)) {
+        }
+        holding.fetch_sub(1);
+        ++admitted;
+        v = {};  // the place goes back only after this thread stopped counting it
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_LE(most.load(), 5);
+  EXPECT_GT(admitted.load(), 0);
+  EXPECT_EQ(f.limiter->shedder()->inFlight(), 0);
+  int64_t total = 0;
+  for (const auto& c : f.limiter->shedder()->stats()) total += c.admitted + c.shed;
+  EXPECT_EQ(total, 8 * 20'000);
+}
+
+}  // namespace
+}  // namespace floodgate::http
