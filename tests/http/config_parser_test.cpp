@@ -112,7 +112,7 @@ TEST(HttpConfig, BadKeyProxyAndUnknownField) {
             "f.yaml:2:33: '300.1.1.1' is not an address or CIDR prefix (e.g. 10.0.0.0/8, ::1)");
   EXPECT_EQ(firstError("http:\n  polices: []\n"),
             "f.yaml:2:3: unknown key 'polices' in http (expected one of: trusted_proxies, "
-            "client_header, ipv6_prefix, store, policies, escalate, publish, shedding)");
+            "client_header, ipv6_prefix, store, policies, escalate, publish, shedding, retry_after_jitter)");
 }
 
 TEST(HttpConfig, TheClientHeaderIsChosenNeverGuessed) {

@@ -17,6 +17,7 @@ class Headers : public ::testing::Test {
  protected:
   void SetUp() override {
     auto config = parseHttpConfigText(R"(http:
+  retry_after_jitter: 0  # the exact wait (jitter: retry_jitter_test.cpp)
   policies:
     - name: per-key
       key: header:X-API-Key

@@ -116,6 +116,7 @@ TEST(Limiter, RefundGivesBackAnAdmittedVerdictOnceAndARejectedOneNotAgain) {
 
 TEST(Limiter, BindingRejectionIsTheLongestWaitAndNamesEveryViolatedPolicy) {
   Fixture f(R"(http:
+  retry_after_jitter: 0  # the exact wait (jitter: retry_jitter_test.cpp)
   policies:
     - name: short
       key: ip

@@ -124,6 +124,7 @@ TEST(Shedding, LowerClassesAreShedFirstAsLoadRisesAndServedAgainAsItFalls) {
 
 TEST(Shedding, AShedRequestIsA503SayingOverloadedWithRetryAfterAndTakesNothing) {
   Fixture f(R"(http:
+  retry_after_jitter: 0  # the exact wait (jitter: retry_jitter_test.cpp)
   shedding:
     retry_after: 3s
     classes:

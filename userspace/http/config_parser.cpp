@@ -139,7 +139,7 @@ HttpConfig Parser::parse(const YAML::Node& http) {
   if (!requireMap(http, "http")) return config;
   rejectUnknownKeys(http, "http",
                     {"trusted_proxies", "client_header", "ipv6_prefix", "store", "policies",
-                     "escalate", "publish", "shedding"});
+                     "escalate", "publish", "shedding", "retry_after_jitter"});
   if (http["trusted_proxies"]) parseTrustedProxies(http["trusted_proxies"], config);
   parseClientAddress(http, config);
   if (http["store"]) parseStore(http["store"], config.store);
@@ -147,6 +147,11 @@ HttpConfig Parser::parse(const YAML::Node& http) {
   if (http["escalate"]) parseEscalate(http["escalate"], config.escalate);
   if (http["publish"]) parsePublish(http["publish"], config.escalate, config.publish);
   if (http["shedding"]) parseShedding(http["shedding"], config);
+  if (const YAML::Node jitter = http["retry_after_jitter"]) {
+    if (auto v = readDouble(jitter, "http.retry_after_jitter", 0, 1)) {
+      config.retry_after_jitter = *v;
+    }
+  }
 
   const YAML::Node policies = http["policies"];
   if (!policies) return config;

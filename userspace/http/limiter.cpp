@@ -7,6 +7,7 @@
 #include "http/failover_store.h"
 #include "http/header_text.h"
 #include "http/memory_store.h"
+#include "http/retry_jitter.h"
 #include "http/state_migration.h"
 #include "http/store_factory.h"
 
@@ -253,7 +254,14 @@ Verdict Limiter::check(const RequestInfo& request) {
   // work, so it holds no place in flight either.
   refund(verdict);
   verdict.in_flight.reset();
+  if (verdict.binding.outcome == Outcome::kRejected) jitterRetryAfter(verdict.binding);
   return verdict;
+}
+
+void Limiter::jitterRetryAfter(Decision& binding) const {
+  if (!(config_.retry_after_jitter > 0)) return;  // off: the exact wait, as decided
+  binding.retry_after_ns =
+      jitteredRetryAfterNs(binding.retry_after_ns, config_.retry_after_jitter, jitterRandom());
 }
 
 bool Limiter::enterShedding(const RequestInfo& request, Verdict& verdict) const {
@@ -274,6 +282,7 @@ bool Limiter::enterShedding(const RequestInfo& request, Verdict& verdict) const 
   verdict.shed = true;
   verdict.binding.outcome = Outcome::kOverloaded;
   verdict.binding.retry_after_ns = static_cast<int64_t>(shedding.retry_after_ns);
+  jitterRetryAfter(verdict.binding);
   return false;
 }
 

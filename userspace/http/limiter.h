@@ -161,6 +161,8 @@ class Limiter {
   // Takes the request's place in flight for its priority class into `verdict`; false (and
   // `verdict` an overloaded refusal) when its class is shed.
   bool enterShedding(const RequestInfo& request, Verdict& verdict) const;
+  // Spreads a refusal's retry-after over whole seconds (http.retry_after_jitter).
+  void jitterRetryAfter(Decision& binding) const;
   // The key `policy` uses for `request`; empty if the request has none (header missing).
   std::string keyFor(const PolicyConfig& policy, const RequestInfo& request,
                      const std::string& client_key) const;

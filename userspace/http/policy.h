@@ -152,6 +152,10 @@ struct SheddingConfig {
   bool operator==(const SheddingConfig&) const = default;
 };
 
+// The spread of Retry-After unless http.retry_after_jitter says: a tenth of the wait, and
+// at least a second either way.
+inline constexpr double kDefaultRetryAfterJitter = 0.1;
+
 // IPv6 clients are keyed by a prefix of this many bits unless http.ipv6_prefix says.
 inline constexpr int kDefaultIpv6Prefix = 64;
 
@@ -164,6 +168,9 @@ struct HttpConfig {
   EscalateConfig escalate;
   PublishConfig publish;
   SheddingConfig shedding;
+  // Refused clients are told Retry-After ceil(wait) plus 0 to ceil(this × that) whole
+  // seconds at random, so that clients refused together do not all come back together.
+  double retry_after_jitter = kDefaultRetryAfterJitter;
 };
 
 }  // namespace floodgate::http
