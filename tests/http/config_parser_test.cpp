@@ -112,7 +112,8 @@ TEST(HttpConfig, BadKeyProxyAndUnknownField) {
             "f.yaml:2:33: '300.1.1.1' is not an address or CIDR prefix (e.g. 10.0.0.0/8, ::1)");
   EXPECT_EQ(firstError("http:\n  polices: []\n"),
             "f.yaml:2:3: unknown key 'polices' in http (expected one of: trusted_proxies, "
-            "client_header, ipv6_prefix, store, policies, escalate, publish, shedding, retry_after_jitter)");
+            "client_header, ipv6_prefix, store, policies, escalate, publish, shedding, "
+            "retry_after_jitter)");
 }
 
 TEST(HttpConfig, TheClientHeaderIsChosenNeverGuessed) {
@@ -187,6 +188,11 @@ TEST(HttpConfig, SheddingClassesGoFromHighestToLowestWithAShareKeptForTheFirst) 
                               "      - {name: b, max_in_flight: 4, default: true}\n"),
             "f.yaml:5:46: priority class 'b' is a second default; only one class may be the "
             "default");
+  EXPECT_EQ(firstError(head + "      - {name: a, max_in_flight: 8, default: true}\n"
+                              "      - {name: b, max_in_flight: 4}\n"),
+            "f.yaml:4:46: priority class 'a' is the highest and may not be the default: a "
+            "request nothing names or matches would take the share kept for it; mark a lower "
+            "class default: true");
   EXPECT_EQ(firstError(head + "      - {name: a}\n"),
             "f.yaml:4:9: priority class 'a' needs max_in_flight: the requests in flight at which "
             "it is shed");

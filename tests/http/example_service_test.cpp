@@ -21,6 +21,7 @@ using floodgate::http::testing::ExampleService;
 
 // Buckets that refill once in 1000 s: no decision below depends on how fast the test runs.
 constexpr const char* kConfig = R"(http:
+  retry_after_jitter: 0  # the exact wait (jitter: retry_jitter_test.cpp)
   trusted_proxies: [127.0.0.1]
   client_header: x-forwarded-for
   policies:

@@ -3,7 +3,9 @@
 // answered, who may name a class, and an exact count of requests in flight under races.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
+#include <barrier>
 #include <nlohmann/json.hpp>
 #include <thread>
 #include <vector>
@@ -234,31 +236,50 @@ TEST(Shedding, RacingThreadsNeverHoldMorePlacesThanTheThreshold) {
       - {name: critical, max_in_flight: 5, match: [{path_prefix: /payments}]}
       - {name: bulk, max_in_flight: 3}
 )");
-  std::atomic<int> holding{0}, most{0};
+  // Each round, 8 threads ask at once and hold what they got until all have asked: a check
+  // and an increment that are not one step would let a sixth through in some round.
+  constexpr int kThreads = 8, kRounds = 5'000;
+  std::barrier asked(kThreads), released(kThreads);
+  std::atomic<int> admitted_in_round[kRounds] = {};
   std::atomic<int64_t> admitted{0};
   std::vector<std::thread> threads;
-  for (int t = 0; t < 8; ++t) {
+  for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {
-      for (int i = 0; i < 20'000; ++i) {
-        Verdict v = t % 2 ? f.check("GET", "/reports") : f.check("POST", "/payments");
-        if (!v.allowed()) continue;
-        int now = holding.fetch_add(1) + 1;
-        int seen = most.load();
-        while (now > seen && !most.compare_exchange_weak(seen, now)) {
+      for (int round = 0; round < kRounds; ++round) {
+        Verdict v = f.check("POST", "/payments");
+        if (v.allowed()) {
+          ++admitted_in_round[round];
+          ++admitted;
         }
-        holding.fetch_sub(1);
-        ++admitted;
-        v = {};  // the place goes back only after this thread stopped counting it
+        asked.arrive_and_wait();
+        v = {};
+        released.arrive_and_wait();
       }
     });
   }
   for (auto& t : threads) t.join();
-  EXPECT_LE(most.load(), 5);
-  EXPECT_GT(admitted.load(), 0);
+  int most = 0;
+  for (const auto& n : admitted_in_round) most = std::max(most, n.load());
+  EXPECT_EQ(most, 5) << "never more than the threshold, and it is reached";
   EXPECT_EQ(f.limiter->shedder()->inFlight(), 0);
   int64_t total = 0;
   for (const auto& c : f.limiter->shedder()->stats()) total += c.admitted + c.shed;
-  EXPECT_EQ(total, 8 * 20'000);
+  EXPECT_EQ(total, int64_t{kThreads} * kRounds);
+  EXPECT_EQ(f.limiter->shedder()->stats()[0].admitted, admitted.load());
+}
+
+TEST(Shedding, TurningSheddingOffAndOnAgainForgetsNoRequestInFlight) {
+  Fixture on(kThreeClasses);
+  std::vector<Verdict> held;
+  for (int i = 0; i < 5; ++i) held.push_back(on.critical());
+  Fixture off("http:\n  policies: []\n", on.limiter.get());
+  EXPECT_EQ(off.limiter->shedder(), nullptr);
+  Fixture again(kThreeClasses, off.limiter.get());
+  EXPECT_EQ(again.limiter->shedder()->inFlight(), 5);
+  EXPECT_FALSE(again.bulk().allowed());
+  EXPECT_EQ(again.limiter->shedder()->stats()[0].admitted, 5);
+  held.clear();
+  EXPECT_EQ(again.limiter->shedder()->inFlight(), 0);
 }
 
 }  // namespace

@@ -661,6 +661,12 @@ void Parser::parseShedding(const YAML::Node& node, HttpConfig& config) {
     }
     shedding.classes.push_back(std::move(*c));
   }
+  if (default_class == 0 && shedding.classes.size() > 1) {
+    error(classes[0]["default"],
+          "priority class '" + shedding.classes[0].name +
+              "' is the highest and may not be the default: a request nothing names or "
+              "matches would take the share kept for it; mark a lower class default: true");
+  }
   // Without a marked default, a request nothing names or matches is of the lowest class:
   // an unknown request never outranks a known one.
   shedding.default_class =

@@ -23,7 +23,6 @@ void refuseDelay(Verdict& verdict, int64_t retry_after_ns, bool shed,
     }
   }
   refund(verdict, 0);
-  verdict.in_flight.reset();  // refused: it does no work
   Decision& refused = verdict.decisions[longest].decision;
   refused.outcome = Outcome::kRejected;
   refused.retry_after_ns = retry_after_ns;
@@ -40,6 +39,18 @@ struct AdmittedRequest {
   Verdict verdict;
 };
 thread_local AdmittedRequest t_admitted;
+
+// Keeps `ticket` (a place in flight) until `res` is destroyed, after it was written: in the
+// response's resource releaser, chained after any releaser set before. A route that
+// streams (set_content_provider) replaces the releaser, and the place is given back then,
+// when the route returns: early, never late.
+void holdUntilWritten(httplib::Response& res, std::shared_ptr<const void> ticket) {
+  res.content_provider_resource_releaser_ = [before =
+                                                 std::move(res.content_provider_resource_releaser_),
+                                             ticket = std::move(ticket)](bool success) {
+    if (before) before(success);
+  };
+}
 
 // Replaces the rate-limit headers of `res` with those of `verdict`.
 void setRateLimitHeaders(httplib::Response& res, const Verdict& verdict) {
@@ -62,18 +73,17 @@ std::shared_ptr<const DelayedThreads> install(httplib::Server& server,
   // One identity per installation, so a verdict is only ever refunded by its own adapter.
   auto adapter = std::make_shared<const char>('\0');
   const int64_t bad_request_cost = options.bad_request_cost;
-  // Runs for every response written (cpp-httplib calls it before writing any), so the place
-  // in flight an admitted request holds is given back when it is answered, whatever the
-  // route did.
-  server.set_post_routing_handler(
-      [refund, bad_request_cost, adapter](const httplib::Request&, httplib::Response& res) {
-        if (t_admitted.adapter != adapter.get()) return;
-        Verdict verdict = std::move(t_admitted.verdict);
-        t_admitted = {};  // no verdict (nor its policy set, nor its place) kept past a request
-        if (res.status != 400 || bad_request_cost < 0 || !verdict.limited()) return;
-        refund(verdict, bad_request_cost);
-        setRateLimitHeaders(res, verdict);
-      });
+  if (bad_request_cost >= 0) {
+    server.set_post_routing_handler(
+        [refund, bad_request_cost, adapter](const httplib::Request&, httplib::Response& res) {
+          if (t_admitted.adapter != adapter.get()) return;
+          Verdict verdict = std::move(t_admitted.verdict);
+          t_admitted = {};  // no verdict (nor its policy set) is kept between requests
+          if (res.status != 400) return;
+          refund(verdict, bad_request_cost);
+          setRateLimitHeaders(res, verdict);
+        });
+  }
   server.set_pre_routing_handler(
       [check = std::move(check), refund, options = std::move(options), delayed, adapter,
        bad_request_cost](const httplib::Request& req, httplib::Response& res) {
@@ -90,14 +100,11 @@ std::shared_ptr<const DelayedThreads> install(httplib::Server& server,
         for (const auto& [name, value] : req.headers) info.headers.emplace_back(name, value);
 
         Verdict verdict = check(info);
-        // Kept to the post-routing handler: the place in flight, and what a 400 refunds.
-        auto keep = [&] {
-          if (verdict.in_flight || (bad_request_cost >= 0 && verdict.limited())) {
-            t_admitted = {adapter.get(), std::move(verdict)};
-          }
-        };
+        // The place in flight goes with the response: cpp-httplib destroys it once it is
+        // written, whatever the route did, and calls its resource releaser then. Not kept
+        // in the verdict, whose copies (on_verdict's) could outlive the request.
+        if (verdict.in_flight) holdUntilWritten(res, std::move(verdict.in_flight));
         if (!verdict.limited() && verdict.allowed()) {
-          keep();
           return httplib::Server::HandlerResponse::Unhandled;
         }
 
@@ -124,7 +131,7 @@ std::shared_ptr<const DelayedThreads> install(httplib::Server& server,
           return httplib::Server::HandlerResponse::Handled;
         }
         if (slot) options.wait_for(std::chrono::nanoseconds(delay_ns));
-        keep();
+        if (bad_request_cost >= 0) t_admitted = {adapter.get(), std::move(verdict)};
         return httplib::Server::HandlerResponse::Unhandled;
       });
   return delayed;

@@ -96,7 +96,7 @@ struct HttplibOptions {
   // end themselves.
   std::function<void(std::chrono::nanoseconds)> wait_for;
   // Called for every request a policy applied to or that was shed, after the decision (e.g.
-  // for metrics).
+  // for metrics). The verdict holds no place in flight: a copy kept longer costs nothing.
   std::function<void(const httplib::Request&, const Verdict&)> on_verdict;
   // What an admitted request answered 400 Bad Request (by a route, or by cpp-httplib for a
   // body it could not read) costs in each policy, at most its cost there: the rest is given
@@ -112,7 +112,8 @@ struct HttplibOptions {
 // fail-closed store that is down, or a priority class shed under http.shedding),
 // Retry-After when a retry can succeed, and an application/problem+json body naming the
 // violated policies (or saying "overloaded"). An admitted request holds its place in flight
-// until its response is written.
+// (http.shedding) until its response has been written (the response's resource releaser;
+// a streaming route that sets its own gives the place back when the route returns).
 // Thread-safe as the limiter is; `limiter` is kept alive by the server's handler. Returns
 // the threads held for a delay (for metrics and tests).
 std::shared_ptr<const DelayedThreads> installRateLimiter(httplib::Server& server,

@@ -86,9 +86,11 @@ Result<std::unique_ptr<Limiter>> Limiter::create(HttpConfig config,
     limiter->policies_.push_back(
         {&policy, std::move(*algorithm), std::move(store), batchable, failover});
   }
+  limiter->shedding_state_ =
+      previous != nullptr ? previous->shedding_state_ : std::make_shared<SheddingState>();
   if (limiter->config_.shedding.enabled()) {
-    limiter->shedder_ = std::make_unique<Shedder>(
-        limiter->config_.shedding, previous != nullptr ? previous->shedder_.get() : nullptr);
+    limiter->shedder_ =
+        std::make_unique<Shedder>(limiter->config_.shedding, limiter->shedding_state_);
   }
   return limiter;
 }

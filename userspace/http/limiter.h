@@ -172,6 +172,8 @@ class Limiter {
   TrustedProxies trusted_;
   std::vector<CompiledPolicy> policies_;
   std::unique_ptr<Shedder> shedder_;
+  // Handed from set to set whether or not this one sheds (see SheddingState).
+  std::shared_ptr<SheddingState> shedding_state_;
 };
 
 // Every value of header `name` (case-insensitive), in order.

@@ -8,19 +8,17 @@
 
 namespace floodgate::http {
 
-Shedder::Shedder(const SheddingConfig& config, const Shedder* previous)
-    : default_class_(config.default_class),
-      in_flight_(previous != nullptr ? previous->in_flight_
-                                     : std::make_shared<std::atomic<int64_t>>(0)) {
+std::shared_ptr<SheddingState::Counters> SheddingState::countersOf(const std::string& name) {
+  std::lock_guard lock(mutex_);
+  std::shared_ptr<Counters>& counters = counters_[name];
+  if (!counters) counters = std::make_shared<Counters>();
+  return counters;
+}
+
+Shedder::Shedder(const SheddingConfig& config, std::shared_ptr<SheddingState> state)
+    : default_class_(config.default_class), state_(std::move(state)) {
   for (const PriorityClass& c : config.classes) {
-    std::shared_ptr<Counters> counters;
-    if (previous != nullptr) {
-      for (const CompiledClass& was : previous->classes_) {
-        if (was.name == c.name) counters = was.counters;
-      }
-    }
-    if (!counters) counters = std::make_shared<Counters>();
-    classes_.push_back({c.name, c.match, c.max_in_flight, std::move(counters)});
+    classes_.push_back({c.name, c.match, c.max_in_flight, state_->countersOf(c.name)});
   }
 }
 
@@ -50,20 +48,22 @@ size_t Shedder::classify(std::string_view named, const std::vector<std::string_v
 
 std::shared_ptr<const void> Shedder::enter(size_t index) {
   CompiledClass& c = classes_[index];
-  int64_t now = in_flight_->load(std::memory_order_relaxed);
+  std::atomic<int64_t>& in_flight = state_->in_flight;
+  int64_t now = in_flight.load(std::memory_order_relaxed);
   do {
     if (now >= c.max_in_flight) {
       c.counters->shed.fetch_add(1, std::memory_order_relaxed);
       return nullptr;
     }
-  } while (!in_flight_->compare_exchange_weak(now, now + 1, std::memory_order_acq_rel,
-                                              std::memory_order_relaxed));
+  } while (!in_flight.compare_exchange_weak(now, now + 1, std::memory_order_acq_rel,
+                                            std::memory_order_relaxed));
   c.counters->admitted.fetch_add(1, std::memory_order_relaxed);
-  // The ticket keeps the count alive, so it can be given back after this shedder (and the
+  // The ticket keeps the state alive, so it can be given back after this shedder (and the
   // policy set that owns it) is gone.
-  std::shared_ptr<std::atomic<int64_t>> count = in_flight_;
-  return std::shared_ptr<const void>(
-      count.get(), [count](const void*) { count->fetch_sub(1, std::memory_order_acq_rel); });
+  std::shared_ptr<SheddingState> state = state_;
+  return std::shared_ptr<const void>(state.get(), [state](const void*) {
+    state->in_flight.fetch_sub(1, std::memory_order_acq_rel);
+  });
 }
 
 std::vector<PriorityClassStats> Shedder::stats() const {

@@ -4,7 +4,9 @@
 
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -21,14 +23,31 @@ struct PriorityClassStats {
   int64_t shed = 0;      // refused with 503: too many requests were in flight
 };
 
+// What outlives any one policy set: the requests in flight (tickets taken under an old set
+// are given back here), and each class's counts by name. Every Limiter carries it to the
+// set that replaces it, with shedding or without, so turning shedding off and on again
+// forgets nothing. Thread-safe.
+class SheddingState {
+ public:
+  struct Counters {
+    std::atomic<int64_t> admitted{0};
+    std::atomic<int64_t> shed{0};
+  };
+  std::atomic<int64_t> in_flight{0};
+  // The counts of class `name`, made on first use.
+  std::shared_ptr<Counters> countersOf(const std::string& name);
+
+ private:
+  std::mutex mutex_;
+  std::map<std::string, std::shared_ptr<Counters>> counters_;
+};
+
 // Counts requests in flight and refuses those of a class whose threshold they have
 // reached. Thread-safe and lock-free; the count is exact (a compare-and-swap admits, so no
 // racing pair of requests takes the last place twice).
 class Shedder {
  public:
-  // With `previous` (the shedder of the policy set this one replaces), the requests still
-  // in flight under it count here too, and classes of the same name keep their counts.
-  Shedder(const SheddingConfig& config, const Shedder* previous);
+  Shedder(const SheddingConfig& config, std::shared_ptr<SheddingState> state);
 
   // The class of a request: `named` by the service, else the value of the priority header
   // (`header_values`, read only when the peer is a trusted proxy: the caller passes none
@@ -43,24 +62,20 @@ class Shedder {
   std::shared_ptr<const void> enter(size_t index);
 
   const std::string& name(size_t index) const { return classes_[index].name; }
-  int64_t inFlight() const { return in_flight_->load(std::memory_order_relaxed); }
+  int64_t inFlight() const { return state_->in_flight.load(std::memory_order_relaxed); }
   std::vector<PriorityClassStats> stats() const;
 
  private:
-  struct Counters {
-    std::atomic<int64_t> admitted{0};
-    std::atomic<int64_t> shed{0};
-  };
   struct CompiledClass {
     std::string name;
     std::vector<RouteMatch> match;
     int64_t max_in_flight;
-    std::shared_ptr<Counters> counters;
+    std::shared_ptr<SheddingState::Counters> counters;
   };
 
   std::vector<CompiledClass> classes_;
   size_t default_class_;
-  std::shared_ptr<std::atomic<int64_t>> in_flight_;
+  std::shared_ptr<SheddingState> state_;
 };
 
 }  // namespace floodgate::http

@@ -77,6 +77,7 @@ TEST_F(RedisRejectionTest, TenThousandRequestsOfARejectedKeyCostAHandfulOfCalls)
   config.store.type = "redis";
   config.store.address = server_->address().text();
   config.store.timeout_ms = 2000;
+  config.retry_after_jitter = 0;  // the exact wait, which the cache answers with
   PolicyConfig api;
   api.name = "api";
   api.key = {KeyKind::kHeader, "X-API-Key"};

@@ -137,7 +137,7 @@ Result<std::shared_ptr<LiveLimiter>> loadPolicies(const PolicySource& source) {
 }
 
 int run(const PolicySource& source, const std::string& listen,
-        std::chrono::milliseconds report_work) {
+        std::chrono::milliseconds report_work, size_t threads) {
   auto address = parseListen(listen);
   if (!address) {
     std::cerr << "floodgate-http-example: error: " << address.error().message << "\n";
@@ -167,6 +167,8 @@ int run(const PolicySource& source, const std::string& listen,
 
   example::ServiceMetrics metrics;
   httplib::Server server;
+  // A request is in flight (http.shedding) only while a pool thread serves it.
+  if (threads > 0) server.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   addRoutes(server, metrics, report_work);
   server.Get("/metrics", [&](const httplib::Request&, httplib::Response& res) {
     res.set_content(
@@ -245,6 +247,11 @@ int main(int argc, char** argv) {
                  "Milliseconds /api/reports works before it answers: a slow route to rehearse "
                  "overload with (http.shedding)")
       ->check(CLI::Range(int64_t{0}, int64_t{60'000}));
+  size_t threads = 0;
+  app.add_option("--threads", threads,
+                 "Server threads (default: cpp-httplib's pool); http.shedding's thresholds "
+                 "must be below it, as a request is in flight only while a thread serves it")
+      ->check(CLI::Range(size_t{1}, size_t{4096}));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -280,5 +287,5 @@ int main(int argc, char** argv) {
                  "followed)\n";
     return 2;
   }
-  return run(source, listen, std::chrono::milliseconds(report_ms));
+  return run(source, listen, std::chrono::milliseconds(report_ms), threads);
 }
