@@ -328,6 +328,50 @@ TEST(HttpConfig, ParsesTheRedisStoreAndPrefetch) {
   EXPECT_EQ(login.prefetch.detect_per_s, 500);
 }
 
+TEST(HttpConfig, ParsesHeartbeatAndSync) {
+  auto config = parseHttpConfigText(
+      "http:\n  store:\n    type: redis\n    address: 10.0.0.1:6379\n"
+      "    heartbeat: {interval_ms: 500, expire_ms: 2000}\n"
+      "  policies:\n    - name: api\n      key: ip\n      algorithm: token_bucket\n"
+      "      capacity: 100\n      rate_per_s: 10\n      sync: {interval_ms: 250}\n",
+      "f.yaml");
+  ASSERT_TRUE(config.ok()) << config.error().message;
+  EXPECT_EQ(config->store.heartbeat_ms, 500);
+  EXPECT_EQ(config->store.heartbeat_expire_ms, 2000);
+  EXPECT_TRUE(config->policies[0].sync.enabled);
+  EXPECT_EQ(config->policies[0].sync.interval_ms, 250);
+}
+
+TEST(HttpConfig, HeartbeatAndSyncMistakesPointAtTheValue) {
+  const std::string redis = "http:\n  store:\n    type: redis\n    address: 10.0.0.1:6379\n";
+  EXPECT_EQ(firstError(redis + "    heartbeat: {interval_ms: 1000, expire_ms: 1500}\n"),
+            "f.yaml:5:47: http.store.heartbeat.expire_ms must be at least twice interval_ms "
+            "(2000), or one late beat drops a live instance");
+  EXPECT_EQ(firstError("http:\n  store:\n    heartbeat: {interval_ms: 100}\n"),
+            "f.yaml:3:16: http.store.heartbeat applies only to type: redis");
+  const std::string policy = "  policies:\n    - name: a\n      key: ip\n";
+  EXPECT_EQ(firstError(redis + policy +
+                       "      algorithm: sliding_window_log\n      limit: 5\n"
+                       "      window_ms: 1000\n      sync: {interval_ms: 100}\n"),
+            "f.yaml:11:13: policy 'a'.sync works with fixed_window, token_bucket and gcra, "
+            "not sliding_window_log");
+  EXPECT_EQ(firstError(redis + policy +
+                       "      algorithm: fixed_window\n      limit: 5\n"
+                       "      window_ms: 1000\n      sync: {interval_ms: 600}\n"),
+            "f.yaml:11:27: policy 'a'.sync.interval_ms must be at most half the window (500 ms), "
+            "or a share is stale before it is spent");
+  EXPECT_EQ(firstError("http:\n" + policy +
+                       "      algorithm: gcra\n      capacity: 5\n      rate_per_s: 1\n"
+                       "      sync: {interval_ms: 100}\n"),
+            "f.yaml:8:13: policy 'a'.sync needs the redis store (it reconciles local shares "
+            "through Redis)");
+  EXPECT_EQ(firstError(redis + policy +
+                       "      algorithm: gcra\n      capacity: 5\n      rate_per_s: 1\n"
+                       "      prefetch: {hot_keys: [k]}\n      sync: {interval_ms: 100}\n"),
+            "f.yaml:12:13: policy 'a'.sync and prefetch do not go together (every decision "
+            "is local already)");
+}
+
 TEST(HttpConfig, RedisStoreMistakesPointAtTheValue) {
   EXPECT_EQ(firstError("http:\n  store:\n    type: redis\n"),
             "f.yaml:3:5: http.store of type redis needs address: HOST:PORT or cluster: "

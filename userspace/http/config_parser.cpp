@@ -57,6 +57,8 @@ class Parser {
                                                   bool& is_default);
   void parsePrefetch(const YAML::Node& node, const std::string& what, const PolicyConfig& policy,
                      PrefetchConfig& prefetch);
+  void parseSync(const YAML::Node& node, const std::string& what, const PolicyConfig& policy,
+                 SyncConfig& sync);
   RouteMatch parseMatch(const YAML::Node& node, const std::string& what);
   std::optional<PolicyConfig> parsePolicy(const YAML::Node& node, size_t index);
   void parseAlgorithm(const YAML::Node& policy, const std::string& what, AlgorithmParams& params);
@@ -227,7 +229,7 @@ void Parser::parseStore(const YAML::Node& node, StoreConfig& store) {
   if (!requireMap(node, "http.store")) return;
   rejectUnknownKeys(node, "http.store",
                     {"type", "max_keys", "shards", "address", "cluster", "timeout_ms", "pool_size",
-                     "instances", "breaker", "prefix"});
+                     "instances", "heartbeat", "breaker", "prefix"});
   if (node["type"]) {
     if (auto type = readString(node["type"], "http.store.type")) {
       if (*type != "memory" && *type != "redis") {
@@ -248,8 +250,8 @@ void Parser::parseStore(const YAML::Node& node, StoreConfig& store) {
     }
   }
   const bool redis = store.type == "redis";
-  for (const char* key :
-       {"address", "cluster", "timeout_ms", "pool_size", "instances", "breaker", "prefix"}) {
+  for (const char* key : {"address", "cluster", "timeout_ms", "pool_size", "instances", "heartbeat",
+                          "breaker", "prefix"}) {
     if (node[key] && !redis)
       error(node[key], std::string("http.store.") + key + " applies only to type: redis");
   }
@@ -298,6 +300,29 @@ void Parser::parseStore(const YAML::Node& node, StoreConfig& store) {
   }
   if (node["prefix"]) {
     if (auto v = readString(node["prefix"], "http.store.prefix")) store.prefix = *v;
+  }
+  if (const YAML::Node heartbeat = node["heartbeat"]) {
+    if (requireMap(heartbeat, "http.store.heartbeat")) {
+      rejectUnknownKeys(heartbeat, "http.store.heartbeat", {"interval_ms", "expire_ms"});
+      if (heartbeat["interval_ms"]) {
+        if (auto v = readInt(heartbeat["interval_ms"], "http.store.heartbeat.interval_ms", 10,
+                             600'000)) {
+          store.heartbeat_ms = *v;
+        }
+      }
+      if (heartbeat["expire_ms"]) {
+        if (auto v =
+                readInt(heartbeat["expire_ms"], "http.store.heartbeat.expire_ms", 20, 3'600'000)) {
+          store.heartbeat_expire_ms = *v;
+        }
+      }
+      if (store.heartbeat_expire_ms < 2 * store.heartbeat_ms) {
+        error(heartbeat["expire_ms"] ? heartbeat["expire_ms"] : heartbeat,
+              "http.store.heartbeat.expire_ms must be at least twice interval_ms (" +
+                  std::to_string(2 * store.heartbeat_ms) +
+                  "), or one late beat drops a live instance");
+      }
+    }
   }
   if (const YAML::Node breaker = node["breaker"]) {
     if (requireMap(breaker, "http.store.breaker")) {
@@ -354,6 +379,38 @@ void Parser::parsePrefetch(const YAML::Node& node, const std::string& what,
   }
   if (prefetch.hot_keys.empty() && prefetch.detect_per_s == 0) {
     error(node, what + " needs hot_keys or detect_per_s (which keys to lease for)");
+  }
+}
+
+void Parser::parseSync(const YAML::Node& node, const std::string& what, const PolicyConfig& policy,
+                       SyncConfig& sync) {
+  if (!requireMap(node, what)) return;
+  rejectUnknownKeys(node, what, {"interval_ms"});
+  if (store_type_ != "redis") {
+    error(node, what + " needs the redis store (it reconciles local shares through Redis)");
+    return;
+  }
+  if (!RedisStore::canLease(policy.algorithm.kind)) {
+    error(node, what + " works with fixed_window, token_bucket and gcra, not " +
+                    std::string(algorithmName(policy.algorithm.kind)));
+    return;
+  }
+  if (policy.prefetch.enabled) {
+    error(node, what + " and prefetch do not go together (every decision is local already)");
+    return;
+  }
+  sync.enabled = true;
+  if (node["interval_ms"]) {
+    if (auto v = readInt(node["interval_ms"], what + ".interval_ms", 10, 60'000)) {
+      sync.interval_ms = *v;
+    }
+  }
+  if (isWindowAlgorithm(policy.algorithm.kind) && policy.algorithm.window_ms > 0 &&
+      sync.interval_ms * 2 > policy.algorithm.window_ms) {
+    error(node["interval_ms"] ? node["interval_ms"] : node,
+          what + ".interval_ms must be at most half the window (" +
+              std::to_string(policy.algorithm.window_ms / 2) +
+              " ms), or a share is stale before it is spent");
   }
 }
 
@@ -809,7 +866,7 @@ std::optional<PolicyConfig> Parser::parsePolicy(const YAML::Node& node, size_t i
   if (!requireMap(node, what)) return std::nullopt;
   rejectUnknownKeys(node, what,
                     {"name", "match", "key", "algorithm", "limit", "window_ms", "capacity",
-                     "rate_per_s", "cost", "routes", "failure_mode", "prefetch"});
+                     "rate_per_s", "cost", "routes", "failure_mode", "prefetch", "sync"});
   size_t errors_before = diagnostics_.size();
   PolicyConfig policy;
 
@@ -885,6 +942,9 @@ std::optional<PolicyConfig> Parser::parsePolicy(const YAML::Node& node, size_t i
   }
   if (const YAML::Node prefetch = node["prefetch"]) {
     parsePrefetch(prefetch, what + ".prefetch", policy, policy.prefetch);
+  }
+  if (const YAML::Node sync = node["sync"]) {
+    parseSync(sync, what + ".sync", policy, policy.sync);
   }
   if (diagnostics_.size() != errors_before) return std::nullopt;
   return policy;

@@ -58,6 +58,7 @@ FailoverStore::FailoverStore(std::unique_ptr<Store> remote, std::unique_ptr<Stor
       breaker_(std::move(breaker)),
       rejections_(rejections) {
   batchable_ = dynamic_cast<RedisStore*>(remote_.get());
+  sync_ = dynamic_cast<SyncStore*>(remote_.get());
 }
 
 std::optional<Decision> FailoverStore::knownRejection(std::string_view key, int64_t now_ns,
@@ -66,7 +67,15 @@ std::optional<Decision> FailoverStore::knownRejection(std::string_view key, int6
 }
 
 Result<Decision> FailoverStore::decide(std::string_view key, int64_t now_ns, int64_t cost) {
-  if (auto known = rejections_.lookup(key, now_ns, cost)) return *known;
+  if (sync_ != nullptr) {
+    // A local decision says nothing of Redis's health: it neither feeds the breaker nor is
+    // made while the breaker is open (closed mode then rejects, open mode has its fallback).
+    if (breaker_->state() == BreakerState::kClosed) {
+      if (auto local = sync_->decideLocally(key, now_ns, cost)) return *local;
+    }
+  } else if (auto known = rejections_.lookup(key, now_ns, cost)) {
+    return *known;
+  }
   if (!breaker_->allow()) {
     return failed(key, now_ns, cost,
                   Error::failure("shared store unavailable (circuit breaker open)"));
@@ -74,7 +83,7 @@ Result<Decision> FailoverStore::decide(std::string_view key, int64_t now_ns, int
   Result<Decision> decided = remote_->decide(key, now_ns, cost);
   if (decided) {
     breaker_->onSuccess();
-    rejections_.remember(key, now_ns, cost, *decided);
+    if (sync_ == nullptr) rejections_.remember(key, now_ns, cost, *decided);
     return decided;
   }
   breaker_->onFailure();

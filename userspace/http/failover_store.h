@@ -7,10 +7,12 @@
 #include <optional>
 
 #include "http/circuit_breaker.h"
+#include "http/fleet_membership.h"
 #include "http/policy.h"
 #include "http/redis_store.h"
 #include "http/rejection_cache.h"
 #include "http/store.h"
+#include "http/sync_store.h"
 
 namespace floodgate::http {
 
@@ -24,14 +26,19 @@ struct FailoverStats {
 
 // Asks `remote` while the breaker lets it; when the call fails or the breaker is open:
 //   open mode: decides with `fallback`, a local store whose limit is the policy's share
-//     (limit ÷ instances), so an outage admits about the fleet's limit, not everything;
+//     (limit ÷ instances, a LocalShareStore), so an outage admits about the fleet's limit,
+//     not everything;
 //   closed mode: returns the error (the limiter answers 503 "store unavailable").
 // Decision latency is bounded by the remote's timeout while it is down or slow, and by
 // nothing at all once the breaker is open.
 // A key the remote rejected is rejected again here, with no call, until the remote's
 // retry-after (at most `rejections.max_hold_ms`) has passed (see RejectionCache): a client
 // hammering a rejected key costs the remote one call per retry-after, not one per request.
-// A refund of the key forgets it. Thread-safe.
+// A refund of the key forgets it.
+// A remote that is a SyncStore decides from its local shares while the breaker is closed,
+// with no call (and no rejection remembered here: its own are local already); a key with no
+// fresh share is a call like any other. While the breaker is open the failure mode decides.
+// Thread-safe.
 class FailoverStore final : public Store {
  public:
   FailoverStore(std::unique_ptr<Store> remote, std::unique_ptr<Store> fallback, FailureMode mode,
@@ -59,6 +66,11 @@ class FailoverStore final : public Store {
   static std::vector<Result<Decision>> decideTogether(const std::vector<Item>& items,
                                                       int64_t now_ns);
 
+  // The fleet membership whose live count this store's local shares divide by (for
+  // metrics); null when none was given.
+  void setFleet(std::shared_ptr<const FleetMembership> fleet) { fleet_ = std::move(fleet); }
+  const FleetMembership* fleet() const { return fleet_.get(); }
+
   FailoverStats stats() const;
   Store& remote() { return *remote_; }
   const CircuitBreaker& breaker() const { return *breaker_; }
@@ -70,10 +82,12 @@ class FailoverStore final : public Store {
 
   std::unique_ptr<Store> remote_;
   RedisStore* batchable_ = nullptr;
+  SyncStore* sync_ = nullptr;        // the remote when it decides from local shares
   std::unique_ptr<Store> fallback_;  // null in closed mode
   FailureMode mode_;
   std::shared_ptr<CircuitBreaker> breaker_;
   RejectionCache rejections_;  // the remote's rejections only, never the fallback's
+  std::shared_ptr<const FleetMembership> fleet_;
   std::atomic<int64_t> store_errors_{0};
   std::atomic<int64_t> fallback_allowed_{0};
   std::atomic<int64_t> fallback_rejected_{0};

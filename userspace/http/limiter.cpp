@@ -109,7 +109,8 @@ std::shared_ptr<Store> Limiter::storeToKeep(const PolicyConfig& policy,
   const PolicyConfig& was = *old->config;
   // match, cost and routes decide which requests reach the state, not what it means
   bool same_meaning = was.key == policy.key && was.algorithm == policy.algorithm &&
-                      was.failure_mode == policy.failure_mode && was.prefetch == policy.prefetch;
+                      was.failure_mode == policy.failure_mode && was.prefetch == policy.prefetch &&
+                      was.sync == policy.sync;
   return same_meaning ? old->store : nullptr;
 }
 

@@ -55,6 +55,15 @@ struct PrefetchConfig {
   bool operator==(const PrefetchConfig&) const = default;
 };
 
+// Local buckets reconciled with Redis (Redis store only, see SyncStore): every decision
+// from this instance's share, the shares corrected every `interval_ms`.
+struct SyncConfig {
+  bool enabled = false;
+  int64_t interval_ms = 200;
+
+  bool operator==(const SyncConfig&) const = default;
+};
+
 struct PolicyConfig {
   std::string name;  // letters, digits, '_', '-', '.'; unique; shown in headers
   RouteMatch match;
@@ -64,6 +73,7 @@ struct PolicyConfig {
   std::vector<RouteCost> routes;  // per-route costs
   FailureMode failure_mode = FailureMode::kOpen;
   PrefetchConfig prefetch;
+  SyncConfig sync;
 
   // The cost of a request this policy matches.
   int64_t costFor(std::string_view method, std::string_view path) const;
@@ -78,7 +88,14 @@ struct StoreConfig {
   std::vector<std::string> cluster;
   int64_t timeout_ms = 50;  // per decision: connect, send, read
   int64_t pool_size = 16;   // idle connections kept per server
-  int64_t instances = 1;    // fleet size: an open-mode fallback gets limit ÷ instances
+  // The fewest instances a local share (an open-mode fallback, a sync share) divides the
+  // limit by; with type redis they divide by the live count when it is higher (heartbeats).
+  int64_t instances = 1;
+  int64_t heartbeat_ms = 1000;         // how often an instance says it is alive
+  int64_t heartbeat_expire_ms = 3000;  // silent this long: no longer counted
+  // Not in the YAML: this instance's name in the count; empty means the process's own id
+  // (tests run several instances in one process).
+  std::string instance_id;
   int64_t breaker_failures = 3;
   int64_t breaker_open_ms = 1000;
   std::string prefix = "fg";  // Redis key prefix

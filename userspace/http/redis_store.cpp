@@ -2,6 +2,8 @@
 // Deciding through Redis scripts: build EVALSHA commands, fall back to EVAL, read answers.
 #include "http/redis_store.h"
 
+#include <map>
+
 #include "http/redis/scripts.h"
 
 namespace floodgate::http {
@@ -158,6 +160,65 @@ Result<Decision> RedisStore::decide(std::string_view key, int64_t now_ns, int64_
   Result<Answer>& answer = (*answers)[0];
   if (!answer) return answer.error();
   return answer->decision;
+}
+
+Result<std::vector<Result<RedisStore::Synced>>> RedisStore::sync(const std::vector<SyncItem>& items,
+                                                                 int64_t now_ns) {
+  constexpr size_t kKeysPerScript = 256;
+  const redis::Script& script = redis::syncScript(params_.kind);
+  std::vector<std::string> parameters = params();
+  parameters.resize(3, "0");
+  // Batches: the items' indexes, grouped by slot in a cluster (a script's keys must share
+  // one), all together on a single server; at most kKeysPerScript each, so one script
+  // never holds the server long.
+  std::vector<std::vector<size_t>> batches;
+  {
+    std::map<uint16_t, std::vector<size_t>> by_slot;
+    const bool cluster = client_->options().cluster;
+    for (size_t i = 0; i < items.size(); ++i) {
+      std::vector<size_t>& open = by_slot[cluster ? redis::keySlot(redisKeys(items[i].key)[0]) : 0];
+      open.push_back(i);
+      if (open.size() == kKeysPerScript) batches.push_back(std::move(open)), open.clear();
+    }
+    for (auto& [slot, rest] : by_slot) {
+      if (!rest.empty()) batches.push_back(std::move(rest));
+    }
+  }
+  std::vector<redis::RoutedCommand> commands;
+  std::vector<const redis::Script*> scripts(batches.size(), &script);
+  std::string now_arg = options_.virtual_time ? std::to_string(now_ns / kNsPerUs) : "";
+  for (const std::vector<size_t>& batch : batches) {
+    redis::RoutedCommand rc;
+    rc.command = {"EVALSHA", script.sha1, std::to_string(batch.size())};
+    for (size_t i : batch) rc.command.push_back(redisKeys(items[i].key)[0]);
+    rc.key = rc.command[3];
+    rc.command.push_back(now_arg);
+    for (const std::string& p : parameters) rc.command.push_back(p);
+    for (size_t i : batch) {
+      rc.command.push_back(std::to_string(items[i].spent));
+      rc.command.push_back(std::to_string(items[i].window_index));
+    }
+    commands.push_back(std::move(rc));
+  }
+  auto replies = evalAll(*client_, std::move(commands), scripts);
+  if (!replies) return replies.error();
+  std::vector<Result<Synced>> out(items.size(), Error::failure("not synced"));
+  for (size_t b = 0; b < batches.size(); ++b) {
+    const redis::Reply& reply = (*replies)[b];
+    if (reply.type != redis::Reply::Type::kArray ||
+        reply.elements.size() != 1 + 2 * batches[b].size()) {
+      Error error = Error::failure(reply.isError() ? "redis sync failed: " + reply.str
+                                                   : "redis sync answered something unexpected");
+      for (size_t i : batches[b]) out[i] = error;
+      continue;
+    }
+    const int64_t redis_now_ns = reply.elements[0].integer * kNsPerUs;
+    for (size_t j = 0; j < batches[b].size(); ++j) {
+      out[batches[b][j]] = Synced{reply.elements[1 + 2 * j].integer,
+                                  reply.elements[2 + 2 * j].integer * kNsPerUs, redis_now_ns};
+    }
+  }
+  return out;
 }
 
 Status RedisStore::giveBack(std::string_view key, int64_t redis_at_ns, int64_t units) {

@@ -62,14 +62,40 @@ class RedisStore final : public Store {
   };
   static Result<std::vector<Result<Answer>>> decideAcross(const std::vector<Across>& items,
                                                           int64_t now_ns);
+  // Local buckets reconciled with Redis (see SyncStore): a key's units admitted locally
+  // since its last sync, and the window (Redis's index) they were admitted in.
+  struct SyncItem {
+    std::string_view key;
+    int64_t spent = 0;
+    int64_t window_index = 0;
+  };
+  // What the fleet has left of a key after its units were added.
+  struct Synced {
+    int64_t remaining = 0;
+    int64_t reset_ns = 0;
+    int64_t redis_now_ns = 0;
+  };
+  // Adds every item's spent units to its key and reads what the fleet has left (syncScript):
+  // one script per batch of keys in one cluster slot (on one server: per 256 keys), one
+  // pipeline per server. `items` name distinct keys. The outer error is a transport failure.
+  // fixed_window, token_bucket and gcra only (canLease).
+  Result<std::vector<Result<Synced>>> sync(const std::vector<SyncItem>& items, int64_t now_ns);
+
   // Gives back `units` taken at `redis_at_ns` (a lease's unspent rest). Best effort.
   Status giveBack(std::string_view key, int64_t redis_at_ns, int64_t units);
+
+  // Runs EVALSHA commands (one pipeline per server); reruns as EVAL (scripts[i]) those the
+  // server had not cached (a restart, a new cluster node).
+  static Result<std::vector<redis::Reply>> evalAll(
+      redis::Client& client, std::vector<redis::RoutedCommand> commands,
+      const std::vector<const redis::Script*>& scripts);
 
   // Whether this algorithm can lease units ahead (fixed_window, token_bucket, gcra).
   static bool canLease(AlgorithmKind kind);
   redis::Client& client() { return *client_; }
   const std::shared_ptr<redis::Client>& sharedClient() const { return client_; }
   int64_t quota() const { return quota_; }
+  const AlgorithmParams& algorithm() const { return params_; }
 
  private:
   std::vector<std::string> redisKeys(std::string_view key) const;
@@ -78,10 +104,6 @@ class RedisStore final : public Store {
                                std::string now_arg, int64_t cost, int64_t extra) const;
   redis::RoutedCommand decideCommand(const Request& request, int64_t now_ns) const;
   Result<Answer> answer(const redis::Reply& reply, int64_t now_ns);
-  // Runs EVALSHA commands; reruns as EVAL (scripts[i]) those the server had not cached.
-  static Result<std::vector<redis::Reply>> evalAll(
-      redis::Client& client, std::vector<redis::RoutedCommand> commands,
-      const std::vector<const redis::Script*>& scripts);
 
   std::shared_ptr<redis::Client> client_;
   std::string policy_;

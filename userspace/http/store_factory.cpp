@@ -6,9 +6,11 @@
 
 #include "http/circuit_breaker.h"
 #include "http/failover_store.h"
+#include "http/local_share_store.h"
 #include "http/memory_store.h"
 #include "http/prefetch_store.h"
 #include "http/redis_store.h"
+#include "http/sync_store.h"
 
 namespace floodgate::http {
 
@@ -31,27 +33,44 @@ redis::ClientOptions occasionalCallOptions(redis::ClientOptions options, int64_t
   return options;
 }
 
-StoreFactory makeStoreFactory(const StoreConfig& store, std::shared_ptr<const Clock> clock) {
+std::shared_ptr<FleetMembership> fleetMembership(const StoreConfig& store,
+                                                 std::shared_ptr<const Clock> clock) {
+  FleetMembershipOptions options;
+  options.prefix = store.prefix;
+  options.instance_id = store.instance_id;
+  options.floor = store.instances;
+  options.heartbeat_ms = store.heartbeat_ms;
+  options.expire_ms = store.heartbeat_expire_ms;
+  return FleetMembership::shared(occasionalCallOptions(redisClientOptions(store), 500), options,
+                                 std::move(clock));
+}
+
+StoreFactory makeStoreFactory(const StoreConfig& store, std::shared_ptr<const Clock> clock,
+                              std::shared_ptr<FleetMembership> fleet) {
   MemoryStoreOptions memory{store.max_keys, store.shards};
   if (store.type != "redis") {
     return [memory](const PolicyConfig&, std::shared_ptr<const Algorithm> algorithm) {
       return std::make_unique<MemoryStore>(std::move(algorithm), memory);
     };
   }
+  if (!fleet) fleet = fleetMembership(store, clock);
   auto client = std::make_shared<redis::Client>(redisClientOptions(store));
   auto breaker = std::make_shared<CircuitBreaker>(
       CircuitBreakerOptions{static_cast<int>(store.breaker_failures), store.breaker_open_ms},
-      std::move(clock));
+      clock);
   RedisStoreOptions redis_options;
   redis_options.prefix = store.prefix;
-  const int64_t instances = store.instances;
 
   return [=](const PolicyConfig& policy,
              std::shared_ptr<const Algorithm> /*algorithm*/) -> std::unique_ptr<Store> {
     auto redis_store =
         std::make_unique<RedisStore>(client, policy.name, policy.algorithm, redis_options);
     std::unique_ptr<Store> remote;
-    if (policy.prefetch.enabled) {
+    if (policy.sync.enabled) {
+      remote = std::make_unique<SyncStore>(
+          std::move(redis_store), [fleet] { return fleet->instances(); }, breaker, clock,
+          SyncOptions{policy.sync.interval_ms, store.max_keys});
+    } else if (policy.prefetch.enabled) {
       PrefetchOptions prefetch{policy.prefetch.batch, policy.prefetch.hot_keys,
                                policy.prefetch.detect_per_s, policy.prefetch.lease_ms};
       remote = std::make_unique<PrefetchStore>(std::move(redis_store), policy.algorithm.kind,
@@ -61,11 +80,13 @@ StoreFactory makeStoreFactory(const StoreConfig& store, std::shared_ptr<const Cl
     }
     std::unique_ptr<Store> fallback;
     if (policy.failure_mode == FailureMode::kOpen) {
-      auto share = makeAlgorithm(shareOf(policy.algorithm, instances));
-      if (share) fallback = std::make_unique<MemoryStore>(std::move(*share), memory);
+      fallback = std::make_unique<LocalShareStore>(
+          policy.algorithm, [fleet] { return fleet->instances(); }, memory);
     }
-    return std::make_unique<FailoverStore>(std::move(remote), std::move(fallback),
-                                           policy.failure_mode, breaker);
+    auto failover = std::make_unique<FailoverStore>(std::move(remote), std::move(fallback),
+                                                    policy.failure_mode, breaker);
+    failover->setFleet(fleet);
+    return failover;
   };
 }
 

@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "http/clock.h"
+#include "http/fleet_membership.h"
 #include "http/limiter.h"
 #include "http/policy.h"
 #include "http/redis/client.h"
@@ -14,9 +15,10 @@ namespace floodgate::http {
 // memory: a MemoryStore per policy.
 // redis: per policy a RedisStore (inside a PrefetchStore when the policy has `prefetch`),
 // behind a FailoverStore with the policy's failure mode; an open policy's fallback is a
-// MemoryStore holding limit ÷ instances. All policies share one client (its connection
-// pools) and one circuit breaker, since they share the server.
-// The client options `store` (of type redis) names: its address or cluster, timeout, pool.
+// LocalShareStore holding limit ÷ instances, the live count of instances (heartbeats, see
+// fleet_membership.h) but at least http.store.instances. All policies share one client (its
+// connection pools) and one circuit breaker, since they share the server. The client options
+// `store` (of type redis) names: its address or cluster, timeout, pool.
 redis::ClientOptions redisClientOptions(const StoreConfig& store);
 
 // `options` for the odd call off the request path (a publish, a policy fetch, a report): one
@@ -24,6 +26,13 @@ redis::ClientOptions redisClientOptions(const StoreConfig& store);
 // decisions, tens of milliseconds).
 redis::ClientOptions occasionalCallOptions(redis::ClientOptions options, int64_t min_timeout_ms);
 
-StoreFactory makeStoreFactory(const StoreConfig& store, std::shared_ptr<const Clock> clock);
+// The fleet membership `store` (of type redis) asks for: this process's shared one.
+std::shared_ptr<FleetMembership> fleetMembership(const StoreConfig& store,
+                                                 std::shared_ptr<const Clock> clock);
+
+// `fleet` (redis only) counts the live instances local shares divide by; null: the
+// process's shared membership for `store` (fleetMembership()).
+StoreFactory makeStoreFactory(const StoreConfig& store, std::shared_ptr<const Clock> clock,
+                              std::shared_ptr<FleetMembership> fleet = nullptr);
 
 }  // namespace floodgate::http

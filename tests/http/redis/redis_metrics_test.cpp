@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: MIT
 // The example service's /metrics with the Redis store: store errors, breaker state,
-// fallback decisions and stranded prefetch units, through an outage.
+// fallback decisions, stranded prefetch units and the live instance count, through an outage.
 #include <gtest/gtest.h>
+
+#include <chrono>
+#include <thread>
 
 #include "http/config_parser.h"
 #include "http/example/service_metrics.h"
@@ -33,7 +36,16 @@ TEST(RedisMetrics, ExampleServiceExportsStoreHealth) {
     metrics.countVerdict((*limiter)->check(RequestInfo{"GET", path, "192.0.2.1", {}, {}, {}}));
   };
   request("/api");
+  // the heartbeat thread's first beat: this process is the one live instance, and shares
+  // divide by the floor of 2 all the same
+  for (int i = 0; i < 200 && metrics.render(**limiter).find(
+                                 "floodgate_http_store_live_instances 1\n") == std::string::npos;
+       ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
   std::string before = metrics.render(**limiter);
+  EXPECT_NE(before.find("floodgate_http_store_live_instances 1\n"), std::string::npos) << before;
+  EXPECT_NE(before.find("floodgate_http_store_share_divisor 2\n"), std::string::npos) << before;
   EXPECT_NE(before.find("floodgate_http_prefetch_stranded_units{policy=\"api\"} 3\n"),
             std::string::npos)
       << before;

@@ -10,6 +10,7 @@
 #include "http/limiter.h"
 #include "http/memory_store.h"
 #include "http/redis_store.h"
+#include "http/store_factory.h"
 #include "redis/redis_server.h"
 
 namespace floodgate::http {
@@ -88,7 +89,13 @@ TEST_F(RedisRejectionTest, TenThousandRequestsOfARejectedKeyCostAHandfulOfCalls)
   per_ip.algorithm = window(AlgorithmKind::kFixedWindow, 100, 60'000);
   config.policies = {api, per_ip};
   auto clock = std::make_shared<ManualClock>(1'000'000 * kMs);
-  auto made = Limiter::create(config, clock);
+  // Heartbeats are script calls too: this instance's membership beats only when told to.
+  FleetMembershipOptions membership;
+  membership.heartbeat_ms = 0;
+  auto made = Limiter::create(
+      config, clock,
+      makeStoreFactory(config.store, clock,
+                       std::make_shared<FleetMembership>(client_, membership, clock)));
   ASSERT_TRUE(made.ok()) << made.error().message;
   Limiter& limiter = **made;
   auto request = [&](std::string_view key, std::string_view ip) {

@@ -175,6 +175,7 @@ std::string ServiceMetrics::renderSharedStore(Limiter& limiter) const {
       "# HELP floodgate_http_prefetch_leases_total Round trips that leased units for a hot key.\n"
       "# TYPE floodgate_http_prefetch_leases_total counter\n";
   const CircuitBreaker* breaker = nullptr;
+  const FleetMembership* fleet = nullptr;
   bool any = false;
   const auto& policies = limiter.config().policies;
   for (size_t i = 0; i < policies.size(); ++i) {
@@ -182,6 +183,7 @@ std::string ServiceMetrics::renderSharedStore(Limiter& limiter) const {
     if (store == nullptr) continue;
     any = true;
     breaker = &store->breaker();
+    if (store->fleet() != nullptr) fleet = store->fleet();
     const std::string label = "{policy=\"" + policies[i].name + "\"";
     FailoverStats stats = store->stats();
     errors += "floodgate_http_store_errors_total" + label + "} " +
@@ -208,6 +210,20 @@ std::string ServiceMetrics::renderSharedStore(Limiter& limiter) const {
   }
   if (!any) return {};
   std::string out = errors + fallback + prefetch + leases;
+  if (fleet != nullptr) {
+    out +=
+        "# HELP floodgate_http_store_live_instances Instances whose heartbeat is in Redis, at "
+        "this instance's last answered beat (0 before any).\n"
+        "# TYPE floodgate_http_store_live_instances gauge\n"
+        "floodgate_http_store_live_instances " +
+        std::to_string(fleet->liveCount()) +
+        "\n"
+        "# HELP floodgate_http_store_share_divisor What local shares divide each limit by: the "
+        "live instances, at least http.store.instances.\n"
+        "# TYPE floodgate_http_store_share_divisor gauge\n"
+        "floodgate_http_store_share_divisor " +
+        std::to_string(fleet->instances()) + "\n";
+  }
   // One breaker guards the one shared store: 1 for its current state, 0 for the others.
   out +=
       "# HELP floodgate_http_store_breaker_state Circuit breaker in front of the shared store.\n"

@@ -33,6 +33,8 @@ namespace floodgate::http::example {
 //       half_open), 0 for the others; floodgate_http_store_breaker_opened_total
 //   floodgate_http_prefetch_stranded_units{policy} leased units held here, unspent
 //   floodgate_http_prefetch_leases_total{policy}   round trips that leased
+//   floodgate_http_store_live_instances            instances heartbeating, at the last beat
+//   floodgate_http_store_share_divisor             what local shares divide limits by
 class ServiceMetrics {
  public:
   void countResponse(const std::string& route, int code);

@@ -318,6 +318,87 @@ write_tat(KEYS[1], tat - cost * was, was, nil)
 return 0
 )lua";
 
+constexpr std::string_view kHeartbeat = R"lua(
+local now = now_us(ARGV[1])
+local expire = tonumber(ARGV[3])
+redis.call('ZADD', KEYS[1], string.format('%.0f', now), ARGV[2])
+-- string.format: Lua's own number to text keeps 14 digits, and now has 16
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', string.format('%.0f', now - expire))
+expire_after(KEYS[1], 2 * expire)
+return redis.call('ZCARD', KEYS[1])
+)lua";
+
+constexpr std::string_view kSyncHead = R"lua(
+local now = now_us(ARGV[1])
+local p1, p2, p3 = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+local out = {now}
+)lua";
+
+constexpr std::string_view kFixedWindowSync = R"lua(
+local limit, w = p1, p2
+for i, key in ipairs(KEYS) do
+  local spent, at = tonumber(ARGV[3 + 2 * i]), tonumber(ARGV[4 + 2 * i])
+  local s = redis.call('HMGET', key, 'w', 'n', 'l')
+  local index, n = tonumber(s[1]) or 0, tonumber(s[2]) or 0
+  if s[3] and tonumber(s[3]) ~= w then index = 0; n = 0 end
+  local current = math.floor(now / w)
+  if current > index then index = current; n = 0 end
+  -- units admitted in a window that has ended count no more
+  if spent > 0 and at == index then
+    n = n + spent
+    redis.call('HSET', key, 'w', index, 'n', n, 'l', w)
+    expire_after(key, (index + 1) * w - now)
+  end
+  out[#out + 1] = math.max(0, limit - n)
+  out[#out + 1] = (index + 1) * w - now
+end
+return out
+)lua";
+
+constexpr std::string_view kTokenBucketSync = R"lua(
+local capacity, rate = p1, p2
+local UNIT = 1000000000
+for i, key in ipairs(KEYS) do
+  local spent = tonumber(ARGV[3 + 2 * i])
+  local s = redis.call('HMGET', key, 'm', 't')
+  local missing, at = tonumber(s[1]) or 0, tonumber(s[2]) or 0
+  if now > at then
+    if now - at >= ceildiv(missing, rate) then missing = 0 else missing = missing - (now - at) * rate end
+    at = now
+  end
+  if spent > 0 then
+    -- no cap at the capacity: the debt is what the fleet admitted beyond the bucket
+    missing = missing + spent * UNIT
+    redis.call('HSET', key, 'm', missing, 't', at)
+    expire_after(key, ceildiv(missing, rate))
+  end
+  out[#out + 1] = math.max(0, math.floor((capacity * UNIT - missing) / UNIT))
+  out[#out + 1] = ceildiv(missing, rate)
+end
+return out
+)lua";
+
+constexpr std::string_view kGcraSync = R"lua(
+local capacity, interval = p1, p3
+local tolerance = capacity * interval
+for i, key in ipairs(KEYS) do
+  local spent = tonumber(ARGV[3 + 2 * i])
+  local tat, was = read_tat(key, interval)
+  if was ~= interval and tat > now then
+    tat = now + math.max(0, math.floor((tat - now) * interval / was) - 1)
+  end
+  if spent > 0 then
+    -- past now + tolerance when the fleet admitted beyond the burst: a debt
+    tat = math.max(tat, now) + spent * interval
+    write_tat(key, tat, interval, math.max(1, math.ceil((tat - now) / 1000)))
+  end
+  local used = math.max(0, tat - now)
+  out[#out + 1] = math.max(0, math.floor((tolerance - used) / interval))
+  out[#out + 1] = used
+end
+return out
+)lua";
+
 Script make(std::initializer_list<std::string_view> parts) {
   Script s;
   for (std::string_view part : parts) s.body += part;
@@ -386,6 +467,25 @@ const Script& refundScript(AlgorithmKind kind) {
       return gcra;
   }
   return gcra;
+}
+
+const Script& syncScript(AlgorithmKind kind) {
+  static const Script fixed = make({kPrelude, kSyncHead, kFixedWindowSync});
+  static const Script bucket = make({kPrelude, kSyncHead, kTokenBucketSync});
+  static const Script gcra = make({kPrelude, kGcraState, kSyncHead, kGcraSync});
+  switch (kind) {
+    case AlgorithmKind::kFixedWindow:
+      return fixed;
+    case AlgorithmKind::kTokenBucket:
+      return bucket;
+    default:
+      return gcra;
+  }
+}
+
+const Script& heartbeatScript() {
+  static const Script heartbeat = make({kPrelude, kHeartbeat});
+  return heartbeat;
 }
 
 }  // namespace floodgate::http::redis

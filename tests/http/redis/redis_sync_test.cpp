@@ -1,0 +1,276 @@
+// SPDX-License-Identifier: MIT
+// Local buckets reconciled with Redis: decisions between syncs make no round trip, a fleet
+// of four at three times a key's limit stays within the stated bound, an outage follows each
+// failure mode and recovers, and a flood of distinct keys keeps the local state bounded.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+#include "http/failover_store.h"
+#include "http/fleet_membership.h"
+#include "http/limiter.h"
+#include "http/store_factory.h"
+#include "http/sync_store.h"
+#include "redis/redis_server.h"
+
+namespace floodgate::http {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::steady_clock;
+using testing::RedisServer;
+
+class RedisSyncTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (testing::haveRedis()) server_ = RedisServer::start();
+    if (server_ == nullptr) GTEST_SKIP() << "redis-server is not installed or did not start";
+  }
+  std::shared_ptr<redis::Client> newClient() {
+    redis::ClientOptions options;
+    options.seeds = {server_->address()};
+    options.timeout_ms = 2000;
+    options.pool_size = 4;
+    return std::make_shared<redis::Client>(options);
+  }
+  // A sync store with no thread (the test syncs every 200 ms of its clock, or not), on the
+  // test's clock; `instances` live.
+  std::unique_ptr<SyncStore> manualStore(const AlgorithmParams& p, int64_t instances,
+                                         int64_t max_keys = 1000) {
+    RedisStoreOptions options;
+    options.virtual_time = true;
+    return std::make_unique<SyncStore>(
+        std::make_unique<RedisStore>(newClient(), "sync", p, options),
+        [instances] { return instances; }, breaker_, clock_,
+        SyncOptions{200, max_keys, /*background=*/false});
+  }
+
+  std::unique_ptr<RedisServer> server_;
+  std::shared_ptr<ManualClock> clock_ = std::make_shared<ManualClock>(1'000'000'000'000);
+  std::shared_ptr<CircuitBreaker> breaker_ =
+      std::make_shared<CircuitBreaker>(CircuitBreakerOptions{3, 1000}, clock_);
+};
+
+AlgorithmParams fixedWindow(int64_t limit, int64_t window_ms) {
+  AlgorithmParams p;
+  p.kind = AlgorithmKind::kFixedWindow;
+  p.limit = limit;
+  p.window_ms = window_ms;
+  return p;
+}
+
+TEST_F(RedisSyncTest, DecisionsBetweenSyncsAreLocalAndSharesFollowTheFleet) {
+  // Two instances, limit 100 per (long) window: each holds ceil(100 / 2) = 50 at first.
+  AlgorithmParams p = fixedWindow(100, 600'000);
+  auto a = manualStore(p, 2);
+  auto b = manualStore(p, 2);
+  ASSERT_TRUE(a->decide("warm", clock_->nowNs(), 1).ok());  // the script is cached from here
+  int64_t trips_before = a->remote().client().roundTrips();
+  int admitted_a = 0;
+  for (int i = 0; i < 60; ++i) admitted_a += a->decide("k", clock_->nowNs(), 1)->allowed();
+  EXPECT_EQ(admitted_a, 50);
+  EXPECT_EQ(a->remote().client().roundTrips() - trips_before, 1);  // the first grant only
+  EXPECT_EQ(a->stats().decided_locally, 59);  // the first of "k" and of "warm" were grants
+
+  // b gets its share before a reports: the fleet can hold 100 more than Redis knows.
+  int admitted_b = 0;
+  for (int i = 0; i < 60; ++i) admitted_b += b->decide("k", clock_->nowNs(), 1)->allowed();
+  EXPECT_EQ(admitted_b, 50);
+
+  // a reports its 50: 100 - 50 = 50 left, a's new share 25; b reports: 0 left.
+  ASSERT_TRUE(a->syncNow().ok());
+  auto state = server_->command({"HGET", "fg:{sync:k}:fixed_window", "n"});
+  ASSERT_TRUE(state);
+  EXPECT_EQ(state->str, "50");
+  ASSERT_TRUE(b->syncNow().ok());
+  int more = 0;
+  for (int i = 0; i < 30; ++i) more += a->decide("k", clock_->nowNs(), 1)->allowed();
+  EXPECT_EQ(more, 25);  // from a's share granted before b reported: within the bound
+  ASSERT_TRUE(a->syncNow().ok());
+  ASSERT_TRUE(b->syncNow().ok());
+  for (auto* s : {a.get(), b.get()}) {
+    Result<Decision> d = s->decide("k", clock_->nowNs(), 1);
+    ASSERT_TRUE(d.ok());
+    EXPECT_EQ(d->outcome, Outcome::kRejected);
+    EXPECT_GT(d->retry_after_ns, 0);  // the window's end: nothing is left for the fleet
+  }
+  // 125 admitted against a limit of 100: under 2 x limit + N - 1 = 201.
+  state = server_->command({"HGET", "fg:{sync:k}:fixed_window", "n"});
+  ASSERT_TRUE(state);
+  EXPECT_EQ(state->str, "125");  // every admitted unit is counted in Redis
+}
+
+TEST_F(RedisSyncTest, AShareEndsWithItsWindowAndGoesStaleWithoutSyncs) {
+  AlgorithmParams p = fixedWindow(10, 1000);
+  clock_->setMs(1'000'000'000);  // at a window's start
+  auto a = manualStore(p, 1);
+  EXPECT_TRUE(a->decide("k", clock_->nowNs(), 1)->allowed());
+  int64_t trips = a->remote().client().roundTrips();
+  for (int i = 0; i < 9; ++i) EXPECT_TRUE(a->decide("k", clock_->nowNs(), 1)->allowed());
+  EXPECT_FALSE(a->decide("k", clock_->nowNs(), 1)->allowed());
+  EXPECT_EQ(a->remote().client().roundTrips(), trips);
+  // The next window: the old share is not spent there; a new one is fetched.
+  clock_->advanceMs(1000);
+  EXPECT_TRUE(a->decide("k", clock_->nowNs(), 1)->allowed());
+  EXPECT_EQ(a->remote().client().roundTrips(), trips + 1);
+  ASSERT_TRUE(a->syncNow().ok());
+  auto state = server_->command({"HGET", "fg:{sync:k}:fixed_window", "n"});
+  ASSERT_TRUE(state);
+  // The previous window's 10 were reported after it ended: they count no more.
+  EXPECT_EQ(state->str, "1");
+}
+
+TEST_F(RedisSyncTest, DistinctKeysStayWithinMaxKeys) {
+  // An attacker's flood of keys: the local state holds at most max_keys; beyond, a key is
+  // decided by Redis exactly, and every decision is still right.
+  AlgorithmParams p = fixedWindow(2, 600'000);
+  auto a = manualStore(p, 1, /*max_keys=*/64);
+  for (int i = 0; i < 1000; ++i) {
+    std::string key = "flood-" + std::to_string(i);
+    EXPECT_TRUE(a->decide(key, clock_->nowNs(), 1)->allowed());
+    EXPECT_TRUE(a->decide(key, clock_->nowNs(), 1)->allowed());
+    EXPECT_FALSE(a->decide(key, clock_->nowNs(), 1)->allowed());
+  }
+  SyncStats stats = a->stats();
+  EXPECT_LE(stats.keys, 64);
+  EXPECT_GT(stats.exact, 0);
+  // Once synced and idle, keys make room for new ones.
+  ASSERT_TRUE(a->syncNow().ok());
+  ASSERT_TRUE(a->syncNow().ok());
+  int64_t exact = a->stats().exact;
+  EXPECT_TRUE(a->decide("new-key", clock_->nowNs(), 1)->allowed());
+  EXPECT_EQ(a->stats().exact, exact);
+}
+
+// Four instances, each its own Limiter with its own sync task and heartbeat, send one key at
+// three times its rate. The fleet's admitted total stays within the stated bound for the
+// measured span: 2 x capacity + rate x W + N - 1.
+TEST_F(RedisSyncTest, FourInstancesAtThreeTimesTheLimitStayWithinTheBound) {
+  constexpr int kInstances = 4;
+  constexpr int64_t kCapacity = 50;
+  constexpr double kRate = 200;  // per second, for the fleet
+  constexpr int64_t kIntervalMs = 200;
+  constexpr milliseconds kRun{5000};
+  std::vector<std::unique_ptr<Limiter>> fleet;
+  std::vector<SyncStore*> stores;
+  for (int i = 0; i < kInstances; ++i) {
+    HttpConfig config;
+    config.store.type = "redis";
+    config.store.address = server_->address().text();
+    config.store.timeout_ms = 500;
+    config.store.instances = kInstances;  // the floor: no instance divides by fewer
+    config.store.instance_id = "instance-" + std::to_string(i);
+    PolicyConfig api;
+    api.name = "api";
+    api.key.kind = KeyKind::kHeader;
+    api.key.header = "X-API-Key";
+    api.algorithm.kind = AlgorithmKind::kTokenBucket;
+    api.algorithm.capacity = kCapacity;
+    api.algorithm.rate_per_s = kRate;
+    api.sync.enabled = true;
+    api.sync.interval_ms = kIntervalMs;
+    config.policies = {api};
+    auto made = Limiter::create(config, std::make_shared<SteadyClock>());
+    ASSERT_TRUE(made.ok()) << made.error().message;
+    stores.push_back(
+        &dynamic_cast<SyncStore&>(dynamic_cast<FailoverStore&>((*made)->store(0)).remote()));
+    fleet.push_back(std::move(*made));
+  }
+  std::atomic<int64_t> admitted{0};
+  std::atomic<int64_t> decided{0};
+  const auto start = steady_clock::now();
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kInstances; ++i) {
+    threads.emplace_back([&, i] {
+      // Each instance gets 3 x rate / 4 requests per second, on a schedule it catches up with
+      // when a sleep runs long.
+      const auto step = std::chrono::duration<double>(kInstances / (3 * kRate));
+      int64_t sent = 0;
+      const RequestInfo request{"GET", "/", "192.0.2.1", {{"X-API-Key", "hammered"}}, {}, {}};
+      while (steady_clock::now() - start < kRun) {
+        const auto due = start + std::chrono::duration_cast<steady_clock::duration>(step * sent);
+        if (steady_clock::now() < due) std::this_thread::sleep_until(due);
+        admitted += fleet[i]->check(request).allowed();
+        ++decided;
+        ++sent;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  const double span_s = std::chrono::duration<double>(steady_clock::now() - start).count();
+  const double bound = 2.0 * kCapacity + kRate * span_s + (kInstances - 1);
+  const double exact = kCapacity + kRate * span_s;
+  int64_t trips = 0;
+  int64_t local = 0;
+  for (SyncStore* s : stores) {
+    trips += s->remote().client().roundTrips();
+    local += s->stats().decided_locally;
+  }
+  std::printf(
+      "span %.2f s: %lld decided, %lld admitted (exact store at most %.0f, bound %.0f); "
+      "%lld round trips, %lld decided locally\n",
+      span_s, static_cast<long long>(decided.load()), static_cast<long long>(admitted.load()),
+      exact, bound, static_cast<long long>(trips), static_cast<long long>(local));
+  EXPECT_LE(admitted.load(), bound);
+  EXPECT_GT(admitted.load(), 0);
+}
+
+TEST_F(RedisSyncTest, AnOutageFollowsEachFailureModeAndRecovers) {
+  HttpConfig config;
+  config.store.type = "redis";
+  config.store.address = server_->address().text();
+  config.store.timeout_ms = 100;
+  config.store.instances = 2;
+  config.store.breaker_failures = 1;
+  config.store.breaker_open_ms = 100;
+  PolicyConfig api;
+  api.name = "api";
+  api.match.path_prefix = "/api";
+  api.algorithm = fixedWindow(20, 600'000);
+  api.failure_mode = FailureMode::kOpen;
+  api.sync.enabled = true;
+  api.sync.interval_ms = 50;
+  PolicyConfig login = api;
+  login.name = "login";
+  login.match.path_prefix = "/login";
+  login.failure_mode = FailureMode::kClosed;
+  config.policies = {api, login};
+  auto made = Limiter::create(config, std::make_shared<SteadyClock>());
+  ASSERT_TRUE(made.ok()) << made.error().message;
+  Limiter& limiter = **made;
+  auto check = [&](std::string_view path, std::string_view ip) {
+    return limiter.check(RequestInfo{"GET", path, ip, {}, {}, {}});
+  };
+  EXPECT_TRUE(check("/api", "192.0.2.1").allowed());
+  EXPECT_TRUE(check("/login", "192.0.2.1").allowed());
+
+  server_->freeze();  // mid-sync, as likely as not
+  auto& breaker = dynamic_cast<FailoverStore&>(limiter.store(0)).breaker();
+  // A sync (every 50 ms) or a new key's grant times out and opens the breaker (failures: 1).
+  const auto until = steady_clock::now() + std::chrono::seconds(10);
+  for (int i = 0; breaker.state() == BreakerState::kClosed && steady_clock::now() < until; ++i) {
+    check("/api", "198.51.100." + std::to_string(i % 250));
+  }
+  ASSERT_NE(breaker.state(), BreakerState::kClosed);
+  // closed: rejected while Redis cannot answer; open: the local share of 20 / 2.
+  Verdict refused = check("/login", "192.0.2.9");
+  EXPECT_EQ(refused.binding.outcome, Outcome::kStoreUnavailable);
+  int admitted = 0;
+  for (int i = 0; i < 30; ++i) admitted += check("/api", "192.0.2.9").allowed();
+  EXPECT_LE(admitted, 10);
+  EXPECT_GT(admitted, 0);
+
+  server_->thaw();
+  const auto back = steady_clock::now() + std::chrono::seconds(10);
+  bool recovered = false;
+  while (!recovered && steady_clock::now() < back) {
+    recovered = check("/login", "192.0.2.10").allowed();
+    if (!recovered) std::this_thread::sleep_for(milliseconds(20));
+  }
+  EXPECT_TRUE(recovered);
+}
+
+}  // namespace
+}  // namespace floodgate::http
