@@ -2,7 +2,8 @@
 // Google Benchmark of the Redis store against a private redis-server: decisions per second
 // per connection, with and without pipelining, as ratios to redis-benchmark's own EVALSHA
 // rate on the same server; and the round trips hot-key prefetch saves at batch 1, 8, 64,
-// with the over-admission measured (it must be zero).
+// with the over-admission measured (it must be zero); and the round trips local buckets
+// reconciled every 200 ms make, with their over-admission.
 #include <benchmark/benchmark.h>
 
 #include <cstdio>
@@ -13,6 +14,7 @@
 #include "http/prefetch_store.h"
 #include "http/redis/scripts.h"
 #include "http/redis_store.h"
+#include "http/sync_store.h"
 #include "redis/redis_server.h"
 
 namespace {
@@ -149,6 +151,59 @@ void BM_PrefetchFleet(benchmark::State& state) {
 BENCHMARK(BM_PrefetchFleet)
     ->ArgsProduct({{1, 8, 64}, {90, 500}})
     ->ArgNames({"batch", "load_pct"})
+    ->Iterations(20'000)
+    ->UseRealTime();
+
+// The same fleet and load with local buckets (SyncStore) reconciled every 200 ms of
+// virtual time: every decision local, one round trip per instance per sync (and one per
+// window for the key's first share there). Counts round trips per decision and, per window,
+// admitted units over the limit (bounded by limit + N - 1; see sync_store.h).
+void BM_SyncFleet(benchmark::State& state) {
+  AlgorithmParams p;
+  p.kind = AlgorithmKind::kFixedWindow;
+  p.limit = 1000;
+  p.window_ms = 10'000;
+  const int64_t window_ns = p.window_ms * 1'000'000;
+  const int64_t interval_ns = 200'000'000;
+  RedisStoreOptions virtual_time;
+  virtual_time.virtual_time = true;
+  auto clock = std::make_shared<ManualClock>(1'000'000'000'000);
+  auto breaker = std::make_shared<CircuitBreaker>(CircuitBreakerOptions{}, clock);
+  std::vector<std::shared_ptr<redis::Client>> clients;
+  std::vector<std::unique_ptr<SyncStore>> fleet;
+  static int run = 0;
+  std::string policy = "sync" + std::to_string(++run);
+  for (int i = 0; i < 4; ++i) {
+    clients.push_back(oneConnection());
+    fleet.push_back(std::make_unique<SyncStore>(
+        std::make_unique<RedisStore>(clients.back(), policy, p, virtual_time), [] { return 4; },
+        breaker, clock, SyncOptions{200, 1000, /*background=*/false}));
+  }
+  std::map<int64_t, int64_t> admitted_in_window;
+  const int64_t step_ns = window_ns * 100 / (p.limit * state.range(0));
+  int64_t decisions = 0;
+  int64_t next_sync_ns = clock->nowNs() + interval_ns;
+  for (auto _ : state) {
+    clock->advanceNs(step_ns);
+    if (clock->nowNs() >= next_sync_ns) {
+      for (auto& store : fleet) (void)store->syncNow();
+      next_sync_ns += interval_ns;
+    }
+    auto d = fleet[decisions % 4]->decide("k", clock->nowNs(), 1);
+    if (d && d->allowed()) ++admitted_in_window[clock->nowNs() / window_ns];
+    ++decisions;
+  }
+  int64_t trips = 0;
+  for (auto& c : clients) trips += c->roundTrips();
+  int64_t over = 0;
+  for (auto& [window, count] : admitted_in_window) over += std::max<int64_t>(0, count - p.limit);
+  state.SetItemsProcessed(decisions);
+  state.counters["round_trips_per_decision"] = static_cast<double>(trips) / decisions;
+  state.counters["over_admitted"] = static_cast<double>(over);
+}
+BENCHMARK(BM_SyncFleet)
+    ->ArgsProduct({{90, 500}})
+    ->ArgNames({"load_pct"})
     ->Iterations(20'000)
     ->UseRealTime();
 
