@@ -52,6 +52,7 @@ class ExampleService {
   }
 
   int port() const { return port_; }
+  pid_t pid() const { return pid_; }
   // Waits for the process to end (bounded) and returns its exit code; -1 if it did not.
   int exitCode() {
     for (int i = 0; i < 100; ++i) {

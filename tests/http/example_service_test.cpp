@@ -15,9 +15,13 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "socket_probe.h"
+
 namespace {
 
 using floodgate::http::testing::ExampleService;
+using floodgate::http::testing::KeepAliveClient;
+using floodgate::http::testing::serverTcpNodelay;
 
 // Buckets that refill once in 1000 s: no decision below depends on how fast the test runs.
 constexpr const char* kConfig = R"(http:
@@ -174,6 +178,32 @@ TEST(ExampleService, AMalformedOrderCostsOneUnitNotTheRoutesPriceYetCountsAsAReq
       metrics->body.find(R"(floodgate_http_requests_total{route="/api/orders",code="400"} 2)"),
       std::string::npos)
       << metrics->body;
+}
+
+// A keep-alive client is not held up by Nagle's algorithm: the service's end of the
+// connection has TCP_NODELAY (installRateLimiter turns it on), so no response, a 429
+// included, waits ~40 ms for the client's delayed ACK. Read from a copy of the service's
+// socket, never from a clock.
+TEST(ExampleService, KeepAliveConnectionsHaveNagleOff) {
+  ExampleService service(R"(http:
+  policies:
+    - {name: once, key: ip, algorithm: fixed_window, limit: 1, window_ms: 604800000}
+)");
+  ASSERT_GT(service.port(), 0) << service.stderrText();
+  // The service closes a connection idle for 5 s (cpp-httplib's keep-alive timeout): should
+  // the test be that slow between a response and the look, it looks again on a new one.
+  int nodelay = -1;
+  for (int attempt = 0; attempt < 3 && nodelay < 0; ++attempt) {
+    KeepAliveClient client(service.port());
+    ASSERT_GE(client.fd(), 0);
+    EXPECT_EQ(client.get("/healthz"), attempt == 0 ? 200 : 429);
+    EXPECT_EQ(client.get("/healthz"), 429);  // the same connection
+    nodelay = serverTcpNodelay(service.pid(), client);
+    if (nodelay < 0) {
+      ASSERT_TRUE(client.closedByServer()) << "no socket of the service is its end";
+    }
+  }
+  EXPECT_EQ(nodelay, 1);
 }
 
 TEST(ExampleService, InvalidConfigExitsOneWithFileLineColumn) {

@@ -66,6 +66,9 @@ std::shared_ptr<const DelayedThreads> install(httplib::Server& server,
                                               std::function<Verdict(const RequestInfo&)> check,
                                               std::function<void(Verdict&, int64_t)> refund,
                                               HttplibOptions options) {
+  // A rate-limited response, 429 or not, must not wait 40 ms on a delayed ACK (see
+  // HttplibOptions::tcp_nodelay): the limiter's own cost is microseconds.
+  if (options.tcp_nodelay) server.set_tcp_nodelay(true);
   auto delayed = std::make_shared<DelayedThreads>(options.max_delayed_threads);
   if (!options.wait_for) {
     options.wait_for = [](std::chrono::nanoseconds delay) { std::this_thread::sleep_for(delay); };

@@ -104,16 +104,25 @@ struct HttplibOptions {
   // dear route's price is not due; but a malformed request still counts as a request, or
   // malformed ones would be free of every limit. A negative value: no refund.
   int64_t bad_request_cost = 1;
+  // true: turn Nagle's algorithm off on the server's connections (TCP_NODELAY); false: leave
+  // the server's setting as it is. cpp-httplib sends a response in two writes, head then
+  // body; with Nagle on, the body waits until the client acknowledges the head, which the
+  // client's TCP delays up to 40 ms (Linux): on a keep-alive connection every response after
+  // the first few, a 429 included, took ~40 ms instead of microseconds. cpp-httplib 0.11
+  // leaves Nagle on and applies this to the listening socket, whose connections inherit it:
+  // install the limiter before the server binds.
+  bool tcp_nodelay = true;
 };
 
 // Installs `limiter` as `server`'s pre-routing handler, and as its post-routing handler for
-// bad_request_cost (replacing any set before). Every response under a policy gets
-// RateLimit-Policy and RateLimit; a rejection is answered right there with 429 (503 for a
-// fail-closed store that is down, or a priority class shed under http.shedding),
-// Retry-After when a retry can succeed, and an application/problem+json body naming the
-// violated policies (or saying "overloaded"). An admitted request holds its place in flight
-// (http.shedding) until its response has been written (the response's resource releaser;
-// a streaming route that sets its own gives the place back when the route returns).
+// bad_request_cost (replacing any set before), and turns TCP_NODELAY on (tcp_nodelay above):
+// call it before the server binds. Every response under a policy gets RateLimit-Policy and
+// RateLimit; a rejection is answered right there with 429 (503 for a fail-closed store that
+// is down, or a priority class shed under http.shedding), Retry-After when a retry can
+// succeed, and an application/problem+json body naming the violated policies (or saying
+// "overloaded"). An admitted request holds its place in flight (http.shedding) until its
+// response has been written (the response's resource releaser; a streaming route that
+// sets its own gives the place back when the route returns).
 // Thread-safe as the limiter is; `limiter` is kept alive by the server's handler. Returns
 // the threads held for a delay (for metrics and tests).
 std::shared_ptr<const DelayedThreads> installRateLimiter(httplib::Server& server,

@@ -184,6 +184,7 @@ int run(const PolicySource& source, const std::string& listen,
     metrics.countResponse(routeLabel(req.path), statusFor(verdict));
     if (verdict.reportable()) reporter->noteRejection(verdict.client_key);
   };
+  // before binding: it turns TCP_NODELAY on, which the listening socket hands to connections
   installRateLimiter(server, live, std::move(options));
 
   int port = address->port;
