@@ -12,7 +12,10 @@
 #     baseline); the Redis store per connection against redis-benchmark's EVALSHA rate, and
 #     the round trips hot-key prefetch saves (with its over-admission, which must be 0) and
 #     those of local buckets reconciled every 200 ms (with theirs, bounded);
-#   - a spoofed-source flood's passed packets against the new-source cap + untracked limit.
+#   - a spoofed-source flood's passed packets against the new-source cap + untracked limit;
+#   - HTTP: floodgate-http-example under wrk on loopback, 8 keep-alive connections,
+#     requests/s and p99 latency: no policies (baseline), three memory-store policies on every
+#     request, the same three in Redis, and a hot key over its limit (every answer a 429).
 # Usage: scripts/bench.sh [--quick]    (--quick: shorter runs, under five minutes)
 # Needs root: it loads BPF, creates network namespaces and sets nftables/iptables rules
 # inside them; all of that is removed on exit.
@@ -24,7 +27,7 @@ QUICK=0
 for arg in "$@"; do
   case $arg in
     --quick) QUICK=1 ;;
-    -h | --help) sed -n '3,16p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '3,19p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "error: unknown argument '$arg': the only option is --quick" >&2; exit 2 ;;
   esac
 done
@@ -34,9 +37,9 @@ if [[ $(id -u) -ne 0 ]]; then
 fi
 
 if ((QUICK)); then
-  FLOOD_SECONDS=2 COST_REPEAT=200000 COST_RUNS=3 BENCH_MIN_TIME=0.05
+  FLOOD_SECONDS=2 COST_REPEAT=200000 COST_RUNS=3 BENCH_MIN_TIME=0.05 HTTP_SECONDS=1 HTTP_ROUNDS=3
 else
-  FLOOD_SECONDS=5 COST_REPEAT=1000000 COST_RUNS=5 BENCH_MIN_TIME=0.5
+  FLOOD_SECONDS=5 COST_REPEAT=1000000 COST_RUNS=5 BENCH_MIN_TIME=0.5 HTTP_SECONDS=5 HTTP_ROUNDS=5
 fi
 # one limit for every limiter: low enough that the floods are mostly over it
 LIMIT_PPS=${BENCH_LIMIT_PPS:-10}
@@ -50,22 +53,26 @@ echo "==> Release build in $BUILD_DIR"
 cmake -S "$FLOODGATE_ROOT" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_CXX_FLAGS="-Wno-restrict -Wno-alloc-size-larger-than" >/dev/null
 cmake --build "$BUILD_DIR" -j "$(nproc)" --target floodgate floodgate_xdp_cost floodgate_http_bench \
-  floodgate_http_redis_bench >/dev/null
+  floodgate_http_redis_bench floodgate-http-example floodgate_bench_redis >/dev/null
 FG=$BUILD_DIR/userspace/cli/floodgate
 DROP_OBJ=$BUILD_DIR/bpf/flood/xdp_drop.bpf.o
 COST=$BUILD_DIR/tests/bench/floodgate_xdp_cost
 HTTP_BENCH=$BUILD_DIR/tests/http/floodgate_http_bench
 # Starts its own redis-server on a free loopback port and measures redis-benchmark there.
 REDIS_BENCH=$BUILD_DIR/tests/http/floodgate_http_redis_bench
+HTTP_EXAMPLE=$BUILD_DIR/userspace/http/example/floodgate-http-example
+BENCH_REDIS=$BUILD_DIR/tests/bench/floodgate_bench_redis  # a private redis-server, as the tests start
 
 WORK=$(mktemp -d /tmp/floodgate-bench.XXXXXX)
 ROWS=$WORK/rows.tsv
 : >"$ROWS"
 source "$FLOODGATE_ROOT/scripts/lib/bench_lab.sh"
 source "$FLOODGATE_ROOT/scripts/lib/bench_report.sh"
+source "$FLOODGATE_ROOT/scripts/lib/bench_http.sh"
 COST_PID=
 cleanup() {
   lab_cleanup
+  http_cleanup
   [[ -n $COST_PID ]] && rm -rf /sys/fs/bpf/floodgate/bench-cost-"$COST_PID"-*
   rm -rf "$WORK"
 }
@@ -227,13 +234,19 @@ done < <(jq -r '.benchmarks[] | select(.name | startswith("BM_SyncFleet")) |
   (.name | capture("load_pct:(?<l>[0-9]+)")) as $a |
   [$a.l, (.round_trips_per_decision * 1000 | round / 1000), .over_admitted] | @tsv' "$WORK/redis.json")
 
+echo "==> HTTP: floodgate-http-example under wrk on loopback ($HTTP_ROUNDS rounds of ${HTTP_SECONDS}s per row)"
+http_rows
+
 mkdir -p "$FLOODGATE_ROOT/bench"
 META=$(jq -n --arg date "$(date -u +%FT%TZ)" --arg kernel "$(uname -r)" --argjson cpus "$(nproc)" \
   --argjson quick "$QUICK" --argjson flood_seconds "$FLOOD_SECONDS" \
   --argjson limit_pps "$LIMIT_PPS" --argjson limit_burst "$LIMIT_BURST" \
+  --argjson http_seconds "$HTTP_SECONDS" --argjson http_rounds "$HTTP_ROUNDS" \
+  --argjson http_connections "$HTTP_CONNECTIONS" \
   --arg commit "$(git -C "$FLOODGATE_ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)" \
   '{date: $date, kernel: $kernel, cpus: $cpus, quick: ($quick == 1), flood_seconds: $flood_seconds,
-    limit_pps: $limit_pps, limit_burst: $limit_burst, commit: $commit}')
+    limit_pps: $limit_pps, limit_burst: $limit_burst, http_seconds: $http_seconds,
+    http_rounds: $http_rounds, http_connections: $http_connections, commit: $commit}')
 write_json "$FLOODGATE_ROOT/bench/results.json" "$META"
 write_plot "$FLOODGATE_ROOT/bench/results.png"
 echo

@@ -13,8 +13,8 @@ FLOODGATE_PACKAGES=(
 )
 
 # What scripts/bench.sh needs on top: plots, JSON on the command line, veth GRO and counters,
-# and pgrep for the receiver's NAPI threads.
-FLOODGATE_BENCH_PACKAGES=(gnuplot-nox jq ethtool procps)
+# pgrep for the receiver's NAPI threads, and an HTTP load generator.
+FLOODGATE_BENCH_PACKAGES=(gnuplot-nox jq ethtool procps wrk)
 
 # Installs whatever of FLOODGATE_PACKAGES, and of the packages named as arguments, is
 # missing (needs root).
