@@ -85,6 +85,16 @@ TEST_F(Headers, RejectionHasRetryAfterRoundedUpAndAProblemBody) {
   EXPECT_EQ(body["retry-after"], 2);
 }
 
+TEST_F(Headers, TheProblemBodyIsTheDocumentedObject) {
+  for (int i = 0; i < 10; ++i) ASSERT_TRUE(check("", "192.0.2.9").allowed());
+  clock_->advanceMs(300);
+  Verdict v = check("k", "192.0.2.9");
+  ASSERT_FALSE(v.allowed());
+  EXPECT_EQ(problemJson(v), R"({"type":"about:blank","title":"Too Many Requests","status":429,)"
+                            R"("detail":"rate limit of policy 'burst' exceeded; retry after 2 s",)"
+                            R"("retry-after":2,"violated-policies":["burst"]})");
+}
+
 TEST(RetryAfter, RoundsUpToWholeSecondsAndIsNeverZero) {
   EXPECT_EQ(retryAfterSeconds(1), 1);
   EXPECT_EQ(retryAfterSeconds(1'000'000'000), 1);
@@ -109,6 +119,31 @@ TEST(ProblemJson, CostAboveBurstSaysRetryingWillNotHelpAndHasNoRetryAfter) {
   auto body = nlohmann::json::parse(problemJson(v));
   EXPECT_NE(body["detail"].get<std::string>().find("retrying will not help"), std::string::npos);
   EXPECT_FALSE(body.contains("retry-after"));
+}
+
+TEST(RateLimitFields, QuotesAndBackslashesInANameAreEscaped) {
+  PolicyConfig policy;
+  policy.name = R"(a"b\c)";
+  auto algorithm = makeAlgorithm({AlgorithmKind::kGcra, 0, 0, 2, 1.0});
+  ASSERT_TRUE(algorithm.ok());
+  Verdict v;
+  v.decisions.push_back({&policy, algorithm->get(), "k", 1, v.binding, false});
+  EXPECT_EQ(rateLimitPolicyHeader(v), R"("a\"b\\c";q=2;w=2)");
+}
+
+// Names reach the body as JSON strings whatever they hold (a config only allows letters,
+// digits, '_', '-' and '.', but the body must stay valid JSON regardless).
+TEST(ProblemJson, EscapesQuotesBackslashesAndControlCharacters) {
+  const std::string name = "a\"b\\c\n\x01";
+  Verdict v;
+  v.binding.outcome = Outcome::kStoreUnavailable;
+  v.binding.policy = name;
+  v.violated.push_back(name);
+  auto body = nlohmann::json::parse(problemJson(v));
+  EXPECT_EQ(body["status"], 503);
+  EXPECT_EQ(body["title"], "Service Unavailable");
+  EXPECT_EQ(body["violated-policies"], nlohmann::json::array({name}));
+  EXPECT_NE(body["detail"].get<std::string>().find(name), std::string::npos);
 }
 
 }  // namespace

@@ -2,21 +2,54 @@
 // Formatting the RateLimit fields, Retry-After and the problem+json body.
 #include "http/headers.h"
 
-#include <nlohmann/json.hpp>
+#include <algorithm>
+#include <charconv>
 
 namespace floodgate::http {
 
 namespace {
 
-// A structured-field string: quoted, with '"' and '\' escaped.
-std::string sfString(std::string_view s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    out += c;
+// Every answer is built by appending to one string: a 429 is answered at the rate requests
+// arrive, so it should cost no more than an admitted request's headers.
+
+// Appends a structured-field string: quoted, with '"' and '\' escaped.
+void appendSfString(std::string& out, std::string_view s) {
+  out += '"';
+  if (s.find_first_of("\"\\") == std::string_view::npos) {
+    out += s;  // the usual case: a policy name is letters, digits, '_', '-' and '.'
+  } else {
+    for (char c : s) {
+      if (c == '"' || c == '\\') out += '\\';
+      out += c;
+    }
   }
   out += '"';
-  return out;
+}
+
+void appendInt(std::string& out, int64_t value) {
+  char digits[24];
+  auto [end, ec] = std::to_chars(digits, digits + sizeof digits, value);
+  out.append(digits, end);
+}
+
+// Appends a JSON string: quoted, with '"', '\' and control characters escaped.
+void appendJsonString(std::string& out, std::string_view s) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  out += '"';
+  for (char c : s) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (byte < 0x20) {
+      out += "\\u00";
+      out += kHex[byte >> 4];
+      out += kHex[byte & 0xf];
+    } else {
+      out += c;
+    }
+  }
+  out += '"';
 }
 
 int64_t ceilSeconds(int64_t ns) { return ns <= 0 ? 0 : (ns + kNsPerS - 1) / kNsPerS; }
@@ -25,21 +58,28 @@ int64_t ceilSeconds(int64_t ns) { return ns <= 0 ? 0 : (ns + kNsPerS - 1) / kNsP
 
 std::string rateLimitPolicyHeader(const Verdict& verdict) {
   std::string out;
+  out.reserve(48 * verdict.decisions.size());
   for (const PolicyDecision& pd : verdict.decisions) {
     if (!out.empty()) out += ", ";
-    out += sfString(pd.policy->name) + ";q=" + std::to_string(pd.algorithm->quota()) +
-           ";w=" + std::to_string(pd.algorithm->windowSeconds());
+    appendSfString(out, pd.policy->name);
+    out += ";q=";
+    appendInt(out, pd.algorithm->quota());
+    out += ";w=";
+    appendInt(out, pd.algorithm->windowSeconds());
   }
   return out;
 }
 
 std::string rateLimitHeader(const Verdict& verdict) {
   std::string out;
+  out.reserve(48 * verdict.decisions.size());
   for (const PolicyDecision& pd : verdict.decisions) {
     if (!out.empty()) out += ", ";
-    out += sfString(pd.policy->name) +
-           ";r=" + std::to_string(std::max<int64_t>(0, pd.decision.remaining)) +
-           ";t=" + std::to_string(ceilSeconds(pd.decision.reset_ns));
+    appendSfString(out, pd.policy->name);
+    out += ";r=";
+    appendInt(out, std::max<int64_t>(0, pd.decision.remaining));
+    out += ";t=";
+    appendInt(out, ceilSeconds(pd.decision.reset_ns));
   }
   return out;
 }
@@ -53,7 +93,6 @@ int statusFor(const Verdict& verdict) {
     case Outcome::kAllowed:
       return 200;
     case Outcome::kStoreUnavailable:
-    case Outcome::kOverloaded:
       return 503;
     case Outcome::kRejected:
     case Outcome::kCostExceedsBurst:
@@ -63,54 +102,54 @@ int statusFor(const Verdict& verdict) {
 }
 
 std::string problemJson(const Verdict& verdict) {
-  nlohmann::json body;
   const Decision& b = verdict.binding;
-  body["type"] = "about:blank";
-  body["status"] = statusFor(verdict);
-  nlohmann::json violated = nlohmann::json::array();
-  for (std::string_view name : verdict.violated) violated.push_back(std::string(name));
-  body["violated-policies"] = violated;
-  std::string policy(b.policy);
+  const bool unavailable = b.outcome == Outcome::kStoreUnavailable;
+  std::string detail;
   switch (b.outcome) {
     case Outcome::kCostExceedsBurst:
-      body["title"] = "Too Many Requests";
-      body["detail"] = "this request costs more than policy '" + policy +
-                       "' can ever admit at once (burst " + std::to_string(b.limit) +
-                       "); retrying will not help";
+      detail = "this request costs more than policy '" + std::string(b.policy) +
+               "' can ever admit at once (burst " + std::to_string(b.limit) +
+               "); retrying will not help";
       break;
     case Outcome::kStoreUnavailable:
-      body["title"] = "Service Unavailable";
-      body["detail"] = "the rate-limit store of policy '" + policy +
-                       "' is unavailable and the policy fails closed";
-      break;
-    case Outcome::kOverloaded:
-      body["title"] = "Service Unavailable";
-      body["detail"] = "overloaded: requests of priority '" + std::string(verdict.priority) +
-                       "' are shed while the service is this busy; retry after " +
-                       std::to_string(retryAfterSeconds(b.retry_after_ns)) + " s";
-      body["overloaded"] = true;
-      body["priority"] = std::string(verdict.priority);
-      body["retry-after"] = retryAfterSeconds(b.retry_after_ns);
+      detail = "the rate-limit store of policy '" + std::string(b.policy) +
+               "' is unavailable and the policy fails closed";
       break;
     case Outcome::kRejected:
     case Outcome::kAllowed:
-      body["title"] = "Too Many Requests";
-      body["detail"] = "rate limit of policy '" + policy + "' exceeded; retry after " +
-                       std::to_string(retryAfterSeconds(b.retry_after_ns)) + " s";
-      body["retry-after"] = retryAfterSeconds(b.retry_after_ns);
+      detail = "rate limit of policy '" + std::string(b.policy) + "' exceeded; retry after " +
+               std::to_string(retryAfterSeconds(b.retry_after_ns)) + " s";
       break;
   }
-  return body.dump();
+  // RFC 9457's members first, in the order docs/http.md shows them
+  std::string out;
+  out.reserve(160 + detail.size());
+  out += R"({"type":"about:blank","title":)";
+  out += unavailable ? R"("Service Unavailable")" : R"("Too Many Requests")";
+  out += R"(,"status":)";
+  appendInt(out, statusFor(verdict));
+  out += R"(,"detail":)";
+  appendJsonString(out, detail);
+  if (b.outcome == Outcome::kRejected || b.outcome == Outcome::kAllowed) {
+    out += R"(,"retry-after":)";
+    appendInt(out, retryAfterSeconds(b.retry_after_ns));
+  }
+  out += R"(,"violated-policies":[)";
+  for (size_t i = 0; i < verdict.violated.size(); ++i) {
+    if (i > 0) out += ',';
+    appendJsonString(out, verdict.violated[i]);
+  }
+  out += "]}";
+  return out;
 }
 
 std::vector<std::pair<std::string, std::string>> responseHeaders(const Verdict& verdict) {
   std::vector<std::pair<std::string, std::string>> headers;
-  if (verdict.limited()) {
-    headers.emplace_back("RateLimit-Policy", rateLimitPolicyHeader(verdict));
-    headers.emplace_back("RateLimit", rateLimitHeader(verdict));
-  }
-  if (verdict.binding.outcome == Outcome::kRejected ||
-      verdict.binding.outcome == Outcome::kOverloaded) {
+  if (!verdict.limited()) return headers;
+  headers.reserve(3);
+  headers.emplace_back("RateLimit-Policy", rateLimitPolicyHeader(verdict));
+  headers.emplace_back("RateLimit", rateLimitHeader(verdict));
+  if (verdict.binding.outcome == Outcome::kRejected) {
     headers.emplace_back("Retry-After",
                          std::to_string(retryAfterSeconds(verdict.binding.retry_after_ns)));
   }
