@@ -37,6 +37,18 @@ TEST(Cidr, ContainsByPrefix) {
   EXPECT_FALSE(Cidr::parse("10.0.0.0/"));
 }
 
+TEST(IpAddress, PrintsAsInetNtopDoes) {
+  for (const char* text : {"0.0.0.0", "1.2.3.4", "10.0.0.255", "192.168.100.9", "255.255.255.255",
+                           "::1", "2001:db8::5", "fe80::1:2"}) {
+    auto address = IpAddress::parse(text);
+    ASSERT_TRUE(address) << text;
+    EXPECT_EQ(address->toString(), text);
+  }
+  EXPECT_EQ(IpAddress::parse("::ffff:10.0.0.1")->toString(), "10.0.0.1");  // mapped is IPv4
+  EXPECT_EQ(clientKey(*IpAddress::parse("203.0.113.7"), 64), "203.0.113.7");
+  EXPECT_EQ(clientKey(*IpAddress::parse("2001:db8:1:2:3::4"), 64), "2001:db8:1:2::/64");
+}
+
 // The client as text, or "?" when it cannot be told.
 std::string client(std::string_view peer, ClientHeader header, std::vector<std::string_view> values,
                    const TrustedProxies& trusted) {

@@ -28,8 +28,21 @@ std::optional<IpAddress> IpAddress::parse(std::string_view text) {
 }
 
 std::string IpAddress::toString() const {
+  if (v4) {
+    // by hand: glibc formats IPv4 through sprintf, a visible share of every decision's cost
+    std::string text;
+    text.reserve(15);
+    for (size_t i = 0; i < 4; ++i) {
+      const unsigned byte = bytes[i];
+      if (i > 0) text += '.';
+      if (byte >= 100) text += static_cast<char>('0' + byte / 100);
+      if (byte >= 10) text += static_cast<char>('0' + byte / 10 % 10);
+      text += static_cast<char>('0' + byte % 10);
+    }
+    return text;
+  }
   char buffer[INET6_ADDRSTRLEN];
-  inet_ntop(v4 ? AF_INET : AF_INET6, bytes.data(), buffer, sizeof buffer);
+  inet_ntop(AF_INET6, bytes.data(), buffer, sizeof buffer);
   return buffer;
 }
 

@@ -155,7 +155,8 @@ Verdict Limiter::check(const RequestInfo& request) {
                     trusted_);
   if (client) {
     verdict.client_ip = client->toString();
-    verdict.client_key = clientKey(*client, config_.ipv6_prefix);
+    // an IPv4 client is keyed by its address: the text just made
+    verdict.client_key = client->v4 ? verdict.client_ip : clientKey(*client, config_.ipv6_prefix);
   }
   const int64_t now_ns = clock_->nowNs();
   verdict.decided_ns = now_ns;
