@@ -155,7 +155,7 @@ Result<std::vector<Reply>> Connection::pipeline(const std::vector<Command>& comm
   if (broken_) return Error::failure("redis " + address_.text() + ": connection is broken");
   SigpipeBlock no_sigpipe;
   // SO_SNDTIMEO/SO_RCVTIMEO bound each blocking read and write; re-armed with what is left
-  // before each reply so the whole pipeline ends by the deadline (give or take one read).
+  // before each read so the whole pipeline ends by the deadline (give or take one read).
   std::vector<const char*> argv;
   std::vector<size_t> lengths;
   for (const Command& command : commands) {
@@ -177,9 +177,14 @@ Result<std::vector<Reply>> Connection::pipeline(const std::vector<Command>& comm
       broken_ = true;
       return Error::failure("redis " + address_.text() + ": timed out");
     }
-    redisSetTimeout(context_, remaining(deadline));
     void* raw = nullptr;
-    if (redisGetReply(context_, &raw) != REDIS_OK || raw == nullptr) return fail("no reply");
+    // Replies usually arrive in one read: one already read needs no wait, so no re-arming
+    // either (two setsockopt calls per reply, most of a Redis decision's system calls).
+    if (redisGetReplyFromReader(context_, &raw) != REDIS_OK) return fail("bad reply");
+    if (raw == nullptr) {
+      redisSetTimeout(context_, remaining(deadline));
+      if (redisGetReply(context_, &raw) != REDIS_OK || raw == nullptr) return fail("no reply");
+    }
     auto* reply = static_cast<redisReply*>(raw);
     replies.push_back(copyReply(reply));
     freeReplyObject(reply);
