@@ -103,6 +103,29 @@ TEST(LiveLimiter, ARaisedLimitAdmitsTheDifferenceAndALoweredOneAppliesAtOnce) {
   EXPECT_TRUE(l.admits("192.0.2.9")) << "another client is under the new limit";
 }
 
+// check() remembers, per thread, the set it read last (without a lock): that memory must
+// never hand one limiter's set to another, nor keep a set alive once swapped out.
+TEST(LiveLimiter, EachLimiterDecidesOnItsOwnSetOnTheSameThread) {
+  {
+    Live gone(fixedWindow("per-ip", 1));
+    EXPECT_TRUE(gone.admits());
+  }
+  Live a(fixedWindow("per-ip", 1));
+  Live b(fixedWindow("per-ip", 5));
+  EXPECT_TRUE(a.admits());
+  EXPECT_EQ(b.admitted(5), 5);
+  EXPECT_FALSE(a.admits());
+}
+
+TEST(LiveLimiter, ASetSwappedOutIsFreedWithItsLastVerdict) {
+  Live l(fixedWindow("per-ip", 3));
+  std::weak_ptr<Limiter> first = l.live->current();
+  EXPECT_TRUE(l.admits());  // this thread has decided on the first set, and let go its verdict
+  ASSERT_TRUE(l.live->update(parse(fixedWindow("per-ip", 5)), "v2").ok());
+  EXPECT_TRUE(first.expired()) << "the first set outlived its last verdict";
+  EXPECT_EQ(l.admitted(5), 4) << "decided on the new set (1 used of 5)";
+}
+
 TEST(LiveLimiter, AnInvalidSetIsRefusedAndTheLastGoodOneStays) {
   Live l(fixedWindow("per-ip", 3));
   EXPECT_EQ(l.admitted(3), 3);

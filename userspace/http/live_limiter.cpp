@@ -6,17 +6,40 @@
 
 namespace floodgate::http {
 
+namespace {
+
+// The set this thread last decided on, of which LiveLimiter and generation (see
+// LiveLimiter::generation_). Weak: a set swapped out is freed when its last verdict is.
+struct SeenSet {
+  uint64_t limiter = 0;
+  uint64_t generation = 0;
+  std::weak_ptr<Limiter> set;
+};
+thread_local SeenSet t_seen;
+
+std::atomic<uint64_t> g_next_limiter_id{1};
+
+}  // namespace
+
 LiveLimiter::LiveLimiter(std::shared_ptr<Limiter> initial, std::string version,
                          std::shared_ptr<const Clock> clock, StoreFactory store_factory,
                          uint64_t serial)
     : current_(std::move(initial)),
+      id_(g_next_limiter_id.fetch_add(1, std::memory_order_relaxed)),
       clock_(std::move(clock)),
       store_factory_(std::move(store_factory)),
       version_(std::move(version)),
       serial_(serial) {}
 
 Verdict LiveLimiter::check(const RequestInfo& request) {
-  std::shared_ptr<Limiter> set = current_.load();
+  // Acquire: a generation read after update() raised it finds its set in current_.
+  const uint64_t generation = generation_.load(std::memory_order_acquire);
+  std::shared_ptr<Limiter> set;
+  if (t_seen.limiter == id_ && t_seen.generation == generation) set = t_seen.set.lock();
+  if (!set) {  // another limiter, a new set, or one swapped out meanwhile and gone
+    set = current_.load();
+    t_seen = {id_, generation, set};
+  }
   Verdict verdict = set->check(request);
   verdict.policy_set = std::move(set);
   return verdict;
@@ -60,6 +83,7 @@ Status LiveLimiter::update(HttpConfig config, const std::string& version, uint64
     return next.error();
   }
   current_.store(std::shared_ptr<Limiter>(std::move(*next)));
+  generation_.fetch_add(1, std::memory_order_release);
   version_ = version;
   serial_ = std::max(serial_, serial);
   applied_.fetch_add(1, std::memory_order_relaxed);

@@ -16,11 +16,11 @@
 
 namespace floodgate::http {
 
-// check() reads the current set with one atomic load; update() builds the next set beside
-// it and swaps it in with one atomic store. A check() in flight finishes on the set it
-// started with (its verdict keeps that set alive), so no request is dropped or decided
-// twice. Thread-safe: check() from any number of threads, update() and refuse() from any
-// (updates are serialised).
+// update() builds the next set beside the current one and swaps it in with one atomic store;
+// check() reads the set it decides on without a lock (below). A check() in flight finishes
+// on the set it started with (its verdict keeps that set alive), so no request is dropped
+// or decided twice. Thread-safe: check() from any number of threads, update() and refuse()
+// from any (updates are serialised).
 class LiveLimiter {
  public:
   // `serial`: of the signed document the initial set came from (0: none).
@@ -60,6 +60,12 @@ class LiveLimiter {
 
  private:
   std::atomic<std::shared_ptr<Limiter>> current_;
+  // Raised after every swap of current_. A load of current_ takes a spin lock (libstdc++'s
+  // atomic<shared_ptr>), which a pool of server threads on a few cores spun on for 1% of a
+  // service's CPU: check() keeps a weak reference to the set it read (per thread, so it
+  // keeps nothing alive) and reads current_ again only when the generation has moved.
+  std::atomic<uint64_t> generation_{0};
+  const uint64_t id_;  // this LiveLimiter among all of the process, for those references
   std::shared_ptr<const Clock> clock_;
   StoreFactory store_factory_;
   mutable std::mutex mutex_;  // serialises update(); guards version_, serial_, last_refusal_
