@@ -172,6 +172,9 @@ Verdict Limiter::check(const RequestInfo& request) {
   // asked at all: nothing is taken anywhere, nothing needs a refund, and a client hammering
   // a rejected key costs Redis nothing until its retry-after.
   std::vector<PolicyDecision> known_rejections;
+  // one allocation each rather than one per doubling (none when there is no policy)
+  verdict.decisions.reserve(policies_.size());
+  local.reserve(policies_.size());
   for (CompiledPolicy& policy : policies_) {
     const PolicyConfig& config = *policy.config;
     if (!config.match.matches(request.method, request.path)) continue;
