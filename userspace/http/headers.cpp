@@ -34,24 +34,25 @@ void appendInt(std::string& out, int64_t value) {
   out.append(digits, end);
 }
 
-// Appends a JSON string: quoted, with '"', '\' and control characters escaped.
-void appendJsonString(std::string& out, std::string_view s) {
+// Appends `s` as the inside of a JSON string: '"', '\' and control characters escaped.
+void appendJsonEscaped(std::string& out, std::string_view s) {
   static constexpr char kHex[] = "0123456789abcdef";
-  out += '"';
-  for (char c : s) {
-    const auto byte = static_cast<unsigned char>(c);
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (byte < 0x20) {
+  size_t run = 0;
+  for (size_t i = 0; i < s.size(); ++i) {
+    const auto byte = static_cast<unsigned char>(s[i]);
+    if (byte >= 0x20 && byte != '"' && byte != '\\') continue;
+    out += s.substr(run, i - run);
+    if (byte < 0x20) {
       out += "\\u00";
       out += kHex[byte >> 4];
       out += kHex[byte & 0xf];
     } else {
-      out += c;
+      out += '\\';
+      out += s[i];
     }
+    run = i + 1;
   }
-  out += '"';
+  out += s.substr(run);
 }
 
 int64_t ceilSeconds(int64_t ns) { return ns <= 0 ? 0 : (ns + kNsPerS - 1) / kNsPerS; }
@@ -105,41 +106,48 @@ int statusFor(const Verdict& verdict) {
 
 std::string problemJson(const Verdict& verdict) {
   const Decision& b = verdict.binding;
-  const bool unavailable = b.outcome == Outcome::kStoreUnavailable;
-  std::string detail;
+  const bool retry = b.outcome == Outcome::kRejected || b.outcome == Outcome::kAllowed;
+  // RFC 9457's members first, in the order docs/http.md shows them
+  std::string out;
+  out.reserve(256);
+  out += R"({"type":"about:blank","title":)";
+  out += b.outcome == Outcome::kStoreUnavailable ? R"("Service Unavailable")"
+                                                 : R"("Too Many Requests")";
+  out += R"(,"status":)";
+  appendInt(out, statusFor(verdict));
+  out += R"(,"detail":")";
   switch (b.outcome) {
     case Outcome::kCostExceedsBurst:
-      detail = "this request costs more than policy '" + std::string(b.policy) +
-               "' can ever admit at once (burst " + std::to_string(b.limit) +
-               "); retrying will not help";
+      out += "this request costs more than policy '";
+      appendJsonEscaped(out, b.policy);
+      out += "' can ever admit at once (burst ";
+      appendInt(out, b.limit);
+      out += "); retrying will not help";
       break;
     case Outcome::kStoreUnavailable:
-      detail = "the rate-limit store of policy '" + std::string(b.policy) +
-               "' is unavailable and the policy fails closed";
+      out += "the rate-limit store of policy '";
+      appendJsonEscaped(out, b.policy);
+      out += "' is unavailable and the policy fails closed";
       break;
     case Outcome::kRejected:
     case Outcome::kAllowed:
-      detail = "rate limit of policy '" + std::string(b.policy) + "' exceeded; retry after " +
-               std::to_string(retryAfterSeconds(b.retry_after_ns)) + " s";
+      out += "rate limit of policy '";
+      appendJsonEscaped(out, b.policy);
+      out += "' exceeded; retry after ";
+      appendInt(out, retryAfterSeconds(b.retry_after_ns));
+      out += " s";
       break;
   }
-  // RFC 9457's members first, in the order docs/http.md shows them
-  std::string out;
-  out.reserve(160 + detail.size());
-  out += R"({"type":"about:blank","title":)";
-  out += unavailable ? R"("Service Unavailable")" : R"("Too Many Requests")";
-  out += R"(,"status":)";
-  appendInt(out, statusFor(verdict));
-  out += R"(,"detail":)";
-  appendJsonString(out, detail);
-  if (b.outcome == Outcome::kRejected || b.outcome == Outcome::kAllowed) {
+  out += '"';
+  if (retry) {
     out += R"(,"retry-after":)";
     appendInt(out, retryAfterSeconds(b.retry_after_ns));
   }
   out += R"(,"violated-policies":[)";
   for (size_t i = 0; i < verdict.violated.size(); ++i) {
-    if (i > 0) out += ',';
-    appendJsonString(out, verdict.violated[i]);
+    out += i > 0 ? R"(,")" : R"(")";
+    appendJsonEscaped(out, verdict.violated[i]);
+    out += '"';
   }
   out += "]}";
   return out;
