@@ -206,6 +206,16 @@ TEST(ExampleService, KeepAliveConnectionsHaveNagleOff) {
   EXPECT_EQ(nodelay, 1);
 }
 
+// cpp-httplib would close a keep-alive connection after its fifth request; the service keeps
+// it for 1000, so its clients do not connect again every fifth request.
+TEST(ExampleService, AKeepAliveConnectionServesMoreThanFiveRequests) {
+  ExampleService service("http:\n");
+  ASSERT_GT(service.port(), 0) << service.stderrText();
+  KeepAliveClient client(service.port());
+  ASSERT_GE(client.fd(), 0);
+  for (int i = 0; i < 20; ++i) ASSERT_EQ(client.get("/healthz"), 200) << "request " << i + 1;
+}
+
 TEST(ExampleService, InvalidConfigExitsOneWithFileLineColumn) {
   ExampleService service(
       "http:\n  policies:\n    - name: x\n      key: ip\n"
