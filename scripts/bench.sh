@@ -242,11 +242,12 @@ META=$(jq -n --arg date "$(date -u +%FT%TZ)" --arg kernel "$(uname -r)" --argjso
   --argjson quick "$QUICK" --argjson flood_seconds "$FLOOD_SECONDS" \
   --argjson limit_pps "$LIMIT_PPS" --argjson limit_burst "$LIMIT_BURST" \
   --argjson http_seconds "$HTTP_SECONDS" --argjson http_rounds "$HTTP_ROUNDS" \
-  --argjson http_connections "$HTTP_CONNECTIONS" \
+  --argjson http_connections "$HTTP_CONNECTIONS" --arg http_loadavg "$HTTP_LOADAVG" \
   --arg commit "$(git -C "$FLOODGATE_ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)" \
   '{date: $date, kernel: $kernel, cpus: $cpus, quick: ($quick == 1), flood_seconds: $flood_seconds,
     limit_pps: $limit_pps, limit_burst: $limit_burst, http_seconds: $http_seconds,
-    http_rounds: $http_rounds, http_connections: $http_connections, commit: $commit}')
+    http_rounds: $http_rounds, http_connections: $http_connections, http_loadavg: $http_loadavg,
+    commit: $commit}')
 write_json "$FLOODGATE_ROOT/bench/results.json" "$META"
 write_plot "$FLOODGATE_ROOT/bench/results.png"
 echo

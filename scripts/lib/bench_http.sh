@@ -2,8 +2,10 @@
 # The HTTP rows of scripts/bench.sh: floodgate-http-example on loopback under wrk, one service
 # per row (no policies, three policies in the memory store, the same three in Redis, and a
 # hot key over its limit), measured in rounds that take turns, so that a machine busy with
-# something else for a while weighs on every row alike. Sourced; expects HTTP_EXAMPLE,
-# BENCH_REDIS, WORK, HTTP_SECONDS, HTTP_ROUNDS and FLOODGATE_ROOT set.
+# something else for a while weighs on every row alike. wrk, the services and redis-server
+# run at nice -20, so that other work on the machine disturbs them less; it still does, so
+# the load average before the rows is kept (HTTP_LOADAVG, in the results' meta). Sourced;
+# expects HTTP_EXAMPLE, BENCH_REDIS, WORK, HTTP_SECONDS, HTTP_ROUNDS and FLOODGATE_ROOT set.
 
 HTTP_CONNECTIONS=8
 HTTP_PIDS=()
@@ -37,12 +39,13 @@ http:
 YAML
 }
 
-# Runs COMMAND... in the background, its output to FILE, until a line of it matches PATTERN
-# (10 s at most); sets STARTED_PID and STARTED_LINE.
+# Runs COMMAND... in the background at nice -20, its output to FILE, until a line of it
+# matches PATTERN (10 s at most); sets STARTED_PID and STARTED_LINE.
 start_and_wait() {  # file pattern command...
   local out=$1 pattern=$2 i
+  : >"$out"
   shift 2
-  "$@" >"$out" 2>&1 &
+  nice -n -20 "$@" >"$out" 2>&1 &
   STARTED_PID=$!
   for ((i = 0; i < 100; i++)); do
     STARTED_LINE=$(grep -m1 "$pattern" "$out" || true)
@@ -68,7 +71,7 @@ redis_cpu_us() {
 # One wrk run of SECONDS on PORT, keep-alive on HTTP_CONNECTIONS connections from one thread;
 # prints "requests seconds p99_us non_2xx socket_errors" (scripts/lib/bench_wrk.lua).
 run_wrk() {  # port seconds
-  wrk -t1 -c"$HTTP_CONNECTIONS" -d"$2"s -s "$FLOODGATE_ROOT/scripts/lib/bench_wrk.lua" \
+  nice -n -20 wrk -t1 -c"$HTTP_CONNECTIONS" -d"$2"s -s "$FLOODGATE_ROOT/scripts/lib/bench_wrk.lua" \
     -H 'X-API-Key: bench' -H 'X-User: bench' "http://127.0.0.1:$1/api/items" |
     awk -F'\t' '$1 == "wrk-report" { print $2, $3, $4, $5, $6 }'
 }
@@ -84,6 +87,8 @@ median() {
 # machine disturbs far less than it does requests/s.
 http_rows() {
   local names=(none memory redis over) name round
+  HTTP_LOADAVG=$(cut -d' ' -f1-3 /proc/loadavg)
+  echo "    load average before the rows: $HTTP_LOADAVG"
   declare -A row_label=(
     [none]="no policies"
     [memory]="memory: 3 policies"
