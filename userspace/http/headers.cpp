@@ -96,6 +96,7 @@ int statusFor(const Verdict& verdict) {
     case Outcome::kAllowed:
       return 200;
     case Outcome::kStoreUnavailable:
+    case Outcome::kOverloaded:
       return 503;
     case Outcome::kRejected:
     case Outcome::kCostExceedsBurst:
@@ -106,13 +107,15 @@ int statusFor(const Verdict& verdict) {
 
 std::string problemJson(const Verdict& verdict) {
   const Decision& b = verdict.binding;
-  const bool retry = b.outcome == Outcome::kRejected || b.outcome == Outcome::kAllowed;
+  const bool retry = b.outcome == Outcome::kRejected || b.outcome == Outcome::kAllowed ||
+                     b.outcome == Outcome::kOverloaded;
+  const bool unavailable =
+      b.outcome == Outcome::kStoreUnavailable || b.outcome == Outcome::kOverloaded;
   // RFC 9457's members first, in the order docs/http.md shows them
   std::string out;
   out.reserve(256);
   out += R"({"type":"about:blank","title":)";
-  out += b.outcome == Outcome::kStoreUnavailable ? R"("Service Unavailable")"
-                                                 : R"("Too Many Requests")";
+  out += unavailable ? R"("Service Unavailable")" : R"("Too Many Requests")";
   out += R"(,"status":)";
   appendInt(out, statusFor(verdict));
   out += R"(,"detail":")";
@@ -129,6 +132,13 @@ std::string problemJson(const Verdict& verdict) {
       appendJsonEscaped(out, b.policy);
       out += "' is unavailable and the policy fails closed";
       break;
+    case Outcome::kOverloaded:
+      out += "overloaded: requests of priority '";
+      appendJsonEscaped(out, verdict.priority);
+      out += "' are shed while the service is this busy; retry after ";
+      appendInt(out, retryAfterSeconds(b.retry_after_ns));
+      out += " s";
+      break;
     case Outcome::kRejected:
     case Outcome::kAllowed:
       out += "rate limit of policy '";
@@ -143,6 +153,11 @@ std::string problemJson(const Verdict& verdict) {
     out += R"(,"retry-after":)";
     appendInt(out, retryAfterSeconds(b.retry_after_ns));
   }
+  if (b.outcome == Outcome::kOverloaded) {
+    out += R"(,"overloaded":true,"priority":")";
+    appendJsonEscaped(out, verdict.priority);
+    out += '"';
+  }
   out += R"(,"violated-policies":[)";
   for (size_t i = 0; i < verdict.violated.size(); ++i) {
     out += i > 0 ? R"(,")" : R"(")";
@@ -155,11 +170,13 @@ std::string problemJson(const Verdict& verdict) {
 
 std::vector<std::pair<std::string, std::string>> responseHeaders(const Verdict& verdict) {
   std::vector<std::pair<std::string, std::string>> headers;
-  if (!verdict.limited()) return headers;
   headers.reserve(3);
-  headers.emplace_back("RateLimit-Policy", rateLimitPolicyHeader(verdict));
-  headers.emplace_back("RateLimit", rateLimitHeader(verdict));
-  if (verdict.binding.outcome == Outcome::kRejected) {
+  if (verdict.limited()) {
+    headers.emplace_back("RateLimit-Policy", rateLimitPolicyHeader(verdict));
+    headers.emplace_back("RateLimit", rateLimitHeader(verdict));
+  }
+  if (verdict.binding.outcome == Outcome::kRejected ||
+      verdict.binding.outcome == Outcome::kOverloaded) {
     headers.emplace_back("Retry-After",
                          std::to_string(retryAfterSeconds(verdict.binding.retry_after_ns)));
   }
