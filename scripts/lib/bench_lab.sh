@@ -104,6 +104,10 @@ receiver_floodgate_on() {  # [attach flags...]
   in_target "$FG" attach "$IF_T" --rate "$LIMIT_PPS" --burst "$LIMIT_BURST" "$@" >/dev/null
   target_napi_threaded
 }
+receiver_floodgate_on_config() {  # config.yaml
+  in_target "$FG" attach "$IF_T" --config "$1" >/dev/null
+  target_napi_threaded
+}
 receiver_floodgate_off() { in_target "$FG" detach "$IF_T" >/dev/null; }
 
 # The same per-source limit as floodgate's, as an nftables meter at netdev ingress.

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 // floodgate_xdp_cost: nanoseconds per packet under BPF_PROG_TEST_RUN of a bare XDP_DROP and
-// of floodgate with 1 rule, 16 rules, and 100k-prefix allow and deny lists; for bench.sh.
-// Prints one line per case, "name<TAB>ns_per_packet", the best of --runs runs.
+// of floodgate in the configurations bench.sh reports (1 rule; 16 rules of which one or all
+// match; 100k-prefix allow and deny lists) and those docs/performance.md splits the cost by
+// (no rule; a global rule; a source over its limit). Prints one line per case,
+// "name<TAB>ns_per_packet", the best of --runs runs.
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <unistd.h>
@@ -78,6 +80,44 @@ std::vector<Cidr> randomPrefixes(size_t count, uint32_t seed) {
   return out;
 }
 
+// A per-source rule the bench frame (UDP to port 9) does not match: TCP to port 80.
+RuleSpec otherRule(const std::string& name) {
+  RuleSpec rule = passingRule(name);
+  rule.protocol = Protocol::kTcp;
+  rule.dst_ports = {PortRange{80, 80}};
+  return rule;
+}
+
+// One case: the rules (and lists) floodgate is loaded with.
+struct Case {
+  const char* name;
+  std::vector<RuleSpec> rules;
+  size_t list_prefixes = 0;
+};
+
+std::vector<Case> cases() {
+  std::vector<Case> out;
+  out.push_back({"floodgate_no_rules", {}});
+  RuleSpec global = passingRule("global");
+  global.key = KeyKind::kGlobal;
+  out.push_back({"floodgate_1_global_rule", {global}});
+  out.push_back({"floodgate_1_rule", {passingRule("r0")}});
+  // the source is over its limit after one packet: the path of almost every flood packet
+  RuleSpec strict = passingRule("strict");
+  strict.limit.pps = 1;
+  strict.limit.burst = 1;
+  out.push_back({"floodgate_1_rule_over_limit", {strict}});
+  Case one_of_16{"floodgate_16_rules_1_matches", {}};
+  for (int i = 0; i < 15; ++i) one_of_16.rules.push_back(otherRule("other" + std::to_string(i)));
+  one_of_16.rules.push_back(passingRule("match"));
+  out.push_back(one_of_16);
+  Case all_16{"floodgate_16_rules", {}};
+  for (int i = 0; i < 16; ++i) all_16.rules.push_back(passingRule("r" + std::to_string(i)));
+  out.push_back(all_16);
+  out.push_back({"floodgate_lists_100k", {passingRule("r0")}, 100'000});
+  return out;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -113,18 +153,11 @@ int main(int argc, char** argv) {
   if (!drop) return std::cerr << "floodgate_xdp_cost: error: cannot load xdp_drop\n", 1;
   if (!report("bare_xdp_drop", bpf_program__fd(drop->progs.xdp_drop))) return 1;
 
-  struct Case {
-    const char* name;
-    size_t rules;
-    size_t list_prefixes;
-  };
-  for (const Case& c : {Case{"floodgate_1_rule", 1, 0}, Case{"floodgate_16_rules", 16, 0},
-                        Case{"floodgate_lists_100k", 1, 100'000}}) {
+  for (const Case& c : cases()) {
     PinsGuard pins{"bench-cost-" + std::to_string(getpid()) + "-" + c.name};
     AttachOptions options;
     options.interface = pins.name;
-    for (size_t i = 0; i < c.rules; ++i)
-      options.rules.push_back(passingRule("r" + std::to_string(i)));
+    options.rules = c.rules;
     if (c.list_prefixes) {
       options.allow = randomPrefixes(c.list_prefixes, 1);
       options.deny = randomPrefixes(c.list_prefixes, 2);
