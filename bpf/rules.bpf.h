@@ -159,14 +159,21 @@ static __always_inline void fg_ref_limits(const struct fg_rule *rule, __u32 ref,
 		__builtin_memcpy(out, rule->limits, sizeof(rule->limits));
 }
 
-/* Keeps a slot's counters for `top`, and reports when its source starts being limited. */
+/* Keeps a slot's counters for `top`, and reports when its source starts being limited.
+ * Plain increments, not atomics: a locked add on the slot's line costs more than the rest
+ * of the charge, and stalls the loads behind it. The race costs only the count: two CPUs
+ * charging the same source in the same instant may count one packet where there were two,
+ * so `top` may show a source spread over several CPUs a little below its true rate (never
+ * above). The bucket itself is exact: its charge is a compare-and-swap. */
 static __always_inline void fg_note_slot(struct fg_slot *slot, int admitted, __u64 jiffies)
 {
-	__sync_fetch_and_add(&slot->packets, 1);
-	slot->last_seen = (__u32)jiffies;
+	slot->packets++;
+	/* at most once a tick: the clock moves every few ms, packets every few ns */
+	if (slot->last_seen != (__u32)jiffies)
+		slot->last_seen = (__u32)jiffies;
 	if (admitted)
 		return;
-	__sync_fetch_and_add(&slot->drops, 1);
+	slot->drops++;
 	if (fg_refusal_starts(&slot->last_drop, jiffies)) {
 		__u64 hi, lo;
 
@@ -291,8 +298,10 @@ static int fg_rule_step(__u32 i, struct fg_walk *walk)
 		      walk->eval.len);
 	if (rule->action == FG_ACTION_BAN && walk->settings)
 		fg_start_ban(walk->settings, rule, &walk->pkt, walk->eval.jiffies);
-	done = bpf_map_lookup_elem(&charges, &zero);
-	fg_refund_charges(done, walk->charged, walk->eval.len);
+	if (walk->charged) {
+		done = bpf_map_lookup_elem(&charges, &zero);
+		fg_refund_charges(done, walk->charged, walk->eval.len);
+	}
 	walk->verdict = FG_VERDICT_DROP;
 	return 1;
 }

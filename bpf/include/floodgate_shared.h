@@ -172,8 +172,10 @@ struct fg_slot {
 	__u8 prefix;
 	__u8 algorithm; /* enum fg_algorithm of the owner */
 	/* Since the owner took the slot, for `top` (they wrap; readers take differences). */
-	__u32 packets;	 /* packets charged to it */
-	__u32 drops;	 /* of them refused */
+	/* plain increments: two CPUs charging the same source at the same instant may count
+	 * one packet for two, so these may run a little below the truth, never above */
+	__u32 packets; /* packets charged to it */
+	__u32 drops;   /* of them refused */
 	__u32 last_seen; /* jiffies (low 32 bits) of its latest packet: a new source takes the
 			  * idle way seen longest ago, so recurring sources keep their slots */
 	__u32 last_drop; /* jiffies of its latest refusal, 0 never; a refusal more than a
