@@ -31,6 +31,13 @@ struct {
 	__type(value, struct fg_rule);
 } rules SEC(".maps");
 
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, FG_RULE_SETS);
+	__type(key, __u32);
+	__type(value, struct fg_rule_index);
+} rule_index SEC(".maps");
+
 /* Per-source bucket table; max_entries set at load (a power of two, multiple of the ways).
  * Mmapable: `top` reads the per-slot counters without a syscall per slot. */
 struct {

@@ -251,21 +251,37 @@ struct fg_walk {
 	struct fg_settings *settings;
 	__u64 source_sets; /* bit per rule id whose source set holds this source */
 	__u32 set;
-	__u32 count;
+	__u32 pending; /* bit per rule position still to visit (fg_rule_index) */
 	__u32 charged;
 	__u32 verdict;
 	__u32 reason;
 };
 
+/* The position of the lowest bit set in `x` (not 0): clang 14 cannot lower cttz for BPF. */
+static __always_inline __u32 fg_lowest_bit(__u32 x)
+{
+	__u32 n = 0;
+
+	x &= -x;
+	n += (x & 0xffff0000U) ? 16 : 0;
+	n += (x & 0xff00ff00U) ? 8 : 0;
+	n += (x & 0xf0f0f0f0U) ? 4 : 0;
+	n += (x & 0xccccccccU) ? 2 : 0;
+	n += (x & 0xaaaaaaaaU) ? 1 : 0;
+	return n;
+}
+
 static int fg_rule_step(__u32 i, struct fg_walk *walk)
 {
-	__u32 pos, zero = 0, charged;
+	__u32 pos, zero = 0, charged, pending = walk->pending;
 	struct fg_charges *done;
 	struct fg_rule *rule;
 
-	if (i >= walk->count)
+	if (!pending)
 		return 1;
-	pos = walk->set * FG_MAX_RULES + (i & (FG_MAX_RULES - 1));
+	/* the lowest position left: rules are charged in their order in the config */
+	walk->pending = pending & (pending - 1);
+	pos = walk->set * FG_MAX_RULES + (fg_lowest_bit(pending) & (FG_MAX_RULES - 1));
 	rule = bpf_map_lookup_elem(&rules, &pos);
 	if (!rule || !fg_rule_matches(rule, &walk->pkt, walk->source_sets))
 		return 0;
@@ -322,6 +338,23 @@ static __always_inline __u64 fg_source_sets(__u32 set, const struct fg_packet *p
 	return bits ? *bits : 0;
 }
 
+/* The fg_packet_class of `pkt`. */
+static __always_inline __u32 fg_packet_class(const struct fg_packet *pkt)
+{
+	if (pkt->fragment == FG_LATER_FRAGMENT_ANY_PROTOCOL)
+		return FG_CLASS_ANY;
+	switch (pkt->l4_proto) {
+	case IPPROTO_TCP:
+		return FG_CLASS_TCP;
+	case IPPROTO_UDP:
+		return FG_CLASS_UDP;
+	case IPPROTO_ICMP:
+	case IPPROTO_ICMPV6:
+		return FG_CLASS_ICMP;
+	}
+	return FG_CLASS_OTHER;
+}
+
 /* Runs the active rule set over `pkt`; returns the verdict and sets *reason. `jiffies` is
  * the clock reading if one was taken already (0 if not). */
 static __always_inline __u32 fg_apply_rules(struct fg_settings *settings,
@@ -336,8 +369,9 @@ static __always_inline __u32 fg_apply_rules(struct fg_settings *settings,
 			       .settings = settings,
 			       .verdict = FG_VERDICT_PASS,
 			       .reason = *reason};
+	struct fg_rule_index *index;
 	struct fg_active *act;
-	__u32 zero = 0;
+	__u32 zero = 0, count, class;
 
 	act = bpf_map_lookup_elem(&active_map, &zero);
 	if (!act)
@@ -348,12 +382,23 @@ static __always_inline __u32 fg_apply_rules(struct fg_settings *settings,
 
 		*(__u64 *)&snapshot = FG_READ_ONCE(*(__u64 *)act);
 		walk.set = snapshot.set & 1;
-		walk.count = snapshot.rule_count;
+		count = snapshot.rule_count;
+		if (!count)
+			return FG_VERDICT_PASS;
+		index = bpf_map_lookup_elem(&rule_index, &walk.set);
+		if (!index)
+			return FG_VERDICT_PASS;
+		class = fg_packet_class(pkt);
+		if (class >= FG_PACKET_CLASSES)
+			return FG_VERDICT_PASS;
+		walk.pending = index->rules[class];
+		if (count < FG_MAX_RULES)
+			walk.pending &= (1U << count) - 1;
+		if (!walk.pending)
+			return FG_VERDICT_PASS;
 		if (snapshot.has_sources)
 			walk.source_sets = fg_source_sets(walk.set, pkt);
 	}
-	if (!walk.count)
-		return FG_VERDICT_PASS;
 	bpf_loop(FG_MAX_RULES, fg_rule_step, &walk, 0);
 	*reason = walk.reason;
 	return walk.verdict;

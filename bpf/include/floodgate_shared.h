@@ -158,6 +158,25 @@ struct fg_active {
 	__u16 has_sources; /* some rule of the set has a source set: look the source up once */
 };
 
+/* The classes of packet the rule index sorts rules by: a rule for one protocol can only
+ * match packets of that protocol's class, a rule for any protocol matches every class. */
+enum fg_packet_class {
+	FG_CLASS_TCP = 0,
+	FG_CLASS_UDP = 1,
+	FG_CLASS_ICMP = 2,  /* ICMP and ICMPv6 */
+	FG_CLASS_OTHER = 3, /* any other protocol, or none known */
+	FG_CLASS_ANY = 4,   /* a later IPv6 fragment: the protocol it claims binds no rule */
+	FG_PACKET_CLASSES = 5,
+};
+
+/* Per rule set (`rule_index` ARRAY, FG_RULE_SETS entries, written with the set before the
+ * flip): bit i of rules[class] is set when the rule at position i can match a packet of
+ * that class, so a packet visits only the rules it can match, not every rule of the set. */
+struct fg_rule_index {
+	__u32 rules[FG_PACKET_CLASSES];
+	__u32 pad;
+};
+
 /* One slot of the bucket table (`buckets` ARRAY, mmapable so `top` reads it in place).
  * A source owns a slot while its fingerprint is there; a new source may take a slot only
  * when it is idle (every bucket full, every window over), and an idle bucket is a full one,
@@ -171,11 +190,11 @@ struct fg_slot {
 	__u8 family; /* enum fg_family */
 	__u8 prefix;
 	__u8 algorithm; /* enum fg_algorithm of the owner */
-	/* Since the owner took the slot, for `top` (they wrap; readers take differences). */
-	/* plain increments: two CPUs charging the same source at the same instant may count
-	 * one packet for two, so these may run a little below the truth, never above */
-	__u32 packets; /* packets charged to it */
-	__u32 drops;   /* of them refused */
+	/* Since the owner took the slot, for `top` (they wrap; readers take differences).
+	 * Plain increments: two CPUs charging the same source at the same instant may count
+	 * one packet for two, so these may run a little below the truth, never above. */
+	__u32 packets;	 /* packets charged to it */
+	__u32 drops;	 /* of them refused */
 	__u32 last_seen; /* jiffies (low 32 bits) of its latest packet: a new source takes the
 			  * idle way seen longest ago, so recurring sources keep their slots */
 	__u32 last_drop; /* jiffies of its latest refusal, 0 never; a refusal more than a

@@ -3,6 +3,7 @@
 #include "controller/rule_compiler.h"
 
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 
 #include <cstring>
 #include <string>
@@ -307,6 +308,27 @@ TEST(DescribeLimits, NoLimitsReadBackAsZero) {
   EXPECT_EQ(back.burst, 0u);
   EXPECT_EQ(back.bits_per_s, 0u);
   EXPECT_EQ(back.burst_bytes, 0u);
+}
+
+TEST(RuleIndex, APacketClassHoldsTheRulesOfItsProtocolAndThoseOfAnyProtocol) {
+  std::vector<fg_rule> rules(4);
+  rules[0].protocol = IPPROTO_TCP;
+  rules[1].protocol = 0;  // any
+  rules[2].protocol = IPPROTO_UDP;
+  rules[3].protocol = IPPROTO_ICMP;
+  fg_rule_index index = indexRules(rules);
+  EXPECT_EQ(index.rules[FG_CLASS_TCP], 0b0011u);
+  EXPECT_EQ(index.rules[FG_CLASS_UDP], 0b0110u);
+  EXPECT_EQ(index.rules[FG_CLASS_ICMP], 0b1010u);
+  EXPECT_EQ(index.rules[FG_CLASS_OTHER], 0b0010u);
+  // a later IPv6 fragment's protocol is only a claim: every rule may count it
+  EXPECT_EQ(index.rules[FG_CLASS_ANY], 0b1111u);
+}
+
+TEST(RuleIndex, ThirtyTwoRulesUseEveryBit) {
+  std::vector<fg_rule> rules(FG_MAX_RULES);
+  fg_rule_index index = indexRules(rules);
+  for (uint32_t c = 0; c < FG_PACKET_CLASSES; ++c) EXPECT_EQ(index.rules[c], 0xffffffffu);
 }
 
 }  // namespace

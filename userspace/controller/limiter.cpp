@@ -113,6 +113,7 @@ Result<Limiter> Limiter::openMaps(const std::string& interface) {
   for (Status s : {openMap(limiter.settings_, interface, "settings_map"),
                    openMap(limiter.active_, interface, "active_map"),
                    openMap(limiter.rules_, interface, "rules"),
+                   openMap(limiter.rule_index_, interface, "rule_index"),
                    openMap(limiter.buckets_, interface, "buckets"),
                    openMap(limiter.rule_state_, interface, "rule_state"),
                    openMap(limiter.counters_, interface, "counters"),

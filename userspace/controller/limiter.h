@@ -236,6 +236,7 @@ class Limiter {
   MappedValue<fg_settings> settings_value_;
   MappedValue<fg_active> active_value_;
   BpfMap<uint32_t, fg_rule> rules_;
+  BpfMap<uint32_t, fg_rule_index> rule_index_;
   BpfMap<uint32_t, fg_slot> buckets_;
   BpfMap<uint32_t, fg_rule_state> rule_state_;
   PerCpuArray<fg_counter> counters_;

@@ -86,6 +86,7 @@ Status Limiter::publish(const std::vector<fg_rule>& rules,
     if (Status s = rules_.update(next_set * FG_MAX_RULES + i, rules[i]); !s) return s;
     has_sources = has_sources || rules[i].has_sources;
   }
+  if (Status s = rule_index_.update(next_set, indexRules(rules)); !s) return s;
   // the flip: one aligned 8-byte store, so the program sees the old set or the new one
   fg_active next{next_set, static_cast<uint16_t>(rules.size()), static_cast<uint16_t>(has_sources)};
   std::memcpy(&word, &next, sizeof(word));

@@ -2,6 +2,8 @@
 // GCRA parameters from rates and bursts: interval = 1/rate, capacity = burst × interval.
 #include "controller/rule_compiler.h"
 
+#include <netinet/in.h>
+
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -221,6 +223,28 @@ void compileNewSources(uint64_t per_s, uint64_t tick_units, fg_limit& out) {
   fitToTick(out, tick_units, 1);
 }
 }  // namespace
+
+fg_rule_index indexRules(const std::vector<fg_rule>& rules) {
+  fg_rule_index index{};
+  for (size_t i = 0; i < rules.size() && i < FG_MAX_RULES; ++i) {
+    const uint32_t bit = 1U << i;
+    index.rules[FG_CLASS_ANY] |= bit;
+    switch (rules[i].protocol) {
+      case IPPROTO_TCP:
+        index.rules[FG_CLASS_TCP] |= bit;
+        break;
+      case IPPROTO_UDP:
+        index.rules[FG_CLASS_UDP] |= bit;
+        break;
+      case IPPROTO_ICMP:
+        index.rules[FG_CLASS_ICMP] |= bit;
+        break;
+      default:  // any protocol
+        for (uint32_t c = 0; c < FG_PACKET_CLASSES; ++c) index.rules[c] |= bit;
+    }
+  }
+  return index;
+}
 
 LimitSpec describeLimits(const fg_rule& rule) { return describeLimits(rule, rule.limits); }
 

@@ -3,6 +3,8 @@
 // reads them back for display.
 #pragma once
 
+#include <vector>
+
 #include "common/result.h"
 #include "controller/rule_spec.h"
 #include "floodgate_shared.h"
@@ -27,6 +29,10 @@ uint64_t byteInterval(uint64_t bits_per_s);
 // to hold at least one tick of tokens plus one packet (or frame): the clock adds a tick of
 // tokens at a time, and a smaller bucket would spill them and cap the rate at burst × HZ.
 Result<fg_rule> compileRule(const RuleSpec& spec, uint64_t tick_units = 0);
+
+// The index of a rule set: for each fg_packet_class, the positions in `rules` of the rules
+// a packet of that class can match (a rule for any protocol is in every class).
+fg_rule_index indexRules(const std::vector<fg_rule>& rules);
 
 // The rule's limits as an operator would state them (rates rounded to whole units).
 LimitSpec describeLimits(const fg_rule& rule);

@@ -33,7 +33,11 @@ class BpfMap {
   static Result<BpfMap> openPinned(const std::string& path, const std::string& name) {
     int fd = bpf_obj_get(path.c_str());
     if (fd < 0) {
-      return Error::failure("cannot open pinned map " + path + ": " + std::strerror(errno));
+      const int err = errno;
+      return Error::failure("cannot open pinned map " + path + ": " + std::strerror(err) +
+                            (err == ENOENT ? " (pinned by an older floodgate: detach the "
+                                             "interface and attach it again)"
+                                           : ""));
     }
     UniqueFd owned(fd);
     bpf_map_info info{};
@@ -119,7 +123,11 @@ class PerCpuArray {
   static Result<PerCpuArray> openPinned(const std::string& path, const std::string& name) {
     int fd = bpf_obj_get(path.c_str());
     if (fd < 0) {
-      return Error::failure("cannot open pinned map " + path + ": " + std::strerror(errno));
+      const int err = errno;
+      return Error::failure("cannot open pinned map " + path + ": " + std::strerror(err) +
+                            (err == ENOENT ? " (pinned by an older floodgate: detach the "
+                                             "interface and attach it again)"
+                                           : ""));
     }
     return PerCpuArray(UniqueFd(fd), name);
   }
