@@ -36,7 +36,7 @@ int floodgate_xdp(struct xdp_md *ctx)
 {
 	void *data = (void *)(long)ctx->data;
 	void *data_end = (void *)(long)ctx->data_end;
-	__u32 len = data_end - data, zero = 0, verdict, reason = FG_REASON_DEFAULT;
+	__u32 len = data_end - data, zero = 0, verdict, reason = FG_REASON_DEFAULT, filters;
 	int parsed;
 	struct fg_settings *settings;
 	struct fg_packet pkt = {};
@@ -55,9 +55,12 @@ int floodgate_xdp(struct xdp_md *ctx)
 
 	/* Source first: deny, allow and bans judge the source before anything else about the
 	 * frame, so no crafted chain, length or fragment walks a denied source around them. */
-	if (fg_listed(&deny_v4, &deny_v6, settings->deny_entries, &pkt))
+	filters = FG_READ_ONCE(settings->list_filters);
+	if (fg_listed(&deny_v4, &deny_v6, &deny_filter_v4, filters & (1U << FG_LIST_DENY),
+		      settings->deny_entries, &pkt))
 		return fg_finish(settings, FG_VERDICT_DROP, FG_REASON_DENY, len);
-	if (fg_listed(&allow_v4, &allow_v6, settings->allow_entries, &pkt))
+	if (fg_listed(&allow_v4, &allow_v6, &allow_filter_v4, filters & (1U << FG_LIST_ALLOW),
+		      settings->allow_entries, &pkt))
 		return fg_finish(settings, FG_VERDICT_PASS, FG_REASON_ALLOW, len);
 	if (settings->ban_entries[pkt.family & 1]) {
 		jiffies = bpf_jiffies64();

@@ -128,6 +128,19 @@ FG_SOURCE_SET_MAP(sources_v6_0, struct fg_lpm_v6);
 FG_SOURCE_SET_MAP(sources_v4_1, struct fg_lpm_v4);
 FG_SOURCE_SET_MAP(sources_v6_1, struct fg_lpm_v6);
 
+/* The IPv4 lists' filters (see FG_LIST_FILTER_SHIFT). */
+#define FG_LIST_FILTER_MAP(name)                                   \
+	struct {                                                   \
+		__uint(type, BPF_MAP_TYPE_ARRAY);                  \
+		__uint(max_entries, FG_LIST_FILTER_WORDS);         \
+		__uint(map_flags, BPF_F_MMAPABLE);                 \
+		__type(key, __u32);                                \
+		__type(value, __u64);                              \
+	} name SEC(".maps")
+
+FG_LIST_FILTER_MAP(allow_filter_v4);
+FG_LIST_FILTER_MAP(deny_filter_v4);
+
 FG_LPM_MAP(allow_v4, struct fg_lpm_v4);
 FG_LPM_MAP(allow_v6, struct fg_lpm_v6);
 FG_LPM_MAP(deny_v4, struct fg_lpm_v4);

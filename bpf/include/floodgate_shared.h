@@ -70,9 +70,24 @@ struct fg_settings {
 	__u32 allow_entries[2]; /* [0] IPv4, [1] IPv6: lookups are skipped while a list is empty */
 	__u32 deny_entries[2];
 	__u32 ban_entries[2]; /* kept by the program too, with atomic adds */
-	__u32 pad;
-	__u64 hash_seed; /* keys the slot hash; chosen at first attach, kept on replace */
+	__u32 list_filters;   /* bit per enum fg_list whose IPv4 filter is built (until then the
+			       * program asks the trie for every source) */
+	__u64 hash_seed;      /* keys the slot hash; chosen at first attach, kept on replace */
 };
+
+enum fg_list {
+	FG_LIST_ALLOW = 0,
+	FG_LIST_DENY = 1,
+};
+
+/* Each IPv4 list has a filter before its trie (`allow_filter_v4`, `deny_filter_v4`: ARRAYs
+ * of FG_LIST_FILTER_WORDS __u64, mmapable): bit n % 64 of word n / 64 is set when a prefix
+ * of the list overlaps the /24 n (the address >> FG_LIST_FILTER_SHIFT). Most sources are on
+ * no list, and one array read tells so where a trie lookup walks a dozen nodes. The
+ * controller sets a prefix's bits before it inserts the prefix, and clears bits only by
+ * rebuilding the filter from the trie: a stale bit costs a trie lookup, never an answer. */
+#define FG_LIST_FILTER_SHIFT 8
+#define FG_LIST_FILTER_WORDS (1U << (32 - FG_LIST_FILTER_SHIFT - 6))
 
 enum fg_family {
 	FG_FAMILY_V4 = 0,

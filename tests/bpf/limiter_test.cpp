@@ -62,6 +62,55 @@ TEST_F(LimiterTest, DenyDropsAndAllowBypassesTheLimit) {
   EXPECT_EQ(listed->size(), 2u);
 }
 
+// The IPv4 lists' filters mark /24s; the trie still decides within a marked one.
+TEST_F(LimiterTest, TheListFilterSkipsUnlistedSourcesAndNeverAListedOne) {
+  load({sourceRule(100, 100)});
+  ASSERT_EQ(*limiter().listAdd(ListKind::kDeny, cidrs({"192.0.2.0/26", "10.0.0.0/8"})), 2u);
+  EXPECT_EQ(run(udpFrom("192.0.2.1")), XDP_DROP);
+  EXPECT_EQ(run(udpFrom("192.0.2.100")), XDP_PASS);  // the same /24, outside the /26
+  EXPECT_EQ(run(udpFrom("10.200.3.4")), XDP_DROP);   // a /8 marks 65536 /24s
+  EXPECT_EQ(run(udpFrom("11.0.0.1")), XDP_PASS);
+  // a reload that drops one prefix rebuilds the filter, and the kept one still holds
+  AttachOptions options;
+  options.deny = cidrs({"192.0.2.0/26"});
+  reload({sourceRule(100, 100)}, options);
+  EXPECT_EQ(run(udpFrom("192.0.2.1")), XDP_DROP);
+  EXPECT_EQ(run(udpFrom("10.200.3.4")), XDP_PASS);
+}
+
+// A program loaded over lists whose filter was never built (a limiter attached by a
+// floodgate without filters, replaced) asks the trie until the filter is built from it.
+TEST_F(LimiterTest, AnUnbuiltListFilterIsNotTrustedAndALoadBuildsIt) {
+  load({sourceRule(100, 100)});
+  ASSERT_EQ(*limiter().listAdd(ListKind::kDeny, cidrs({"192.0.2.0/24"})), 1u);
+  // what an older floodgate leaves: the prefix in the trie, no filter, no flag
+  UniqueFd filter(bpf_obj_get(mapPinPath(pin_name_, "deny_filter_v4").c_str()));
+  UniqueFd settings(bpf_obj_get(mapPinPath(pin_name_, "settings_map").c_str()));
+  ASSERT_TRUE(filter.valid() && settings.valid());
+  for (uint32_t word = 0; word < FG_LIST_FILTER_WORDS; word += 1) {
+    uint64_t zero = 0;
+    ASSERT_EQ(bpf_map_update_elem(filter.get(), &word, &zero, BPF_ANY), 0);
+  }
+  uint32_t key = 0;
+  fg_settings value{};
+  ASSERT_EQ(bpf_map_lookup_elem(settings.get(), &key, &value), 0);
+  value.list_filters = 0;
+  ASSERT_EQ(bpf_map_update_elem(settings.get(), &key, &value, BPF_ANY), 0);
+  EXPECT_EQ(run(udpFrom("192.0.2.9")), XDP_DROP);
+
+  AttachOptions replace;
+  replace.interface = pin_name_;
+  replace.rules = named({sourceRule(100, 100)});
+  replace.table_slots = 1024;
+  auto again = Limiter::load(replace);
+  ASSERT_TRUE(again.ok()) << again.error().message;
+  loaded_.emplace(std::move(*again));
+  ASSERT_EQ(bpf_map_lookup_elem(settings.get(), &key, &value), 0);
+  EXPECT_EQ(value.list_filters, (1U << FG_LIST_ALLOW) | (1U << FG_LIST_DENY));
+  EXPECT_EQ(run(udpFrom("192.0.2.9")), XDP_DROP);
+  EXPECT_EQ(run(udpFrom("192.0.3.9")), XDP_PASS);
+}
+
 TEST_F(LimiterTest, AddingAnEntryTwiceCountsItOnce) {
   load({sourceRule(1, 1)});
   EXPECT_EQ(*limiter().listAdd(ListKind::kDeny, cidrs({"192.0.2.0/24"})), 1u);

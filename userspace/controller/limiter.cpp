@@ -15,6 +15,7 @@
 #include <filesystem>
 
 #include "common/text.h"
+#include "controller/list_filter.h"
 #include "controller/rule_compiler.h"
 #include "fg_gcra.h"
 #include "fg_window.h"
@@ -32,6 +33,8 @@ static_assert(sizeof(fg_lpm_v4) == 8 && sizeof(fg_lpm_v6) == 20);
 static_assert(offsetof(fg_rule, limits) % 8 == 0);
 
 bool isPowerOfTwo(uint32_t v) { return v && !(v & (v - 1)); }
+
+int listIndex(ListKind kind) { return kind == ListKind::kAllow ? FG_LIST_ALLOW : FG_LIST_DENY; }
 
 // Mirrors the program's fg_slot_idle: nobody is limited by this slot any more.
 bool slotIdle(const fg_slot& slot, uint64_t now) {
@@ -124,6 +127,8 @@ Result<Limiter> Limiter::openMaps(const std::string& interface) {
                    openMap(limiter.allow_v6_, interface, "allow_v6"),
                    openMap(limiter.deny_v4_, interface, "deny_v4"),
                    openMap(limiter.deny_v6_, interface, "deny_v6"),
+                   openMap(limiter.list_filter_maps_[FG_LIST_ALLOW], interface, "allow_filter_v4"),
+                   openMap(limiter.list_filter_maps_[FG_LIST_DENY], interface, "deny_filter_v4"),
                    openMap(limiter.bans_v4_, interface, "bans_v4"),
                    openMap(limiter.bans_v6_, interface, "bans_v6"),
                    openMap(limiter.sources_v4_[0], interface, "sources_v4_0"),
@@ -141,6 +146,13 @@ Result<Limiter> Limiter::openMaps(const std::string& interface) {
   auto active = MappedValue<fg_active>::map(limiter.active_.fd(), "active_map");
   if (!active) return active.error();
   limiter.active_value_ = std::move(*active);
+  for (int list : {FG_LIST_ALLOW, FG_LIST_DENY}) {
+    auto filter =
+        MappedValue<uint64_t>::map(limiter.list_filter_maps_[list].fd(),
+                                   limiter.list_filter_maps_[list].name(), FG_LIST_FILTER_WORDS);
+    if (!filter) return filter.error();
+    limiter.list_filters_[list] = std::move(*filter);
+  }
   return limiter;
 }
 
@@ -156,6 +168,7 @@ Result<LoadedLimiter> Limiter::load(const AttachOptions& options) {
   if (!skeleton) return skeleton.error();
   auto limiter = Limiter::openMaps(options.interface);
   if (!limiter) return limiter.error();
+  if (Status s = limiter->rebuildListFilters(); !s) return s.error();
   if (Status s = limiter->reload(options); !s) return s.error();
   return LoadedLimiter{std::move(*skeleton), std::move(*limiter)};
 }
@@ -442,6 +455,11 @@ Result<size_t> Limiter::listAdd(ListKind kind, const std::vector<Cidr>& cidrs) {
     if (cidr.family == Family::kV4) {
       fg_lpm_v4 key{cidr.prefix, {}};
       std::memcpy(key.addr, cidr.addr.data(), 4);
+      // the filter first: the program never meets a prefix whose /24s it does not mark
+      uint64_t* filter = list_filters_[listIndex(kind)].get();
+      forEachListFilterWord(cidr, [&](uint32_t word, uint64_t mask) {
+        std::atomic_ref<uint64_t>(filter[word]).fetch_or(mask);
+      });
       inserted = (kind == ListKind::kAllow ? allow_v4_ : deny_v4_).insertNew(key, 1);
     } else {
       fg_lpm_v6 key{cidr.prefix, {}};
@@ -493,6 +511,34 @@ Result<size_t> Limiter::listRemove(ListKind kind, const std::vector<Cidr>& cidrs
   if (Status s = updateListCount(kind, Family::kV4, delta[0]); !s) return s.error();
   if (Status s = updateListCount(kind, Family::kV6, delta[1]); !s) return s.error();
   return removed;
+}
+
+Status Limiter::rebuildListFilter(ListKind kind) {
+  auto entries = listEntries(kind);
+  if (!entries) return entries.error();
+  std::vector<uint64_t> exact(FG_LIST_FILTER_WORDS, 0);
+  for (const Cidr& cidr : *entries) {
+    if (cidr.family != Family::kV4) continue;
+    forEachListFilterWord(cidr, [&](uint32_t word, uint64_t mask) { exact[word] |= mask; });
+  }
+  // Word by word: a bit of a prefix still in the trie is set in both the old word and the
+  // new, so the program never sees it clear; only bits of removed prefixes go.
+  uint64_t* filter = list_filters_[listIndex(kind)].get();
+  for (uint32_t word = 0; word < FG_LIST_FILTER_WORDS; ++word) {
+    std::atomic_ref<uint64_t> live(filter[word]);
+    if (live.load(std::memory_order_relaxed) != exact[word]) live.store(exact[word]);
+  }
+  std::atomic_ref<uint32_t>(settings_value_.get()->list_filters).fetch_or(1U << listIndex(kind));
+  return okStatus();
+}
+
+Status Limiter::rebuildListFilters() {
+  auto writing = writer_.acquire(interface_);
+  if (!writing) return writing.error();
+  for (ListKind kind : {ListKind::kAllow, ListKind::kDeny}) {
+    if (Status s = rebuildListFilter(kind); !s) return s;
+  }
+  return okStatus();
 }
 
 Result<std::vector<Cidr>> Limiter::listEntries(ListKind kind) const {

@@ -199,6 +199,9 @@ class Limiter {
 
   // Adds CIDRs to a list; returns how many were new.
   Result<size_t> listAdd(ListKind kind, const std::vector<Cidr>& cidrs);
+  // Rebuilds both lists' IPv4 filters from their tries (after a load, whose new program
+  // may find lists a program without filters kept).
+  Status rebuildListFilters();
   // Removes CIDRs; returns how many were there.
   Result<size_t> listRemove(ListKind kind, const std::vector<Cidr>& cidrs);
   Result<std::vector<Cidr>> listEntries(ListKind kind) const;
@@ -221,6 +224,8 @@ class Limiter {
                  const std::vector<std::pair<Cidr, uint64_t>>& sources);
   Result<std::vector<std::pair<Cidr, uint64_t>>> activeSources() const;
   Status syncList(ListKind kind, const std::vector<Cidr>& wanted);
+  // Makes the IPv4 filter of a list exactly what its trie holds, and marks it built.
+  Status rebuildListFilter(ListKind kind);
   // The part of reload after the rules: policies, then the lists given.
   Status applyPoliciesAndLists(const AttachOptions& options);
   Status resetRuleState(uint32_t rule_id);
@@ -244,6 +249,9 @@ class Limiter {
   PerCpuArray<uint64_t> table_stats_;
   PerCpuArray<fg_event_stats> event_stats_;
   BpfMap<fg_lpm_v4, uint8_t> allow_v4_, deny_v4_;
+  // The IPv4 lists' filters, by enum fg_list, mapped whole (FG_LIST_FILTER_WORDS each).
+  BpfMap<uint32_t, uint64_t> list_filter_maps_[2];
+  MappedValue<uint64_t> list_filters_[2];
   BpfMap<fg_lpm_v6, uint8_t> allow_v6_, deny_v6_;
   BpfMap<fg_lpm_v4, fg_ban> bans_v4_;
   BpfMap<fg_lpm_v6, fg_ban> bans_v6_;

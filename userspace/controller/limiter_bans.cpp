@@ -206,7 +206,9 @@ Status Limiter::syncList(ListKind kind, const std::vector<Cidr>& wanted) {
   // add first: an address in both old and new lists is never unlisted for a moment
   if (auto added = listAdd(kind, missing); !added) return added.error();
   if (auto removed = listRemove(kind, stale); !removed) return removed.error();
-  return okStatus();
+  // the removed prefixes' bits stayed set (harmless, a trie lookup): clear them now
+  if (stale.empty()) return okStatus();
+  return rebuildListFilter(kind);
 }
 
 }  // namespace floodgate

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
-// MappedValue<T>: the single value of an mmapable BPF array, mapped into this process so
-// fields can be changed with atomic operations the program's own atomics do not race with.
+// MappedValue<T>: the values of an mmapable BPF array (the first, or the first N), mapped
+// into this process so fields can be changed with atomic operations the program's own
+// atomics do not race with.
 #pragma once
 
 #include <sys/mman.h>
@@ -34,10 +35,11 @@ class MappedValue {
   MappedValue& operator=(const MappedValue&) = delete;
   ~MappedValue() { unmap(); }
 
-  // Maps entry 0 of the BPF_F_MMAPABLE array behind `fd`.
-  static Result<MappedValue> map(int fd, const std::string& name) {
+  // Maps entries 0 to count - 1 of the BPF_F_MMAPABLE array behind `fd` (get()[i]).
+  static Result<MappedValue> map(int fd, const std::string& name, size_t count = 1) {
     MappedValue out;
-    out.length_ = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+    const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+    out.length_ = (count * sizeof(T) + page - 1) / page * page;
     void* memory = mmap(nullptr, out.length_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (memory == MAP_FAILED) {
       return Error::failure("cannot map BPF map '" + name + "': " + std::strerror(errno));
