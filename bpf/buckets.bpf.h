@@ -151,12 +151,37 @@ static __always_inline int fg_take_slot(struct fg_slot *slot, __u64 owner, __u64
  * having none out. */
 struct fg_slot_query {
 	struct fg_key key;
+	__u64 fp; /* the key's fingerprint, fg_key_fingerprint with the seed */
 	__u64 seed;
 	__u64 now;
 	__u64 jiffies;
 	__u32 index; /* out: the source's slot */
 	__u32 why;   /* out: FG_SLOT_FOUND, else the fg_table_stat that kept it out */
 };
+
+/* The first slot of the set of ways a fingerprint's key may be in. */
+static __always_inline __u32 fg_set_base(__u64 fp)
+{
+	return (__u32)(fp >> 16) & table_slot_mask & ~(FG_TABLE_WAYS - 1);
+}
+
+/* The slot `fp` owns in its set, and its index, if it owns one: the path of every packet
+ * of a source seen before, kept inline (fg_find_slot is the path of a new one). */
+static __always_inline struct fg_slot *fg_owned_slot(__u64 fp, __u32 *index)
+{
+	__u32 i, idx, base = fg_set_base(fp);
+	struct fg_slot *slot;
+
+	for (i = 0; i < FG_TABLE_WAYS; i++) {
+		idx = base + i;
+		slot = bpf_map_lookup_elem(&buckets, &idx);
+		if (slot && FG_READ_ONCE(slot->fingerprint) == fp) {
+			*index = idx;
+			return slot;
+		}
+	}
+	return NULL;
+}
 
 /* Finds the slot of the query's key among the ways of its set, or takes an idle one: the
  * one seen longest ago, and only if the rule's new-source cap (in `state`) admits one more.
@@ -171,9 +196,8 @@ __attribute__((noinline)) int fg_find_slot(struct fg_slot_query *q, const struct
 
 	if (!q || !rule)
 		return 0;
-	fp = fg_key_fingerprint(q->seed, q->key.rule_id, q->key.rule_epoch, q->key.family,
-				q->key.hi, q->key.lo);
-	base = (__u32)(fp >> 16) & table_slot_mask & ~(FG_TABLE_WAYS - 1);
+	fp = q->fp;
+	base = fg_set_base(fp);
 	for (i = 0; i < FG_TABLE_WAYS; i++) {
 		idx = base + i;
 		slot = bpf_map_lookup_elem(&buckets, &idx);

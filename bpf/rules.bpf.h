@@ -93,15 +93,27 @@ static __always_inline __u64 *fg_rule_bucket(const struct fg_rule *rule,
 	if (rule->key_kind == FG_KEY_SOURCE) {
 		struct fg_slot_query *q;
 		struct fg_slot *slot = NULL;
-		__u32 zero = 0, why;
+		__u32 zero = 0, why, index;
+		struct fg_key key;
+		__u64 fp;
 
+		fg_make_key(pkt, rule, &key);
+		fp = fg_key_fingerprint(eval->seed, key.rule_id, key.rule_epoch, key.family, key.hi,
+					key.lo);
+		slot = fg_owned_slot(fp, &index);
+		if (slot) {
+			*slot_out = slot;
+			eval->ref = FG_REF_SLOT | index;
+			return slot->state;
+		}
 		q = bpf_map_lookup_elem(&slot_query, &zero);
 		if (!q)
 			return NULL;
+		q->key = key;
+		q->fp = fp;
 		q->seed = eval->seed;
 		q->now = eval->now;
 		q->jiffies = eval->jiffies;
-		fg_make_key(pkt, rule, &q->key);
 		if (fg_find_slot(q, rule, state))
 			slot = bpf_map_lookup_elem(&buckets, &q->index);
 		why = q->why;
@@ -399,7 +411,11 @@ static __always_inline __u32 fg_apply_rules(struct fg_settings *settings,
 		if (snapshot.has_sources)
 			walk.source_sets = fg_source_sets(walk.set, pkt);
 	}
-	bpf_loop(FG_MAX_RULES, fg_rule_step, &walk, 0);
+	/* most packets meet one rule: a plain call spares them the loop around it */
+	if (walk.pending & (walk.pending - 1))
+		bpf_loop(FG_MAX_RULES, fg_rule_step, &walk, 0);
+	else
+		fg_rule_step(0, &walk);
 	*reason = walk.reason;
 	return walk.verdict;
 }
