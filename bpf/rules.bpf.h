@@ -74,8 +74,11 @@ struct fg_eval {
 	__u64 now;     /* bucket time units */
 	__u64 jiffies; /* the same reading */
 	__u64 seed;
+	__u64 addr_hash;     /* fg_addr_hash of the source masked to hashed_prefix - 1 */
+	__u32 hashed_prefix; /* 0: none yet */
 	__u32 len;
 	__u32 ref; /* out: where the packet was charged */
+	__u32 pad;
 };
 
 /* The bucket pair `rule` charges for `pkt`, a ref to find it again, and the source's slot
@@ -98,8 +101,12 @@ static __always_inline __u64 *fg_rule_bucket(const struct fg_rule *rule,
 		__u64 fp;
 
 		fg_make_key(pkt, rule, &key);
-		fp = fg_key_fingerprint(eval->seed, key.rule_id, key.rule_epoch, key.family, key.hi,
-					key.lo);
+		/* rules keyed by the prefix of the previous one share its address hash */
+		if (eval->hashed_prefix != key.prefix + 1U) {
+			eval->addr_hash = fg_addr_hash(eval->seed, key.family, key.hi, key.lo);
+			eval->hashed_prefix = key.prefix + 1U;
+		}
+		fp = fg_key_fingerprint(eval->addr_hash, key.rule_id, key.rule_epoch, key.family);
 		slot = fg_owned_slot(fp, &index);
 		if (slot) {
 			*slot_out = slot;

@@ -65,13 +65,12 @@ FG_INLINE __u64 fg_gcra_remaining(__u64 tat, __u64 now, __u64 interval, __u64 ca
 }
 
 /* Bucket time units the clock advances per tick of a `hz` clock. */
-FG_INLINE __u64 fg_tick_units(__u64 hz)
-{
-	return (1000000000ULL / hz) << FG_TIME_SHIFT;
-}
+FG_INLINE __u64 fg_tick_units(__u64 hz) { return (1000000000ULL / hz) << FG_TIME_SHIFT; }
 
 /* Keyed 64-bit mix of a (rule, family, masked address) key: index and fingerprint of a
- * slot. Keyed with a random seed so flooders cannot aim sources at one set of slots. */
+ * slot. Keyed with a random seed so flooders cannot aim sources at one set of slots. The
+ * address is hashed first and the rule last, so a packet that several rules key by the
+ * same prefix hashes its address once (an IPv4 address has no low half to mix). */
 FG_INLINE __u64 fg_mix64(__u64 x)
 {
 	x ^= x >> 33;
@@ -82,13 +81,18 @@ FG_INLINE __u64 fg_mix64(__u64 x)
 	return x;
 }
 
-FG_INLINE __u64 fg_key_fingerprint(__u64 seed, __u32 rule_id, __u32 rule_epoch, __u32 family,
-				   __u64 addr_hi, __u64 addr_lo)
+FG_INLINE __u64 fg_addr_hash(__u64 seed, __u32 family, __u64 addr_hi, __u64 addr_lo)
 {
-	__u64 h = fg_mix64(seed ^ (((__u64)rule_epoch << 40) | ((__u64)rule_id << 8) | family));
+	__u64 h = fg_mix64(seed ^ addr_hi);
 
-	h = fg_mix64(h ^ addr_hi);
-	h = fg_mix64(h ^ addr_lo);
+	return family == FG_FAMILY_V4 ? h : fg_mix64(h ^ addr_lo);
+}
+
+FG_INLINE __u64 fg_key_fingerprint(__u64 addr_hash, __u32 rule_id, __u32 rule_epoch, __u32 family)
+{
+	__u64 h =
+	    fg_mix64(addr_hash ^ (((__u64)rule_epoch << 40) | ((__u64)rule_id << 8) | family));
+
 	return h ? h : 1; /* 0 marks a slot never used */
 }
 

@@ -375,27 +375,42 @@ TEST(Gcra, ByteIntervalAt100GbitIsPreciseAndNeverFast) {
   EXPECT_GE((bytes - burst_bytes) * 8, static_cast<uint64_t>(100e9 * (1 - 1e-4)));
 }
 
+// The fingerprint of a key, as the program makes it: the address hash, then the rule.
+uint64_t fingerprint(uint64_t seed, uint32_t rule_id, uint32_t epoch, uint32_t family, uint64_t hi,
+                     uint64_t lo) {
+  return fg_key_fingerprint(fg_addr_hash(seed, family, hi, lo), rule_id, epoch, family);
+}
+
 TEST(KeyFingerprint, NeverZero) {
   // fmix64(0) is 0, so an all-zero key under seed 0 hashes to 0, which marks an unused slot.
   EXPECT_EQ(fg_mix64(0), 0u);
-  EXPECT_EQ(fg_key_fingerprint(0, 0, 0, 0, 0, 0), 1u);
+  EXPECT_EQ(fingerprint(0, 0, 0, 0, 0, 0), 1u);
 }
 
 TEST(KeyFingerprint, EveryFieldOfTheKeyCounts) {
-  const uint64_t base = fg_key_fingerprint(0x1234, 5, 1, FG_FAMILY_V4, 0xc0000201ULL << 32, 0);
-  EXPECT_EQ(base, fg_key_fingerprint(0x1234, 5, 1, FG_FAMILY_V4, 0xc0000201ULL << 32, 0));
+  const uint64_t base = fingerprint(0x1234, 5, 1, FG_FAMILY_V6, 0xc0000201ULL << 32, 0);
+  EXPECT_EQ(base, fingerprint(0x1234, 5, 1, FG_FAMILY_V6, 0xc0000201ULL << 32, 0));
   std::vector<uint64_t> variants = {
-      fg_key_fingerprint(0x5678, 5, 1, FG_FAMILY_V4, 0xc0000201ULL << 32, 0),
-      fg_key_fingerprint(0x1234, 6, 1, FG_FAMILY_V4, 0xc0000201ULL << 32, 0),
-      fg_key_fingerprint(0x1234, 5, 2, FG_FAMILY_V4, 0xc0000201ULL << 32, 0),
-      fg_key_fingerprint(0x1234, 5, 1, FG_FAMILY_V6, 0xc0000201ULL << 32, 0),
-      fg_key_fingerprint(0x1234, 5, 1, FG_FAMILY_V4, 0xc0000202ULL << 32, 0),
-      fg_key_fingerprint(0x1234, 5, 1, FG_FAMILY_V4, 0xc0000201ULL << 32, 1),
+      fingerprint(0x5678, 5, 1, FG_FAMILY_V6, 0xc0000201ULL << 32, 0),
+      fingerprint(0x1234, 6, 1, FG_FAMILY_V6, 0xc0000201ULL << 32, 0),
+      fingerprint(0x1234, 5, 2, FG_FAMILY_V6, 0xc0000201ULL << 32, 0),
+      fingerprint(0x1234, 5, 1, FG_FAMILY_V4, 0xc0000201ULL << 32, 0),
+      fingerprint(0x1234, 5, 1, FG_FAMILY_V6, 0xc0000202ULL << 32, 0),
+      fingerprint(0x1234, 5, 1, FG_FAMILY_V6, 0xc0000201ULL << 32, 1),
   };
   for (size_t i = 0; i < variants.size(); ++i) {
     EXPECT_NE(variants[i], base) << i;
     for (size_t j = 0; j < i; ++j) EXPECT_NE(variants[i], variants[j]) << i << " " << j;
   }
+}
+
+TEST(KeyFingerprint, TheAddressHashIsSharedAndTheRuleStillSeparatesKeys) {
+  // IPv4 has no low half: the hash of an address is the same whatever is below it
+  EXPECT_EQ(fg_addr_hash(7, FG_FAMILY_V4, 0xc0000201ULL << 32, 0),
+            fg_addr_hash(7, FG_FAMILY_V4, 0xc0000201ULL << 32, 9));
+  const uint64_t addr = fg_addr_hash(7, FG_FAMILY_V4, 0xc0000201ULL << 32, 0);
+  EXPECT_NE(fg_key_fingerprint(addr, 1, 1, FG_FAMILY_V4),
+            fg_key_fingerprint(addr, 2, 1, FG_FAMILY_V4));
 }
 
 TEST(KeyFingerprint, MatchesMurmur3Finalizer) {
