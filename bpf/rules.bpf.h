@@ -91,8 +91,7 @@ static __always_inline __u64 *fg_rule_bucket(const struct fg_rule *rule,
 	__u32 id = rule->id;
 	struct fg_rule_state *state;
 
-	state = bpf_map_lookup_elem(&rule_state, &id);
-	*state_out = state;
+	*state_out = NULL;
 	if (rule->key_kind == FG_KEY_SOURCE) {
 		struct fg_slot_query *q;
 		struct fg_slot *slot = NULL;
@@ -113,6 +112,9 @@ static __always_inline __u64 *fg_rule_bucket(const struct fg_rule *rule,
 			eval->ref = FG_REF_SLOT | index;
 			return slot->state;
 		}
+		/* a new source: the rule's state holds its cap and the untracked bucket */
+		state = bpf_map_lookup_elem(&rule_state, &id);
+		*state_out = state;
 		q = bpf_map_lookup_elem(&slot_query, &zero);
 		if (!q)
 			return NULL;
@@ -135,6 +137,9 @@ static __always_inline __u64 *fg_rule_bucket(const struct fg_rule *rule,
 			eval->ref = FG_REF_SLOT | q->index;
 			return slot->state;
 		}
+	} else {
+		state = bpf_map_lookup_elem(&rule_state, &id);
+		*state_out = state;
 	}
 	if (!state)
 		return NULL;
@@ -310,6 +315,9 @@ static int fg_rule_step(__u32 i, struct fg_walk *walk)
 	}
 	if (fg_rule_admits(rule, &walk->pkt, &walk->eval)) {
 		fg_count_rule(rule->id, FG_VERDICT_PASS, walk->eval.len);
+		/* a charge is recorded only for a later rule to hand back: the last has none */
+		if (!walk->pending)
+			return 0;
 		done = bpf_map_lookup_elem(&charges, &zero);
 		charged = walk->charged;
 		if (done && charged < FG_MAX_RULES) {
