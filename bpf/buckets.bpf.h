@@ -151,7 +151,7 @@ static __always_inline int fg_take_slot(struct fg_slot *slot, __u64 owner, __u64
  * having none out. */
 struct fg_slot_query {
 	struct fg_key key;
-	__u64 fp; /* the key's fingerprint, fg_key_fingerprint with the seed */
+	__u64 fp; /* the key's fingerprint (fg_key_fingerprint of its fg_addr_hash) */
 	__u64 seed;
 	__u64 now;
 	__u64 jiffies;
