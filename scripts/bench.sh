@@ -20,7 +20,7 @@
 #   - HTTP: floodgate-http-example under wrk on loopback, 8 keep-alive connections,
 #     requests/s and p99 latency: no policies (baseline), three memory-store policies on every
 #     request, the same three in Redis, and a hot key over its limit (every answer a 429).
-# Usage: scripts/bench.sh [--quick]    (--quick: shorter runs, under five minutes)
+# Usage: scripts/bench.sh [--quick]    (--quick: shorter runs, under ten minutes)
 # Needs root: it loads BPF, creates network namespaces and sets nftables/iptables rules
 # inside them; all of that is removed on exit.
 set -euo pipefail
