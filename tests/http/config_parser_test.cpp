@@ -113,7 +113,7 @@ TEST(HttpConfig, BadKeyProxyAndUnknownField) {
   EXPECT_EQ(firstError("http:\n  polices: []\n"),
             "f.yaml:2:3: unknown key 'polices' in http (expected one of: trusted_proxies, "
             "client_header, ipv6_prefix, store, policies, escalate, publish, shedding, "
-            "retry_after_jitter)");
+            "retry_after_jitter, adaptive_concurrency)");
 }
 
 TEST(HttpConfig, TheClientHeaderIsChosenNeverGuessed) {
@@ -209,6 +209,32 @@ TEST(HttpConfig, SheddingClassesGoFromHighestToLowestWithAShareKeptForTheFirst) 
   EXPECT_EQ(firstError("http:\n  shedding:\n    retry_after: 10ms\n    classes:\n"
                        "      - {name: a, max_in_flight: 8}\n"),
             "f.yaml:3:18: http.shedding.retry_after must be from 1s to 1h, got 10ms");
+}
+
+TEST(HttpConfig, AdaptiveConcurrencyBoundsAreChecked) {
+  auto config = parseHttpConfigText(R"(http:
+  adaptive_concurrency:
+    floor: 8
+    ceiling: 400
+    initial: 32
+    tolerance: 1.5
+    retry_after: 3s
+)",
+                                    "f.yaml");
+  ASSERT_TRUE(config.ok()) << config.error().message;
+  const AdaptiveConcurrencyConfig& a = config->adaptive_concurrency;
+  EXPECT_TRUE(a.enabled);
+  EXPECT_EQ(a.floor, 8);
+  EXPECT_EQ(a.ceiling, 400);
+  EXPECT_EQ(a.initial, 32);
+  EXPECT_EQ(a.tolerance, 1.5);
+  EXPECT_EQ(a.retry_after_ns, 3'000'000'000u);
+  EXPECT_FALSE(
+      parseHttpConfigText("http:\n  policies: []\n", "f.yaml")->adaptive_concurrency.enabled);
+  EXPECT_EQ(firstError("http:\n  adaptive_concurrency: {floor: 50, ceiling: 10}\n"),
+            "f.yaml:2:33: http.adaptive_concurrency.floor (50) is above its ceiling (10)");
+  EXPECT_EQ(firstError("http:\n  adaptive_concurrency: {tolerance: 0.5}\n"),
+            "f.yaml:2:37: http.adaptive_concurrency.tolerance must be between 1 and 10, got 0.5");
 }
 
 TEST(HttpConfig, EscalateNamesWhoMayReportAndHowOften) {

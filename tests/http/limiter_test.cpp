@@ -179,6 +179,7 @@ TEST(Limiter, ARefundThatKeepsUnitsGivesBackOnlyTheRestAndALaterOneTheRemainder)
 
 TEST(Limiter, MatchesMethodsAndPathsAndChargesRouteCosts) {
   Fixture f(R"(http:
+  retry_after_jitter: 0  # the exact wait (jitter: retry_jitter_test.cpp)
   policies:
     - name: api
       match: {methods: [POST], path_prefix: /api}

@@ -27,6 +27,7 @@ constexpr int64_t kS = 1'000'000'000;
 // A queue per API key draining one unit a second, by a clock the test holds still: every
 // delay is exact however slowly the machine runs. /heavy costs 6 units, anything else 1.
 constexpr const char* kQueue = R"(http:
+  retry_after_jitter: 0  # the exact waits (jitter: retry_jitter_test.cpp)
   policies:
     - name: queue
       key: header:X-API-Key

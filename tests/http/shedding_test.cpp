@@ -10,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "http/adaptive_limit.h"
 #include "http/config_parser.h"
 #include "http/headers.h"
 #include "http/limiter.h"
@@ -280,6 +281,66 @@ TEST(Shedding, TurningSheddingOffAndOnAgainForgetsNoRequestInFlight) {
   EXPECT_EQ(again.limiter->shedder()->stats()[0].admitted, 5);
   held.clear();
   EXPECT_EQ(again.limiter->shedder()->inFlight(), 0);
+}
+
+TEST(AdaptiveConcurrency, OverTheLimitIsA503AndFinishedRequestsTeachIt) {
+  Fixture f(R"(http:
+  retry_after_jitter: 0
+  adaptive_concurrency:
+    {floor: 2, ceiling: 50, initial: 2, window: 10, window_ms: 10, probe_every: 0,
+     retry_after: 2s}
+)");
+  Verdict a = f.check("GET", "/x");
+  Verdict b = f.check("GET", "/y");
+  ASSERT_TRUE(a.allowed());
+  ASSERT_TRUE(b.allowed());
+  Verdict over = f.check("GET", "/z");
+  EXPECT_EQ(over.binding.outcome, Outcome::kOverloaded);
+  EXPECT_EQ(statusFor(over), 503);
+  EXPECT_EQ(over.priority, "default");
+  EXPECT_EQ(responseHeaders(over),
+            (std::vector<std::pair<std::string, std::string>>{{"Retry-After", "2"}}));
+  f.clock->advanceNs(kMs);  // every request below takes 1 ms of the stepped clock
+  a = {};
+  b = {};
+  const AdaptiveLimit* adaptive = f.limiter->shedder()->adaptive();
+  ASSERT_NE(adaptive, nullptr);
+  // Requests that each take 1 ms of the stepped clock, latency flat: the limit grows.
+  for (int i = 0; i < 200; ++i) {
+    Verdict v = f.check("GET", "/x");
+    ASSERT_TRUE(v.allowed()) << i;
+    f.clock->advanceNs(kMs);
+  }
+  EXPECT_EQ(adaptive->noLoadLatencyNs(), kMs);
+  const int64_t grown = adaptive->limit();
+  EXPECT_GT(grown, 10);
+  // Requests that fail (a 5xx the adapter marks): the limit shrinks whatever the latency.
+  for (int i = 0; i < 100; ++i) {
+    Verdict v = f.check("GET", "/x");
+    ASSERT_TRUE(v.allowed()) << i;
+    v.in_flight->failed();
+    f.clock->advanceNs(kMs);
+  }
+  EXPECT_LT(adaptive->limit(), grown * 3 / 4);
+}
+
+TEST(AdaptiveConcurrency, ClassThresholdsFollowTheLimitAndKeepTheirShares) {
+  Fixture f(R"(http:
+  adaptive_concurrency: {floor: 2, ceiling: 500, initial: 40}
+  shedding:
+    classes:
+      - {name: critical, max_in_flight: 100, match: [{path_prefix: /payments}]}
+      - {name: normal, max_in_flight: 75, default: true}
+      - {name: bulk, max_in_flight: 25, match: [{path_prefix: /reports}]}
+)");
+  const Shedder& shedder = *f.limiter->shedder();
+  EXPECT_EQ(shedder.threshold(0), 40);  // the adaptive limit itself
+  EXPECT_EQ(shedder.threshold(1), 30);  // three quarters of it
+  EXPECT_EQ(shedder.threshold(2), 10);  // a quarter
+  std::vector<Verdict> held;
+  for (int i = 0; i < 10; ++i) held.push_back(f.bulk());
+  EXPECT_FALSE(f.bulk().allowed());
+  EXPECT_TRUE(f.normal().allowed());
 }
 
 }  // namespace

@@ -53,6 +53,7 @@ class Parser {
   std::optional<uint64_t> readDuration(const YAML::Node& node, const std::string& what,
                                        uint64_t min_ns, uint64_t max_ns);
   void parseShedding(const YAML::Node& node, HttpConfig& config);
+  void parseAdaptive(const YAML::Node& node, AdaptiveConcurrencyConfig& adaptive);
   std::optional<PriorityClass> parsePriorityClass(const YAML::Node& node, size_t index,
                                                   bool& is_default);
   void parsePrefetch(const YAML::Node& node, const std::string& what, const PolicyConfig& policy,
@@ -139,9 +140,10 @@ HttpConfig Parser::parse(const YAML::Node& http) {
   HttpConfig config;
   if (http.IsNull()) return config;  // `http:` with nothing under it: no policies
   if (!requireMap(http, "http")) return config;
-  rejectUnknownKeys(http, "http",
-                    {"trusted_proxies", "client_header", "ipv6_prefix", "store", "policies",
-                     "escalate", "publish", "shedding", "retry_after_jitter"});
+  rejectUnknownKeys(
+      http, "http",
+      {"trusted_proxies", "client_header", "ipv6_prefix", "store", "policies", "escalate",
+       "publish", "shedding", "retry_after_jitter", "adaptive_concurrency"});
   if (http["trusted_proxies"]) parseTrustedProxies(http["trusted_proxies"], config);
   parseClientAddress(http, config);
   if (http["store"]) parseStore(http["store"], config.store);
@@ -149,6 +151,9 @@ HttpConfig Parser::parse(const YAML::Node& http) {
   if (http["escalate"]) parseEscalate(http["escalate"], config.escalate);
   if (http["publish"]) parsePublish(http["publish"], config.escalate, config.publish);
   if (http["shedding"]) parseShedding(http["shedding"], config);
+  if (http["adaptive_concurrency"]) {
+    parseAdaptive(http["adaptive_concurrency"], config.adaptive_concurrency);
+  }
   if (const YAML::Node jitter = http["retry_after_jitter"]) {
     if (auto v = readDouble(jitter, "http.retry_after_jitter", 0, 1)) {
       config.retry_after_jitter = *v;
@@ -728,6 +733,44 @@ void Parser::parseShedding(const YAML::Node& node, HttpConfig& config) {
   // an unknown request never outranks a known one.
   shedding.default_class =
       default_class.value_or(shedding.classes.empty() ? 0 : shedding.classes.size() - 1);
+}
+
+// http.adaptive_concurrency: the bounds of a limit on requests in flight that follows the
+// service's latency and errors (adaptive_limit.h).
+void Parser::parseAdaptive(const YAML::Node& node, AdaptiveConcurrencyConfig& adaptive) {
+  const std::string what = "http.adaptive_concurrency";
+  if (!requireMap(node, what)) return;
+  rejectUnknownKeys(node, what,
+                    {"floor", "ceiling", "initial", "tolerance", "window", "window_ms",
+                     "error_rate", "probe_every", "retry_after"});
+  adaptive.enabled = true;
+  auto readCount = [&](const char* key, int64_t& into, int64_t min, int64_t max) {
+    if (const YAML::Node v = node[key]) {
+      if (auto n = readInt(v, what + "." + key, min, max)) into = *n;
+    }
+  };
+  readCount("floor", adaptive.floor, 1, 1'000'000);
+  readCount("ceiling", adaptive.ceiling, 1, 1'000'000);
+  readCount("initial", adaptive.initial, 1, 1'000'000);
+  readCount("window", adaptive.window, 1, 1'000'000);
+  readCount("window_ms", adaptive.window_ms, 1, 60'000);
+  readCount("probe_every", adaptive.probe_every, 0, 1'000'000);
+  if (const YAML::Node v = node["tolerance"]) {
+    if (auto t = readDouble(v, what + ".tolerance", 1, 10)) adaptive.tolerance = *t;
+  }
+  if (const YAML::Node v = node["error_rate"]) {
+    if (auto r = readDouble(v, what + ".error_rate", 0, 1)) adaptive.error_rate = *r;
+  }
+  if (const YAML::Node v = node["retry_after"]) {
+    if (auto ns = readDuration(v, what + ".retry_after", kNsPerS, 3600 * kNsPerS)) {
+      adaptive.retry_after_ns = *ns;
+    }
+  }
+  if (adaptive.floor > adaptive.ceiling) {
+    error(node["floor"] ? node["floor"] : node, what + ".floor (" + std::to_string(adaptive.floor) +
+                                                    ") is above its ceiling (" +
+                                                    std::to_string(adaptive.ceiling) + ")");
+  }
 }
 
 std::optional<PriorityClass> Parser::parsePriorityClass(const YAML::Node& node, size_t index,

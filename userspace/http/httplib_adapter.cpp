@@ -44,12 +44,15 @@ thread_local AdmittedRequest t_admitted;
 // response's resource releaser, chained after any releaser set before. A route that
 // streams (set_content_provider) replaces the releaser, and the place is given back then,
 // when the route returns: early, never late.
-void holdUntilWritten(httplib::Response& res, std::shared_ptr<const void> ticket) {
-  res.content_provider_resource_releaser_ = [before =
-                                                 std::move(res.content_provider_resource_releaser_),
-                                             ticket = std::move(ticket)](bool success) {
-    if (before) before(success);
-  };
+void holdUntilWritten(httplib::Response& res, std::shared_ptr<InFlight> ticket) {
+  // Run from ~Response, whose status is still there: a 5xx tells an adaptive limit the
+  // service is failing.
+  res.content_provider_resource_releaser_ =
+      [before = std::move(res.content_provider_resource_releaser_), ticket = std::move(ticket),
+       response = &res](bool success) {
+        if (response->status >= 500) ticket->failed();
+        if (before) before(success);
+      };
 }
 
 // Replaces the rate-limit headers of `res` with those of `verdict`.

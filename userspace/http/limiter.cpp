@@ -88,9 +88,10 @@ Result<std::unique_ptr<Limiter>> Limiter::create(HttpConfig config,
   }
   limiter->shedding_state_ =
       previous != nullptr ? previous->shedding_state_ : std::make_shared<SheddingState>();
-  if (limiter->config_.shedding.enabled()) {
+  if (limiter->config_.shedding.enabled() || limiter->config_.adaptive_concurrency.enabled) {
     limiter->shedder_ =
-        std::make_unique<Shedder>(limiter->config_.shedding, limiter->shedding_state_);
+        std::make_unique<Shedder>(limiter->config_.shedding, limiter->config_.adaptive_concurrency,
+                                  limiter->shedding_state_, limiter->clock_);
   }
   return limiter;
 }
@@ -288,7 +289,9 @@ bool Limiter::enterShedding(const RequestInfo& request, Verdict& verdict) const 
   if (verdict.in_flight) return true;
   verdict.shed = true;
   verdict.binding.outcome = Outcome::kOverloaded;
-  verdict.binding.retry_after_ns = static_cast<int64_t>(shedding.retry_after_ns);
+  // over a class's share of a fixed or adaptive limit: the retry-after of whichever set it
+  verdict.binding.retry_after_ns = static_cast<int64_t>(
+      shedding.enabled() ? shedding.retry_after_ns : config_.adaptive_concurrency.retry_after_ns);
   jitterRetryAfter(verdict.binding);
   return false;
 }

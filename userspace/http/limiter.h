@@ -71,7 +71,7 @@ struct Verdict {
   // flight, held until this verdict (and every copy of it) is destroyed, so a caller keeps
   // the verdict until the response is sent. Null when shed, rejected, or without shedding.
   std::string_view priority;
-  std::shared_ptr<const void> in_flight;
+  std::shared_ptr<InFlight> in_flight;
   int64_t decided_ns = 0;  // the clock reading the stores decided at (refunds give back at it)
   // Set by LiveLimiter: the policy set the pointers above point into, kept alive for as long
   // as the verdict is (a new set may be swapped in meanwhile).

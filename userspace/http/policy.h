@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "http/adaptive_limit.h"
 #include "http/algorithm.h"
 #include "http/client_ip.h"
 #include "http/ip_address.h"
@@ -185,6 +186,7 @@ struct HttpConfig {
   EscalateConfig escalate;
   PublishConfig publish;
   SheddingConfig shedding;
+  AdaptiveConcurrencyConfig adaptive_concurrency;
   // Refused clients are told Retry-After ceil(wait) plus 0 to ceil(this × that) whole
   // seconds at random, so that clients refused together do not all come back together.
   double retry_after_jitter = kDefaultRetryAfterJitter;

@@ -15,11 +15,45 @@ std::shared_ptr<SheddingState::Counters> SheddingState::countersOf(const std::st
   return counters;
 }
 
-Shedder::Shedder(const SheddingConfig& config, std::shared_ptr<SheddingState> state)
-    : default_class_(config.default_class), state_(std::move(state)) {
+std::shared_ptr<AdaptiveLimit> SheddingState::adaptiveFor(const AdaptiveConcurrencyConfig& config) {
+  std::lock_guard lock(mutex_);
+  if (!config.enabled) return nullptr;
+  if (!adaptive_ || !(adaptive_config_ == config)) {
+    adaptive_ = std::make_shared<AdaptiveLimit>(config);
+    adaptive_config_ = config;
+  }
+  return adaptive_;
+}
+
+InFlight::~InFlight() {
+  state_->in_flight.fetch_sub(1, std::memory_order_acq_rel);
+  if (adaptive_) {
+    const int64_t now_ns = clock_->nowNs();
+    adaptive_->record(now_ns - entered_ns_, failed_.load(std::memory_order_relaxed), now_ns);
+  }
+}
+
+Shedder::Shedder(const SheddingConfig& config, const AdaptiveConcurrencyConfig& adaptive,
+                 std::shared_ptr<SheddingState> state, std::shared_ptr<const Clock> clock)
+    : default_class_(config.default_class),
+      state_(std::move(state)),
+      adaptive_(state_->adaptiveFor(adaptive)),
+      clock_(std::move(clock)) {
   for (const PriorityClass& c : config.classes) {
     classes_.push_back({c.name, c.match, c.max_in_flight, state_->countersOf(c.name)});
   }
+  if (classes_.empty()) {
+    classes_.push_back({"default", {}, adaptive.ceiling, state_->countersOf("default")});
+    default_class_ = 0;
+  }
+}
+
+int64_t Shedder::threshold(size_t index) const {
+  const int64_t own = classes_[index].max_in_flight;
+  if (!adaptive_) return own;
+  const int64_t limit = adaptive_->limit();
+  const int64_t top = classes_.front().max_in_flight;
+  return index == 0 ? limit : std::max<int64_t>(1, limit * own / top);
 }
 
 size_t Shedder::classify(std::string_view named, const std::vector<std::string_view>& header_values,
@@ -46,12 +80,13 @@ size_t Shedder::classify(std::string_view named, const std::vector<std::string_v
   return default_class_;
 }
 
-std::shared_ptr<const void> Shedder::enter(size_t index) {
+std::shared_ptr<InFlight> Shedder::enter(size_t index) {
   CompiledClass& c = classes_[index];
+  const int64_t max = threshold(index);
   std::atomic<int64_t>& in_flight = state_->in_flight;
   int64_t now = in_flight.load(std::memory_order_relaxed);
   do {
-    if (now >= c.max_in_flight) {
+    if (now >= max) {
       c.counters->shed.fetch_add(1, std::memory_order_relaxed);
       return nullptr;
     }
@@ -60,16 +95,14 @@ std::shared_ptr<const void> Shedder::enter(size_t index) {
   c.counters->admitted.fetch_add(1, std::memory_order_relaxed);
   // The ticket keeps the state alive, so it can be given back after this shedder (and the
   // policy set that owns it) is gone.
-  std::shared_ptr<SheddingState> state = state_;
-  return std::shared_ptr<const void>(state.get(), [state](const void*) {
-    state->in_flight.fetch_sub(1, std::memory_order_acq_rel);
-  });
+  return std::make_shared<InFlight>(state_, adaptive_, clock_, adaptive_ ? clock_->nowNs() : 0);
 }
 
 std::vector<PriorityClassStats> Shedder::stats() const {
   std::vector<PriorityClassStats> out;
   for (const CompiledClass& c : classes_) {
-    out.push_back({c.name, c.max_in_flight, c.counters->admitted.load(std::memory_order_relaxed),
+    out.push_back({c.name, threshold(static_cast<size_t>(&c - classes_.data())),
+                   c.counters->admitted.load(std::memory_order_relaxed),
                    c.counters->shed.load(std::memory_order_relaxed)});
   }
   return out;

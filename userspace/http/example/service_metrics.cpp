@@ -152,11 +152,29 @@ std::string ServiceMetrics::renderShedding(const Shedder& shedder) {
     thresholds += "floodgate_http_priority_max_in_flight" + labels + "} " +
                   std::to_string(c.max_in_flight) + "\n";
   }
-  return out + thresholds +
+  out += thresholds +
          "# HELP floodgate_http_in_flight Requests admitted and not yet answered.\n"
          "# TYPE floodgate_http_in_flight gauge\n"
          "floodgate_http_in_flight " +
          std::to_string(shedder.inFlight()) + "\n";
+  if (const AdaptiveLimit* adaptive = shedder.adaptive()) {
+    auto seconds = [](int64_t ns) { return std::to_string(static_cast<double>(ns) / 1e9); };
+    out +=
+        "# HELP floodgate_http_adaptive_limit Requests that may be in flight now "
+        "(http.adaptive_concurrency).\n"
+        "# TYPE floodgate_http_adaptive_limit gauge\n"
+        "floodgate_http_adaptive_limit " +
+        std::to_string(adaptive->limit()) +
+        "\n# HELP floodgate_http_adaptive_latency_seconds The latency the limit follows: "
+        "no_load (the best window, or the last probe at the floor) and recent (the last "
+        "window).\n"
+        "# TYPE floodgate_http_adaptive_latency_seconds gauge\n"
+        "floodgate_http_adaptive_latency_seconds{estimate=\"no_load\"} " +
+        seconds(adaptive->noLoadLatencyNs()) +
+        "\nfloodgate_http_adaptive_latency_seconds{estimate=\"recent\"} " +
+        seconds(adaptive->recentLatencyNs()) + "\n";
+  }
+  return out;
 }
 
 std::string ServiceMetrics::renderSharedStore(Limiter& limiter) const {

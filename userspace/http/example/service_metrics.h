@@ -23,6 +23,9 @@ namespace floodgate::http::example {
 //   floodgate_http_priority_requests_total{class,result}  admitted | shed, per class
 //   floodgate_http_priority_max_in_flight{class}   each class's threshold
 //   floodgate_http_in_flight                       requests admitted and not yet answered
+// with http.adaptive_concurrency:
+//   floodgate_http_adaptive_limit                  requests that may be in flight now
+//   floodgate_http_adaptive_latency_seconds{estimate}  no_load | recent
 // following published policies (--policies):
 //   floodgate_http_policy_reloads_total{result}    published sets applied | refused
 //   floodgate_http_policy_version{version}         1 for the version enforced
