@@ -16,16 +16,13 @@
 #define FG_CAS_RETRIES 8
 
 /* Set at load by the controller. */
-const volatile __u64 tick_units = 0;      /* bucket time units per jiffy */
+const volatile __u64 tick_units = 0;	  /* bucket time units per jiffy */
 const volatile __u32 table_slot_mask = 0; /* slots in `buckets` - 1 (a power of two) */
 
 /* The clock: jiffies, the cheapest one (DESIGN.md), read once per packet; buckets count
  * in units of jiffies × tick_units. Its error is at most one tick of tokens: between two
  * readings the true time differs from the clock's by under a tick. */
-static __always_inline __u64 fg_units(__u64 jiffies)
-{
-	return jiffies * tick_units;
-}
+static __always_inline __u64 fg_units(__u64 jiffies) { return jiffies * tick_units; }
 
 /* A source key: a rule and a masked address as two host-order halves. */
 struct fg_key {
@@ -248,9 +245,11 @@ static __always_inline int fg_admit_word(const struct fg_rule *rule, __u64 word,
 	__u64 window_ns = rule->window_ms * 1000000ULL;
 
 	if (rule->algorithm == FG_ALG_FIXED_WINDOW && window_ns)
-		return fg_fixed_admit(word, now >> FG_TIME_SHIFT, window_ns, increment, capacity, next);
+		return fg_fixed_admit(word, now >> FG_TIME_SHIFT, window_ns, increment, capacity,
+				      next);
 	if (rule->algorithm == FG_ALG_SLIDING_WINDOW && window_ns)
-		return fg_sliding_admit(word, now >> FG_TIME_SHIFT, window_ns, increment, capacity, next);
+		return fg_sliding_admit(word, now >> FG_TIME_SHIFT, window_ns, increment, capacity,
+					next);
 	return fg_gcra_admit(word, now, increment, capacity, next);
 }
 
@@ -264,8 +263,8 @@ static __always_inline int fg_charge_one(const struct fg_rule *rule, __u64 *word
 		__u64 old = FG_READ_ONCE(*word), next;
 
 		if (!fg_admit_word(rule, old, now, increment, capacity, &next)) {
-			/* a limit changed under a bucket in debt: forgive what the new one would not
-			 * have let it owe, so `floodgate set` takes effect at once */
+			/* a limit changed under a bucket in debt: forgive what the new one would
+			 * not have let it owe, so `floodgate set` takes effect at once */
 			if (rule->algorithm == FG_ALG_TOKEN_BUCKET &&
 			    fg_gcra_clamp(old, now, capacity, tick_units, &next))
 				__sync_val_compare_and_swap(word, old, next);
@@ -281,7 +280,8 @@ static __always_inline int fg_charge_one(const struct fg_rule *rule, __u64 *word
  * window count shrinks by it unless the window has moved on. */
 static __always_inline void fg_refund_one(const struct fg_rule *rule, __u64 *word, __u64 increment)
 {
-	__u64 mask = rule->algorithm == FG_ALG_FIXED_WINDOW ? FG_FIXED_COUNT_MASK : FG_SLIDING_COUNT_MAX;
+	__u64 mask =
+	    rule->algorithm == FG_ALG_FIXED_WINDOW ? FG_FIXED_COUNT_MASK : FG_SLIDING_COUNT_MAX;
 	int i;
 
 	if (rule->algorithm == FG_ALG_TOKEN_BUCKET) {
@@ -312,13 +312,16 @@ static __always_inline int fg_charge(__u64 *state, const struct fg_rule *rule,
 	int pps = limits[FG_LIMIT_PPS].interval != 0;
 	int bps = limits[FG_LIMIT_BPS].interval != 0;
 
-	if (pps && !fg_charge_one(rule, &state[FG_LIMIT_PPS], now, fg_increment(limits, FG_LIMIT_PPS, len),
-				  limits[FG_LIMIT_PPS].capacity))
+	if (pps &&
+	    !fg_charge_one(rule, &state[FG_LIMIT_PPS], now, fg_increment(limits, FG_LIMIT_PPS, len),
+			   limits[FG_LIMIT_PPS].capacity))
 		return 0;
-	if (bps && !fg_charge_one(rule, &state[FG_LIMIT_BPS], now, fg_increment(limits, FG_LIMIT_BPS, len),
-				  limits[FG_LIMIT_BPS].capacity)) {
+	if (bps &&
+	    !fg_charge_one(rule, &state[FG_LIMIT_BPS], now, fg_increment(limits, FG_LIMIT_BPS, len),
+			   limits[FG_LIMIT_BPS].capacity)) {
 		if (pps)
-			fg_refund_one(rule, &state[FG_LIMIT_PPS], fg_increment(limits, FG_LIMIT_PPS, len));
+			fg_refund_one(rule, &state[FG_LIMIT_PPS],
+				      fg_increment(limits, FG_LIMIT_PPS, len));
 		return 0;
 	}
 	return 1;
