@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // floodgate lab: replay, the busiest window, the exact JSON shape, text, SVG and the CLI flags.
-#include "http/lab/lab.h"
+#include "lab/lab.h"
 
 #include <gtest/gtest.h>
 
@@ -9,7 +9,7 @@
 #include <sstream>
 
 #include "cli/commands.h"
-#include "http/lab/lab_command.h"
+#include "lab/lab_command.h"
 
 // Declared in cli/commands.h once the lab joins the floodgate binary; until then, here.
 namespace floodgate::cli {

@@ -4,7 +4,7 @@
 #include <memory>
 
 #include "cli/commands.h"
-#include "http/lab/lab_command.h"
+#include "lab/lab_command.h"
 
 namespace floodgate::cli {
 

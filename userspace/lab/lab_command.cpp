@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // `floodgate lab` as a library function, so it is tested without the CLI.
-#include "http/lab/lab_command.h"
+#include "lab/lab_command.h"
 
 #include <fstream>
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "http/lab/lab.h"
+#include "lab/lab.h"
 
 namespace floodgate::http::lab {
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // Replaying arrivals through algorithms, and the lab's text and JSON output.
-#include "http/lab/lab.h"
+#include "lab/lab.h"
 
 #include <algorithm>
 #include <charconv>

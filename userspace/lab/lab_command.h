@@ -6,7 +6,7 @@
 #include <string>
 
 #include "common/result.h"
-#include "http/lab/lab.h"
+#include "lab/lab.h"
 
 namespace floodgate::http::lab {
 
