@@ -9,6 +9,7 @@
 
 #include "http/config_parser.h"
 #include "http/memory_store.h"
+#include "http/store_backend.h"
 
 namespace floodgate::http {
 namespace {
@@ -474,6 +475,45 @@ TEST(Clocks, RealClocksNeverGoBackwardsAndManualOneMovesOnlyWhenTold) {
   EXPECT_EQ(manual.nowNs(), 2'000'005);
   manual.setMs(1);
   EXPECT_EQ(manual.nowNs(), 1'000'000);
+}
+
+constexpr const char* kRedisStore = R"(http:
+  store: {type: redis, address: 127.0.0.1:1}
+  policies:
+    - {name: per-ip, key: ip, algorithm: fixed_window, limit: 1, window_ms: 60000}
+)";
+
+// A service that links only floodgate::ratelimit gets a clear refusal for a Redis store,
+// never a limiter that silently counts in memory.
+TEST(StoreBackend, AStoreTypeWithNoBackendInThisProgramIsRefusedSayingWhatToLink) {
+  auto config = parseHttpConfigText(kRedisStore, "test.yaml");
+  ASSERT_TRUE(config.ok()) << config.error().message;
+  auto made = Limiter::create(std::move(*config), std::make_shared<ManualClock>(0));
+  ASSERT_FALSE(made.ok());
+  EXPECT_NE(made.error().message.find("floodgate::redis"), std::string::npos);
+  EXPECT_NE(made.error().message.find("useRedisStores()"), std::string::npos);
+}
+
+TEST(StoreBackend, ARegisteredBackendBuildsEveryPolicysStoreUntilRemoved) {
+  int made_stores = 0;
+  registerStoreBackend("redis", [&](const StoreConfig& store, std::shared_ptr<const Clock>) {
+    StoreFactory memory = memoryStoreFactory(store);
+    return [&made_stores, memory](const PolicyConfig& policy,
+                                  std::shared_ptr<const Algorithm> algorithm) {
+      ++made_stores;
+      return memory(policy, std::move(algorithm));
+    };
+  });
+  Fixture f(kRedisStore);
+  ASSERT_NE(f.limiter, nullptr);
+  EXPECT_EQ(made_stores, 1);
+  EXPECT_TRUE(f.limiter->check(request("GET", "/", "192.0.2.1")).allowed());
+  EXPECT_FALSE(f.limiter->check(request("GET", "/", "192.0.2.1")).allowed());
+
+  registerStoreBackend("redis", {});
+  auto config = parseHttpConfigText(kRedisStore, "test.yaml");
+  ASSERT_TRUE(config.ok());
+  EXPECT_FALSE(Limiter::create(std::move(*config), f.clock).ok());
 }
 
 }  // namespace

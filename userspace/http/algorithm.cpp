@@ -47,6 +47,11 @@ bool isWindowAlgorithm(AlgorithmKind kind) {
          kind == AlgorithmKind::kSlidingWindowCounter;
 }
 
+bool canLease(AlgorithmKind kind) {
+  return kind == AlgorithmKind::kFixedWindow || kind == AlgorithmKind::kTokenBucket ||
+         kind == AlgorithmKind::kGcra;
+}
+
 int64_t rateMilliPerS(double rate_per_s) { return std::llround(rate_per_s * 1000.0); }
 
 int64_t intervalNs(int64_t rate_milli_per_s) {

@@ -32,6 +32,10 @@ std::optional<AlgorithmKind> algorithmFromName(std::string_view name);
 // Window algorithms take limit + window_ms; bucket algorithms take capacity + rate_per_s.
 bool isWindowAlgorithm(AlgorithmKind kind);
 
+// Whether a shared store can lease units of this algorithm ahead, in batches (prefetch,
+// sync): fixed_window, token_bucket and gcra.
+bool canLease(AlgorithmKind kind);
+
 // The parameters of one algorithm. Window algorithms: at most `limit` cost units per
 // `window_ms`. Buckets: `capacity` units of burst (for the leaky bucket, the queue depth),
 // refilled (drained) at `rate_per_s` units per second.

@@ -10,10 +10,9 @@
 
 #include "common/units.h"
 #include "config/yaml_mark.h"
-#include "http/fleet_secret.h"
-#include "http/redis/connection.h"
+#include "http/redis/address.h"
 #include "http/redis_store.h"
-#include "http/report_stream.h"
+#include "http/secret_file.h"
 
 namespace floodgate::http {
 
@@ -354,7 +353,7 @@ void Parser::parsePrefetch(const YAML::Node& node, const std::string& what,
     error(node, what + " needs the redis store (a memory store has no round trips to save)");
     return;
   }
-  if (!RedisStore::canLease(policy.algorithm.kind)) {
+  if (!canLease(policy.algorithm.kind)) {
     error(node, what + " works with fixed_window, token_bucket and gcra, not " +
                     std::string(algorithmName(policy.algorithm.kind)));
     return;
@@ -395,7 +394,7 @@ void Parser::parseSync(const YAML::Node& node, const std::string& what, const Po
     error(node, what + " needs the redis store (it reconciles local shares through Redis)");
     return;
   }
-  if (!RedisStore::canLease(policy.algorithm.kind)) {
+  if (!canLease(policy.algorithm.kind)) {
     error(node, what + " works with fixed_window, token_bucket and gcra, not " +
                     std::string(algorithmName(policy.algorithm.kind)));
     return;

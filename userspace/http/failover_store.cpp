@@ -91,50 +91,63 @@ Result<Decision> FailoverStore::decide(std::string_view key, int64_t now_ns, int
   return failed(key, now_ns, cost, decided.error());
 }
 
+const void* FailoverStore::batchGroup() const {
+  return batchable_ != nullptr ? batchable_->sharedClient().get() : nullptr;
+}
+
 std::vector<Result<Decision>> FailoverStore::decideTogether(const std::vector<Item>& items,
                                                             int64_t now_ns) {
   std::vector<Result<Decision>> out(items.size(), Error::failure("not decided"));
   if (items.empty()) return out;
+  // The group is this store's Redis client, and only failover stores have one; an item of
+  // another store (a caller's mistake) is decided on its own rather than trusted.
+  std::vector<FailoverStore*> stores(items.size(), nullptr);
   std::vector<size_t> ask;  // the items without a known rejection
   ask.reserve(items.size());
   for (size_t i = 0; i < items.size(); ++i) {
     const Item& item = items[i];
-    if (auto known = item.store->rejections_.lookup(item.key, now_ns, item.cost)) {
+    auto* store = dynamic_cast<FailoverStore*>(item.store);
+    if (store == nullptr || store->batchGroup() != batchGroup() || batchGroup() == nullptr) {
+      out[i] = item.store->decide(item.key, now_ns, item.cost);
+      continue;
+    }
+    stores[i] = store;
+    if (auto known = store->rejections_.lookup(item.key, now_ns, item.cost)) {
       out[i] = *known;
     } else {
       ask.push_back(i);
     }
   }
   if (ask.empty()) return out;
-  CircuitBreaker& breaker = *items[0].store->breaker_;
+  CircuitBreaker& breaker = *breaker_;
   if (!breaker.allow()) {
     for (size_t i : ask) {
       const Item& item = items[i];
-      out[i] =
-          item.store->failed(item.key, now_ns, item.cost,
-                             Error::failure("shared store unavailable (circuit breaker open)"));
+      out[i] = stores[i]->failed(item.key, now_ns, item.cost,
+                                 Error::failure("shared store unavailable (circuit breaker open)"));
     }
     return out;
   }
   std::vector<RedisStore::Across> across;
   across.reserve(ask.size());
   for (size_t i : ask) {
-    across.push_back({items[i].store->batchable_, {items[i].key, items[i].cost, 0}});
+    across.push_back({stores[i]->batchable_, {items[i].key, items[i].cost, 0}});
   }
   auto answers = RedisStore::decideAcross(across, now_ns);
   bool all_answered = answers.ok();
   for (size_t j = 0; j < ask.size(); ++j) {
     const Item& item = items[ask[j]];
+    FailoverStore* store = stores[ask[j]];
     if (answers && (*answers)[j]) {
       const Decision& decided = (*answers)[j]->decision;
-      item.store->rejections_.remember(item.key, now_ns, item.cost, decided);
+      store->rejections_.remember(item.key, now_ns, item.cost, decided);
       out[ask[j]] = decided;
       continue;
     }
     all_answered = false;
-    item.store->store_errors_.fetch_add(1, std::memory_order_relaxed);
+    store->store_errors_.fetch_add(1, std::memory_order_relaxed);
     Error error = answers ? (*answers)[j].error() : answers.error();
-    out[ask[j]] = item.store->failed(item.key, now_ns, item.cost, std::move(error));
+    out[ask[j]] = store->failed(item.key, now_ns, item.cost, std::move(error));
   }
   // One call: one success or one failure for the breaker.
   if (all_answered) {

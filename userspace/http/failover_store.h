@@ -39,7 +39,7 @@ struct FailoverStats {
 // with no call (and no rejection remembered here: its own are local already); a key with no
 // fresh share is a call like any other. While the breaker is open the failure mode decides.
 // Thread-safe.
-class FailoverStore final : public Store {
+class FailoverStore final : public SharedStore {
  public:
   FailoverStore(std::unique_ptr<Store> remote, std::unique_ptr<Store> fallback, FailureMode mode,
                 std::shared_ptr<CircuitBreaker> breaker, RejectionCacheOptions rejections = {});
@@ -49,22 +49,21 @@ class FailoverStore final : public Store {
 
   // The remote's rejection of this request if it is known to hold still (it decides nothing
   // and takes nothing); nullopt if the remote must be asked.
-  std::optional<Decision> knownRejection(std::string_view key, int64_t now_ns, int64_t cost);
+  std::optional<Decision> knownRejection(std::string_view key, int64_t now_ns,
+                                         int64_t cost) override;
 
   // The plain RedisStore behind this store when its decisions can share a round trip with
   // other policies' (no prefetch layer between); null otherwise.
   RedisStore* batchable() const { return batchable_; }
+  // The Redis client when batchable(): stores on one client (and so one breaker) decide
+  // together. Every store of that group is a FailoverStore.
+  const void* batchGroup() const override;
   // Decides one request in each of `items`' stores, all batchable() on one client and one
   // breaker, in one round trip; each answer then follows its own store's failure mode.
   // Known rejections are answered without the call (a caller that rejects the request as a
   // whole on one, as Limiter does, asks knownRejection() first and calls nothing).
-  struct Item {
-    FailoverStore* store;
-    std::string_view key;
-    int64_t cost;
-  };
-  static std::vector<Result<Decision>> decideTogether(const std::vector<Item>& items,
-                                                      int64_t now_ns);
+  std::vector<Result<Decision>> decideTogether(const std::vector<Item>& items,
+                                               int64_t now_ns) override;
 
   // The fleet membership whose live count this store's local shares divide by (for
   // metrics); null when none was given.

@@ -4,12 +4,11 @@
 
 #include <algorithm>
 
-#include "http/failover_store.h"
 #include "http/header_text.h"
 #include "http/memory_store.h"
 #include "http/retry_jitter.h"
 #include "http/state_migration.h"
-#include "http/store_factory.h"
+#include "http/store_backend.h"
 
 namespace floodgate::http {
 
@@ -68,7 +67,11 @@ Result<std::unique_ptr<Limiter>> Limiter::create(HttpConfig config,
                                                  StoreFactory store_factory,
                                                  const Limiter* previous) {
   std::unique_ptr<Limiter> limiter(new Limiter(std::move(config), std::move(clock)));
-  if (!store_factory) store_factory = makeStoreFactory(limiter->config_.store, limiter->clock_);
+  if (!store_factory) {
+    auto made = storeFactoryFor(limiter->config_.store, limiter->clock_);
+    if (!made) return made.error();
+    store_factory = std::move(*made);
+  }
   const int64_t now_ns = limiter->clock_->nowNs();
   for (const PolicyConfig& policy : limiter->config_.policies) {
     auto algorithm = makeAlgorithm(policy.algorithm);
@@ -81,10 +84,11 @@ Result<std::unique_ptr<Limiter>> Limiter::create(HttpConfig config,
       store = store_factory(policy, *algorithm);
       if (previous != nullptr) previous->migrateInto(policy, **algorithm, *store, now_ns);
     }
-    auto* failover = dynamic_cast<FailoverStore*>(store.get());
-    FailoverStore* batchable = failover != nullptr && failover->batchable() ? failover : nullptr;
+    auto* shared = dynamic_cast<SharedStore*>(store.get());
+    SharedStore* batchable =
+        shared != nullptr && shared->batchGroup() != nullptr ? shared : nullptr;
     limiter->policies_.push_back(
-        {&policy, std::move(*algorithm), std::move(store), batchable, failover});
+        {&policy, std::move(*algorithm), std::move(store), batchable, shared});
   }
   limiter->shedding_state_ =
       previous != nullptr ? previous->shedding_state_ : std::make_shared<SheddingState>();
@@ -166,8 +170,8 @@ Verdict Limiter::check(const RequestInfo& request) {
   // Policies on Redis are decided after the loop, together: one round trip per request.
   std::vector<std::pair<size_t, Store*>> local;
   std::vector<size_t> together;
-  std::vector<FailoverStore*> together_stores;
-  FailoverStore* first_together = nullptr;
+  std::vector<SharedStore*> together_stores;
+  SharedStore* first_together = nullptr;
   // Rejections a shared store knows without a round trip (a key it rejected moments ago,
   // within its retry-after). One is enough to reject the request, so then no policy is
   // asked at all: nothing is taken anywhere, nothing needs a refund, and a client hammering
@@ -188,16 +192,16 @@ Verdict Limiter::check(const RequestInfo& request) {
     pd.cost = config.costFor(request.method, request.path);
     pd.decision.policy = config.name;
     pd.key = std::move(key);
-    if (policy.failover != nullptr) {
-      if (auto known = policy.failover->knownRejection(pd.key, now_ns, pd.cost)) {
+    if (policy.shared != nullptr) {
+      if (auto known = policy.shared->knownRejection(pd.key, now_ns, pd.cost)) {
         settle(pd, *known);
         known_rejections.push_back(std::move(pd));
         continue;
       }
     }
     if (policy.batchable != nullptr &&
-        (first_together == nullptr || policy.batchable->batchable()->sharedClient() ==
-                                          first_together->batchable()->sharedClient())) {
+        (first_together == nullptr ||
+         policy.batchable->batchGroup() == first_together->batchGroup())) {
       if (first_together == nullptr) first_together = policy.batchable;
       together.push_back(verdict.decisions.size());
       together_stores.push_back(policy.batchable);
@@ -222,13 +226,13 @@ Verdict Limiter::check(const RequestInfo& request) {
     PolicyDecision& pd = verdict.decisions[together[0]];
     settle(pd, first_together->decide(pd.key, now_ns, pd.cost));
   } else if (together.size() > 1) {
-    std::vector<FailoverStore::Item> items;
+    std::vector<SharedStore::Item> items;
     items.reserve(together.size());
     for (size_t j = 0; j < together.size(); ++j) {
       const PolicyDecision& pd = verdict.decisions[together[j]];
       items.push_back({together_stores[j], pd.key, pd.cost});
     }
-    std::vector<Result<Decision>> decided = FailoverStore::decideTogether(items, now_ns);
+    std::vector<Result<Decision>> decided = first_together->decideTogether(items, now_ns);
     for (size_t j = 0; j < together.size(); ++j) {
       settle(verdict.decisions[together[j]], std::move(decided[j]));
     }

@@ -20,8 +20,6 @@
 
 namespace floodgate::http {
 
-class FailoverStore;
-
 // What the limiter needs to know about a request. Views must outlive the check() call.
 struct RequestInfo {
   std::string_view method;  // upper case, e.g. "GET"
@@ -54,7 +52,7 @@ struct Verdict {
   // the fewest units remaining, carrying the longest delay of all.
   Decision binding;
   // Every matching policy, in config order; but when a shared store already knows that one
-  // rejects (it rejected the key moments ago, see FailoverStore), only the policies known
+  // rejects (it rejected the key moments ago, see SharedStore), only the policies known
   // to reject: the others are not asked, so the request takes nothing from any of them.
   std::vector<PolicyDecision> decisions;
   std::vector<std::string_view> violated;  // names of the policies that rejected
@@ -95,8 +93,8 @@ struct Verdict {
   }
 };
 
-// Builds the store of one policy; the default is makeStoreFactory(config.store) (memory or
-// Redis, see store_factory.h).
+// Builds the store of one policy; the default is storeFactoryFor(config.store) (memory, or
+// a backend such as Redis, see store_backend.h).
 using StoreFactory = std::function<std::unique_ptr<Store>(
     const PolicyConfig& policy, std::shared_ptr<const Algorithm> algorithm)>;
 
@@ -143,12 +141,12 @@ class Limiter {
     const PolicyConfig* config;
     std::shared_ptr<const Algorithm> algorithm;
     std::shared_ptr<Store> store;  // shared with the next policy set when it is unchanged
-    // Set when the store is Redis behind a failover store: such policies of one request
+    // Set when the store is shared and can decide with others: such policies of one request
     // are decided in one round trip.
-    FailoverStore* batchable = nullptr;
-    // Set when the store is a failover store (Redis, with or without prefetch): it may know
-    // that the request is rejected without asking Redis.
-    FailoverStore* failover = nullptr;
+    SharedStore* batchable = nullptr;
+    // Set when the store is shared (Redis, with or without prefetch): it may know that the
+    // request is rejected without asking it.
+    SharedStore* shared = nullptr;
   };
 
   Limiter(HttpConfig config, std::shared_ptr<const Clock> clock);

@@ -14,6 +14,7 @@
 #include <iostream>
 
 #include "http/policy_document.h"
+#include "http/store_factory.h"
 
 namespace floodgate::http {
 
@@ -51,6 +52,7 @@ void apply(LiveLimiter& live, PublishedPolicies published, const std::string& so
 Result<std::shared_ptr<LiveLimiter>> makeLiveLimiter(PublishedPolicies published,
                                                      const std::string& source,
                                                      std::shared_ptr<const Clock> clock) {
+  useRedisStores();  // published policies may well keep their state in Redis
   auto limiter = Limiter::create(std::move(published.config), clock);
   if (!limiter) return Error::failure(source + ": " + limiter.error().message);
   return std::make_shared<LiveLimiter>(std::shared_ptr<Limiter>(std::move(*limiter)),

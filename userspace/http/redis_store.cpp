@@ -35,11 +35,6 @@ Result<RedisStore::Answer> readAnswer(const redis::Reply& reply, int64_t quota) 
 
 }  // namespace
 
-bool RedisStore::canLease(AlgorithmKind kind) {
-  return kind == AlgorithmKind::kFixedWindow || kind == AlgorithmKind::kTokenBucket ||
-         kind == AlgorithmKind::kGcra;
-}
-
 RedisStore::RedisStore(std::shared_ptr<redis::Client> client, std::string policy,
                        const AlgorithmParams& params, RedisStoreOptions options)
     : client_(std::move(client)),

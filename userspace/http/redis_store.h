@@ -90,8 +90,6 @@ class RedisStore final : public Store {
       redis::Client& client, std::vector<redis::RoutedCommand> commands,
       const std::vector<const redis::Script*>& scripts);
 
-  // Whether this algorithm can lease units ahead (fixed_window, token_bucket, gcra).
-  static bool canLease(AlgorithmKind kind);
   redis::Client& client() { return *client_; }
   const std::shared_ptr<redis::Client>& sharedClient() const { return client_; }
   int64_t quota() const { return quota_; }

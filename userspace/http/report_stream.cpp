@@ -24,10 +24,6 @@ redis::ClientOptions reportClientOptions(const StoreConfig& store) {
   return occasionalCallOptions(redisClientOptions(store), 2000);
 }
 
-Result<std::string> loadReportSecret(const std::string& path) {
-  return loadFleetSecret(path, "http.escalate.secret_file");
-}
-
 StreamReport signStreamReport(std::string_view secret, std::string line, std::string reporter,
                               int64_t time_ms) {
   StreamReport report{std::move(line), std::move(reporter), time_ms, ""};

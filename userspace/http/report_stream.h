@@ -33,9 +33,6 @@ constexpr int64_t kReportStreamMaxLen = 100'000;
 // time per call than a rate-limit decision gets (a report is not on a request's path).
 redis::ClientOptions reportClientOptions(const StoreConfig& store);
 
-// The fleet's secret in `path` (loadFleetSecret, errors naming http.escalate.secret_file).
-Result<std::string> loadReportSecret(const std::string& path);
-
 struct StreamReport {
   std::string line;
   std::string reporter;

@@ -10,6 +10,7 @@
 #include "http/memory_store.h"
 #include "http/prefetch_store.h"
 #include "http/redis_store.h"
+#include "http/store_backend.h"
 #include "http/sync_store.h"
 
 namespace floodgate::http {
@@ -47,12 +48,8 @@ std::shared_ptr<FleetMembership> fleetMembership(const StoreConfig& store,
 
 StoreFactory makeStoreFactory(const StoreConfig& store, std::shared_ptr<const Clock> clock,
                               std::shared_ptr<FleetMembership> fleet) {
+  if (store.type != "redis") return memoryStoreFactory(store);
   MemoryStoreOptions memory{store.max_keys, store.shards};
-  if (store.type != "redis") {
-    return [memory](const PolicyConfig&, std::shared_ptr<const Algorithm> algorithm) {
-      return std::make_unique<MemoryStore>(std::move(algorithm), memory);
-    };
-  }
   if (!fleet) fleet = fleetMembership(store, clock);
   auto client = std::make_shared<redis::Client>(redisClientOptions(store));
   auto breaker = std::make_shared<CircuitBreaker>(
@@ -88,6 +85,12 @@ StoreFactory makeStoreFactory(const StoreConfig& store, std::shared_ptr<const Cl
     failover->setFleet(fleet);
     return failover;
   };
+}
+
+void useRedisStores() {
+  registerStoreBackend("redis", [](const StoreConfig& store, std::shared_ptr<const Clock> clock) {
+    return makeStoreFactory(store, std::move(clock));
+  });
 }
 
 }  // namespace floodgate::http

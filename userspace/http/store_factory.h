@@ -30,6 +30,11 @@ redis::ClientOptions occasionalCallOptions(redis::ClientOptions options, int64_t
 std::shared_ptr<FleetMembership> fleetMembership(const StoreConfig& store,
                                                  std::shared_ptr<const Clock> clock);
 
+// Lets Limiter::create (and so LiveLimiter and the policy watchers) build the stores of a
+// config whose http.store is of type redis, when no store factory is given. Call it once at
+// startup; calling it again does no harm.
+void useRedisStores();
+
 // `fleet` (redis only) counts the live instances local shares divide by; null: the
 // process's shared membership for `store` (fleetMembership()).
 StoreFactory makeStoreFactory(const StoreConfig& store, std::shared_ptr<const Clock> clock,

@@ -15,6 +15,8 @@
 #include <filesystem>
 #include <thread>
 
+#include "http/store_factory.h"
+
 extern char** environ;
 
 namespace floodgate::http::testing {
@@ -62,6 +64,8 @@ bool haveRedis() {
 }
 
 std::unique_ptr<RedisServer> RedisServer::start(std::vector<std::string> extra_args) {
+  // The tests build limiters from configs whose store is this server.
+  useRedisStores();
   for (int attempt = 0; attempt < 5; ++attempt) {
     int port = freePort();
     if (port < 0) return nullptr;

@@ -18,6 +18,7 @@
 #include "http/live_reporter.h"
 #include "http/policy_watcher.h"
 #include "http/redis_policy_watcher.h"
+#include "http/store_factory.h"
 
 namespace {
 
@@ -226,6 +227,7 @@ int run(const PolicySource& source, const std::string& listen,
 }  // namespace
 
 int main(int argc, char** argv) {
+  floodgate::http::useRedisStores();  // a config's http.store may be of type redis
   CLI::App app{"floodgate-http-example: a small API rate-limited by a floodgate config",
                "floodgate-http-example"};
   PolicySource source;

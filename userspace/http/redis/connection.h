@@ -10,23 +10,13 @@
 #include <vector>
 
 #include "common/result.h"
+#include "http/redis/address.h"
 
 struct redisContext;
 
 namespace floodgate::http::redis {
 
 using Deadline = std::chrono::steady_clock::time_point;
-
-// host:port of one Redis server.
-struct Address {
-  std::string host = "127.0.0.1";
-  int port = 6379;
-
-  std::string text() const { return host + ":" + std::to_string(port); }
-  bool operator==(const Address&) const = default;
-  // "HOST:PORT" (the host may be a name or an address; "[::1]:6379" for IPv6).
-  static Result<Address> parse(const std::string& text);
-};
 
 // A reply, copied out of hiredis so it can outlive the connection.
 struct Reply {
