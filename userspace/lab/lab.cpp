@@ -64,7 +64,7 @@ std::string describe(const LabResult& result) {
 
 }  // namespace
 
-Result<std::vector<int64_t>> parseArrivals(std::string_view text) {
+Result<std::vector<int64_t>> parseArrivals(std::string_view text, std::string_view flag) {
   std::vector<int64_t> arrivals;
   size_t start = 0;
   while (start <= text.size()) {
@@ -75,15 +75,17 @@ Result<std::vector<int64_t>> parseArrivals(std::string_view text) {
     int64_t value = 0;
     auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), value);
     if (item.empty() || ec != std::errc() || end != item.data() + item.size() || value < 0) {
-      return Error::usage("--arrivals: '" + std::string(item) +
-                          "' is not a time in ms (expected e.g. --arrivals 0,10,20)");
+      return Error::usage(std::string(flag) + ": '" + std::string(item) +
+                          "' is not a time in ms (expected e.g. " + std::string(flag) +
+                          " 0,10,20)");
     }
     if (!arrivals.empty() && value < arrivals.back()) {
-      return Error::usage("--arrivals must be in time order: " + std::to_string(value) +
+      return Error::usage(std::string(flag) + " must be in time order: " + std::to_string(value) +
                           " comes after " + std::to_string(arrivals.back()));
     }
     if (arrivals.size() == kMaxArrivals) {
-      return Error::usage("--arrivals: at most " + std::to_string(kMaxArrivals) + " times");
+      return Error::usage(std::string(flag) + ": at most " + std::to_string(kMaxArrivals) +
+                          " times");
     }
     arrivals.push_back(value);
     start = comma + 1;

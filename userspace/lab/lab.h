@@ -48,8 +48,9 @@ struct LabReport {
 
 inline constexpr size_t kMaxArrivals = 100'000;
 
-// "0,10,20" -> {0, 10, 20}; a usage error says which item is wrong.
-Result<std::vector<int64_t>> parseArrivals(std::string_view text);
+// "0,10,20" -> {0, 10, 20}; a usage error names `flag` and says which item is wrong.
+Result<std::vector<int64_t>> parseArrivals(std::string_view text,
+                                           std::string_view flag = "--arrivals");
 
 // Checks the options (usage errors name the missing or bad flag) and replays them.
 Result<LabReport> runLab(const LabOptions& options);

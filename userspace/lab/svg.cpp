@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "lab/lab.h"
+#include "lab/svg_number.h"
 
 namespace floodgate::http::lab {
 
@@ -16,11 +17,7 @@ constexpr double kTop = 50;
 constexpr double kLaneHeight = 130;
 constexpr double kAxisHeight = 50;
 
-std::string num(double v) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.1f", v);
-  return text;
-}
+std::string num(double v) { return svgNumber(v); }
 
 // A tick step of 1, 2 or 5 times a power of ten giving about eight ticks over `span_ms`.
 int64_t tickStep(int64_t span_ms) {
@@ -49,6 +46,12 @@ std::string escape(const std::string& s) {
 }
 
 }  // namespace
+
+std::string svgNumber(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f", value);
+  return text;
+}
 
 std::string renderSvg(const LabReport& report) {
   int64_t end_ms = 1;
