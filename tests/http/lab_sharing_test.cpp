@@ -3,8 +3,13 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
 
+#include "lab/lab_command.h"
 #include "lab/sharing.h"
+#include "lab_cli.h"
 
 namespace floodgate::http::lab {
 namespace {
@@ -225,6 +230,49 @@ TEST(LabSharing, UsageErrorsNameTheFlagAndBoundTheSizes) {
             "--node-arrivals: 'x' is not a time in ms (expected e.g. --node-arrivals 0,10,20)");
   EXPECT_EQ(parseNodeArrivals({"0,1", "9,3"}).error().message,
             "--node-arrivals must be in time order: 3 comes after 9");
+}
+
+using lab::testing::runCli;
+
+TEST(LabSharingCli, TheWorkedExampleFromFlags) {
+  std::string svg_path = ::testing::TempDir() + "floodgate-lab-sharing-test.svg";
+  std::string out;
+  Status status = runCli({"lab", "--sharing", "--nodes", "4", "--requests", "2", "--limit", "20",
+                          "--batch", "8", "--rtt", "0.5", "--json", "--svg", svg_path},
+                         out);
+  ASSERT_TRUE(status.ok()) << status.error().message;
+  auto json = nlohmann::json::parse(out);
+  EXPECT_EQ(json["modes"][0]["mode"], "central");
+  EXPECT_EQ(json["modes"][0]["admitted"], 8);
+  EXPECT_EQ(json["modes"][1]["admitted"], 6);
+  EXPECT_EQ(json["modes"][1]["stranded"], 14);
+  EXPECT_EQ(json["modes"][1]["wait_ms"], 2.5);
+  EXPECT_EQ(json["modes"][1]["nodes"][3]["rejected"], 2);
+  std::ifstream svg(svg_path);
+  std::stringstream text;
+  text << svg.rdbuf();
+  EXPECT_NE(text.str().find("each node's quota"), std::string::npos);
+  std::remove(svg_path.c_str());
+
+  status = runCli({"lab", "--sharing", "--limit", "3", "--batch", "3", "--node-arrivals", "0,1,2",
+                   "--node-arrivals", "0"},
+                  out);
+  ASSERT_TRUE(status.ok()) << status.error().message;
+  EXPECT_NE(out.find("2 nodes, requests by arrival time; limit 3, batch 3"), std::string::npos)
+      << out;
+}
+
+TEST(LabSharingCli, FlagsOfTheOtherLabAreCli11UsageErrors) {
+  std::string out;
+  EXPECT_THROW(runCli({"lab", "--sharing", "--algorithm", "gcra", "--nodes", "2"}, out),
+               CLI::ExcludesError);
+  EXPECT_THROW(runCli({"lab", "--sharing", "--arrivals", "0,1"}, out), CLI::ExcludesError);
+  EXPECT_THROW(runCli({"lab", "--algorithm", "gcra", "--nodes", "2"}, out), CLI::RequiresError);
+  Status status =
+      runCli({"lab", "--sharing", "--nodes", "2", "--requests", "1", "--limit", "1"}, out);
+  ASSERT_FALSE(status.ok());
+  EXPECT_EQ(status.error().kind, ErrorKind::kUsage);
+  EXPECT_EQ(status.error().message, "--sharing needs --batch");
 }
 
 }  // namespace

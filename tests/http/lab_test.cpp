@@ -8,13 +8,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "cli/commands.h"
 #include "lab/lab_command.h"
-
-// Declared in cli/commands.h once the lab joins the floodgate binary; until then, here.
-namespace floodgate::cli {
-void addLabCommand(CLI::App& app, Action& selected);
-}  // namespace floodgate::cli
+#include "lab_cli.h"
 
 namespace floodgate::http::lab {
 namespace {
@@ -164,21 +159,7 @@ TEST(Lab, UsageErrorsNameTheFlag) {
   EXPECT_EQ(*parseArrivals(" 0, 10 ,20"), (std::vector<int64_t>{0, 10, 20}));
 }
 
-// The CLI file: flags parse into the library call (as `floodgate lab` will run it).
-Status runCli(std::vector<std::string> args, std::string& output) {
-  CLI::App app{"test"};
-  cli::Action selected;
-  cli::addLabCommand(app, selected);
-  args.insert(args.begin(), "floodgate");
-  std::vector<const char*> argv;
-  for (const std::string& a : args) argv.push_back(a.c_str());
-  app.parse(static_cast<int>(argv.size()), argv.data());
-  EXPECT_TRUE(static_cast<bool>(selected));
-  ::testing::internal::CaptureStdout();
-  Status status = selected();
-  output = ::testing::internal::GetCapturedStdout();
-  return status;
-}
+using lab::testing::runCli;
 
 TEST(LabCli, JsonAndSvgFromFlags) {
   std::string svg_path = ::testing::TempDir() + "floodgate-lab-test.svg";
@@ -202,9 +183,18 @@ TEST(LabCli, JsonAndSvgFromFlags) {
   std::remove(svg_path.c_str());
 }
 
-TEST(LabCli, MissingRequiredFlagIsACli11UsageError) {
+TEST(LabCli, MissingFlagsAreUsageErrors) {
   std::string out;
-  EXPECT_THROW(runCli({"lab", "--arrivals", "0"}, out), CLI::RequiredError);
+  Status status = runCli({"lab", "--arrivals", "0"}, out);
+  ASSERT_FALSE(status.ok());
+  EXPECT_EQ(status.error().kind, ErrorKind::kUsage);
+  EXPECT_EQ(status.error().message.rfind("give one or two --algorithm", 0), 0u);
+  status = runCli({"lab", "--algorithm", "gcra"}, out);
+  ASSERT_FALSE(status.ok());
+  EXPECT_EQ(status.error().kind, ErrorKind::kUsage);
+  EXPECT_EQ(status.error().message,
+            "give --arrivals (times in ms, e.g. 0,10,20), or --sharing to compare central "
+            "counting with prefetch");
 }
 
 TEST(LabCli, UnwritableSvgIsAFailure) {
