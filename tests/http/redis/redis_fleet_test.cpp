@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // A fleet against one key: several processes with several threads each never exceed the
-// limit, with and without hot-key prefetch; leases go back on shutdown.
+// limit, with and without hot-key prefetch; leases go back on shutdown; and the sharing
+// lab's figures are the prefetch store's.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -12,6 +13,7 @@
 #include "http/limiter.h"
 #include "http/prefetch_store.h"
 #include "http/redis_store.h"
+#include "lab/sharing.h"
 #include "redis/redis_server.h"
 
 namespace floodgate::http {
@@ -190,6 +192,114 @@ TEST_F(RedisFleetTest, FixedWindowLeasesEndWithTheirWindow) {
   for (int i = 0; i < 10; ++i) EXPECT_TRUE(store.decide("k", 1100 * ms, 1)->allowed()) << i;
   EXPECT_FALSE(store.decide("k", 1100 * ms, 1)->allowed());
   EXPECT_EQ(store.stats().units_lapsed, 7);
+}
+
+// `floodgate lab --sharing` against the store it models: the same requests played through
+// one PrefetchStore (and one plain RedisStore) per node on this Redis give the lab's
+// figures, node by node. Every decision is made at the same instant of Redis's virtual
+// clock in a window far longer than the test: the count never starts over and no lease
+// ends, so only the order of the requests decides, as in the lab (whose limit never refills).
+class RedisSharingLabTest : public RedisFleetTest {
+ protected:
+  static constexpr std::string_view kKey = "shared-key";
+  static constexpr int64_t kNowNs = 1'000'000'000;
+
+  static std::unique_ptr<RedisStore> newRemote(int64_t limit) {
+    AlgorithmParams p = params(AlgorithmKind::kFixedWindow);
+    p.limit = limit;
+    RedisStoreOptions options;
+    options.virtual_time = true;
+    return std::make_unique<RedisStore>(newClient(), "lab", p, options);
+  }
+  // What the centre has left: a cost above the limit is refused without being counted.
+  static int64_t leftAtCentre(int64_t limit) {
+    auto d = newRemote(limit)->decide(kKey, kNowNs, limit + 1);
+    EXPECT_TRUE(d.ok());
+    return d.ok() ? d->remaining : -1;
+  }
+  // Round-robin, the lab's default order: node 0's first request, node 1's first, ...
+  template <class Decide>
+  static std::vector<lab::NodeFigures> playRoundRobin(int64_t nodes, int64_t requests,
+                                                      Decide decide) {
+    std::vector<lab::NodeFigures> figures(static_cast<size_t>(nodes));
+    for (int64_t k = 0; k < requests; ++k) {
+      for (int64_t n = 0; n < nodes; ++n) {
+        Result<Decision> d = decide(n);
+        EXPECT_TRUE(d.ok()) << d.error().message;
+        ++(d.ok() && d->allowed() ? figures[n].admitted : figures[n].rejected);
+      }
+    }
+    return figures;
+  }
+  static void expectSameNodes(const std::vector<lab::NodeFigures>& store,
+                              const lab::ModeFigures& lab) {
+    ASSERT_EQ(store.size(), lab.nodes.size());
+    for (size_t n = 0; n < store.size(); ++n) {
+      SCOPED_TRACE("node " + std::to_string(n) + ", " + std::string(sharingModeName(lab.mode)));
+      EXPECT_EQ(store[n].admitted, lab.nodes[n].admitted);
+      EXPECT_EQ(store[n].rejected, lab.nodes[n].rejected);
+      EXPECT_EQ(store[n].stranded, lab.nodes[n].stranded);
+      EXPECT_EQ(store[n].round_trips, lab.nodes[n].round_trips);
+    }
+  }
+
+  // Plays the scenario through the lab and through the real stores; every figure agrees.
+  void expectStoreMatchesLab(int64_t nodes, int64_t requests, int64_t limit, int64_t batch) {
+    SCOPED_TRACE(std::to_string(nodes) + " nodes x " + std::to_string(requests) + ", limit " +
+                 std::to_string(limit) + ", batch " + std::to_string(batch));
+    lab::SharingOptions options;
+    options.nodes = nodes;
+    options.requests_per_node = requests;
+    options.limit = limit;
+    options.batch = batch;
+    auto report = lab::runSharing(options);
+    ASSERT_TRUE(report.ok()) << report.error().message;
+    // The script is loaded (EVAL after NOSCRIPT) before any node counts its round trips.
+    ASSERT_TRUE(newRemote(limit)->decide("warm-up", kNowNs, 1).ok());
+
+    // Central counting: a plain RedisStore per node, one round trip per request.
+    std::vector<std::unique_ptr<RedisStore>> central;
+    for (int64_t n = 0; n < nodes; ++n) central.push_back(newRemote(limit));
+    std::vector<lab::NodeFigures> figures = playRoundRobin(
+        nodes, requests, [&](int64_t n) { return central[n]->decide(kKey, kNowNs, 1); });
+    for (int64_t n = 0; n < nodes; ++n) figures[n].round_trips = central[n]->client().roundTrips();
+    expectSameNodes(figures, report->central);
+    EXPECT_EQ(leftAtCentre(limit), report->central.left_at_centre);
+
+    // Prefetch: a PrefetchStore per node with the key hot, the same requests on a fresh count.
+    ASSERT_TRUE(server_->command({"FLUSHALL"}));
+    PrefetchOptions prefetch;
+    prefetch.batch = batch;
+    prefetch.hot_keys = {std::string(kKey)};
+    std::vector<std::unique_ptr<PrefetchStore>> stores;
+    for (int64_t n = 0; n < nodes; ++n) {
+      stores.push_back(
+          std::make_unique<PrefetchStore>(newRemote(limit), AlgorithmKind::kFixedWindow, prefetch));
+    }
+    figures = playRoundRobin(nodes, requests,
+                             [&](int64_t n) { return stores[n]->decide(kKey, kNowNs, 1); });
+    for (int64_t n = 0; n < nodes; ++n) {
+      figures[n].stranded = stores[n]->stats().stranded;
+      figures[n].round_trips = stores[n]->remote().client().roundTrips();
+    }
+    expectSameNodes(figures, report->prefetch);
+    EXPECT_EQ(leftAtCentre(limit), report->prefetch.left_at_centre);
+    // The stranded units were taken from the centre: given back, they are there again.
+    stores.clear();
+    EXPECT_EQ(leftAtCentre(limit), report->prefetch.left_at_centre + report->prefetch.stranded);
+  }
+};
+
+// 4 nodes, 2 requests each, limit 20, batch 8: borrows of 8, 8 and 4, the fourth node
+// rejected twice while the others hold 14.
+TEST_F(RedisSharingLabTest, TheDesignsWorkedExampleAgreesWithTheStore) {
+  expectStoreMatchesLab(4, 2, 20, 8);
+}
+
+TEST_F(RedisSharingLabTest, BatchOfOneAgreesWithTheStore) { expectStoreMatchesLab(4, 2, 20, 1); }
+
+TEST_F(RedisSharingLabTest, ManyNodesWithALargeBatchAgreeWithTheStore) {
+  expectStoreMatchesLab(16, 20, 1000, 100);
 }
 
 TEST_F(RedisFleetTest, ARequestsPoliciesShareOneRoundTripAndKeepTheirFailureModes) {
