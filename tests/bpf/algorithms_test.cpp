@@ -4,8 +4,8 @@
 #include <unistd.h>
 
 #include "bpf/xdp_fixture.h"
-#include "common/cidr.h"
 #include "fg_gcra.h"
+#include "floodgate/common/cidr.h"
 #include "kernel/system.h"
 
 namespace floodgate::test {

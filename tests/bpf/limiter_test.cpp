@@ -4,7 +4,7 @@
 #include <cstring>
 
 #include "bpf/xdp_fixture.h"
-#include "common/cidr.h"
+#include "floodgate/common/cidr.h"
 
 namespace floodgate::test {
 namespace {

@@ -2,8 +2,8 @@
 // Rule changes on a loaded program: reloads keep the state of unchanged rules, re-keyed
 // rules start afresh, `set` changes a threshold in place, and a bad config changes nothing.
 #include "bpf/xdp_fixture.h"
-#include "common/cidr.h"
 #include "controller/rule_compiler.h"
+#include "floodgate/common/cidr.h"
 
 namespace floodgate::test {
 namespace {

@@ -9,10 +9,10 @@
 #include <cstdlib>
 #include <fstream>
 
-#include "common/text.h"
 #include "daemon/config_watch.h"
 #include "daemon/daemon_state.h"
 #include "daemon/listen_address.h"
+#include "floodgate/common/text.h"
 
 namespace floodgate::daemon {
 namespace {

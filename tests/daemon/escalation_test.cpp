@@ -10,9 +10,9 @@
 #include <filesystem>
 
 #include "daemon/report_listener.h"
-#include "http/config_parser.h"
-#include "http/live_reporter.h"
-#include "http/offender_reporter.h"
+#include "floodgate/core/config_parser.h"
+#include "floodgate/fleet/live_reporter.h"
+#include "floodgate/fleet/offender_reporter.h"
 
 namespace floodgate::daemon {
 namespace {

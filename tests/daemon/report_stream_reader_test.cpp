@@ -9,8 +9,8 @@
 #include <thread>
 
 #include "daemon/stream_report_reader.h"
-#include "http/offender_reporter.h"
-#include "http/report_stream.h"
+#include "floodgate/fleet/offender_reporter.h"
+#include "floodgate/fleet/report_stream.h"
 #include "redis/redis_server.h"
 
 namespace floodgate::daemon {

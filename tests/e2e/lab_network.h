@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "common/command.h"
-#include "common/result.h"
+#include "floodgate/common/result.h"
 
 namespace floodgate::test {
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The adaptive concurrency limit on a stepped clock, against a fake downstream whose
 // latency rises with the requests in flight past its knee.
-#include "http/adaptive_limit.h"
+#include "floodgate/core/adaptive_limit.h"
 
 #include <gtest/gtest.h>
 

@@ -7,7 +7,7 @@
 #include <memory>
 #include <vector>
 
-#include "http/algorithm.h"
+#include "floodgate/core/algorithm.h"
 
 namespace floodgate::http::testing {
 

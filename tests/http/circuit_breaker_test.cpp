@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // The circuit breaker's states on a hand-stepped clock.
-#include "http/circuit_breaker.h"
+#include "floodgate/stores/circuit_breaker.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // Client IP through trusted proxies only: forged headers must not choose the key.
-#include "http/client_ip.h"
+#include "floodgate/core/client_ip.h"
 
 #include <gtest/gtest.h>
 

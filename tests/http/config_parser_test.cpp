@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // The `http:` section: what a valid one yields, and file:line:column for what is wrong.
-#include "http/config_parser.h"
+#include "floodgate/core/config_parser.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>

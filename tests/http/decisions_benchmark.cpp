@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "http/clock.h"
-#include "http/keyed_hash.h"
-#include "http/memory_store.h"
+#include "floodgate/core/clock.h"
+#include "floodgate/core/keyed_hash.h"
+#include "floodgate/stores/memory_store.h"
 
 namespace {
 

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: MIT
 // The RateLimit fields (draft-ietf-httpapi-ratelimit-headers-10), Retry-After and the body.
-#include "http/headers.h"
+#include "floodgate/core/headers.h"
 
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 
-#include "http/config_parser.h"
+#include "floodgate/core/config_parser.h"
 
 namespace floodgate::http {
 namespace {

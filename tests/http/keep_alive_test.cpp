@@ -10,8 +10,8 @@
 #include <string>
 #include <thread>
 
-#include "http/config_parser.h"
-#include "http/httplib_adapter.h"
+#include "floodgate/adapters/httplib_adapter.h"
+#include "floodgate/core/config_parser.h"
 #include "socket_probe.h"
 
 namespace floodgate::http {

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // SipHash against published vectors, the AES-round hash against what a keyed hash must do,
 // per-process keys, and keys aimed at one memory shard.
-#include "http/keyed_hash.h"
+#include "floodgate/core/keyed_hash.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -17,8 +17,8 @@
 #include <string>
 #include <vector>
 
+#include "floodgate/stores/memory_store.h"
 #include "http/algorithm_harness.h"
-#include "http/memory_store.h"
 
 namespace floodgate::http {
 namespace {

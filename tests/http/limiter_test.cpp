@@ -1,15 +1,15 @@
 // SPDX-License-Identifier: MIT
 // Policy composition: matching, keys, all-or-nothing with refunds, the binding policy.
-#include "http/limiter.h"
+#include "floodgate/core/limiter.h"
 
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <thread>
 
-#include "http/config_parser.h"
-#include "http/memory_store.h"
-#include "http/store_backend.h"
+#include "floodgate/core/config_parser.h"
+#include "floodgate/stores/memory_store.h"
+#include "floodgate/stores/store_backend.h"
 
 namespace floodgate::http {
 namespace {

@@ -2,7 +2,7 @@
 // Swapping policy sets: state kept for unchanged policies, migrated per algorithm for changed
 // limits (raising never rejects what the old limit admitted), invalid sets refused, checks in
 // flight finishing on the old set, and the file watcher following a published file.
-#include "http/live_limiter.h"
+#include "floodgate/core/live_limiter.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -16,12 +16,12 @@
 #include <random>
 #include <thread>
 
+#include "floodgate/core/config_parser.h"
+#include "floodgate/fleet/atomic_file.h"
+#include "floodgate/fleet/policy_document.h"
+#include "floodgate/fleet/policy_watcher.h"
+#include "floodgate/stores/state_migration.h"
 #include "http/algorithm_harness.h"
-#include "http/atomic_file.h"
-#include "http/config_parser.h"
-#include "http/policy_document.h"
-#include "http/policy_watcher.h"
-#include "http/state_migration.h"
 
 namespace floodgate::http {
 namespace {

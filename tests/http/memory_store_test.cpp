@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // The in-memory store: absent keys, bounded memory with eviction, and many threads on one key.
-#include "http/memory_store.h"
+#include "floodgate/stores/memory_store.h"
 
 #include <gtest/gtest.h>
 
@@ -9,8 +9,8 @@
 #include <thread>
 #include <vector>
 
+#include "floodgate/core/compact_key.h"
 #include "http/algorithm_harness.h"
-#include "http/compact_key.h"
 
 namespace floodgate::http {
 namespace {

@@ -18,7 +18,7 @@
 
 #include "common/command.h"
 #include "example_service.h"
-#include "http/atomic_file.h"
+#include "floodgate/fleet/atomic_file.h"
 
 namespace {
 

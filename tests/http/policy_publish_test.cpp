@@ -11,10 +11,10 @@
 #include <optional>
 #include <sstream>
 
-#include "http/atomic_file.h"
-#include "http/config_parser.h"
-#include "http/policy_document.h"
-#include "http/policy_publisher.h"
+#include "floodgate/core/config_parser.h"
+#include "floodgate/fleet/atomic_file.h"
+#include "floodgate/fleet/policy_document.h"
+#include "floodgate/fleet/policy_publisher.h"
 
 namespace floodgate::http {
 namespace {

@@ -11,10 +11,10 @@
 #include <memory>
 #include <string>
 
-#include "http/prefetch_store.h"
-#include "http/redis/scripts.h"
-#include "http/redis_store.h"
-#include "http/sync_store.h"
+#include "floodgate/redis/prefetch_store.h"
+#include "floodgate/redis/redis_store.h"
+#include "floodgate/redis/scripts.h"
+#include "floodgate/redis/sync_store.h"
 #include "redis/redis_server.h"
 
 namespace {

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // The rejection cache: what it answers and until when, what it refuses to answer, its bound.
-#include "http/rejection_cache.h"
+#include "floodgate/stores/rejection_cache.h"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Offender reports through a Redis stream: the secret file's checks, the signature, and
 // what a forged, tampered or replayed entry comes out as.
-#include "http/report_stream.h"
+#include "floodgate/fleet/report_stream.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>

@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: MIT
 // Retry-After jitter: whole seconds, never earlier than a retry can succeed, spread evenly.
-#include "http/retry_jitter.h"
+#include "floodgate/core/retry_jitter.h"
 
 #include <gtest/gtest.h>
 
 #include <map>
 
-#include "http/config_parser.h"
-#include "http/headers.h"
-#include "http/limiter.h"
+#include "floodgate/core/config_parser.h"
+#include "floodgate/core/headers.h"
+#include "floodgate/core/limiter.h"
 
 namespace floodgate::http {
 namespace {

@@ -15,8 +15,8 @@
 #include <thread>
 #include <vector>
 
-#include "http/config_parser.h"
-#include "http/httplib_adapter.h"
+#include "floodgate/adapters/httplib_adapter.h"
+#include "floodgate/core/config_parser.h"
 
 namespace floodgate::http {
 namespace {

@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "example_service.h"
-#include "http/config_parser.h"
-#include "http/httplib_adapter.h"
+#include "floodgate/adapters/httplib_adapter.h"
+#include "floodgate/core/config_parser.h"
 
 namespace {
 

@@ -10,10 +10,10 @@
 #include <thread>
 #include <vector>
 
-#include "http/adaptive_limit.h"
-#include "http/config_parser.h"
-#include "http/headers.h"
-#include "http/limiter.h"
+#include "floodgate/core/adaptive_limit.h"
+#include "floodgate/core/config_parser.h"
+#include "floodgate/core/headers.h"
+#include "floodgate/core/limiter.h"
 
 namespace floodgate::http {
 namespace {

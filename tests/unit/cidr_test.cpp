@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // Unit tests of common/cidr: parsing addresses and prefixes, masking, formatting.
-#include "common/cidr.h"
+#include "floodgate/common/cidr.h"
 
 #include <gtest/gtest.h>
 

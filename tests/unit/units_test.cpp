@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // Unit tests of common/units: counts, bit rates, byte sizes and durations as operators write them.
-#include "common/units.h"
+#include "floodgate/common/units.h"
 
 #include <gtest/gtest.h>
 

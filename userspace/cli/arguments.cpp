@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Arguments several verbs share, declared once with their checks.
 #include "cli/commands.h"
-#include "common/text.h"
+#include "floodgate/common/text.h"
 
 namespace floodgate::cli {
 

@@ -6,10 +6,10 @@
 
 #include "cli/commands.h"
 #include "cli/config_loading.h"
-#include "common/units.h"
 #include "controller/attach_request.h"
 #include "controller/limiter.h"
 #include "controller/rule_compiler.h"
+#include "floodgate/common/units.h"
 
 namespace floodgate::cli {
 namespace {

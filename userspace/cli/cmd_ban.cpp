@@ -6,9 +6,9 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
-#include "common/cidr.h"
-#include "common/units.h"
 #include "controller/limiter.h"
+#include "floodgate/common/cidr.h"
+#include "floodgate/common/units.h"
 #include "kernel/system.h"
 
 namespace floodgate::cli {

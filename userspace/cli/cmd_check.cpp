@@ -5,8 +5,8 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
-#include "common/text.h"
 #include "config/floodgate_config.h"
+#include "floodgate/common/text.h"
 
 namespace floodgate::cli {
 namespace {

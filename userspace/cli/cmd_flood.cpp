@@ -8,8 +8,8 @@
 #include <memory>
 
 #include "cli/commands.h"
-#include "common/units.h"
 #include "flood/flood.h"
+#include "floodgate/common/units.h"
 
 namespace floodgate::cli {
 namespace {

@@ -5,7 +5,7 @@
 #include <memory>
 
 #include "cli/commands.h"
-#include "http/policy_publisher.h"
+#include "floodgate/fleet/policy_publisher.h"
 
 namespace floodgate::cli {
 namespace {

@@ -5,8 +5,8 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
-#include "common/cidr.h"
 #include "controller/limiter.h"
+#include "floodgate/common/cidr.h"
 #include "kernel/system.h"
 
 namespace floodgate::cli {

@@ -6,8 +6,8 @@
 
 #include "cli/commands.h"
 #include "cli/config_loading.h"
-#include "common/text.h"
 #include "controller/limiter.h"
+#include "floodgate/common/text.h"
 #include "kernel/system.h"
 
 namespace floodgate::cli {

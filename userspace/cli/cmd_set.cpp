@@ -5,8 +5,8 @@
 #include <memory>
 
 #include "cli/commands.h"
-#include "common/units.h"
 #include "controller/limiter.h"
+#include "floodgate/common/units.h"
 #include "kernel/system.h"
 
 namespace floodgate::cli {
@@ -25,9 +25,10 @@ Result<LimitChange> toChange(const SetFlags& flags) {
     out = *value;
     return okStatus();
   };
-  for (Status s : {take(flags.pps, parseCount, change.pps), take(flags.burst, parseCount, change.burst),
-                   take(flags.bps, parseBitRate, change.bits_per_s),
-                   take(flags.burst_bytes, parseBytes, change.burst_bytes)}) {
+  for (Status s :
+       {take(flags.pps, parseCount, change.pps), take(flags.burst, parseCount, change.burst),
+        take(flags.bps, parseBitRate, change.bits_per_s),
+        take(flags.burst_bytes, parseBytes, change.burst_bytes)}) {
     if (!s) return s.error();
   }
   if (!change.pps && !change.burst && !change.bits_per_s && !change.burst_bytes) {

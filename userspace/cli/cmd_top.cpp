@@ -14,9 +14,9 @@
 #include <thread>
 
 #include "cli/commands.h"
-#include "common/units.h"
 #include "controller/limiter.h"
 #include "controller/top.h"
+#include "floodgate/common/units.h"
 #include "kernel/system.h"
 
 namespace floodgate::cli {

@@ -5,7 +5,7 @@
 #include <CLI/CLI.hpp>
 #include <functional>
 
-#include "common/result.h"
+#include "floodgate/common/result.h"
 
 namespace floodgate::cli {
 

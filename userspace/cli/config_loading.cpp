@@ -4,8 +4,8 @@
 
 #include <iostream>
 
-#include "common/text.h"
 #include "config/floodgate_config.h"
+#include "floodgate/common/text.h"
 
 namespace floodgate::cli {
 

@@ -5,8 +5,8 @@
 
 #include <string>
 
-#include "common/result.h"
 #include "controller/limiter.h"
+#include "floodgate/common/result.h"
 
 namespace floodgate::cli {
 

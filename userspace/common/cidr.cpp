@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // IP address and CIDR parsing with inet_pton, and strict checks on the prefix.
-#include "common/cidr.h"
+#include "floodgate/common/cidr.h"
 
 #include <arpa/inet.h>
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // printable, counted and the interface name check (see text.h).
-#include "common/text.h"
+#include "floodgate/common/text.h"
 
 #include <algorithm>
 

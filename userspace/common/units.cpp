@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // Parsing of numbers with units: a decimal number, then a suffix from a small table.
-#include "common/units.h"
+#include "floodgate/common/units.h"
 
 #include <cfloat>
 #include <charconv>

@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "common/cidr.h"
-#include "config/diagnostics.h"
+#include "floodgate/common/cidr.h"
+#include "floodgate/yaml/diagnostics.h"
 
 namespace floodgate::config {
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // `defaults:`: table sizes, what to do with odd frames, and monitor mode, for every interface.
-#include "common/units.h"
 #include "config/sections.h"
+#include "floodgate/common/units.h"
 
 namespace floodgate::config {
 namespace {

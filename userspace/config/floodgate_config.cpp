@@ -8,7 +8,7 @@
 
 #include "config/read_file.h"
 #include "config/sections.h"
-#include "http/config_parser.h"
+#include "floodgate/core/config_parser.h"
 
 namespace floodgate::config {
 namespace {

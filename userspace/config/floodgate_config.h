@@ -8,12 +8,12 @@
 #include <string>
 #include <vector>
 
-#include "common/cidr.h"
-#include "common/result.h"
-#include "config/diagnostics.h"
 #include "controller/limiter.h"
 #include "controller/rule_spec.h"
-#include "http/policy.h"
+#include "floodgate/common/cidr.h"
+#include "floodgate/common/result.h"
+#include "floodgate/core/policy.h"
+#include "floodgate/yaml/diagnostics.h"
 
 namespace floodgate::config {
 

@@ -2,8 +2,8 @@
 // `interfaces:`: which interfaces the config protects, and the XDP attach mode of each.
 #include <algorithm>
 
-#include "common/text.h"
 #include "config/sections.h"
+#include "floodgate/common/text.h"
 
 namespace floodgate::config {
 

@@ -4,8 +4,8 @@
 
 #include <string>
 
-#include "config/yaml_reader.h"
 #include "controller/rule_spec.h"
+#include "floodgate/yaml/yaml_reader.h"
 
 namespace floodgate::config {
 

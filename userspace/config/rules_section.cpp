@@ -5,10 +5,10 @@
 #include <cctype>
 #include <charconv>
 
-#include "common/units.h"
 #include "config/rule_parts.h"
 #include "config/sections.h"
 #include "controller/rule_compiler.h"
+#include "floodgate/common/units.h"
 #include "floodgate_shared.h"
 
 namespace floodgate::config {

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "config/floodgate_config.h"
-#include "config/yaml_reader.h"
+#include "floodgate/yaml/yaml_reader.h"
 
 namespace floodgate::config {
 

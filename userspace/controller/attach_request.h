@@ -7,8 +7,8 @@
 #include <optional>
 #include <string>
 
-#include "common/result.h"
 #include "controller/limiter.h"
+#include "floodgate/common/result.h"
 
 namespace floodgate {
 

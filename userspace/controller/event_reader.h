@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "common/cidr.h"
-#include "common/result.h"
+#include "floodgate/common/cidr.h"
+#include "floodgate/common/result.h"
 #include "floodgate_shared.h"
 #include "kernel/unique_fd.h"
 

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "common/cidr.h"
+#include "floodgate/common/cidr.h"
 #include "floodgate_shared.h"
 
 namespace floodgate {

@@ -14,11 +14,11 @@
 #include <cstring>
 #include <filesystem>
 
-#include "common/text.h"
 #include "controller/list_filter.h"
 #include "controller/rule_compiler.h"
 #include "fg_gcra.h"
 #include "fg_window.h"
+#include "floodgate/common/text.h"
 #include "kernel/pins.h"
 #include "kernel/system.h"
 

@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "common/cidr.h"
-#include "common/result.h"
 #include "controller/rule_spec.h"
+#include "floodgate/common/cidr.h"
+#include "floodgate/common/result.h"
 #include "floodgate_shared.h"
 #include "kernel/bpf_map.h"
 #include "kernel/mapped_value.h"

@@ -5,7 +5,7 @@
 
 #include <cstdint>
 
-#include "common/cidr.h"
+#include "floodgate/common/cidr.h"
 #include "floodgate_shared.h"
 
 namespace floodgate {

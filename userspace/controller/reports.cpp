@@ -5,8 +5,8 @@
 #include <cstdio>
 #include <sstream>
 
-#include "common/units.h"
 #include "controller/rule_compiler.h"
+#include "floodgate/common/units.h"
 
 namespace floodgate {
 namespace {

@@ -8,9 +8,9 @@
 #include <cmath>
 #include <string>
 
-#include "common/units.h"
 #include "fg_gcra.h"
 #include "fg_window.h"
+#include "floodgate/common/units.h"
 
 namespace floodgate {
 namespace {

@@ -5,8 +5,8 @@
 
 #include <vector>
 
-#include "common/result.h"
 #include "controller/rule_spec.h"
+#include "floodgate/common/result.h"
 #include "floodgate_shared.h"
 
 namespace floodgate {

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "common/cidr.h"
+#include "floodgate/common/cidr.h"
 
 namespace floodgate {
 

@@ -7,8 +7,8 @@
 #include <utility>
 #include <vector>
 
-#include "common/cidr.h"
 #include "controller/rule_spec.h"
+#include "floodgate/common/cidr.h"
 
 namespace floodgate {
 

@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "common/result.h"
+#include "floodgate/common/result.h"
 #include "kernel/unique_fd.h"
 
 namespace floodgate::daemon {

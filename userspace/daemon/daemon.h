@@ -5,8 +5,8 @@
 
 #include <string>
 
-#include "common/result.h"
 #include "daemon/listen_address.h"
+#include "floodgate/common/result.h"
 
 namespace floodgate::daemon {
 

@@ -4,11 +4,11 @@
 
 #include <algorithm>
 
-#include "common/units.h"
 #include "config/floodgate_config.h"
 #include "daemon/log.h"
-#include "http/policy_publisher.h"
-#include "http/report_stream.h"
+#include "floodgate/common/units.h"
+#include "floodgate/fleet/policy_publisher.h"
+#include "floodgate/fleet/report_stream.h"
 #include "kernel/system.h"
 #include "metrics/collect.h"
 

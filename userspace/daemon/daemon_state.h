@@ -14,14 +14,14 @@
 #include <string>
 #include <vector>
 
-#include "common/result.h"
 #include "controller/event_reader.h"
 #include "controller/limiter.h"
 #include "daemon/escalation_guard.h"
 #include "daemon/event_log.h"
 #include "daemon/report_listener.h"
 #include "daemon/stream_report_reader.h"
-#include "http/policy.h"
+#include "floodgate/common/result.h"
+#include "floodgate/core/policy.h"
 #include "metrics/exposition.h"
 
 namespace floodgate::daemon {

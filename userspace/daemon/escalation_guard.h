@@ -12,10 +12,10 @@
 #include <string>
 #include <vector>
 
-#include "common/cidr.h"
-#include "common/result.h"
 #include "daemon/report_listener.h"
-#include "http/policy.h"
+#include "floodgate/common/cidr.h"
+#include "floodgate/common/result.h"
+#include "floodgate/core/policy.h"
 
 namespace floodgate::daemon {
 

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string>
 
-#include "common/result.h"
+#include "floodgate/common/result.h"
 
 namespace floodgate::daemon {
 

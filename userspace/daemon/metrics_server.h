@@ -5,9 +5,9 @@
 #include <memory>
 #include <thread>
 
-#include "common/result.h"
 #include "daemon/daemon_state.h"
 #include "daemon/listen_address.h"
+#include "floodgate/common/result.h"
 
 namespace httplib {
 class Server;

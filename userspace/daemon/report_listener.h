@@ -13,8 +13,8 @@
 #include <string_view>
 #include <vector>
 
-#include "common/cidr.h"
-#include "common/result.h"
+#include "floodgate/common/cidr.h"
+#include "floodgate/common/result.h"
 #include "kernel/unique_fd.h"
 
 namespace floodgate::daemon {

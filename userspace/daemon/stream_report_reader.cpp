@@ -11,7 +11,7 @@
 #include <cstring>
 
 #include "daemon/log.h"
-#include "http/report_stream.h"
+#include "floodgate/fleet/report_stream.h"
 
 namespace floodgate::daemon {
 namespace {

@@ -18,9 +18,9 @@
 #include <thread>
 #include <vector>
 
-#include "common/result.h"
 #include "daemon/report_listener.h"
-#include "http/redis/client.h"
+#include "floodgate/common/result.h"
+#include "floodgate/redis/client.h"
 #include "kernel/unique_fd.h"
 
 namespace floodgate::daemon {

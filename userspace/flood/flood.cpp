@@ -13,10 +13,10 @@
 #include <optional>
 #include <utility>
 
-#include "common/units.h"
 #include "flood/flood_program.h"
 #include "flood/pacer.h"
 #include "flood/send_loop.h"
+#include "floodgate/common/units.h"
 #include "kernel/system.h"
 
 namespace floodgate::flood {

@@ -10,9 +10,9 @@
 #include <optional>
 #include <string>
 
-#include "common/result.h"
 #include "flood/frame_builder.h"
 #include "flood/interface_info.h"
+#include "floodgate/common/result.h"
 
 namespace floodgate::flood {
 
@@ -35,10 +35,10 @@ struct FloodReport {
   Family family = Family::kV4;
   uint32_t frame_bytes = 0;
   uint32_t sources = 1;
-  int cpu = -1;        // the CPU it sent from, when pinned
-  uint64_t sent = 0;   // frames the generator ran on and sent with XDP_TX
-  double seconds = 0;  // from the first frame to the end of the last batch
-  uint64_t calls = 0;  // BPF_PROG_RUN calls made
+  int cpu = -1;              // the CPU it sent from, when pinned
+  uint64_t sent = 0;         // frames the generator ran on and sent with XDP_TX
+  double seconds = 0;        // from the first frame to the end of the last batch
+  uint64_t calls = 0;        // BPF_PROG_RUN calls made
   bool interrupted = false;  // stopped by a signal before its count or duration
   uint64_t rate_pps = 0;     // the rate asked for; 0: as fast as it goes
   // What one call cost here, as the pacer measured it, and what that lets one CPU send.

@@ -8,9 +8,9 @@
 #include <memory>
 #include <vector>
 
-#include "common/result.h"
 #include "flood/frame_builder.h"
 #include "flood_shared.h"  // before the skeleton, which names struct fl_template
+#include "floodgate/common/result.h"
 // clang-format off
 #include "flood.skel.h"
 // clang-format on

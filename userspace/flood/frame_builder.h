@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "common/cidr.h"
-#include "common/result.h"
 #include "flood_shared.h"
+#include "floodgate/common/cidr.h"
+#include "floodgate/common/result.h"
 
 namespace floodgate::flood {
 

@@ -6,8 +6,8 @@
 #include <cstdint>
 #include <string>
 
-#include "common/result.h"
 #include "flood/frame_builder.h"
+#include "floodgate/common/result.h"
 
 namespace floodgate::flood {
 

@@ -7,8 +7,8 @@
 #include <atomic>
 #include <cstdint>
 
-#include "common/result.h"
 #include "flood/pacer.h"
+#include "floodgate/common/result.h"
 
 namespace floodgate::flood {
 

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "common/result.h"
+#include "floodgate/common/result.h"
 #include "kernel/unique_fd.h"
 
 namespace floodgate {

@@ -13,7 +13,7 @@
 #include <string>
 #include <utility>
 
-#include "common/result.h"
+#include "floodgate/common/result.h"
 
 namespace floodgate {
 

@@ -7,7 +7,7 @@
 #include <chrono>
 #include <string>
 
-#include "common/result.h"
+#include "floodgate/common/result.h"
 #include "kernel/unique_fd.h"
 
 namespace floodgate {

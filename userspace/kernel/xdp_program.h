@@ -6,8 +6,8 @@
 #include <memory>
 #include <string>
 
-#include "common/result.h"
 #include "floodgate.skel.h"
+#include "floodgate/common/result.h"
 #include "kernel/unique_fd.h"
 
 namespace floodgate {

@@ -8,8 +8,8 @@
 #include <string_view>
 #include <vector>
 
-#include "common/result.h"
-#include "http/algorithm.h"
+#include "floodgate/common/result.h"
+#include "floodgate/core/algorithm.h"
 
 namespace floodgate::http::lab {
 

@@ -6,7 +6,7 @@
 #include <ostream>
 #include <string>
 
-#include "common/result.h"
+#include "floodgate/common/result.h"
 #include "lab/lab.h"
 #include "lab/sharing.h"
 

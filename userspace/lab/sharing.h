@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-#include "common/result.h"
+#include "floodgate/common/result.h"
 
 namespace floodgate::http::lab {
 

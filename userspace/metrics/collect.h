@@ -5,8 +5,8 @@
 
 #include <cstdint>
 
-#include "common/result.h"
 #include "controller/limiter.h"
+#include "floodgate/common/result.h"
 #include "metrics/exposition.h"
 
 namespace floodgate::metrics {

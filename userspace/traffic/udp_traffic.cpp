@@ -17,7 +17,7 @@
 #include <cstring>
 #include <mutex>
 
-#include "common/cidr.h"
+#include "floodgate/common/cidr.h"
 
 namespace floodgate {
 namespace {
@@ -187,7 +187,8 @@ Status UdpCounter::start(const std::string& netns, uint16_t port) {
     any.sin6_port = htons(port);
     if (bind(fd, reinterpret_cast<sockaddr*>(&any), sizeof(any)) != 0) {
       close(fd);
-      return fail("cannot listen on UDP port " + std::to_string(port) + ": " + std::strerror(errno));
+      return fail("cannot listen on UDP port " + std::to_string(port) + ": " +
+                  std::strerror(errno));
     }
     fd_ = fd;
     ready = true;
@@ -195,7 +196,8 @@ Status UdpCounter::start(const std::string& netns, uint16_t port) {
     while (running_) {
       sockaddr_in6 from{};
       socklen_t from_len = sizeof(from);
-      ssize_t n = recvfrom(fd, buffer, sizeof(buffer), 0, reinterpret_cast<sockaddr*>(&from), &from_len);
+      ssize_t n =
+          recvfrom(fd, buffer, sizeof(buffer), 0, reinterpret_cast<sockaddr*>(&from), &from_len);
       if (n < 0) continue;
       std::string source;
       if (IN6_IS_ADDR_V4MAPPED(&from.sin6_addr)) {

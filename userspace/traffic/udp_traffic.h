@@ -11,14 +11,14 @@
 #include <thread>
 #include <vector>
 
-#include "common/result.h"
+#include "floodgate/common/result.h"
 
 namespace floodgate {
 
 struct UdpSendOptions {
-  std::string netns;          // /run/netns/NAME or empty for the current namespace
-  std::string source;         // local address to send from (must exist in that namespace)
-  std::string destination;    // IPv4 or IPv6 address
+  std::string netns;        // /run/netns/NAME or empty for the current namespace
+  std::string source;       // local address to send from (must exist in that namespace)
+  std::string destination;  // IPv4 or IPv6 address
   uint16_t port = 9;
   double seconds = 1.0;       // how long to send; the hard bound of the loop
   uint64_t rate_pps = 0;      // 0: as fast as the sockets go

@@ -3,9 +3,9 @@
 // multi-policy requests work (hash tags: no CROSSSLOT), redirections are followed.
 #include <gtest/gtest.h>
 
-#include "http/limiter.h"
-#include "http/memory_store.h"
-#include "http/redis_store.h"
+#include "floodgate/core/limiter.h"
+#include "floodgate/redis/redis_store.h"
+#include "floodgate/stores/memory_store.h"
 #include "redis/redis_server.h"
 
 namespace floodgate::http {

@@ -8,9 +8,9 @@
 #include <chrono>
 #include <thread>
 
-#include "http/failover_store.h"
-#include "http/limiter.h"
-#include "http/redis_store.h"
+#include "floodgate/core/limiter.h"
+#include "floodgate/redis/failover_store.h"
+#include "floodgate/redis/redis_store.h"
 #include "redis/redis_server.h"
 
 namespace floodgate::http {

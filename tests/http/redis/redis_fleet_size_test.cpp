@@ -3,10 +3,10 @@
 // test steps, and every instance's open-mode fallback share follows the count (2, 4, 3).
 #include <gtest/gtest.h>
 
-#include "http/failover_store.h"
-#include "http/fleet_membership.h"
-#include "http/limiter.h"
-#include "http/store_factory.h"
+#include "floodgate/core/limiter.h"
+#include "floodgate/redis/failover_store.h"
+#include "floodgate/redis/fleet_membership.h"
+#include "floodgate/redis/store_factory.h"
 #include "redis/redis_server.h"
 
 namespace floodgate::http {

@@ -9,10 +9,10 @@
 #include <atomic>
 #include <thread>
 
-#include "http/failover_store.h"
-#include "http/limiter.h"
-#include "http/prefetch_store.h"
-#include "http/redis_store.h"
+#include "floodgate/core/limiter.h"
+#include "floodgate/redis/failover_store.h"
+#include "floodgate/redis/prefetch_store.h"
+#include "floodgate/redis/redis_store.h"
 #include "lab/sharing.h"
 #include "redis/redis_server.h"
 

@@ -6,7 +6,7 @@
 #include <chrono>
 #include <thread>
 
-#include "http/config_parser.h"
+#include "floodgate/core/config_parser.h"
 #include "http/example/service_metrics.h"
 #include "redis/redis_server.h"
 

@@ -12,9 +12,9 @@
 #include <mutex>
 #include <thread>
 
-#include "http/policy_document.h"
-#include "http/policy_publisher.h"
-#include "http/redis_policy_watcher.h"
+#include "floodgate/fleet/policy_document.h"
+#include "floodgate/fleet/policy_publisher.h"
+#include "floodgate/fleet/redis_policy_watcher.h"
 #include "redis/redis_server.h"
 
 namespace floodgate::http {

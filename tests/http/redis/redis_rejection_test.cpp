@@ -5,12 +5,12 @@
 #include <random>
 #include <string>
 
+#include "floodgate/core/limiter.h"
+#include "floodgate/redis/failover_store.h"
+#include "floodgate/redis/redis_store.h"
+#include "floodgate/redis/store_factory.h"
+#include "floodgate/stores/memory_store.h"
 #include "http/algorithm_harness.h"
-#include "http/failover_store.h"
-#include "http/limiter.h"
-#include "http/memory_store.h"
-#include "http/redis_store.h"
-#include "http/store_factory.h"
 #include "redis/redis_server.h"
 
 namespace floodgate::http {

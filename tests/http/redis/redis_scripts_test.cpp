@@ -4,10 +4,10 @@
 
 #include <random>
 
-#include "http/algorithm.h"
+#include "floodgate/core/algorithm.h"
+#include "floodgate/redis/redis_store.h"
+#include "floodgate/stores/memory_store.h"
 #include "http/algorithm_harness.h"
-#include "http/memory_store.h"
-#include "http/redis_store.h"
 #include "redis/redis_server.h"
 
 namespace floodgate::http {

@@ -15,7 +15,7 @@
 #include <filesystem>
 #include <thread>
 
-#include "http/store_factory.h"
+#include "floodgate/redis/store_factory.h"
 
 extern char** environ;
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "http/redis/client.h"
+#include "floodgate/redis/client.h"
 
 namespace floodgate::http::testing {
 

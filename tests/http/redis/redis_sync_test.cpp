@@ -8,11 +8,11 @@
 #include <chrono>
 #include <thread>
 
-#include "http/failover_store.h"
-#include "http/fleet_membership.h"
-#include "http/limiter.h"
-#include "http/store_factory.h"
-#include "http/sync_store.h"
+#include "floodgate/core/limiter.h"
+#include "floodgate/redis/failover_store.h"
+#include "floodgate/redis/fleet_membership.h"
+#include "floodgate/redis/store_factory.h"
+#include "floodgate/redis/sync_store.h"
 #include "redis/redis_server.h"
 
 namespace floodgate::http {

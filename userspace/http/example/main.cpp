@@ -10,15 +10,15 @@
 #include <iostream>
 #include <thread>
 
-#include "http/config_parser.h"
+#include "floodgate/adapters/httplib_adapter.h"
+#include "floodgate/core/config_parser.h"
+#include "floodgate/core/headers.h"
+#include "floodgate/fleet/fleet_secret.h"
+#include "floodgate/fleet/live_reporter.h"
+#include "floodgate/fleet/policy_watcher.h"
+#include "floodgate/fleet/redis_policy_watcher.h"
+#include "floodgate/redis/store_factory.h"
 #include "http/example/service_metrics.h"
-#include "http/fleet_secret.h"
-#include "http/headers.h"
-#include "http/httplib_adapter.h"
-#include "http/live_reporter.h"
-#include "http/policy_watcher.h"
-#include "http/redis_policy_watcher.h"
-#include "http/store_factory.h"
 
 namespace {
 

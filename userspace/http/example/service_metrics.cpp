@@ -2,9 +2,9 @@
 // Counting responses and decisions, and writing them as Prometheus text.
 #include "http/example/service_metrics.h"
 
-#include "http/failover_store.h"
-#include "http/memory_store.h"
-#include "http/prefetch_store.h"
+#include "floodgate/redis/failover_store.h"
+#include "floodgate/redis/prefetch_store.h"
+#include "floodgate/stores/memory_store.h"
 
 namespace floodgate::http::example {
 

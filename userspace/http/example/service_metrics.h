@@ -8,9 +8,9 @@
 #include <string>
 #include <utility>
 
-#include "http/limiter.h"
-#include "http/live_limiter.h"
-#include "http/live_reporter.h"
+#include "floodgate/core/limiter.h"
+#include "floodgate/core/live_limiter.h"
+#include "floodgate/fleet/live_reporter.h"
 
 namespace floodgate::http::example {
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // Routing commands to servers by slot, one pipeline per server, and following redirections.
-#include "http/redis/client.h"
+#include "floodgate/redis/client.h"
 
 #include <algorithm>
 #include <map>

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // A hiredis connection: connect and pipeline with the time left before a deadline.
-#include "http/redis/connection.h"
+#include "floodgate/redis/connection.h"
 
 #include <hiredis/hiredis.h>
 #include <poll.h>

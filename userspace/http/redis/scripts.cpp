@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // The Lua text of every decide and refund script; each mirrors its in-memory algorithm.
-#include "http/redis/scripts.h"
+#include "floodgate/redis/scripts.h"
 
 #include <openssl/sha.h>
 

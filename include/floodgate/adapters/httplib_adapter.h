@@ -1,0 +1,136 @@
+// SPDX-License-Identifier: MIT
+// One call that puts a Limiter in front of every route of a cpp-httplib server.
+#pragma once
+
+#include <httplib.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "floodgate/core/limiter.h"
+#include "floodgate/core/live_limiter.h"
+
+namespace floodgate::http {
+
+// The server threads held for a shaping delay, never more than `max` at once: a thread takes
+// a slot before it waits and gives it back when done. Thread-safe and lock-free.
+class DelayedThreads {
+ public:
+  explicit DelayedThreads(size_t max) : max_(max) {}
+  DelayedThreads(const DelayedThreads&) = delete;
+  DelayedThreads& operator=(const DelayedThreads&) = delete;
+
+  // One held thread's slot, given back when destroyed.
+  class Slot {
+   public:
+    Slot(Slot&& other) noexcept : owner_(std::exchange(other.owner_, nullptr)) {}
+    Slot& operator=(Slot&& other) noexcept {
+      if (this != &other) {
+        giveBack();
+        owner_ = std::exchange(other.owner_, nullptr);
+      }
+      return *this;
+    }
+    ~Slot() { giveBack(); }
+
+   private:
+    friend class DelayedThreads;
+    explicit Slot(DelayedThreads* owner) : owner_(owner) {}
+    void giveBack() {
+      if (owner_ != nullptr) owner_->held_.fetch_sub(1, std::memory_order_release);
+      owner_ = nullptr;
+    }
+    DelayedThreads* owner_;
+  };
+
+  // A slot, or none when `max` threads hold one already.
+  std::optional<Slot> tryTake() {
+    size_t held = held_.load(std::memory_order_relaxed);
+    do {
+      if (held >= max_) return std::nullopt;
+    } while (!held_.compare_exchange_weak(held, held + 1, std::memory_order_acquire,
+                                          std::memory_order_relaxed));
+    return Slot(this);
+  }
+  // Threads holding a slot right now.
+  size_t held() const { return held_.load(std::memory_order_acquire); }
+  size_t max() const { return max_; }
+
+ private:
+  const size_t max_;
+  std::atomic<size_t> held_{0};
+};
+
+struct HttplibOptions {
+  // The user id for `key: user` policies, e.g. from the session the service authenticated.
+  // Unset or returning "" means no user (such policies do not apply).
+  std::function<std::string(const httplib::Request&)> user_of;
+  // The priority class of a request (http.shedding), e.g. from what the route or the user
+  // is worth to the service. Unset, returning "" or a name that is no class: the class is
+  // the priority header's (from a trusted proxy), else the route's, else the default.
+  std::function<std::string(const httplib::Request&)> priority_of;
+  // Hold an admitted request in its server thread for the decision's delay (leaky-bucket
+  // shaping) before the route runs, within the two bounds below. Off: the delay is only
+  // reported, and nothing is refused for it.
+  bool apply_delay = true;
+  // At most this many server threads are held for a delay at once, so that queued clients
+  // cannot park the whole pool: a request that would need one more is refused with 429 (its
+  // cost refunded), Retry-After its delay (by then it needs no wait). The default is half of
+  // cpp-httplib's default pool (CPPHTTPLIB_THREAD_POOL_COUNT), leaving the other half to
+  // requests nobody queues however many are queued; give half of your pool if you set
+  // the server's new_task_queue to another size.
+  size_t max_delayed_threads = std::max<size_t>(1, CPPHTTPLIB_THREAD_POOL_COUNT / 2);
+  // No request is held longer: one whose delay exceeds this is refused with 429 (its cost
+  // refunded), Retry-After when its delay will have come down to max_delay. The default,
+  // one second, is the finest a Retry-After can say: a longer wait is told to the client as
+  // well as it is done by holding a thread.
+  std::chrono::nanoseconds max_delay = std::chrono::seconds(1);
+  // How a delay is waited out; unset: std::this_thread::sleep_for. Tests pass a wait they
+  // end themselves.
+  std::function<void(std::chrono::nanoseconds)> wait_for;
+  // Called for every request a policy applied to or that was shed, after the decision (e.g.
+  // for metrics). The verdict holds no place in flight: a copy kept longer costs nothing.
+  std::function<void(const httplib::Request&, const Verdict&)> on_verdict;
+  // What an admitted request answered 400 Bad Request (by a route, or by cpp-httplib for a
+  // body it could not read) costs in each policy, at most its cost there: the rest is given
+  // back, and the response's RateLimit header says so. The route's work did not happen, so a
+  // dear route's price is not due; but a malformed request still counts as a request, or
+  // malformed ones would be free of every limit. A negative value: no refund.
+  int64_t bad_request_cost = 1;
+  // true: turn Nagle's algorithm off on the server's connections (TCP_NODELAY); false: leave
+  // the server's setting as it is. cpp-httplib sends a response in two writes, head then
+  // body; with Nagle on, the body waits until the client acknowledges the head, which the
+  // client's TCP delays up to 40 ms (Linux): on a keep-alive connection every response after
+  // the first few, a 429 included, took ~40 ms instead of microseconds. cpp-httplib 0.11
+  // leaves Nagle on and applies this to the listening socket, whose connections inherit it:
+  // install the limiter before the server binds.
+  bool tcp_nodelay = true;
+};
+
+// Installs `limiter` as `server`'s pre-routing handler, and as its post-routing handler for
+// bad_request_cost (replacing any set before), and turns TCP_NODELAY on (tcp_nodelay above):
+// call it before the server binds. Every response under a policy gets RateLimit-Policy and
+// RateLimit; a rejection is answered right there with 429 (503 for a fail-closed store that
+// is down, or a priority class shed under http.shedding), Retry-After when a retry can
+// succeed, and an application/problem+json body naming the violated policies (or saying
+// "overloaded"). An admitted request holds its place in flight (http.shedding) until its
+// response has been written (the response's resource releaser; a streaming route that
+// sets its own gives the place back when the route returns).
+// Thread-safe as the limiter is; `limiter` is kept alive by the server's handler. Returns
+// the threads held for a delay (for metrics and tests).
+std::shared_ptr<const DelayedThreads> installRateLimiter(httplib::Server& server,
+                                                         std::shared_ptr<Limiter> limiter,
+                                                         HttplibOptions options = {});
+// Same with a limiter whose policies are swapped while the server runs (a published source).
+std::shared_ptr<const DelayedThreads> installRateLimiter(httplib::Server& server,
+                                                         std::shared_ptr<LiveLimiter> limiter,
+                                                         HttplibOptions options = {});
+
+}  // namespace floodgate::http

@@ -1,0 +1,28 @@
+// SPDX-License-Identifier: MIT
+// Text from outside (a reporter's name, an interface name on a command line) made safe to
+// print on one line, interface names checked before they become part of a path, and counts
+// worded in agreement.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "floodgate/common/result.h"
+
+namespace floodgate {
+
+// `text` fit for one line of a log or an error: control characters, which could forge
+// lines or hide text, as '?', and at most `max` characters.
+std::string printable(std::string_view text, size_t max = 200);
+
+// `n` and the noun that agrees with it: "1 problem", "2 problems", "0 problems".
+std::string counted(size_t n, std::string_view one, std::string_view many);
+
+// Whether `name` can name a Linux network interface and is safe as a path component: 1 to
+// 15 bytes, not "." or "..", and no '/', ':', whitespace or other control characters.
+bool validInterfaceName(std::string_view name);
+
+// The same check as a usage error that says what is wrong (the name shown printable).
+Status checkInterfaceName(std::string_view name);
+
+}  // namespace floodgate

@@ -1,0 +1,73 @@
+// SPDX-License-Identifier: MIT
+// OffenderReporter: counts rejected requests per client (Verdict::client_key: an IPv4
+// address or an IPv6 prefix) and reports the clients that keep getting rejected
+// (http.escalate) to the controller, which bans them in XDP. Each report is one line:
+//   offender 198.51.100.7 rejections=50 within_ms=10000
+//   offender 2001:db8:1:2::/64 rejections=50 within_ms=10000
+// sent as a datagram over the controller's Unix socket or, with http.escalate.redis_stream,
+// signed and added to a Redis stream every controller of the fleet reads (report_stream.h).
+// An IP is reported once per ban period, so a flood of rejections is one report.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+#include "floodgate/common/result.h"
+#include "floodgate/core/clock.h"
+#include "floodgate/core/keyed_hash.h"
+#include "floodgate/core/policy.h"
+#include "floodgate/fleet/redis_report_queue.h"
+
+namespace floodgate::http {
+
+class OffenderReporter {
+ public:
+  // At most this many client IPs are counted at once; past it, rejections of new IPs wait
+  // until a window ends (`dropped()` counts them).
+  static constexpr size_t kMaxTracked = 65536;
+
+  // Reports as `config.escalate` says, to the Redis of `config.store` for a stream.
+  static Result<std::unique_ptr<OffenderReporter>> create(const HttpConfig& config,
+                                                          std::shared_ptr<const Clock> clock);
+  ~OffenderReporter();
+
+  // Notes one rejected request of `client_key`; sends a report when it crosses the limit.
+  // An empty key (a client that cannot be told) is never reported. Thread-safe; never
+  // blocks on the controller (a full or missing socket is counted).
+  void noteRejection(std::string_view client_key);
+
+  // Sends what waits for Redis and stops: the counts are final (a reporter being retired).
+  void close();
+
+  uint64_t reportsSent() const;
+  uint64_t reportErrors() const;  // the controller (or Redis) was not there
+  uint64_t dropped() const;       // too many clients at once, or the Redis queue was full
+
+ private:
+  struct Client {
+    int64_t window_start_ns = 0;
+    int64_t rejections = 0;
+    int64_t quiet_until_ns = 0;  // reported: not again before the ban is over
+  };
+
+  OffenderReporter(const EscalateConfig& config, std::shared_ptr<const Clock> clock, int fd,
+                   std::unique_ptr<RedisReportQueue> stream);
+  void send(const std::string& client_key);
+  void evictOld(int64_t now_ns);
+
+  EscalateConfig config_;
+  std::shared_ptr<const Clock> clock_;
+  int fd_ = -1;                               // the Unix socket, without a stream
+  std::unique_ptr<RedisReportQueue> stream_;  // http.escalate.redis_stream
+  std::mutex mutex_;
+  // keyed hash: clients choose their addresses, and must not pile them on one chain
+  std::unordered_map<std::string, Client, KeyedHasher> clients_;
+  std::atomic<uint64_t> sent_{0}, errors_{0}, dropped_{0};
+};
+
+}  // namespace floodgate::http

@@ -1,0 +1,74 @@
+// SPDX-License-Identifier: MIT
+// Client: pooled connections to one Redis server or a Redis Cluster, routed by key slot.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "floodgate/redis/connection.h"
+
+namespace floodgate::http::redis {
+
+struct ClientOptions {
+  // The server, or for a cluster any of its masters (the rest are learnt by CLUSTER SLOTS).
+  std::vector<Address> seeds = {Address{}};
+  bool cluster = false;
+  int64_t timeout_ms = 50;  // per call: connecting, sending and reading all of its replies
+  int pool_size = 16;       // idle connections kept per server; more open while busy
+};
+
+// A command and the key that decides which cluster node runs it.
+struct RoutedCommand {
+  std::string key;
+  Command command;
+};
+
+// The cluster slot of `key`: CRC16 of its hash tag (the text between the first '{' and
+// the next '}', if not empty) or of the whole key, modulo 16384.
+uint16_t keySlot(std::string_view key);
+
+// Thread-safe. Each call borrows one connection per server it needs and returns it when
+// done; a connection that failed is closed, and so are the idle ones to the same server
+// (after a restart they are all dead).
+class Client {
+ public:
+  explicit Client(ClientOptions options);
+  ~Client();
+
+  // Runs `commands`, one pipeline (one round trip) per server, and returns their replies
+  // in order. Cluster redirections (MOVED, ASK) are followed. Ends by now + timeout_ms.
+  Result<std::vector<Reply>> run(const std::vector<RoutedCommand>& commands);
+  Result<std::vector<Reply>> run(const std::vector<RoutedCommand>& commands, Deadline deadline);
+
+  Deadline deadline() const;
+  const ClientOptions& options() const { return options_; }
+  // Pipelines sent so far (for benchmarks: round trips saved by batching and leases).
+  int64_t roundTrips() const { return round_trips_.load(std::memory_order_relaxed); }
+
+ private:
+  class Node;
+  static constexpr size_t kSlots = 16384;
+
+  Node& nodeFor(const Address& address);  // finds or adds; holds topology_ exclusively
+  Result<void> refreshSlots(Deadline deadline);
+  Result<std::vector<Reply>> pipelineOn(Node& node, const std::vector<Command>& commands,
+                                        Deadline deadline);
+  // Follows a MOVED or ASK reply for one command, at most a few times.
+  Result<Reply> redirect(const RoutedCommand& command, Reply reply, Deadline deadline);
+
+  ClientOptions options_;
+  std::atomic<int64_t> round_trips_{0};
+  std::shared_mutex topology_;
+  std::vector<std::unique_ptr<Node>> nodes_;
+  std::array<int16_t, kSlots> slots_{};  // index into nodes_, -1 unknown
+  bool slots_known_ = false;
+};
+
+}  // namespace floodgate::http::redis

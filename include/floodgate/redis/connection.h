@@ -1,0 +1,71 @@
+// SPDX-License-Identifier: MIT
+// RedisConnection: one blocking hiredis connection that pipelines commands under a deadline.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "floodgate/common/result.h"
+#include "floodgate/core/redis_address.h"
+
+struct redisContext;
+
+namespace floodgate::http::redis {
+
+using Deadline = std::chrono::steady_clock::time_point;
+
+// A reply, copied out of hiredis so it can outlive the connection.
+struct Reply {
+  enum class Type { kNil, kInteger, kString, kStatus, kError, kArray };
+  Type type = Type::kNil;
+  int64_t integer = 0;
+  std::string str;  // kString, kStatus, kError
+  std::vector<Reply> elements;
+
+  bool isError() const { return type == Type::kError; }
+  // An error reply whose text starts with `prefix` ("NOSCRIPT", "MOVED", ...).
+  bool isError(std::string_view prefix) const {
+    return isError() && std::string_view(str).starts_with(prefix);
+  }
+};
+
+// One command's arguments, binary-safe.
+using Command = std::vector<std::string>;
+
+// Not thread-safe: a pool hands each connection to one thread at a time. After an I/O
+// error or a timeout the connection is broken for good (a late reply would be read as the
+// answer to the next command), and the pool drops it.
+class Connection {
+ public:
+  // Connects before `deadline`.
+  static Result<std::unique_ptr<Connection>> open(const Address& address, Deadline deadline);
+  ~Connection();
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+
+  // Sends every command in one write and reads their replies in order, all before
+  // `deadline`. Redis error replies are replies; only transport failures are Errors.
+  Result<std::vector<Reply>> pipeline(const std::vector<Command>& commands, Deadline deadline);
+
+  // Pub/sub: waits for one reply pushed by the server (after a SUBSCRIBE) until `deadline`;
+  // nullopt when none came, and the connection stays usable (unlike a pipeline timeout).
+  Result<std::optional<Reply>> receive(Deadline deadline);
+
+  bool broken() const { return broken_; }
+  const Address& address() const { return address_; }
+
+ private:
+  Connection(Address address, redisContext* context)
+      : address_(std::move(address)), context_(context) {}
+  Error fail(const std::string& what);
+
+  Address address_;
+  redisContext* context_;
+  bool broken_ = false;
+};
+
+}  // namespace floodgate::http::redis

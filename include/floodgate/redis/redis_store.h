@@ -1,0 +1,116 @@
+// SPDX-License-Identifier: MIT
+// RedisStore: one policy's per-key state in Redis (a server or a cluster), shared by a fleet.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "floodgate/core/algorithm.h"
+#include "floodgate/redis/client.h"
+#include "floodgate/redis/scripts.h"
+#include "floodgate/stores/store.h"
+
+namespace floodgate::http {
+
+struct RedisStoreOptions {
+  std::string prefix = "fg";  // every Redis key starts with it
+  // Tests only: send decide()'s now_ns to the scripts instead of their reading Redis TIME,
+  // so a Redis decision can be compared exactly with the in-memory one at the same instant.
+  // Key expiry still runs on Redis's real clock: virtual time must not run slower than it.
+  bool virtual_time = false;
+};
+
+// Each decision is one EVALSHA of the algorithm's script (EVAL when the server answers
+// NOSCRIPT, which also caches it): read, decide, write and set the expiry atomically, on
+// Redis's own clock. A key's Redis keys are "<prefix>:{<policy>:<key>}:<part>"; the braces
+// are a hash tag, so all of a key's parts (a log and its sequence) sit in one cluster slot.
+// Keys longer than 200 bytes are replaced by their SHA1 (stable across the fleet).
+// Times in the answer are Redis's, in µs, converted to ns. Thread-safe.
+class RedisStore final : public Store {
+ public:
+  RedisStore(std::shared_ptr<redis::Client> client, std::string policy,
+             const AlgorithmParams& params, RedisStoreOptions options = {});
+
+  Result<Decision> decide(std::string_view key, int64_t now_ns, int64_t cost) override;
+  // Best effort: a refund that fails leaves the units used until the state expires.
+  void refund(std::string_view key, int64_t admitted_ns, int64_t cost) override;
+
+  // One request of a batch.
+  struct Request {
+    std::string_view key;
+    int64_t cost = 1;
+    int64_t extra = 0;  // units to lease besides the cost (see decideScript)
+  };
+  // What a decision leased besides its cost, and when (Redis's clock, ns).
+  struct Answer {
+    Decision decision;
+    int64_t leased = 0;
+    int64_t redis_now_ns = 0;
+  };
+  // Decides every request in one pipeline per server: one round trip, not one each.
+  // The outer error is a transport failure; a script error fails only its own request.
+  Result<std::vector<Result<Answer>>> decideMany(const std::vector<Request>& requests,
+                                                 int64_t now_ns);
+  // Decides requests of several stores (one policy each) that share one client, in one
+  // pipeline per server: a request's policies cost one round trip, not one each.
+  struct Across {
+    RedisStore* store;
+    Request request;
+  };
+  static Result<std::vector<Result<Answer>>> decideAcross(const std::vector<Across>& items,
+                                                          int64_t now_ns);
+  // Local buckets reconciled with Redis (see SyncStore): a key's units admitted locally
+  // since its last sync, and the window (Redis's index) they were admitted in.
+  struct SyncItem {
+    std::string_view key;
+    int64_t spent = 0;
+    int64_t window_index = 0;
+  };
+  // What the fleet has left of a key after its units were added.
+  struct Synced {
+    int64_t remaining = 0;
+    int64_t reset_ns = 0;
+    int64_t redis_now_ns = 0;
+  };
+  // Adds every item's spent units to its key and reads what the fleet has left (syncScript):
+  // one script per batch of keys in one cluster slot (on one server: per 256 keys), one
+  // pipeline per server. `items` name distinct keys. The outer error is a transport failure.
+  // fixed_window, token_bucket and gcra only (canLease).
+  Result<std::vector<Result<Synced>>> sync(const std::vector<SyncItem>& items, int64_t now_ns);
+
+  // Gives back `units` taken at `redis_at_ns` (a lease's unspent rest). Best effort.
+  Status giveBack(std::string_view key, int64_t redis_at_ns, int64_t units);
+
+  // Runs EVALSHA commands (one pipeline per server); reruns as EVAL (scripts[i]) those the
+  // server had not cached (a restart, a new cluster node).
+  static Result<std::vector<redis::Reply>> evalAll(
+      redis::Client& client, std::vector<redis::RoutedCommand> commands,
+      const std::vector<const redis::Script*>& scripts);
+
+  redis::Client& client() { return *client_; }
+  const std::shared_ptr<redis::Client>& sharedClient() const { return client_; }
+  int64_t quota() const { return quota_; }
+  const AlgorithmParams& algorithm() const { return params_; }
+
+ private:
+  std::vector<std::string> redisKeys(std::string_view key) const;
+  std::vector<std::string> params() const;
+  redis::RoutedCommand command(const redis::Script& script, std::string_view key,
+                               std::string now_arg, int64_t cost, int64_t extra) const;
+  redis::RoutedCommand decideCommand(const Request& request, int64_t now_ns) const;
+  Result<Answer> answer(const redis::Reply& reply, int64_t now_ns);
+
+  std::shared_ptr<redis::Client> client_;
+  std::string policy_;
+  AlgorithmParams params_;
+  RedisStoreOptions options_;
+  int64_t quota_ = 0;
+  // Redis's clock minus ours (ns) at the last answer: refunds name the request's window by
+  // Redis's clock. Off by the round trip at most, which matters only at a window's edge.
+  std::atomic<int64_t> clock_offset_ns_{0};
+};
+
+}  // namespace floodgate::http

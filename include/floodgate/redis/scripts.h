@@ -1,0 +1,61 @@
+// SPDX-License-Identifier: MIT
+// The Lua scripts that run each algorithm's read-modify-write atomically inside Redis.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "floodgate/core/algorithm.h"
+
+namespace floodgate::http::redis {
+
+// A script and its SHA1, for EVALSHA (and EVAL when the server answers NOSCRIPT).
+struct Script {
+  std::string body;
+  std::string sha1;  // lower-case hex
+};
+
+// Every script works in microseconds: Lua numbers are doubles, exact below 2^53, and a
+// Redis TIME reading in µs (about 1.8e15) fits where one in ns would not. Token buckets
+// count nanotokens (10^-9 unit), so at `rate_milli` thousandths per second a bucket earns
+// exactly `rate_milli` nanotokens per µs, as the in-memory one earns picotokens per ns.
+//
+// Decide: KEYS = the key's Redis keys (sliding_window_log has two: the log and a sequence
+// for unique members; the others one). ARGV = now_us (empty: read Redis TIME; tests pass
+// a virtual time), cost, extra (units to lease besides the cost, if admitted; only for
+// fixed_window, token_bucket and gcra), then the algorithm's parameters:
+//   window algorithms: limit, window_us; buckets: capacity, rate_milli, interval_us.
+// Returns {outcome (0 allowed, 1 rejected, 2 cost exceeds burst), delay_us, remaining,
+//          reset_us, retry_after_us, now_us, leased}.
+// The key's expiry is set in the same script, to when its state equals an absent key.
+const Script& decideScript(AlgorithmKind kind);
+
+// Refund: same KEYS; ARGV = admitted_us, cost, 0, then the same parameters. Returns 0.
+const Script& refundScript(AlgorithmKind kind);
+
+// Heartbeat: KEYS = the fleet's sorted set; ARGV = now_us ('' reads Redis TIME), the
+// instance id, expire_us. Scores the instance by now, drops members whose last beat is
+// expire_us old or older, keeps the set for 2 x expire_us past the last beat, and returns
+// the members left (this one included).
+const Script& heartbeatScript();
+
+// Sync (local buckets reconciled with Redis): one call for a batch of keys of one policy
+// (in a cluster, keys of one slot). KEYS = the keys' Redis keys (the decide scripts' own,
+// so state is shared with the exact store); ARGV = now_us ('' reads Redis TIME), then the
+// parameters as three values (windows: limit, window_us, 0; buckets: capacity, rate_milli,
+// interval_us), then for each key: spent (units admitted locally since its last sync) and
+// the window index they were admitted in (fixed_window; ignored by the buckets).
+// Adds every key's spent units to its state whatever the limit says (they were admitted:
+// a bucket goes into debt, paid back by its refill before anything more is granted; a
+// window counts past its limit; units of a window that has ended are dropped), and returns
+// {now_us, remaining_1, reset_us_1, remaining_2, reset_us_2, ...}: the units each key has
+// left for the whole fleet. fixed_window, token_bucket and gcra only.
+const Script& syncScript(AlgorithmKind kind);
+
+// Hex SHA1 of `text` (what Redis names a script by).
+std::string sha1Hex(std::string_view text);
+
+// Lowercase hex of `size` bytes.
+std::string hexOf(const unsigned char* bytes, size_t size);
+
+}  // namespace floodgate::http::redis

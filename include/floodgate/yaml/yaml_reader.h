@@ -1,0 +1,108 @@
+// SPDX-License-Identifier: MIT
+// YamlReader: the checks every section of floodgate.yaml shares (mapping keys, scalar types,
+// units), each reporting a positioned diagnostic and carrying on so all problems surface.
+#pragma once
+
+#include <yaml-cpp/yaml.h>
+
+#include <cstdint>
+#include <initializer_list>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "floodgate/common/result.h"
+#include "floodgate/yaml/diagnostics.h"
+
+namespace floodgate::config {
+
+// A value and the key (or list) it came from. yaml-cpp marks an empty value (`pps:`) at the
+// start of the next line, so diagnostics about an empty value point at its key instead.
+// Not assignable: YAML::Node's operator= does not rebind, it rewrites the node it refers
+// to in the document (yaml-cpp's AssignNode), which silently corrupts the tree.
+struct YamlEntry {
+  YAML::Node key;
+  YAML::Node value;
+  YamlEntry& operator=(const YamlEntry&) = delete;
+};
+
+// The entries of a checked mapping, in file order; find() returns the first of a key.
+class YamlFields {
+ public:
+  void add(std::string name, YamlEntry entry) { entries_.emplace_back(std::move(name), entry); }
+  const YamlEntry* find(std::string_view name) const;
+  bool has(std::string_view name) const { return find(name) != nullptr; }
+
+ private:
+  std::vector<std::pair<std::string, YamlEntry>> entries_;
+};
+
+// "a mapping", "a list", "nothing", "'text'": what a node is, for "got ..." in messages.
+std::string describeNode(const YAML::Node& node);
+
+// One validation pass over one file. Not thread-safe.
+class YamlReader {
+ public:
+  YamlReader(std::string file, Diagnostics& diagnostics)
+      : file_(std::move(file)), diagnostics_(diagnostics) {}
+
+  const std::string& file() const { return file_; }
+  Diagnostics& diagnostics() { return diagnostics_; }
+  size_t errorCount() const { return diagnostics_.size(); }
+
+  void error(const YAML::Node& node, std::string message);
+  void error(const YamlEntry& entry, std::string message);
+
+  // Checks that entry.value is a mapping whose keys are all in `known`, each given once.
+  // `what` names it in messages ("limit"; empty for the top level). nullopt if not a mapping
+  // (reported); unknown and repeated keys are reported and left out of the fields.
+  std::optional<YamlFields> mapping(const YamlEntry& entry, std::string_view what,
+                                    std::initializer_list<std::string_view> known);
+
+  // Checks that entry.value is a list; `shape` says what one looks like, for the message.
+  bool list(const YamlEntry& entry, std::string_view what, std::string_view shape);
+
+  // A non-empty scalar.
+  std::optional<std::string> text(const YamlEntry& entry, std::string_view what);
+
+  // One of `choices` (an index into them).
+  std::optional<size_t> choice(const YamlEntry& entry, std::string_view what,
+                               std::initializer_list<std::string_view> choices);
+
+  std::optional<bool> boolean(const YamlEntry& entry, std::string_view what);
+
+  // A scalar read by a units parser (parseCount, parseBitRate, parseBytes, parseDuration);
+  // its error is reported as "what: message". `example` shows a valid value ("10k").
+  std::optional<uint64_t> withUnit(const YamlEntry& entry, std::string_view what,
+                                   Result<uint64_t> (*parse)(std::string_view),
+                                   std::string_view example);
+
+  // Diagnostics [first, errorCount()) are about another file (a CIDR list) named at `node`:
+  // sortedDiagnostics() keeps them where that file is named.
+  void anchorSince(size_t first, const YAML::Node& node);
+
+  // The diagnostics in file order (line, then column), each anchored group at its anchor,
+  // ties in the order found.
+  std::vector<Diagnostic> sortedDiagnostics() const;
+
+  // A whole number in [min, max] written without units.
+  std::optional<int64_t> integer(const YamlEntry& entry, std::string_view what, int64_t min,
+                                 int64_t max);
+
+ private:
+  struct AnchoredRange {
+    size_t first = 0, end = 0;  // diagnostic indexes
+    int line = 0, column = 0;   // 1-based position of the anchor
+  };
+
+  std::string file_;
+  Diagnostics& diagnostics_;
+  std::vector<AnchoredRange> anchors_;
+};
+
+// "a, b, c": the list of what is expected, for messages.
+std::string joinNames(std::initializer_list<std::string_view> names);
+
+}  // namespace floodgate::config

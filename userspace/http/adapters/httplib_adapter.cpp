@@ -1,0 +1,166 @@
+// SPDX-License-Identifier: MIT
+// The cpp-httplib adapter: request to RequestInfo, verdict to headers or a 429.
+#include "floodgate/adapters/httplib_adapter.h"
+
+#include <chrono>
+#include <thread>
+
+#include "floodgate/core/headers.h"
+
+namespace floodgate::http {
+
+namespace {
+
+// Turns the admitted `verdict`, whose longest delay will not be waited out, into a
+// rejection by the policy that asked for that delay, which a retry after `retry_after_ns`
+// can pass. `refund` gives back what the verdict took, so the request consumes nothing.
+void refuseDelay(Verdict& verdict, int64_t retry_after_ns, bool shed,
+                 const std::function<void(Verdict&, int64_t)>& refund) {
+  size_t longest = 0;
+  for (size_t i = 1; i < verdict.decisions.size(); ++i) {
+    if (verdict.decisions[i].decision.delay_ns > verdict.decisions[longest].decision.delay_ns) {
+      longest = i;
+    }
+  }
+  refund(verdict, 0);
+  Decision& refused = verdict.decisions[longest].decision;
+  refused.outcome = Outcome::kRejected;
+  refused.retry_after_ns = retry_after_ns;
+  verdict.binding = refused;
+  verdict.violated = {refused.policy};
+  verdict.shed = shed;
+}
+
+// The admitted verdict of the request this server thread is serving, kept from the
+// pre-routing handler to the post-routing one (cpp-httplib runs both on the thread that
+// serves the request), and the adapter it belongs to.
+struct AdmittedRequest {
+  const void* adapter = nullptr;
+  Verdict verdict;
+};
+thread_local AdmittedRequest t_admitted;
+
+// Keeps `ticket` (a place in flight) until `res` is destroyed, after it was written: in the
+// response's resource releaser, chained after any releaser set before. A route that
+// streams (set_content_provider) replaces the releaser, and the place is given back then,
+// when the route returns: early, never late.
+void holdUntilWritten(httplib::Response& res, std::shared_ptr<InFlight> ticket) {
+  // Run from ~Response, whose status is still there: a 5xx tells an adaptive limit the
+  // service is failing.
+  res.content_provider_resource_releaser_ =
+      [before = std::move(res.content_provider_resource_releaser_), ticket = std::move(ticket),
+       response = &res](bool success) {
+        if (response->status >= 500) ticket->failed();
+        if (before) before(success);
+      };
+}
+
+// Replaces the rate-limit headers of `res` with those of `verdict`.
+void setRateLimitHeaders(httplib::Response& res, const Verdict& verdict) {
+  for (const auto& [name, value] : responseHeaders(verdict)) {
+    res.headers.erase(name);
+    res.set_header(name, value);
+  }
+}
+
+// `check` decides a request: a Limiter's or a LiveLimiter's check(); `refund` gives back
+// what an admitted verdict of it took beyond the units it keeps in each policy.
+std::shared_ptr<const DelayedThreads> install(httplib::Server& server,
+                                              std::function<Verdict(const RequestInfo&)> check,
+                                              std::function<void(Verdict&, int64_t)> refund,
+                                              HttplibOptions options) {
+  // A rate-limited response, 429 or not, must not wait 40 ms on a delayed ACK (see
+  // HttplibOptions::tcp_nodelay): the limiter's own cost is microseconds.
+  if (options.tcp_nodelay) server.set_tcp_nodelay(true);
+  auto delayed = std::make_shared<DelayedThreads>(options.max_delayed_threads);
+  if (!options.wait_for) {
+    options.wait_for = [](std::chrono::nanoseconds delay) { std::this_thread::sleep_for(delay); };
+  }
+  // One identity per installation, so a verdict is only ever refunded by its own adapter.
+  auto adapter = std::make_shared<const char>('\0');
+  const int64_t bad_request_cost = options.bad_request_cost;
+  if (bad_request_cost >= 0) {
+    server.set_post_routing_handler(
+        [refund, bad_request_cost, adapter](const httplib::Request&, httplib::Response& res) {
+          if (t_admitted.adapter != adapter.get()) return;
+          Verdict verdict = std::move(t_admitted.verdict);
+          t_admitted = {};  // no verdict (nor its policy set) is kept between requests
+          if (res.status != 400) return;
+          refund(verdict, bad_request_cost);
+          setRateLimitHeaders(res, verdict);
+        });
+  }
+  server.set_pre_routing_handler(
+      [check = std::move(check), refund, options = std::move(options), delayed, adapter,
+       bad_request_cost](const httplib::Request& req, httplib::Response& res) {
+        t_admitted = {};
+        std::string user = options.user_of ? options.user_of(req) : std::string();
+        std::string priority = options.priority_of ? options.priority_of(req) : std::string();
+        RequestInfo info;
+        info.method = req.method;
+        info.path = req.path;
+        info.peer = req.remote_addr;
+        info.user = user;
+        info.priority = priority;
+        info.headers.reserve(req.headers.size());
+        for (const auto& [name, value] : req.headers) info.headers.emplace_back(name, value);
+
+        Verdict verdict = check(info);
+        // The place in flight goes with the response: cpp-httplib destroys it once it is
+        // written, whatever the route did, and calls its resource releaser then. Not kept
+        // in the verdict, whose copies (on_verdict's) could outlive the request.
+        if (verdict.in_flight) holdUntilWritten(res, std::move(verdict.in_flight));
+        if (!verdict.limited() && verdict.allowed()) {
+          return httplib::Server::HandlerResponse::Unhandled;
+        }
+
+        // A delay is waited out only within both bounds; beyond either the request is refused,
+        // and Retry-After is when it would be within them without any other thread's help.
+        const int64_t delay_ns = verdict.binding.delay_ns;
+        std::optional<DelayedThreads::Slot> slot;
+        if (verdict.allowed() && options.apply_delay && delay_ns > 0) {
+          const int64_t max_delay_ns = options.max_delay.count();
+          if (delay_ns > max_delay_ns) {
+            // a queue drains at its rate: the delay is max_delay once the excess has drained
+            refuseDelay(verdict, delay_ns - max_delay_ns, /*shed=*/false, refund);
+          } else if (slot = delayed->tryTake(); !slot) {
+            // once the delay has passed, the queue ahead has drained and it needs no thread
+            refuseDelay(verdict, delay_ns, /*shed=*/true, refund);
+          }
+        }
+
+        if (options.on_verdict) options.on_verdict(req, verdict);
+        for (const auto& [name, value] : responseHeaders(verdict)) res.set_header(name, value);
+        if (!verdict.allowed()) {
+          res.status = statusFor(verdict);
+          res.set_content(problemJson(verdict), "application/problem+json");
+          return httplib::Server::HandlerResponse::Handled;
+        }
+        if (slot) options.wait_for(std::chrono::nanoseconds(delay_ns));
+        if (bad_request_cost >= 0) t_admitted = {adapter.get(), std::move(verdict)};
+        return httplib::Server::HandlerResponse::Unhandled;
+      });
+  return delayed;
+}
+
+}  // namespace
+
+std::shared_ptr<const DelayedThreads> installRateLimiter(httplib::Server& server,
+                                                         std::shared_ptr<Limiter> limiter,
+                                                         HttplibOptions options) {
+  return install(
+      server, [limiter](const RequestInfo& info) { return limiter->check(info); },
+      [limiter](Verdict& verdict, int64_t kept) { limiter->refund(verdict, kept); },
+      std::move(options));
+}
+
+std::shared_ptr<const DelayedThreads> installRateLimiter(httplib::Server& server,
+                                                         std::shared_ptr<LiveLimiter> limiter,
+                                                         HttplibOptions options) {
+  return install(
+      server, [limiter](const RequestInfo& info) { return limiter->check(info); },
+      [limiter](Verdict& verdict, int64_t kept) { limiter->refund(verdict, kept); },
+      std::move(options));
+}
+
+}  // namespace floodgate::http

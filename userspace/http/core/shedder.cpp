@@ -1,0 +1,111 @@
+// SPDX-License-Identifier: MIT
+// Priority classes: classifying a request and admitting it within its class's threshold.
+#include "floodgate/core/shedder.h"
+
+#include <optional>
+
+#include "floodgate/core/header_text.h"
+
+namespace floodgate::http {
+
+std::shared_ptr<SheddingState::Counters> SheddingState::countersOf(const std::string& name) {
+  std::lock_guard lock(mutex_);
+  std::shared_ptr<Counters>& counters = counters_[name];
+  if (!counters) counters = std::make_shared<Counters>();
+  return counters;
+}
+
+std::shared_ptr<AdaptiveLimit> SheddingState::adaptiveFor(const AdaptiveConcurrencyConfig& config) {
+  std::lock_guard lock(mutex_);
+  if (!config.enabled) return nullptr;
+  if (!adaptive_ || !(adaptive_config_ == config)) {
+    adaptive_ = std::make_shared<AdaptiveLimit>(config);
+    adaptive_config_ = config;
+  }
+  return adaptive_;
+}
+
+InFlight::~InFlight() {
+  state_->in_flight.fetch_sub(1, std::memory_order_acq_rel);
+  if (adaptive_) {
+    const int64_t now_ns = clock_->nowNs();
+    adaptive_->record(now_ns - entered_ns_, failed_.load(std::memory_order_relaxed), now_ns);
+  }
+}
+
+Shedder::Shedder(const SheddingConfig& config, const AdaptiveConcurrencyConfig& adaptive,
+                 std::shared_ptr<SheddingState> state, std::shared_ptr<const Clock> clock)
+    : default_class_(config.default_class),
+      state_(std::move(state)),
+      adaptive_(state_->adaptiveFor(adaptive)),
+      clock_(std::move(clock)) {
+  for (const PriorityClass& c : config.classes) {
+    classes_.push_back({c.name, c.match, c.max_in_flight, state_->countersOf(c.name)});
+  }
+  if (classes_.empty()) {
+    classes_.push_back({"default", {}, adaptive.ceiling, state_->countersOf("default")});
+    default_class_ = 0;
+  }
+}
+
+int64_t Shedder::threshold(size_t index) const {
+  const int64_t own = classes_[index].max_in_flight;
+  if (!adaptive_) return own;
+  const int64_t limit = adaptive_->limit();
+  const int64_t top = classes_.front().max_in_flight;
+  return index == 0 ? limit : std::max<int64_t>(1, limit * own / top);
+}
+
+size_t Shedder::classify(std::string_view named, const std::vector<std::string_view>& header_values,
+                         std::string_view method, std::string_view path) const {
+  auto byName = [this](std::string_view name) -> std::optional<size_t> {
+    for (size_t i = 0; i < classes_.size(); ++i) {
+      if (classes_[i].name == name) return i;
+    }
+    return std::nullopt;
+  };
+  if (!named.empty()) {
+    if (auto i = byName(named)) return *i;
+  }
+  // One line naming one class; several lines (a client's own line beside the proxy's)
+  // cannot be told apart, so none of them is believed.
+  if (header_values.size() == 1) {
+    if (auto i = byName(trimOws(header_values[0]))) return *i;
+  }
+  for (size_t i = 0; i < classes_.size(); ++i) {
+    for (const RouteMatch& m : classes_[i].match) {
+      if (m.matches(method, path)) return i;
+    }
+  }
+  return default_class_;
+}
+
+std::shared_ptr<InFlight> Shedder::enter(size_t index) {
+  CompiledClass& c = classes_[index];
+  const int64_t max = threshold(index);
+  std::atomic<int64_t>& in_flight = state_->in_flight;
+  int64_t now = in_flight.load(std::memory_order_relaxed);
+  do {
+    if (now >= max) {
+      c.counters->shed.fetch_add(1, std::memory_order_relaxed);
+      return nullptr;
+    }
+  } while (!in_flight.compare_exchange_weak(now, now + 1, std::memory_order_acq_rel,
+                                            std::memory_order_relaxed));
+  c.counters->admitted.fetch_add(1, std::memory_order_relaxed);
+  // The ticket keeps the state alive, so it can be given back after this shedder (and the
+  // policy set that owns it) is gone.
+  return std::make_shared<InFlight>(state_, adaptive_, clock_, adaptive_ ? clock_->nowNs() : 0);
+}
+
+std::vector<PriorityClassStats> Shedder::stats() const {
+  std::vector<PriorityClassStats> out;
+  for (const CompiledClass& c : classes_) {
+    out.push_back({c.name, threshold(static_cast<size_t>(&c - classes_.data())),
+                   c.counters->admitted.load(std::memory_order_relaxed),
+                   c.counters->shed.load(std::memory_order_relaxed)});
+  }
+  return out;
+}
+
+}  // namespace floodgate::http

@@ -1,0 +1,122 @@
+// SPDX-License-Identifier: MIT
+// Rejection counting per client IP in fixed windows, and the reports to the controller.
+#include "floodgate/fleet/offender_reporter.h"
+
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "floodgate/fleet/report_stream.h"
+
+namespace floodgate::http {
+
+Result<std::unique_ptr<OffenderReporter>> OffenderReporter::create(
+    const HttpConfig& http, std::shared_ptr<const Clock> clock) {
+  const EscalateConfig& config = http.escalate;
+  if (!config.enabled) return Error::usage("http.escalate is not configured");
+  if (!config.redis_stream.empty()) {
+    auto stream = std::make_unique<RedisReportQueue>(reportClientOptions(http.store),
+                                                     config.redis_stream, config.secret);
+    return std::unique_ptr<OffenderReporter>(
+        new OffenderReporter(config, std::move(clock), -1, std::move(stream)));
+  }
+  if (config.socket.size() >= sizeof(sockaddr_un{}.sun_path)) {
+    return Error::usage("http.escalate.socket is too long for a Unix socket: " + config.socket);
+  }
+  int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0)
+    return Error::failure(std::string("cannot make a Unix socket: ") + std::strerror(errno));
+  return std::unique_ptr<OffenderReporter>(
+      new OffenderReporter(config, std::move(clock), fd, nullptr));
+}
+
+OffenderReporter::OffenderReporter(const EscalateConfig& config, std::shared_ptr<const Clock> clock,
+                                   int fd, std::unique_ptr<RedisReportQueue> stream)
+    : config_(config), clock_(std::move(clock)), fd_(fd), stream_(std::move(stream)) {}
+
+void OffenderReporter::close() {
+  if (stream_) stream_->close();
+}
+
+uint64_t OffenderReporter::reportsSent() const {
+  return sent_.load() + (stream_ ? stream_->sent() : 0);
+}
+uint64_t OffenderReporter::reportErrors() const {
+  return errors_.load() + (stream_ ? stream_->errors() : 0);
+}
+uint64_t OffenderReporter::dropped() const {
+  return dropped_.load() + (stream_ ? stream_->dropped() : 0);
+}
+
+OffenderReporter::~OffenderReporter() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void OffenderReporter::evictOld(int64_t now_ns) {
+  const int64_t window_ns = config_.within_ms * 1'000'000;
+  for (auto it = clients_.begin(); it != clients_.end();) {
+    const Client& c = it->second;
+    if (now_ns - c.window_start_ns >= window_ns && now_ns >= c.quiet_until_ns) {
+      it = clients_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+void OffenderReporter::noteRejection(std::string_view client_key) {
+  if (client_key.empty()) return;
+  const int64_t now = clock_->nowNs();
+  const int64_t window_ns = config_.within_ms * 1'000'000;
+  bool report = false;
+  {
+    std::lock_guard lock(mutex_);
+    auto it = clients_.find(std::string(client_key));
+    if (it == clients_.end()) {
+      if (clients_.size() >= kMaxTracked) evictOld(now);
+      if (clients_.size() >= kMaxTracked) {
+        dropped_.fetch_add(1);
+        return;
+      }
+      it = clients_.emplace(std::string(client_key), Client{now, 0, 0}).first;
+    }
+    Client& c = it->second;
+    if (now < c.quiet_until_ns) return;  // reported already; the ban will catch up
+    if (now - c.window_start_ns >= window_ns) {
+      c.window_start_ns = now;
+      c.rejections = 0;
+    }
+    if (++c.rejections >= config_.rejections) {
+      report = true;
+      c.quiet_until_ns = now + static_cast<int64_t>(config_.ban_ns);
+      c.rejections = 0;
+    }
+  }
+  if (report) send(std::string(client_key));
+}
+
+void OffenderReporter::send(const std::string& client_key) {
+  const std::string line = "offender " + client_key +
+                           " rejections=" + std::to_string(config_.rejections) +
+                           " within_ms=" + std::to_string(config_.within_ms);
+  if (stream_) {
+    stream_->push(line);
+    return;
+  }
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  std::memcpy(address.sun_path, config_.socket.c_str(), config_.socket.size());
+  const std::string datagram = line + "\n";
+  ssize_t n = sendto(fd_, datagram.data(), datagram.size(), MSG_DONTWAIT,
+                     reinterpret_cast<const sockaddr*>(&address), sizeof(address));
+  if (n == static_cast<ssize_t>(datagram.size())) {
+    sent_.fetch_add(1);
+  } else {
+    errors_.fetch_add(1);
+  }
+}
+
+}  // namespace floodgate::http

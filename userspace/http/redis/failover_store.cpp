@@ -1,0 +1,184 @@
+// SPDX-License-Identifier: MIT
+// Deciding remotely while the store answers, and by the failure mode when it does not.
+#include "floodgate/redis/failover_store.h"
+
+#include <algorithm>
+
+namespace floodgate::http {
+
+namespace {
+
+// The limiter refunds on the thread that decided, right after deciding (within check()).
+// A refund of a decision the fallback made must go back to the fallback, not to Redis,
+// or it would give the fleet units it never took. One record per store of the last few
+// fallback admissions on this thread (a request has a handful of policies).
+struct FallbackAdmission {
+  const void* store = nullptr;
+  int64_t admitted_ns = 0;
+  std::string key;
+};
+thread_local std::vector<FallbackAdmission> fallback_admissions;
+constexpr size_t kRememberedAdmissions = 16;
+
+void rememberFallback(const void* store, int64_t admitted_ns, std::string_view key) {
+  if (fallback_admissions.size() >= kRememberedAdmissions) {
+    fallback_admissions.erase(fallback_admissions.begin());
+  }
+  fallback_admissions.push_back({store, admitted_ns, std::string(key)});
+}
+
+// Whether (store, admitted_ns, key) was admitted by the fallback; forgets it if so.
+bool takeFallback(const void* store, int64_t admitted_ns, std::string_view key) {
+  for (auto it = fallback_admissions.begin(); it != fallback_admissions.end(); ++it) {
+    if (it->store == store && it->admitted_ns == admitted_ns && it->key == key) {
+      fallback_admissions.erase(it);
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+FailoverStore::FailoverStore(std::unique_ptr<Store> remote, std::unique_ptr<Store> fallback,
+                             FailureMode mode, std::shared_ptr<CircuitBreaker> breaker,
+                             RejectionCacheOptions rejections)
+    : remote_(std::move(remote)),
+      fallback_(std::move(fallback)),
+      mode_(mode),
+      breaker_(std::move(breaker)),
+      rejections_(rejections) {
+  batchable_ = dynamic_cast<RedisStore*>(remote_.get());
+  sync_ = dynamic_cast<SyncStore*>(remote_.get());
+}
+
+std::optional<Decision> FailoverStore::knownRejection(std::string_view key, int64_t now_ns,
+                                                      int64_t cost) {
+  return rejections_.lookup(key, now_ns, cost);
+}
+
+Result<Decision> FailoverStore::decide(std::string_view key, int64_t now_ns, int64_t cost) {
+  if (sync_ != nullptr) {
+    // A local decision says nothing of Redis's health: it neither feeds the breaker nor is
+    // made while the breaker is open (closed mode then rejects, open mode has its fallback).
+    if (breaker_->state() == BreakerState::kClosed) {
+      if (auto local = sync_->decideLocally(key, now_ns, cost)) return *local;
+    }
+  } else if (auto known = rejections_.lookup(key, now_ns, cost)) {
+    return *known;
+  }
+  if (!breaker_->allow()) {
+    return failed(key, now_ns, cost,
+                  Error::failure("shared store unavailable (circuit breaker open)"));
+  }
+  Result<Decision> decided = remote_->decide(key, now_ns, cost);
+  if (decided) {
+    breaker_->onSuccess();
+    if (sync_ == nullptr) rejections_.remember(key, now_ns, cost, *decided);
+    return decided;
+  }
+  breaker_->onFailure();
+  store_errors_.fetch_add(1, std::memory_order_relaxed);
+  return failed(key, now_ns, cost, decided.error());
+}
+
+const void* FailoverStore::batchGroup() const {
+  return batchable_ != nullptr ? batchable_->sharedClient().get() : nullptr;
+}
+
+std::vector<Result<Decision>> FailoverStore::decideTogether(const std::vector<Item>& items,
+                                                            int64_t now_ns) {
+  std::vector<Result<Decision>> out(items.size(), Error::failure("not decided"));
+  if (items.empty()) return out;
+  // The group is this store's Redis client, and only failover stores have one; an item of
+  // another store (a caller's mistake) is decided on its own rather than trusted.
+  std::vector<FailoverStore*> stores(items.size(), nullptr);
+  std::vector<size_t> ask;  // the items without a known rejection
+  ask.reserve(items.size());
+  for (size_t i = 0; i < items.size(); ++i) {
+    const Item& item = items[i];
+    auto* store = dynamic_cast<FailoverStore*>(item.store);
+    if (store == nullptr || store->batchGroup() != batchGroup() || batchGroup() == nullptr) {
+      out[i] = item.store->decide(item.key, now_ns, item.cost);
+      continue;
+    }
+    stores[i] = store;
+    if (auto known = store->rejections_.lookup(item.key, now_ns, item.cost)) {
+      out[i] = *known;
+    } else {
+      ask.push_back(i);
+    }
+  }
+  if (ask.empty()) return out;
+  CircuitBreaker& breaker = *breaker_;
+  if (!breaker.allow()) {
+    for (size_t i : ask) {
+      const Item& item = items[i];
+      out[i] = stores[i]->failed(item.key, now_ns, item.cost,
+                                 Error::failure("shared store unavailable (circuit breaker open)"));
+    }
+    return out;
+  }
+  std::vector<RedisStore::Across> across;
+  across.reserve(ask.size());
+  for (size_t i : ask) {
+    across.push_back({stores[i]->batchable_, {items[i].key, items[i].cost, 0}});
+  }
+  auto answers = RedisStore::decideAcross(across, now_ns);
+  bool all_answered = answers.ok();
+  for (size_t j = 0; j < ask.size(); ++j) {
+    const Item& item = items[ask[j]];
+    FailoverStore* store = stores[ask[j]];
+    if (answers && (*answers)[j]) {
+      const Decision& decided = (*answers)[j]->decision;
+      store->rejections_.remember(item.key, now_ns, item.cost, decided);
+      out[ask[j]] = decided;
+      continue;
+    }
+    all_answered = false;
+    store->store_errors_.fetch_add(1, std::memory_order_relaxed);
+    Error error = answers ? (*answers)[j].error() : answers.error();
+    out[ask[j]] = store->failed(item.key, now_ns, item.cost, std::move(error));
+  }
+  // One call: one success or one failure for the breaker.
+  if (all_answered) {
+    breaker.onSuccess();
+  } else {
+    breaker.onFailure();
+  }
+  return out;
+}
+
+Result<Decision> FailoverStore::failed(std::string_view key, int64_t now_ns, int64_t cost,
+                                       Error error) {
+  if (mode_ == FailureMode::kClosed || fallback_ == nullptr) {
+    failed_closed_.fetch_add(1, std::memory_order_relaxed);
+    return error;
+  }
+  Result<Decision> local = fallback_->decide(key, now_ns, cost);
+  if (local && local->allowed()) {
+    fallback_allowed_.fetch_add(1, std::memory_order_relaxed);
+    rememberFallback(this, now_ns, key);
+  } else {
+    fallback_rejected_.fetch_add(1, std::memory_order_relaxed);
+  }
+  return local;
+}
+
+void FailoverStore::refund(std::string_view key, int64_t admitted_ns, int64_t cost) {
+  // Units come back: a rejection remembered for the key may no longer hold.
+  rejections_.forget(key);
+  if (takeFallback(this, admitted_ns, key)) {
+    fallback_->refund(key, admitted_ns, cost);
+    return;
+  }
+  // A refund is a call too: skip it while the store is known to be down.
+  if (breaker_->state() == BreakerState::kClosed) remote_->refund(key, admitted_ns, cost);
+}
+
+FailoverStats FailoverStore::stats() const {
+  return {store_errors_.load(), fallback_allowed_.load(), fallback_rejected_.load(),
+          failed_closed_.load(), rejections_.stats().answered};
+}
+
+}  // namespace floodgate::http

@@ -1,0 +1,148 @@
+// SPDX-License-Identifier: MIT
+// Leasing units for hot keys, spending them locally, and giving back what is left.
+#include "floodgate/redis/prefetch_store.h"
+
+#include <algorithm>
+
+namespace floodgate::http {
+
+namespace {
+constexpr size_t kMaxHotKeys = 1024;
+constexpr size_t kMaxCountedKeys = 8192;  // detection forgets everything beyond this
+}  // namespace
+
+PrefetchStore::PrefetchStore(std::unique_ptr<RedisStore> remote, AlgorithmKind kind,
+                             PrefetchOptions options)
+    : remote_(std::move(remote)), kind_(kind), options_(std::move(options)) {
+  for (const std::string& key : options_.hot_keys) leases_[key] = std::make_unique<Lease>();
+}
+
+PrefetchStore::~PrefetchStore() { returnLeases(); }
+
+PrefetchStore::Lease* PrefetchStore::hotLease(std::string_view key, int64_t now_ns) {
+  {
+    std::shared_lock lock(leases_mutex_);
+    auto it = leases_.find(std::string(key));
+    if (it != leases_.end()) return it->second.get();
+  }
+  if (options_.detect_per_s <= 0) return nullptr;
+  {
+    std::lock_guard lock(counts_mutex_);
+    int64_t second = now_ns / 1'000'000'000;
+    if (second != counts_second_ || counts_.size() >= kMaxCountedKeys) {
+      counts_.clear();
+      counts_second_ = second;
+    }
+    if (++counts_[std::string(key)] < options_.detect_per_s) return nullptr;
+  }
+  std::unique_lock lock(leases_mutex_);
+  if (leases_.size() >= kMaxHotKeys) return nullptr;
+  auto& lease = leases_[std::string(key)];
+  if (!lease) lease = std::make_unique<Lease>();
+  return lease.get();
+}
+
+void PrefetchStore::dropUnits(std::string_view key, Lease& lease) {
+  if (lease.units == 0) return;
+  int64_t units = std::exchange(lease.units, 0);
+  // Best effort: units that cannot be given back (Redis down) lapse when the state expires.
+  bool given = remote_->giveBack(key, lease.redis_at_ns, units).ok();
+  std::lock_guard lock(stats_mutex_);
+  (given ? stats_.units_returned : stats_.units_lapsed) += units;
+}
+
+Result<Decision> PrefetchStore::decide(std::string_view key, int64_t now_ns, int64_t cost) {
+  Lease* lease = hotLease(key, now_ns);
+  if (lease == nullptr) return remote_->decide(key, now_ns, cost);
+
+  std::lock_guard lock(lease->mutex);
+  if (lease->units > 0 && now_ns >= lease->expires_ns) {
+    if (kind_ == AlgorithmKind::kFixedWindow) {
+      // The window is over in Redis too: the units lapse (the refund script would ignore
+      // them anyway, as they name a past window).
+      std::lock_guard stats_lock(stats_mutex_);
+      stats_.units_lapsed += std::exchange(lease->units, 0);
+    } else {
+      dropUnits(key, *lease);
+    }
+  }
+  if (lease->units >= cost) {
+    lease->units -= cost;
+    Decision d;
+    d.limit = remote_->quota();
+    d.outcome = Outcome::kAllowed;
+    d.remaining = lease->remote_remaining + lease->units;
+    d.reset_ns = std::max<int64_t>(0, lease->reset_at_ns - now_ns);
+    return d;
+  }
+  auto answers =
+      remote_->decideMany({{key, cost, std::max<int64_t>(0, options_.batch - cost)}}, now_ns);
+  if (!answers) return answers.error();
+  Result<RedisStore::Answer>& answer = (*answers)[0];
+  if (!answer) return answer.error();
+  const Decision& d = answer->decision;
+  if (d.allowed() && answer->leased > 0) {
+    // Older units of a bucket lease are given back first so every unit held here is
+    // younger than lease_ms; a window's older units are of this same window.
+    if (kind_ != AlgorithmKind::kFixedWindow) dropUnits(key, *lease);
+    lease->units += answer->leased;
+    lease->redis_at_ns = answer->redis_now_ns;
+    lease->remote_remaining = d.remaining;
+    lease->reset_at_ns = now_ns + d.reset_ns;
+    // now_ns was read before the request left, so our window end is never past Redis's.
+    lease->expires_ns = kind_ == AlgorithmKind::kFixedWindow
+                            ? now_ns + d.reset_ns
+                            : now_ns + options_.lease_ms * 1'000'000;
+    std::lock_guard stats_lock(stats_mutex_);
+    ++stats_.leases;
+    stats_.units_leased += answer->leased;
+  }
+  return d;
+}
+
+void PrefetchStore::refund(std::string_view key, int64_t admitted_ns, int64_t cost) {
+  Lease* lease = nullptr;
+  {
+    std::shared_lock lock(leases_mutex_);
+    auto it = leases_.find(std::string(key));
+    if (it != leases_.end()) lease = it->second.get();
+  }
+  if (lease == nullptr) {
+    remote_->refund(key, admitted_ns, cost);
+    return;
+  }
+  {
+    // Back into the local lease while it lasts: it returns to Redis with the rest of it.
+    std::lock_guard lock(lease->mutex);
+    if (admitted_ns < lease->expires_ns) {
+      lease->units += cost;
+      return;
+    }
+  }
+  remote_->refund(key, admitted_ns, cost);
+}
+
+void PrefetchStore::returnLeases() {
+  std::shared_lock lock(leases_mutex_);
+  for (auto& [key, lease] : leases_) {
+    std::lock_guard lease_lock(lease->mutex);
+    dropUnits(key, *lease);
+  }
+}
+
+PrefetchStats PrefetchStore::stats() const {
+  PrefetchStats s;
+  {
+    std::lock_guard lock(stats_mutex_);
+    s = stats_;
+  }
+  std::shared_lock lock(leases_mutex_);
+  s.hot_keys = static_cast<int64_t>(leases_.size());
+  for (const auto& [key, lease] : leases_) {
+    std::lock_guard lease_lock(lease->mutex);
+    s.stranded += lease->units;
+  }
+  return s;
+}
+
+}  // namespace floodgate::http

@@ -1,0 +1,236 @@
+// SPDX-License-Identifier: MIT
+// Deciding through Redis scripts: build EVALSHA commands, fall back to EVAL, read answers.
+#include "floodgate/redis/redis_store.h"
+
+#include <map>
+
+#include "floodgate/redis/scripts.h"
+
+namespace floodgate::http {
+
+namespace {
+
+constexpr int64_t kNsPerUs = 1000;
+constexpr size_t kMaxKeyBytes = 200;
+
+Result<RedisStore::Answer> readAnswer(const redis::Reply& reply, int64_t quota) {
+  if (reply.isError()) return Error::failure("redis script failed: " + reply.str);
+  if (reply.type != redis::Reply::Type::kArray || reply.elements.size() != 7) {
+    return Error::failure("redis script answered something unexpected");
+  }
+  auto at = [&](size_t i) { return reply.elements[i].integer; };
+  RedisStore::Answer a;
+  a.decision.outcome = at(0) == 0   ? Outcome::kAllowed
+                       : at(0) == 2 ? Outcome::kCostExceedsBurst
+                                    : Outcome::kRejected;
+  a.decision.delay_ns = at(1) * kNsPerUs;
+  a.decision.limit = quota;
+  a.decision.remaining = at(2);
+  a.decision.reset_ns = at(3) * kNsPerUs;
+  a.decision.retry_after_ns = at(4) * kNsPerUs;
+  a.redis_now_ns = at(5) * kNsPerUs;
+  a.leased = at(6);
+  return a;
+}
+
+}  // namespace
+
+RedisStore::RedisStore(std::shared_ptr<redis::Client> client, std::string policy,
+                       const AlgorithmParams& params, RedisStoreOptions options)
+    : client_(std::move(client)),
+      policy_(std::move(policy)),
+      params_(params),
+      options_(std::move(options)) {
+  quota_ = isWindowAlgorithm(params.kind) ? params.limit : params.capacity;
+}
+
+std::vector<std::string> RedisStore::redisKeys(std::string_view key) const {
+  std::string base = options_.prefix + ":{" + policy_ + ":";
+  // Keys are client-chosen (an API key header): bound what one can make Redis store.
+  if (key.size() > kMaxKeyBytes) {
+    base += "sha1:" + redis::sha1Hex(key);
+  } else {
+    base += key;
+  }
+  base += "}";
+  if (params_.kind == AlgorithmKind::kSlidingWindowLog) return {base + ":log", base + ":seq"};
+  // named after the algorithm: a policy that changes algorithm starts its keys fresh (its
+  // old state means nothing to the new one, and may be another Redis type)
+  return {base + ":" + std::string(algorithmName(params_.kind))};
+}
+
+std::vector<std::string> RedisStore::params() const {
+  if (isWindowAlgorithm(params_.kind)) {
+    return {std::to_string(params_.limit), std::to_string(params_.window_ms * 1000)};
+  }
+  int64_t rate_milli = rateMilliPerS(params_.rate_per_s);
+  // The in-memory interval rounded up to whole µs: never faster than the rate.
+  int64_t interval_us = ceilDiv(1'000'000'000, rate_milli);
+  return {std::to_string(params_.capacity), std::to_string(rate_milli), std::to_string(interval_us),
+          params_.kind == AlgorithmKind::kLeakyBucket ? "queue" : "gcra"};
+}
+
+redis::RoutedCommand RedisStore::command(const redis::Script& script, std::string_view key,
+                                         std::string now_arg, int64_t cost, int64_t extra) const {
+  std::vector<std::string> keys = redisKeys(key);
+  redis::RoutedCommand rc;
+  rc.key = keys[0];
+  rc.command = {"EVALSHA", script.sha1, std::to_string(keys.size())};
+  for (std::string& k : keys) rc.command.push_back(std::move(k));
+  rc.command.push_back(std::move(now_arg));
+  rc.command.push_back(std::to_string(cost));
+  rc.command.push_back(std::to_string(extra));
+  for (std::string& p : params()) rc.command.push_back(std::move(p));
+  return rc;
+}
+
+Result<std::vector<redis::Reply>> RedisStore::evalAll(
+    redis::Client& client, std::vector<redis::RoutedCommand> commands,
+    const std::vector<const redis::Script*>& scripts) {
+  redis::Deadline deadline = client.deadline();
+  auto replies = client.run(commands, deadline);
+  if (!replies) return replies;
+  // A server that restarted (or a new cluster node) has an empty script cache.
+  std::vector<redis::RoutedCommand> retry;
+  std::vector<size_t> where;
+  for (size_t i = 0; i < replies->size(); ++i) {
+    if (!(*replies)[i].isError("NOSCRIPT")) continue;
+    redis::RoutedCommand rc = std::move(commands[i]);
+    rc.command[0] = "EVAL";
+    rc.command[1] = scripts[i]->body;
+    retry.push_back(std::move(rc));
+    where.push_back(i);
+  }
+  if (retry.empty()) return replies;
+  auto again = client.run(retry, deadline);
+  if (!again) return again.error();
+  for (size_t j = 0; j < where.size(); ++j) (*replies)[where[j]] = std::move((*again)[j]);
+  return replies;
+}
+
+redis::RoutedCommand RedisStore::decideCommand(const Request& r, int64_t now_ns) const {
+  std::string now_arg = options_.virtual_time ? std::to_string(now_ns / kNsPerUs) : "";
+  return command(redis::decideScript(params_.kind), r.key, std::move(now_arg), r.cost,
+                 canLease(params_.kind) ? r.extra : 0);
+}
+
+Result<RedisStore::Answer> RedisStore::answer(const redis::Reply& reply, int64_t now_ns) {
+  Result<Answer> a = readAnswer(reply, quota_);
+  if (a) clock_offset_ns_.store(a->redis_now_ns - now_ns, std::memory_order_relaxed);
+  return a;
+}
+
+Result<std::vector<Result<RedisStore::Answer>>> RedisStore::decideMany(
+    const std::vector<Request>& requests, int64_t now_ns) {
+  std::vector<Across> items;
+  items.reserve(requests.size());
+  for (const Request& r : requests) items.push_back({this, r});
+  return decideAcross(items, now_ns);
+}
+
+Result<std::vector<Result<RedisStore::Answer>>> RedisStore::decideAcross(
+    const std::vector<Across>& items, int64_t now_ns) {
+  if (items.empty()) return std::vector<Result<Answer>>{};
+  std::vector<redis::RoutedCommand> commands;
+  std::vector<const redis::Script*> scripts;
+  commands.reserve(items.size());
+  scripts.reserve(items.size());
+  for (const Across& item : items) {
+    commands.push_back(item.store->decideCommand(item.request, now_ns));
+    scripts.push_back(&redis::decideScript(item.store->params_.kind));
+  }
+  auto replies = evalAll(*items[0].store->client_, std::move(commands), scripts);
+  if (!replies) return replies.error();
+  std::vector<Result<Answer>> answers;
+  answers.reserve(replies->size());
+  for (size_t i = 0; i < items.size(); ++i) {
+    answers.push_back(items[i].store->answer((*replies)[i], now_ns));
+  }
+  return answers;
+}
+
+Result<Decision> RedisStore::decide(std::string_view key, int64_t now_ns, int64_t cost) {
+  auto answers = decideMany({Request{key, cost, 0}}, now_ns);
+  if (!answers) return answers.error();
+  Result<Answer>& answer = (*answers)[0];
+  if (!answer) return answer.error();
+  return answer->decision;
+}
+
+Result<std::vector<Result<RedisStore::Synced>>> RedisStore::sync(const std::vector<SyncItem>& items,
+                                                                 int64_t now_ns) {
+  constexpr size_t kKeysPerScript = 256;
+  const redis::Script& script = redis::syncScript(params_.kind);
+  std::vector<std::string> parameters = params();
+  parameters.resize(3, "0");
+  // Batches: the items' indexes, grouped by slot in a cluster (a script's keys must share
+  // one), all together on a single server; at most kKeysPerScript each, so one script
+  // never holds the server long.
+  std::vector<std::vector<size_t>> batches;
+  {
+    std::map<uint16_t, std::vector<size_t>> by_slot;
+    const bool cluster = client_->options().cluster;
+    for (size_t i = 0; i < items.size(); ++i) {
+      std::vector<size_t>& open = by_slot[cluster ? redis::keySlot(redisKeys(items[i].key)[0]) : 0];
+      open.push_back(i);
+      if (open.size() == kKeysPerScript) batches.push_back(std::move(open)), open.clear();
+    }
+    for (auto& [slot, rest] : by_slot) {
+      if (!rest.empty()) batches.push_back(std::move(rest));
+    }
+  }
+  std::vector<redis::RoutedCommand> commands;
+  std::vector<const redis::Script*> scripts(batches.size(), &script);
+  std::string now_arg = options_.virtual_time ? std::to_string(now_ns / kNsPerUs) : "";
+  for (const std::vector<size_t>& batch : batches) {
+    redis::RoutedCommand rc;
+    rc.command = {"EVALSHA", script.sha1, std::to_string(batch.size())};
+    for (size_t i : batch) rc.command.push_back(redisKeys(items[i].key)[0]);
+    rc.key = rc.command[3];
+    rc.command.push_back(now_arg);
+    for (const std::string& p : parameters) rc.command.push_back(p);
+    for (size_t i : batch) {
+      rc.command.push_back(std::to_string(items[i].spent));
+      rc.command.push_back(std::to_string(items[i].window_index));
+    }
+    commands.push_back(std::move(rc));
+  }
+  auto replies = evalAll(*client_, std::move(commands), scripts);
+  if (!replies) return replies.error();
+  std::vector<Result<Synced>> out(items.size(), Error::failure("not synced"));
+  for (size_t b = 0; b < batches.size(); ++b) {
+    const redis::Reply& reply = (*replies)[b];
+    if (reply.type != redis::Reply::Type::kArray ||
+        reply.elements.size() != 1 + 2 * batches[b].size()) {
+      Error error = Error::failure(reply.isError() ? "redis sync failed: " + reply.str
+                                                   : "redis sync answered something unexpected");
+      for (size_t i : batches[b]) out[i] = error;
+      continue;
+    }
+    const int64_t redis_now_ns = reply.elements[0].integer * kNsPerUs;
+    for (size_t j = 0; j < batches[b].size(); ++j) {
+      out[batches[b][j]] = Synced{reply.elements[1 + 2 * j].integer,
+                                  reply.elements[2 + 2 * j].integer * kNsPerUs, redis_now_ns};
+    }
+  }
+  return out;
+}
+
+Status RedisStore::giveBack(std::string_view key, int64_t redis_at_ns, int64_t units) {
+  const redis::Script& script = redis::refundScript(params_.kind);
+  auto replies =
+      evalAll(*client_, {command(script, key, std::to_string(redis_at_ns / kNsPerUs), units, 0)},
+              {&script});
+  if (!replies) return replies.error();
+  if ((*replies)[0].isError()) return Error::failure("redis refund failed: " + (*replies)[0].str);
+  return {};
+}
+
+void RedisStore::refund(std::string_view key, int64_t admitted_ns, int64_t cost) {
+  int64_t redis_ns = options_.virtual_time
+                         ? admitted_ns
+                         : admitted_ns + clock_offset_ns_.load(std::memory_order_relaxed);
+  (void)giveBack(key, redis_ns, cost);
+}
+
+}  // namespace floodgate::http

@@ -1,0 +1,61 @@
+// SPDX-License-Identifier: MIT
+// The breaker's three states and the moves between them.
+#include "floodgate/stores/circuit_breaker.h"
+
+namespace floodgate::http {
+
+std::string_view breakerStateName(BreakerState state) {
+  switch (state) {
+    case BreakerState::kClosed:
+      return "closed";
+    case BreakerState::kOpen:
+      return "open";
+    case BreakerState::kHalfOpen:
+      return "half_open";
+  }
+  return "unknown";
+}
+
+CircuitBreaker::CircuitBreaker(CircuitBreakerOptions options, std::shared_ptr<const Clock> clock)
+    : options_(options), clock_(std::move(clock)) {}
+
+bool CircuitBreaker::allow() {
+  if (state() == BreakerState::kClosed) return true;
+  std::lock_guard lock(mutex_);
+  if (state() == BreakerState::kClosed) return true;
+  if (probe_in_flight_) return false;
+  if (state() == BreakerState::kOpen && clock_->nowNs() < open_until_ns_) return false;
+  state_.store(static_cast<int>(BreakerState::kHalfOpen));
+  probe_in_flight_ = true;  // this caller is the probe
+  return true;
+}
+
+void CircuitBreaker::onSuccess() {
+  if (state() == BreakerState::kClosed) {
+    if (consecutive_failures_.load(std::memory_order_relaxed) != 0) consecutive_failures_.store(0);
+    return;
+  }
+  std::lock_guard lock(mutex_);
+  consecutive_failures_.store(0);
+  probe_in_flight_ = false;
+  state_.store(static_cast<int>(BreakerState::kClosed));
+}
+
+void CircuitBreaker::open(int64_t now_ns) {
+  open_until_ns_ = now_ns + options_.open_ms * 1'000'000;
+  if (state() != BreakerState::kOpen) times_opened_.fetch_add(1);
+  state_.store(static_cast<int>(BreakerState::kOpen));
+}
+
+void CircuitBreaker::onFailure() {
+  std::lock_guard lock(mutex_);
+  if (state() == BreakerState::kHalfOpen) {
+    probe_in_flight_ = false;
+    open(clock_->nowNs());
+    return;
+  }
+  if (state() == BreakerState::kOpen) return;  // a call that started before it opened
+  if (consecutive_failures_.fetch_add(1) + 1 >= options_.failures_to_open) open(clock_->nowNs());
+}
+
+}  // namespace floodgate::http

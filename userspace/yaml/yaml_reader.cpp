@@ -1,0 +1,177 @@
+// SPDX-License-Identifier: MIT
+// The shared checks of YamlReader: types, keys and units, each failure one positioned line.
+#include "floodgate/yaml/yaml_reader.h"
+
+#include <algorithm>
+#include <charconv>
+
+#include "floodgate/yaml/yaml_mark.h"
+
+namespace floodgate::config {
+
+const YamlEntry* YamlFields::find(std::string_view name) const {
+  for (const auto& [key, entry] : entries_) {
+    if (key == name) return &entry;
+  }
+  return nullptr;
+}
+
+std::string describeNode(const YAML::Node& node) {
+  if (!node.IsDefined() || node.IsNull()) return "nothing";
+  if (node.IsMap()) return "a mapping";
+  if (node.IsSequence()) return "a list";
+  return "'" + node.Scalar() + "'";
+}
+
+std::string joinNames(std::initializer_list<std::string_view> names) {
+  std::string out;
+  for (std::string_view name : names) {
+    if (!out.empty()) out += ", ";
+    out += name;
+  }
+  return out;
+}
+
+void YamlReader::error(const YAML::Node& node, std::string message) {
+  addAt(diagnostics_, file_, node, std::move(message));
+}
+
+void YamlReader::error(const YamlEntry& entry, std::string message) {
+  const bool empty_value = !entry.value.IsDefined() || entry.value.IsNull();
+  error(empty_value ? entry.key : entry.value, std::move(message));
+}
+
+void YamlReader::anchorSince(size_t first, const YAML::Node& node) {
+  if (first == diagnostics_.size()) return;
+  const YAML::Mark mark = node.Mark();
+  anchors_.push_back({first, diagnostics_.size(), mark.line + 1, mark.column + 1});
+}
+
+std::vector<Diagnostic> YamlReader::sortedDiagnostics() const {
+  struct Keyed {
+    int line, column;
+    const Diagnostic* diagnostic;
+  };
+  std::vector<Keyed> keyed;
+  const std::vector<Diagnostic>& items = diagnostics_.items();
+  for (size_t i = 0; i < items.size(); ++i) {
+    Keyed k{items[i].line, items[i].column, &items[i]};
+    for (const AnchoredRange& range : anchors_) {
+      if (i >= range.first && i < range.end) k = {range.line, range.column, &items[i]};
+    }
+    keyed.push_back(k);
+  }
+  std::stable_sort(keyed.begin(), keyed.end(), [](const Keyed& a, const Keyed& b) {
+    return a.line != b.line ? a.line < b.line : a.column < b.column;
+  });
+  std::vector<Diagnostic> out;
+  for (const Keyed& k : keyed) out.push_back(*k.diagnostic);
+  return out;
+}
+
+std::optional<YamlFields> YamlReader::mapping(const YamlEntry& entry, std::string_view what,
+                                              std::initializer_list<std::string_view> known) {
+  const YAML::Node& node = entry.value;
+  const std::string where = what.empty() ? "at the top level" : "in " + std::string(what);
+  if (!node.IsMap()) {
+    std::string name = what.empty() ? "the config" : std::string(what);
+    error(entry,
+          name + " must be a mapping of " + joinNames(known) + " (got " + describeNode(node) + ")");
+    return std::nullopt;
+  }
+  YamlFields fields;
+  std::vector<std::pair<std::string, int>> seen;  // key, 1-based line
+  for (const auto& item : node) {
+    const std::string key = item.first.IsScalar() ? item.first.Scalar() : describeNode(item.first);
+    if (std::find(known.begin(), known.end(), key) == known.end()) {
+      error(item.first,
+            "unknown key '" + key + "' " + where + " (expected " + joinNames(known) + ")");
+      continue;
+    }
+    auto first =
+        std::find_if(seen.begin(), seen.end(), [&](const auto& s) { return s.first == key; });
+    if (first != seen.end()) {
+      error(item.first, "key '" + key + "' is given twice " + where + " (first at line " +
+                            std::to_string(first->second) + ")");
+      continue;
+    }
+    seen.emplace_back(key, item.first.Mark().line + 1);
+    fields.add(key, {item.first, item.second});
+  }
+  return fields;
+}
+
+bool YamlReader::list(const YamlEntry& entry, std::string_view what, std::string_view shape) {
+  if (entry.value.IsSequence()) return true;
+  error(entry, std::string(what) + " must be a list of " + std::string(shape) + " (got " +
+                   describeNode(entry.value) + ")");
+  return false;
+}
+
+std::optional<std::string> YamlReader::text(const YamlEntry& entry, std::string_view what) {
+  if (!entry.value.IsScalar() || entry.value.Scalar().empty()) {
+    error(entry, std::string(what) + " must be a non-empty string (got " +
+                     describeNode(entry.value) + ")");
+    return std::nullopt;
+  }
+  return entry.value.Scalar();
+}
+
+std::optional<size_t> YamlReader::choice(const YamlEntry& entry, std::string_view what,
+                                         std::initializer_list<std::string_view> choices) {
+  if (entry.value.IsScalar()) {
+    auto it = std::find(choices.begin(), choices.end(), entry.value.Scalar());
+    if (it != choices.end()) return static_cast<size_t>(it - choices.begin());
+  }
+  error(entry, std::string(what) + " must be one of " + joinNames(choices) + " (got " +
+                   describeNode(entry.value) + ")");
+  return std::nullopt;
+}
+
+std::optional<bool> YamlReader::boolean(const YamlEntry& entry, std::string_view what) {
+  bool value = false;
+  if (entry.value.IsScalar() && YAML::convert<bool>::decode(entry.value, value)) return value;
+  error(entry,
+        std::string(what) + " must be true or false (got " + describeNode(entry.value) + ")");
+  return std::nullopt;
+}
+
+std::optional<uint64_t> YamlReader::withUnit(const YamlEntry& entry, std::string_view what,
+                                             Result<uint64_t> (*parse)(std::string_view),
+                                             std::string_view example) {
+  if (!entry.value.IsScalar()) {
+    error(entry, std::string(what) + " must be a single value such as " + std::string(example) +
+                     " (got " + describeNode(entry.value) + ")");
+    return std::nullopt;
+  }
+  Result<uint64_t> value = parse(entry.value.Scalar());
+  if (!value) {
+    error(entry, std::string(what) + ": " + value.error().message);
+    return std::nullopt;
+  }
+  return *value;
+}
+
+std::optional<int64_t> YamlReader::integer(const YamlEntry& entry, std::string_view what,
+                                           int64_t min, int64_t max) {
+  int64_t value = 0;
+  bool parsed = false;
+  if (entry.value.IsScalar()) {
+    const std::string& text = entry.value.Scalar();
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+    parsed = ec == std::errc() && end == text.data() + text.size() && !text.empty();
+  }
+  if (!parsed) {
+    error(entry, std::string(what) + " must be a whole number from " + std::to_string(min) +
+                     " to " + std::to_string(max) + " (got " + describeNode(entry.value) + ")");
+    return std::nullopt;
+  }
+  if (value < min || value > max) {
+    error(entry, std::string(what) + " must be from " + std::to_string(min) + " to " +
+                     std::to_string(max) + ", got " + std::to_string(value));
+    return std::nullopt;
+  }
+  return value;
+}
+
+}  // namespace floodgate::config
