@@ -10,6 +10,7 @@ FLOODGATE_PACKAGES=(
   googletest libgtest-dev libgmock-dev libbenchmark-dev
   iproute2 nftables iptables redis-server redis-tools prometheus
   systemd  # systemd-analyze verifies the unit file
+  dpkg-dev groff-base man-db  # the .deb's dependencies (dpkg-shlibdeps); checking the man page
 )
 
 # What scripts/bench.sh needs on top: plots, JSON on the command line, veth GRO and counters,
