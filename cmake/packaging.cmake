@@ -76,6 +76,8 @@ set(CPACK_DEBIAN_FLOODGATE_PACKAGE_CONTROL_EXTRA
 # shlibdeps adds what its shared library links.
 set(CPACK_DEBIAN_DEV_PACKAGE_NAME libfloodgate-dev)
 set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)
+set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS
+  "libyaml-cpp-dev, libhiredis-dev, libssl-dev, libcpp-httplib-dev, pkgconf | pkg-config")
 set(CPACK_DEBIAN_DEV_DESCRIPTION "libfloodgate: per-key rate limits for HTTP services (development files)
 Headers, shared and static libraries, CMake package and pkg-config files of
 libfloodgate: policies by route, client IP, API key or user; six algorithms;
