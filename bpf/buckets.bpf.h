@@ -4,6 +4,7 @@
 #ifndef FLOODGATE_BUCKETS_BPF_H
 #define FLOODGATE_BUCKETS_BPF_H
 
+#include "clock.bpf.h"
 #include "fg_gcra.h"
 #include "fg_window.h"
 #include "maps.bpf.h"

@@ -1,15 +1,17 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR MIT) */
 /* floodgate's XDP program: the path of one packet, from parse to verdict. */
 #include <linux/bpf.h>
+/* after linux/bpf.h, whose types it uses */
 #include <bpf/bpf_helpers.h>
 
-#include "floodgate_shared.h"
-#include "parse.bpf.h"
-#include "maps.bpf.h"
-#include "counters.bpf.h"
-#include "lists.bpf.h"
-#include "events.bpf.h"
 #include "bans.bpf.h"
+#include "clock.bpf.h"
+#include "counters.bpf.h"
+#include "events.bpf.h"
+#include "floodgate_shared.h"
+#include "lists.bpf.h"
+#include "maps.bpf.h"
+#include "parse.bpf.h"
 #include "rules.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
@@ -63,7 +65,7 @@ int floodgate_xdp(struct xdp_md *ctx)
 		      settings->allow_entries, &pkt))
 		return fg_finish(settings, FG_VERDICT_PASS, FG_REASON_ALLOW, len);
 	if (settings->ban_entries[pkt.family & 1]) {
-		jiffies = bpf_jiffies64();
+		jiffies = fg_jiffies();
 		if (fg_banned(settings, &pkt, jiffies))
 			return fg_finish(settings, FG_VERDICT_DROP, FG_REASON_BAN, len);
 	}

@@ -310,7 +310,7 @@ static int fg_rule_step(__u32 i, struct fg_walk *walk)
 	if (!rule || !fg_rule_matches(rule, &walk->pkt, walk->source_sets))
 		return 0;
 	if (!walk->eval.now) {
-		walk->eval.jiffies = bpf_jiffies64();
+		walk->eval.jiffies = fg_jiffies();
 		walk->eval.now = fg_units(walk->eval.jiffies);
 	}
 	if (fg_rule_admits(rule, &walk->pkt, &walk->eval)) {

@@ -71,6 +71,10 @@ class XdpProgramTest : public ::testing::Test {
 
   Limiter& limiter() { return loaded_->limiter; }
 
+  // The program's clock, for a program loaded with options.test_clock_hz: it reads
+  // `jiffies` until the next call, however long the runs take.
+  void setClock(uint64_t jiffies) { loaded_->setTestJiffies(jiffies); }
+
   // Replaces the rules as `floodgate reload` does (state kept by rule name).
   void reload(std::vector<RuleSpec> rules, AttachOptions options = {}) {
     options.interface = pin_name_;

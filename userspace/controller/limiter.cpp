@@ -160,20 +160,26 @@ Result<LoadedLimiter> Limiter::load(const AttachOptions& options) {
   if (Status s = validateOptions(options); !s) return s.error();
   if (Status s = ensureBpffs(); !s) return s.error();
   if (Status s = createPinDirectory(options.interface); !s) return s.error();
-  auto hz = kernelHz();
+  auto hz = options.test_clock_hz ? Result<uint32_t>(options.test_clock_hz) : kernelHz();
   if (!hz) return hz.error();
-  LoadSettings load{options.interface, options.table_slots, options.list_max_entries,
-                    fg_tick_units(*hz), static_cast<uint32_t>(*hz)};
+  LoadSettings load{options.interface,  options.table_slots,        options.list_max_entries,
+                    fg_tick_units(*hz), static_cast<uint32_t>(*hz), options.test_clock_hz != 0};
   auto skeleton = loadProgram(load);
   if (!skeleton) return skeleton.error();
   auto limiter = Limiter::openMaps(options.interface);
   if (!limiter) return limiter.error();
+  limiter->tick_units_ = load.tick_units;  // the test clock's tick, if it has one
   if (Status s = limiter->rebuildListFilters(); !s) return s.error();
   if (Status s = limiter->reload(options); !s) return s.error();
   return LoadedLimiter{std::move(*skeleton), std::move(*limiter)};
 }
 
 int LoadedLimiter::programFd() const { return bpf_program__fd(skeleton->progs.floodgate_xdp); }
+
+void LoadedLimiter::setTestJiffies(uint64_t jiffies) {
+  // .bss is mapped into this process: the store is what the program reads next
+  __atomic_store_n(&skeleton->bss->test_jiffies, jiffies, __ATOMIC_RELEASE);
+}
 
 Result<AttachReport> Limiter::attach(const AttachOptions& options) {
   const std::string& iface = options.interface;

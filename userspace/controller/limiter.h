@@ -40,6 +40,11 @@ struct AttachOptions {
   // when not, the lists are left as they are.
   std::optional<std::vector<Cidr>> allow;
   std::optional<std::vector<Cidr>> deny;
+  // Tests only. Nonzero: the program's clock is not the kernel's jiffies but a clock of this
+  // many ticks a second that moves only when the test sets it (LoadedLimiter::setTestJiffies),
+  // and rules are compiled for that tick. The controller's own readings of the time (bans
+  // added by hand, ban lists, `top`) still read the kernel's jiffies.
+  uint32_t test_clock_hz = 0;
 };
 
 // One ban, as `ban list` shows it.
@@ -264,6 +269,9 @@ struct LoadedLimiter {
   Skeleton skeleton;
   Limiter limiter;
   int programFd() const;
+  // Sets the clock of a program loaded with AttachOptions::test_clock_hz: the packets run
+  // from now on see `jiffies`. Not thread-safe against runs in flight.
+  void setTestJiffies(uint64_t jiffies);
 };
 
 }  // namespace floodgate

@@ -80,6 +80,7 @@ Result<Skeleton> loadProgram(const LoadSettings& settings) {
   skeleton->rodata->tick_units = settings.tick_units;
   skeleton->rodata->table_slot_mask = settings.table_slots - 1;
   skeleton->rodata->ticks_per_second = settings.ticks_per_second;
+  skeleton->rodata->clock_is_test = settings.test_clock ? 1 : 0;
   bpf_map__set_max_entries(skeleton->maps.buckets, settings.table_slots);
   for (bpf_map* list : {skeleton->maps.allow_v4, skeleton->maps.allow_v6, skeleton->maps.deny_v4,
                         skeleton->maps.deny_v6}) {

@@ -28,6 +28,7 @@ struct LoadSettings {
   uint32_t list_max_entries = 0;
   uint64_t tick_units = 0;        // bucket time units per jiffy
   uint32_t ticks_per_second = 0;  // the kernel's HZ, for the event budget
+  bool test_clock = false;        // tests only: the clock is the test_jiffies global
 };
 
 // Opens, configures and loads the program; maps are pinned under the interface's pin
