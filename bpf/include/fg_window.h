@@ -37,9 +37,13 @@ FG_INLINE int fg_fixed_admit(__u64 word, __u64 now_ns, __u64 window_ns, __u64 co
 	return 1;
 }
 
-/* Sliding window counter: the previous window's count weighted by how much of it still
- * overlaps the sliding window, plus the current count. The weight is rounded up, so the
- * estimate errs towards refusing. */
+/* Sliding window counter, the classic rule: the estimate before a request is the previous
+ * window's count weighted by how much of it still overlaps the sliding window, plus the
+ * current count, prev x (W - elapsed) / W + curr; `cost` is admitted when
+ * estimate + cost - 1 < limit, then counted. Exact in integers: the weighted count is
+ * rounded down, which decides the same, since floor(x) < n <=> x < n for a whole n
+ * (prev < 2^20 and W < 2^42 ns, so the product fits). The C++ and Lua versions compare the
+ * same way (tests/data/algorithms/ holds the vectors all three replay). */
 FG_INLINE int fg_sliding_admit(__u64 word, __u64 now_ns, __u64 window_ns, __u64 cost, __u64 limit,
 			       __u64 *next)
 {
@@ -58,7 +62,7 @@ FG_INLINE int fg_sliding_admit(__u64 word, __u64 now_ns, __u64 window_ns, __u64 
 		prev = curr = 0;
 	}
 	elapsed = now_ns - absolute * window_ns;
-	estimate = curr + (prev * (window_ns - elapsed) + window_ns - 1) / window_ns;
+	estimate = curr + prev * (window_ns - elapsed) / window_ns;
 	if (cost > limit || estimate > limit - cost || curr + cost > FG_SLIDING_COUNT_MAX)
 		return 0;
 	*next = (current << FG_WINDOW_ID_SHIFT) | (prev << FG_SLIDING_COUNT_BITS) | (curr + cost);

@@ -136,21 +136,23 @@ TEST(SlidingWindowLog, RefundRemovesTheRequest) {
 // ---- sliding window counter: limit 10 per 1000 ms ----
 
 TEST(SlidingWindowCounter, PreviousWindowWeighsByTheTimeLeft) {
+  // The classic rule: admitted while the estimate before the request is below the limit.
   OneKey key(window(AlgorithmKind::kSlidingWindowCounter, 10, 1000));
   for (int i = 0; i < 10; ++i) EXPECT_TRUE(key.at(0).allowed());
   Decision start = key.at(1000);  // prev 10 x (1000 - 0) / 1000 = 10
   EXPECT_FALSE(start.allowed());
-  EXPECT_EQ(start.retry_after_ns, 100 * kMs);  // 10 x 0.9 + 1 <= 10 at elapsed 100
-  EXPECT_FALSE(key.at(1099).allowed());
-  Decision at1100 = key.at(1100);
-  EXPECT_TRUE(at1100.allowed());
-  EXPECT_EQ(at1100.remaining, 0);  // 10 - 9 - 1
-  Decision next = key.at(1100);
+  EXPECT_EQ(start.retry_after_ns, 1);  // 10 x (W - 1 ns) / W < 10
+  Decision at1001 = key.at(1001);      // 9.99 < 10
+  EXPECT_TRUE(at1001.allowed());
+  EXPECT_EQ(at1001.remaining, 0);  // 10 - 1 - floor(9.99)
+  Decision next = key.at(1001);    // 9.99 + 1
   EXPECT_FALSE(next.allowed());
-  EXPECT_EQ(next.retry_after_ns, 100 * kMs);  // 10 x (W - e) / W + 2 <= 10 at e = 200
-  Decision half = key.at(1500);               // 5 + 1 + 1 = 7
+  EXPECT_EQ(next.retry_after_ns, 99 * kMs + 1);  // 10 x (W - e) / W + 1 < 10 past e = 100 ms
+  EXPECT_FALSE(key.at(1100).allowed());          // 9 + 1, not below 10
+  EXPECT_TRUE(key.atNs(1100 * kMs + 1).allowed());
+  Decision half = key.at(1500);  // 5 + 2 = 7
   EXPECT_TRUE(half.allowed());
-  EXPECT_EQ(half.remaining, 3);
+  EXPECT_EQ(half.remaining, 2);
 }
 
 TEST(SlidingWindowCounter, RetryMovesIntoTheNextWindowWhenThisOneIsFull) {
@@ -158,9 +160,9 @@ TEST(SlidingWindowCounter, RetryMovesIntoTheNextWindowWhenThisOneIsFull) {
   for (int i = 0; i < 10; ++i) EXPECT_TRUE(key.at(0).allowed());
   Decision over = key.at(500);
   EXPECT_FALSE(over.allowed());
-  EXPECT_EQ(over.retry_after_ns, 600 * kMs);  // at 1100: 10 x 0.9 + 1 = 10
-  EXPECT_FALSE(key.at(1099).allowed());
-  EXPECT_TRUE(key.at(1100).allowed());
+  EXPECT_EQ(over.retry_after_ns, 500 * kMs + 1);  // 1 ns into the next: 10 x (W - 1 ns) / W
+  EXPECT_FALSE(key.at(1000).allowed());
+  EXPECT_TRUE(key.atNs(1000 * kMs + 1).allowed());
 }
 
 TEST(SlidingWindowCounter, TwoIdleWindowsForgetEverything) {

@@ -52,6 +52,12 @@ local function muldiv(a, b, p)
   while mulcmp(q + 1, p, a, b) <= 0 do q = q + 1 end
   return q
 end
+-- The largest q with q x p < a x b: floor((a x b - 1) / p), under the same bounds.
+local function below(a, b, p)
+  local q = muldiv(a, b, p)
+  if mulcmp(q, p, a, b) == 0 then q = q - 1 end
+  return q
+end
 )lua";
 
 // Hash fields: w = window index, n = count, l = the window length (µs) they were counted
@@ -144,8 +150,10 @@ return 0
 )lua";
 
 // Hash fields: w = window index, c = current count, p = previous count, l = the window
-// length (µs); another length starts fresh, as in the fixed window. The estimate
-// prev x (W - elapsed) / W + curr is compared multiplied by W, exactly (mulcmp).
+// length (µs); another length starts fresh, as in the fixed window. The classic rule: cost
+// is admitted when the estimate prev x (W - elapsed) / W + curr, plus cost - 1, is below the
+// limit, compared multiplied by W, exactly (mulcmp): prev x (W - e) < (limit - curr - cost + 1) x
+// W.
 constexpr std::string_view kSlidingCounterDecide = R"lua(
 local now = now_us(ARGV[1])
 local cost = tonumber(ARGV[2])
@@ -165,19 +173,19 @@ local elapsed = math.min(math.max(now - start, 0), w - 1)
 local outcome, retry = 0, 0
 if cost > limit then
   outcome = 2
-elseif limit - curr - cost >= 0 and mulcmp(prev, w - elapsed, limit - curr - cost, w) <= 0 then
+elseif limit - curr - cost >= 0 and mulcmp(prev, w - elapsed, limit - curr - cost + 1, w) < 0 then
   curr = curr + cost
 else
   outcome = 1
   local retry_at
   if curr + cost <= limit then
-    -- Later in this window prev weighs less: prev x (W - e) <= (limit - curr - cost) x W.
-    retry_at = start + w - muldiv(limit - curr - cost, w, prev)
+    -- Later in this window prev weighs less: prev x (W - e) < (limit - curr - cost + 1) x W.
+    retry_at = start + w - below(limit - curr - cost + 1, w, prev)
   else
-    -- In the next window curr becomes prev: curr x (W - e) <= (limit - cost) x W.
+    -- In the next window curr becomes prev: curr x (W - e) < (limit - cost + 1) x W.
     local e = 0
     if curr > 0 and limit - cost < curr then
-      e = math.max(0, w - muldiv(limit - cost, w, curr))
+      e = math.max(0, w - below(limit - cost + 1, w, curr))
     end
     retry_at = start + w + e
   end
@@ -185,9 +193,8 @@ else
 end
 redis.call('HSET', KEYS[1], 'w', index, 'c', curr, 'p', prev, 'l', w)
 expire_after(KEYS[1], start + 2 * w - now)
--- remaining = limit - curr - ceil(prev x (W - elapsed) / W)
+-- remaining = limit - curr - floor(prev x (W - elapsed) / W): units of cost 1 still admitted
 local weighted = muldiv(prev, w - elapsed, w)
-if mulcmp(weighted, w, prev, w - elapsed) < 0 then weighted = weighted + 1 end
 local remaining = math.max(0, limit - curr - weighted)
 local reset = 0
 if curr > 0 then reset = start + 2 * w - now elseif prev > 0 then reset = start + w - now end

@@ -7,8 +7,10 @@
 namespace floodgate::http {
 
 // State: word[0] = index of the current window, word[1] = units in it, word[2] = units in
-// the window before. Compared exactly in integers: prev x (W - elapsed) + (curr + cost) x W
-// <= limit x W. A stale reading counts as the start of the stored window (all of prev).
+// the window before. The classic rule: a request of cost c is admitted when the estimate
+// before it plus c - 1 is below the limit, compared exactly in integers:
+// prev x (W - elapsed) < (limit - curr - c + 1) x W. A stale reading counts as the start of
+// the stored window (all of prev).
 class SlidingWindowCounter final : public Algorithm {
  public:
   SlidingWindowCounter(int64_t limit, int64_t window_ms)

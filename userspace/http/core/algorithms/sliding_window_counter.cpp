@@ -34,34 +34,36 @@ Decision SlidingWindowCounter::decide(KeyState& state, int64_t now_ns, int64_t c
   int64_t prev = previous(state);
   int64_t curr = current(state);
 
-  // Everything below is the estimate multiplied by W, so it stays in integers.
+  // The classic rule, exactly in integers: admitted when the estimate before the request,
+  // prev x (W - e) / W + curr, plus cost - 1 is below the limit. Multiplied by W:
+  // prev x (W - e) < (limit - curr - cost + 1) x W, i.e. prev x (W - e) <= that - 1.
   Wide weighted_prev = Wide{prev} * (w - elapsed_ns);
-  Wide budget = Wide{limit_} * w;
+  auto room = [w](int64_t units) { return Wide{units} * w - 1; };
 
   Decision d;
   d.limit = limit_;
   if (cost > limit_) {
     d.outcome = Outcome::kCostExceedsBurst;
-  } else if (weighted_prev + Wide{curr + cost} * w <= budget) {
+  } else if (weighted_prev <= room(limit_ - curr - cost + 1)) {
     current(state) = curr += cost;
   } else {
     d.outcome = Outcome::kRejected;
     int64_t retry_at_ns;
     if (curr + cost <= limit_) {
-      // Later in this window prev weighs less: prev x (W - e) <= (limit - curr - cost) x W.
-      Wide room = Wide{limit_ - curr - cost} * w;
-      int64_t e = w - static_cast<int64_t>(room / prev);
+      // Later in this window prev weighs less: prev x (W - e) <= room(limit - curr - cost + 1).
+      int64_t e = w - static_cast<int64_t>(room(limit_ - curr - cost + 1) / prev);
       retry_at_ns = start_ns + e;
     } else {
-      // In the next window curr becomes prev: curr x (W - e) <= (limit - cost) x W.
-      Wide room = Wide{limit_ - cost} * w;
-      int64_t e = curr == 0 ? 0 : std::max<int64_t>(0, w - static_cast<int64_t>(room / curr));
+      // In the next window curr becomes prev: curr x (W - e) <= room(limit - cost + 1).
+      int64_t e = curr == 0 ? 0
+                            : std::max<int64_t>(
+                                  0, w - static_cast<int64_t>(room(limit_ - cost + 1) / curr));
       retry_at_ns = start_ns + w + e;
     }
     d.retry_after_ns = std::max<int64_t>(1, retry_at_ns - now_ns);
   }
-  Wide used = weighted_prev + Wide{curr} * w;
-  d.remaining = std::max<int64_t>(0, static_cast<int64_t>((budget - used) / w));
+  // Units of cost 1 still admitted now: limit - curr - floor(prev x (W - e) / W).
+  d.remaining = std::max<int64_t>(0, limit_ - curr - static_cast<int64_t>(weighted_prev / w));
   if (curr > 0) {
     d.reset_ns = start_ns + 2 * w - now_ns;
   } else if (prev > 0) {
