@@ -7,6 +7,7 @@
 #include <memory>
 #include <vector>
 
+#include "common/algorithm_vectors.h"
 #include "floodgate/core/algorithm.h"
 
 namespace floodgate::http::testing {
@@ -46,6 +47,14 @@ inline AlgorithmParams bucket(AlgorithmKind kind, int64_t capacity, double rate_
   p.capacity = capacity;
   p.rate_per_s = rate_per_s;
   return p;
+}
+
+// The library's parameters of a vector of tests/data/algorithms/.
+inline AlgorithmParams paramsOf(const test::AlgorithmVector& v) {
+  if (v.isGcra()) return bucket(AlgorithmKind::kGcra, v.limit, static_cast<double>(v.rate_per_s));
+  return window(v.algorithm == "fixed_window" ? AlgorithmKind::kFixedWindow
+                                              : AlgorithmKind::kSlidingWindowCounter,
+                v.limit, v.window_ms);
 }
 
 // A policy's parameters before and after its limits were raised: per algorithm, the
