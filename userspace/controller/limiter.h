@@ -173,9 +173,6 @@ class Limiter {
   // caller's job: fewer are read there) in one batch syscall; never walks the table.
   Result<TrackedSample> sampleTrackedSources(uint32_t first_slot, uint32_t max_slots) const;
 
-  // Writes `rules` into the inactive rule set, then makes it active in one atomic store.
-  // Ids and epochs are taken as given (see reload for assigning them).
-  Status writeRules(const std::vector<RuleSpec>& rules);
   Result<std::vector<fg_rule>> activeRules() const;
 
   // Applies a whole new configuration: rules keep their id by name, and their state unless

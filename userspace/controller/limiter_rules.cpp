@@ -42,22 +42,6 @@ Key lpmKey(const Cidr& cidr) {
 
 }  // namespace
 
-Status Limiter::writeRules(const std::vector<RuleSpec>& specs) {
-  auto writing = writer_.acquire(interface_);
-  if (!writing) return writing.error();
-  if (specs.size() > FG_MAX_RULES) {
-    return Error::usage("at most " + std::to_string(FG_MAX_RULES) + " rules are supported, not " +
-                        std::to_string(specs.size()));
-  }
-  std::vector<fg_rule> compiled;
-  for (const RuleSpec& spec : specs) {
-    auto rule = compileRule(spec, tick_units_);
-    if (!rule) return rule.error();
-    compiled.push_back(*rule);
-  }
-  return publish(compiled, compileSourceSets(specs));
-}
-
 Status Limiter::publish(const std::vector<fg_rule>& rules,
                         const std::vector<std::pair<Cidr, uint64_t>>& sources) {
   std::atomic_ref<uint64_t> active_word(*reinterpret_cast<uint64_t*>(active_value_.get()));

@@ -50,12 +50,6 @@ class MappedValue {
 
   T* get() const { return memory_; }
 
-  // An atomic view of one naturally aligned field of the value.
-  template <class Field>
-  static std::atomic_ref<Field> atomic(Field& field) {
-    return std::atomic_ref<Field>(field);
-  }
-
  private:
   void unmap() {
     if (memory_) munmap(memory_, length_);
