@@ -61,14 +61,6 @@ Status validateOptions(const AttachOptions& options) {
   return okStatus();
 }
 
-template <class Map>
-Status openMap(Map& out, const std::string& interface, const char* name) {
-  auto map = Map::openPinned(mapPinPath(interface, name), name);
-  if (!map) return map.error();
-  out = std::move(*map);
-  return okStatus();
-}
-
 uint64_t randomSeed() {
   uint64_t seed = 0;
   while (seed == 0) {
@@ -113,43 +105,22 @@ Result<Limiter> Limiter::openMaps(const std::string& interface) {
   Limiter limiter;
   limiter.interface_ = interface;
   limiter.writer_ = WriterLock(pinDirectory(interface));
-  for (Status s : {openMap(limiter.settings_, interface, "settings_map"),
-                   openMap(limiter.active_, interface, "active_map"),
-                   openMap(limiter.rules_, interface, "rules"),
-                   openMap(limiter.rule_index_, interface, "rule_index"),
-                   openMap(limiter.buckets_, interface, "buckets"),
-                   openMap(limiter.rule_state_, interface, "rule_state"),
-                   openMap(limiter.counters_, interface, "counters"),
-                   openMap(limiter.rule_counters_, interface, "rule_counters"),
-                   openMap(limiter.table_stats_, interface, "table_stats"),
-                   openMap(limiter.event_stats_, interface, "event_stats"),
-                   openMap(limiter.allow_v4_, interface, "allow_v4"),
-                   openMap(limiter.allow_v6_, interface, "allow_v6"),
-                   openMap(limiter.deny_v4_, interface, "deny_v4"),
-                   openMap(limiter.deny_v6_, interface, "deny_v6"),
-                   openMap(limiter.list_filter_maps_[FG_LIST_ALLOW], interface, "allow_filter_v4"),
-                   openMap(limiter.list_filter_maps_[FG_LIST_DENY], interface, "deny_filter_v4"),
-                   openMap(limiter.bans_v4_, interface, "bans_v4"),
-                   openMap(limiter.bans_v6_, interface, "bans_v6"),
-                   openMap(limiter.sources_v4_[0], interface, "sources_v4_0"),
-                   openMap(limiter.sources_v4_[1], interface, "sources_v4_1"),
-                   openMap(limiter.sources_v6_[0], interface, "sources_v6_0"),
-                   openMap(limiter.sources_v6_[1], interface, "sources_v6_1")}) {
-    if (!s) return s.error();
-  }
+  auto maps = LimiterMaps::open(interface);
+  if (!maps) return maps.error();
+  limiter.maps_ = std::move(*maps);
   auto hz = kernelHz();
   if (!hz) return hz.error();
   limiter.tick_units_ = fg_tick_units(*hz);
-  auto settings = MappedValue<fg_settings>::map(limiter.settings_.fd(), "settings_map");
+  const LimiterMaps& m = limiter.maps_;
+  auto settings = MappedValue<fg_settings>::map(m.settings.fd(), m.settings.name());
   if (!settings) return settings.error();
   limiter.settings_value_ = std::move(*settings);
-  auto active = MappedValue<fg_active>::map(limiter.active_.fd(), "active_map");
+  auto active = MappedValue<fg_active>::map(m.active.fd(), m.active.name());
   if (!active) return active.error();
   limiter.active_value_ = std::move(*active);
   for (int list : {FG_LIST_ALLOW, FG_LIST_DENY}) {
-    auto filter =
-        MappedValue<uint64_t>::map(limiter.list_filter_maps_[list].fd(),
-                                   limiter.list_filter_maps_[list].name(), FG_LIST_FILTER_WORDS);
+    auto filter = MappedValue<uint64_t>::map(m.list_filters[list].fd(), m.list_filters[list].name(),
+                                             FG_LIST_FILTER_WORDS);
     if (!filter) return filter.error();
     limiter.list_filters_[list] = std::move(*filter);
   }
@@ -299,11 +270,11 @@ Status Limiter::writePolicies(const AttachOptions& options) {
 }
 
 Result<std::vector<fg_rule>> Limiter::activeRules() const {
-  auto current = active_.lookup(0);
+  auto current = maps_.active.lookup(0);
   if (!current) return current.error();
   std::vector<fg_rule> out;
   for (uint32_t i = 0; i < current->rule_count && i < FG_MAX_RULES; ++i) {
-    auto rule = rules_.lookup((current->set & 1) * FG_MAX_RULES + i);
+    auto rule = maps_.rules.lookup((current->set & 1) * FG_MAX_RULES + i);
     if (!rule) return rule.error();
     out.push_back(*rule);
   }
@@ -314,7 +285,7 @@ Result<std::vector<CounterRow>> Limiter::counters() const {
   std::vector<CounterRow> rows;
   for (uint32_t verdict = 0; verdict < FG_VERDICT_COUNT; ++verdict) {
     for (uint32_t reason = 0; reason < FG_REASON_COUNT; ++reason) {
-      auto values = counters_.lookup(FG_COUNTER_INDEX(verdict, reason));
+      auto values = maps_.counters.lookup(FG_COUNTER_INDEX(verdict, reason));
       if (!values) return values.error();
       CounterRow row{verdict, reason, 0, 0};
       for (const fg_counter& c : *values) {
@@ -336,7 +307,7 @@ Result<std::vector<RuleCounters>> Limiter::ruleCounters() const {
     entry.id = rule.id;
     entry.name = rule.name;
     for (uint32_t verdict = 0; verdict < FG_VERDICT_COUNT; ++verdict) {
-      auto values = rule_counters_.lookup(FG_RULE_COUNTER_INDEX(rule.id, verdict));
+      auto values = maps_.rule_counters.lookup(FG_RULE_COUNTER_INDEX(rule.id, verdict));
       if (!values) return values.error();
       CounterRow& row = entry.by_verdict[verdict];
       row.verdict = verdict;
@@ -346,7 +317,7 @@ Result<std::vector<RuleCounters>> Limiter::ruleCounters() const {
       }
     }
     for (uint32_t stat = 0; stat < FG_TABLE_STAT_COUNT; ++stat) {
-      auto values = table_stats_.lookup(FG_TABLE_STAT_INDEX(rule.id, stat));
+      auto values = maps_.table_stats.lookup(FG_TABLE_STAT_INDEX(rule.id, stat));
       if (!values) return values.error();
       for (uint64_t v : *values) entry.table[stat] += v;
     }
@@ -358,7 +329,7 @@ Result<std::vector<RuleCounters>> Limiter::ruleCounters() const {
 Result<LimiterStatus> Limiter::status() const {
   LimiterStatus out;
   out.interface = interface_;
-  auto settings = settings_.lookup(0);
+  auto settings = maps_.settings.lookup(0);
   if (!settings) return settings.error();
   out.settings = *settings;
   out.monitor = settings->monitor != 0;
@@ -389,7 +360,7 @@ Result<LimiterStatus> Limiter::status() const {
     while (true) {
       uint32_t count = batch;
       LIBBPF_OPTS(bpf_map_batch_opts, opts);
-      int err = bpf_map_lookup_batch(buckets_.fd(), first ? nullptr : &in_batch, &out_batch,
+      int err = bpf_map_lookup_batch(maps_.buckets.fd(), first ? nullptr : &in_batch, &out_batch,
                                      keys.data(), values.data(), &count, &opts);
       first = false;
       for (uint32_t i = 0; i < count; ++i) {
@@ -404,7 +375,7 @@ Result<LimiterStatus> Limiter::status() const {
   return out;
 }
 
-Result<fg_settings> Limiter::settings() const { return settings_.lookup(0); }
+Result<fg_settings> Limiter::settings() const { return maps_.settings.lookup(0); }
 
 Result<TrackedSample> Limiter::sampleTrackedSources(uint32_t first_slot, uint32_t max_slots) const {
   TrackedSample out;
@@ -423,7 +394,7 @@ Result<TrackedSample> Limiter::sampleTrackedSources(uint32_t first_slot, uint32_
   // An array's batch token is the key before the first one returned.
   uint32_t in_batch = out.first_slot - 1, out_batch = 0;
   LIBBPF_OPTS(bpf_map_batch_opts, opts);
-  int err = bpf_map_lookup_batch(buckets_.fd(), out.first_slot == 0 ? nullptr : &in_batch,
+  int err = bpf_map_lookup_batch(maps_.buckets.fd(), out.first_slot == 0 ? nullptr : &in_batch,
                                  &out_batch, keys.data(), values.data(), &count, &opts);
   if (err != 0 && errno != ENOENT) {
     return Error::failure(std::string("cannot read the source table: ") + std::strerror(errno));
@@ -457,21 +428,14 @@ Result<size_t> Limiter::listAdd(ListKind kind, const std::vector<Cidr>& cidrs) {
   size_t added = 0;
   int64_t delta[2] = {0, 0};
   for (const Cidr& cidr : cidrs) {
-    Result<bool> inserted = false;
     if (cidr.family == Family::kV4) {
-      fg_lpm_v4 key{cidr.prefix, {}};
-      std::memcpy(key.addr, cidr.addr.data(), 4);
       // the filter first: the program never meets a prefix whose /24s it does not mark
       uint64_t* filter = list_filters_[listIndex(kind)].get();
       forEachListFilterWord(cidr, [&](uint32_t word, uint64_t mask) {
         std::atomic_ref<uint64_t>(filter[word]).fetch_or(mask);
       });
-      inserted = (kind == ListKind::kAllow ? allow_v4_ : deny_v4_).insertNew(key, 1);
-    } else {
-      fg_lpm_v6 key{cidr.prefix, {}};
-      std::memcpy(key.addr, cidr.addr.data(), 16);
-      inserted = (kind == ListKind::kAllow ? allow_v6_ : deny_v6_).insertNew(key, 1);
     }
+    Result<bool> inserted = maps_.lists[listIndex(kind)].insertNew(cidr, 1);
     if (!inserted) {
       if (inserted.error().message.find("No space") != std::string::npos ||
           inserted.error().message.find("Argument list too long") != std::string::npos) {
@@ -498,16 +462,7 @@ Result<size_t> Limiter::listRemove(ListKind kind, const std::vector<Cidr>& cidrs
   size_t removed = 0;
   int64_t delta[2] = {0, 0};
   for (const Cidr& cidr : cidrs) {
-    Result<bool> erased = false;
-    if (cidr.family == Family::kV4) {
-      fg_lpm_v4 key{cidr.prefix, {}};
-      std::memcpy(key.addr, cidr.addr.data(), 4);
-      erased = (kind == ListKind::kAllow ? allow_v4_ : deny_v4_).erase(key);
-    } else {
-      fg_lpm_v6 key{cidr.prefix, {}};
-      std::memcpy(key.addr, cidr.addr.data(), 16);
-      erased = (kind == ListKind::kAllow ? allow_v6_ : deny_v6_).erase(key);
-    }
+    Result<bool> erased = maps_.lists[listIndex(kind)].erase(cidr);
     if (!erased) return erased.error();
     if (*erased) {
       ++removed;
@@ -548,26 +503,7 @@ Status Limiter::rebuildListFilters() {
 }
 
 Result<std::vector<Cidr>> Limiter::listEntries(ListKind kind) const {
-  std::vector<Cidr> out;
-  auto v4 = (kind == ListKind::kAllow ? allow_v4_ : deny_v4_).keys();
-  if (!v4) return v4.error();
-  for (const fg_lpm_v4& key : *v4) {
-    Cidr cidr;
-    cidr.family = Family::kV4;
-    std::memcpy(cidr.addr.data(), key.addr, 4);
-    cidr.prefix = static_cast<uint8_t>(key.prefixlen);
-    out.push_back(cidr);
-  }
-  auto v6 = (kind == ListKind::kAllow ? allow_v6_ : deny_v6_).keys();
-  if (!v6) return v6.error();
-  for (const fg_lpm_v6& key : *v6) {
-    Cidr cidr;
-    cidr.family = Family::kV6;
-    std::memcpy(cidr.addr.data(), key.addr, 16);
-    cidr.prefix = static_cast<uint8_t>(key.prefixlen);
-    out.push_back(cidr);
-  }
-  return out;
+  return maps_.lists[listIndex(kind)].keys();
 }
 
 }  // namespace floodgate

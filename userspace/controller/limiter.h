@@ -9,11 +9,11 @@
 #include <string>
 #include <vector>
 
+#include "controller/limiter_maps.h"
 #include "controller/rule_spec.h"
 #include "floodgate/common/cidr.h"
 #include "floodgate/common/result.h"
 #include "floodgate_shared.h"
-#include "kernel/bpf_map.h"
 #include "kernel/mapped_value.h"
 #include "kernel/writer_lock.h"
 #include "kernel/xdp_program.h"
@@ -238,27 +238,11 @@ class Limiter {
   // Held by each method that writes, so commands and the daemon write one at a time.
   WriterLock writer_;
   uint64_t tick_units_ = 0;  // the program's clock step, for sizing buckets
-  BpfMap<uint32_t, fg_settings> settings_;
-  BpfMap<uint32_t, fg_active> active_;
+  LimiterMaps maps_;
   MappedValue<fg_settings> settings_value_;
   MappedValue<fg_active> active_value_;
-  BpfMap<uint32_t, fg_rule> rules_;
-  BpfMap<uint32_t, fg_rule_index> rule_index_;
-  BpfMap<uint32_t, fg_slot> buckets_;
-  BpfMap<uint32_t, fg_rule_state> rule_state_;
-  PerCpuArray<fg_counter> counters_;
-  PerCpuArray<fg_counter> rule_counters_;
-  PerCpuArray<uint64_t> table_stats_;
-  PerCpuArray<fg_event_stats> event_stats_;
-  BpfMap<fg_lpm_v4, uint8_t> allow_v4_, deny_v4_;
   // The IPv4 lists' filters, by enum fg_list, mapped whole (FG_LIST_FILTER_WORDS each).
-  BpfMap<uint32_t, uint64_t> list_filter_maps_[2];
   MappedValue<uint64_t> list_filters_[2];
-  BpfMap<fg_lpm_v6, uint8_t> allow_v6_, deny_v6_;
-  BpfMap<fg_lpm_v4, fg_ban> bans_v4_;
-  BpfMap<fg_lpm_v6, fg_ban> bans_v6_;
-  BpfMap<fg_lpm_v4, uint64_t> sources_v4_[2];
-  BpfMap<fg_lpm_v6, uint64_t> sources_v6_[2];
 };
 
 // A loaded, configured program that is not attached (yet).

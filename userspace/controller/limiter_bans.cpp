@@ -11,40 +11,18 @@
 namespace floodgate {
 namespace {
 
-template <class Key>
-Key banKey(const Cidr& cidr) {
-  Key key{};
-  key.prefixlen = cidr.prefix;
-  std::memcpy(key.addr, cidr.addr.data(), sizeof(key.addr));
-  return key;
-}
-
-template <class Key>
-Cidr cidrOf(const Key& key, Family family) {
-  Cidr cidr;
-  cidr.family = family;
-  cidr.prefix = static_cast<uint8_t>(key.prefixlen);
-  std::memcpy(cidr.addr.data(), key.addr, sizeof(key.addr));
-  return cidr;
-}
-
-}  // namespace
-
-namespace {
-
-// Puts `ban` at `key` of one family's trie, keeping `count` (the program's ban_entries of
-// that family) equal to the number of entries whoever adds or deletes.
+// Puts `ban` at `cidr` of the ban tries, keeping `count` (the program's ban_entries of its
+// family) equal to the number of entries whoever adds or deletes.
 //
 // The program deletes an entry it finds over and counts it out itself. So an entry that
 // is over, or about to be (within `margin` ticks), is not replaced in place: the program
 // could delete the new ban a moment later, taking it for the old one. It is deleted here
 // (counted out by whichever delete succeeds) and the new ban inserted as a new entry.
-template <class Key>
-Status putBan(BpfMap<Key, fg_ban>& trie, const Key& key, const fg_ban& ban, BanUpdate update,
+Status putBan(LpmPair<fg_ban>& trie, const Cidr& cidr, const fg_ban& ban, BanUpdate update,
               uint64_t now, uint64_t margin, uint32_t& count, const std::string& what) {
   std::atomic_ref<uint32_t> entries(count);
   for (int attempt = 0; attempt < 8; ++attempt) {
-    Result<bool> inserted = trie.insertNew(key, ban);
+    Result<bool> inserted = trie.insertNew(cidr, ban);
     if (!inserted) {
       if (entries.load() >= FG_BAN_MAX_ENTRIES) {
         return Error::failure("the ban table of " + what + " is full (" +
@@ -57,10 +35,10 @@ Status putBan(BpfMap<Key, fg_ban>& trie, const Key& key, const fg_ban& ban, BanU
       entries.fetch_add(1);
       return okStatus();
     }
-    auto existing = trie.find(key);
+    auto existing = trie.find(cidr);
     if (!existing) continue;  // deleted since: insert again
     if (existing->expires != 0 && now + margin >= existing->expires) {
-      Result<bool> erased = trie.erase(key);
+      Result<bool> erased = trie.erase(cidr);
       if (!erased) return erased.error();
       if (*erased) entries.fetch_sub(1);
       continue;
@@ -68,7 +46,7 @@ Status putBan(BpfMap<Key, fg_ban>& trie, const Key& key, const fg_ban& ban, BanU
     const bool outlasts =
         existing->expires == 0 || (ban.expires != 0 && existing->expires >= ban.expires);
     if (update == BanUpdate::kExtend && outlasts) return okStatus();
-    Result<bool> replaced = trie.replaceExisting(key, ban);
+    Result<bool> replaced = trie.replaceExisting(cidr, ban);
     if (!replaced) return replaced.error();
     if (*replaced) return okStatus();
   }
@@ -103,17 +81,13 @@ Status Limiter::banAdd(const Cidr& cidr, uint64_t duration_ns, BanUpdate update,
   ban.rule_id = static_cast<uint32_t>(origin);
   const uint64_t second = 1'000'000'000ULL / tickNs();
   uint32_t& count = settings_value_.get()->ban_entries[static_cast<int>(cidr.family)];
-  return cidr.family == Family::kV4 ? putBan(bans_v4_, banKey<fg_lpm_v4>(cidr), ban, update, *now,
-                                             second, count, interface_)
-                                    : putBan(bans_v6_, banKey<fg_lpm_v6>(cidr), ban, update, *now,
-                                             second, count, interface_);
+  return putBan(maps_.bans, cidr, ban, update, *now, second, count, interface_);
 }
 
 Result<bool> Limiter::banRemove(const Cidr& cidr) {
   auto writing = writer_.acquire(interface_);
   if (!writing) return writing.error();
-  Result<bool> erased = cidr.family == Family::kV4 ? bans_v4_.erase(banKey<fg_lpm_v4>(cidr))
-                                                   : bans_v6_.erase(banKey<fg_lpm_v6>(cidr));
+  Result<bool> erased = maps_.bans.erase(cidr);
   if (erased.ok() && *erased) {
     std::atomic_ref<uint32_t>(settings_value_.get()->ban_entries[static_cast<int>(cidr.family)])
         .fetch_sub(1);
@@ -123,13 +97,13 @@ Result<bool> Limiter::banRemove(const Cidr& cidr) {
 
 namespace {
 
-// Calls visit(cidr, ban) for each entry of a ban trie.
-template <class Key, class Visit>
-Status eachBan(const BpfMap<Key, fg_ban>& map, Family family, Visit visit) {
-  auto keys = map.keys();
-  if (!keys) return keys.error();
-  for (const Key& key : *keys) {
-    if (auto ban = map.find(key)) visit(cidrOf(key, family), *ban);
+// Calls visit(cidr, ban) for each entry of the ban tries, IPv4 first.
+template <class Visit>
+Status eachBan(const LpmPair<fg_ban>& bans, Visit visit) {
+  auto cidrs = bans.keys();
+  if (!cidrs) return cidrs.error();
+  for (const Cidr& cidr : *cidrs) {
+    if (auto ban = bans.find(cidr)) visit(cidr, *ban);
   }
   return okStatus();
 }
@@ -155,8 +129,7 @@ Result<std::vector<BanEntry>> Limiter::bans() const {
     entry.by = banStartedBy(ban.rule_id, rules);
     out.push_back(entry);
   };
-  if (Status s = eachBan(bans_v4_, Family::kV4, describe); !s) return s.error();
-  if (Status s = eachBan(bans_v6_, Family::kV6, describe); !s) return s.error();
+  if (Status s = eachBan(maps_.bans, describe); !s) return s.error();
   return out;
 }
 
@@ -173,13 +146,11 @@ Result<size_t> Limiter::sweepExpiredBans() {
   auto collect = [&](const Cidr& cidr, const fg_ban& ban) {
     if (banOver(ban, a_minute_ago)) over.push_back(cidr);
   };
-  if (Status s = eachBan(bans_v4_, Family::kV4, collect); !s) return s.error();
-  if (Status s = eachBan(bans_v6_, Family::kV6, collect); !s) return s.error();
+  if (Status s = eachBan(maps_.bans, collect); !s) return s.error();
   size_t removed = 0;
   for (const Cidr& cidr : over) {
     // read again just before deleting: a ban started since the listing is left alone
-    auto ban = cidr.family == Family::kV4 ? bans_v4_.find(banKey<fg_lpm_v4>(cidr))
-                                          : bans_v6_.find(banKey<fg_lpm_v6>(cidr));
+    auto ban = maps_.bans.find(cidr);
     if (!ban || !banOver(*ban, a_minute_ago)) continue;
     auto erased = banRemove(cidr);  // counted out only if this call deleted it
     if (!erased) return erased.error();

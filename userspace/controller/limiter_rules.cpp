@@ -32,14 +32,6 @@ bool sameKeying(const fg_rule& a, const fg_rule& b) {
          a.ipv6_prefix == b.ipv6_prefix && a.algorithm == b.algorithm && a.window_ms == b.window_ms;
 }
 
-template <class Key>
-Key lpmKey(const Cidr& cidr) {
-  Key key{};
-  key.prefixlen = cidr.prefix;
-  std::memcpy(key.addr, cidr.addr.data(), sizeof(key.addr));
-  return key;
-}
-
 }  // namespace
 
 Status Limiter::publish(const std::vector<fg_rule>& rules,
@@ -52,25 +44,17 @@ Status Limiter::publish(const std::vector<fg_rule>& rules,
 
   // The inactive set was last read by packets before the previous flip, microseconds after
   // it; a reload comes seconds later, so rewriting it races with nobody.
-  auto& v4 = sources_v4_[next_set];
-  auto& v6 = sources_v6_[next_set];
-  auto old_v4 = v4.keys();
-  if (!old_v4) return old_v4.error();
-  for (const auto& key : *old_v4) (void)v4.erase(key);
-  auto old_v6 = v6.keys();
-  if (!old_v6) return old_v6.error();
-  for (const auto& key : *old_v6) (void)v6.erase(key);
+  LpmPair<uint64_t>& next_sources = maps_.sources[next_set];
+  if (Status s = next_sources.clear(); !s) return s;
   for (const auto& [cidr, bits] : sources) {
-    Status s = cidr.family == Family::kV4 ? v4.update(lpmKey<fg_lpm_v4>(cidr), bits)
-                                          : v6.update(lpmKey<fg_lpm_v6>(cidr), bits);
-    if (!s) return s;
+    if (Status s = next_sources.update(cidr, bits); !s) return s;
   }
   bool has_sources = false;
   for (uint32_t i = 0; i < rules.size(); ++i) {
-    if (Status s = rules_.update(next_set * FG_MAX_RULES + i, rules[i]); !s) return s;
+    if (Status s = maps_.rules.update(next_set * FG_MAX_RULES + i, rules[i]); !s) return s;
     has_sources = has_sources || rules[i].has_sources;
   }
-  if (Status s = rule_index_.update(next_set, indexRules(rules)); !s) return s;
+  if (Status s = maps_.rule_index.update(next_set, indexRules(rules)); !s) return s;
   // the flip: one aligned 8-byte store, so the program sees the old set or the new one
   fg_active next{next_set, static_cast<uint16_t>(rules.size()), static_cast<uint16_t>(has_sources)};
   std::memcpy(&word, &next, sizeof(word));
@@ -79,31 +63,16 @@ Status Limiter::publish(const std::vector<fg_rule>& rules,
 }
 
 Result<std::vector<std::pair<Cidr, uint64_t>>> Limiter::activeSources() const {
-  uint32_t set = active_value_.get()->set & 1;
+  const LpmPair<uint64_t>& active_sources = maps_.sources[active_value_.get()->set & 1];
+  auto cidrs = active_sources.keys();
+  if (!cidrs) return cidrs.error();
   std::vector<std::pair<Cidr, uint64_t>> out;
-  auto v4 = sources_v4_[set].keys();
-  if (!v4) return v4.error();
-  for (const fg_lpm_v4& key : *v4) {
-    Cidr cidr;
-    cidr.family = Family::kV4;
-    cidr.prefix = static_cast<uint8_t>(key.prefixlen);
-    std::memcpy(cidr.addr.data(), key.addr, 4);
-    out.emplace_back(cidr, sources_v4_[set].find(key).value_or(0));
-  }
-  auto v6 = sources_v6_[set].keys();
-  if (!v6) return v6.error();
-  for (const fg_lpm_v6& key : *v6) {
-    Cidr cidr;
-    cidr.family = Family::kV6;
-    cidr.prefix = static_cast<uint8_t>(key.prefixlen);
-    std::memcpy(cidr.addr.data(), key.addr, 16);
-    out.emplace_back(cidr, sources_v6_[set].find(key).value_or(0));
-  }
+  for (const Cidr& cidr : *cidrs) out.emplace_back(cidr, active_sources.find(cidr).value_or(0));
   return out;
 }
 
 Status Limiter::resetRuleState(uint32_t rule_id) {
-  return rule_state_.update(rule_id, fg_rule_state{});
+  return maps_.rule_state.update(rule_id, fg_rule_state{});
 }
 
 Status Limiter::reload(const AttachOptions& options) {
@@ -174,10 +143,10 @@ Status Limiter::reload(const AttachOptions& options) {
   for (uint32_t id : fresh_ids) {
     if (Status s = resetRuleState(id); !s) return s;
     for (uint32_t verdict = 0; verdict < FG_VERDICT_COUNT; ++verdict) {
-      if (Status s = rule_counters_.clear(FG_RULE_COUNTER_INDEX(id, verdict)); !s) return s;
+      if (Status s = maps_.rule_counters.clear(FG_RULE_COUNTER_INDEX(id, verdict)); !s) return s;
     }
     for (uint32_t stat = 0; stat < FG_TABLE_STAT_COUNT; ++stat) {
-      if (Status s = table_stats_.clear(FG_TABLE_STAT_INDEX(id, stat)); !s) return s;
+      if (Status s = maps_.table_stats.clear(FG_TABLE_STAT_INDEX(id, stat)); !s) return s;
     }
   }
   for (uint32_t id : rekeyed_ids) {

@@ -14,7 +14,7 @@ namespace floodgate {
 Result<uint32_t> Limiter::tableSlots() const {
   bpf_map_info info{};
   uint32_t info_len = sizeof(info);
-  if (bpf_obj_get_info_by_fd(buckets_.fd(), &info, &info_len) != 0) {
+  if (bpf_obj_get_info_by_fd(maps_.buckets.fd(), &info, &info_len) != 0) {
     return Error::failure(std::string("cannot read the source table's size: ") +
                           std::strerror(errno));
   }
@@ -24,7 +24,7 @@ Result<uint32_t> Limiter::tableSlots() const {
 Result<uint32_t> Limiter::listMaxEntries() const {
   bpf_map_info info{};
   uint32_t info_len = sizeof(info);
-  if (bpf_obj_get_info_by_fd(allow_v4_.fd(), &info, &info_len) != 0) {
+  if (bpf_obj_get_info_by_fd(maps_.lists[FG_LIST_ALLOW].v4().fd(), &info, &info_len) != 0) {
     return Error::failure(std::string("cannot read the lists' size: ") + std::strerror(errno));
   }
   return info.max_entries;
@@ -37,7 +37,7 @@ Result<std::vector<fg_slot>> Limiter::slots() const {
   const size_t bytes = static_cast<size_t>(*slot_count) * sizeof(fg_slot);
   const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
   const size_t length = (bytes + page - 1) / page * page;
-  void* memory = mmap(nullptr, length, PROT_READ, MAP_SHARED, buckets_.fd(), 0);
+  void* memory = mmap(nullptr, length, PROT_READ, MAP_SHARED, maps_.buckets.fd(), 0);
   if (memory == MAP_FAILED) {
     return Error::failure(std::string("cannot map the source table: ") + std::strerror(errno) +
                           " (a limiter attached by an older floodgate: reattach it)");
@@ -49,7 +49,7 @@ Result<std::vector<fg_slot>> Limiter::slots() const {
 }
 
 Result<EventStats> Limiter::eventStats() const {
-  auto values = event_stats_.lookup(0);
+  auto values = maps_.event_stats.lookup(0);
   if (!values) return values.error();
   EventStats out;
   for (const fg_event_stats& cpu : *values) {

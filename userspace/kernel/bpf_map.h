@@ -26,6 +26,8 @@ template <class Key, class Value>
 class BpfMap {
  public:
   BpfMap() = default;
+  // Not open yet: `name` is the map's name in the BPF object, and the name of its pin.
+  explicit BpfMap(std::string name) : name_(std::move(name)) {}
   BpfMap(UniqueFd fd, std::string name) : fd_(std::move(fd)), name_(std::move(name)) {}
 
   // Opens a map pinned at `path`, refusing one whose key or value has another size than
@@ -118,6 +120,7 @@ template <class Value>
 class PerCpuArray {
  public:
   PerCpuArray() = default;
+  explicit PerCpuArray(std::string name) : name_(std::move(name)) {}
   PerCpuArray(UniqueFd fd, std::string name) : fd_(std::move(fd)), name_(std::move(name)) {}
 
   static Result<PerCpuArray> openPinned(const std::string& path, const std::string& name) {
@@ -133,6 +136,7 @@ class PerCpuArray {
   }
 
   int fd() const { return fd_.get(); }
+  const std::string& name() const { return name_; }
 
   // The values of every CPU at `index`.
   Result<std::vector<Value>> lookup(uint32_t index) const {
