@@ -13,10 +13,16 @@
 #define FG_MAX_PORT_RANGES 8
 #define FG_RULE_NAME_LEN 32
 
-/* Bucket table: a fixed ARRAY of slots grouped in sets of this many ways. */
+/* Bucket table: a fixed ARRAY of slots grouped in sets of this many ways. Its size is a
+ * power of two (the program masks a hash to find a set) from FG_TABLE_WAYS to the largest
+ * the controller sizes: 64M slots, 4 GiB of struct fg_slot. */
 #define FG_TABLE_WAYS 4
 #define FG_DEFAULT_TABLE_SLOTS 262144
+#define FG_LARGEST_TABLE_SLOTS (1U << 26)
+/* Entries of each allow and deny trie by default, and at most: tries this large take
+ * about a gigabyte of kernel memory, so a larger size is a typo. */
 #define FG_LIST_MAX_ENTRIES 262144
+#define FG_LARGEST_LIST_ENTRIES (1U << 24)
 
 /* Bucket times are nanoseconds scaled by 2^FG_TIME_SHIFT, so a byte at 100 Gbit/s
  * (0.08 ns) still costs 5243 units: rate error below 1e-4 at any supported rate. */

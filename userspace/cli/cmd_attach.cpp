@@ -51,7 +51,11 @@ Result<AttachRequest> toRequest(const AttachFlags& flags) {
   if (flags.table_size) {
     auto slots = parseCount(*flags.table_size);
     if (!slots) return slots.error();
-    if (*slots > (1u << 26)) return Error::usage("--table-size is at most 64M slots");
+    // checked before it narrows to 32 bits; the other limits are validate()'s
+    if (*slots > FG_LARGEST_TABLE_SLOTS) {
+      return Error::usage("--table-size is at most " +
+                          std::to_string(FG_LARGEST_TABLE_SLOTS >> 20) + "M slots");
+    }
     request.table_slots = static_cast<uint32_t>(*slots);
   }
   if (flags.ipv4_prefix) request.ipv4_prefix = static_cast<uint8_t>(*flags.ipv4_prefix);

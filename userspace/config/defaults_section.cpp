@@ -6,13 +6,6 @@
 namespace floodgate::config {
 namespace {
 
-// The largest table the controller will size (as `attach --table-size` allows).
-constexpr uint64_t kMaxTableSlots = 1ULL << 26;
-// LPM tries this large take about a gigabyte of kernel memory; more is a typo.
-constexpr uint64_t kMaxListEntries = 1ULL << 24;
-
-bool isPowerOfTwo(uint64_t n) { return n && (n & (n - 1)) == 0; }
-
 void readPolicy(YamlReader& reader, const YamlFields& fields, const char* key, FramePolicy& out) {
   const YamlEntry* entry = fields.find(key);
   if (!entry) return;
@@ -32,10 +25,10 @@ DefaultsConfig parseDefaults(YamlReader& reader, const YamlEntry& entry) {
   if (!fields) return out;
   if (const YamlEntry* size = fields->find("table_size")) {
     if (auto slots = reader.withUnit(*size, "table_size", parseCount, "262144")) {
-      if (!isPowerOfTwo(*slots) || *slots < FG_TABLE_WAYS || *slots > kMaxTableSlots) {
-        reader.error(*size, "table_size must be a power of two from " +
-                                std::to_string(FG_TABLE_WAYS) + " to " +
-                                std::to_string(kMaxTableSlots) + ", got " + std::to_string(*slots));
+      // the limits are the controller's (validate), said here with the file's position
+      if (!validTableSlots(*slots)) {
+        reader.error(*size,
+                     "table_size must be " + tableSlotsLimit() + ", got " + std::to_string(*slots));
       } else {
         out.table_slots = static_cast<uint32_t>(*slots);
       }
@@ -43,8 +36,8 @@ DefaultsConfig parseDefaults(YamlReader& reader, const YamlEntry& entry) {
   }
   if (const YamlEntry* size = fields->find("list_size")) {
     if (auto entries = reader.withUnit(*size, "list_size", parseCount, "262144")) {
-      if (*entries > kMaxListEntries) {
-        reader.error(*size, "list_size must be at most " + std::to_string(kMaxListEntries) +
+      if (*entries > FG_LARGEST_LIST_ENTRIES) {
+        reader.error(*size, "list_size must be at most " + std::to_string(FG_LARGEST_LIST_ENTRIES) +
                                 ", got " + std::to_string(*entries));
       } else {
         out.list_max_entries = static_cast<uint32_t>(*entries);

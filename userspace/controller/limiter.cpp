@@ -13,6 +13,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <set>
 
 #include "controller/list_filter.h"
 #include "controller/rule_compiler.h"
@@ -32,8 +33,6 @@ static_assert(sizeof(fg_counter) == 16);
 static_assert(sizeof(fg_lpm_v4) == 8 && sizeof(fg_lpm_v6) == 20);
 static_assert(offsetof(fg_rule, limits) % 8 == 0);
 
-bool isPowerOfTwo(uint32_t v) { return v && !(v & (v - 1)); }
-
 int listIndex(ListKind kind) { return kind == ListKind::kAllow ? FG_LIST_ALLOW : FG_LIST_DENY; }
 
 // Mirrors the program's fg_slot_idle: nobody is limited by this slot any more.
@@ -49,18 +48,6 @@ bool slotIdle(const fg_slot& slot, uint64_t now) {
   return true;
 }
 
-Status validateOptions(const AttachOptions& options) {
-  if (!isPowerOfTwo(options.table_slots) || options.table_slots < FG_TABLE_WAYS) {
-    return Error::usage("table size must be a power of two of at least " +
-                        std::to_string(FG_TABLE_WAYS) + ", not " +
-                        std::to_string(options.table_slots));
-  }
-  for (const RuleSpec& spec : options.rules) {
-    if (auto compiled = compileRule(spec); !compiled) return compiled.error();
-  }
-  return okStatus();
-}
-
 uint64_t randomSeed() {
   uint64_t seed = 0;
   while (seed == 0) {
@@ -70,6 +57,40 @@ uint64_t randomSeed() {
 }
 
 }  // namespace
+
+bool validTableSlots(uint64_t slots) {
+  const bool power_of_two = slots && !(slots & (slots - 1));
+  return power_of_two && slots >= FG_TABLE_WAYS && slots <= FG_LARGEST_TABLE_SLOTS;
+}
+
+std::string tableSlotsLimit() {
+  return "a power of two from " + std::to_string(FG_TABLE_WAYS) + " to " +
+         std::to_string(FG_LARGEST_TABLE_SLOTS);
+}
+
+Status validate(const AttachOptions& options) {
+  if (!validTableSlots(options.table_slots)) {
+    return Error::usage("table size must be " + tableSlotsLimit() + ", not " +
+                        std::to_string(options.table_slots));
+  }
+  if (options.list_max_entries > FG_LARGEST_LIST_ENTRIES) {
+    return Error::usage("list size must be at most " + std::to_string(FG_LARGEST_LIST_ENTRIES) +
+                        ", not " + std::to_string(options.list_max_entries));
+  }
+  if (options.keep_rules) return okStatus();
+  if (options.rules.size() > FG_MAX_RULES) {
+    return Error::usage("at most " + std::to_string(FG_MAX_RULES) + " rules are supported, not " +
+                        std::to_string(options.rules.size()));
+  }
+  std::set<std::string> names;
+  for (const RuleSpec& spec : options.rules) {
+    if (!names.insert(spec.name).second) {
+      return Error::usage("two rules are named '" + spec.name + "'");
+    }
+    if (auto compiled = compileRule(spec); !compiled) return compiled.error();
+  }
+  return okStatus();
+}
 
 const char* listKindName(ListKind kind) { return kind == ListKind::kAllow ? "allow" : "deny"; }
 
@@ -128,7 +149,7 @@ Result<Limiter> Limiter::openMaps(const std::string& interface) {
 }
 
 Result<LoadedLimiter> Limiter::load(const AttachOptions& options) {
-  if (Status s = validateOptions(options); !s) return s.error();
+  if (Status s = validate(options); !s) return s.error();
   if (Status s = ensureBpffs(); !s) return s.error();
   if (Status s = createPinDirectory(options.interface); !s) return s.error();
   auto hz = options.test_clock_hz ? Result<uint32_t>(options.test_clock_hz) : kernelHz();
@@ -155,7 +176,7 @@ void LoadedLimiter::setTestJiffies(uint64_t jiffies) {
 Result<AttachReport> Limiter::attach(const AttachOptions& options) {
   const std::string& iface = options.interface;
   if (Status s = checkInterfaceName(iface); !s) return s.error();
-  if (Status s = validateOptions(options); !s) return s.error();
+  if (Status s = validate(options); !s) return s.error();
   if (Status s = checkPrivileges(); !s) return s.error();
   auto ifindex = interfaceIndex(iface);
   if (!ifindex) return ifindex.error();

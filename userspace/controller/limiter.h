@@ -47,6 +47,17 @@ struct AttachOptions {
   uint32_t test_clock_hz = 0;
 };
 
+// Whether `slots` can size the source table: a power of two from FG_TABLE_WAYS to
+// FG_LARGEST_TABLE_SLOTS.
+bool validTableSlots(uint64_t slots);
+// That limit in words, for messages: "a power of two from 4 to 67108864".
+std::string tableSlotsLimit();
+
+// Checks `options` against every limit on them, before anything is loaded or changed: the
+// table and list sizes, and (unless keep_rules) the number of rules, their names and each
+// rule's own limits (compileRule). One usage error for the first limit broken.
+Status validate(const AttachOptions& options);
+
 // One ban, as `ban list` shows it.
 struct BanEntry {
   Cidr cidr;

@@ -78,18 +78,9 @@ Status Limiter::resetRuleState(uint32_t rule_id) {
 Status Limiter::reload(const AttachOptions& options) {
   auto writing = writer_.acquire(interface_);
   if (!writing) return writing.error();
-  if (options.keep_rules) return applyPoliciesAndLists(options);
   // Everything is checked before anything is written: a bad config changes nothing.
-  if (options.rules.size() > FG_MAX_RULES) {
-    return Error::usage("at most " + std::to_string(FG_MAX_RULES) + " rules are supported, not " +
-                        std::to_string(options.rules.size()));
-  }
-  std::set<std::string> names;
-  for (const RuleSpec& spec : options.rules) {
-    if (!names.insert(spec.name).second)
-      return Error::usage("two rules are named '" + spec.name + "'");
-    if (auto compiled = compileRule(spec); !compiled) return compiled.error();
-  }
+  if (Status s = validate(options); !s) return s;
+  if (options.keep_rules) return applyPoliciesAndLists(options);
   auto current = activeRules();
   if (!current) return current.error();
   std::map<std::string, fg_rule> by_name;
