@@ -1,14 +1,17 @@
 // SPDX-License-Identifier: MIT
 // End to end: `floodgate attach` as operators run it in the lab, where it must refuse or
 // do what it says: private mount namespaces, and `--replace` keeping what it was not told.
+#include <bpf/bpf.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "e2e/lab_network.h"
+#include "floodgate_shared.h"
 
 namespace floodgate::test {
 namespace {
@@ -160,6 +163,41 @@ TEST_F(AttachE2eTest, ReplaceWithALimitRefusesToDropAConfigsRules) {
   EXPECT_NE(replace.err.find("'dns', 'all'"), std::string::npos) << replace.err;
   EXPECT_EQ(status()["rules"].size(), rules);
   std::filesystem::remove_all(dir);
+}
+
+TEST_F(AttachE2eTest, APinnedMapOfAnotherLayoutIsRefusedSayingWhatToDo) {
+  const std::string iface = lab_->targetInterface();
+  CommandResult attach = run({"attach", iface, "--rate", "1k"});
+  ASSERT_EQ(attach.exit_code, 0) << attach.err;
+  // what an older build would have left: `rules` pinned with values of another size
+  const std::string path = "/sys/fs/bpf/floodgate/" + iface + "/rules";
+  ASSERT_EQ(unlink(path.c_str()), 0);
+  int older = bpf_map_create(BPF_MAP_TYPE_ARRAY, "rules", 4, sizeof(fg_rule) + 8,
+                             FG_MAX_RULES * FG_RULE_SETS, nullptr);
+  ASSERT_GE(older, 0);
+  ASSERT_EQ(bpf_obj_pin(older, path.c_str()), 0);
+  close(older);
+
+  for (const std::vector<std::string>& command :
+       {std::vector<std::string>{"status", iface},
+        std::vector<std::string>{"attach", iface, "--replace", "--rate", "2k"}}) {
+    CommandResult refused = run(command);
+    EXPECT_EQ(refused.exit_code, 1) << refused.err;
+    EXPECT_NE(refused.err.find("the pinned map 'rules'"), std::string::npos) << refused.err;
+    EXPECT_NE(refused.err.find("this floodgate expects " + std::to_string(sizeof(fg_rule))),
+              std::string::npos)
+        << refused.err;
+    EXPECT_NE(refused.err.find("run 'floodgate detach " + iface + "', then attach again"),
+              std::string::npos)
+        << refused.err;
+    EXPECT_EQ(std::count(refused.err.begin(), refused.err.end(), '\n'), 1) << refused.err;
+  }
+  // and what it says to do works
+  CommandResult detach = run({"detach", iface});
+  ASSERT_EQ(detach.exit_code, 0) << detach.err;
+  CommandResult again = run({"attach", iface, "--rate", "1k"});
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(status()["rules"][0]["limit"]["pps"], 1000);
 }
 
 }  // namespace

@@ -143,7 +143,9 @@ struct LimiterMaps {
   LpmPair<uint64_t> sources[FG_RULE_SETS]{{"sources_v4_0", "sources_v6_0"},
                                           {"sources_v4_1", "sources_v6_1"}};
 
-  // Opens every map pinned for `interface` (whether or not a link is pinned yet).
+  // Opens every map pinned for `interface` (whether or not a link is pinned yet). A map
+  // whose key or value size is not this table's (pinned by another build) is refused in one
+  // line: which map, the sizes expected and found, and to detach and attach again.
   static Result<LimiterMaps> open(const std::string& interface);
 
   // Calls visit(map) for every map of the table.

@@ -22,35 +22,71 @@ inline Error mapError(const std::string& map, const char* what, int err) {
   return Error::failure("BPF map '" + map + "': " + what + " failed: " + std::strerror(err));
 }
 
+// The sizes of a map's key and value in bytes, as the kernel has them (for a per-CPU map,
+// one CPU's value).
+struct MapLayout {
+  uint32_t key_size = 0;
+  uint32_t value_size = 0;
+  bool operator==(const MapLayout&) const = default;
+};
+
+// What the kernel says of the map behind `fd` (its sizes, its number of entries).
+inline Result<bpf_map_info> mapInfo(int fd, const std::string& name) {
+  bpf_map_info info{};
+  uint32_t length = sizeof(info);
+  if (bpf_obj_get_info_by_fd(fd, &info, &length) != 0) return mapError(name, "info", errno);
+  return info;
+}
+
+// Opens the map pinned at `path` and refuses it unless the kernel's key and value sizes are
+// `expected` (a map of another layout, pinned by another build, would be misread), in one
+// line that names the map, the sizes expected and found, and ends with `remedy`.
+inline Result<UniqueFd> openPinnedMap(const std::string& path, const std::string& name,
+                                      MapLayout expected, const std::string& remedy) {
+  UniqueFd fd(bpf_obj_get(path.c_str()));
+  if (!fd.valid()) {
+    const int err = errno;
+    return Error::failure("cannot open pinned map " + path + ": " + std::strerror(err) +
+                          (err == ENOENT ? " (pinned by an older floodgate: detach the "
+                                           "interface and attach it again)"
+                                         : ""));
+  }
+  auto info = mapInfo(fd.get(), name);
+  if (!info) return info.error();
+  const MapLayout found{info->key_size, info->value_size};
+  if (found == expected) return fd;
+  std::string has, wants;
+  auto describe = [&](const char* what, uint32_t found_size, uint32_t expected_size) {
+    if (found_size == expected_size) return;
+    has += (has.empty() ? "" : " and ") + std::to_string(found_size) + "-byte " + what;
+    wants += (wants.empty() ? "" : " and ") + std::to_string(expected_size);
+  };
+  describe("keys", found.key_size, expected.key_size);
+  describe("values", found.value_size, expected.value_size);
+  return Error::failure("the pinned map '" + name + "' (" + path + ") has " + has +
+                        ", this floodgate expects " + wants +
+                        " (pinned by another version): " + remedy);
+}
+
+inline constexpr const char* kReattachRemedy = "detach the interface and attach it again";
+
 template <class Key, class Value>
 class BpfMap {
  public:
+  static constexpr MapLayout kLayout{sizeof(Key), sizeof(Value)};
+
   BpfMap() = default;
   // Not open yet: `name` is the map's name in the BPF object, and the name of its pin.
   explicit BpfMap(std::string name) : name_(std::move(name)) {}
   BpfMap(UniqueFd fd, std::string name) : fd_(std::move(fd)), name_(std::move(name)) {}
 
   // Opens a map pinned at `path`, refusing one whose key or value has another size than
-  // this build's (pinned by another version of floodgate: it would be misread).
-  static Result<BpfMap> openPinned(const std::string& path, const std::string& name) {
-    int fd = bpf_obj_get(path.c_str());
-    if (fd < 0) {
-      const int err = errno;
-      return Error::failure("cannot open pinned map " + path + ": " + std::strerror(err) +
-                            (err == ENOENT ? " (pinned by an older floodgate: detach the "
-                                             "interface and attach it again)"
-                                           : ""));
-    }
-    UniqueFd owned(fd);
-    bpf_map_info info{};
-    uint32_t length = sizeof(info);
-    if (bpf_obj_get_info_by_fd(fd, &info, &length) == 0 &&
-        (info.key_size != sizeof(Key) || info.value_size != sizeof(Value))) {
-      return Error::failure("the pinned map " + path +
-                            " has another layout than this floodgate's (pinned by another "
-                            "version): detach the interface and attach it again");
-    }
-    return BpfMap(std::move(owned), name);
+  // this build's (see openPinnedMap; `remedy` says what to do then).
+  static Result<BpfMap> openPinned(const std::string& path, const std::string& name,
+                                   const std::string& remedy = kReattachRemedy) {
+    auto fd = openPinnedMap(path, name, kLayout, remedy);
+    if (!fd) return fd.error();
+    return BpfMap(std::move(*fd), name);
   }
 
   int fd() const { return fd_.get(); }
@@ -119,20 +155,18 @@ class BpfMap {
 template <class Value>
 class PerCpuArray {
  public:
+  static constexpr MapLayout kLayout{sizeof(uint32_t), sizeof(Value)};
+
   PerCpuArray() = default;
   explicit PerCpuArray(std::string name) : name_(std::move(name)) {}
   PerCpuArray(UniqueFd fd, std::string name) : fd_(std::move(fd)), name_(std::move(name)) {}
 
-  static Result<PerCpuArray> openPinned(const std::string& path, const std::string& name) {
-    int fd = bpf_obj_get(path.c_str());
-    if (fd < 0) {
-      const int err = errno;
-      return Error::failure("cannot open pinned map " + path + ": " + std::strerror(err) +
-                            (err == ENOENT ? " (pinned by an older floodgate: detach the "
-                                             "interface and attach it again)"
-                                           : ""));
-    }
-    return PerCpuArray(UniqueFd(fd), name);
+  // Opens a per-CPU array pinned at `path`, refusing one of another layout (as BpfMap).
+  static Result<PerCpuArray> openPinned(const std::string& path, const std::string& name,
+                                        const std::string& remedy = kReattachRemedy) {
+    auto fd = openPinnedMap(path, name, kLayout, remedy);
+    if (!fd) return fd.error();
+    return PerCpuArray(std::move(*fd), name);
   }
 
   int fd() const { return fd_.get(); }

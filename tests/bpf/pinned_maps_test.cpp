@@ -1,0 +1,86 @@
+// SPDX-License-Identifier: MIT
+// The limiter's maps open from their pins only in this build's layout: a pin of another
+// layout where the table expects one (left by an older build) is refused in one line.
+#include <bpf/bpf.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <string>
+
+#include "bpf/xdp_fixture.h"
+#include "controller/limiter_maps.h"
+#include "kernel/pins.h"
+#include "kernel/unique_fd.h"
+
+namespace floodgate::test {
+namespace {
+
+class PinnedMapsTest : public XdpProgramTest {
+ protected:
+  // Pins a new map of `type` and sizes where the limiter's map `name` was pinned.
+  void pinInstead(const std::string& name, bpf_map_type type, uint32_t key_size,
+                  uint32_t value_size, uint32_t max_entries, uint32_t flags = 0) {
+    const std::string path = mapPinPath(pin_name_, name);
+    ASSERT_EQ(unlink(path.c_str()), 0) << path << ": " << std::strerror(errno);
+    LIBBPF_OPTS(bpf_map_create_opts, options, .map_flags = flags);
+    UniqueFd map(bpf_map_create(type, name.c_str(), key_size, value_size, max_entries, &options));
+    ASSERT_TRUE(map.valid()) << std::strerror(errno);
+    ASSERT_EQ(bpf_obj_pin(map.get(), path.c_str()), 0) << std::strerror(errno);
+  }
+
+  // The one line LimiterMaps::open refuses the pins with ("" if it opened them).
+  std::string refusal() {
+    auto maps = LimiterMaps::open(pin_name_);
+    return maps.ok() ? "" : maps.error().message;
+  }
+};
+
+TEST_F(PinnedMapsTest, EveryMapOfTheTableOpensFromPinsOfThisLayout) {
+  load({sourceRule(100, 100)});
+  auto maps = LimiterMaps::open(pin_name_);
+  ASSERT_TRUE(maps.ok()) << maps.error().message;
+  int opened = 0, missing = 0;
+  maps->forEachMap([&](const auto& map) { (map.fd() >= 0 ? opened : missing)++; });
+  EXPECT_EQ(opened, 22);
+  EXPECT_EQ(missing, 0);
+}
+
+TEST_F(PinnedMapsTest, AMapWhoseValuesHaveAnotherSizeIsRefused) {
+  load({sourceRule(100, 100)});
+  const uint32_t older = sizeof(fg_rule) + 8;
+  pinInstead("rules", BPF_MAP_TYPE_ARRAY, sizeof(uint32_t), older, FG_MAX_RULES * FG_RULE_SETS);
+  const std::string message = refusal();
+  EXPECT_EQ(message, "the pinned map 'rules' (" + mapPinPath(pin_name_, "rules") + ") has " +
+                         std::to_string(older) + "-byte values, this floodgate expects " +
+                         std::to_string(sizeof(fg_rule)) +
+                         " (pinned by another version): run 'floodgate detach " + pin_name_ +
+                         "', then attach again (bucket state starts over)");
+}
+
+TEST_F(PinnedMapsTest, ATrieWhoseKeysHaveAnotherSizeIsRefused) {
+  load({sourceRule(100, 100)});
+  // an IPv4 key where the IPv6 ban trie belongs
+  pinInstead("bans_v6", BPF_MAP_TYPE_LPM_TRIE, sizeof(fg_lpm_v4), sizeof(fg_ban), 16,
+             BPF_F_NO_PREALLOC);
+  const std::string message = refusal();
+  EXPECT_NE(message.find("'bans_v6'"), std::string::npos) << message;
+  EXPECT_NE(message.find("has 8-byte keys, this floodgate expects 20 "), std::string::npos)
+      << message;
+  EXPECT_NE(message.find("floodgate detach " + pin_name_), std::string::npos) << message;
+  EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+}
+
+TEST_F(PinnedMapsTest, APerCpuArrayOfAnotherLayoutIsRefused) {
+  load({sourceRule(100, 100)});
+  pinInstead("counters", BPF_MAP_TYPE_PERCPU_ARRAY, sizeof(uint32_t), sizeof(uint64_t),
+             static_cast<uint32_t>(FG_VERDICT_COUNT) * FG_REASON_COUNT);
+  const std::string message = refusal();
+  EXPECT_NE(message.find("'counters'"), std::string::npos) << message;
+  EXPECT_NE(message.find("has 8-byte values, this floodgate expects 16 "), std::string::npos)
+      << message;
+}
+
+}  // namespace
+}  // namespace floodgate::test
