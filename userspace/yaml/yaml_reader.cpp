@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
+#include <sstream>
 
 #include "floodgate/yaml/yaml_mark.h"
 
@@ -14,6 +16,13 @@ const YamlEntry* YamlFields::find(std::string_view name) const {
     if (key == name) return &entry;
   }
   return nullptr;
+}
+
+std::vector<YamlEntry> itemsOf(const YamlEntry& list) {
+  std::vector<YamlEntry> items;
+  if (!list.value.IsSequence()) return items;
+  for (const YAML::Node& value : list.value) items.push_back({list.value, value});
+  return items;
 }
 
 std::string describeNode(const YAML::Node& node) {
@@ -69,10 +78,19 @@ std::vector<Diagnostic> YamlReader::sortedDiagnostics() const {
   return out;
 }
 
+std::string YamlReader::where(std::string_view what) {
+  return what.empty() ? "at the top level" : "in " + std::string(what);
+}
+
+void YamlReader::repeated(const YAML::Node& key, const std::string& name, std::string_view what,
+                          int first_line) {
+  error(key, "key '" + name + "' is given twice " + where(what) + " (first at line " +
+                 std::to_string(first_line) + ")");
+}
+
 std::optional<YamlFields> YamlReader::mapping(const YamlEntry& entry, std::string_view what,
                                               std::initializer_list<std::string_view> known) {
   const YAML::Node& node = entry.value;
-  const std::string where = what.empty() ? "at the top level" : "in " + std::string(what);
   if (!node.IsMap()) {
     std::string name = what.empty() ? "the config" : std::string(what);
     error(entry,
@@ -85,20 +103,34 @@ std::optional<YamlFields> YamlReader::mapping(const YamlEntry& entry, std::strin
     const std::string key = item.first.IsScalar() ? item.first.Scalar() : describeNode(item.first);
     if (std::find(known.begin(), known.end(), key) == known.end()) {
       error(item.first,
-            "unknown key '" + key + "' " + where + " (expected " + joinNames(known) + ")");
+            "unknown key '" + key + "' " + where(what) + " (expected " + joinNames(known) + ")");
       continue;
     }
     auto first =
         std::find_if(seen.begin(), seen.end(), [&](const auto& s) { return s.first == key; });
     if (first != seen.end()) {
-      error(item.first, "key '" + key + "' is given twice " + where + " (first at line " +
-                            std::to_string(first->second) + ")");
+      repeated(item.first, key, what, first->second);
       continue;
     }
     seen.emplace_back(key, item.first.Mark().line + 1);
     fields.add(key, {item.first, item.second});
   }
   return fields;
+}
+
+std::optional<YamlEntry> YamlReader::field(const YamlEntry& entry, std::string_view what,
+                                           std::string_view name) {
+  if (!entry.value.IsMap()) return std::nullopt;
+  std::optional<YamlEntry> found;
+  for (const auto& item : entry.value) {
+    if (!item.first.IsScalar() || item.first.Scalar() != name) continue;
+    if (found) {
+      repeated(item.first, std::string(name), what, found->key.Mark().line + 1);
+    } else {
+      found.emplace(YamlEntry{item.first, item.second});
+    }
+  }
+  return found;
 }
 
 bool YamlReader::list(const YamlEntry& entry, std::string_view what, std::string_view shape) {
@@ -152,6 +184,19 @@ std::optional<uint64_t> YamlReader::withUnit(const YamlEntry& entry, std::string
   return *value;
 }
 
+std::optional<uint64_t> YamlReader::withUnit(const YamlEntry& entry, std::string_view what,
+                                             Result<uint64_t> (*parse)(std::string_view),
+                                             std::string_view example, uint64_t min, uint64_t max,
+                                             std::string (*format)(uint64_t)) {
+  std::optional<uint64_t> value = withUnit(entry, what, parse, example);
+  if (value && (*value < min || *value > max)) {
+    error(entry, std::string(what) + " must be from " + format(min) + " to " + format(max) +
+                     ", got " + entry.value.Scalar());
+    return std::nullopt;
+  }
+  return value;
+}
+
 std::optional<int64_t> YamlReader::integer(const YamlEntry& entry, std::string_view what,
                                            int64_t min, int64_t max) {
   int64_t value = 0;
@@ -172,6 +217,49 @@ std::optional<int64_t> YamlReader::integer(const YamlEntry& entry, std::string_v
     return std::nullopt;
   }
   return value;
+}
+
+std::optional<double> YamlReader::number(const YamlEntry& entry, std::string_view what, double min,
+                                         double max) {
+  // Bounds and values as written ("0.001", not "1e-03"), up to a double's precision.
+  auto show = [](double bound) {
+    std::ostringstream out;
+    out.precision(12);
+    out << bound;
+    return out.str();
+  };
+  double value = 0;
+  bool parsed = false;
+  if (entry.value.IsScalar()) {
+    // from_chars: no locale, no exception, and a number beyond a double's range is no number.
+    const std::string& text = entry.value.Scalar();
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+    parsed = ec == std::errc() && end == text.data() + text.size() && !text.empty() &&
+             std::isfinite(value);
+  }
+  if (!parsed) {
+    error(entry, std::string(what) + " must be a number from " + show(min) + " to " + show(max) +
+                     " (got " + describeNode(entry.value) + ")");
+    return std::nullopt;
+  }
+  if (value < min || value > max) {
+    error(entry, std::string(what) + " must be from " + show(min) + " to " + show(max) + ", got " +
+                     entry.value.Scalar());
+    return std::nullopt;
+  }
+  return value;
+}
+
+std::vector<YamlString> YamlReader::strings(const YamlEntry& entry, std::string_view what,
+                                            std::string_view shape, std::string_view item_what) {
+  std::vector<YamlString> out;
+  if (!list(entry, what, shape)) return out;
+  for (const YamlEntry& item : itemsOf(entry)) {
+    if (std::optional<std::string> string = text(item, item_what)) {
+      out.push_back({std::move(*string), item});
+    }
+  }
+  return out;
 }
 
 }  // namespace floodgate::config

@@ -28,6 +28,12 @@ struct YamlEntry {
   YamlEntry& operator=(const YamlEntry&) = delete;
 };
 
+// One string of a list read by YamlReader::strings, and the item it came from.
+struct YamlString {
+  std::string text;
+  YamlEntry entry;
+};
+
 // The entries of a checked mapping, in file order; find() returns the first of a key.
 class YamlFields {
  public:
@@ -38,6 +44,10 @@ class YamlFields {
  private:
   std::vector<std::pair<std::string, YamlEntry>> entries_;
 };
+
+// The items of a list (none if it is not one), each an entry whose key is the list: an empty
+// item is reported at the list.
+std::vector<YamlEntry> itemsOf(const YamlEntry& list);
 
 // "a mapping", "a list", "nothing", "'text'": what a node is, for "got ..." in messages.
 std::string describeNode(const YAML::Node& node);
@@ -60,6 +70,11 @@ class YamlReader {
   // (reported); unknown and repeated keys are reported and left out of the fields.
   std::optional<YamlFields> mapping(const YamlEntry& entry, std::string_view what,
                                     std::initializer_list<std::string_view> known);
+
+  // The entry of `name` in a mapping whose other keys are read by others (nullopt if it has
+  // none, or is no mapping); a repeat of it is reported, as mapping() reports one.
+  std::optional<YamlEntry> field(const YamlEntry& entry, std::string_view what,
+                                 std::string_view name);
 
   // Checks that entry.value is a list; `shape` says what one looks like, for the message.
   bool list(const YamlEntry& entry, std::string_view what, std::string_view shape);
@@ -87,15 +102,38 @@ class YamlReader {
   // ties in the order found.
   std::vector<Diagnostic> sortedDiagnostics() const;
 
-  // A whole number in [min, max] written without units.
+  // The same, and from min to max; `format` writes a bound in the value's units
+  // (formatDuration), for "what must be from 1s to 1h, got 2d".
+  std::optional<uint64_t> withUnit(const YamlEntry& entry, std::string_view what,
+                                   Result<uint64_t> (*parse)(std::string_view),
+                                   std::string_view example, uint64_t min, uint64_t max,
+                                   std::string (*format)(uint64_t));
+
+  // A whole number from min to max written without units.
   std::optional<int64_t> integer(const YamlEntry& entry, std::string_view what, int64_t min,
                                  int64_t max);
+
+  // A finite decimal number (1.5, 0.001, 1e3) from min to max.
+  std::optional<double> number(const YamlEntry& entry, std::string_view what, double min,
+                               double max);
+
+  // A list of non-empty strings: the strings in order, each with its item for positioning
+  // what a caller finds wrong with it. Not a list: reported, nothing returned (`shape` as
+  // for list()). An item that is not a non-empty string is reported as `item_what`
+  // ("a method") and left out.
+  std::vector<YamlString> strings(const YamlEntry& entry, std::string_view what,
+                                  std::string_view shape, std::string_view item_what);
 
  private:
   struct AnchoredRange {
     size_t first = 0, end = 0;  // diagnostic indexes
     int line = 0, column = 0;   // 1-based position of the anchor
   };
+
+  // "at the top level" for an empty `what`, else "in what".
+  static std::string where(std::string_view what);
+  void repeated(const YAML::Node& key, const std::string& name, std::string_view what,
+                int first_line);
 
   std::string file_;
   Diagnostics& diagnostics_;
