@@ -151,5 +151,14 @@ TEST(YamlReader, FieldFindsOneKeyAmongOthersAndReportsARepeat) {
   EXPECT_FALSE(reader.field({root["rules"], root["rules"]}, "rules", "http").has_value());
 }
 
+TEST(Diagnostics, AControlCharacterIsEscapedSoEachStaysOneLine) {
+  Diagnostics diagnostics;
+  diagnostics.add("f.yaml", 1, 2, "'a\nf.yaml:9:9: forged\x1b[2J\tb' is wrong");
+  diagnostics.add({"f.yaml", 3, 4, "plain, \"quoted\" and caf\xc3\xa9"});
+  EXPECT_EQ(diagnostics.format(),
+            "f.yaml:1:2: 'a\\nf.yaml:9:9: forged\\x1b[2J\\tb' is wrong\n"
+            "f.yaml:3:4: plain, \"quoted\" and caf\xc3\xa9\n");
+}
+
 }  // namespace
 }  // namespace floodgate::config

@@ -2,9 +2,37 @@
 // Formatting and collecting config diagnostics.
 #include "floodgate/yaml/diagnostics.h"
 
+#include <algorithm>
+#include <cstdio>
 #include <utility>
 
 namespace floodgate::config {
+namespace {
+
+// A message is one line: a control character it quotes from a file (a newline in a quoted
+// YAML value, a terminal escape) is shown escaped, so it can neither forge a line of its own
+// nor drive the terminal.
+std::string oneLine(std::string message) {
+  auto control = [](unsigned char c) { return c < 0x20 || c == 0x7f; };
+  if (std::none_of(message.begin(), message.end(), control)) return message;
+  std::string out;
+  for (unsigned char c : message) {
+    if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (control(c)) {
+      char escaped[8];
+      std::snprintf(escaped, sizeof(escaped), "\\x%02x", c);
+      out += escaped;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
+}  // namespace
 
 std::string formatDiagnostic(const Diagnostic& d) {
   if (d.line <= 0) return d.file + ": " + d.message;
@@ -12,10 +40,13 @@ std::string formatDiagnostic(const Diagnostic& d) {
 }
 
 void Diagnostics::add(std::string file, int line, int column, std::string message) {
-  items_.push_back({std::move(file), line, column, std::move(message)});
+  items_.push_back({std::move(file), line, column, oneLine(std::move(message))});
 }
 
-void Diagnostics::add(Diagnostic diagnostic) { items_.push_back(std::move(diagnostic)); }
+void Diagnostics::add(Diagnostic diagnostic) {
+  diagnostic.message = oneLine(std::move(diagnostic.message));
+  items_.push_back(std::move(diagnostic));
+}
 
 std::string Diagnostics::format() const {
   std::string out;

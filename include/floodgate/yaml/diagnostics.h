@@ -23,7 +23,8 @@ std::string formatDiagnostic(const Diagnostic& diagnostic);
 // Not thread-safe: one collector per validation.
 class Diagnostics {
  public:
-  // line and column 1-based.
+  // line and column 1-based. A control character in the message (a newline quoted from a
+  // file) is kept as an escape (\n, \x1b), so each diagnostic stays one line.
   void add(std::string file, int line, int column, std::string message);
   void add(Diagnostic diagnostic);
 
