@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 namespace floodgate::http {
 namespace {
@@ -99,9 +100,10 @@ TEST(HttpConfig, MissingParameterPointsAtThePolicy) {
 TEST(HttpConfig, OutOfRangeAndBadTypes) {
   EXPECT_EQ(firstError("http:\n  policies:\n    - name: a\n      key: ip\n"
                        "      algorithm: fixed_window\n      limit: 0\n      window_ms: 1000\n"),
-            "f.yaml:6:14: policy 'a'.limit must be between 1 and 1000000, got 0");
+            "f.yaml:6:14: policy 'a'.limit must be from 1 to 1000000, got 0");
   EXPECT_EQ(firstError("http:\n  store:\n    max_keys: lots\n"),
-            "f.yaml:3:15: http.store.max_keys must be a whole number");
+            "f.yaml:3:15: http.store.max_keys must be a whole number from 1 to 1000000000 (got "
+            "'lots')");
 }
 
 TEST(HttpConfig, BadKeyProxyAndUnknownField) {
@@ -111,7 +113,7 @@ TEST(HttpConfig, BadKeyProxyAndUnknownField) {
   EXPECT_EQ(firstError("http:\n  trusted_proxies: [10.0.0.0/8, 300.1.1.1]\n"),
             "f.yaml:2:33: '300.1.1.1' is not an address or CIDR prefix (e.g. 10.0.0.0/8, ::1)");
   EXPECT_EQ(firstError("http:\n  polices: []\n"),
-            "f.yaml:2:3: unknown key 'polices' in http (expected one of: trusted_proxies, "
+            "f.yaml:2:3: unknown key 'polices' in http (expected trusted_proxies, "
             "client_header, ipv6_prefix, store, policies, escalate, publish, shedding, "
             "retry_after_jitter, adaptive_concurrency)");
 }
@@ -139,7 +141,7 @@ TEST(HttpConfig, TheClientHeaderIsChosenNeverGuessed) {
             "f.yaml:3:18: http.client_header 'true-client-ip' must be one of x-forwarded-for, "
             "forwarded, x-real-ip or none");
   EXPECT_EQ(firstError("http:\n  ipv6_prefix: 16\n"),
-            "f.yaml:2:16: http.ipv6_prefix must be between 32 and 128, got 16");
+            "f.yaml:2:16: http.ipv6_prefix must be from 32 to 128, got 16");
 }
 
 TEST(HttpConfig, SheddingClassesGoFromHighestToLowestWithAShareKeptForTheFirst) {
@@ -197,7 +199,7 @@ TEST(HttpConfig, SheddingClassesGoFromHighestToLowestWithAShareKeptForTheFirst) 
             "f.yaml:4:9: priority class 'a' needs max_in_flight: the requests in flight at which "
             "it is shed");
   EXPECT_EQ(firstError(head + "      - {name: a, max_in_flight: 0}\n"),
-            "f.yaml:4:34: priority class 'a'.max_in_flight must be between 1 and 1000000, got 0");
+            "f.yaml:4:34: priority class 'a'.max_in_flight must be from 1 to 1000000, got 0");
   EXPECT_EQ(firstError("http:\n  shedding:\n    classes: []\n"),
             "f.yaml:3:14: http.shedding.classes must be a list of priority classes, highest "
             "first, each with a name and max_in_flight");
@@ -234,7 +236,7 @@ TEST(HttpConfig, AdaptiveConcurrencyBoundsAreChecked) {
   EXPECT_EQ(firstError("http:\n  adaptive_concurrency: {floor: 50, ceiling: 10}\n"),
             "f.yaml:2:33: http.adaptive_concurrency.floor (50) is above its ceiling (10)");
   EXPECT_EQ(firstError("http:\n  adaptive_concurrency: {tolerance: 0.5}\n"),
-            "f.yaml:2:37: http.adaptive_concurrency.tolerance must be between 1 and 10, got 0.5");
+            "f.yaml:2:37: http.adaptive_concurrency.tolerance must be from 1 to 10, got 0.5");
 }
 
 TEST(HttpConfig, EscalateNamesWhoMayReportAndHowOften) {
@@ -266,9 +268,11 @@ TEST(HttpConfig, EscalateHandsRepeatOffendersToTheController) {
   EXPECT_EQ(firstError("http:\n  escalate: {rejections: 50, within: 10s}\n"),
             "f.yaml:2:13: http.escalate needs ban (e.g. {rejections: 50, within: 10s, ban: 10m})");
   EXPECT_EQ(firstError("http:\n  escalate: {rejections: 0, within: 10s, ban: 10m}\n"),
-            "f.yaml:2:26: http.escalate.rejections must be between 1 and 1000000, got 0");
-  EXPECT_EQ(firstError("http:\n  escalate: {rejections: 5, within: soon, ban: 10m}\n"),
-            "f.yaml:2:37: http.escalate.within must be a duration such as 10s or 10m");
+            "f.yaml:2:26: http.escalate.rejections must be from 1 to 1000000, got 0");
+  EXPECT_EQ(
+      firstError("http:\n  escalate: {rejections: 5, within: soon, ban: 10m}\n"),
+      "f.yaml:2:37: http.escalate.within: 'soon' is not a duration (expected e.g. 500ms, 30s, "
+      "10m or 1h)");
   EXPECT_EQ(firstError("http:\n  escalate: {rejections: 5, within: 10s, ban: 2d}\n"),
             "f.yaml:2:47: http.escalate.ban must be from 1s to 1d, got 2d");
   EXPECT_EQ(firstError("http:\n  escalate: {rejections: 5, within: 10s, ban: 1m, socket: x}\n"),
@@ -407,7 +411,7 @@ TEST(HttpConfig, RedisStoreMistakesPointAtTheValue) {
             "127.0.0.1:6379");
   EXPECT_EQ(firstError("http:\n  store:\n    type: redis\n    address: a:1\n"
                        "    timeout_ms: 0\n"),
-            "f.yaml:5:17: http.store.timeout_ms must be between 1 and 60000, got 0");
+            "f.yaml:5:17: http.store.timeout_ms must be from 1 to 60000, got 0");
   EXPECT_EQ(firstError("http:\n  store:\n    timeout_ms: 5\n"),
             "f.yaml:3:17: http.store.timeout_ms applies only to type: redis");
   std::string redis = "http:\n  store: {type: redis, address: 'a:1'}\n  policies:\n";
@@ -450,12 +454,11 @@ TEST(HttpConfig, AnUnknownAlgorithmHidesNoBadValueBesideIt) {
   const std::string& text = config.error().message;
   EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 4) << text;
   EXPECT_NE(text.find("f.yaml:5:18: unknown algorithm 'leaky'"), std::string::npos) << text;
-  EXPECT_NE(text.find("f.yaml:6:17: policy 'a'.capacity must be between 1 and"), std::string::npos)
+  EXPECT_NE(text.find("f.yaml:6:17: policy 'a'.capacity must be from 1 to"), std::string::npos)
       << text;
   EXPECT_NE(text.find("f.yaml:7:19: policy 'a'.rate_per_s"), std::string::npos) << text;
   EXPECT_NE(text.find("f.yaml:10:18: unknown algorithm 'windowed'"), std::string::npos) << text;
-  EXPECT_NE(text.find("f.yaml:12:18: policy 'b'.window_ms must be between 1 and"),
-            std::string::npos)
+  EXPECT_NE(text.find("f.yaml:12:18: policy 'b'.window_ms must be from 1 to"), std::string::npos)
       << text;
 }
 
@@ -486,7 +489,110 @@ TEST(HttpConfig, ParseSectionDirectlyCollectsDiagnostics) {
   parseHttpSection(root["http"], "x.yaml", diagnostics);
   ASSERT_EQ(diagnostics.size(), 1u);
   EXPECT_EQ(config::formatDiagnostic(diagnostics.items()[0]),
-            "x.yaml:2:13: http.policies must be a list of policies");
+            "x.yaml:2:13: http.policies must be a list of policies (got '3')");
+}
+
+// Every line of an invalid section, to compare against the expected ones.
+std::vector<std::string> allErrors(const std::string& yaml) {
+  auto config = parseHttpConfigText(yaml, "f.yaml");
+  std::vector<std::string> lines;
+  if (config.ok()) return lines;
+  std::istringstream text(config.error().message);
+  for (std::string line; std::getline(text, line);) lines.push_back(line);
+  return lines;
+}
+
+TEST(HttpConfig, ARepeatedKeyIsReportedNotSilentlyOverridden) {
+  EXPECT_EQ(allErrors("http:\n  policies:\n    - name: a\n      key: ip\n"
+                      "      algorithm: fixed_window\n      limit: 5\n      window_ms: 1000\n"
+                      "      limit: 5000\n"),
+            std::vector<std::string>{
+                "f.yaml:8:7: key 'limit' is given twice in http.policies[0] (first at line 6)"});
+  EXPECT_EQ(allErrors("http:\n  store: {type: redis, type: memory}\n"),
+            (std::vector<std::string>{
+                "f.yaml:2:24: key 'type' is given twice in http.store (first at line 2)",
+                "f.yaml:2:10: http.store of type redis needs address: HOST:PORT or cluster: "
+                "[HOST:PORT, ...]"}));
+}
+
+TEST(HttpConfig, NumbersBeyondTheirTypeOrWrittenOddlyAreRefused) {
+  const std::string policy = "http:\n  policies:\n    - name: a\n      key: ip\n";
+  EXPECT_EQ(
+      firstError(policy + "      algorithm: fixed_window\n      limit: 99999999999999999999999\n"
+                          "      window_ms: 1000\n"),
+      "f.yaml:6:14: policy 'a'.limit must be a whole number from 1 to 1000000 (got "
+      "'99999999999999999999999')");
+  EXPECT_EQ(firstError(policy + "      algorithm: fixed_window\n      limit: 0x10\n"
+                                "      window_ms: 1000\n"),
+            "f.yaml:6:14: policy 'a'.limit must be a whole number from 1 to 1000000 (got '0x10')");
+  for (const char* rate : {".nan", ".inf", "1e400"}) {
+    EXPECT_EQ(
+        firstError(policy + "      algorithm: gcra\n      capacity: 5\n      rate_per_s: " + rate +
+                   "\n"),
+        "f.yaml:7:19: policy 'a'.rate_per_s must be a number from 0.001 to 1000000000 (got '" +
+            std::string(rate) + "')");
+  }
+  EXPECT_EQ(
+      firstError("http:\n  escalate: {rejections: 5, within: 10s, ban: 99999999999d}\n"),
+      "f.yaml:2:47: http.escalate.ban: '99999999999d' is not a duration (expected e.g. 500ms, "
+      "30s, 10m or 1h)");
+}
+
+TEST(HttpConfig, WrongTypesAreNamedInTheMessage) {
+  EXPECT_EQ(firstError("http: [a, b]\n"),
+            "f.yaml:1:7: http must be a mapping of trusted_proxies, client_header, ipv6_prefix, "
+            "store, policies, escalate, publish, shedding, retry_after_jitter, "
+            "adaptive_concurrency (got a list)");
+  EXPECT_EQ(firstError("http:\n  trusted_proxies: [[10.0.0.1]]\n  client_header: forwarded\n"),
+            "f.yaml:2:21: a trusted proxy must be a non-empty string (got a list)");
+  EXPECT_EQ(firstError("http:\n  policies:\n    - name: {a: 1}\n"),
+            "f.yaml:3:13: http.policies[0].name must be a non-empty string (got a mapping)");
+  EXPECT_EQ(firstError("http:\n  store:\n    max_keys:\n"),
+            "f.yaml:3:5: http.store.max_keys must be a whole number from 1 to 1000000000 (got "
+            "nothing)");
+}
+
+TEST(HttpConfig, AliasesAreReadAsWhatTheyNameAndMergeKeysAreUnknown) {
+  auto config = parseHttpConfigText(
+      "http:\n  policies:\n    - {name: a, key: ip, algorithm: gcra, capacity: &c 5, "
+      "rate_per_s: 1}\n    - {name: b, key: ip, algorithm: gcra, capacity: *c, rate_per_s: 1}\n",
+      "f.yaml");
+  ASSERT_TRUE(config.ok()) << config.error().message;
+  EXPECT_EQ(config->policies[1].algorithm.capacity, 5);
+  // The same policy twice through an alias is the same name twice.
+  EXPECT_EQ(firstError("http:\n  policies:\n    - &p {name: a, key: ip, algorithm: gcra, "
+                       "capacity: 5, rate_per_s: 1}\n    - *p\n"),
+            "f.yaml:3:17: policy name 'a' is used twice; names must be unique (they appear in "
+            "RateLimit headers)");
+  // yaml-cpp does not merge `<<`: it is a key like any other, and not one of ours.
+  EXPECT_NE(firstError("http:\n  policies:\n    - &p {name: a, key: ip, algorithm: gcra, "
+                       "capacity: 5, rate_per_s: 1}\n    - {<<: *p, name: b}\n")
+                .find("f.yaml:4:8: unknown key '<<' in http.policies[1]"),
+            std::string::npos);
+  // An alias of a node inside itself: read once, never followed round.
+  EXPECT_NE(firstError("http: &h {store: *h}\n").find("unknown key 'store' in http.store"),
+            std::string::npos);
+  EXPECT_EQ(firstError("http:\n  store: *nowhere\n").rfind("f.yaml:2:10: ", 0), 0u);
+}
+
+TEST(HttpConfig, DeepNestingIsAPositionedErrorNotACrash) {
+  const std::string deep =
+      "http:\n  policies: " + std::string(100000, '[') + std::string(100000, ']') + "\n";
+  EXPECT_EQ(firstError(deep).rfind("f.yaml:2:", 0), 0u);
+}
+
+TEST(HttpConfig, AControlCharacterInAValueCannotForgeALine) {
+  const std::vector<std::string> errors =
+      allErrors("http:\n  store: {type: \"x\\nf.yaml:1:1: all good\\e[2J\"}\n");
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0],
+            "f.yaml:2:17: store type 'x\\nf.yaml:1:1: all good\\x1b[2J' is not known; use "
+            "'memory' or 'redis'");
+}
+
+TEST(HttpConfig, OnlyTheFirstHttpSectionIsRead) {
+  EXPECT_EQ(firstError("http:\n  policies: []\nhttp:\n  policies: []\n"),
+            "f.yaml:3:1: key 'http' is given twice at the top level (first at line 1)");
 }
 
 TEST(RouteMatch, MatchesWholeSegmentsAndMethods) {

@@ -76,7 +76,7 @@ TEST(RetryJitter, ZeroTurnsItOffAndTheFractionIsChecked) {
   auto bad = parseHttpConfigText("http:\n  retry_after_jitter: 2\n", "f.yaml");
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.error().message,
-            "f.yaml:2:23: http.retry_after_jitter must be between 0 and 1, got 2");
+            "f.yaml:2:23: http.retry_after_jitter must be from 0 to 1, got 2");
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include "config/read_file.h"
 #include "config/sections.h"
 #include "floodgate/core/config_parser.h"
+#include "floodgate/yaml/yaml_mark.h"
 
 namespace floodgate::config {
 namespace {
@@ -52,16 +53,7 @@ void parseRoot(YamlReader& reader, const YAML::Node& root, const std::string& ba
   }
   if (const YamlEntry* e = fields->find("rules")) config.rules = parseRules(reader, *e, base_dir);
   if (const YamlEntry* e = fields->find("http"); e && !e->value.IsNull()) {
-    config.http = http::parseHttpSection(e->value, reader.file(), reader.diagnostics());
-  }
-}
-
-void addException(Diagnostics& diagnostics, const std::string& file, const YAML::Exception& e,
-                  const std::string& prefix) {
-  if (e.mark.is_null()) {
-    diagnostics.add(file, 0, 0, prefix + e.msg);
-  } else {
-    diagnostics.add(file, e.mark.line + 1, e.mark.column + 1, prefix + e.msg);
+    config.http = http::parseHttpSection(reader, *e);
   }
 }
 
@@ -82,7 +74,7 @@ FloodgateConfig parseConfig(const std::string& text, const std::string& file_nam
   try {
     root.emplace(YAML::Load(text));
   } catch (const YAML::Exception& e) {
-    addException(diagnostics, file_name, e, "YAML syntax error: ");
+    addAt(diagnostics, file_name, e, "YAML syntax error: ");
     return config;
   }
   // The parsers check every node's type before reading it; this is the net under a yaml-cpp
@@ -90,7 +82,7 @@ FloodgateConfig parseConfig(const std::string& text, const std::string& file_nam
   try {
     parseRoot(reader, *root, baseDirOf(file_name), config);
   } catch (const YAML::Exception& e) {
-    addException(found, file_name, e, "");
+    addAt(found, file_name, e);
   }
   for (Diagnostic& d : reader.sortedDiagnostics()) diagnostics.add(std::move(d));
   return config;

@@ -9,6 +9,7 @@
 #include "floodgate/common/result.h"
 #include "floodgate/core/policy.h"
 #include "floodgate/yaml/diagnostics.h"
+#include "floodgate/yaml/yaml_reader.h"
 
 namespace floodgate::http {
 
@@ -17,6 +18,10 @@ namespace floodgate::http {
 // Other top-level keys are not looked at (the config's own validator owns them).
 HttpConfig parseHttpSection(const YAML::Node& http, const std::string& file,
                             config::Diagnostics& diagnostics);
+
+// The same, read with the reader of the whole file (floodgate.yaml's): `http` is the top-level
+// key and its value. Not thread-safe (nor is the reader).
+HttpConfig parseHttpSection(config::YamlReader& reader, const config::YamlEntry& http);
 
 // Loads `path` and parses its `http:` section. The error lists every diagnostic, one per
 // line (kFailure: the file is wrong, not the command line).

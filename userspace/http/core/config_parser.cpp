@@ -17,53 +17,52 @@ namespace floodgate::http {
 
 namespace {
 
-// One validation pass over one file; every helper reports and carries on.
+using config::itemsOf;
+using config::YamlEntry;
+using config::YamlFields;
+using config::YamlReader;
+using config::YamlString;
+
+// One validation pass over one section, through the reader every section of floodgate.yaml
+// is read with: each check reports a positioned line and carries on.
 class Parser {
  public:
-  Parser(const std::string& file, config::Diagnostics& diagnostics)
-      : file_(file), diagnostics_(diagnostics) {}
+  explicit Parser(YamlReader& reader) : reader_(reader) {}
 
-  HttpConfig parse(const YAML::Node& http);
+  HttpConfig parse(const YamlEntry& http);
 
  private:
-  void error(const YAML::Node& node, std::string message) {
-    config::addAt(diagnostics_, file_, node, std::move(message));
+  std::optional<uint64_t> duration(const YamlEntry& entry, const std::string& what, uint64_t min_ns,
+                                   uint64_t max_ns) {
+    return reader_.withUnit(entry, what, parseDuration, "10s", min_ns, max_ns, formatDuration);
   }
+  bool redisAddress(const YamlEntry& entry, const std::string& address, const std::string& what);
 
-  bool requireMap(const YAML::Node& node, const std::string& what);
-  void rejectUnknownKeys(const YAML::Node& map, const std::string& what,
-                         std::initializer_list<std::string_view> known);
-  std::optional<std::string> readString(const YAML::Node& node, const std::string& what);
-  std::optional<int64_t> readInt(const YAML::Node& node, const std::string& what, int64_t min,
-                                 int64_t max);
-  std::optional<double> readDouble(const YAML::Node& node, const std::string& what, double min,
-                                   double max);
-
-  void parseTrustedProxies(const YAML::Node& node, HttpConfig& config);
-  void parseStore(const YAML::Node& node, StoreConfig& store);
-  void parseClientAddress(const YAML::Node& http, HttpConfig& config);
-  void parseEscalate(const YAML::Node& node, EscalateConfig& escalate);
-  void parseReporters(const YAML::Node& node, EscalateConfig& escalate);
-  bool parseReportStream(const YAML::Node& node, EscalateConfig& escalate);
-  void parsePublish(const YAML::Node& node, const EscalateConfig& escalate, PublishConfig& publish);
-  void parsePublishSecret(const YAML::Node& node, const EscalateConfig& escalate,
+  void parseTrustedProxies(const YamlEntry& entry, HttpConfig& config);
+  void parseStore(const YamlEntry& entry, StoreConfig& store);
+  void parseClientAddress(const YamlFields& http, HttpConfig& config);
+  void parseEscalate(const YamlEntry& entry, EscalateConfig& escalate);
+  void parseReporters(const YamlFields& fields, EscalateConfig& escalate);
+  bool parseReportStream(const YamlEntry& entry, const YamlFields& fields,
+                         EscalateConfig& escalate);
+  void parsePublish(const YamlEntry& entry, const EscalateConfig& escalate, PublishConfig& publish);
+  void parsePublishSecret(const YamlFields& fields, const EscalateConfig& escalate,
                           PublishConfig& publish);
-  std::optional<uint64_t> readDuration(const YAML::Node& node, const std::string& what,
-                                       uint64_t min_ns, uint64_t max_ns);
-  void parseShedding(const YAML::Node& node, HttpConfig& config);
-  void parseAdaptive(const YAML::Node& node, AdaptiveConcurrencyConfig& adaptive);
-  std::optional<PriorityClass> parsePriorityClass(const YAML::Node& node, size_t index,
+  void parseShedding(const YamlEntry& entry, HttpConfig& config);
+  void parseAdaptive(const YamlEntry& entry, AdaptiveConcurrencyConfig& adaptive);
+  std::optional<PriorityClass> parsePriorityClass(const YamlEntry& entry, size_t index,
                                                   bool& is_default);
-  void parsePrefetch(const YAML::Node& node, const std::string& what, const PolicyConfig& policy,
+  void parsePrefetch(const YamlEntry& entry, const std::string& what, const PolicyConfig& policy,
                      PrefetchConfig& prefetch);
-  void parseSync(const YAML::Node& node, const std::string& what, const PolicyConfig& policy,
+  void parseSync(const YamlEntry& entry, const std::string& what, const PolicyConfig& policy,
                  SyncConfig& sync);
-  RouteMatch parseMatch(const YAML::Node& node, const std::string& what);
-  std::optional<PolicyConfig> parsePolicy(const YAML::Node& node, size_t index);
-  void parseAlgorithm(const YAML::Node& policy, const std::string& what, AlgorithmParams& params);
+  RouteMatch parseMatch(const YamlEntry& entry, const std::string& what);
+  std::optional<PolicyConfig> parsePolicy(const YamlEntry& entry, size_t index);
+  void parseRoutes(const YamlEntry& entry, const std::string& what, PolicyConfig& policy);
+  void parseAlgorithm(const YamlEntry& entry, const YamlFields& fields, const std::string& what,
+                      AlgorithmParams& params);
 
-  const std::string& file_;
-  config::Diagnostics& diagnostics_;
+  YamlReader& reader_;
   std::string store_type_ = "memory";
 };
 
@@ -77,101 +76,44 @@ bool isTokenChar(char c) {
          std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
 }
 
-bool Parser::requireMap(const YAML::Node& node, const std::string& what) {
-  if (node.IsMap()) return true;
-  error(node, what + " must be a mapping");
-  return false;
-}
-
-void Parser::rejectUnknownKeys(const YAML::Node& map, const std::string& what,
-                               std::initializer_list<std::string_view> known) {
-  for (const auto& item : map) {
-    std::string key = item.first.IsScalar() ? item.first.Scalar() : std::string();
-    if (std::find(known.begin(), known.end(), key) != known.end()) continue;
-    std::string list;
-    for (std::string_view k : known) list += (list.empty() ? "" : ", ") + std::string(k);
-    error(item.first, "unknown key '" + key + "' in " + what + " (expected one of: " + list + ")");
-  }
-}
-
-std::optional<std::string> Parser::readString(const YAML::Node& node, const std::string& what) {
-  if (!node.IsScalar() || node.Scalar().empty()) {
-    error(node, what + " must be a non-empty string");
-    return std::nullopt;
-  }
-  return node.Scalar();
-}
-
-std::optional<int64_t> Parser::readInt(const YAML::Node& node, const std::string& what, int64_t min,
-                                       int64_t max) {
-  int64_t value = 0;
-  if (!node.IsScalar() || !YAML::convert<int64_t>::decode(node, value)) {
-    error(node, what + " must be a whole number");
-    return std::nullopt;
-  }
-  if (value < min || value > max) {
-    error(node, what + " must be between " + std::to_string(min) + " and " + std::to_string(max) +
-                    ", got " + std::to_string(value));
-    return std::nullopt;
-  }
-  return value;
-}
-
-std::optional<double> Parser::readDouble(const YAML::Node& node, const std::string& what,
-                                         double min, double max) {
-  double value = 0;
-  if (!node.IsScalar() || !YAML::convert<double>::decode(node, value)) {
-    error(node, what + " must be a number");
-    return std::nullopt;
-  }
-  if (!(value >= min && value <= max)) {
-    std::ostringstream range;
-    range.precision(12);
-    range << what << " must be between " << min << " and " << max << ", got " << node.Scalar();
-    error(node, range.str());
-    return std::nullopt;
-  }
-  return value;
-}
-
-HttpConfig Parser::parse(const YAML::Node& http) {
+HttpConfig Parser::parse(const YamlEntry& http) {
   HttpConfig config;
-  if (http.IsNull()) return config;  // `http:` with nothing under it: no policies
-  if (!requireMap(http, "http")) return config;
-  rejectUnknownKeys(
+  if (http.value.IsNull()) return config;  // `http:` with nothing under it: no policies
+  std::optional<YamlFields> fields = reader_.mapping(
       http, "http",
       {"trusted_proxies", "client_header", "ipv6_prefix", "store", "policies", "escalate",
        "publish", "shedding", "retry_after_jitter", "adaptive_concurrency"});
-  if (http["trusted_proxies"]) parseTrustedProxies(http["trusted_proxies"], config);
-  parseClientAddress(http, config);
-  if (http["store"]) parseStore(http["store"], config.store);
+  if (!fields) return config;
+  if (const YamlEntry* e = fields->find("trusted_proxies")) parseTrustedProxies(*e, config);
+  parseClientAddress(*fields, config);
+  if (const YamlEntry* e = fields->find("store")) parseStore(*e, config.store);
   store_type_ = config.store.type;
-  if (http["escalate"]) parseEscalate(http["escalate"], config.escalate);
-  if (http["publish"]) parsePublish(http["publish"], config.escalate, config.publish);
-  if (http["shedding"]) parseShedding(http["shedding"], config);
-  if (http["adaptive_concurrency"]) {
-    parseAdaptive(http["adaptive_concurrency"], config.adaptive_concurrency);
+  if (const YamlEntry* e = fields->find("escalate")) parseEscalate(*e, config.escalate);
+  if (const YamlEntry* e = fields->find("publish")) {
+    parsePublish(*e, config.escalate, config.publish);
   }
-  if (const YAML::Node jitter = http["retry_after_jitter"]) {
-    if (auto v = readDouble(jitter, "http.retry_after_jitter", 0, 1)) {
+  if (const YamlEntry* e = fields->find("shedding")) parseShedding(*e, config);
+  if (const YamlEntry* e = fields->find("adaptive_concurrency")) {
+    parseAdaptive(*e, config.adaptive_concurrency);
+  }
+  if (const YamlEntry* e = fields->find("retry_after_jitter")) {
+    if (auto v = reader_.number(*e, "http.retry_after_jitter", 0, 1))
       config.retry_after_jitter = *v;
-    }
   }
 
-  const YAML::Node policies = http["policies"];
-  if (!policies) return config;
-  if (!policies.IsSequence()) {
-    error(policies, "http.policies must be a list of policies");
-    return config;
-  }
+  const YamlEntry* policies = fields->find("policies");
+  if (!policies || !reader_.list(*policies, "http.policies", "policies")) return config;
   std::set<std::string> names;
-  for (size_t i = 0; i < policies.size(); ++i) {
-    std::optional<PolicyConfig> policy = parsePolicy(policies[i], i);
+  std::vector<YamlEntry> items = itemsOf(*policies);
+  for (size_t i = 0; i < items.size(); ++i) {
+    std::optional<PolicyConfig> policy = parsePolicy(items[i], i);
     if (!policy) continue;
     if (!names.insert(policy->name).second) {
-      error(policies[i]["name"], "policy name '" + policy->name +
-                                     "' is used twice; names must be unique (they appear in "
-                                     "RateLimit headers)");
+      // A policy read without a problem is a mapping with one name.
+      reader_.error(items[i].value["name"],
+                    "policy name '" + policy->name +
+                        "' is used twice; names must be unique (they appear in RateLimit "
+                        "headers)");
       continue;
     }
     config.policies.push_back(std::move(*policy));
@@ -179,17 +121,13 @@ HttpConfig Parser::parse(const YAML::Node& http) {
   return config;
 }
 
-void Parser::parseTrustedProxies(const YAML::Node& node, HttpConfig& config) {
-  if (!node.IsSequence()) {
-    error(node, "http.trusted_proxies must be a list of addresses or CIDR prefixes");
-    return;
-  }
-  for (const YAML::Node& item : node) {
-    auto text = readString(item, "a trusted proxy");
-    if (!text) continue;
-    std::optional<Cidr> cidr = Cidr::parse(*text);
+void Parser::parseTrustedProxies(const YamlEntry& entry, HttpConfig& config) {
+  for (const YamlString& proxy : reader_.strings(entry, "http.trusted_proxies",
+                                                 "addresses or CIDR prefixes", "a trusted proxy")) {
+    std::optional<Cidr> cidr = Cidr::parse(proxy.text);
     if (!cidr) {
-      error(item, "'" + *text + "' is not an address or CIDR prefix (e.g. 10.0.0.0/8, ::1)");
+      reader_.error(proxy.entry,
+                    "'" + proxy.text + "' is not an address or CIDR prefix (e.g. 10.0.0.0/8, ::1)");
       continue;
     }
     config.trusted_proxies.push_back(*cidr);
@@ -199,144 +137,142 @@ void Parser::parseTrustedProxies(const YAML::Node& node, HttpConfig& config) {
 // client_header: which header the trusted proxies name the client in; ipv6_prefix: the
 // prefix an IPv6 client is keyed by. A header is never guessed, and one without trusted
 // proxies (or proxies without one) is a mistake that would key every client wrongly.
-void Parser::parseClientAddress(const YAML::Node& http, HttpConfig& config) {
-  if (const YAML::Node node = http["client_header"]) {
-    if (auto text = readString(node, "http.client_header")) {
+void Parser::parseClientAddress(const YamlFields& http, HttpConfig& config) {
+  if (const YamlEntry* e = http.find("client_header")) {
+    if (auto text = reader_.text(*e, "http.client_header")) {
       if (auto header = parseClientHeader(*text)) {
         config.client_header = *header;
       } else {
-        error(node, "http.client_header '" + *text +
-                        "' must be one of x-forwarded-for, forwarded, x-real-ip or none");
+        reader_.error(*e, "http.client_header '" + *text +
+                              "' must be one of x-forwarded-for, forwarded, x-real-ip or none");
       }
     }
   }
   const bool proxies = !config.trusted_proxies.empty();
   const bool header = config.client_header != ClientHeader::kNone;
   if (proxies && !header) {
-    error(http["trusted_proxies"],
-          "http.trusted_proxies needs http.client_header: the header those proxies name the "
-          "client in (x-forwarded-for behind nginx or HAProxy, forwarded, or x-real-ip)");
+    reader_.error(*http.find("trusted_proxies"),
+                  "http.trusted_proxies needs http.client_header: the header those proxies name "
+                  "the client in (x-forwarded-for behind nginx or HAProxy, forwarded, or "
+                  "x-real-ip)");
   } else if (header && !proxies) {
-    error(http["client_header"],
-          "http.client_header is read only from http.trusted_proxies: list the proxies in "
-          "front of the service, or set client_header: none");
+    reader_.error(*http.find("client_header"),
+                  "http.client_header is read only from http.trusted_proxies: list the proxies "
+                  "in front of the service, or set client_header: none");
   }
-  if (const YAML::Node node = http["ipv6_prefix"]) {
-    if (auto v = readInt(node, "http.ipv6_prefix", 32, 128)) {
+  if (const YamlEntry* e = http.find("ipv6_prefix")) {
+    if (auto v = reader_.integer(*e, "http.ipv6_prefix", 32, 128)) {
       config.ipv6_prefix = static_cast<int>(*v);
     }
   }
 }
 
-void Parser::parseStore(const YAML::Node& node, StoreConfig& store) {
-  if (!requireMap(node, "http.store")) return;
-  rejectUnknownKeys(node, "http.store",
-                    {"type", "max_keys", "shards", "address", "cluster", "timeout_ms", "pool_size",
-                     "instances", "heartbeat", "breaker", "prefix"});
-  if (node["type"]) {
-    if (auto type = readString(node["type"], "http.store.type")) {
+bool Parser::redisAddress(const YamlEntry& entry, const std::string& address,
+                          const std::string& what) {
+  if (auto parsed = redis::Address::parse(address); !parsed) {
+    reader_.error(entry, what + ": " + parsed.error().message);
+    return false;
+  }
+  return true;
+}
+
+void Parser::parseStore(const YamlEntry& entry, StoreConfig& store) {
+  std::optional<YamlFields> fields =
+      reader_.mapping(entry, "http.store",
+                      {"type", "max_keys", "shards", "address", "cluster", "timeout_ms",
+                       "pool_size", "instances", "heartbeat", "breaker", "prefix"});
+  if (!fields) return;
+  if (const YamlEntry* e = fields->find("type")) {
+    if (auto type = reader_.text(*e, "http.store.type")) {
       if (*type != "memory" && *type != "redis") {
-        error(node["type"], "store type '" + *type + "' is not known; use 'memory' or 'redis'");
+        reader_.error(*e, "store type '" + *type + "' is not known; use 'memory' or 'redis'");
       } else {
         store.type = *type;
       }
     }
   }
-  if (node["max_keys"]) {
-    if (auto v = readInt(node["max_keys"], "http.store.max_keys", 1, 1'000'000'000)) {
-      store.max_keys = *v;
-    }
+  if (const YamlEntry* e = fields->find("max_keys")) {
+    if (auto v = reader_.integer(*e, "http.store.max_keys", 1, 1'000'000'000)) store.max_keys = *v;
   }
-  if (node["shards"]) {
-    if (auto v = readInt(node["shards"], "http.store.shards", 1, 4096)) {
+  if (const YamlEntry* e = fields->find("shards")) {
+    if (auto v = reader_.integer(*e, "http.store.shards", 1, 4096)) {
       store.shards = static_cast<int>(*v);
     }
   }
   const bool redis = store.type == "redis";
   for (const char* key : {"address", "cluster", "timeout_ms", "pool_size", "instances", "heartbeat",
                           "breaker", "prefix"}) {
-    if (node[key] && !redis)
-      error(node[key], std::string("http.store.") + key + " applies only to type: redis");
+    const YamlEntry* e = fields->find(key);
+    if (e && !redis)
+      reader_.error(*e, std::string("http.store.") + key + " applies only to type: redis");
   }
   if (!redis) return;
-  auto readAddress = [&](const YAML::Node& n,
-                         const std::string& what) -> std::optional<std::string> {
-    auto text = readString(n, what);
-    if (!text) return std::nullopt;
-    if (auto parsed = redis::Address::parse(*text); !parsed) {
-      error(n, what + ": " + parsed.error().message);
-      return std::nullopt;
+  const YamlEntry* address = fields->find("address");
+  const YamlEntry* cluster = fields->find("cluster");
+  if (address && cluster) {
+    reader_.error(*cluster,
+                  "http.store takes address (one Redis server) or cluster (its masters), not both");
+  } else if (!address && !cluster) {
+    reader_.error(entry,
+                  "http.store of type redis needs address: HOST:PORT or cluster: [HOST:PORT, ...]");
+  }
+  if (address) {
+    auto text = reader_.text(*address, "http.store.address");
+    if (text && redisAddress(*address, *text, "http.store.address")) store.address = *text;
+  }
+  if (cluster) {
+    if (cluster->value.IsSequence() && cluster->value.size() == 0) {
+      reader_.error(*cluster,
+                    "http.store.cluster must list at least one of the masters (HOST:PORT)");
     }
-    return text;
-  };
-  if (node["address"] && node["cluster"]) {
-    error(node["cluster"],
-          "http.store takes address (one Redis server) or cluster (its "
-          "masters), not both");
-  } else if (!node["address"] && !node["cluster"]) {
-    error(node, "http.store of type redis needs address: HOST:PORT or cluster: [HOST:PORT, ...]");
-  }
-  if (node["address"]) {
-    if (auto a = readAddress(node["address"], "http.store.address")) store.address = *a;
-  }
-  if (const YAML::Node cluster = node["cluster"]) {
-    if (!cluster.IsSequence() || cluster.size() == 0) {
-      error(cluster, "http.store.cluster must be a list of HOST:PORT (any of the masters)");
-    } else {
-      for (const YAML::Node& item : cluster) {
-        if (auto a = readAddress(item, "a cluster node")) store.cluster.push_back(*a);
-      }
+    for (const YamlString& node : reader_.strings(
+             *cluster, "http.store.cluster", "HOST:PORT, any of the masters", "a cluster node")) {
+      if (redisAddress(node.entry, node.text, "a cluster node")) store.cluster.push_back(node.text);
     }
   }
-  if (node["timeout_ms"]) {
-    if (auto v = readInt(node["timeout_ms"], "http.store.timeout_ms", 1, 60'000)) {
-      store.timeout_ms = *v;
-    }
+  if (const YamlEntry* e = fields->find("timeout_ms")) {
+    if (auto v = reader_.integer(*e, "http.store.timeout_ms", 1, 60'000)) store.timeout_ms = *v;
   }
-  if (node["pool_size"]) {
-    if (auto v = readInt(node["pool_size"], "http.store.pool_size", 1, 1024)) store.pool_size = *v;
+  if (const YamlEntry* e = fields->find("pool_size")) {
+    if (auto v = reader_.integer(*e, "http.store.pool_size", 1, 1024)) store.pool_size = *v;
   }
-  if (node["instances"]) {
-    if (auto v = readInt(node["instances"], "http.store.instances", 1, 100'000)) {
-      store.instances = *v;
-    }
+  if (const YamlEntry* e = fields->find("instances")) {
+    if (auto v = reader_.integer(*e, "http.store.instances", 1, 100'000)) store.instances = *v;
   }
-  if (node["prefix"]) {
-    if (auto v = readString(node["prefix"], "http.store.prefix")) store.prefix = *v;
+  if (const YamlEntry* e = fields->find("prefix")) {
+    if (auto v = reader_.text(*e, "http.store.prefix")) store.prefix = *v;
   }
-  if (const YAML::Node heartbeat = node["heartbeat"]) {
-    if (requireMap(heartbeat, "http.store.heartbeat")) {
-      rejectUnknownKeys(heartbeat, "http.store.heartbeat", {"interval_ms", "expire_ms"});
-      if (heartbeat["interval_ms"]) {
-        if (auto v = readInt(heartbeat["interval_ms"], "http.store.heartbeat.interval_ms", 10,
-                             600'000)) {
+  if (const YamlEntry* heartbeat = fields->find("heartbeat")) {
+    if (auto beat =
+            reader_.mapping(*heartbeat, "http.store.heartbeat", {"interval_ms", "expire_ms"})) {
+      if (const YamlEntry* e = beat->find("interval_ms")) {
+        if (auto v = reader_.integer(*e, "http.store.heartbeat.interval_ms", 10, 600'000)) {
           store.heartbeat_ms = *v;
         }
       }
-      if (heartbeat["expire_ms"]) {
-        if (auto v =
-                readInt(heartbeat["expire_ms"], "http.store.heartbeat.expire_ms", 20, 3'600'000)) {
+      const YamlEntry* expire = beat->find("expire_ms");
+      if (expire) {
+        if (auto v = reader_.integer(*expire, "http.store.heartbeat.expire_ms", 20, 3'600'000)) {
           store.heartbeat_expire_ms = *v;
         }
       }
       if (store.heartbeat_expire_ms < 2 * store.heartbeat_ms) {
-        error(heartbeat["expire_ms"] ? heartbeat["expire_ms"] : heartbeat,
-              "http.store.heartbeat.expire_ms must be at least twice interval_ms (" +
-                  std::to_string(2 * store.heartbeat_ms) +
-                  "), or one late beat drops a live instance");
+        reader_.error(expire ? *expire : *heartbeat,
+                      "http.store.heartbeat.expire_ms must be at least twice interval_ms (" +
+                          std::to_string(2 * store.heartbeat_ms) +
+                          "), or one late beat drops a live instance");
       }
     }
   }
-  if (const YAML::Node breaker = node["breaker"]) {
-    if (requireMap(breaker, "http.store.breaker")) {
-      rejectUnknownKeys(breaker, "http.store.breaker", {"failures", "open_ms"});
-      if (breaker["failures"]) {
-        if (auto v = readInt(breaker["failures"], "http.store.breaker.failures", 1, 1000)) {
+  if (const YamlEntry* breaker = fields->find("breaker")) {
+    if (auto b = reader_.mapping(*breaker, "http.store.breaker", {"failures", "open_ms"})) {
+      if (const YamlEntry* e = b->find("failures")) {
+        if (auto v = reader_.integer(*e, "http.store.breaker.failures", 1, 1000)) {
           store.breaker_failures = *v;
         }
       }
-      if (breaker["open_ms"]) {
-        if (auto v = readInt(breaker["open_ms"], "http.store.breaker.open_ms", 1, 3'600'000)) {
+      if (const YamlEntry* e = b->find("open_ms")) {
+        if (auto v = reader_.integer(*e, "http.store.breaker.open_ms", 1, 3'600'000)) {
           store.breaker_open_ms = *v;
         }
       }
@@ -344,97 +280,81 @@ void Parser::parseStore(const YAML::Node& node, StoreConfig& store) {
   }
 }
 
-void Parser::parsePrefetch(const YAML::Node& node, const std::string& what,
+void Parser::parsePrefetch(const YamlEntry& entry, const std::string& what,
                            const PolicyConfig& policy, PrefetchConfig& prefetch) {
-  if (!requireMap(node, what)) return;
-  rejectUnknownKeys(node, what, {"batch", "hot_keys", "detect_per_s", "lease_ms"});
+  std::optional<YamlFields> fields =
+      reader_.mapping(entry, what, {"batch", "hot_keys", "detect_per_s", "lease_ms"});
+  if (!fields) return;
   if (store_type_ != "redis") {
-    error(node, what + " needs the redis store (a memory store has no round trips to save)");
+    reader_.error(entry,
+                  what + " needs the redis store (a memory store has no round trips to save)");
     return;
   }
   if (!canLease(policy.algorithm.kind)) {
-    error(node, what + " works with fixed_window, token_bucket and gcra, not " +
-                    std::string(algorithmName(policy.algorithm.kind)));
+    reader_.error(entry, what + " works with fixed_window, token_bucket and gcra, not " +
+                             std::string(algorithmName(policy.algorithm.kind)));
     return;
   }
   prefetch.enabled = true;
-  if (node["batch"]) {
-    if (auto v = readInt(node["batch"], what + ".batch", 1, kMaxLimit)) prefetch.batch = *v;
+  if (const YamlEntry* e = fields->find("batch")) {
+    if (auto v = reader_.integer(*e, what + ".batch", 1, kMaxLimit)) prefetch.batch = *v;
   }
-  if (const YAML::Node keys = node["hot_keys"]) {
-    if (!keys.IsSequence()) {
-      error(keys, what + ".hot_keys must be a list of keys");
-    } else {
-      for (const YAML::Node& k : keys) {
-        if (auto key = readString(k, "a hot key")) prefetch.hot_keys.push_back(*key);
-      }
+  if (const YamlEntry* e = fields->find("hot_keys")) {
+    for (const YamlString& key : reader_.strings(*e, what + ".hot_keys", "keys", "a hot key")) {
+      prefetch.hot_keys.push_back(key.text);
     }
   }
-  if (node["detect_per_s"]) {
-    if (auto v = readInt(node["detect_per_s"], what + ".detect_per_s", 0, 1'000'000'000)) {
+  if (const YamlEntry* e = fields->find("detect_per_s")) {
+    if (auto v = reader_.integer(*e, what + ".detect_per_s", 0, 1'000'000'000)) {
       prefetch.detect_per_s = *v;
     }
   }
-  if (node["lease_ms"]) {
-    if (auto v = readInt(node["lease_ms"], what + ".lease_ms", 1, 3'600'000)) {
-      prefetch.lease_ms = *v;
-    }
+  if (const YamlEntry* e = fields->find("lease_ms")) {
+    if (auto v = reader_.integer(*e, what + ".lease_ms", 1, 3'600'000)) prefetch.lease_ms = *v;
   }
   if (prefetch.hot_keys.empty() && prefetch.detect_per_s == 0) {
-    error(node, what + " needs hot_keys or detect_per_s (which keys to lease for)");
+    reader_.error(entry, what + " needs hot_keys or detect_per_s (which keys to lease for)");
   }
 }
 
-void Parser::parseSync(const YAML::Node& node, const std::string& what, const PolicyConfig& policy,
+void Parser::parseSync(const YamlEntry& entry, const std::string& what, const PolicyConfig& policy,
                        SyncConfig& sync) {
-  if (!requireMap(node, what)) return;
-  rejectUnknownKeys(node, what, {"interval_ms"});
+  std::optional<YamlFields> fields = reader_.mapping(entry, what, {"interval_ms"});
+  if (!fields) return;
   if (store_type_ != "redis") {
-    error(node, what + " needs the redis store (it reconciles local shares through Redis)");
+    reader_.error(entry,
+                  what + " needs the redis store (it reconciles local shares through Redis)");
     return;
   }
   if (!canLease(policy.algorithm.kind)) {
-    error(node, what + " works with fixed_window, token_bucket and gcra, not " +
-                    std::string(algorithmName(policy.algorithm.kind)));
+    reader_.error(entry, what + " works with fixed_window, token_bucket and gcra, not " +
+                             std::string(algorithmName(policy.algorithm.kind)));
     return;
   }
   if (policy.prefetch.enabled) {
-    error(node, what + " and prefetch do not go together (every decision is local already)");
+    reader_.error(entry,
+                  what + " and prefetch do not go together (every decision is local already)");
     return;
   }
   sync.enabled = true;
-  if (node["interval_ms"]) {
-    if (auto v = readInt(node["interval_ms"], what + ".interval_ms", 10, 60'000)) {
+  const YamlEntry* interval = fields->find("interval_ms");
+  if (interval) {
+    if (auto v = reader_.integer(*interval, what + ".interval_ms", 10, 60'000)) {
       sync.interval_ms = *v;
     }
   }
   if (isWindowAlgorithm(policy.algorithm.kind) && policy.algorithm.window_ms > 0 &&
       sync.interval_ms * 2 > policy.algorithm.window_ms) {
-    error(node["interval_ms"] ? node["interval_ms"] : node,
-          what + ".interval_ms must be at most half the window (" +
-              std::to_string(policy.algorithm.window_ms / 2) +
-              " ms), or a share is stale before it is spent");
+    reader_.error(interval ? *interval : entry,
+                  what + ".interval_ms must be at most half the window (" +
+                      std::to_string(policy.algorithm.window_ms / 2) +
+                      " ms), or a share is stale before it is spent");
   }
-}
-
-std::optional<uint64_t> Parser::readDuration(const YAML::Node& node, const std::string& what,
-                                             uint64_t min_ns, uint64_t max_ns) {
-  auto ns = node.IsScalar() ? parseDuration(node.Scalar()) : Result<uint64_t>(Error::usage(""));
-  if (!ns) {
-    error(node, what + " must be a duration such as 10s or 10m");
-    return std::nullopt;
-  }
-  if (*ns < min_ns || *ns > max_ns) {
-    error(node, what + " must be from " + formatDuration(min_ns) + " to " + formatDuration(max_ns) +
-                    ", got " + node.Scalar());
-    return std::nullopt;
-  }
-  return *ns;
 }
 
 // Who may report over the socket, and how many bans one reporter may cause. Names are
 // resolved by the controller when it applies the config (a service never needs them).
-void Parser::parseReporters(const YAML::Node& node, EscalateConfig& escalate) {
+void Parser::parseReporters(const YamlFields& fields, EscalateConfig& escalate) {
   auto isAccountName = [](const std::string& name) {
     return !name.empty() && name.size() <= 32 && name[0] != '-' &&
            std::all_of(name.begin(), name.end(), [](char c) {
@@ -442,39 +362,33 @@ void Parser::parseReporters(const YAML::Node& node, EscalateConfig& escalate) {
                     c == '.' || c == '$';
            });
   };
-  if (node["socket_group"]) {
-    if (auto name = readString(node["socket_group"], "http.escalate.socket_group")) {
+  if (const YamlEntry* e = fields.find("socket_group")) {
+    if (auto name = reader_.text(*e, "http.escalate.socket_group")) {
       if (isAccountName(*name)) {
         escalate.socket_group = *name;
       } else {
-        error(node["socket_group"],
-              "http.escalate.socket_group '" + *name + "' is not a group name (e.g. floodgate)");
+        reader_.error(
+            *e, "http.escalate.socket_group '" + *name + "' is not a group name (e.g. floodgate)");
       }
     }
   }
   for (const char* key : {"reporter_users", "reporter_groups"}) {
-    const YAML::Node list = node[key];
+    const YamlEntry* list = fields.find(key);
     if (!list) continue;
     const std::string what = std::string("http.escalate.") + key;
-    if (!list.IsSequence()) {
-      error(list, what + " must be a list of names (e.g. [www-data])");
-      continue;
-    }
     auto& into = std::string_view(key) == "reporter_users" ? escalate.reporter_users
                                                            : escalate.reporter_groups;
-    for (const YAML::Node& item : list) {
-      auto name = readString(item, what + " entry");
-      if (!name) continue;
-      if (!isAccountName(*name)) {
-        error(item, what + " entry '" + *name + "' is not a user or group name");
+    for (const YamlString& name :
+         reader_.strings(*list, what, "names (e.g. [www-data])", what + " entry")) {
+      if (!isAccountName(name.text)) {
+        reader_.error(name.entry, what + " entry '" + name.text + "' is not a user or group name");
         continue;
       }
-      into.push_back(*name);
+      into.push_back(name.text);
     }
   }
-  if (node["max_bans_per_minute"]) {
-    if (auto v = readInt(node["max_bans_per_minute"], "http.escalate.max_bans_per_minute", 1,
-                         1'000'000)) {
+  if (const YamlEntry* e = fields.find("max_bans_per_minute")) {
+    if (auto v = reader_.integer(*e, "http.escalate.max_bans_per_minute", 1, 1'000'000)) {
       escalate.max_bans_per_minute = *v;
     }
   }
@@ -483,59 +397,58 @@ void Parser::parseReporters(const YAML::Node& node, EscalateConfig& escalate) {
 // escalate: {rejections: N, within: 10s, ban: 10m, socket: PATH, socket_group: NAME,
 //            reporter_users: [NAME], reporter_groups: [NAME], max_bans_per_minute: N,
 //            redis_stream: KEY, secret_file: PATH}
-void Parser::parseEscalate(const YAML::Node& node, EscalateConfig& escalate) {
-  if (!requireMap(node, "http.escalate")) return;
-  rejectUnknownKeys(node, "http.escalate",
-                    {"rejections", "within", "ban", "socket", "socket_group", "reporter_users",
-                     "reporter_groups", "max_bans_per_minute", "redis_stream", "secret_file"});
-  parseReporters(node, escalate);
+void Parser::parseEscalate(const YamlEntry& entry, EscalateConfig& escalate) {
+  std::optional<YamlFields> fields =
+      reader_.mapping(entry, "http.escalate",
+                      {"rejections", "within", "ban", "socket", "socket_group", "reporter_users",
+                       "reporter_groups", "max_bans_per_minute", "redis_stream", "secret_file"});
+  if (!fields) return;
+  parseReporters(*fields, escalate);
   bool complete = true;
   for (const char* key : {"rejections", "within", "ban"}) {
-    if (!node[key]) {
-      error(node, std::string("http.escalate needs ") + key +
-                      " (e.g. {rejections: 50, within: 10s, ban: 10m})");
+    if (!fields->has(key)) {
+      reader_.error(entry, std::string("http.escalate needs ") + key +
+                               " (e.g. {rejections: 50, within: 10s, ban: 10m})");
       complete = false;
     }
   }
-  if (node["rejections"]) {
-    if (auto v = readInt(node["rejections"], "http.escalate.rejections", 1, 1'000'000)) {
+  if (const YamlEntry* e = fields->find("rejections")) {
+    if (auto v = reader_.integer(*e, "http.escalate.rejections", 1, 1'000'000)) {
       escalate.rejections = *v;
     } else {
       complete = false;
     }
   }
-  if (node["within"]) {
-    if (auto ns =
-            readDuration(node["within"], "http.escalate.within", 1000000000ULL, 3600000000000ULL)) {
-      escalate.within_ms = static_cast<int64_t>(*ns / 1000000);
+  if (const YamlEntry* e = fields->find("within")) {
+    if (auto ns = duration(*e, "http.escalate.within", kNsPerS, 3600 * kNsPerS)) {
+      escalate.within_ms = static_cast<int64_t>(*ns / kNsPerMs);
     } else {
       complete = false;
     }
   }
-  if (node["ban"]) {
-    if (auto ns =
-            readDuration(node["ban"], "http.escalate.ban", 1000000000ULL, 86400000000000ULL)) {
+  if (const YamlEntry* e = fields->find("ban")) {
+    if (auto ns = duration(*e, "http.escalate.ban", kNsPerS, 86400 * kNsPerS)) {
       escalate.ban_ns = *ns;
     } else {
       complete = false;
     }
   }
-  if (node["socket"]) {
-    auto path = readString(node["socket"], "http.escalate.socket");
+  if (const YamlEntry* e = fields->find("socket")) {
+    auto path = reader_.text(*e, "http.escalate.socket");
     if (path && (path->front() != '/' || path->size() >= 108)) {
-      error(node["socket"],
-            "http.escalate.socket must be an absolute path shorter than 108 "
-            "characters (a Unix socket address)");
+      reader_.error(*e,
+                    "http.escalate.socket must be an absolute path shorter than 108 characters (a "
+                    "Unix socket address)");
       complete = false;
     } else if (path) {
       escalate.socket = *path;
     }
   }
-  if (node["redis_stream"]) complete &= parseReportStream(node, escalate);
-  if (node["secret_file"] && !node["redis_stream"]) {
-    error(node["secret_file"],
-          "http.escalate.secret_file signs reports to a Redis stream: add redis_stream: KEY, or "
-          "drop secret_file");
+  if (fields->has("redis_stream")) complete &= parseReportStream(entry, *fields, escalate);
+  if (const YamlEntry* e = fields->find("secret_file"); e && !fields->has("redis_stream")) {
+    reader_.error(*e,
+                  "http.escalate.secret_file signs reports to a Redis stream: add redis_stream: "
+                  "KEY, or drop secret_file");
     complete = false;
   }
   escalate.enabled = complete;
@@ -543,33 +456,37 @@ void Parser::parseEscalate(const YAML::Node& node, EscalateConfig& escalate) {
 
 // redis_stream: KEY with secret_file: PATH (the fleet's shared secret, read here so a
 // config whose secret is missing is refused before anything changes).
-bool Parser::parseReportStream(const YAML::Node& node, EscalateConfig& escalate) {
-  auto key = readString(node["redis_stream"], "http.escalate.redis_stream");
+bool Parser::parseReportStream(const YamlEntry& entry, const YamlFields& fields,
+                               EscalateConfig& escalate) {
+  const YamlEntry& stream = *fields.find("redis_stream");
+  auto key = reader_.text(stream, "http.escalate.redis_stream");
   if (!key) return false;
   if (store_type_ != "redis") {
-    error(node["redis_stream"],
-          "http.escalate.redis_stream needs http.store of type redis (its servers hold the "
-          "stream)");
+    reader_.error(stream,
+                  "http.escalate.redis_stream needs http.store of type redis (its servers hold "
+                  "the stream)");
     return false;
   }
-  if (!node["secret_file"]) {
-    error(node,
-          "http.escalate.redis_stream needs secret_file: PATH, a secret shared by the fleet that "
-          "signs every report (anyone able to write to Redis could ban addresses otherwise)");
+  const YamlEntry* secret_file = fields.find("secret_file");
+  if (!secret_file) {
+    reader_.error(entry,
+                  "http.escalate.redis_stream needs secret_file: PATH, a secret shared by the "
+                  "fleet that signs every report (anyone able to write to Redis could ban "
+                  "addresses otherwise)");
     return false;
   }
-  auto path = readString(node["secret_file"], "http.escalate.secret_file");
+  auto path = reader_.text(*secret_file, "http.escalate.secret_file");
   if (!path) return false;
   if (path->front() != '/') {
     // the policies are published to services on other hosts: only an absolute path means
     // the same file everywhere
-    error(node["secret_file"],
-          "http.escalate.secret_file must be an absolute path, got '" + *path + "'");
+    reader_.error(*secret_file,
+                  "http.escalate.secret_file must be an absolute path, got '" + *path + "'");
     return false;
   }
   auto secret = loadReportSecret(*path);
   if (!secret) {
-    error(node["secret_file"], secret.error().message);
+    reader_.error(*secret_file, secret.error().message);
     return false;
   }
   escalate.redis_stream = *key;
@@ -579,64 +496,66 @@ bool Parser::parseReportStream(const YAML::Node& node, EscalateConfig& escalate)
 }
 
 // publish: {file: PATH, redis_key: KEY, redis_channel: CHANNEL, secret_file: PATH}
-void Parser::parsePublish(const YAML::Node& node, const EscalateConfig& escalate,
+void Parser::parsePublish(const YamlEntry& entry, const EscalateConfig& escalate,
                           PublishConfig& publish) {
-  if (!requireMap(node, "http.publish")) return;
-  rejectUnknownKeys(node, "http.publish", {"file", "redis_key", "redis_channel", "secret_file"});
-  if (node["file"]) {
-    if (auto path = readString(node["file"], "http.publish.file")) {
+  std::optional<YamlFields> fields =
+      reader_.mapping(entry, "http.publish", {"file", "redis_key", "redis_channel", "secret_file"});
+  if (!fields) return;
+  if (const YamlEntry* e = fields->find("file")) {
+    if (auto path = reader_.text(*e, "http.publish.file")) {
       if (path->front() != '/' || path->back() == '/') {
         // services run elsewhere: a path relative to this config would mean nothing to them
-        error(node["file"],
-              "http.publish.file must be an absolute file path, e.g. "
-              "/run/floodgate/http-policies.yaml, got '" +
-                  *path + "'");
+        reader_.error(*e,
+                      "http.publish.file must be an absolute file path, e.g. "
+                      "/run/floodgate/http-policies.yaml, got '" +
+                          *path + "'");
       } else {
         publish.file = *path;
       }
     }
   }
-  if (node["redis_key"]) {
-    if (auto key = readString(node["redis_key"], "http.publish.redis_key")) {
+  if (const YamlEntry* e = fields->find("redis_key")) {
+    if (auto key = reader_.text(*e, "http.publish.redis_key")) {
       if (store_type_ != "redis") {
-        error(node["redis_key"],
-              "http.publish.redis_key needs http.store of type redis (its address is where "
-              "the policies go)");
+        reader_.error(*e,
+                      "http.publish.redis_key needs http.store of type redis (its address is "
+                      "where the policies go)");
       } else {
         publish.redis_key = *key;
       }
     }
   }
-  if (node["redis_channel"]) {
-    if (!node["redis_key"]) {
-      error(node["redis_channel"], "http.publish.redis_channel needs a redis_key to announce");
-    } else if (auto channel = readString(node["redis_channel"], "http.publish.redis_channel")) {
+  if (const YamlEntry* e = fields->find("redis_channel")) {
+    if (!fields->has("redis_key")) {
+      reader_.error(*e, "http.publish.redis_channel needs a redis_key to announce");
+    } else if (auto channel = reader_.text(*e, "http.publish.redis_channel")) {
       publish.redis_channel = *channel;
     }
   }
   if (!publish.redis_key.empty() && publish.redis_channel.empty()) {
     publish.redis_channel = publish.redis_key;
   }
-  parsePublishSecret(node, escalate, publish);
-  if (!node["file"] && !node["redis_key"]) {
-    error(node,
-          "http.publish needs file: PATH or redis_key: KEY (where services read the policies)");
+  parsePublishSecret(*fields, escalate, publish);
+  if (!fields->has("file") && !fields->has("redis_key")) {
+    reader_.error(entry,
+                  "http.publish needs file: PATH or redis_key: KEY (where services read the "
+                  "policies)");
   }
 }
 
 // Whoever can write the Redis key could hand the fleet any policies: what is published there
 // is signed, and a config that cannot sign it is refused.
-void Parser::parsePublishSecret(const YAML::Node& node, const EscalateConfig& escalate,
+void Parser::parsePublishSecret(const YamlFields& fields, const EscalateConfig& escalate,
                                 PublishConfig& publish) {
-  if (node["secret_file"]) {
-    if (!node["redis_key"]) {
-      error(node["secret_file"],
-            "http.publish.secret_file signs the policies published to Redis: add redis_key: "
-            "KEY, or drop secret_file");
-    } else if (auto path = readString(node["secret_file"], "http.publish.secret_file")) {
+  if (const YamlEntry* e = fields.find("secret_file")) {
+    if (!fields.has("redis_key")) {
+      reader_.error(*e,
+                    "http.publish.secret_file signs the policies published to Redis: add "
+                    "redis_key: KEY, or drop secret_file");
+    } else if (auto path = reader_.text(*e, "http.publish.secret_file")) {
       auto secret = loadFleetSecret(*path, "http.publish.secret_file");
       if (!secret) {
-        error(node["secret_file"], secret.error().message);
+        reader_.error(*e, secret.error().message);
       } else {
         publish.secret_file = *path;
         publish.secret = std::move(*secret);
@@ -644,9 +563,10 @@ void Parser::parsePublishSecret(const YAML::Node& node, const EscalateConfig& es
     }
   } else if (!publish.redis_key.empty()) {
     if (escalate.secret.empty()) {
-      error(node["redis_key"],
-            "http.publish.redis_key needs a secret to sign the policies with: set "
-            "http.publish.secret_file (or http.escalate.secret_file) to the fleet's secret file");
+      reader_.error(*fields.find("redis_key"),
+                    "http.publish.redis_key needs a secret to sign the policies with: set "
+                    "http.publish.secret_file (or http.escalate.secret_file) to the fleet's "
+                    "secret file");
     } else {
       publish.secret_file = escalate.secret_file;
       publish.secret = escalate.secret;
@@ -656,76 +576,92 @@ void Parser::parsePublishSecret(const YAML::Node& node, const EscalateConfig& es
 
 // http.shedding: priority classes, highest first, each with the requests in flight at
 // which it is shed; the first keeps a share no other class can take.
-void Parser::parseShedding(const YAML::Node& node, HttpConfig& config) {
+void Parser::parseShedding(const YamlEntry& entry, HttpConfig& config) {
   SheddingConfig& shedding = config.shedding;
-  if (!requireMap(node, "http.shedding")) return;
-  rejectUnknownKeys(node, "http.shedding", {"classes", "priority_header", "retry_after"});
-  if (const YAML::Node header = node["priority_header"]) {
-    if (auto name = readString(header, "http.shedding.priority_header")) {
+  std::optional<YamlFields> fields =
+      reader_.mapping(entry, "http.shedding", {"classes", "priority_header", "retry_after"});
+  if (!fields) return;
+  if (const YamlEntry* e = fields->find("priority_header")) {
+    if (auto name = reader_.text(*e, "http.shedding.priority_header")) {
       if (!std::all_of(name->begin(), name->end(), isTokenChar)) {
-        error(header, "http.shedding.priority_header '" + *name + "' is not a header name");
+        reader_.error(*e, "http.shedding.priority_header '" + *name + "' is not a header name");
       } else if (config.trusted_proxies.empty()) {
-        error(header,
-              "http.shedding.priority_header is read only from http.trusted_proxies (a client "
-              "could name its own priority): list the proxies that set it, or remove it");
+        reader_.error(*e,
+                      "http.shedding.priority_header is read only from http.trusted_proxies (a "
+                      "client could name its own priority): list the proxies that set it, or "
+                      "remove it");
       } else {
         shedding.priority_header = *name;
       }
     }
   }
-  if (const YAML::Node retry = node["retry_after"]) {
-    if (auto ns = readDuration(retry, "http.shedding.retry_after", kNsPerS, 3600 * kNsPerS)) {
+  if (const YamlEntry* e = fields->find("retry_after")) {
+    if (auto ns = duration(*e, "http.shedding.retry_after", kNsPerS, 3600 * kNsPerS)) {
       shedding.retry_after_ns = *ns;
     }
   }
-  const YAML::Node classes = node["classes"];
-  if (!classes || !classes.IsSequence() || classes.size() == 0) {
-    error(classes ? classes : node,
-          "http.shedding.classes must be a list of priority classes, highest first, each "
-          "with a name and max_in_flight");
+  static constexpr const char* kClassesShape =
+      "priority classes, highest first, each with a name and max_in_flight";
+  const YamlEntry* classes = fields->find("classes");
+  if (!classes) {
+    reader_.error(entry, std::string("http.shedding needs classes: a list of ") + kClassesShape);
     return;
   }
+  if (!reader_.list(*classes, "http.shedding.classes", kClassesShape)) return;
+  if (classes->value.size() == 0) {
+    reader_.error(*classes,
+                  std::string("http.shedding.classes must be a list of ") + kClassesShape);
+    return;
+  }
+  std::vector<YamlEntry> items = itemsOf(*classes);
+  std::vector<size_t> read;  // the item of each class in shedding.classes
   std::optional<size_t> default_class;
-  for (size_t i = 0; i < classes.size(); ++i) {
+  for (size_t i = 0; i < items.size(); ++i) {
     bool is_default = false;
-    std::optional<PriorityClass> c = parsePriorityClass(classes[i], i, is_default);
+    std::optional<PriorityClass> c = parsePriorityClass(items[i], i, is_default);
     if (!c) continue;
+    // A class read without a problem is a mapping that holds each of its keys once.
+    const YAML::Node& node = items[i].value;
     for (const PriorityClass& other : shedding.classes) {
       if (other.name == c->name) {
-        error(classes[i]["name"], "priority class '" + c->name + "' is named twice");
+        reader_.error(node["name"], "priority class '" + c->name + "' is named twice");
       }
     }
     if (is_default) {
       if (default_class) {
-        error(classes[i]["default"], "priority class '" + c->name +
-                                         "' is a second default; "
-                                         "only one class may be the default");
+        reader_.error(node["default"], "priority class '" + c->name +
+                                           "' is a second default; only one class may be the "
+                                           "default");
       }
       default_class = shedding.classes.size();
     }
     if (!shedding.classes.empty()) {
       const PriorityClass& above = shedding.classes.back();
       if (c->max_in_flight > above.max_in_flight) {
-        error(classes[i]["max_in_flight"],
-              "priority class '" + c->name + "' (max_in_flight " +
-                  std::to_string(c->max_in_flight) + ") is shed later than '" + above.name +
-                  "' above it (" + std::to_string(above.max_in_flight) +
-                  "): list classes from highest priority to lowest, each max_in_flight at most "
-                  "the one above");
+        reader_.error(node["max_in_flight"],
+                      "priority class '" + c->name + "' (max_in_flight " +
+                          std::to_string(c->max_in_flight) + ") is shed later than '" + above.name +
+                          "' above it (" + std::to_string(above.max_in_flight) +
+                          "): list classes from highest priority to lowest, each max_in_flight "
+                          "at most the one above");
       } else if (shedding.classes.size() == 1 && c->max_in_flight == above.max_in_flight) {
-        error(classes[i]["max_in_flight"],
-              "priority class '" + above.name +
-                  "' keeps no share of its own: its max_in_flight must be above that of '" +
-                  c->name + "' (" + std::to_string(c->max_in_flight) + ")");
+        reader_.error(node["max_in_flight"],
+                      "priority class '" + above.name +
+                          "' keeps no share of its own: its max_in_flight must be above that of "
+                          "'" +
+                          c->name + "' (" + std::to_string(c->max_in_flight) + ")");
       }
     }
     shedding.classes.push_back(std::move(*c));
+    read.push_back(i);
   }
   if (default_class == 0 && shedding.classes.size() > 1) {
-    error(classes[0]["default"],
-          "priority class '" + shedding.classes[0].name +
-              "' is the highest and may not be the default: a request nothing names or "
-              "matches would take the share kept for it; mark a lower class default: true");
+    const YAML::Node& first = items[read[0]].value;
+    reader_.error(first["default"],
+                  "priority class '" + shedding.classes[0].name +
+                      "' is the highest and may not be the default: a request nothing names or "
+                      "matches would take the share kept for it; mark a lower class default: "
+                      "true");
   }
   // Without a marked default, a request nothing names or matches is of the lowest class:
   // an unknown request never outranks a known one.
@@ -735,16 +671,17 @@ void Parser::parseShedding(const YAML::Node& node, HttpConfig& config) {
 
 // http.adaptive_concurrency: the bounds of a limit on requests in flight that follows the
 // service's latency and errors (adaptive_limit.h).
-void Parser::parseAdaptive(const YAML::Node& node, AdaptiveConcurrencyConfig& adaptive) {
+void Parser::parseAdaptive(const YamlEntry& entry, AdaptiveConcurrencyConfig& adaptive) {
   const std::string what = "http.adaptive_concurrency";
-  if (!requireMap(node, what)) return;
-  rejectUnknownKeys(node, what,
-                    {"floor", "ceiling", "initial", "tolerance", "window", "window_ms",
-                     "error_rate", "probe_every", "retry_after"});
+  std::optional<YamlFields> fields =
+      reader_.mapping(entry, what,
+                      {"floor", "ceiling", "initial", "tolerance", "window", "window_ms",
+                       "error_rate", "probe_every", "retry_after"});
+  if (!fields) return;
   adaptive.enabled = true;
   auto readCount = [&](const char* key, int64_t& into, int64_t min, int64_t max) {
-    if (const YAML::Node v = node[key]) {
-      if (auto n = readInt(v, what + "." + key, min, max)) into = *n;
+    if (const YamlEntry* e = fields->find(key)) {
+      if (auto n = reader_.integer(*e, what + "." + key, min, max)) into = *n;
     }
   };
   readCount("floor", adaptive.floor, 1, 1'000'000);
@@ -753,180 +690,205 @@ void Parser::parseAdaptive(const YAML::Node& node, AdaptiveConcurrencyConfig& ad
   readCount("window", adaptive.window, 1, 1'000'000);
   readCount("window_ms", adaptive.window_ms, 1, 60'000);
   readCount("probe_every", adaptive.probe_every, 0, 1'000'000);
-  if (const YAML::Node v = node["tolerance"]) {
-    if (auto t = readDouble(v, what + ".tolerance", 1, 10)) adaptive.tolerance = *t;
+  if (const YamlEntry* e = fields->find("tolerance")) {
+    if (auto t = reader_.number(*e, what + ".tolerance", 1, 10)) adaptive.tolerance = *t;
   }
-  if (const YAML::Node v = node["error_rate"]) {
-    if (auto r = readDouble(v, what + ".error_rate", 0, 1)) adaptive.error_rate = *r;
+  if (const YamlEntry* e = fields->find("error_rate")) {
+    if (auto r = reader_.number(*e, what + ".error_rate", 0, 1)) adaptive.error_rate = *r;
   }
-  if (const YAML::Node v = node["retry_after"]) {
-    if (auto ns = readDuration(v, what + ".retry_after", kNsPerS, 3600 * kNsPerS)) {
+  if (const YamlEntry* e = fields->find("retry_after")) {
+    if (auto ns = duration(*e, what + ".retry_after", kNsPerS, 3600 * kNsPerS)) {
       adaptive.retry_after_ns = *ns;
     }
   }
   if (adaptive.floor > adaptive.ceiling) {
-    error(node["floor"] ? node["floor"] : node, what + ".floor (" + std::to_string(adaptive.floor) +
-                                                    ") is above its ceiling (" +
-                                                    std::to_string(adaptive.ceiling) + ")");
+    const YamlEntry* floor = fields->find("floor");
+    reader_.error(floor ? *floor : entry, what + ".floor (" + std::to_string(adaptive.floor) +
+                                              ") is above its ceiling (" +
+                                              std::to_string(adaptive.ceiling) + ")");
   }
 }
 
-std::optional<PriorityClass> Parser::parsePriorityClass(const YAML::Node& node, size_t index,
+std::optional<PriorityClass> Parser::parsePriorityClass(const YamlEntry& entry, size_t index,
                                                         bool& is_default) {
   std::string what = "http.shedding.classes[" + std::to_string(index) + "]";
-  if (!requireMap(node, what)) return std::nullopt;
-  rejectUnknownKeys(node, what, {"name", "max_in_flight", "match", "default"});
-  const size_t errors_before = diagnostics_.size();
+  std::optional<YamlFields> fields =
+      reader_.mapping(entry, what, {"name", "max_in_flight", "match", "default"});
+  if (!fields) return std::nullopt;
+  const size_t errors_before = reader_.errorCount();
   PriorityClass c;
-  if (!node["name"]) {
-    error(node, what + " needs a name");
-  } else if (auto name = readString(node["name"], what + ".name")) {
+  if (const YamlEntry* e = fields->find("name"); !e) {
+    reader_.error(entry, what + " needs a name");
+  } else if (auto name = reader_.text(*e, what + ".name")) {
     if (!std::all_of(name->begin(), name->end(), isNameChar)) {
-      error(node["name"],
-            "priority class name '" + *name + "' may only hold letters, digits, '_', '-' and '.'");
+      reader_.error(*e, "priority class name '" + *name +
+                            "' may only hold letters, digits, '_', '-' and '.'");
     }
     c.name = *name;
     what = "priority class '" + *name + "'";
   }
-  if (!node["max_in_flight"]) {
-    error(node, what + " needs max_in_flight: the requests in flight at which it is shed");
-  } else if (auto v = readInt(node["max_in_flight"], what + ".max_in_flight", 1, 1'000'000)) {
+  if (const YamlEntry* e = fields->find("max_in_flight"); !e) {
+    reader_.error(entry, what + " needs max_in_flight: the requests in flight at which it is shed");
+  } else if (auto v = reader_.integer(*e, what + ".max_in_flight", 1, 1'000'000)) {
     c.max_in_flight = *v;
   }
-  if (const YAML::Node match = node["match"]) {
-    if (!match.IsSequence()) {
-      error(match, what + ".match must be a list of {methods, path_prefix}");
-    } else {
-      for (size_t i = 0; i < match.size(); ++i) {
-        c.match.push_back(parseMatch(match[i], what + ".match[" + std::to_string(i) + "]"));
+  if (const YamlEntry* match = fields->find("match")) {
+    if (reader_.list(*match, what + ".match", "{methods, path_prefix}")) {
+      std::vector<YamlEntry> items = itemsOf(*match);
+      for (size_t i = 0; i < items.size(); ++i) {
+        c.match.push_back(parseMatch(items[i], what + ".match[" + std::to_string(i) + "]"));
       }
     }
   }
-  if (const YAML::Node d = node["default"]) {
-    if (!d.IsScalar() || !YAML::convert<bool>::decode(d, is_default)) {
-      error(d, what + ".default must be true or false");
-    }
+  if (const YamlEntry* e = fields->find("default")) {
+    is_default = reader_.boolean(*e, what + ".default").value_or(false);
   }
-  if (diagnostics_.size() != errors_before) return std::nullopt;
+  if (reader_.errorCount() != errors_before) return std::nullopt;
   return c;
 }
 
-RouteMatch Parser::parseMatch(const YAML::Node& node, const std::string& what) {
+RouteMatch Parser::parseMatch(const YamlEntry& entry, const std::string& what) {
   RouteMatch match;
-  if (!requireMap(node, what)) return match;
-  rejectUnknownKeys(node, what, {"methods", "path_prefix"});
-  if (const YAML::Node methods = node["methods"]) {
-    if (!methods.IsSequence()) {
-      error(methods, what + ".methods must be a list such as [GET, POST]");
-    } else {
-      for (const YAML::Node& m : methods) {
-        auto method = readString(m, "a method");
-        if (!method) continue;
-        if (!std::all_of(method->begin(), method->end(),
-                         [](char c) { return std::isalpha(static_cast<unsigned char>(c)); })) {
-          error(m, "'" + *method + "' is not an HTTP method");
-          continue;
-        }
-        std::transform(method->begin(), method->end(), method->begin(),
-                       [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
-        match.methods.push_back(*method);
+  std::optional<YamlFields> fields = reader_.mapping(entry, what, {"methods", "path_prefix"});
+  if (!fields) return match;
+  if (const YamlEntry* methods = fields->find("methods")) {
+    for (YamlString& method :
+         reader_.strings(*methods, what + ".methods", "methods such as [GET, POST]", "a method")) {
+      if (!std::all_of(method.text.begin(), method.text.end(),
+                       [](char c) { return std::isalpha(static_cast<unsigned char>(c)); })) {
+        reader_.error(method.entry, "'" + method.text + "' is not an HTTP method");
+        continue;
       }
+      std::transform(method.text.begin(), method.text.end(), method.text.begin(),
+                     [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
+      match.methods.push_back(std::move(method.text));
     }
   }
-  if (const YAML::Node prefix = node["path_prefix"]) {
-    if (auto p = readString(prefix, what + ".path_prefix")) {
-      if (p->front() != '/') {
-        error(prefix, what + ".path_prefix must start with '/', got '" + *p + "'");
+  if (const YamlEntry* e = fields->find("path_prefix")) {
+    if (auto prefix = reader_.text(*e, what + ".path_prefix")) {
+      if (prefix->front() != '/') {
+        reader_.error(*e, what + ".path_prefix must start with '/', got '" + *prefix + "'");
       } else {
-        match.path_prefix = *p;
+        match.path_prefix = *prefix;
       }
     }
   }
   return match;
 }
 
-void Parser::parseAlgorithm(const YAML::Node& policy, const std::string& what,
-                            AlgorithmParams& params) {
-  const YAML::Node algorithm = policy["algorithm"];
+void Parser::parseAlgorithm(const YamlEntry& entry, const YamlFields& fields,
+                            const std::string& what, AlgorithmParams& params) {
+  const YamlEntry* algorithm = fields.find("algorithm");
   if (!algorithm) {
-    error(policy, what +
-                      " needs an algorithm (fixed_window, sliding_window_log, "
-                      "sliding_window_counter, token_bucket, gcra, leaky_bucket)");
+    reader_.error(entry, what +
+                             " needs an algorithm (fixed_window, sliding_window_log, "
+                             "sliding_window_counter, token_bucket, gcra, leaky_bucket)");
     return;
   }
-  auto name = readString(algorithm, what + ".algorithm");
+  auto name = reader_.text(*algorithm, what + ".algorithm");
   if (!name) return;
+  const YamlEntry* limit = fields.find("limit");
+  const YamlEntry* window_ms = fields.find("window_ms");
+  const YamlEntry* capacity = fields.find("capacity");
+  const YamlEntry* rate_per_s = fields.find("rate_per_s");
   std::optional<AlgorithmKind> kind = algorithmFromName(*name);
   if (!kind) {
-    error(algorithm, "unknown algorithm '" + *name +
-                         "' (expected fixed_window, sliding_window_log, sliding_window_counter, "
-                         "token_bucket, gcra or leaky_bucket)");
+    reader_.error(*algorithm, "unknown algorithm '" + *name +
+                                  "' (expected fixed_window, sliding_window_log, "
+                                  "sliding_window_counter, token_bucket, gcra or leaky_bucket)");
     // Which keys belong depends on the algorithm, but each value given is still checked, so
     // that a bad name hides no other mistake.
-    if (const YAML::Node v = policy["limit"]) readInt(v, what + ".limit", 1, kMaxLimit);
-    if (const YAML::Node v = policy["window_ms"]) readInt(v, what + ".window_ms", 1, kMaxWindowMs);
-    if (const YAML::Node v = policy["capacity"]) readInt(v, what + ".capacity", 1, kMaxLimit);
-    if (const YAML::Node v = policy["rate_per_s"]) {
-      readDouble(v, what + ".rate_per_s", kMinRatePerS, kMaxRatePerS);
-    }
+    if (limit) reader_.integer(*limit, what + ".limit", 1, kMaxLimit);
+    if (window_ms) reader_.integer(*window_ms, what + ".window_ms", 1, kMaxWindowMs);
+    if (capacity) reader_.integer(*capacity, what + ".capacity", 1, kMaxLimit);
+    if (rate_per_s) reader_.number(*rate_per_s, what + ".rate_per_s", kMinRatePerS, kMaxRatePerS);
     return;
   }
   params.kind = *kind;
   const bool window = isWindowAlgorithm(*kind);
   const char* wanted = window ? "limit and window_ms" : "capacity and rate_per_s";
-  for (std::string_view key : {"limit", "window_ms", "capacity", "rate_per_s"}) {
-    bool belongs = window == (key == "limit" || key == "window_ms");
-    const YAML::Node value = policy[std::string(key)];
+  for (auto [key, value] : {std::pair{"limit", limit}, std::pair{"window_ms", window_ms},
+                            std::pair{"capacity", capacity}, std::pair{"rate_per_s", rate_per_s}}) {
+    const bool belongs =
+        window == (std::string_view(key) == "limit" || std::string_view(key) == "window_ms");
     if (value && !belongs) {
-      error(value, *name + " takes " + wanted + ", not " + std::string(key));
+      reader_.error(*value, *name + " takes " + wanted + ", not " + key);
     } else if (!value && belongs) {
-      error(policy, what + " (" + *name + ") needs " + std::string(key));
+      reader_.error(entry, what + " (" + *name + ") needs " + key);
     }
   }
   if (window) {
-    if (const YAML::Node v = policy["limit"]) {
-      if (auto limit = readInt(v, what + ".limit", 1, kMaxLimit)) params.limit = *limit;
+    if (limit) {
+      if (auto v = reader_.integer(*limit, what + ".limit", 1, kMaxLimit)) params.limit = *v;
     }
-    if (const YAML::Node v = policy["window_ms"]) {
-      if (auto ms = readInt(v, what + ".window_ms", 1, kMaxWindowMs)) params.window_ms = *ms;
+    if (window_ms) {
+      if (auto v = reader_.integer(*window_ms, what + ".window_ms", 1, kMaxWindowMs)) {
+        params.window_ms = *v;
+      }
     }
   } else {
-    if (const YAML::Node v = policy["capacity"]) {
-      if (auto c = readInt(v, what + ".capacity", 1, kMaxLimit)) params.capacity = *c;
+    if (capacity) {
+      if (auto v = reader_.integer(*capacity, what + ".capacity", 1, kMaxLimit)) {
+        params.capacity = *v;
+      }
     }
-    if (const YAML::Node v = policy["rate_per_s"]) {
-      if (auto r = readDouble(v, what + ".rate_per_s", kMinRatePerS, kMaxRatePerS)) {
-        params.rate_per_s = *r;
+    if (rate_per_s) {
+      if (auto v = reader_.number(*rate_per_s, what + ".rate_per_s", kMinRatePerS, kMaxRatePerS)) {
+        params.rate_per_s = *v;
       }
     }
   }
 }
 
-std::optional<PolicyConfig> Parser::parsePolicy(const YAML::Node& node, size_t index) {
+// routes: [{match, cost}]: what one request costs on the routes that cost other than `cost`.
+void Parser::parseRoutes(const YamlEntry& entry, const std::string& what, PolicyConfig& policy) {
+  if (!reader_.list(entry, what + ".routes", "{match, cost}")) return;
+  std::vector<YamlEntry> items = itemsOf(entry);
+  for (size_t i = 0; i < items.size(); ++i) {
+    const std::string route_what = what + ".routes[" + std::to_string(i) + "]";
+    std::optional<YamlFields> fields = reader_.mapping(items[i], route_what, {"match", "cost"});
+    if (!fields) continue;
+    RouteCost route;
+    if (const YamlEntry* match = fields->find("match")) {
+      route.match = parseMatch(*match, route_what + ".match");
+    } else {
+      reader_.error(items[i], route_what + " needs a match");
+    }
+    if (const YamlEntry* cost = fields->find("cost"); !cost) {
+      reader_.error(items[i], route_what + " needs a cost");
+    } else if (auto v = reader_.integer(*cost, route_what + ".cost", 1, kMaxLimit)) {
+      route.cost = *v;
+    }
+    policy.routes.push_back(std::move(route));
+  }
+}
+
+std::optional<PolicyConfig> Parser::parsePolicy(const YamlEntry& entry, size_t index) {
   std::string what = "http.policies[" + std::to_string(index) + "]";
-  if (!requireMap(node, what)) return std::nullopt;
-  rejectUnknownKeys(node, what,
-                    {"name", "match", "key", "algorithm", "limit", "window_ms", "capacity",
-                     "rate_per_s", "cost", "routes", "failure_mode", "prefetch", "sync"});
-  size_t errors_before = diagnostics_.size();
+  std::optional<YamlFields> fields =
+      reader_.mapping(entry, what,
+                      {"name", "match", "key", "algorithm", "limit", "window_ms", "capacity",
+                       "rate_per_s", "cost", "routes", "failure_mode", "prefetch", "sync"});
+  if (!fields) return std::nullopt;
+  const size_t errors_before = reader_.errorCount();
   PolicyConfig policy;
 
-  if (!node["name"]) {
-    error(node, what + " needs a name");
-  } else if (auto name = readString(node["name"], what + ".name")) {
+  if (const YamlEntry* e = fields->find("name"); !e) {
+    reader_.error(entry, what + " needs a name");
+  } else if (auto name = reader_.text(*e, what + ".name")) {
     if (!std::all_of(name->begin(), name->end(), isNameChar)) {
-      error(node["name"],
-            "policy name '" + *name + "' may only hold letters, digits, '_', '-' and '.'");
+      reader_.error(*e,
+                    "policy name '" + *name + "' may only hold letters, digits, '_', '-' and '.'");
     }
     policy.name = *name;
     what = "policy '" + *name + "'";
   }
 
-  if (node["match"]) policy.match = parseMatch(node["match"], what + ".match");
+  if (const YamlEntry* e = fields->find("match")) policy.match = parseMatch(*e, what + ".match");
 
-  if (!node["key"]) {
-    error(node, what + " needs a key (ip, header:NAME or user)");
-  } else if (auto key = readString(node["key"], what + ".key")) {
+  if (const YamlEntry* e = fields->find("key"); !e) {
+    reader_.error(entry, what + " needs a key (ip, header:NAME or user)");
+  } else if (auto key = reader_.text(*e, what + ".key")) {
     if (*key == "ip") {
       policy.key.kind = KeyKind::kIp;
     } else if (*key == "user") {
@@ -936,58 +898,28 @@ std::optional<PolicyConfig> Parser::parsePolicy(const YAML::Node& node, size_t i
       policy.key.kind = KeyKind::kHeader;
       policy.key.header = key->substr(7);
     } else {
-      error(node["key"],
-            "key '" + *key + "' must be ip, user or header:NAME (e.g. header:X-API-Key)");
+      reader_.error(*e,
+                    "key '" + *key + "' must be ip, user or header:NAME (e.g. header:X-API-Key)");
     }
   }
 
-  parseAlgorithm(node, what, policy.algorithm);
+  parseAlgorithm(entry, *fields, what, policy.algorithm);
 
-  if (node["cost"]) {
-    if (auto c = readInt(node["cost"], what + ".cost", 1, kMaxLimit)) policy.cost = *c;
+  if (const YamlEntry* e = fields->find("cost")) {
+    if (auto v = reader_.integer(*e, what + ".cost", 1, kMaxLimit)) policy.cost = *v;
   }
-  if (const YAML::Node routes = node["routes"]) {
-    if (!routes.IsSequence()) {
-      error(routes, what + ".routes must be a list of {match, cost}");
-    } else {
-      for (size_t i = 0; i < routes.size(); ++i) {
-        std::string route_what = what + ".routes[" + std::to_string(i) + "]";
-        const YAML::Node route = routes[i];
-        if (!requireMap(route, route_what)) continue;
-        rejectUnknownKeys(route, route_what, {"match", "cost"});
-        RouteCost rc;
-        if (route["match"]) {
-          rc.match = parseMatch(route["match"], route_what + ".match");
-        } else {
-          error(route, route_what + " needs a match");
-        }
-        if (!route["cost"]) {
-          error(route, route_what + " needs a cost");
-        } else if (auto c = readInt(route["cost"], route_what + ".cost", 1, kMaxLimit)) {
-          rc.cost = *c;
-        }
-        policy.routes.push_back(std::move(rc));
-      }
+  if (const YamlEntry* e = fields->find("routes")) parseRoutes(*e, what, policy);
+  if (const YamlEntry* e = fields->find("failure_mode")) {
+    static constexpr FailureMode kModes[] = {FailureMode::kOpen, FailureMode::kClosed};
+    if (auto index = reader_.choice(*e, what + ".failure_mode", {"open", "closed"})) {
+      policy.failure_mode = kModes[*index];
     }
   }
-  if (const YAML::Node mode = node["failure_mode"]) {
-    if (auto m = readString(mode, what + ".failure_mode")) {
-      if (*m == "open") {
-        policy.failure_mode = FailureMode::kOpen;
-      } else if (*m == "closed") {
-        policy.failure_mode = FailureMode::kClosed;
-      } else {
-        error(mode, what + ".failure_mode must be open or closed, got '" + *m + "'");
-      }
-    }
+  if (const YamlEntry* e = fields->find("prefetch")) {
+    parsePrefetch(*e, what + ".prefetch", policy, policy.prefetch);
   }
-  if (const YAML::Node prefetch = node["prefetch"]) {
-    parsePrefetch(prefetch, what + ".prefetch", policy, policy.prefetch);
-  }
-  if (const YAML::Node sync = node["sync"]) {
-    parseSync(sync, what + ".sync", policy, policy.sync);
-  }
-  if (diagnostics_.size() != errors_before) return std::nullopt;
+  if (const YamlEntry* e = fields->find("sync")) parseSync(*e, what + ".sync", policy, policy.sync);
+  if (reader_.errorCount() != errors_before) return std::nullopt;
   return policy;
 }
 
@@ -1002,9 +934,14 @@ Result<HttpConfig> finish(HttpConfig config, const config::Diagnostics& diagnost
 
 }  // namespace
 
+HttpConfig parseHttpSection(config::YamlReader& reader, const config::YamlEntry& http) {
+  return Parser(reader).parse(http);
+}
+
 HttpConfig parseHttpSection(const YAML::Node& http, const std::string& file,
                             config::Diagnostics& diagnostics) {
-  return Parser(file, diagnostics).parse(http);
+  YamlReader reader(file, diagnostics);
+  return parseHttpSection(reader, {http, http});
 }
 
 Result<HttpConfig> parseHttpConfigText(const std::string& text, const std::string& file) {
@@ -1012,15 +949,25 @@ Result<HttpConfig> parseHttpConfigText(const std::string& text, const std::strin
   YAML::Node root;
   try {
     root = YAML::Load(text);
-  } catch (const YAML::ParserException& e) {
-    diagnostics.add(file, e.mark.line + 1, e.mark.column + 1, e.msg);
+  } catch (const YAML::Exception& e) {
+    config::addAt(diagnostics, file, e);
     return finish({}, diagnostics);
   }
-  if (!root.IsMap() || !root["http"]) {
+  // The other top-level keys are floodgate.yaml's, read by its own parser.
+  YamlReader reader(file, diagnostics);
+  std::optional<YamlEntry> http = reader.field({root, root}, "", "http");
+  if (!http) {
     diagnostics.add(file, 0, 0, "no top-level 'http:' section to read rate-limit policies from");
     return finish({}, diagnostics);
   }
-  HttpConfig config = parseHttpSection(root["http"], file, diagnostics);
+  HttpConfig config;
+  // The parser checks every node's type before reading it; this is the net under a yaml-cpp
+  // throw it did not foresee, so that it still reaches the user as one positioned line.
+  try {
+    config = parseHttpSection(reader, *http);
+  } catch (const YAML::Exception& e) {
+    config::addAt(diagnostics, file, e);
+  }
   return finish(std::move(config), diagnostics);
 }
 
