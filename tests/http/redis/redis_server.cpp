@@ -110,9 +110,12 @@ bool RedisServer::spawn() {
     _exit(127);
   }
   pid_ = pid;
+  // Tests run in parallel pick ports from overlapping ranges: another test's server may
+  // answer on this port while ours fails to bind it. Only our own process will do.
+  const std::string ours = "process_id:" + std::to_string(pid_) + "\r\n";
   for (int i = 0; i < 200; ++i) {
-    auto pong = command({"PING"});
-    if (pong && pong->str == "PONG") return true;
+    auto info = command({"INFO", "server"});
+    if (info && info->str.find(ours) != std::string::npos) return true;
     int status;
     if (waitpid(pid_, &status, WNOHANG) == pid_) {  // exited: port taken after all?
       pid_ = -1;
