@@ -575,6 +575,33 @@ TEST(HttpConfig, AliasesAreReadAsWhatTheyNameAndMergeKeysAreUnknown) {
   EXPECT_EQ(firstError("http:\n  store: *nowhere\n").rfind("f.yaml:2:10: ", 0), 0u);
 }
 
+// A few kilobytes of aliases to lists of aliases stand for hundreds of millions of values
+// (here 400 policies x 400 routes x 400 methods): the reader stops at its budget with one
+// line instead of reading them all.
+TEST(HttpConfig, AliasesThatStandForTooManyValuesAreOneErrorNotAnEndlessRead) {
+  const int n = 400;
+  std::string methods = "[GET";
+  std::string routes = "[&r {match: {methods: &m ";
+  for (int i = 1; i < n; ++i) methods += ",GET";
+  routes += methods + "], path_prefix: /a}, cost: 1}";
+  for (int i = 1; i < n; ++i) routes += ",*r";
+  std::string yaml =
+      "http:\n  policies:\n    - &p {name: a, key: ip, algorithm: fixed_window, "
+      "limit: 1, window_ms: 1000, routes: " +
+      routes + "]}\n";
+  for (int i = 1; i < n; ++i) yaml += "    - *p\n";
+  ASSERT_LT(yaml.size(), 8000u);
+  const std::vector<std::string> errors = allErrors(yaml);
+  int budget_errors = 0;
+  for (const std::string& e : errors) {
+    if (e.find("too much to read") != std::string::npos) ++budget_errors;
+  }
+  EXPECT_EQ(budget_errors, 1);
+  // Whatever was reported before the budget ran out, nothing is reported after it.
+  ASSERT_FALSE(errors.empty());
+  EXPECT_NE(errors.back().find("too much to read"), std::string::npos) << errors.back();
+}
+
 TEST(HttpConfig, DeepNestingIsAPositionedErrorNotACrash) {
   const std::string deep =
       "http:\n  policies: " + std::string(100000, '[') + std::string(100000, ']') + "\n";

@@ -42,7 +42,20 @@ std::string joinNames(std::initializer_list<std::string_view> names) {
 }
 
 void YamlReader::error(const YAML::Node& node, std::string message) {
+  // Past the budget the rest of the file was not read: what follows would be noise.
+  if (exhausted_) return;
   addAt(diagnostics_, file_, node, std::move(message));
+}
+
+bool YamlReader::spend(const YAML::Node& node, size_t values) {
+  if (exhausted_) return false;
+  values_read_ += values;
+  if (values_read_ <= kMaxValues) return true;
+  error(node, "too much to read: the file stands for more than " + std::to_string(kMaxValues) +
+                  " values (an alias counts every time it is used); write it without aliases "
+                  "to lists of aliases");
+  exhausted_ = true;
+  return false;
 }
 
 void YamlReader::error(const YamlEntry& entry, std::string message) {
@@ -91,6 +104,7 @@ void YamlReader::repeated(const YAML::Node& key, const std::string& name, std::s
 std::optional<YamlFields> YamlReader::mapping(const YamlEntry& entry, std::string_view what,
                                               std::initializer_list<std::string_view> known) {
   const YAML::Node& node = entry.value;
+  if (!spend(node, 1 + (node.IsMap() ? node.size() : 0))) return std::nullopt;
   if (!node.IsMap()) {
     std::string name = what.empty() ? "the config" : std::string(what);
     error(entry,
@@ -134,6 +148,7 @@ std::optional<YamlEntry> YamlReader::field(const YamlEntry& entry, std::string_v
 }
 
 bool YamlReader::list(const YamlEntry& entry, std::string_view what, std::string_view shape) {
+  if (!spend(entry.value, 1 + (entry.value.IsSequence() ? entry.value.size() : 0))) return false;
   if (entry.value.IsSequence()) return true;
   error(entry, std::string(what) + " must be a list of " + std::string(shape) + " (got " +
                    describeNode(entry.value) + ")");
@@ -141,6 +156,7 @@ bool YamlReader::list(const YamlEntry& entry, std::string_view what, std::string
 }
 
 std::optional<std::string> YamlReader::text(const YamlEntry& entry, std::string_view what) {
+  if (!spend(entry.value)) return std::nullopt;
   if (!entry.value.IsScalar() || entry.value.Scalar().empty()) {
     error(entry, std::string(what) + " must be a non-empty string (got " +
                      describeNode(entry.value) + ")");
@@ -151,6 +167,7 @@ std::optional<std::string> YamlReader::text(const YamlEntry& entry, std::string_
 
 std::optional<size_t> YamlReader::choice(const YamlEntry& entry, std::string_view what,
                                          std::initializer_list<std::string_view> choices) {
+  if (!spend(entry.value)) return std::nullopt;
   if (entry.value.IsScalar()) {
     auto it = std::find(choices.begin(), choices.end(), entry.value.Scalar());
     if (it != choices.end()) return static_cast<size_t>(it - choices.begin());
@@ -161,6 +178,7 @@ std::optional<size_t> YamlReader::choice(const YamlEntry& entry, std::string_vie
 }
 
 std::optional<bool> YamlReader::boolean(const YamlEntry& entry, std::string_view what) {
+  if (!spend(entry.value)) return std::nullopt;
   bool value = false;
   if (entry.value.IsScalar() && YAML::convert<bool>::decode(entry.value, value)) return value;
   error(entry,
@@ -171,6 +189,7 @@ std::optional<bool> YamlReader::boolean(const YamlEntry& entry, std::string_view
 std::optional<uint64_t> YamlReader::withUnit(const YamlEntry& entry, std::string_view what,
                                              Result<uint64_t> (*parse)(std::string_view),
                                              std::string_view example) {
+  if (!spend(entry.value)) return std::nullopt;
   if (!entry.value.IsScalar()) {
     error(entry, std::string(what) + " must be a single value such as " + std::string(example) +
                      " (got " + describeNode(entry.value) + ")");
@@ -188,6 +207,7 @@ std::optional<uint64_t> YamlReader::withUnit(const YamlEntry& entry, std::string
                                              Result<uint64_t> (*parse)(std::string_view),
                                              std::string_view example, uint64_t min, uint64_t max,
                                              std::string (*format)(uint64_t)) {
+  if (!spend(entry.value)) return std::nullopt;
   std::optional<uint64_t> value = withUnit(entry, what, parse, example);
   if (value && (*value < min || *value > max)) {
     error(entry, std::string(what) + " must be from " + format(min) + " to " + format(max) +
@@ -199,6 +219,7 @@ std::optional<uint64_t> YamlReader::withUnit(const YamlEntry& entry, std::string
 
 std::optional<int64_t> YamlReader::integer(const YamlEntry& entry, std::string_view what,
                                            int64_t min, int64_t max) {
+  if (!spend(entry.value)) return std::nullopt;
   int64_t value = 0;
   bool parsed = false;
   if (entry.value.IsScalar()) {
@@ -221,6 +242,7 @@ std::optional<int64_t> YamlReader::integer(const YamlEntry& entry, std::string_v
 
 std::optional<double> YamlReader::number(const YamlEntry& entry, std::string_view what, double min,
                                          double max) {
+  if (!spend(entry.value)) return std::nullopt;
   // Bounds and values as written ("0.001", not "1e-03"), up to a double's precision.
   auto show = [](double bound) {
     std::ostringstream out;

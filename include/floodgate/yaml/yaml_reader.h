@@ -53,8 +53,13 @@ std::vector<YamlEntry> itemsOf(const YamlEntry& list);
 std::string describeNode(const YAML::Node& node);
 
 // One validation pass over one file. Not thread-safe.
+// An alias is read again wherever it is used, so a few kilobytes of aliases to lists of
+// aliases can stand for billions of values: a pass reads at most kMaxValues (mappings, lists
+// and scalars, with their entries), then reports that one problem and reads nothing more.
 class YamlReader {
  public:
+  static constexpr size_t kMaxValues = 4'000'000;
+
   YamlReader(std::string file, Diagnostics& diagnostics)
       : file_(std::move(file)), diagnostics_(diagnostics) {}
 
@@ -135,8 +140,13 @@ class YamlReader {
   void repeated(const YAML::Node& key, const std::string& name, std::string_view what,
                 int first_line);
 
+  // Counts `values` read at `node`; false (reported once) when the pass has read too much.
+  bool spend(const YAML::Node& node, size_t values = 1);
+
   std::string file_;
   Diagnostics& diagnostics_;
+  size_t values_read_ = 0;
+  bool exhausted_ = false;
   std::vector<AnchoredRange> anchors_;
 };
 
