@@ -160,5 +160,14 @@ TEST(Diagnostics, AControlCharacterIsEscapedSoEachStaysOneLine) {
             "f.yaml:3:4: plain, \"quoted\" and caf\xc3\xa9\n");
 }
 
+TEST(Diagnostics, AHugeQuotedValueIsCutNeverInsideACharacter) {
+  Diagnostics diagnostics;
+  // 1023 bytes of 'a', then a two-byte character across the 1024-byte cut
+  std::string value = std::string(1023, 'a') + "\xc3\xa9" + std::string(1'000'000, 'b');
+  diagnostics.add("f.yaml", 1, 2, value);
+  const std::string& message = diagnostics.items()[0].message;
+  EXPECT_EQ(message, std::string(1023, 'a') + "... (1000002 more bytes)");
+}
+
 }  // namespace
 }  // namespace floodgate::config

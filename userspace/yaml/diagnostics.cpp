@@ -9,10 +9,22 @@
 namespace floodgate::config {
 namespace {
 
+// Longer than any message of ours: what makes one longer is a value quoted from the file,
+// and a megabyte-long value need not be shown whole (once per problem) to be recognised.
+constexpr size_t kMaxMessageBytes = 1024;
+
 // A message is one line: a control character it quotes from a file (a newline in a quoted
 // YAML value, a terminal escape) is shown escaped, so it can neither forge a line of its own
-// nor drive the terminal.
+// nor drive the terminal. A message longer than kMaxMessageBytes is cut there (never inside
+// a UTF-8 character) and says how much was left out.
 std::string oneLine(std::string message) {
+  if (message.size() > kMaxMessageBytes) {
+    size_t keep = kMaxMessageBytes;
+    while (keep > 0 && (static_cast<unsigned char>(message[keep]) & 0xc0) == 0x80) --keep;
+    const size_t left_out = message.size() - keep;
+    message.resize(keep);
+    message += "... (" + std::to_string(left_out) + " more bytes)";
+  }
   auto control = [](unsigned char c) { return c < 0x20 || c == 0x7f; };
   if (std::none_of(message.begin(), message.end(), control)) return message;
   std::string out;
