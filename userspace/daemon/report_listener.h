@@ -10,25 +10,18 @@
 #include <cstdint>
 #include <optional>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "floodgate/common/cidr.h"
 #include "floodgate/common/result.h"
+#include "floodgate/report/offender_report.h"
 #include "kernel/unique_fd.h"
 
 namespace floodgate::daemon {
 
-struct OffenderReport {
-  Cidr address;  // an address, or an IPv6 prefix (a client keyed by its /64)
-  int64_t rejections = 0;
-  int64_t within_ms = 0;
-};
-
-// Parses "offender ADDRESS rejections=N within_ms=N" (ADDRESS may be a prefix such as
-// 2001:db8:1:2::/64; a trailing newline is fine); a usage error naming what is wrong
-// otherwise.
-Result<OffenderReport> parseReport(std::string_view text);
+// The report line is the protocol's (floodgate/report/offender_report.h).
+using report::OffenderReport;
+using report::parseReport;
 
 // A report as it arrived, over the socket or through the Redis stream.
 struct ReceivedReport {

@@ -11,6 +11,7 @@
 #include "floodgate/core/algorithm.h"
 #include "floodgate/core/client_ip.h"
 #include "floodgate/core/ip_address.h"
+#include "floodgate/report/escalate_config.h"
 
 namespace floodgate::http {
 
@@ -104,30 +105,8 @@ struct StoreConfig {
   bool operator==(const StoreConfig&) const = default;
 };
 
-// Handing abusers to the XDP layer: a client IP rejected `rejections` times within
-// `within_ms` is reported to the controller (`floodgate run`), which bans it in XDP for
-// `ban_ns`. Services report over the Unix datagram socket `socket` or, for a fleet, to the
-// Redis stream `redis_stream` (on the servers of http.store), signed with the secret in
-// `secret_file`; the controller takes both.
-struct EscalateConfig {
-  bool enabled = false;
-  int64_t rejections = 0;
-  int64_t within_ms = 0;
-  uint64_t ban_ns = 0;
-  std::string socket = "/run/floodgate/reports.sock";
-  // Who may report over the socket: root, these users and the members of these groups
-  // (checked against each datagram's credentials). The socket file is mode 0660 in
-  // `socket_group` (root's group when empty), whose members are reporters too.
-  std::string socket_group;
-  std::vector<std::string> reporter_users;
-  std::vector<std::string> reporter_groups;
-  // Bans one reporter (a socket user, a stream's reporting host) may cause per minute; reports
-  // beyond it are counted as rate_limited.
-  int64_t max_bans_per_minute = 60;
-  std::string redis_stream;  // empty: services report over the socket
-  std::string secret_file;
-  std::string secret;  // read from secret_file when the config is parsed
-};
+// http.escalate: see floodgate/report/escalate_config.h (the report protocol's own module).
+using EscalateConfig = report::EscalateConfig;
 
 // Handing the policies to services: `floodgate run` (and `floodgate http publish`) writes
 // the section, with a version, to `file` (atomically: services on this host follow it) and,

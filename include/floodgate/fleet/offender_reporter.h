@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // OffenderReporter: counts rejected requests per client (Verdict::client_key: an IPv4
 // address or an IPv6 prefix) and reports the clients that keep getting rejected
-// (http.escalate) to the controller, which bans them in XDP. Each report is one line:
+// (http.escalate) to the controller, which bans them in XDP. Each report is one line
+// (floodgate/report/offender_report.h):
 //   offender 198.51.100.7 rejections=50 within_ms=10000
 //   offender 2001:db8:1:2::/64 rejections=50 within_ms=10000
 // sent as a datagram over the controller's Unix socket or, with http.escalate.redis_stream,

@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "floodgate/fleet/report_stream.h"
+#include "floodgate/report/offender_report.h"
 
 namespace floodgate::http {
 
@@ -99,9 +100,7 @@ void OffenderReporter::noteRejection(std::string_view client_key) {
 }
 
 void OffenderReporter::send(const std::string& client_key) {
-  const std::string line = "offender " + client_key +
-                           " rejections=" + std::to_string(config_.rejections) +
-                           " within_ms=" + std::to_string(config_.within_ms);
+  const std::string line = report::formatReport(client_key, config_.rejections, config_.within_ms);
   if (stream_) {
     stream_->push(line);
     return;
