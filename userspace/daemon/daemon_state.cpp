@@ -145,8 +145,8 @@ Status DaemonState::applyLocked(bool& publish) {
   std::erase_if(attach_failures_, [&](const auto& f) { return !waiting_.contains(f.first); });
   configured_.clear();
   for (const auto& options : wanted) configured_.push_back(options.interface);
-  allow_ = cfg.allow.value_or(std::vector<Cidr>{});
-  escalation_rules_ = escalationRules(allow_, cfg.http ? &*cfg.http : nullptr);
+  escalation_.rules =
+      escalationRules(cfg.allow.value_or(std::vector<Cidr>{}), cfg.http ? &*cfg.http : nullptr);
   syncReports(cfg.http ? &*cfg.http : nullptr, std::move(access));
   publish = cfg.http && cfg.http->publish.enabled();
   return okStatus();
@@ -203,11 +203,11 @@ void DaemonState::attachAppeared() {
 }
 
 void DaemonState::syncReports(const http::HttpConfig* http, ReporterAccess access) {
-  const bool regroup = access.socket_gid != reporter_access_.socket_gid;
-  reporter_access_ = std::move(access);
+  const bool regroup = access.socket_gid != escalation_.access.socket_gid;
+  escalation_.access = std::move(access);
   if (regroup) reports_.reset();  // bound again below, in its new group
-  escalate_ = http ? http->escalate : http::EscalateConfig{};
-  syncReportSocket(escalate_);
+  escalation_.escalate = http ? http->escalate : http::EscalateConfig{};
+  syncReportSocket(escalation_.escalate);
   syncReportStream(http);
 }
 
@@ -246,7 +246,7 @@ void DaemonState::syncReportSocket(const http::EscalateConfig& escalate) {
   }
   if (reports_ && reports_->path() == escalate.socket) return;
   reports_.reset();
-  auto listener = ReportListener::bind(escalate.socket, reporter_access_.socket_gid);
+  auto listener = ReportListener::bind(escalate.socket, escalation_.access.socket_gid);
   if (!listener) {
     // the limiter itself is fine: say so, keep enforcing, and try again on the next reload
     logError("offender reports are off: " + listener.error().message);
@@ -255,7 +255,7 @@ void DaemonState::syncReportSocket(const http::EscalateConfig& escalate) {
   logInfo("taking offender reports on " + escalate.socket + " (mode 0660, group " +
           (escalate.socket_group.empty() ? std::string("root") : escalate.socket_group) +
           "; from root" +
-          (reporter_access_.users.empty() && reporter_access_.groups.empty()
+          (escalation_.access.users.empty() && escalation_.access.groups.empty()
                ? std::string(" only")
                : std::string(" and http.escalate's reporters")) +
           ")");
@@ -271,8 +271,9 @@ void DaemonState::handleReports() {
   if (stream_reports_) {
     for (const ReceivedReport& received : stream_reports_->drain(256)) handleReport(received, now);
   }
-  for (auto it = escalated_.begin(); it != escalated_.end();) {
-    it = now >= it->second ? escalated_.erase(it) : std::next(it);
+  auto& banned_until = escalation_memory_.banned_until;
+  for (auto it = banned_until.begin(); it != banned_until.end();) {
+    it = now >= it->second ? banned_until.erase(it) : std::next(it);
   }
   std::erase_if(retired_readers_, [](const auto& reader) { return reader->stopped(); });
 }
@@ -304,75 +305,29 @@ void DaemonState::refuse(metrics::EscalationResult result, const ReceivedReport&
              "\" why=\"" + printable(why) + "\"");
 }
 
-// Bans the reported client on every held interface for what is left of the escalation's
-// ban time (all of it, unless the report was read from the stream's past), once the report
-// has passed every guard: a sender allowed to report, a client that may be banned, and the
-// reporter's quota.
+// Acts on what escalation_policy.h decides: bans the reported client on every held
+// interface, or counts (and maybe logs) why not.
 void DaemonState::handleReport(const ReceivedReport& received,
                                std::chrono::steady_clock::time_point now) {
-  if (received.over_socket && !reporter_access_.allows(received.uid, received.gid)) {
-    refuse(metrics::kEscalationUnauthorised, received,
-           "uid " + std::to_string(received.uid) +
-               " is not root and not in http.escalate.reporter_users or reporter_groups",
-           now);
-    return;
-  }
-  if (!received.report) {
-    refuse(received.unauthorised ? metrics::kEscalationUnauthorised : metrics::kEscalationInvalid,
-           received, received.report.error().message, now);
-    return;
-  }
-  if (received.age_ns >= escalate_.ban_ns) {  // read from the stream's past: its ban is over
-    ++escalations_[metrics::kEscalationExpired];
-    return;
-  }
-  const uint64_t ban_ns = escalate_.ban_ns - received.age_ns;
-  const Cidr& address = received.report->address;
-  const std::string text = address.toString();
-  static constexpr struct {
-    Refusal refusal;
-    metrics::EscalationResult result;
-    const char* why;
-  } kRefusals[] = {
-      {Refusal::kLoopback, metrics::kEscalationLoopback, "a loopback address"},
-      {Refusal::kUnspecified, metrics::kEscalationUnspecified, "an unspecified address"},
-      {Refusal::kLinkLocal, metrics::kEscalationLinkLocal, "a link-local address"},
-      {Refusal::kMulticast, metrics::kEscalationMulticast, "a multicast or broadcast address"},
-      {Refusal::kOwnAddress, metrics::kEscalationOwnAddress, "an address of this host"},
-      {Refusal::kTrustedProxy, metrics::kEscalationTrustedProxy, "inside http.trusted_proxies"},
-      {Refusal::kAllowListed, metrics::kEscalationAllowListed, "inside the allow list"},
-      {Refusal::kTooWide, metrics::kEscalationTooWide,
-       "a prefix wider than a client is keyed by (IPv4 /32, IPv6 http.ipv6_prefix)"},
-      {Refusal::kBelowThreshold, metrics::kEscalationBelowThreshold,
-       "fewer rejections or a longer window than http.escalate asks for"},
-  };
-  const Refusal refusal = refusalFor(*received.report, escalation_rules_, ownAddresses(now));
-  for (const auto& r : kRefusals) {
-    if (r.refusal != refusal) continue;
-    if (r.result == metrics::kEscalationAllowListed) {
-      ++escalations_[r.result];  // the operator's own choice: counted, not worth a warning
+  const EscalationDecision decision =
+      decideEscalation(received, escalation_, ownAddresses(now), escalation_memory_, now);
+  if (decision.result != metrics::kEscalationBanned) {
+    if (decision.why.empty()) {
+      ++escalations_[decision.result];
     } else {
-      refuse(r.result, received, text + " is " + r.why, now);
+      refuse(decision.result, received, decision.why, now);
     }
     return;
   }
-  auto banned = escalated_.find(text);
-  if (banned != escalated_.end() && now < banned->second) {
-    ++escalations_[metrics::kEscalationRepeat];
-    return;
-  }
-  if (!ban_quota_.take(received.reporter, escalate_.max_bans_per_minute, now)) {
-    refuse(metrics::kEscalationRateLimited, received,
-           "more than " + std::to_string(escalate_.max_bans_per_minute) +
-               " bans in a minute (http.escalate.max_bans_per_minute)",
-           now);
-    return;
-  }
+  escalation_memory_.quota.take(received.reporter, escalation_.escalate.max_bans_per_minute, now);
+  const Cidr& address = received.report->address;
+  const std::string text = address.toString();
   // An escalation never shortens a ban already running (a manual one, or a longer one
   // from another report): it only extends.
   size_t banned_on = 0;
   for (auto& [name, limiter] : limiters_) {
-    if (Status s = limiter.banAdd(address, ban_ns, BanUpdate::kExtend, BanOrigin::kEscalation);
+    if (Status s =
+            limiter.banAdd(address, decision.ban_ns, BanUpdate::kExtend, BanOrigin::kEscalation);
         !s) {
       logError("could not ban " + text + " on " + name + ": " + s.error().message);
     } else {
@@ -383,8 +338,8 @@ void DaemonState::handleReport(const ReceivedReport& received,
   // tries again instead of being taken for a repeat.
   if (banned_on == 0 && !limiters_.empty()) return;
   ++escalations_[metrics::kEscalationBanned];
-  escalated_[text] = now + std::chrono::nanoseconds(ban_ns);
-  logWarning("event=escalated source=" + text + " ban=" + formatDuration(ban_ns) +
+  escalation_memory_.banned_until[text] = now + std::chrono::nanoseconds(decision.ban_ns);
+  logWarning("event=escalated source=" + text + " ban=" + formatDuration(decision.ban_ns) +
              " rejections=" + std::to_string(received.report->rejections) +
              " within_ms=" + std::to_string(received.report->within_ms) + " reporter=\"" +
              printable(received.sender) + "\"");

@@ -17,6 +17,7 @@
 #include "controller/event_reader.h"
 #include "controller/limiter.h"
 #include "daemon/escalation_guard.h"
+#include "daemon/escalation_policy.h"
 #include "daemon/event_log.h"
 #include "daemon/report_listener.h"
 #include "daemon/stream_report_reader.h"
@@ -100,16 +101,13 @@ class DaemonState {
   // readers asked to stop (the config changed), destroyed once their thread has ended, so
   // the poll loop never waits for a Redis call in progress
   std::vector<std::unique_ptr<StreamReportReader>> retired_readers_;
-  http::EscalateConfig escalate_;
-  std::vector<Cidr> allow_;  // the config's allow list: never banned
-  EscalationRules escalation_rules_;
-  ReporterAccess reporter_access_;
-  BanQuota ban_quota_;
+  // what reports lead to (escalation_policy.h), and what it remembers between them
+  EscalationConfig escalation_;
+  EscalationMemory escalation_memory_;
   std::vector<Cidr> own_addresses_;
   std::chrono::steady_clock::time_point own_addresses_read_{};
   std::array<std::chrono::steady_clock::time_point, metrics::kEscalationResults> refusal_logged_{};
-  std::map<std::string, std::chrono::steady_clock::time_point> escalated_;  // address → ban end
-  std::array<uint64_t, metrics::kEscalationResults> escalations_{};         // by EscalationResult
+  std::array<uint64_t, metrics::kEscalationResults> escalations_{};  // by EscalationResult
   std::vector<std::string> configured_;
   std::vector<std::string> adopted_;
   // Listed interfaces that did not exist when the config was applied, with what to attach

@@ -198,4 +198,13 @@ bool BanQuota::take(const std::string& reporter, int64_t per_minute, Clock::time
   return true;
 }
 
+bool BanQuota::allows(const std::string& reporter, int64_t per_minute,
+                      Clock::time_point now) const {
+  auto it = windows_.find(reporter);
+  if (it == windows_.end() || now - it->second.start >= std::chrono::minutes(1)) {
+    return per_minute > 0;  // a new window
+  }
+  return it->second.bans < per_minute;
+}
+
 }  // namespace floodgate::daemon

@@ -73,6 +73,8 @@ class BanQuota {
 
   // Whether `reporter` may cause one more ban now (and counts it if so).
   bool take(const std::string& reporter, int64_t per_minute, Clock::time_point now);
+  // Whether take() would say yes now, counting nothing.
+  bool allows(const std::string& reporter, int64_t per_minute, Clock::time_point now) const;
 
  private:
   struct Window {

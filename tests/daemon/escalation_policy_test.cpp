@@ -1,0 +1,158 @@
+// SPDX-License-Identifier: MIT
+// What one offender report leads to, decided on a clock the test steps by hand: a ban for
+// what is left of the ban time, a repeat while it runs, and every reason not to ban.
+#include "daemon/escalation_policy.h"
+
+#include <gtest/gtest.h>
+
+namespace floodgate::daemon {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::seconds;
+
+constexpr uint64_t kBanNs = 60'000'000'000ULL;
+
+Cidr cidr(const char* text) {
+  auto parsed = parseCidr(text);
+  EXPECT_TRUE(parsed.ok()) << text;
+  return *parsed;
+}
+
+ReceivedReport received(const char* line, uint64_t age_ns = 0) {
+  ReceivedReport r;
+  r.report = parseReport(line);
+  r.sender = "test";
+  r.reporter = "host-a";
+  r.age_ns = age_ns;
+  return r;
+}
+
+class EscalationPolicyTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    config_.escalate.enabled = true;
+    config_.escalate.rejections = 50;
+    config_.escalate.within_ms = 10000;
+    config_.escalate.ban_ns = kBanNs;
+    config_.escalate.max_bans_per_minute = 2;
+    config_.rules.allow = {cidr("192.0.2.0/24")};
+    config_.rules.trusted_proxies = {cidr("10.0.0.0/8")};
+    config_.rules.rejections = 50;
+    config_.rules.within_ms = 10000;
+    config_.rules.ipv6_prefix = 64;
+  }
+
+  EscalationDecision decide(const ReceivedReport& report) {
+    return decideEscalation(report, config_, own_, memory_, now_);
+  }
+  // What the daemon does with a ban: remembers it and counts it against the reporter.
+  void remember(const ReceivedReport& report, const EscalationDecision& decision) {
+    memory_.quota.take(report.reporter, config_.escalate.max_bans_per_minute, now_);
+    memory_.banned_until[report.report->address.toString()] =
+        now_ + std::chrono::nanoseconds(decision.ban_ns);
+  }
+
+  EscalationConfig config_;
+  std::vector<Cidr> own_ = {cidr("203.0.113.1")};
+  EscalationMemory memory_;
+  Clock::time_point now_ = Clock::time_point{} + seconds(1000);
+};
+
+TEST_F(EscalationPolicyTest, BansForTheBanTimeThenRepeatsUntilItEnds) {
+  auto report = received("offender 198.51.100.7 rejections=50 within_ms=10000");
+  auto first = decide(report);
+  EXPECT_EQ(first.result, metrics::kEscalationBanned);
+  EXPECT_EQ(first.ban_ns, kBanNs);
+  EXPECT_TRUE(first.why.empty());
+  remember(report, first);
+  now_ += seconds(59);
+  EXPECT_EQ(decide(report).result, metrics::kEscalationRepeat);
+  now_ += seconds(1);  // the ban is over: a new report bans again
+  EXPECT_EQ(decide(report).result, metrics::kEscalationBanned);
+}
+
+TEST_F(EscalationPolicyTest, AReportFromTheStreamsPastBansForWhatIsLeftOrIsExpired) {
+  auto old = decide(
+      received("offender 198.51.100.7 rejections=50 within_ms=10000", kBanNs - 1'000'000'000ULL));
+  EXPECT_EQ(old.result, metrics::kEscalationBanned);
+  EXPECT_EQ(old.ban_ns, 1'000'000'000ULL);
+  auto expired = decide(received("offender 198.51.100.7 rejections=50 within_ms=10000", kBanNs));
+  EXPECT_EQ(expired.result, metrics::kEscalationExpired);
+  EXPECT_TRUE(expired.why.empty()) << "counted, not logged";
+}
+
+TEST_F(EscalationPolicyTest, TheQuotaPerReporterStartsAgainEachMinute) {
+  for (const char* address : {"198.51.100.1", "198.51.100.2"}) {
+    auto report =
+        received(("offender " + std::string(address) + " rejections=50 within_ms=10000").c_str());
+    auto decision = decide(report);
+    ASSERT_EQ(decision.result, metrics::kEscalationBanned) << address;
+    remember(report, decision);
+  }
+  auto third = received("offender 198.51.100.3 rejections=50 within_ms=10000");
+  auto limited = decide(third);
+  EXPECT_EQ(limited.result, metrics::kEscalationRateLimited);
+  EXPECT_NE(limited.why.find("max_bans_per_minute"), std::string::npos);
+  auto other = third;
+  other.reporter = "host-b";
+  EXPECT_EQ(decide(other).result, metrics::kEscalationBanned) << "each reporter has its own";
+  now_ += seconds(60);
+  EXPECT_EQ(decide(third).result, metrics::kEscalationBanned);
+}
+
+TEST_F(EscalationPolicyTest, EveryGuardIsAResultAndOnlyTheAllowListIsQuiet) {
+  const struct {
+    const char* line;
+    metrics::EscalationResult result;
+  } cases[] = {
+      {"offender 127.0.0.1 rejections=50 within_ms=10000", metrics::kEscalationLoopback},
+      {"offender 0.0.0.0 rejections=50 within_ms=10000", metrics::kEscalationUnspecified},
+      {"offender 169.254.1.1 rejections=50 within_ms=10000", metrics::kEscalationLinkLocal},
+      {"offender 224.0.0.1 rejections=50 within_ms=10000", metrics::kEscalationMulticast},
+      {"offender 203.0.113.1 rejections=50 within_ms=10000", metrics::kEscalationOwnAddress},
+      {"offender 10.1.2.3 rejections=50 within_ms=10000", metrics::kEscalationTrustedProxy},
+      {"offender 198.51.100.0/24 rejections=50 within_ms=10000", metrics::kEscalationTooWide},
+      {"offender 198.51.100.7 rejections=49 within_ms=10000", metrics::kEscalationBelowThreshold},
+      {"offender 198.51.100.7 rejections=50 within_ms=10001", metrics::kEscalationBelowThreshold},
+      {"offender nobody rejections=50 within_ms=10000", metrics::kEscalationInvalid},
+  };
+  for (const auto& c : cases) {
+    auto decision = decide(received(c.line));
+    EXPECT_EQ(decision.result, c.result) << c.line;
+    EXPECT_FALSE(decision.why.empty()) << c.line << ": a refusal says why";
+  }
+  auto allowed = decide(received("offender 192.0.2.9 rejections=50 within_ms=10000"));
+  EXPECT_EQ(allowed.result, metrics::kEscalationAllowListed);
+  EXPECT_TRUE(allowed.why.empty()) << "the operator's own choice: counted, not logged";
+}
+
+TEST_F(EscalationPolicyTest, UnsignedAndUnknownSendersAreUnauthorised) {
+  auto unsigned_entry = received("offender 198.51.100.7 rejections=50 within_ms=10000");
+  unsigned_entry.report = Error::usage("its signature does not match");
+  unsigned_entry.unauthorised = true;
+  EXPECT_EQ(decide(unsigned_entry).result, metrics::kEscalationUnauthorised);
+
+  auto socket = received("offender 198.51.100.7 rejections=50 within_ms=10000");
+  socket.over_socket = true;
+  socket.uid = 0;
+  socket.gid = 0;
+  EXPECT_EQ(decide(socket).result, metrics::kEscalationBanned) << "root may report";
+  socket.uid = 4242;
+  socket.gid = 4242;
+  auto stranger = decide(socket);
+  EXPECT_EQ(stranger.result, metrics::kEscalationUnauthorised);
+  EXPECT_NE(stranger.why.find("uid 4242"), std::string::npos);
+  config_.access.users = {4242};
+  EXPECT_EQ(decide(socket).result, metrics::kEscalationBanned) << "a listed reporter may";
+}
+
+TEST_F(EscalationPolicyTest, TimeGoingBackwardsNeverEndsABanEarly) {
+  auto report = received("offender 198.51.100.7 rejections=50 within_ms=10000");
+  remember(report, decide(report));
+  now_ -= seconds(30);
+  EXPECT_EQ(decide(report).result, metrics::kEscalationRepeat);
+}
+
+}  // namespace
+}  // namespace floodgate::daemon

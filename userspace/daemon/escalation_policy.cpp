@@ -1,0 +1,72 @@
+// SPDX-License-Identifier: MIT
+// EscalationPolicy: from a received report to what to do about it.
+#include "daemon/escalation_policy.h"
+
+namespace floodgate::daemon {
+namespace {
+
+EscalationDecision counted(metrics::EscalationResult result) { return {result, 0, ""}; }
+
+EscalationDecision refused(metrics::EscalationResult result, std::string why) {
+  return {result, 0, std::move(why)};
+}
+
+}  // namespace
+
+EscalationDecision decideEscalation(const ReceivedReport& received, const EscalationConfig& config,
+                                    const std::vector<Cidr>& own, const EscalationMemory& memory,
+                                    std::chrono::steady_clock::time_point now) {
+  if (received.over_socket && !config.access.allows(received.uid, received.gid)) {
+    return refused(metrics::kEscalationUnauthorised,
+                   "uid " + std::to_string(received.uid) +
+                       " is not root and not in http.escalate.reporter_users or reporter_groups");
+  }
+  if (!received.report) {
+    return refused(
+        received.unauthorised ? metrics::kEscalationUnauthorised : metrics::kEscalationInvalid,
+        received.report.error().message);
+  }
+  const uint64_t ban_time_ns = config.escalate.ban_ns;
+  if (received.age_ns >= ban_time_ns) {  // read from the stream's past: its ban is over
+    return counted(metrics::kEscalationExpired);
+  }
+  const std::string text = received.report->address.toString();
+  static constexpr struct {
+    Refusal refusal;
+    metrics::EscalationResult result;
+    const char* why;
+  } kRefusals[] = {
+      {Refusal::kLoopback, metrics::kEscalationLoopback, "a loopback address"},
+      {Refusal::kUnspecified, metrics::kEscalationUnspecified, "an unspecified address"},
+      {Refusal::kLinkLocal, metrics::kEscalationLinkLocal, "a link-local address"},
+      {Refusal::kMulticast, metrics::kEscalationMulticast, "a multicast or broadcast address"},
+      {Refusal::kOwnAddress, metrics::kEscalationOwnAddress, "an address of this host"},
+      {Refusal::kTrustedProxy, metrics::kEscalationTrustedProxy, "inside http.trusted_proxies"},
+      {Refusal::kAllowListed, metrics::kEscalationAllowListed, "inside the allow list"},
+      {Refusal::kTooWide, metrics::kEscalationTooWide,
+       "a prefix wider than a client is keyed by (IPv4 /32, IPv6 http.ipv6_prefix)"},
+      {Refusal::kBelowThreshold, metrics::kEscalationBelowThreshold,
+       "fewer rejections or a longer window than http.escalate asks for"},
+  };
+  const Refusal refusal = refusalFor(*received.report, config.rules, own);
+  for (const auto& r : kRefusals) {
+    if (r.refusal != refusal) continue;
+    // the operator's own choice: counted, not worth a warning
+    if (r.result == metrics::kEscalationAllowListed) return counted(r.result);
+    return refused(r.result, text + " is " + r.why);
+  }
+  auto banned = memory.banned_until.find(text);
+  if (banned != memory.banned_until.end() && now < banned->second) {
+    return counted(metrics::kEscalationRepeat);
+  }
+  const int64_t per_minute = config.escalate.max_bans_per_minute;
+  if (!memory.quota.allows(received.reporter, per_minute, now)) {
+    return refused(metrics::kEscalationRateLimited,
+                   "more than " + std::to_string(per_minute) +
+                       " bans in a minute (http.escalate.max_bans_per_minute)");
+  }
+  // what is left of the ban time: all of it, unless read from the stream's past
+  return {metrics::kEscalationBanned, ban_time_ns - received.age_ns, ""};
+}
+
+}  // namespace floodgate::daemon

@@ -1,0 +1,53 @@
+// SPDX-License-Identifier: MIT
+// EscalationPolicy: what one offender report leads to, decided from the report, the
+// config and the time alone, so that tests step the clock by hand. It changes nothing:
+// the daemon bans, counts and logs what it returns (and takes the reporter's quota when
+// it returns kEscalationBanned).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "daemon/escalation_guard.h"
+#include "daemon/report_listener.h"
+#include "floodgate/common/cidr.h"
+#include "floodgate/report/escalate_config.h"
+#include "metrics/exposition.h"
+
+namespace floodgate::daemon {
+
+// What a config says about reports, resolved when it is applied.
+struct EscalationConfig {
+  report::EscalateConfig escalate;  // ban_ns, max_bans_per_minute
+  EscalationRules rules;            // who is never banned, and the threshold
+  ReporterAccess access;            // who may report over the socket
+};
+
+// What the daemon remembers between reports: the bans escalations started, by address
+// (as text) and when each ends, and the bans each reporter caused this minute.
+struct EscalationMemory {
+  std::map<std::string, std::chrono::steady_clock::time_point> banned_until;
+  BanQuota quota;
+};
+
+struct EscalationDecision {
+  metrics::EscalationResult result = metrics::kEscalationInvalid;
+  uint64_t ban_ns = 0;  // kEscalationBanned: how long the ban lasts
+  // A refusal worth a warning: why it is refused. Empty: counted, not logged (a ban, a
+  // repeat, an expired report, an allow-listed address: the operator's own choice).
+  std::string why;
+};
+
+// Decides, in this order: a socket sender allowed to report, a report that parsed and is
+// signed, one not read from the stream's past (its ban over), a client that may be banned
+// (escalation_guard.h's refusals, `own` being this host's addresses), not banned by an
+// escalation still running, and within its reporter's quota. Pure but for
+// ReporterAccess::allows, which reads the group database for a uid it does not list.
+EscalationDecision decideEscalation(const ReceivedReport& received, const EscalationConfig& config,
+                                    const std::vector<Cidr>& own, const EscalationMemory& memory,
+                                    std::chrono::steady_clock::time_point now);
+
+}  // namespace floodgate::daemon
