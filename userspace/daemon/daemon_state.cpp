@@ -8,7 +8,6 @@
 #include "daemon/log.h"
 #include "floodgate/common/units.h"
 #include "floodgate/fleet/policy_publisher.h"
-#include "floodgate/fleet/report_stream.h"
 #include "kernel/system.h"
 #include "metrics/collect.h"
 
@@ -203,79 +202,19 @@ void DaemonState::attachAppeared() {
 }
 
 void DaemonState::syncReports(const http::HttpConfig* http, ReporterAccess access) {
-  const bool regroup = access.socket_gid != escalation_.access.socket_gid;
   escalation_.access = std::move(access);
-  if (regroup) reports_.reset();  // bound again below, in its new group
   escalation_.escalate = http ? http->escalate : http::EscalateConfig{};
-  syncReportSocket(escalation_.escalate);
-  syncReportStream(http);
-}
-
-void DaemonState::syncReportStream(const http::HttpConfig* http) {
-  if (!http || !http->escalate.enabled || http->escalate.redis_stream.empty()) {
-    if (stream_reports_) {
-      logInfo("no longer taking offender reports from redis stream " +
-              stream_reports_->source().stream);
-    }
-    retireStreamReader();
-    return;
-  }
-  ReportStreamSource source{http::reportClientOptions(http->store), http->escalate.redis_stream,
-                            http->escalate.secret, http->escalate.ban_ns};
-  if (stream_reports_ && stream_reports_->source() == source) return;
-  retireStreamReader();
-  auto reader = StreamReportReader::start(std::move(source));
-  if (!reader) {
-    logError("offender reports from redis are off: " + reader.error().message);
-    return;
-  }
-  stream_reports_ = std::move(*reader);
-}
-
-void DaemonState::retireStreamReader() {
-  if (!stream_reports_) return;
-  stream_reports_->stop();
-  retired_readers_.push_back(std::move(stream_reports_));
-}
-
-void DaemonState::syncReportSocket(const http::EscalateConfig& escalate) {
-  if (!escalate.enabled) {
-    if (reports_) logInfo("no longer taking offender reports on " + reports_->path());
-    reports_.reset();
-    return;
-  }
-  if (reports_ && reports_->path() == escalate.socket) return;
-  reports_.reset();
-  auto listener = ReportListener::bind(escalate.socket, escalation_.access.socket_gid);
-  if (!listener) {
-    // the limiter itself is fine: say so, keep enforcing, and try again on the next reload
-    logError("offender reports are off: " + listener.error().message);
-    return;
-  }
-  logInfo("taking offender reports on " + escalate.socket + " (mode 0660, group " +
-          (escalate.socket_group.empty() ? std::string("root") : escalate.socket_group) +
-          "; from root" +
-          (escalation_.access.users.empty() && escalation_.access.groups.empty()
-               ? std::string(" only")
-               : std::string(" and http.escalate's reporters")) +
-          ")");
-  reports_.emplace(std::move(*listener));
+  report_sources_.sync(http, escalation_.access);
 }
 
 // Acts on what services reported: bounded work per loop turn, whatever reporters send.
 void DaemonState::handleReports() {
   const auto now = std::chrono::steady_clock::now();
-  if (reports_) {
-    for (const ReceivedReport& received : reports_->drain(256)) handleReport(received, now);
-  }
-  if (stream_reports_) {
-    for (const ReceivedReport& received : stream_reports_->drain(256)) handleReport(received, now);
-  }
+  for (const ReceivedReport& received : report_sources_.drain(256)) handleReport(received, now);
   auto& banned_until = escalation_memory_.banned_until;
   for (auto it = banned_until.begin(); it != banned_until.end();) {
     it = now >= it->second ? banned_until.erase(it) : std::next(it);
   }
-  std::erase_if(retired_readers_, [](const auto& reader) { return reader->stopped(); });
 }
 
 const std::vector<Cidr>& DaemonState::ownAddresses(std::chrono::steady_clock::time_point now) {
@@ -359,8 +298,7 @@ std::vector<int> DaemonState::eventFds() {
   std::lock_guard lock(mutex_);
   std::vector<int> fds;
   for (const auto& [name, reader] : readers_) fds.push_back(reader.pollFd());
-  if (reports_) fds.push_back(reports_->fd());
-  if (stream_reports_) fds.push_back(stream_reports_->fd());
+  for (int fd : report_sources_.fds()) fds.push_back(fd);
   return fds;
 }
 
@@ -423,9 +361,7 @@ void DaemonState::housekeep() {
 
 void DaemonState::closeEventSources() {
   readers_.clear();
-  reports_.reset();
-  stream_reports_.reset();
-  retired_readers_.clear();
+  report_sources_.close();
 }
 
 void DaemonState::release(bool keep_attached) {

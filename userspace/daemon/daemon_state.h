@@ -20,7 +20,7 @@
 #include "daemon/escalation_policy.h"
 #include "daemon/event_log.h"
 #include "daemon/report_listener.h"
-#include "daemon/stream_report_reader.h"
+#include "daemon/report_sources.h"
 #include "floodgate/common/result.h"
 #include "floodgate/core/policy.h"
 #include "metrics/exposition.h"
@@ -72,12 +72,8 @@ class DaemonState {
   Status attachOrAdopt(const AttachOptions& options, const std::string& why);
   // Holds `limiter` for `name`, with a reader of its events.
   void hold(const std::string& name, Limiter limiter);
-  // Binds, moves or closes the report socket, and starts, restarts or stops the reader of
-  // the fleet's report stream, to match the config's http.escalate.
+  // Follows the config's http.escalate: what reports lead to and where they come from.
   void syncReports(const http::HttpConfig* http, ReporterAccess access);
-  void syncReportSocket(const http::EscalateConfig& escalate);
-  void syncReportStream(const http::HttpConfig* http);
-  void retireStreamReader();
   // Stops reading events and reports (before the limiters are let go).
   void closeEventSources();
   void handleReports();
@@ -95,12 +91,7 @@ class DaemonState {
   std::map<std::string, EventReader> readers_;
   std::map<std::string, std::array<uint64_t, FG_EVENT_TYPES>> events_read_;
   std::map<std::string, uint64_t> bans_failed_seen_;  // per interface, at the last housekeep
-  // http.escalate: the report socket, what a report leads to, and who is banned by one
-  std::optional<ReportListener> reports_;
-  std::unique_ptr<StreamReportReader> stream_reports_;
-  // readers asked to stop (the config changed), destroyed once their thread has ended, so
-  // the poll loop never waits for a Redis call in progress
-  std::vector<std::unique_ptr<StreamReportReader>> retired_readers_;
+  ReportSources report_sources_;                      // http.escalate: the report socket and stream
   // what reports lead to (escalation_policy.h), and what it remembers between them
   EscalationConfig escalation_;
   EscalationMemory escalation_memory_;
