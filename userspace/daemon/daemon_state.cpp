@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// DaemonState: validate everything first, then attach, adopt or reload each interface.
+// DaemonState: validate everything first, then hand each part what the config says.
 #include "daemon/daemon_state.h"
 
 #include <algorithm>
@@ -8,8 +8,6 @@
 #include "daemon/log.h"
 #include "floodgate/common/units.h"
 #include "floodgate/fleet/policy_publisher.h"
-#include "kernel/system.h"
-#include "metrics/collect.h"
 
 namespace floodgate::daemon {
 namespace {
@@ -23,14 +21,6 @@ void logDiagnostics(const std::string& text) {
     if (end > start) logError(text.substr(start, end - start));
     start = end + 1;
   }
-}
-
-// A link pin is what keeps the program attached (detach removes it).
-bool attached(const std::string& interface) {
-  for (const std::string& name : Limiter::attachedInterfaces()) {
-    if (name == interface) return true;
-  }
-  return false;
 }
 
 // Hands the http: policies to services (http.publish). A failure leaves the XDP side as
@@ -94,56 +84,7 @@ Status DaemonState::applyLocked(bool& publish) {
     access = std::move(*resolved);
   }
 
-  for (auto it = limiters_.begin(); it != limiters_.end();) {
-    bool listed = false;
-    for (const auto& options : wanted) listed |= options.interface == it->first;
-    if (listed) {
-      ++it;
-      continue;
-    }
-    Status s = Limiter::detach(it->first);
-    logInfo(s ? "detached " + it->first + ": no longer in the config"
-              : "could not detach " + it->first + ": " + s.error().message);
-    sample_cursors_.erase(it->first);
-    readers_.erase(it->first);
-    it = limiters_.erase(it);
-  }
-
-  std::map<std::string, AttachOptions> waiting;
-  for (const AttachOptions& options : wanted) {
-    const std::string& name = options.interface;
-    auto held = limiters_.find(name);
-    if (held != limiters_.end() && !attached(name)) {
-      // Detached by someone else (`floodgate detach`): the held maps are orphans.
-      logWarning(name + " was detached outside the daemon: attaching it again");
-      readers_.erase(name);
-      limiters_.erase(held);
-      held = limiters_.end();
-    }
-    if (held != limiters_.end()) {
-      if (Status s = held->second.reload(options); !s)
-        return Error::failure(name + ": " + s.error().message);
-      logInfo("reloaded " + name + " (" + counted(options.rules.size(), "rule", "rules") + ")");
-      continue;
-    }
-    if (auto exists = interfaceIndex(name); !exists) {
-      // A host without this NIC (yet): attach the others, report it, attach it when it
-      // appears. Failing the start would only loop under systemd's Restart=on-failure.
-      if (!waiting_.contains(name)) {
-        logWarning(exists.error().message +
-                   ": attached when it appears; until then /healthz "
-                   "answers 503 and floodgate_interface_up{interface=\"" +
-                   name + "\"} is 0");
-      }
-      waiting.emplace(name, options);
-      continue;
-    }
-    if (Status s = attachOrAdopt(options, ""); !s) return s;
-  }
-  waiting_ = std::move(waiting);
-  std::erase_if(attach_failures_, [&](const auto& f) { return !waiting_.contains(f.first); });
-  configured_.clear();
-  for (const auto& options : wanted) configured_.push_back(options.interface);
+  if (Status s = interfaces_.apply(wanted); !s) return s;
   escalation_.rules =
       escalationRules(cfg.allow.value_or(std::vector<Cidr>{}), cfg.http ? &*cfg.http : nullptr);
   syncReports(cfg.http ? &*cfg.http : nullptr, std::move(access));
@@ -151,54 +92,9 @@ Status DaemonState::applyLocked(bool& publish) {
   return okStatus();
 }
 
-Status DaemonState::attachOrAdopt(const AttachOptions& options, const std::string& why) {
-  const std::string& name = options.interface;
-  if (attached(name)) {
-    // A limiter left enforcing (a restart after --keep-attached): keep its buckets.
-    auto limiter = Limiter::open(name);
-    if (!limiter) return limiter.error();
-    if (Status s = limiter->reload(options); !s)
-      return Error::failure(name + ": " + s.error().message);
-    logInfo("adopted the limiter already attached to " + name + " (" +
-            counted(options.rules.size(), "rule", "rules") + "; its state is kept)" + why);
-    hold(name, std::move(*limiter));
-    adopted_.push_back(name);
-    return okStatus();
-  }
-  auto report = Limiter::attach(options);
-  if (!report) return Error::failure(name + ": " + report.error().message);
-  for (const std::string& warning : report->warnings) logWarning(name + ": " + warning);
-  auto limiter = Limiter::open(name);
-  if (!limiter) return limiter.error();
-  logInfo("attached to " + name + " (" + counted(options.rules.size(), "rule", "rules") + ")" +
-          why);
-  hold(name, std::move(*limiter));
-  return okStatus();
-}
-
 void DaemonState::attachAppeared() {
   std::lock_guard lock(mutex_);
-  for (auto it = waiting_.begin(); it != waiting_.end();) {
-    const std::string name = it->first;
-    if (limiters_.contains(name)) {  // attached by an apply that failed after it
-      attach_failures_.erase(name);
-      it = waiting_.erase(it);
-      continue;
-    }
-    if (!interfaceIndex(name)) {
-      ++it;
-      continue;
-    }
-    if (Status s = attachOrAdopt(it->second, ": it appeared"); !s) {
-      std::string& last = attach_failures_[name];
-      if (last != s.error().message) logError(s.error().message + " (tried again every second)");
-      last = s.error().message;
-      ++it;
-      continue;
-    }
-    attach_failures_.erase(name);
-    it = waiting_.erase(it);
-  }
+  interfaces_.attachAppeared();
 }
 
 void DaemonState::syncReports(const http::HttpConfig* http, ReporterAccess access) {
@@ -262,20 +158,9 @@ void DaemonState::handleReport(const ReceivedReport& received,
   const Cidr& address = received.report->address;
   const std::string text = address.toString();
   // An escalation never shortens a ban already running (a manual one, or a longer one
-  // from another report): it only extends.
-  size_t banned_on = 0;
-  for (auto& [name, limiter] : limiters_) {
-    if (Status s =
-            limiter.banAdd(address, decision.ban_ns, BanUpdate::kExtend, BanOrigin::kEscalation);
-        !s) {
-      logError("could not ban " + text + " on " + name + ": " + s.error().message);
-    } else {
-      ++banned_on;
-    }
-  }
-  // Not banned anywhere (a table full, a writer holding the lock): the next report of it
-  // tries again instead of being taken for a repeat.
-  if (banned_on == 0 && !limiters_.empty()) return;
+  // from another report): it only extends. Not banned anywhere (a table full, a writer
+  // holding the lock): the next report of it tries again instead of being taken for a repeat.
+  if (interfaces_.banEverywhere(address, decision.ban_ns) == 0 && !interfaces_.empty()) return;
   ++escalations_[metrics::kEscalationBanned];
   escalation_memory_.banned_until[text] = now + std::chrono::nanoseconds(decision.ban_ns);
   logWarning("event=escalated source=" + text + " ban=" + formatDuration(decision.ban_ns) +
@@ -284,20 +169,9 @@ void DaemonState::handleReport(const ReceivedReport& received,
              printable(received.sender) + "\"");
 }
 
-void DaemonState::hold(const std::string& name, Limiter limiter) {
-  limiters_.emplace(name, std::move(limiter));
-  auto reader = EventReader::open(name);
-  if (!reader) {
-    logWarning(name + ": its events will not be logged: " + reader.error().message);
-    return;
-  }
-  readers_.insert_or_assign(name, std::move(*reader));
-}
-
 std::vector<int> DaemonState::eventFds() {
   std::lock_guard lock(mutex_);
-  std::vector<int> fds;
-  for (const auto& [name, reader] : readers_) fds.push_back(reader.pollFd());
+  std::vector<int> fds = interfaces_.eventFds();
   for (int fd : report_sources_.fds()) fds.push_back(fd);
   return fds;
 }
@@ -307,21 +181,7 @@ void DaemonState::pumpEvents(EventLog& log) {
   {
     std::lock_guard lock(mutex_);
     const auto now = EventLog::Clock::now();
-    for (auto& [name, reader] : readers_) {
-      auto events = reader.drain();
-      if (!events) {
-        logWarning(name + ": " + events.error().message);
-        continue;
-      }
-      if (events->empty()) continue;
-      auto active = limiters_.at(name).activeRules();
-      const std::vector<fg_rule> rules = active ? *active : std::vector<fg_rule>{};
-      auto& counts = events_read_[name];
-      for (const LimiterEvent& event : *events) {
-        if (event.type < FG_EVENT_TYPES) ++counts[event.type];
-        log.note(name, event, banStartedBy(event.rule_id, rules), now, lines);
-      }
-    }
+    interfaces_.pumpEvents(log, now, lines);
     log.flush(now, lines);
     handleReports();
   }
@@ -338,61 +198,22 @@ void DaemonState::housekeep() {
   std::vector<std::string> warnings;
   {
     std::lock_guard lock(mutex_);
-    for (auto& [name, limiter] : limiters_) {
-      if (auto swept = limiter.sweepExpiredBans(); !swept) {
-        warnings.push_back(name + ": cannot sweep expired bans: " + swept.error().message);
-      }
-      auto rules = limiter.ruleCounters();
-      if (!rules) continue;
-      uint64_t failed = 0;
-      for (const RuleCounters& rule : *rules) failed += rule.table[FG_TABLE_BAN_FAILED];
-      uint64_t& seen = bans_failed_seen_[name];
-      if (failed > seen) {
-        warnings.push_back(
-            "event=bans_failed interface=" + name + " count=" + std::to_string(failed - seen) +
-            " reason=\"rule bans filled the ban table up to the " + std::to_string(FG_BAN_RESERVE) +
-            " entries kept for manual bans and escalations\"");
-      }
-      seen = failed;
-    }
+    interfaces_.housekeep(warnings);
   }
   for (const std::string& line : warnings) logWarning(line);
 }
 
-void DaemonState::closeEventSources() {
-  readers_.clear();
-  report_sources_.close();
-}
-
 void DaemonState::release(bool keep_attached) {
   std::lock_guard lock(mutex_);
-  closeEventSources();
-  for (const auto& [name, limiter] : limiters_) {
-    if (keep_attached) {
-      logInfo("leaving " + name + " attached and enforcing (--keep-attached)");
-      continue;
-    }
-    Status s = Limiter::detach(name);
-    if (s) {
-      logInfo("detached " + name);
-    } else {
-      logError("could not detach " + name + ": " + s.error().message);
-    }
-  }
-  limiters_.clear();
+  interfaces_.closeEvents();
+  report_sources_.close();
+  interfaces_.release(keep_attached);
 }
 
 void DaemonState::releaseAfterFailedStart() {
   std::lock_guard lock(mutex_);
-  for (const auto& [name, limiter] : limiters_) {
-    bool adopted = false;
-    for (const std::string& a : adopted_) adopted |= a == name;
-    if (adopted) continue;
-    Status s = Limiter::detach(name);
-    if (!s) logError("could not detach " + name + ": " + s.error().message);
-  }
-  closeEventSources();
-  limiters_.clear();
+  interfaces_.releaseAfterFailedStart();
+  report_sources_.close();
 }
 
 std::string DaemonState::scrape() {
@@ -403,34 +224,13 @@ std::string DaemonState::scrape() {
   snapshot.reloads_failure = reloads_failure_;
   snapshot.config_generation = generation_;
   snapshot.escalations = escalations_;
-  for (const std::string& name : configured_) {
-    snapshot.configured.push_back({name, interfaceIndex(name).ok() && attached(name)});
-  }
-  for (const auto& [name, limiter] : limiters_) {
-    auto one = metrics::collect(limiter, &sample_cursors_[name]);
-    if (one) {
-      if (auto read = events_read_.find(name); read != events_read_.end())
-        one->events = read->second;
-      snapshot.interfaces.push_back(std::move(*one));
-    } else {
-      logWarning("metrics of " + name + " unavailable: " + one.error().message);
-    }
-  }
+  interfaces_.collect(snapshot);
   return metrics::render(snapshot);
 }
 
 std::vector<std::string> DaemonState::problems() {
   std::lock_guard lock(mutex_);
-  if (configured_.empty()) return {"no config has been applied"};
-  std::vector<std::string> out;
-  for (const std::string& name : configured_) {
-    if (!interfaceIndex(name)) {
-      out.push_back(name + ": no such interface (attached when it appears)");
-    } else if (!attached(name)) {
-      out.push_back(name + ": no limiter attached");
-    }
-  }
-  return out;
+  return interfaces_.problems();
 }
 
 }  // namespace floodgate::daemon

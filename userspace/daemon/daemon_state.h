@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
-// DaemonState: the limiters the daemon keeps and its reload counters, shared between the
-// event loop (which applies configs) and the metrics server's threads (which read them).
-// Every public method is thread-safe (one mutex; a scrape holds it for a few map reads).
+// DaemonState: what the daemon runs, shared between the event loop (which applies configs)
+// and the metrics server's threads (which read them). It composes the interfaces it holds
+// (held_interfaces.h), the report sources (report_sources.h) and the escalation policy
+// (escalation_policy.h), and keeps the reload and escalation counters. Every public method
+// is thread-safe (one mutex; a scrape holds it for a few map reads).
 #pragma once
 
 #include <array>
@@ -14,11 +16,11 @@
 #include <string>
 #include <vector>
 
-#include "controller/event_reader.h"
 #include "controller/limiter.h"
 #include "daemon/escalation_guard.h"
 #include "daemon/escalation_policy.h"
 #include "daemon/event_log.h"
+#include "daemon/held_interfaces.h"
 #include "daemon/report_listener.h"
 #include "daemon/report_sources.h"
 #include "floodgate/common/result.h"
@@ -67,15 +69,8 @@ class DaemonState {
  private:
   // `publish`: the config asks for its http: section to be published (http.publish).
   Status applyLocked(bool& publish);
-  // Adopts the limiter pinned for options.interface, or attaches a new one, and holds it.
-  // `why` ends the log line.
-  Status attachOrAdopt(const AttachOptions& options, const std::string& why);
-  // Holds `limiter` for `name`, with a reader of its events.
-  void hold(const std::string& name, Limiter limiter);
   // Follows the config's http.escalate: what reports lead to and where they come from.
   void syncReports(const http::HttpConfig* http, ReporterAccess access);
-  // Stops reading events and reports (before the limiters are let go).
-  void closeEventSources();
   void handleReports();
   void handleReport(const ReceivedReport& received, std::chrono::steady_clock::time_point now);
   // Counts a report that is not acted on, and logs it (at most once per 10 s per kind).
@@ -86,12 +81,8 @@ class DaemonState {
 
   std::mutex mutex_;
   std::string config_path_;
-  std::map<std::string, Limiter> limiters_;
-  std::map<std::string, uint32_t> sample_cursors_;
-  std::map<std::string, EventReader> readers_;
-  std::map<std::string, std::array<uint64_t, FG_EVENT_TYPES>> events_read_;
-  std::map<std::string, uint64_t> bans_failed_seen_;  // per interface, at the last housekeep
-  ReportSources report_sources_;                      // http.escalate: the report socket and stream
+  HeldInterfaces interfaces_;
+  ReportSources report_sources_;  // http.escalate: the report socket and stream
   // what reports lead to (escalation_policy.h), and what it remembers between them
   EscalationConfig escalation_;
   EscalationMemory escalation_memory_;
@@ -99,12 +90,6 @@ class DaemonState {
   std::chrono::steady_clock::time_point own_addresses_read_{};
   std::array<std::chrono::steady_clock::time_point, metrics::kEscalationResults> refusal_logged_{};
   std::array<uint64_t, metrics::kEscalationResults> escalations_{};  // by EscalationResult
-  std::vector<std::string> configured_;
-  std::vector<std::string> adopted_;
-  // Listed interfaces that did not exist when the config was applied, with what to attach
-  // when they appear, and the last attach failure logged for each.
-  std::map<std::string, AttachOptions> waiting_;
-  std::map<std::string, std::string> attach_failures_;
   uint64_t reloads_success_ = 0;
   uint64_t reloads_failure_ = 0;
   uint64_t generation_ = 0;

@@ -1,0 +1,252 @@
+// SPDX-License-Identifier: MIT
+// HeldInterfaces: attach, adopt or reload each listed interface; read what each holds.
+#include "daemon/held_interfaces.h"
+
+#include <algorithm>
+
+#include "daemon/log.h"
+#include "floodgate/common/units.h"
+#include "kernel/system.h"
+#include "metrics/collect.h"
+
+namespace floodgate::daemon {
+namespace {
+
+// A link pin is what keeps the program attached (detach removes it).
+bool attached(const std::string& interface) {
+  for (const std::string& name : Limiter::attachedInterfaces()) {
+    if (name == interface) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+Status HeldInterfaces::apply(const std::vector<AttachOptions>& wanted) {
+  for (auto it = held_.begin(); it != held_.end();) {
+    bool listed = false;
+    for (const auto& options : wanted) listed |= options.interface == it->first;
+    if (listed) {
+      ++it;
+      continue;
+    }
+    Status s = Limiter::detach(it->first);
+    logInfo(s ? "detached " + it->first + ": no longer in the config"
+              : "could not detach " + it->first + ": " + s.error().message);
+    it = held_.erase(it);
+  }
+
+  std::map<std::string, AttachOptions> waiting;
+  for (const AttachOptions& options : wanted) {
+    const std::string& name = options.interface;
+    auto held = held_.find(name);
+    if (held != held_.end() && !attached(name)) {
+      // Detached by someone else (`floodgate detach`): the held maps are orphans.
+      logWarning(name + " was detached outside the daemon: attaching it again");
+      held_.erase(held);
+      held = held_.end();
+    }
+    if (held != held_.end()) {
+      if (Status s = held->second.limiter.reload(options); !s)
+        return Error::failure(name + ": " + s.error().message);
+      logInfo("reloaded " + name + " (" + counted(options.rules.size(), "rule", "rules") + ")");
+      continue;
+    }
+    if (auto exists = interfaceIndex(name); !exists) {
+      // A host without this NIC (yet): attach the others, report it, attach it when it
+      // appears. Failing the start would only loop under systemd's Restart=on-failure.
+      if (!waiting_.contains(name)) {
+        logWarning(exists.error().message +
+                   ": attached when it appears; until then /healthz "
+                   "answers 503 and floodgate_interface_up{interface=\"" +
+                   name + "\"} is 0");
+      }
+      waiting.emplace(name, options);
+      continue;
+    }
+    if (Status s = attachOrAdopt(options, ""); !s) return s;
+  }
+  waiting_ = std::move(waiting);
+  std::erase_if(attach_failures_, [&](const auto& f) { return !waiting_.contains(f.first); });
+  configured_.clear();
+  for (const auto& options : wanted) configured_.push_back(options.interface);
+  return okStatus();
+}
+
+Status HeldInterfaces::attachOrAdopt(const AttachOptions& options, const std::string& why) {
+  const std::string& name = options.interface;
+  if (attached(name)) {
+    // A limiter left enforcing (a restart after --keep-attached): keep its buckets.
+    auto limiter = Limiter::open(name);
+    if (!limiter) return limiter.error();
+    if (Status s = limiter->reload(options); !s)
+      return Error::failure(name + ": " + s.error().message);
+    logInfo("adopted the limiter already attached to " + name + " (" +
+            counted(options.rules.size(), "rule", "rules") + "; its state is kept)" + why);
+    hold(name, std::move(*limiter), true);
+    return okStatus();
+  }
+  auto report = Limiter::attach(options);
+  if (!report) return Error::failure(name + ": " + report.error().message);
+  for (const std::string& warning : report->warnings) logWarning(name + ": " + warning);
+  auto limiter = Limiter::open(name);
+  if (!limiter) return limiter.error();
+  logInfo("attached to " + name + " (" + counted(options.rules.size(), "rule", "rules") + ")" +
+          why);
+  hold(name, std::move(*limiter), false);
+  return okStatus();
+}
+
+void HeldInterfaces::attachAppeared() {
+  for (auto it = waiting_.begin(); it != waiting_.end();) {
+    const std::string name = it->first;
+    if (held_.contains(name)) {  // attached by an apply that failed after it
+      attach_failures_.erase(name);
+      it = waiting_.erase(it);
+      continue;
+    }
+    if (!interfaceIndex(name)) {
+      ++it;
+      continue;
+    }
+    if (Status s = attachOrAdopt(it->second, ": it appeared"); !s) {
+      std::string& last = attach_failures_[name];
+      if (last != s.error().message) logError(s.error().message + " (tried again every second)");
+      last = s.error().message;
+      ++it;
+      continue;
+    }
+    attach_failures_.erase(name);
+    it = waiting_.erase(it);
+  }
+}
+
+void HeldInterfaces::hold(const std::string& name, Limiter limiter, bool adopted) {
+  HeldInterface& held = held_.try_emplace(name, std::move(limiter), adopted).first->second;
+  auto reader = EventReader::open(name);
+  if (!reader) {
+    logWarning(name + ": its events will not be logged: " + reader.error().message);
+    return;
+  }
+  held.events.emplace(std::move(*reader));
+}
+
+std::vector<int> HeldInterfaces::eventFds() const {
+  std::vector<int> fds;
+  for (const auto& [name, held] : held_) {
+    if (held.events) fds.push_back(held.events->pollFd());
+  }
+  return fds;
+}
+
+void HeldInterfaces::pumpEvents(EventLog& log, EventLog::Clock::time_point now,
+                                std::vector<LogLine>& lines) {
+  for (auto& [name, held] : held_) {
+    if (!held.events) continue;
+    auto events = held.events->drain();
+    if (!events) {
+      logWarning(name + ": " + events.error().message);
+      continue;
+    }
+    if (events->empty()) continue;
+    auto active = held.limiter.activeRules();
+    const std::vector<fg_rule> rules = active ? *active : std::vector<fg_rule>{};
+    for (const LimiterEvent& event : *events) {
+      if (event.type < FG_EVENT_TYPES) ++held.events_read[event.type];
+      log.note(name, event, banStartedBy(event.rule_id, rules), now, lines);
+    }
+  }
+}
+
+void HeldInterfaces::housekeep(std::vector<std::string>& warnings) {
+  for (auto& [name, held] : held_) {
+    if (auto swept = held.limiter.sweepExpiredBans(); !swept) {
+      warnings.push_back(name + ": cannot sweep expired bans: " + swept.error().message);
+    }
+    auto rules = held.limiter.ruleCounters();
+    if (!rules) continue;
+    uint64_t failed = 0;
+    for (const RuleCounters& rule : *rules) failed += rule.table[FG_TABLE_BAN_FAILED];
+    uint64_t& seen = held.bans_failed_seen;
+    if (failed > seen) {
+      warnings.push_back(
+          "event=bans_failed interface=" + name + " count=" + std::to_string(failed - seen) +
+          " reason=\"rule bans filled the ban table up to the " + std::to_string(FG_BAN_RESERVE) +
+          " entries kept for manual bans and escalations\"");
+    }
+    seen = failed;
+  }
+}
+
+size_t HeldInterfaces::banEverywhere(const Cidr& address, uint64_t ban_ns) {
+  size_t banned_on = 0;
+  for (auto& [name, held] : held_) {
+    if (Status s = held.limiter.banAdd(address, ban_ns, BanUpdate::kExtend, BanOrigin::kEscalation);
+        !s) {
+      logError("could not ban " + address.toString() + " on " + name + ": " + s.error().message);
+    } else {
+      ++banned_on;
+    }
+  }
+  return banned_on;
+}
+
+void HeldInterfaces::closeEvents() {
+  for (auto& [name, held] : held_) held.events.reset();
+}
+
+void HeldInterfaces::release(bool keep_attached) {
+  for (const auto& [name, held] : held_) {
+    if (keep_attached) {
+      logInfo("leaving " + name + " attached and enforcing (--keep-attached)");
+      continue;
+    }
+    Status s = Limiter::detach(name);
+    if (s) {
+      logInfo("detached " + name);
+    } else {
+      logError("could not detach " + name + ": " + s.error().message);
+    }
+  }
+  held_.clear();
+}
+
+void HeldInterfaces::releaseAfterFailedStart() {
+  for (const auto& [name, held] : held_) {
+    if (held.adopted) continue;
+    Status s = Limiter::detach(name);
+    if (!s) logError("could not detach " + name + ": " + s.error().message);
+  }
+  closeEvents();
+  held_.clear();
+}
+
+void HeldInterfaces::collect(metrics::Snapshot& snapshot) {
+  for (const std::string& name : configured_) {
+    snapshot.configured.push_back({name, interfaceIndex(name).ok() && attached(name)});
+  }
+  for (auto& [name, held] : held_) {
+    auto one = metrics::collect(held.limiter, &held.sample_cursor);
+    if (one) {
+      one->events = held.events_read;
+      snapshot.interfaces.push_back(std::move(*one));
+    } else {
+      logWarning("metrics of " + name + " unavailable: " + one.error().message);
+    }
+  }
+}
+
+std::vector<std::string> HeldInterfaces::problems() const {
+  if (configured_.empty()) return {"no config has been applied"};
+  std::vector<std::string> out;
+  for (const std::string& name : configured_) {
+    if (!interfaceIndex(name)) {
+      out.push_back(name + ": no such interface (attached when it appears)");
+    } else if (!attached(name)) {
+      out.push_back(name + ": no limiter attached");
+    }
+  }
+  return out;
+}
+
+}  // namespace floodgate::daemon

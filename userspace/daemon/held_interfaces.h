@@ -1,0 +1,83 @@
+// SPDX-License-Identifier: MIT
+// HeldInterfaces: the limiters the daemon holds, one HeldInterface each, and the listed
+// interfaces it waits for. It attaches, adopts, reloads and detaches them to match a
+// config, reads their events, sweeps their bans and reads their metrics. Not thread-safe:
+// DaemonState calls it under its mutex.
+#pragma once
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "controller/event_reader.h"
+#include "controller/limiter.h"
+#include "daemon/event_log.h"
+#include "floodgate/common/cidr.h"
+#include "floodgate/common/result.h"
+#include "metrics/exposition.h"
+
+namespace floodgate::daemon {
+
+// One interface the daemon holds: its limiter and what the daemon keeps of it.
+struct HeldInterface {
+  HeldInterface(Limiter held, bool was_adopted) : limiter(std::move(held)), adopted(was_adopted) {}
+
+  Limiter limiter;
+  std::optional<EventReader> events;  // none: its events are not logged
+  uint32_t sample_cursor = 0;         // where the next metrics sample of sources starts
+  std::array<uint64_t, FG_EVENT_TYPES> events_read{};
+  uint64_t bans_failed_seen = 0;  // rule bans that found the ban table full, at the last look
+  bool adopted = false;           // found attached and enforcing, not attached by this run
+};
+
+class HeldInterfaces {
+ public:
+  // Brings the interfaces in line with `wanted` (every one's options already valid):
+  // detaches those no longer listed, reloads the ones held, attaches or adopts the others,
+  // and waits for those that do not exist (logged once). A failure stops there.
+  Status apply(const std::vector<AttachOptions>& wanted);
+  // Attaches the listed interfaces that did not exist and now do. A failure is logged once
+  // per distinct message and tried again next time.
+  void attachAppeared();
+  // Detaches every one held (or, with keep_attached, lets go of them enforcing).
+  void release(bool keep_attached);
+  // After a failed start: detaches what this run attached, leaves what it adopted.
+  void releaseAfterFailedStart();
+  // Stops reading events (before the limiters are let go).
+  void closeEvents();
+
+  std::vector<int> eventFds() const;
+  // Reads every waiting event, counts it and notes it in `log`.
+  void pumpEvents(EventLog& log, EventLog::Clock::time_point now, std::vector<LogLine>& lines);
+  // Deletes the bans that are over; a warning when rule bans found the ban table full.
+  void housekeep(std::vector<std::string>& warnings);
+  // Bans `address` for `ban_ns` on every one held (extending, never shortening, a ban
+  // running); how many took it.
+  size_t banEverywhere(const Cidr& address, uint64_t ban_ns);
+  bool empty() const { return held_.empty(); }
+
+  // The configured interfaces, up or not, and the metrics of every one held.
+  void collect(metrics::Snapshot& snapshot);
+  // One line per configured interface that does not exist or has no limiter attached.
+  std::vector<std::string> problems() const;
+
+ private:
+  // Adopts the limiter pinned for options.interface, or attaches a new one, and holds it.
+  // `why` ends the log line.
+  Status attachOrAdopt(const AttachOptions& options, const std::string& why);
+  void hold(const std::string& name, Limiter limiter, bool adopted);
+
+  std::map<std::string, HeldInterface> held_;
+  std::vector<std::string> configured_;
+  // Listed interfaces that did not exist when the config was applied, with what to attach
+  // when they appear, and the last attach failure logged for each.
+  std::map<std::string, AttachOptions> waiting_;
+  std::map<std::string, std::string> attach_failures_;
+};
+
+}  // namespace floodgate::daemon
