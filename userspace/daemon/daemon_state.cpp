@@ -2,8 +2,6 @@
 // DaemonState: validate everything first, then hand each part what the config says.
 #include "daemon/daemon_state.h"
 
-#include <algorithm>
-
 #include "config/floodgate_config.h"
 #include "daemon/log.h"
 #include "floodgate/common/units.h"
@@ -85,7 +83,7 @@ Status DaemonState::applyLocked(bool& publish) {
   }
 
   if (Status s = interfaces_.apply(wanted); !s) return s;
-  escalation_.rules =
+  escalator_.config().rules =
       escalationRules(cfg.allow.value_or(std::vector<Cidr>{}), cfg.http ? &*cfg.http : nullptr);
   syncReports(cfg.http ? &*cfg.http : nullptr, std::move(access));
   publish = cfg.http && cfg.http->publish.enabled();
@@ -98,75 +96,19 @@ void DaemonState::attachAppeared() {
 }
 
 void DaemonState::syncReports(const http::HttpConfig* http, ReporterAccess access) {
-  escalation_.access = std::move(access);
-  escalation_.escalate = http ? http->escalate : http::EscalateConfig{};
-  report_sources_.sync(http, escalation_.access);
+  EscalationConfig& escalation = escalator_.config();
+  escalation.access = std::move(access);
+  escalation.escalate = http ? http->escalate : http::EscalateConfig{};
+  report_sources_.sync(http, escalation.access);
 }
 
 // Acts on what services reported: bounded work per loop turn, whatever reporters send.
 void DaemonState::handleReports() {
   const auto now = std::chrono::steady_clock::now();
-  for (const ReceivedReport& received : report_sources_.drain(256)) handleReport(received, now);
-  auto& banned_until = escalation_memory_.banned_until;
-  for (auto it = banned_until.begin(); it != banned_until.end();) {
-    it = now >= it->second ? banned_until.erase(it) : std::next(it);
+  for (const ReceivedReport& received : report_sources_.drain(256)) {
+    escalator_.handle(received, interfaces_, now);
   }
-}
-
-const std::vector<Cidr>& DaemonState::ownAddresses(std::chrono::steady_clock::time_point now) {
-  if (own_addresses_read_ == std::chrono::steady_clock::time_point{} ||
-      now - own_addresses_read_ >= std::chrono::seconds(5)) {
-    if (auto addresses = hostAddresses(); addresses) {
-      own_addresses_ = std::move(*addresses);
-      own_addresses_read_ = now;
-    } else {
-      logWarning(addresses.error().message + ": the last list read stays in use");
-    }
-  }
-  return own_addresses_;
-}
-
-void DaemonState::refuse(metrics::EscalationResult result, const ReceivedReport& received,
-                         const std::string& why, std::chrono::steady_clock::time_point now) {
-  ++escalations_[result];
-  auto& logged = refusal_logged_[result];
-  if (logged != std::chrono::steady_clock::time_point{} &&
-      now - logged < std::chrono::seconds(10)) {
-    return;  // a flood of one kind is one line per 10 s; the counter has every one
-  }
-  logged = now;
-  logWarning(std::string("event=escalation_refused result=") +
-             metrics::kEscalationResultNames[result] + " reporter=\"" + printable(received.sender) +
-             "\" why=\"" + printable(why) + "\"");
-}
-
-// Acts on what escalation_policy.h decides: bans the reported client on every held
-// interface, or counts (and maybe logs) why not.
-void DaemonState::handleReport(const ReceivedReport& received,
-                               std::chrono::steady_clock::time_point now) {
-  const EscalationDecision decision =
-      decideEscalation(received, escalation_, ownAddresses(now), escalation_memory_, now);
-  if (decision.result != metrics::kEscalationBanned) {
-    if (decision.why.empty()) {
-      ++escalations_[decision.result];
-    } else {
-      refuse(decision.result, received, decision.why, now);
-    }
-    return;
-  }
-  escalation_memory_.quota.take(received.reporter, escalation_.escalate.max_bans_per_minute, now);
-  const Cidr& address = received.report->address;
-  const std::string text = address.toString();
-  // An escalation never shortens a ban already running (a manual one, or a longer one
-  // from another report): it only extends. Not banned anywhere (a table full, a writer
-  // holding the lock): the next report of it tries again instead of being taken for a repeat.
-  if (interfaces_.banEverywhere(address, decision.ban_ns) == 0 && !interfaces_.empty()) return;
-  ++escalations_[metrics::kEscalationBanned];
-  escalation_memory_.banned_until[text] = now + std::chrono::nanoseconds(decision.ban_ns);
-  logWarning("event=escalated source=" + text + " ban=" + formatDuration(decision.ban_ns) +
-             " rejections=" + std::to_string(received.report->rejections) +
-             " within_ms=" + std::to_string(received.report->within_ms) + " reporter=\"" +
-             printable(received.sender) + "\"");
+  escalator_.forgetEnded(now);
 }
 
 std::vector<int> DaemonState::eventFds() {
@@ -223,7 +165,7 @@ std::string DaemonState::scrape() {
   snapshot.reloads_success = reloads_success_;
   snapshot.reloads_failure = reloads_failure_;
   snapshot.config_generation = generation_;
-  snapshot.escalations = escalations_;
+  snapshot.escalations = escalator_.counts();
   interfaces_.collect(snapshot);
   return metrics::render(snapshot);
 }

@@ -1,31 +1,23 @@
 // SPDX-License-Identifier: MIT
 // DaemonState: what the daemon runs, shared between the event loop (which applies configs)
 // and the metrics server's threads (which read them). It composes the interfaces it holds
-// (held_interfaces.h), the report sources (report_sources.h) and the escalation policy
-// (escalation_policy.h), and keeps the reload and escalation counters. Every public method
-// is thread-safe (one mutex; a scrape holds it for a few map reads).
+// (held_interfaces.h), the report sources (report_sources.h) and what reports lead to
+// (escalator.h), and keeps the reload counters. Every public method is thread-safe (one
+// mutex; a scrape holds it for a few map reads).
 #pragma once
 
-#include <array>
-#include <chrono>
 #include <cstdint>
-#include <map>
-#include <memory>
 #include <mutex>
-#include <optional>
 #include <string>
 #include <vector>
 
-#include "controller/limiter.h"
 #include "daemon/escalation_guard.h"
-#include "daemon/escalation_policy.h"
+#include "daemon/escalator.h"
 #include "daemon/event_log.h"
 #include "daemon/held_interfaces.h"
-#include "daemon/report_listener.h"
 #include "daemon/report_sources.h"
 #include "floodgate/common/result.h"
 #include "floodgate/core/policy.h"
-#include "metrics/exposition.h"
 
 namespace floodgate::daemon {
 
@@ -72,24 +64,12 @@ class DaemonState {
   // Follows the config's http.escalate: what reports lead to and where they come from.
   void syncReports(const http::HttpConfig* http, ReporterAccess access);
   void handleReports();
-  void handleReport(const ReceivedReport& received, std::chrono::steady_clock::time_point now);
-  // Counts a report that is not acted on, and logs it (at most once per 10 s per kind).
-  void refuse(metrics::EscalationResult result, const ReceivedReport& received,
-              const std::string& why, std::chrono::steady_clock::time_point now);
-  // This host's addresses, read again when older than a few seconds.
-  const std::vector<Cidr>& ownAddresses(std::chrono::steady_clock::time_point now);
 
   std::mutex mutex_;
   std::string config_path_;
   HeldInterfaces interfaces_;
   ReportSources report_sources_;  // http.escalate: the report socket and stream
-  // what reports lead to (escalation_policy.h), and what it remembers between them
-  EscalationConfig escalation_;
-  EscalationMemory escalation_memory_;
-  std::vector<Cidr> own_addresses_;
-  std::chrono::steady_clock::time_point own_addresses_read_{};
-  std::array<std::chrono::steady_clock::time_point, metrics::kEscalationResults> refusal_logged_{};
-  std::array<uint64_t, metrics::kEscalationResults> escalations_{};  // by EscalationResult
+  Escalator escalator_;           // what reports lead to
   uint64_t reloads_success_ = 0;
   uint64_t reloads_failure_ = 0;
   uint64_t generation_ = 0;

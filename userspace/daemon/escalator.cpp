@@ -1,0 +1,71 @@
+// SPDX-License-Identifier: MIT
+// Escalator: from a decision to a ban, a count and a log line.
+#include "daemon/escalator.h"
+
+#include "daemon/log.h"
+#include "floodgate/common/text.h"
+#include "floodgate/common/units.h"
+
+namespace floodgate::daemon {
+
+void Escalator::forgetEnded(Clock::time_point now) {
+  auto& banned_until = memory_.banned_until;
+  for (auto it = banned_until.begin(); it != banned_until.end();) {
+    it = now >= it->second ? banned_until.erase(it) : std::next(it);
+  }
+}
+
+const std::vector<Cidr>& Escalator::ownAddresses(Clock::time_point now) {
+  if (own_addresses_read_ == Clock::time_point{} ||
+      now - own_addresses_read_ >= std::chrono::seconds(5)) {
+    if (auto addresses = hostAddresses(); addresses) {
+      own_addresses_ = std::move(*addresses);
+      own_addresses_read_ = now;
+    } else {
+      logWarning(addresses.error().message + ": the last list read stays in use");
+    }
+  }
+  return own_addresses_;
+}
+
+void Escalator::refuse(metrics::EscalationResult result, const ReceivedReport& received,
+                       const std::string& why, Clock::time_point now) {
+  ++counts_[result];
+  auto& logged = refusal_logged_[result];
+  if (logged != Clock::time_point{} && now - logged < std::chrono::seconds(10)) {
+    return;  // a flood of one kind is one line per 10 s; the counter has every one
+  }
+  logged = now;
+  logWarning(std::string("event=escalation_refused result=") +
+             metrics::kEscalationResultNames[result] + " reporter=\"" + printable(received.sender) +
+             "\" why=\"" + printable(why) + "\"");
+}
+
+void Escalator::handle(const ReceivedReport& received, HeldInterfaces& interfaces,
+                       Clock::time_point now) {
+  const EscalationDecision decision =
+      decideEscalation(received, config_, ownAddresses(now), memory_, now);
+  if (decision.result != metrics::kEscalationBanned) {
+    if (decision.why.empty()) {
+      ++counts_[decision.result];
+    } else {
+      refuse(decision.result, received, decision.why, now);
+    }
+    return;
+  }
+  memory_.quota.take(received.reporter, config_.escalate.max_bans_per_minute, now);
+  const Cidr& address = received.report->address;
+  const std::string text = address.toString();
+  // An escalation never shortens a ban already running (a manual one, or a longer one
+  // from another report): it only extends. Not banned anywhere (a table full, a writer
+  // holding the lock): the next report of it tries again instead of being taken for a repeat.
+  if (interfaces.banEverywhere(address, decision.ban_ns) == 0 && !interfaces.empty()) return;
+  ++counts_[metrics::kEscalationBanned];
+  memory_.banned_until[text] = now + std::chrono::nanoseconds(decision.ban_ns);
+  logWarning("event=escalated source=" + text + " ban=" + formatDuration(decision.ban_ns) +
+             " rejections=" + std::to_string(received.report->rejections) +
+             " within_ms=" + std::to_string(received.report->within_ms) + " reporter=\"" +
+             printable(received.sender) + "\"");
+}
+
+}  // namespace floodgate::daemon
