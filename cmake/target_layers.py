@@ -30,6 +30,8 @@ LAYERS = [
     ("base", [  # results, CIDRs, units, text; YAML reading with positioned diagnostics
         "floodgate_common_objects", "floodgate_common",
         "floodgate_yaml_objects", "floodgate_yaml"]),
+    ("protocols", [  # the offender report line and EscalateConfig: library and daemon share it
+        "floodgate_report_objects", "floodgate_report"]),
     ("library-core", [  # floodgate::ratelimit: userspace/http/core and stores
         "floodgate_http_core", "floodgate_http_stores",
         "floodgate_ratelimit", "floodgate_ratelimit_shared"]),
