@@ -29,8 +29,8 @@ int fail(const std::string& why) {
 int main() {
   auto config = floodgate::http::parseHttpConfigText(kConfig, "consumer.yaml");
   if (!config) return fail(config.error().message);
-  auto limiter = floodgate::http::Limiter::create(
-      std::move(*config), std::make_shared<floodgate::http::SteadyClock>());
+  auto limiter = floodgate::http::Limiter::create(std::move(*config),
+                                                  std::make_shared<floodgate::http::SteadyClock>());
   if (!limiter) return fail(limiter.error().message);
 
   httplib::Server server;

@@ -75,8 +75,7 @@ TEST(RetryJitter, ZeroTurnsItOffAndTheFractionIsChecked) {
   EXPECT_EQ(parseHttpConfigText("http:\n  policies: []\n", "f.yaml")->retry_after_jitter, 0.1);
   auto bad = parseHttpConfigText("http:\n  retry_after_jitter: 2\n", "f.yaml");
   ASSERT_FALSE(bad.ok());
-  EXPECT_EQ(bad.error().message,
-            "f.yaml:2:23: http.retry_after_jitter must be from 0 to 1, got 2");
+  EXPECT_EQ(bad.error().message, "f.yaml:2:23: http.retry_after_jitter must be from 0 to 1, got 2");
 }
 
 }  // namespace
