@@ -42,7 +42,7 @@ LAYERS = [
     ("bpf", [  # the built XDP objects, their skeletons and bpf/include's shared header
         "floodgate_bpf", "floodgate_lab_bpf"]),
     ("kernel", ["floodgate_kernel"]),  # RAII over libbpf: fds, pins, programs, locks
-    ("controller", ["floodgate_controller"]),  # the limiter's maps, rules, bans, reports
+    ("controller", ["floodgate_controller"]),  # the limiter's maps, rules, bans, status views
     ("config", ["floodgate_config"]),  # floodgate.yaml as a whole → AttachOptions, rules
     ("metrics", ["floodgate_metrics"]),  # Prometheus exposition of the counters
     ("daemon", ["floodgate_daemon"]),  # `floodgate run`

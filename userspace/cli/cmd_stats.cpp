@@ -5,7 +5,7 @@
 
 #include "cli/commands.h"
 #include "controller/limiter.h"
-#include "controller/reports.h"
+#include "controller/status_views.h"
 #include "kernel/system.h"
 
 namespace floodgate::cli {

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // Formatting of counters and status, one shape for JSON and one for terminals.
-#include "controller/reports.h"
+#include "controller/status_views.h"
 
 #include <cstdio>
 #include <sstream>
