@@ -15,7 +15,7 @@
 #include <random>
 #include <vector>
 
-#include "controller/limiter.h"
+#include "controller/xdp_limiter.h"
 #include "flood/frame_builder.h"
 #include "kernel/pins.h"
 #include "xdp_drop.skel.h"
@@ -162,7 +162,7 @@ int main(int argc, char** argv) {
       options.allow = randomPrefixes(c.list_prefixes, 1);
       options.deny = randomPrefixes(c.list_prefixes, 2);
     }
-    auto loaded = Limiter::load(options);
+    auto loaded = XdpLimiter::load(options);
     if (!loaded) {
       std::cerr << "floodgate_xdp_cost: error: " << c.name << ": " << loaded.error().message
                 << "\n";

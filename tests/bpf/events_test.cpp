@@ -16,7 +16,7 @@ namespace {
 
 class EventsTest : public XdpProgramTest {
  protected:
-  std::vector<LimiterEvent> drain() {
+  std::vector<XdpLimiterEvent> drain() {
     if (!reader_) {
       auto reader = EventReader::open(pin_name_);
       EXPECT_TRUE(reader.ok()) << reader.error().message;
@@ -25,7 +25,7 @@ class EventsTest : public XdpProgramTest {
     }
     auto events = reader_->drain();
     EXPECT_TRUE(events.ok());
-    return events ? *events : std::vector<LimiterEvent>{};
+    return events ? *events : std::vector<XdpLimiterEvent>{};
   }
 
   void TearDown() override {
@@ -60,7 +60,7 @@ TEST_F(EventsTest, ABanStartsAndEndsWithAnEventEach) {
   EXPECT_EQ(passes(udpFrom("192.0.2.44"), 3), 1);
   auto events = drain();
   std::vector<std::string> kinds;
-  for (const LimiterEvent& event : events) kinds.push_back(eventTypeName(event.type));
+  for (const XdpLimiterEvent& event : events) kinds.push_back(eventTypeName(event.type));
   EXPECT_EQ(kinds, (std::vector<std::string>{"limited", "ban_start"}));
   std::this_thread::sleep_for(std::chrono::milliseconds(1100));
   EXPECT_EQ(run(udpFrom("192.0.2.44")), XDP_PASS);  // the ban is over
@@ -117,7 +117,7 @@ TEST_F(EventsTest, TheCapOnNewSourcesReportsOnceWhenItEngages) {
   for (int i = 1; i <= 20; ++i) run(udpFrom("192.0.2." + std::to_string(i)));
   auto events = drain();
   int capped = 0;
-  for (const LimiterEvent& event : events) {
+  for (const XdpLimiterEvent& event : events) {
     if (std::string(eventTypeName(event.type)) == "new_sources_capped") {
       ++capped;
       EXPECT_FALSE(event.source.has_value());

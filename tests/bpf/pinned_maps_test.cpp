@@ -10,7 +10,7 @@
 #include <string>
 
 #include "bpf/xdp_fixture.h"
-#include "controller/limiter_maps.h"
+#include "controller/xdp_limiter_maps.h"
 #include "kernel/pins.h"
 #include "kernel/unique_fd.h"
 
@@ -30,16 +30,16 @@ class PinnedMapsTest : public XdpProgramTest {
     ASSERT_EQ(bpf_obj_pin(map.get(), path.c_str()), 0) << std::strerror(errno);
   }
 
-  // The one line LimiterMaps::open refuses the pins with ("" if it opened them).
+  // The one line XdpLimiterMaps::open refuses the pins with ("" if it opened them).
   std::string refusal() {
-    auto maps = LimiterMaps::open(pin_name_);
+    auto maps = XdpLimiterMaps::open(pin_name_);
     return maps.ok() ? "" : maps.error().message;
   }
 };
 
 TEST_F(PinnedMapsTest, EveryMapOfTheTableOpensFromPinsOfThisLayout) {
   load({sourceRule(100, 100)});
-  auto maps = LimiterMaps::open(pin_name_);
+  auto maps = XdpLimiterMaps::open(pin_name_);
   ASSERT_TRUE(maps.ok()) << maps.error().message;
   int opened = 0, missing = 0;
   maps->forEachMap([&](const auto& map) { (map.fd() >= 0 ? opened : missing)++; });

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "common/packet_builder.h"
-#include "controller/limiter.h"
+#include "controller/xdp_limiter.h"
 #include "kernel/pins.h"
 
 namespace floodgate::test {
@@ -64,12 +64,12 @@ class XdpProgramTest : public ::testing::Test {
     options.interface = pin_name_;
     options.rules = named(std::move(rules));
     if (options.table_slots == FG_DEFAULT_TABLE_SLOTS) options.table_slots = 1024;
-    auto loaded = Limiter::load(options);
+    auto loaded = XdpLimiter::load(options);
     ASSERT_TRUE(loaded.ok()) << loaded.error().message;
     loaded_.emplace(std::move(*loaded));
   }
 
-  Limiter& limiter() { return loaded_->limiter; }
+  XdpLimiter& limiter() { return loaded_->limiter; }
 
   // The program's clock, for a program loaded with options.test_clock_hz: it reads
   // `jiffies` until the next call, however long the runs take.
@@ -112,7 +112,7 @@ class XdpProgramTest : public ::testing::Test {
   }
 
   std::string pin_name_;
-  std::optional<LoadedLimiter> loaded_;
+  std::optional<LoadedXdpLimiter> loaded_;
 };
 
 }  // namespace floodgate::test

@@ -9,8 +9,8 @@ namespace {
 
 using namespace std::chrono_literals;
 
-LimiterEvent limited(const std::string& source) {
-  LimiterEvent event;
+XdpLimiterEvent limited(const std::string& source) {
+  XdpLimiterEvent event;
   event.type = FG_EVENT_LIMITED;
   event.source = *parseCidr(source);
   return event;
@@ -41,9 +41,9 @@ TEST(EventLog, KindsAndSourcesAreSeparateKeys) {
   EventLog log(10s);
   const auto t0 = EventLog::Clock::time_point{} + 1h;
   std::vector<LogLine> lines;
-  LimiterEvent ban_end = limited("192.0.2.1");
+  XdpLimiterEvent ban_end = limited("192.0.2.1");
   ban_end.type = FG_EVENT_BAN_END;
-  LimiterEvent capped;
+  XdpLimiterEvent capped;
   capped.type = FG_EVENT_NEW_SOURCES_CAPPED;
   log.note("eth0", limited("192.0.2.1"), "udp", t0, lines);
   log.note("eth0", limited("192.0.2.2"), "udp", t0, lines);

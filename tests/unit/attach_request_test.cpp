@@ -20,8 +20,8 @@ fg_rule compiled(const RuleSpec& spec) {
 
 // A limiter attached with `--rate 100 --burst 10 --bps 1Mbit --ipv4-prefix 24 --monitor
 // --table-size 4096 --malformed pass --fragments drop`.
-LimiterStatus runningFromCommandLine() {
-  LimiterStatus running;
+XdpLimiterStatus runningFromCommandLine() {
+  XdpLimiterStatus running;
   running.interface = "eth0";
   running.mode = "native";
   running.monitor = true;
@@ -81,7 +81,7 @@ TEST(ReplaceAttachOptions, WhatIsGivenChangesAndNothingGivenKeepsTheRules) {
 }
 
 TEST(ReplaceAttachOptions, LimitsForAConfigsRulesAreRefusedNamingWhatWouldBeLost) {
-  LimiterStatus running = runningFromCommandLine();
+  XdpLimiterStatus running = runningFromCommandLine();
   RuleSpec dns;
   dns.name = "dns";
   dns.protocol = Protocol::kUdp;

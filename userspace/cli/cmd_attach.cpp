@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// `floodgate attach IFACE`: flags of the simple one-rule case, then Limiter::attach.
+// `floodgate attach IFACE`: flags of the simple one-rule case, then XdpLimiter::attach.
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -7,8 +7,8 @@
 #include "cli/commands.h"
 #include "cli/config_loading.h"
 #include "controller/attach_request.h"
-#include "controller/limiter.h"
 #include "controller/rule_compiler.h"
+#include "controller/xdp_limiter.h"
 #include "floodgate/common/units.h"
 
 namespace floodgate::cli {
@@ -142,7 +142,7 @@ void addAttachCommand(CLI::App& app, Action& selected) {
     selected = [flags]() -> Status {
       auto options = toOptions(*flags);
       if (!options) return options.error();
-      auto report = Limiter::attach(*options);
+      auto report = XdpLimiter::attach(*options);
       if (!report) return report.error();
       for (const std::string& warning : report->warnings) {
         std::cerr << "floodgate: warning: " << warning << "\n";

@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
-#include "controller/limiter.h"
+#include "controller/xdp_limiter.h"
 #include "floodgate/common/cidr.h"
 #include "floodgate/common/units.h"
 #include "kernel/system.h"
@@ -21,9 +21,9 @@ struct BanFlags {
   bool json = false;
 };
 
-Result<Limiter> openLimiter(const std::string& interface) {
+Result<XdpLimiter> openXdpLimiter(const std::string& interface) {
   if (Status s = checkPrivileges(); !s) return s.error();
-  return Limiter::open(interface);
+  return XdpLimiter::open(interface);
 }
 
 Status addBans(const BanFlags& flags) {
@@ -40,7 +40,7 @@ Status addBans(const BanFlags& flags) {
   }
   auto cidrs = parseCidrs(flags.cidrs);
   if (!cidrs) return cidrs.error();
-  auto limiter = openLimiter(flags.interface);
+  auto limiter = openXdpLimiter(flags.interface);
   if (!limiter) return limiter.error();
   for (const Cidr& cidr : *cidrs) {
     if (Status s = limiter->banAdd(cidr, duration_ns); !s) return s;
@@ -56,7 +56,7 @@ Status addBans(const BanFlags& flags) {
 Status removeBans(const BanFlags& flags) {
   auto cidrs = parseCidrs(flags.cidrs);
   if (!cidrs) return cidrs.error();
-  auto limiter = openLimiter(flags.interface);
+  auto limiter = openXdpLimiter(flags.interface);
   if (!limiter) return limiter.error();
   for (const Cidr& cidr : *cidrs) {
     auto removed = limiter->banRemove(cidr);
@@ -67,7 +67,7 @@ Status removeBans(const BanFlags& flags) {
 }
 
 Status listBans(const BanFlags& flags) {
-  auto limiter = openLimiter(flags.interface);
+  auto limiter = openXdpLimiter(flags.interface);
   if (!limiter) return limiter.error();
   auto bans = limiter->bans();
   if (!bans) return bans.error();

@@ -4,7 +4,7 @@
 #include <memory>
 
 #include "cli/commands.h"
-#include "controller/limiter.h"
+#include "controller/xdp_limiter.h"
 
 namespace floodgate::cli {
 
@@ -14,7 +14,7 @@ void addDetachCommand(CLI::App& app, Action& selected) {
   addInterfaceArgument(cmd, *interface, "Interface to detach from")->required();
   cmd->callback([interface, &selected] {
     selected = [interface]() -> Status {
-      if (Status s = Limiter::detach(*interface); !s) return s;
+      if (Status s = XdpLimiter::detach(*interface); !s) return s;
       std::cout << "detached floodgate from " << *interface << "\n";
       return okStatus();
     };

@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
-#include "controller/limiter.h"
+#include "controller/xdp_limiter.h"
 #include "floodgate/common/cidr.h"
 #include "kernel/system.h"
 
@@ -22,7 +22,7 @@ Status change(ListKind kind, bool add, const ListFlags& flags) {
   auto cidrs = parseCidrs(flags.cidrs);
   if (!cidrs) return cidrs.error();
   if (Status s = checkPrivileges(); !s) return s;
-  auto limiter = Limiter::open(flags.interface);
+  auto limiter = XdpLimiter::open(flags.interface);
   if (!limiter) return limiter.error();
   auto changed = add ? limiter->listAdd(kind, *cidrs) : limiter->listRemove(kind, *cidrs);
   if (!changed) return changed.error();
@@ -33,7 +33,7 @@ Status change(ListKind kind, bool add, const ListFlags& flags) {
 
 Status show(ListKind kind, const ListFlags& flags) {
   if (Status s = checkPrivileges(); !s) return s;
-  auto limiter = Limiter::open(flags.interface);
+  auto limiter = XdpLimiter::open(flags.interface);
   if (!limiter) return limiter.error();
   auto entries = limiter->listEntries(kind);
   if (!entries) return entries.error();

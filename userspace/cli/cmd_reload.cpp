@@ -6,7 +6,7 @@
 
 #include "cli/commands.h"
 #include "cli/config_loading.h"
-#include "controller/limiter.h"
+#include "controller/xdp_limiter.h"
 #include "floodgate/common/text.h"
 #include "kernel/system.h"
 
@@ -21,7 +21,7 @@ Status reload(const ReloadFlags& flags) {
   auto options = optionsFromConfig(flags.config, flags.interface);
   if (!options) return options.error();
   if (Status s = checkPrivileges(); !s) return s;
-  auto limiter = Limiter::open(flags.interface);
+  auto limiter = XdpLimiter::open(flags.interface);
   if (!limiter) return limiter.error();
   auto status = limiter->status();
   if (status && status->table_slots != options->table_slots) {

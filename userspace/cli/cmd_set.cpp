@@ -5,7 +5,7 @@
 #include <memory>
 
 #include "cli/commands.h"
-#include "controller/limiter.h"
+#include "controller/xdp_limiter.h"
 #include "floodgate/common/units.h"
 #include "kernel/system.h"
 
@@ -41,7 +41,7 @@ Status setRule(const SetFlags& flags) {
   auto change = toChange(flags);
   if (!change) return change.error();
   if (Status s = checkPrivileges(); !s) return s;
-  auto limiter = Limiter::open(flags.interface);
+  auto limiter = XdpLimiter::open(flags.interface);
   if (!limiter) return limiter.error();
   if (Status s = limiter->setLimits(flags.rule, *change); !s) return s;
   std::cout << "set " << flags.rule << " on " << flags.interface << "\n";

@@ -4,8 +4,8 @@
 #include <memory>
 
 #include "cli/commands.h"
-#include "controller/limiter.h"
 #include "controller/status_views.h"
+#include "controller/xdp_limiter.h"
 #include "kernel/system.h"
 
 namespace floodgate::cli {
@@ -18,7 +18,7 @@ struct StatsFlags {
 
 Status showStats(const StatsFlags& flags) {
   if (Status s = checkPrivileges(); !s) return s;
-  auto limiter = Limiter::open(flags.interface);
+  auto limiter = XdpLimiter::open(flags.interface);
   if (!limiter) return limiter.error();
   auto rows = limiter->counters();
   if (!rows) return rows.error();

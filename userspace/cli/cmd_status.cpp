@@ -4,8 +4,8 @@
 #include <memory>
 
 #include "cli/commands.h"
-#include "controller/limiter.h"
 #include "controller/status_views.h"
+#include "controller/xdp_limiter.h"
 #include "kernel/system.h"
 
 namespace floodgate::cli {
@@ -19,10 +19,10 @@ struct StatusFlags {
 Status showStatus(const StatusFlags& flags) {
   if (Status s = checkPrivileges(); !s) return s;
   std::vector<std::string> interfaces =
-      flags.interface.empty() ? Limiter::attachedInterfaces() : std::vector{flags.interface};
+      flags.interface.empty() ? XdpLimiter::attachedInterfaces() : std::vector{flags.interface};
   nlohmann::json all = nlohmann::json::array();
   for (const std::string& name : interfaces) {
-    auto limiter = Limiter::open(name);
+    auto limiter = XdpLimiter::open(name);
     if (!limiter) return limiter.error();
     auto status = limiter->status();
     if (!status) return status.error();

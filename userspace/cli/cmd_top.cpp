@@ -14,8 +14,8 @@
 #include <thread>
 
 #include "cli/commands.h"
-#include "controller/limiter.h"
 #include "controller/top.h"
+#include "controller/xdp_limiter.h"
 #include "floodgate/common/units.h"
 #include "kernel/system.h"
 
@@ -93,7 +93,7 @@ Status showTop(const TopFlags& flags) {
   }
   if (flags.rows == 0) return Error::usage("-n must be at least 1");
   if (Status s = checkPrivileges(); !s) return s;
-  auto limiter = Limiter::open(flags.interface);
+  auto limiter = XdpLimiter::open(flags.interface);
   if (!limiter) return limiter.error();
   auto hz = kernelHz();
   if (!hz) return hz.error();

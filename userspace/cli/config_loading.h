@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "controller/limiter.h"
+#include "controller/xdp_limiter.h"
 #include "floodgate/common/result.h"
 
 namespace floodgate::cli {

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "controller/limiter.h"
 #include "controller/rule_spec.h"
+#include "controller/xdp_limiter.h"
 #include "floodgate/common/cidr.h"
 #include "floodgate/common/result.h"
 #include "floodgate/core/policy.h"
@@ -68,7 +68,7 @@ Result<FloodgateConfig> loadValidConfig(const std::string& path);
 // The options to attach `interface` with: the config's rules, defaults and the interface's
 // mode (auto when `interfaces:` is empty). An error when `interfaces:` lists others only.
 // Rule ids are positional (0, 1, ...), right for a fresh attach; a reload must keep each
-// rule's id by name instead (Limiter::reload does). allow and deny are passed on as they
+// rule's id by name instead (XdpLimiter::reload does). allow and deny are passed on as they
 // are: set, they replace the interface's lists.
 Result<AttachOptions> attachOptionsFor(const FloodgateConfig& config, const std::string& interface);
 

@@ -53,7 +53,7 @@ Result<AttachOptions> freshAttachOptions(const AttachRequest& request) {
 }
 
 Result<AttachOptions> replaceAttachOptions(const AttachRequest& request,
-                                           const LimiterStatus& running) {
+                                           const XdpLimiterStatus& running) {
   AttachOptions options;
   options.interface = request.interface;
   options.replace = true;
@@ -95,12 +95,12 @@ Result<AttachOptions> replaceAttachOptions(const AttachRequest& request,
 }
 
 Result<AttachOptions> attachOptions(const AttachRequest& request, bool replace) {
-  if (!replace || !Limiter::attachedTo(request.interface)) {
+  if (!replace || !XdpLimiter::attachedTo(request.interface)) {
     auto options = freshAttachOptions(request);
     if (options) options->replace = replace;
     return options;
   }
-  auto limiter = Limiter::open(request.interface);
+  auto limiter = XdpLimiter::open(request.interface);
   if (!limiter) return limiter.error();
   auto running = limiter->status();
   if (!running) return running.error();

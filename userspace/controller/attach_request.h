@@ -7,7 +7,7 @@
 #include <optional>
 #include <string>
 
-#include "controller/limiter.h"
+#include "controller/xdp_limiter.h"
 #include "floodgate/common/result.h"
 
 namespace floodgate {
@@ -32,7 +32,7 @@ Result<AttachOptions> freshAttachOptions(const AttachRequest& request);
 // prefixes for a limiter running other rules than one rule of the command line (a config's)
 // are refused, naming the rules that would be lost. Pure: for unit tests.
 Result<AttachOptions> replaceAttachOptions(const AttachRequest& request,
-                                           const LimiterStatus& running);
+                                           const XdpLimiterStatus& running);
 
 // The options for `attach` (with `replace`, over the limiter attached to the interface, if
 // any: its status is read once).

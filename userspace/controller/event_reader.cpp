@@ -19,8 +19,8 @@ const char* eventTypeName(uint32_t type) {
   return type < FG_EVENT_TYPES ? kNames[type] : "unknown";
 }
 
-LimiterEvent decodeEvent(const fg_event& raw) {
-  LimiterEvent out;
+XdpLimiterEvent decodeEvent(const fg_event& raw) {
+  XdpLimiterEvent out;
   out.type = raw.type;
   out.rule_id = raw.rule_id;
   out.jiffies = raw.jiffies;
@@ -62,7 +62,7 @@ Result<EventReader> EventReader::open(const std::string& interface) {
 
 int EventReader::pollFd() const { return ring_buffer__epoll_fd(ring_.get()); }
 
-Result<std::vector<LimiterEvent>> EventReader::drain(size_t max) {
+Result<std::vector<XdpLimiterEvent>> EventReader::drain(size_t max) {
   inbox_->events.clear();
   inbox_->max = max == 0 ? 1 : max;
   int err = ring_buffer__consume(ring_.get());

@@ -18,7 +18,7 @@
 
 namespace floodgate {
 
-struct LimiterEvent {
+struct XdpLimiterEvent {
   uint32_t type = 0;           // enum fg_event_type
   uint32_t rule_id = 0;        // FG_BAN_MANUAL when a manual ban ended
   std::optional<Cidr> source;  // none for the per-rule events (untracked, capped)
@@ -29,7 +29,7 @@ struct LimiterEvent {
 const char* eventTypeName(uint32_t type);
 
 // Decodes one record of the ring buffer.
-LimiterEvent decodeEvent(const fg_event& raw);
+XdpLimiterEvent decodeEvent(const fg_event& raw);
 
 // Reads one interface's events. One reader per interface: the ring buffer has one consumer.
 class EventReader {
@@ -40,7 +40,7 @@ class EventReader {
   int pollFd() const;
 
   // Takes the events waiting, at most `max` (the rest stay for the next call); never blocks.
-  Result<std::vector<LimiterEvent>> drain(size_t max = 65536);
+  Result<std::vector<XdpLimiterEvent>> drain(size_t max = 65536);
 
  private:
   struct RingDeleter {
@@ -48,7 +48,7 @@ class EventReader {
   };
   // Where the ring buffer's callback puts events; on the heap so a moved reader keeps it.
   struct Inbox {
-    std::vector<LimiterEvent> events;
+    std::vector<XdpLimiterEvent> events;
     size_t max = 0;
   };
 

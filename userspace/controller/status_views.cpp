@@ -125,7 +125,7 @@ std::string statsText(const std::string& interface, const std::vector<CounterRow
   return out.str();
 }
 
-nlohmann::json statusJson(const LimiterStatus& status) {
+nlohmann::json statusJson(const XdpLimiterStatus& status) {
   nlohmann::json out{
       {"interface", status.interface},
       {"program_id", status.program_id},
@@ -155,7 +155,7 @@ nlohmann::json statusJson(const LimiterStatus& status) {
   return out;
 }
 
-std::string statusText(const LimiterStatus& status) {
+std::string statusText(const XdpLimiterStatus& status) {
   std::ostringstream out;
   out << status.interface << ": program " << status.program_id << ", " << status.mode << " mode"
       << (status.monitor ? ", MONITOR ONLY (nothing is dropped)" : "") << "\n";

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "controller/limiter.h"
+#include "controller/xdp_limiter.h"
 
 namespace floodgate {
 
@@ -16,7 +16,7 @@ nlohmann::json statsJson(const std::string& interface, const std::vector<Counter
 std::string statsText(const std::string& interface, const std::vector<CounterRow>& rows,
                       const std::vector<RuleCounters>& rules);
 
-nlohmann::json statusJson(const LimiterStatus& status);
-std::string statusText(const LimiterStatus& status);
+nlohmann::json statusJson(const XdpLimiterStatus& status);
+std::string statusText(const XdpLimiterStatus& status);
 
 }  // namespace floodgate

@@ -33,7 +33,7 @@ bool refusedWithin(uint32_t last_refusal, uint64_t now_jiffies, uint32_t ticks) 
   return age <= static_cast<int64_t>(ticks);
 }
 
-Result<TopSample> takeTopSample(const Limiter& limiter) {
+Result<TopSample> takeTopSample(const XdpLimiter& limiter) {
   TopSample sample;
   auto slots = limiter.slots();
   if (!slots) return slots.error();

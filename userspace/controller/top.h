@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "controller/limiter.h"
+#include "controller/xdp_limiter.h"
 #include "floodgate_shared.h"
 
 namespace floodgate {
@@ -19,7 +19,7 @@ struct TopSample {
   uint64_t jiffies = 0;
 };
 
-Result<TopSample> takeTopSample(const Limiter& limiter);
+Result<TopSample> takeTopSample(const XdpLimiter& limiter);
 
 struct TopRow {
   std::string

@@ -12,7 +12,7 @@ std::string EventLog::lineFor(const Key& key, uint64_t count) {
   return line;
 }
 
-void EventLog::note(const std::string& interface, const LimiterEvent& event,
+void EventLog::note(const std::string& interface, const XdpLimiterEvent& event,
                     const std::string& rule, Clock::time_point now, std::vector<LogLine>& out) {
   const std::string type = eventTypeName(event.type);
   const std::string subject = event.source ? event.source->toString() : "";

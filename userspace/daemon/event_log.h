@@ -30,7 +30,7 @@ class EventLog {
 
   // Notes one event of `interface`; `rule` names its rule ("manual" for a manual ban).
   // Appends the line to log now, if any.
-  void note(const std::string& interface, const LimiterEvent& event, const std::string& rule,
+  void note(const std::string& interface, const XdpLimiterEvent& event, const std::string& rule,
             Clock::time_point now, std::vector<LogLine>& out);
 
   // Appends the lines owed for keys whose interval is over (events counted, not logged),

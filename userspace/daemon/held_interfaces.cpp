@@ -14,7 +14,7 @@ namespace {
 
 // A link pin is what keeps the program attached (detach removes it).
 bool attached(const std::string& interface) {
-  for (const std::string& name : Limiter::attachedInterfaces()) {
+  for (const std::string& name : XdpLimiter::attachedInterfaces()) {
     if (name == interface) return true;
   }
   return false;
@@ -30,7 +30,7 @@ Status HeldInterfaces::apply(const std::vector<AttachOptions>& wanted) {
       ++it;
       continue;
     }
-    Status s = Limiter::detach(it->first);
+    Status s = XdpLimiter::detach(it->first);
     logInfo(s ? "detached " + it->first + ": no longer in the config"
               : "could not detach " + it->first + ": " + s.error().message);
     it = held_.erase(it);
@@ -77,7 +77,7 @@ Status HeldInterfaces::attachOrAdopt(const AttachOptions& options, const std::st
   const std::string& name = options.interface;
   if (attached(name)) {
     // A limiter left enforcing (a restart after --keep-attached): keep its buckets.
-    auto limiter = Limiter::open(name);
+    auto limiter = XdpLimiter::open(name);
     if (!limiter) return limiter.error();
     if (Status s = limiter->reload(options); !s)
       return Error::failure(name + ": " + s.error().message);
@@ -86,10 +86,10 @@ Status HeldInterfaces::attachOrAdopt(const AttachOptions& options, const std::st
     hold(name, std::move(*limiter), true);
     return okStatus();
   }
-  auto report = Limiter::attach(options);
+  auto report = XdpLimiter::attach(options);
   if (!report) return Error::failure(name + ": " + report.error().message);
   for (const std::string& warning : report->warnings) logWarning(name + ": " + warning);
-  auto limiter = Limiter::open(name);
+  auto limiter = XdpLimiter::open(name);
   if (!limiter) return limiter.error();
   logInfo("attached to " + name + " (" + counted(options.rules.size(), "rule", "rules") + ")" +
           why);
@@ -121,7 +121,7 @@ void HeldInterfaces::attachAppeared() {
   }
 }
 
-void HeldInterfaces::hold(const std::string& name, Limiter limiter, bool adopted) {
+void HeldInterfaces::hold(const std::string& name, XdpLimiter limiter, bool adopted) {
   HeldInterface& held = held_.try_emplace(name, std::move(limiter), adopted).first->second;
   auto reader = EventReader::open(name);
   if (!reader) {
@@ -151,7 +151,7 @@ void HeldInterfaces::pumpEvents(EventLog& log, EventLog::Clock::time_point now,
     if (events->empty()) continue;
     auto active = held.limiter.activeRules();
     const std::vector<fg_rule> rules = active ? *active : std::vector<fg_rule>{};
-    for (const LimiterEvent& event : *events) {
+    for (const XdpLimiterEvent& event : *events) {
       if (event.type < FG_EVENT_TYPES) ++held.events_read[event.type];
       log.note(name, event, banStartedBy(event.rule_id, rules), now, lines);
     }
@@ -201,7 +201,7 @@ void HeldInterfaces::release(bool keep_attached) {
       logInfo("leaving " + name + " attached and enforcing (--keep-attached)");
       continue;
     }
-    Status s = Limiter::detach(name);
+    Status s = XdpLimiter::detach(name);
     if (s) {
       logInfo("detached " + name);
     } else {
@@ -214,7 +214,7 @@ void HeldInterfaces::release(bool keep_attached) {
 void HeldInterfaces::releaseAfterFailedStart() {
   for (const auto& [name, held] : held_) {
     if (held.adopted) continue;
-    Status s = Limiter::detach(name);
+    Status s = XdpLimiter::detach(name);
     if (!s) logError("could not detach " + name + ": " + s.error().message);
   }
   closeEvents();

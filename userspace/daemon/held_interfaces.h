@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "controller/event_reader.h"
-#include "controller/limiter.h"
+#include "controller/xdp_limiter.h"
 #include "daemon/event_log.h"
 #include "floodgate/common/cidr.h"
 #include "floodgate/common/result.h"
@@ -25,9 +25,10 @@ namespace floodgate::daemon {
 
 // One interface the daemon holds: its limiter and what the daemon keeps of it.
 struct HeldInterface {
-  HeldInterface(Limiter held, bool was_adopted) : limiter(std::move(held)), adopted(was_adopted) {}
+  HeldInterface(XdpLimiter held, bool was_adopted)
+      : limiter(std::move(held)), adopted(was_adopted) {}
 
-  Limiter limiter;
+  XdpLimiter limiter;
   std::optional<EventReader> events;  // none: its events are not logged
   uint32_t sample_cursor = 0;         // where the next metrics sample of sources starts
   std::array<uint64_t, FG_EVENT_TYPES> events_read{};
@@ -70,7 +71,7 @@ class HeldInterfaces {
   // Adopts the limiter pinned for options.interface, or attaches a new one, and holds it.
   // `why` ends the log line.
   Status attachOrAdopt(const AttachOptions& options, const std::string& why);
-  void hold(const std::string& name, Limiter limiter, bool adopted);
+  void hold(const std::string& name, XdpLimiter limiter, bool adopted);
 
   std::map<std::string, HeldInterface> held_;
   std::vector<std::string> configured_;

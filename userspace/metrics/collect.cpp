@@ -4,7 +4,7 @@
 
 namespace floodgate::metrics {
 
-Result<InterfaceMetrics> collect(const Limiter& limiter, uint32_t* sample_cursor,
+Result<InterfaceMetrics> collect(const XdpLimiter& limiter, uint32_t* sample_cursor,
                                  uint32_t sample_slots) {
   InterfaceMetrics out;
   out.interface = limiter.interface();

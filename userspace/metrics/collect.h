@@ -5,7 +5,7 @@
 
 #include <cstdint>
 
-#include "controller/limiter.h"
+#include "controller/xdp_limiter.h"
 #include "floodgate/common/result.h"
 #include "metrics/exposition.h"
 
@@ -16,7 +16,7 @@ constexpr uint32_t kSampleSlots = 4096;
 
 // Reads counters, rule counters, ban counts and a sample of `sample_slots` slots starting at
 // `*sample_cursor`, which moves on so successive scrapes see the whole table in turn.
-Result<InterfaceMetrics> collect(const Limiter& limiter, uint32_t* sample_cursor,
+Result<InterfaceMetrics> collect(const XdpLimiter& limiter, uint32_t* sample_cursor,
                                  uint32_t sample_slots = kSampleSlots);
 
 }  // namespace floodgate::metrics

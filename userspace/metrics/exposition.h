@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-#include "controller/limiter.h"
+#include "controller/xdp_limiter.h"
 
 namespace floodgate::metrics {
 

@@ -122,7 +122,7 @@ class LpmPair {
 // Every pinned map of a limiter that the controller reads or writes: the table of them,
 // each with its name (as in bpf/maps.bpf.h, and of its pin), key type and value type. The
 // `events` ring buffer is EventReader's.
-struct LimiterMaps {
+struct XdpLimiterMaps {
   using FilterMap = BpfMap<uint32_t, uint64_t>;
 
   BpfMap<uint32_t, fg_settings> settings{"settings_map"};
@@ -146,7 +146,7 @@ struct LimiterMaps {
   // Opens every map pinned for `interface` (whether or not a link is pinned yet). A map
   // whose key or value size is not this table's (pinned by another build) is refused in one
   // line: which map, the sizes expected and found, and to detach and attach again.
-  static Result<LimiterMaps> open(const std::string& interface);
+  static Result<XdpLimiterMaps> open(const std::string& interface);
 
   // Calls visit(map) for every map of the table.
   template <class Visit>

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The running limiter of one interface: attach with pins, open by pins, and the map
 // operations behind every CLI command.
-#include "controller/limiter.h"
+#include "controller/xdp_limiter.h"
 
 #include <bpf/bpf.h>
 #include <sys/mman.h>
@@ -105,13 +105,13 @@ const char* reasonName(uint32_t reason) {
   return reason < FG_REASON_COUNT ? kNames[reason] : "unknown";
 }
 
-std::vector<std::string> Limiter::attachedInterfaces() { return pinnedInterfaces(); }
+std::vector<std::string> XdpLimiter::attachedInterfaces() { return pinnedInterfaces(); }
 
-bool Limiter::attachedTo(const std::string& interface) {
+bool XdpLimiter::attachedTo(const std::string& interface) {
   return checkInterfaceName(interface).ok() && access(linkPinPath(interface).c_str(), F_OK) == 0;
 }
 
-Result<Limiter> Limiter::open(const std::string& interface) {
+Result<XdpLimiter> XdpLimiter::open(const std::string& interface) {
   // before the name becomes part of any path: ".." or "a/b" must never reach the bpffs
   if (Status s = checkInterfaceName(interface); !s) return s.error();
   if (access(linkPinPath(interface).c_str(), F_OK) != 0) {
@@ -122,17 +122,17 @@ Result<Limiter> Limiter::open(const std::string& interface) {
   return openMaps(interface);
 }
 
-Result<Limiter> Limiter::openMaps(const std::string& interface) {
-  Limiter limiter;
+Result<XdpLimiter> XdpLimiter::openMaps(const std::string& interface) {
+  XdpLimiter limiter;
   limiter.interface_ = interface;
   limiter.writer_ = WriterLock(pinDirectory(interface));
-  auto maps = LimiterMaps::open(interface);
+  auto maps = XdpLimiterMaps::open(interface);
   if (!maps) return maps.error();
   limiter.maps_ = std::move(*maps);
   auto hz = kernelHz();
   if (!hz) return hz.error();
   limiter.tick_units_ = fg_tick_units(*hz);
-  const LimiterMaps& m = limiter.maps_;
+  const XdpLimiterMaps& m = limiter.maps_;
   auto settings = MappedValue<fg_settings>::map(m.settings.fd(), m.settings.name());
   if (!settings) return settings.error();
   limiter.settings_value_ = std::move(*settings);
@@ -148,7 +148,7 @@ Result<Limiter> Limiter::openMaps(const std::string& interface) {
   return limiter;
 }
 
-Result<LoadedLimiter> Limiter::load(const AttachOptions& options) {
+Result<LoadedXdpLimiter> XdpLimiter::load(const AttachOptions& options) {
   if (Status s = validate(options); !s) return s.error();
   if (Status s = ensureBpffs(); !s) return s.error();
   if (Status s = createPinDirectory(options.interface); !s) return s.error();
@@ -158,22 +158,22 @@ Result<LoadedLimiter> Limiter::load(const AttachOptions& options) {
                     fg_tick_units(*hz), static_cast<uint32_t>(*hz), options.test_clock_hz != 0};
   auto skeleton = loadProgram(load);
   if (!skeleton) return skeleton.error();
-  auto limiter = Limiter::openMaps(options.interface);
+  auto limiter = XdpLimiter::openMaps(options.interface);
   if (!limiter) return limiter.error();
   limiter->tick_units_ = load.tick_units;  // the test clock's tick, if it has one
   if (Status s = limiter->rebuildListFilters(); !s) return s.error();
   if (Status s = limiter->reload(options); !s) return s.error();
-  return LoadedLimiter{std::move(*skeleton), std::move(*limiter)};
+  return LoadedXdpLimiter{std::move(*skeleton), std::move(*limiter)};
 }
 
-int LoadedLimiter::programFd() const { return bpf_program__fd(skeleton->progs.floodgate_xdp); }
+int LoadedXdpLimiter::programFd() const { return bpf_program__fd(skeleton->progs.floodgate_xdp); }
 
-void LoadedLimiter::setTestJiffies(uint64_t jiffies) {
+void LoadedXdpLimiter::setTestJiffies(uint64_t jiffies) {
   // .bss is mapped into this process: the store is what the program reads next
   __atomic_store_n(&skeleton->bss->test_jiffies, jiffies, __ATOMIC_RELEASE);
 }
 
-Result<AttachReport> Limiter::attach(const AttachOptions& options) {
+Result<AttachReport> XdpLimiter::attach(const AttachOptions& options) {
   const std::string& iface = options.interface;
   if (Status s = checkInterfaceName(iface); !s) return s.error();
   if (Status s = validate(options); !s) return s.error();
@@ -229,7 +229,7 @@ Result<AttachReport> Limiter::attach(const AttachOptions& options) {
   return report;
 }
 
-Status Limiter::fitToRunning(AttachOptions& options, std::vector<std::string>& warnings) const {
+Status XdpLimiter::fitToRunning(AttachOptions& options, std::vector<std::string>& warnings) const {
   // The new program reuses the pinned maps, and the kernel refuses a map of another size.
   // Like reload, a replace keeps the running sizes and says so.
   auto slots = tableSlots();
@@ -262,7 +262,7 @@ Status Limiter::fitToRunning(AttachOptions& options, std::vector<std::string>& w
   return okStatus();
 }
 
-Status Limiter::detach(const std::string& interface) {
+Status XdpLimiter::detach(const std::string& interface) {
   if (Status s = checkInterfaceName(interface); !s) return s;
   if (Status s = checkPrivileges(); !s) return s;
   if (access(pinDirectory(interface).c_str(), F_OK) != 0) {
@@ -273,7 +273,7 @@ Status Limiter::detach(const std::string& interface) {
   return removePins(interface);
 }
 
-Status Limiter::writePolicies(const AttachOptions& options) {
+Status XdpLimiter::writePolicies(const AttachOptions& options) {
   auto writing = writer_.acquire(interface_);
   if (!writing) return writing.error();
   // field by field with atomics: the program updates other fields (ban counts) meanwhile
@@ -290,7 +290,7 @@ Status Limiter::writePolicies(const AttachOptions& options) {
   return okStatus();
 }
 
-Result<std::vector<fg_rule>> Limiter::activeRules() const {
+Result<std::vector<fg_rule>> XdpLimiter::activeRules() const {
   auto current = maps_.active.lookup(0);
   if (!current) return current.error();
   std::vector<fg_rule> out;
@@ -302,7 +302,7 @@ Result<std::vector<fg_rule>> Limiter::activeRules() const {
   return out;
 }
 
-Result<std::vector<CounterRow>> Limiter::counters() const {
+Result<std::vector<CounterRow>> XdpLimiter::counters() const {
   std::vector<CounterRow> rows;
   for (uint32_t verdict = 0; verdict < FG_VERDICT_COUNT; ++verdict) {
     for (uint32_t reason = 0; reason < FG_REASON_COUNT; ++reason) {
@@ -319,7 +319,7 @@ Result<std::vector<CounterRow>> Limiter::counters() const {
   return rows;
 }
 
-Result<std::vector<RuleCounters>> Limiter::ruleCounters() const {
+Result<std::vector<RuleCounters>> XdpLimiter::ruleCounters() const {
   auto rules = activeRules();
   if (!rules) return rules.error();
   std::vector<RuleCounters> out;
@@ -347,8 +347,8 @@ Result<std::vector<RuleCounters>> Limiter::ruleCounters() const {
   return out;
 }
 
-Result<LimiterStatus> Limiter::status() const {
-  LimiterStatus out;
+Result<XdpLimiterStatus> XdpLimiter::status() const {
+  XdpLimiterStatus out;
   out.interface = interface_;
   auto settings = maps_.settings.lookup(0);
   if (!settings) return settings.error();
@@ -396,9 +396,10 @@ Result<LimiterStatus> Limiter::status() const {
   return out;
 }
 
-Result<fg_settings> Limiter::settings() const { return maps_.settings.lookup(0); }
+Result<fg_settings> XdpLimiter::settings() const { return maps_.settings.lookup(0); }
 
-Result<TrackedSample> Limiter::sampleTrackedSources(uint32_t first_slot, uint32_t max_slots) const {
+Result<TrackedSample> XdpLimiter::sampleTrackedSources(uint32_t first_slot,
+                                                       uint32_t max_slots) const {
   TrackedSample out;
   auto slot_count = tableSlots();
   if (!slot_count) return slot_count.error();
@@ -435,7 +436,7 @@ Result<TrackedSample> Limiter::sampleTrackedSources(uint32_t first_slot, uint32_
   return out;
 }
 
-Status Limiter::updateListCount(ListKind kind, Family family, int64_t delta) {
+Status XdpLimiter::updateListCount(ListKind kind, Family family, int64_t delta) {
   fg_settings& settings = *settings_value_.get();
   uint32_t* counts = kind == ListKind::kAllow ? settings.allow_entries : settings.deny_entries;
   std::atomic_ref<uint32_t>(counts[static_cast<int>(family)])
@@ -443,7 +444,7 @@ Status Limiter::updateListCount(ListKind kind, Family family, int64_t delta) {
   return okStatus();
 }
 
-Result<size_t> Limiter::listAdd(ListKind kind, const std::vector<Cidr>& cidrs) {
+Result<size_t> XdpLimiter::listAdd(ListKind kind, const std::vector<Cidr>& cidrs) {
   auto writing = writer_.acquire(interface_);
   if (!writing) return writing.error();
   size_t added = 0;
@@ -477,7 +478,7 @@ Result<size_t> Limiter::listAdd(ListKind kind, const std::vector<Cidr>& cidrs) {
   return added;
 }
 
-Result<size_t> Limiter::listRemove(ListKind kind, const std::vector<Cidr>& cidrs) {
+Result<size_t> XdpLimiter::listRemove(ListKind kind, const std::vector<Cidr>& cidrs) {
   auto writing = writer_.acquire(interface_);
   if (!writing) return writing.error();
   size_t removed = 0;
@@ -495,7 +496,7 @@ Result<size_t> Limiter::listRemove(ListKind kind, const std::vector<Cidr>& cidrs
   return removed;
 }
 
-Status Limiter::rebuildListFilter(ListKind kind) {
+Status XdpLimiter::rebuildListFilter(ListKind kind) {
   auto entries = listEntries(kind);
   if (!entries) return entries.error();
   std::vector<uint64_t> exact(FG_LIST_FILTER_WORDS, 0);
@@ -514,7 +515,7 @@ Status Limiter::rebuildListFilter(ListKind kind) {
   return okStatus();
 }
 
-Status Limiter::rebuildListFilters() {
+Status XdpLimiter::rebuildListFilters() {
   auto writing = writer_.acquire(interface_);
   if (!writing) return writing.error();
   for (ListKind kind : {ListKind::kAllow, ListKind::kDeny}) {
@@ -523,7 +524,7 @@ Status Limiter::rebuildListFilters() {
   return okStatus();
 }
 
-Result<std::vector<Cidr>> Limiter::listEntries(ListKind kind) const {
+Result<std::vector<Cidr>> XdpLimiter::listEntries(ListKind kind) const {
   return maps_.lists[listIndex(kind)].keys();
 }
 

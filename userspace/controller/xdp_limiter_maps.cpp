@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: MIT
 // Opening the table of a limiter's pinned maps.
-#include "controller/limiter_maps.h"
+#include "controller/xdp_limiter_maps.h"
 
 #include "kernel/pins.h"
 
 namespace floodgate {
 
-Result<LimiterMaps> LimiterMaps::open(const std::string& interface) {
-  LimiterMaps maps;
+Result<XdpLimiterMaps> XdpLimiterMaps::open(const std::string& interface) {
+  XdpLimiterMaps maps;
   // The new program would reuse the pins too: only a fresh attach makes maps of this layout.
   const std::string remedy =
       "run 'floodgate detach " + interface + "', then attach again (bucket state starts over)";

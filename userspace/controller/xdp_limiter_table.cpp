@@ -7,11 +7,11 @@
 #include <cerrno>
 #include <cstring>
 
-#include "controller/limiter.h"
+#include "controller/xdp_limiter.h"
 
 namespace floodgate {
 
-Result<uint32_t> Limiter::tableSlots() const {
+Result<uint32_t> XdpLimiter::tableSlots() const {
   bpf_map_info info{};
   uint32_t info_len = sizeof(info);
   if (bpf_obj_get_info_by_fd(maps_.buckets.fd(), &info, &info_len) != 0) {
@@ -21,7 +21,7 @@ Result<uint32_t> Limiter::tableSlots() const {
   return info.max_entries;
 }
 
-Result<uint32_t> Limiter::listMaxEntries() const {
+Result<uint32_t> XdpLimiter::listMaxEntries() const {
   bpf_map_info info{};
   uint32_t info_len = sizeof(info);
   if (bpf_obj_get_info_by_fd(maps_.lists[FG_LIST_ALLOW].v4().fd(), &info, &info_len) != 0) {
@@ -30,7 +30,7 @@ Result<uint32_t> Limiter::listMaxEntries() const {
   return info.max_entries;
 }
 
-Result<std::vector<fg_slot>> Limiter::slots() const {
+Result<std::vector<fg_slot>> XdpLimiter::slots() const {
   auto slot_count = tableSlots();
   if (!slot_count) return slot_count.error();
   // Through the mapping: a copy of 16 MiB costs milliseconds, a syscall per slot seconds.
@@ -48,7 +48,7 @@ Result<std::vector<fg_slot>> Limiter::slots() const {
   return out;
 }
 
-Result<EventStats> Limiter::eventStats() const {
+Result<EventStats> XdpLimiter::eventStats() const {
   auto values = maps_.event_stats.lookup(0);
   if (!values) return values.error();
   EventStats out;

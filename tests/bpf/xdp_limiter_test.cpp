@@ -9,7 +9,7 @@
 namespace floodgate::test {
 namespace {
 
-class LimiterTest : public XdpProgramTest {
+class XdpLimiterTest : public XdpProgramTest {
  protected:
   static std::vector<Cidr> cidrs(std::initializer_list<const char*> texts) {
     std::vector<Cidr> out;
@@ -18,7 +18,7 @@ class LimiterTest : public XdpProgramTest {
   }
 };
 
-TEST_F(LimiterTest, ASourceOverItsBurstIsDroppedAndOthersAreNot) {
+TEST_F(XdpLimiterTest, ASourceOverItsBurstIsDroppedAndOthersAreNot) {
   load({sourceRule(1, 3)});
   EXPECT_EQ(passes(udpFrom("192.0.2.1"), 10), 3);
   EXPECT_EQ(passes(udpFrom("192.0.2.2"), 2), 2);
@@ -26,7 +26,7 @@ TEST_F(LimiterTest, ASourceOverItsBurstIsDroppedAndOthersAreNot) {
   EXPECT_EQ(counted(FG_VERDICT_PASS, FG_REASON_DEFAULT), 5u);
 }
 
-TEST_F(LimiterTest, TwoIpv6SourcesInOneSlash64ShareABucket) {
+TEST_F(XdpLimiterTest, TwoIpv6SourcesInOneSlash64ShareABucket) {
   load({sourceRule(1, 4)});
   EXPECT_EQ(passes(udpFrom("2001:db8:1:2::1"), 2), 2);
   EXPECT_EQ(passes(udpFrom("2001:db8:1:2:ffff::9"), 4), 2);
@@ -34,7 +34,7 @@ TEST_F(LimiterTest, TwoIpv6SourcesInOneSlash64ShareABucket) {
   EXPECT_EQ(passes(udpFrom("2001:db8:1:3::1"), 4), 4);
 }
 
-TEST_F(LimiterTest, Ipv4PrefixKeysGroupSources) {
+TEST_F(XdpLimiterTest, Ipv4PrefixKeysGroupSources) {
   RuleSpec rule = sourceRule(1, 2);
   rule.ipv4_prefix = 24;
   load({rule});
@@ -44,7 +44,7 @@ TEST_F(LimiterTest, Ipv4PrefixKeysGroupSources) {
   EXPECT_EQ(run(udpFrom("203.0.114.1")), XDP_PASS);
 }
 
-TEST_F(LimiterTest, DenyDropsAndAllowBypassesTheLimit) {
+TEST_F(XdpLimiterTest, DenyDropsAndAllowBypassesTheLimit) {
   load({sourceRule(1, 1)});
   ASSERT_EQ(*limiter().listAdd(ListKind::kDeny, cidrs({"192.0.2.0/24", "2001:db8:bad::/48"})), 2u);
   ASSERT_EQ(*limiter().listAdd(ListKind::kAllow, cidrs({"198.18.0.5", "2001:db8:600d::/48"})), 2u);
@@ -63,7 +63,7 @@ TEST_F(LimiterTest, DenyDropsAndAllowBypassesTheLimit) {
 }
 
 // The IPv4 lists' filters mark /24s; the trie still decides within a marked one.
-TEST_F(LimiterTest, TheListFilterSkipsUnlistedSourcesAndNeverAListedOne) {
+TEST_F(XdpLimiterTest, TheListFilterSkipsUnlistedSourcesAndNeverAListedOne) {
   load({sourceRule(100, 100)});
   ASSERT_EQ(*limiter().listAdd(ListKind::kDeny, cidrs({"192.0.2.0/26", "10.0.0.0/8"})), 2u);
   EXPECT_EQ(run(udpFrom("192.0.2.1")), XDP_DROP);
@@ -80,7 +80,7 @@ TEST_F(LimiterTest, TheListFilterSkipsUnlistedSourcesAndNeverAListedOne) {
 
 // A program loaded over lists whose filter was never built (a limiter attached by a
 // floodgate without filters, replaced) asks the trie until the filter is built from it.
-TEST_F(LimiterTest, AnUnbuiltListFilterIsNotTrustedAndALoadBuildsIt) {
+TEST_F(XdpLimiterTest, AnUnbuiltListFilterIsNotTrustedAndALoadBuildsIt) {
   load({sourceRule(100, 100)});
   ASSERT_EQ(*limiter().listAdd(ListKind::kDeny, cidrs({"192.0.2.0/24"})), 1u);
   // what an older floodgate leaves: the prefix in the trie, no filter, no flag
@@ -102,7 +102,7 @@ TEST_F(LimiterTest, AnUnbuiltListFilterIsNotTrustedAndALoadBuildsIt) {
   replace.interface = pin_name_;
   replace.rules = named({sourceRule(100, 100)});
   replace.table_slots = 1024;
-  auto again = Limiter::load(replace);
+  auto again = XdpLimiter::load(replace);
   ASSERT_TRUE(again.ok()) << again.error().message;
   loaded_.emplace(std::move(*again));
   ASSERT_EQ(bpf_map_lookup_elem(settings.get(), &key, &value), 0);
@@ -111,7 +111,7 @@ TEST_F(LimiterTest, AnUnbuiltListFilterIsNotTrustedAndALoadBuildsIt) {
   EXPECT_EQ(run(udpFrom("192.0.3.9")), XDP_PASS);
 }
 
-TEST_F(LimiterTest, AddingAnEntryTwiceCountsItOnce) {
+TEST_F(XdpLimiterTest, AddingAnEntryTwiceCountsItOnce) {
   load({sourceRule(1, 1)});
   EXPECT_EQ(*limiter().listAdd(ListKind::kDeny, cidrs({"192.0.2.0/24"})), 1u);
   EXPECT_EQ(*limiter().listAdd(ListKind::kDeny, cidrs({"192.0.2.0/24"})), 0u);
@@ -120,7 +120,7 @@ TEST_F(LimiterTest, AddingAnEntryTwiceCountsItOnce) {
   EXPECT_EQ(passes(udpFrom("192.0.2.1"), 2), 1);
 }
 
-TEST_F(LimiterTest, MonitorModeCountsWhatItWouldDropAndPassesIt) {
+TEST_F(XdpLimiterTest, MonitorModeCountsWhatItWouldDropAndPassesIt) {
   AttachOptions options;
   options.monitor = true;
   load({sourceRule(1, 2)}, options);
@@ -139,7 +139,7 @@ TEST_F(LimiterTest, MonitorModeCountsWhatItWouldDropAndPassesIt) {
   EXPECT_EQ((*rules)[0].by_verdict[FG_VERDICT_PASS].packets, 2u);
 }
 
-TEST_F(LimiterTest, BytesPerSecondChargesTheFrameLength) {
+TEST_F(XdpLimiterTest, BytesPerSecondChargesTheFrameLength) {
   RuleSpec rule;
   rule.limit.bits_per_s = 8;  // one byte per second: only the burst matters here
   rule.limit.burst_bytes = 3000;
@@ -151,7 +151,7 @@ TEST_F(LimiterTest, BytesPerSecondChargesTheFrameLength) {
   EXPECT_EQ(passes(small, 50), 46);  // 3000 / 64
 }
 
-TEST_F(LimiterTest, APpsChargeIsHandedBackWhenTheBpsLimitRefuses) {
+TEST_F(XdpLimiterTest, APpsChargeIsHandedBackWhenTheBpsLimitRefuses) {
   RuleSpec rule;
   rule.limit.pps = 1;
   rule.limit.burst = 3;
@@ -166,7 +166,7 @@ TEST_F(LimiterTest, APpsChargeIsHandedBackWhenTheBpsLimitRefuses) {
   EXPECT_EQ(passes(tiny, 3), 2);  // so two packets of pps remain, not zero
 }
 
-TEST_F(LimiterTest, EveryMatchingRuleMustAdmitAndDropsAreRefunded) {
+TEST_F(XdpLimiterTest, EveryMatchingRuleMustAdmitAndDropsAreRefunded) {
   RuleSpec per_source = sourceRule(1, 5);
   RuleSpec dns = sourceRule(1, 2);
   dns.protocol = Protocol::kUdp;
@@ -184,7 +184,7 @@ TEST_F(LimiterTest, EveryMatchingRuleMustAdmitAndDropsAreRefunded) {
   EXPECT_EQ((*rules)[1].by_verdict[FG_VERDICT_PASS].packets, 2u);
 }
 
-TEST_F(LimiterTest, AGlobalRuleSharesOneBucketAcrossSources) {
+TEST_F(XdpLimiterTest, AGlobalRuleSharesOneBucketAcrossSources) {
   RuleSpec global = sourceRule(1, 3);
   global.key = KeyKind::kGlobal;
   load({global});
@@ -194,7 +194,7 @@ TEST_F(LimiterTest, AGlobalRuleSharesOneBucketAcrossSources) {
   EXPECT_EQ(run(udpFrom("192.0.2.4")), XDP_DROP);
 }
 
-TEST_F(LimiterTest, PortRangesAndProtocolsSelectPackets) {
+TEST_F(XdpLimiterTest, PortRangesAndProtocolsSelectPackets) {
   RuleSpec games = sourceRule(1, 1);
   games.protocol = Protocol::kUdp;
   games.dst_ports = {{27015, 27030}, {7777, 7777}};
@@ -217,7 +217,7 @@ TEST_F(LimiterTest, PortRangesAndProtocolsSelectPackets) {
   EXPECT_EQ(passes(ping6, 3), 2);
 }
 
-TEST_F(LimiterTest, AMonitorRuleCountsButAStrictRuleStillDrops) {
+TEST_F(XdpLimiterTest, AMonitorRuleCountsButAStrictRuleStillDrops) {
   RuleSpec watch = sourceRule(1, 1);
   watch.action = ExceedAction::kMonitor;
   RuleSpec strict = sourceRule(1, 3);
@@ -231,7 +231,7 @@ TEST_F(LimiterTest, AMonitorRuleCountsButAStrictRuleStillDrops) {
   EXPECT_EQ((*rules)[0].by_verdict[FG_VERDICT_PASS].packets, 1u);
 }
 
-TEST_F(LimiterTest, TcpFlagMatchingSelectsSyns) {
+TEST_F(XdpLimiterTest, TcpFlagMatchingSelectsSyns) {
   RuleSpec syn = sourceRule(1, 1);
   syn.protocol = Protocol::kTcp;
   syn.tcp_flags_set = 0x02;
@@ -243,7 +243,7 @@ TEST_F(LimiterTest, TcpFlagMatchingSelectsSyns) {
   EXPECT_EQ(passes(ack_frame, 3), 3);
 }
 
-TEST_F(LimiterTest, SourcesWithNoFreeSlotShareTheOverflowBucket) {
+TEST_F(XdpLimiterTest, SourcesWithNoFreeSlotShareTheOverflowBucket) {
   AttachOptions options;
   options.table_slots = 4;  // one set of four ways
   load({sourceRule(1, 2)}, options);

@@ -5,7 +5,7 @@
 #include <cstring>
 #include <set>
 
-#include "controller/limiter.h"
+#include "controller/xdp_limiter.h"
 #include "kernel/system.h"
 
 namespace floodgate {
@@ -64,7 +64,8 @@ std::string banStartedBy(uint32_t rule_id, const std::vector<fg_rule>& rules) {
   return "rule#" + std::to_string(rule_id);
 }
 
-Status Limiter::banAdd(const Cidr& cidr, uint64_t duration_ns, BanUpdate update, BanOrigin origin) {
+Status XdpLimiter::banAdd(const Cidr& cidr, uint64_t duration_ns, BanUpdate update,
+                          BanOrigin origin) {
   auto writing = writer_.acquire(interface_);
   if (!writing) return writing.error();
   if (duration_ns > kMaxBanNs) {
@@ -84,7 +85,7 @@ Status Limiter::banAdd(const Cidr& cidr, uint64_t duration_ns, BanUpdate update,
   return putBan(maps_.bans, cidr, ban, update, *now, second, count, interface_);
 }
 
-Result<bool> Limiter::banRemove(const Cidr& cidr) {
+Result<bool> XdpLimiter::banRemove(const Cidr& cidr) {
   auto writing = writer_.acquire(interface_);
   if (!writing) return writing.error();
   Result<bool> erased = maps_.bans.erase(cidr);
@@ -114,7 +115,7 @@ bool banOver(const fg_ban& ban, uint64_t now_jiffies) {
 
 }  // namespace
 
-Result<std::vector<BanEntry>> Limiter::bans() const {
+Result<std::vector<BanEntry>> XdpLimiter::bans() const {
   auto now = currentJiffies();
   if (!now) return now.error();
   auto active = activeRules();
@@ -133,7 +134,7 @@ Result<std::vector<BanEntry>> Limiter::bans() const {
   return out;
 }
 
-Result<size_t> Limiter::sweepExpiredBans() {
+Result<size_t> XdpLimiter::sweepExpiredBans() {
   auto writing = writer_.acquire(interface_);
   if (!writing) return writing.error();
   auto jiffies = currentJiffies();
@@ -159,7 +160,7 @@ Result<size_t> Limiter::sweepExpiredBans() {
   return removed;
 }
 
-Status Limiter::syncList(ListKind kind, const std::vector<Cidr>& wanted) {
+Status XdpLimiter::syncList(ListKind kind, const std::vector<Cidr>& wanted) {
   auto writing = writer_.acquire(interface_);
   if (!writing) return writing.error();
   auto current = listEntries(kind);

@@ -8,9 +8,9 @@
 #include <map>
 #include <set>
 
-#include "controller/limiter.h"
 #include "controller/rule_compiler.h"
 #include "controller/source_sets.h"
+#include "controller/xdp_limiter.h"
 #include "fg_gcra.h"
 #include "kernel/system.h"
 
@@ -34,8 +34,8 @@ bool sameKeying(const fg_rule& a, const fg_rule& b) {
 
 }  // namespace
 
-Status Limiter::publish(const std::vector<fg_rule>& rules,
-                        const std::vector<std::pair<Cidr, uint64_t>>& sources) {
+Status XdpLimiter::publish(const std::vector<fg_rule>& rules,
+                           const std::vector<std::pair<Cidr, uint64_t>>& sources) {
   std::atomic_ref<uint64_t> active_word(*reinterpret_cast<uint64_t*>(active_value_.get()));
   uint64_t word = active_word.load(std::memory_order_acquire);
   fg_active current;
@@ -62,7 +62,7 @@ Status Limiter::publish(const std::vector<fg_rule>& rules,
   return okStatus();
 }
 
-Result<std::vector<std::pair<Cidr, uint64_t>>> Limiter::activeSources() const {
+Result<std::vector<std::pair<Cidr, uint64_t>>> XdpLimiter::activeSources() const {
   const LpmPair<uint64_t>& active_sources = maps_.sources[active_value_.get()->set & 1];
   auto cidrs = active_sources.keys();
   if (!cidrs) return cidrs.error();
@@ -71,11 +71,11 @@ Result<std::vector<std::pair<Cidr, uint64_t>>> Limiter::activeSources() const {
   return out;
 }
 
-Status Limiter::resetRuleState(uint32_t rule_id) {
+Status XdpLimiter::resetRuleState(uint32_t rule_id) {
   return maps_.rule_state.update(rule_id, fg_rule_state{});
 }
 
-Status Limiter::reload(const AttachOptions& options) {
+Status XdpLimiter::reload(const AttachOptions& options) {
   auto writing = writer_.acquire(interface_);
   if (!writing) return writing.error();
   // Everything is checked before anything is written: a bad config changes nothing.
@@ -147,7 +147,7 @@ Status Limiter::reload(const AttachOptions& options) {
   return applyPoliciesAndLists(options);
 }
 
-Status Limiter::applyPoliciesAndLists(const AttachOptions& options) {
+Status XdpLimiter::applyPoliciesAndLists(const AttachOptions& options) {
   if (Status s = writePolicies(options); !s) return s;
   if (options.allow) {
     if (Status s = syncList(ListKind::kAllow, *options.allow); !s) return s;
@@ -158,7 +158,7 @@ Status Limiter::applyPoliciesAndLists(const AttachOptions& options) {
   return okStatus();
 }
 
-Status Limiter::setLimits(const std::string& rule_name, const LimitChange& change) {
+Status XdpLimiter::setLimits(const std::string& rule_name, const LimitChange& change) {
   auto writing = writer_.acquire(interface_);
   if (!writing) return writing.error();
   auto rules = activeRules();
@@ -200,7 +200,7 @@ Status Limiter::setLimits(const std::string& rule_name, const LimitChange& chang
                       "' (rules: " + (names.empty() ? "none" : names) + ")");
 }
 
-Result<uint64_t> Limiter::nowUnits() const {
+Result<uint64_t> XdpLimiter::nowUnits() const {
   auto jiffies = currentJiffies();
   if (!jiffies) return jiffies.error();
   return *jiffies * tick_units_;

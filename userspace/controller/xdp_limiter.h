@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Limiter: one interface's running XDP limiter, reached through its pins. Attaching,
+// XdpLimiter: one interface's running XDP limiter, reached through its pins. Attaching,
 // replacing, detaching, reading counters and changing lists and rules all go through it.
 // Not thread-safe; separate processes may each hold one for the same interface.
 #pragma once
@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "controller/limiter_maps.h"
 #include "controller/rule_spec.h"
+#include "controller/xdp_limiter_maps.h"
 #include "floodgate/common/cidr.h"
 #include "floodgate/common/result.h"
 #include "floodgate_shared.h"
@@ -41,7 +41,7 @@ struct AttachOptions {
   std::optional<std::vector<Cidr>> allow;
   std::optional<std::vector<Cidr>> deny;
   // Tests only. Nonzero: the program's clock is not the kernel's jiffies but a clock of this
-  // many ticks a second that moves only when the test sets it (LoadedLimiter::setTestJiffies),
+  // many ticks a second that moves only when the test sets it (LoadedXdpLimiter::setTestJiffies),
   // and rules are compiled for that tick. The controller's own readings of the time (bans
   // added by hand, ban lists, `top`) still read the kernel's jiffies.
   uint32_t test_clock_hz = 0;
@@ -116,7 +116,7 @@ struct EventStats {
   uint64_t lost = 0;        // the ring buffer was full
 };
 
-struct LimiterStatus {
+struct XdpLimiterStatus {
   std::string interface;
   uint32_t program_id = 0;
   std::string mode;  // native | generic | unknown (interface in another netns)
@@ -143,13 +143,13 @@ struct TrackedSample {
 const char* verdictName(uint32_t verdict);
 const char* reasonName(uint32_t reason);
 
-struct LoadedLimiter;
+struct LoadedXdpLimiter;
 
-class Limiter {
+class XdpLimiter {
  public:
   // Loads and configures the program (policies, rules) with maps pinned under
   // options.interface, without attaching it anywhere: for attach and for BPF test runs.
-  static Result<LoadedLimiter> load(const AttachOptions& options);
+  static Result<LoadedXdpLimiter> load(const AttachOptions& options);
 
   // Loads, configures and attaches; pins everything under /sys/fs/bpf/floodgate/IFACE/.
   // On failure nothing new is left attached or pinned. With options.replace over a running
@@ -157,7 +157,7 @@ class Limiter {
   static Result<AttachReport> attach(const AttachOptions& options);
 
   // Finds the limiter attached to `interface` through its pins.
-  static Result<Limiter> open(const std::string& interface);
+  static Result<XdpLimiter> open(const std::string& interface);
 
   // Detaches the program and removes its pins.
   static Status detach(const std::string& interface);
@@ -172,7 +172,7 @@ class Limiter {
 
   Result<std::vector<CounterRow>> counters() const;
   Result<std::vector<RuleCounters>> ruleCounters() const;
-  Result<LimiterStatus> status() const;  // walks the whole source table
+  Result<XdpLimiterStatus> status() const;  // walks the whole source table
 
   // A copy of the whole source table, read through its memory mapping (for `top`).
   Result<std::vector<fg_slot>> slots() const;
@@ -228,9 +228,9 @@ class Limiter {
   // table or list size other than the running one is replaced by it, with a warning. Fails
   // for an XDP mode other than the running one, which a swap on the link cannot change.
   Status fitToRunning(AttachOptions& options, std::vector<std::string>& warnings) const;
-  Limiter() = default;
+  XdpLimiter() = default;
   // Opens every pinned map of `interface` (whether or not a link is pinned yet).
-  static Result<Limiter> openMaps(const std::string& interface);
+  static Result<XdpLimiter> openMaps(const std::string& interface);
   Status updateListCount(ListKind kind, Family family, int64_t delta);
   // Makes `rules` the active set with `sources` (prefix → rule-id bits) as its source sets.
   Status publish(const std::vector<fg_rule>& rules,
@@ -249,7 +249,7 @@ class Limiter {
   // Held by each method that writes, so commands and the daemon write one at a time.
   WriterLock writer_;
   uint64_t tick_units_ = 0;  // the program's clock step, for sizing buckets
-  LimiterMaps maps_;
+  XdpLimiterMaps maps_;
   MappedValue<fg_settings> settings_value_;
   MappedValue<fg_active> active_value_;
   // The IPv4 lists' filters, by enum fg_list, mapped whole (FG_LIST_FILTER_WORDS each).
@@ -257,9 +257,9 @@ class Limiter {
 };
 
 // A loaded, configured program that is not attached (yet).
-struct LoadedLimiter {
+struct LoadedXdpLimiter {
   Skeleton skeleton;
-  Limiter limiter;
+  XdpLimiter limiter;
   int programFd() const;
   // Sets the clock of a program loaded with AttachOptions::test_clock_hz: the packets run
   // from now on see `jiffies`. Not thread-safe against runs in flight.
