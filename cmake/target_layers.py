@@ -40,7 +40,7 @@ LAYERS = [
         "floodgate_redis", "floodgate_redis_shared",
         "floodgate_http_adapters", "floodgate_httplib", "floodgate_httplib_shared"]),
     ("bpf", [  # the built XDP objects, their skeletons and bpf/include's shared header
-        "floodgate_bpf", "floodgate_lab_bpf"]),
+        "floodgate_bpf", "floodgate_flood_bpf"]),
     ("kernel", ["floodgate_kernel"]),  # RAII over libbpf: fds, pins, programs, locks
     ("controller", ["floodgate_controller"]),  # the limiter's maps, rules, bans, status views
     ("config", ["floodgate_config"]),  # floodgate.yaml as a whole → AttachOptions, rules
