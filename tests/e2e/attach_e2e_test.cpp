@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// End to end: `floodgate attach` as operators run it in the lab, where it must refuse or
+// End to end: `floodgate attach` as operators run it on the veth network, where it must refuse or
 // do what it says: private mount namespaces, and `--replace` keeping what it was not told.
 #include <bpf/bpf.h>
 #include <gtest/gtest.h>
@@ -10,7 +10,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "e2e/lab_network.h"
+#include "e2e/veth_network.h"
 #include "floodgate_shared.h"
 
 namespace floodgate::test {
@@ -20,40 +20,40 @@ class AttachE2eTest : public ::testing::Test {
  protected:
   void SetUp() override {
     if (geteuid() != 0) GTEST_SKIP() << "network namespaces and XDP need root";
-    auto lab = LabNetwork::create({"198.18.0.2"});
-    ASSERT_TRUE(lab.ok()) << lab.error().message;
-    lab_ = std::move(*lab);
+    auto net = VethNetwork::create({"198.18.0.2"});
+    ASSERT_TRUE(net.ok()) << net.error().message;
+    net_ = std::move(*net);
   }
 
-  CommandResult run(const std::vector<std::string>& args) { return lab_->floodgate(args); }
+  CommandResult run(const std::vector<std::string>& args) { return net_->floodgate(args); }
 
   // The command under `ip netns exec` (a private mount namespace with a fresh /sys), after
   // `prelude` ran in a shell there.
   CommandResult underIpNetnsExec(const std::string& prelude, const std::vector<std::string>& args) {
     std::string script = prelude + " && exec \"$0\" \"$@\"";
     std::vector<std::string> argv = {
-        "ip", "netns", "exec", std::filesystem::path(lab_->targetNetns()).filename().string(),
+        "ip", "netns", "exec", std::filesystem::path(net_->targetNetns()).filename().string(),
         "sh", "-c",    script, FLOODGATE_BIN};
     argv.insert(argv.end(), args.begin(), args.end());
     return runCommand(argv);
   }
 
   bool xdpAttached() {
-    CommandResult link = lab_->inTarget({"ip", "link", "show", lab_->targetInterface()});
+    CommandResult link = net_->inTarget({"ip", "link", "show", net_->targetInterface()});
     return link.out.find("xdp") != std::string::npos;
   }
 
   nlohmann::json status() {
-    CommandResult r = run({"status", lab_->targetInterface(), "--json"});
+    CommandResult r = run({"status", net_->targetInterface(), "--json"});
     EXPECT_EQ(r.exit_code, 0) << r.err;
     return nlohmann::json::parse(r.out)["interfaces"][0];
   }
 
-  std::unique_ptr<LabNetwork> lab_;
+  std::unique_ptr<VethNetwork> net_;
 };
 
 TEST_F(AttachE2eTest, IpNetnsExecRefusesEvenWhenPid1sNamespaceCannotBeRead) {
-  const std::vector<std::string> attach = {"attach", lab_->targetInterface(), "--rate", "1k"};
+  const std::vector<std::string> attach = {"attach", net_->targetInterface(), "--rate", "1k"};
   CommandResult plain = underIpNetnsExec("true", attach);
   EXPECT_EQ(plain.exit_code, 1) << plain.out << plain.err;
   EXPECT_NE(plain.err.find("nsenter --net="), std::string::npos) << plain.err;
@@ -75,16 +75,16 @@ TEST_F(AttachE2eTest, IpNetnsExecRefusesEvenWhenPid1sNamespaceCannotBeRead) {
 
 TEST_F(AttachE2eTest, ReplaceKeepsTheRunningTableSizeAndSaysSoWhenAnotherWasAsked) {
   ASSERT_EQ(
-      run({"attach", lab_->targetInterface(), "--table-size", "4096", "--rate", "100"}).exit_code,
+      run({"attach", net_->targetInterface(), "--table-size", "4096", "--rate", "100"}).exit_code,
       0);
-  CommandResult replaced = run({"attach", lab_->targetInterface(), "--replace", "--rate", "10"});
+  CommandResult replaced = run({"attach", net_->targetInterface(), "--replace", "--rate", "10"});
   ASSERT_EQ(replaced.exit_code, 0) << replaced.err;
   EXPECT_EQ(replaced.err.find("kernel"), std::string::npos) << replaced.err;
   EXPECT_EQ(status()["table_slots"], 4096);
   EXPECT_EQ(status()["rules"][0]["limit"]["pps"], 10);
 
   CommandResult bigger =
-      run({"attach", lab_->targetInterface(), "--replace", "--rate", "20", "--table-size", "8192"});
+      run({"attach", net_->targetInterface(), "--replace", "--rate", "20", "--table-size", "8192"});
   ASSERT_EQ(bigger.exit_code, 0) << bigger.err;
   EXPECT_NE(bigger.err.find("warning: the table size (8192) takes effect only on a fresh attach"),
             std::string::npos)
@@ -97,12 +97,12 @@ TEST_F(AttachE2eTest, ReplaceKeepsTheRunningTableSizeAndSaysSoWhenAnotherWasAske
 }
 
 TEST_F(AttachE2eTest, ReplaceKeepsEverySettingItWasNotGivenAndRefusesAModeItCannotChange) {
-  ASSERT_EQ(run({"attach", lab_->targetInterface(), "--rate", "100", "--bps", "10Mbit",
+  ASSERT_EQ(run({"attach", net_->targetInterface(), "--rate", "100", "--bps", "10Mbit",
                  "--ipv4-prefix", "24", "--malformed", "pass", "--fragments", "drop",
                  "--table-size", "4096", "--mode", "native"})
                 .exit_code,
             0);
-  CommandResult rate = run({"attach", lab_->targetInterface(), "--replace", "--rate", "50"});
+  CommandResult rate = run({"attach", net_->targetInterface(), "--replace", "--rate", "50"});
   ASSERT_EQ(rate.exit_code, 0) << rate.err;
   EXPECT_EQ(rate.err, "") << "nothing to warn about";
   nlohmann::json st = status();
@@ -114,34 +114,34 @@ TEST_F(AttachE2eTest, ReplaceKeepsEverySettingItWasNotGivenAndRefusesAModeItCann
   EXPECT_EQ(st["table_slots"], 4096);
   EXPECT_EQ(st["monitor"], false);
 
-  CommandResult monitor = run({"attach", lab_->targetInterface(), "--replace", "--monitor"});
+  CommandResult monitor = run({"attach", net_->targetInterface(), "--replace", "--monitor"});
   ASSERT_EQ(monitor.exit_code, 0) << monitor.err;
   EXPECT_NE(monitor.out.find("monitor only"), std::string::npos) << monitor.out;
   st = status();
   EXPECT_EQ(st["monitor"], true);
   EXPECT_EQ(st["rules"][0]["limit"]["pps"], 50) << "no limit given: the rules stay";
   CommandResult policy =
-      run({"attach", lab_->targetInterface(), "--replace", "--fragments", "pass"});
+      run({"attach", net_->targetInterface(), "--replace", "--fragments", "pass"});
   ASSERT_EQ(policy.exit_code, 0) << policy.err;
   st = status();
   EXPECT_EQ(st["monitor"], true) << "--monitor not given again: it stays";
   EXPECT_EQ(st["policies"]["fragments"], "pass");
   EXPECT_EQ(st["policies"]["malformed"], "pass");
-  ASSERT_EQ(run({"attach", lab_->targetInterface(), "--replace", "--no-monitor"}).exit_code, 0);
+  ASSERT_EQ(run({"attach", net_->targetInterface(), "--replace", "--no-monitor"}).exit_code, 0);
   EXPECT_EQ(status()["monitor"], false);
 
   // a link keeps its mode: another one is refused in one line, and nothing changes
   CommandResult generic =
-      run({"attach", lab_->targetInterface(), "--replace", "--mode", "generic", "--rate", "7"});
+      run({"attach", net_->targetInterface(), "--replace", "--mode", "generic", "--rate", "7"});
   EXPECT_EQ(generic.exit_code, 2) << generic.err;
   EXPECT_NE(generic.err.find("runs in native mode"), std::string::npos) << generic.err;
-  EXPECT_NE(generic.err.find("floodgate detach " + lab_->targetInterface()), std::string::npos);
+  EXPECT_NE(generic.err.find("floodgate detach " + net_->targetInterface()), std::string::npos);
   EXPECT_EQ(std::count(generic.err.begin(), generic.err.end(), '\n'), 1) << generic.err;
   st = status();
   EXPECT_EQ(st["mode"], "native");
   EXPECT_EQ(st["rules"][0]["limit"]["pps"], 50);
   CommandResult same =
-      run({"attach", lab_->targetInterface(), "--replace", "--mode", "native", "--rate", "7"});
+      run({"attach", net_->targetInterface(), "--replace", "--mode", "native", "--rate", "7"});
   EXPECT_EQ(same.exit_code, 0) << same.err;
   EXPECT_EQ(status()["rules"][0]["limit"]["pps"], 7);
 }
@@ -154,10 +154,10 @@ TEST_F(AttachE2eTest, ReplaceWithALimitRefusesToDropAConfigsRules) {
                            "  - name: dns\n    match: {protocol: udp, dst_ports: [53]}\n"
                            "    limit: {pps: 50, burst: 100}\n"
                            "  - name: all\n    key: global\n    limit: {pps: 10k}\n";
-  CommandResult attached = run({"attach", lab_->targetInterface(), "--config", config});
+  CommandResult attached = run({"attach", net_->targetInterface(), "--config", config});
   ASSERT_EQ(attached.exit_code, 0) << attached.err;
   const size_t rules = status()["rules"].size();
-  CommandResult replace = run({"attach", lab_->targetInterface(), "--replace", "--rate", "10"});
+  CommandResult replace = run({"attach", net_->targetInterface(), "--replace", "--rate", "10"});
   EXPECT_EQ(replace.exit_code, 2) << replace.out;
   EXPECT_NE(replace.err.find("rules from a config"), std::string::npos) << replace.err;
   EXPECT_NE(replace.err.find("'dns', 'all'"), std::string::npos) << replace.err;
@@ -166,7 +166,7 @@ TEST_F(AttachE2eTest, ReplaceWithALimitRefusesToDropAConfigsRules) {
 }
 
 TEST_F(AttachE2eTest, APinnedMapOfAnotherLayoutIsRefusedSayingWhatToDo) {
-  const std::string iface = lab_->targetInterface();
+  const std::string iface = net_->targetInterface();
   CommandResult attach = run({"attach", iface, "--rate", "1k"});
   ASSERT_EQ(attach.exit_code, 0) << attach.err;
   // what an older build would have left: `rules` pinned with values of another size

@@ -16,8 +16,8 @@
 
 #include "common/command.h"
 #include "e2e/child_process.h"
-#include "e2e/lab_network.h"
 #include "e2e/netns_http.h"
+#include "e2e/veth_network.h"
 #include "nlohmann/json.hpp"
 
 namespace floodgate::test {
@@ -34,9 +34,9 @@ class EscalateE2eTest : public ::testing::Test {
  protected:
   void SetUp() override {
     if (geteuid() != 0) GTEST_SKIP() << "network namespaces and XDP need root";
-    auto lab = LabNetwork::create({kAbuser, kClient});
-    ASSERT_TRUE(lab.ok()) << lab.error().message;
-    lab_ = std::move(*lab);
+    auto net = VethNetwork::create({kAbuser, kClient});
+    ASSERT_TRUE(net.ok()) << net.error().message;
+    net_ = std::move(*net);
     char dir[] = "/tmp/fg-escalate-e2e-XXXXXX";
     ASSERT_NE(mkdtemp(dir), nullptr);
     dir_ = dir;
@@ -53,7 +53,7 @@ class EscalateE2eTest : public ::testing::Test {
   // The config both read: `store` and `escalate` are the lines of http.store and http.escalate.
   void writeConfig(const std::string& store, const std::string& escalate,
                    const std::string& clients = "") {
-    std::ofstream(config_) << "interfaces: [" << lab_->targetInterface() << "]\n"
+    std::ofstream(config_) << "interfaces: [" << net_->targetInterface() << "]\n"
                            << "rules:\n  - name: per-source\n    limit: {pps: 100k}\n"
                            << "http:\n"
                            << clients << store << "  policies:\n"
@@ -73,14 +73,14 @@ class EscalateE2eTest : public ::testing::Test {
   void configureStream() {
     const std::string port = std::to_string(kRedisPort);
     auto redis = ChildProcess::start(
-        {"nsenter", "--net=" + lab_->targetNetns(), "redis-server", "--port", port, "--bind",
+        {"nsenter", "--net=" + net_->targetNetns(), "redis-server", "--port", port, "--bind",
          "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir_},
         dir_ + "/redis.log");
     ASSERT_TRUE(redis.ok()) << redis.error().message;
     redis_ = std::move(*redis);
     bool up = false;
     for (int i = 0; i < 100 && !up; ++i) {
-      up = runCommand({"nsenter", "--net=" + lab_->targetNetns(), "redis-cli", "-p", port, "ping"})
+      up = runCommand({"nsenter", "--net=" + net_->targetNetns(), "redis-cli", "-p", port, "ping"})
                .out.find("PONG") != std::string::npos;
       if (!up) usleep(50000);
     }
@@ -110,23 +110,23 @@ class EscalateE2eTest : public ::testing::Test {
 
   void startBoth() {
     auto daemon = ChildProcess::start(
-        {"nsenter", "--net=" + lab_->targetNetns(), FLOODGATE_BIN, "run", "--config", config_,
+        {"nsenter", "--net=" + net_->targetNetns(), FLOODGATE_BIN, "run", "--config", config_,
          "--metrics-listen", "127.0.0.1:" + std::to_string(kMetricsPort)},
         dir_ + "/daemon.log");
     ASSERT_TRUE(daemon.ok()) << daemon.error().message;
     daemon_ = std::move(*daemon);
     for (int i = 0; i < 100 && !std::ifstream(dir_ + "/reports.sock"); ++i) usleep(50000);
-    const std::string service_host = behind_proxy_ ? "127.0.0.1" : LabNetwork::kTargetAddress;
+    const std::string service_host = behind_proxy_ ? "127.0.0.1" : VethNetwork::kTargetAddress;
     auto service = ChildProcess::start(
-        {"nsenter", "--net=" + lab_->targetNetns(), FLOODGATE_HTTP_EXAMPLE_BIN, "--config", config_,
+        {"nsenter", "--net=" + net_->targetNetns(), FLOODGATE_HTTP_EXAMPLE_BIN, "--config", config_,
          "--listen", service_host + ":" + std::to_string(kServicePort)},
         dir_ + "/service.log");
     ASSERT_TRUE(service.ok()) << service.error().message;
     service_ = std::move(*service);
     if (behind_proxy_) {
       auto proxy =
-          ChildProcess::start({"nsenter", "--net=" + lab_->targetNetns(), FLOODGATE_TEST_PROXY_BIN,
-                               LabNetwork::kTargetAddress, std::to_string(kProxyPort), "127.0.0.1",
+          ChildProcess::start({"nsenter", "--net=" + net_->targetNetns(), FLOODGATE_TEST_PROXY_BIN,
+                               VethNetwork::kTargetAddress, std::to_string(kProxyPort), "127.0.0.1",
                                std::to_string(kServicePort)},
                               dir_ + "/proxy.log");
       ASSERT_TRUE(proxy.ok()) << proxy.error().message;
@@ -161,7 +161,7 @@ class EscalateE2eTest : public ::testing::Test {
                         << "with reason ban (" << stalled << " requests stalled)\n"
                         << service_.log() << daemon_.log();
     // `ban list` says the daemon's escalation started it, not an operator
-    CommandResult list = lab_->floodgate({"ban", "list", lab_->targetInterface(), "--json"});
+    CommandResult list = net_->floodgate({"ban", "list", net_->targetInterface(), "--json"});
     ASSERT_EQ(list.exit_code, 0) << list.err;
     const auto bans = nlohmann::json::parse(list.out)["bans"];
     ASSERT_EQ(bans.size(), 1u) << list.out;
@@ -174,7 +174,7 @@ class EscalateE2eTest : public ::testing::Test {
     // after the ban (3 s from the report) the abuser is served again
     std::this_thread::sleep_for(std::chrono::milliseconds(3500));
     EXPECT_EQ(get(kAbuser).status, 200) << daemon_.log();
-    HttpReply metrics = httpGetIn(lab_->targetNetns(), kMetricsPort, "/metrics");
+    HttpReply metrics = httpGetIn(net_->targetNetns(), kMetricsPort, "/metrics");
     EXPECT_NE(metrics.body.find("floodgate_http_escalations_total{result=\"banned\"} 1"),
               std::string::npos)
         << metrics.body;
@@ -182,13 +182,13 @@ class EscalateE2eTest : public ::testing::Test {
 
   // A GET from `source`, through the proxy when there is one; the abuser sends forged_.
   HttpReply get(const char* source, int timeout_s = 2) {
-    return httpGetFrom(lab_->senderNetns(), source, LabNetwork::kTargetAddress,
+    return httpGetFrom(net_->senderNetns(), source, VethNetwork::kTargetAddress,
                        behind_proxy_ ? kProxyPort : kServicePort, "/api/items", timeout_s,
                        std::string(source) == kAbuser ? forged_ : decltype(forged_){});
   }
 
   uint64_t banDrops() {
-    CommandResult r = lab_->floodgate({"stats", lab_->targetInterface(), "--json"});
+    CommandResult r = net_->floodgate({"stats", net_->targetInterface(), "--json"});
     EXPECT_EQ(r.exit_code, 0) << r.err;
     const nlohmann::json stats = nlohmann::json::parse(r.out);  // outlives the loop
     for (const auto& row : stats["counters"]) {
@@ -197,11 +197,11 @@ class EscalateE2eTest : public ::testing::Test {
     return 0;
   }
 
-  std::unique_ptr<LabNetwork> lab_;
+  std::unique_ptr<VethNetwork> net_;
   std::string dir_, config_;
   bool behind_proxy_ = false;
   std::vector<std::pair<std::string, std::string>> forged_;
-  ChildProcess redis_, daemon_, service_, proxy_;  // after lab_: gone before the namespaces
+  ChildProcess redis_, daemon_, service_, proxy_;  // after net_: gone before the namespaces
 };
 
 TEST_F(EscalateE2eTest, AnAbuserGets429sThenAnXdpBanThatEndsWhileAPoliteClientIsUntouched) {

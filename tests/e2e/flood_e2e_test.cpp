@@ -11,7 +11,7 @@
 #include <thread>
 
 #include "e2e/child_process.h"
-#include "e2e/lab_network.h"
+#include "e2e/veth_network.h"
 #include "traffic/udp_traffic.h"
 
 namespace floodgate::test {
@@ -25,23 +25,23 @@ class FloodE2eTest : public ::testing::Test {
  protected:
   void SetUp() override {
     if (geteuid() != 0) GTEST_SKIP() << "network namespaces and XDP need root";
-    auto lab = LabNetwork::create({kLegit});
-    ASSERT_TRUE(lab.ok()) << lab.error().message;
-    lab_ = std::move(*lab);
+    auto net = VethNetwork::create({kLegit});
+    ASSERT_TRUE(net.ok()) << net.error().message;
+    net_ = std::move(*net);
   }
 
   void attach(const std::vector<std::string>& flags) {
-    std::vector<std::string> args = {"attach", lab_->targetInterface()};
+    std::vector<std::string> args = {"attach", net_->targetInterface()};
     args.insert(args.end(), flags.begin(), flags.end());
-    CommandResult r = lab_->floodgate(args);
+    CommandResult r = net_->floodgate(args);
     ASSERT_EQ(r.exit_code, 0) << r.err;
   }
 
   // Runs `floodgate flood SENDER-IF --json FLAGS...` and parses its report.
   nlohmann::json flood(const std::vector<std::string>& flags) {
-    std::vector<std::string> args = {"flood", lab_->senderInterface(), "--json"};
+    std::vector<std::string> args = {"flood", net_->senderInterface(), "--json"};
     args.insert(args.end(), flags.begin(), flags.end());
-    CommandResult r = lab_->floodgateInSender(args);
+    CommandResult r = net_->floodgateInSender(args);
     EXPECT_EQ(r.exit_code, 0) << r.err;
     return nlohmann::json::parse(r.out, nullptr, false);
   }
@@ -59,7 +59,7 @@ class FloodE2eTest : public ::testing::Test {
   }
 
   std::pair<uint64_t, uint64_t> countedNow() {
-    CommandResult r = lab_->floodgate({"stats", lab_->targetInterface(), "--json"});
+    CommandResult r = net_->floodgate({"stats", net_->targetInterface(), "--json"});
     EXPECT_EQ(r.exit_code, 0) << r.err;
     nlohmann::json stats = nlohmann::json::parse(r.out);
     uint64_t all = 0, rate_drops = 0;
@@ -71,15 +71,15 @@ class FloodE2eTest : public ::testing::Test {
     return {all, rate_drops};
   }
 
-  std::unique_ptr<LabNetwork> lab_;
+  std::unique_ptr<VethNetwork> net_;
 };
 
 TEST_F(FloodE2eTest, Ipv4FramesArriveAndFloodgateCountsEveryOne) {
   attach({"--rate", "1000", "--burst", "100"});
   // paced well below what one CPU sends, so the veth queue rarely fills
   // a second of it: one late kernel call (25 ms on some machines) is then 2.5% of the rate
-  nlohmann::json report = flood({"--dst", LabNetwork::kTargetAddress, "--count", "100000", "--rate",
-                                 "100k", "--sources", "16"});
+  nlohmann::json report = flood({"--dst", VethNetwork::kTargetAddress, "--count", "100000",
+                                 "--rate", "100k", "--sources", "16"});
   ASSERT_FALSE(report.is_discarded());
   EXPECT_EQ(report["sent"], 100000);
   // the rate asked is the rate sent, however much one kernel call costs on this machine
@@ -117,23 +117,23 @@ TEST_F(FloodE2eTest, AMillionSpoofedSourcesGetNoMoreThanTheUntrackedLimit) {
   std::ofstream(config) << "defaults: {table_size: 65536}\n"
                         << "rules:\n  - name: per-source\n    limit: {pps: 100, burst: 10}\n"
                         << "    untracked: {new_sources: 1000, pps: 1000, burst: 100}\n";
-  CommandResult attached = lab_->floodgate({"attach", lab_->targetInterface(), "--config", config});
+  CommandResult attached = net_->floodgate({"attach", net_->targetInterface(), "--config", config});
   std::remove(config.c_str());
   ASSERT_EQ(attached.exit_code, 0) << attached.err;
   UdpCounter receiver;
-  ASSERT_TRUE(receiver.start(lab_->targetNetns(), kPort).ok());
+  ASSERT_TRUE(receiver.start(net_->targetNetns(), kPort).ok());
   // the real client is tracked before the flood starts (a source that first shows up in
   // the middle of a spoofed flood competes with it for the new-source cap)
   auto warm_up =
-      sendUdp({lab_->senderNetns(), kLegit, LabNetwork::kTargetAddress, kPort, 0.2, 50, 1, 18});
+      sendUdp({net_->senderNetns(), kLegit, VethNetwork::kTargetAddress, kPort, 0.2, 50, 1, 18});
   ASSERT_TRUE(warm_up.ok()) << warm_up.error().message;
   Result<UdpSendResult> legit = Error::failure("not run");
   std::thread legit_sender([&] {
     legit =
-        sendUdp({lab_->senderNetns(), kLegit, LabNetwork::kTargetAddress, kPort, 2.5, 50, 1, 18});
+        sendUdp({net_->senderNetns(), kLegit, VethNetwork::kTargetAddress, kPort, 2.5, 50, 1, 18});
   });
   // every packet from a source never seen before: 1M sources, one packet each
-  nlohmann::json report = flood({"--dst", LabNetwork::kTargetAddress, "--src", "10.0.0.1",
+  nlohmann::json report = flood({"--dst", VethNetwork::kTargetAddress, "--src", "10.0.0.1",
                                  "--count", "1000000", "--sources", "1000000", "--rate", "500k"});
   legit_sender.join();
   usleep(200000);
@@ -141,7 +141,7 @@ TEST_F(FloodE2eTest, AMillionSpoofedSourcesGetNoMoreThanTheUntrackedLimit) {
   ASSERT_FALSE(report.is_discarded());
   ASSERT_TRUE(legit.ok());
 
-  CommandResult r = lab_->floodgate({"stats", lab_->targetInterface(), "--json"});
+  CommandResult r = net_->floodgate({"stats", net_->targetInterface(), "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const nlohmann::json stats = nlohmann::json::parse(r.out);
   uint64_t passed = 0;
@@ -178,8 +178,8 @@ TEST_F(FloodE2eTest, CtrlCReportsEveryFrameSentThoseOfTheInterruptedCallToo) {
   const std::string log = std::string(dir) + "/flood.json";
   // unpaced: every call is as long as the machine makes it, so Ctrl-C lands inside one
   auto child = ChildProcess::start(
-      {"nsenter", "--net=" + lab_->senderNetns(), FLOODGATE_BIN, "flood", lab_->senderInterface(),
-       "--json", "--dst", LabNetwork::kTargetAddress, "--duration", "30s"},
+      {"nsenter", "--net=" + net_->senderNetns(), FLOODGATE_BIN, "flood", net_->senderInterface(),
+       "--json", "--dst", VethNetwork::kTargetAddress, "--duration", "30s"},
       log);
   ASSERT_TRUE(child.ok()) << child.error().message;
   usleep(1500000);
@@ -196,8 +196,8 @@ TEST_F(FloodE2eTest, CtrlCReportsEveryFrameSentThoseOfTheInterruptedCallToo) {
 
 TEST_F(FloodE2eTest, APeerWithoutXdpIsReportedNotFloodedIntoNothing) {
   // no program and no GRO on the far end: veth takes no XDP frames there
-  CommandResult r = lab_->floodgateInSender(
-      {"flood", lab_->senderInterface(), "--dst", LabNetwork::kTargetAddress, "--count", "1000"});
+  CommandResult r = net_->floodgateInSender(
+      {"flood", net_->senderInterface(), "--dst", VethNetwork::kTargetAddress, "--count", "1000"});
   EXPECT_EQ(r.exit_code, 1) << r.out;
   EXPECT_NE(r.err.find("takes no XDP frames"), std::string::npos) << r.err;
   EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "one line: " << r.err;
@@ -206,8 +206,8 @@ TEST_F(FloodE2eTest, APeerWithoutXdpIsReportedNotFloodedIntoNothing) {
 TEST_F(FloodE2eTest, ACpuThatIsNotThereIsAUsageError) {
   attach({"--rate", "1000"});
   CommandResult r =
-      lab_->floodgateInSender({"flood", lab_->senderInterface(), "--dst",
-                               LabNetwork::kTargetAddress, "--count", "10", "--cpu", "1000"});
+      net_->floodgateInSender({"flood", net_->senderInterface(), "--dst",
+                               VethNetwork::kTargetAddress, "--count", "10", "--cpu", "1000"});
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_NE(r.err.find("--cpu 1000: not a CPU this process may run on"), std::string::npos)
       << r.err;
@@ -215,7 +215,7 @@ TEST_F(FloodE2eTest, ACpuThatIsNotThereIsAUsageError) {
 }
 
 TEST_F(FloodE2eTest, RefusesAnInterfaceThatIsNotAVeth) {
-  CommandResult r = lab_->floodgateInSender({"flood", "lo", "--dst", "127.0.0.1", "--count", "1"});
+  CommandResult r = net_->floodgateInSender({"flood", "lo", "--dst", "127.0.0.1", "--count", "1"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.out, "");
   EXPECT_EQ(r.err.rfind("floodgate: error: 'lo' is not a veth", 0), 0u) << r.err;

@@ -8,8 +8,8 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "e2e/lab_network.h"
 #include "e2e/program_clock.h"
+#include "e2e/veth_network.h"
 #include "traffic/udp_traffic.h"
 
 namespace floodgate::test {
@@ -23,20 +23,20 @@ class LimiterE2eTest : public ::testing::Test {
  protected:
   void SetUp() override {
     if (geteuid() != 0) GTEST_SKIP() << "network namespaces and XDP need root";
-    auto lab = LabNetwork::create({kFlooder, kQuiet});
-    ASSERT_TRUE(lab.ok()) << lab.error().message;
-    lab_ = std::move(*lab);
+    auto net = VethNetwork::create({kFlooder, kQuiet});
+    ASSERT_TRUE(net.ok()) << net.error().message;
+    net_ = std::move(*net);
   }
 
   void attach(const std::vector<std::string>& flags) {
-    std::vector<std::string> args = {"attach", lab_->targetInterface()};
+    std::vector<std::string> args = {"attach", net_->targetInterface()};
     args.insert(args.end(), flags.begin(), flags.end());
-    CommandResult r = lab_->floodgate(args);
+    CommandResult r = net_->floodgate(args);
     ASSERT_EQ(r.exit_code, 0) << r.err;
   }
 
   nlohmann::json stats() {
-    CommandResult r = lab_->floodgate({"stats", lab_->targetInterface(), "--json"});
+    CommandResult r = net_->floodgate({"stats", net_->targetInterface(), "--json"});
     EXPECT_EQ(r.exit_code, 0) << r.err;
     return nlohmann::json::parse(r.out);
   }
@@ -52,9 +52,9 @@ class LimiterE2eTest : public ::testing::Test {
 
   UdpSendOptions flood(const char* source, double seconds, unsigned threads, uint64_t rate = 0) {
     UdpSendOptions options;
-    options.netns = lab_->senderNetns();
+    options.netns = net_->senderNetns();
     options.source = source;
-    options.destination = LabNetwork::kTargetAddress;
+    options.destination = VethNetwork::kTargetAddress;
     options.port = kPort;
     options.seconds = seconds;
     options.threads = threads;
@@ -62,14 +62,14 @@ class LimiterE2eTest : public ::testing::Test {
     return options;
   }
 
-  std::unique_ptr<LabNetwork> lab_;
+  std::unique_ptr<VethNetwork> net_;
 };
 
 TEST_F(LimiterE2eTest, AFloodIsHeldToItsRateFromBothCpusAndAQuietSourceIsUntouched) {
   const uint64_t rate = 2000, burst = 50;
   attach({"--rate", std::to_string(rate), "--burst", std::to_string(burst)});
   UdpCounter receiver;
-  ASSERT_TRUE(receiver.start(lab_->targetNetns(), kPort).ok());
+  ASSERT_TRUE(receiver.start(net_->targetNetns(), kPort).ok());
 
   Result<UdpSendResult> quiet = Error::failure("not run");
   const uint64_t first_jiffy = programJiffies();
@@ -91,7 +91,7 @@ TEST_F(LimiterE2eTest, AFloodIsHeldToItsRateFromBothCpusAndAQuietSourceIsUntouch
   nlohmann::json s = stats();
   uint64_t passed = packets(s, "pass", "default");
   uint64_t dropped = packets(s, "drop", "rate");
-  uint64_t lost_before_xdp = lab_->senderQueueDrops();
+  uint64_t lost_before_xdp = net_->senderQueueDrops();
   // every packet sent is accounted for: passed, dropped by floodgate, or (on a busy machine)
   // dropped by the veth before XDP ever saw it; only the flooder's are dropped by floodgate
   EXPECT_EQ(passed + dropped + lost_before_xdp, flooder->sent + quiet->sent);
@@ -123,10 +123,10 @@ TEST_F(LimiterE2eTest, AFloodIsHeldToItsRateFromBothCpusAndAQuietSourceIsUntouch
 TEST_F(LimiterE2eTest, DenyAndAllowChangeALiveLimiter) {
   attach({"--rate", "100", "--burst", "10"});
   CommandResult deny =
-      lab_->floodgate({"deny", "add", lab_->targetInterface(), std::string(kFlooder)});
+      net_->floodgate({"deny", "add", net_->targetInterface(), std::string(kFlooder)});
   ASSERT_EQ(deny.exit_code, 0) << deny.err;
   CommandResult allow =
-      lab_->floodgate({"allow", "add", lab_->targetInterface(), std::string(kQuiet) + "/32"});
+      net_->floodgate({"allow", "add", net_->targetInterface(), std::string(kQuiet) + "/32"});
   ASSERT_EQ(allow.exit_code, 0) << allow.err;
   auto denied = sendUdp(flood(kFlooder, 0.3, 1, 1000));
   auto allowed = sendUdp(flood(kQuiet, 0.3, 1, 1000));
@@ -137,10 +137,10 @@ TEST_F(LimiterE2eTest, DenyAndAllowChangeALiveLimiter) {
   EXPECT_EQ(packets(s, "pass", "allow"), allowed->sent);  // far above 100 pps, all passed
   EXPECT_EQ(packets(s, "drop", "rate"), 0u);
 
-  CommandResult list = lab_->floodgate({"deny", "list", lab_->targetInterface(), "--json"});
+  CommandResult list = net_->floodgate({"deny", "list", net_->targetInterface(), "--json"});
   ASSERT_EQ(list.exit_code, 0);
   EXPECT_EQ(nlohmann::json::parse(list.out)["deny"], nlohmann::json::array({kFlooder}));
-  CommandResult del = lab_->floodgate({"deny", "del", lab_->targetInterface(), kFlooder});
+  CommandResult del = net_->floodgate({"deny", "del", net_->targetInterface(), kFlooder});
   ASSERT_EQ(del.exit_code, 0) << del.err;
   auto limited = sendUdp(flood(kFlooder, 0.3, 1, 1000));
   ASSERT_TRUE(limited.ok());
@@ -150,7 +150,7 @@ TEST_F(LimiterE2eTest, DenyAndAllowChangeALiveLimiter) {
 
 TEST_F(LimiterE2eTest, TheLimiterOutlivesTheCliAndAttachingTwiceNeedsReplace) {
   attach({"--rate", "100", "--burst", "5"});
-  CommandResult again = lab_->floodgate({"attach", lab_->targetInterface(), "--rate", "100"});
+  CommandResult again = net_->floodgate({"attach", net_->targetInterface(), "--rate", "100"});
   EXPECT_EQ(again.exit_code, 1);
   EXPECT_NE(again.err.find("--replace"), std::string::npos) << again.err;
   EXPECT_EQ(std::count(again.err.begin(), again.err.end(), '\n'), 1) << again.err;
@@ -163,37 +163,37 @@ TEST_F(LimiterE2eTest, TheLimiterOutlivesTheCliAndAttachingTwiceNeedsReplace) {
 
   // --replace swaps the program but keeps the pinned maps: the counters carry on
   CommandResult replace =
-      lab_->floodgate({"attach", lab_->targetInterface(), "--rate", "200", "--replace"});
+      net_->floodgate({"attach", net_->targetInterface(), "--rate", "200", "--replace"});
   ASSERT_EQ(replace.exit_code, 0) << replace.err;
   EXPECT_EQ(packets(stats(), "drop", "rate"), dropped_before);
 
-  CommandResult status = lab_->floodgate({"status", lab_->targetInterface(), "--json"});
+  CommandResult status = net_->floodgate({"status", net_->targetInterface(), "--json"});
   ASSERT_EQ(status.exit_code, 0) << status.err;
   auto st = nlohmann::json::parse(status.out)["interfaces"][0];
   EXPECT_EQ(st["rules"][0]["limit"]["pps"], 200);
   EXPECT_EQ(st["mode"], "native");
   EXPECT_GT(st["program_id"], 0);
 
-  CommandResult detach = lab_->floodgate({"detach", lab_->targetInterface()});
+  CommandResult detach = net_->floodgate({"detach", net_->targetInterface()});
   ASSERT_EQ(detach.exit_code, 0) << detach.err;
-  CommandResult link = lab_->inTarget({"ip", "link", "show", lab_->targetInterface()});
+  CommandResult link = net_->inTarget({"ip", "link", "show", net_->targetInterface()});
   EXPECT_EQ(link.out.find("xdp"), std::string::npos) << link.out;
-  CommandResult gone = lab_->floodgate({"stats", lab_->targetInterface()});
+  CommandResult gone = net_->floodgate({"stats", net_->targetInterface()});
   EXPECT_EQ(gone.exit_code, 1);
   EXPECT_NE(gone.err.find("not attached"), std::string::npos) << gone.err;
 }
 
 TEST_F(LimiterE2eTest, AFailedAttachLeavesNothingBehind) {
-  CommandResult missing = lab_->floodgate({"attach", "no-such-if0", "--rate", "100"});
+  CommandResult missing = net_->floodgate({"attach", "no-such-if0", "--rate", "100"});
   EXPECT_EQ(missing.exit_code, 1);
   EXPECT_NE(missing.err.find("no network interface named 'no-such-if0'"), std::string::npos);
   CommandResult bad_table =
-      lab_->floodgate({"attach", lab_->targetInterface(), "--rate", "100", "--table-size", "1000"});
+      net_->floodgate({"attach", net_->targetInterface(), "--rate", "100", "--table-size", "1000"});
   EXPECT_EQ(bad_table.exit_code, 2);
   EXPECT_NE(bad_table.err.find("power of two"), std::string::npos) << bad_table.err;
-  CommandResult link = lab_->inTarget({"ip", "link", "show", lab_->targetInterface()});
+  CommandResult link = net_->inTarget({"ip", "link", "show", net_->targetInterface()});
   EXPECT_EQ(link.out.find("xdp"), std::string::npos);
-  EXPECT_FALSE(access(("/sys/fs/bpf/floodgate/" + lab_->targetInterface()).c_str(), F_OK) == 0);
+  EXPECT_FALSE(access(("/sys/fs/bpf/floodgate/" + net_->targetInterface()).c_str(), F_OK) == 0);
 }
 
 }  // namespace
@@ -225,8 +225,8 @@ TEST_F(LimiterE2eTest, TopRanksTheFlooderFirstAndShowsTheQuietSourceUnlimited) {
   EXPECT_TRUE(flood_dropped()) << "the flood never reached floodgate";
   usleep(200000);  // and the quiet source has sent for a while
   CommandResult top =
-      lab_->floodgate({"top", lab_->targetInterface(), "--json", "--interval", "1s", "-n", "5"});
-  CommandResult text = lab_->floodgate({"top", lab_->targetInterface(), "--interval", "500ms"});
+      net_->floodgate({"top", net_->targetInterface(), "--json", "--interval", "1s", "-n", "5"});
+  CommandResult text = net_->floodgate({"top", net_->targetInterface(), "--interval", "500ms"});
   done = true;
   quiet_sender.join();
   flood_sender.join();
@@ -247,7 +247,7 @@ TEST_F(LimiterE2eTest, TopRanksTheFlooderFirstAndShowsTheQuietSourceUnlimited) {
   ASSERT_EQ(text.exit_code, 0) << text.err;
   EXPECT_NE(text.out.find("SOURCE"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find(std::string(kFlooder) + " "), std::string::npos) << text.out;
-  CommandResult bad = lab_->floodgate({"top", lab_->targetInterface(), "--interval", "5ms"});
+  CommandResult bad = net_->floodgate({"top", net_->targetInterface(), "--interval", "5ms"});
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_NE(bad.err.find("--interval must be a duration from 100ms to 60s"), std::string::npos)
       << bad.err;

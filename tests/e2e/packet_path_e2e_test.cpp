@@ -14,8 +14,8 @@
 #include <nlohmann/json.hpp>
 
 #include "common/packet_builder.h"
-#include "e2e/lab_network.h"
 #include "e2e/raw_frames.h"
+#include "e2e/veth_network.h"
 
 namespace floodgate::test {
 namespace {
@@ -30,7 +30,7 @@ constexpr const char* kInnocentV6 = "2001:db8:900d::1";
 // frame, a frame cut just after the addresses, a later fragment, and a first fragment too
 // short to hold the TCP flags.
 std::vector<std::vector<uint8_t>> oddIpv4From(const std::string& source) {
-  auto udp = PacketBuilder().eth().ipv4(source, LabNetwork::kTargetAddress).udp(53).payload(8);
+  auto udp = PacketBuilder().eth().ipv4(source, VethNetwork::kTargetAddress).udp(53).payload(8);
   std::vector<std::vector<uint8_t>> out;
   auto bad_ihl = udp.build();
   bad_ihl[14] = 0x43;
@@ -41,14 +41,14 @@ std::vector<std::vector<uint8_t>> oddIpv4From(const std::string& source) {
   out.push_back(udp.build(14 + 20));
   out.push_back(PacketBuilder()
                     .eth()
-                    .ipv4(source, LabNetwork::kTargetAddress)
+                    .ipv4(source, VethNetwork::kTargetAddress)
                     .ipv4Fragment(9, false)
                     .udp(53)
                     .payload(64)
                     .build());
   auto tiny_syn = PacketBuilder()
                       .eth()
-                      .ipv4(source, LabNetwork::kTargetAddress)
+                      .ipv4(source, VethNetwork::kTargetAddress)
                       .ipv4Fragment(0, true)
                       .tcp(80, 0x02)
                       .build();
@@ -82,9 +82,9 @@ class PacketPathE2eTest : public ::testing::Test {
  protected:
   void SetUp() override {
     if (geteuid() != 0) GTEST_SKIP() << "network namespaces and XDP need root";
-    auto lab = LabNetwork::create({});
-    ASSERT_TRUE(lab.ok()) << lab.error().message;
-    lab_ = std::move(*lab);
+    auto net = VethNetwork::create({});
+    ASSERT_TRUE(net.ok()) << net.error().message;
+    net_ = std::move(*net);
     char dir[] = "/tmp/fg-packet-path-XXXXXX";
     ASSERT_NE(mkdtemp(dir), nullptr);
     dir_ = dir;
@@ -99,10 +99,10 @@ class PacketPathE2eTest : public ::testing::Test {
     return path;
   }
 
-  CommandResult run(const std::vector<std::string>& args) { return lab_->floodgate(args); }
+  CommandResult run(const std::vector<std::string>& args) { return net_->floodgate(args); }
 
   nlohmann::json stats() {
-    CommandResult r = run({"stats", lab_->targetInterface(), "--json"});
+    CommandResult r = run({"stats", net_->targetInterface(), "--json"});
     EXPECT_EQ(r.exit_code, 0) << r.err;
     return nlohmann::json::parse(r.out, nullptr, false);
   }
@@ -119,7 +119,7 @@ class PacketPathE2eTest : public ::testing::Test {
     return sum;
   }
 
-  std::unique_ptr<LabNetwork> lab_;
+  std::unique_ptr<VethNetwork> net_;
   std::string dir_;
 };
 
@@ -131,9 +131,9 @@ TEST_F(PacketPathE2eTest, DeniedAndBannedSourcesStayOutWhateverTheFrameHoldsOrLa
                          "deny: [" + kDeniedV4 +
                          ", \"2001:db8:bad::/48\"]\n"
                          "rules:\n  - name: per-source\n    limit: {pps: 1000, burst: 1000}\n");
-  CommandResult attached = run({"attach", lab_->targetInterface(), "--config", config});
+  CommandResult attached = run({"attach", net_->targetInterface(), "--config", config});
   ASSERT_EQ(attached.exit_code, 0) << attached.err;
-  CommandResult banned = run({"ban", "add", lab_->targetInterface(), kBannedV4, "--for", "10m"});
+  CommandResult banned = run({"ban", "add", net_->targetInterface(), kBannedV4, "--for", "10m"});
   ASSERT_EQ(banned.exit_code, 0) << banned.err;
 
   std::vector<std::vector<uint8_t>> frames;
@@ -145,7 +145,7 @@ TEST_F(PacketPathE2eTest, DeniedAndBannedSourcesStayOutWhateverTheFrameHoldsOrLa
     auto odd = oddIpv6From(source);
     frames.insert(frames.end(), odd.begin(), odd.end());
   }
-  auto sent = sendFrames(lab_->senderNetns(), lab_->senderInterface(), frames);
+  auto sent = sendFrames(net_->senderNetns(), net_->senderInterface(), frames);
   ASSERT_TRUE(sent.ok()) << sent.error().message;
   ASSERT_EQ(*sent, frames.size());
 
@@ -163,21 +163,21 @@ TEST_F(PacketPathE2eTest, DeniedAndBannedSourcesStayOutWhateverTheFrameHoldsOrLa
 }
 
 TEST_F(PacketPathE2eTest, ABanLastsAsLongAsAskedAndNoLonger) {
-  ASSERT_EQ(run({"attach", lab_->targetInterface(), "--rate", "1000"}).exit_code, 0);
-  CommandResult two_days = run({"ban", "add", lab_->targetInterface(), kBannedV4, "--for", "2d"});
+  ASSERT_EQ(run({"attach", net_->targetInterface(), "--rate", "1000"}).exit_code, 0);
+  CommandResult two_days = run({"ban", "add", net_->targetInterface(), kBannedV4, "--for", "2d"});
   ASSERT_EQ(two_days.exit_code, 0) << two_days.err;
   EXPECT_EQ(two_days.out,
-            std::string("banned ") + kBannedV4 + " on " + lab_->targetInterface() + " for 2d\n");
-  CommandResult list = run({"ban", "list", lab_->targetInterface(), "--json"});
+            std::string("banned ") + kBannedV4 + " on " + net_->targetInterface() + " for 2d\n");
+  CommandResult list = run({"ban", "list", net_->targetInterface(), "--json"});
   ASSERT_EQ(list.exit_code, 0) << list.err;
   nlohmann::json bans = nlohmann::json::parse(list.out)["bans"];
   ASSERT_EQ(bans.size(), 1u) << list.out;
   EXPECT_GT(bans[0]["seconds_left"].get<double>(), 2 * 86400 - 60);
   EXPECT_LE(bans[0]["seconds_left"].get<double>(), 2 * 86400 + 1);
-  auto sent = sendFrames(lab_->senderNetns(), lab_->senderInterface(),
+  auto sent = sendFrames(net_->senderNetns(), net_->senderInterface(),
                          {PacketBuilder()
                               .eth()
-                              .ipv4(kBannedV4, LabNetwork::kTargetAddress)
+                              .ipv4(kBannedV4, VethNetwork::kTargetAddress)
                               .udp(53)
                               .payload(18)
                               .build()});
@@ -190,14 +190,14 @@ TEST_F(PacketPathE2eTest, ABanLastsAsLongAsAskedAndNoLonger) {
   EXPECT_EQ(counted(after, "drop", "ban"), 1u) << "banned for 2d means banned now";
 
   CommandResult too_long =
-      run({"ban", "add", lab_->targetInterface(), kInnocentV4, "--for", "31d"});
+      run({"ban", "add", net_->targetInterface(), kInnocentV4, "--for", "31d"});
   EXPECT_EQ(too_long.exit_code, 2);
   EXPECT_NE(too_long.err.find("--for is at most 30d"), std::string::npos) << too_long.err;
   EXPECT_EQ(too_long.err.find('\n'), too_long.err.size() - 1) << "one line: " << too_long.err;
 }
 
 TEST_F(PacketPathE2eTest, AnInterfaceNameThatIsNotOneChangesNothing) {
-  ASSERT_EQ(run({"attach", lab_->targetInterface(), "--rate", "1000"}).exit_code, 0);
+  ASSERT_EQ(run({"attach", net_->targetInterface(), "--rate", "1000"}).exit_code, 0);
   for (const std::string& name :
        {std::string(".."), std::string(""), std::string("."), std::string("a/b"),
         std::string("../../fs/bpf"), std::string("eth0\x01"), std::string("sixteen-chars-xx")}) {
@@ -213,21 +213,21 @@ TEST_F(PacketPathE2eTest, AnInterfaceNameThatIsNotOneChangesNothing) {
     }
   }
   // the limiter and the pin root are untouched
-  EXPECT_TRUE(std::filesystem::exists("/sys/fs/bpf/floodgate/" + lab_->targetInterface()));
-  EXPECT_EQ(run({"stats", lab_->targetInterface()}).exit_code, 0);
+  EXPECT_TRUE(std::filesystem::exists("/sys/fs/bpf/floodgate/" + net_->targetInterface()));
+  EXPECT_EQ(run({"stats", net_->targetInterface()}).exit_code, 0);
 }
 
 TEST_F(PacketPathE2eTest, AListThatIsAFifoOrHugeIsRefusedAndTheRunningRulesStay) {
   const std::string good =
       write("good.yaml", "rules:\n  - name: kept\n    limit: {pps: 100, burst: 10}\n");
-  ASSERT_EQ(run({"attach", lab_->targetInterface(), "--config", good}).exit_code, 0);
+  ASSERT_EQ(run({"attach", net_->targetInterface(), "--config", good}).exit_code, 0);
   const std::string fifo = dir_ + "/deny.fifo";
   ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
   const std::string bad =
       write("bad.yaml",
             "deny:\n  - file: " + fifo + "\nrules:\n  - name: changed\n    limit: {pps: 5}\n");
   const auto start = std::chrono::steady_clock::now();
-  CommandResult r = run({"reload", lab_->targetInterface(), "--config", bad});
+  CommandResult r = run({"reload", net_->targetInterface(), "--config", bad});
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20)) << "no hang";
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_NE(r.err.find("not a regular file (a FIFO)"), std::string::npos) << r.err;
@@ -237,27 +237,27 @@ TEST_F(PacketPathE2eTest, AListThatIsAFifoOrHugeIsRefusedAndTheRunningRulesStay)
 }
 
 TEST_F(PacketPathE2eTest, ASecondWriterWaitsThenGivesUpWithOneLine) {
-  ASSERT_EQ(run({"attach", lab_->targetInterface(), "--rate", "1000"}).exit_code, 0);
+  ASSERT_EQ(run({"attach", net_->targetInterface(), "--rate", "1000"}).exit_code, 0);
   // this test is the first writer: it holds the pin directory's lock
-  const std::string pins = "/sys/fs/bpf/floodgate/" + lab_->targetInterface();
+  const std::string pins = "/sys/fs/bpf/floodgate/" + net_->targetInterface();
   int fd = open(pins.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   ASSERT_GE(fd, 0);
   ASSERT_EQ(flock(fd, LOCK_EX), 0);
   const auto start = std::chrono::steady_clock::now();
-  CommandResult waited = run({"ban", "add", lab_->targetInterface(), kBannedV4, "--for", "1m"});
+  CommandResult waited = run({"ban", "add", net_->targetInterface(), kBannedV4, "--for", "1m"});
   const auto waited_for = std::chrono::steady_clock::now() - start;
   EXPECT_EQ(waited.exit_code, 1) << waited.err;
   EXPECT_NE(waited.err.find("another floodgate has been changing"), std::string::npos)
       << waited.err;
   EXPECT_EQ(waited.err.find('\n'), waited.err.size() - 1) << "one line: " << waited.err;
   EXPECT_GE(waited_for, std::chrono::seconds(3)) << "it waited for the first writer";
-  CommandResult set = run({"set", lab_->targetInterface(), "default", "--pps", "5"});
+  CommandResult set = run({"set", net_->targetInterface(), "default", "--pps", "5"});
   EXPECT_EQ(set.exit_code, 1) << set.err;
   // readers are never held up
-  EXPECT_EQ(run({"ban", "list", lab_->targetInterface()}).exit_code, 0);
+  EXPECT_EQ(run({"ban", "list", net_->targetInterface()}).exit_code, 0);
   flock(fd, LOCK_UN);
   close(fd);
-  CommandResult after = run({"ban", "add", lab_->targetInterface(), kBannedV4, "--for", "1m"});
+  CommandResult after = run({"ban", "add", net_->targetInterface(), kBannedV4, "--for", "1m"});
   EXPECT_EQ(after.exit_code, 0) << after.err;
 }
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // Sends frames exactly as built (crafted headers, cut short, any source) out of an
-// interface in a network namespace, through a packet socket: the lab's way to put odd
+// interface in a network namespace, through a packet socket: the way to put odd
 // frames in front of the limiter on the far end of its veth.
 #pragma once
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // README.md's command examples, read from the README at run time and run in order against
-// a veth lab with eth0 swapped for the lab's interface: each must exit as the README says.
+// a veth network with eth0 swapped for its interface: each must exit as the README says.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "e2e/lab_network.h"
+#include "e2e/veth_network.h"
 
 #ifndef FLOODGATE_README
 #error "FLOODGATE_README must name README.md"
@@ -25,7 +25,7 @@ namespace {
 const std::vector<std::string> kSections = {"Protecting a real interface",
                                             "Rules from a config file"};
 
-// Commands of those sections the lab cannot run, as the README writes them (after the
+// Commands of those sections the veth network cannot run, as the README writes them (after the
 // comment is cut), each with why. Empty today: every example runs. Keep it that way.
 struct Skipped {
   std::string command;
@@ -33,7 +33,7 @@ struct Skipped {
 };
 const std::vector<Skipped> kSkipped = {};
 
-// The README's interface, swapped for the lab's.
+// The README's interface, swapped for the veth network's.
 constexpr const char* kReadmeInterface = "eth0";
 
 struct Example {
@@ -92,21 +92,21 @@ class ReadmeE2eTest : public ::testing::Test {
  protected:
   void SetUp() override {
     if (geteuid() != 0) GTEST_SKIP() << "network namespaces and XDP need root";
-    auto lab = LabNetwork::create({"198.18.0.2"});
-    ASSERT_TRUE(lab.ok()) << lab.error().message;
-    lab_ = std::move(*lab);
+    auto net = VethNetwork::create({"198.18.0.2"});
+    ASSERT_TRUE(net.ok()) << net.error().message;
+    net_ = std::move(*net);
     char dir[] = "/tmp/fg-readme-XXXXXX";
     ASSERT_NE(mkdtemp(dir), nullptr);
     dir_ = dir;
   }
   void TearDown() override {
-    if (lab_) lab_->floodgate({"detach", lab_->targetInterface()});
+    if (net_) net_->floodgate({"detach", net_->targetInterface()});
     if (!dir_.empty()) std::filesystem::remove_all(dir_);
   }
 
   // A config the README names (relative to the repository), copied under the temp dir with
-  // the README's interface swapped for the lab's; other files the copy names come along.
-  std::string labConfig(const std::string& relative) {
+  // the README's interface swapped for the veth network's; other files the copy names come along.
+  std::string netConfig(const std::string& relative) {
     const std::filesystem::path source = std::filesystem::path(FLOODGATE_SOURCE_DIR) / relative;
     const std::filesystem::path copy = std::filesystem::path(dir_) / relative;
     if (!std::filesystem::exists(copy)) {
@@ -120,25 +120,25 @@ class ReadmeE2eTest : public ::testing::Test {
       std::string yaml = text.str();
       for (size_t at = yaml.find(kReadmeInterface); at != std::string::npos;
            at = yaml.find(kReadmeInterface, at)) {
-        yaml.replace(at, std::string(kReadmeInterface).size(), lab_->targetInterface());
-        at += lab_->targetInterface().size();
+        yaml.replace(at, std::string(kReadmeInterface).size(), net_->targetInterface());
+        at += net_->targetInterface().size();
       }
       std::ofstream(copy, std::ios::trunc) << yaml;
     }
     return copy.string();
   }
 
-  // The README's command as the lab runs it: interface and config paths swapped.
-  std::vector<std::string> labArgs(const std::vector<std::string>& argv) {
+  // The README's command as the veth network runs it: interface and config paths swapped.
+  std::vector<std::string> netArgs(const std::vector<std::string>& argv) {
     std::vector<std::string> args(argv.begin() + 1, argv.end());
     for (std::string& arg : args) {
-      if (arg == kReadmeInterface) arg = lab_->targetInterface();
-      if (arg.starts_with("config/") && arg.ends_with(".yaml")) arg = labConfig(arg);
+      if (arg == kReadmeInterface) arg = net_->targetInterface();
+      if (arg.starts_with("config/") && arg.ends_with(".yaml")) arg = netConfig(arg);
     }
     return args;
   }
 
-  std::unique_ptr<LabNetwork> lab_;
+  std::unique_ptr<VethNetwork> net_;
   std::string dir_;
 };
 
@@ -166,7 +166,7 @@ TEST_F(ReadmeE2eTest, EveryCommandOfTheInterfaceAndConfigSectionsExitsAsTheReadm
     ASSERT_EQ(argv.front(), "floodgate") << "only floodgate commands can run here; add the "
                                             "command to kSkipped with the reason";
     std::cout << "README.md:" << example.line << ": " << example.command << "\n";
-    CommandResult run = lab_->floodgate(labArgs(argv));
+    CommandResult run = net_->floodgate(netArgs(argv));
     // Every example of these sections is one the README expects to succeed.
     EXPECT_EQ(run.exit_code, 0) << "stdout: " << run.out << "\nstderr: " << run.err;
   }

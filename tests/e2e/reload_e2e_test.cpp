@@ -10,8 +10,8 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "e2e/lab_network.h"
 #include "e2e/program_clock.h"
+#include "e2e/veth_network.h"
 #include "traffic/udp_traffic.h"
 
 namespace floodgate::test {
@@ -22,17 +22,18 @@ constexpr const char* kQuiet = "198.18.0.3";
 constexpr uint16_t kPort = 9999;
 
 std::string ruleYaml(const std::string& name, uint64_t pps, uint64_t burst) {
-  return "  - name: " + name + "\n    match: {protocol: udp}\n    limit: {pps: " +
-         std::to_string(pps) + ", burst: " + std::to_string(burst) + "}\n";
+  return "  - name: " + name +
+         "\n    match: {protocol: udp}\n    limit: {pps: " + std::to_string(pps) +
+         ", burst: " + std::to_string(burst) + "}\n";
 }
 
 class ReloadE2eTest : public ::testing::Test {
  protected:
   void SetUp() override {
     if (geteuid() != 0) GTEST_SKIP() << "network namespaces and XDP need root";
-    auto lab = LabNetwork::create({kFlooder, kQuiet});
-    ASSERT_TRUE(lab.ok()) << lab.error().message;
-    lab_ = std::move(*lab);
+    auto net = VethNetwork::create({kFlooder, kQuiet});
+    ASSERT_TRUE(net.ok()) << net.error().message;
+    net_ = std::move(*net);
     char dir[] = "/tmp/fg-reload-XXXXXX";
     ASSERT_NE(mkdtemp(dir), nullptr);
     dir_ = dir;
@@ -47,10 +48,10 @@ class ReloadE2eTest : public ::testing::Test {
     return path;
   }
 
-  CommandResult run(const std::vector<std::string>& args) { return lab_->floodgate(args); }
+  CommandResult run(const std::vector<std::string>& args) { return net_->floodgate(args); }
 
   uint64_t packets(const std::string& verdict, const std::string& reason) {
-    CommandResult r = run({"stats", lab_->targetInterface(), "--json"});
+    CommandResult r = run({"stats", net_->targetInterface(), "--json"});
     EXPECT_EQ(r.exit_code, 0) << r.err;
     nlohmann::json stats = nlohmann::json::parse(r.out);
     for (const auto& row : stats["counters"]) {
@@ -61,7 +62,7 @@ class ReloadE2eTest : public ::testing::Test {
 
   // Every packet floodgate counted, whatever its verdict.
   uint64_t countedPackets() {
-    CommandResult r = run({"stats", lab_->targetInterface(), "--json"});
+    CommandResult r = run({"stats", net_->targetInterface(), "--json"});
     uint64_t all = 0;
     for (const auto& row : nlohmann::json::parse(r.out)["counters"])
       all += row["packets"].get<uint64_t>();
@@ -69,10 +70,17 @@ class ReloadE2eTest : public ::testing::Test {
   }
 
   UdpSendOptions traffic(const char* source, double seconds, unsigned threads, uint64_t rate) {
-    return {lab_->senderNetns(), source, LabNetwork::kTargetAddress, kPort, seconds, rate, threads, 18};
+    return {net_->senderNetns(),
+            source,
+            VethNetwork::kTargetAddress,
+            kPort,
+            seconds,
+            rate,
+            threads,
+            18};
   }
 
-  std::unique_ptr<LabNetwork> lab_;
+  std::unique_ptr<VethNetwork> net_;
   std::string dir_;
 };
 
@@ -81,11 +89,11 @@ TEST_F(ReloadE2eTest, ReloadsUnderTrafficDropNothingUnderTheLimitAndResetNoBucke
   std::string first = writeConfig("first.yaml", ruleYaml("per-source", rate, burst));
   std::string second = writeConfig(
       "second.yaml", ruleYaml("per-source", rate, burst) + ruleYaml("extra", 100000, 100000));
-  CommandResult attach = run({"attach", lab_->targetInterface(), "--config", first});
+  CommandResult attach = run({"attach", net_->targetInterface(), "--config", first});
   ASSERT_EQ(attach.exit_code, 0) << attach.err;
 
   UdpCounter receiver;
-  ASSERT_TRUE(receiver.start(lab_->targetNetns(), kPort).ok());
+  ASSERT_TRUE(receiver.start(net_->targetNetns(), kPort).ok());
   Result<UdpSendResult> quiet = Error::failure("not run");
   Result<UdpSendResult> flood = Error::failure("not run");
   const uint64_t first_jiffy = programJiffies();
@@ -96,7 +104,7 @@ TEST_F(ReloadE2eTest, ReloadsUnderTrafficDropNothingUnderTheLimitAndResetNoBucke
   int reloads = 0;
   for (int i = 0; i < 4; ++i) {
     usleep(400000);
-    CommandResult r = run({"reload", lab_->targetInterface(), "--config", i % 2 ? first : second});
+    CommandResult r = run({"reload", net_->targetInterface(), "--config", i % 2 ? first : second});
     EXPECT_EQ(r.exit_code, 0) << r.err;
     reloads += r.exit_code == 0;
   }
@@ -109,8 +117,9 @@ TEST_F(ReloadE2eTest, ReloadsUnderTrafficDropNothingUnderTheLimitAndResetNoBucke
 
   // a source under its limit loses nothing to floodgate; a busy machine's veth queue may
   // drop a few before XDP, and those are counted on the sending side
-  uint64_t lost_before_xdp = lab_->senderQueueDrops();
-  EXPECT_GE(received[kQuiet] + lost_before_xdp, quiet->sent) << "a source under its limit lost packets";
+  uint64_t lost_before_xdp = net_->senderQueueDrops();
+  EXPECT_GE(received[kQuiet] + lost_before_xdp, quiet->sent)
+      << "a source under its limit lost packets";
   EXPECT_EQ(packets("drop", "rate") + packets("pass", "default") + lost_before_xdp,
             flood->sent + quiet->sent);
   uint64_t flooder_passed = packets("pass", "default") - quiet->sent;
@@ -128,9 +137,10 @@ TEST_F(ReloadE2eTest, ReloadsUnderTrafficDropNothingUnderTheLimitAndResetNoBucke
 
 TEST_F(ReloadE2eTest, AnInvalidReloadSaysWhereAndLeavesTheOldRulesEnforcing) {
   std::string good = writeConfig("good.yaml", ruleYaml("per-source", 100, 10));
-  std::string bad = writeConfig("bad.yaml", "  - name: per-source\n    limit: {pps: 5k, brust: 3}\n");
-  ASSERT_EQ(run({"attach", lab_->targetInterface(), "--config", good}).exit_code, 0);
-  CommandResult r = run({"reload", lab_->targetInterface(), "--config", bad});
+  std::string bad =
+      writeConfig("bad.yaml", "  - name: per-source\n    limit: {pps: 5k, brust: 3}\n");
+  ASSERT_EQ(run({"attach", net_->targetInterface(), "--config", good}).exit_code, 0);
+  CommandResult r = run({"reload", net_->targetInterface(), "--config", bad});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find(bad + ":3:"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("brust"), std::string::npos) << r.err;
@@ -147,19 +157,20 @@ TEST_F(ReloadE2eTest, AnInvalidReloadSaysWhereAndLeavesTheOldRulesEnforcing) {
 
 TEST_F(ReloadE2eTest, SetAndBanTakeEffectAtOnce) {
   std::string config = writeConfig("config.yaml", ruleYaml("per-source", 100, 10));
-  ASSERT_EQ(run({"attach", lab_->targetInterface(), "--config", config}).exit_code, 0);
+  ASSERT_EQ(run({"attach", net_->targetInterface(), "--config", config}).exit_code, 0);
   auto slow = sendUdp(traffic(kFlooder, 0.5, 1, 4000));
   ASSERT_TRUE(slow.ok());
   // every packet of the slow phase counted before the fast one starts
   for (int i = 0;
        i < 100 &&
-       packets("pass", "default") + packets("drop", "rate") + lab_->senderQueueDrops() < slow->sent;
+       packets("pass", "default") + packets("drop", "rate") + net_->senderQueueDrops() < slow->sent;
        ++i) {
     usleep(10000);
   }
   uint64_t before = packets("pass", "default");
 
-  CommandResult set = run({"set", lab_->targetInterface(), "per-source", "--pps", "3000", "--burst", "100"});
+  CommandResult set =
+      run({"set", net_->targetInterface(), "per-source", "--pps", "3000", "--burst", "100"});
   ASSERT_EQ(set.exit_code, 0) << set.err;
   const uint64_t first_jiffy = programJiffies();
   UdpSendOptions fast_options = traffic(kFlooder, 0.5, 1, 4000);
@@ -173,19 +184,19 @@ TEST_F(ReloadE2eTest, SetAndBanTakeEffectAtOnce) {
       << "passed " << after << "; the sender was idle " << fast->idle_s << " s";
   EXPECT_LE(static_cast<double>(after), 100 + 3000 * programSeconds(first_jiffy, last_jiffy) + 1);
 
-  CommandResult ban = run({"ban", "add", lab_->targetInterface(), kQuiet, "--for", "10m"});
+  CommandResult ban = run({"ban", "add", net_->targetInterface(), kQuiet, "--for", "10m"});
   ASSERT_EQ(ban.exit_code, 0) << ban.err;
   auto banned = sendUdp(traffic(kQuiet, 0.2, 1, 500));
   ASSERT_TRUE(banned.ok());
   usleep(100000);
   EXPECT_EQ(packets("drop", "ban"), banned->sent);
-  CommandResult list = run({"ban", "list", lab_->targetInterface(), "--json"});
+  CommandResult list = run({"ban", "list", net_->targetInterface(), "--json"});
   ASSERT_EQ(list.exit_code, 0) << list.err;
   auto bans = nlohmann::json::parse(list.out)["bans"];
   ASSERT_EQ(bans.size(), 1u);
   EXPECT_EQ(bans[0]["cidr"], kQuiet);
   EXPECT_GT(bans[0]["seconds_left"].get<double>(), 590);
-  ASSERT_EQ(run({"ban", "del", lab_->targetInterface(), kQuiet}).exit_code, 0);
+  ASSERT_EQ(run({"ban", "del", net_->targetInterface(), kQuiet}).exit_code, 0);
   auto free = sendUdp(traffic(kQuiet, 0.2, 1, 50));
   ASSERT_TRUE(free.ok());
   usleep(100000);

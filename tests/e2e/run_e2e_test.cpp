@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// End to end, `floodgate run`: started in the lab's target namespace, it attaches the
+// End to end, `floodgate run`: started in the veth network's target namespace, it attaches the
 // config's interface, counts a flood that /metrics shows, promtool accepts and a real
 // prometheus reads back; reloads on SIGHUP and on an edited file (an invalid one changes
 // nothing and is counted); detaches on SIGTERM, or with --keep-attached leaves the limiter
@@ -17,8 +17,8 @@
 #include <sstream>
 
 #include "e2e/child_process.h"
-#include "e2e/lab_network.h"
 #include "e2e/netns_http.h"
+#include "e2e/veth_network.h"
 #include "traffic/udp_traffic.h"
 
 namespace floodgate::test {
@@ -54,9 +54,9 @@ class RunE2eTest : public ::testing::Test {
       if (!haveProgram(tool))
         GTEST_SKIP() << tool << " is not installed (Debian: util-linux, prometheus)";
     }
-    auto lab = LabNetwork::create({kFlooder});
-    ASSERT_TRUE(lab.ok()) << lab.error().message;
-    lab_ = std::move(*lab);
+    auto net = VethNetwork::create({kFlooder});
+    ASSERT_TRUE(net.ok()) << net.error().message;
+    net_ = std::move(*net);
     char dir[] = "/tmp/fg-run-XXXXXX";
     ASSERT_NE(mkdtemp(dir), nullptr);
     dir_ = dir;
@@ -70,7 +70,7 @@ class RunE2eTest : public ::testing::Test {
   }
 
   void writeConfig(const std::string& path, uint64_t pps, uint64_t burst) {
-    std::ofstream(path) << "interfaces:\n  - name: " << lab_->targetInterface()
+    std::ofstream(path) << "interfaces:\n  - name: " << net_->targetInterface()
                         << "\nrules:\n  - name: per-source\n    match: {protocol: udp}\n"
                         << "    limit: {pps: " << pps << ", burst: " << burst << "}\n";
   }
@@ -84,7 +84,7 @@ class RunE2eTest : public ::testing::Test {
   // `healthz_status` (200: ok).
   void startDaemon(const std::vector<std::string>& extra = {}, int healthz_status = 200) {
     std::vector<std::string> argv = {
-        "nsenter",          "--net=" + lab_->targetNetns(),
+        "nsenter",          "--net=" + net_->targetNetns(),
         FLOODGATE_BIN,      "run",
         "--config",         config_,
         "--metrics-listen", "127.0.0.1:" + std::to_string(kMetricsPort)};
@@ -93,7 +93,7 @@ class RunE2eTest : public ::testing::Test {
     ASSERT_TRUE(child.ok()) << child.error().message;
     daemon_ = std::move(*child);
     for (int i = 0; i < 100; ++i) {
-      if (httpGetIn(lab_->targetNetns(), kMetricsPort, "/healthz").status == healthz_status) {
+      if (httpGetIn(net_->targetNetns(), kMetricsPort, "/healthz").status == healthz_status) {
         return;
       }
       usleep(50000);
@@ -103,14 +103,14 @@ class RunE2eTest : public ::testing::Test {
   }
 
   std::string scrape() {
-    HttpReply reply = httpGetIn(lab_->targetNetns(), kMetricsPort, "/metrics");
+    HttpReply reply = httpGetIn(net_->targetNetns(), kMetricsPort, "/metrics");
     EXPECT_EQ(reply.status, 200) << daemon_.log();
     EXPECT_EQ(reply.content_type.rfind("text/plain; version=0.0.4", 0), 0u) << reply.content_type;
     return reply.body;
   }
   double metric(const std::string& series) { return sampleValue(scrape(), series); }
   std::string packets(const char* verdict, const char* reason) {
-    return "floodgate_packets_total{interface=\"" + lab_->targetInterface() + "\",verdict=\"" +
+    return "floodgate_packets_total{interface=\"" + net_->targetInterface() + "\",verdict=\"" +
            verdict + "\",reason=\"" + reason + "\"}";
   }
 
@@ -128,35 +128,35 @@ class RunE2eTest : public ::testing::Test {
 
   uint64_t flood(double seconds, uint64_t rate) {
     auto sent = sendUdp(
-        {lab_->senderNetns(), kFlooder, LabNetwork::kTargetAddress, kPort, seconds, rate, 1, 18});
+        {net_->senderNetns(), kFlooder, VethNetwork::kTargetAddress, kPort, seconds, rate, 1, 18});
     EXPECT_TRUE(sent.ok()) << (sent.ok() ? "" : sent.error().message);
     usleep(100000);
     return sent.ok() ? sent->sent : 0;
   }
 
-  bool attached() { return lab_->floodgate({"stats", lab_->targetInterface()}).exit_code == 0; }
+  bool attached() { return net_->floodgate({"stats", net_->targetInterface()}).exit_code == 0; }
 
-  std::unique_ptr<LabNetwork> lab_;
+  std::unique_ptr<VethNetwork> net_;
   std::string dir_, config_;
   int starts_ = 0;
-  // Declared after lab_: destroyed first, so every child is gone before the namespaces.
+  // Declared after net_: destroyed first, so every child is gone before the namespaces.
   ChildProcess daemon_, prometheus_;
 };
 
 TEST_F(RunE2eTest, AFloodShowsInMetricsThatPromtoolAcceptsAndPrometheusReadsBack) {
   startDaemon();
-  EXPECT_EQ(httpGetIn(lab_->targetNetns(), kMetricsPort, "/healthz").body, "ok\n");
+  EXPECT_EQ(httpGetIn(net_->targetNetns(), kMetricsPort, "/healthz").body, "ok\n");
   flood(0.5, 5000);
   std::string text = scrape();
   double dropped = sampleValue(text, packets("drop", "rate"));
   EXPECT_GT(dropped, 1000) << text;
   EXPECT_EQ(
-      sampleValue(text, "floodgate_rule_packets_total{interface=\"" + lab_->targetInterface() +
+      sampleValue(text, "floodgate_rule_packets_total{interface=\"" + net_->targetInterface() +
                             "\",rule=\"per-source\",verdict=\"drop\"}"),
       dropped);
   EXPECT_EQ(sampleValue(text, "floodgate_config_generation"), 1);
   EXPECT_EQ(sampleValue(text, packets("monitor", "fragment")), 0) << "every series, zeros too";
-  EXPECT_GE(sampleValue(text, "floodgate_tracked_sources{interface=\"" + lab_->targetInterface() +
+  EXPECT_GE(sampleValue(text, "floodgate_tracked_sources{interface=\"" + net_->targetInterface() +
                                   "\",family=\"ipv4\"}"),
             0);
 
@@ -170,7 +170,7 @@ TEST_F(RunE2eTest, AFloodShowsInMetricsThatPromtoolAcceptsAndPrometheusReadsBack
       << "scrape_configs:\n  - job_name: floodgate\n    static_configs:\n"
       << "      - targets: ['127.0.0.1:" << kMetricsPort << "']\n";
   auto prometheus = ChildProcess::start(
-      {"nsenter", "--net=" + lab_->targetNetns(), "prometheus",
+      {"nsenter", "--net=" + net_->targetNetns(), "prometheus",
        "--config.file=" + dir_ + "/prometheus.yml", "--storage.tsdb.path=" + dir_ + "/tsdb",
        "--web.listen-address=127.0.0.1:" + std::to_string(kPrometheusPort)},
       dir_ + "/prometheus.log");
@@ -181,13 +181,13 @@ TEST_F(RunE2eTest, AFloodShowsInMetricsThatPromtoolAcceptsAndPrometheusReadsBack
   double seen = -1;
   std::string last;
   for (int i = 0; i < 60 && seen < dropped; ++i) {  // 30 s at most
-    HttpReply reply = httpGetIn(lab_->targetNetns(), kPrometheusPort, query);
+    HttpReply reply = httpGetIn(net_->targetNetns(), kPrometheusPort, query);
     last = reply.body;
     if (reply.status == 200) {
       auto json = nlohmann::json::parse(reply.body, nullptr, false);
       if (!json.is_discarded() && json["status"] == "success") {
         for (const auto& r : json["data"]["result"]) {
-          if (r["metric"]["interface"] == lab_->targetInterface()) {
+          if (r["metric"]["interface"] == net_->targetInterface()) {
             seen = std::stod(r["value"][1].get<std::string>());
           }
         }
@@ -215,9 +215,9 @@ TEST_F(RunE2eTest, AFloodingSourceIsLoggedOnceAndCountedAsAnEvent) {
   usleep(1200000);
   flood(0.5, 2000);
   const std::string series =
-      "floodgate_events_total{interface=\"" + lab_->targetInterface() + "\",event=\"limited\"}";
+      "floodgate_events_total{interface=\"" + net_->targetInterface() + "\",event=\"limited\"}";
   EXPECT_EQ(waitFor(series, [](double v) { return v >= 2; }), 2) << daemon_.log();
-  const std::string line = "event=limited interface=" + lab_->targetInterface() +
+  const std::string line = "event=limited interface=" + net_->targetInterface() +
                            " source=" + kFlooder + " rule=per-source";
   EXPECT_EQ(linesWith(daemon_.log(), line), 1u) << daemon_.log();
   EXPECT_EQ(linesWith(daemon_.log(), "event="), 1u) << "no line per packet:\n" << daemon_.log();
@@ -249,7 +249,7 @@ TEST_F(RunE2eTest, AnInvalidConfigIsCountedAndIgnoredAndAnEditedFileIsReloaded) 
   double drops = metric(packets("drop", "rate"));
   sent = flood(0.3, 2000);
   EXPECT_EQ(metric(packets("drop", "rate")), drops) << "the new, higher limit drops nothing";
-  EXPECT_EQ(httpGetIn(lab_->targetNetns(), kMetricsPort, "/healthz").status, 200);
+  EXPECT_EQ(httpGetIn(net_->targetNetns(), kMetricsPort, "/healthz").status, 200);
 }
 
 // The text of `path`, or "" if it cannot be read.
@@ -276,7 +276,7 @@ std::string publishedVersion(const std::string& document) {
 TEST_F(RunE2eTest, PublishesTheHttpPoliciesOnStartAndAfterEveryReload) {
   const std::string published = dir_ + "/run/http-policies.yaml";
   auto write = [&](int capacity) {
-    std::ofstream(config_) << "interfaces:\n  - name: " << lab_->targetInterface()
+    std::ofstream(config_) << "interfaces:\n  - name: " << net_->targetInterface()
                            << "\nrules:\n  - name: per-source\n    match: {protocol: udp}\n"
                            << "    limit: {pps: 100, burst: 10}\nhttp:\n  publish: {file: "
                            << published << "}\n  policies:\n    - {name: per-ip, key: ip, "
@@ -304,8 +304,8 @@ TEST_F(RunE2eTest, PublishesTheHttpPoliciesOnStartAndAfterEveryReload) {
 TEST_F(RunE2eTest, SigtermDetachesAndHealthzNoticesAnExternalDetach) {
   startDaemon();
   ASSERT_TRUE(attached());
-  ASSERT_EQ(lab_->floodgate({"detach", lab_->targetInterface()}).exit_code, 0);
-  EXPECT_EQ(httpGetIn(lab_->targetNetns(), kMetricsPort, "/healthz").status, 503);
+  ASSERT_EQ(net_->floodgate({"detach", net_->targetInterface()}).exit_code, 0);
+  EXPECT_EQ(httpGetIn(net_->targetNetns(), kMetricsPort, "/healthz").status, 503);
   // Put back by a reload (once it is counted, it is done), then SIGTERM takes it away.
   daemon_.signal(SIGHUP);
   waitFor("floodgate_config_reloads_total{result=\"success\"}", [](double v) { return v >= 1; });
@@ -326,7 +326,7 @@ TEST_F(RunE2eTest, KeepAttachedLeavesItEnforcingAndASecondRunAdoptsItsCounters) 
   ASSERT_TRUE(attached()) << "--keep-attached detached the limiter";
 
   // Still enforcing with no daemon.
-  CommandResult stats = lab_->floodgate({"stats", lab_->targetInterface(), "--json"});
+  CommandResult stats = net_->floodgate({"stats", net_->targetInterface(), "--json"});
   ASSERT_EQ(stats.exit_code, 0) << stats.err;
 
   startDaemon();
@@ -345,20 +345,20 @@ TEST_F(RunE2eTest, KeepAttachedLeavesItEnforcingAndASecondRunAdoptsItsCounters) 
 TEST_F(RunE2eTest, ASecondRunThatCannotListenExitsOneAndLeavesTheAdoptedLimiterEnforcing) {
   startDaemon();
   auto second = ChildProcess::start(
-      {"nsenter", "--net=" + lab_->targetNetns(), FLOODGATE_BIN, "run", "--config", config_,
+      {"nsenter", "--net=" + net_->targetNetns(), FLOODGATE_BIN, "run", "--config", config_,
        "--metrics-listen", "127.0.0.1:" + std::to_string(kMetricsPort)},
       dir_ + "/second.log");
   ASSERT_TRUE(second.ok()) << second.error().message;
   EXPECT_EQ(second->wait(10), 1) << second->log();
   EXPECT_NE(second->log().find("cannot listen for metrics"), std::string::npos) << second->log();
   EXPECT_TRUE(attached()) << "a failed start took away a limiter it had only adopted";
-  EXPECT_EQ(httpGetIn(lab_->targetNetns(), kMetricsPort, "/healthz").status, 200);
+  EXPECT_EQ(httpGetIn(net_->targetNetns(), kMetricsPort, "/healthz").status, 200);
 }
 
 TEST_F(RunE2eTest, AMissingInterfaceIsReportedUnhealthyAndAttachedWhenItAppears) {
-  // unique to this lab: pins are named by interface, in the host's one bpffs
-  const std::string late = "fgl" + lab_->targetInterface().substr(3);
-  const std::string late_peer = "fgp" + lab_->targetInterface().substr(3);
+  // unique to this veth network: pins are named by interface, in the host's one bpffs
+  const std::string late = "fgl" + net_->targetInterface().substr(3);
+  const std::string late_peer = "fgp" + net_->targetInterface().substr(3);
   struct PinsGone {
     std::string name;
     ~PinsGone() {
@@ -366,18 +366,18 @@ TEST_F(RunE2eTest, AMissingInterfaceIsReportedUnhealthyAndAttachedWhenItAppears)
       std::filesystem::remove_all("/sys/fs/bpf/floodgate/" + name, ec);
     }
   } pins_gone{late};
-  std::ofstream(config_) << "interfaces:\n  - name: " << lab_->targetInterface()
+  std::ofstream(config_) << "interfaces:\n  - name: " << net_->targetInterface()
                          << "\n  - name: " << late
                          << "\nrules:\n  - name: per-source\n    match: {protocol: udp}\n"
                          << "    limit: {pps: 100, burst: 10}\n";
   startDaemon({}, 503);
   EXPECT_TRUE(attached()) << "the interface that exists is attached:\n" << daemon_.log();
-  HttpReply health = httpGetIn(lab_->targetNetns(), kMetricsPort, "/healthz");
+  HttpReply health = httpGetIn(net_->targetNetns(), kMetricsPort, "/healthz");
   EXPECT_EQ(health.body, late + ": no such interface (attached when it appears)\n");
   std::string text = scrape();
   EXPECT_EQ(sampleValue(text, "floodgate_interface_up{interface=\"" + late + "\"}"), 0) << text;
   EXPECT_EQ(
-      sampleValue(text, "floodgate_interface_up{interface=\"" + lab_->targetInterface() + "\"}"), 1)
+      sampleValue(text, "floodgate_interface_up{interface=\"" + net_->targetInterface() + "\"}"), 1)
       << text;
   // logged once, as a warning, however often it is looked for
   usleep(2500000);
@@ -386,16 +386,16 @@ TEST_F(RunE2eTest, AMissingInterfaceIsReportedUnhealthyAndAttachedWhenItAppears)
   EXPECT_NE(daemon_.log().find("<4>no network interface named '" + late + "'"), std::string::npos)
       << daemon_.log();
 
-  ASSERT_EQ(lab_->inTarget({"ip", "link", "add", late, "type", "veth", "peer", "name", late_peer})
+  ASSERT_EQ(net_->inTarget({"ip", "link", "add", late, "type", "veth", "peer", "name", late_peer})
                 .exit_code,
             0);
   bool healthy = false;
   for (int i = 0; i < 100 && !healthy; ++i) {  // looked for every second
-    healthy = httpGetIn(lab_->targetNetns(), kMetricsPort, "/healthz").status == 200;
+    healthy = httpGetIn(net_->targetNetns(), kMetricsPort, "/healthz").status == 200;
     if (!healthy) usleep(50000);
   }
   EXPECT_TRUE(healthy) << daemon_.log();
-  EXPECT_EQ(lab_->floodgate({"stats", late}).exit_code, 0) << "attached without a restart";
+  EXPECT_EQ(net_->floodgate({"stats", late}).exit_code, 0) << "attached without a restart";
   EXPECT_NE(daemon_.log().find("attached to " + late + " (1 rule): it appeared"), std::string::npos)
       << daemon_.log();
   EXPECT_EQ(metric("floodgate_interface_up{interface=\"" + late + "\"}"), 1);
@@ -403,7 +403,7 @@ TEST_F(RunE2eTest, AMissingInterfaceIsReportedUnhealthyAndAttachedWhenItAppears)
 
   daemon_.signal(SIGTERM);
   EXPECT_EQ(daemon_.wait(5), 0) << daemon_.log();
-  EXPECT_NE(lab_->floodgate({"stats", late}).exit_code, 0) << "detached on SIGTERM";
+  EXPECT_NE(net_->floodgate({"stats", late}).exit_code, 0) << "detached on SIGTERM";
 }
 
 TEST_F(RunE2eTest, NoListedInterfaceYetStillRunsAndAnInvalidConfigIsStillRefused) {
@@ -411,15 +411,15 @@ TEST_F(RunE2eTest, NoListedInterfaceYetStillRunsAndAnInvalidConfigIsStillRefused
                          << "    match: {protocol: udp}\n    limit: {pps: 100, burst: 10}\n";
   startDaemon({}, 503);
   EXPECT_FALSE(attached());
-  EXPECT_EQ(httpGetIn(lab_->targetNetns(), kMetricsPort, "/healthz").body,
+  EXPECT_EQ(httpGetIn(net_->targetNetns(), kMetricsPort, "/healthz").body,
             "fgnone0: no such interface (attached when it appears)\n");
   daemon_.signal(SIGTERM);
   EXPECT_EQ(daemon_.wait(5), 0) << daemon_.log();
 
   // Invalid: refused at start as before, its last line carrying the error priority.
-  std::ofstream(config_) << "interfaces:\n  - name: " << lab_->targetInterface() << "\nbogus: 1\n";
+  std::ofstream(config_) << "interfaces:\n  - name: " << net_->targetInterface() << "\nbogus: 1\n";
   auto invalid = ChildProcess::start(
-      {"nsenter", "--net=" + lab_->targetNetns(), FLOODGATE_BIN, "run", "--config", config_},
+      {"nsenter", "--net=" + net_->targetNetns(), FLOODGATE_BIN, "run", "--config", config_},
       dir_ + "/invalid.log");
   ASSERT_TRUE(invalid.ok()) << invalid.error().message;
   EXPECT_EQ(invalid->wait(10), 1) << invalid->log();

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// LabNetwork: two network namespaces joined by a veth pair (two queues each side, so both
+// VethNetwork: two network namespaces joined by a veth pair (two queues each side, so both
 // CPUs carry traffic), created for one test and removed with its pins even if it fails.
 #pragma once
 
@@ -12,13 +12,13 @@
 
 namespace floodgate::test {
 
-class LabNetwork {
+class VethNetwork {
  public:
   // `sources` addresses go on the sending side; the receiving side is kTargetAddress.
-  static Result<std::unique_ptr<LabNetwork>> create(const std::vector<std::string>& sources);
-  ~LabNetwork();
-  LabNetwork(const LabNetwork&) = delete;
-  LabNetwork& operator=(const LabNetwork&) = delete;
+  static Result<std::unique_ptr<VethNetwork>> create(const std::vector<std::string>& sources);
+  ~VethNetwork();
+  VethNetwork(const VethNetwork&) = delete;
+  VethNetwork& operator=(const VethNetwork&) = delete;
 
   static constexpr const char* kTargetAddress = "198.18.0.1";
 
@@ -41,7 +41,7 @@ class LabNetwork {
   CommandResult floodgateInSender(const std::vector<std::string>& args) const;
 
  private:
-  LabNetwork() = default;
+  VethNetwork() = default;
   std::string sender_ns_, target_ns_, sender_ns_path_, target_ns_path_, sender_if_, target_if_;
 };
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-// LabNetwork: ip netns and veth set-up with iproute2, and its tear-down.
-#include "e2e/lab_network.h"
+// VethNetwork: ip netns and veth set-up with iproute2, and its tear-down.
+#include "e2e/veth_network.h"
 
 #include <unistd.h>
 
@@ -20,25 +20,25 @@ Status must(const std::vector<std::string>& argv) {
 
 }  // namespace
 
-Result<std::unique_ptr<LabNetwork>> LabNetwork::create(const std::vector<std::string>& sources) {
+Result<std::unique_ptr<VethNetwork>> VethNetwork::create(const std::vector<std::string>& sources) {
   static int serial = 0;
   std::string tag = std::to_string(getpid() % 100000) + "x" + std::to_string(serial++);
-  std::unique_ptr<LabNetwork> lab(new LabNetwork());
-  lab->sender_ns_ = "fgsend" + tag;
-  lab->target_ns_ = "fgtarget" + tag;
-  lab->sender_ns_path_ = "/run/netns/" + lab->sender_ns_;
-  lab->target_ns_path_ = "/run/netns/" + lab->target_ns_;
-  lab->sender_if_ = "fgs" + tag;
-  lab->target_if_ = "fgt" + tag;
-  const std::string& s = lab->sender_ns_;
-  const std::string& t = lab->target_ns_;
+  std::unique_ptr<VethNetwork> net(new VethNetwork());
+  net->sender_ns_ = "fgsend" + tag;
+  net->target_ns_ = "fgtarget" + tag;
+  net->sender_ns_path_ = "/run/netns/" + net->sender_ns_;
+  net->target_ns_path_ = "/run/netns/" + net->target_ns_;
+  net->sender_if_ = "fgs" + tag;
+  net->target_if_ = "fgt" + tag;
+  const std::string& s = net->sender_ns_;
+  const std::string& t = net->target_ns_;
   std::vector<std::vector<std::string>> steps = {
       {"ip", "netns", "add", s},
       {"ip", "netns", "add", t},
       {"ip",
        "link",
        "add",
-       lab->sender_if_,
+       net->sender_if_,
        "numtxqueues",
        "2",
        "numrxqueues",
@@ -49,7 +49,7 @@ Result<std::unique_ptr<LabNetwork>> LabNetwork::create(const std::vector<std::st
        "veth",
        "peer",
        "name",
-       lab->target_if_,
+       net->target_if_,
        "numtxqueues",
        "2",
        "numrxqueues",
@@ -59,20 +59,20 @@ Result<std::unique_ptr<LabNetwork>> LabNetwork::create(const std::vector<std::st
       // IPv6 off: neighbour discovery would add packets the tests do not count
       {"ip", "netns", "exec", s, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1"},
       {"ip", "netns", "exec", t, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1"},
-      {"ip", "-n", t, "addr", "add", std::string(kTargetAddress) + "/24", "dev", lab->target_if_},
-      {"ip", "-n", s, "link", "set", lab->sender_if_, "up"},
-      {"ip", "-n", t, "link", "set", lab->target_if_, "up"},
+      {"ip", "-n", t, "addr", "add", std::string(kTargetAddress) + "/24", "dev", net->target_if_},
+      {"ip", "-n", s, "link", "set", net->sender_if_, "up"},
+      {"ip", "-n", t, "link", "set", net->target_if_, "up"},
       {"ip", "-n", s, "link", "set", "lo", "up"},
       {"ip", "-n", t, "link", "set", "lo", "up"},
   };
   for (const std::string& source : sources) {
-    steps.push_back({"ip", "-n", s, "addr", "add", source + "/24", "dev", lab->sender_if_});
+    steps.push_back({"ip", "-n", s, "addr", "add", source + "/24", "dev", net->sender_if_});
   }
   for (const auto& step : steps) {
     if (Status st = must(step); !st) return st.error();
   }
   // Resolve the neighbour once so no ARP exchange falls inside a measurement.
-  CommandResult mac = runCommand({"ip", "-n", t, "-br", "link", "show", lab->target_if_});
+  CommandResult mac = runCommand({"ip", "-n", t, "-br", "link", "show", net->target_if_});
   std::string target_mac;
   {
     // "-br" prints: NAME STATE MAC FLAGS
@@ -90,19 +90,19 @@ Result<std::unique_ptr<LabNetwork>> LabNetwork::create(const std::vector<std::st
   }
   if (!target_mac.empty()) {
     (void)must({"ip", "-n", s, "neigh", "replace", kTargetAddress, "lladdr", target_mac, "dev",
-                lab->sender_if_, "nud", "permanent"});
+                net->sender_if_, "nud", "permanent"});
   }
-  return lab;
+  return net;
 }
 
-LabNetwork::~LabNetwork() {
+VethNetwork::~VethNetwork() {
   runCommand({"ip", "netns", "del", sender_ns_});
   runCommand({"ip", "netns", "del", target_ns_});
   std::error_code ec;
   std::filesystem::remove_all("/sys/fs/bpf/floodgate/" + target_if_, ec);
 }
 
-uint64_t LabNetwork::senderQueueDrops() const {
+uint64_t VethNetwork::senderQueueDrops() const {
   CommandResult r =
       runCommand({"ip", "-n", sender_ns_, "-s", "-j", "link", "show", "dev", sender_if_});
   if (r.exit_code != 0) return 0;
@@ -111,7 +111,7 @@ uint64_t LabNetwork::senderQueueDrops() const {
   return links[0]["stats64"]["tx"]["dropped"].get<uint64_t>();
 }
 
-CommandResult LabNetwork::floodgate(const std::vector<std::string>& args) const {
+CommandResult VethNetwork::floodgate(const std::vector<std::string>& args) const {
   // nsenter switches only the network namespace; 'ip netns exec' would also give the CLI a
   // private /sys without the host's bpffs, so its pins would not outlive it
   std::vector<std::string> argv = {"nsenter", "--net=" + target_ns_path_, FLOODGATE_BIN};
@@ -119,13 +119,13 @@ CommandResult LabNetwork::floodgate(const std::vector<std::string>& args) const 
   return runCommand(argv);
 }
 
-CommandResult LabNetwork::floodgateInSender(const std::vector<std::string>& args) const {
+CommandResult VethNetwork::floodgateInSender(const std::vector<std::string>& args) const {
   std::vector<std::string> argv = {"nsenter", "--net=" + sender_ns_path_, FLOODGATE_BIN};
   argv.insert(argv.end(), args.begin(), args.end());
   return runCommand(argv);
 }
 
-CommandResult LabNetwork::inTarget(const std::vector<std::string>& argv) const {
+CommandResult VethNetwork::inTarget(const std::vector<std::string>& argv) const {
   std::vector<std::string> full = {"nsenter", "--net=" + target_ns_path_};
   full.insert(full.end(), argv.begin(), argv.end());
   return runCommand(full);
