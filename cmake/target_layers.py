@@ -46,10 +46,10 @@ LAYERS = [
     ("config", ["floodgate_config"]),  # floodgate.yaml as a whole → AttachOptions, rules
     ("metrics", ["floodgate_metrics"]),  # Prometheus exposition of the counters
     ("daemon", ["floodgate_daemon"]),  # `floodgate run`
-    ("tools", [  # the CLI's lab tools: `floodgate lab`, `floodgate flood`, UDP traffic
-        "floodgate_lab", "floodgate_flood", "floodgate_traffic"]),
+    ("tools", [  # the CLI's tools: `floodgate lab`, `floodgate flood`, UDP traffic
+        "floodgate_lab", "floodgate_flood", "floodgate_udp_traffic"]),
     ("programs", [  # what is run: the CLI, the example service, the traffic tool
-        "floodgate", "floodgate-http-example", "floodgate-traffic"]),
+        "floodgate", "floodgate-http-example", "floodgate-udp-traffic"]),
     ("tests", []),  # tests, their support libraries and the benchmark tools
 ]
 

@@ -20,9 +20,9 @@ SECONDS_TO_SEND=${DEMO_SECONDS:-5}
 install_missing_packages
 BUILD_DIR=${FLOODGATE_BUILD_DIR:-$FLOODGATE_ROOT/build}
 echo "==> building"
-build_floodgate "$BUILD_DIR" RelWithDebInfo floodgate floodgate-traffic >/dev/null
+build_floodgate "$BUILD_DIR" RelWithDebInfo floodgate floodgate-udp-traffic >/dev/null
 FLOODGATE=$BUILD_DIR/userspace/cli/floodgate
-TRAFFIC=$BUILD_DIR/userspace/traffic/floodgate-traffic
+TRAFFIC=$BUILD_DIR/userspace/udp_traffic/floodgate-udp-traffic
 
 SENDER=fgdemo-sender
 TARGET=fgdemo-target

@@ -13,7 +13,7 @@
 #include <thread>
 
 #include "kernel/unique_fd.h"
-#include "traffic/udp_traffic.h"
+#include "udp_traffic/udp_traffic.h"
 
 namespace floodgate::test {
 

@@ -12,7 +12,7 @@
 
 #include "e2e/program_clock.h"
 #include "e2e/veth_network.h"
-#include "traffic/udp_traffic.h"
+#include "udp_traffic/udp_traffic.h"
 
 namespace floodgate::test {
 namespace {

@@ -19,7 +19,7 @@
 #include "e2e/child_process.h"
 #include "e2e/netns_http.h"
 #include "e2e/veth_network.h"
-#include "traffic/udp_traffic.h"
+#include "udp_traffic/udp_traffic.h"
 
 namespace floodgate::test {
 namespace {

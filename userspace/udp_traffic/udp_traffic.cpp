@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // UDP senders (sendmmsg batches, one thread per CPU) and a per-source receiving counter,
 // each thread entering the target network namespace with setns on its own.
-#include "traffic/udp_traffic.h"
+#include "udp_traffic/udp_traffic.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>

@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: MIT
-// floodgate-traffic: a lab tool that floods from one address while another sends steadily,
+// floodgate-udp-traffic: a test tool that floods from one address while another sends steadily,
 // and prints per source what was sent, what arrived past the limiter and what did not.
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <iostream>
 #include <thread>
-#include <unistd.h>
 
-#include "traffic/udp_traffic.h"
+#include "udp_traffic/udp_traffic.h"
 
 namespace {
 
@@ -29,9 +30,11 @@ void printRow(const char* role, const std::string& source, uint64_t sent, uint64
 
 int main(int argc, char** argv) {
   Flags flags;
-  CLI::App app{"Lab UDP traffic through a limiter: one flooding source, one steady source"};
-  app.add_option("--sender-netns", flags.sender_netns, "Network namespace path of the senders")->required();
-  app.add_option("--receiver-netns", flags.receiver_netns, "Network namespace path of the receiver")->required();
+  CLI::App app{"Test UDP traffic through a limiter: one flooding source, one steady source"};
+  app.add_option("--sender-netns", flags.sender_netns, "Network namespace path of the senders")
+      ->required();
+  app.add_option("--receiver-netns", flags.receiver_netns, "Network namespace path of the receiver")
+      ->required();
   app.add_option("--to", flags.to, "Destination address (in the receiver namespace)")->required();
   app.add_option("--port", flags.port, "Destination UDP port");
   app.add_option("--flood", flags.flood, "Address that floods as fast as it can")->required();
@@ -43,13 +46,14 @@ int main(int argc, char** argv) {
 
   floodgate::UdpCounter receiver;
   if (auto s = receiver.start(flags.receiver_netns, flags.port); !s) {
-    std::cerr << "floodgate-traffic: error: " << s.error().message << "\n";
+    std::cerr << "floodgate-udp-traffic: error: " << s.error().message << "\n";
     return 1;
   }
-  floodgate::UdpSendOptions flood{flags.sender_netns, flags.flood, flags.to, flags.port,
-                                  flags.seconds, 0, flags.flood_threads, 18};
-  floodgate::UdpSendOptions steady{flags.sender_netns, flags.steady, flags.to, flags.port,
-                                   flags.seconds, flags.steady_pps, 1, 18};
+  floodgate::UdpSendOptions flood{
+      flags.sender_netns,  flags.flood, flags.to, flags.port, flags.seconds, 0,
+      flags.flood_threads, 18};
+  floodgate::UdpSendOptions steady{flags.sender_netns, flags.steady,     flags.to, flags.port,
+                                   flags.seconds,      flags.steady_pps, 1,        18};
   floodgate::Result<floodgate::UdpSendResult> steady_result = floodgate::Error::failure("not run");
   std::thread steady_thread([&] { steady_result = floodgate::sendUdp(steady); });
   auto flood_result = floodgate::sendUdp(flood);
@@ -58,7 +62,7 @@ int main(int argc, char** argv) {
   auto received = receiver.stop();
   for (const auto* result : {&flood_result, &steady_result}) {
     if (!result->ok()) {
-      std::cerr << "floodgate-traffic: error: " << result->error().message << "\n";
+      std::cerr << "floodgate-udp-traffic: error: " << result->error().message << "\n";
       return 1;
     }
   }

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // UDP traffic for demos and end-to-end tests: senders and a counting receiver that run in a
-// given network namespace, bounded in time. Lab use only: it sends where it is told.
+// given network namespace, bounded in time. Test use only: it sends where it is told.
 #pragma once
 
 #include <atomic>
