@@ -8,33 +8,33 @@ namespace floodgate::http {
 namespace {
 
 TrustedProxies proxies(std::initializer_list<const char*> prefixes) {
-  std::vector<Cidr> cidrs;
+  std::vector<IpPrefix> parsed;
   for (const char* p : prefixes) {
-    auto cidr = Cidr::parse(p);
-    EXPECT_TRUE(cidr.has_value()) << p;
-    if (cidr) cidrs.push_back(*cidr);
+    auto prefix = IpPrefix::parse(p);
+    EXPECT_TRUE(prefix.has_value()) << p;
+    if (prefix) parsed.push_back(*prefix);
   }
-  return TrustedProxies(std::move(cidrs));
+  return TrustedProxies(std::move(parsed));
 }
 
-TEST(Cidr, ContainsByPrefix) {
-  auto ten = Cidr::parse("10.0.0.0/8");
+TEST(IpPrefix, ContainsByPrefix) {
+  auto ten = IpPrefix::parse("10.0.0.0/8");
   ASSERT_TRUE(ten);
   EXPECT_TRUE(ten->contains(*IpAddress::parse("10.255.1.2")));
   EXPECT_FALSE(ten->contains(*IpAddress::parse("11.0.0.1")));
   EXPECT_FALSE(ten->contains(*IpAddress::parse("::ffff:11.0.0.1")));
   EXPECT_TRUE(ten->contains(*IpAddress::parse("::ffff:10.0.0.1")));  // mapped is IPv4
-  auto odd = Cidr::parse("192.168.4.0/22");
+  auto odd = IpPrefix::parse("192.168.4.0/22");
   ASSERT_TRUE(odd);
   EXPECT_TRUE(odd->contains(*IpAddress::parse("192.168.7.255")));
   EXPECT_FALSE(odd->contains(*IpAddress::parse("192.168.8.0")));
-  auto v6 = Cidr::parse("2001:db8::/32");
+  auto v6 = IpPrefix::parse("2001:db8::/32");
   ASSERT_TRUE(v6);
   EXPECT_TRUE(v6->contains(*IpAddress::parse("2001:db8:1::5")));
   EXPECT_FALSE(v6->contains(*IpAddress::parse("2001:db9::5")));
-  EXPECT_FALSE(Cidr::parse("10.0.0.0/33"));
-  EXPECT_FALSE(Cidr::parse("10.0.0/8"));
-  EXPECT_FALSE(Cidr::parse("10.0.0.0/"));
+  EXPECT_FALSE(IpPrefix::parse("10.0.0.0/33"));
+  EXPECT_FALSE(IpPrefix::parse("10.0.0/8"));
+  EXPECT_FALSE(IpPrefix::parse("10.0.0.0/"));
 }
 
 TEST(IpAddress, PrintsAsInetNtopDoes) {

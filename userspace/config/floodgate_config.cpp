@@ -126,7 +126,7 @@ std::vector<std::string> configWarnings(const FloodgateConfig& config) {
   listWarnings(config.allow, "allow", "lets through, unlimited,", out);
   listWarnings(config.deny, "deny", "drops", out);
   if (config.http) {
-    for (const http::Cidr& proxy : config.http->trusted_proxies) {
+    for (const http::IpPrefix& proxy : config.http->trusted_proxies) {
       if (proxy.prefix_len != 0) continue;
       out.push_back("http.trusted_proxies holds " + proxy.toString() +
                     ": every client is then believed about who it is, so any client picks its "

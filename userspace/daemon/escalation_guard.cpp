@@ -30,7 +30,7 @@ bool overlapsAny(const Cidr& report, const std::vector<Cidr>& list) {
                      [&](const Cidr& entry) { return overlaps(entry, report); });
 }
 
-Cidr fromHttp(const http::Cidr& in) {
+Cidr fromHttp(const http::IpPrefix& in) {
   Cidr out;
   out.family = in.base.v4 ? Family::kV4 : Family::kV6;
   out.prefix = static_cast<uint8_t>(in.prefix_len);
@@ -63,7 +63,7 @@ EscalationRules escalationRules(const std::vector<Cidr>& allow, const http::Http
   EscalationRules rules;
   rules.allow = allow;
   if (http == nullptr) return rules;
-  for (const http::Cidr& proxy : http->trusted_proxies) {
+  for (const http::IpPrefix& proxy : http->trusted_proxies) {
     rules.trusted_proxies.push_back(fromHttp(proxy));
   }
   rules.rejections = http->escalate.rejections;

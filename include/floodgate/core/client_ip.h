@@ -23,12 +23,12 @@ std::optional<ClientHeader> parseClientHeader(std::string_view text);
 class TrustedProxies {
  public:
   TrustedProxies() = default;
-  explicit TrustedProxies(std::vector<Cidr> prefixes) : prefixes_(std::move(prefixes)) {}
+  explicit TrustedProxies(std::vector<IpPrefix> prefixes) : prefixes_(std::move(prefixes)) {}
   bool trusts(const IpAddress& address) const;
   bool empty() const { return prefixes_.empty(); }
 
  private:
-  std::vector<Cidr> prefixes_;
+  std::vector<IpPrefix> prefixes_;
 };
 
 // The client of a request, or nullopt when it cannot be told.

@@ -23,18 +23,22 @@ struct IpAddress {
   bool operator==(const IpAddress&) const = default;
 };
 
-// A prefix such as 10.0.0.0/8 or 2001:db8::/32; a bare address is a /32 or /128.
-struct Cidr {
+// A prefix of IpAddress, such as 10.0.0.0/8 or 2001:db8::/32; a bare address is a /32 or
+// /128. (floodgate::Cidr, include/floodgate/common/cidr.h, is the packet side's prefix.)
+struct IpPrefix {
   IpAddress base;
   int prefix_len = 0;
 
-  static std::optional<Cidr> parse(std::string_view text);
+  static std::optional<IpPrefix> parse(std::string_view text);
   // The prefix of `address` of `prefix_len` bits (host bits cleared).
-  static Cidr of(const IpAddress& address, int prefix_len);
+  static IpPrefix of(const IpAddress& address, int prefix_len);
   bool contains(const IpAddress& address) const;
   // "192.0.2.0/24", "2001:db8::/64"; a whole address prints as the address alone.
   std::string toString() const;
 };
+
+// IpPrefix's former name, kept so that services that name it still build.
+using Cidr [[deprecated("floodgate::http::Cidr is now IpPrefix")]] = IpPrefix;
 
 // What a client is keyed (and reported) by: an IPv4 address, an IPv6 address's prefix of
 // `ipv6_prefix` bits ("2001:db8:1:2::/64"; the address alone at 128). A client rotating

@@ -157,7 +157,7 @@ inline constexpr double kDefaultRetryAfterJitter = 0.1;
 inline constexpr int kDefaultIpv6Prefix = 64;
 
 struct HttpConfig {
-  std::vector<Cidr> trusted_proxies;
+  std::vector<IpPrefix> trusted_proxies;
   ClientHeader client_header = ClientHeader::kNone;  // read only from trusted proxies
   int ipv6_prefix = kDefaultIpv6Prefix;              // 32 to 128
   StoreConfig store;

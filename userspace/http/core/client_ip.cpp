@@ -59,7 +59,7 @@ std::string stripPort(std::string_view node) {
 
 bool TrustedProxies::trusts(const IpAddress& address) const {
   return std::any_of(prefixes_.begin(), prefixes_.end(),
-                     [&](const Cidr& prefix) { return prefix.contains(address); });
+                     [&](const IpPrefix& prefix) { return prefix.contains(address); });
 }
 
 std::vector<std::string> forwardedForNodes(const std::vector<std::string_view>& values) {

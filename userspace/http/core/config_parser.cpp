@@ -124,13 +124,13 @@ HttpConfig Parser::parse(const YamlEntry& http) {
 void Parser::parseTrustedProxies(const YamlEntry& entry, HttpConfig& config) {
   for (const YamlString& proxy : reader_.strings(entry, "http.trusted_proxies",
                                                  "addresses or CIDR prefixes", "a trusted proxy")) {
-    std::optional<Cidr> cidr = Cidr::parse(proxy.text);
-    if (!cidr) {
+    std::optional<IpPrefix> prefix = IpPrefix::parse(proxy.text);
+    if (!prefix) {
       reader_.error(proxy.entry,
                     "'" + proxy.text + "' is not an address or CIDR prefix (e.g. 10.0.0.0/8, ::1)");
       continue;
     }
-    config.trusted_proxies.push_back(*cidr);
+    config.trusted_proxies.push_back(*prefix);
   }
 }
 

@@ -46,7 +46,7 @@ std::string IpAddress::toString() const {
   return buffer;
 }
 
-std::optional<Cidr> Cidr::parse(std::string_view text) {
+std::optional<IpPrefix> IpPrefix::parse(std::string_view text) {
   size_t slash = text.find('/');
   auto address = IpAddress::parse(text.substr(0, slash));
   if (!address) return std::nullopt;
@@ -60,29 +60,29 @@ std::optional<Cidr> Cidr::parse(std::string_view text) {
       return std::nullopt;
     }
   }
-  return Cidr{*address, len};
+  return IpPrefix{*address, len};
 }
 
-Cidr Cidr::of(const IpAddress& address, int prefix_len) {
-  Cidr cidr{address, prefix_len};
+IpPrefix IpPrefix::of(const IpAddress& address, int prefix_len) {
+  IpPrefix prefix{address, prefix_len};
   const int bits = address.v4 ? 32 : 128;
   for (int bit = prefix_len; bit < bits; ++bit) {
-    cidr.base.bytes[bit / 8] &= static_cast<uint8_t>(~(0x80 >> (bit % 8)));
+    prefix.base.bytes[bit / 8] &= static_cast<uint8_t>(~(0x80 >> (bit % 8)));
   }
-  return cidr;
+  return prefix;
 }
 
-std::string Cidr::toString() const {
+std::string IpPrefix::toString() const {
   if (prefix_len == (base.v4 ? 32 : 128)) return base.toString();
   return base.toString() + "/" + std::to_string(prefix_len);
 }
 
 std::string clientKey(const IpAddress& address, int ipv6_prefix) {
   if (address.v4) return address.toString();
-  return Cidr::of(address, ipv6_prefix).toString();
+  return IpPrefix::of(address, ipv6_prefix).toString();
 }
 
-bool Cidr::contains(const IpAddress& address) const {
+bool IpPrefix::contains(const IpAddress& address) const {
   if (address.v4 != base.v4) return false;
   int full_bytes = prefix_len / 8;
   if (std::memcmp(address.bytes.data(), base.bytes.data(), full_bytes) != 0) return false;
