@@ -70,12 +70,12 @@ BENCH_REDIS=$BUILD_DIR/tests/bench/floodgate_bench_redis  # a private redis-serv
 WORK=$(mktemp -d /tmp/floodgate-bench.XXXXXX)
 ROWS=$WORK/rows.tsv
 : >"$ROWS"
-source "$FLOODGATE_ROOT/scripts/lib/bench_lab.sh"
+source "$FLOODGATE_ROOT/scripts/lib/bench_veth.sh"
 source "$FLOODGATE_ROOT/scripts/lib/bench_report.sh"
 source "$FLOODGATE_ROOT/scripts/lib/bench_http.sh"
 COST_PID=
 cleanup() {
-  lab_cleanup
+  veth_cleanup
   http_cleanup
   [[ -n $COST_PID ]] && rm -rf /sys/fs/bpf/floodgate/bench-cost-"$COST_PID"-*
   rm -rf "$WORK"
@@ -107,8 +107,8 @@ while IFS=$'\t' read -r name ns; do
 done <"$WORK/cost.tsv"
 
 echo "==> flood throughput through a veth pair, ${FLOOD_SECONDS}s per row"
-lab_cleanup
-lab_create
+veth_cleanup
+veth_create
 
 # Floods and records one row: the receiver's own count of arrivals per second, and the share
 # it dropped (what passes goes on into the kernel's stack, which costs far more than a drop).
@@ -224,7 +224,7 @@ receiver_iptables_on
 flood_row "iptables raw hashlimit, 64k sources" 65536 iptables "bare XDP_DROP" \
   "$LIMIT_PPS pps/source, $(iptables -V | awk '{print $2, $3}'), GRO on"
 receiver_iptables_off
-lab_cleanup
+veth_cleanup
 
 echo "==> library decisions per second (Google Benchmark, one hot key)"
 # Google Benchmark prints its context (CPU, load, a warning that Debian's library is a debug

@@ -48,7 +48,7 @@ TEST(ConfigParser, InterfacesAndDefaults) {
 interfaces:
   - eth0
   - {name: eth1, mode: native}
-  - name: veth-lab
+  - name: veth-test
     mode: generic
 defaults:
   table_size: 1048576
@@ -62,7 +62,7 @@ defaults:
   EXPECT_EQ(config.interfaces[0].name, "eth0");
   EXPECT_EQ(config.interfaces[0].mode, XdpMode::kAuto);
   EXPECT_EQ(config.interfaces[1].mode, XdpMode::kNative);
-  EXPECT_EQ(config.interfaces[2].name, "veth-lab");
+  EXPECT_EQ(config.interfaces[2].name, "veth-test");
   EXPECT_EQ(config.interfaces[2].mode, XdpMode::kGeneric);
   EXPECT_EQ(config.defaults.table_slots, 1048576u);
   EXPECT_EQ(config.defaults.list_max_entries, 1000u);

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// `floodgate flood IFACE --dst IP ...`: a lab packet generator in the kernel, to rehearse
+// `floodgate flood IFACE --dst IP ...`: a packet generator in the kernel, to rehearse
 // rules against millions of packets per second from one core.
 #include <signal.h>
 
@@ -112,7 +112,8 @@ Status runFloodCommand(const FloodFlags& flags) {
 void addFloodCommand(CLI::App& app, Action& selected) {
   auto flags = std::make_shared<FloodFlags>();
   CLI::App* cmd = app.add_subcommand(
-      "flood", "Lab packet generator: frames made in the kernel, sent out of a veth with XDP_TX");
+      "flood",
+      "Rehearsal packet generator: frames made in the kernel, sent out of a veth with XDP_TX");
   addInterfaceArgument(cmd, flags->interface, "Interface to send out of (a veth)")->required();
   cmd->add_option("--dst", flags->dst, "Destination address; its family sets IPv4 or IPv6")
       ->required();

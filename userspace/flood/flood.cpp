@@ -134,7 +134,7 @@ Status validateFloodOptions(const FloodOptions& options) {
     return Error::usage("give --count N or --duration TIME (e.g. --duration 5s)");
   }
   if (options.duration_ns > 3600ULL * 1'000'000'000ULL) {
-    return Error::usage("--duration is at most 1h: a lab flood should end on its own");
+    return Error::usage("--duration is at most 1h: a rehearsal flood should end on its own");
   }
   if (options.cpu < -1 || options.cpu >= CPU_SETSIZE) {
     return Error::usage("--cpu must be a CPU number, 0.." + std::to_string(CPU_SETSIZE - 1) +
@@ -154,7 +154,7 @@ Result<std::string> checkFloodTarget(const std::string& interface, bool i_know) 
   if (*driver != "veth" && !i_know) {
     return Error::usage("'" + interface + "' is not a veth (driver " +
                         (driver->empty() ? std::string("none") : *driver) +
-                        "): flood is a lab tool; pass --i-know to send out of it anyway");
+                        "): flood is a rehearsal tool; pass --i-know to send out of it anyway");
   }
   return driver;
 }

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // runFlood: `floodgate flood`'s work. Sends the template frame out of an interface with the
 // in-kernel generator for a count or a duration, at a target rate, and reports what went.
-// A lab tool: it refuses any interface but a veth unless told the operator knows.
+// A rehearsal tool: it refuses any interface but a veth unless told the operator knows.
 #pragma once
 
 #include <atomic>

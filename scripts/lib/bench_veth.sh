@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: MIT
-# The flood lab of scripts/bench.sh: a veth pair from a sending namespace into a target
-# namespace, the receivers the rows compare (bare XDP_DROP, floodgate, nftables, iptables),
+# The network of scripts/bench.sh's flood rows: a veth pair from a sending namespace into a
+# target namespace, the receivers the rows compare (bare XDP_DROP, floodgate, nftables, iptables),
 # their arrival counters, and the tear-down. Sourced; expects FG, DROP_OBJ and WORK set.
 
 BENCH_TAG=${BENCH_TAG:-$$}
@@ -15,7 +15,7 @@ NFT_TABLE=fgbench$BENCH_TAG
 in_sender() { nsenter --net=/run/netns/"$NS_S" "$@"; }
 in_target() { nsenter --net=/run/netns/"$NS_T" "$@"; }
 
-lab_cleanup() {
+veth_cleanup() {
   if [[ -e /run/netns/$NS_T ]]; then
     in_target "$FG" detach "$IF_T" >/dev/null 2>&1 || true
     in_target nft delete table netdev "$NFT_TABLE" 2>/dev/null || true
@@ -26,7 +26,7 @@ lab_cleanup() {
   ip netns del "$NS_T" 2>/dev/null || true
 }
 
-lab_create() {
+veth_create() {
   ip netns add "$NS_S"
   ip netns add "$NS_T"
   ip link add "$IF_S" numtxqueues 2 numrxqueues 2 netns "$NS_S" type veth \
