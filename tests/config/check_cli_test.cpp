@@ -2,6 +2,9 @@
 // `floodgate check` through the built binary: exit codes, the summary line, diagnostics, JSON.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -81,11 +84,32 @@ TEST(CheckCommand, JsonForValidAndInvalid) {
             "rule name 'per-source' is used twice (first at line 5); names must be unique");
 }
 
+// A generated file with tens of thousands of bad values: a screenful of them, the count of
+// all in the error line, and nothing grows with the file but that count.
+TEST(CheckCommand, AFileWithTensOfThousandsOfProblemsShowsTheFirstFewHundred) {
+  const std::string file = ::testing::TempDir() + "floodgate-many-problems.yaml";
+  {
+    std::ofstream out(file);
+    out << "allow:\n";
+    for (int i = 0; i < 20'000; ++i) out << "  - not-an-address-" << i << "\n";
+  }
+  CommandResult run = check({file});
+  EXPECT_EQ(run.exit_code, 1);
+  EXPECT_EQ(std::count(run.out.begin(), run.out.end(), '\n'), 201) << run.out.substr(0, 400);
+  EXPECT_NE(run.out.find("more problems not shown: fix the first 200 and check again"),
+            std::string::npos);
+  EXPECT_NE(run.err.find("is not valid (20000 problems)"), std::string::npos) << run.err;
+  nlohmann::json json = nlohmann::json::parse(check({file, "--json"}).out);
+  EXPECT_EQ(json["diagnostics"].size(), 200u);
+  EXPECT_EQ(json["diagnostics_omitted"], 20'000u - 200u);
+  std::remove(file.c_str());
+}
+
 // The shape docs/config.md documents: the same top-level keys, valid or not, and no others.
 TEST(CheckCommand, JsonHasTheDocumentedKeysWhetherValidOrNot) {
-  const std::vector<std::string> documented{"allow", "deny",          "diagnostics",
-                                            "file",  "http_policies", "interfaces",
-                                            "rules", "valid",         "warnings"};
+  const std::vector<std::string> documented{
+      "allow", "deny",  "diagnostics", "diagnostics_omitted", "file", "http_policies", "interfaces",
+      "rules", "valid", "warnings"};
   for (const std::string& file :
        {kSource + "/config/floodgate.yaml", kSource + "/tests/data/invalid/bursts.yaml",
         std::string("/nonexistent.yaml")}) {
@@ -98,6 +122,7 @@ TEST(CheckCommand, JsonHasTheDocumentedKeysWhetherValidOrNot) {
     EXPECT_TRUE(out["valid"].is_boolean());
     EXPECT_TRUE(out["warnings"].is_array());
     EXPECT_TRUE(out["diagnostics"].is_array());
+    EXPECT_TRUE(out["diagnostics_omitted"].is_number_unsigned());
     for (const char* count : {"rules", "interfaces", "allow", "deny", "http_policies"})
       EXPECT_TRUE(out[count].is_number_unsigned()) << file << " " << count;
   }

@@ -169,5 +169,32 @@ TEST(Diagnostics, AHugeQuotedValueIsCutNeverInsideACharacter) {
   EXPECT_EQ(message, std::string(1023, 'a') + "... (1000002 more bytes)");
 }
 
+TEST(Diagnostics, BeyondTheFirstFewHundredProblemsAreCountedNotKept) {
+  Diagnostics diagnostics;
+  const size_t found = Diagnostics::kMaxKept + 1'000;
+  for (size_t i = 0; i < found; ++i)
+    diagnostics.add("f.yaml", static_cast<int>(i + 1), 1, "problem " + std::to_string(i));
+  EXPECT_EQ(diagnostics.size(), found);
+  EXPECT_EQ(diagnostics.items().size(), Diagnostics::kMaxKept);
+  EXPECT_EQ(diagnostics.omitted(), 1'000u);
+  EXPECT_EQ(diagnostics.items().back().message,
+            "problem " + std::to_string(Diagnostics::kMaxKept - 1));
+  const std::string text = diagnostics.format();
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), Diagnostics::kMaxKept + 1);
+  EXPECT_NE(text.find("\n... and 1000 more problems not shown: fix the first 200 and check "
+                      "again\n"),
+            std::string::npos);
+  // copied into another collector, the count goes along
+  Diagnostics copy;
+  for (const Diagnostic& d : diagnostics.items()) copy.add(d);
+  copy.addOmitted(diagnostics.omitted());
+  EXPECT_EQ(copy.size(), found);
+  EXPECT_EQ(copy.format(), text);
+  EXPECT_FALSE(copy.empty());
+  Diagnostics only_omitted;
+  only_omitted.addOmitted(1);
+  EXPECT_FALSE(only_omitted.empty());
+}
+
 }  // namespace
 }  // namespace floodgate::config

@@ -38,6 +38,7 @@ Status runCheck(const CheckFlags& flags) {
           {{"file", d.file}, {"line", d.line}, {"column", d.column}, {"message", d.message}});
     }
     out["diagnostics"] = std::move(list);
+    out["diagnostics_omitted"] = diagnostics.omitted();
     std::cout << out.dump(2) << "\n";
   } else if (valid) {
     std::string summary = flags.file + ": ok, " + counted(cfg.rules.size(), "rule", "rules") +

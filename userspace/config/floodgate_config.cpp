@@ -85,6 +85,7 @@ FloodgateConfig parseConfig(const std::string& text, const std::string& file_nam
     addAt(found, file_name, e);
   }
   for (Diagnostic& d : reader.sortedDiagnostics()) diagnostics.add(std::move(d));
+  diagnostics.addOmitted(found.omitted());
   return config;
 }
 

@@ -51,11 +51,18 @@ std::string formatDiagnostic(const Diagnostic& d) {
   return d.file + ":" + std::to_string(d.line) + ":" + std::to_string(d.column) + ": " + d.message;
 }
 
+bool Diagnostics::keep() {
+  if (items_.size() < kMaxKept) return true;
+  ++omitted_;
+  return false;
+}
+
 void Diagnostics::add(std::string file, int line, int column, std::string message) {
-  items_.push_back({std::move(file), line, column, oneLine(std::move(message))});
+  if (keep()) items_.push_back({std::move(file), line, column, oneLine(std::move(message))});
 }
 
 void Diagnostics::add(Diagnostic diagnostic) {
+  if (!keep()) return;
   diagnostic.message = oneLine(std::move(diagnostic.message));
   items_.push_back(std::move(diagnostic));
 }
@@ -65,6 +72,11 @@ std::string Diagnostics::format() const {
   for (const Diagnostic& d : items_) {
     out += formatDiagnostic(d);
     out += '\n';
+  }
+  if (omitted_ > 0) {
+    out += "... and " + std::to_string(omitted_) +
+           (omitted_ == 1 ? " more problem" : " more problems") + " not shown: fix the first " +
+           std::to_string(kMaxKept) + " and check again\n";
   }
   return out;
 }

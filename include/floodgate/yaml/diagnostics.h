@@ -23,20 +23,34 @@ std::string formatDiagnostic(const Diagnostic& diagnostic);
 // Not thread-safe: one collector per validation.
 class Diagnostics {
  public:
+  // The first kMaxKept problems found are kept and shown; later ones are only counted. A
+  // hostile or generated file with a million bad values must not become a million lines
+  // of output and their memory, and no one fixes more than this before checking again.
+  static constexpr size_t kMaxKept = 200;
+
   // line and column 1-based. A control character in the message (a newline quoted from a
   // file) is kept as an escape (\n, \x1b), so each diagnostic stays one line.
   void add(std::string file, int line, int column, std::string message);
   void add(Diagnostic diagnostic);
+  // Counts `count` problems found elsewhere and not kept (when copying another collector).
+  void addOmitted(size_t count) { omitted_ += count; }
 
-  bool empty() const { return items_.empty(); }
-  size_t size() const { return items_.size(); }
+  bool empty() const { return items_.empty() && omitted_ == 0; }
+  // Every problem found, kept or not.
+  size_t size() const { return items_.size() + omitted_; }
+  // Problems found beyond kMaxKept, counted but not kept.
+  size_t omitted() const { return omitted_; }
   const std::vector<Diagnostic>& items() const { return items_; }
 
-  // Every diagnostic formatted, one per line, in the order found.
+  // Every kept diagnostic formatted, one per line, in the order found, then one line
+  // saying how many more there were.
   std::string format() const;
 
  private:
+  bool keep();
+
   std::vector<Diagnostic> items_;
+  size_t omitted_ = 0;
 };
 
 }  // namespace floodgate::config
