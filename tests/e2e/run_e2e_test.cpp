@@ -5,7 +5,9 @@
 // nothing and is counted); detaches on SIGTERM, or with --keep-attached leaves the limiter
 // to a second run that adopts it with its counters; a listed interface that does not exist
 // is reported unhealthy and attached once it appears, without a restart.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -13,12 +15,15 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <thread>
 
 #include "e2e/child_process.h"
 #include "e2e/netns_http.h"
 #include "e2e/veth_network.h"
+#include "http/socket_probe.h"
 #include "udp_traffic/udp_traffic.h"
 
 namespace floodgate::test {
@@ -340,6 +345,24 @@ TEST_F(RunE2eTest, KeepAttachedLeavesItEnforcingAndASecondRunAdoptsItsCounters) 
   daemon_.signal(SIGTERM);
   EXPECT_EQ(daemon_.wait(5), 0) << daemon_.log();
   EXPECT_FALSE(attached());
+}
+
+// Prometheus keeps its connection: every scrape after the first is on it, and a response
+// written in two parts waits up to 40 ms for a delayed ACK unless TCP_NODELAY is on.
+TEST_F(RunE2eTest, MetricsAreServedOnKeepAliveConnectionsWithTcpNodelay) {
+  startDaemon();
+  std::unique_ptr<http::testing::KeepAliveClient> client;
+  std::thread in_target([&] {
+    int fd = open(net_->targetNetns().c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd >= 0 && setns(fd, CLONE_NEWNET) == 0)
+      client = std::make_unique<http::testing::KeepAliveClient>(kMetricsPort);
+    if (fd >= 0) close(fd);
+  });
+  in_target.join();
+  ASSERT_TRUE(client && client->fd() >= 0) << "cannot connect to /metrics in the namespace";
+  for (int scrape = 0; scrape < 3; ++scrape) EXPECT_EQ(client->get("/metrics"), 200) << scrape;
+  EXPECT_EQ(http::testing::serverTcpNodelay(daemon_.pid(), *client), 1)
+      << "the daemon's end of a scrape connection has TCP_NODELAY off";
 }
 
 TEST_F(RunE2eTest, ASecondRunThatCannotListenExitsOneAndLeavesTheAdoptedLimiterEnforcing) {
