@@ -20,7 +20,8 @@
 #   - HTTP: floodgate-http-example under wrk on loopback, 8 keep-alive connections,
 #     requests/s and p99 latency: no policies (baseline), three memory-store policies on every
 #     request, the same three in Redis, and a hot key over its limit (every answer a 429).
-# Usage: scripts/bench.sh [--quick]    (--quick: shorter runs, under ten minutes)
+# Usage: scripts/bench.sh [--quick] [--only http]
+#   --quick: shorter runs, under ten minutes; --only http: the HTTP rows alone (a few minutes)
 # Needs root: it loads BPF, creates network namespaces and sets nftables/iptables rules
 # inside them; all of that is removed on exit.
 set -euo pipefail
@@ -28,12 +29,19 @@ FLOODGATE_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 source "$FLOODGATE_ROOT/scripts/lib/deps.sh"
 
 QUICK=0
-for arg in "$@"; do
-  case $arg in
+ONLY=
+while (($#)); do
+  case $1 in
     --quick) QUICK=1 ;;
-    -h | --help) sed -n '3,23p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) echo "error: unknown argument '$arg': the only option is --quick" >&2; exit 2 ;;
+    --only)
+      [[ ${2:-} == http ]] || { echo "error: --only takes 'http' (the HTTP rows alone)" >&2; exit 2; }
+      ONLY=http
+      shift
+      ;;
+    -h | --help) sed -n '3,24p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "error: unknown argument '$1': the options are --quick and --only http" >&2; exit 2 ;;
   esac
+  shift
 done
 if [[ $(id -u) -ne 0 ]]; then
   echo "error: the benchmark loads BPF and creates network namespaces: run it as root" >&2
@@ -56,8 +64,10 @@ echo "==> Release build in $BUILD_DIR"
 # std::string's operator+ (GCC bug 105651) and -Walloc-size-larger-than on a checked size
 cmake -S "$FLOODGATE_ROOT" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_CXX_FLAGS="-Wno-restrict -Wno-alloc-size-larger-than" >/dev/null
-cmake --build "$BUILD_DIR" -j "$(nproc)" --target floodgate floodgate_xdp_cost floodgate_http_bench \
-  floodgate_http_redis_bench floodgate-http-example floodgate_bench_redis >/dev/null
+BENCH_TARGETS=(floodgate-http-example floodgate_bench_redis)
+[[ $ONLY == http ]] ||
+  BENCH_TARGETS+=(floodgate floodgate_xdp_cost floodgate_http_bench floodgate_http_redis_bench)
+cmake --build "$BUILD_DIR" -j "$(nproc)" --target "${BENCH_TARGETS[@]}" >/dev/null
 FG=$BUILD_DIR/userspace/cli/floodgate
 DROP_OBJ=$BUILD_DIR/bpf/flood/xdp_drop.bpf.o
 COST=$BUILD_DIR/tests/bench/floodgate_xdp_cost
@@ -83,6 +93,8 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
+# Every row but the HTTP ones: the XDP program, the floods, the library and the Redis store.
+packet_and_library_rows() {
 echo "==> ns/packet under BPF_PROG_TEST_RUN (best of $COST_RUNS x $COST_REPEAT runs)"
 "$COST" --repeat "$COST_REPEAT" --runs "$COST_RUNS" >"$WORK/cost.tsv" &
 COST_PID=$!
@@ -288,18 +300,20 @@ while IFS=$'\t' read -r load trips over; do
 done < <(jq -r '.benchmarks[] | select(.name | startswith("BM_SyncFleet")) |
   (.name | capture("load_pct:(?<l>[0-9]+)")) as $a |
   [$a.l, (.round_trips_per_decision * 1000 | round / 1000), .over_admitted] | @tsv' "$WORK/redis.json")
+}
+[[ $ONLY == http ]] || packet_and_library_rows
 
 echo "==> HTTP: floodgate-http-example under wrk on loopback ($HTTP_ROUNDS rounds of ${HTTP_SECONDS}s per row)"
 http_rows
 
 mkdir -p "$FLOODGATE_ROOT/bench"
 META=$(jq -n --arg date "$(date -u +%FT%TZ)" --arg kernel "$(uname -r)" --argjson cpus "$(nproc)" \
-  --argjson quick "$QUICK" --argjson flood_seconds "$FLOOD_SECONDS" \
+  --argjson quick "$QUICK" --arg only "$ONLY" --argjson flood_seconds "$FLOOD_SECONDS" \
   --argjson limit_pps "$LIMIT_PPS" --argjson limit_burst "$LIMIT_BURST" \
   --argjson http_seconds "$HTTP_SECONDS" --argjson http_rounds "$HTTP_ROUNDS" \
   --argjson http_connections "$HTTP_CONNECTIONS" --arg http_loadavg "$HTTP_LOADAVG" \
   --arg commit "$(git -C "$FLOODGATE_ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)" \
-  '{date: $date, kernel: $kernel, cpus: $cpus, quick: ($quick == 1), flood_seconds: $flood_seconds,
+  '{date: $date, kernel: $kernel, cpus: $cpus, quick: ($quick == 1), only: (if $only == "" then null else $only end), flood_seconds: $flood_seconds,
     limit_pps: $limit_pps, limit_burst: $limit_burst, http_seconds: $http_seconds,
     http_rounds: $http_rounds, http_connections: $http_connections, http_loadavg: $http_loadavg,
     commit: $commit}')

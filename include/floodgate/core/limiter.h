@@ -116,8 +116,11 @@ class Limiter {
                                                  const Limiter* previous = nullptr);
 
   // Reserves the request's cost in every matching policy; if any rejects, refunds the ones
-  // that admitted, so a rejected request consumes nothing anywhere. A rejection a shared
-  // store already knows (see Verdict::decisions) is answered before any policy is asked.
+  // that admitted, so a rejected request consumes nothing anywhere. The policies on one
+  // shared store (Redis) are decided together, in one script run, all or nothing: when one
+  // of them refuses, or a policy decided before them did, they charge nothing to refund.
+  // A rejection a shared store already knows (see Verdict::decisions) is answered before
+  // any policy is asked.
   Verdict check(const RequestInfo& request);
 
   // Gives back everything an admitted `verdict` of this limiter's check() reserved, for a

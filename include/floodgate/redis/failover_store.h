@@ -59,11 +59,14 @@ class FailoverStore final : public SharedStore {
   // together. Every store of that group is a FailoverStore.
   const void* batchGroup() const override;
   // Decides one request in each of `items`' stores, all batchable() on one client and one
-  // breaker, in one round trip; each answer then follows its own store's failure mode.
-  // Known rejections are answered without the call (a caller that rejects the request as a
+  // breaker, in one script run in Redis, all or nothing (RedisStore::decideAtomically; in a
+  // cluster whose slots the keys do not share, one script each in one round trip, each
+  // charged on its own); each answer then follows its own store's failure mode, and a
+  // fallback's admission is charged in the fallback. Known rejections are answered without
+  // the call, and the rest then decided uncharged (a caller that rejects the request as a
   // whole on one, as Limiter does, asks knownRejection() first and calls nothing).
-  std::vector<Result<Decision>> decideTogether(const std::vector<Item>& items,
-                                               int64_t now_ns) override;
+  std::vector<Answer> decideTogether(const std::vector<Item>& items, int64_t now_ns,
+                                     bool charge) override;
 
   // The fleet membership whose live count this store's local shares divide by (for
   // metrics); null when none was given.

@@ -23,12 +23,12 @@ struct RedisStoreOptions {
   bool virtual_time = false;
 };
 
-// Each decision is one EVALSHA of the algorithm's script (EVAL when the server answers
-// NOSCRIPT, which also caches it): read, decide, write and set the expiry atomically, on
-// Redis's own clock. A key's Redis keys are "<prefix>:{<policy>:<key>}:<part>"; the braces
-// are a hash tag, so all of a key's parts (a log and its sequence) sit in one cluster slot.
-// Keys longer than 200 bytes are replaced by their SHA1 (stable across the fleet).
-// Times in the answer are Redis's, in µs, converted to ns. Thread-safe.
+// Each decision is one EVALSHA of the algorithm's script, or one for all of a request's
+// policies (decideAtomically) (EVAL when the server answers NOSCRIPT, which also caches it): read,
+// decide, write and set the expiry atomically, on Redis's own clock. A key's Redis keys are
+// "<prefix>:{<policy>:<key>}:<part>"; the braces are a hash tag, so all of a key's parts (a log and
+// its sequence) sit in one cluster slot. Keys longer than 200 bytes are replaced by their SHA1
+// (stable across the fleet). Times in the answer are Redis's, in µs, converted to ns. Thread-safe.
 class RedisStore final : public Store {
  public:
   RedisStore(std::shared_ptr<redis::Client> client, std::string policy,
@@ -49,6 +49,9 @@ class RedisStore final : public Store {
     Decision decision;
     int64_t leased = 0;
     int64_t redis_now_ns = 0;
+    // Redis holds what an admitted decision took (a refund gives it back); false when it was
+    // decided with others all or nothing and took nothing (see decideAtomically).
+    bool charged = true;
   };
   // Decides every request in one pipeline per server: one round trip, not one each.
   // The outer error is a transport failure; a script error fails only its own request.
@@ -62,6 +65,15 @@ class RedisStore final : public Store {
   };
   static Result<std::vector<Result<Answer>>> decideAcross(const std::vector<Across>& items,
                                                           int64_t now_ns);
+  // Decides requests of several stores that share one client (one request's policies) in
+  // one script run, all or nothing (decideTogetherScript): if any refuses, none is charged,
+  // atomically inside Redis, and each admitted answer says charged = false. With `charge`
+  // false nothing is charged at all (the request is refused by a policy elsewhere). One
+  // EVALSHA, where decideAcross sends one per policy. In a cluster whose slots the keys do
+  // not share, it is decideAcross (each policy charged on its own; the caller refunds). The
+  // first item's store says whether Redis's clock or now_ns is used. Errors as decideAcross.
+  static Result<std::vector<Result<Answer>>> decideAtomically(const std::vector<Across>& items,
+                                                              int64_t now_ns, bool charge);
   // Local buckets reconciled with Redis (see SyncStore): a key's units admitted locally
   // since its last sync, and the window (Redis's index) they were admitted in.
   struct SyncItem {
@@ -101,6 +113,7 @@ class RedisStore final : public Store {
   redis::RoutedCommand command(const redis::Script& script, std::string_view key,
                                std::string now_arg, int64_t cost, int64_t extra) const;
   redis::RoutedCommand decideCommand(const Request& request, int64_t now_ns) const;
+  std::string nowArg(int64_t now_ns) const;
   Result<Answer> answer(const redis::Reply& reply, int64_t now_ns);
 
   std::shared_ptr<redis::Client> client_;

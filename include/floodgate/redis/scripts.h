@@ -30,6 +30,21 @@ struct Script {
 // The key's expiry is set in the same script, to when its state equals an absent key.
 const Script& decideScript(AlgorithmKind kind);
 
+// Decide together (every policy of one request, all or nothing): KEYS = every policy's Redis
+// keys, one policy after another; ARGV = now_us ('' reads Redis TIME), charge ('1': charge
+// every policy if all admit; '0': decide only, the request is refused elsewhere), then for
+// each policy 7 values: its algorithm's name (as algorithmName() spells it), its number of
+// keys, cost, and its parameters padded to 4 ('' for the missing). No leases.
+// Every policy is read and decided before anything is written, so one that refuses leaves
+// the others uncharged, atomically (never charged and given back later). A policy whose
+// state cannot be read (a key of the wrong type) answers an error of its own; the others are
+// then charged if all of them admit, as if it were not there (its own failure mode decides
+// it, and the caller gives their units back if that refuses).
+// Returns {charged (1 or 0), answer_1, answer_2, ...}: each answer as decide's (an admitted
+// one as if charged, whether or not it was) or an error. In a cluster all KEYS must share a
+// slot.
+const Script& decideTogetherScript();
+
 // Refund: same KEYS; ARGV = admitted_us, cost, 0, then the same parameters. Returns 0.
 const Script& refundScript(AlgorithmKind kind);
 

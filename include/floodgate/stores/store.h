@@ -47,14 +47,22 @@ class SharedStore : public Store {
   virtual const void* batchGroup() const = 0;
 
   // Decides one request in each of `items`' stores, every one of this store's batchGroup(),
-  // in one round trip; each answer follows its own store's failure mode.
+  // in one round trip; each answer follows its own store's failure mode. All or nothing
+  // where the stores can: if any refuses, none of the others is charged (and with `charge`
+  // false, none is charged at all: the caller refuses the request for a reason of its own).
+  // An admitted answer says whether its store holds the units (a refund has something to
+  // give back); when not, its remaining reads as if it had been charged and given back.
   struct Item {
     SharedStore* store;
     std::string_view key;
     int64_t cost;
   };
-  virtual std::vector<Result<Decision>> decideTogether(const std::vector<Item>& items,
-                                                       int64_t now_ns) = 0;
+  struct Answer {
+    Result<Decision> decision = Error::failure("not decided");
+    bool charged = true;
+  };
+  virtual std::vector<Answer> decideTogether(const std::vector<Item>& items, int64_t now_ns,
+                                             bool charge) = 0;
 };
 
 }  // namespace floodgate::http

@@ -49,6 +49,14 @@ void settle(PolicyDecision& pd, Result<Decision> decided) {
   pd.decision.policy = name;
 }
 
+// Reads `pd` as after `back` of its units were given back (the store's part is the caller's).
+void giveBackInDecision(PolicyDecision& pd, int64_t back) {
+  pd.cost -= back;
+  pd.reserved = pd.cost > 0;
+  pd.decision.remaining = std::min(pd.decision.limit, pd.decision.remaining + back);
+  pd.decision.delay_ns = 0;
+}
+
 }  // namespace
 
 std::vector<std::string_view> headerValues(const RequestInfo& request, std::string_view name) {
@@ -218,23 +226,30 @@ Verdict Limiter::check(const RequestInfo& request) {
     local.clear();
     together.clear();
   }
+  bool refused = false;  // by a policy decided so far
   for (const auto& [index, store] : local) {
     PolicyDecision& pd = verdict.decisions[index];
     settle(pd, store->decide(pd.key, now_ns, pd.cost));
+    refused = refused || !pd.decision.allowed();
   }
-  if (together.size() == 1) {
+  if (together.size() == 1 && !refused) {
     PolicyDecision& pd = verdict.decisions[together[0]];
     settle(pd, first_together->decide(pd.key, now_ns, pd.cost));
-  } else if (together.size() > 1) {
+  } else if (!together.empty()) {
+    // All or nothing in the store: a refusal there charges none of them, and when the
+    // request is refused already none is charged at all, so none needs a refund.
     std::vector<SharedStore::Item> items;
     items.reserve(together.size());
     for (size_t j = 0; j < together.size(); ++j) {
       const PolicyDecision& pd = verdict.decisions[together[j]];
       items.push_back({together_stores[j], pd.key, pd.cost});
     }
-    std::vector<Result<Decision>> decided = first_together->decideTogether(items, now_ns);
+    std::vector<SharedStore::Answer> decided =
+        first_together->decideTogether(items, now_ns, !refused);
     for (size_t j = 0; j < together.size(); ++j) {
-      settle(verdict.decisions[together[j]], std::move(decided[j]));
+      PolicyDecision& pd = verdict.decisions[together[j]];
+      settle(pd, std::move(decided[j].decision));
+      if (pd.reserved && !decided[j].charged) giveBackInDecision(pd, pd.cost);
     }
   }
 
@@ -309,10 +324,7 @@ void Limiter::refund(Verdict& verdict, int64_t kept) const {
     if (!pd.reserved || pd.cost <= kept) continue;
     const int64_t back = pd.cost - kept;
     policies_[p].store->refund(pd.key, verdict.decided_ns, back);
-    pd.cost = kept;
-    pd.reserved = kept > 0;
-    pd.decision.remaining = std::min(pd.decision.limit, pd.decision.remaining + back);
-    pd.decision.delay_ns = 0;
+    giveBackInDecision(pd, back);
     if (verdict.binding.policy == pd.decision.policy) {
       verdict.binding.remaining = pd.decision.remaining;
     }

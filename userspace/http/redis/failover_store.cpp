@@ -86,9 +86,9 @@ const void* FailoverStore::batchGroup() const {
   return batchable_ != nullptr ? batchable_->sharedClient().get() : nullptr;
 }
 
-std::vector<Result<Decision>> FailoverStore::decideTogether(const std::vector<Item>& items,
-                                                            int64_t now_ns) {
-  std::vector<Result<Decision>> out(items.size(), Error::failure("not decided"));
+std::vector<SharedStore::Answer> FailoverStore::decideTogether(const std::vector<Item>& items,
+                                                               int64_t now_ns, bool charge) {
+  std::vector<Answer> out(items.size());
   if (items.empty()) return out;
   // The group is this store's Redis client, and only failover stores have one; an item of
   // another store (a caller's mistake) is decided on its own rather than trusted.
@@ -99,12 +99,14 @@ std::vector<Result<Decision>> FailoverStore::decideTogether(const std::vector<It
     const Item& item = items[i];
     auto* store = dynamic_cast<FailoverStore*>(item.store);
     if (store == nullptr || store->batchGroup() != batchGroup() || batchGroup() == nullptr) {
-      out[i] = item.store->decide(item.key, now_ns, item.cost);
+      out[i].decision = item.store->decide(item.key, now_ns, item.cost);
+      if (out[i].decision && !out[i].decision->allowed()) charge = false;
       continue;
     }
     stores[i] = store;
     if (auto known = store->rejections_.lookup(item.key, now_ns, item.cost)) {
-      out[i] = *known;
+      out[i].decision = *known;
+      charge = false;  // the request is refused: what Redis decides need not be charged
     } else {
       ask.push_back(i);
     }
@@ -114,8 +116,9 @@ std::vector<Result<Decision>> FailoverStore::decideTogether(const std::vector<It
   if (!breaker.allow()) {
     for (size_t i : ask) {
       const Item& item = items[i];
-      out[i] = stores[i]->failed(item.key, now_ns, item.cost,
-                                 Error::failure("shared store unavailable (circuit breaker open)"));
+      out[i].decision =
+          stores[i]->failed(item.key, now_ns, item.cost,
+                            Error::failure("shared store unavailable (circuit breaker open)"));
     }
     return out;
   }
@@ -124,21 +127,21 @@ std::vector<Result<Decision>> FailoverStore::decideTogether(const std::vector<It
   for (size_t i : ask) {
     across.push_back({stores[i]->batchable_, {items[i].key, items[i].cost, 0}});
   }
-  auto answers = RedisStore::decideAcross(across, now_ns);
+  auto answers = RedisStore::decideAtomically(across, now_ns, charge);
   bool all_answered = answers.ok();
   for (size_t j = 0; j < ask.size(); ++j) {
     const Item& item = items[ask[j]];
     FailoverStore* store = stores[ask[j]];
     if (answers && (*answers)[j]) {
-      const Decision& decided = (*answers)[j]->decision;
-      store->rejections_.remember(item.key, now_ns, item.cost, decided);
-      out[ask[j]] = decided;
+      const RedisStore::Answer& answer = *(*answers)[j];
+      store->rejections_.remember(item.key, now_ns, item.cost, answer.decision);
+      out[ask[j]] = {answer.decision, answer.charged};
       continue;
     }
     all_answered = false;
     store->store_errors_.fetch_add(1, std::memory_order_relaxed);
     Error error = answers ? (*answers)[j].error() : answers.error();
-    out[ask[j]] = store->failed(item.key, now_ns, item.cost, std::move(error));
+    out[ask[j]].decision = store->failed(item.key, now_ns, item.cost, std::move(error));
   }
   // One call: one success or one failure for the breaker.
   if (all_answered) {

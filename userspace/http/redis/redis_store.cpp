@@ -108,9 +108,12 @@ Result<std::vector<redis::Reply>> RedisStore::evalAll(
   return replies;
 }
 
+std::string RedisStore::nowArg(int64_t now_ns) const {
+  return options_.virtual_time ? std::to_string(now_ns / kNsPerUs) : "";
+}
+
 redis::RoutedCommand RedisStore::decideCommand(const Request& r, int64_t now_ns) const {
-  std::string now_arg = options_.virtual_time ? std::to_string(now_ns / kNsPerUs) : "";
-  return command(redis::decideScript(params_.kind), r.key, std::move(now_arg), r.cost,
+  return command(redis::decideScript(params_.kind), r.key, nowArg(now_ns), r.cost,
                  canLease(params_.kind) ? r.extra : 0);
 }
 
@@ -145,6 +148,56 @@ Result<std::vector<Result<RedisStore::Answer>>> RedisStore::decideAcross(
   answers.reserve(replies->size());
   for (size_t i = 0; i < items.size(); ++i) {
     answers.push_back(items[i].store->answer((*replies)[i], now_ns));
+  }
+  return answers;
+}
+
+Result<std::vector<Result<RedisStore::Answer>>> RedisStore::decideAtomically(
+    const std::vector<Across>& items, int64_t now_ns, bool charge) {
+  if (items.empty()) return std::vector<Result<Answer>>{};
+  const RedisStore& first = *items[0].store;
+  const redis::Script& script = redis::decideTogetherScript();
+  redis::RoutedCommand rc;
+  rc.command = {"EVALSHA", script.sha1, ""};
+  std::vector<std::string> args = {first.nowArg(now_ns), charge ? "1" : "0"};
+  args.reserve(2 + 7 * items.size());
+  const bool cluster = first.client_->options().cluster;
+  for (const Across& item : items) {
+    std::vector<std::string> keys = item.store->redisKeys(item.request.key);
+    // A script's keys must share a slot in a cluster; a request's policies rarely do (each
+    // key is its own hash tag, so that keys spread over the nodes): one script each then.
+    // (A key's own parts share its hash tag, so its first key names its slot.)
+    if (cluster && rc.command.size() > 3 &&
+        redis::keySlot(keys[0]) != redis::keySlot(rc.command[3])) {
+      return decideAcross(items, now_ns);
+    }
+    args.emplace_back(algorithmName(item.store->params_.kind));
+    args.push_back(std::to_string(keys.size()));
+    args.push_back(std::to_string(item.request.cost));
+    std::vector<std::string> parameters = item.store->params();
+    parameters.resize(4);
+    for (std::string& p : parameters) args.push_back(std::move(p));
+    for (std::string& k : keys) rc.command.push_back(std::move(k));
+  }
+  rc.key = rc.command[3];
+  rc.command[2] = std::to_string(rc.command.size() - 3);
+  for (std::string& a : args) rc.command.push_back(std::move(a));
+
+  auto replies = evalAll(*first.client_, {std::move(rc)}, {&script});
+  if (!replies) return replies.error();
+  const redis::Reply& reply = (*replies)[0];
+  if (reply.type != redis::Reply::Type::kArray || reply.elements.size() != 1 + items.size()) {
+    Error error = Error::failure(reply.isError() ? "redis script failed: " + reply.str
+                                                 : "redis script answered something unexpected");
+    return std::vector<Result<Answer>>(items.size(), error);
+  }
+  const bool charged = reply.elements[0].integer == 1;
+  std::vector<Result<Answer>> answers;
+  answers.reserve(items.size());
+  for (size_t i = 0; i < items.size(); ++i) {
+    Result<Answer> a = items[i].store->answer(reply.elements[1 + i], now_ns);
+    if (a && a->decision.allowed()) a->charged = charged;
+    answers.push_back(std::move(a));
   }
   return answers;
 }

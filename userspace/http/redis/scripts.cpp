@@ -60,33 +60,44 @@ local function below(a, b, p)
 end
 )lua";
 
+// Every decide function below reads a key's state and decides, writing nothing yet:
+//   fn(keys, now, cost, extra, p1, p2, p3, p4) -> reply, write
+// reply = {outcome (0 allowed, 1 rejected, 2 cost exceeds burst), delay_us, remaining,
+// reset_us, retry_after_us, now_us, leased}, as if charged when admitted; write(charge)
+// then stores the state, with the request's units when `charge` (only for an admitted one)
+// or without them (a refused request, or one admitted in a group that refused as a whole).
+// Their reads fail (WRONGTYPE) before anything is written; their writes cannot.
+
 // Hash fields: w = window index, n = count, l = the window length (µs) they were counted
 // in. Counts of another window length mean nothing: a policy whose window changed starts
 // its keys fresh; a changed limit applies to the counts as they are.
 constexpr std::string_view kFixedWindowDecide = R"lua(
-local now = now_us(ARGV[1])
-local cost, extra = tonumber(ARGV[2]), tonumber(ARGV[3])
-local limit, w = tonumber(ARGV[4]), tonumber(ARGV[5])
-local s = redis.call('HMGET', KEYS[1], 'w', 'n', 'l')
-local index, n = tonumber(s[1]) or 0, tonumber(s[2]) or 0
-if s[3] and tonumber(s[3]) ~= w then index = 0; n = 0 end
-local current = math.floor(now / w)
-if current > index then index = current; n = 0 end
-local window_end = (index + 1) * w
-local outcome, retry, leased = 0, 0, 0
-if cost > limit then
-  outcome = 2
-elseif n + cost <= limit then
-  n = n + cost
-  leased = math.min(extra, limit - n)
-  n = n + leased
-  redis.call('HSET', KEYS[1], 'w', index, 'n', n, 'l', w)
-  expire_after(KEYS[1], window_end - now)
-else
-  outcome = 1
-  retry = window_end - now
+local function fixed_window(keys, now, cost, extra, limit, w)
+  limit, w = tonumber(limit), tonumber(w)
+  local s = redis.call('HMGET', keys[1], 'w', 'n', 'l')
+  local index, n = tonumber(s[1]) or 0, tonumber(s[2]) or 0
+  if s[3] and tonumber(s[3]) ~= w then index = 0; n = 0 end
+  local current = math.floor(now / w)
+  if current > index then index = current; n = 0 end
+  local window_end = (index + 1) * w
+  local outcome, retry, leased, taken = 0, 0, 0, 0
+  if cost > limit then
+    outcome = 2
+  elseif n + cost <= limit then
+    leased = math.min(extra, limit - n - cost)
+    taken = cost + leased
+  else
+    outcome = 1
+    retry = window_end - now
+  end
+  local function write(charge)
+    -- uncharged, the state as read is still right: the window's turn is recomputed on read
+    if not charge then return end
+    redis.call('HSET', keys[1], 'w', index, 'n', n + taken, 'l', w)
+    expire_after(keys[1], window_end - now)
+  end
+  return {outcome, 0, limit - n - taken, window_end - now, retry, now, leased}, write
 end
-return {outcome, 0, limit - n, window_end - now, retry, now, leased}
 )lua";
 
 constexpr std::string_view kFixedWindowRefund = R"lua(
@@ -99,46 +110,52 @@ redis.call('HSET', KEYS[1], 'n', math.max(0, tonumber(s[2]) - cost))
 return 0
 )lua";
 
-// KEYS[1] = log (sorted set of unit ids scored by arrival µs), KEYS[2] = id sequence.
+// keys[1] = log (sorted set of unit ids scored by arrival µs), keys[2] = id sequence.
 constexpr std::string_view kSlidingLogDecide = R"lua(
-local now = now_us(ARGV[1])
-local cost = tonumber(ARGV[2])
-local limit, w = tonumber(ARGV[4]), tonumber(ARGV[5])
--- An age of a whole window is outside it; a stale now (t > now) is a negative age: inside.
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - w)
-local count = redis.call('ZCARD', KEYS[1])
-local outcome, retry = 0, 0
-local last = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')
-local last_at = last[2] and tonumber(last[2]) or nil
-if cost > limit then
-  outcome = 2
-elseif count + cost <= limit then
+local function sliding_window_log(keys, now, cost, extra, limit, w)
+  limit, w = tonumber(limit), tonumber(w)
+  -- read first, so that a sequence of the wrong type fails before anything is written
+  redis.call('GET', keys[2])
+  -- An age of a whole window is outside it; a stale now (t > now) is a negative age: inside.
+  -- Dropping what aged out changes no decision: written now, charged or not.
+  redis.call('ZREMRANGEBYSCORE', keys[1], '-inf', now - w)
+  local count = redis.call('ZCARD', keys[1])
+  local outcome, retry = 0, 0
+  local last = redis.call('ZRANGE', keys[1], -1, -1, 'WITHSCORES')
+  local last_at = last[2] and tonumber(last[2]) or nil
   local at = now
   if last_at and last_at > now then at = last_at end
-  local id = redis.call('INCRBY', KEYS[2], cost) - cost
-  local args = {}
-  for i = 1, cost do
-    args[#args + 1] = at
-    args[#args + 1] = id + i
-    if #args >= 1000 or i == cost then
-      redis.call('ZADD', KEYS[1], unpack(args))
-      args = {}
-    end
+  if cost > limit then
+    outcome = 2
+  elseif count + cost <= limit then
+    count = count + cost
+    last_at = at
+  else
+    outcome = 1
+    -- The retry fits once the (count + cost - limit) oldest units have aged out.
+    local must = count + cost - limit
+    local oldest = redis.call('ZRANGE', keys[1], must - 1, must - 1, 'WITHSCORES')
+    retry = math.max(1, tonumber(oldest[2]) + w - now)
   end
-  count = count + cost
-  last_at = at
-  expire_after(KEYS[1], last_at + w - now)
-  expire_after(KEYS[2], last_at + w - now)
-else
-  outcome = 1
-  -- The retry fits once the (count + cost - limit) oldest units have aged out.
-  local must = count + cost - limit
-  local oldest = redis.call('ZRANGE', KEYS[1], must - 1, must - 1, 'WITHSCORES')
-  retry = math.max(1, tonumber(oldest[2]) + w - now)
+  local reset = 0
+  if count > 0 then reset = math.max(0, last_at + w - now) end
+  local function write(charge)
+    if not charge then return end
+    local id = redis.call('INCRBY', keys[2], cost) - cost
+    local args = {}
+    for i = 1, cost do
+      args[#args + 1] = at
+      args[#args + 1] = id + i
+      if #args >= 1000 or i == cost then
+        redis.call('ZADD', keys[1], unpack(args))
+        args = {}
+      end
+    end
+    expire_after(keys[1], at + w - now)
+    expire_after(keys[2], at + w - now)
+  end
+  return {outcome, 0, limit - count, reset, retry, now, 0}, write
 end
-local reset = 0
-if count > 0 then reset = math.max(0, last_at + w - now) end
-return {outcome, 0, limit - count, reset, retry, now, 0}
 )lua";
 
 constexpr std::string_view kSlidingLogRefund = R"lua(
@@ -155,50 +172,52 @@ return 0
 // limit, compared multiplied by W, exactly (mulcmp): prev x (W - e) < (limit - curr - cost + 1) x
 // W.
 constexpr std::string_view kSlidingCounterDecide = R"lua(
-local now = now_us(ARGV[1])
-local cost = tonumber(ARGV[2])
-local limit, w = tonumber(ARGV[4]), tonumber(ARGV[5])
-local s = redis.call('HMGET', KEYS[1], 'w', 'c', 'p', 'l')
-local index, curr, prev = tonumber(s[1]) or 0, tonumber(s[2]) or 0, tonumber(s[3]) or 0
-if s[4] and tonumber(s[4]) ~= w then index = 0; curr = 0; prev = 0 end
-local current = math.floor(now / w)
-if current == index + 1 then
-  prev = curr; curr = 0
-elseif current > index + 1 then
-  prev = 0; curr = 0
-end
-index = math.max(index, current)
-local start = index * w
-local elapsed = math.min(math.max(now - start, 0), w - 1)
-local outcome, retry = 0, 0
-if cost > limit then
-  outcome = 2
-elseif limit - curr - cost >= 0 and mulcmp(prev, w - elapsed, limit - curr - cost + 1, w) < 0 then
-  curr = curr + cost
-else
-  outcome = 1
-  local retry_at
-  if curr + cost <= limit then
-    -- Later in this window prev weighs less: prev x (W - e) < (limit - curr - cost + 1) x W.
-    retry_at = start + w - below(limit - curr - cost + 1, w, prev)
-  else
-    -- In the next window curr becomes prev: curr x (W - e) < (limit - cost + 1) x W.
-    local e = 0
-    if curr > 0 and limit - cost < curr then
-      e = math.max(0, w - below(limit - cost + 1, w, curr))
-    end
-    retry_at = start + w + e
+local function sliding_window_counter(keys, now, cost, extra, limit, w)
+  limit, w = tonumber(limit), tonumber(w)
+  local s = redis.call('HMGET', keys[1], 'w', 'c', 'p', 'l')
+  local index, curr, prev = tonumber(s[1]) or 0, tonumber(s[2]) or 0, tonumber(s[3]) or 0
+  if s[4] and tonumber(s[4]) ~= w then index = 0; curr = 0; prev = 0 end
+  local current = math.floor(now / w)
+  if current == index + 1 then
+    prev = curr; curr = 0
+  elseif current > index + 1 then
+    prev = 0; curr = 0
   end
-  retry = math.max(1, retry_at - now)
+  index = math.max(index, current)
+  local start = index * w
+  local elapsed = math.min(math.max(now - start, 0), w - 1)
+  local outcome, retry, taken = 0, 0, 0
+  if cost > limit then
+    outcome = 2
+  elseif limit - curr - cost >= 0 and mulcmp(prev, w - elapsed, limit - curr - cost + 1, w) < 0 then
+    taken = cost
+  else
+    outcome = 1
+    local retry_at
+    if curr + cost <= limit then
+      -- Later in this window prev weighs less: prev x (W - e) < (limit - curr - cost + 1) x W.
+      retry_at = start + w - below(limit - curr - cost + 1, w, prev)
+    else
+      -- In the next window curr becomes prev: curr x (W - e) < (limit - cost + 1) x W.
+      local e = 0
+      if curr > 0 and limit - cost < curr then
+        e = math.max(0, w - below(limit - cost + 1, w, curr))
+      end
+      retry_at = start + w + e
+    end
+    retry = math.max(1, retry_at - now)
+  end
+  local function write(charge)
+    redis.call('HSET', keys[1], 'w', index, 'c', charge and curr + taken or curr, 'p', prev, 'l', w)
+    expire_after(keys[1], start + 2 * w - now)
+  end
+  -- remaining = limit - curr - floor(prev x (W - elapsed) / W): units of cost 1 still admitted
+  local weighted = muldiv(prev, w - elapsed, w)
+  local remaining = math.max(0, limit - curr - taken - weighted)
+  local reset = 0
+  if curr + taken > 0 then reset = start + 2 * w - now elseif prev > 0 then reset = start + w - now end
+  return {outcome, 0, remaining, reset, retry, now, 0}, write
 end
-redis.call('HSET', KEYS[1], 'w', index, 'c', curr, 'p', prev, 'l', w)
-expire_after(KEYS[1], start + 2 * w - now)
--- remaining = limit - curr - floor(prev x (W - elapsed) / W): units of cost 1 still admitted
-local weighted = muldiv(prev, w - elapsed, w)
-local remaining = math.max(0, limit - curr - weighted)
-local reset = 0
-if curr > 0 then reset = start + 2 * w - now elseif prev > 0 then reset = start + w - now end
-return {outcome, 0, remaining, reset, retry, now, 0}
 )lua";
 
 constexpr std::string_view kSlidingCounterRefund = R"lua(
@@ -218,36 +237,38 @@ return 0
 // After a change of the policy's limits the tokens used stay used (at most the new
 // capacity) and refill at the new rate.
 constexpr std::string_view kTokenBucketDecide = R"lua(
-local now = now_us(ARGV[1])
-local cost, extra = tonumber(ARGV[2]), tonumber(ARGV[3])
-local capacity, rate = tonumber(ARGV[4]), tonumber(ARGV[5])
-local UNIT = 1000000000
-local s = redis.call('HMGET', KEYS[1], 'm', 't')
-local missing, at = tonumber(s[1]) or 0, tonumber(s[2]) or 0
-if now > at then
-  -- Compare before multiplying so a long idle period stays exact.
-  if now - at >= ceildiv(missing, rate) then missing = 0 else missing = missing - (now - at) * rate end
-  at = now
+local function token_bucket(keys, now, cost, extra, capacity, rate)
+  capacity, rate = tonumber(capacity), tonumber(rate)
+  local UNIT = 1000000000
+  local s = redis.call('HMGET', keys[1], 'm', 't')
+  local missing, at = tonumber(s[1]) or 0, tonumber(s[2]) or 0
+  if now > at then
+    -- Compare before multiplying so a long idle period stays exact.
+    if now - at >= ceildiv(missing, rate) then missing = 0 else missing = missing - (now - at) * rate end
+    at = now
+  end
+  if missing > capacity * UNIT then missing = capacity * UNIT end
+  local available = capacity * UNIT - missing
+  local need = cost * UNIT
+  local outcome, retry, leased, taken = 0, 0, 0, 0
+  if cost > capacity then
+    outcome = 2
+  elseif need <= available then
+    leased = math.min(extra, math.floor((available - need) / UNIT))
+    taken = need + leased * UNIT
+  else
+    outcome = 1
+    retry = math.max(1, at + ceildiv(need - available, rate) - now)
+  end
+  local function reset_of(m) return math.max(0, at + ceildiv(m, rate) - now) end
+  local function write(charge)
+    local m = charge and missing + taken or missing
+    redis.call('HSET', keys[1], 'm', m, 't', at)
+    expire_after(keys[1], reset_of(m))
+  end
+  return {outcome, 0, math.floor((available - taken) / UNIT), reset_of(missing + taken), retry,
+          now, leased}, write
 end
-if missing > capacity * UNIT then missing = capacity * UNIT end
-local available = capacity * UNIT - missing
-local need = cost * UNIT
-local outcome, retry, leased = 0, 0, 0
-if cost > capacity then
-  outcome = 2
-elseif need <= available then
-  available = available - need
-  leased = math.min(extra, math.floor(available / UNIT))
-  available = available - leased * UNIT
-  missing = capacity * UNIT - available
-else
-  outcome = 1
-  retry = math.max(1, at + ceildiv(need - available, rate) - now)
-end
-local reset = math.max(0, at + ceildiv(missing, rate) - now)
-redis.call('HSET', KEYS[1], 'm', missing, 't', at)
-expire_after(KEYS[1], reset)
-return {outcome, 0, math.floor(available / UNIT), reset, retry, now, leased}
 )lua";
 
 constexpr std::string_view kTokenBucketRefund = R"lua(
@@ -279,41 +300,90 @@ end
 )lua";
 
 constexpr std::string_view kGcraDecide = R"lua(
+local function gcra(keys, now, cost, extra, capacity, rate, interval, mode)
+  capacity, interval = tonumber(capacity), tonumber(interval)
+  local tat, was = read_tat(keys[1], interval)
+  local tolerance = capacity * interval
+  local carried = false
+  if was ~= interval and tat > now then
+    tat = now + math.max(0, math.floor((tat - now) * interval / was) - 1)
+    carried = true
+  end
+  if tat > now + tolerance then  -- a lowered capacity: at most all of it is used
+    tat = now + tolerance
+    carried = true
+  end
+  local start = math.max(tat, now)
+  local next_tat = start + cost * interval
+  local outcome, delay, retry, leased = 0, 0, 0, 0
+  local charged = tat
+  if cost > capacity then
+    outcome = 2
+  elseif next_tat - now <= tolerance then
+    if mode == 'queue' then delay = start - now end
+    leased = math.min(extra, math.floor((tolerance - (next_tat - now)) / interval))
+    charged = next_tat + leased * interval
+  else
+    outcome = 1
+    retry = next_tat - tolerance - now
+  end
+  local function write(charge)
+    -- uncharged, a carried state is still written, so it goes on draining at the new interval
+    local t = charge and charged or tat
+    if charge or carried then
+      write_tat(keys[1], t, interval, math.max(1, math.ceil((t - now) / 1000)))
+    end
+  end
+  local used = math.max(0, charged - now)
+  return {outcome, delay, math.max(0, math.floor((tolerance - used) / interval)), used, retry, now,
+          leased}, write
+end
+)lua";
+
+// A decide script of one algorithm: KEYS and ARGV as in scripts.h.
+constexpr std::string_view kDecideOne = R"lua(
+local reply, write = decide(KEYS, now_us(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]),
+                            ARGV[4], ARGV[5], ARGV[6], ARGV[7])
+write(reply[1] == 0)
+return reply
+)lua";
+
+// Every policy of one request in one run, all or nothing (see decideTogetherScript()).
+// Everything is read and decided first and written after, so that a refusal anywhere
+// charges nothing anywhere: nothing taken, and nothing to give back later.
+constexpr std::string_view kDecideTogether = R"lua(
+local decide = {
+  fixed_window = fixed_window, sliding_window_log = sliding_window_log,
+  sliding_window_counter = sliding_window_counter, token_bucket = token_bucket,
+  gcra = gcra, leaky_bucket = gcra,
+}
 local now = now_us(ARGV[1])
-local cost, extra = tonumber(ARGV[2]), tonumber(ARGV[3])
-local capacity, interval = tonumber(ARGV[4]), tonumber(ARGV[6])
-local queue = ARGV[7] == 'queue'
-local tat, was = read_tat(KEYS[1], interval)
-local tolerance = capacity * interval
-local carried = false
-if was ~= interval and tat > now then
-  tat = now + math.max(0, math.floor((tat - now) * interval / was) - 1)
-  carried = true
+local replies, writes = {}, {}
+local admitted = true
+local k, a = 1, 3
+for i = 1, (#ARGV - 2) / 7 do
+  local n = tonumber(ARGV[a + 1])
+  local keys = {}
+  for j = 1, n do keys[j] = KEYS[k + j - 1] end
+  local ok, reply, write = pcall(decide[ARGV[a]], keys, now, tonumber(ARGV[a + 2]), 0,
+                                 ARGV[a + 3], ARGV[a + 4], ARGV[a + 5], ARGV[a + 6])
+  if ok then
+    replies[i] = reply
+    writes[i] = write
+    if reply[1] ~= 0 then admitted = false end
+  else
+    -- this policy alone fails (a key of the wrong type): its own failure mode decides it
+    local message = type(reply) == 'table' and reply.err or tostring(reply)
+    replies[i] = redis.error_reply(message)
+  end
+  k = k + n
+  a = a + 7
 end
-if tat > now + tolerance then  -- a lowered capacity: at most all of it is used
-  tat = now + tolerance
-  carried = true
+local charge = admitted and ARGV[2] == '1'
+for i = 1, #replies do
+  if writes[i] then writes[i](charge) end
 end
-local start = math.max(tat, now)
-local next_tat = start + cost * interval
-local outcome, delay, retry, leased = 0, 0, 0, 0
-if cost > capacity then
-  outcome = 2
-elseif next_tat - now <= tolerance then
-  tat = next_tat
-  if queue then delay = start - now end
-  leased = math.min(extra, math.floor((tolerance - (tat - now)) / interval))
-  tat = tat + leased * interval
-  write_tat(KEYS[1], tat, interval, math.max(1, math.ceil((tat - now) / 1000)))
-else
-  outcome = 1
-  retry = next_tat - tolerance - now
-end
-if outcome ~= 0 and carried then
-  write_tat(KEYS[1], tat, interval, math.max(1, math.ceil((tat - now) / 1000)))
-end
-local used = math.max(0, tat - now)
-return {outcome, delay, math.max(0, math.floor((tolerance - used) / interval)), used, retry, now, leased}
+return {charge and 1 or 0, unpack(replies)}
 )lua";
 
 constexpr std::string_view kGcraRefund = R"lua(
@@ -433,11 +503,16 @@ std::string sha1Hex(std::string_view text) {
 }
 
 const Script& decideScript(AlgorithmKind kind) {
-  static const Script fixed = make({kPrelude, kFixedWindowDecide});
-  static const Script log = make({kPrelude, kSlidingLogDecide});
-  static const Script counter = make({kPrelude, kMulCmp, kSlidingCounterDecide});
-  static const Script bucket = make({kPrelude, kTokenBucketDecide});
-  static const Script gcra = make({kPrelude, kGcraState, kGcraDecide});
+  static const Script fixed =
+      make({kPrelude, kFixedWindowDecide, "local decide = fixed_window", kDecideOne});
+  static const Script log =
+      make({kPrelude, kSlidingLogDecide, "local decide = sliding_window_log", kDecideOne});
+  static const Script counter = make({kPrelude, kMulCmp, kSlidingCounterDecide,
+                                      "local decide = sliding_window_counter", kDecideOne});
+  static const Script bucket =
+      make({kPrelude, kTokenBucketDecide, "local decide = token_bucket", kDecideOne});
+  static const Script gcra =
+      make({kPrelude, kGcraState, kGcraDecide, "local decide = gcra", kDecideOne});
   switch (kind) {
     case AlgorithmKind::kFixedWindow:
       return fixed;
@@ -452,6 +527,13 @@ const Script& decideScript(AlgorithmKind kind) {
       return gcra;
   }
   return gcra;
+}
+
+const Script& decideTogetherScript() {
+  static const Script together =
+      make({kPrelude, kMulCmp, kGcraState, kFixedWindowDecide, kSlidingLogDecide,
+            kSlidingCounterDecide, kTokenBucketDecide, kGcraDecide, kDecideTogether});
+  return together;
 }
 
 const Script& refundScript(AlgorithmKind kind) {

@@ -1,0 +1,476 @@
+// SPDX-License-Identifier: MIT
+// A request's Redis policies decided in one script run, all or nothing: the same decisions
+// as one script per policy with refunds, one EVALSHA per request, and hostile cases.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <random>
+#include <string>
+
+#include "floodgate/core/limiter.h"
+#include "floodgate/redis/failover_store.h"
+#include "floodgate/redis/redis_store.h"
+#include "floodgate/redis/store_factory.h"
+#include "floodgate/stores/local_share_store.h"
+#include "http/algorithm_harness.h"
+#include "redis/redis_server.h"
+
+namespace floodgate::http {
+namespace {
+
+using testing::bucket;
+using testing::RedisCluster;
+using testing::RedisServer;
+using testing::window;
+
+constexpr int64_t kUs = 1000;
+constexpr int64_t kMs = 1'000'000;
+
+// Calls of `command` ("evalsha", "eval") the server has run so far.
+int64_t calls(const RedisServer& server, std::string_view command) {
+  auto info = server.command({"INFO", "commandstats"});
+  EXPECT_TRUE(info.ok());
+  if (!info) return -1;
+  const std::string name = "cmdstat_" + std::string(command) + ":calls=";
+  size_t at = info->str.find(name);
+  return at == std::string::npos ? 0 : std::stoll(info->str.substr(at + name.size()));
+}
+
+// Every algorithm, with limits small enough that the arrivals below are often refused, on
+// whole µs per unit (the scripts then match the in-memory algorithms to the ns).
+std::vector<AlgorithmParams> everyAlgorithm() {
+  return {
+      window(AlgorithmKind::kFixedWindow, 8, 1000),
+      window(AlgorithmKind::kSlidingWindowLog, 8, 1000),
+      window(AlgorithmKind::kSlidingWindowCounter, 8, 1000),
+      bucket(AlgorithmKind::kTokenBucket, 8, 7.5),
+      bucket(AlgorithmKind::kGcra, 8, 8),
+      bucket(AlgorithmKind::kLeakyBucket, 8, 8),
+  };
+}
+
+// Three policies every request meets: per IP, per API key (X-API-Key; a /big request costs
+// 3 there) and per user.
+HttpConfig threePolicies(const AlgorithmParams& ip, const AlgorithmParams& api,
+                         const AlgorithmParams& user, FailureMode api_mode = FailureMode::kClosed) {
+  HttpConfig config;
+  config.retry_after_jitter = 0;
+  PolicyConfig per_ip;
+  per_ip.name = "per-ip";
+  per_ip.algorithm = ip;
+  per_ip.failure_mode = FailureMode::kClosed;
+  PolicyConfig per_key;
+  per_key.name = "per-key";
+  per_key.key = {KeyKind::kHeader, "X-API-Key"};
+  per_key.algorithm = api;
+  per_key.routes = {{RouteMatch{{}, "/big"}, 3}};
+  per_key.failure_mode = api_mode;
+  PolicyConfig per_user;
+  per_user.name = "per-user";
+  per_user.key = {KeyKind::kUser, ""};
+  per_user.algorithm = user;
+  per_user.failure_mode = FailureMode::kClosed;
+  config.policies = {per_ip, per_key, per_user};
+  return config;
+}
+
+struct Arrival {
+  std::string path, ip, api_key, user;
+};
+
+Verdict check(Limiter& limiter, const Arrival& a) {
+  return limiter.check(RequestInfo{"GET", a.path, a.ip, {{"X-API-Key", a.api_key}}, a.user, {}});
+}
+
+class RedisTogetherTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    if (testing::haveRedis()) server_ = RedisServer::start().release();
+  }
+  static void TearDownTestSuite() {
+    delete server_;
+    server_ = nullptr;
+  }
+  void SetUp() override {
+    if (server_ == nullptr) GTEST_SKIP() << "redis-server is not installed or did not start";
+    ASSERT_TRUE(server_->command({"FLUSHALL"}));
+    ASSERT_TRUE(server_->command({"CONFIG", "RESETSTAT"}));
+    redis::ClientOptions options;
+    options.seeds = {server_->address()};
+    options.timeout_ms = 2000;
+    client_ = std::make_shared<redis::Client>(options);
+  }
+
+  // Redis stores on the limiter's virtual clock under `prefix`: with `together`, failover
+  // stores whose policies are decided together (closed mode, or open with a local share of
+  // the whole limit; no rejection cache, so every request reaches Redis); without, plain
+  // Redis stores, one script per policy and refunds after, as before batching.
+  StoreFactory factory(const std::string& prefix, bool together) {
+    auto breaker =
+        std::make_shared<CircuitBreaker>(CircuitBreakerOptions{}, std::make_shared<SteadyClock>());
+    return [this, prefix, together, breaker](
+               const PolicyConfig& policy,
+               std::shared_ptr<const Algorithm> /*algorithm*/) -> std::unique_ptr<Store> {
+      RedisStoreOptions options;
+      options.prefix = prefix;
+      options.virtual_time = true;
+      auto redis = std::make_unique<RedisStore>(client_, policy.name, policy.algorithm, options);
+      if (!together) return redis;
+      std::unique_ptr<Store> fallback;
+      if (policy.failure_mode == FailureMode::kOpen) {
+        fallback = std::make_unique<LocalShareStore>(
+            policy.algorithm, [] { return int64_t{1}; }, MemoryStoreOptions{});
+      }
+      return std::make_unique<FailoverStore>(std::move(redis), std::move(fallback),
+                                             policy.failure_mode, breaker,
+                                             RejectionCacheOptions{10'000, 0});
+    };
+  }
+
+  std::unique_ptr<Limiter> limiter(const HttpConfig& config, std::shared_ptr<ManualClock> clock,
+                                   StoreFactory stores = {}) {
+    auto made = Limiter::create(config, std::move(clock), std::move(stores));
+    EXPECT_TRUE(made.ok()) << made.error().message;
+    return made ? std::move(*made) : nullptr;
+  }
+
+  static RedisServer* server_;
+  std::shared_ptr<redis::Client> client_;
+};
+RedisServer* RedisTogetherTest::server_ = nullptr;
+
+// The same arrivals through three limiters: Redis policies decided together, one script per
+// policy with refunds (as before), and memory. Together and one by one agree on every field
+// of every decision; memory on every outcome. And together costs one EVALSHA per request.
+TEST_F(RedisTogetherTest, TogetherDecidesAsOneByOneForEveryAlgorithmInOneScriptPerRequest) {
+  const std::vector<AlgorithmParams> all = everyAlgorithm();
+  for (size_t first = 0; first < all.size(); ++first) {
+    // every algorithm in every place (per IP, per key, per user) once
+    HttpConfig config =
+        threePolicies(all[first], all[(first + 1) % all.size()], all[(first + 2) % all.size()]);
+    const std::string name(algorithmName(all[first].kind));
+    auto clock = std::make_shared<ManualClock>(5'000'000 * kMs);
+    auto together = limiter(config, clock, factory("together-" + name, true));
+    auto one_by_one = limiter(config, clock, factory("each-" + name, false));
+    auto memory = limiter(config, clock);
+    ASSERT_TRUE(together && one_by_one && memory);
+    std::mt19937 rng(static_cast<uint32_t>(first + 1));
+    int requests = 0, refused = 0, partly_admitted = 0, refunds = 0;
+    const int64_t evalsha_before = calls(*server_, "evalsha");
+    const int64_t eval_before = calls(*server_, "eval");
+    auto last = std::chrono::steady_clock::now();
+    for (int i = 0; i < 1000; ++i) {
+      // Redis expires keys on its own clock: the virtual one must never fall behind it, or
+      // a state would vanish before it equals an absent key (which a slow moment can cause
+      // when a step is shorter than the time the previous request took).
+      const auto now = std::chrono::steady_clock::now();
+      const int64_t real_us =
+          std::chrono::duration_cast<std::chrono::microseconds>(now - last).count() + 1;
+      last = now;
+      clock->advanceNs(std::max(real_us * kUs, rng() % 8 != 0
+                                                   ? static_cast<int64_t>(rng() % 3000) * kUs
+                                                   : static_cast<int64_t>(rng() % 400) * kMs));
+      Arrival a{rng() % 4 == 0 ? "/big" : "/", "192.0.2." + std::to_string(rng() % 3),
+                "key-" + std::to_string(rng() % 2), "user-" + std::to_string(rng() % 3)};
+      const std::string where = name + " #" + std::to_string(i);
+      Verdict t = check(*together, a);
+      Verdict e = check(*one_by_one, a);
+      Verdict m = check(*memory, a);
+      ++requests;
+      ASSERT_EQ(t.allowed(), e.allowed()) << where;
+      ASSERT_EQ(t.allowed(), m.allowed()) << where;
+      ASSERT_EQ(t.violated, e.violated) << where;
+      ASSERT_EQ(t.binding.policy, e.binding.policy) << where;
+      ASSERT_EQ(t.binding.remaining, e.binding.remaining) << where;
+      ASSERT_EQ(t.binding.retry_after_ns, e.binding.retry_after_ns) << where;
+      ASSERT_EQ(t.binding.reset_ns, e.binding.reset_ns) << where;
+      ASSERT_EQ(t.binding.delay_ns, e.binding.delay_ns) << where;
+      ASSERT_EQ(t.decisions.size(), 3u) << where;
+      ASSERT_EQ(e.decisions.size(), 3u) << where;
+      for (size_t p = 0; p < 3; ++p) {
+        const PolicyDecision& td = t.decisions[p];
+        const PolicyDecision& ed = e.decisions[p];
+        const std::string at = where + " policy " + std::to_string(p);
+        ASSERT_EQ(td.decision.outcome, ed.decision.outcome) << at;
+        ASSERT_EQ(td.decision.outcome, m.decisions[p].decision.outcome) << at;
+        ASSERT_EQ(td.decision.remaining, ed.decision.remaining) << at;
+        ASSERT_EQ(td.decision.reset_ns, ed.decision.reset_ns) << at;
+        ASSERT_EQ(td.decision.retry_after_ns, ed.decision.retry_after_ns) << at;
+        ASSERT_EQ(td.decision.delay_ns, ed.decision.delay_ns) << at;
+        ASSERT_EQ(td.cost, ed.cost) << at;
+        ASSERT_EQ(td.reserved, ed.reserved) << at;
+      }
+      if (!t.allowed()) {
+        ++refused;
+        partly_admitted += t.violated.size() < 3;
+        for (const PolicyDecision& pd : e.decisions) refunds += pd.decision.allowed();
+      }
+    }
+    EXPECT_GT(refused, 200) << name;
+    EXPECT_GT(partly_admitted, 100) << name << ": refusals where some policy admitted";
+    EXPECT_LT(refused, requests - 200) << name;
+    // Together: one script run per request, refused or not. One by one: one per policy,
+    // and a refund for each admission of a refused request. Every run starts as one
+    // EVALSHA (one the server had not cached is answered NOSCRIPT and sent again as EVAL).
+    EXPECT_EQ(calls(*server_, "evalsha") - evalsha_before, requests + 3 * requests + refunds)
+        << name;
+    EXPECT_LE(calls(*server_, "eval") - eval_before, 7) << name;
+  }
+}
+
+// A request of the together limiter alone: exactly one EVALSHA per request, measured by the
+// server's own command counts.
+TEST_F(RedisTogetherTest, OneEvalshaPerRequestWhateverTheDecision) {
+  HttpConfig config = threePolicies(bucket(AlgorithmKind::kGcra, 100, 1),
+                                    bucket(AlgorithmKind::kTokenBucket, 5, 0.001),
+                                    window(AlgorithmKind::kSlidingWindowCounter, 100, 60'000));
+  auto clock = std::make_shared<ManualClock>(6'000'000 * kMs);
+  auto together = limiter(config, clock, factory("count", true));
+  ASSERT_TRUE(together);
+  Arrival a{"/", "192.0.2.1", "key", "user"};
+  ASSERT_TRUE(check(*together, a).allowed());  // the script is cached from here on
+  const int64_t evalsha_before = calls(*server_, "evalsha");
+  const int64_t eval_before = calls(*server_, "eval");
+  int admitted = 0;
+  for (int i = 0; i < 50; ++i) {
+    clock->advanceNs(kMs);
+    admitted += check(*together, a).allowed();
+  }
+  EXPECT_EQ(admitted, 4) << "the API key's bucket holds 5";
+  EXPECT_EQ(calls(*server_, "evalsha") - evalsha_before, 50) << "requests, not requests x 3";
+  EXPECT_EQ(calls(*server_, "eval") - eval_before, 0);
+}
+
+// The API key's bucket refuses: the per-IP and per-user policies, which admitted, were not
+// charged at all (their state in Redis is as before the request), and read as given back.
+TEST_F(RedisTogetherTest, ARefusalByOnePolicyChargesNoneOfTheOthers) {
+  HttpConfig config = threePolicies(window(AlgorithmKind::kFixedWindow, 10, 60'000),
+                                    bucket(AlgorithmKind::kTokenBucket, 2, 0.001),
+                                    window(AlgorithmKind::kSlidingWindowLog, 10, 60'000));
+  auto clock = std::make_shared<ManualClock>(7'000'000 * kMs);
+  auto together = limiter(config, clock, factory("refuse", true));
+  ASSERT_TRUE(together);
+  Arrival a{"/", "192.0.2.1", "key", "user"};
+  ASSERT_TRUE(check(*together, a).allowed());
+  ASSERT_TRUE(check(*together, a).allowed());
+  const int64_t evalsha_before = calls(*server_, "evalsha");
+  for (int i = 0; i < 3; ++i) {
+    Verdict v = check(*together, a);
+    ASSERT_FALSE(v.allowed());
+    EXPECT_EQ(v.violated, std::vector<std::string_view>{"per-key"});
+    EXPECT_EQ(v.binding.policy, "per-key");
+    EXPECT_EQ(v.binding.outcome, Outcome::kRejected);
+    for (size_t p : {0u, 2u}) {
+      EXPECT_TRUE(v.decisions[p].decision.allowed());
+      EXPECT_FALSE(v.decisions[p].reserved) << "nothing to refund";
+      EXPECT_EQ(v.decisions[p].cost, 0);
+      EXPECT_EQ(v.decisions[p].decision.remaining, 8) << "as after the refund";
+    }
+  }
+  // three requests, three scripts: no refund ran
+  EXPECT_EQ(calls(*server_, "evalsha") - evalsha_before, 3);
+  auto counted = server_->command({"HGET", "refuse:{per-ip:192.0.2.1}:fixed_window", "n"});
+  ASSERT_TRUE(counted);
+  EXPECT_EQ(counted->str, "2");
+  auto logged = server_->command({"ZCARD", "refuse:{per-user:user}:log"});
+  ASSERT_TRUE(logged);
+  EXPECT_EQ(logged->integer, 2);
+}
+
+// A key of the wrong type (written by something else) fails its own policy alone: closed,
+// the request is refused as the store being unavailable and the others give back what they
+// took; open, its local share decides and the others are charged. The key is left as it was.
+TEST_F(RedisTogetherTest, AKeyOfTheWrongTypeFailsItsOwnPolicyAlone) {
+  for (FailureMode mode : {FailureMode::kClosed, FailureMode::kOpen}) {
+    ASSERT_TRUE(server_->command({"FLUSHALL"}));
+    HttpConfig config =
+        threePolicies(window(AlgorithmKind::kFixedWindow, 10, 60'000),
+                      bucket(AlgorithmKind::kTokenBucket, 10, 0.001),
+                      window(AlgorithmKind::kSlidingWindowCounter, 10, 60'000), mode);
+    auto clock = std::make_shared<ManualClock>(8'000'000 * kMs);
+    auto together = limiter(config, clock, factory("hostile", true));
+    ASSERT_TRUE(together);
+    ASSERT_TRUE(server_->command({"RPUSH", "hostile:{per-key:bad}:token_bucket", "x"}));
+    Arrival bad{"/", "192.0.2.1", "bad", "user"};
+    // two: a third failure in a row would open the breaker (an error is a failure)
+    for (int i = 0; i < 2; ++i) {
+      Verdict v = check(*together, bad);
+      if (mode == FailureMode::kClosed) {
+        ASSERT_FALSE(v.allowed());
+        EXPECT_EQ(v.binding.outcome, Outcome::kStoreUnavailable);
+        EXPECT_EQ(v.binding.policy, "per-key");
+        EXPECT_EQ(v.decisions[0].decision.remaining, 10) << "given back";
+      } else {
+        ASSERT_TRUE(v.allowed());
+        EXPECT_EQ(v.decisions[0].decision.remaining, 9 - i);
+        EXPECT_EQ(v.decisions[1].decision.remaining, 9 - i) << "the local share's";
+      }
+    }
+    auto& per_key = dynamic_cast<FailoverStore&>(together->store(1));
+    EXPECT_EQ(per_key.stats().store_errors, 2);
+    auto type = server_->command({"TYPE", "hostile:{per-key:bad}:token_bucket"});
+    ASSERT_TRUE(type);
+    EXPECT_EQ(type->str, "list");
+    // another API key, same address and user: Redis decides all three again
+    Verdict good = check(*together, Arrival{"/", "192.0.2.1", "good", "user"});
+    ASSERT_TRUE(good.allowed());
+    EXPECT_EQ(good.decisions[0].decision.remaining, mode == FailureMode::kClosed ? 9 : 7);
+    EXPECT_EQ(good.decisions[1].decision.remaining, 9);
+  }
+}
+
+// A server whose script cache was flushed answers NOSCRIPT: the script is sent once more
+// (EVAL), and the request is decided as if nothing had happened.
+TEST_F(RedisTogetherTest, AFlushedScriptIsSentAgain) {
+  HttpConfig config = threePolicies(window(AlgorithmKind::kFixedWindow, 10, 60'000),
+                                    bucket(AlgorithmKind::kGcra, 10, 1),
+                                    window(AlgorithmKind::kSlidingWindowCounter, 10, 60'000));
+  auto clock = std::make_shared<ManualClock>(9'000'000 * kMs);
+  auto together = limiter(config, clock, factory("flush", true));
+  ASSERT_TRUE(together);
+  Arrival a{"/", "192.0.2.1", "key", "user"};
+  ASSERT_TRUE(check(*together, a).allowed());
+  for (int round = 0; round < 3; ++round) {
+    ASSERT_TRUE(server_->command({"SCRIPT", "FLUSH"}));
+    const int64_t evalsha_before = calls(*server_, "evalsha");
+    const int64_t eval_before = calls(*server_, "eval");
+    Verdict v = check(*together, a);
+    ASSERT_TRUE(v.allowed()) << round;
+    for (const PolicyDecision& pd : v.decisions) EXPECT_EQ(pd.decision.remaining, 8 - round);
+    EXPECT_EQ(calls(*server_, "evalsha") - evalsha_before, 1);
+    EXPECT_EQ(calls(*server_, "eval") - eval_before, 1);
+  }
+}
+
+// Redis dies between requests of a run and comes back: while it is gone every request
+// follows each policy's failure mode (open: its local share; closed: refused as unavailable),
+// and once it is back they are decided together again.
+TEST(RedisTogetherOutage, RedisDyingMidRunFollowsEachPolicysFailureMode) {
+  if (!testing::haveRedis()) GTEST_SKIP() << "redis-server is not installed";
+  auto server = RedisServer::start();
+  if (!server) GTEST_SKIP() << "redis-server did not start";
+  HttpConfig config = threePolicies(window(AlgorithmKind::kFixedWindow, 1000, 600'000),
+                                    window(AlgorithmKind::kFixedWindow, 1000, 600'000),
+                                    window(AlgorithmKind::kFixedWindow, 1000, 600'000));
+  config.policies[0].failure_mode = FailureMode::kOpen;
+  config.policies[1].failure_mode = FailureMode::kOpen;
+  config.policies[2].match.path_prefix = "/closed";  // closed, and only on /closed
+  config.store.type = "redis";
+  config.store.address = server->address().text();
+  config.store.timeout_ms = 100;
+  config.store.instances = 2;
+  config.store.breaker_failures = 2;
+  config.store.breaker_open_ms = 200;
+  auto clock = std::make_shared<SteadyClock>();
+  FleetMembershipOptions membership;
+  membership.heartbeat_ms = 0;
+  redis::ClientOptions options;
+  options.seeds = {server->address()};
+  auto made = Limiter::create(
+      config, clock,
+      makeStoreFactory(config.store, clock,
+                       std::make_shared<FleetMembership>(std::make_shared<redis::Client>(options),
+                                                         membership, clock)));
+  ASSERT_TRUE(made.ok()) << made.error().message;
+  Limiter& limiter = **made;
+  const Arrival open{"/", "192.0.2.1", "key", "user"};
+  const Arrival closed{"/closed", "192.0.2.1", "key", "user"};
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(check(limiter, open).allowed());
+  ASSERT_TRUE(check(limiter, closed).allowed());
+  EXPECT_EQ(calls(*server, "evalsha"), 6) << "one script run per request";
+
+  server->kill();
+  for (int i = 0; i < 20; ++i) {
+    Verdict o = check(limiter, open);
+    EXPECT_TRUE(o.allowed()) << i << ": open policies admit through their local shares";
+    Verdict c = check(limiter, closed);
+    ASSERT_FALSE(c.allowed()) << i;
+    EXPECT_EQ(c.binding.outcome, Outcome::kStoreUnavailable);
+    EXPECT_EQ(c.binding.policy, "per-user");
+  }
+  auto& per_ip = dynamic_cast<FailoverStore&>(limiter.store(0));
+  auto& per_user = dynamic_cast<FailoverStore&>(limiter.store(2));
+  EXPECT_EQ(per_ip.breaker().state(), BreakerState::kOpen);
+  EXPECT_EQ(per_ip.stats().fallback_allowed, 40);
+  EXPECT_EQ(per_user.stats().failed_closed, 20);
+
+  ASSERT_TRUE(server->restart());  // empty: no state, no scripts
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!check(limiter, closed).allowed()) {
+    ASSERT_LT(std::chrono::steady_clock::now(), until) << "Redis never decided again";
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  Verdict back = check(limiter, open);
+  ASSERT_TRUE(back.allowed());
+  // the new server counts from zero: the closed request that got through, and this one
+  EXPECT_EQ(back.decisions[0].decision.remaining, 1000 - 2);
+}
+
+// A cluster: keys of one slot are decided in one script; keys of several slots (the usual
+// case: each key is its own hash tag) one script each, charged on their own and refunded
+// when one refuses, with the same decisions.
+TEST(RedisTogetherCluster, OneSlotInOneScriptSeveralSlotsOneScriptEach) {
+  if (!testing::haveRedis()) GTEST_SKIP() << "redis-server is not installed";
+  auto cluster = RedisCluster::start();
+  if (!cluster) GTEST_SKIP() << "could not start a 3-master Redis Cluster";
+  redis::ClientOptions options;
+  options.cluster = true;
+  options.seeds = {cluster->addresses()[0]};
+  options.timeout_ms = 2000;
+  auto client = std::make_shared<redis::Client>(options);
+  auto scripts = [&] {
+    int64_t n = 0;
+    for (size_t i = 0; i < 3; ++i) n += calls(cluster->node(i), "evalsha");
+    return n;
+  };
+  // An API key whose per-key tag shares the per-IP tag's slot, and one that does not.
+  const std::string ip = "192.0.2.1";
+  const uint16_t ip_slot = redis::keySlot("{per-ip:" + ip + "}");
+  std::string same, other;
+  for (int i = 0; same.empty() || other.empty(); ++i) {
+    std::string key = "k" + std::to_string(i);
+    (redis::keySlot("{per-key:" + key + "}") == ip_slot ? same : other) = key;
+  }
+  HttpConfig config;
+  config.retry_after_jitter = 0;
+  config.policies = threePolicies(window(AlgorithmKind::kFixedWindow, 10, 60'000),
+                                  bucket(AlgorithmKind::kTokenBucket, 2, 0.001),
+                                  window(AlgorithmKind::kFixedWindow, 10, 60'000))
+                        .policies;
+  config.policies.pop_back();  // no user: two policies per request
+  auto clock = std::make_shared<ManualClock>(10'000'000 * kMs);
+  auto breaker =
+      std::make_shared<CircuitBreaker>(CircuitBreakerOptions{}, std::make_shared<SteadyClock>());
+  StoreFactory stores = [&](const PolicyConfig& policy,
+                            std::shared_ptr<const Algorithm>) -> std::unique_ptr<Store> {
+    RedisStoreOptions redis_options;
+    redis_options.prefix = "fg";
+    redis_options.virtual_time = true;
+    return std::make_unique<FailoverStore>(
+        std::make_unique<RedisStore>(client, policy.name, policy.algorithm, redis_options), nullptr,
+        FailureMode::kClosed, breaker, RejectionCacheOptions{10'000, 0});
+  };
+  auto made = Limiter::create(config, clock, stores);
+  ASSERT_TRUE(made.ok()) << made.error().message;
+  Limiter& limiter = **made;
+  for (const std::string& key : {same, other}) {
+    for (int i = 0; i < 2; ++i) ASSERT_TRUE(check(limiter, {"/", ip, key, ""}).allowed());
+  }
+  const int64_t before = scripts();
+  for (const std::string& key : {same, other}) {
+    Verdict v = check(limiter, {"/", ip, key, ""});
+    ASSERT_FALSE(v.allowed()) << key;
+    EXPECT_EQ(v.violated, std::vector<std::string_view>{"per-key"});
+    EXPECT_EQ(v.decisions[0].decision.remaining, 10 - 4) << key << ": as after the refund";
+  }
+  // one slot: one script, nothing to refund; two slots: two scripts and the per-IP refund
+  EXPECT_EQ(scripts() - before, 1 + 3);
+  // nothing stayed taken from the address either way: 4 admitted requests of 10
+  Verdict next = check(limiter, {"/", ip, "fresh-key", ""});
+  ASSERT_TRUE(next.allowed());
+  EXPECT_EQ(next.decisions[0].decision.remaining, 10 - 5);
+}
+
+}  // namespace
+}  // namespace floodgate::http
