@@ -135,8 +135,15 @@ class RedisTogetherTest : public ::testing::Test {
     return made ? std::move(*made) : nullptr;
   }
 
+  // A limiter of `config` whose Redis policies are decided together, under `prefix`, on
+  // clock_ (virtual, stepped by the test).
+  std::unique_ptr<Limiter> together(const HttpConfig& config, const std::string& prefix) {
+    return limiter(config, clock_, factory(prefix, true));
+  }
+
   static RedisServer* server_;
   std::shared_ptr<redis::Client> client_;
+  std::shared_ptr<ManualClock> clock_ = std::make_shared<ManualClock>(5'000'000 * kMs);
 };
 RedisServer* RedisTogetherTest::server_ = nullptr;
 
@@ -225,17 +232,16 @@ TEST_F(RedisTogetherTest, OneEvalshaPerRequestWhateverTheDecision) {
   HttpConfig config = threePolicies(bucket(AlgorithmKind::kGcra, 100, 1),
                                     bucket(AlgorithmKind::kTokenBucket, 5, 0.001),
                                     window(AlgorithmKind::kSlidingWindowCounter, 100, 60'000));
-  auto clock = std::make_shared<ManualClock>(6'000'000 * kMs);
-  auto together = limiter(config, clock, factory("count", true));
-  ASSERT_TRUE(together);
+  auto limiter = together(config, "count");
+  ASSERT_TRUE(limiter);
   Arrival a{"/", "192.0.2.1", "key", "user"};
-  ASSERT_TRUE(check(*together, a).allowed());  // the script is cached from here on
+  ASSERT_TRUE(check(*limiter, a).allowed());  // the script is cached from here on
   const int64_t evalsha_before = calls(*server_, "evalsha");
   const int64_t eval_before = calls(*server_, "eval");
   int admitted = 0;
   for (int i = 0; i < 50; ++i) {
-    clock->advanceNs(kMs);
-    admitted += check(*together, a).allowed();
+    clock_->advanceNs(kMs);
+    admitted += check(*limiter, a).allowed();
   }
   EXPECT_EQ(admitted, 4) << "the API key's bucket holds 5";
   EXPECT_EQ(calls(*server_, "evalsha") - evalsha_before, 50) << "requests, not requests x 3";
@@ -248,15 +254,14 @@ TEST_F(RedisTogetherTest, ARefusalByOnePolicyChargesNoneOfTheOthers) {
   HttpConfig config = threePolicies(window(AlgorithmKind::kFixedWindow, 10, 60'000),
                                     bucket(AlgorithmKind::kTokenBucket, 2, 0.001),
                                     window(AlgorithmKind::kSlidingWindowLog, 10, 60'000));
-  auto clock = std::make_shared<ManualClock>(7'000'000 * kMs);
-  auto together = limiter(config, clock, factory("refuse", true));
-  ASSERT_TRUE(together);
+  auto limiter = together(config, "refuse");
+  ASSERT_TRUE(limiter);
   Arrival a{"/", "192.0.2.1", "key", "user"};
-  ASSERT_TRUE(check(*together, a).allowed());
-  ASSERT_TRUE(check(*together, a).allowed());
+  ASSERT_TRUE(check(*limiter, a).allowed());
+  ASSERT_TRUE(check(*limiter, a).allowed());
   const int64_t evalsha_before = calls(*server_, "evalsha");
   for (int i = 0; i < 3; ++i) {
-    Verdict v = check(*together, a);
+    Verdict v = check(*limiter, a);
     ASSERT_FALSE(v.allowed());
     EXPECT_EQ(v.violated, std::vector<std::string_view>{"per-key"});
     EXPECT_EQ(v.binding.policy, "per-key");
@@ -288,14 +293,13 @@ TEST_F(RedisTogetherTest, AKeyOfTheWrongTypeFailsItsOwnPolicyAlone) {
         threePolicies(window(AlgorithmKind::kFixedWindow, 10, 60'000),
                       bucket(AlgorithmKind::kTokenBucket, 10, 0.001),
                       window(AlgorithmKind::kSlidingWindowCounter, 10, 60'000), mode);
-    auto clock = std::make_shared<ManualClock>(8'000'000 * kMs);
-    auto together = limiter(config, clock, factory("hostile", true));
-    ASSERT_TRUE(together);
+    auto limiter = together(config, "hostile");
+    ASSERT_TRUE(limiter);
     ASSERT_TRUE(server_->command({"RPUSH", "hostile:{per-key:bad}:token_bucket", "x"}));
     Arrival bad{"/", "192.0.2.1", "bad", "user"};
     // two: a third failure in a row would open the breaker (an error is a failure)
     for (int i = 0; i < 2; ++i) {
-      Verdict v = check(*together, bad);
+      Verdict v = check(*limiter, bad);
       if (mode == FailureMode::kClosed) {
         ASSERT_FALSE(v.allowed());
         EXPECT_EQ(v.binding.outcome, Outcome::kStoreUnavailable);
@@ -307,13 +311,13 @@ TEST_F(RedisTogetherTest, AKeyOfTheWrongTypeFailsItsOwnPolicyAlone) {
         EXPECT_EQ(v.decisions[1].decision.remaining, 9 - i) << "the local share's";
       }
     }
-    auto& per_key = dynamic_cast<FailoverStore&>(together->store(1));
+    auto& per_key = dynamic_cast<FailoverStore&>(limiter->store(1));
     EXPECT_EQ(per_key.stats().store_errors, 2);
     auto type = server_->command({"TYPE", "hostile:{per-key:bad}:token_bucket"});
     ASSERT_TRUE(type);
     EXPECT_EQ(type->str, "list");
     // another API key, same address and user: Redis decides all three again
-    Verdict good = check(*together, Arrival{"/", "192.0.2.1", "good", "user"});
+    Verdict good = check(*limiter, Arrival{"/", "192.0.2.1", "good", "user"});
     ASSERT_TRUE(good.allowed());
     EXPECT_EQ(good.decisions[0].decision.remaining, mode == FailureMode::kClosed ? 9 : 7);
     EXPECT_EQ(good.decisions[1].decision.remaining, 9);
@@ -326,16 +330,15 @@ TEST_F(RedisTogetherTest, AFlushedScriptIsSentAgain) {
   HttpConfig config = threePolicies(window(AlgorithmKind::kFixedWindow, 10, 60'000),
                                     bucket(AlgorithmKind::kGcra, 10, 1),
                                     window(AlgorithmKind::kSlidingWindowCounter, 10, 60'000));
-  auto clock = std::make_shared<ManualClock>(9'000'000 * kMs);
-  auto together = limiter(config, clock, factory("flush", true));
-  ASSERT_TRUE(together);
+  auto limiter = together(config, "flush");
+  ASSERT_TRUE(limiter);
   Arrival a{"/", "192.0.2.1", "key", "user"};
-  ASSERT_TRUE(check(*together, a).allowed());
+  ASSERT_TRUE(check(*limiter, a).allowed());
   for (int round = 0; round < 3; ++round) {
     ASSERT_TRUE(server_->command({"SCRIPT", "FLUSH"}));
     const int64_t evalsha_before = calls(*server_, "evalsha");
     const int64_t eval_before = calls(*server_, "eval");
-    Verdict v = check(*together, a);
+    Verdict v = check(*limiter, a);
     ASSERT_TRUE(v.allowed()) << round;
     for (const PolicyDecision& pd : v.decisions) EXPECT_EQ(pd.decision.remaining, 8 - round);
     EXPECT_EQ(calls(*server_, "evalsha") - evalsha_before, 1);
