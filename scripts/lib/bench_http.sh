@@ -135,7 +135,7 @@ http_rows() {
     case $name in
       none) detail="the example service, no policy" ;;
       memory) detail="per IP (gcra), per API key (token bucket), per user (sliding window counter)" ;;
-      redis) detail="the same 3 in a private redis-server on loopback, one round trip" ;;
+      redis) detail="the same 3 in a private redis-server on loopback, one round trip, one script run" ;;
       over) detail="the same 3, the API key over its limit; $(awk -v a="$rps" -v b="$admitted_rps" \
         'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }')x the admitted requests/s" ;;
     esac
