@@ -1,0 +1,94 @@
+// SPDX-License-Identifier: MIT
+// Unit tests of the fleet ban record's line (floodgate/report/ban_record.h): what one host
+// writes is what another reads, a record of another version is refused by name, and an
+// offender-report reader refuses a ban record clearly.
+#include "floodgate/report/ban_record.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+
+#include "floodgate/report/offender_report.h"
+
+namespace floodgate::report {
+namespace {
+
+BanRecord record(const char* address, int64_t expires_ms, BanKind kind) {
+  auto cidr = parseCidr(address);
+  EXPECT_TRUE(cidr.ok());
+  return {*cidr, expires_ms, kind, "00ff11ee22dd33cc"};
+}
+
+TEST(BanRecordFormat, WritesTheVersionedLine) {
+  EXPECT_EQ(formatBanRecord(record("198.51.100.7", 1764625200000, BanKind::kManual)),
+            "ban v1 198.51.100.7 expires_ms=1764625200000 kind=manual nonce=00ff11ee22dd33cc");
+}
+
+TEST(BanRecordFormat, ReadsBackWhatItWrites) {
+  for (auto [address, kind] :
+       {std::pair{"198.51.100.7", BanKind::kManual}, std::pair{"203.0.113.0/24", BanKind::kRule},
+        std::pair{"2001:db8:1:2::/64", BanKind::kEscalation}}) {
+    const BanRecord written = record(address, 1764625200123, kind);
+    auto read = parseBanRecord(formatBanRecord(written) + "\n");
+    ASSERT_TRUE(read.ok()) << read.error().message;
+    EXPECT_EQ(read->address, written.address);
+    EXPECT_EQ(read->expires_ms, 1764625200123);
+    EXPECT_EQ(read->kind, kind);
+    EXPECT_EQ(read->nonce, "00ff11ee22dd33cc");
+  }
+}
+
+TEST(BanRecordParsing, AnotherVersionIsRefusedByName) {
+  auto future = parseBanRecord("ban v2 198.51.100.7 expires_ms=1 kind=manual nonce=ab extra=1");
+  ASSERT_FALSE(future.ok());
+  EXPECT_NE(future.error().message.find("version 'v2'"), std::string::npos)
+      << future.error().message;
+  EXPECT_NE(future.error().message.find("reads v1 only"), std::string::npos);
+}
+
+TEST(BanRecordParsing, NamesWhatIsWrong) {
+  EXPECT_FALSE(parseBanRecord("").ok());
+  EXPECT_FALSE(parseBanRecord("offender 198.51.100.7 rejections=5 within_ms=1").ok());
+  EXPECT_FALSE(parseBanRecord("ban v1 198.51.100.7 expires_ms=1 kind=manual").ok());
+  EXPECT_NE(parseBanRecord("ban v1 everyone expires_ms=1 kind=manual nonce=ab")
+                .error()
+                .message.find("not an IP address or prefix"),
+            std::string::npos);
+  // host bits below the prefix: a typo or a forgery, never a ban of the whole /8
+  EXPECT_FALSE(parseBanRecord("ban v1 10.0.0.1/8 expires_ms=1 kind=manual nonce=ab").ok());
+  EXPECT_FALSE(parseBanRecord("ban v1 198.51.100.7 expires_ms=-5 kind=manual nonce=ab").ok());
+  EXPECT_FALSE(parseBanRecord("ban v1 198.51.100.7 expires_ms=x kind=manual nonce=ab").ok());
+  EXPECT_NE(parseBanRecord("ban v1 198.51.100.7 expires_ms=1 kind=everyone nonce=ab")
+                .error()
+                .message.find("kind 'everyone'"),
+            std::string::npos);
+  EXPECT_FALSE(parseBanRecord("ban v1 198.51.100.7 expires_ms=1 kind=manual nonce=XYZ").ok());
+  EXPECT_FALSE(parseBanRecord("ban v1 198.51.100.7 expires_ms=1 kind=manual nonce=").ok());
+  // a control character in a field is shown printable, never as is
+  auto hostile = parseBanRecord("ban v1 1.2.3.4\x1b[2J expires_ms=1 kind=manual nonce=ab");
+  ASSERT_FALSE(hostile.ok());
+  EXPECT_EQ(hostile.error().message.find('\x1b'), std::string::npos);
+}
+
+TEST(BanRecordParsing, AReportReaderRefusesABanRecordClearly) {
+  auto report = parseReport(formatBanRecord(record("198.51.100.7", 1, BanKind::kManual)));
+  ASSERT_FALSE(report.ok());
+  EXPECT_NE(report.error().message.find("a fleet ban record, not an offender report"),
+            std::string::npos)
+      << report.error().message;
+}
+
+TEST(BanNonce, IsHexAndDiffersEveryTime) {
+  std::set<std::string> nonces;
+  for (int i = 0; i < 100; ++i) {
+    const std::string nonce = banNonce();
+    EXPECT_EQ(nonce.size(), 16u);
+    EXPECT_EQ(nonce.find_first_not_of("0123456789abcdef"), std::string::npos) << nonce;
+    nonces.insert(nonce);
+  }
+  EXPECT_EQ(nonces.size(), 100u);
+}
+
+}  // namespace
+}  // namespace floodgate::report
