@@ -1,0 +1,79 @@
+// SPDX-License-Identifier: MIT
+// StreamTail: follows one Redis stream on a thread of its own and hands the entries it
+// reads, with Redis's clock at the time, to the daemon's poll loop through an eventfd.
+// Every controller reads the whole stream (no consumer group). It starts `lookback_ns` back
+// on Redis's clock, and after a lost Redis it goes on from the last entry it read. What an
+// entry means is its reader's business (stream_report_reader.h, fleet_bans.h). Nothing it
+// does blocks the poll loop: stop() only asks the thread to end.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "floodgate/common/result.h"
+#include "floodgate/redis/client.h"
+#include "kernel/unique_fd.h"
+
+namespace floodgate::daemon {
+
+struct StreamTailSource {
+  http::redis::ClientOptions client;
+  std::string stream;
+  uint64_t lookback_ns = 0;  // how far back to read on start
+  std::string what;          // what the entries are, for log lines ("offender reports")
+
+  bool operator==(const StreamTailSource& other) const;
+};
+
+// One entry as read: its ID, its [field, value, ...] list and Redis's clock when read.
+struct TailEntry {
+  std::string id;
+  http::redis::Reply fields;
+  int64_t now_ms = 0;
+};
+
+class StreamTail {
+ public:
+  // Entries read but not yet drained at most; past it, reading waits (Redis keeps them).
+  static constexpr size_t kCapacity = 4096;
+
+  static Result<std::unique_ptr<StreamTail>> start(StreamTailSource source);
+  // Joins the thread: waits for the Redis call in progress (up to the client's timeout
+  // plus half a second). Call stop() first and destroy it once stopped() to never wait.
+  ~StreamTail();
+  void stop() { stop_ = true; }
+  bool stopped() const { return finished_; }
+  StreamTail(const StreamTail&) = delete;
+  StreamTail& operator=(const StreamTail&) = delete;
+
+  const StreamTailSource& source() const { return source_; }
+  // Readable while entries wait.
+  int fd() const { return event_.get(); }
+  // The entries waiting, at most `max`, oldest first; never blocks.
+  std::vector<TailEntry> drain(size_t max);
+
+ private:
+  StreamTail(StreamTailSource source, UniqueFd event);
+  void run();
+  // Reads one batch after last_id_ (blocking up to half a second for one to come).
+  Status readOnce();
+  void sleepUnlessStopped(int64_t ms);
+
+  StreamTailSource source_;
+  UniqueFd event_;
+  http::redis::Client client_;
+  std::string last_id_;  // empty until the start point is known
+  std::mutex mutex_;
+  std::deque<TailEntry> queue_;
+  std::atomic<bool> stop_{false};
+  std::atomic<bool> finished_{false};
+  std::thread thread_;
+};
+
+}  // namespace floodgate::daemon
