@@ -34,11 +34,11 @@ void parseRoot(YamlReader& reader, const YAML::Node& root, const std::string& ba
   if (!root.IsDefined() || root.IsNull()) {
     reader.diagnostics().add(reader.file(), 0, 0,
                              "the config is empty (expected a mapping of interfaces, defaults, "
-                             "allow, deny, rules, http)");
+                             "allow, deny, rules, http, fleet)");
     return;
   }
   std::optional<YamlFields> fields = reader.mapping(
-      {root, root}, "", {"interfaces", "defaults", "allow", "deny", "rules", "http"});
+      {root, root}, "", {"interfaces", "defaults", "allow", "deny", "rules", "http", "fleet"});
   if (!fields) return;
   if (const YamlEntry* e = fields->find("interfaces"))
     config.interfaces = parseInterfaces(reader, *e);
@@ -55,6 +55,7 @@ void parseRoot(YamlReader& reader, const YAML::Node& root, const std::string& ba
   if (const YamlEntry* e = fields->find("http"); e && !e->value.IsNull()) {
     config.http = http::parseHttpSection(reader, *e);
   }
+  if (const YamlEntry* e = fields->find("fleet")) config.fleet_bans = parseFleet(reader, *e);
 }
 
 std::string baseDirOf(const std::string& file_name) {

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // FloodgateConfig: floodgate.yaml read and validated (interfaces, defaults, allow, deny,
-// rules, http), and the AttachOptions it gives one interface. Reference: docs/config.md.
+// rules, http, fleet), and the AttachOptions it gives one interface. Reference: docs/config.md.
 #pragma once
 
 #include <cstdint>
@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "config/fleet_bans_config.h"
 #include "controller/rule_spec.h"
 #include "controller/xdp_limiter.h"
 #include "floodgate/common/cidr.h"
@@ -42,6 +43,7 @@ struct FloodgateConfig {
   std::optional<std::vector<Cidr>> deny;
   std::vector<RuleSpec> rules;  // in file order; id and epoch 0 (the controller assigns them)
   std::optional<http::HttpConfig> http;  // the `http:` section, when there is one
+  FleetBansConfig fleet_bans;            // `fleet.bans:`; disabled when absent
 };
 
 // Reads and validates the config at `path`. Every problem is added to `diagnostics` as

@@ -25,4 +25,7 @@ std::vector<Cidr> parseCidrList(YamlReader& reader, const YamlEntry& entry, cons
 std::vector<RuleSpec> parseRules(YamlReader& reader, const YamlEntry& entry,
                                  const std::string& base_dir);
 
+// `fleet:` (its `bans:`).
+FleetBansConfig parseFleet(YamlReader& reader, const YamlEntry& entry);
+
 }  // namespace floodgate::config

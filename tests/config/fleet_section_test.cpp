@@ -1,0 +1,124 @@
+// SPDX-License-Identifier: MIT
+// floodgate.yaml's `fleet.bans`: every key into FleetBansConfig, its defaults, and each
+// mistake reported at its position (a missing secret, no stream, an unknown kind of ban).
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "config/floodgate_config.h"
+
+namespace floodgate::config {
+namespace {
+
+namespace fs = std::filesystem;
+
+class FleetSectionTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string pattern = (fs::temp_directory_path() / "fg-fleet-XXXXXX").string();
+    dir_ = mkdtemp(pattern.data());
+    secret_ = (dir_ / "fleet.secret").string();
+    std::ofstream(secret_) << "0123456789abcdef0123456789abcdef\n";
+    chmod(secret_.c_str(), 0600);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  FloodgateConfig parse(const std::string& bans, Diagnostics& diagnostics) {
+    return parseConfig("fleet:\n  bans:\n" + bans, "test.yaml", diagnostics);
+  }
+  std::string errors(const std::string& bans) {
+    Diagnostics diagnostics;
+    parse(bans, diagnostics);
+    return diagnostics.format();
+  }
+
+  fs::path dir_;
+  std::string secret_;
+};
+
+TEST_F(FleetSectionTest, EveryKeyAndTheDefaults) {
+  Diagnostics diagnostics;
+  FloodgateConfig config = parse(
+      "    address: 10.0.0.5:6379\n"
+      "    stream: floodgate:bans\n"
+      "    secret_file: " +
+          secret_ + "\n",
+      diagnostics);
+  ASSERT_TRUE(diagnostics.empty()) << diagnostics.format();
+  const FleetBansConfig& bans = config.fleet_bans;
+  EXPECT_TRUE(bans.enabled);
+  EXPECT_EQ(bans.redis.type, "redis");
+  EXPECT_EQ(bans.redis.address, "10.0.0.5:6379");
+  EXPECT_EQ(bans.stream, "floodgate:bans");
+  EXPECT_EQ(bans.secret, "0123456789abcdef0123456789abcdef");
+  EXPECT_TRUE(bans.share_manual);
+  EXPECT_TRUE(bans.share_escalation);
+  EXPECT_FALSE(bans.share_rule) << "rule bans are shared only when asked for";
+  EXPECT_EQ(bans.max_ban_ns, 86'400'000'000'000ULL);
+  EXPECT_EQ(bans.widest_ipv4, 24);
+  EXPECT_EQ(bans.widest_ipv6, 48);
+
+  Diagnostics more;
+  FloodgateConfig full = parse(
+      "    cluster: [10.0.0.5:7000, 10.0.0.6:7000]\n"
+      "    stream: fb\n"
+      "    secret_file: " +
+          secret_ +
+          "\n"
+          "    share: [rule]\n"
+          "    max_ban: 2h\n"
+          "    widest_ipv4: 32\n"
+          "    widest_ipv6: 64\n",
+      more);
+  ASSERT_TRUE(more.empty()) << more.format();
+  EXPECT_EQ(full.fleet_bans.redis.cluster.size(), 2u);
+  EXPECT_FALSE(full.fleet_bans.share_manual);
+  EXPECT_FALSE(full.fleet_bans.share_escalation);
+  EXPECT_TRUE(full.fleet_bans.share_rule);
+  EXPECT_EQ(full.fleet_bans.max_ban_ns, 7'200'000'000'000ULL);
+  EXPECT_EQ(full.fleet_bans.widest_ipv4, 32);
+}
+
+TEST_F(FleetSectionTest, NoSectionSharesNothing) {
+  Diagnostics diagnostics;
+  FloodgateConfig config = parseConfig("interfaces: [eth0]\n", "test.yaml", diagnostics);
+  EXPECT_TRUE(diagnostics.empty());
+  EXPECT_FALSE(config.fleet_bans.enabled);
+}
+
+TEST_F(FleetSectionTest, MistakesAreReportedAtTheirPlace) {
+  EXPECT_NE(errors("    address: 10.0.0.5:6379\n    stream: s\n").find("needs secret_file"),
+            std::string::npos);
+  EXPECT_NE(
+      errors("    address: 10.0.0.5:6379\n    secret_file: " + secret_ + "\n").find("needs stream"),
+      std::string::npos);
+  EXPECT_NE(errors("    stream: s\n    secret_file: " + secret_ + "\n").find("needs address"),
+            std::string::npos);
+  EXPECT_NE(errors("    address: 10.0.0.5:6379\n    stream: s\n    secret_file: relative\n")
+                .find("must be an absolute path"),
+            std::string::npos);
+  EXPECT_NE(errors("    address: 10.0.0.5:6379\n    stream: s\n    secret_file: " + secret_ +
+                   "\n    share: [manual, everyone]\n")
+                .find("test.yaml:6:"),
+            std::string::npos)
+      << "an unknown kind is reported at its item";
+  EXPECT_NE(errors("    address: 10.0.0.5:6379\n    stream: s\n    secret_file: " + secret_ +
+                   "\n    max_ban: 60d\n")
+                .find("fleet.bans.max_ban"),
+            std::string::npos);
+  EXPECT_NE(errors("    address: 10.0.0.5:6379\n    stream: s\n    secret_file: " + secret_ +
+                   "\n    streams: s\n")
+                .find("streams"),
+            std::string::npos);
+  // a secret every user may read signs nothing
+  chmod(secret_.c_str(), 0644);
+  EXPECT_FALSE(
+      errors("    address: 10.0.0.5:6379\n    stream: s\n    secret_file: " + secret_ + "\n")
+          .empty());
+}
+
+}  // namespace
+}  // namespace floodgate::config
