@@ -283,7 +283,7 @@ struct fg_ban {
 	__u64 expires; /* the jiffy it ends at: banned while jiffies < expires; 0: until removed */
 	__u64 since;   /* the jiffy it started at */
 	__u32 prefixlen; /* the key's own prefix, so the program can delete an expired entry */
-	__u32 rule_id;	 /* the rule that banned it, or FG_BAN_MANUAL / FG_BAN_ESCALATION */
+	__u32 rule_id;	 /* the rule that banned it, or FG_BAN_MANUAL / _ESCALATION / _FLEET */
 };
 /* Entries of each ban trie. Rule bans stop FG_BAN_RESERVE short of it: a spoofed flood
  * tripping a banning rule with random sources can never crowd out a manual ban or an HTTP
@@ -291,9 +291,11 @@ struct fg_ban {
 #define FG_BAN_MAX_ENTRIES FG_LIST_MAX_ENTRIES
 #define FG_BAN_RESERVE 16384
 /* Rule ids of bans no rule started (above every real id, FG_MAX_RULE_IDS): an operator's
- * `ban add`, and the daemon's ban of an address the HTTP layer reported. */
+ * `ban add`, the daemon's ban of an address the HTTP layer reported, and a ban another host
+ * of the fleet published (never published again). */
 #define FG_BAN_MANUAL 0xffffffffU
 #define FG_BAN_ESCALATION 0xfffffffeU
+#define FG_BAN_FLEET 0xfffffffdU
 
 /* Per rule id and verdict, per CPU (`rule_counters`, FG_MAX_RULE_IDS * FG_VERDICT_COUNT). */
 #define FG_RULE_COUNTER_INDEX(rule_id, verdict) ((rule_id)*FG_VERDICT_COUNT + (verdict))

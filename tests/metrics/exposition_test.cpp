@@ -120,6 +120,22 @@ TEST(Exposition, SourceTableAndEventSeries) {
   EXPECT_TRUE(has(text, R"(floodgate_events_dropped_total{interface="eth0",reason="budget"} 9)"));
 }
 
+TEST(Exposition, FleetBanSeriesByResultZerosToo) {
+  Snapshot s;
+  s.fleet_bans_received[kFleetBanApplied] = 7;
+  s.fleet_bans_received[kFleetBanForged] = 2;
+  s.fleet_bans_published.sent = 3;
+  s.fleet_bans_published.failed = 1;
+  std::string text = render(s);
+  EXPECT_TRUE(has(text, R"(floodgate_fleet_bans_received_total{result="applied"} 7)")) << text;
+  EXPECT_TRUE(has(text, R"(floodgate_fleet_bans_received_total{result="forged"} 2)"));
+  EXPECT_TRUE(has(text, R"(floodgate_fleet_bans_received_total{result="replayed"} 0)"));
+  EXPECT_TRUE(has(text, R"(floodgate_fleet_bans_received_total{result="allowlisted"} 0)"));
+  EXPECT_TRUE(has(text, R"(floodgate_fleet_bans_published_total{result="sent"} 3)"));
+  EXPECT_TRUE(has(text, R"(floodgate_fleet_bans_published_total{result="failed"} 1)"));
+  EXPECT_TRUE(has(text, R"(floodgate_fleet_bans_published_total{result="dropped"} 0)"));
+}
+
 TEST(Exposition, HelpAndTypeOncePerFamilyBeforeItsSamples) {
   std::string text = render(twoInterfaces());
   std::map<std::string, int> help, type;
@@ -152,6 +168,8 @@ TEST(Exposition, HelpAndTypeOncePerFamilyBeforeItsSamples) {
       {"floodgate_interface_up", "gauge"},
       {"floodgate_config_reloads_total", "counter"},
       {"floodgate_http_escalations_total", "counter"},
+      {"floodgate_fleet_bans_received_total", "counter"},
+      {"floodgate_fleet_bans_published_total", "counter"},
       {"floodgate_config_generation", "gauge"},
       {"floodgate_build_info", "gauge"}};
   EXPECT_EQ(help.size(), families.size());

@@ -35,6 +35,8 @@ const std::map<std::string, std::set<std::string>>& contractMetrics() {
       {"floodgate_events_total", {"interface", "event"}},
       {"floodgate_events_dropped_total", {"interface", "reason"}},
       {"floodgate_http_escalations_total", {"result"}},
+      {"floodgate_fleet_bans_received_total", {"result"}},
+      {"floodgate_fleet_bans_published_total", {"result"}},
   };
   return metrics;
 }

@@ -1,12 +1,15 @@
 // SPDX-License-Identifier: MIT
-// `floodgate ban add|del|list IFACE`: bans of a running limiter, with the time they have left.
+// `floodgate ban add|del|list IFACE`: bans of a running limiter, with the time they have left;
+// `ban add --config` also publishes them to the fleet (fleet.bans).
 #include <cstdio>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "config/floodgate_config.h"
 #include "controller/xdp_limiter.h"
+#include "daemon/fleet_bans.h"
 #include "floodgate/common/cidr.h"
 #include "floodgate/common/units.h"
 #include "kernel/system.h"
@@ -18,8 +21,26 @@ struct BanFlags {
   std::string interface;
   std::vector<std::string> cidrs;
   std::string duration;  // empty: until removed
+  std::string config;    // ban add: share through this file's fleet.bans
   bool json = false;
 };
+
+// The fleet.bans of `file`, when the bans are to be shared; an error before anything is
+// banned when the file is not valid or does not share manual bans of this length.
+Result<std::optional<config::FleetBansConfig>> fleetBansToShare(const std::string& file,
+                                                                uint64_t duration_ns) {
+  if (file.empty()) return std::optional<config::FleetBansConfig>();
+  auto config = config::loadValidConfig(file);
+  if (!config) return config.error();
+  if (!config->fleet_bans.enabled) {
+    return Error::usage("--config: " + file + " has no fleet.bans to share the ban through");
+  }
+  if (Status s = daemon::fleetShares(config->fleet_bans, report::BanKind::kManual, duration_ns);
+      !s) {
+    return Error::usage("--config: " + s.error().message);
+  }
+  return std::optional<config::FleetBansConfig>(config->fleet_bans);
+}
 
 Result<XdpLimiter> openXdpLimiter(const std::string& interface) {
   if (Status s = checkPrivileges(); !s) return s.error();
@@ -40,16 +61,24 @@ Status addBans(const BanFlags& flags) {
   }
   auto cidrs = parseCidrs(flags.cidrs);
   if (!cidrs) return cidrs.error();
+  auto fleet = fleetBansToShare(flags.config, duration_ns);
+  if (!fleet) return fleet.error();
   auto limiter = openXdpLimiter(flags.interface);
   if (!limiter) return limiter.error();
+  std::vector<report::BanRecord> shared;
   for (const Cidr& cidr : *cidrs) {
     if (Status s = limiter->banAdd(cidr, duration_ns); !s) return s;
+    if (*fleet)
+      shared.push_back(daemon::fleetBanRecord(cidr, duration_ns, report::BanKind::kManual));
     std::cout
         << "banned " << cidr.toString() << " on "
         << flags
                .interface << (duration_ns ? " for " + formatDuration(duration_ns) : std::string(" until removed"))
         << "\n";
   }
+  if (!*fleet) return okStatus();
+  if (Status s = daemon::publishFleetBans(**fleet, shared); !s) return s;
+  std::cout << "shared with the fleet through redis stream " << (*fleet)->stream << "\n";
   return okStatus();
 }
 
@@ -102,6 +131,9 @@ void addBanCommand(CLI::App& app, Action& selected) {
   addInterfaceArgument(add_cmd, add->interface, "Interface")->required();
   add_cmd->add_option("cidrs", add->cidrs, "Addresses or CIDRs")->required();
   add_cmd->add_option("--for", add->duration, "How long (30s, 10m, 1h); default until removed");
+  add_cmd->add_option(
+      "--config", add->config,
+      "floodgate.yaml whose fleet.bans shares the ban with the fleet (needs --for)");
   add_cmd->callback([add, &selected] { selected = [add] { return addBans(*add); }; });
 
   auto del = std::make_shared<BanFlags>();

@@ -69,9 +69,14 @@ struct BanEntry {
 // What a new ban does to one already running for the same prefix.
 enum class BanUpdate { kReplace, kExtend };
 
-// Who starts a ban that no rule started: an operator, or the daemon escalating an address
-// the HTTP layer reported. `ban list` and the event log show which.
-enum class BanOrigin : uint32_t { kManual = FG_BAN_MANUAL, kEscalation = FG_BAN_ESCALATION };
+// Who starts a ban that no rule started: an operator, the daemon escalating an address
+// the HTTP layer reported, or the daemon applying a ban the fleet shared. `ban list` and
+// the event log show which.
+enum class BanOrigin : uint32_t {
+  kManual = FG_BAN_MANUAL,
+  kEscalation = FG_BAN_ESCALATION,
+  kFleet = FG_BAN_FLEET
+};
 
 // How `ban list` and the event log name whoever started a ban with `rule_id`: "manual",
 // "escalation", the rule's name in `rules`, or "rule#N" for a rule no longer there (one

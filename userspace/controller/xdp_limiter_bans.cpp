@@ -58,6 +58,7 @@ Status putBan(LpmPair<fg_ban>& trie, const Cidr& cidr, const fg_ban& ban, BanUpd
 std::string banStartedBy(uint32_t rule_id, const std::vector<fg_rule>& rules) {
   if (rule_id == FG_BAN_MANUAL) return "manual";
   if (rule_id == FG_BAN_ESCALATION) return "escalation";
+  if (rule_id == FG_BAN_FLEET) return "fleet";
   for (const fg_rule& rule : rules) {
     if (rule.id == rule_id) return rule.name;
   }

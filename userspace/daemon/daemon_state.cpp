@@ -86,6 +86,8 @@ Status DaemonState::applyLocked(bool& publish) {
   escalator_.config().rules =
       escalationRules(cfg.allow.value_or(std::vector<Cidr>{}), cfg.http ? &*cfg.http : nullptr);
   syncReports(cfg.http ? &*cfg.http : nullptr, std::move(access));
+  fleet_bans_.sync(cfg.fleet_bans, escalator_.config().rules.allow,
+                   escalator_.config().rules.trusted_proxies);
   publish = cfg.http && cfg.http->publish.enabled();
   return okStatus();
 }
@@ -106,15 +108,36 @@ void DaemonState::syncReports(const http::HttpConfig* http, ReporterAccess acces
 void DaemonState::handleReports() {
   const auto now = std::chrono::steady_clock::now();
   for (const ReceivedReport& received : report_sources_.drain(256)) {
-    escalator_.handle(received, interfaces_, now);
+    const uint64_t ban_ns = escalator_.handle(received, interfaces_, now);
+    // A report read from the stream reached every controller of the fleet already.
+    if (ban_ns != 0 && received.over_socket) {
+      fleet_bans_.publish(report::BanKind::kEscalation, received.report->address, ban_ns);
+    }
   }
   escalator_.forgetEnded(now);
+}
+
+// Applies what the fleet shared: bounded work per loop turn, however much it holds.
+void DaemonState::handleFleetBans() {
+  for (const FleetBanVerdict& ban : fleet_bans_.drain(256, std::chrono::steady_clock::now())) {
+    const Cidr& address = ban.record.address;
+    if (interfaces_.banEverywhere(address, ban.ban_ns, BanOrigin::kFleet) == 0 &&
+        !interfaces_.empty()) {
+      fleet_bans_.count(metrics::kFleetBanFailed);
+      continue;
+    }
+    fleet_bans_.count(metrics::kFleetBanApplied);
+    logInfo("event=fleet_ban source=" + address.toString() + " ban=" + formatDuration(ban.ban_ns) +
+            " kind=" + report::banKindName(ban.record.kind) + " publisher=\"" + ban.publisher +
+            "\"");
+  }
 }
 
 std::vector<int> DaemonState::eventFds() {
   std::lock_guard lock(mutex_);
   std::vector<int> fds = interfaces_.eventFds();
   for (int fd : report_sources_.fds()) fds.push_back(fd);
+  for (int fd : fleet_bans_.fds()) fds.push_back(fd);
   return fds;
 }
 
@@ -123,9 +146,14 @@ void DaemonState::pumpEvents(EventLog& log) {
   {
     std::lock_guard lock(mutex_);
     const auto now = EventLog::Clock::now();
-    interfaces_.pumpEvents(log, now, lines);
+    std::vector<HeldInterfaces::RuleBan> rule_bans;
+    interfaces_.pumpEvents(log, now, lines, rule_bans);
     log.flush(now, lines);
+    for (const HeldInterfaces::RuleBan& ban : rule_bans) {
+      fleet_bans_.publish(report::BanKind::kRule, ban.source, ban.ban_ns);
+    }
     handleReports();
+    handleFleetBans();
   }
   for (const LogLine& line : lines) {
     if (line.warning) {
@@ -149,6 +177,7 @@ void DaemonState::release(bool keep_attached) {
   std::lock_guard lock(mutex_);
   interfaces_.closeEvents();
   report_sources_.close();
+  fleet_bans_.close();
   interfaces_.release(keep_attached);
 }
 
@@ -156,6 +185,7 @@ void DaemonState::releaseAfterFailedStart() {
   std::lock_guard lock(mutex_);
   interfaces_.releaseAfterFailedStart();
   report_sources_.close();
+  fleet_bans_.close();
 }
 
 std::string DaemonState::scrape() {
@@ -166,6 +196,8 @@ std::string DaemonState::scrape() {
   snapshot.reloads_failure = reloads_failure_;
   snapshot.config_generation = generation_;
   snapshot.escalations = escalator_.counts();
+  snapshot.fleet_bans_received = fleet_bans_.received();
+  snapshot.fleet_bans_published = fleet_bans_.published();
   interfaces_.collect(snapshot);
   return metrics::render(snapshot);
 }

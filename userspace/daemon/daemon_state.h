@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 // DaemonState: what the daemon runs, shared between the event loop (which applies configs)
 // and the metrics server's threads (which read them). It composes the interfaces it holds
-// (held_interfaces.h), the report sources (report_sources.h) and what reports lead to
-// (escalator.h), and keeps the reload counters. Every public method is thread-safe (one
+// (held_interfaces.h), the report sources (report_sources.h), what reports lead to
+// (escalator.h) and the bans shared with the fleet (fleet_bans.h), and keeps the reload
+// counters. Every public method is thread-safe (one
 // mutex; a scrape holds it for a few map reads).
 #pragma once
 
@@ -14,6 +15,7 @@
 #include "daemon/escalation_guard.h"
 #include "daemon/escalator.h"
 #include "daemon/event_log.h"
+#include "daemon/fleet_bans.h"
 #include "daemon/held_interfaces.h"
 #include "daemon/report_sources.h"
 #include "floodgate/common/result.h"
@@ -52,7 +54,8 @@ class DaemonState {
   // Descriptors that turn readable when a held interface has events waiting.
   std::vector<int> eventFds();
   // Reads every waiting event, counts it and logs it through `log` (aggregated); then acts
-  // on the reports of abusive client IPs services sent (http.escalate).
+  // on the reports of abusive client IPs services sent (http.escalate) and applies the bans
+  // the fleet shared (fleet.bans), publishing the bans this host started that it shares.
   void pumpEvents(EventLog& log);
   // Now and then (the caller decides how often): deletes the bans that are over on every
   // held interface, and logs once when rule bans found the ban table full since last time.
@@ -64,12 +67,14 @@ class DaemonState {
   // Follows the config's http.escalate: what reports lead to and where they come from.
   void syncReports(const http::HttpConfig* http, ReporterAccess access);
   void handleReports();
+  void handleFleetBans();
 
   std::mutex mutex_;
   std::string config_path_;
   HeldInterfaces interfaces_;
   ReportSources report_sources_;  // http.escalate: the report socket and stream
   Escalator escalator_;           // what reports lead to
+  FleetBans fleet_bans_;          // fleet.bans: the bans shared with the fleet
   uint64_t reloads_success_ = 0;
   uint64_t reloads_failure_ = 0;
   uint64_t generation_ = 0;

@@ -12,6 +12,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "daemon/log.h"
+
 namespace floodgate::daemon {
 namespace {
 
@@ -72,8 +74,7 @@ EscalationRules escalationRules(const std::vector<Cidr>& allow, const http::Http
   return rules;
 }
 
-Refusal refusalFor(const OffenderReport& report, const EscalationRules& rules,
-                   const std::vector<Cidr>& own) {
+Refusal addressRefusal(const Cidr& address, const NeverBanned& never) {
   static const struct {
     Cidr prefix;
     Refusal why;
@@ -88,15 +89,22 @@ Refusal refusalFor(const OffenderReport& report, const EscalationRules& rules,
       {prefixOf("255.255.255.255"), Refusal::kMulticast},
       {prefixOf("ff00::/8"), Refusal::kMulticast},
   };
-  const Cidr& address = report.address;
-  const int widest = address.family == Family::kV4 ? 32 : rules.ipv6_prefix;
+  const int widest = address.family == Family::kV4 ? never.widest_ipv4 : never.widest_ipv6;
   if (address.prefix < widest) return Refusal::kTooWide;
   for (const auto& range : kNeverBanned) {
     if (overlaps(range.prefix, address)) return range.why;
   }
-  if (overlapsAny(address, own)) return Refusal::kOwnAddress;
-  if (overlapsAny(address, rules.trusted_proxies)) return Refusal::kTrustedProxy;
-  if (overlapsAny(address, rules.allow)) return Refusal::kAllowListed;
+  if (overlapsAny(address, never.own)) return Refusal::kOwnAddress;
+  if (overlapsAny(address, never.trusted_proxies)) return Refusal::kTrustedProxy;
+  if (overlapsAny(address, never.allow)) return Refusal::kAllowListed;
+  return Refusal::kNone;
+}
+
+Refusal refusalFor(const OffenderReport& report, const EscalationRules& rules,
+                   const std::vector<Cidr>& own) {
+  const Refusal refusal = addressRefusal(
+      report.address, {32, rules.ipv6_prefix, rules.allow, rules.trusted_proxies, own});
+  if (refusal != Refusal::kNone) return refusal;
   if (report.rejections < rules.rejections || report.within_ms > rules.within_ms) {
     return Refusal::kBelowThreshold;
   }
@@ -128,6 +136,18 @@ Result<std::vector<Cidr>> hostAddresses() {
   }
   freeifaddrs(list);
   return out;
+}
+
+const std::vector<Cidr>& HostAddresses::get(Clock::time_point now) {
+  if (read_ == Clock::time_point{} || now - read_ >= std::chrono::seconds(5)) {
+    if (auto addresses = hostAddresses(); addresses) {
+      addresses_ = std::move(*addresses);
+      read_ = now;
+    } else {
+      logWarning(addresses.error().message + ": the last list read stays in use");
+    }
+  }
+  return addresses_;
 }
 
 Result<ReporterAccess> ReporterAccess::resolve(const http::EscalateConfig& escalate) {

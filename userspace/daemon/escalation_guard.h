@@ -49,8 +49,33 @@ EscalationRules escalationRules(const std::vector<Cidr>& allow, const http::Http
 Refusal refusalFor(const OffenderReport& report, const EscalationRules& rules,
                    const std::vector<Cidr>& own);
 
+// What must never be banned whoever asks (a report, the fleet), kNone when `address` may
+// be: a prefix wider than `widest_ipv4` / `widest_ipv6`, the ranges no client comes from,
+// this host (`own`), its trusted proxies, and the allow list. Pure.
+struct NeverBanned {
+  int widest_ipv4 = 32;
+  int widest_ipv6 = 128;
+  const std::vector<Cidr>& allow;
+  const std::vector<Cidr>& trusted_proxies;
+  const std::vector<Cidr>& own;
+};
+Refusal addressRefusal(const Cidr& address, const NeverBanned& never);
+
 // Every address on this host's interfaces (getifaddrs), as host prefixes.
 Result<std::vector<Cidr>> hostAddresses();
+
+// This host's addresses, read again when older than a few seconds (an address added to
+// an interface is protected from then on). Not thread-safe.
+class HostAddresses {
+ public:
+  using Clock = std::chrono::steady_clock;
+  // The list; when it cannot be read again, a warning and the last one read.
+  const std::vector<Cidr>& get(Clock::time_point now);
+
+ private:
+  std::vector<Cidr> addresses_;
+  Clock::time_point read_{};
+};
 
 // Who may report over the socket: resolved from http.escalate's names when a config is
 // applied, so an unknown name rejects the config instead of locking reporters out later.

@@ -15,19 +15,6 @@ void Escalator::forgetEnded(Clock::time_point now) {
   }
 }
 
-const std::vector<Cidr>& Escalator::ownAddresses(Clock::time_point now) {
-  if (own_addresses_read_ == Clock::time_point{} ||
-      now - own_addresses_read_ >= std::chrono::seconds(5)) {
-    if (auto addresses = hostAddresses(); addresses) {
-      own_addresses_ = std::move(*addresses);
-      own_addresses_read_ = now;
-    } else {
-      logWarning(addresses.error().message + ": the last list read stays in use");
-    }
-  }
-  return own_addresses_;
-}
-
 void Escalator::refuse(metrics::EscalationResult result, const ReceivedReport& received,
                        const std::string& why, Clock::time_point now) {
   ++counts_[result];
@@ -41,17 +28,17 @@ void Escalator::refuse(metrics::EscalationResult result, const ReceivedReport& r
              "\" why=\"" + printable(why) + "\"");
 }
 
-void Escalator::handle(const ReceivedReport& received, HeldInterfaces& interfaces,
-                       Clock::time_point now) {
+uint64_t Escalator::handle(const ReceivedReport& received, HeldInterfaces& interfaces,
+                           Clock::time_point now) {
   const EscalationDecision decision =
-      decideEscalation(received, config_, ownAddresses(now), memory_, now);
+      decideEscalation(received, config_, own_addresses_.get(now), memory_, now);
   if (decision.result != metrics::kEscalationBanned) {
     if (decision.why.empty()) {
       ++counts_[decision.result];
     } else {
       refuse(decision.result, received, decision.why, now);
     }
-    return;
+    return 0;
   }
   memory_.quota.take(received.reporter, config_.escalate.max_bans_per_minute, now);
   const Cidr& address = received.report->address;
@@ -59,13 +46,17 @@ void Escalator::handle(const ReceivedReport& received, HeldInterfaces& interface
   // An escalation never shortens a ban already running (a manual one, or a longer one
   // from another report): it only extends. Not banned anywhere (a table full, a writer
   // holding the lock): the next report of it tries again instead of being taken for a repeat.
-  if (interfaces.banEverywhere(address, decision.ban_ns) == 0 && !interfaces.empty()) return;
+  if (interfaces.banEverywhere(address, decision.ban_ns, BanOrigin::kEscalation) == 0 &&
+      !interfaces.empty()) {
+    return 0;
+  }
   ++counts_[metrics::kEscalationBanned];
   memory_.banned_until[text] = now + std::chrono::nanoseconds(decision.ban_ns);
   logWarning("event=escalated source=" + text + " ban=" + formatDuration(decision.ban_ns) +
              " rejections=" + std::to_string(received.report->rejections) +
              " within_ms=" + std::to_string(received.report->within_ms) + " reporter=\"" +
              printable(received.sender) + "\"");
+  return decision.ban_ns;
 }
 
 }  // namespace floodgate::daemon

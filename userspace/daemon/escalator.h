@@ -26,7 +26,9 @@ class Escalator {
   // What a config says about reports (what is remembered of earlier ones stays).
   EscalationConfig& config() { return config_; }
   // Bans the reported client on every one of `interfaces`, or counts (and maybe logs) why not.
-  void handle(const ReceivedReport& received, HeldInterfaces& interfaces, Clock::time_point now);
+  // How long the ban it started lasts; 0 when it started none.
+  uint64_t handle(const ReceivedReport& received, HeldInterfaces& interfaces,
+                  Clock::time_point now);
   // Forgets the bans escalations started that are over.
   void forgetEnded(Clock::time_point now);
   // How many reports led to each EscalationResult.
@@ -36,13 +38,10 @@ class Escalator {
   // Counts a report that is not acted on, and logs it (at most once per 10 s per kind).
   void refuse(metrics::EscalationResult result, const ReceivedReport& received,
               const std::string& why, Clock::time_point now);
-  // This host's addresses, read again when older than a few seconds.
-  const std::vector<Cidr>& ownAddresses(Clock::time_point now);
 
   EscalationConfig config_;
   EscalationMemory memory_;
-  std::vector<Cidr> own_addresses_;
-  Clock::time_point own_addresses_read_{};
+  HostAddresses own_addresses_;
   std::array<Clock::time_point, metrics::kEscalationResults> refusal_logged_{};
   std::array<uint64_t, metrics::kEscalationResults> counts_{};
 };

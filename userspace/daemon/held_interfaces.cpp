@@ -69,7 +69,13 @@ Status HeldInterfaces::apply(const std::vector<AttachOptions>& wanted) {
   waiting_ = std::move(waiting);
   std::erase_if(attach_failures_, [&](const auto& f) { return !waiting_.contains(f.first); });
   configured_.clear();
-  for (const auto& options : wanted) configured_.push_back(options.interface);
+  rule_ban_ns_.clear();
+  for (const auto& options : wanted) {
+    configured_.push_back(options.interface);
+    for (const RuleSpec& rule : options.rules) {
+      if (rule.action == ExceedAction::kBan) rule_ban_ns_[rule.name] = rule.ban_ns;
+    }
+  }
   return okStatus();
 }
 
@@ -140,7 +146,7 @@ std::vector<int> HeldInterfaces::eventFds() const {
 }
 
 void HeldInterfaces::pumpEvents(EventLog& log, EventLog::Clock::time_point now,
-                                std::vector<LogLine>& lines) {
+                                std::vector<LogLine>& lines, std::vector<RuleBan>& rule_bans) {
   for (auto& [name, held] : held_) {
     if (!held.events) continue;
     auto events = held.events->drain();
@@ -154,6 +160,9 @@ void HeldInterfaces::pumpEvents(EventLog& log, EventLog::Clock::time_point now,
     for (const XdpLimiterEvent& event : *events) {
       if (event.type < FG_EVENT_TYPES) ++held.events_read[event.type];
       log.note(name, event, banStartedBy(event.rule_id, rules), now, lines);
+      if (event.type != FG_EVENT_BAN_START || !event.source) continue;
+      auto ban = rule_ban_ns_.find(banStartedBy(event.rule_id, rules));
+      if (ban != rule_ban_ns_.end()) rule_bans.push_back({*event.source, ban->second});
     }
   }
 }
@@ -178,11 +187,10 @@ void HeldInterfaces::housekeep(std::vector<std::string>& warnings) {
   }
 }
 
-size_t HeldInterfaces::banEverywhere(const Cidr& address, uint64_t ban_ns) {
+size_t HeldInterfaces::banEverywhere(const Cidr& address, uint64_t ban_ns, BanOrigin origin) {
   size_t banned_on = 0;
   for (auto& [name, held] : held_) {
-    if (Status s = held.limiter.banAdd(address, ban_ns, BanUpdate::kExtend, BanOrigin::kEscalation);
-        !s) {
+    if (Status s = held.limiter.banAdd(address, ban_ns, BanUpdate::kExtend, origin); !s) {
       logError("could not ban " + address.toString() + " on " + name + ": " + s.error().message);
     } else {
       ++banned_on;

@@ -53,13 +53,20 @@ class HeldInterfaces {
   void closeEvents();
 
   std::vector<int> eventFds() const;
-  // Reads every waiting event, counts it and notes it in `log`.
-  void pumpEvents(EventLog& log, EventLog::Clock::time_point now, std::vector<LogLine>& lines);
+  // A ban a rule started (an FG_EVENT_BAN_START event read): the source and how long.
+  struct RuleBan {
+    Cidr source;
+    uint64_t ban_ns = 0;
+  };
+  // Reads every waiting event, counts it and notes it in `log`; the rule bans among them
+  // are added to `rule_bans`.
+  void pumpEvents(EventLog& log, EventLog::Clock::time_point now, std::vector<LogLine>& lines,
+                  std::vector<RuleBan>& rule_bans);
   // Deletes the bans that are over; a warning when rule bans found the ban table full.
   void housekeep(std::vector<std::string>& warnings);
   // Bans `address` for `ban_ns` on every one held (extending, never shortening, a ban
-  // running); how many took it.
-  size_t banEverywhere(const Cidr& address, uint64_t ban_ns);
+  // running), as started by `origin`; how many took it.
+  size_t banEverywhere(const Cidr& address, uint64_t ban_ns, BanOrigin origin);
   bool empty() const { return held_.empty(); }
 
   // The configured interfaces, up or not, and the metrics of every one held.
@@ -75,6 +82,8 @@ class HeldInterfaces {
 
   std::map<std::string, HeldInterface> held_;
   std::vector<std::string> configured_;
+  // How long the bans of each banning rule last, by rule name (the config's `on_exceed`).
+  std::map<std::string, uint64_t> rule_ban_ns_;
   // Listed interfaces that did not exist when the config was applied, with what to attach
   // when they appear, and the last attach failure logged for each.
   std::map<std::string, AttachOptions> waiting_;

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <utility>
 
 #include "controller/event_reader.h"
 
@@ -225,6 +226,28 @@ std::string render(const Snapshot& snapshot) {
   for (int result = 0; result < kEscalationResults; ++result) {
     sample(out, "floodgate_http_escalations_total", {{"result", kEscalationResultNames[result]}},
            number(snapshot.escalations[result]));
+  }
+
+  family(out, "floodgate_fleet_bans_received_total", "counter",
+         "Ban records read from the fleet's Redis stream (fleet.bans), by result: applied on "
+         "every held interface, expired (over before it was read), failed (no interface took "
+         "it), and refused: forged (bad signature), replayed (read before), stale (signed too "
+         "long ago or ahead of Redis's clock), too_long (ends beyond fleet.bans.max_ban), "
+         "malformed, too_wide, and addresses never banned (loopback, unspecified, link_local, "
+         "multicast, own_address, trusted_proxy, allowlisted).");
+  for (int result = 0; result < kFleetBanResults; ++result) {
+    sample(out, "floodgate_fleet_bans_received_total", {{"result", kFleetBanResultNames[result]}},
+           number(snapshot.fleet_bans_received[result]));
+  }
+  family(out, "floodgate_fleet_bans_published_total", "counter",
+         "Bans of this host published to the fleet's Redis stream (fleet.bans.share), by "
+         "result: sent, failed (Redis did not take them after a second try), dropped (the send "
+         "queue was full).");
+  const FleetBansPublished& published = snapshot.fleet_bans_published;
+  for (auto [name, value] :
+       {std::pair{"sent", published.sent}, std::pair{"failed", published.failed},
+        std::pair{"dropped", published.dropped}}) {
+    sample(out, "floodgate_fleet_bans_published_total", {{"result", name}}, number(value));
   }
 
   family(out, "floodgate_config_generation", "gauge",

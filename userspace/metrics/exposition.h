@@ -51,6 +51,39 @@ inline constexpr const char* kEscalationResultNames[kEscalationResults] = {
     "expired",     "loopback",      "unspecified", "link_local",      "multicast",
     "own_address", "trusted_proxy", "too_wide",    "below_threshold", "rate_limited"};
 
+// What became of a ban record read from the fleet's stream (fleet.bans); the `result` label
+// of floodgate_fleet_bans_received_total, in the order of kFleetBanResultNames.
+enum FleetBanResult {
+  kFleetBanApplied,
+  kFleetBanExpired,    // over before it was read (a starting host reading back)
+  kFleetBanFailed,     // no held interface took it (a table full, a writer holding the lock)
+  kFleetBanForged,     // not signed with the fleet's secret
+  kFleetBanReplayed,   // the same signed record read before
+  kFleetBanStale,      // signed too long ago, or ahead of Redis's clock
+  kFleetBanTooLong,    // ends later than fleet.bans.max_ban from now
+  kFleetBanMalformed,  // not a ban record this floodgate reads (garbled, another version)
+  kFleetBanTooWide,    // a prefix wider than fleet.bans.widest_ipv4 / widest_ipv6
+  kFleetBanLoopback,
+  kFleetBanUnspecified,
+  kFleetBanLinkLocal,
+  kFleetBanMulticast,
+  kFleetBanOwnAddress,
+  kFleetBanTrustedProxy,
+  kFleetBanAllowListed,
+  kFleetBanResults
+};
+inline constexpr const char* kFleetBanResultNames[kFleetBanResults] = {
+    "applied",   "expired",     "failed",        "forged",     "replayed",    "stale",
+    "too_long",  "malformed",   "too_wide",      "loopback",   "unspecified", "link_local",
+    "multicast", "own_address", "trusted_proxy", "allowlisted"};
+
+// What became of the bans this host published to the fleet (fleet.bans.share).
+struct FleetBansPublished {
+  uint64_t sent = 0;     // added to the stream
+  uint64_t failed = 0;   // Redis did not take them (tried twice)
+  uint64_t dropped = 0;  // the send queue was full
+};
+
 // A configured interface, and whether it is up: it exists and has its limiter attached.
 struct InterfaceUp {
   std::string interface;
@@ -66,6 +99,9 @@ struct Snapshot {
   uint64_t config_generation = 0;
   // Offender reports from services (http.escalate), by what they led to.
   std::array<uint64_t, kEscalationResults> escalations{};
+  // Ban records read from the fleet's stream, and the bans published to it (fleet.bans).
+  std::array<uint64_t, kFleetBanResults> fleet_bans_received{};
+  FleetBansPublished fleet_bans_published;
   std::string version;
 };
 

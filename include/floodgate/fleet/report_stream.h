@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Offender reports through a Redis stream (http.escalate.redis_stream), for a fleet whose
-// services run on other hosts than the controllers. Each report is one stream entry:
+// services run on other hosts than the controllers; fleet ban records (fleet.bans.stream,
+// floodgate/report/ban_record.h) are signed the same way. Each report is one stream entry:
 //   report    "offender 198.51.100.7 rejections=50 within_ms=10000" (the socket's line)
 //   reporter  "HOST:PID" of the service
 //   time_ms   the service's wall clock when it reported
@@ -50,6 +51,9 @@ redis::Command streamAddCommand(const std::string& stream, const StreamReport& r
 // The report in an entry's field list (the [field, value, ...] array XREAD returns); a
 // usage error naming what is missing otherwise.
 Result<StreamReport> streamReportFromFields(const redis::Reply& fields);
+
+// Whether `report` is signed with `secret` (its time not looked at).
+bool streamReportSigned(std::string_view secret, const StreamReport& report);
 
 // Whether `report` is signed with `secret` and was signed no later than `now_ms` (Redis's
 // clock) + kReportClockSkewMs and no earlier than `now_ms` - `max_age_ms` - the skew. The

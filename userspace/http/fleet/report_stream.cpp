@@ -75,10 +75,13 @@ Result<StreamReport> streamReportFromFields(const redis::Reply& fields) {
   return report;
 }
 
+bool streamReportSigned(std::string_view secret, const StreamReport& report) {
+  return macMatches(report.mac, mac(secret, report.line, report.reporter, report.time_ms));
+}
+
 Status checkStreamReport(std::string_view secret, const StreamReport& report, int64_t now_ms,
                          int64_t max_age_ms) {
-  const std::string expected = mac(secret, report.line, report.reporter, report.time_ms);
-  if (!macMatches(report.mac, expected)) {
+  if (!streamReportSigned(secret, report)) {
     return Error::usage(
         "its signature does not match: not signed with this fleet's secret (give every host "
         "the same secret_file, and reload controllers and restart services after changing it)");

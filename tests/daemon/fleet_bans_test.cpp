@@ -1,0 +1,227 @@
+// SPDX-License-Identifier: MIT
+// Bans shared by the fleet through a private redis-server: what one host's FleetBans
+// publishes, another's applies with the same end; a host started later reads back the bans
+// still in force; forged, copied and garbled entries written straight into the stream are
+// refused and counted; a Redis that goes away loses no ban read later.
+#include "daemon/fleet_bans.h"
+
+#include <gtest/gtest.h>
+#include <poll.h>
+
+#include <chrono>
+#include <thread>
+
+#include "floodgate/fleet/report_stream.h"
+#include "redis/redis_server.h"
+
+namespace floodgate::daemon {
+namespace {
+
+using http::testing::RedisServer;
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+constexpr const char* kSecret = "0123456789abcdef0123456789abcdef";
+constexpr const char* kStream = "fg:bans";
+constexpr uint64_t kMinuteNs = 60'000'000'000ULL;
+
+Cidr cidr(const char* text) {
+  auto parsed = parseCidr(text);
+  EXPECT_TRUE(parsed.ok()) << text;
+  return *parsed;
+}
+
+class FleetBansTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (http::testing::haveRedis()) server_ = RedisServer::start();
+    if (server_ == nullptr) GTEST_SKIP() << "redis-server is not installed or did not start";
+    config_.enabled = true;
+    config_.redis.type = "redis";
+    config_.redis.address = server_->address().text();
+    config_.stream = kStream;
+    config_.secret = kSecret;
+    config_.share_rule = true;
+    config_.max_ban_ns = 60 * kMinuteNs;
+  }
+
+  std::unique_ptr<FleetBans> host(const config::FleetBansConfig& config) {
+    auto bans = std::make_unique<FleetBans>();
+    bans->sync(config, {cidr("192.0.2.0/24")}, {});
+    return bans;
+  }
+
+  // What `bans` hands over to apply within `wait`, until `count` are in. Drains only when
+  // its descriptor says so, as the daemon's poll loop does, and counts them applied.
+  std::vector<FleetBanVerdict> collect(FleetBans& bans, size_t count,
+                                       milliseconds wait = seconds(5)) {
+    std::vector<FleetBanVerdict> out;
+    const auto end = std::chrono::steady_clock::now() + wait;
+    while (out.size() < count && std::chrono::steady_clock::now() < end) {
+      std::vector<int> fds = bans.fds();
+      if (fds.size() != 1) return out;
+      pollfd fd{fds[0], POLLIN, 0};
+      if (poll(&fd, 1, 100) <= 0) continue;
+      for (FleetBanVerdict& v : bans.drain(256, std::chrono::steady_clock::now())) {
+        bans.count(metrics::kFleetBanApplied);
+        out.push_back(std::move(v));
+      }
+    }
+    return out;
+  }
+
+  template <class Done>
+  bool waitFor(Done done) {
+    for (int i = 0; i < 250 && !done(); ++i) std::this_thread::sleep_for(milliseconds(20));
+    return done();
+  }
+
+  // Lets `bans` read what the stream holds (records it refuses hand nothing over).
+  void settle(FleetBans& bans, milliseconds wait = milliseconds(1500)) {
+    EXPECT_TRUE(collect(bans, 1000, wait).empty());
+  }
+
+  int64_t redisNowMs() {
+    auto time = server_->command({"TIME"});
+    EXPECT_TRUE(time.ok());
+    return std::stoll(time->elements[0].str) * 1000 + std::stoll(time->elements[1].str) / 1000;
+  }
+
+  void addEntry(const http::StreamReport& entry) {
+    auto added = server_->command(http::streamAddCommand(kStream, entry));
+    ASSERT_TRUE(added.ok());
+    ASSERT_FALSE(added->isError()) << added->str;
+  }
+
+  std::unique_ptr<RedisServer> server_;
+  config::FleetBansConfig config_;
+};
+
+TEST_F(FleetBansTest, ABanMadeOnOneHostIsAppliedOnAnotherWithTheSameEnd) {
+  auto a = host(config_);
+  auto b = host(config_);
+  std::this_thread::sleep_for(milliseconds(300));  // both reading from now on
+  auto published = a->publish(report::BanKind::kManual, cidr("198.51.100.7"), 10 * kMinuteNs);
+  ASSERT_TRUE(published.has_value());
+  auto applied = collect(*b, 1);
+  ASSERT_EQ(applied.size(), 1u);
+  EXPECT_EQ(applied[0].record.address.toString(), "198.51.100.7");
+  EXPECT_EQ(applied[0].record.expires_ms, published->expires_ms) << "the same absolute end";
+  EXPECT_EQ(applied[0].record.kind, report::BanKind::kManual);
+  EXPECT_GT(applied[0].ban_ns, 9 * kMinuteNs);
+  EXPECT_LE(applied[0].ban_ns, 10 * kMinuteNs + 60'000'000'000ULL);
+  EXPECT_NE(applied[0].publisher.find(":" + std::to_string(getpid())), std::string::npos);
+  EXPECT_TRUE(waitFor([&] { return a->published().sent == 1u; }));
+  EXPECT_EQ(b->received()[metrics::kFleetBanApplied], 1u);
+  EXPECT_TRUE(collect(*b, 1, milliseconds(700)).empty()) << "one record, one ban";
+}
+
+TEST_F(FleetBansTest, OnlyTheKindsShareListsArePublished) {
+  config::FleetBansConfig manual_only = config_;
+  manual_only.share_escalation = manual_only.share_rule = false;
+  auto a = host(manual_only);
+  EXPECT_FALSE(a->publish(report::BanKind::kRule, cidr("198.51.100.7"), kMinuteNs));
+  EXPECT_FALSE(a->publish(report::BanKind::kEscalation, cidr("198.51.100.7"), kMinuteNs));
+  EXPECT_FALSE(a->publish(report::BanKind::kManual, cidr("198.51.100.7"), 0)) << "no end";
+  EXPECT_FALSE(a->publish(report::BanKind::kManual, cidr("198.51.100.7"), 61 * kMinuteNs));
+  EXPECT_TRUE(a->publish(report::BanKind::kManual, cidr("198.51.100.7"), kMinuteNs));
+  EXPECT_FALSE(fleetShares(manual_only, report::BanKind::kRule, kMinuteNs).ok());
+  EXPECT_FALSE(fleetShares(config::FleetBansConfig{}, report::BanKind::kManual, kMinuteNs).ok());
+}
+
+TEST_F(FleetBansTest, AHostStartedLaterReadsBackTheBansStillInForce) {
+  const int64_t now = redisNowMs();
+  // published before the late host starts: one signed before the longest ban (never read;
+  // added first, as its ID is older than any other), one in force (through the CLI's
+  // path), and one already over
+  const int64_t long_ago = now - static_cast<int64_t>(config_.max_ban_ns / 1'000'000) - 10'000;
+  report::BanRecord ancient{cidr("198.51.100.22"), now + 60'000, report::BanKind::kRule, "bb"};
+  auto old_entry =
+      http::signStreamReport(kSecret, report::formatBanRecord(ancient), "host-a:1", long_ago);
+  http::redis::Command xadd = http::streamAddCommand(kStream, old_entry);
+  xadd[5] = std::to_string(long_ago) + "-0";  // an ID as old as its signature
+  auto added = server_->command(xadd);
+  ASSERT_TRUE(added.ok());
+  ASSERT_FALSE(added->isError()) << added->str;
+  ASSERT_TRUE(publishFleetBans(config_, {fleetBanRecord(cidr("198.51.100.20"), 30 * kMinuteNs,
+                                                        report::BanKind::kManual)})
+                  .ok());
+  report::BanRecord over{cidr("198.51.100.21"), now - 1000, report::BanKind::kRule, "aa"};
+  addEntry(http::signStreamReport(kSecret, report::formatBanRecord(over), "host-a:1", now - 5000));
+
+  auto late = host(config_);
+  auto applied = collect(*late, 1);
+  ASSERT_EQ(applied.size(), 1u);
+  EXPECT_EQ(applied[0].record.address.toString(), "198.51.100.20");
+  EXPECT_LE(applied[0].ban_ns, 30 * kMinuteNs);
+  settle(*late);
+  EXPECT_EQ(late->received()[metrics::kFleetBanExpired], 1u);
+  EXPECT_EQ(late->received()[metrics::kFleetBanStale], 0u) << "read from max_ban back only";
+}
+
+TEST_F(FleetBansTest, ForgedCopiedAndGarbledEntriesAreRefusedAndCounted) {
+  auto b = host(config_);
+  std::this_thread::sleep_for(milliseconds(300));
+  const int64_t now = redisNowMs();
+  report::BanRecord ban{cidr("198.51.100.30"), now + 60'000, report::BanKind::kManual, "cc"};
+  const std::string line = report::formatBanRecord(ban);
+  addEntry(http::signStreamReport("a secret this fleet does not use!!", line, "intruder:1", now));
+  const http::StreamReport good = http::signStreamReport(kSecret, line, "host-a:1", now);
+  addEntry(good);
+  addEntry(good);  // someone who can read the stream adds a copy
+  ASSERT_TRUE(server_->command({"XADD", kStream, "*", "ban", "everyone"}).ok());
+  report::BanRecord loopback{cidr("127.0.0.1"), now + 60'000, report::BanKind::kManual, "dd"};
+  addEntry(http::signStreamReport(kSecret, report::formatBanRecord(loopback), "host-a:1", now));
+  report::BanRecord allowed{cidr("192.0.2.9"), now + 60'000, report::BanKind::kManual, "ee"};
+  addEntry(http::signStreamReport(kSecret, report::formatBanRecord(allowed), "host-a:1", now));
+  auto applied = collect(*b, 1);
+  ASSERT_EQ(applied.size(), 1u);
+  EXPECT_EQ(applied[0].record.address.toString(), "198.51.100.30");
+  settle(*b);
+  EXPECT_EQ(b->received()[metrics::kFleetBanForged], 1u);
+  EXPECT_EQ(b->received()[metrics::kFleetBanReplayed], 1u);
+  EXPECT_EQ(b->received()[metrics::kFleetBanMalformed], 1u);
+  EXPECT_EQ(b->received()[metrics::kFleetBanLoopback], 1u);
+  EXPECT_EQ(b->received()[metrics::kFleetBanAllowListed], 1u);
+  EXPECT_EQ(b->received()[metrics::kFleetBanApplied], 1u);
+}
+
+TEST_F(FleetBansTest, WithRedisGonePublishingFailsBoundedAndReadingResumes) {
+  auto a = host(config_);
+  auto b = host(config_);
+  std::this_thread::sleep_for(milliseconds(300));
+  server_->kill();
+  ASSERT_TRUE(a->publish(report::BanKind::kManual, cidr("198.51.100.40"), kMinuteNs));
+  EXPECT_TRUE(waitFor([&] { return a->published().failed == 1u; }))
+      << "tried, then counted: the ban on the publishing host stands regardless";
+  EXPECT_FALSE(publishFleetBans(config_, {fleetBanRecord(cidr("198.51.100.41"), kMinuteNs,
+                                                         report::BanKind::kManual)})
+                   .ok());
+  ASSERT_TRUE(server_->restart());
+  auto published = a->publish(report::BanKind::kManual, cidr("198.51.100.42"), kMinuteNs);
+  ASSERT_TRUE(published.has_value());
+  auto applied = collect(*b, 1, seconds(10));
+  ASSERT_EQ(applied.size(), 1u);
+  EXPECT_EQ(applied[0].record.address.toString(), "198.51.100.42");
+  EXPECT_EQ(applied[0].record.expires_ms, published->expires_ms);
+}
+
+TEST_F(FleetBansTest, AChangedConfigStopsOrMovesTheStream) {
+  auto b = host(config_);
+  EXPECT_EQ(b->fds().size(), 1u);
+  b->sync(config::FleetBansConfig{}, {}, {});
+  EXPECT_TRUE(b->fds().empty());
+  EXPECT_FALSE(b->publish(report::BanKind::kManual, cidr("198.51.100.7"), kMinuteNs));
+  config::FleetBansConfig moved = config_;
+  moved.stream = "fg:bans:other";
+  b->sync(moved, {}, {});
+  ASSERT_EQ(b->fds().size(), 1u);
+  std::this_thread::sleep_for(milliseconds(300));
+  auto a = host(config_);
+  ASSERT_TRUE(a->publish(report::BanKind::kManual, cidr("198.51.100.50"), kMinuteNs));
+  EXPECT_TRUE(collect(*b, 1, milliseconds(1500)).empty()) << "another stream";
+  b->close();
+}
+
+}  // namespace
+}  // namespace floodgate::daemon

@@ -1,0 +1,263 @@
+// SPDX-License-Identifier: MIT
+// End to end, a fleet of two: two `floodgate run`, each in its own network namespace
+// guarding its own veth, share bans through a signed Redis stream (a redis-server in host
+// A's namespace, reached by B over a link between the two). A ban an operator adds on A
+// with `ban add --config` is applied by B with the same end and drops the source's packets
+// there too; B restarted reads it back; a forged record and one naming B's own address,
+// written straight into the stream, are refused and counted by B.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "common/command.h"
+#include "e2e/child_process.h"
+#include "e2e/netns_http.h"
+#include "e2e/veth_network.h"
+
+namespace floodgate::test {
+namespace {
+
+constexpr const char* kBanned = "198.18.0.2";
+constexpr const char* kInnocent = "198.18.0.3";
+constexpr const char* kLinkA = "10.77.0.1";  // A's end of the link between the two hosts
+constexpr const char* kLinkB = "10.77.0.2";
+constexpr int kRedisPort = 6391;
+constexpr int kMetricsPort = 9477;
+
+std::string nameOf(const std::string& netns_path) {
+  return netns_path.substr(netns_path.rfind('/') + 1);
+}
+
+class FleetBansE2eTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (geteuid() != 0) GTEST_SKIP() << "network namespaces and XDP need root";
+    if (runCommand({"redis-server", "--version"}).exit_code != 0) {
+      GTEST_SKIP() << "redis-server is not installed";
+    }
+    for (auto* net : {&a_, &b_}) {
+      auto made = VethNetwork::create({kBanned, kInnocent});
+      ASSERT_TRUE(made.ok()) << made.error().message;
+      *net = std::move(*made);
+    }
+    char dir[] = "/tmp/fg-fleet-e2e-XXXXXX";
+    ASSERT_NE(mkdtemp(dir), nullptr);
+    dir_ = dir;
+    linkHosts();
+    startRedis();
+    secret_ = dir_ + "/fleet.secret";
+    std::ofstream(secret_) << "e2e-secret-of-the-fleet-0123456789\n";
+    ASSERT_EQ(chmod(secret_.c_str(), 0600), 0);
+    config_a_ = writeConfig("a", a_->targetInterface());
+    config_b_ = writeConfig("b", b_->targetInterface());
+  }
+
+  void TearDown() override {
+    for (ChildProcess* daemon : {&daemon_a_, &daemon_b_}) {
+      if (daemon->running()) {
+        daemon->signal(SIGTERM);  // detaches, so nothing stays pinned
+        daemon->wait(10);
+      }
+    }
+    redis_ = ChildProcess();
+    if (!link_a_.empty())
+      runCommand({"ip", "-n", nameOf(a_->targetNetns()), "link", "del", link_a_});
+    if (!dir_.empty()) std::system(("rm -rf " + dir_).c_str());
+  }
+
+  // A veth pair between the two target namespaces: the hosts' network to Redis.
+  void linkHosts() {
+    const std::string tag = std::to_string(getpid() % 100000);
+    link_a_ = "fgla" + tag;
+    const std::string link_b = "fglb" + tag;
+    const std::string a = nameOf(a_->targetNetns()), b = nameOf(b_->targetNetns());
+    for (const std::vector<std::string>& step : std::vector<std::vector<std::string>>{
+             {"ip", "link", "add", link_a_, "netns", a, "type", "veth", "peer", "name", link_b,
+              "netns", b},
+             {"ip", "-n", a, "addr", "add", std::string(kLinkA) + "/24", "dev", link_a_},
+             {"ip", "-n", b, "addr", "add", std::string(kLinkB) + "/24", "dev", link_b},
+             {"ip", "-n", a, "link", "set", link_a_, "up"},
+             {"ip", "-n", b, "link", "set", link_b, "up"}}) {
+      CommandResult r = runCommand(step);
+      ASSERT_EQ(r.exit_code, 0) << step[0] << " " << step[1] << " " << step[2] << ": " << r.err;
+    }
+  }
+
+  void startRedis() {
+    const std::string port = std::to_string(kRedisPort);
+    auto redis = ChildProcess::start(
+        {"nsenter", "--net=" + a_->targetNetns(), "redis-server", "--port", port, "--bind", kLinkA,
+         "--save", "", "--appendonly", "no", "--dir", dir_},
+        dir_ + "/redis.log");
+    ASSERT_TRUE(redis.ok()) << redis.error().message;
+    redis_ = std::move(*redis);
+    for (int i = 0; i < 100; ++i) {
+      if (redisCli({"ping"}).out.find("PONG") != std::string::npos) return;
+      usleep(50000);
+    }
+    FAIL() << "redis-server did not start in A's namespace:\n" << redis_.log();
+  }
+
+  CommandResult redisCli(std::vector<std::string> args) {
+    std::vector<std::string> argv = {
+        "nsenter", "--net=" + a_->targetNetns(), "redis-cli", "-h", kLinkA,
+        "-p",      std::to_string(kRedisPort)};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return runCommand(argv);
+  }
+
+  std::string writeConfig(const std::string& host, const std::string& interface) {
+    const std::string path = dir_ + "/floodgate-" + host + ".yaml";
+    std::ofstream(path) << "interfaces: [" << interface << "]\n"
+                        << "rules:\n  - name: per-source\n    limit: {pps: 100k}\n"
+                        << "fleet:\n  bans:\n"
+                        << "    address: " << kLinkA << ":" << kRedisPort << "\n"
+                        << "    stream: fg:bans\n"
+                        << "    secret_file: " << secret_ << "\n"
+                        << "    max_ban: 1h\n";
+    return path;
+  }
+
+  ChildProcess startDaemon(VethNetwork& net, const std::string& config, const std::string& log) {
+    auto daemon = ChildProcess::start(
+        {"nsenter", "--net=" + net.targetNetns(), FLOODGATE_BIN, "run", "--config", config,
+         "--metrics-listen", "127.0.0.1:" + std::to_string(kMetricsPort)},
+        dir_ + "/" + log);
+    EXPECT_TRUE(daemon.ok()) << daemon.error().message;
+    if (!daemon.ok()) return {};
+    for (int i = 0; i < 200; ++i) {
+      if (daemon->log().find("taking fleet bans from redis stream fg:bans") != std::string::npos) {
+        return std::move(*daemon);
+      }
+      usleep(50000);
+    }
+    ADD_FAILURE() << "the daemon never followed the stream:\n" << daemon->log();
+    return std::move(*daemon);
+  }
+
+  // The bans of `net`'s interface: address → {by, seconds_left}.
+  std::map<std::string, std::pair<std::string, double>> bans(VethNetwork& net) {
+    CommandResult list = net.floodgate({"ban", "list", net.targetInterface(), "--json"});
+    EXPECT_EQ(list.exit_code, 0) << list.err;
+    std::map<std::string, std::pair<std::string, double>> out;
+    if (list.exit_code != 0) return out;
+    for (const auto& ban : nlohmann::json::parse(list.out)["bans"]) {
+      out[ban["cidr"]] = {ban["by"],
+                          ban["seconds_left"].is_null() ? -1.0 : double(ban["seconds_left"])};
+    }
+    return out;
+  }
+
+  // Waits until `net` holds a ban of `address`; its {by, seconds_left}.
+  std::pair<std::string, double> waitForBan(VethNetwork& net, const std::string& address) {
+    for (int i = 0; i < 100; ++i) {
+      auto held = bans(net);
+      if (held.contains(address)) return held[address];
+      usleep(100000);
+    }
+    return {"", 0};
+  }
+
+  std::string metricsOf(VethNetwork& net) {
+    return httpGetIn(net.targetNetns(), kMetricsPort, "/metrics").body;
+  }
+
+  // Whether a ping from `source` on `net`'s sending side gets an answer.
+  bool answers(VethNetwork& net, const std::string& source) {
+    return runCommand({"ip", "netns", "exec", nameOf(net.senderNetns()), "ping", "-c", "2", "-i",
+                       "0.2", "-W", "1", "-I", source, VethNetwork::kTargetAddress})
+               .exit_code == 0;
+  }
+
+  std::unique_ptr<VethNetwork> a_, b_;
+  std::string dir_, secret_, config_a_, config_b_, link_a_;
+  ChildProcess redis_, daemon_a_, daemon_b_;  // after the networks: gone before them
+};
+
+TEST_F(FleetBansE2eTest, ABanOnOneHostIsDroppedByTheOtherWithTheSameEnd) {
+  daemon_a_ = startDaemon(*a_, config_a_, "daemon-a.log");
+  daemon_b_ = startDaemon(*b_, config_b_, "daemon-b.log");
+  ASSERT_TRUE(answers(*b_, kBanned)) << "not banned yet";
+
+  CommandResult added = a_->floodgate(
+      {"ban", "add", a_->targetInterface(), kBanned, "--for", "10m", "--config", config_a_});
+  ASSERT_EQ(added.exit_code, 0) << added.err;
+  EXPECT_NE(added.out.find("shared with the fleet through redis stream fg:bans"), std::string::npos)
+      << added.out;
+
+  auto [by, left_b] = waitForBan(*b_, kBanned);
+  ASSERT_EQ(by, "fleet") << daemon_b_.log();
+  const double left_a = bans(*a_)[kBanned].second;
+  EXPECT_GT(left_b, 590);
+  EXPECT_LE(left_b, 600);
+  EXPECT_LE(std::fabs(left_a - left_b), 2.0) << "the same end on both hosts";
+  EXPECT_FALSE(answers(*b_, kBanned)) << "dropped by B's XDP program";
+  EXPECT_TRUE(answers(*b_, kInnocent));
+  const std::string log_b = daemon_b_.log();
+  EXPECT_NE(log_b.find("event=fleet_ban source=198.18.0.2"), std::string::npos) << log_b;
+  const std::string metrics_b = metricsOf(*b_);
+  EXPECT_NE(metrics_b.find("floodgate_fleet_bans_received_total{result=\"applied\"} 1"),
+            std::string::npos)
+      << metrics_b;
+  // B does not publish what it applied: the stream still holds the one record A added
+  EXPECT_EQ(redisCli({"XLEN", "fg:bans"}).out, "1\n");
+
+  // B restarted (its limiter detached, its bans gone) reads the ban back, same end
+  daemon_b_.signal(SIGTERM);
+  ASSERT_EQ(daemon_b_.wait(10), 0) << daemon_b_.log();
+  daemon_b_ = startDaemon(*b_, config_b_, "daemon-b2.log");
+  auto [by_again, left_again] = waitForBan(*b_, kBanned);
+  EXPECT_EQ(by_again, "fleet") << daemon_b_.log();
+  EXPECT_LE(std::fabs(bans(*a_)[kBanned].second - left_again), 2.0);
+  EXPECT_FALSE(answers(*b_, kBanned));
+}
+
+TEST_F(FleetBansE2eTest, AForgedRecordAndOneNamingTheHostItselfAreRefusedAndCounted) {
+  daemon_b_ = startDaemon(*b_, config_b_, "daemon-b.log");
+  const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                             std::chrono::system_clock::now().time_since_epoch())
+                             .count();
+  const std::string expires = std::to_string(now_ms + 600'000);
+  // signed with a secret that is not the fleet's: any 64 hex digits will do
+  CommandResult forged = redisCli(
+      {"XADD", "fg:bans", "*", "report",
+       std::string("ban v1 ") + kInnocent + " expires_ms=" + expires + " kind=manual nonce=ab",
+       "reporter", "intruder:1", "time_ms", std::to_string(now_ms), "mac", std::string(64, 'a')});
+  ASSERT_EQ(forged.exit_code, 0) << forged.err;
+  // a real ban, shared by A's operator, of B's own address on the hosts' link
+  CommandResult own = a_->floodgate(
+      {"ban", "add", a_->targetInterface(), kLinkB, "--for", "10m", "--config", config_a_});
+  ASSERT_EQ(own.exit_code, 0) << own.err;
+  std::string metrics;
+  for (int i = 0; i < 100; ++i) {
+    metrics = metricsOf(*b_);
+    if (metrics.find("floodgate_fleet_bans_received_total{result=\"own_address\"} 1") !=
+        std::string::npos) {
+      break;
+    }
+    usleep(100000);
+  }
+  EXPECT_NE(metrics.find("floodgate_fleet_bans_received_total{result=\"forged\"} 1"),
+            std::string::npos)
+      << metrics;
+  EXPECT_NE(metrics.find("floodgate_fleet_bans_received_total{result=\"own_address\"} 1"),
+            std::string::npos)
+      << metrics;
+  EXPECT_NE(metrics.find("floodgate_fleet_bans_received_total{result=\"applied\"} 0"),
+            std::string::npos);
+  EXPECT_TRUE(bans(*b_).empty());
+  EXPECT_TRUE(answers(*b_, kInnocent));
+  const std::string log = daemon_b_.log();
+  EXPECT_NE(log.find("event=fleet_ban_refused result=forged"), std::string::npos) << log;
+}
+
+}  // namespace
+}  // namespace floodgate::test

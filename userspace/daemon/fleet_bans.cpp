@@ -1,0 +1,157 @@
+// SPDX-License-Identifier: MIT
+// FleetBans: publishing this host's bans and checking the fleet's.
+#include "daemon/fleet_bans.h"
+
+#include <chrono>
+
+#include "daemon/log.h"
+#include "floodgate/common/text.h"
+#include "floodgate/common/units.h"
+#include "floodgate/fleet/report_stream.h"
+
+namespace floodgate::daemon {
+namespace {
+
+int64_t wallClockMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+std::unique_ptr<http::RedisReportQueue> queueFor(const config::FleetBansConfig& config) {
+  return std::make_unique<http::RedisReportQueue>(http::reportClientOptions(config.redis),
+                                                  config.stream, config.secret);
+}
+
+bool sameStream(const config::FleetBansConfig& a, const config::FleetBansConfig& b) {
+  return a.enabled == b.enabled && a.redis == b.redis && a.stream == b.stream &&
+         a.secret == b.secret && a.max_ban_ns == b.max_ban_ns;
+}
+
+}  // namespace
+
+report::BanRecord fleetBanRecord(const Cidr& address, uint64_t ban_ns, report::BanKind kind) {
+  return {address, wallClockMs() + static_cast<int64_t>(ban_ns / 1'000'000), kind,
+          report::banNonce()};
+}
+
+Status fleetShares(const config::FleetBansConfig& config, report::BanKind kind, uint64_t ban_ns) {
+  const bool listed = (kind == report::BanKind::kManual && config.share_manual) ||
+                      (kind == report::BanKind::kEscalation && config.share_escalation) ||
+                      (kind == report::BanKind::kRule && config.share_rule);
+  if (!config.enabled || !listed) {
+    return Error::usage(std::string("fleet.bans.share does not list ") + report::banKindName(kind));
+  }
+  if (ban_ns == 0) {
+    return Error::usage("a ban until removed is not shared: give it an end (--for)");
+  }
+  if (ban_ns > config.max_ban_ns) {
+    return Error::usage("a ban longer than fleet.bans.max_ban (" +
+                        formatDuration(config.max_ban_ns) +
+                        ") is not shared: every host would "
+                        "refuse it");
+  }
+  return okStatus();
+}
+
+Status publishFleetBans(const config::FleetBansConfig& config,
+                        const std::vector<report::BanRecord>& records) {
+  auto queue = queueFor(config);
+  for (const report::BanRecord& record : records) queue->push(report::formatBanRecord(record));
+  queue->close();  // sends what is queued, then the counts are final
+  if (queue->sent() == records.size()) return okStatus();
+  return Error::failure(std::to_string(records.size() - queue->sent()) + " of " +
+                        std::to_string(records.size()) + " bans did not reach redis stream " +
+                        config.stream +
+                        " (the bans on this host stand; add them again once "
+                        "Redis is back to share them)");
+}
+
+void FleetBans::sync(const config::FleetBansConfig& config, const std::vector<Cidr>& allow,
+                     const std::vector<Cidr>& trusted_proxies) {
+  rules_ = {config.secret, config.max_ban_ns, config.widest_ipv4, config.widest_ipv6,
+            allow,         trusted_proxies};
+  const bool same = sameStream(config, config_);
+  config_ = config;
+  if (same && (tail_ || !config.enabled)) return;
+  if (tail_) logInfo("no longer following fleet bans on redis stream " + tail_->source().stream);
+  retireTail();
+  closeQueue();
+  if (!config.enabled) return;
+  auto tail = StreamTail::start(
+      {http::reportClientOptions(config.redis), config.stream, config.max_ban_ns, "fleet bans"});
+  if (!tail) {
+    logError("fleet bans are off: " + tail.error().message);
+    return;
+  }
+  tail_ = std::move(*tail);
+  queue_ = queueFor(config);
+}
+
+std::optional<report::BanRecord> FleetBans::publish(report::BanKind kind, const Cidr& address,
+                                                    uint64_t ban_ns) {
+  if (!queue_ || !fleetShares(config_, kind, ban_ns)) return std::nullopt;
+  report::BanRecord record = fleetBanRecord(address, ban_ns, kind);
+  if (!queue_->push(report::formatBanRecord(record))) return std::nullopt;
+  return record;
+}
+
+std::vector<int> FleetBans::fds() const {
+  if (!tail_) return {};
+  return {tail_->fd()};
+}
+
+std::vector<FleetBanVerdict> FleetBans::drain(size_t max, Clock::time_point now) {
+  std::erase_if(retired_tails_, [](const auto& tail) { return tail->stopped(); });
+  std::vector<FleetBanVerdict> apply;
+  if (!tail_) return apply;
+  for (const TailEntry& entry : tail_->drain(max)) {
+    FleetBanVerdict verdict = gate_.check(http::streamReportFromFields(entry.fields), rules_,
+                                          own_addresses_.get(now), entry.now_ms);
+    if (verdict.result == metrics::kFleetBanApplied) {
+      apply.push_back(std::move(verdict));
+      continue;  // counted once it is applied (or failed)
+    }
+    ++received_[verdict.result];
+    if (verdict.why.empty()) continue;
+    auto& logged = refusal_logged_[verdict.result];
+    if (logged != Clock::time_point{} && now - logged < std::chrono::seconds(10)) continue;
+    logged = now;  // a flood of one kind is one line per 10 s; the counter has every one
+    logWarning(std::string("event=fleet_ban_refused result=") +
+               metrics::kFleetBanResultNames[verdict.result] + " entry=\"" +
+               printable(entry.id, 40) + "\" publisher=\"" + verdict.publisher + "\" why=\"" +
+               printable(verdict.why) + "\"");
+  }
+  return apply;
+}
+
+void FleetBans::close() {
+  retireTail();
+  retired_tails_.clear();  // joins: the daemon is stopping
+  closeQueue();
+}
+
+void FleetBans::closeQueue() {
+  if (!queue_) return;
+  queue_->close();
+  published_before_ = published();
+  queue_.reset();
+}
+
+void FleetBans::retireTail() {
+  if (!tail_) return;
+  tail_->stop();
+  retired_tails_.push_back(std::move(tail_));
+}
+
+metrics::FleetBansPublished FleetBans::published() const {
+  metrics::FleetBansPublished out = published_before_;
+  if (queue_) {
+    out.sent += queue_->sent();
+    out.failed += queue_->errors();
+    out.dropped += queue_->dropped();
+  }
+  return out;
+}
+
+}  // namespace floodgate::daemon

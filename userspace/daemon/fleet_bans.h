@@ -1,0 +1,91 @@
+// SPDX-License-Identifier: MIT
+// FleetBans: the daemon's side of `fleet.bans`: it publishes the bans this host makes (the
+// kinds fleet.bans.share lists) to the fleet's signed Redis stream, and reads every record
+// of that stream through a StreamTail, each checked by a FleetBanGate. Publishing is on a
+// thread of its own (RedisReportQueue, bounded); the bans read are handed back for the
+// daemon to apply, so this part needs no interface and tests run it against Redis alone.
+// A ban applied from the fleet is never published again: only bans this host started are.
+// Not thread-safe: DaemonState calls it under its mutex.
+#pragma once
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "config/fleet_bans_config.h"
+#include "daemon/escalation_guard.h"
+#include "daemon/fleet_ban_gate.h"
+#include "daemon/stream_tail.h"
+#include "floodgate/common/cidr.h"
+#include "floodgate/common/result.h"
+#include "floodgate/fleet/redis_report_queue.h"
+#include "floodgate/report/ban_record.h"
+#include "metrics/exposition.h"
+
+namespace floodgate::daemon {
+
+// The record of a ban of `address` for `ban_ns` from now on this host's clock, with a
+// fresh nonce.
+report::BanRecord fleetBanRecord(const Cidr& address, uint64_t ban_ns, report::BanKind kind);
+
+// Whether `config` shares bans of `kind` lasting `ban_ns`, or why not (a ban until removed
+// has no end to share; one longer than max_ban would be refused by every host).
+Status fleetShares(const config::FleetBansConfig& config, report::BanKind kind, uint64_t ban_ns);
+
+// For `floodgate ban add`: publishes `records` to the stream and waits until Redis took
+// them (two tries). An error saying how many did not make it.
+Status publishFleetBans(const config::FleetBansConfig& config,
+                        const std::vector<report::BanRecord>& records);
+
+class FleetBans {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  // Matches `config` (disabled: neither publishes nor reads). `allow` and `trusted_proxies`
+  // are never banned from the fleet. A changed stream, server or secret starts reading
+  // again from max_ban back (a record read before is applied again with its own end).
+  void sync(const config::FleetBansConfig& config, const std::vector<Cidr>& allow,
+            const std::vector<Cidr>& trusted_proxies);
+  // Publishes a ban this host started, if fleet.bans.share lists its kind; never blocks.
+  // The record sent, or nothing (not shared, or the send queue full: counted).
+  std::optional<report::BanRecord> publish(report::BanKind kind, const Cidr& address,
+                                           uint64_t ban_ns);
+  // Readable while records wait.
+  std::vector<int> fds() const;
+  // Checks the records waiting, at most `max` (the rest wait); counts and logs the
+  // refusals, and returns what to apply (kFleetBanApplied verdicts). Never blocks.
+  std::vector<FleetBanVerdict> drain(size_t max, Clock::time_point now);
+  // What became of a ban drain() returned: kFleetBanApplied, or kFleetBanFailed when no
+  // interface took it.
+  void count(metrics::FleetBanResult result) { ++received_[result]; }
+  // Stops publishing (what is queued is sent first, for at most one Redis timeout) and
+  // reading.
+  void close();
+
+  const std::array<uint64_t, metrics::kFleetBanResults>& received() const { return received_; }
+  metrics::FleetBansPublished published() const;
+
+ private:
+  void retireTail();
+  // Sends what is queued (for at most one Redis timeout), keeps its counts, and drops it.
+  void closeQueue();
+
+  config::FleetBansConfig config_;
+  FleetBanRules rules_;
+  FleetBanGate gate_;
+  HostAddresses own_addresses_;
+  std::unique_ptr<StreamTail> tail_;
+  // tails asked to stop, destroyed once their thread has ended, so the poll loop never
+  // waits for a Redis call in progress
+  std::vector<std::unique_ptr<StreamTail>> retired_tails_;
+  std::unique_ptr<http::RedisReportQueue> queue_;
+  metrics::FleetBansPublished published_before_;  // by queues closed since the start
+  std::array<uint64_t, metrics::kFleetBanResults> received_{};
+  std::array<Clock::time_point, metrics::kFleetBanResults> refusal_logged_{};
+};
+
+}  // namespace floodgate::daemon
