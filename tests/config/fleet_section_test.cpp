@@ -58,6 +58,7 @@ TEST_F(FleetSectionTest, EveryKeyAndTheDefaults) {
   EXPECT_TRUE(bans.share_escalation);
   EXPECT_FALSE(bans.share_rule) << "rule bans are shared only when asked for";
   EXPECT_EQ(bans.max_ban_ns, 86'400'000'000'000ULL);
+  EXPECT_EQ(bans.max_replay, 100'000);
   EXPECT_EQ(bans.widest_ipv4, 24);
   EXPECT_EQ(bans.widest_ipv6, 48);
 
@@ -79,6 +80,7 @@ TEST_F(FleetSectionTest, EveryKeyAndTheDefaults) {
   EXPECT_FALSE(full.fleet_bans.share_escalation);
   EXPECT_TRUE(full.fleet_bans.share_rule);
   EXPECT_EQ(full.fleet_bans.max_ban_ns, 7'200'000'000'000ULL);
+  EXPECT_EQ(full.fleet_bans.max_replay, 500);
   EXPECT_EQ(full.fleet_bans.widest_ipv4, 32);
 }
 

@@ -9,6 +9,7 @@
 #include <poll.h>
 
 #include <chrono>
+#include <set>
 #include <thread>
 
 #include "floodgate/fleet/report_stream.h"
@@ -157,6 +158,32 @@ TEST_F(FleetBansTest, AHostStartedLaterReadsBackTheBansStillInForce) {
   settle(*late);
   EXPECT_EQ(late->received()[metrics::kFleetBanExpired], 1u);
   EXPECT_EQ(late->received()[metrics::kFleetBanStale], 0u) << "read from max_ban back only";
+}
+
+TEST_F(FleetBansTest, AStartReplaysTheNewestRecordsUpToItsCap) {
+  std::vector<report::BanRecord> records;
+  for (int i = 0; i < 7; ++i) {
+    records.push_back(fleetBanRecord(cidr(("198.51.100." + std::to_string(60 + i)).c_str()),
+                                     30 * kMinuteNs, report::BanKind::kManual));
+  }
+  ASSERT_TRUE(publishFleetBans(config_, records).ok());
+  config::FleetBansConfig capped = config_;
+  capped.max_replay = 3;
+  auto late = host(capped);
+  auto applied = collect(*late, 3);
+  ASSERT_EQ(applied.size(), 3u);
+  std::set<std::string> addresses;
+  for (const FleetBanVerdict& v : applied) addresses.insert(v.record.address.toString());
+  EXPECT_EQ(addresses, (std::set<std::string>{"198.51.100.64", "198.51.100.65", "198.51.100.66"}))
+      << "the newest three";
+  settle(*late);
+  // what comes after the start is read as it comes
+  auto published = publishFleetBans(
+      config_, {fleetBanRecord(cidr("198.51.100.70"), kMinuteNs, report::BanKind::kManual)});
+  ASSERT_TRUE(published.ok());
+  auto live = collect(*late, 1);
+  ASSERT_EQ(live.size(), 1u);
+  EXPECT_EQ(live[0].record.address.toString(), "198.51.100.70");
 }
 
 TEST_F(FleetBansTest, ForgedCopiedAndGarbledEntriesAreRefusedAndCounted) {

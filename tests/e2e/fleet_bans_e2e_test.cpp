@@ -221,6 +221,7 @@ TEST_F(FleetBansE2eTest, ABanOnOneHostIsDroppedByTheOtherWithTheSameEnd) {
 }
 
 TEST_F(FleetBansE2eTest, AForgedRecordAndOneNamingTheHostItselfAreRefusedAndCounted) {
+  daemon_a_ = startDaemon(*a_, config_a_, "daemon-a.log");
   daemon_b_ = startDaemon(*b_, config_b_, "daemon-b.log");
   const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                              std::chrono::system_clock::now().time_since_epoch())

@@ -27,6 +27,8 @@ struct FleetBansConfig {
   // The longest ban a record may ask for: a record ending later is refused as absurd, and
   // this host publishes no longer ban. It is also how far back a starting host reads.
   uint64_t max_ban_ns = 86'400'000'000'000ULL;
+  // Records a starting host reads back at most: the newest ones of the last max_ban.
+  int64_t max_replay = 100'000;
   // The widest prefixes a record may ban (a wider one is refused as too wide).
   int widest_ipv4 = 24;
   int widest_ipv6 = 48;

@@ -100,13 +100,14 @@ void parseShare(YamlReader& reader, const YamlEntry& entry, FleetBansConfig& ban
   }
 }
 
-// bans: {address | cluster, stream, secret_file, share, max_ban, widest_ipv4, widest_ipv6}
+// bans: {address | cluster, stream, secret_file, share, max_ban, max_replay, widest_ipv4,
+//        widest_ipv6}
 FleetBansConfig parseBans(YamlReader& reader, const YamlEntry& entry) {
   FleetBansConfig bans;
   std::optional<YamlFields> fields =
       reader.mapping(entry, "fleet.bans",
                      {"address", "cluster", "stream", "secret_file", "share", "max_ban",
-                      "widest_ipv4", "widest_ipv6"});
+                      "max_replay", "widest_ipv4", "widest_ipv6"});
   if (!fields) return bans;
   bool complete = parseServers(reader, entry, *fields, bans.redis);
   if (const YamlEntry* e = fields->find("stream")) {
@@ -126,6 +127,9 @@ FleetBansConfig parseBans(YamlReader& reader, const YamlEntry& entry) {
                                   kLongestBanNs, formatDuration)) {
       bans.max_ban_ns = *ns;
     }
+  }
+  if (const YamlEntry* e = fields->find("max_replay")) {
+    if (auto v = reader.integer(*e, "fleet.bans.max_replay", 1, 10'000'000)) bans.max_replay = *v;
   }
   if (const YamlEntry* e = fields->find("widest_ipv4")) {
     if (auto v = reader.integer(*e, "fleet.bans.widest_ipv4", 8, 32)) {

@@ -25,7 +25,7 @@ std::unique_ptr<http::RedisReportQueue> queueFor(const config::FleetBansConfig& 
 
 bool sameStream(const config::FleetBansConfig& a, const config::FleetBansConfig& b) {
   return a.enabled == b.enabled && a.redis == b.redis && a.stream == b.stream &&
-         a.secret == b.secret && a.max_ban_ns == b.max_ban_ns;
+         a.secret == b.secret && a.max_ban_ns == b.max_ban_ns && a.max_replay == b.max_replay;
 }
 
 }  // namespace

@@ -41,7 +41,8 @@ Result<int64_t> timeReplyMs(const redis::Reply& reply) {
 
 bool StreamTailSource::operator==(const StreamTailSource& other) const {
   return client.seeds == other.client.seeds && client.cluster == other.client.cluster &&
-         stream == other.stream && lookback_ns == other.lookback_ns && what == other.what;
+         stream == other.stream && lookback_ns == other.lookback_ns && what == other.what &&
+         max_replay == other.max_replay;
 }
 
 Result<std::unique_ptr<StreamTail>> StreamTail::start(StreamTailSource source) {
@@ -130,7 +131,10 @@ Status StreamTail::readOnce() {
     const int64_t lookback_ms = static_cast<int64_t>(source_.lookback_ns / 1'000'000);
     last_id_ = std::to_string(std::max<int64_t>(0, *now_ms - lookback_ms)) + "-0";
     logInfo("taking " + source_.what + " from redis stream " + stream + " (signed by the fleet)");
+    replaying_ = source_.max_replay > 0;
+    replay_from_ = last_id_;
   }
+  if (replaying_) return replayOnce();
   auto replies = client_.run({{stream,
                                {"XREAD", "COUNT", std::to_string(kReadCount), "BLOCK",
                                 std::to_string(kBlockMs), "STREAMS", stream, last_id_}},
@@ -151,7 +155,45 @@ Status StreamTail::readOnce() {
     last_id_ = entry.elements[0].str;
     batch.push_back({entry.elements[0].str, entry.elements[1], *now_ms});
   }
-  if (batch.empty()) return okStatus();
+  hand(std::move(batch));
+  return okStatus();
+}
+
+Status StreamTail::replayOnce() {
+  const std::string& stream = source_.stream;
+  const size_t count = std::min(kReadCount, source_.max_replay - replayed_);
+  auto replies = client_.run(
+      {{stream, {"XREVRANGE", stream, replay_below_, replay_from_, "COUNT", std::to_string(count)}},
+       {stream, {"TIME"}}},
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(source_.client.timeout_ms));
+  if (!replies) return replies.error();
+  if ((*replies)[0].isError()) return Error::failure((*replies)[0].str);
+  auto now_ms = timeReplyMs((*replies)[1]);
+  if (!now_ms) return now_ms.error();
+  std::vector<TailEntry> batch;
+  for (const redis::Reply& entry : (*replies)[0].elements) {  // [[id, [field, value, ...]], ...]
+    if (entry.elements.size() != 2) continue;
+    const std::string& id = entry.elements[0].str;
+    if (replay_below_ == "+") last_id_ = id;  // the newest: reading goes on after it
+    replay_below_ = "(" + id;
+    batch.push_back({id, entry.elements[1], *now_ms});
+  }
+  replayed_ += batch.size();
+  const bool past_read = batch.size() < count;
+  hand(std::move(batch));
+  if (past_read) {
+    replaying_ = false;
+  } else if (replayed_ >= source_.max_replay) {
+    replaying_ = false;
+    logWarning("read back the newest " + std::to_string(replayed_) + " " + source_.what +
+               " of redis stream " + stream + ", the most a start replays; older ones are " +
+               "not read");
+  }
+  return okStatus();
+}
+
+void StreamTail::hand(std::vector<TailEntry> batch) {
+  if (batch.empty()) return;
   {
     std::lock_guard lock(mutex_);
     for (TailEntry& entry : batch) queue_.push_back(std::move(entry));
@@ -160,7 +202,6 @@ Status StreamTail::readOnce() {
   if (write(event_.get(), &one, sizeof(one)) < 0) {
     // the counter cannot overflow at these rates; the poll loop wakes on what is there
   }
-  return okStatus();
 }
 
 }  // namespace floodgate::daemon

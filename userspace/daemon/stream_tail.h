@@ -2,7 +2,8 @@
 // StreamTail: follows one Redis stream on a thread of its own and hands the entries it
 // reads, with Redis's clock at the time, to the daemon's poll loop through an eventfd.
 // Every controller reads the whole stream (no consumer group). It starts `lookback_ns` back
-// on Redis's clock, and after a lost Redis it goes on from the last entry it read. What an
+// on Redis's clock, and after a lost Redis it goes on from the last entry it read. With
+// `max_replay`, it reads the past newest first and at most that many entries of it. What an
 // entry means is its reader's business (stream_report_reader.h, fleet_bans.h). Nothing it
 // does blocks the poll loop: stop() only asks the thread to end.
 #pragma once
@@ -27,6 +28,9 @@ struct StreamTailSource {
   std::string stream;
   uint64_t lookback_ns = 0;  // how far back to read on start
   std::string what;          // what the entries are, for log lines ("offender reports")
+  // Entries of the past (before the start) read at most, the newest ones; 0: all of them,
+  // oldest first.
+  size_t max_replay = 0;
 
   bool operator==(const StreamTailSource& other) const;
 };
@@ -63,12 +67,22 @@ class StreamTail {
   void run();
   // Reads one batch after last_id_ (blocking up to half a second for one to come).
   Status readOnce();
+  // Reads one batch of the past, newest first, below replay_below_ (max_replay only).
+  Status replayOnce();
+  // Queues `batch` and wakes the poll loop.
+  void hand(std::vector<TailEntry> batch);
   void sleepUnlessStopped(int64_t ms);
 
   StreamTailSource source_;
   UniqueFd event_;
   http::redis::Client client_;
   std::string last_id_;  // empty until the start point is known
+  // The replay of the past (max_replay): where it starts, the ID it reads below next
+  // ("+": from the newest), how many it read, and the newest ID, where reading goes on.
+  std::string replay_from_;
+  std::string replay_below_ = "+";
+  size_t replayed_ = 0;
+  bool replaying_ = false;
   std::mutex mutex_;
   std::deque<TailEntry> queue_;
   std::atomic<bool> stop_{false};
