@@ -71,6 +71,7 @@ TEST_F(FleetSectionTest, EveryKeyAndTheDefaults) {
           "\n"
           "    share: [rule]\n"
           "    max_ban: 2h\n"
+          "    max_replay: 500\n"
           "    widest_ipv4: 32\n"
           "    widest_ipv6: 64\n",
       more);

@@ -78,8 +78,9 @@ void FleetBans::sync(const config::FleetBansConfig& config, const std::vector<Ci
   retireTail();
   closeQueue();
   if (!config.enabled) return;
-  auto tail = StreamTail::start(
-      {http::reportClientOptions(config.redis), config.stream, config.max_ban_ns, "fleet bans"});
+  auto tail =
+      StreamTail::start({http::reportClientOptions(config.redis), config.stream, config.max_ban_ns,
+                         "fleet bans", static_cast<size_t>(config.max_replay)});
   if (!tail) {
     logError("fleet bans are off: " + tail.error().message);
     return;
