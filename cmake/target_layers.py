@@ -46,8 +46,8 @@ LAYERS = [
     ("config", ["floodgate_config"]),  # floodgate.yaml as a whole → AttachOptions, rules
     ("metrics", ["floodgate_metrics"]),  # Prometheus exposition of the counters
     ("daemon", ["floodgate_daemon"]),  # `floodgate run`
-    ("tools", [  # the CLI's tools: `floodgate lab`, `floodgate flood`, the UDP traffic tool
-        "floodgate_lab", "floodgate_flood", "floodgate_udp_traffic"]),
+    ("tools", [  # the CLI's tools: `floodgate lab`, `flood`, `learn`, the UDP traffic tool
+        "floodgate_lab", "floodgate_flood", "floodgate_learn", "floodgate_udp_traffic"]),
     ("programs", [  # what is run: the CLI, the example service, the traffic tool
         "floodgate", "floodgate-http-example", "floodgate-udp-traffic"]),
     ("tests", []),  # tests, their support libraries and the benchmark tools

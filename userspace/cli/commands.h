@@ -22,6 +22,7 @@ void addDetachCommand(CLI::App& app, Action& selected);
 void addStatusCommand(CLI::App& app, Action& selected);
 void addStatsCommand(CLI::App& app, Action& selected);
 void addTopCommand(CLI::App& app, Action& selected);
+void addLearnCommand(CLI::App& app, Action& selected);
 void addListCommands(CLI::App& app, Action& selected);  // allow, deny
 void addLabCommand(CLI::App& app, Action& selected);
 void addSetCommand(CLI::App& app, Action& selected);

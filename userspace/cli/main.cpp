@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
   floodgate::cli::addStatusCommand(app, selected);
   floodgate::cli::addStatsCommand(app, selected);
   floodgate::cli::addTopCommand(app, selected);
+  floodgate::cli::addLearnCommand(app, selected);
   floodgate::cli::addListCommands(app, selected);
   floodgate::cli::addSetCommand(app, selected);
   floodgate::cli::addBanCommand(app, selected);

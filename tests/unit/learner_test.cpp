@@ -1,0 +1,345 @@
+// SPDX-License-Identifier: MIT
+// The learner of `floodgate learn` on recorded per-source samples and a clock stepped by
+// hand: percentiles, proposals and the replay checked exactly; counter wrap, slots changing
+// hands, sources appearing mid-run and the source cap.
+#include "learn/learner.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "learn/learn_command.h"
+#include "learn/learn_loop.h"
+#include "learn/learn_output.h"
+#include "learn/rate_histogram.h"
+
+namespace floodgate::learn {
+namespace {
+
+constexpr uint64_t kMs = 1000000ULL;
+constexpr uint64_t kStart = 5000 * kMs;  // any clock: the learner only takes differences
+constexpr uint64_t kFrameBytes = 60;
+
+// A clock that jumps to whatever it is asked to wait for.
+class SteppedClock : public LearnClock {
+ public:
+  uint64_t now = kStart;
+  uint64_t nowNs() override { return now; }
+  bool sleepUntil(uint64_t deadline_ns) override {
+    if (deadline_ns > now) now = deadline_ns;
+    return true;
+  }
+};
+
+// Per source, packets sent in each sample interval (index 0 = the interval the first
+// sample after the baseline ends); the sampler turns them into the slot counters and rule
+// counters the program would show.
+struct RecordedSource {
+  uint32_t slot;
+  uint8_t last_octet;
+  std::vector<uint32_t> per_interval;
+  uint32_t counter = 0;  // the slot's packets at the baseline
+};
+
+class RecordedSampler : public Sampler {
+ public:
+  RecordedSampler(uint32_t rule_id, std::vector<RecordedSource> sources)
+      : rule_id_(rule_id), sources_(std::move(sources)) {}
+
+  Status read(std::vector<RuleReading>& rules, std::vector<SlotReading>& slots) override {
+    for (RecordedSource& source : sources_) {
+      if (reads_ > 0 && reads_ - 1 < source.per_interval.size()) {
+        source.counter += source.per_interval[reads_ - 1];
+        total_ += source.per_interval[reads_ - 1];
+      }
+      SlotReading reading;
+      reading.slot = source.slot;
+      reading.fingerprint = 1000 + source.slot;
+      reading.key.rule_id = rule_id_;
+      reading.key.family = 0;
+      reading.key.prefix = 32;
+      reading.key.addr = {198, 51, 100, source.last_octet};
+      reading.packets = source.counter;
+      slots.push_back(reading);
+    }
+    rules.push_back(RuleReading{rule_id_, total_, total_ * kFrameBytes, 0});
+    ++reads_;
+    return okStatus();
+  }
+
+ private:
+  uint32_t rule_id_;
+  std::vector<RecordedSource> sources_;
+  size_t reads_ = 0;
+  uint64_t total_ = 0;
+};
+
+LearnRule perSourceRule() {
+  LearnRule rule;
+  rule.id = 3;
+  rule.name = "per-source";
+  rule.current = LimitSpec{1000000, 100000, 0, 0};
+  return rule;
+}
+
+LearnOptions threeSeconds() {
+  LearnOptions options;
+  options.duration_ns = 3000 * kMs;
+  options.sample_ns = 100 * kMs;
+  options.hz = 250;
+  return options;
+}
+
+std::vector<uint32_t> steady(uint32_t per_interval, size_t intervals = 30) {
+  return std::vector<uint32_t>(intervals, per_interval);
+}
+
+TEST(RateHistogramTest, NearestRankPercentilesAreExactBelowTheRoundingThreshold) {
+  RateHistogram h;
+  for (uint64_t v = 1000; v >= 1; --v) h.add(v);
+  EXPECT_EQ(h.count(), 1000u);
+  EXPECT_EQ(h.percentile(50000), 500u);
+  EXPECT_EQ(h.percentile(99000), 990u);
+  EXPECT_EQ(h.percentile(99900), 999u);
+  EXPECT_EQ(h.percentile(100000), 1000u);
+  EXPECT_EQ(h.max(), 1000u);
+  EXPECT_EQ(RateHistogram().percentile(99900), 0u);
+}
+
+TEST(RateHistogramTest, LargeValuesRoundUpToElevenBitsAndNeverPastTheMaximum) {
+  EXPECT_EQ(RateHistogram::bucketOf(2047), 2047u);
+  EXPECT_EQ(RateHistogram::bucketOf(2049), 2050u);
+  EXPECT_EQ(RateHistogram::bucketOf(1000001), 1000448u);
+  EXPECT_EQ(RateHistogram::bucketOf(UINT64_MAX), UINT64_MAX);
+  RateHistogram h;
+  h.add(1000001);
+  EXPECT_EQ(h.percentile(50000), 1000001u);  // the bucket's top is past the only value
+  h.add(999999);
+  h.add(2000001);
+  EXPECT_EQ(h.percentile(50000), 1000448u);
+  EXPECT_LE(h.percentile(50000) - 1000001, 1000001u / 1024);
+}
+
+TEST(LearnerTest, PercentilesProposalAndReplayOfRecordedSources) {
+  // 100, 200 and 300 packets a second, evenly; the third has one interval of 60 (a burst)
+  std::vector<uint32_t> bursty = steady(30);
+  bursty[14] = 60;  // in the second 1 s window
+  RecordedSampler sampler(3, {{10, 1, steady(10)}, {11, 2, steady(20)}, {12, 3, bursty}});
+  SteppedClock clock;
+  auto report = runLearning(sampler, clock, threeSeconds(), {perSourceRule()});
+  ASSERT_TRUE(report.ok()) << report.error().message;
+  EXPECT_EQ(report->samples, 31u);
+  ASSERT_EQ(report->rules.size(), 1u);
+  const RuleLearned& rule = report->rules[0];
+  EXPECT_EQ(rule.sources, 3u);
+  EXPECT_EQ(rule.source_windows, 9u);
+  // windows: 100 100 100 200 200 200 300 300 330
+  EXPECT_EQ(rule.pps.p50, 200u);
+  EXPECT_EQ(rule.pps.p99, 330u);
+  EXPECT_EQ(rule.pps.p999, 330u);
+  EXPECT_EQ(rule.pps.chosen, 330u);
+  EXPECT_EQ(rule.pps.max, 330u);
+  // bursts (most in 100 ms) per window: 10 10 10 20 20 20 30 30 60
+  EXPECT_EQ(rule.burst.p50, 20u);
+  EXPECT_EQ(rule.burst.p999, 60u);
+  // bits at the rule's 60-byte frames
+  EXPECT_EQ(rule.bps.p50, 200u * kFrameBytes * 8);
+  EXPECT_EQ(rule.bps.max, 330u * kFrameBytes * 8);
+  EXPECT_EQ(rule.tracked_packets, 300u + 600 + 930);
+  EXPECT_EQ(rule.rule_packets, 300u + 600 + 930);
+  // p99.9 x 1.5
+  ASSERT_TRUE(rule.proposal.has_value());
+  EXPECT_EQ(rule.proposal->pps, 495u);
+  EXPECT_EQ(rule.proposal->burst, 90u);
+  EXPECT_EQ(rule.proposal->bits_per_s, 0u);
+  // nobody sent above it
+  EXPECT_EQ(rule.replayed_sources, 3u);
+  EXPECT_EQ(rule.replayed_packets, 1830u);
+  EXPECT_EQ(rule.replay_dropped, 0u);
+}
+
+TEST(LearnerTest, AProposalBelowTheFastestSourceDropsOnlyItsExcess) {
+  RecordedSampler sampler(3, {{10, 1, steady(10)}, {11, 2, steady(20)}, {12, 3, steady(30)}});
+  SteppedClock clock;
+  LearnOptions options = threeSeconds();
+  options.percentile_milli = 50000;  // p50 = 200/s, burst 20
+  options.margin_milli = 1000;
+  auto report = runLearning(sampler, clock, options, {perSourceRule()});
+  ASSERT_TRUE(report.ok()) << report.error().message;
+  const RuleLearned& rule = report->rules[0];
+  ASSERT_TRUE(rule.proposal.has_value());
+  EXPECT_EQ(rule.proposal->pps, 200u);
+  EXPECT_EQ(rule.proposal->burst, 20u);
+  // the 300/s source sent 900 over 3 s; 200/s with a burst of 20 admits at most
+  // 20 + 200 x 3 and at least 20 + 200 x 2.9 of them; the others are under the limit
+  EXPECT_GE(rule.replay_dropped, 900u - 620u);
+  EXPECT_LE(rule.replay_dropped, 900u - 600u);
+}
+
+TEST(ReplayTest, ATicksPacketsMeetOneClockReadingAsInTheProgram) {
+  // 100 packets in one second at 10 Hz: 10 a tick. pps 10 with a burst of 5: the first
+  // tick takes the full bucket (5), every later one a single packet: 5 + 9 admitted.
+  const std::vector<uint64_t> times = {0, 1000 * kMs};
+  EXPECT_EQ(replayDrops({100}, times, 1, LimitSpec{10, 5, 0, 0}, Algorithm::kTokenBucket, 0, 10),
+            86u);
+  // under the limit: nothing dropped
+  EXPECT_EQ(replayDrops({10}, times, 1, LimitSpec{10, 5, 0, 0}, Algorithm::kTokenBucket, 0, 10),
+            0u);
+  // a fixed window of 1 s admits 10 in [0, 1 s) (ticks 1..9) and 10 at the tick of 1 s
+  EXPECT_EQ(
+      replayDrops({100}, times, 1, LimitSpec{10, 0, 0, 0}, Algorithm::kFixedWindow, 1000 * kMs, 10),
+      80u);
+}
+
+// A sampler replaying exact slot readings, one list per sample.
+class SlotScript : public Sampler {
+ public:
+  explicit SlotScript(std::vector<std::vector<SlotReading>> samples)
+      : samples_(std::move(samples)) {}
+  Status read(std::vector<RuleReading>& rules, std::vector<SlotReading>& slots) override {
+    rules.push_back(RuleReading{3, 0, 0, 0});
+    if (next_ < samples_.size()) slots = samples_[next_];
+    ++next_;
+    return okStatus();
+  }
+
+ private:
+  std::vector<std::vector<SlotReading>> samples_;
+  size_t next_ = 0;
+};
+
+SlotReading slotOf(uint32_t slot, uint64_t fingerprint, uint8_t octet, uint32_t packets) {
+  SlotReading r;
+  r.slot = slot;
+  r.fingerprint = fingerprint;
+  r.key.rule_id = 3;
+  r.key.prefix = 32;
+  r.key.addr = {203, 0, 113, octet};
+  r.packets = packets;
+  return r;
+}
+
+LearnOptions oneSecond() {
+  LearnOptions options;
+  options.duration_ns = 1000 * kMs;
+  options.sample_ns = 500 * kMs;
+  return options;
+}
+
+TEST(LearnerTest, CountersThatWrapOrStartAgainAreCountedOnce) {
+  // wraps: 4294967290 → 10 is 16 packets; then the counter starts again (the slot changed
+  // hands and came back between samples): 10 → 4 counts the 4 since
+  SlotScript script(
+      {{slotOf(1, 77, 1, 4294967290U)}, {slotOf(1, 77, 1, 10)}, {slotOf(1, 77, 1, 4)}});
+  SteppedClock clock;
+  auto report = runLearning(script, clock, oneSecond(), {perSourceRule()});
+  ASSERT_TRUE(report.ok());
+  EXPECT_EQ(report->rules[0].tracked_packets, 20u);
+  EXPECT_EQ(report->rules[0].pps.max, 20u);
+  EXPECT_EQ(report->rules[0].burst.max, 16u);
+}
+
+TEST(LearnerTest, SourcesAppearingAndSlotsChangingHandsMidRun) {
+  // slot 1: source .1 at the baseline (50 before the run do not count), then 5 more; then
+  // source .2 takes the slot and has 7 when read. Slot 2 appears after the baseline with
+  // 9: all taken since the last sample. Source .1 comes back in slot 3 with 2.
+  SlotScript script({{slotOf(1, 11, 1, 50)},
+                     {slotOf(1, 11, 1, 55), slotOf(2, 22, 9, 9)},
+                     {slotOf(1, 12, 2, 7), slotOf(3, 11, 1, 2)}});
+  SteppedClock clock;
+  auto report = runLearning(script, clock, oneSecond(), {perSourceRule()});
+  ASSERT_TRUE(report.ok());
+  const RuleLearned& rule = report->rules[0];
+  EXPECT_EQ(rule.sources, 3u);
+  EXPECT_EQ(rule.tracked_packets, 5u + 9 + 7 + 2);
+  EXPECT_EQ(rule.pps.max, 9u);  // .9 sent 9; .1 sent 5 + 2 = 7; .2 sent 7
+  EXPECT_EQ(rule.burst.max, 9u);
+}
+
+TEST(LearnerTest, SpoofedSourcesBeyondTheCapAreCountedNotFollowed) {
+  std::vector<SlotReading> baseline, later;
+  for (uint32_t i = 0; i < 1000; ++i) {
+    later.push_back(slotOf(i, 100 + i, static_cast<uint8_t>(i), 1));
+  }
+  SlotScript script({baseline, later, later});
+  SteppedClock clock;
+  LearnOptions options = oneSecond();
+  options.max_sources = 10;
+  auto report = runLearning(script, clock, options, {perSourceRule()});
+  ASSERT_TRUE(report.ok());
+  EXPECT_EQ(report->rules[0].sources, 10u);
+  EXPECT_EQ(report->rules[0].tracked_packets, 10u);
+  EXPECT_EQ(report->sources_beyond_cap, 2u * 990);
+}
+
+TEST(LearnerTest, AGlobalRuleAndASilentRuleGetNoProposal) {
+  LearnRule global = perSourceRule();
+  global.per_source = false;
+  SlotScript script({{}, {}, {}});
+  SteppedClock clock;
+  auto report = runLearning(script, clock, oneSecond(), {global});
+  ASSERT_TRUE(report.ok());
+  EXPECT_FALSE(report->rules[0].proposal.has_value());
+  EXPECT_NE(report->rules[0].note.find("global"), std::string::npos);
+  SlotScript quiet({{}, {}, {}});
+  auto silent = runLearning(quiet, clock, oneSecond(), {perSourceRule()});
+  ASSERT_TRUE(silent.ok());
+  EXPECT_FALSE(silent->rules[0].proposal.has_value());
+}
+
+TEST(LearnerTest, OutputsCarryTheProposal) {
+  RecordedSampler sampler(3, {{10, 1, steady(10)}});
+  SteppedClock clock;
+  auto report = runLearning(sampler, clock, threeSeconds(), {perSourceRule()});
+  ASSERT_TRUE(report.ok());
+  const std::string yaml = proposalYaml("eth0", *report);
+  EXPECT_NE(yaml.find("  - name: per-source\n    limit: {pps: 150, burst: 15}\n"),
+            std::string::npos)
+      << yaml;
+  nlohmann::json json = reportJson("eth0", *report);
+  EXPECT_EQ(json["rules"][0]["proposal"]["pps"], 150);
+  EXPECT_EQ(json["rules"][0]["sources"], 1);
+  EXPECT_EQ(json["percentile"], 99.9);
+  ConfigRules config{"floodgate.yaml", "rules:\n  - name: per-source\n    limit: {pps: 50}\n", {}};
+  RuleSpec spec;
+  spec.name = "per-source";
+  spec.limit = LimitSpec{50, 5, 0, 0};
+  config.rules.push_back(spec);
+  const std::string diff = proposalDiff(config, *report);
+  EXPECT_NE(diff.find("@@ rule per-source (line 2) @@\n-    limit: {pps: 50, burst: 5}\n+    "
+                      "limit: {pps: 150, burst: 15}\n"),
+            std::string::npos)
+      << diff;
+}
+
+TEST(LearnFlagsTest, OutOfRangeFlagsAreOneUsageLine) {
+  auto parse = [](std::string duration, std::string percentile = "99.9",
+                  std::string margin = "1.5") {
+    LearnFlags flags;
+    flags.interface = "eth0";
+    flags.duration = duration;
+    flags.percentile = percentile;
+    flags.margin = margin;
+    return parseLearnFlags(flags);
+  };
+  EXPECT_TRUE(parse("30s").ok());
+  EXPECT_TRUE(parse("1h").ok());
+  for (const char* bad : {"0s", "", "1500ms", "2h", "soon"}) {
+    auto r = parse(bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.error().kind, ErrorKind::kUsage);
+    EXPECT_NE(r.error().message.find("--for"), std::string::npos);
+  }
+  for (const char* bad : {"0", "100.1", "-5", "abc", "99.9999", "99."}) {
+    auto r = parse("10s", bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_NE(r.error().message.find("--percentile"), std::string::npos);
+  }
+  EXPECT_EQ(parse("10s", "95.5")->options.percentile_milli, 95500u);
+  EXPECT_FALSE(parse("10s", "99", "0.5").ok());
+  EXPECT_FALSE(parse("10s", "99", "101").ok());
+  EXPECT_EQ(parse("10s", "99", "2")->options.margin_milli, 2000u);
+}
+
+}  // namespace
+}  // namespace floodgate::learn

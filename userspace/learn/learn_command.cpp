@@ -1,0 +1,179 @@
+// SPDX-License-Identifier: MIT
+// `floodgate learn`: checks, sampling, printing, writing, applying.
+#include "learn/learn_command.h"
+
+#include <net/if.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "config/floodgate_config.h"
+#include "floodgate/common/text.h"
+#include "floodgate/common/units.h"
+#include "kernel/system.h"
+#include "learn/learn_output.h"
+#include "learn/limiter_sampler.h"
+
+namespace floodgate::learn {
+namespace {
+
+// "99.9" → 99900: a decimal with at most three places, in thousandths.
+std::optional<uint64_t> parseMilli(const std::string& text) {
+  if (text.empty() || text.size() > 12) return std::nullopt;
+  uint64_t whole = 0, fraction = 0;
+  size_t i = 0, places = 0;
+  for (; i < text.size() && text[i] != '.'; ++i) {
+    if (text[i] < '0' || text[i] > '9') return std::nullopt;
+    whole = whole * 10 + static_cast<uint64_t>(text[i] - '0');
+  }
+  if (i == 0) return std::nullopt;
+  if (i < text.size()) {
+    for (++i; i < text.size(); ++i, ++places) {
+      if (text[i] < '0' || text[i] > '9' || places == 3) return std::nullopt;
+      fraction = fraction * 10 + static_cast<uint64_t>(text[i] - '0');
+    }
+    if (places == 0) return std::nullopt;
+  }
+  for (; places < 3; ++places) fraction *= 10;
+  return whole * 1000 + fraction;
+}
+
+Status writeFile(const std::string& path, const std::string& text) {
+  std::ofstream file(path, std::ios::trunc);
+  if (file) file << text;
+  if (!file) {
+    return Error::failure("cannot write the proposal to '" + path + "': " + std::strerror(errno));
+  }
+  return okStatus();
+}
+
+Result<ConfigRules> readConfigRules(const std::string& path) {
+  auto config = config::loadValidConfig(path);
+  if (!config) return config.error();
+  ConfigRules out;
+  out.path = path;
+  std::ifstream file(path);
+  std::ostringstream text;
+  text << file.rdbuf();
+  out.text = text.str();
+  out.rules = config->rules;
+  return out;
+}
+
+Status applyProposal(XdpLimiter& limiter, const LearnReport& report, std::ostream& out,
+                     bool quiet) {
+  for (const RuleLearned& rule : report.rules) {
+    if (!rule.proposal) continue;
+    LimitChange change;
+    change.pps = rule.proposal->pps;
+    // the window algorithms have no burst: a window admits rate × window
+    if (rule.rule.algorithm == Algorithm::kTokenBucket) change.burst = rule.proposal->burst;
+    if (Status s = limiter.setLimits(rule.rule.name, change); !s) {
+      return Error::failure("applying the proposal to rule '" + rule.rule.name +
+                            "' failed: " + s.error().message);
+    }
+    if (!quiet) {
+      out << "applied to " << rule.rule.name << " on " << limiter.interface() << ": pps "
+          << *change.pps;
+      if (change.burst) out << ", burst " << *change.burst;
+      out << "\n";
+    }
+  }
+  return okStatus();
+}
+
+}  // namespace
+
+Result<LearnRequest> parseLearnFlags(const LearnFlags& flags) {
+  LearnRequest request;
+  request.interface = flags.interface;
+  request.json = flags.json;
+  request.output = flags.output;
+  request.diff = flags.diff;
+  request.apply = flags.apply;
+  auto duration = parseDuration(flags.duration);
+  if (flags.duration.empty() || !duration || *duration == 0 || *duration % kWindowNs != 0 ||
+      *duration > kLongestLearnNs) {
+    return Error::usage("--for must be whole seconds from 1s to 1h (e.g. 30s or 5m), not '" +
+                        flags.duration + "'");
+  }
+  request.options.duration_ns = *duration;
+  auto percentile = parseMilli(flags.percentile);
+  if (!percentile || *percentile == 0 || *percentile > 100000) {
+    return Error::usage(
+        "--percentile must be a number above 0 and at most 100 with at most three decimals "
+        "(e.g. 99.9), not '" +
+        flags.percentile + "'");
+  }
+  request.options.percentile_milli = *percentile;
+  auto margin = parseMilli(flags.margin);
+  if (!margin || *margin < 1000 || *margin > 100000) {
+    return Error::usage(
+        "--margin must be a factor from 1 to 100 with at most three decimals "
+        "(e.g. 1.5), not '" +
+        flags.margin + "'");
+  }
+  request.options.margin_milli = *margin;
+  if (flags.max_sources == 0 || flags.max_sources > kMostSources) {
+    return Error::usage("--max-sources must be from 1 to 10000000, not " +
+                        std::to_string(flags.max_sources));
+  }
+  request.options.max_sources = flags.max_sources;
+  return request;
+}
+
+Status runLearnCommand(const LearnFlags& flags, std::ostream& out, const std::atomic<bool>* stop) {
+  auto request = parseLearnFlags(flags);
+  if (!request) return request.error();
+  if (Status s = checkInterfaceName(request->interface); !s) return s;
+  if (if_nametoindex(request->interface.c_str()) == 0) {
+    return Error::failure("no network interface named '" + request->interface +
+                          "' (see 'ip link'; in a namespace, run floodgate inside it)");
+  }
+  if (Status s = checkPrivileges(); !s) return s;
+  auto limiter = XdpLimiter::open(request->interface);
+  if (!limiter) return limiter.error();
+  // a config to diff against is read before the run, so a bad one costs no waiting
+  std::optional<ConfigRules> config;
+  if (!request->diff.empty()) {
+    auto read = readConfigRules(request->diff);
+    if (!read) return read.error();
+    config = std::move(*read);
+  }
+  auto rules = learnRules(*limiter);
+  if (!rules) return rules.error();
+  if (rules->empty()) {
+    return Error::failure("the limiter on '" + request->interface +
+                          "' has no rules to learn for (attach it with --rate or --config)");
+  }
+  auto hz = kernelHz();
+  if (!hz) return hz.error();
+  request->options.hz = *hz;
+
+  LimiterSampler sampler(*limiter);
+  SteadyLearnClock clock(stop);
+  auto report = runLearning(sampler, clock, request->options, *rules);
+  if (!report) return report.error();
+
+  if (request->json) {
+    nlohmann::json json = reportJson(request->interface, *report);
+    if (config) json["diff"] = proposalDiff(*config, *report);
+    json["applied"] = request->apply;
+    out << json.dump(2) << "\n";
+  } else {
+    out << reportText(request->interface, *report);
+    if (config) out << "\n" << proposalDiff(*config, *report);
+  }
+  out.flush();
+  if (!request->output.empty()) {
+    if (Status s = writeFile(request->output, proposalYaml(request->interface, *report)); !s) {
+      return s;
+    }
+  }
+  if (request->apply) return applyProposal(*limiter, *report, out, request->json);
+  return okStatus();
+}
+
+}  // namespace floodgate::learn

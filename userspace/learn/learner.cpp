@@ -1,0 +1,229 @@
+// SPDX-License-Identifier: MIT
+// Samples → per-source 1 s windows → distributions per rule → a proposed limit and what it
+// would have dropped.
+#include "learn/learner.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace floodgate::learn {
+namespace {
+
+constexpr size_t kNone = static_cast<size_t>(-1);
+
+// Packets a slot took between two readings of its 32-bit counter. A difference below 2^31
+// is the count, across a wrap too; a larger one can only mean the counter started again
+// (the slot changed hands and came back to the same source in between), so the new
+// reading is what it took since.
+uint64_t packetsBetween(uint32_t before, uint32_t after) {
+  const uint32_t difference = after - before;
+  return difference < (1U << 31) ? difference : after;
+}
+
+// (value × milli + 999) / 1000: a value scaled by a factor in thousandths, rounded up.
+uint64_t scaleUp(uint64_t value, uint64_t milli) {
+  const unsigned __int128 scaled = static_cast<unsigned __int128>(value) * milli;
+  const unsigned __int128 out = (scaled + 999) / 1000;
+  return out > UINT64_MAX ? UINT64_MAX : static_cast<uint64_t>(out);
+}
+
+}  // namespace
+
+size_t Learner::KeyHash::operator()(const SourceKey& k) const {
+  uint64_t h = 1469598103934665603ULL ^ (static_cast<uint64_t>(k.rule_id) << 16) ^
+               (static_cast<uint64_t>(k.family) << 8) ^ k.prefix;
+  for (uint8_t byte : k.addr) h = (h ^ byte) * 1099511628211ULL;
+  return static_cast<size_t>(h);
+}
+
+Learner::Learner(const LearnOptions& options, std::vector<LearnRule> rules)
+    : options_(options), rules_(std::move(rules)), rule_state_(rules_.size()) {
+  for (size_t i = 0; i < rules_.size(); ++i) rule_index_[rules_[i].id] = i;
+}
+
+void Learner::addSample(uint64_t time_ns, const std::vector<RuleReading>& rules,
+                        const std::vector<SlotReading>& slots) {
+  if (!times_.empty() && time_ns < times_.back()) time_ns = times_.back();
+  times_.push_back(time_ns);
+  const uint64_t tick = times_.size() - 1;  // the interval this sample ends (0: baseline)
+  for (const RuleReading& reading : rules) {
+    auto found = rule_index_.find(reading.id);
+    if (found == rule_index_.end()) continue;
+    RuleState& state = rule_state_[found->second];
+    if (!state.seen) {
+      state.first = state.last = reading;
+      state.seen = true;
+      continue;
+    }
+    // the rule's mean frame size in this interval prices its sources' packets in bits
+    const uint64_t packets = reading.packets - state.last.packets;
+    if (packets > 0) {
+      state.bytes_per_packet = static_cast<double>(reading.bytes - state.last.bytes) / packets;
+    }
+    state.last = reading;
+  }
+  for (const SlotReading& reading : slots) noteSlot(reading, tick);
+}
+
+void Learner::noteSlot(const SlotReading& reading, uint64_t tick) {
+  if (!rule_index_.count(reading.key.rule_id) || reading.fingerprint == 0) return;
+  auto it = by_slot_.find(reading.slot);
+  uint64_t packets = 0;
+  if (it == by_slot_.end()) {
+    // Every owned slot seen while under the cap is followed from then on, so a slot not
+    // followed yet was taken since the last sample (its counter starts at 0 then) unless
+    // this is the baseline. Past the cap, none is followed any more.
+    if (by_slot_.size() >= options_.max_sources) {
+      ++beyond_cap_;
+      return;
+    }
+    it = by_slot_.emplace(reading.slot, SlotState{reading.fingerprint, reading.packets, kNone})
+             .first;
+    if (tick == 0) return;
+    packets = reading.packets;
+  } else if (it->second.fingerprint != reading.fingerprint) {
+    // another source took the slot: what its old owner sent since the last sample is lost
+    // with the slot (it was idle, or the program would not have given the slot away)
+    it->second = SlotState{reading.fingerprint, reading.packets, kNone};
+    packets = reading.packets;
+  } else {
+    packets = packetsBetween(it->second.packets, reading.packets);
+    it->second.packets = reading.packets;
+  }
+  if (tick == 0 || packets == 0) return;
+  if (it->second.source == kNone) {
+    auto source = sourceFor(reading.key, tick);
+    if (!source) {
+      ++beyond_cap_;
+      return;
+    }
+    it->second.source = *source;
+  }
+  Source& source = sources_[it->second.source];
+  source.slot = reading.slot;
+  charge(source, packets, tick);
+}
+
+std::optional<size_t> Learner::sourceFor(const SourceKey& key, uint64_t tick) {
+  if (auto found = by_key_.find(key); found != by_key_.end()) return found->second;
+  if (sources_.size() >= options_.max_sources) return std::nullopt;
+  Source source;
+  source.key = key;
+  source.rule = rule_index_.at(key.rule_id);
+  ++rule_state_[source.rule].sources;
+  // a replay series for the rest of the run, if the budget holds all of it
+  const uint64_t planned = options_.sample_ns ? options_.duration_ns / options_.sample_ns : 0;
+  const uint64_t remaining = planned >= tick ? planned - tick + 1 : 1;
+  if (replay_used_ + remaining <= options_.replay_budget) {
+    source.replayed = true;
+    source.first_tick = tick;
+    source.ticks.assign(remaining, 0);
+    replay_used_ += remaining;
+  }
+  sources_.push_back(std::move(source));
+  by_key_[key] = sources_.size() - 1;
+  return sources_.size() - 1;
+}
+
+void Learner::charge(Source& source, uint64_t packets, uint64_t tick) {
+  RuleState& rule = rule_state_[source.rule];
+  // the window holding the end of the interval: intervals that divide a second fall
+  // wholly inside one
+  const uint64_t since_start = times_[tick] - times_[0];
+  const auto window = static_cast<int64_t>(since_start ? (since_start - 1) / kWindowNs : 0);
+  if (window != source.window) {
+    closeWindow(source);
+    source.window = window;
+  }
+  source.window_packets += packets;
+  source.window_bytes += static_cast<double>(packets) * rule.bytes_per_packet;
+  // one source may be read in two slots of one sample (it moved): the interval is summed
+  if (source.replayed && tick >= source.first_tick) {
+    const uint64_t index = tick - source.first_tick;
+    if (index < source.ticks.size()) {
+      source.ticks[index] += static_cast<uint32_t>(std::min<uint64_t>(packets, UINT32_MAX));
+      source.window_burst = std::max<uint64_t>(source.window_burst, source.ticks[index]);
+    } else {
+      // the run took more samples than planned: this source leaves the replay
+      source.replayed = false;
+      source.window_burst = std::max(source.window_burst, packets);
+    }
+  } else {
+    source.window_burst = std::max(source.window_burst, packets);
+  }
+  rule.tracked_packets += packets;
+}
+
+void Learner::closeWindow(Source& source) {
+  if (source.window_packets > 0) {
+    RuleState& rule = rule_state_[source.rule];
+    // a window is 1 s, so its count is its rate
+    rule.pps.add(source.window_packets);
+    rule.bps.add(static_cast<uint64_t>(std::ceil(source.window_bytes * 8)));
+    rule.burst.add(source.window_burst);
+  }
+  source.window_packets = 0;
+  source.window_bytes = 0;
+  source.window_burst = 0;
+}
+
+Spread Learner::spread(const RateHistogram& h) const {
+  return Spread{h.percentile(50000), h.percentile(99000), h.percentile(99900),
+                h.percentile(options_.percentile_milli), h.max()};
+}
+
+void Learner::propose(RuleLearned& out) {
+  if (!out.rule.per_source) {
+    out.note = "a global rule (key: global) has no per-source rates";
+    return;
+  }
+  if (out.source_windows == 0) {
+    out.note = "no source of this rule sent a packet";
+    return;
+  }
+  LimitSpec proposal = out.rule.current;
+  proposal.pps = std::max<uint64_t>(1, scaleUp(out.pps.chosen, options_.margin_milli));
+  proposal.burst = std::max<uint64_t>(1, scaleUp(out.burst.chosen, options_.margin_milli));
+  out.proposal = proposal;
+  // the pps limit alone is replayed: per-source byte counts are not kept by the program
+  LimitSpec replayed{proposal.pps, proposal.burst, 0, 0};
+  for (const Source& source : sources_) {
+    if (rules_[source.rule].id != out.rule.id || !source.replayed) continue;
+    ++out.replayed_sources;
+    for (uint32_t n : source.ticks) out.replayed_packets += n;
+    out.replay_dropped += replayDrops(source.ticks, times_, source.first_tick, replayed,
+                                      out.rule.algorithm, out.rule.window_ns, options_.hz);
+  }
+}
+
+LearnReport Learner::finish() {
+  for (Source& source : sources_) closeWindow(source);
+  LearnReport report;
+  report.duration_ns = options_.duration_ns;
+  report.sample_ns = options_.sample_ns;
+  report.samples = times_.size();
+  report.percentile_milli = options_.percentile_milli;
+  report.margin_milli = options_.margin_milli;
+  report.max_sources = options_.max_sources;
+  report.sources_beyond_cap = beyond_cap_;
+  for (size_t i = 0; i < rules_.size(); ++i) {
+    const RuleState& state = rule_state_[i];
+    RuleLearned out;
+    out.rule = rules_[i];
+    out.sources = state.sources;
+    out.source_windows = state.pps.count();
+    out.pps = spread(state.pps);
+    out.bps = spread(state.bps);
+    out.burst = spread(state.burst);
+    out.tracked_packets = state.tracked_packets;
+    if (state.seen) {
+      out.rule_packets = state.last.packets - state.first.packets;
+      out.untracked_packets = state.last.untracked_packets - state.first.untracked_packets;
+    }
+    propose(out);
+    report.rules.push_back(std::move(out));
+  }
+  return report;
+}
+
+}  // namespace floodgate::learn
