@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 
 #include "learn/learn_command.h"
@@ -156,6 +157,26 @@ TEST(LearnerTest, PercentilesProposalAndReplayOfRecordedSources) {
   EXPECT_EQ(rule.replayed_sources, 3u);
   EXPECT_EQ(rule.replayed_packets, 1830u);
   EXPECT_EQ(rule.replay_dropped, 0u);
+}
+
+// A clock that always wakes 3 ms late, as a real one does.
+class LateClock : public SteppedClock {
+ public:
+  bool sleepUntil(uint64_t deadline_ns) override {
+    now = std::max(now, deadline_ns + 3 * kMs);
+    return true;
+  }
+};
+
+TEST(LearnerTest, SamplesTakenLateStayInTheirWindows) {
+  RecordedSampler sampler(3, {{10, 1, steady(10)}});
+  LateClock clock;
+  auto report = runLearning(sampler, clock, threeSeconds(), {perSourceRule()});
+  ASSERT_TRUE(report.ok());
+  EXPECT_EQ(report->samples, 31u);
+  EXPECT_EQ(report->rules[0].source_windows, 3u);
+  EXPECT_EQ(report->rules[0].pps.p50, 100u);
+  EXPECT_EQ(report->rules[0].pps.max, 100u);
 }
 
 TEST(LearnerTest, AProposalBelowTheFastestSourceDropsOnlyItsExcess) {

@@ -127,10 +127,9 @@ std::optional<size_t> Learner::sourceFor(const SourceKey& key, uint64_t tick) {
 
 void Learner::charge(Source& source, uint64_t packets, uint64_t tick) {
   RuleState& rule = rule_state_[source.rule];
-  // the window holding the end of the interval: intervals that divide a second fall
-  // wholly inside one
-  const uint64_t since_start = times_[tick] - times_[0];
-  const auto window = static_cast<int64_t>(since_start ? (since_start - 1) / kWindowNs : 0);
+  // the window the interval starts in: intervals that divide a second fall wholly inside
+  // one, and a sample taken a little late (as every sample is) stays in its window
+  const auto window = static_cast<int64_t>((times_[tick - 1] - times_[0]) / kWindowNs);
   if (window != source.window) {
     closeWindow(source);
     source.window = window;

@@ -1,0 +1,173 @@
+// SPDX-License-Identifier: MIT
+// End to end: `floodgate learn` on a limiter with generous limits while three sources send
+// UDP at different rates across the veth network, then its proposal applied with --apply.
+// Only what holds whatever the machine's timing is asserted: the sources counted, the
+// proposal against the distribution it came from, the shape of the JSON, the files.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <thread>
+
+#include "e2e/veth_network.h"
+#include "udp_traffic/udp_traffic.h"
+
+namespace floodgate::test {
+namespace {
+
+constexpr uint16_t kPort = 9999;
+const std::vector<std::string> kSources = {"198.18.0.2", "198.18.0.3", "198.18.0.4"};
+const std::vector<uint64_t> kRates = {100, 200, 400};
+
+std::string readText(const std::string& path) {
+  std::ifstream in(path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+class LearnE2eTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (geteuid() != 0) GTEST_SKIP() << "network namespaces and XDP need root";
+    auto net = VethNetwork::create(kSources);
+    ASSERT_TRUE(net.ok()) << net.error().message;
+    net_ = std::move(*net);
+    dir_ = std::filesystem::temp_directory_path() / ("floodgate-learn-" + std::to_string(getpid()));
+    std::filesystem::create_directories(dir_);
+    config_ = (dir_ / "floodgate.yaml").string();
+    // UDP to the test's port only, so the veth's own IPv6 chatter is not a source
+    std::ofstream(config_) << "rules:\n"
+                              "  - name: udp-per-source\n"
+                              "    match: {protocol: udp, dst_ports: ["
+                           << kPort << "]}\n"
+                           << "    limit: {pps: 1M, burst: 100k}\n";
+  }
+
+  void TearDown() override {
+    if (!dir_.empty()) std::filesystem::remove_all(dir_);
+  }
+
+  std::unique_ptr<VethNetwork> net_;
+  std::filesystem::path dir_;
+  std::string config_;
+};
+
+TEST_F(LearnE2eTest, BadInputIsOneClearLine) {
+  const std::string iface = net_->targetInterface();
+  CommandResult missing = net_->floodgate({"learn", "nosuch0", "--for", "1s"});
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_EQ(missing.err,
+            "floodgate: error: no network interface named 'nosuch0' (see 'ip link'; "
+            "in a namespace, run floodgate inside it)\n");
+  CommandResult detached = net_->floodgate({"learn", iface, "--for", "1s"});
+  EXPECT_EQ(detached.exit_code, 1);
+  EXPECT_NE(detached.err.find("floodgate is not attached to '" + iface + "'"), std::string::npos)
+      << detached.err;
+  for (const std::vector<std::string>& flags : {std::vector<std::string>{"--for", "0s"},
+                                                {"--for", "2h"},
+                                                {"--for", "1s", "--percentile", "0"},
+                                                {"--for", "1s", "--percentile", "100.5"},
+                                                {"--for", "1s", "--margin", "0.9"}}) {
+    std::vector<std::string> args = {"learn", iface};
+    args.insert(args.end(), flags.begin(), flags.end());
+    CommandResult r = net_->floodgate(args);
+    EXPECT_EQ(r.exit_code, 2) << flags[1];
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  }
+}
+
+TEST_F(LearnE2eTest, LearnsThreeSourcesProposesWithinTheMarginAndApplies) {
+  const std::string iface = net_->targetInterface();
+  CommandResult attach = net_->floodgate({"attach", iface, "--config", config_});
+  ASSERT_EQ(attach.exit_code, 0) << attach.err;
+
+  std::vector<std::thread> senders;
+  std::vector<Result<UdpSendResult>> sent(kSources.size(), Error::failure("not run"));
+  for (size_t i = 0; i < kSources.size(); ++i) {
+    senders.emplace_back([&, i] {
+      UdpSendOptions options;
+      options.netns = net_->senderNetns();
+      options.source = kSources[i];
+      options.destination = VethNetwork::kTargetAddress;
+      options.port = kPort;
+      options.seconds = 4.5;  // outlasts the 3 s of learning and its start
+      options.rate_pps = kRates[i];
+      sent[i] = sendUdp(options);
+    });
+  }
+  const std::string output = (dir_ / "proposal.yaml").string();
+  CommandResult learn = net_->floodgate(
+      {"learn", iface, "--for", "3s", "--json", "--output", output, "--diff", config_, "--apply"});
+  for (std::thread& sender : senders) sender.join();
+  for (const auto& result : sent) ASSERT_TRUE(result.ok()) << result.error().message;
+  ASSERT_EQ(learn.exit_code, 0) << learn.err;
+
+  std::printf("%s", learn.out.c_str());
+  nlohmann::json report = nlohmann::json::parse(learn.out);
+  EXPECT_EQ(report["interface"], iface);
+  EXPECT_EQ(report["duration_s"], 3.0);
+  EXPECT_EQ(report["percentile"], 99.9);
+  EXPECT_EQ(report["margin"], 1.5);
+  EXPECT_EQ(report["applied"], true);
+  EXPECT_EQ(report["sources_beyond_cap"], 0);
+  ASSERT_EQ(report["rules"].size(), 1u);
+  const nlohmann::json& rule = report["rules"][0];
+  EXPECT_EQ(rule["name"], "udp-per-source");
+  EXPECT_EQ(rule["per_source"], true);
+  EXPECT_EQ(rule["sources"], kSources.size());
+  // each source has at most one window per second of the run, and at least one
+  EXPECT_GE(rule["source_windows"], kSources.size());
+  EXPECT_LE(rule["source_windows"], 3 * kSources.size());
+  for (const char* spread : {"pps", "bps", "burst"}) {
+    const nlohmann::json& s = rule[spread];
+    EXPECT_GT(s["p50"], 0) << spread;
+    EXPECT_LE(s["p50"], s["p99"]) << spread;
+    EXPECT_LE(s["p99"], s["p99_9"]) << spread;
+    EXPECT_EQ(s["chosen"], s["p99_9"]) << spread;
+    EXPECT_LE(s["p99_9"], s["max"]) << spread;
+  }
+  EXPECT_LE(rule["packets"]["per_source"], rule["packets"]["rule"]);
+  EXPECT_EQ(rule["packets"]["untracked"], 0);
+
+  // the proposal is the p99.9 figure times the margin, rounded up
+  ASSERT_TRUE(rule["proposal"].is_object()) << rule.dump();
+  const uint64_t pps = rule["proposal"]["pps"], burst = rule["proposal"]["burst"];
+  const uint64_t observed_pps = rule["pps"]["chosen"], observed_burst = rule["burst"]["chosen"];
+  EXPECT_GE(pps, observed_pps);
+  EXPECT_EQ(pps, static_cast<uint64_t>(std::ceil(observed_pps * 1.5)));
+  EXPECT_GE(burst, observed_burst);
+  EXPECT_EQ(burst, static_cast<uint64_t>(std::ceil(observed_burst * 1.5)));
+  const nlohmann::json& replay = rule["replay"];
+  EXPECT_EQ(replay["sources"], kSources.size());
+  EXPECT_LE(replay["dropped"], replay["packets"]);
+  EXPECT_GE(replay["dropped_share"], 0.0);
+  EXPECT_LE(replay["dropped_share"], 1.0);
+
+  const std::string yaml = readText(output);
+  EXPECT_NE(yaml.find("  - name: udp-per-source\n    limit: {pps: " + std::to_string(pps) +
+                      ", burst: " + std::to_string(burst) + "}\n"),
+            std::string::npos)
+      << yaml;
+  const std::string diff = report["diff"].get<std::string>();
+  EXPECT_NE(diff.find("@@ rule udp-per-source (line 2) @@\n-    limit: {pps: 1000000, burst: "
+                      "100000}\n+    limit: {pps: " +
+                      std::to_string(pps) + ", burst: " + std::to_string(burst) + "}\n"),
+            std::string::npos)
+      << diff;
+
+  // --apply set the proposal on the running rule, as `floodgate set` does
+  CommandResult status = net_->floodgate({"status", iface, "--json"});
+  ASSERT_EQ(status.exit_code, 0) << status.err;
+  const auto limit = nlohmann::json::parse(status.out)["interfaces"][0]["rules"][0]["limit"];
+  EXPECT_EQ(limit["pps"], pps);
+  EXPECT_EQ(limit["burst"], burst);
+}
+
+}  // namespace
+}  // namespace floodgate::test
