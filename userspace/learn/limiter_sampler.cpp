@@ -12,19 +12,9 @@
 namespace floodgate::learn {
 
 Status LimiterSampler::read(std::vector<RuleReading>& rules, std::vector<SlotReading>& slots) {
-  auto counters = limiter_.ruleCounters();
-  if (!counters) return counters.error();
-  for (const RuleCounters& rule : *counters) {
-    RuleReading reading;
-    reading.id = rule.id;
-    for (const CounterRow& row : rule.by_verdict) {
-      reading.packets += row.packets;
-      reading.bytes += row.bytes;
-    }
-    reading.untracked_packets =
-        rule.table[FG_TABLE_UNTRACKED_PASS] + rule.table[FG_TABLE_UNTRACKED_DROP];
-    rules.push_back(reading);
-  }
+  // The table first: a packet the program counts in its slot it counts in its rule just
+  // after, so the rule counters read next hold every packet the slots showed, and each
+  // interval's mean frame size covers the packets it prices.
   auto table = limiter_.slots();
   if (!table) return table.error();
   for (uint32_t i = 0; i < table->size(); ++i) {
@@ -39,6 +29,19 @@ Status LimiterSampler::read(std::vector<RuleReading>& rules, std::vector<SlotRea
     std::memcpy(reading.key.addr.data(), slot.addr, sizeof(slot.addr));
     reading.packets = slot.packets;
     slots.push_back(reading);
+  }
+  auto counters = limiter_.ruleCounters();
+  if (!counters) return counters.error();
+  for (const RuleCounters& rule : *counters) {
+    RuleReading reading;
+    reading.id = rule.id;
+    for (const CounterRow& row : rule.by_verdict) {
+      reading.packets += row.packets;
+      reading.bytes += row.bytes;
+    }
+    reading.untracked_packets =
+        rule.table[FG_TABLE_UNTRACKED_PASS] + rule.table[FG_TABLE_UNTRACKED_DROP];
+    rules.push_back(reading);
   }
   return okStatus();
 }
