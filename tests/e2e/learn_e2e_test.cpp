@@ -114,7 +114,7 @@ TEST_F(LearnE2eTest, LearnsThreeSourcesProposesWithinTheMarginAndApplies) {
   EXPECT_EQ(report["duration_s"], 3.0);
   EXPECT_EQ(report["percentile"], 99.9);
   EXPECT_EQ(report["margin"], 1.5);
-  EXPECT_EQ(report["applied"], true);
+  EXPECT_EQ(report["apply"], true);
   EXPECT_EQ(report["sources_beyond_cap"], 0);
   ASSERT_EQ(report["rules"].size(), 1u);
   const nlohmann::json& rule = report["rules"][0];

@@ -179,6 +179,27 @@ TEST(LearnerTest, SamplesTakenLateStayInTheirWindows) {
   EXPECT_EQ(report->rules[0].pps.max, 100u);
 }
 
+// A clock whose run is stopped (Ctrl-C) after `wakes` samples.
+class StoppedClock : public SteppedClock {
+ public:
+  int wakes = 10;
+  bool sleepUntil(uint64_t deadline_ns) override {
+    if (wakes-- == 0) return false;
+    return SteppedClock::sleepUntil(deadline_ns);
+  }
+};
+
+TEST(LearnerTest, AStoppedRunReportsWhatItSaw) {
+  RecordedSampler sampler(3, {{10, 1, steady(10)}});
+  StoppedClock clock;
+  auto report = runLearning(sampler, clock, threeSeconds(), {perSourceRule()});
+  ASSERT_TRUE(report.ok());
+  EXPECT_EQ(report->samples, 11u);
+  EXPECT_EQ(report->rules[0].source_windows, 1u);
+  EXPECT_EQ(report->rules[0].pps.max, 100u);
+  EXPECT_EQ(report->rules[0].replayed_packets, 100u);
+}
+
 TEST(LearnerTest, AProposalBelowTheFastestSourceDropsOnlyItsExcess) {
   RecordedSampler sampler(3, {{10, 1, steady(10)}, {11, 2, steady(20)}, {12, 3, steady(30)}});
   SteppedClock clock;

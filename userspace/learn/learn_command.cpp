@@ -160,7 +160,7 @@ Status runLearnCommand(const LearnFlags& flags, std::ostream& out, const std::at
   if (request->json) {
     nlohmann::json json = reportJson(request->interface, *report);
     if (config) json["diff"] = proposalDiff(*config, *report);
-    json["applied"] = request->apply;
+    json["apply"] = request->apply;  // asked for: applied after this is printed
     out << json.dump(2) << "\n";
   } else {
     out << reportText(request->interface, *report);
