@@ -5,6 +5,7 @@
 #include <bpf/bpf_helpers.h>
 
 #include "bans.bpf.h"
+#include "chain.bpf.h"
 #include "clock.bpf.h"
 #include "counters.bpf.h"
 #include "events.bpf.h"
@@ -16,21 +17,24 @@
 
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
-/* Counts the verdict and turns it into an XDP action; monitor mode passes what it drops. */
-static __always_inline int fg_finish(const struct fg_settings *settings, __u32 verdict,
-				     __u32 reason, __u32 len)
+/* Counts the verdict and turns it into an XDP action; monitor mode passes what it drops.
+ * A pass is counted here, before the next program (if any) decides what becomes of it. */
+static __always_inline int fg_finish(struct xdp_md *ctx, const struct fg_settings *settings,
+				     __u32 verdict, __u32 reason, __u32 len)
 {
 	if (verdict == FG_VERDICT_DROP && settings->monitor)
 		verdict = FG_VERDICT_MONITOR;
 	fg_count(verdict, reason, len);
-	return verdict == FG_VERDICT_DROP ? XDP_DROP : XDP_PASS;
+	if (verdict == FG_VERDICT_DROP)
+		return XDP_DROP;
+	return fg_pass_on(ctx);
 }
 
-static __always_inline int fg_by_policy(const struct fg_settings *settings, __u32 policy,
-					__u32 reason, __u32 len)
+static __always_inline int fg_by_policy(struct xdp_md *ctx, const struct fg_settings *settings,
+					__u32 policy, __u32 reason, __u32 len)
 {
-	return fg_finish(settings, policy == FG_POLICY_DROP ? FG_VERDICT_DROP : FG_VERDICT_PASS,
-			 reason, len);
+	return fg_finish(ctx, settings,
+			 policy == FG_POLICY_DROP ? FG_VERDICT_DROP : FG_VERDICT_PASS, reason, len);
 }
 
 SEC("xdp")
@@ -51,8 +55,9 @@ int floodgate_xdp(struct xdp_md *ctx)
 	parsed = fg_parse(ctx, &pkt);
 	if (!pkt.has_source) {
 		if (parsed == FG_PARSE_NON_IP)
-			return fg_finish(settings, FG_VERDICT_PASS, FG_REASON_NON_IP, len);
-		return fg_by_policy(settings, settings->malformed_policy, FG_REASON_MALFORMED, len);
+			return fg_finish(ctx, settings, FG_VERDICT_PASS, FG_REASON_NON_IP, len);
+		return fg_by_policy(ctx, settings, settings->malformed_policy, FG_REASON_MALFORMED,
+				    len);
 	}
 
 	/* Source first: deny, allow and bans judge the source before anything else about the
@@ -60,14 +65,14 @@ int floodgate_xdp(struct xdp_md *ctx)
 	filters = FG_READ_ONCE(settings->list_filters);
 	if (fg_listed(&deny_v4, &deny_v6, &deny_filter_v4, filters & (1U << FG_LIST_DENY),
 		      settings->deny_entries, &pkt))
-		return fg_finish(settings, FG_VERDICT_DROP, FG_REASON_DENY, len);
+		return fg_finish(ctx, settings, FG_VERDICT_DROP, FG_REASON_DENY, len);
 	if (fg_listed(&allow_v4, &allow_v6, &allow_filter_v4, filters & (1U << FG_LIST_ALLOW),
 		      settings->allow_entries, &pkt))
-		return fg_finish(settings, FG_VERDICT_PASS, FG_REASON_ALLOW, len);
+		return fg_finish(ctx, settings, FG_VERDICT_PASS, FG_REASON_ALLOW, len);
 	if (settings->ban_entries[pkt.family & 1]) {
 		jiffies = fg_jiffies();
 		if (fg_banned(settings, &pkt, jiffies))
-			return fg_finish(settings, FG_VERDICT_DROP, FG_REASON_BAN, len);
+			return fg_finish(ctx, settings, FG_VERDICT_DROP, FG_REASON_BAN, len);
 	}
 
 	/* What is odd about the frame has its policy; passed, it still meets every rule that
@@ -77,14 +82,14 @@ int floodgate_xdp(struct xdp_md *ctx)
 							      : settings->malformed_policy;
 
 		if (policy == FG_POLICY_DROP)
-			return fg_finish(settings, FG_VERDICT_DROP, FG_REASON_MALFORMED, len);
+			return fg_finish(ctx, settings, FG_VERDICT_DROP, FG_REASON_MALFORMED, len);
 		reason = FG_REASON_MALFORMED;
 	} else if (pkt.fragment) {
 		if (settings->fragment_policy == FG_POLICY_DROP)
-			return fg_finish(settings, FG_VERDICT_DROP, FG_REASON_FRAGMENT, len);
+			return fg_finish(ctx, settings, FG_VERDICT_DROP, FG_REASON_FRAGMENT, len);
 		reason = FG_REASON_FRAGMENT;
 	}
 
 	verdict = fg_apply_rules(settings, &pkt, len, jiffies, &reason);
-	return fg_finish(settings, verdict, reason, len);
+	return fg_finish(ctx, settings, verdict, reason, len);
 }

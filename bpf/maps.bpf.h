@@ -89,6 +89,15 @@ struct {
 	__type(value, struct fg_event_stats);
 } event_stats SEC(".maps");
 
+/* The program that gets what floodgate passes (slot FG_NEXT_PROGRAM_SLOT), set by the
+ * controller; pinned like the other maps, so it survives --replace and the CLI's exit. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PROG_ARRAY);
+	__uint(max_entries, FG_NEXT_PROGRAM_SLOTS);
+	__type(key, __u32);
+	__type(value, __u32);
+} next_program SEC(".maps");
+
 /* Allow and deny lists; max_entries set at load. The value is unused (1). */
 #define FG_LPM_MAP(name, key_type)                                 \
 	struct {                                                   \

@@ -300,6 +300,11 @@ struct fg_ban {
 /* Per rule id and verdict, per CPU (`rule_counters`, FG_MAX_RULE_IDS * FG_VERDICT_COUNT). */
 #define FG_RULE_COUNTER_INDEX(rule_id, verdict) ((rule_id)*FG_VERDICT_COUNT + (verdict))
 
+/* The one slot of `next_program` (a BPF_MAP_TYPE_PROG_ARRAY): the XDP program that gets
+ * what floodgate passes, by a tail call; empty, a pass is XDP_PASS. */
+#define FG_NEXT_PROGRAM_SLOT 0
+#define FG_NEXT_PROGRAM_SLOTS 1
+
 /* Keys of the allow and deny LPM tries. */
 struct fg_lpm_v4 {
 	__u32 prefixlen;

@@ -406,5 +406,47 @@ rules:
   EXPECT_FALSE(options->allow.has_value());  // no allow: the interface's list is left alone
 }
 
+TEST(ConfigParser, NeighboursOfAnInterface) {
+  FloodgateConfig config = parseClean(R"(
+interfaces:
+  - {name: eth0, next: {object: /usr/lib/xdp/lb.o, section: xdp}}
+  - {name: eth1, next: {pinned: /sys/fs/bpf/lb}}
+  - {name: eth2, next: none, into_prog_array: {path: /sys/fs/bpf/root_array, slot: 3}}
+  - eth3
+)");
+  ASSERT_EQ(config.interfaces.size(), 4u);
+  EXPECT_EQ(config.interfaces[0].next, (NextProgramSpec{"/usr/lib/xdp/lb.o", "xdp", ""}));
+  EXPECT_EQ(config.interfaces[1].next, (NextProgramSpec{"", "", "/sys/fs/bpf/lb"}));
+  ASSERT_TRUE(config.interfaces[2].next.has_value());
+  EXPECT_TRUE(config.interfaces[2].next->none()) << "none empties the slot";
+  EXPECT_FALSE(config.interfaces[3].next.has_value()) << "unset leaves the slot as it is";
+  Result<AttachOptions> options = attachOptionsFor(config, "eth2");
+  ASSERT_TRUE(options.ok()) << options.error().message;
+  EXPECT_EQ(options->root_prog_array, "/sys/fs/bpf/root_array");
+  EXPECT_EQ(options->root_slot, 3u);
+  EXPECT_TRUE(options->next->none());
+  EXPECT_EQ(attachOptionsFor(config, "eth3")->root_prog_array, "");
+}
+
+TEST(ConfigParser, NeighboursAreCheckedWithTheirPlace) {
+  EXPECT_EQ(parseErrors("interfaces:\n  - {name: eth0, next: {object: lb.o}}\n"),
+            "test.yaml:2:33: next.object must be an absolute path, not 'lb.o'\n");
+  EXPECT_EQ(parseErrors("interfaces:\n  - {name: eth0, next: {object: /a.o, pinned: /b}}\n"),
+            "test.yaml:2:24: next needs one of object (a BPF object file) and pinned (a pinned "
+            "program)\n");
+  EXPECT_EQ(parseErrors("interfaces:\n  - {name: eth0, next: {pinned: /b, section: xdp}}\n"),
+            "test.yaml:2:46: next.section goes with next.object, not with next.pinned\n");
+  EXPECT_EQ(parseErrors("interfaces:\n  - {name: eth0, next: lb.o}\n"),
+            "test.yaml:2:24: next must be {object: PATH, section: NAME}, {pinned: PATH} or none, "
+            "got 'lb.o'\n");
+  EXPECT_EQ(parseErrors("interfaces:\n  - {name: eth0, into_prog_array: {path: /r}}\n"),
+            "test.yaml:2:35: into_prog_array needs a path and a slot, e.g. {path: "
+            "/sys/fs/bpf/root_array, slot: 1}\n");
+  EXPECT_NE(parseErrors("interfaces:\n  - {name: eth0, mode: native, into_prog_array: {path: /r, "
+                        "slot: 1}}\n")
+                .find("into_prog_array runs floodgate where its root program runs: drop mode"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace floodgate::config

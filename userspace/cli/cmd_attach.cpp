@@ -27,7 +27,25 @@ struct AttachFlags {
   std::optional<std::string> table_size;
   std::optional<std::string> malformed, fragments, unknown_ext;
   std::string config;
+  std::string into_prog_array;
+  uint32_t slot = 0;
+  CLI::Option* slot_flag = nullptr;
+  bool multiprog = false;
 };
+
+// Where the program goes (flags that mean the same with or without --config).
+Status applyPlacement(const AttachFlags& flags, AttachOptions& options) {
+  if (flags.slot_flag->count() > 0 && flags.into_prog_array.empty()) {
+    return Error::usage("--slot goes with --into-prog-array");
+  }
+  if (!flags.into_prog_array.empty()) {
+    if (flags.slot_flag->count() == 0) return Error::usage("--into-prog-array needs --slot N");
+    options.root_prog_array = flags.into_prog_array;
+    options.root_slot = flags.slot;
+  }
+  options.multiprog = flags.multiprog;
+  return okStatus();
+}
 
 std::optional<FramePolicy> policyOf(const std::optional<std::string>& text) {
   if (!text) return std::nullopt;
@@ -100,11 +118,15 @@ Result<AttachOptions> toOptions(const AttachFlags& flags) {
     options->replace = flags.replace;
     if (flags.monitor_flag && flags.monitor_flag->count() > 0) options->monitor = flags.monitor;
     if (flags.mode != "auto") options->mode = modeOf(flags.mode);
+    if (Status s = applyPlacement(flags, *options); !s) return s.error();
     return options;
   }
   auto request = toRequest(flags);
   if (!request) return request.error();
-  return attachOptions(*request, flags.replace);
+  auto options = attachOptions(*request, flags.replace);
+  if (!options) return options.error();
+  if (Status s = applyPlacement(flags, *options); !s) return s.error();
+  return options;
 }
 
 }  // namespace
@@ -135,6 +157,12 @@ void addAttachCommand(CLI::App& app, Action& selected) {
       ->check(CLI::IsMember({"pass", "drop"}));
   cmd->add_option("--fragments", flags->fragments, "Non-first fragments: pass or drop")
       ->check(CLI::IsMember({"pass", "drop"}));
+  cmd->add_option("--into-prog-array", flags->into_prog_array,
+                  "Go into a slot of this pinned prog array (an operator's root XDP program "
+                  "tail-calls it) instead of taking the XDP hook");
+  flags->slot_flag = cmd->add_option("--slot", flags->slot, "The slot of --into-prog-array");
+  cmd->add_flag("--multiprog", flags->multiprog,
+                "Share the hook through libxdp's dispatcher (needs kernel ext programs)");
   cmd->add_option("--unknown-ipv6-ext", flags->unknown_ext,
                   "IPv6 extension chains past 16 headers or of unknown types: drop or pass")
       ->check(CLI::IsMember({"pass", "drop"}));
@@ -148,7 +176,10 @@ void addAttachCommand(CLI::App& app, Action& selected) {
         std::cerr << "floodgate: warning: " << warning << "\n";
       }
       std::cout << (report->replaced ? "replaced" : "attached") << " floodgate on "
-                << flags->interface << " (" << xdpModeName(report->mode) << " mode"
+                << flags->interface << " ("
+                << (report->prog_array_slot.empty()
+                        ? std::string(xdpModeName(report->mode)) + " mode"
+                        : "in " + report->prog_array_slot)
                 << (options->monitor ? ", monitor only" : "") << ")\n";
       return okStatus();
     };

@@ -31,6 +31,7 @@ void addReloadCommand(CLI::App& app, Action& selected);
 void addCheckCommand(CLI::App& app, Action& selected);
 void addRunCommand(CLI::App& app, Action& selected);
 void addFloodCommand(CLI::App& app, Action& selected);
-void addHttpCommand(CLI::App& app, Action& selected);  // http publish
+void addHttpCommand(CLI::App& app, Action& selected);   // http publish
+void addChainCommand(CLI::App& app, Action& selected);  // chain set, chain remove
 
 }  // namespace floodgate::cli

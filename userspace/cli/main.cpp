@@ -33,6 +33,7 @@ int main(int argc, char** argv) {
   floodgate::cli::addRunCommand(app, selected);
   floodgate::cli::addFloodCommand(app, selected);
   floodgate::cli::addHttpCommand(app, selected);
+  floodgate::cli::addChainCommand(app, selected);
 
   try {
     app.parse(argc, argv);

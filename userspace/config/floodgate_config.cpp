@@ -172,6 +172,9 @@ Result<AttachOptions> attachOptionsFor(const FloodgateConfig& config,
                           listed + "): add it there, or name one of those");
     }
     options.mode = found->mode;
+    options.next = found->next;
+    options.root_prog_array = found->root_prog_array;
+    options.root_slot = found->root_slot;
   }
   options.rules = config.rules;
   // Positional ids suit a fresh attach; a reload must instead keep each rule's id by name.

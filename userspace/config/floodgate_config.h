@@ -22,6 +22,11 @@ namespace floodgate::config {
 struct InterfaceConfig {
   std::string name;
   XdpMode mode = XdpMode::kAuto;
+  // `next`: the XDP program behind floodgate (none: the slot emptied; unset: left as is).
+  std::optional<NextProgramSpec> next;
+  // `into_prog_array: {path, slot}`: run in an operator's prog array, not on the hook.
+  std::string root_prog_array;
+  uint32_t root_slot = 0;
 };
 
 // `defaults:`: settings of the program on every interface.

@@ -1,11 +1,86 @@
 // SPDX-License-Identifier: MIT
 // `interfaces:`: which interfaces the config protects, and the XDP attach mode of each.
 #include <algorithm>
+#include <cstdint>
 
 #include "config/sections.h"
 #include "floodgate/common/text.h"
 
 namespace floodgate::config {
+namespace {
+
+// An absolute path: the daemon's working directory is nobody's business.
+std::optional<std::string> absolutePath(YamlReader& reader, const YamlEntry& entry,
+                                        std::string_view what) {
+  std::optional<std::string> path = reader.text(entry, what);
+  if (path && path->front() != '/') {
+    reader.error(entry, std::string(what) + " must be an absolute path, not '" + *path + "'");
+    return std::nullopt;
+  }
+  return path;
+}
+
+// `next: {object: PATH, section: NAME}`, `next: {pinned: PATH}` or `next: none`.
+std::optional<NextProgramSpec> parseNext(YamlReader& reader, const YamlEntry& entry) {
+  if (entry.value.IsScalar() && entry.value.Scalar() == "none") return NextProgramSpec{};
+  if (!entry.value.IsMap()) {
+    reader.error(entry, "next must be {object: PATH, section: NAME}, {pinned: PATH} or none, got " +
+                            describeNode(entry.value));
+    return std::nullopt;
+  }
+  auto fields = reader.mapping(entry, "next", {"object", "section", "pinned"});
+  if (!fields) return std::nullopt;
+  NextProgramSpec spec;
+  const YamlEntry* object = fields->find("object");
+  const YamlEntry* pinned = fields->find("pinned");
+  if ((object != nullptr) == (pinned != nullptr)) {
+    reader.error(entry,
+                 "next needs one of object (a BPF object file) and pinned (a pinned program)");
+    return std::nullopt;
+  }
+  if (object) {
+    auto path = absolutePath(reader, *object, "next.object");
+    if (!path) return std::nullopt;
+    spec.object = *path;
+  }
+  if (pinned) {
+    auto path = absolutePath(reader, *pinned, "next.pinned");
+    if (!path) return std::nullopt;
+    spec.pinned = *path;
+  }
+  if (const YamlEntry* section = fields->find("section")) {
+    if (pinned) {
+      reader.error(*section, "next.section goes with next.object, not with next.pinned");
+      return std::nullopt;
+    }
+    auto name = reader.text(*section, "next.section");
+    if (!name) return std::nullopt;
+    spec.section = *name;
+  }
+  return spec;
+}
+
+// `into_prog_array: {path: PATH, slot: N}`.
+bool parseIntoProgArray(YamlReader& reader, const YamlEntry& entry, InterfaceConfig& out) {
+  auto fields = reader.mapping(entry, "into_prog_array", {"path", "slot"});
+  if (!fields) return false;
+  const YamlEntry* path = fields->find("path");
+  const YamlEntry* slot = fields->find("slot");
+  if (!path || !slot) {
+    reader.error(entry,
+                 "into_prog_array needs a path and a slot, e.g. {path: "
+                 "/sys/fs/bpf/root_array, slot: 1}");
+    return false;
+  }
+  auto where = absolutePath(reader, *path, "into_prog_array.path");
+  auto index = reader.integer(*slot, "into_prog_array.slot", 0, UINT32_MAX);
+  if (!where || !index) return false;
+  out.root_prog_array = *where;
+  out.root_slot = static_cast<uint32_t>(*index);
+  return true;
+}
+
+}  // namespace
 
 std::vector<InterfaceConfig> parseInterfaces(YamlReader& reader, const YamlEntry& entry) {
   std::vector<InterfaceConfig> out;
@@ -20,7 +95,8 @@ std::vector<InterfaceConfig> parseInterfaces(YamlReader& reader, const YamlEntry
     std::optional<YamlFields> fields;
     const YamlEntry* name_entry = &item;  // a bare name, or the name of a mapping
     if (value.IsMap()) {
-      fields = reader.mapping(item, "interfaces entry", {"name", "mode"});
+      fields =
+          reader.mapping(item, "interfaces entry", {"name", "mode", "next", "into_prog_array"});
       if (!fields) continue;
       name_entry = fields->find("name");
       if (!name_entry) {
@@ -31,6 +107,14 @@ std::vector<InterfaceConfig> parseInterfaces(YamlReader& reader, const YamlEntry
         static constexpr XdpMode kModes[] = {XdpMode::kAuto, XdpMode::kNative, XdpMode::kGeneric};
         if (auto index = reader.choice(*mode, "mode", {"auto", "native", "generic"})) {
           interface.mode = kModes[*index];
+        }
+      }
+      if (const YamlEntry* next = fields->find("next")) interface.next = parseNext(reader, *next);
+      if (const YamlEntry* into = fields->find("into_prog_array")) {
+        parseIntoProgArray(reader, *into, interface);
+        if (fields->has("mode")) {
+          reader.error(*into,
+                       "into_prog_array runs floodgate where its root program runs: drop mode");
         }
       }
     }

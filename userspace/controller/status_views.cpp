@@ -50,6 +50,39 @@ std::string untrackedText(const fg_rule& rule) {
          ", untracked " + (rule.untracked_own ? limitsText(rule, rule.untracked) : "as one source");
 }
 
+nlohmann::json programJson(const std::optional<ProgramInfo>& program) {
+  if (!program) return nullptr;
+  return {{"id", program->id}, {"name", program->name}, {"tag", program->tag}};
+}
+
+nlohmann::json progArrayJson(const std::optional<ProgArraySlot>& where) {
+  if (!where) return nullptr;
+  return {{"map_id", where->map_id},
+          {"map_name", where->map_name},
+          {"slot", where->slot ? nlohmann::json(*where->slot) : nlohmann::json(nullptr)}};
+}
+
+// Where the program runs and what is behind it, for people.
+std::string neighboursText(const XdpLimiterStatus& status) {
+  std::string out;
+  if (status.prog_array) {
+    const ProgArraySlot& where = *status.prog_array;
+    out += "  in " +
+           (where.slot ? "slot " + std::to_string(*where.slot) : std::string("no slot (removed)")) +
+           " of prog array " + where.map_name + " (id " + std::to_string(where.map_id) +
+           "); the XDP hook is its root program's\n";
+  }
+  if (!status.has_next_slot) {
+    out += "  next: no slot (attached by an older floodgate; --replace adds one)\n";
+  } else if (status.next_program) {
+    out += "  next: " + describeProgram(*status.next_program) + ", tag " +
+           status.next_program->tag + ", gets what floodgate passes\n";
+  } else {
+    out += "  next: none (what floodgate passes goes to the kernel)\n";
+  }
+  return out;
+}
+
 }  // namespace
 
 nlohmann::json statsJson(const std::string& interface, const std::vector<CounterRow>& rows,
@@ -139,6 +172,9 @@ nlohmann::json statusJson(const XdpLimiterStatus& status) {
       {"allow_entries", status.settings.allow_entries[0] + status.settings.allow_entries[1]},
       {"deny_entries", status.settings.deny_entries[0] + status.settings.deny_entries[1]},
       {"tracked_sources", {{"ipv4", status.tracked_v4}, {"ipv6", status.tracked_v6}}},
+      {"hook", status.prog_array ? "prog_array" : "xdp"},
+      {"prog_array", progArrayJson(status.prog_array)},
+      {"next_program", programJson(status.next_program)},
   };
   out["rules"] = nlohmann::json::array();
   for (const fg_rule& rule : status.rules) {
@@ -157,8 +193,10 @@ nlohmann::json statusJson(const XdpLimiterStatus& status) {
 
 std::string statusText(const XdpLimiterStatus& status) {
   std::ostringstream out;
-  out << status.interface << ": program " << status.program_id << ", " << status.mode << " mode"
+  out << status.interface << ": program " << status.program_id << ", "
+      << (status.prog_array ? std::string("in a prog array") : status.mode + " mode")
       << (status.monitor ? ", MONITOR ONLY (nothing is dropped)" : "") << "\n";
+  out << neighboursText(status);
   out << "  table " << status.table_slots << " slots, tracking " << status.tracked_v4
       << " IPv4 and " << status.tracked_v6 << " IPv6 sources\n";
   out << "  allow " << status.settings.allow_entries[0] + status.settings.allow_entries[1]

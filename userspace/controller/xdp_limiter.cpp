@@ -108,13 +108,13 @@ const char* reasonName(uint32_t reason) {
 std::vector<std::string> XdpLimiter::attachedInterfaces() { return pinnedInterfaces(); }
 
 bool XdpLimiter::attachedTo(const std::string& interface) {
-  return checkInterfaceName(interface).ok() && access(linkPinPath(interface).c_str(), F_OK) == 0;
+  return checkInterfaceName(interface).ok() && pinnedAsAttached(interface);
 }
 
 Result<XdpLimiter> XdpLimiter::open(const std::string& interface) {
   // before the name becomes part of any path: ".." or "a/b" must never reach the bpffs
   if (Status s = checkInterfaceName(interface); !s) return s.error();
-  if (access(linkPinPath(interface).c_str(), F_OK) != 0) {
+  if (!pinnedAsAttached(interface)) {
     return Error::failure("floodgate is not attached to '" + interface +
                           "' (see 'floodgate status'; attach with 'floodgate attach " + interface +
                           " --rate PPS')");
@@ -171,106 +171,6 @@ int LoadedXdpLimiter::programFd() const { return bpf_program__fd(skeleton->progs
 void LoadedXdpLimiter::setTestJiffies(uint64_t jiffies) {
   // .bss is mapped into this process: the store is what the program reads next
   __atomic_store_n(&skeleton->bss->test_jiffies, jiffies, __ATOMIC_RELEASE);
-}
-
-Result<AttachReport> XdpLimiter::attach(const AttachOptions& options) {
-  const std::string& iface = options.interface;
-  if (Status s = checkInterfaceName(iface); !s) return s.error();
-  if (Status s = validate(options); !s) return s.error();
-  if (Status s = checkPrivileges(); !s) return s.error();
-  auto ifindex = interfaceIndex(iface);
-  if (!ifindex) return ifindex.error();
-  if (Status s = ensureBpffs(); !s) return s.error();
-
-  bool attached = access(linkPinPath(iface).c_str(), F_OK) == 0;
-  if (attached && !options.replace) {
-    return Error::failure("floodgate is already attached to '" + iface +
-                          "': use --replace to swap it (state is kept) or detach it first");
-  }
-  // Pins without a link are what a crashed attach left behind: nothing worth keeping.
-  if (!attached) {
-    if (Status s = removePins(iface); !s) return s.error();
-  }
-  // A fresh attach that fails leaves nothing behind; a failed replace leaves the old one.
-  auto fail = [&](Error error) -> Result<AttachReport> {
-    if (!attached) (void)removePins(iface);
-    return error;
-  };
-
-  AttachReport report;
-  AttachOptions fitted = options;
-  if (attached) {
-    auto running = openMaps(iface);
-    if (!running) return running.error();
-    if (Status s = running->fitToRunning(fitted, report.warnings); !s) return s.error();
-  }
-  auto loaded = load(fitted);
-  if (!loaded) return fail(loaded.error());
-
-  if (attached) {
-    UniqueFd link(bpf_obj_get(linkPinPath(iface).c_str()));
-    if (!link.valid() || bpf_link_update(link.get(), loaded->programFd(), nullptr) != 0) {
-      return Error::failure("cannot swap the program on '" + iface + "': " + std::strerror(errno));
-    }
-    report.replaced = true;
-    report.mode = queryXdp(*ifindex).mode == "generic" ? XdpMode::kGeneric : XdpMode::kNative;
-    return report;
-  }
-  auto link = attachXdp(loaded->programFd(), *ifindex, iface, options.mode, &report.mode);
-  if (!link) return fail(link.error());
-  if (options.mode == XdpMode::kAuto && report.mode == XdpMode::kGeneric) {
-    report.warnings.push_back("the driver of '" + iface +
-                              "' has no native XDP: attached in generic mode, which is slower");
-  }
-  if (bpf_obj_pin(link->get(), linkPinPath(iface).c_str()) != 0) {
-    return fail(Error::failure("cannot pin the XDP link at " + linkPinPath(iface) + ": " +
-                               std::strerror(errno)));
-  }
-  return report;
-}
-
-Status XdpLimiter::fitToRunning(AttachOptions& options, std::vector<std::string>& warnings) const {
-  // The new program reuses the pinned maps, and the kernel refuses a map of another size.
-  // Like reload, a replace keeps the running sizes and says so.
-  auto slots = tableSlots();
-  if (!slots) return slots.error();
-  auto lists = listMaxEntries();
-  if (!lists) return lists.error();
-  const std::string fresh = "takes effect only on a fresh attach ('floodgate detach " + interface_ +
-                            "' first; bucket state starts over)";
-  if (options.table_slots != *slots) {
-    warnings.push_back("the table size (" + std::to_string(options.table_slots) + ") " + fresh +
-                       ": the running limiter keeps " + std::to_string(*slots) + " slots");
-    options.table_slots = *slots;
-  }
-  if (options.mode != XdpMode::kAuto) {
-    auto ifindex = interfaceIndex(interface_);
-    std::string running = ifindex ? queryXdp(*ifindex).mode : "unknown";
-    if (running != xdpModeName(options.mode)) {
-      return Error::usage("'" + interface_ + "' runs in " + running +
-                          " mode, and --replace swaps the program on its link, which keeps its "
-                          "mode: for " +
-                          xdpModeName(options.mode) + " mode, 'floodgate detach " + interface_ +
-                          "' and attach again (bucket state starts over)");
-    }
-  }
-  if (options.list_max_entries != *lists) {
-    warnings.push_back("the list size (" + std::to_string(options.list_max_entries) + ") " + fresh +
-                       ": the running limiter keeps " + std::to_string(*lists) + " entries a list");
-    options.list_max_entries = *lists;
-  }
-  return okStatus();
-}
-
-Status XdpLimiter::detach(const std::string& interface) {
-  if (Status s = checkInterfaceName(interface); !s) return s;
-  if (Status s = checkPrivileges(); !s) return s;
-  if (access(pinDirectory(interface).c_str(), F_OK) != 0) {
-    return Error::failure("floodgate is not attached to '" + interface +
-                          "' (see 'floodgate status')");
-  }
-  // dropping the last reference to the pinned link detaches the program
-  return removePins(interface);
 }
 
 Status XdpLimiter::writePolicies(const AttachOptions& options) {
@@ -366,6 +266,15 @@ Result<XdpLimiterStatus> XdpLimiter::status() const {
     auto ifindex = interfaceIndex(interface_);
     out.mode =
         ifindex ? queryXdp(*ifindex).mode : "unknown (interface in another network namespace)";
+  } else if (auto slot = progArraySlot(); slot) {
+    out.program_id = slot->first;
+    out.prog_array = slot->second;
+    out.mode = "prog_array";
+  }
+  if (auto next = nextProgram(interface_); next) {
+    out.next_program = *next;
+  } else {
+    out.has_next_slot = false;
   }
   if (auto slot_count = tableSlots(); slot_count) out.table_slots = *slot_count;
   if (auto lists = listMaxEntries(); lists) out.list_max_entries = *lists;

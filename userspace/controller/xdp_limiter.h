@@ -7,8 +7,10 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "controller/next_program.h"
 #include "controller/rule_spec.h"
 #include "controller/xdp_limiter_maps.h"
 #include "floodgate/common/cidr.h"
@@ -45,6 +47,18 @@ struct AttachOptions {
   // and rules are compiled for that tick. The controller's own readings of the time (bans
   // added by hand, ban lists, `top`) still read the kernel's jiffies.
   uint32_t test_clock_hz = 0;
+  // Where the program runs. Empty: on the interface's XDP hook, by a link floodgate owns.
+  // Else the path of an operator's pinned prog array: floodgate goes into its slot
+  // `root_slot` (which must be empty), the operator's root program tail-calls it, and the
+  // hook stays the operator's. A replace keeps where the running program is.
+  std::string root_prog_array;
+  uint32_t root_slot = 0;
+  // The XDP program that gets what floodgate passes (a tail call). Unset: the one there
+  // stays; set to none: the slot is emptied. An unchanged program (same name and
+  // instructions) is not swapped, so its state survives a reload.
+  std::optional<NextProgramSpec> next;
+  // libxdp's multi-program dispatcher was asked for instead of chaining (--multiprog).
+  bool multiprog = false;
 };
 
 // Whether `slots` can size the source table: a power of two from FG_TABLE_WAYS to
@@ -91,7 +105,21 @@ struct LimitChange {
 struct AttachReport {
   XdpMode mode = XdpMode::kNative;
   bool replaced = false;
+  // Set when floodgate runs in an operator's prog array: "slot 2 of prog array NAME (id 7)".
+  std::string prog_array_slot;
   std::vector<std::string> warnings;
+};
+
+// What detach did to floodgate's neighbours, one line each for the operator.
+struct DetachReport {
+  std::vector<std::string> notes;
+};
+
+// Where a running program sits when it does not own the XDP hook.
+struct ProgArraySlot {
+  uint32_t map_id = 0;
+  std::string map_name;
+  std::optional<uint32_t> slot;  // none: no longer in the array (emptied or replaced there)
 };
 
 enum class ListKind { kAllow, kDeny };
@@ -124,7 +152,10 @@ struct EventStats {
 struct XdpLimiterStatus {
   std::string interface;
   uint32_t program_id = 0;
-  std::string mode;  // native | generic | unknown (interface in another netns)
+  std::string mode;  // native | generic | unknown (interface in another netns) | prog_array
+  std::optional<ProgArraySlot> prog_array;  // set when floodgate runs in an operator's array
+  std::optional<ProgramInfo> next_program;  // what gets the packets floodgate passes
+  bool has_next_slot = true;  // false: attached by a floodgate without a next-program slot
   bool monitor = false;
   uint32_t table_slots = 0;
   uint32_t list_max_entries = 0;  // entries each allow and deny list may hold
@@ -164,8 +195,11 @@ class XdpLimiter {
   // Finds the limiter attached to `interface` through its pins.
   static Result<XdpLimiter> open(const std::string& interface);
 
-  // Detaches the program and removes its pins.
-  static Status detach(const std::string& interface);
+  // Detaches the program and removes its pins, taking floodgate alone out of the path:
+  // with `keep_next`, the program behind it (if any) takes its place (attached directly to
+  // the hook in the same mode, or put in the operator's prog array slot); without, the hook
+  // or slot is left empty. The report says which.
+  static Result<DetachReport> detach(const std::string& interface, bool keep_next = true);
 
   // Whether a limiter is attached to `interface` (its link is pinned).
   static bool attachedTo(const std::string& interface);
@@ -193,9 +227,12 @@ class XdpLimiter {
 
   // Applies a whole new configuration: rules keep their id by name, and their state unless
   // their key changed (source prefixes, key kind, algorithm, window); lists are synced when
-  // given; policies are replaced. Everything is validated before anything changes. With
-  // options.keep_rules the rules stay as they are.
+  // given; policies are replaced; the next program is set when given. Everything is
+  // validated (and a next program loaded) before anything changes. With options.keep_rules
+  // the rules stay as they are.
   Status reload(const AttachOptions& options);
+  // What the last reload did to the next program (none when it was not given).
+  const std::optional<NextProgramChange>& lastNextProgramChange() const { return next_change_; }
 
   // Changes the limits of one rule in place; its buckets keep their state.
   Status setLimits(const std::string& rule_name, const LimitChange& change);
@@ -234,6 +271,8 @@ class XdpLimiter {
   // for an XDP mode other than the running one, which a swap on the link cannot change.
   Status fitToRunning(AttachOptions& options, std::vector<std::string>& warnings) const;
   XdpLimiter() = default;
+  // When floodgate runs in an operator's prog array: its program's id and where it sits.
+  std::optional<std::pair<uint32_t, ProgArraySlot>> progArraySlot() const;
   // Opens every pinned map of `interface` (whether or not a link is pinned yet).
   static Result<XdpLimiter> openMaps(const std::string& interface);
   Status updateListCount(ListKind kind, Family family, int64_t delta);
@@ -247,6 +286,8 @@ class XdpLimiter {
   // The part of reload after the rules: policies, then the lists given.
   Status applyPoliciesAndLists(const AttachOptions& options);
   Status resetRuleState(uint32_t rule_id);
+  // reload's rules, policies and lists, once everything is validated.
+  Status reloadRules(const AttachOptions& options);
   Result<uint64_t> nowUnits() const;
   uint64_t tickNs() const { return tick_units_ >> FG_TIME_SHIFT; }
 
@@ -254,6 +295,7 @@ class XdpLimiter {
   // Held by each method that writes, so commands and the daemon write one at a time.
   WriterLock writer_;
   uint64_t tick_units_ = 0;  // the program's clock step, for sizing buckets
+  std::optional<NextProgramChange> next_change_;
   XdpLimiterMaps maps_;
   MappedValue<fg_settings> settings_value_;
   MappedValue<fg_active> active_value_;

@@ -78,8 +78,29 @@ Status XdpLimiter::resetRuleState(uint32_t rule_id) {
 Status XdpLimiter::reload(const AttachOptions& options) {
   auto writing = writer_.acquire(interface_);
   if (!writing) return writing.error();
+  next_change_.reset();
   // Everything is checked before anything is written: a bad config changes nothing.
   if (Status s = validate(options); !s) return s;
+  std::optional<PreparedNextProgram> next;
+  std::optional<ProgArray> next_array;
+  if (options.next) {
+    auto prepared = prepareNextProgram(*options.next);
+    if (!prepared) return prepared.error();
+    next = std::move(*prepared);
+    auto array = openNextProgramPin(interface_);
+    if (!array) return array.error();
+    next_array = std::move(*array);
+  }
+  if (Status s = reloadRules(options); !s) return s;
+  if (next) {
+    auto change = placeNextProgram(*next_array, std::move(*next), true);
+    if (!change) return change.error();
+    next_change_ = std::move(*change);
+  }
+  return okStatus();
+}
+
+Status XdpLimiter::reloadRules(const AttachOptions& options) {
   if (options.keep_rules) return applyPoliciesAndLists(options);
   auto current = activeRules();
   if (!current) return current.error();

@@ -12,12 +12,32 @@
 namespace floodgate::daemon {
 namespace {
 
-// A link pin is what keeps the program attached (detach removes it).
+// A pinned link (or root prog array) is what keeps the program running (detach removes it).
 bool attached(const std::string& interface) {
   for (const std::string& name : XdpLimiter::attachedInterfaces()) {
     if (name == interface) return true;
   }
   return false;
+}
+
+// Detaches `name`, logging what became of the program behind floodgate; `why` ends the line.
+void detachLogged(const std::string& name, const std::string& why) {
+  auto report = XdpLimiter::detach(name);
+  if (!report) {
+    logError("could not detach " + name + ": " + report.error().message);
+    return;
+  }
+  logInfo("detached " + name + why);
+  for (const std::string& note : report->notes) logInfo(name + ": " + note);
+}
+
+// Logs a next program the last reload of `limiter` put in place or took away.
+void logNextProgram(const std::string& name, const XdpLimiter& limiter) {
+  const auto& change = limiter.lastNextProgramChange();
+  if (!change || !change->changed) return;
+  logInfo(change->after
+              ? name + ": " + describeProgram(*change->after) + " now gets what floodgate passes"
+              : name + ": no program is behind floodgate any more");
 }
 
 }  // namespace
@@ -30,9 +50,7 @@ Status HeldInterfaces::apply(const std::vector<AttachOptions>& wanted) {
       ++it;
       continue;
     }
-    Status s = XdpLimiter::detach(it->first);
-    logInfo(s ? "detached " + it->first + ": no longer in the config"
-              : "could not detach " + it->first + ": " + s.error().message);
+    detachLogged(it->first, ": no longer in the config");
     it = held_.erase(it);
   }
 
@@ -50,6 +68,7 @@ Status HeldInterfaces::apply(const std::vector<AttachOptions>& wanted) {
       if (Status s = held->second.limiter.reload(options); !s)
         return Error::failure(name + ": " + s.error().message);
       logInfo("reloaded " + name + " (" + counted(options.rules.size(), "rule", "rules") + ")");
+      logNextProgram(name, held->second.limiter);
       continue;
     }
     if (auto exists = interfaceIndex(name); !exists) {
@@ -89,6 +108,7 @@ Status HeldInterfaces::attachOrAdopt(const AttachOptions& options, const std::st
       return Error::failure(name + ": " + s.error().message);
     logInfo("adopted the limiter already attached to " + name + " (" +
             counted(options.rules.size(), "rule", "rules") + "; its state is kept)" + why);
+    logNextProgram(name, *limiter);
     hold(name, std::move(*limiter), true);
     return okStatus();
   }
@@ -97,8 +117,8 @@ Status HeldInterfaces::attachOrAdopt(const AttachOptions& options, const std::st
   for (const std::string& warning : report->warnings) logWarning(name + ": " + warning);
   auto limiter = XdpLimiter::open(name);
   if (!limiter) return limiter.error();
-  logInfo("attached to " + name + " (" + counted(options.rules.size(), "rule", "rules") + ")" +
-          why);
+  logInfo("attached to " + name + " (" + counted(options.rules.size(), "rule", "rules") +
+          (report->prog_array_slot.empty() ? "" : "; in " + report->prog_array_slot) + ")" + why);
   hold(name, std::move(*limiter), false);
   return okStatus();
 }
@@ -209,12 +229,7 @@ void HeldInterfaces::release(bool keep_attached) {
       logInfo("leaving " + name + " attached and enforcing (--keep-attached)");
       continue;
     }
-    Status s = XdpLimiter::detach(name);
-    if (s) {
-      logInfo("detached " + name);
-    } else {
-      logError("could not detach " + name + ": " + s.error().message);
-    }
+    detachLogged(name, "");
   }
   held_.clear();
 }
@@ -222,8 +237,9 @@ void HeldInterfaces::release(bool keep_attached) {
 void HeldInterfaces::releaseAfterFailedStart() {
   for (const auto& [name, held] : held_) {
     if (held.adopted) continue;
-    Status s = XdpLimiter::detach(name);
-    if (!s) logError("could not detach " + name + ": " + s.error().message);
+    if (auto report = XdpLimiter::detach(name); !report) {
+      logError("could not detach " + name + ": " + report.error().message);
+    }
   }
   closeEvents();
   held_.clear();

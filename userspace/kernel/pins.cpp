@@ -22,11 +22,24 @@ std::string mapPinPath(const std::string& interface, const std::string& map_name
 
 std::string linkPinPath(const std::string& interface) { return pinDirectory(interface) + "/link"; }
 
+std::string rootArrayPinPath(const std::string& interface) {
+  return pinDirectory(interface) + "/root_array";
+}
+
+std::string programPinPath(const std::string& interface) {
+  return pinDirectory(interface) + "/program";
+}
+
+bool pinnedAsAttached(const std::string& interface) {
+  return access(linkPinPath(interface).c_str(), F_OK) == 0 ||
+         access(rootArrayPinPath(interface).c_str(), F_OK) == 0;
+}
+
 std::vector<std::string> pinnedInterfaces() {
   std::vector<std::string> out;
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator(kPinRoot, ec)) {
-    if (std::filesystem::exists(entry.path() / "link", ec)) out.push_back(entry.path().filename());
+    if (pinnedAsAttached(entry.path().filename())) out.push_back(entry.path().filename());
   }
   std::sort(out.begin(), out.end());
   return out;

@@ -20,7 +20,15 @@ std::string mapPinPath(const std::string& interface, const std::string& map_name
 // The pin of the XDP link; while it exists, the program stays attached.
 std::string linkPinPath(const std::string& interface);
 
-// Interfaces that have a pinned link, sorted.
+// When floodgate runs in a slot of an operator's prog array instead of owning the XDP hook:
+// that array, pinned again here, and floodgate's program (the slot is found by its id).
+std::string rootArrayPinPath(const std::string& interface);
+std::string programPinPath(const std::string& interface);
+
+// Whether a limiter runs for `interface`: its link or its root array is pinned.
+bool pinnedAsAttached(const std::string& interface);
+
+// Interfaces with a limiter running (pinnedAsAttached), sorted.
 std::vector<std::string> pinnedInterfaces();
 
 // Creates the pin directory (and kPinRoot).

@@ -62,6 +62,11 @@ const char* xdpModeName(XdpMode mode) {
   return "auto";
 }
 
+void captureLibbpfMessages() {
+  libbpf_set_print(captureLibbpf);
+  libbpf_log.clear();
+}
+
 std::string lastLibbpfMessage() {
   // the last non-empty line is the one that names the problem
   std::string log = libbpf_log;
@@ -71,8 +76,7 @@ std::string lastLibbpfMessage() {
 }
 
 Result<Skeleton> loadProgram(const LoadSettings& settings) {
-  libbpf_set_print(captureLibbpf);
-  libbpf_log.clear();
+  captureLibbpfMessages();
   Skeleton skeleton(floodgate_bpf__open());
   if (!skeleton) {
     return Error::failure("cannot open the XDP program: " + std::string(std::strerror(errno)));

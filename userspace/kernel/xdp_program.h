@@ -47,6 +47,10 @@ struct XdpAttachment {
 };
 XdpAttachment queryXdp(int ifindex);
 
+// Keeps libbpf's messages from here on (instead of letting libbpf print them), for
+// lastLibbpfMessage.
+void captureLibbpfMessages();
+
 // libbpf's messages of the last failed call, for --verbose output and errors.
 std::string lastLibbpfMessage();
 

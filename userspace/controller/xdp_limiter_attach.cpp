@@ -1,0 +1,329 @@
+// SPDX-License-Identifier: MIT
+// Where the limiter runs and how it leaves: attaching to the XDP hook or into an operator's
+// prog array, replacing in place, and detaching so that only floodgate leaves the path.
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <linux/if_link.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "controller/xdp_limiter.h"
+#include "floodgate/common/text.h"
+#include "kernel/pins.h"
+#include "kernel/system.h"
+
+namespace floodgate {
+namespace {
+
+std::string describeSlot(uint32_t slot, const ProgArray& array) {
+  return "slot " + std::to_string(slot) + " of prog array " + array.name() + " (id " +
+         std::to_string(array.id()) + ")";
+}
+
+std::optional<ProgramInfo> programOfId(uint32_t id) {
+  UniqueFd fd(bpf_prog_get_fd_by_id(id));
+  if (!fd.valid()) return std::nullopt;
+  auto info = programInfo(fd.get());
+  return info ? std::optional<ProgramInfo>(*info) : std::nullopt;
+}
+
+// The id of the program pinned at `path`, 0 when there is none.
+uint32_t pinnedProgramId(const std::string& path) {
+  UniqueFd fd(bpf_obj_get(path.c_str()));
+  if (!fd.valid()) return 0;
+  auto info = programInfo(fd.get());
+  return info ? info->id : 0;
+}
+
+Status multiprogUnavailable() {
+  ExtProbe probe = probeExtPrograms();
+  const std::string chain =
+      ": put floodgate beside other XDP programs by chaining instead ('floodgate chain set "
+      "IFACE', or 'floodgate attach IFACE --into-prog-array PATH --slot N')";
+  if (!probe.available()) {
+    return Error::failure(
+        "--multiprog needs libxdp's dispatcher, which needs freplace (ext) programs, and " +
+        probe.describe() + chain);
+  }
+  return Error::failure("--multiprog (libxdp's dispatcher) is not part of this floodgate (" +
+                        probe.describe() + ")" + chain);
+}
+
+// The operator's prog array for a fresh --into-prog-array, with its slot checked empty.
+Result<ProgArray> openRootArray(const AttachOptions& options) {
+  auto root = ProgArray::openPinned(options.root_prog_array);
+  if (!root) return root.error();
+  if (options.root_slot >= root->slots()) {
+    return Error::usage(options.root_prog_array + " has " + std::to_string(root->slots()) +
+                        " slots, so --slot is at most " + std::to_string(root->slots() - 1) +
+                        ", not " + std::to_string(options.root_slot));
+  }
+  auto held = root->programIn(options.root_slot);
+  if (!held) return held.error();
+  if (*held) {
+    auto info = programOfId(**held);
+    return Error::failure(describeSlot(options.root_slot, *root) + " holds " +
+                          (info ? describeProgram(*info) : "program id " + std::to_string(**held)) +
+                          ": choose an empty slot, or put that program behind floodgate "
+                          "('floodgate chain set " +
+                          options.interface + " --pinned PATH') once floodgate has a slot");
+  }
+  return root;
+}
+
+}  // namespace
+
+std::optional<std::pair<uint32_t, ProgArraySlot>> XdpLimiter::progArraySlot() const {
+  auto root = ProgArray::openPinned(rootArrayPinPath(interface_));
+  if (!root) return std::nullopt;
+  uint32_t id = pinnedProgramId(programPinPath(interface_));
+  ProgArraySlot where{root->id(), root->name(), id ? root->slotOf(id) : std::nullopt};
+  return std::make_pair(id, where);
+}
+
+Result<AttachReport> XdpLimiter::attach(const AttachOptions& options) {
+  const std::string& iface = options.interface;
+  if (Status s = checkInterfaceName(iface); !s) return s.error();
+  if (Status s = validate(options); !s) return s.error();
+  if (options.multiprog) return multiprogUnavailable().error();
+  const bool into_array = !options.root_prog_array.empty();
+  if (into_array && options.mode != XdpMode::kAuto) {
+    return Error::usage("--mode is the root program's with --into-prog-array: drop --mode");
+  }
+  if (Status s = checkPrivileges(); !s) return s.error();
+  auto ifindex = interfaceIndex(iface);
+  if (!ifindex) return ifindex.error();
+  if (Status s = ensureBpffs(); !s) return s.error();
+
+  const bool on_hook = access(linkPinPath(iface).c_str(), F_OK) == 0;
+  const bool in_array = access(rootArrayPinPath(iface).c_str(), F_OK) == 0;
+  const bool attached = on_hook || in_array;
+  if (attached && !options.replace) {
+    return Error::failure("floodgate is already attached to '" + iface +
+                          "': use --replace to swap it (state is kept) or detach it first");
+  }
+  if (attached && on_hook && into_array) {
+    return Error::usage("floodgate owns the XDP hook of '" + iface +
+                        "': --into-prog-array needs a fresh attach ('floodgate detach " + iface +
+                        "' first; bucket state starts over)");
+  }
+  // Pins without a link are what a crashed attach left behind: nothing worth keeping.
+  if (!attached) {
+    if (Status s = removePins(iface); !s) return s.error();
+  }
+  std::optional<ProgArray> root;
+  if (into_array && !attached) {
+    auto opened = openRootArray(options);
+    if (!opened) return opened.error();
+    root = std::move(*opened);
+  }
+  // A fresh attach that fails leaves nothing behind; a failed replace leaves the old one.
+  auto fail = [&](Error error) -> Result<AttachReport> {
+    if (!attached) (void)removePins(iface);
+    return error;
+  };
+
+  AttachReport report;
+  AttachOptions fitted = options;
+  std::optional<std::pair<uint32_t, ProgArraySlot>> running_slot;
+  if (attached) {
+    auto running = openMaps(iface);
+    if (!running) return running.error();
+    if (in_array) {
+      running_slot = running->progArraySlot();
+      if (!running_slot || !running_slot->second.slot) {
+        return Error::failure("floodgate's program on '" + iface +
+                              "' is no longer in its prog array (its slot was emptied or "
+                              "replaced): 'floodgate detach " +
+                              iface + "' and attach again");
+      }
+      if (into_array) {
+        auto asked = ProgArray::openPinned(options.root_prog_array);
+        if (!asked) return asked.error();
+        if (asked->id() != running_slot->second.map_id ||
+            options.root_slot != *running_slot->second.slot) {
+          return Error::usage("floodgate runs in slot " +
+                              std::to_string(*running_slot->second.slot) + " of prog array " +
+                              running_slot->second.map_name +
+                              ", and --replace keeps it there: to move it, 'floodgate detach " +
+                              iface + "' and attach again");
+        }
+      }
+      if (options.mode != XdpMode::kAuto) {
+        return Error::usage("--mode is the root program's when floodgate runs in a prog array");
+      }
+    }
+    if (Status s = running->fitToRunning(fitted, report.warnings); !s) return s.error();
+  }
+  auto loaded = load(fitted);
+  if (!loaded) return fail(loaded.error());
+
+  if (in_array) {
+    // the slot takes the new program in one store; the pin follows it
+    auto array = ProgArray::openPinned(rootArrayPinPath(iface));
+    if (!array) return array.error();
+    uint32_t slot = *running_slot->second.slot;
+    if (Status s = array->set(slot, loaded->programFd()); !s) return s.error();
+    (void)unlink(programPinPath(iface).c_str());
+    if (bpf_obj_pin(loaded->programFd(), programPinPath(iface).c_str()) != 0) {
+      report.warnings.push_back("cannot pin the program at " + programPinPath(iface) + ": " +
+                                std::strerror(errno) + "; status cannot find its slot");
+    }
+    report.replaced = true;
+    report.prog_array_slot = describeSlot(slot, *array);
+    return report;
+  }
+  if (attached) {
+    UniqueFd link(bpf_obj_get(linkPinPath(iface).c_str()));
+    if (!link.valid() || bpf_link_update(link.get(), loaded->programFd(), nullptr) != 0) {
+      return Error::failure("cannot swap the program on '" + iface + "': " + std::strerror(errno));
+    }
+    report.replaced = true;
+    report.mode = queryXdp(*ifindex).mode == "generic" ? XdpMode::kGeneric : XdpMode::kNative;
+    return report;
+  }
+  if (root) {
+    // the program's pin first and the array's last: the array's pin says "attached"
+    if (bpf_obj_pin(loaded->programFd(), programPinPath(iface).c_str()) != 0) {
+      return fail(Error::failure("cannot pin the program at " + programPinPath(iface) + ": " +
+                                 std::strerror(errno)));
+    }
+    if (Status s = root->set(options.root_slot, loaded->programFd()); !s) return fail(s.error());
+    if (bpf_obj_pin(root->fd(), rootArrayPinPath(iface).c_str()) != 0) {
+      int err = errno;
+      (void)root->clear(options.root_slot);
+      return fail(Error::failure("cannot pin the prog array at " + rootArrayPinPath(iface) + ": " +
+                                 std::strerror(err)));
+    }
+    report.prog_array_slot = describeSlot(options.root_slot, *root);
+    return report;
+  }
+  auto link = attachXdp(loaded->programFd(), *ifindex, iface, options.mode, &report.mode);
+  if (!link) return fail(link.error());
+  if (options.mode == XdpMode::kAuto && report.mode == XdpMode::kGeneric) {
+    report.warnings.push_back("the driver of '" + iface +
+                              "' has no native XDP: attached in generic mode, which is slower");
+  }
+  if (bpf_obj_pin(link->get(), linkPinPath(iface).c_str()) != 0) {
+    return fail(Error::failure("cannot pin the XDP link at " + linkPinPath(iface) + ": " +
+                               std::strerror(errno)));
+  }
+  return report;
+}
+
+Status XdpLimiter::fitToRunning(AttachOptions& options, std::vector<std::string>& warnings) const {
+  // The new program reuses the pinned maps, and the kernel refuses a map of another size.
+  // Like reload, a replace keeps the running sizes and says so.
+  auto slots = tableSlots();
+  if (!slots) return slots.error();
+  auto lists = listMaxEntries();
+  if (!lists) return lists.error();
+  const std::string fresh = "takes effect only on a fresh attach ('floodgate detach " + interface_ +
+                            "' first; bucket state starts over)";
+  if (options.table_slots != *slots) {
+    warnings.push_back("the table size (" + std::to_string(options.table_slots) + ") " + fresh +
+                       ": the running limiter keeps " + std::to_string(*slots) + " slots");
+    options.table_slots = *slots;
+  }
+  if (options.mode != XdpMode::kAuto) {
+    auto ifindex = interfaceIndex(interface_);
+    std::string running = ifindex ? queryXdp(*ifindex).mode : "unknown";
+    if (running != xdpModeName(options.mode)) {
+      return Error::usage("'" + interface_ + "' runs in " + running +
+                          " mode, and --replace swaps the program on its link, which keeps its "
+                          "mode: for " +
+                          xdpModeName(options.mode) + " mode, 'floodgate detach " + interface_ +
+                          "' and attach again (bucket state starts over)");
+    }
+  }
+  if (options.list_max_entries != *lists) {
+    warnings.push_back("the list size (" + std::to_string(options.list_max_entries) + ") " + fresh +
+                       ": the running limiter keeps " + std::to_string(*lists) + " entries a list");
+    options.list_max_entries = *lists;
+  }
+  return okStatus();
+}
+
+Result<DetachReport> XdpLimiter::detach(const std::string& interface, bool keep_next) {
+  if (Status s = checkInterfaceName(interface); !s) return s.error();
+  if (Status s = checkPrivileges(); !s) return s.error();
+  if (access(pinDirectory(interface).c_str(), F_OK) != 0) {
+    return Error::failure("floodgate is not attached to '" + interface +
+                          "' (see 'floodgate status')");
+  }
+  DetachReport report;
+  // Held across the removal of the pins, which would otherwise free it with the array.
+  UniqueFd next;
+  std::optional<ProgramInfo> next_info;
+  if (auto array = ProgArray::openPinned(mapPinPath(interface, "next_program")); array) {
+    if (auto id = array->programIn(FG_NEXT_PROGRAM_SLOT); id && *id) {
+      next = UniqueFd(bpf_prog_get_fd_by_id(**id));
+      if (next.valid()) {
+        if (auto info = programInfo(next.get()); info) next_info = *info;
+      }
+    }
+  }
+  const std::string next_name = next_info ? describeProgram(*next_info) : "";
+
+  if (auto root = ProgArray::openPinned(rootArrayPinPath(interface)); root) {
+    uint32_t own_id = pinnedProgramId(programPinPath(interface));
+    std::optional<uint32_t> slot = own_id ? root->slotOf(own_id) : std::nullopt;
+    if (!slot) {
+      report.notes.push_back("floodgate was no longer in prog array " + root->name() +
+                             ": it is left as it is");
+    } else if (next_info && keep_next) {
+      // one store: the root program's next tail call reaches the next program directly
+      if (Status s = root->set(*slot, next.get()); !s) return s.error();
+      report.notes.push_back(describeSlot(*slot, *root) + " now holds " + next_name +
+                             ", the program that was behind floodgate");
+    } else {
+      if (Status s = root->clear(*slot); !s) return s.error();
+      report.notes.push_back(
+          describeSlot(*slot, *root) + " is empty now" +
+          (next_info ? "; " + next_name + ", behind floodgate, was not kept" : ""));
+    }
+    if (Status s = removePins(interface); !s) return s.error();
+    return report;
+  }
+
+  auto ifindex = interfaceIndex(interface);
+  const std::string mode = ifindex ? queryXdp(*ifindex).mode : "";
+  // Detach the link itself, now: dropping its last pin frees it only later, on a kernel
+  // worker, and the hook must be free before the next program can take it.
+  if (UniqueFd link(bpf_obj_get(linkPinPath(interface).c_str())); link.valid()) {
+    if (bpf_link_detach(link.get()) != 0 && errno != EINVAL && errno != ENOLINK) {
+      return Error::failure("cannot detach the XDP link of '" + interface +
+                            "': " + std::strerror(errno));
+    }
+  }
+  if (Status s = removePins(interface); !s) return s.error();
+  if (!next_info) return report;
+  if (!keep_next) {
+    report.notes.push_back(next_name + ", the program behind floodgate, was not kept: '" +
+                           interface + "' has no XDP program now");
+    return report;
+  }
+  if (!ifindex) {
+    report.notes.push_back(next_name + ", the program behind floodgate, was not kept: '" +
+                           interface + "' is not in this network namespace");
+    return report;
+  }
+  const bool generic = mode == "generic";
+  const uint32_t flags =
+      XDP_FLAGS_UPDATE_IF_NOEXIST | (generic ? XDP_FLAGS_SKB_MODE : XDP_FLAGS_DRV_MODE);
+  if (bpf_xdp_attach(*ifindex, next.get(), flags, nullptr) != 0) {
+    report.notes.push_back(next_name +
+                           ", the program behind floodgate, could not take its place (" +
+                           std::strerror(errno) + "): '" + interface + "' has no XDP program now");
+    return report;
+  }
+  report.notes.push_back(next_name + ", the program that was behind floodgate, now runs on '" +
+                         interface + "' directly (" + (generic ? "generic" : "native") +
+                         " mode; 'ip link set dev " + interface +
+                         (generic ? " xdpgeneric" : " xdpdrv") + " off' removes it)");
+  return report;
+}
+
+}  // namespace floodgate
