@@ -2,8 +2,9 @@
 // floodgate_xdp_cost: nanoseconds per packet under BPF_PROG_TEST_RUN of a bare XDP_DROP and
 // of floodgate in the configurations bench.sh reports (1 rule; 16 rules of which one or all
 // match; 100k-prefix allow and deny lists) and those docs/performance.md splits the cost by
-// (no rule; a global rule; a source over its limit). Prints one line per case,
-// "name<TAB>ns_per_packet", the best of --runs runs.
+// (no rule; a global rule; a source over its limit), and 1 rule chained by a tail call to a
+// next program that returns XDP_PASS (against 1 rule, whose pass falls through the empty
+// slot). Prints one line per case, "name<TAB>ns_per_packet", the best of --runs runs.
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <unistd.h>
@@ -15,6 +16,7 @@
 #include <random>
 #include <vector>
 
+#include "controller/next_program.h"
 #include "controller/xdp_limiter.h"
 #include "flood/frame_builder.h"
 #include "kernel/pins.h"
@@ -88,12 +90,31 @@ RuleSpec otherRule(const std::string& name) {
   return rule;
 }
 
-// One case: the rules (and lists) floodgate is loaded with.
+// One case: the rules (and lists) floodgate is loaded with, and whether a next program
+// gets what it passes.
 struct Case {
   const char* name;
   std::vector<RuleSpec> rules;
   size_t list_prefixes = 0;
+  bool chained = false;
 };
+
+// The cheapest next program: `return XDP_PASS`, so a chained case measures the tail call.
+UniqueFd bareXdpPass() {
+  bpf_insn code[2] = {};
+  code[0].code = BPF_ALU64 | BPF_MOV | BPF_K;  // r0 = XDP_PASS
+  code[0].imm = XDP_PASS;
+  code[1].code = BPF_JMP | BPF_EXIT;
+  LIBBPF_OPTS(bpf_prog_load_opts, options, .expected_attach_type = BPF_XDP);  // as floodgate's
+  return UniqueFd(bpf_prog_load(BPF_PROG_TYPE_XDP, "xdp_pass", "GPL", code, 2, &options));
+}
+
+// Puts `program` behind the loaded limiter pinned as `name`.
+Status chainTo(const std::string& name, int program) {
+  auto array = ProgArray::openPinned(mapPinPath(name, "next_program"));
+  if (!array) return array.error();
+  return array->set(FG_NEXT_PROGRAM_SLOT, program);
+}
 
 std::vector<Case> cases() {
   std::vector<Case> out;
@@ -102,6 +123,7 @@ std::vector<Case> cases() {
   global.key = KeyKind::kGlobal;
   out.push_back({"floodgate_1_global_rule", {global}});
   out.push_back({"floodgate_1_rule", {passingRule("r0")}});
+  out.push_back({"floodgate_1_rule_chained", {passingRule("r0")}, 0, true});
   // the source is over its limit after one packet: the path of almost every flood packet
   RuleSpec strict = passingRule("strict");
   strict.limit.pps = 1;
@@ -167,6 +189,16 @@ int main(int argc, char** argv) {
       std::cerr << "floodgate_xdp_cost: error: " << c.name << ": " << loaded.error().message
                 << "\n";
       return 1;
+    }
+    if (c.chained) {
+      UniqueFd next = bareXdpPass();
+      Status chained = next.valid() ? chainTo(pins.name, next.get())
+                                    : Status(Error::failure("cannot load a bare XDP_PASS"));
+      if (!chained) {
+        std::cerr << "floodgate_xdp_cost: error: " << c.name << ": " << chained.error().message
+                  << "\n";
+        return 1;
+      }
     }
     if (!report(c.name, loaded->programFd())) return 1;
   }
