@@ -75,7 +75,7 @@ class RunE2eTest : public ::testing::Test {
   }
 
   void writeConfig(const std::string& path, uint64_t pps, uint64_t burst) {
-    std::ofstream(path) << "interfaces:\n  - name: " << net_->targetInterface()
+    std::ofstream(path) << "interfaces:\n  - name: " << net_->targetInterface() << interface_keys_
                         << "\nrules:\n  - name: per-source\n    match: {protocol: udp}\n"
                         << "    limit: {pps: " << pps << ", burst: " << burst << "}\n";
   }
@@ -143,6 +143,7 @@ class RunE2eTest : public ::testing::Test {
 
   std::unique_ptr<VethNetwork> net_;
   std::string dir_, config_;
+  std::string interface_keys_;  // more keys of the interface's entry, each "\n    key: value"
   int starts_ = 0;
   // Declared after net_: destroyed first, so every child is gone before the namespaces.
   ChildProcess daemon_, prometheus_;
@@ -363,6 +364,44 @@ TEST_F(RunE2eTest, MetricsAreServedOnKeepAliveConnectionsWithTcpNodelay) {
   for (int scrape = 0; scrape < 3; ++scrape) EXPECT_EQ(client->get("/metrics"), 200) << scrape;
   EXPECT_EQ(http::testing::serverTcpNodelay(daemon_.pid(), *client), 1)
       << "the daemon's end of a scrape connection has TCP_NODELAY off";
+}
+
+TEST_F(RunE2eTest, TheConfigsNextProgramKeepsItsStateThroughReloadsAndRestartsAndOutlivesStop) {
+  interface_keys_ = std::string("\n    next: {object: ") + COUNT_PASS_OBJECT + "}";
+  writeConfig(config_, 100, 10);
+  auto nextId = [&]() -> uint32_t {
+    CommandResult r = net_->floodgate({"status", net_->targetInterface(), "--json"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    auto next = nlohmann::json::parse(r.out)["interfaces"][0]["next_program"];
+    return next.is_null() ? 0 : next["id"].get<uint32_t>();
+  };
+  startDaemon({"--keep-attached"});
+  const uint32_t first = nextId();
+  ASSERT_NE(first, 0u) << daemon_.log();
+
+  // an unrelated reload loads the object again, sees the same instructions, keeps the one
+  // running (and its counts)
+  renameOver(200, 20);
+  waitFor("floodgate_config_reloads_total{result=\"success\"}", [](double v) { return v >= 1; });
+  EXPECT_EQ(nextId(), first) << daemon_.log();
+  daemon_.signal(SIGTERM);
+  ASSERT_EQ(daemon_.wait(5), 0) << daemon_.log();
+  ASSERT_TRUE(attached());
+  EXPECT_EQ(nextId(), first) << "--keep-attached keeps the chain";
+
+  startDaemon();
+  EXPECT_NE(daemon_.log().find("adopted"), std::string::npos) << daemon_.log();
+  EXPECT_EQ(nextId(), first) << "adoption keeps the next program";
+  daemon_.signal(SIGTERM);
+  EXPECT_EQ(daemon_.wait(5), 0) << daemon_.log();
+  EXPECT_FALSE(attached());
+  EXPECT_NE(daemon_.log().find("now runs on '" + net_->targetInterface() + "' directly"),
+            std::string::npos)
+      << daemon_.log();
+  CommandResult link = net_->inTarget({"ip", "-j", "link", "show", "dev", net_->targetInterface()});
+  const nlohmann::json shown = nlohmann::json::parse(link.out)[0];
+  ASSERT_TRUE(shown.contains("xdp")) << link.out;
+  EXPECT_EQ(shown["xdp"]["prog"]["id"].get<uint32_t>(), first) << "stop took floodgate alone out";
 }
 
 TEST_F(RunE2eTest, ASecondRunThatCannotListenExitsOneAndLeavesTheAdoptedLimiterEnforcing) {
