@@ -88,10 +88,13 @@ FG_INLINE __u64 fg_addr_hash(__u64 seed, __u32 family, __u64 addr_hi, __u64 addr
 	return family == FG_FAMILY_V4 ? h : fg_mix64(h ^ addr_lo);
 }
 
+/* The address hash is keyed and mixed already: the rule only has to move it somewhere else
+ * for every (rule, epoch, family), and an odd multiplier, a bijection, gives each of them a
+ * distinct constant spread over all 64 bits. One multiply instead of a second mix. */
 FG_INLINE __u64 fg_key_fingerprint(__u64 addr_hash, __u32 rule_id, __u32 rule_epoch, __u32 family)
 {
-	__u64 h =
-	    fg_mix64(addr_hash ^ (((__u64)rule_epoch << 40) | ((__u64)rule_id << 8) | family));
+	__u64 h = addr_hash ^ ((((__u64)rule_epoch << 40) | ((__u64)rule_id << 8) | family) *
+			       0x9e3779b97f4a7c15ULL);
 
 	return h ? h : 1; /* 0 marks a slot never used */
 }

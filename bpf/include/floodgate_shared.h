@@ -78,8 +78,15 @@ struct fg_settings {
 	__u32 ban_entries[2]; /* kept by the program too, with atomic adds */
 	__u32 list_filters;   /* bit per enum fg_list whose IPv4 filter is built (until then the
 			       * program asks the trie for every source) */
+	__u32 table_layout;   /* FG_TABLE_LAYOUT of the floodgate that made the bucket table
+			       * (0: one from before the field) */
 	__u64 hash_seed;      /* keys the slot hash; chosen at first attach, kept on replace */
 };
+
+/* How the bucket table is laid out and where a source's slot is (struct fg_slot, the
+ * fingerprint): a program of another layout would not find the slots of the running one,
+ * so `attach --replace` over a table of another layout is refused. Bumped with either. */
+#define FG_TABLE_LAYOUT 1
 
 enum fg_list {
 	FG_LIST_ALLOW = 0,

@@ -200,5 +200,41 @@ TEST_F(AttachE2eTest, APinnedMapOfAnotherLayoutIsRefusedSayingWhatToDo) {
   EXPECT_EQ(status()["rules"][0]["limit"]["pps"], 1000);
 }
 
+TEST_F(AttachE2eTest, ReplacingOverABucketTableOfAnotherLayoutIsRefusedSayingWhatToDo) {
+  const std::string iface = net_->targetInterface();
+  CommandResult attach = run({"attach", iface, "--rate", "1k"});
+  ASSERT_EQ(attach.exit_code, 0) << attach.err;
+  // what a floodgate from before the table had a layout number leaves: 0
+  const std::string path = "/sys/fs/bpf/floodgate/" + iface + "/settings_map";
+  int settings_fd = bpf_obj_get(path.c_str());
+  ASSERT_GE(settings_fd, 0);
+  const uint32_t zero = 0;
+  fg_settings settings{};
+  ASSERT_EQ(bpf_map_lookup_elem(settings_fd, &zero, &settings), 0);
+  EXPECT_EQ(settings.table_layout, FG_TABLE_LAYOUT);
+  settings.table_layout = 0;
+  ASSERT_EQ(bpf_map_update_elem(settings_fd, &zero, &settings, BPF_ANY), 0);
+  close(settings_fd);
+
+  CommandResult refused = run({"attach", iface, "--replace", "--rate", "2k"});
+  EXPECT_EQ(refused.exit_code, 1) << refused.err;
+  EXPECT_NE(refused.err.find("bucket table is laid out differently"), std::string::npos)
+      << refused.err;
+  EXPECT_NE(refused.err.find("run 'floodgate detach " + iface + "', then attach again"),
+            std::string::npos)
+      << refused.err;
+  EXPECT_EQ(std::count(refused.err.begin(), refused.err.end(), '\n'), 1) << refused.err;
+  // the running limiter is as it was
+  EXPECT_EQ(status()["rules"][0]["limit"]["pps"], 1000);
+  EXPECT_TRUE(xdpAttached());
+
+  // and what it says to do works, after which a replace keeps the table again
+  ASSERT_EQ(run({"detach", iface}).exit_code, 0);
+  ASSERT_EQ(run({"attach", iface, "--rate", "2k"}).exit_code, 0);
+  CommandResult replaced = run({"attach", iface, "--replace", "--rate", "3k"});
+  ASSERT_EQ(replaced.exit_code, 0) << replaced.err;
+  EXPECT_EQ(status()["rules"][0]["limit"]["pps"], 3000);
+}
+
 }  // namespace
 }  // namespace floodgate::test

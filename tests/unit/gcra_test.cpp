@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 #include <initializer_list>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -411,6 +412,21 @@ TEST(KeyFingerprint, TheAddressHashIsSharedAndTheRuleStillSeparatesKeys) {
   const uint64_t addr = fg_addr_hash(7, FG_FAMILY_V4, 0xc0000201ULL << 32, 0);
   EXPECT_NE(fg_key_fingerprint(addr, 1, 1, FG_FAMILY_V4),
             fg_key_fingerprint(addr, 2, 1, FG_FAMILY_V4));
+}
+
+TEST(KeyFingerprint, EveryRuleOfOneSourceHasAFingerprintOfItsOwn) {
+  // the rule enters as an odd multiple of (epoch, id, family), a bijection: two rules or two
+  // epochs of one rule never share a source's fingerprint, whatever the seed
+  for (uint64_t seed : {0ULL, 7ULL, 0x9e3779b97f4a7c15ULL}) {
+    const uint64_t addr = fg_addr_hash(seed, FG_FAMILY_V4, 0xc0000201ULL << 32, 0);
+    std::set<uint64_t> seen;
+    for (uint32_t epoch = 0; epoch < 4; ++epoch) {
+      for (uint32_t id = 0; id < FG_MAX_RULE_IDS; ++id) {
+        EXPECT_TRUE(seen.insert(fg_key_fingerprint(addr, id, epoch, FG_FAMILY_V4)).second)
+            << seed << " " << id << " " << epoch;
+      }
+    }
+  }
 }
 
 TEST(KeyFingerprint, MatchesMurmur3Finalizer) {

@@ -187,6 +187,8 @@ Status XdpLimiter::writePolicies(const AttachOptions& options) {
   std::atomic_ref<uint32_t>(settings.monitor).store(options.monitor ? 1 : 0);
   __u64 expected = 0;
   std::atomic_ref<__u64>(settings.hash_seed).compare_exchange_strong(expected, randomSeed());
+  // a fresh table, or one a replace found of this layout (fitToRunning)
+  std::atomic_ref<uint32_t>(settings.table_layout).store(FG_TABLE_LAYOUT);
   return okStatus();
 }
 

@@ -268,7 +268,8 @@ class XdpLimiter {
   Result<uint32_t> listMaxEntries() const;
   // Makes `options` fit this running limiter's maps, which a replacing program reuses: a
   // table or list size other than the running one is replaced by it, with a warning. Fails
-  // for an XDP mode other than the running one, which a swap on the link cannot change.
+  // for an XDP mode other than the running one, which a swap on the link cannot change, and
+  // for a bucket table of another layout (FG_TABLE_LAYOUT), which the new program would misread.
   Status fitToRunning(AttachOptions& options, std::vector<std::string>& warnings) const;
   XdpLimiter() = default;
   // When floodgate runs in an operator's prog array: its program's id and where it sits.

@@ -214,6 +214,16 @@ Result<AttachReport> XdpLimiter::attach(const AttachOptions& options) {
 }
 
 Status XdpLimiter::fitToRunning(AttachOptions& options, std::vector<std::string>& warnings) const {
+  // A program that looks for sources elsewhere in the table would start every bucket over
+  // while the old slots linger: only a fresh attach makes a table of this layout.
+  auto running = maps_.settings.lookup(0);
+  if (!running) return running.error();
+  if (running->table_layout != FG_TABLE_LAYOUT) {
+    return Error::failure("the limiter on '" + interface_ +
+                          "' was attached by a floodgate whose bucket table is laid out "
+                          "differently: run 'floodgate detach " +
+                          interface_ + "', then attach again (bucket state starts over)");
+  }
   // The new program reuses the pinned maps, and the kernel refuses a map of another size.
   // Like reload, a replace keeps the running sizes and says so.
   auto slots = tableSlots();
