@@ -43,6 +43,66 @@ class TempDir {
   fs::path path_;
 };
 
+TEST(ConfigParser, AnAdaptiveSectionWithItsDefaultsAndFloors) {
+  FloodgateConfig config = parseClean(R"(
+interfaces:
+  - eth0
+  - name: eth1
+    adaptive:
+      capacity: {pps: 200k, bps: 1Gbit}
+      floors:
+        per-source: {pps: 100}
+        bytes: {bps: 10Mbit, burst_bytes: 20k}
+      step: 0.7
+      interval: 500ms
+      relax_below: 0.6
+      relax_after: 1m
+  - name: eth2
+    adaptive:
+      capacity: {pps: 50k}
+      floors: {per-source: {pps: 10, burst: 2}}
+rules:
+  - name: per-source
+    limit: {pps: 1k, burst: 200}
+  - name: bytes
+    limit: {bps: 100Mbit}
+)");
+  ASSERT_EQ(config.interfaces.size(), 3u);
+  EXPECT_FALSE(config.interfaces[0].adaptive) << "no section, nothing moves";
+  ASSERT_TRUE(config.interfaces[1].adaptive);
+  const AdaptiveConfig& a = *config.interfaces[1].adaptive;
+  EXPECT_EQ(a.capacity_pps, 200000u);
+  EXPECT_EQ(a.capacity_bps, 1000000000u);
+  ASSERT_EQ(a.floors.size(), 2u);
+  EXPECT_EQ(a.floors[0].rule, "per-source");
+  // a burst floor not given keeps the rule's burst-to-rate ratio: 200 / 1000 of 100
+  EXPECT_EQ(a.floors[0].floor, (LimitSpec{100, 20, 0, 0}));
+  EXPECT_EQ(a.floors[1].floor, (LimitSpec{0, 0, 10000000, 20000}));
+  EXPECT_DOUBLE_EQ(a.step, 0.7);
+  EXPECT_EQ(a.interval_ns, 500000000u);
+  EXPECT_DOUBLE_EQ(a.relax_below, 0.6);
+  EXPECT_EQ(a.relax_after_ns, 60000000000u);
+  // the defaults: 1s, relax below capacity × step after 30s
+  const AdaptiveConfig& b = *config.interfaces[2].adaptive;
+  EXPECT_EQ(b.floors[0].floor, (LimitSpec{10, 2, 0, 0}));
+  EXPECT_DOUBLE_EQ(b.step, 0.5);
+  EXPECT_DOUBLE_EQ(b.relax_below, 0.5);
+  EXPECT_EQ(b.interval_ns, 1000000000u);
+  EXPECT_EQ(b.relax_after_ns, 30000000000u);
+}
+
+TEST(ConfigParser, AnAdaptiveSectionNamingARuleWithErrorsAddsNoSecondError) {
+  // The rule's own error says it all; "not a rule" on top of it would mislead.
+  EXPECT_EQ(parseErrors(R"(interfaces:
+  - name: eth0
+    adaptive: {capacity: {pps: 1k}, floors: {broken: {pps: 1}}}
+rules:
+  - name: broken
+    limit: {pps: 1k, burst: 0}
+)"),
+            "test.yaml:6:29: burst must be at least 1 packet, got 0\n");
+}
+
 TEST(ConfigParser, InterfacesAndDefaults) {
   FloodgateConfig config = parseClean(R"(
 interfaces:

@@ -40,8 +40,12 @@ void parseRoot(YamlReader& reader, const YAML::Node& root, const std::string& ba
   std::optional<YamlFields> fields = reader.mapping(
       {root, root}, "", {"interfaces", "defaults", "allow", "deny", "rules", "http", "fleet"});
   if (!fields) return;
+  // Rules first: an interface's adaptive: names them (diagnostics are sorted by position).
+  const size_t errors_before_rules = reader.errorCount();
+  if (const YamlEntry* e = fields->find("rules")) config.rules = parseRules(reader, *e, base_dir);
+  const bool rules_complete = reader.errorCount() == errors_before_rules;
   if (const YamlEntry* e = fields->find("interfaces"))
-    config.interfaces = parseInterfaces(reader, *e);
+    config.interfaces = parseInterfaces(reader, *e, config.rules, rules_complete);
   // Defaults first: the list sizes bound allow and deny.
   if (const YamlEntry* e = fields->find("defaults")) config.defaults = parseDefaults(reader, *e);
   for (auto [key, list] : {std::pair{"allow", &config.allow}, std::pair{"deny", &config.deny}}) {
@@ -51,7 +55,6 @@ void parseRoot(YamlReader& reader, const YAML::Node& root, const std::string& ba
     *list = e->value.IsNull() ? std::vector<Cidr>() : parseCidrList(reader, *e, key, base_dir);
     checkListFits(reader, *e, key, **list, config.defaults.list_max_entries);
   }
-  if (const YamlEntry* e = fields->find("rules")) config.rules = parseRules(reader, *e, base_dir);
   if (const YamlEntry* e = fields->find("http"); e && !e->value.IsNull()) {
     config.http = http::parseHttpSection(reader, *e);
   }

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "config/adaptive_config.h"
 #include "config/fleet_bans_config.h"
 #include "controller/rule_spec.h"
 #include "controller/xdp_limiter.h"
@@ -27,6 +28,8 @@ struct InterfaceConfig {
   // `into_prog_array: {path, slot}`: run in an operator's prog array, not on the hook.
   std::string root_prog_array;
   uint32_t root_slot = 0;
+  // `adaptive:`: floodgate run tightens the named rules under load (none: nothing moves).
+  std::optional<AdaptiveConfig> adaptive;
 };
 
 // `defaults:`: settings of the program on every interface.

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-// `interfaces:`: which interfaces the config protects, and the XDP attach mode of each.
+// `interfaces:`: which interfaces the config protects, the XDP attach mode of each, and
+// its `adaptive:` section (adaptive_section.cpp).
 #include <algorithm>
 #include <cstdint>
 
@@ -82,7 +83,9 @@ bool parseIntoProgArray(YamlReader& reader, const YamlEntry& entry, InterfaceCon
 
 }  // namespace
 
-std::vector<InterfaceConfig> parseInterfaces(YamlReader& reader, const YamlEntry& entry) {
+std::vector<InterfaceConfig> parseInterfaces(YamlReader& reader, const YamlEntry& entry,
+                                             const std::vector<RuleSpec>& rules,
+                                             bool rules_complete) {
   std::vector<InterfaceConfig> out;
   std::vector<int> lines;  // where each name in `out` was given, for duplicates
   if (entry.value.IsNull()) return out;
@@ -95,8 +98,8 @@ std::vector<InterfaceConfig> parseInterfaces(YamlReader& reader, const YamlEntry
     std::optional<YamlFields> fields;
     const YamlEntry* name_entry = &item;  // a bare name, or the name of a mapping
     if (value.IsMap()) {
-      fields =
-          reader.mapping(item, "interfaces entry", {"name", "mode", "next", "into_prog_array"});
+      fields = reader.mapping(item, "interfaces entry",
+                              {"name", "mode", "next", "into_prog_array", "adaptive"});
       if (!fields) continue;
       name_entry = fields->find("name");
       if (!name_entry) {
@@ -116,6 +119,9 @@ std::vector<InterfaceConfig> parseInterfaces(YamlReader& reader, const YamlEntry
           reader.error(*into,
                        "into_prog_array runs floodgate where its root program runs: drop mode");
         }
+      }
+      if (const YamlEntry* adaptive = fields->find("adaptive")) {
+        interface.adaptive = parseAdaptive(reader, *adaptive, rules, rules_complete);
       }
     }
     std::optional<std::string> name = reader.text(*name_entry, "an interface name");

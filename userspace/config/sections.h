@@ -10,8 +10,17 @@
 
 namespace floodgate::config {
 
-// `interfaces:` — a list of names or {name, mode}.
-std::vector<InterfaceConfig> parseInterfaces(YamlReader& reader, const YamlEntry& entry);
+// `interfaces:` — a list of names or {name, mode, adaptive}. `rules` are the config's valid
+// rules, which `adaptive:` names; `rules_complete`: no rule was left out for an error (else
+// a name not among them is not reported again).
+std::vector<InterfaceConfig> parseInterfaces(YamlReader& reader, const YamlEntry& entry,
+                                             const std::vector<RuleSpec>& rules,
+                                             bool rules_complete);
+
+// An interface's `adaptive:`, checked against `rules` (see parseInterfaces).
+std::optional<AdaptiveConfig> parseAdaptive(YamlReader& reader, const YamlEntry& entry,
+                                            const std::vector<RuleSpec>& rules,
+                                            bool rules_complete);
 
 // `defaults:`.
 DefaultsConfig parseDefaults(YamlReader& reader, const YamlEntry& entry);
