@@ -30,6 +30,9 @@ Snapshot twoInterfaces() {
   a.event_stats.suppressed = 9;
   a.tracked_v4 = 1234.4;
   a.bans_active = 3;
+  a.limits = {{"per-source", {50, 5, 0, 0}}, {"bytes", {0, 0, 8000000, 100000}}};
+  a.adaptive_tightened = 6;
+  a.adaptive_relaxed = 2;
   InterfaceMetrics b;
   b.interface = "eth1";
   s.interfaces = {a, b};
@@ -136,6 +139,24 @@ TEST(Exposition, FleetBanSeriesByResultZerosToo) {
   EXPECT_TRUE(has(text, R"(floodgate_fleet_bans_published_total{result="dropped"} 0)"));
 }
 
+TEST(Exposition, RuleLimitsShowEveryRateARuleHasAndAdaptiveStepsAreEvents) {
+  std::string text = render(twoInterfaces());
+  EXPECT_TRUE(
+      has(text, R"(floodgate_rule_limit{interface="eth0",rule="per-source",kind="pps"} 50)"));
+  EXPECT_TRUE(
+      has(text, R"(floodgate_rule_limit{interface="eth0",rule="per-source",kind="burst"} 5)"));
+  EXPECT_TRUE(
+      has(text, R"(floodgate_rule_limit{interface="eth0",rule="bytes",kind="bps"} 8000000)"));
+  EXPECT_TRUE(has(
+      text, R"(floodgate_rule_limit{interface="eth0",rule="bytes",kind="burst_bytes"} 100000)"));
+  EXPECT_EQ(text.find(R"(floodgate_rule_limit{interface="eth0",rule="per-source",kind="bps"})"),
+            std::string::npos)
+      << "a rate the rule does not have is not a series";
+  EXPECT_TRUE(has(text, R"(floodgate_events_total{interface="eth0",event="adaptive_tighten"} 6)"));
+  EXPECT_TRUE(has(text, R"(floodgate_events_total{interface="eth0",event="adaptive_relax"} 2)"));
+  EXPECT_TRUE(has(text, R"(floodgate_events_total{interface="eth1",event="adaptive_relax"} 0)"));
+}
+
 TEST(Exposition, HelpAndTypeOncePerFamilyBeforeItsSamples) {
   std::string text = render(twoInterfaces());
   std::map<std::string, int> help, type;
@@ -159,6 +180,7 @@ TEST(Exposition, HelpAndTypeOncePerFamilyBeforeItsSamples) {
       {"floodgate_rule_packets_total", "counter"},
       {"floodgate_rule_bytes_total", "counter"},
       {"floodgate_tracked_sources", "gauge"},
+      {"floodgate_rule_limit", "gauge"},
       {"floodgate_rule_sources_total", "counter"},
       {"floodgate_rule_untracked_packets_total", "counter"},
       {"floodgate_events_total", "counter"},

@@ -37,6 +37,7 @@ const std::map<std::string, std::set<std::string>>& contractMetrics() {
       {"floodgate_http_escalations_total", {"result"}},
       {"floodgate_fleet_bans_received_total", {"result"}},
       {"floodgate_fleet_bans_published_total", {"result"}},
+      {"floodgate_rule_limit", {"interface", "rule", "kind"}},
   };
   return metrics;
 }
@@ -53,6 +54,7 @@ const std::map<std::string, std::set<std::string>>& labelValues() {
       {"verdict", {"pass", "drop", "monitor"}},
       {"reason", {"rate", "deny", "ban", "allow", "malformed", "fragment", "non_ip", "default"}},
       {"result", {"success", "failure"}},
+      {"kind", {"pps", "burst", "bps", "burst_bytes"}},
   };
   return values;
 }

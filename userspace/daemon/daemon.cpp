@@ -87,10 +87,12 @@ Status runDaemon(const RunOptions& options) {
   Clock::time_point next_housekeeping = Clock::now() + kHousekeepingInterval;
   Clock::time_point next_interface_check = Clock::now() + kInterfaceCheckInterval;
   while (running) {
-    int timeout_ms = kMaxWaitMs;
+    int timeout_ms = static_cast<int>(std::clamp<int64_t>(
+        std::min<int64_t>(state.untilAdapt().count(), kMaxWaitMs), 0, kMaxWaitMs));
     if (reload_pending) {
       auto left = std::chrono::duration_cast<std::chrono::milliseconds>(reload_at - Clock::now());
-      timeout_ms = static_cast<int>(std::clamp<int64_t>(left.count(), 0, kMaxWaitMs));
+      timeout_ms =
+          std::min(timeout_ms, static_cast<int>(std::clamp<int64_t>(left.count(), 0, kMaxWaitMs)));
     }
     std::vector<pollfd> fds = {{signals->get(), POLLIN, 0}, {watch->fd(), POLLIN, 0}};
     for (int fd : state.eventFds()) fds.push_back({fd, POLLIN, 0});
@@ -120,6 +122,7 @@ Status runDaemon(const RunOptions& options) {
       reload(state, options.config_path + " changed");
     }
     state.pumpEvents(events);
+    if (running) state.adapt();
     if (Clock::now() >= next_interface_check) {
       state.attachAppeared();
       next_interface_check = Clock::now() + kInterfaceCheckInterval;

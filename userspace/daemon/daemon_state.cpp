@@ -32,6 +32,12 @@ void publishHttpPolicies(const std::string& config_path) {
   logInfo(report->describe());
 }
 
+uint64_t steadyNowNs() {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                   std::chrono::steady_clock::now().time_since_epoch())
+                                   .count());
+}
+
 }  // namespace
 
 Status DaemonState::apply(bool initial) {
@@ -69,11 +75,11 @@ Status DaemonState::applyLocked(bool& publish) {
         config_path_ + " lists no interfaces: 'floodgate run' attaches those under 'interfaces:'");
   }
   // Every interface's options first, so a config wrong for one changes none.
-  std::vector<AttachOptions> wanted;
+  std::vector<WantedInterface> wanted;
   for (const auto& iface : cfg.interfaces) {
     auto options = config::attachOptionsFor(cfg, iface.name);
     if (!options) return options.error();
-    wanted.push_back(std::move(*options));
+    wanted.push_back({std::move(*options), iface.adaptive});
   }
   ReporterAccess access;
   if (cfg.http && cfg.http->escalate.enabled) {
@@ -162,6 +168,29 @@ void DaemonState::pumpEvents(EventLog& log) {
       logInfo(line.text);
     }
   }
+}
+
+void DaemonState::adapt() {
+  std::vector<LogLine> lines;
+  {
+    std::lock_guard lock(mutex_);
+    interfaces_.adapt(steadyNowNs(), lines);
+  }
+  for (const LogLine& line : lines) {
+    if (line.warning) {
+      logWarning(line.text);
+    } else {
+      logInfo(line.text);
+    }
+  }
+}
+
+std::chrono::milliseconds DaemonState::untilAdapt() {
+  std::lock_guard lock(mutex_);
+  const uint64_t next = interfaces_.nextAdaptNs();
+  if (next == UINT64_MAX) return std::chrono::milliseconds::max();
+  const uint64_t now = steadyNowNs();
+  return std::chrono::milliseconds(next > now ? (next - now + 999'999) / 1'000'000 : 0);
 }
 
 void DaemonState::housekeep() {

@@ -7,6 +7,7 @@
 // mutex; a scrape holds it for a few map reads).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <mutex>
 #include <string>
@@ -57,6 +58,11 @@ class DaemonState {
   // on the reports of abusive client IPs services sent (http.escalate) and applies the bans
   // the fleet shared (fleet.bans), publishing the bans this host started that it shares.
   void pumpEvents(EventLog& log);
+  // Feeds the adaptive interfaces whose interval is over their load, applies and logs what
+  // their governors decide (adaptive:).
+  void adapt();
+  // How long until adapt() has work; milliseconds::max() when no interface is adaptive.
+  std::chrono::milliseconds untilAdapt();
   // Now and then (the caller decides how often): deletes the bans that are over on every
   // held interface, and logs once when rule bans found the ban table full since last time.
   void housekeep();

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "daemon/adaptive_steps.h"
 #include "daemon/log.h"
 #include "floodgate/common/units.h"
 #include "kernel/system.h"
@@ -42,10 +43,10 @@ void logNextProgram(const std::string& name, const XdpLimiter& limiter) {
 
 }  // namespace
 
-Status HeldInterfaces::apply(const std::vector<AttachOptions>& wanted) {
+Status HeldInterfaces::apply(const std::vector<WantedInterface>& wanted) {
   for (auto it = held_.begin(); it != held_.end();) {
     bool listed = false;
-    for (const auto& options : wanted) listed |= options.interface == it->first;
+    for (const auto& one : wanted) listed |= one.options.interface == it->first;
     if (listed) {
       ++it;
       continue;
@@ -54,9 +55,9 @@ Status HeldInterfaces::apply(const std::vector<AttachOptions>& wanted) {
     it = held_.erase(it);
   }
 
-  std::map<std::string, AttachOptions> waiting;
-  for (const AttachOptions& options : wanted) {
-    const std::string& name = options.interface;
+  std::map<std::string, WantedInterface> waiting;
+  for (const WantedInterface& one : wanted) {
+    const std::string& name = one.options.interface;
     auto held = held_.find(name);
     if (held != held_.end() && !attached(name)) {
       // Detached by someone else (`floodgate detach`): the held maps are orphans.
@@ -65,10 +66,17 @@ Status HeldInterfaces::apply(const std::vector<AttachOptions>& wanted) {
       held = held_.end();
     }
     if (held != held_.end()) {
-      if (Status s = held->second.limiter.reload(options); !s)
+      HeldInterface& holding = held->second;
+      AttachOptions options = one.options;
+      std::vector<LogLine> lines;
+      std::optional<AdaptiveGovernor> adaptive =
+          reconcileAdaptive(holding.adaptive, one.adaptive, options, lines);
+      if (Status s = holding.limiter.reload(options); !s)
         return Error::failure(name + ": " + s.error().message);
+      holding.adaptive = std::move(adaptive);
       logInfo("reloaded " + name + " (" + counted(options.rules.size(), "rule", "rules") + ")");
-      logNextProgram(name, held->second.limiter);
+      logNextProgram(name, holding.limiter);
+      for (const LogLine& line : lines) logInfo(line.text);
       continue;
     }
     if (auto exists = interfaceIndex(name); !exists) {
@@ -80,26 +88,33 @@ Status HeldInterfaces::apply(const std::vector<AttachOptions>& wanted) {
                    "answers 503 and floodgate_interface_up{interface=\"" +
                    name + "\"} is 0");
       }
-      waiting.emplace(name, options);
+      waiting.emplace(name, one);
       continue;
     }
-    if (Status s = attachOrAdopt(options, ""); !s) return s;
+    if (Status s = attachOrAdopt(one, ""); !s) return s;
   }
   waiting_ = std::move(waiting);
   std::erase_if(attach_failures_, [&](const auto& f) { return !waiting_.contains(f.first); });
   configured_.clear();
   rule_ban_ns_.clear();
-  for (const auto& options : wanted) {
-    configured_.push_back(options.interface);
-    for (const RuleSpec& rule : options.rules) {
+  for (const auto& one : wanted) {
+    configured_.push_back(one.options.interface);
+    for (const RuleSpec& rule : one.options.rules) {
       if (rule.action == ExceedAction::kBan) rule_ban_ns_[rule.name] = rule.ban_ns;
     }
   }
   return okStatus();
 }
 
-Status HeldInterfaces::attachOrAdopt(const AttachOptions& options, const std::string& why) {
+Status HeldInterfaces::attachOrAdopt(const WantedInterface& wanted, const std::string& why) {
+  const AttachOptions& options = wanted.options;
   const std::string& name = options.interface;
+  // A new governor: the limits start at the configured ones (those a restart finds squeezed
+  // by an earlier run are reset by the reload below).
+  std::vector<LogLine> unused;
+  AttachOptions unchanged = options;
+  std::optional<AdaptiveGovernor> adaptive =
+      reconcileAdaptive(std::nullopt, wanted.adaptive, unchanged, unused);
   if (attached(name)) {
     // A limiter left enforcing (a restart after --keep-attached): keep its buckets.
     auto limiter = XdpLimiter::open(name);
@@ -109,7 +124,7 @@ Status HeldInterfaces::attachOrAdopt(const AttachOptions& options, const std::st
     logInfo("adopted the limiter already attached to " + name + " (" +
             counted(options.rules.size(), "rule", "rules") + "; its state is kept)" + why);
     logNextProgram(name, *limiter);
-    hold(name, std::move(*limiter), true);
+    hold(name, std::move(*limiter), true, std::move(adaptive));
     return okStatus();
   }
   auto report = XdpLimiter::attach(options);
@@ -119,7 +134,7 @@ Status HeldInterfaces::attachOrAdopt(const AttachOptions& options, const std::st
   if (!limiter) return limiter.error();
   logInfo("attached to " + name + " (" + counted(options.rules.size(), "rule", "rules") +
           (report->prog_array_slot.empty() ? "" : "; in " + report->prog_array_slot) + ")" + why);
-  hold(name, std::move(*limiter), false);
+  hold(name, std::move(*limiter), false, std::move(adaptive));
   return okStatus();
 }
 
@@ -147,8 +162,10 @@ void HeldInterfaces::attachAppeared() {
   }
 }
 
-void HeldInterfaces::hold(const std::string& name, XdpLimiter limiter, bool adopted) {
+void HeldInterfaces::hold(const std::string& name, XdpLimiter limiter, bool adopted,
+                          std::optional<AdaptiveGovernor> adaptive) {
   HeldInterface& held = held_.try_emplace(name, std::move(limiter), adopted).first->second;
+  held.adaptive = std::move(adaptive);
   auto reader = EventReader::open(name);
   if (!reader) {
     logWarning(name + ": its events will not be logged: " + reader.error().message);
@@ -185,6 +202,33 @@ void HeldInterfaces::pumpEvents(EventLog& log, EventLog::Clock::time_point now,
       if (ban != rule_ban_ns_.end()) rule_bans.push_back({*event.source, ban->second});
     }
   }
+}
+
+void HeldInterfaces::adapt(uint64_t now_ns, std::vector<LogLine>& lines) {
+  for (auto& [name, held] : held_) {
+    if (!held.adaptive || now_ns < held.adaptive_next_ns) continue;
+    held.adaptive_next_ns = now_ns + held.adaptive->config().interval_ns;
+    auto counters = held.limiter.counters();
+    if (!counters) {
+      lines.push_back({true, "adaptive: cannot read the counters of " + name + ": " +
+                                 counters.error().message});
+      continue;
+    }
+    auto decision = held.adaptive->observe(now_ns, passedOf(*counters));
+    if (!decision) continue;
+    applyDecision(held.limiter, *held.adaptive, *decision, lines);
+    const uint64_t changed = decision->changes.size();
+    if (decision->action == AdaptiveAction::kTighten) held.adaptive_tightened += changed;
+    if (decision->action == AdaptiveAction::kRelax) held.adaptive_relaxed += changed;
+  }
+}
+
+uint64_t HeldInterfaces::nextAdaptNs() const {
+  uint64_t next = UINT64_MAX;
+  for (const auto& [name, held] : held_) {
+    if (held.adaptive) next = std::min(next, held.adaptive_next_ns);
+  }
+  return next;
 }
 
 void HeldInterfaces::housekeep(std::vector<std::string>& warnings) {
@@ -253,6 +297,8 @@ void HeldInterfaces::collect(metrics::Snapshot& snapshot) {
     auto one = metrics::collect(held.limiter, &held.sample_cursor);
     if (one) {
       one->events = held.events_read;
+      one->adaptive_tightened = held.adaptive_tightened;
+      one->adaptive_relaxed = held.adaptive_relaxed;
       snapshot.interfaces.push_back(std::move(*one));
     } else {
       logWarning("metrics of " + name + " unavailable: " + one.error().message);

@@ -14,8 +14,10 @@
 #include <utility>
 #include <vector>
 
+#include "config/adaptive_config.h"
 #include "controller/event_reader.h"
 #include "controller/xdp_limiter.h"
+#include "daemon/adaptive_governor.h"
 #include "daemon/event_log.h"
 #include "floodgate/common/cidr.h"
 #include "floodgate/common/result.h"
@@ -34,6 +36,16 @@ struct HeldInterface {
   std::array<uint64_t, FG_EVENT_TYPES> events_read{};
   uint64_t bans_failed_seen = 0;  // rule bans that found the ban table full, at the last look
   bool adopted = false;           // found attached and enforcing, not attached by this run
+  std::optional<AdaptiveGovernor> adaptive;  // none: nothing moves the limits but the config
+  uint64_t adaptive_next_ns = 0;             // when the load is read next (steady clock)
+  uint64_t adaptive_tightened = 0;           // rule changes made, for floodgate_events_total
+  uint64_t adaptive_relaxed = 0;
+};
+
+// What a config asks of one interface.
+struct WantedInterface {
+  AttachOptions options;
+  std::optional<config::AdaptiveConfig> adaptive;
 };
 
 class HeldInterfaces {
@@ -41,7 +53,8 @@ class HeldInterfaces {
   // Brings the interfaces in line with `wanted` (every one's options already valid):
   // detaches those no longer listed, reloads the ones held, attaches or adopts the others,
   // and waits for those that do not exist (logged once). A failure stops there.
-  Status apply(const std::vector<AttachOptions>& wanted);
+  // An interface's adaptive state is kept or started over as reconcileAdaptive() says.
+  Status apply(const std::vector<WantedInterface>& wanted);
   // Attaches the listed interfaces that did not exist and now do. A failure is logged once
   // per distinct message and tried again next time.
   void attachAppeared();
@@ -62,6 +75,11 @@ class HeldInterfaces {
   // are added to `rule_bans`.
   void pumpEvents(EventLog& log, EventLog::Clock::time_point now, std::vector<LogLine>& lines,
                   std::vector<RuleBan>& rule_bans);
+  // Feeds each adaptive interface whose interval is over (`now_ns` on the steady clock) its
+  // passed load, and applies what its governor decides; the lines say what changed.
+  void adapt(uint64_t now_ns, std::vector<LogLine>& lines);
+  // When adapt() has work next; UINT64_MAX when no interface is adaptive.
+  uint64_t nextAdaptNs() const;
   // Deletes the bans that are over; a warning when rule bans found the ban table full.
   void housekeep(std::vector<std::string>& warnings);
   // Bans `address` for `ban_ns` on every one held (extending, never shortening, a ban
@@ -77,8 +95,9 @@ class HeldInterfaces {
  private:
   // Adopts the limiter pinned for options.interface, or attaches a new one, and holds it.
   // `why` ends the log line.
-  Status attachOrAdopt(const AttachOptions& options, const std::string& why);
-  void hold(const std::string& name, XdpLimiter limiter, bool adopted);
+  Status attachOrAdopt(const WantedInterface& wanted, const std::string& why);
+  void hold(const std::string& name, XdpLimiter limiter, bool adopted,
+            std::optional<AdaptiveGovernor> adaptive);
 
   std::map<std::string, HeldInterface> held_;
   std::vector<std::string> configured_;
@@ -86,7 +105,7 @@ class HeldInterfaces {
   std::map<std::string, uint64_t> rule_ban_ns_;
   // Listed interfaces that did not exist when the config was applied, with what to attach
   // when they appear, and the last attach failure logged for each.
-  std::map<std::string, AttachOptions> waiting_;
+  std::map<std::string, WantedInterface> waiting_;
   std::map<std::string, std::string> attach_failures_;
 };
 

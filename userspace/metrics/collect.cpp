@@ -2,6 +2,8 @@
 // collect: counters, rule counters and the settings' ban counts, plus a rotating sample.
 #include "metrics/collect.h"
 
+#include "controller/rule_compiler.h"
+
 namespace floodgate::metrics {
 
 Result<InterfaceMetrics> collect(const XdpLimiter& limiter, uint32_t* sample_cursor,
@@ -14,6 +16,9 @@ Result<InterfaceMetrics> collect(const XdpLimiter& limiter, uint32_t* sample_cur
   auto rules = limiter.ruleCounters();
   if (!rules) return rules.error();
   out.rules = std::move(*rules);
+  auto active = limiter.activeRules();
+  if (!active) return active.error();
+  for (const fg_rule& rule : *active) out.limits.push_back({rule.name, describeLimits(rule)});
   auto settings = limiter.settings();
   if (!settings) return settings.error();
   out.bans_active = uint64_t{settings->ban_entries[0]} + settings->ban_entries[1];

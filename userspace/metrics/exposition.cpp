@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <tuple>
 #include <utility>
 
 #include "controller/event_reader.h"
@@ -166,14 +167,39 @@ std::string render(const Snapshot& snapshot) {
     }
   }
 
+  family(out, "floodgate_rule_limit", "gauge",
+         "The limits each active rule runs with now, by kind (pps, burst, bps, burst_bytes): "
+         "the configured ones, or where floodgate set or adaptive: moved them.");
+  for (const auto& iface : snapshot.interfaces) {
+    for (const RuleLimit& rule : iface.limits) {
+      const LimitSpec& l = rule.limit;
+      for (auto [kind, value, shown] :
+           {std::tuple{"pps", l.pps, l.pps != 0}, std::tuple{"burst", l.burst, l.burst != 0},
+            std::tuple{"bps", l.bits_per_s, l.bits_per_s != 0},
+            std::tuple{"burst_bytes", l.burst_bytes, l.burst_bytes != 0}}) {
+        if (!shown) continue;
+        sample(out, "floodgate_rule_limit",
+               {{"interface", iface.interface}, {"rule", rule.rule}, {"kind", kind}},
+               number(value));
+      }
+    }
+  }
+
   family(out, "floodgate_events_total", "counter",
-         "State changes the program reported and the daemon read, by event.");
+         "State changes the program reported and the daemon read, by event; adaptive_tighten "
+         "and adaptive_relax count the rule limits the daemon itself moved (adaptive:).");
   for (const auto& iface : snapshot.interfaces) {
     for (uint32_t type = 0; type < FG_EVENT_TYPES; ++type) {
       sample(out, "floodgate_events_total",
              {{"interface", iface.interface}, {"event", eventTypeName(type)}},
              number(iface.events[type]));
     }
+    sample(out, "floodgate_events_total",
+           {{"interface", iface.interface}, {"event", "adaptive_tighten"}},
+           number(iface.adaptive_tightened));
+    sample(out, "floodgate_events_total",
+           {{"interface", iface.interface}, {"event", "adaptive_relax"}},
+           number(iface.adaptive_relaxed));
   }
 
   family(out, "floodgate_events_dropped_total", "counter",

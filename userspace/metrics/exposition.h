@@ -12,6 +12,12 @@
 
 namespace floodgate::metrics {
 
+// The limits a rule runs with now (after floodgate set, or adaptive: steps).
+struct RuleLimit {
+  std::string rule;
+  LimitSpec limit;
+};
+
 // What one attached interface reports.
 struct InterfaceMetrics {
   std::string interface;
@@ -22,6 +28,10 @@ struct InterfaceMetrics {
   uint64_t bans_active = 0;
   EventStats event_stats;                         // what the program did with its events
   std::array<uint64_t, FG_EVENT_TYPES> events{};  // events the daemon read, by enum fg_event_type
+  std::vector<RuleLimit> limits;                  // every active rule, in rule order
+  // Rule limits the daemon's adaptive: governor tightened and relaxed (one per rule moved).
+  uint64_t adaptive_tightened = 0;
+  uint64_t adaptive_relaxed = 0;
 };
 
 // Everything a scrape renders.

@@ -1,0 +1,254 @@
+// SPDX-License-Identifier: MIT
+// AdaptiveGovernor on a stepped clock: an attack tightens the named rules step by step down
+// to their floors and no further, calm relaxes them back to exactly their configured limits,
+// a load around capacity never flips them, and hostile readings (counters or time going
+// backwards, huge jumps, readings too close together) move nothing they should not.
+#include "daemon/adaptive_governor.h"
+
+#include <gtest/gtest.h>
+
+#include <functional>
+
+namespace floodgate::daemon {
+namespace {
+
+constexpr uint64_t kSecond = 1'000'000'000;
+
+config::AdaptiveConfig testConfig() {
+  config::AdaptiveConfig c;
+  c.capacity_pps = 1000;
+  c.step = 0.5;
+  c.interval_ns = kSecond;
+  c.relax_below = 0.5;
+  c.relax_after_ns = 5 * kSecond;
+  return c;
+}
+
+// per-source: 100 pps, burst 10, squeezed to 10 pps, burst 1 at most.
+std::vector<AdaptiveRule> testRules() { return {{"per-source", {100, 10, 0, 0}, {10, 1, 0, 0}}}; }
+
+// A host on a stepped clock: each tick adds one interval of passed load to the counters and
+// shows them to the governor.
+class Host {
+ public:
+  explicit Host(AdaptiveGovernor& governor) : governor_(governor) {
+    governor_.observe(now_ns_, counters_);  // the baseline
+  }
+
+  // One interval at `pps` (and 100-byte frames); the decision, if any.
+  std::optional<AdaptiveDecision> tick(double pps) {
+    now_ns_ += governor_.config().interval_ns;
+    counters_.packets += static_cast<uint64_t>(pps);
+    counters_.bytes += static_cast<uint64_t>(pps) * 100;
+    auto decision = governor_.observe(now_ns_, counters_);
+    if (decision) decisions.push_back(*decision);
+    return decision;
+  }
+  // `intervals` ticks, each at the load `load(current pps limit)`.
+  void run(int intervals, const std::function<double(uint64_t)>& load) {
+    for (int i = 0; i < intervals; ++i) tick(load(governor_.limitsOf(0).pps));
+  }
+  size_t count(AdaptiveAction action) const {
+    size_t n = 0;
+    for (const auto& d : decisions) n += d.action == action;
+    return n;
+  }
+
+  AdaptiveGovernor& governor_;
+  uint64_t now_ns_ = 1000 * kSecond;
+  PassedCounters counters_{5'000'000, 500'000'000};
+  std::vector<AdaptiveDecision> decisions;
+};
+
+// 200 pps of normal traffic and, during an attack, 100 sources sending 40 pps each, every
+// one held to the rule's per-source limit.
+double attacked(uint64_t limit_pps) { return 200 + 100 * std::min<double>(40, limit_pps); }
+double normal(uint64_t) { return 200; }
+
+TEST(AdaptiveGovernor, LevelsStepDownByTheFactorRoundedUpToTheFloors) {
+  AdaptiveGovernor governor(testConfig(), testRules());
+  // 100 → 50 → 25 → 13 → 10 (the floor); bursts 10 → 5 → 3 → 2 → 1
+  EXPECT_EQ(governor.maxLevel(), 4u);
+  EXPECT_EQ(governor.limitsOf(0), (LimitSpec{100, 10, 0, 0}));
+}
+
+TEST(AdaptiveGovernor, AnAttackTightensToTheFloorsHoldsThemAndCalmRelaxesBackExactly) {
+  AdaptiveGovernor governor(testConfig(), testRules());
+  Host host(governor);
+  host.run(10, normal);
+  EXPECT_TRUE(host.decisions.empty()) << "calm at the configured limits: nothing moves";
+
+  // The attack: one step per interval, each after a whole reading under the limits before.
+  std::vector<uint64_t> seen_pps;
+  for (int i = 0; i < 30; ++i) {
+    host.tick(attacked(governor.limitsOf(0).pps));
+    seen_pps.push_back(governor.limitsOf(0).pps);
+  }
+  EXPECT_EQ(host.count(AdaptiveAction::kTighten), 4u);
+  EXPECT_EQ(governor.level(), 4u);
+  EXPECT_EQ(governor.limitsOf(0), (LimitSpec{10, 1, 0, 0})) << "held at its floors";
+  for (uint64_t pps : seen_pps) EXPECT_GE(pps, 10u) << "never below the floor";
+  // 200 + 100 × 10 = 1200 pps is still over: said once, not every interval.
+  EXPECT_EQ(host.count(AdaptiveAction::kFloorsReached), 1u);
+  const AdaptiveDecision& first = host.decisions[0];
+  EXPECT_EQ(first.action, AdaptiveAction::kTighten);
+  ASSERT_EQ(first.changes.size(), 1u);
+  EXPECT_EQ(first.changes[0].rule, "per-source");
+  EXPECT_EQ(first.changes[0].from, (LimitSpec{100, 10, 0, 0}));
+  EXPECT_EQ(first.changes[0].to, (LimitSpec{50, 5, 0, 0}));
+  EXPECT_DOUBLE_EQ(first.passed_pps, 4200);
+  EXPECT_EQ(governor.describeLoad(first), "passed 4200 pps > capacity 1000 pps");
+
+  // It ends: a relax step once the load has stayed calm for relax_after, one more after
+  // each further relax_after, back to exactly the configured limits.
+  host.decisions.clear();
+  std::vector<uint64_t> relax_times;
+  for (int i = 0; i < 40; ++i) {
+    if (host.tick(200)) relax_times.push_back(host.now_ns_);
+  }
+  EXPECT_EQ(host.count(AdaptiveAction::kRelax), 4u);
+  EXPECT_EQ(host.count(AdaptiveAction::kTighten), 0u);
+  EXPECT_EQ(governor.level(), 0u);
+  EXPECT_EQ(governor.limitsOf(0), (LimitSpec{100, 10, 0, 0}));
+  for (size_t i = 1; i < relax_times.size(); ++i) {
+    EXPECT_GE(relax_times[i] - relax_times[i - 1], 5 * kSecond);
+  }
+  EXPECT_EQ(governor.describeLoad(host.decisions[0]),
+            "passed 200 pps < 500 pps (capacity 1000 pps × 0.5) for 5s");
+}
+
+TEST(AdaptiveGovernor, AThresholdWithBitsPerSecondTightensOnBits) {
+  config::AdaptiveConfig c = testConfig();
+  c.capacity_pps = 0;
+  c.capacity_bps = 8'000'000;  // 1 MB/s of frames
+  AdaptiveGovernor governor(c,
+                            {{"bytes", {0, 0, 80'000'000, 1'000'000}, {0, 0, 8'000'000, 100'000}}});
+  Host host(governor);
+  host.tick(20'000);  // 100-byte frames: 16 Mbit/s
+  ASSERT_EQ(host.decisions.size(), 1u);
+  EXPECT_EQ(host.decisions[0].changes[0].to, (LimitSpec{0, 0, 40'000'000, 500'000}));
+  EXPECT_EQ(governor.describeLoad(host.decisions[0]), "passed 16Mbit > capacity 8Mbit");
+}
+
+TEST(AdaptiveGovernor, ALoadAroundCapacityNeverFlipsTheLimits) {
+  AdaptiveGovernor governor(testConfig(), testRules());
+  Host host(governor);
+  // Whatever the limits, the load hovers around capacity: it may tighten, never relax.
+  for (int i = 0; i < 400; ++i) host.tick(i % 2 ? 1050 : 950);
+  EXPECT_EQ(host.count(AdaptiveAction::kRelax), 0u);
+  // and in the dead band between capacity × relax_below and capacity, nothing at all moves
+  const uint32_t level = governor.level();
+  host.decisions.clear();
+  for (int i = 0; i < 400; ++i) host.tick(i % 3 ? 600 : 990);
+  EXPECT_TRUE(host.decisions.empty());
+  EXPECT_EQ(governor.level(), level);
+}
+
+TEST(AdaptiveGovernor, ALoadThatFollowsTheLimitsSettlesWithoutEverFlipping) {
+  // Sources held to their limit pass k × limit: whatever k, once tightened, a relax step
+  // (at most × 1/step) cannot take the load back over capacity, so it never tightens again.
+  for (int k = 1; k <= 300; ++k) {
+    SCOPED_TRACE("k = " + std::to_string(k));
+    AdaptiveGovernor governor(testConfig(), testRules());
+    Host host(governor);
+    host.run(200, [k](uint64_t limit) { return static_cast<double>(k) * limit; });
+    bool relaxed = false;
+    for (const AdaptiveDecision& d : host.decisions) {
+      if (d.action == AdaptiveAction::kRelax) relaxed = true;
+      EXPECT_FALSE(relaxed && d.action == AdaptiveAction::kTighten) << "tightened after a relax";
+    }
+  }
+}
+
+TEST(AdaptiveGovernor, CountersGoingBackwardsOnlyStartANewBaseline) {
+  AdaptiveGovernor governor(testConfig(), testRules());
+  Host host(governor);
+  host.tick(5000);
+  ASSERT_EQ(governor.level(), 1u);
+  // A reload re-attached the program: its counters start from zero.
+  host.counters_ = {0, 0};
+  host.now_ns_ += kSecond;
+  EXPECT_FALSE(governor.observe(host.now_ns_, host.counters_));
+  EXPECT_EQ(governor.level(), 1u) << "neither a tighten nor a relax from a bogus delta";
+  host.tick(5000);
+  EXPECT_EQ(governor.level(), 2u) << "rates again from the new baseline";
+  // Only one of the two counters going back is as bogus.
+  host.counters_.bytes -= 1;
+  host.now_ns_ += kSecond;
+  EXPECT_FALSE(governor.observe(host.now_ns_, host.counters_));
+  EXPECT_EQ(governor.level(), 2u);
+}
+
+TEST(AdaptiveGovernor, HugeJumpsMoveOneStepAtATime) {
+  AdaptiveGovernor governor(testConfig(), testRules());
+  Host host(governor);
+  host.counters_.packets = UINT64_MAX - 1;  // a counter near its end: 1.8e19 packets in 1 s
+  host.now_ns_ += kSecond;
+  auto decision = governor.observe(host.now_ns_, host.counters_);
+  ASSERT_TRUE(decision);
+  EXPECT_EQ(decision->level_to, 1u) << "one step, however far over";
+  // A long silence (the daemon stopped for an hour) is one calm reading, not an hour of
+  // calm: relaxing still waits for relax_after of readings.
+  host.now_ns_ += 3600 * kSecond;
+  EXPECT_FALSE(governor.observe(host.now_ns_, host.counters_));
+  EXPECT_EQ(governor.level(), 1u);
+  for (int i = 0; i < 4; ++i) EXPECT_FALSE(host.tick(0));
+  EXPECT_TRUE(host.tick(0)) << "5 s of calm readings after the first";
+  EXPECT_EQ(governor.level(), 0u);
+}
+
+TEST(AdaptiveGovernor, TimeGoingBackwardsStartsTheHoldsOver) {
+  AdaptiveGovernor governor(testConfig(), testRules());
+  Host host(governor);
+  host.tick(5000);
+  host.tick(5000);
+  ASSERT_EQ(governor.level(), 2u);
+  for (int i = 0; i < 3; ++i) host.tick(0);  // calm for 3 s of the 5 needed
+  host.now_ns_ -= 100 * kSecond;             // the clock steps back
+  EXPECT_FALSE(governor.observe(host.now_ns_, host.counters_));
+  // Calm again from the first reading after it: the 3 s before the step count for nothing,
+  // and the hold after the last change is measured from the new time, never across the jump.
+  for (int i = 0; i < 5; ++i) EXPECT_FALSE(host.tick(0)) << i;
+  EXPECT_TRUE(host.tick(0));
+  EXPECT_EQ(governor.level(), 1u);
+}
+
+TEST(AdaptiveGovernor, ReadingsTooCloseTogetherWaitForHalfAnInterval) {
+  AdaptiveGovernor governor(testConfig(), testRules());
+  Host host(governor);
+  // 10 ms after the baseline, a burst that would read as 500k pps: not a reading yet
+  host.counters_.packets += 5000;
+  EXPECT_FALSE(governor.observe(host.now_ns_ + kSecond / 100, host.counters_));
+  EXPECT_FALSE(governor.observe(host.now_ns_ + kSecond / 100, host.counters_)) << "same time";
+  // the same packets over the whole second: 5000 pps, over capacity
+  host.now_ns_ += kSecond;
+  EXPECT_TRUE(governor.observe(host.now_ns_, host.counters_));
+}
+
+TEST(AdaptiveGovernor, OneStepPerReadingEachMeasuredUnderTheLimitsBeforeIt) {
+  AdaptiveGovernor governor(testConfig(), testRules());
+  Host host(governor);
+  // Every reading begins where the one before ended, so each step is decided on the load the
+  // limits of the step before let through.
+  for (uint32_t expected = 1; expected <= 4; ++expected) {
+    auto decision = host.tick(1'000'000);
+    ASSERT_TRUE(decision);
+    EXPECT_EQ(decision->level_from, expected - 1);
+    EXPECT_EQ(decision->level_to, expected);
+  }
+}
+
+TEST(AdaptiveGovernor, AReloadKeepsAGovernorOnlyForTheSameSectionAndLimits) {
+  AdaptiveGovernor governor(testConfig(), testRules());
+  EXPECT_TRUE(governor.sameAs(testConfig(), testRules()));
+  config::AdaptiveConfig other = testConfig();
+  other.step = 0.4;
+  other.relax_below = 0.4;
+  EXPECT_FALSE(governor.sameAs(other, testRules()));
+  std::vector<AdaptiveRule> raised = testRules();
+  raised[0].configured.pps = 200;
+  EXPECT_FALSE(governor.sameAs(testConfig(), raised));
+}
+
+}  // namespace
+}  // namespace floodgate::daemon

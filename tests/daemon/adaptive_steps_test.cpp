@@ -1,0 +1,101 @@
+// SPDX-License-Identifier: MIT
+// The daemon's side of adaptive: what a reload keeps, and what counts as passed load.
+#include "daemon/adaptive_steps.h"
+
+#include <gtest/gtest.h>
+
+namespace floodgate::daemon {
+namespace {
+
+constexpr uint64_t kSecond = 1'000'000'000;
+
+config::AdaptiveConfig section() {
+  config::AdaptiveConfig c;
+  c.capacity_pps = 1000;
+  c.floors = {{"per-source", {10, 1, 0, 0}}};
+  c.interval_ns = kSecond;
+  c.relax_after_ns = 5 * kSecond;
+  return c;
+}
+
+AttachOptions options(uint64_t pps) {
+  AttachOptions o;
+  o.interface = "eth0";
+  RuleSpec per_source;
+  per_source.name = "per-source";
+  per_source.limit = {pps, 10, 0, 0};
+  RuleSpec other;
+  other.name = "other";
+  other.limit = {7, 1, 0, 0};
+  o.rules = {per_source, other};
+  return o;
+}
+
+// A governor two steps down.
+AdaptiveGovernor tightened() {
+  AttachOptions o = options(100);
+  std::vector<LogLine> lines;
+  AdaptiveGovernor governor = *reconcileAdaptive(std::nullopt, section(), o, lines);
+  governor.observe(0, {0, 0});
+  governor.observe(kSecond, {5000, 0});
+  governor.observe(2 * kSecond, {10000, 0});
+  EXPECT_EQ(governor.level(), 2u);
+  return governor;
+}
+
+TEST(AdaptiveSteps, AReloadOfTheSameSectionAndLimitsKeepsTheSqueezedLimits) {
+  AttachOptions o = options(100);
+  std::vector<LogLine> lines;
+  auto kept = reconcileAdaptive(tightened(), section(), o, lines);
+  ASSERT_TRUE(kept);
+  EXPECT_EQ(kept->level(), 2u);
+  EXPECT_EQ(o.rules[0].limit, (LimitSpec{25, 3, 0, 0})) << "the reload runs the squeezed limits";
+  EXPECT_EQ(o.rules[1].limit, (LimitSpec{7, 1, 0, 0})) << "a rule it does not name is as written";
+  EXPECT_TRUE(lines.empty());
+  // after a reload the counters may have started over: the next reading is a baseline only
+  EXPECT_FALSE(kept->observe(3 * kSecond, {0, 0}));
+  EXPECT_EQ(kept->level(), 2u);
+}
+
+TEST(AdaptiveSteps, AChangedLimitOrSectionStartsOverAtTheConfiguredLimits) {
+  AttachOptions o = options(200);
+  std::vector<LogLine> lines;
+  auto fresh = reconcileAdaptive(tightened(), section(), o, lines);
+  ASSERT_TRUE(fresh);
+  EXPECT_EQ(fresh->level(), 0u);
+  EXPECT_EQ(o.rules[0].limit, (LimitSpec{200, 10, 0, 0}));
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_NE(lines[0].text.find("starts over at the configured limits"), std::string::npos);
+
+  config::AdaptiveConfig slower = section();
+  slower.relax_after_ns = 60 * kSecond;
+  AttachOptions same = options(100);
+  lines.clear();
+  EXPECT_EQ(reconcileAdaptive(tightened(), slower, same, lines)->level(), 0u);
+  EXPECT_EQ(same.rules[0].limit, (LimitSpec{100, 10, 0, 0}));
+}
+
+TEST(AdaptiveSteps, NoSectionNoGovernor) {
+  AttachOptions o = options(100);
+  std::vector<LogLine> lines;
+  EXPECT_FALSE(reconcileAdaptive(std::nullopt, std::nullopt, o, lines));
+  EXPECT_TRUE(lines.empty());
+  EXPECT_FALSE(reconcileAdaptive(tightened(), std::nullopt, o, lines));
+  EXPECT_EQ(o.rules[0].limit, (LimitSpec{100, 10, 0, 0}));
+  ASSERT_EQ(lines.size(), 1u) << "the section went away while it had moved the limits";
+}
+
+TEST(AdaptiveSteps, PassedLoadIsPassAndMonitorOfEveryReason) {
+  std::vector<CounterRow> rows = {
+      {FG_VERDICT_PASS, FG_REASON_DEFAULT, 100, 6000},
+      {FG_VERDICT_PASS, FG_REASON_ALLOW, 10, 600},
+      {FG_VERDICT_MONITOR, FG_REASON_RATE, 5, 300},
+      {FG_VERDICT_DROP, FG_REASON_RATE, 1000, 60000},
+  };
+  PassedCounters passed = passedOf(rows);
+  EXPECT_EQ(passed.packets, 115u);
+  EXPECT_EQ(passed.bytes, 6900u);
+}
+
+}  // namespace
+}  // namespace floodgate::daemon

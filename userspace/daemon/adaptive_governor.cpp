@@ -1,0 +1,211 @@
+// SPDX-License-Identifier: MIT
+// AdaptiveGovernor: readings → rates → one step at a time, with a dead band and hold times.
+#include "daemon/adaptive_governor.h"
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+#include "floodgate/common/units.h"
+
+namespace floodgate::daemon {
+namespace {
+
+constexpr double kNsPerS = 1e9;
+// Levels looked at for the deepest one: a step of 0.95 takes a 64-bit limit to 1 in ~870.
+constexpr uint32_t kMaxLevels = 4096;
+
+// One step down from `value`: × step rounded up, never below `floor`. Rounded up so that one
+// step back up (to `value`) multiplies a limit by at most 1 / step, which the relax rule
+// counts on.
+uint64_t stepDown(uint64_t value, uint64_t floor, double step) {
+  const long double scaled = std::ceil(static_cast<long double>(value) * step);
+  const uint64_t next =
+      scaled >= static_cast<long double>(value) ? value : static_cast<uint64_t>(scaled);
+  return std::max(next, std::min(floor, value));
+}
+
+std::string rate(double value) {
+  std::ostringstream out;
+  out.setf(std::ios::fixed);
+  out.precision(0);
+  out << value;
+  return out.str();
+}
+
+std::string factor(double value) {
+  std::ostringstream out;
+  out.precision(6);
+  out << value;
+  return out.str();
+}
+
+}  // namespace
+
+AdaptiveGovernor::AdaptiveGovernor(const config::AdaptiveConfig& config,
+                                   std::vector<AdaptiveRule> rules)
+    : config_(config), rules_(std::move(rules)) {
+  // Every level down to the first that no step changes: each rule on its floor (or, with a
+  // step close to 1, a small limit that rounding up keeps where it is).
+  std::vector<LimitSpec> level;
+  for (const AdaptiveRule& rule : rules_) level.push_back(rule.configured);
+  levels_.push_back(level);
+  while (levels_.size() < kMaxLevels) {
+    bool moved = false;
+    for (size_t i = 0; i < rules_.size(); ++i) {
+      const LimitSpec& floor = rules_[i].floor;
+      LimitSpec& limit = level[i];
+      const LimitSpec before = limit;
+      if (floor.pps) {
+        limit.pps = stepDown(limit.pps, floor.pps, config_.step);
+        limit.burst = stepDown(limit.burst, floor.burst, config_.step);
+      }
+      if (floor.bits_per_s) {
+        limit.bits_per_s = stepDown(limit.bits_per_s, floor.bits_per_s, config_.step);
+        limit.burst_bytes = stepDown(limit.burst_bytes, floor.burst_bytes, config_.step);
+      }
+      moved = moved || !(before == limit);
+    }
+    if (!moved) break;
+    levels_.push_back(level);
+  }
+  max_level_ = static_cast<uint32_t>(levels_.size() - 1);
+}
+
+LimitSpec AdaptiveGovernor::limitsAt(size_t index, uint32_t level) const {
+  return levels_[std::min<size_t>(level, max_level_)][index];
+}
+
+bool AdaptiveGovernor::over(double pps, double bps) const {
+  return (config_.capacity_pps && pps > static_cast<double>(config_.capacity_pps)) ||
+         (config_.capacity_bps && bps > static_cast<double>(config_.capacity_bps));
+}
+
+bool AdaptiveGovernor::calm(double pps, double bps) const {
+  const double low = config_.relax_below;
+  return (!config_.capacity_pps || pps < static_cast<double>(config_.capacity_pps) * low) &&
+         (!config_.capacity_bps || bps < static_cast<double>(config_.capacity_bps) * low);
+}
+
+AdaptiveDecision AdaptiveGovernor::move(uint32_t to, double pps, double bps) {
+  AdaptiveDecision decision;
+  decision.action = to > level_ ? AdaptiveAction::kTighten : AdaptiveAction::kRelax;
+  decision.level_from = level_;
+  decision.level_to = to;
+  decision.passed_pps = pps;
+  decision.passed_bps = bps;
+  for (size_t i = 0; i < rules_.size(); ++i) {
+    LimitSpec from = limitsAt(i, level_), next = limitsAt(i, to);
+    if (!(from == next)) decision.changes.push_back({rules_[i].name, from, next});
+  }
+  level_ = to;
+  return decision;
+}
+
+std::optional<AdaptiveDecision> AdaptiveGovernor::observe(uint64_t now_ns,
+                                                          PassedCounters counters) {
+  const bool backwards = now_ns < baseline_ns_ || counters.packets < baseline_.packets ||
+                         counters.bytes < baseline_.bytes;
+  if (!have_baseline_ || backwards) {
+    // No rate can be had from this reading: a first one, a program whose counters started
+    // over (a reload that re-attached it), or a clock that stepped back. The hold times
+    // start again from here rather than trust a time that moved the wrong way.
+    if (have_baseline_ && backwards) {
+      calm_ = false;
+      if (changed_ && last_change_ns_ > now_ns) last_change_ns_ = now_ns;
+    }
+    have_baseline_ = true;
+    baseline_ns_ = now_ns;
+    baseline_ = counters;
+    return std::nullopt;
+  }
+  const uint64_t elapsed_ns = now_ns - baseline_ns_;
+  if (elapsed_ns < config_.interval_ns / 2) return std::nullopt;  // read again later
+  const double seconds = static_cast<double>(elapsed_ns) / kNsPerS;
+  const double pps = static_cast<double>(counters.packets - baseline_.packets) / seconds;
+  const double bps = static_cast<double>(counters.bytes - baseline_.bytes) * 8 / seconds;
+  // The next reading begins here: every step is decided on a whole reading of the limits
+  // the step before it set.
+  baseline_ns_ = now_ns;
+  baseline_ = counters;
+
+  if (over(pps, bps)) {
+    calm_ = false;
+    if (level_ < max_level_) {
+      changed_ = true;
+      last_change_ns_ = now_ns;
+      return move(level_ + 1, pps, bps);
+    }
+    if (floors_reported_) return std::nullopt;
+    floors_reported_ = true;
+    AdaptiveDecision decision;
+    decision.action = AdaptiveAction::kFloorsReached;
+    decision.level_from = decision.level_to = level_;
+    decision.passed_pps = pps;
+    decision.passed_bps = bps;
+    return decision;
+  }
+  if (!calm(pps, bps)) {
+    // The dead band between capacity × relax_below and capacity: nothing moves, and the
+    // calm needed for a relax starts over.
+    calm_ = false;
+    return std::nullopt;
+  }
+  floors_reported_ = false;
+  if (!calm_) {
+    calm_ = true;
+    calm_since_ns_ = now_ns;
+  }
+  const bool held = now_ns - calm_since_ns_ >= config_.relax_after_ns &&
+                    (!changed_ || now_ns - last_change_ns_ >= config_.relax_after_ns);
+  if (level_ == 0 || !held) return std::nullopt;
+  changed_ = true;
+  last_change_ns_ = now_ns;
+  calm_since_ns_ = now_ns;  // the next relax needs a whole calm stretch under these limits
+  return move(level_ - 1, pps, bps);
+}
+
+bool AdaptiveGovernor::sameAs(const config::AdaptiveConfig& config,
+                              const std::vector<AdaptiveRule>& rules) const {
+  if (!(config == config_) || rules.size() != rules_.size()) return false;
+  for (size_t i = 0; i < rules.size(); ++i) {
+    if (rules[i].name != rules_[i].name || !(rules[i].configured == rules_[i].configured) ||
+        !(rules[i].floor == rules_[i].floor)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+std::string AdaptiveGovernor::describeLoad(const AdaptiveDecision& decision) const {
+  std::string out;
+  auto add = [&](const std::string& part) { out += (out.empty() ? "" : ", ") + part; };
+  const bool relax = decision.action == AdaptiveAction::kRelax;
+  const std::string low = " (capacity ";
+  if (config_.capacity_pps) {
+    const std::string passed = "passed " + rate(decision.passed_pps) + " pps";
+    if (relax) {
+      add(passed + " < " + rate(static_cast<double>(config_.capacity_pps) * config_.relax_below) +
+          " pps" + low + std::to_string(config_.capacity_pps) + " pps × " +
+          factor(config_.relax_below) + ")");
+    } else if (decision.passed_pps > static_cast<double>(config_.capacity_pps)) {
+      add(passed + " > capacity " + std::to_string(config_.capacity_pps) + " pps");
+    }
+  }
+  if (config_.capacity_bps) {
+    const std::string passed =
+        "passed " + formatBitRate(static_cast<uint64_t>(decision.passed_bps));
+    if (relax) {
+      add(passed + " < " +
+          formatBitRate(static_cast<uint64_t>(static_cast<double>(config_.capacity_bps) *
+                                              config_.relax_below)) +
+          low + formatBitRate(config_.capacity_bps) + " × " + factor(config_.relax_below) + ")");
+    } else if (decision.passed_bps > static_cast<double>(config_.capacity_bps)) {
+      add(passed + " > capacity " + formatBitRate(config_.capacity_bps));
+    }
+  }
+  if (relax) out += " for " + formatDuration(config_.relax_after_ns);
+  return out;
+}
+
+}  // namespace floodgate::daemon

@@ -1,0 +1,100 @@
+// SPDX-License-Identifier: MIT
+// AdaptiveGovernor: decides, from the load an interface's program passes and the time, when
+// the rules an `adaptive:` section names are tightened one step toward their floors and when
+// they are relaxed one step back toward their configured limits. Pure: no clock, no kernel;
+// the daemon reads the counters, passes the time and applies what it decides. Not
+// thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "config/adaptive_config.h"
+#include "controller/rule_spec.h"
+
+namespace floodgate::daemon {
+
+// The program's pass counters as read at one time (packets and frame bytes, since the
+// program was loaded; monitor verdicts included, as they pass too).
+struct PassedCounters {
+  uint64_t packets = 0;
+  uint64_t bytes = 0;
+};
+
+// One named rule: its limits as configured, and its floor.
+struct AdaptiveRule {
+  std::string name;
+  LimitSpec configured;
+  LimitSpec floor;  // a rate of 0: that rate is not squeezed
+};
+
+struct AdaptiveChange {
+  std::string rule;
+  LimitSpec from, to;
+};
+
+enum class AdaptiveAction { kTighten, kRelax, kFloorsReached };
+
+// What the governor decided on one reading.
+struct AdaptiveDecision {
+  AdaptiveAction action = AdaptiveAction::kTighten;
+  uint32_t level_from = 0, level_to = 0;
+  double passed_pps = 0, passed_bps = 0;  // over the reading's interval
+  std::vector<AdaptiveChange> changes;    // empty with kFloorsReached
+};
+
+class AdaptiveGovernor {
+ public:
+  // `rules` in the order of `config.floors`; each rule's floor at most its configured limits.
+  AdaptiveGovernor(const config::AdaptiveConfig& config, std::vector<AdaptiveRule> rules);
+
+  // One reading of the counters at `now_ns` (any monotonic clock). A decision when limits
+  // change (or, once per attack, when every floor is reached and the load is still over).
+  // The first reading, one after the time or a counter went backwards, and one less than
+  // half an interval after the last only set the baseline.
+  std::optional<AdaptiveDecision> observe(uint64_t now_ns, PassedCounters counters);
+
+  // Level 0 is the configured limits; each level multiplies them by `step` once more
+  // (rounded up, and never below a floor), down to maxLevel(), where no step changes them.
+  uint32_t level() const { return level_; }
+  uint32_t maxLevel() const { return max_level_; }
+  // The limits of rule `index` at the current level.
+  LimitSpec limitsOf(size_t index) const { return limitsAt(index, level_); }
+  const std::vector<AdaptiveRule>& rules() const { return rules_; }
+  const config::AdaptiveConfig& config() const { return config_; }
+
+  // Whether a governor for `config` and `rules` would decide exactly as this one does, so a
+  // reload may keep this one (and its level) in its place.
+  bool sameAs(const config::AdaptiveConfig& config, const std::vector<AdaptiveRule>& rules) const;
+  // After a reload or a restart of the program: the counters start over, so the next reading
+  // only sets a baseline. The level and the timers are kept.
+  void rebaseline() { have_baseline_ = false; }
+
+  // "passed 61234 pps > capacity 50000 pps": the measure that decided, for the log.
+  std::string describeLoad(const AdaptiveDecision& decision) const;
+
+ private:
+  LimitSpec limitsAt(size_t index, uint32_t level) const;
+  AdaptiveDecision move(uint32_t to, double pps, double bps);
+  bool over(double pps, double bps) const;
+  bool calm(double pps, double bps) const;
+
+  config::AdaptiveConfig config_;
+  std::vector<AdaptiveRule> rules_;
+  std::vector<std::vector<LimitSpec>> levels_;  // [level][rule]
+  uint32_t level_ = 0;
+  uint32_t max_level_ = 0;
+
+  bool have_baseline_ = false;
+  uint64_t baseline_ns_ = 0;
+  PassedCounters baseline_;
+  uint64_t last_change_ns_ = 0;
+  bool changed_ = false;  // last_change_ns_ means something
+  bool calm_ = false;     // the readings since calm_since_ns_ were all calm
+  uint64_t calm_since_ns_ = 0;
+  bool floors_reported_ = false;  // kFloorsReached said for this stretch over capacity
+};
+
+}  // namespace floodgate::daemon

@@ -1,0 +1,119 @@
+// SPDX-License-Identifier: MIT
+// The daemon's side of `adaptive:`: config → governor, counters → load, decision → rules.
+#include "daemon/adaptive_steps.h"
+
+#include "floodgate/common/units.h"
+
+namespace floodgate::daemon {
+namespace {
+
+std::vector<AdaptiveRule> governedRules(const config::AdaptiveConfig& adaptive,
+                                        const std::vector<RuleSpec>& rules) {
+  std::vector<AdaptiveRule> out;
+  for (const config::AdaptiveFloor& floor : adaptive.floors) {
+    for (const RuleSpec& rule : rules) {
+      if (rule.name == floor.rule) out.push_back({rule.name, rule.limit, floor.floor});
+    }
+  }
+  return out;
+}
+
+// " pps=50->25 burst=5->2": the limits that moved.
+std::string moved(const LimitSpec& from, const LimitSpec& to) {
+  std::string out;
+  auto part = [&](const char* name, uint64_t a, uint64_t b, std::string (*format)(uint64_t)) {
+    if (a != b) out += std::string(" ") + name + "=" + format(a) + "->" + format(b);
+  };
+  auto plain = [](uint64_t v) { return std::to_string(v); };
+  part("pps", from.pps, to.pps, plain);
+  part("burst", from.burst, to.burst, plain);
+  part("bps", from.bits_per_s, to.bits_per_s, formatBitRate);
+  part("burst_bytes", from.burst_bytes, to.burst_bytes, plain);
+  return out;
+}
+
+}  // namespace
+
+const char* adaptiveEventName(AdaptiveAction action) {
+  switch (action) {
+    case AdaptiveAction::kTighten:
+      return "adaptive_tighten";
+    case AdaptiveAction::kRelax:
+      return "adaptive_relax";
+    case AdaptiveAction::kFloorsReached:
+      return "adaptive_floors";
+  }
+  return "adaptive";
+}
+
+std::optional<AdaptiveGovernor> reconcileAdaptive(
+    std::optional<AdaptiveGovernor> held, const std::optional<config::AdaptiveConfig>& adaptive,
+    AttachOptions& options, std::vector<LogLine>& lines) {
+  const bool had_moved = held && held->level() > 0;
+  if (adaptive) {
+    std::vector<AdaptiveRule> rules = governedRules(*adaptive, options.rules);
+    if (held && held->sameAs(*adaptive, rules)) {
+      for (size_t i = 0; i < held->rules().size(); ++i) {
+        for (RuleSpec& spec : options.rules) {
+          if (spec.name == held->rules()[i].name) spec.limit = held->limitsOf(i);
+        }
+      }
+      held->rebaseline();
+      return held;
+    }
+    if (had_moved) {
+      lines.push_back({false, "adaptive: " + options.interface +
+                                  " starts over at the configured limits (its adaptive section "
+                                  "or the limits of the rules it names changed)"});
+    }
+    return AdaptiveGovernor(*adaptive, std::move(rules));
+  }
+  if (had_moved) {
+    lines.push_back({false, "adaptive: " + options.interface +
+                                " has no adaptive section any more: its rules are back at their "
+                                "configured limits"});
+  }
+  return std::nullopt;
+}
+
+PassedCounters passedOf(const std::vector<CounterRow>& counters) {
+  PassedCounters out;
+  for (const CounterRow& row : counters) {
+    if (row.verdict != FG_VERDICT_PASS && row.verdict != FG_VERDICT_MONITOR) continue;
+    out.packets += row.packets;
+    out.bytes += row.bytes;
+  }
+  return out;
+}
+
+void applyDecision(XdpLimiter& limiter, const AdaptiveGovernor& governor,
+                   const AdaptiveDecision& decision, std::vector<LogLine>& lines) {
+  const std::string head = std::string("event=") + adaptiveEventName(decision.action) +
+                           " interface=" + limiter.interface();
+  const std::string tail = " level=" + std::to_string(decision.level_to) + "/" +
+                           std::to_string(governor.maxLevel()) + " reason=\"" +
+                           governor.describeLoad(decision);
+  if (decision.action == AdaptiveAction::kFloorsReached) {
+    lines.push_back({true, head + tail + "; every rule it names is at its floor\""});
+    return;
+  }
+  const bool warning = decision.action == AdaptiveAction::kTighten;
+  for (const AdaptiveChange& change : decision.changes) {
+    // Only the rates the rule has: an unset one keeps its value (none, for a rate it lacks).
+    LimitChange set;
+    if (change.to.pps) set.pps = change.to.pps, set.burst = change.to.burst;
+    if (change.to.bits_per_s) {
+      set.bits_per_s = change.to.bits_per_s;
+      set.burst_bytes = change.to.burst_bytes;
+    }
+    if (Status s = limiter.setLimits(change.rule, set); !s) {
+      lines.push_back({true, head + " rule=" + change.rule + " failed: " + s.error().message +
+                                 " (tried again at the next step)"});
+      continue;
+    }
+    lines.push_back(
+        {warning, head + " rule=" + change.rule + moved(change.from, change.to) + tail + "\""});
+  }
+}
+
+}  // namespace floodgate::daemon

@@ -1,0 +1,38 @@
+// SPDX-License-Identifier: MIT
+// The daemon's side of `adaptive:`: building an interface's AdaptiveGovernor from the config,
+// keeping it across a reload, reading the load it is fed, and applying what it decides to
+// the running rules (as `floodgate set` does: buckets keep their state). Not thread-safe.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "config/adaptive_config.h"
+#include "controller/xdp_limiter.h"
+#include "daemon/adaptive_governor.h"
+#include "daemon/event_log.h"
+
+namespace floodgate::daemon {
+
+// The governor `adaptive` asks for over `options`' rules, in place of `held` (the one the
+// interface has, if any). `held` is kept, level and all, when the section and the limits of
+// the rules it names are unchanged: `options` then carries the limits it has squeezed them
+// to, so a reload does not loosen them mid-attack. Otherwise the governor starts over at
+// the configured limits (a line in `lines` says so if `held` had moved them).
+std::optional<AdaptiveGovernor> reconcileAdaptive(
+    std::optional<AdaptiveGovernor> held, const std::optional<config::AdaptiveConfig>& adaptive,
+    AttachOptions& options, std::vector<LogLine>& lines);
+
+// What the program passed on the interface: verdicts pass and monitor, every reason.
+PassedCounters passedOf(const std::vector<CounterRow>& counters);
+
+// Applies `decision` to `limiter`'s running rules and says what it did, one line per rule
+// changed ("event=adaptive_tighten interface=eth0 rule=per-source pps=50->25 ...").
+void applyDecision(XdpLimiter& limiter, const AdaptiveGovernor& governor,
+                   const AdaptiveDecision& decision, std::vector<LogLine>& lines);
+
+// The event names of the log lines and of floodgate_events_total.
+const char* adaptiveEventName(AdaptiveAction action);
+
+}  // namespace floodgate::daemon
