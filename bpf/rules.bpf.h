@@ -81,20 +81,6 @@ struct fg_eval {
 	__u32 pad;
 };
 
-/* The fingerprint of `pkt`'s source under the per-source `rule`, and its key. */
-static __always_inline __u64 fg_source_fingerprint(const struct fg_rule *rule,
-						   const struct fg_packet *pkt,
-						   struct fg_eval *eval, struct fg_key *key)
-{
-	fg_make_key(pkt, rule, key);
-	/* rules keyed by the prefix of the previous one share its address hash */
-	if (eval->hashed_prefix != key->prefix + 1U) {
-		eval->addr_hash = fg_addr_hash(eval->seed, key->family, key->hi, key->lo);
-		eval->hashed_prefix = key->prefix + 1U;
-	}
-	return fg_key_fingerprint(eval->addr_hash, key->rule_id, key->rule_epoch, key->family);
-}
-
 /* The bucket pair `rule` charges for `pkt`, a ref to find it again, and the source's slot
  * when it has one (NULL for the global and the untracked bucket). */
 static __always_inline __u64 *fg_rule_bucket(const struct fg_rule *rule,
@@ -113,7 +99,13 @@ static __always_inline __u64 *fg_rule_bucket(const struct fg_rule *rule,
 		struct fg_key key;
 		__u64 fp;
 
-		fp = fg_source_fingerprint(rule, pkt, eval, &key);
+		fg_make_key(pkt, rule, &key);
+		/* rules keyed by the prefix of the previous one share its address hash */
+		if (eval->hashed_prefix != key.prefix + 1U) {
+			eval->addr_hash = fg_addr_hash(eval->seed, key.family, key.hi, key.lo);
+			eval->hashed_prefix = key.prefix + 1U;
+		}
+		fp = fg_key_fingerprint(eval->addr_hash, key.rule_id, key.rule_epoch, key.family);
 		slot = fg_owned_slot(fp, &index);
 		if (slot) {
 			*slot_out = slot;
@@ -233,7 +225,7 @@ __attribute__((noinline)) int fg_rule_admits(const struct fg_rule *rule,
 	if (!bucket)
 		return 1;
 	fg_ref_limits(rule, eval->ref, limits);
-	admitted = fg_charge(bucket, rule, rule->algorithm, limits, eval->now, eval->len);
+	admitted = fg_charge(bucket, rule, limits, eval->now, eval->len);
 	if (slot) {
 		fg_note_slot(slot, admitted, eval->jiffies);
 	} else if ((eval->ref & FG_REF_KIND_MASK) == FG_REF_OVERFLOW) {
@@ -247,32 +239,7 @@ __attribute__((noinline)) int fg_rule_admits(const struct fg_rule *rule,
 	return admitted;
 }
 
-/* The path of almost every packet a per-source token-bucket rule meets: a source seen
- * before, charged in the slot it owns. Inline in the rule step, as a call per rule costs as
- * much as the charge's compare-and-swap; every other case (a global rule, a new source, a
- * window algorithm) goes to fg_rule_admits, whose many branches the verifier checks once.
- * Returns 1 admitted, 0 refused, -1 when the packet is not its case. */
-static __always_inline int fg_owned_admits(const struct fg_rule *rule, const struct fg_packet *pkt,
-					   struct fg_eval *eval)
-{
-	struct fg_slot *slot;
-	struct fg_key key;
-	__u32 index;
-	int admitted;
-
-	if (rule->key_kind != FG_KEY_SOURCE || rule->algorithm != FG_ALG_TOKEN_BUCKET)
-		return -1;
-	slot = fg_owned_slot(fg_source_fingerprint(rule, pkt, eval, &key), &index);
-	if (!slot)
-		return -1;
-	eval->ref = FG_REF_SLOT | index;
-	admitted =
-	    fg_charge(slot->state, rule, FG_ALG_TOKEN_BUCKET, rule->limits, eval->now, eval->len);
-	fg_note_slot(slot, admitted, eval->jiffies);
-	return admitted;
-}
-
-/* Hands back every charge recorded in `done` (a global function, as fg_rule_admits). */
+/* Hands back every charge recorded in `done` (a global function for the same reason). */
 __attribute__((noinline)) int fg_refund_charges(struct fg_charges *done, __u32 count, __u32 len)
 {
 	__u32 i;
@@ -333,7 +300,6 @@ static int fg_rule_step(__u32 i, struct fg_walk *walk)
 	__u32 pos, zero = 0, charged, pending = walk->pending;
 	struct fg_charges *done;
 	struct fg_rule *rule;
-	int admitted;
 
 	if (!pending)
 		return 1;
@@ -347,10 +313,7 @@ static int fg_rule_step(__u32 i, struct fg_walk *walk)
 		walk->eval.jiffies = fg_jiffies();
 		walk->eval.now = fg_units(walk->eval.jiffies);
 	}
-	admitted = fg_owned_admits(rule, &walk->pkt, &walk->eval);
-	if (admitted < 0)
-		admitted = fg_rule_admits(rule, &walk->pkt, &walk->eval);
-	if (admitted) {
+	if (fg_rule_admits(rule, &walk->pkt, &walk->eval)) {
 		fg_count_rule(rule->id, FG_VERDICT_PASS, walk->eval.len);
 		/* a charge is recorded only for a later rule to hand back: the last has none */
 		if (!walk->pending)
