@@ -12,9 +12,23 @@
 namespace floodgate::learn {
 
 Status LimiterSampler::read(std::vector<RuleReading>& rules, std::vector<SlotReading>& slots) {
-  // The table first: a packet the program counts in its slot it counts in its rule just
-  // after, so the rule counters read next hold every packet the slots showed, and each
-  // interval's mean frame size covers the packets it prices.
+  // A packet the program counts in its slot it counts in its rule just after. So every
+  // reading but the first takes the table first: the rule counters read next hold every
+  // packet the slots showed, and each interval's mean frame size covers the packets it
+  // prices. The first reading, the baseline, takes the rules first: the totals then cover
+  // (table_0, table_N] within (rules_0, rules_N], and no source is seen to send a packet
+  // its rule did not count, however long a copy of a large table takes.
+  if (!baseline_taken_) {
+    if (Status s = readRules(rules); !s) return s;
+    if (Status s = readTable(slots); !s) return s;
+    baseline_taken_ = true;
+    return okStatus();
+  }
+  if (Status s = readTable(slots); !s) return s;
+  return readRules(rules);
+}
+
+Status LimiterSampler::readTable(std::vector<SlotReading>& slots) {
   auto table = limiter_.slots();
   if (!table) return table.error();
   for (uint32_t i = 0; i < table->size(); ++i) {
@@ -30,6 +44,10 @@ Status LimiterSampler::read(std::vector<RuleReading>& rules, std::vector<SlotRea
     reading.packets = slot.packets;
     slots.push_back(reading);
   }
+  return okStatus();
+}
+
+Status LimiterSampler::readRules(std::vector<RuleReading>& rules) {
   auto counters = limiter_.ruleCounters();
   if (!counters) return counters.error();
   for (const RuleCounters& rule : *counters) {

@@ -19,7 +19,11 @@ class LimiterSampler : public Sampler {
   Status read(std::vector<RuleReading>& rules, std::vector<SlotReading>& slots) override;
 
  private:
+  Status readTable(std::vector<SlotReading>& slots);
+  Status readRules(std::vector<RuleReading>& rules);
+
   const XdpLimiter& limiter_;
+  bool baseline_taken_ = false;
 };
 
 // CLOCK_MONOTONIC; sleepUntil wakes early and says false once `*stop` turns true.
