@@ -239,34 +239,38 @@ __attribute__((noinline)) int fg_find_slot(struct fg_slot_query *q, const struct
 	return 1;
 }
 
-/* Decides one state word by the rule's algorithm; `now` is in bucket time units. */
-static __always_inline int fg_admit_word(const struct fg_rule *rule, __u64 word, __u64 now,
-					 __u64 increment, __u64 capacity, __u64 *next)
+/* Decides one state word by `algorithm` (the rule's, or a constant where the caller knows
+ * it, which leaves the verifier one path); `now` is in bucket time units. */
+static __always_inline int fg_admit_word(const struct fg_rule *rule, __u8 algorithm, __u64 word,
+					 __u64 now, __u64 increment, __u64 capacity, __u64 *next)
 {
-	__u64 window_ns = rule->window_ms * 1000000ULL;
+	__u64 window_ns;
 
-	if (rule->algorithm == FG_ALG_FIXED_WINDOW && window_ns)
+	if (algorithm == FG_ALG_TOKEN_BUCKET)
+		return fg_gcra_admit(word, now, increment, capacity, next);
+	window_ns = rule->window_ms * 1000000ULL;
+	if (algorithm == FG_ALG_FIXED_WINDOW && window_ns)
 		return fg_fixed_admit(word, now >> FG_TIME_SHIFT, window_ns, increment, capacity,
 				      next);
-	if (rule->algorithm == FG_ALG_SLIDING_WINDOW && window_ns)
+	if (algorithm == FG_ALG_SLIDING_WINDOW && window_ns)
 		return fg_sliding_admit(word, now >> FG_TIME_SHIFT, window_ns, increment, capacity,
 					next);
 	return fg_gcra_admit(word, now, increment, capacity, next);
 }
 
 /* Charges `increment` to one state word with compare-and-swap. */
-static __always_inline int fg_charge_one(const struct fg_rule *rule, __u64 *word, __u64 now,
-					 __u64 increment, __u64 capacity)
+static __always_inline int fg_charge_one(const struct fg_rule *rule, __u8 algorithm, __u64 *word,
+					 __u64 now, __u64 increment, __u64 capacity)
 {
 	int i;
 
 	for (i = 0; i < FG_CAS_RETRIES; i++) {
 		__u64 old = FG_READ_ONCE(*word), next;
 
-		if (!fg_admit_word(rule, old, now, increment, capacity, &next)) {
+		if (!fg_admit_word(rule, algorithm, old, now, increment, capacity, &next)) {
 			/* a limit changed under a bucket in debt: forgive what the new one would
 			 * not have let it owe, so `floodgate set` takes effect at once */
-			if (rule->algorithm == FG_ALG_TOKEN_BUCKET &&
+			if (algorithm == FG_ALG_TOKEN_BUCKET &&
 			    fg_gcra_clamp(old, now, capacity, tick_units, &next))
 				__sync_val_compare_and_swap(word, old, next);
 			return 0;
@@ -279,13 +283,12 @@ static __always_inline int fg_charge_one(const struct fg_rule *rule, __u64 *word
 
 /* Hands back `increment` taken from one state word. A GCRA time moves back by it; a
  * window count shrinks by it unless the window has moved on. */
-static __always_inline void fg_refund_one(const struct fg_rule *rule, __u64 *word, __u64 increment)
+static __always_inline void fg_refund_one(__u8 algorithm, __u64 *word, __u64 increment)
 {
-	__u64 mask =
-	    rule->algorithm == FG_ALG_FIXED_WINDOW ? FG_FIXED_COUNT_MASK : FG_SLIDING_COUNT_MAX;
+	__u64 mask = algorithm == FG_ALG_FIXED_WINDOW ? FG_FIXED_COUNT_MASK : FG_SLIDING_COUNT_MAX;
 	int i;
 
-	if (rule->algorithm == FG_ALG_TOKEN_BUCKET) {
+	if (algorithm == FG_ALG_TOKEN_BUCKET) {
 		__sync_fetch_and_add(word, -increment);
 		return;
 	}
@@ -305,23 +308,23 @@ static __always_inline __u64 fg_increment(const struct fg_limit *limits, __u32 k
 }
 
 /* Charges a packet of `len` bytes to a state pair under `limits` (the rule's own, or its
- * untracked ones); admits only if every limit that is set admits. A pps charge is handed
- * back when the bps limit then refuses. */
-static __always_inline int fg_charge(__u64 *state, const struct fg_rule *rule,
+ * untracked ones) by `algorithm` (see fg_admit_word); admits only if every limit that is
+ * set admits. A pps charge is handed back when the bps limit then refuses. */
+static __always_inline int fg_charge(__u64 *state, const struct fg_rule *rule, __u8 algorithm,
 				     const struct fg_limit *limits, __u64 now, __u32 len)
 {
 	int pps = limits[FG_LIMIT_PPS].interval != 0;
 	int bps = limits[FG_LIMIT_BPS].interval != 0;
 
 	if (pps &&
-	    !fg_charge_one(rule, &state[FG_LIMIT_PPS], now, fg_increment(limits, FG_LIMIT_PPS, len),
-			   limits[FG_LIMIT_PPS].capacity))
+	    !fg_charge_one(rule, algorithm, &state[FG_LIMIT_PPS], now,
+			   fg_increment(limits, FG_LIMIT_PPS, len), limits[FG_LIMIT_PPS].capacity))
 		return 0;
-	if (bps &&
-	    !fg_charge_one(rule, &state[FG_LIMIT_BPS], now, fg_increment(limits, FG_LIMIT_BPS, len),
-			   limits[FG_LIMIT_BPS].capacity)) {
+	if (bps && !fg_charge_one(rule, algorithm, &state[FG_LIMIT_BPS], now,
+				  fg_increment(limits, FG_LIMIT_BPS, len),
+				  limits[FG_LIMIT_BPS].capacity)) {
 		if (pps)
-			fg_refund_one(rule, &state[FG_LIMIT_PPS],
+			fg_refund_one(algorithm, &state[FG_LIMIT_PPS],
 				      fg_increment(limits, FG_LIMIT_PPS, len));
 		return 0;
 	}
@@ -333,9 +336,11 @@ static __always_inline void fg_refund(__u64 *state, const struct fg_rule *rule,
 				      const struct fg_limit *limits, __u32 len)
 {
 	if (limits[FG_LIMIT_PPS].interval)
-		fg_refund_one(rule, &state[FG_LIMIT_PPS], fg_increment(limits, FG_LIMIT_PPS, len));
+		fg_refund_one(rule->algorithm, &state[FG_LIMIT_PPS],
+			      fg_increment(limits, FG_LIMIT_PPS, len));
 	if (limits[FG_LIMIT_BPS].interval)
-		fg_refund_one(rule, &state[FG_LIMIT_BPS], fg_increment(limits, FG_LIMIT_BPS, len));
+		fg_refund_one(rule->algorithm, &state[FG_LIMIT_BPS],
+			      fg_increment(limits, FG_LIMIT_BPS, len));
 }
 
 #endif /* FLOODGATE_BUCKETS_BPF_H */

@@ -45,15 +45,17 @@ int floodgate_xdp(struct xdp_md *ctx)
 	__u32 len = data_end - data, zero = 0, verdict, reason = FG_REASON_DEFAULT, filters;
 	int parsed;
 	struct fg_settings *settings;
-	struct fg_packet pkt = {};
+	/* the rule walk's state, whose packet the parser fills in place */
+	struct fg_walk walk = {};
+	struct fg_packet *pkt = &walk.pkt;
 	__u64 jiffies = 0;
 
 	settings = bpf_map_lookup_elem(&settings_map, &zero);
 	if (!settings)
 		return XDP_PASS;
 
-	parsed = fg_parse(ctx, &pkt);
-	if (!pkt.has_source) {
+	parsed = fg_parse(ctx, pkt);
+	if (!pkt->has_source) {
 		if (parsed == FG_PARSE_NON_IP)
 			return fg_finish(ctx, settings, FG_VERDICT_PASS, FG_REASON_NON_IP, len);
 		return fg_by_policy(ctx, settings, settings->malformed_policy, FG_REASON_MALFORMED,
@@ -64,14 +66,14 @@ int floodgate_xdp(struct xdp_md *ctx)
 	 * frame, so no crafted chain, length or fragment walks a denied source around them. */
 	filters = FG_READ_ONCE(settings->list_filters);
 	if (fg_listed(&deny_v4, &deny_v6, &deny_filter_v4, filters & (1U << FG_LIST_DENY),
-		      settings->deny_entries, &pkt))
+		      settings->deny_entries, pkt))
 		return fg_finish(ctx, settings, FG_VERDICT_DROP, FG_REASON_DENY, len);
 	if (fg_listed(&allow_v4, &allow_v6, &allow_filter_v4, filters & (1U << FG_LIST_ALLOW),
-		      settings->allow_entries, &pkt))
+		      settings->allow_entries, pkt))
 		return fg_finish(ctx, settings, FG_VERDICT_PASS, FG_REASON_ALLOW, len);
-	if (settings->ban_entries[pkt.family & 1]) {
+	if (settings->ban_entries[pkt->family & 1]) {
 		jiffies = fg_jiffies();
-		if (fg_banned(settings, &pkt, jiffies))
+		if (fg_banned(settings, pkt, jiffies))
 			return fg_finish(ctx, settings, FG_VERDICT_DROP, FG_REASON_BAN, len);
 	}
 
@@ -84,12 +86,12 @@ int floodgate_xdp(struct xdp_md *ctx)
 		if (policy == FG_POLICY_DROP)
 			return fg_finish(ctx, settings, FG_VERDICT_DROP, FG_REASON_MALFORMED, len);
 		reason = FG_REASON_MALFORMED;
-	} else if (pkt.fragment) {
+	} else if (pkt->fragment) {
 		if (settings->fragment_policy == FG_POLICY_DROP)
 			return fg_finish(ctx, settings, FG_VERDICT_DROP, FG_REASON_FRAGMENT, len);
 		reason = FG_REASON_FRAGMENT;
 	}
 
-	verdict = fg_apply_rules(settings, &pkt, len, jiffies, &reason);
+	verdict = fg_apply_rules(settings, &walk, len, jiffies, &reason);
 	return fg_finish(ctx, settings, verdict, reason, len);
 }

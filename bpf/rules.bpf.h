@@ -81,6 +81,20 @@ struct fg_eval {
 	__u32 pad;
 };
 
+/* The fingerprint of `pkt`'s source under the per-source `rule`, and its key. */
+static __always_inline __u64 fg_source_fingerprint(const struct fg_rule *rule,
+						   const struct fg_packet *pkt,
+						   struct fg_eval *eval, struct fg_key *key)
+{
+	fg_make_key(pkt, rule, key);
+	/* rules keyed by the prefix of the previous one share its address hash */
+	if (eval->hashed_prefix != key->prefix + 1U) {
+		eval->addr_hash = fg_addr_hash(eval->seed, key->family, key->hi, key->lo);
+		eval->hashed_prefix = key->prefix + 1U;
+	}
+	return fg_key_fingerprint(eval->addr_hash, key->rule_id, key->rule_epoch, key->family);
+}
+
 /* The bucket pair `rule` charges for `pkt`, a ref to find it again, and the source's slot
  * when it has one (NULL for the global and the untracked bucket). */
 static __always_inline __u64 *fg_rule_bucket(const struct fg_rule *rule,
@@ -99,13 +113,7 @@ static __always_inline __u64 *fg_rule_bucket(const struct fg_rule *rule,
 		struct fg_key key;
 		__u64 fp;
 
-		fg_make_key(pkt, rule, &key);
-		/* rules keyed by the prefix of the previous one share its address hash */
-		if (eval->hashed_prefix != key.prefix + 1U) {
-			eval->addr_hash = fg_addr_hash(eval->seed, key.family, key.hi, key.lo);
-			eval->hashed_prefix = key.prefix + 1U;
-		}
-		fp = fg_key_fingerprint(eval->addr_hash, key.rule_id, key.rule_epoch, key.family);
+		fp = fg_source_fingerprint(rule, pkt, eval, &key);
 		slot = fg_owned_slot(fp, &index);
 		if (slot) {
 			*slot_out = slot;
@@ -225,7 +233,7 @@ __attribute__((noinline)) int fg_rule_admits(const struct fg_rule *rule,
 	if (!bucket)
 		return 1;
 	fg_ref_limits(rule, eval->ref, limits);
-	admitted = fg_charge(bucket, rule, limits, eval->now, eval->len);
+	admitted = fg_charge(bucket, rule, rule->algorithm, limits, eval->now, eval->len);
 	if (slot) {
 		fg_note_slot(slot, admitted, eval->jiffies);
 	} else if ((eval->ref & FG_REF_KIND_MASK) == FG_REF_OVERFLOW) {
@@ -239,7 +247,32 @@ __attribute__((noinline)) int fg_rule_admits(const struct fg_rule *rule,
 	return admitted;
 }
 
-/* Hands back every charge recorded in `done` (a global function for the same reason). */
+/* The path of almost every packet a per-source token-bucket rule meets: a source seen
+ * before, charged in the slot it owns. Inline in the rule step, as a call per rule costs as
+ * much as the charge's compare-and-swap; every other case (a global rule, a new source, a
+ * window algorithm) goes to fg_rule_admits, whose many branches the verifier checks once.
+ * Returns 1 admitted, 0 refused, -1 when the packet is not its case. */
+static __always_inline int fg_owned_admits(const struct fg_rule *rule, const struct fg_packet *pkt,
+					   struct fg_eval *eval)
+{
+	struct fg_slot *slot;
+	struct fg_key key;
+	__u32 index;
+	int admitted;
+
+	if (rule->key_kind != FG_KEY_SOURCE || rule->algorithm != FG_ALG_TOKEN_BUCKET)
+		return -1;
+	slot = fg_owned_slot(fg_source_fingerprint(rule, pkt, eval, &key), &index);
+	if (!slot)
+		return -1;
+	eval->ref = FG_REF_SLOT | index;
+	admitted =
+	    fg_charge(slot->state, rule, FG_ALG_TOKEN_BUCKET, rule->limits, eval->now, eval->len);
+	fg_note_slot(slot, admitted, eval->jiffies);
+	return admitted;
+}
+
+/* Hands back every charge recorded in `done` (a global function, as fg_rule_admits). */
 __attribute__((noinline)) int fg_refund_charges(struct fg_charges *done, __u32 count, __u32 len)
 {
 	__u32 i;
@@ -300,6 +333,7 @@ static int fg_rule_step(__u32 i, struct fg_walk *walk)
 	__u32 pos, zero = 0, charged, pending = walk->pending;
 	struct fg_charges *done;
 	struct fg_rule *rule;
+	int admitted;
 
 	if (!pending)
 		return 1;
@@ -313,7 +347,10 @@ static int fg_rule_step(__u32 i, struct fg_walk *walk)
 		walk->eval.jiffies = fg_jiffies();
 		walk->eval.now = fg_units(walk->eval.jiffies);
 	}
-	if (fg_rule_admits(rule, &walk->pkt, &walk->eval)) {
+	admitted = fg_owned_admits(rule, &walk->pkt, &walk->eval);
+	if (admitted < 0)
+		admitted = fg_rule_admits(rule, &walk->pkt, &walk->eval);
+	if (admitted) {
 		fg_count_rule(rule->id, FG_VERDICT_PASS, walk->eval.len);
 		/* a charge is recorded only for a later rule to hand back: the last has none */
 		if (!walk->pending)
@@ -382,24 +419,25 @@ static __always_inline __u32 fg_packet_class(const struct fg_packet *pkt)
 	return FG_CLASS_OTHER;
 }
 
-/* Runs the active rule set over `pkt`; returns the verdict and sets *reason. `jiffies` is
- * the clock reading if one was taken already (0 if not). */
-static __always_inline __u32 fg_apply_rules(struct fg_settings *settings,
-					    const struct fg_packet *pkt, __u32 len, __u64 jiffies,
-					    __u32 *reason)
+/* Runs the active rule set over `walk->pkt`, the frame the parser filled in place (a walk
+ * of its own would copy it, and the bytes of that copy are what the verifier's 512-byte cap
+ * on a chain of frames leaves the rule step and the charge); returns the verdict and sets
+ * *reason. `jiffies` is the clock reading if one was taken already (0 if not). */
+static __always_inline __u32 fg_apply_rules(struct fg_settings *settings, struct fg_walk *walk,
+					    __u32 len, __u64 jiffies, __u32 *reason)
 {
-	struct fg_walk walk = {.pkt = *pkt,
-			       .eval = {.seed = settings->hash_seed,
-					.len = len,
-					.jiffies = jiffies,
-					.now = jiffies ? fg_units(jiffies) : 0},
-			       .settings = settings,
-			       .verdict = FG_VERDICT_PASS,
-			       .reason = *reason};
+	const struct fg_packet *pkt = &walk->pkt;
 	struct fg_rule_index *index;
 	struct fg_active *act;
 	__u32 zero = 0, count, class;
 
+	walk->eval.seed = settings->hash_seed;
+	walk->eval.len = len;
+	walk->eval.jiffies = jiffies;
+	walk->eval.now = jiffies ? fg_units(jiffies) : 0;
+	walk->settings = settings;
+	walk->verdict = FG_VERDICT_PASS;
+	walk->reason = *reason;
 	act = bpf_map_lookup_elem(&active_map, &zero);
 	if (!act)
 		return FG_VERDICT_PASS;
@@ -408,31 +446,31 @@ static __always_inline __u32 fg_apply_rules(struct fg_settings *settings,
 		struct fg_active snapshot;
 
 		*(__u64 *)&snapshot = FG_READ_ONCE(*(__u64 *)act);
-		walk.set = snapshot.set & 1;
+		walk->set = snapshot.set & 1;
 		count = snapshot.rule_count;
 		if (!count)
 			return FG_VERDICT_PASS;
-		index = bpf_map_lookup_elem(&rule_index, &walk.set);
+		index = bpf_map_lookup_elem(&rule_index, &walk->set);
 		if (!index)
 			return FG_VERDICT_PASS;
 		class = fg_packet_class(pkt);
 		if (class >= FG_PACKET_CLASSES)
 			return FG_VERDICT_PASS;
-		walk.pending = index->rules[class];
+		walk->pending = index->rules[class];
 		if (count < FG_MAX_RULES)
-			walk.pending &= (1U << count) - 1;
-		if (!walk.pending)
+			walk->pending &= (1U << count) - 1;
+		if (!walk->pending)
 			return FG_VERDICT_PASS;
 		if (snapshot.has_sources)
-			walk.source_sets = fg_source_sets(walk.set, pkt);
+			walk->source_sets = fg_source_sets(walk->set, pkt);
 	}
 	/* most packets meet one rule: a plain call spares them the loop around it */
-	if (walk.pending & (walk.pending - 1))
-		bpf_loop(FG_MAX_RULES, fg_rule_step, &walk, 0);
+	if (walk->pending & (walk->pending - 1))
+		bpf_loop(FG_MAX_RULES, fg_rule_step, walk, 0);
 	else
-		fg_rule_step(0, &walk);
-	*reason = walk.reason;
-	return walk.verdict;
+		fg_rule_step(0, walk);
+	*reason = walk->reason;
+	return walk->verdict;
 }
 
 #endif /* FLOODGATE_RULES_BPF_H */
