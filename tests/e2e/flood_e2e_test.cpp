@@ -124,14 +124,16 @@ TEST_F(FloodE2eTest, AMillionSpoofedSourcesGetNoMoreThanTheUntrackedLimit) {
   ASSERT_TRUE(receiver.start(net_->targetNetns(), kPort).ok());
   // the real client is tracked before the flood starts (a source that first shows up in
   // the middle of a spoofed flood competes with it for the new-source cap)
-  auto warm_up =
-      sendUdp({net_->senderNetns(), kLegit, VethNetwork::kTargetAddress, kPort, 0.2, 50, 1, 18});
+  // 50 pps against its 100 and a burst of 10; a stalled sender resumes at 50 pps instead of
+  // catching up in one burst, so it stays under its limit however busy the machine is
+  UdpSendOptions client{
+      net_->senderNetns(), kLegit, VethNetwork::kTargetAddress, kPort, 0.2, 50, 1, 18};
+  client.max_burst = 5;
+  auto warm_up = sendUdp(client);
   ASSERT_TRUE(warm_up.ok()) << warm_up.error().message;
   Result<UdpSendResult> legit = Error::failure("not run");
-  std::thread legit_sender([&] {
-    legit =
-        sendUdp({net_->senderNetns(), kLegit, VethNetwork::kTargetAddress, kPort, 2.5, 50, 1, 18});
-  });
+  client.seconds = 2.5;
+  std::thread legit_sender([&] { legit = sendUdp(client); });
   // every packet from a source never seen before: 1M sources, one packet each
   nlohmann::json report = flood({"--dst", VethNetwork::kTargetAddress, "--src", "10.0.0.1",
                                  "--count", "1000000", "--sources", "1000000", "--rate", "500k"});

@@ -120,6 +120,10 @@ Result<UdpSendResult> sendUdp(const UdpSendOptions& options) {
       if (per_thread_pps > 0) {
         // paced: send what is due by now, at most one batch
         double due = (now - start) * per_thread_pps - static_cast<double>(sent);
+        if (options.max_burst && due > static_cast<double>(options.max_burst)) {
+          start += (due - static_cast<double>(options.max_burst)) / per_thread_pps;
+          due = static_cast<double>(options.max_burst);
+        }
         if (due < 1) {
           usleep(200);
           now = monotonicSeconds();

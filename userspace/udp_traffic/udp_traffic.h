@@ -29,6 +29,10 @@ struct UdpSendOptions {
   double gap_allowance_s = 0;
   // When set, sending also ends as soon as it turns true (`seconds` still bounds it).
   const std::atomic<bool>* stop = nullptr;
+  // Paced only: the most packets a thread sends back to back to catch up after falling
+  // behind (a stall on a busy machine); the backlog beyond it is forgiven, so a client
+  // meant to stay under a limit never bursts past that limit's burst. 0: catch up fully.
+  uint64_t max_burst = 0;
 };
 
 struct UdpSendResult {
