@@ -62,10 +62,18 @@ class Connection {
   Connection(Address address, redisContext* context)
       : address_(std::move(address)), context_(context) {}
   Error fail(const std::string& what);
+  // Arms the socket's send and receive timeouts with what is left before `deadline`
+  // (SO_SNDTIMEO, SO_RCVTIMEO), unless what is armed is within kArmSlackUs of it: a
+  // pipeline ends by its deadline give or take a millisecond.
+  void arm(Deadline deadline);
+  Result<void> sendAll(Deadline deadline);  // sends out_
 
+  static constexpr int64_t kArmSlackUs = 1000;
   Address address_;
   redisContext* context_;
   bool broken_ = false;
+  int64_t armed_us_ = -1;  // the socket timeouts armed, in µs; -1 none yet
+  std::string out_;        // the commands of a pipeline, in RESP, reused
 };
 
 }  // namespace floodgate::http::redis

@@ -3,12 +3,17 @@
 #include "floodgate/redis/connection.h"
 
 #include <hiredis/hiredis.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
-#include <signal.h>
+#include <sys/socket.h>
 #include <sys/time.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
+#include <cstdlib>
+#include <cstring>
 
 namespace floodgate::http::redis {
 
@@ -22,38 +27,25 @@ timeval remaining(Deadline deadline) {
   return timeval{static_cast<time_t>(us / 1'000'000), static_cast<suseconds_t>(us % 1'000'000)};
 }
 
-// hiredis write()s to the socket: to a server that died, that raises SIGPIPE, which would
-// kill the service. Block it on this thread around our I/O and swallow any that we caused,
-// rather than change the whole process's signal handling from a library.
-class SigpipeBlock {
- public:
-  SigpipeBlock() {
-    sigemptyset(&pipe_);
-    sigaddset(&pipe_, SIGPIPE);
-    sigset_t pending;
-    sigpending(&pending);
-    already_pending_ = sigismember(&pending, SIGPIPE) == 1;
-    pthread_sigmask(SIG_BLOCK, &pipe_, &old_);
-  }
-  ~SigpipeBlock() {
-    if (!already_pending_) {
-      sigset_t pending;
-      sigpending(&pending);
-      if (sigismember(&pending, SIGPIPE) == 1) {
-        timespec zero{0, 0};
-        sigtimedwait(&pipe_, nullptr, &zero);
-      }
-    }
-    pthread_sigmask(SIG_SETMASK, &old_, nullptr);
-  }
-  SigpipeBlock(const SigpipeBlock&) = delete;
-  SigpipeBlock& operator=(const SigpipeBlock&) = delete;
+// RESP, the protocol's request form: "*<argc>\r\n", then "$<length>\r\n<bytes>\r\n" per
+// argument. Formatted here into a buffer the connection keeps, rather than by hiredis
+// (which formats each command into a fresh buffer with printf-like code).
+void appendCount(std::string& out, char kind, size_t count) {
+  char digits[24];
+  auto [end, ec] = std::to_chars(digits, digits + sizeof(digits), count);
+  out.push_back(kind);
+  out.append(digits, end);
+  out.append("\r\n", 2);
+}
 
- private:
-  sigset_t pipe_;
-  sigset_t old_;
-  bool already_pending_ = false;
-};
+void appendCommand(std::string& out, const Command& command) {
+  appendCount(out, '*', command.size());
+  for (const std::string& arg : command) {
+    appendCount(out, '$', arg.size());
+    out.append(arg);
+    out.append("\r\n", 2);
+  }
+}
 
 Reply copyReply(const redisReply* r) {
   Reply out;
@@ -96,7 +88,24 @@ Result<std::unique_ptr<Connection>> Connection::open(const Address& address, Dea
     redisFree(c);
     return Error::failure("redis " + address.text() + ": cannot connect: " + why);
   }
-  return std::unique_ptr<Connection>(new Connection(address, c));
+  // Small requests and replies, one at a time: never wait to coalesce them (hiredis sets
+  // it on TCP connections too; not left to the version installed).
+  int one = 1;
+  setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  auto connection = std::unique_ptr<Connection>(new Connection(address, c));
+  connection->arm(deadline);
+  return connection;
+}
+
+void Connection::arm(Deadline deadline) {
+  int64_t left_us = std::chrono::duration_cast<std::chrono::microseconds>(
+                        deadline - std::chrono::steady_clock::now())
+                        .count();
+  // Within a millisecond of what is armed is close enough: re-arming is two system calls,
+  // and calls of one client come with about the same time left.
+  if (armed_us_ >= 0 && std::abs(left_us - armed_us_) <= kArmSlackUs) return;
+  redisSetTimeout(context_, remaining(deadline));
+  armed_us_ = std::max<int64_t>(1000, left_us);
 }
 
 Connection::~Connection() { redisFree(context_); }
@@ -132,40 +141,48 @@ Result<std::optional<Reply>> Connection::receive(Deadline deadline) {
   }
 }
 
+Result<void> Connection::sendAll(Deadline deadline) {
+  size_t sent = 0;
+  while (sent < out_.size()) {
+    arm(deadline);
+    // MSG_NOSIGNAL: to a server that died, a write() would raise SIGPIPE, which would kill
+    // the service; this way it is an error (EPIPE) like any other.
+    ssize_t n = ::send(context_->fd, out_.data() + sent, out_.size() - sent, MSG_NOSIGNAL);
+    if (n > 0) {
+      sent += static_cast<size_t>(n);
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    broken_ = true;
+    std::string why = n == 0                                      ? "connection lost"
+                      : (errno == EAGAIN || errno == EWOULDBLOCK) ? "timed out"
+                                                                  : std::strerror(errno);
+    return Error::failure("redis " + address_.text() + ": cannot send: " + why);
+  }
+  return {};
+}
+
 Result<std::vector<Reply>> Connection::pipeline(const std::vector<Command>& commands,
                                                 Deadline deadline) {
   if (broken_) return Error::failure("redis " + address_.text() + ": connection is broken");
-  SigpipeBlock no_sigpipe;
-  // SO_SNDTIMEO/SO_RCVTIMEO bound each blocking read and write; re-armed with what is left
-  // before each read so the whole pipeline ends by the deadline (give or take one read).
-  std::vector<const char*> argv;
-  std::vector<size_t> lengths;
-  for (const Command& command : commands) {
-    argv.clear();
-    lengths.clear();
-    for (const std::string& arg : command) {
-      argv.push_back(arg.data());
-      lengths.push_back(arg.size());
-    }
-    if (redisAppendCommandArgv(context_, static_cast<int>(argv.size()), argv.data(),
-                               lengths.data()) != REDIS_OK) {
-      return fail("cannot queue a command");
-    }
-  }
+  out_.clear();
+  for (const Command& command : commands) appendCommand(out_, command);
+  if (auto sent = sendAll(deadline); !sent) return sent.error();
   std::vector<Reply> replies;
   replies.reserve(commands.size());
   for (size_t i = 0; i < commands.size(); ++i) {
-    if (std::chrono::steady_clock::now() >= deadline) {
-      broken_ = true;
-      return Error::failure("redis " + address_.text() + ": timed out");
-    }
     void* raw = nullptr;
-    // Replies usually arrive in one read: one already read needs no wait, so no re-arming
-    // either (two setsockopt calls per reply, most of a Redis decision's system calls).
+    // Replies usually arrive in one read: one already read needs no wait.
     if (redisGetReplyFromReader(context_, &raw) != REDIS_OK) return fail("bad reply");
-    if (raw == nullptr) {
-      redisSetTimeout(context_, remaining(deadline));
-      if (redisGetReply(context_, &raw) != REDIS_OK || raw == nullptr) return fail("no reply");
+    while (raw == nullptr) {
+      if (std::chrono::steady_clock::now() >= deadline) {
+        broken_ = true;
+        return Error::failure("redis " + address_.text() + ": timed out");
+      }
+      // SO_RCVTIMEO bounds the blocking read by what is left (see arm()).
+      arm(deadline);
+      if (redisBufferRead(context_) != REDIS_OK) return fail("no reply");
+      if (redisGetReplyFromReader(context_, &raw) != REDIS_OK) return fail("bad reply");
     }
     auto* reply = static_cast<redisReply*>(raw);
     replies.push_back(copyReply(reply));
