@@ -27,6 +27,9 @@ timeval remaining(Deadline deadline) {
   return timeval{static_cast<time_t>(us / 1'000'000), static_cast<suseconds_t>(us % 1'000'000)};
 }
 
+// A connection keeps the buffer of its pipelines up to this size.
+constexpr size_t kKeepBufferBytes = 64 * 1024;
+
 // RESP, the protocol's request form: "*<argc>\r\n", then "$<length>\r\n<bytes>\r\n" per
 // argument. Formatted here into a buffer the connection keeps, rather than by hiredis
 // (which formats each command into a fresh buffer with printf-like code).
@@ -168,6 +171,8 @@ Result<std::vector<Reply>> Connection::pipeline(const std::vector<Command>& comm
   out_.clear();
   for (const Command& command : commands) appendCommand(out_, command);
   if (auto sent = sendAll(deadline); !sent) return sent.error();
+  // A rare large pipeline (a batch of syncs) need not stay allocated on an idle connection.
+  if (out_.capacity() > kKeepBufferBytes) std::string().swap(out_);
   std::vector<Reply> replies;
   replies.reserve(commands.size());
   for (size_t i = 0; i < commands.size(); ++i) {
