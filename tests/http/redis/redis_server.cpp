@@ -58,6 +58,16 @@ int run(const std::vector<std::string>& args) {
 
 }  // namespace
 
+std::string stateField(const std::string& state, size_t index) {
+  size_t start = 0;
+  for (size_t i = 0; i < index; ++i) {
+    start = state.find(':', start);
+    if (start == std::string::npos) return "";
+    ++start;
+  }
+  return state.substr(start, state.find(':', start) - start);
+}
+
 bool haveRedis() {
   return run({"sh", "-c",
               "command -v redis-server >/dev/null && command -v redis-cli >/dev/null"}) == 0;

@@ -58,4 +58,8 @@ class RedisCluster {
 // Whether redis-server (and redis-cli, for clusters) can be run here.
 bool haveRedis();
 
+// Field `index` (from 0) of a key's state as the scripts store it, integers joined by ':'
+// ("W:N:L" for a fixed window); "" when it has fewer fields.
+std::string stateField(const std::string& state, size_t index);
+
 }  // namespace floodgate::http::testing

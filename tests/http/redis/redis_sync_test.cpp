@@ -21,6 +21,7 @@ namespace {
 using std::chrono::milliseconds;
 using std::chrono::steady_clock;
 using testing::RedisServer;
+using testing::stateField;
 
 class RedisSyncTest : public ::testing::Test {
  protected:
@@ -81,9 +82,9 @@ TEST_F(RedisSyncTest, DecisionsBetweenSyncsAreLocalAndSharesFollowTheFleet) {
 
   // a reports its 50: 100 - 50 = 50 left, a's new share 25; b reports: 0 left.
   ASSERT_TRUE(a->syncNow().ok());
-  auto state = server_->command({"HGET", "fg:{sync:k}:fixed_window", "n"});
+  auto state = server_->command({"GET", "fg:{sync:k}:fixed_window:v2"});
   ASSERT_TRUE(state);
-  EXPECT_EQ(state->str, "50");
+  EXPECT_EQ(stateField(state->str, 1), "50");
   ASSERT_TRUE(b->syncNow().ok());
   int more = 0;
   for (int i = 0; i < 30; ++i) more += a->decide("k", clock_->nowNs(), 1)->allowed();
@@ -97,9 +98,9 @@ TEST_F(RedisSyncTest, DecisionsBetweenSyncsAreLocalAndSharesFollowTheFleet) {
     EXPECT_GT(d->retry_after_ns, 0);  // the window's end: nothing is left for the fleet
   }
   // 125 admitted against a limit of 100: under 2 x limit + N - 1 = 201.
-  state = server_->command({"HGET", "fg:{sync:k}:fixed_window", "n"});
+  state = server_->command({"GET", "fg:{sync:k}:fixed_window:v2"});
   ASSERT_TRUE(state);
-  EXPECT_EQ(state->str, "125");  // every admitted unit is counted in Redis
+  EXPECT_EQ(stateField(state->str, 1), "125");  // every admitted unit is counted in Redis
 }
 
 TEST_F(RedisSyncTest, AShareEndsWithItsWindowAndGoesStaleWithoutSyncs) {
@@ -116,10 +117,10 @@ TEST_F(RedisSyncTest, AShareEndsWithItsWindowAndGoesStaleWithoutSyncs) {
   EXPECT_TRUE(a->decide("k", clock_->nowNs(), 1)->allowed());
   EXPECT_EQ(a->remote().client().roundTrips(), trips + 1);
   ASSERT_TRUE(a->syncNow().ok());
-  auto state = server_->command({"HGET", "fg:{sync:k}:fixed_window", "n"});
+  auto state = server_->command({"GET", "fg:{sync:k}:fixed_window:v2"});
   ASSERT_TRUE(state);
   // The previous window's 10 were reported after it ended: they count no more.
-  EXPECT_EQ(state->str, "1");
+  EXPECT_EQ(stateField(state->str, 1), "1");
 }
 
 TEST_F(RedisSyncTest, DistinctKeysStayWithinMaxKeys) {

@@ -22,6 +22,7 @@ namespace {
 using testing::bucket;
 using testing::RedisCluster;
 using testing::RedisServer;
+using testing::stateField;
 using testing::window;
 
 constexpr int64_t kUs = 1000;
@@ -275,12 +276,78 @@ TEST_F(RedisTogetherTest, ARefusalByOnePolicyChargesNoneOfTheOthers) {
   }
   // three requests, three scripts: no refund ran
   EXPECT_EQ(calls(*server_, "evalsha") - evalsha_before, 3);
-  auto counted = server_->command({"HGET", "refuse:{per-ip:192.0.2.1}:fixed_window", "n"});
+  auto counted = server_->command({"GET", "refuse:{per-ip:192.0.2.1}:fixed_window:v2"});
   ASSERT_TRUE(counted);
-  EXPECT_EQ(counted->str, "2");
+  EXPECT_EQ(stateField(counted->str, 1), "2");
   auto logged = server_->command({"ZCARD", "refuse:{per-user:user}:log"});
   ASSERT_TRUE(logged);
   EXPECT_EQ(logged->integer, 2);
+}
+
+// A refusal writes nothing: the policies that admitted were not charged, and the one that
+// refused holds its state as read (it refills or rolls over on the next read alike).
+TEST_F(RedisTogetherTest, ARefusalWritesNoState) {
+  HttpConfig config = threePolicies(window(AlgorithmKind::kFixedWindow, 10, 60'000),
+                                    bucket(AlgorithmKind::kTokenBucket, 2, 0.001),
+                                    window(AlgorithmKind::kSlidingWindowCounter, 10, 60'000));
+  auto limiter = together(config, "quiet");
+  ASSERT_TRUE(limiter);
+  Arrival a{"/", "192.0.2.1", "key", "user"};
+  ASSERT_TRUE(check(*limiter, a).allowed());
+  ASSERT_TRUE(check(*limiter, a).allowed());
+  const std::vector<std::string> keys = {"quiet:{per-ip:192.0.2.1}:fixed_window:v2",
+                                         "quiet:{per-key:key}:token_bucket:v2",
+                                         "quiet:{per-user:user}:sliding_window_counter:v2"};
+  std::vector<std::string> before;
+  for (const std::string& key : keys) {
+    auto value = server_->command({"GET", key});
+    ASSERT_TRUE(value);
+    ASSERT_EQ(value->type, redis::Reply::Type::kString) << key;
+    before.push_back(value->str);
+  }
+  EXPECT_EQ(stateField(before[0], 1), "2");
+  EXPECT_EQ(stateField(before[2], 1), "2");
+  const int64_t writes_before = calls(*server_, "set");
+  for (int i = 0; i < 3; ++i) {
+    clock_->advanceNs(kMs);
+    Verdict v = check(*limiter, a);
+    ASSERT_FALSE(v.allowed());
+    EXPECT_EQ(v.binding.policy, "per-key");
+  }
+  EXPECT_EQ(calls(*server_, "set") - writes_before, 0);
+  for (size_t k = 0; k < keys.size(); ++k) {
+    auto value = server_->command({"GET", keys[k]});
+    ASSERT_TRUE(value);
+    EXPECT_EQ(value->str, before[k]) << keys[k];
+  }
+}
+
+// The state of a fixed window, a sliding window counter and a token bucket was a hash under
+// the name without ":v2": an older fleet's hashes are never read (they would read as
+// another state, or fail as another type), and are left to expire as they are.
+TEST_F(RedisTogetherTest, AnOlderFleetsHashesAreNeverRead) {
+  HttpConfig config = threePolicies(window(AlgorithmKind::kFixedWindow, 10, 60'000),
+                                    bucket(AlgorithmKind::kTokenBucket, 10, 0.001),
+                                    window(AlgorithmKind::kSlidingWindowCounter, 10, 60'000));
+  auto limiter = together(config, "old");
+  ASSERT_TRUE(limiter);
+  const std::vector<std::vector<std::string>> hashes = {
+      {"HSET", "old:{per-ip:192.0.2.1}:fixed_window", "w", "0", "n", "10", "l", "60000000"},
+      {"HSET", "old:{per-key:key}:token_bucket", "m", "10000000000", "t", "0"},
+      {"HSET", "old:{per-user:user}:sliding_window_counter", "w", "0", "c", "10", "p", "0", "l",
+       "60000000"}};
+  for (const auto& hash : hashes) ASSERT_TRUE(server_->command(hash));
+  Verdict v = check(*limiter, Arrival{"/", "192.0.2.1", "key", "user"});
+  ASSERT_TRUE(v.allowed());
+  for (const auto& d : v.decisions) EXPECT_EQ(d.decision.remaining, 9);
+  for (const auto& hash : hashes) {
+    auto type = server_->command({"TYPE", hash[1]});
+    ASSERT_TRUE(type);
+    EXPECT_EQ(type->str, "hash") << hash[1];
+    auto first = server_->command({"HGET", hash[1], hash[2]});
+    ASSERT_TRUE(first);
+    EXPECT_EQ(first->str, hash[3]) << hash[1];
+  }
 }
 
 // A key of the wrong type (written by something else) fails its own policy alone: closed,
@@ -295,7 +362,7 @@ TEST_F(RedisTogetherTest, AKeyOfTheWrongTypeFailsItsOwnPolicyAlone) {
                       window(AlgorithmKind::kSlidingWindowCounter, 10, 60'000), mode);
     auto limiter = together(config, "hostile");
     ASSERT_TRUE(limiter);
-    ASSERT_TRUE(server_->command({"RPUSH", "hostile:{per-key:bad}:token_bucket", "x"}));
+    ASSERT_TRUE(server_->command({"RPUSH", "hostile:{per-key:bad}:token_bucket:v2", "x"}));
     Arrival bad{"/", "192.0.2.1", "bad", "user"};
     // two: a third failure in a row would open the breaker (an error is a failure)
     for (int i = 0; i < 2; ++i) {
@@ -313,7 +380,7 @@ TEST_F(RedisTogetherTest, AKeyOfTheWrongTypeFailsItsOwnPolicyAlone) {
     }
     auto& per_key = dynamic_cast<FailoverStore&>(limiter->store(1));
     EXPECT_EQ(per_key.stats().store_errors, 2);
-    auto type = server_->command({"TYPE", "hostile:{per-key:bad}:token_bucket"});
+    auto type = server_->command({"TYPE", "hostile:{per-key:bad}:token_bucket:v2"});
     ASSERT_TRUE(type);
     EXPECT_EQ(type->str, "list");
     // another API key, same address and user: Redis decides all three again

@@ -24,6 +24,27 @@ end
 local function expire_after(key, us)
   redis.call('PEXPIRE', key, math.max(1, math.ceil(us / 1000)))
 end
+-- A key's state as one string of integers joined by ':' (one GET, and one SET
+-- with its expiry, where a hash took a read, a write and a PEXPIRE). nil when absent or
+-- not of that form; a key of another type fails the GET (WRONGTYPE).
+local FIXED_STATE = '^(-?%d+):(-?%d+):(-?%d+)$'
+local COUNTER_STATE = '^(-?%d+):(-?%d+):(-?%d+):(-?%d+)$'
+local BUCKET_STATE = '^(-?%d+):(-?%d+)$'
+local function read_state(key, pattern)
+  local v = redis.call('GET', key)
+  if not v then return nil end
+  return string.match(v, pattern)
+end
+-- Writes the state v (string.format with '%.0f': Lua's own number to text keeps 14
+-- digits, and times in µs have 16); us: expire when it equals an absent key (at least 1 ms),
+-- nil: keep the key's expiry.
+local function write_state(key, us, v)
+  if us then
+    redis.call('SET', key, v, 'PX', math.max(1, math.ceil(us / 1000)))
+  else
+    redis.call('SET', key, v, 'KEEPTTL')
+  end
+end
 )lua";
 
 // Exact a*b <=> c*d when each product's smaller factor is below 2^27 and its larger below
@@ -68,15 +89,15 @@ end
 // or without them (a refused request, or one admitted in a group that refused as a whole).
 // Their reads fail (WRONGTYPE) before anything is written; their writes cannot.
 
-// Hash fields: w = window index, n = count, l = the window length (µs) they were counted
+// State "W:N:L": W = window index, N = count, L = the window length (µs) they were counted
 // in. Counts of another window length mean nothing: a policy whose window changed starts
 // its keys fresh; a changed limit applies to the counts as they are.
 constexpr std::string_view kFixedWindowDecide = R"lua(
 local function fixed_window(keys, now, cost, extra, limit, w)
   limit, w = tonumber(limit), tonumber(w)
-  local s = redis.call('HMGET', keys[1], 'w', 'n', 'l')
-  local index, n = tonumber(s[1]) or 0, tonumber(s[2]) or 0
-  if s[3] and tonumber(s[3]) ~= w then index = 0; n = 0 end
+  local si, sn, sl = read_state(keys[1], FIXED_STATE)
+  local index, n = tonumber(si) or 0, tonumber(sn) or 0
+  if sl and tonumber(sl) ~= w then index = 0; n = 0 end
   local current = math.floor(now / w)
   if current > index then index = current; n = 0 end
   local window_end = (index + 1) * w
@@ -93,8 +114,7 @@ local function fixed_window(keys, now, cost, extra, limit, w)
   local function write(charge)
     -- uncharged, the state as read is still right: the window's turn is recomputed on read
     if not charge then return end
-    redis.call('HSET', keys[1], 'w', index, 'n', n + taken, 'l', w)
-    expire_after(keys[1], window_end - now)
+    write_state(keys[1], window_end - now, string.format('%.0f:%.0f:%.0f', index, n + taken, w))
   end
   return {outcome, 0, limit - n - taken, window_end - now, retry, now, leased}, write
 end
@@ -102,11 +122,11 @@ end
 
 constexpr std::string_view kFixedWindowRefund = R"lua(
 local at, cost, w = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[5])
-local s = redis.call('HMGET', KEYS[1], 'w', 'n', 'l')
-if not s[1] or (s[3] and tonumber(s[3]) ~= w) then return 0 end
+local index, n, l = read_state(KEYS[1], FIXED_STATE)
+if not index or tonumber(l) ~= w then return 0 end
 -- Only while the request's window is the current one; later it no longer matters.
-if math.floor(at / w) ~= tonumber(s[1]) then return 0 end
-redis.call('HSET', KEYS[1], 'n', math.max(0, tonumber(s[2]) - cost))
+if math.floor(at / w) ~= tonumber(index) then return 0 end
+write_state(KEYS[1], nil, string.format('%.0f:%.0f:%.0f', index, math.max(0, n - cost), w))
 return 0
 )lua";
 
@@ -166,7 +186,7 @@ if #ids > 0 then redis.call('ZREM', KEYS[1], unpack(ids)) end
 return 0
 )lua";
 
-// Hash fields: w = window index, c = current count, p = previous count, l = the window
+// State "W:C:P:L": W = window index, C = current count, P = previous count, L = the window
 // length (µs); another length starts fresh, as in the fixed window. The classic rule: cost
 // is admitted when the estimate prev x (W - elapsed) / W + curr, plus cost - 1, is below the
 // limit, compared multiplied by W, exactly (mulcmp): prev x (W - e) < (limit - curr - cost + 1) x
@@ -174,9 +194,9 @@ return 0
 constexpr std::string_view kSlidingCounterDecide = R"lua(
 local function sliding_window_counter(keys, now, cost, extra, limit, w)
   limit, w = tonumber(limit), tonumber(w)
-  local s = redis.call('HMGET', keys[1], 'w', 'c', 'p', 'l')
-  local index, curr, prev = tonumber(s[1]) or 0, tonumber(s[2]) or 0, tonumber(s[3]) or 0
-  if s[4] and tonumber(s[4]) ~= w then index = 0; curr = 0; prev = 0 end
+  local si, sc, sp, sl = read_state(keys[1], COUNTER_STATE)
+  local index, curr, prev = tonumber(si) or 0, tonumber(sc) or 0, tonumber(sp) or 0
+  if sl and tonumber(sl) ~= w then index = 0; curr = 0; prev = 0 end
   local current = math.floor(now / w)
   if current == index + 1 then
     prev = curr; curr = 0
@@ -208,8 +228,11 @@ local function sliding_window_counter(keys, now, cost, extra, limit, w)
     retry = math.max(1, retry_at - now)
   end
   local function write(charge)
-    redis.call('HSET', keys[1], 'w', index, 'c', charge and curr + taken or curr, 'p', prev, 'l', w)
-    expire_after(keys[1], start + 2 * w - now)
+    -- uncharged, the state as read is still right: its windows' turn is recomputed on read
+    -- (and a window length that changed starts fresh on every read until it is written)
+    if not charge then return end
+    write_state(keys[1], start + 2 * w - now,
+                string.format('%.0f:%.0f:%.0f:%.0f', index, curr + taken, prev, w))
   end
   -- remaining = limit - curr - floor(prev x (W - elapsed) / W): units of cost 1 still admitted
   local weighted = muldiv(prev, w - elapsed, w)
@@ -222,32 +245,36 @@ end
 
 constexpr std::string_view kSlidingCounterRefund = R"lua(
 local at, cost, w = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[5])
-local s = redis.call('HMGET', KEYS[1], 'w', 'c', 'p', 'l')
-if not s[1] or (s[4] and tonumber(s[4]) ~= w) then return 0 end
+local si, sc, sp, sl = read_state(KEYS[1], COUNTER_STATE)
+if not si or tonumber(sl) ~= w then return 0 end
+local stored, curr, prev = tonumber(si), tonumber(sc), tonumber(sp)
 local index = math.floor(at / w)
-if index == tonumber(s[1]) then
-  redis.call('HSET', KEYS[1], 'c', math.max(0, tonumber(s[2]) - cost))
-elseif index == tonumber(s[1]) - 1 then
-  redis.call('HSET', KEYS[1], 'p', math.max(0, tonumber(s[3]) - cost))
+if index == stored then
+  local v = string.format('%.0f:%.0f:%.0f:%.0f', stored, math.max(0, curr - cost), prev, w)
+  write_state(KEYS[1], nil, v)
+elseif index == stored - 1 then
+  local v = string.format('%.0f:%.0f:%.0f:%.0f', stored, curr, math.max(0, prev - cost), w)
+  write_state(KEYS[1], nil, v)
 end
 return 0
 )lua";
 
-// Hash fields: m = nanotokens missing from a full bucket, t = time of the last refill (µs).
+// State "M:T": M = nanotokens missing from a full bucket, T = time of the last refill (µs).
 // After a change of the policy's limits the tokens used stay used (at most the new
 // capacity) and refill at the new rate.
 constexpr std::string_view kTokenBucketDecide = R"lua(
 local function token_bucket(keys, now, cost, extra, capacity, rate)
   capacity, rate = tonumber(capacity), tonumber(rate)
   local UNIT = 1000000000
-  local s = redis.call('HMGET', keys[1], 'm', 't')
-  local missing, at = tonumber(s[1]) or 0, tonumber(s[2]) or 0
+  local sm, st = read_state(keys[1], BUCKET_STATE)
+  local missing, at = tonumber(sm) or 0, tonumber(st) or 0
   if now > at then
     -- Compare before multiplying so a long idle period stays exact.
     if now - at >= ceildiv(missing, rate) then missing = 0 else missing = missing - (now - at) * rate end
     at = now
   end
-  if missing > capacity * UNIT then missing = capacity * UNIT end
+  local capped = false
+  if missing > capacity * UNIT then missing = capacity * UNIT; capped = true end
   local available = capacity * UNIT - missing
   local need = cost * UNIT
   local outcome, retry, leased, taken = 0, 0, 0, 0
@@ -262,9 +289,11 @@ local function token_bucket(keys, now, cost, extra, capacity, rate)
   end
   local function reset_of(m) return math.max(0, at + ceildiv(m, rate) - now) end
   local function write(charge)
+    -- Uncharged, the state as read refills to the same on the next read, and expires when
+    -- full as it is: written only when a lowered capacity capped it (the cap must stick).
+    if not charge and not capped then return end
     local m = charge and missing + taken or missing
-    redis.call('HSET', keys[1], 'm', m, 't', at)
-    expire_after(keys[1], reset_of(m))
+    write_state(keys[1], reset_of(m), string.format('%.0f:%.0f', m, at))
   end
   return {outcome, 0, math.floor((available - taken) / UNIT), reset_of(missing + taken), retry,
           now, leased}, write
@@ -273,9 +302,9 @@ end
 
 constexpr std::string_view kTokenBucketRefund = R"lua(
 local cost = tonumber(ARGV[2])
-local m = tonumber(redis.call('HGET', KEYS[1], 'm'))
+local m, t = read_state(KEYS[1], BUCKET_STATE)
 if not m then return 0 end
-redis.call('HSET', KEYS[1], 'm', math.max(0, m - cost * 1000000000))
+write_state(KEYS[1], nil, string.format('%.0f:%.0f', math.max(0, m - cost * 1000000000), t))
 return 0
 )lua";
 
@@ -415,16 +444,15 @@ constexpr std::string_view kFixedWindowSync = R"lua(
 local limit, w = p1, p2
 for i, key in ipairs(KEYS) do
   local spent, at = tonumber(ARGV[3 + 2 * i]), tonumber(ARGV[4 + 2 * i])
-  local s = redis.call('HMGET', key, 'w', 'n', 'l')
-  local index, n = tonumber(s[1]) or 0, tonumber(s[2]) or 0
-  if s[3] and tonumber(s[3]) ~= w then index = 0; n = 0 end
+  local si, sn, sl = read_state(key, FIXED_STATE)
+  local index, n = tonumber(si) or 0, tonumber(sn) or 0
+  if sl and tonumber(sl) ~= w then index = 0; n = 0 end
   local current = math.floor(now / w)
   if current > index then index = current; n = 0 end
   -- units admitted in a window that has ended count no more
   if spent > 0 and at == index then
     n = n + spent
-    redis.call('HSET', key, 'w', index, 'n', n, 'l', w)
-    expire_after(key, (index + 1) * w - now)
+    write_state(key, (index + 1) * w - now, string.format('%.0f:%.0f:%.0f', index, n, w))
   end
   out[#out + 1] = math.max(0, limit - n)
   out[#out + 1] = (index + 1) * w - now
@@ -437,8 +465,8 @@ local capacity, rate = p1, p2
 local UNIT = 1000000000
 for i, key in ipairs(KEYS) do
   local spent = tonumber(ARGV[3 + 2 * i])
-  local s = redis.call('HMGET', key, 'm', 't')
-  local missing, at = tonumber(s[1]) or 0, tonumber(s[2]) or 0
+  local sm, st = read_state(key, BUCKET_STATE)
+  local missing, at = tonumber(sm) or 0, tonumber(st) or 0
   if now > at then
     if now - at >= ceildiv(missing, rate) then missing = 0 else missing = missing - (now - at) * rate end
     at = now
@@ -446,8 +474,7 @@ for i, key in ipairs(KEYS) do
   if spent > 0 then
     -- no cap at the capacity: the debt is what the fleet admitted beyond the bucket
     missing = missing + spent * UNIT
-    redis.call('HSET', key, 'm', missing, 't', at)
-    expire_after(key, ceildiv(missing, rate))
+    write_state(key, ceildiv(missing, rate), string.format('%.0f:%.0f', missing, at))
   end
   out[#out + 1] = math.max(0, math.floor((capacity * UNIT - missing) / UNIT))
   out[#out + 1] = ceildiv(missing, rate)
@@ -537,10 +564,10 @@ const Script& decideTogetherScript() {
 }
 
 const Script& refundScript(AlgorithmKind kind) {
-  static const Script fixed = make({kFixedWindowRefund});
+  static const Script fixed = make({kPrelude, kFixedWindowRefund});
   static const Script log = make({kSlidingLogRefund});
-  static const Script counter = make({kSlidingCounterRefund});
-  static const Script bucket = make({kTokenBucketRefund});
+  static const Script counter = make({kPrelude, kSlidingCounterRefund});
+  static const Script bucket = make({kPrelude, kTokenBucketRefund});
   static const Script gcra = make({kGcraState, kGcraRefund});
   switch (kind) {
     case AlgorithmKind::kFixedWindow:
