@@ -38,15 +38,20 @@ class FakeDriver final : public SendDriver {
   // A signal cuts short the call during which the `frames`th frame would go: it ends with
   // the frames before that one gone.
   void signalAtFrame(uint64_t frames) { signal_at_ = frames; }
+  // The first call is preempted: its fixed part takes `ns` longer.
+  void stallFirstCall(uint64_t ns) { first_call_stall_ns_ = ns; }
   Result<uint64_t> send(uint64_t frames) override {
     if (signal_at_ != 0 && total_ + frames >= signal_at_) frames = signal_at_ - 1 - total_;
     // the fixed part wanders: 0.7x to 1.3x, from a fixed pseudo-random sequence
     jitter_ = jitter_ * 6364136223846793005ULL + 1442695040888963407ULL;
     const double wander = 0.7 + 0.6 * static_cast<double>(jitter_ >> 11) / (1ULL << 53);
     // the fixed part first, then the frames go out one after another
-    const uint64_t frames_from = now_ns_ + static_cast<uint64_t>(machine_.call_fixed_ns * wander);
+    const uint64_t stall_ns = calls_.empty() ? first_call_stall_ns_ : 0;
+    const uint64_t start_ns = now_ns_;
+    const uint64_t frames_from =
+        now_ns_ + stall_ns + static_cast<uint64_t>(machine_.call_fixed_ns * wander);
     now_ns_ = frames_from + static_cast<uint64_t>(machine_.frame_ns * frames);
-    calls_.push_back({frames_from, now_ns_, total_, total_ + frames});
+    calls_.push_back({start_ns, frames_from, now_ns_, total_, total_ + frames});
     total_ += frames;
     return frames;
   }
@@ -55,6 +60,9 @@ class FakeDriver final : public SendDriver {
   double deliveredBetween(uint64_t from_ns, uint64_t to_ns) const {
     return totalAt(to_ns) - totalAt(from_ns);
   }
+  uint64_t startNs() const { return kStartNs; }
+  uint64_t firstCallEndNs() const { return calls_.empty() ? 0 : calls_.front().end; }
+  uint64_t secondCallNs() const { return calls_.size() < 2 ? 0 : calls_[1].end - calls_[1].start; }
   uint64_t firstCallFrames() const { return calls_.empty() ? 0 : calls_.front().after; }
   uint64_t firstFrameNs() const { return calls_.empty() ? 0 : calls_.front().frames_from; }
   uint64_t lastFrameNs() const { return calls_.empty() ? 0 : calls_.back().end; }
@@ -62,6 +70,7 @@ class FakeDriver final : public SendDriver {
 
  private:
   struct Call {
+    uint64_t start;
     uint64_t frames_from, end;  // its frames went out evenly over [frames_from, end]
     uint64_t before, after;     // frames gone before it and after it
   };
@@ -76,8 +85,10 @@ class FakeDriver final : public SendDriver {
                static_cast<double>(at_ns - call->frames_from) /
                static_cast<double>(call->end - call->frames_from);
   }
+  static constexpr uint64_t kStartNs = 1'000 * kSecond;  // an arbitrary origin
   Machine machine_;
-  uint64_t now_ns_ = 1'000 * kSecond;  // an arbitrary origin
+  uint64_t now_ns_ = kStartNs;
+  uint64_t first_call_stall_ns_ = 0;
   uint64_t total_ = 0;
   uint64_t signal_at_ = 0;  // 0: no signal
   uint64_t jitter_ = 1;
@@ -95,11 +106,13 @@ double ratePps(const SendOutcome& outcome) {
   return static_cast<double>(outcome.sent) * kSecond / static_cast<double>(outcome.elapsed_ns);
 }
 
-// Every one-second window, every 10 ms from the first frame, carries the rate.
-void expectEverySecondHolds(const FakeDriver& driver, uint64_t rate_pps, double tolerance) {
+// Every one-second window, every 10 ms from `from_ns` (the first frame by default), carries
+// the rate.
+void expectEverySecondHolds(const FakeDriver& driver, uint64_t rate_pps, double tolerance,
+                            uint64_t from_ns = 0) {
   int windows = 0;
-  for (uint64_t from = driver.firstFrameNs(); from + kSecond <= driver.lastFrameNs();
-       from += 10 * kMs) {
+  for (uint64_t from = std::max(from_ns, driver.firstFrameNs());
+       from + kSecond <= driver.lastFrameNs(); from += 10 * kMs) {
     const double in_window = driver.deliveredBetween(from, from + kSecond);
     EXPECT_NEAR(in_window / static_cast<double>(rate_pps), 1.0, tolerance)
         << "from " << from - driver.firstFrameNs() << " ns";
@@ -175,12 +188,57 @@ TEST(FloodPacer, ARateBeyondTheMachineIsSeenAsOutOfReach) {
 TEST(FloodPacer, AStallIsCaughtUpInBoundedChunks) {
   Pacer pacer(1000, 0, 64);
   pacer.observe(1, 10'000);  // calls cost 10 µs
+  EXPECT_EQ(pacer.waitNs(0, 0), 1'000'000u) << "one call's cost leads nothing";
+  pacer.observe(1, 10'000);  // confirmed
   EXPECT_EQ(pacer.next(0, 0), 0u);
   EXPECT_EQ(pacer.waitNs(0, 0), 1'000'000u - 10'000u);
   EXPECT_EQ(pacer.next(990'000, 0), 1u);
   // behind by a second: at most 2 ms of the rate in one call, never the whole backlog
   EXPECT_EQ(pacer.next(kSecond, 10), 2u);
 }
+
+// A first call preempted for half a second costs what no later call does. The frames due
+// in that half second go late, and are caught up in bounded chunks; none goes early, and
+// once caught up every second carries the rate.
+class AStalledFirstCall : public ::testing::TestWithParam<Machine> {};
+
+TEST_P(AStalledFirstCall, NeitherLeadsNorLagsTheRate) {
+  const Machine machine = GetParam();
+  const uint64_t rate = 100'000;
+  FakeDriver driver(machine);
+  driver.stallFirstCall(500 * kMs);
+  SendOutcome outcome = run(driver, rate, {0, 3 * kSecond});
+  EXPECT_NEAR(ratePps(outcome) / static_cast<double>(rate), 1.0, 0.02)
+      << outcome.sent << " frames in " << outcome.elapsed_ns << " ns";
+  // Frame k is due k / rate after the start. A call's frames go at its end, so they are
+  // handed over early by the smallest cost of two calls or more (the lead that sends them
+  // on time): at most what the second call cost, the one that carried the stall's backlog.
+  // And a chunk carries at most 2 ms of the rate or four calls' cost of it.
+  const double call_ns = 1.3 * static_cast<double>(machine.call_fixed_ns);
+  const double lead_ns = static_cast<double>(driver.secondCallNs());
+  const double slack_frames = rate * (lead_ns + std::max(2e6, 4 * call_ns)) / kSecond + 1;
+  // caught up within a few chunks of calls after the stall ends
+  const uint64_t caught_up_ns = driver.firstCallEndNs() + 100 * kMs + 10 * machine.call_fixed_ns;
+  for (uint64_t at = driver.startNs(); at <= driver.lastFrameNs(); at += kMs) {
+    const double due = static_cast<double>(at - driver.startNs()) * rate / kSecond;
+    const double gone = driver.deliveredBetween(driver.startNs(), at);
+    ASSERT_LE(gone, due + slack_frames) << "ahead " << (at - driver.startNs()) / kMs << " ms in";
+    if (at >= caught_up_ns) {
+      ASSERT_GE(gone, due - slack_frames) << "behind " << (at - driver.startNs()) / kMs << " ms in";
+    }
+  }
+  expectEverySecondHolds(driver, rate, 0.05, caught_up_ns);
+
+  // a count at a rate still takes count / rate
+  FakeDriver counted(machine);
+  counted.stallFirstCall(500 * kMs);
+  SendOutcome by_count = run(counted, rate, {100'000, 0});
+  EXPECT_EQ(by_count.sent, 100'000u);
+  EXPECT_NEAR(ratePps(by_count) / static_cast<double>(rate), 1.0, 0.02)
+      << by_count.sent << " frames in " << by_count.elapsed_ns << " ns";
+}
+
+INSTANTIATE_TEST_SUITE_P(Machines, AStalledFirstCall, ::testing::Values(kSlowCalls, kFastCalls));
 
 TEST(FloodPacer, AStopRequestEndsTheLoop) {
   FakeDriver driver(kFastCalls);

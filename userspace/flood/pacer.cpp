@@ -81,8 +81,8 @@ uint64_t Pacer::pacedChunk(uint64_t elapsed_ns, uint64_t sent) const {
     return due > sent ? std::min(due - sent, first_chunk_) : 0;
   }
   // A call's frames have gone when it returns, a fixed cost and n frames later: send now
-  // what will be due by then. n = (due(now + fixed) - sent) / (1 - rate * per_frame).
-  const uint64_t due = dueBy(elapsed_ns + cost_.fixedNs());
+  // what will be due by then. n = (due(now + lead) - sent) / (1 - rate * per_frame).
+  const uint64_t due = dueBy(elapsed_ns + leadNs());
   if (due <= sent) return 0;
   const double rate = static_cast<double>(rate_pps_);
   // the sending share of a second at this rate; near 1 the rate is out of reach, and the
@@ -109,12 +109,12 @@ uint64_t Pacer::next(uint64_t elapsed_ns, uint64_t sent) const {
 
 uint64_t Pacer::waitNs(uint64_t elapsed_ns, uint64_t sent) const {
   if (rate_pps_ == 0 || next(elapsed_ns, sent) > 0) return 0;
-  // frame k is due at k / rate seconds; a known fixed cost sends it that much earlier
+  // frame k is due at k / rate seconds; a confirmed fixed cost sends it that much earlier
   const auto due_ns = static_cast<uint64_t>(
       (static_cast<unsigned __int128>(sent + 1) * static_cast<uint64_t>(kNsPerSecond) + rate_pps_ -
        1) /
       rate_pps_);
-  const uint64_t lead_ns = cost_.known() ? cost_.fixedNs() : 0;
+  const uint64_t lead_ns = leadNs();
   const uint64_t send_at = due_ns > lead_ns ? due_ns - lead_ns : 0;
   return send_at > elapsed_ns ? send_at - elapsed_ns : 1;
 }

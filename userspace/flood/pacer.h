@@ -16,6 +16,9 @@ class CallCost {
   void observe(uint64_t frames, uint64_t call_ns);
 
   bool known() const { return calls_ > 0; }
+  // Seen in two calls or more. One call alone may have been preempted for any time (half a
+  // second on a busy machine); the smaller of two is too large only if both were.
+  bool confirmed() const { return calls_ >= 2; }
   // The smallest call seen: the fixed part, plus a few frames' worth.
   uint64_t fixedNs() const { return fixed_ns_; }
   // Per frame, from calls long enough to tell it from the fixed part; 0 until one was made.
@@ -63,6 +66,10 @@ class Pacer {
   uint64_t fitsIn(uint64_t elapsed_ns) const;
   // Frames due by `at_ns` after the start.
   uint64_t dueBy(uint64_t at_ns) const;
+  // How long before their due time a paced call's frames are handed over: a call's frames
+  // go when it returns, so the fixed cost, once confirmed. Leading by one call's cost would
+  // send everything due in a stall early.
+  uint64_t leadNs() const { return cost_.confirmed() ? cost_.fixedNs() : 0; }
 
   uint64_t rate_pps_;
   uint64_t duration_ns_;
