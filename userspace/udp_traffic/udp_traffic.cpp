@@ -102,6 +102,15 @@ Result<UdpSendResult> sendUdp(const UdpSendOptions& options) {
       close(fd);
       return fail("cannot send from " + options.source + ": " + std::strerror(errno));
     }
+    if (options.unsent_when_queue_full) {
+      const int on = 1;
+      const bool v6 = source->storage.ss_family == AF_INET6;
+      if (setsockopt(fd, v6 ? IPPROTO_IPV6 : IPPROTO_IP, v6 ? IPV6_RECVERR : IP_RECVERR, &on,
+                     sizeof(on)) != 0) {
+        close(fd);
+        return fail(std::string("IP_RECVERR: ") + std::strerror(errno));
+      }
+    }
     constexpr unsigned kBatch = 32;
     std::vector<uint8_t> payload(options.payload_bytes, 0x5a);
     iovec iov{payload.data(), payload.size()};
@@ -131,16 +140,20 @@ Result<UdpSendResult> sendUdp(const UdpSendOptions& options) {
         }
         batch = static_cast<unsigned>(std::min<double>(due, kBatch));
       }
-      // the receiver's XDP runs inside the call: the first send starts before it returns
       const double before = monotonicSeconds();
       int n = sendmmsg(fd, messages, batch, 0);
       now = monotonicSeconds();
       if (n > 0) {
-        if (sent == 0) first = before;
-        if (sent != 0) idle += std::max(0.0, before - last - options.gap_allowance_s);
+        // A call may be preempted anywhere in it, so its packets went at some time between
+        // its start and its end: from one call to the next, none may have gone from the
+        // start of the one to the end of the other. The first call's packets had all gone
+        // by its end; the last call's went after its start.
+        if (sent == 0) first = now;
+        if (sent != 0) idle += std::max(0.0, now - last - options.gap_allowance_s);
         sent += static_cast<uint64_t>(n);
-        last = now;
-      } else if (errno != ENOBUFS && errno != EAGAIN && errno != EINTR) {
+        last = before;
+      } else if (errno != ENOBUFS && errno != EAGAIN && errno != EINTR &&
+                 errno != ECONNREFUSED) {  // with IP_RECVERR: an earlier packet's ICMP error
         close(fd);
         return fail(std::string("sendmmsg: ") + std::strerror(errno));
       }
@@ -197,12 +210,13 @@ Status UdpCounter::start(const std::string& netns, uint16_t port) {
     fd_ = fd;
     ready = true;
     char buffer[2048];
-    while (running_) {
+    // Counts one datagram; false when none came (within the timeout, or at once).
+    auto receive = [&](int flags) {
       sockaddr_in6 from{};
       socklen_t from_len = sizeof(from);
-      ssize_t n =
-          recvfrom(fd, buffer, sizeof(buffer), 0, reinterpret_cast<sockaddr*>(&from), &from_len);
-      if (n < 0) continue;
+      ssize_t n = recvfrom(fd, buffer, sizeof(buffer), flags, reinterpret_cast<sockaddr*>(&from),
+                           &from_len);
+      if (n < 0) return false;
       std::string source;
       if (IN6_IS_ADDR_V4MAPPED(&from.sin6_addr)) {
         source = formatAddress(Family::kV4, from.sin6_addr.s6_addr + 12);
@@ -210,6 +224,11 @@ Status UdpCounter::start(const std::string& netns, uint16_t port) {
         source = formatAddress(Family::kV6, from.sin6_addr.s6_addr);
       }
       ++counts_[source];
+      return true;
+    };
+    while (running_) receive(0);
+    // what the kernel delivered before the stop but this thread had no CPU to read yet
+    while (receive(MSG_DONTWAIT)) {
     }
     close(fd);
   });

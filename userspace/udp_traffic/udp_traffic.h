@@ -3,6 +3,7 @@
 // given network namespace, bounded in time. Test use only: it sends where it is told.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <limits>
@@ -27,6 +28,10 @@ struct UdpSendOptions {
   // Gaps between sends longer than this are counted in UdpSendResult::idle_s (a limit's
   // burst lasts burst / rate seconds: a longer gap loses tokens nobody could use).
   double gap_allowance_s = 0;
+  // A packet the interface had no room for (a veth whose peer's XDP has not had a CPU to
+  // take its queue) is not sent: the call says so (IP_RECVERR), and it is neither counted
+  // nor ends a gap. Without, it counts as sent and shows only in the interface's tx drops.
+  bool unsent_when_queue_full = false;
   // When set, sending also ends as soon as it turns true (`seconds` still bounds it).
   const std::atomic<bool>* stop = nullptr;
   // Paced only: the most packets a thread sends back to back to catch up after falling
@@ -36,14 +41,16 @@ struct UdpSendOptions {
 };
 
 struct UdpSendResult {
-  uint64_t sent = 0;
-  // CLOCK_MONOTONIC seconds from just before the first send to just after the last one
+  uint64_t sent = 0;  // without unsent_when_queue_full, those the queue dropped too
+  // CLOCK_MONOTONIC seconds from the end of the first send call to the start of the last
+  // one: packets went all along that time, however long a call was preempted for
   double first_send_s = 0;
   double last_send_s = 0;
-  // Time the sender was off its CPU or idle beyond gap_allowance_s between two sends, in
-  // all threads at once at most: no packet can have been charged in it.
+  // Time the sender may have sent nothing for longer than gap_allowance_s (from the start of
+  // one call to the end of the next), in all threads at once at most: no packet can have
+  // been charged in it.
   double idle_s = std::numeric_limits<double>::infinity();
-  double elapsed() const { return last_send_s - first_send_s; }
+  double elapsed() const { return std::max(0.0, last_send_s - first_send_s); }
 };
 
 // Moves the calling thread into `netns` (a path under /run/netns); empty stays put.
@@ -61,7 +68,8 @@ class UdpCounter {
   UdpCounter& operator=(const UdpCounter&) = delete;
 
   Status start(const std::string& netns, uint16_t port);
-  // Stops receiving; returns datagrams per source address.
+  // Stops receiving; returns datagrams per source address, those delivered before the stop
+  // that the receiving thread had not read yet too.
   std::map<std::string, uint64_t> stop();
 
  private:
