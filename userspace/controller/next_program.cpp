@@ -14,18 +14,6 @@
 #include "kernel/writer_lock.h"
 
 namespace floodgate {
-namespace {
-
-std::optional<ProgramInfo> infoOfId(uint32_t id) {
-  UniqueFd fd(bpf_prog_get_fd_by_id(id));
-  if (!fd.valid()) return std::nullopt;
-  auto info = programInfo(fd.get());
-  if (!info) return std::nullopt;
-  return *info;
-}
-
-}  // namespace
-
 std::string NextProgramSpec::describe() const {
   if (!pinned.empty()) return "pinned " + pinned;
   if (!object.empty()) return object + (section.empty() ? "" : " section " + section);
@@ -58,7 +46,7 @@ Result<std::optional<ProgramInfo>> nextProgram(const std::string& interface) {
   auto id = array->programIn(FG_NEXT_PROGRAM_SLOT);
   if (!id) return id.error();
   if (!*id) return std::optional<ProgramInfo>();
-  return infoOfId(**id);
+  return programInfoOfId(**id);
 }
 
 Result<PreparedNextProgram> prepareNextProgram(const NextProgramSpec& spec) {
@@ -85,7 +73,7 @@ Result<NextProgramChange> placeNextProgram(ProgArray& array, PreparedNextProgram
   NextProgramChange change;
   auto before = array.programIn(FG_NEXT_PROGRAM_SLOT);
   if (!before) return before.error();
-  if (*before) change.before = infoOfId(**before);
+  if (*before) change.before = programInfoOfId(**before);
   if (!prepared.program.valid()) {
     if (Status s = array.clear(FG_NEXT_PROGRAM_SLOT); !s) return s.error();
     change.changed = change.before.has_value();

@@ -22,13 +22,6 @@ std::string describeSlot(uint32_t slot, const ProgArray& array) {
          std::to_string(array.id()) + ")";
 }
 
-std::optional<ProgramInfo> programOfId(uint32_t id) {
-  UniqueFd fd(bpf_prog_get_fd_by_id(id));
-  if (!fd.valid()) return std::nullopt;
-  auto info = programInfo(fd.get());
-  return info ? std::optional<ProgramInfo>(*info) : std::nullopt;
-}
-
 // The id of the program pinned at `path`, 0 when there is none.
 uint32_t pinnedProgramId(const std::string& path) {
   UniqueFd fd(bpf_obj_get(path.c_str()));
@@ -63,7 +56,7 @@ Result<ProgArray> openRootArray(const AttachOptions& options) {
   auto held = root->programIn(options.root_slot);
   if (!held) return held.error();
   if (*held) {
-    auto info = programOfId(**held);
+    auto info = programInfoOfId(**held);
     return Error::failure(describeSlot(options.root_slot, *root) + " holds " +
                           (info ? describeProgram(*info) : "program id " + std::to_string(**held)) +
                           ": choose an empty slot, or put that program behind floodgate "

@@ -94,6 +94,14 @@ Result<ProgramInfo> programInfo(int fd) {
   return out;
 }
 
+std::optional<ProgramInfo> programInfoOfId(uint32_t id) {
+  UniqueFd fd(bpf_prog_get_fd_by_id(id));
+  if (!fd.valid()) return std::nullopt;
+  auto info = programInfo(fd.get());
+  if (!info) return std::nullopt;
+  return *info;
+}
+
 Result<UniqueFd> loadXdpProgramFile(const std::string& object_path, const std::string& program) {
   captureLibbpfMessages();
   std::unique_ptr<bpf_object, ObjectCloser> object(

@@ -23,6 +23,8 @@ struct ProgramInfo {
 
 // What the kernel says of the program behind `fd`.
 Result<ProgramInfo> programInfo(int fd);
+// What the kernel says of the program with `id`; nothing when it is gone or unreadable.
+std::optional<ProgramInfo> programInfoOfId(uint32_t id);
 
 // Loads the XDP program of `object_path` whose section name or function name is `program`
 // (empty: the object's only XDP program); only it is loaded. Refuses, in one line, a file
