@@ -14,7 +14,7 @@
 #include "floodgate/redis/prefetch_store.h"
 #include "floodgate/redis/redis_store.h"
 #include "lab/sharing.h"
-#include "redis/redis_server.h"
+#include "redis/redis_fixture.h"
 
 namespace floodgate::http {
 namespace {
@@ -25,30 +25,10 @@ constexpr int kProcesses = 4;
 constexpr int kThreads = 4;
 constexpr int kRequestsPerThread = 60;  // 960 in all, against limits of 200
 
-class RedisFleetTest : public ::testing::Test {
+class RedisFleetTest : public testing::RedisServerTest {
  protected:
-  static void SetUpTestSuite() {
-    if (testing::haveRedis()) server_ = RedisServer::start().release();
-  }
-  static void TearDownTestSuite() {
-    delete server_;
-    server_ = nullptr;
-  }
-  void SetUp() override {
-    if (server_ == nullptr) GTEST_SKIP() << "redis-server is not installed or did not start";
-    ASSERT_TRUE(server_->command({"FLUSHALL"}));
-  }
-  static std::shared_ptr<redis::Client> newClient() {
-    redis::ClientOptions options;
-    options.seeds = {server_->address()};
-    options.timeout_ms = 2000;
-    options.pool_size = kThreads;
-    return std::make_shared<redis::Client>(options);
-  }
-
-  static RedisServer* server_;
+  static std::shared_ptr<redis::Client> newClient() { return RedisServerTest::newClient(kThreads); }
 };
-RedisServer* RedisFleetTest::server_ = nullptr;
 
 AlgorithmParams params(AlgorithmKind kind) {
   AlgorithmParams p;

@@ -11,7 +11,7 @@
 #include "floodgate/redis/store_factory.h"
 #include "floodgate/stores/memory_store.h"
 #include "http/algorithm_harness.h"
-#include "redis/redis_server.h"
+#include "redis/redis_fixture.h"
 
 namespace floodgate::http {
 namespace {
@@ -37,24 +37,8 @@ int64_t scriptCalls(const RedisServer& server) {
   return calls;
 }
 
-class RedisRejectionTest : public ::testing::Test {
+class RedisRejectionTest : public testing::RedisServerTest {
  protected:
-  static void SetUpTestSuite() {
-    if (testing::haveRedis()) server_ = RedisServer::start().release();
-  }
-  static void TearDownTestSuite() {
-    delete server_;
-    server_ = nullptr;
-  }
-  void SetUp() override {
-    if (server_ == nullptr) GTEST_SKIP() << "redis-server is not installed or did not start";
-    ASSERT_TRUE(server_->command({"FLUSHALL"}));
-    redis::ClientOptions options;
-    options.seeds = {server_->address()};
-    options.timeout_ms = 2000;
-    client_ = std::make_shared<redis::Client>(options);
-  }
-
   // A closed-mode failover store over a Redis store on the virtual time it is given.
   std::unique_ptr<FailoverStore> store(const AlgorithmParams& params, const std::string& policy) {
     RedisStoreOptions options;
@@ -67,11 +51,7 @@ class RedisRejectionTest : public ::testing::Test {
   }
 
   int64_t scriptCalls() const { return http::scriptCalls(*server_); }
-
-  static RedisServer* server_;
-  std::shared_ptr<redis::Client> client_;
 };
-RedisServer* RedisRejectionTest::server_ = nullptr;
 
 TEST_F(RedisRejectionTest, TenThousandRequestsOfARejectedKeyCostAHandfulOfCalls) {
   HttpConfig config;

@@ -8,7 +8,7 @@
 #include "floodgate/redis/redis_store.h"
 #include "floodgate/stores/memory_store.h"
 #include "http/algorithm_harness.h"
-#include "redis/redis_server.h"
+#include "redis/redis_fixture.h"
 
 namespace floodgate::http {
 namespace {
@@ -18,25 +18,8 @@ using testing::RedisServer;
 constexpr int64_t kUs = 1000;
 constexpr int64_t kMs = 1'000'000;
 
-class RedisScriptsTest : public ::testing::Test {
+class RedisScriptsTest : public testing::RedisServerTest {
  protected:
-  static void SetUpTestSuite() {
-    if (!testing::haveRedis()) return;
-    server_ = RedisServer::start().release();
-  }
-  static void TearDownTestSuite() {
-    delete server_;
-    server_ = nullptr;
-  }
-  void SetUp() override {
-    if (server_ == nullptr) GTEST_SKIP() << "redis-server is not installed or did not start";
-    ASSERT_TRUE(server_->command({"FLUSHALL"}));
-    redis::ClientOptions options;
-    options.seeds = {server_->address()};
-    options.timeout_ms = 2000;
-    client_ = std::make_shared<redis::Client>(options);
-  }
-
   // A store whose scripts read the time they are given, not Redis TIME, so that both
   // sides see the same instants: comparing on real arrivals with sleeps would differ by
   // scheduling jitter, and could not be exact.
@@ -46,11 +29,7 @@ class RedisScriptsTest : public ::testing::Test {
     options.virtual_time = true;
     return std::make_unique<RedisStore>(client_, policy, params, options);
   }
-
-  static RedisServer* server_;
-  std::shared_ptr<redis::Client> client_;
 };
-RedisServer* RedisScriptsTest::server_ = nullptr;
 
 using testing::bucket;
 using testing::window;

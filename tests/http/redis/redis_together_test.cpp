@@ -14,7 +14,7 @@
 #include "floodgate/redis/store_factory.h"
 #include "floodgate/stores/local_share_store.h"
 #include "http/algorithm_harness.h"
-#include "redis/redis_server.h"
+#include "redis/redis_fixture.h"
 
 namespace floodgate::http {
 namespace {
@@ -84,23 +84,12 @@ Verdict check(Limiter& limiter, const Arrival& a) {
   return limiter.check(RequestInfo{"GET", a.path, a.ip, {{"X-API-Key", a.api_key}}, a.user, {}});
 }
 
-class RedisTogetherTest : public ::testing::Test {
+class RedisTogetherTest : public testing::RedisServerTest {
  protected:
-  static void SetUpTestSuite() {
-    if (testing::haveRedis()) server_ = RedisServer::start().release();
-  }
-  static void TearDownTestSuite() {
-    delete server_;
-    server_ = nullptr;
-  }
   void SetUp() override {
-    if (server_ == nullptr) GTEST_SKIP() << "redis-server is not installed or did not start";
-    ASSERT_TRUE(server_->command({"FLUSHALL"}));
+    RedisServerTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
     ASSERT_TRUE(server_->command({"CONFIG", "RESETSTAT"}));
-    redis::ClientOptions options;
-    options.seeds = {server_->address()};
-    options.timeout_ms = 2000;
-    client_ = std::make_shared<redis::Client>(options);
   }
 
   // Redis stores on the limiter's virtual clock under `prefix`: with `together`, failover
@@ -142,11 +131,8 @@ class RedisTogetherTest : public ::testing::Test {
     return limiter(config, clock_, factory(prefix, true));
   }
 
-  static RedisServer* server_;
-  std::shared_ptr<redis::Client> client_;
   std::shared_ptr<ManualClock> clock_ = std::make_shared<ManualClock>(5'000'000 * kMs);
 };
-RedisServer* RedisTogetherTest::server_ = nullptr;
 
 // The same arrivals through three limiters: Redis policies decided together, one script per
 // policy with refunds (as before), and memory. Together and one by one agree on every field
