@@ -153,8 +153,11 @@ struct fg_slot_query {
 	__u64 seed;
 	__u64 now;
 	__u64 jiffies;
-	__u32 index; /* out: the source's slot */
-	__u32 why;   /* out: FG_SLOT_FOUND, else the fg_table_stat that kept it out */
+	__u32 index;	/* out: the source's slot */
+	__u32 why;	/* out: FG_SLOT_FOUND, else the fg_table_stat that kept it out */
+	__u32 verified; /* 1: the source answered a SYN cookie, so the verified-source cap
+			 * applies instead of the new-source cap */
+	__u32 pad;
 };
 
 /* The first slot of the set of ways a fingerprint's key may be in. */
@@ -227,8 +230,14 @@ __attribute__((noinline)) int fg_find_slot(struct fg_slot_query *q, const struct
 	slot = bpf_map_lookup_elem(&buckets, &victim);
 	if (!slot)
 		return 0;
-	if (state && rule->new_sources.interval &&
-	    !fg_gcra_take(&state->new_source_state, q->now, &rule->new_sources)) {
+	if (q->verified) {
+		if (state && rule->verified_sources.interval &&
+		    !fg_gcra_take(&state->verified_state, q->now, &rule->verified_sources)) {
+			q->why = FG_TABLE_CAPPED;
+			return 0;
+		}
+	} else if (state && rule->new_sources.interval &&
+		   !fg_gcra_take(&state->new_source_state, q->now, &rule->new_sources)) {
 		q->why = FG_TABLE_CAPPED;
 		return 0;
 	}

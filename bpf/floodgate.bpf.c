@@ -14,6 +14,8 @@
 #include "maps.bpf.h"
 #include "parse.bpf.h"
 #include "rules.bpf.h"
+#include "syncookie.bpf.h"
+#include "syncookie_tc.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
@@ -92,6 +94,23 @@ int floodgate_xdp(struct xdp_md *ctx)
 		reason = FG_REASON_FRAGMENT;
 	}
 
+	/* a SYN or bare ACK may be a SYN cookie's; nothing to do unless a rule gives them */
+	if (parsed == FG_PARSE_OK && fg_cookie_candidate(pkt) && !settings->monitor) {
+		switch (fg_cookie_path(ctx, pkt, settings->hash_seed, len)) {
+		case FG_COOKIE_TX:
+			return XDP_TX;
+		case FG_COOKIE_PASS:
+			return fg_finish(ctx, settings, FG_VERDICT_PASS, FG_REASON_DEFAULT, len);
+		case FG_COOKIE_DROP:
+			return fg_finish(ctx, settings, FG_VERDICT_DROP, FG_REASON_RATE, len);
+		}
+	}
+
 	verdict = fg_apply_rules(settings, &walk, len, jiffies, &reason);
 	return fg_finish(ctx, settings, verdict, reason, len);
 }
+
+/* TC ingress, beside the XDP program on the same interface: hands the cookie ACKs the XDP
+ * program verified to their listener. */
+SEC("tc")
+int floodgate_tc(struct __sk_buff *skb) { return fg_cookie_handover(skb); }

@@ -131,6 +131,7 @@ static __always_inline __u64 *fg_rule_bucket(const struct fg_rule *rule,
 		q->seed = eval->seed;
 		q->now = eval->now;
 		q->jiffies = eval->jiffies;
+		q->verified = 0;
 		if (fg_find_slot(q, rule, state))
 			slot = bpf_map_lookup_elem(&buckets, &q->index);
 		why = q->why;

@@ -166,15 +166,27 @@ struct fg_rule {
 	__u8 algorithm;	    /* enum fg_algorithm */
 	__u8 has_sources;   /* 1: only sources in this rule's set (src_* maps, bit `id`) match */
 	__u8 untracked_own; /* 1: `untracked` was set apart from `limits` (else it follows them) */
-	__u8 pad;
-	__u32 window_ms; /* window algorithms */
-	__u64 ban_ticks; /* FG_ACTION_BAN: how long a ban lasts, jiffies (rounded up) */
+	__u8 syn_cookies;   /* enum fg_syn_cookies (a source rule that matches TCP SYNs) */
+	__u32 window_ms;    /* window algorithms */
+	__u64 ban_ticks;    /* FG_ACTION_BAN: how long a ban lasts, jiffies (rounded up) */
 	struct fg_limit limits[FG_LIMIT_KINDS];
 	/* FG_KEY_SOURCE: the shared bucket of every source without a slot of its own */
 	struct fg_limit untracked[FG_LIMIT_KINDS];
 	/* FG_KEY_SOURCE: a GCRA on new sources taking a slot; beyond it they are untracked */
 	struct fg_limit new_sources;
 	char name[FG_RULE_NAME_LEN]; /* for the controller's reports; the program ignores it */
+	/* FG_KEY_SOURCE with syn_cookies: a GCRA on sources that answered a SYN cookie taking
+	 * a slot, apart from new_sources (which a spoofed flood keeps refusing) */
+	struct fg_limit verified_sources;
+};
+
+/* When a rule answers a SYN from a source without a slot with a SYN cookie (a SYN-ACK sent
+ * from the NIC, nothing stored) instead of charging it to the new-source cap. */
+enum fg_syn_cookies {
+	FG_SYN_COOKIES_OFF = 0,
+	FG_SYN_COOKIES_ALWAYS = 1,
+	/* while the rule's new-source cap or untracked bucket refused in the past second */
+	FG_SYN_COOKIES_AUTO = 2,
 };
 
 /* Which rule set the program reads and how many rules it holds: the `active` map's single
@@ -202,7 +214,7 @@ enum fg_packet_class {
  * that class, so a packet visits only the rules it can match, not every rule of the set. */
 struct fg_rule_index {
 	__u32 rules[FG_PACKET_CLASSES];
-	__u32 pad;
+	__u32 syn_cookie_rules; /* bit i: the rule at position i has syn_cookies on */
 };
 
 /* One slot of the bucket table (`buckets` ARRAY, mmapable so `top` reads it in place).
@@ -238,18 +250,23 @@ struct fg_rule_state {
 	__u64 new_source_state;	   /* GCRA time of the new-source cap */
 	__u32 last_untracked_drop; /* jiffies, for the events (as fg_slot.last_drop) */
 	__u32 last_capped;	   /* jiffies the new-source cap last refused a source */
+	__u64 verified_state;	   /* GCRA time of the verified-source cap */
 };
 
 /* What became of the sources a source rule saw without a slot of their own, per rule id
  * and CPU (`table_stats`, FG_MAX_RULE_IDS * FG_TABLE_STAT_COUNT __u64 counters). */
 enum fg_table_stat {
-	FG_TABLE_NEW_SOURCE = 0,     /* took an idle slot */
-	FG_TABLE_CAPPED = 1,	     /* an idle slot was there, the new-source cap refused it */
-	FG_TABLE_FULL = 2,	     /* every way of its set is a source still limited */
-	FG_TABLE_UNTRACKED_PASS = 3, /* packets the shared untracked bucket admitted */
-	FG_TABLE_UNTRACKED_DROP = 4, /* and refused */
-	FG_TABLE_BAN_FAILED = 5,     /* a ban the rule would have started found the table full */
-	FG_TABLE_STAT_COUNT = 6,
+	FG_TABLE_NEW_SOURCE = 0,      /* took an idle slot */
+	FG_TABLE_CAPPED = 1,	      /* an idle slot was there, the new-source cap refused it */
+	FG_TABLE_FULL = 2,	      /* every way of its set is a source still limited */
+	FG_TABLE_UNTRACKED_PASS = 3,  /* packets the shared untracked bucket admitted */
+	FG_TABLE_UNTRACKED_DROP = 4,  /* and refused */
+	FG_TABLE_BAN_FAILED = 5,      /* a ban the rule would have started found the table full */
+	FG_TABLE_COOKIE_SENT = 6,     /* SYNs answered with a SYN cookie */
+	FG_TABLE_COOKIE_VERIFIED = 7, /* ACKs whose cookie was valid: their source is verified */
+	FG_TABLE_COOKIE_FAILED = 8,   /* ACKs to a listener, with no connection, and a bad cookie */
+	FG_TABLE_VERIFIED_SLOT = 9,   /* verified sources that took a slot (the verified cap) */
+	FG_TABLE_STAT_COUNT = 10,
 };
 #define FG_TABLE_STAT_INDEX(rule_id, stat) ((rule_id)*FG_TABLE_STAT_COUNT + (stat))
 
@@ -311,6 +328,16 @@ struct fg_ban {
  * what floodgate passes, by a tail call; empty, a pass is XDP_PASS. */
 #define FG_NEXT_PROGRAM_SLOT 0
 #define FG_NEXT_PROGRAM_SLOTS 1
+
+/* What the XDP program tells the TC ingress program about a frame, in the frame's
+ * metadata (before the Ethernet header): its SYN cookie was checked and is valid, and the
+ * MSS it encodes. Only BPF programs write metadata, so no sender can forge it. */
+#define FG_COOKIE_META_MAGIC 0xf1c0ec1eU
+struct fg_cookie_meta {
+	__u32 magic;
+	__u16 mss;
+	__u16 pad;
+};
 
 /* Keys of the allow and deny LPM tries. */
 struct fg_lpm_v4 {

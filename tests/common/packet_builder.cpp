@@ -14,6 +14,11 @@ void PacketBuilder::put16(size_t at, uint16_t value) {
   bytes_[at + 1] = static_cast<uint8_t>(value);
 }
 
+void PacketBuilder::put32(size_t at, uint32_t value) {
+  put16(at, static_cast<uint16_t>(value >> 16));
+  put16(at + 2, static_cast<uint16_t>(value));
+}
+
 void PacketBuilder::setNextHeader(uint8_t protocol) {
   if (next_header_at_ == SIZE_MAX) throw std::logic_error("L4 or extension header without IP");
   bytes_[next_header_at_] = protocol;
@@ -48,7 +53,8 @@ PacketBuilder& PacketBuilder::ipv4(const std::string& src, const std::string& ds
   uint8_t* ip = &bytes_[ipv4_at_];
   ip[0] = 0x45;
   ip[8] = 64;
-  if (inet_pton(AF_INET, src.c_str(), ip + 12) != 1 || inet_pton(AF_INET, dst.c_str(), ip + 16) != 1) {
+  if (inet_pton(AF_INET, src.c_str(), ip + 12) != 1 ||
+      inet_pton(AF_INET, dst.c_str(), ip + 16) != 1) {
     throw std::invalid_argument("bad IPv4 address in test");
   }
   next_header_at_ = ipv4_at_ + 9;
@@ -56,7 +62,8 @@ PacketBuilder& PacketBuilder::ipv4(const std::string& src, const std::string& ds
 }
 
 PacketBuilder& PacketBuilder::ipv4Fragment(uint16_t offset_units, bool more_fragments) {
-  put16(ipv4_at_ + 6, static_cast<uint16_t>((more_fragments ? 0x2000 : 0) | (offset_units & 0x1fff)));
+  put16(ipv4_at_ + 6,
+        static_cast<uint16_t>((more_fragments ? 0x2000 : 0) | (offset_units & 0x1fff)));
   return *this;
 }
 
@@ -68,7 +75,8 @@ PacketBuilder& PacketBuilder::ipv6(const std::string& src, const std::string& ds
   ip[0] = 0x60;
   ip[6] = 59;  // no next header until a layer says otherwise
   ip[7] = 64;
-  if (inet_pton(AF_INET6, src.c_str(), ip + 8) != 1 || inet_pton(AF_INET6, dst.c_str(), ip + 24) != 1) {
+  if (inet_pton(AF_INET6, src.c_str(), ip + 8) != 1 ||
+      inet_pton(AF_INET6, dst.c_str(), ip + 24) != 1) {
     throw std::invalid_argument("bad IPv6 address in test");
   }
   next_header_at_ = ipv6_at_ + 6;
@@ -115,6 +123,23 @@ PacketBuilder& PacketBuilder::tcp(uint16_t dst_port, uint8_t flags, uint16_t src
   bytes_[at + 12] = 5 << 4;
   bytes_[at + 13] = flags;
   put16(at + 14, 65535);
+  tcp_at_ = at;
+  return *this;
+}
+
+PacketBuilder& PacketBuilder::tcpSeq(uint32_t seq, uint32_t ack) {
+  put32(tcp_at_ + 4, seq);
+  put32(tcp_at_ + 8, ack);
+  return *this;
+}
+
+PacketBuilder& PacketBuilder::tcpMss(uint16_t mss) {
+  size_t at = bytes_.size();
+  bytes_.resize(at + 4);
+  bytes_[at] = 2;  // kind MSS, length 4
+  bytes_[at + 1] = 4;
+  put16(at + 2, mss);
+  bytes_[tcp_at_ + 12] = static_cast<uint8_t>(bytes_[tcp_at_ + 12] + (1 << 4));
   return *this;
 }
 
@@ -142,7 +167,8 @@ std::vector<uint8_t> PacketBuilder::build(size_t length) const {
     while (sum >> 16) sum = (sum & 0xffff) + (sum >> 16);
     copy.put16(ipv4_at_ + 10, static_cast<uint16_t>(~sum));
   }
-  if (ipv6_at_ != SIZE_MAX) copy.put16(ipv6_at_ + 4, static_cast<uint16_t>(out.size() - ipv6_at_ - 40));
+  if (ipv6_at_ != SIZE_MAX)
+    copy.put16(ipv6_at_ + 4, static_cast<uint16_t>(out.size() - ipv6_at_ - 40));
   if (udp_at_ != SIZE_MAX) copy.put16(udp_at_ + 4, static_cast<uint16_t>(out.size() - udp_at_));
   if (length < out.size()) out.resize(length);
   return out;

@@ -30,6 +30,10 @@ class PacketBuilder {
   PacketBuilder& udp(uint16_t dst_port, uint16_t src_port = 40000);
   // TCP flags byte: FIN 0x01, SYN 0x02, RST 0x04, PSH 0x08, ACK 0x10.
   PacketBuilder& tcp(uint16_t dst_port, uint8_t flags = 0x02, uint16_t src_port = 40000);
+  // The last TCP header's sequence and acknowledgment numbers.
+  PacketBuilder& tcpSeq(uint32_t seq, uint32_t ack = 0);
+  // Appends an MSS option to the last TCP header (before any payload).
+  PacketBuilder& tcpMss(uint16_t mss);
   PacketBuilder& icmp();
   PacketBuilder& payload(size_t bytes);
 
@@ -39,6 +43,7 @@ class PacketBuilder {
  private:
   void setNextHeader(uint8_t protocol);
   void put16(size_t at, uint16_t value);
+  void put32(size_t at, uint32_t value);
 
   std::vector<uint8_t> bytes_;
   size_t ethertype_at_ = SIZE_MAX;    // where the next ethertype goes
@@ -46,6 +51,7 @@ class PacketBuilder {
   size_t ipv4_at_ = SIZE_MAX;
   size_t ipv6_at_ = SIZE_MAX;
   size_t udp_at_ = SIZE_MAX;
+  size_t tcp_at_ = SIZE_MAX;
 };
 
 }  // namespace floodgate::test

@@ -250,6 +250,43 @@ rules:
   EXPECT_EQ(config.rules[2].new_sources_per_s, kDefaultNewSourcesPerS);
 }
 
+TEST(ConfigParser, SynCookiesAndTheVerifiedSourceCap) {
+  FloodgateConfig config = parseClean(R"(
+rules:
+  - name: web
+    match: {protocol: tcp, dst_ports: [80], tcp_flags: {syn: set, ack: clear}}
+    limit: {pps: 30}
+    untracked: {verified_sources: 2k}
+    syn_cookies: auto
+  - name: always
+    match: {protocol: tcp}
+    limit: {pps: 30}
+    syn_cookies: always
+  - name: plain
+    limit: {pps: 30}
+)");
+  ASSERT_EQ(config.rules.size(), 3u);
+  EXPECT_EQ(config.rules[0].syn_cookies, SynCookies::kAuto);
+  EXPECT_EQ(config.rules[0].verified_sources_per_s, 2000u);
+  EXPECT_EQ(config.rules[1].syn_cookies, SynCookies::kAlways);
+  EXPECT_EQ(config.rules[1].verified_sources_per_s, kDefaultVerifiedSourcesPerS);
+  EXPECT_EQ(config.rules[2].syn_cookies, SynCookies::kOff);
+}
+
+TEST(ConfigParser, SynCookiesOnARuleNoSynMeetsIsAnError) {
+  EXPECT_NE(parseErrors("rules:\n  - {name: r, limit: {pps: 1}, syn_cookies: always}\n")
+                .find("syn_cookies needs a rule that matches TCP SYNs"),
+            std::string::npos);
+  EXPECT_NE(parseErrors("rules:\n  - {name: r, match: {protocol: tcp}, limit: {pps: 1}, "
+                        "syn_cookies: maybe}\n")
+                .find("syn_cookies must be off, always or auto"),
+            std::string::npos);
+  EXPECT_NE(parseErrors("rules:\n  - {name: r, match: {protocol: tcp, tcp_flags: {ack: set}}, "
+                        "limit: {pps: 1}, syn_cookies: auto}\n")
+                .find("syn_cookies needs"),
+            std::string::npos);
+}
+
 TEST(ConfigParser, DefaultByteBurstIsATenthOfASecondAndAtLeastOneFrame) {
   FloodgateConfig config = parseClean(R"(
 rules:

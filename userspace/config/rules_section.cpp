@@ -63,6 +63,7 @@ class RuleParser {
   std::string label() const { return named_ ? "rule '" + spec_.name + "'" : "rule"; }
   void checkWindowCapacity(const YamlFields& fields, const LimitSpec& limit);
   void parseAction(const YamlEntry& entry);
+  void parseSynCookies(const YamlEntry& entry);
 
   YamlReader& reader_;
   const std::string& base_dir_;
@@ -76,9 +77,10 @@ class RuleParser {
 
 std::optional<RuleSpec> RuleParser::parse(const YamlEntry& item) {
   const size_t errors_before = reader_.errorCount();
-  std::optional<YamlFields> fields = reader_.mapping(
-      item, "rule",
-      {"name", "match", "key", "limit", "untracked", "algorithm", "window", "on_exceed"});
+  std::optional<YamlFields> fields =
+      reader_.mapping(item, "rule",
+                      {"name", "match", "key", "limit", "untracked", "algorithm", "window",
+                       "on_exceed", "syn_cookies"});
   if (!fields) return std::nullopt;
   parseName(*fields, item);
   if (const YamlEntry* match = fields->find("match")) parseMatch(reader_, *match, base_dir_, spec_);
@@ -91,6 +93,7 @@ std::optional<RuleSpec> RuleParser::parse(const YamlEntry& item) {
   }
   if (const YamlEntry* untracked = fields->find("untracked")) parseUntracked(*untracked);
   if (const YamlEntry* action = fields->find("on_exceed")) parseAction(*action);
+  if (const YamlEntry* cookies = fields->find("syn_cookies")) parseSynCookies(*cookies);
   if (reader_.errorCount() != errors_before) return std::nullopt;
 
   // compileRule is the program's own contract; a rule this parser let through and it
@@ -214,10 +217,11 @@ void RuleParser::parseLimit(const YamlEntry& entry) {
   parseLimitFields(entry, *fields, spec_.limit, "limit");
 }
 
-// untracked: {new_sources: N, pps: .., burst: .., bps: .., burst_bytes: ..}
+// untracked: {new_sources: N, verified_sources: N, pps: .., burst: .., bps: .., burst_bytes: ..}
 void RuleParser::parseUntracked(const YamlEntry& entry) {
   std::optional<YamlFields> fields =
-      reader_.mapping(entry, "untracked", {"new_sources", "pps", "bps", "burst", "burst_bytes"});
+      reader_.mapping(entry, "untracked",
+                      {"new_sources", "verified_sources", "pps", "bps", "burst", "burst_bytes"});
   if (!fields) return;
   if (spec_.key != KeyKind::kSource) {
     reader_.error(entry.key,
@@ -232,6 +236,17 @@ void RuleParser::parseUntracked(const YamlEntry& entry) {
       reader_.error(*cap, "new_sources must be at least 1 a second; write unlimited for no cap");
     } else if (auto value = reader_.withUnit(*cap, "new_sources", parseCount, "10k")) {
       spec_.new_sources_per_s = *value;
+    }
+  }
+  if (const YamlEntry* cap = fields->find("verified_sources")) {
+    const std::string text = cap->value.IsScalar() ? cap->value.Scalar() : std::string();
+    if (text == "unlimited") {
+      spec_.verified_sources_per_s = 0;
+    } else if (text == "0") {
+      reader_.error(*cap,
+                    "verified_sources must be at least 1 a second; write unlimited for no cap");
+    } else if (auto value = reader_.withUnit(*cap, "verified_sources", parseCount, "10k")) {
+      spec_.verified_sources_per_s = *value;
     }
   }
   if (fields->find("pps") || fields->find("bps")) {
@@ -344,6 +359,20 @@ void RuleParser::checkWindowCapacity(const YamlFields& fields, const LimitSpec& 
       reader_.error(*bps, "fixed_window counts at most " + std::to_string(FG_FIXED_COUNT_MASK) +
                               " bytes per window: lower bps or shorten the window");
     }
+  }
+}
+
+// syn_cookies: off | always | auto (compileRule checks that the rule matches TCP SYNs)
+void RuleParser::parseSynCookies(const YamlEntry& entry) {
+  const std::string text = entry.value.IsScalar() ? entry.value.Scalar() : std::string();
+  if (text == "off" || text == "false") {
+    spec_.syn_cookies = SynCookies::kOff;
+  } else if (text == "always") {
+    spec_.syn_cookies = SynCookies::kAlways;
+  } else if (text == "auto") {
+    spec_.syn_cookies = SynCookies::kAuto;
+  } else {
+    reader_.error(entry, "syn_cookies must be off, always or auto");
   }
 }
 

@@ -65,6 +65,9 @@ Status compileBucketLimits(const LimitSpec& limit, uint64_t tick_units, fg_limit
 Status compileWindowLimits(const RuleSpec& spec, const LimitSpec& limit, fg_limit* out);
 // The new-source cap: a GCRA of `per_s` with a tenth of a second (and a tick) of burst.
 void compileNewSources(uint64_t per_s, uint64_t tick_units, fg_limit& out);
+Status compileSynCookies(const RuleSpec& spec, uint64_t tick_units, fg_rule& rule);
+// A cap on sources a second (new or verified) as a rate; 0 when there is none.
+uint64_t describeCap(const fg_limit& cap);
 
 }  // namespace
 
@@ -148,7 +151,20 @@ Result<fg_rule> compileRule(const RuleSpec& spec, uint64_t tick_units) {
   rule.untracked_own = untracked_own ? 1 : 0;
   if (spec.key == KeyKind::kSource)
     compileNewSources(spec.new_sources_per_s, tick_units, rule.new_sources);
+  if (Status s = compileSynCookies(spec, tick_units, rule); !s) return s.error();
   return rule;
+}
+
+const char* synCookiesName(SynCookies mode) {
+  switch (mode) {
+    case SynCookies::kOff:
+      return "off";
+    case SynCookies::kAlways:
+      return "always";
+    case SynCookies::kAuto:
+      return "auto";
+  }
+  return "?";
 }
 
 namespace {
@@ -215,6 +231,32 @@ Status compileWindowLimits(const RuleSpec& spec, const LimitSpec& limit, fg_limi
   return okStatus();
 }
 
+// A SYN cookie answers a SYN for its source's slot: the rule must be a source rule that
+// a TCP SYN (SYN set, ACK clear) can match.
+Status compileSynCookies(const RuleSpec& spec, uint64_t tick_units, fg_rule& rule) {
+  if (spec.syn_cookies == SynCookies::kOff) return okStatus();
+  constexpr uint8_t kSyn = 0x02;
+  if (spec.key != KeyKind::kSource) {
+    return Error::usage("rule '" + spec.name +
+                        "': syn_cookies goes with key: source (a cookie verifies one source)");
+  }
+  if (spec.protocol != Protocol::kTcp || (spec.tcp_flags_set & ~kSyn) ||
+      (spec.tcp_flags_clear & kSyn)) {
+    return Error::usage("rule '" + spec.name +
+                        "': syn_cookies needs a rule that matches TCP SYNs (protocol: tcp, and "
+                        "tcp_flags at most {syn: set, ack: clear})");
+  }
+  rule.syn_cookies = static_cast<uint8_t>(spec.syn_cookies);
+  compileNewSources(spec.verified_sources_per_s, tick_units, rule.verified_sources);
+  return okStatus();
+}
+
+uint64_t describeCap(const fg_limit& cap) {
+  if (!cap.interval) return 0;
+  return roundestRate(static_cast<double>(kUnitsPerSecond) / cap.interval, cap.interval,
+                      packetInterval);
+}
+
 void compileNewSources(uint64_t per_s, uint64_t tick_units, fg_limit& out) {
   out = {};
   if (!per_s) return;
@@ -242,18 +284,16 @@ fg_rule_index indexRules(const std::vector<fg_rule>& rules) {
       default:  // any protocol
         for (uint32_t c = 0; c < FG_PACKET_CLASSES; ++c) index.rules[c] |= bit;
     }
+    if (rules[i].syn_cookies != FG_SYN_COOKIES_OFF) index.syn_cookie_rules |= bit;
   }
   return index;
 }
 
 LimitSpec describeLimits(const fg_rule& rule) { return describeLimits(rule, rule.limits); }
 
-uint64_t describeNewSources(const fg_rule& rule) {
-  const fg_limit& cap = rule.new_sources;
-  if (!cap.interval) return 0;
-  return roundestRate(static_cast<double>(kUnitsPerSecond) / cap.interval, cap.interval,
-                      packetInterval);
-}
+uint64_t describeNewSources(const fg_rule& rule) { return describeCap(rule.new_sources); }
+
+uint64_t describeVerifiedSources(const fg_rule& rule) { return describeCap(rule.verified_sources); }
 
 LimitSpec describeLimits(const fg_rule& rule, const fg_limit* limits) {
   LimitSpec out;

@@ -40,5 +40,7 @@ LimitSpec describeLimits(const fg_rule& rule);
 LimitSpec describeLimits(const fg_rule& rule, const fg_limit* limits);
 // The rule's cap on new sources a second; 0 when it has none.
 uint64_t describeNewSources(const fg_rule& rule);
+// The rule's cap on sources a second that take a slot by answering a SYN cookie; 0: none.
+uint64_t describeVerifiedSources(const fg_rule& rule);
 
 }  // namespace floodgate

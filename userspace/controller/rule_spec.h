@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "floodgate/common/cidr.h"
+#include "floodgate_shared.h"
 
 namespace floodgate {
 
@@ -36,6 +37,17 @@ struct LimitSpec {
 };
 
 inline constexpr uint64_t kDefaultNewSourcesPerS = 10000;
+// Sources a second that may take a slot by answering a SYN cookie: apart from the
+// new-source cap, which a spoofed flood keeps refusing, so real clients still get in.
+inline constexpr uint64_t kDefaultVerifiedSourcesPerS = 10000;
+
+// Whether a rule answers the SYNs of sources without a slot with SYN cookies.
+enum class SynCookies : uint8_t {
+  kOff = FG_SYN_COOKIES_OFF,
+  kAlways = FG_SYN_COOKIES_ALWAYS,
+  kAuto = FG_SYN_COOKIES_AUTO,  // while its new-source cap or untracked bucket refuses
+};
+const char* synCookiesName(SynCookies mode);
 
 struct RuleSpec {
   uint32_t id = 0;     // stable id (0 .. FG_MAX_RULE_IDS-1)
@@ -57,6 +69,10 @@ struct RuleSpec {
   // key: source only. New sources a second that may take a slot; beyond it they are
   // untracked, so a flood of spoofed sources cannot churn the table. 0: no cap.
   uint64_t new_sources_per_s = kDefaultNewSourcesPerS;
+  // key: source, a rule that matches TCP SYNs only.
+  SynCookies syn_cookies = SynCookies::kOff;
+  // With syn_cookies: verified sources a second that may take a slot. 0: no cap.
+  uint64_t verified_sources_per_s = kDefaultVerifiedSourcesPerS;
   Algorithm algorithm = Algorithm::kTokenBucket;
   uint64_t window_ns = 1000000000;  // fixed_window and sliding_window only
   ExceedAction action = ExceedAction::kDrop;

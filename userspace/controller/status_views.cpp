@@ -41,7 +41,9 @@ std::string limitsText(const fg_rule& rule, const fg_limit* pair) {
 
 // The table stats of a rule by name (enum fg_table_stat order).
 const char* const kTableStatNames[FG_TABLE_STAT_COUNT] = {
-    "new_sources", "capped", "table_full", "untracked_passed", "untracked_dropped", "bans_failed"};
+    "new_sources",        "capped",          "table_full",       "untracked_passed",
+    "untracked_dropped",  "bans_failed",     "syn_cookies_sent", "syn_cookies_verified",
+    "syn_cookies_failed", "verified_sources"};
 
 std::string untrackedText(const fg_rule& rule) {
   if (rule.key_kind != FG_KEY_SOURCE) return "";
@@ -154,6 +156,24 @@ std::string statsText(const std::string& interface, const std::vector<CounterRow
                     static_cast<unsigned long long>(rule.table[4]));
       out << line;
     }
+    bool cookies = false;
+    for (const RuleCounters& rule : rules) {
+      cookies = cookies || rule.table[FG_TABLE_COOKIE_SENT] || rule.table[FG_TABLE_COOKIE_FAILED];
+    }
+    if (cookies) {
+      std::snprintf(line, sizeof(line), "  %-20s %14s %14s %14s %14s\n", "syn cookies of rule",
+                    "sent", "verified", "failed", "took a slot");
+      out << line;
+      for (const RuleCounters& rule : rules) {
+        std::snprintf(line, sizeof(line), "  %-20s %14llu %14llu %14llu %14llu\n",
+                      rule.name.c_str(),
+                      static_cast<unsigned long long>(rule.table[FG_TABLE_COOKIE_SENT]),
+                      static_cast<unsigned long long>(rule.table[FG_TABLE_COOKIE_VERIFIED]),
+                      static_cast<unsigned long long>(rule.table[FG_TABLE_COOKIE_FAILED]),
+                      static_cast<unsigned long long>(rule.table[FG_TABLE_VERIFIED_SLOT]));
+        out << line;
+      }
+    }
   }
   return out.str();
 }
@@ -178,15 +198,18 @@ nlohmann::json statusJson(const XdpLimiterStatus& status) {
   };
   out["rules"] = nlohmann::json::array();
   for (const fg_rule& rule : status.rules) {
-    out["rules"].push_back({{"id", rule.id},
-                            {"name", rule.name},
-                            {"key", rule.key_kind == FG_KEY_GLOBAL ? "global" : "source"},
-                            {"ipv4_prefix", rule.ipv4_prefix},
-                            {"ipv6_prefix", rule.ipv6_prefix},
-                            {"on_exceed", rule.action == FG_ACTION_MONITOR ? "monitor" : "drop"},
-                            {"limit", limitsJson(rule, rule.limits)},
-                            {"new_sources_per_s", describeNewSources(rule)},
-                            {"untracked", limitsJson(rule, rule.untracked)}});
+    out["rules"].push_back(
+        {{"id", rule.id},
+         {"name", rule.name},
+         {"key", rule.key_kind == FG_KEY_GLOBAL ? "global" : "source"},
+         {"ipv4_prefix", rule.ipv4_prefix},
+         {"ipv6_prefix", rule.ipv6_prefix},
+         {"on_exceed", rule.action == FG_ACTION_MONITOR ? "monitor" : "drop"},
+         {"limit", limitsJson(rule, rule.limits)},
+         {"new_sources_per_s", describeNewSources(rule)},
+         {"syn_cookies", synCookiesName(static_cast<SynCookies>(rule.syn_cookies))},
+         {"verified_sources_per_s", describeVerifiedSources(rule)},
+         {"untracked", limitsJson(rule, rule.untracked)}});
   }
   return out;
 }

@@ -17,6 +17,7 @@
 
 #include "controller/list_filter.h"
 #include "controller/rule_compiler.h"
+#include "controller/syn_cookie_host.h"
 #include "fg_gcra.h"
 #include "fg_window.h"
 #include "floodgate/common/text.h"
@@ -167,6 +168,8 @@ Result<LoadedXdpLimiter> XdpLimiter::load(const AttachOptions& options) {
 }
 
 int LoadedXdpLimiter::programFd() const { return bpf_program__fd(skeleton->progs.floodgate_xdp); }
+
+int LoadedXdpLimiter::tcProgramFd() const { return bpf_program__fd(skeleton->progs.floodgate_tc); }
 
 void LoadedXdpLimiter::setTestJiffies(uint64_t jiffies) {
   // .bss is mapped into this process: the store is what the program reads next

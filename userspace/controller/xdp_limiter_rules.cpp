@@ -10,6 +10,7 @@
 
 #include "controller/rule_compiler.h"
 #include "controller/source_sets.h"
+#include "controller/syn_cookie_host.h"
 #include "controller/xdp_limiter.h"
 #include "fg_gcra.h"
 #include "kernel/system.h"
@@ -163,6 +164,10 @@ Status XdpLimiter::reloadRules(const AttachOptions& options) {
   }
   for (uint32_t id : rekeyed_ids) {
     if (Status s = resetRuleState(id); !s) return s;
+  }
+  // the kernel must take cookie connections before the first cookie goes out
+  if (usesSynCookies(compiled)) {
+    if (Status s = ensureSyncookies(interface_); !s) return s;
   }
   if (Status s = publish(compiled, compileSourceSets(specs)); !s) return s;
   return applyPoliciesAndLists(options);

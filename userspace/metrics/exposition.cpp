@@ -141,12 +141,14 @@ std::string render(const Snapshot& snapshot) {
 
   family(out, "floodgate_rule_sources_total", "counter",
          "New sources of each source rule, by outcome: new took a slot; capped and table_full "
-         "were charged to the rule's untracked bucket.");
+         "were charged to the rule's untracked bucket; verified answered a SYN cookie and took "
+         "a slot under the rule's verified-source cap.");
   for (const auto& iface : snapshot.interfaces) {
     for (const RuleCounters& rule : iface.rules) {
       for (auto [stat, outcome] :
            {std::pair{FG_TABLE_NEW_SOURCE, "new"}, std::pair{FG_TABLE_CAPPED, "capped"},
-            std::pair{FG_TABLE_FULL, "table_full"}}) {
+            std::pair{FG_TABLE_FULL, "table_full"},
+            std::pair{FG_TABLE_VERIFIED_SLOT, "verified"}}) {
         sample(out, "floodgate_rule_sources_total",
                {{"interface", iface.interface}, {"rule", rule.name}, {"outcome", outcome}},
                number(rule.table[stat]));
@@ -181,6 +183,21 @@ std::string render(const Snapshot& snapshot) {
         sample(out, "floodgate_rule_limit",
                {{"interface", iface.interface}, {"rule", rule.rule}, {"kind", kind}},
                number(value));
+      }
+    }
+  }
+
+  family(out, "floodgate_rule_syn_cookies_total", "counter",
+         "SYN cookies of each rule with syn_cookies: sent answered a SYN at the NIC; verified "
+         "and failed are the ACKs to a listener that returned a valid or a bad cookie.");
+  for (const auto& iface : snapshot.interfaces) {
+    for (const RuleCounters& rule : iface.rules) {
+      for (auto [stat, result] : {std::pair{FG_TABLE_COOKIE_SENT, "sent"},
+                                  std::pair{FG_TABLE_COOKIE_VERIFIED, "verified"},
+                                  std::pair{FG_TABLE_COOKIE_FAILED, "failed"}}) {
+        sample(out, "floodgate_rule_syn_cookies_total",
+               {{"interface", iface.interface}, {"rule", rule.name}, {"result", result}},
+               number(rule.table[stat]));
       }
     }
   }

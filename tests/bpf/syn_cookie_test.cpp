@@ -1,0 +1,284 @@
+// SPDX-License-Identifier: MIT
+// SYN cookies at the NIC: a SYN from a source without a slot comes back as a SYN-ACK with a
+// cookie the kernel's own check accepts, a forged ACK fails and is counted and limited, and
+// a valid one verifies its source (a slot outside the new-source cap).
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include "bpf/xdp_fixture.h"
+#include "controller/rule_compiler.h"
+
+namespace floodgate::test {
+namespace {
+
+constexpr const char* kServerV4 = "198.51.100.1";
+constexpr const char* kServerV6 = "2001:db8:ffff::1";
+constexpr uint8_t kSyn = 0x02, kAck = 0x10, kRst = 0x04;
+
+uint16_t get16(const std::vector<uint8_t>& f, size_t at) {
+  return static_cast<uint16_t>(f[at] << 8 | f[at + 1]);
+}
+uint32_t get32(const std::vector<uint8_t>& f, size_t at) {
+  return static_cast<uint32_t>(get16(f, at)) << 16 | get16(f, at + 2);
+}
+
+// The ones' complement sum of `len` bytes from `at`, added to `sum`.
+uint32_t sum16(const std::vector<uint8_t>& f, size_t at, size_t len, uint32_t sum = 0) {
+  for (size_t i = 0; i + 1 < len; i += 2) sum += get16(f, at + i);
+  if (len & 1) sum += f[at + len - 1] << 8;
+  return sum;
+}
+uint16_t fold(uint32_t sum) {
+  while (sum >> 16) sum = (sum & 0xffff) + (sum >> 16);
+  return static_cast<uint16_t>(sum);
+}
+
+// A socket listening on the loopback's port in this network namespace, on every address
+// (IPv6 sockets take IPv4 too): the program looks the cookie ACK's listener up.
+class Listener {
+ public:
+  Listener() {
+    fd_ = socket(AF_INET6, SOCK_STREAM, 0);
+    int off = 0;
+    setsockopt(fd_, IPPROTO_IPV6, IPV6_V6ONLY, &off, sizeof(off));
+    sockaddr_in6 addr{};
+    addr.sin6_family = AF_INET6;
+    addr.sin6_addr = in6addr_any;
+    socklen_t len = sizeof(addr);
+    if (bind(fd_, reinterpret_cast<sockaddr*>(&addr), len) != 0 || listen(fd_, 16) != 0 ||
+        getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+      ADD_FAILURE() << "cannot listen: " << strerror(errno);
+    }
+    port_ = ntohs(addr.sin6_port);
+  }
+  ~Listener() { close(fd_); }
+  uint16_t port() const { return port_; }
+
+ private:
+  int fd_ = -1;
+  uint16_t port_ = 0;
+};
+
+class SynCookieTest : public XdpProgramTest {
+ protected:
+  // A rule giving cookies to SYNs for the listener's port: 10 SYNs a second per source.
+  RuleSpec cookieRule(SynCookies mode) const {
+    RuleSpec rule = sourceRule(10, 10);
+    rule.name = "syn";
+    rule.protocol = Protocol::kTcp;
+    rule.dst_ports = {{listener_.port(), listener_.port()}};
+    rule.tcp_flags_set = kSyn;
+    rule.tcp_flags_clear = kAck;
+    rule.syn_cookies = mode;
+    return rule;
+  }
+
+  std::vector<uint8_t> segment(const std::string& src, uint8_t flags, uint32_t seq, uint32_t ack,
+                               uint16_t mss = 0, uint16_t src_port = 40000) const {
+    PacketBuilder builder;
+    builder.eth();
+    if (src.find(':') != std::string::npos) {
+      builder.ipv6(src, kServerV6);
+    } else {
+      builder.ipv4(src, kServerV4);
+    }
+    builder.tcp(listener_.port(), flags, src_port).tcpSeq(seq, ack);
+    if (mss) builder.tcpMss(mss);
+    return builder.build();
+  }
+
+  // Runs one frame and keeps what the program made of it.
+  int runOut(const std::vector<uint8_t>& frame, std::vector<uint8_t>& out) {
+    out.assign(512, 0);
+    LIBBPF_OPTS(bpf_test_run_opts, opts);
+    opts.data_in = frame.data();
+    opts.data_size_in = static_cast<uint32_t>(frame.size());
+    opts.data_out = out.data();
+    opts.data_size_out = static_cast<uint32_t>(out.size());
+    opts.repeat = 1;
+    EXPECT_EQ(bpf_prog_test_run_opts(loaded_->programFd(), &opts), 0) << strerror(errno);
+    out.resize(opts.data_size_out);
+    return static_cast<int>(opts.retval);
+  }
+
+  uint64_t stat(uint32_t which) {
+    auto rules = limiter().ruleCounters();
+    EXPECT_TRUE(rules.ok());
+    return rules.ok() && !rules->empty() ? (*rules)[0].table[which] : 0;
+  }
+
+  // Checks that `synack` answers `syn` (IPv4 or IPv6, from the frame) and returns its cookie.
+  uint32_t expectSynAck(const std::vector<uint8_t>& syn, const std::vector<uint8_t>& synack,
+                        uint16_t expected_mss) {
+    const bool v6 = get16(syn, 12) == 0x86dd;
+    const size_t ip = 14, ip_len = v6 ? 40 : 20, tcp = ip + ip_len;
+    EXPECT_EQ(synack.size(), tcp + 24);
+    if (synack.size() < tcp + 24) return 0;
+    // Ethernet addresses swapped
+    EXPECT_TRUE(std::equal(synack.begin(), synack.begin() + 6, syn.begin() + 6));
+    EXPECT_TRUE(std::equal(synack.begin() + 6, synack.begin() + 12, syn.begin()));
+    EXPECT_EQ(get16(synack, 12), get16(syn, 12));
+    const size_t addr = v6 ? 8 : 12, addr_len = v6 ? 16 : 4;
+    EXPECT_TRUE(std::equal(synack.begin() + ip + addr, synack.begin() + ip + addr + addr_len,
+                           syn.begin() + ip + addr + addr_len));
+    EXPECT_TRUE(std::equal(synack.begin() + ip + addr + addr_len,
+                           synack.begin() + ip + addr + 2 * addr_len, syn.begin() + ip + addr));
+    uint32_t pseudo = sum16(synack, ip + addr, 2 * addr_len) + 6 + 24;
+    if (v6) {
+      EXPECT_EQ(get16(synack, ip + 4), 24);  // payload length
+      EXPECT_EQ(synack[ip + 6], 6);
+    } else {
+      EXPECT_EQ(synack[ip], 0x45);
+      EXPECT_EQ(get16(synack, ip + 2), 44);
+      EXPECT_EQ(synack[ip + 9], 6);
+      EXPECT_EQ(fold(sum16(synack, ip, 20)), 0xffff) << "IPv4 header checksum";
+    }
+    EXPECT_EQ(fold(sum16(synack, tcp, 24, pseudo)), 0xffff) << "TCP checksum";
+    EXPECT_EQ(get16(synack, tcp), get16(syn, tcp + 2));  // ports swapped
+    EXPECT_EQ(get16(synack, tcp + 2), get16(syn, tcp));
+    EXPECT_EQ(get32(synack, tcp + 8), get32(syn, tcp + 4) + 1);  // ACK = seq + 1
+    EXPECT_EQ(synack[tcp + 12] >> 4, 6);
+    EXPECT_EQ(synack[tcp + 13], kSyn | kAck);
+    EXPECT_EQ(synack[tcp + 20], 2);  // the MSS option
+    EXPECT_EQ(synack[tcp + 21], 4);
+    EXPECT_EQ(get16(synack, tcp + 22), expected_mss);
+    return get32(synack, tcp + 4);
+  }
+
+  // A SYN from `src` answered with a cookie, whose ACK then verifies `src`.
+  void handshake(const std::string& src, uint16_t mss, uint16_t expected_mss) {
+    std::vector<uint8_t> syn = segment(src, kSyn, 1000, 0, mss), synack;
+    ASSERT_EQ(runOut(syn, synack), XDP_TX);
+    uint32_t cookie = expectSynAck(syn, synack, expected_mss);
+    EXPECT_EQ(stat(FG_TABLE_COOKIE_SENT), 1u);
+
+    std::vector<uint8_t> out;
+    EXPECT_EQ(runOut(segment(src, kAck, 1001, cookie + 1), out), XDP_PASS);
+    EXPECT_EQ(stat(FG_TABLE_COOKIE_VERIFIED), 1u);
+    EXPECT_EQ(stat(FG_TABLE_COOKIE_FAILED), 0u);
+    EXPECT_EQ(stat(FG_TABLE_VERIFIED_SLOT), 1u) << "the verified source takes a slot";
+    EXPECT_EQ(stat(FG_TABLE_NEW_SOURCE), 0u) << "outside the new-source cap";
+
+    // verified: its next SYN meets its own bucket, not a cookie
+    EXPECT_EQ(runOut(segment(src, kSyn, 5000, 0, mss), out), XDP_PASS);
+    EXPECT_EQ(stat(FG_TABLE_COOKIE_SENT), 1u);
+  }
+
+  Listener listener_;
+};
+
+TEST_F(SynCookieTest, Ipv4SynGetsACookieAndItsAckVerifiesTheSource) {
+  load({cookieRule(SynCookies::kAlways)});
+  handshake("192.0.2.10", 1460, 1460);
+}
+
+TEST_F(SynCookieTest, Ipv6SynGetsACookieAndItsAckVerifiesTheSource) {
+  load({cookieRule(SynCookies::kAlways)});
+  handshake("2001:db8:1::10", 1440, 1440);
+}
+
+TEST_F(SynCookieTest, SynWithoutMssGetsTheSmallestCookieMss) {
+  load({cookieRule(SynCookies::kAlways)});
+  handshake("192.0.2.12", 0, 536);
+}
+
+TEST_F(SynCookieTest, ForgedAcksFailAreCountedAndLimitedByTheUntrackedBucket) {
+  AttachOptions options;
+  options.test_clock_hz = 250;
+  load({cookieRule(SynCookies::kAlways)}, options);
+  setClock(100000);
+  std::vector<uint8_t> out;
+  int passed = 0, dropped = 0;
+  // a flood of made-up cookies from spoofed sources: the untracked bucket (as one source,
+  // burst 10) lets a burst through to the listener, which resets them, and drops the rest
+  for (uint32_t i = 0; i < 40; ++i) {
+    std::string src = "192.0.2." + std::to_string(100 + i);
+    int verdict = runOut(segment(src, kAck, 7000 + i, 0x12345678 + i * 7919), out);
+    passed += verdict == XDP_PASS;
+    dropped += verdict == XDP_DROP;
+  }
+  EXPECT_EQ(stat(FG_TABLE_COOKIE_FAILED), 40u);
+  EXPECT_EQ(stat(FG_TABLE_COOKIE_VERIFIED), 0u);
+  EXPECT_EQ(stat(FG_TABLE_VERIFIED_SLOT), 0u);
+  EXPECT_EQ(passed + dropped, 40);
+  EXPECT_EQ(passed, 10) << "the untracked bucket's burst, on a clock that stands still";
+}
+
+TEST_F(SynCookieTest, AnAckWithTheCookieOfAnotherConnectionFails) {
+  load({cookieRule(SynCookies::kAlways)});
+  std::vector<uint8_t> syn = segment("192.0.2.20", kSyn, 1000, 0, 1460), synack, out;
+  ASSERT_EQ(runOut(syn, synack), XDP_TX);
+  uint32_t cookie = get32(synack, 14 + 20 + 4);
+  // the same cookie from another address, another port, or another sequence number
+  runOut(segment("192.0.2.21", kAck, 1001, cookie + 1), out);
+  runOut(segment("192.0.2.20", kAck, 1001, cookie + 1, 0, 40001), out);
+  runOut(segment("192.0.2.20", kAck, 2001, cookie + 1), out);
+  EXPECT_EQ(stat(FG_TABLE_COOKIE_FAILED), 3u);
+  EXPECT_EQ(stat(FG_TABLE_COOKIE_VERIFIED), 0u);
+}
+
+TEST_F(SynCookieTest, OnlySynsAndBareAcksToAListenerAreLookedAt) {
+  load({cookieRule(SynCookies::kAlways)});
+  std::vector<uint8_t> out;
+  // a SYN-ACK, a reset and an ACK to a port nobody listens on go to the rules untouched
+  EXPECT_EQ(runOut(segment("192.0.2.30", kSyn | kAck, 1, 2), out), XDP_PASS);
+  EXPECT_EQ(runOut(segment("192.0.2.30", kRst | kAck, 1, 2), out), XDP_PASS);
+  PacketBuilder other;
+  other.eth().ipv4("192.0.2.30", kServerV4).tcp(1, kAck).tcpSeq(1, 2);
+  EXPECT_EQ(runOut(other.build(), out), XDP_PASS);
+  EXPECT_EQ(stat(FG_TABLE_COOKIE_SENT) + stat(FG_TABLE_COOKIE_FAILED), 0u);
+}
+
+TEST_F(SynCookieTest, AutoSendsCookiesOnlyWhileTheNewSourceCapRefuses) {
+  RuleSpec rule = cookieRule(SynCookies::kAuto);
+  rule.new_sources_per_s = 1;  // a burst of one new source
+  AttachOptions options;
+  options.test_clock_hz = 250;
+  load({rule}, options);
+  setClock(100000);
+  std::vector<uint8_t> out;
+  // the first new source takes a slot; the second is capped (and counted); from then on,
+  // while the cap keeps refusing, new sources get cookies
+  EXPECT_EQ(runOut(segment("192.0.2.40", kSyn, 1, 0, 1460), out), XDP_PASS);
+  EXPECT_EQ(stat(FG_TABLE_NEW_SOURCE), 1u);
+  runOut(segment("192.0.2.41", kSyn, 1, 0, 1460), out);
+  EXPECT_EQ(stat(FG_TABLE_CAPPED), 1u);
+  EXPECT_EQ(stat(FG_TABLE_COOKIE_SENT), 0u);
+  EXPECT_EQ(runOut(segment("192.0.2.42", kSyn, 1, 0, 1460), out), XDP_TX);
+  EXPECT_EQ(stat(FG_TABLE_COOKIE_SENT), 1u);
+  // two quiet seconds: the cap admits again and auto stops answering
+  setClock(100000 + 2 * 250);
+  EXPECT_EQ(runOut(segment("192.0.2.43", kSyn, 1, 0, 1460), out), XDP_PASS);
+  EXPECT_EQ(stat(FG_TABLE_COOKIE_SENT), 1u);
+}
+
+TEST_F(SynCookieTest, MonitorModeSendsNoCookies) {
+  AttachOptions options;
+  options.monitor = true;
+  load({cookieRule(SynCookies::kAlways)}, options);
+  std::vector<uint8_t> out;
+  EXPECT_EQ(runOut(segment("192.0.2.50", kSyn, 1, 0, 1460), out), XDP_PASS);
+  EXPECT_EQ(stat(FG_TABLE_COOKIE_SENT), 0u);
+}
+
+TEST(SynCookieRules, CookiesNeedASourceRuleThatMatchesTcpSyns) {
+  RuleSpec rule;
+  rule.name = "r";
+  rule.limit.pps = 10;
+  rule.limit.burst = 10;
+  rule.syn_cookies = SynCookies::kAlways;
+  EXPECT_FALSE(compileRule(rule).ok()) << "any protocol";
+  rule.protocol = Protocol::kTcp;
+  EXPECT_TRUE(compileRule(rule).ok());
+  rule.tcp_flags_set = kAck;
+  EXPECT_FALSE(compileRule(rule).ok()) << "ACKs only";
+  rule.tcp_flags_set = kSyn;
+  rule.tcp_flags_clear = kAck;
+  EXPECT_TRUE(compileRule(rule).ok());
+  rule.key = KeyKind::kGlobal;
+  EXPECT_FALSE(compileRule(rule).ok()) << "a global key";
+}
+
+}  // namespace
+}  // namespace floodgate::test

@@ -1,0 +1,88 @@
+// SPDX-License-Identifier: MIT
+// The TC handover program and the tcp_syncookies sysctl, set up on attach, taken down on detach.
+#include "controller/syn_cookie_host.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fstream>
+
+#include "kernel/system.h"
+#include "kernel/tc_ingress.h"
+
+namespace floodgate {
+namespace {
+
+constexpr const char* kSysctlPath = "/proc/sys/net/ipv4/tcp_syncookies";
+constexpr const char* kRunDirectory = "/run/floodgate";
+
+// Where the tcp_syncookies value found before attach is kept.
+std::string savedPath(const std::string& interface) {
+  return std::string(kRunDirectory) + "/" + interface + ".tcp_syncookies";
+}
+
+Result<int> readSyncookies() {
+  std::ifstream in(kSysctlPath);
+  int value = -1;
+  if (!(in >> value)) {
+    return Error::failure(std::string("cannot read ") + kSysctlPath +
+                          ": SYN cookies need a kernel built with CONFIG_SYN_COOKIES");
+  }
+  return value;
+}
+
+Status writeSyncookies(int value) {
+  std::ofstream out(kSysctlPath);
+  if (!(out << value << '\n') || !out.flush()) {
+    return Error::failure(std::string("cannot write ") + kSysctlPath +
+                          " (floodgate needs root to turn SYN cookies on)");
+  }
+  return okStatus();
+}
+
+}  // namespace
+
+bool usesSynCookies(const std::vector<fg_rule>& rules) {
+  for (const fg_rule& rule : rules) {
+    if (rule.syn_cookies != FG_SYN_COOKIES_OFF) return true;
+  }
+  return false;
+}
+
+Status setUpSynCookieHost(const std::string& interface, int tc_program_fd) {
+  auto ifindex = interfaceIndex(interface);
+  if (!ifindex) return ifindex.error();
+  return attachTcIngress(*ifindex, tc_program_fd, interface);
+}
+
+Status ensureSyncookies(const std::string& interface) {
+  auto value = readSyncookies();
+  if (!value) return value.error();
+  if (*value != 0) return okStatus();
+  // 0 is noted before it changes, so a crash in between leaves the value to put back
+  mkdir(kRunDirectory, 0755);
+  {
+    std::ofstream saved(savedPath(interface));
+    if (!(saved << *value << '\n') || !saved.flush()) {
+      return Error::failure("cannot write " + savedPath(interface) +
+                            " (where floodgate keeps the tcp_syncookies value to restore)");
+    }
+  }
+  return writeSyncookies(1);
+}
+
+Status takeDownSynCookieHost(const std::string& interface) {
+  Status status = okStatus();
+  if (auto ifindex = interfaceIndex(interface); ifindex) {
+    status = detachTcIngress(*ifindex, interface);
+  }
+  std::ifstream saved(savedPath(interface));
+  int value = -1;
+  if (saved >> value) {
+    if (Status s = writeSyncookies(value); !s && status) status = s;
+    unlink(savedPath(interface).c_str());
+  }
+  return status;
+}
+
+}  // namespace floodgate
