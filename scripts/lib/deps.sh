@@ -9,7 +9,6 @@ FLOODGATE_PACKAGES=(
   # tests and benchmarks
   googletest libgtest-dev libgmock-dev libbenchmark-dev
   iproute2 nftables iptables redis-server redis-tools prometheus
-  ethtool  # GRO on a veth end, so it takes the SYN-ACKs XDP sends back (SYN-cookie test)
   systemd  # systemd-analyze verifies the unit file
   dpkg-dev groff-base man-db  # the .deb's dependencies (dpkg-shlibdeps); checking the man page
 )

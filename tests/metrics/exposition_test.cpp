@@ -183,6 +183,7 @@ TEST(Exposition, HelpAndTypeOncePerFamilyBeforeItsSamples) {
       {"floodgate_rule_limit", "gauge"},
       {"floodgate_rule_sources_total", "counter"},
       {"floodgate_rule_untracked_packets_total", "counter"},
+      {"floodgate_rule_syn_cookies_total", "counter"},
       {"floodgate_events_total", "counter"},
       {"floodgate_events_dropped_total", "counter"},
       {"floodgate_bans_active", "gauge"},
