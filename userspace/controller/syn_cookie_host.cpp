@@ -2,13 +2,18 @@
 // The TC handover program and the tcp_syncookies sysctl, set up on attach, taken down on detach.
 #include "controller/syn_cookie_host.h"
 
+#include <bpf/bpf.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 
+#include "kernel/pins.h"
 #include "kernel/system.h"
 #include "kernel/tc_ingress.h"
+#include "kernel/unique_fd.h"
 
 namespace floodgate {
 namespace {
@@ -40,21 +45,8 @@ Status writeSyncookies(int value) {
   return okStatus();
 }
 
-}  // namespace
-
-bool usesSynCookies(const std::vector<fg_rule>& rules) {
-  for (const fg_rule& rule : rules) {
-    if (rule.syn_cookies != FG_SYN_COOKIES_OFF) return true;
-  }
-  return false;
-}
-
-Status setUpSynCookieHost(const std::string& interface, int tc_program_fd) {
-  auto ifindex = interfaceIndex(interface);
-  if (!ifindex) return ifindex.error();
-  return attachTcIngress(*ifindex, tc_program_fd, interface);
-}
-
+// Makes net.ipv4.tcp_syncookies (of this process's network namespace) at least 1, noting
+// the value it found under /run/floodgate when it was 0, so detach can put it back.
 Status ensureSyncookies(const std::string& interface) {
   auto value = readSyncookies();
   if (!value) return value.error();
@@ -69,6 +61,39 @@ Status ensureSyncookies(const std::string& interface) {
     }
   }
   return writeSyncookies(1);
+}
+
+}  // namespace
+
+bool usesSynCookies(const std::vector<fg_rule>& rules) {
+  for (const fg_rule& rule : rules) {
+    if (rule.syn_cookies != FG_SYN_COOKIES_OFF) return true;
+  }
+  return false;
+}
+
+Status pinSynCookieHandover(const std::string& interface, int tc_program_fd) {
+  const std::string path = tcProgramPinPath(interface);
+  (void)unlink(path.c_str());
+  if (bpf_obj_pin(tc_program_fd, path.c_str()) != 0) {
+    return Error::failure("cannot pin the SYN-cookie handover program at " + path + ": " +
+                          std::strerror(errno));
+  }
+  return okStatus();
+}
+
+Status syncSynCookieHost(const std::string& interface, bool wanted) {
+  if (!wanted) return takeDownSynCookieHost(interface);
+  if (Status s = ensureSyncookies(interface); !s) return s;
+  auto ifindex = interfaceIndex(interface);
+  if (!ifindex) return ifindex.error();
+  UniqueFd program(bpf_obj_get(tcProgramPinPath(interface).c_str()));
+  if (!program.valid()) {
+    return Error::failure("cannot open the SYN-cookie handover program at " +
+                          tcProgramPinPath(interface) + ": " + std::strerror(errno) +
+                          " ('floodgate attach " + interface + " --replace' loads it again)");
+  }
+  return attachTcIngress(*ifindex, program.get(), interface);
 }
 
 Status takeDownSynCookieHost(const std::string& interface) {

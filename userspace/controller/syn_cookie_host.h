@@ -17,14 +17,14 @@ namespace floodgate {
 // Whether some rule of `rules` gives SYN cookies.
 bool usesSynCookies(const std::vector<fg_rule>& rules);
 
-// Attaches the TC program `tc_program_fd` at ingress of `interface`, replacing floodgate's
-// earlier one. Always, cookie rules or not: a reload may add one, and the program costs
-// a frame without the XDP program's mark one read of its metadata.
-Status setUpSynCookieHost(const std::string& interface, int tc_program_fd);
+// Pins the TC program `tc_program_fd` of a freshly loaded limiter at tcProgramPinPath,
+// replacing the pin of an earlier load.
+Status pinSynCookieHandover(const std::string& interface, int tc_program_fd);
 
-// Makes net.ipv4.tcp_syncookies (of this process's network namespace) at least 1, noting
-// the value it found under /run/floodgate when it was 0, so detach can put it back.
-Status ensureSyncookies(const std::string& interface);
+// Sets the host up for SYN cookies when `wanted` (tcp_syncookies, then the pinned TC
+// program at ingress of `interface`, replacing floodgate's earlier one), and takes both
+// down when not: the TC program runs on every frame only while some rule gives cookies.
+Status syncSynCookieHost(const std::string& interface, bool wanted);
 
 // Removes the TC program from `interface` (gone already is fine) and puts back the
 // tcp_syncookies value ensureSyncookies changed, if it did.

@@ -309,8 +309,6 @@ struct LoadedXdpLimiter {
   Skeleton skeleton;
   XdpLimiter limiter;
   int programFd() const;
-  // The TC ingress program that hands verified SYN-cookie connections to their listener.
-  int tcProgramFd() const;
   // Sets the clock of a program loaded with AttachOptions::test_clock_hz: the packets run
   // from now on see `jiffies`. Not thread-safe against runs in flight.
   void setTestJiffies(uint64_t jiffies);

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "controller/syn_cookie_host.h"
 #include "controller/xdp_limiter.h"
 #include "floodgate/common/text.h"
 #include "kernel/pins.h"
@@ -114,6 +115,7 @@ Result<AttachReport> XdpLimiter::attach(const AttachOptions& options) {
   }
   // A fresh attach that fails leaves nothing behind; a failed replace leaves the old one.
   auto fail = [&](Error error) -> Result<AttachReport> {
+    if (!attached) (void)takeDownSynCookieHost(iface);
     if (!attached) (void)removePins(iface);
     return error;
   };
@@ -152,6 +154,15 @@ Result<AttachReport> XdpLimiter::attach(const AttachOptions& options) {
   }
   auto loaded = load(fitted);
   if (!loaded) return fail(loaded.error());
+  if (!attached) {
+    // the handover before the program: no cookie's ACK ever goes by without it
+    auto rules = loaded->limiter.activeRules();
+    if (!rules) return fail(rules.error());
+    if (Status s = syncSynCookieHost(iface, usesSynCookies(*rules)); !s) {
+      (void)takeDownSynCookieHost(iface);
+      return fail(s.error());
+    }
+  }
 
   if (in_array) {
     // the slot takes the new program in one store; the pin follows it
@@ -269,6 +280,8 @@ Result<DetachReport> XdpLimiter::detach(const std::string& interface, bool keep_
     }
   }
   const std::string next_name = next_info ? describeProgram(*next_info) : "";
+  // the TC handover first: without the XDP program nothing marks frames for it
+  if (Status s = takeDownSynCookieHost(interface); !s) return s.error();
 
   if (auto root = ProgArray::openPinned(rootArrayPinPath(interface)); root) {
     uint32_t own_id = pinnedProgramId(programPinPath(interface));

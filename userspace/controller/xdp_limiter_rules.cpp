@@ -13,6 +13,7 @@
 #include "controller/syn_cookie_host.h"
 #include "controller/xdp_limiter.h"
 #include "fg_gcra.h"
+#include "kernel/pins.h"
 #include "kernel/system.h"
 
 namespace floodgate {
@@ -165,11 +166,17 @@ Status XdpLimiter::reloadRules(const AttachOptions& options) {
   for (uint32_t id : rekeyed_ids) {
     if (Status s = resetRuleState(id); !s) return s;
   }
-  // the kernel must take cookie connections before the first cookie goes out
-  if (usesSynCookies(compiled)) {
-    if (Status s = ensureSyncookies(interface_); !s) return s;
+  // The host takes cookie connections before the first cookie goes out, and lets go of
+  // them after the last cookie rule is gone. Not attached yet, attach does it.
+  const bool cookies = usesSynCookies(compiled);
+  const bool attached = pinnedAsAttached(interface_);
+  if (cookies && attached) {
+    if (Status s = syncSynCookieHost(interface_, true); !s) return s;
   }
   if (Status s = publish(compiled, compileSourceSets(specs)); !s) return s;
+  if (!cookies && attached) {
+    if (Status s = syncSynCookieHost(interface_, false); !s) return s;
+  }
   return applyPoliciesAndLists(options);
 }
 

@@ -30,6 +30,10 @@ std::string programPinPath(const std::string& interface) {
   return pinDirectory(interface) + "/program";
 }
 
+std::string tcProgramPinPath(const std::string& interface) {
+  return pinDirectory(interface) + "/syn_cookie_tc";
+}
+
 bool pinnedAsAttached(const std::string& interface) {
   return access(linkPinPath(interface).c_str(), F_OK) == 0 ||
          access(rootArrayPinPath(interface).c_str(), F_OK) == 0;

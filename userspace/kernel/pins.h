@@ -25,6 +25,10 @@ std::string linkPinPath(const std::string& interface);
 std::string rootArrayPinPath(const std::string& interface);
 std::string programPinPath(const std::string& interface);
 
+// floodgate's TC ingress program (the SYN-cookie handover), pinned at load so that a reload
+// adding the first cookie rule can attach it.
+std::string tcProgramPinPath(const std::string& interface);
+
 // Whether a limiter runs for `interface`: its link or its root array is pinned.
 bool pinnedAsAttached(const std::string& interface);
 
