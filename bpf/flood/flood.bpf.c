@@ -29,7 +29,7 @@ int flood_xdp(struct xdp_md *ctx)
 	__u8 *data = (__u8 *)(long)ctx->data;
 	__u8 *data_end = (__u8 *)(long)ctx->data_end;
 	const struct fl_template *t = &tmpl;
-	__u32 zero = 0, index;
+	__u32 zero = 0, index, head_len;
 	__u64 *next, count;
 
 	next = bpf_map_lookup_elem(&next_source, &zero);
@@ -37,6 +37,14 @@ int flood_xdp(struct xdp_md *ctx)
 		return XDP_ABORTED;
 	count = __sync_fetch_and_add(next, 1);
 	index = (__u32)(count % t->sources);
+	/* live-frame pages come back as the last receiver left them, not as the template */
+	head_len = t->head_len;
+	if (head_len > FL_HEAD_BYTES)
+		head_len = FL_HEAD_BYTES;
+	if (head_len == 0 || bpf_xdp_store_bytes(ctx, 0, (void *)t->head, head_len))
+		return XDP_ABORTED;
+	data = (__u8 *)(long)ctx->data;
+	data_end = (__u8 *)(long)ctx->data_end;
 	if (fl_rewrite(t, index, data, data_end) != 0)
 		return XDP_ABORTED;
 	return XDP_TX;

@@ -28,6 +28,9 @@ enum fl_spread {
 #define FL_IPV4_SRC_OFFSET (FL_ETH_LEN + 12)
 #define FL_IPV4_CSUM_OFFSET (FL_ETH_LEN + 10)
 #define FL_IPV6_SRC_OFFSET (FL_ETH_LEN + 8)
+/* The frame's first bytes the generator writes back from the template before every copy:
+ * all of Ethernet, IP and L4 headers, and more than a SYN-ACK built in place of a SYN. */
+#define FL_HEAD_BYTES 128
 
 /* Set in the program's rodata before load. Checksum sums are one's complement sums of
  * 16-bit words loaded in host order, folded to 16 bits, over everything the checksum covers
@@ -45,6 +48,12 @@ struct fl_template {
 	__u8 spread;	       /* enum fl_spread */
 	__u8 l4_covers_source; /* 0 for ICMPv4, whose checksum has no pseudo header */
 	__u8 pad[2];
+	/* The template frame's first head_len bytes (min(frame, FL_HEAD_BYTES)). A receiver
+	 * that answers in place (a SYN cookie's SYN-ACK by XDP_TX) hands the page back
+	 * rewritten, flags, sequence numbers, length fields, options and all: each copy starts
+	 * over from these, so every frame sent is the template's but for its source. */
+	__u8 head[FL_HEAD_BYTES];
+	__u32 head_len;
 };
 
 #endif

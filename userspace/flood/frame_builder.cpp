@@ -2,6 +2,7 @@
 // Builds the template frame and the checksum sums the generator completes per source.
 #include "flood/frame_builder.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 
@@ -204,6 +205,8 @@ Result<FrameTemplate> buildFrame(const FrameSpec& spec) {
     uint16_t csum = static_cast<uint16_t>(~fl_fold(t.l4_rest_sum));
     std::memcpy(&f[t.l4_csum_offset], &csum, 2);
   }
+  t.head_len = static_cast<uint32_t>(std::min<size_t>(f.size(), FL_HEAD_BYTES));
+  std::memcpy(t.head, f.data(), t.head_len);
   return out;
 }
 
