@@ -71,6 +71,7 @@ BENCH_TARGETS=(floodgate-http-example floodgate_bench_redis)
 cmake --build "$BUILD_DIR" -j "$(nproc)" --target "${BENCH_TARGETS[@]}" >/dev/null
 FG=$BUILD_DIR/userspace/cli/floodgate
 DROP_OBJ=$BUILD_DIR/bpf/flood/xdp_drop.bpf.o
+TX_OBJ=$BUILD_DIR/bpf/flood/xdp_tx.bpf.o
 COST=$BUILD_DIR/tests/bench/floodgate_xdp_cost
 HTTP_BENCH=$BUILD_DIR/tests/http/floodgate_http_bench
 # Starts its own redis-server on a free loopback port and measures redis-benchmark there.
@@ -200,6 +201,27 @@ receiver_floodgate_on
 flood_row "floodgate, 1M sources" 1048576 floodgate "bare XDP_DROP, 1M sources" \
   "$LIMIT_PPS pps/source, 262144-slot table, default new-source cap (10k/s): mostly untracked"
 receiver_floodgate_off
+
+# SYN cookies: a spoofed SYN flood at port 80, each SYN answered at the NIC. The rate of
+# answers (SYN-ACKs sent back by XDP_TX) against a program that sends every frame back
+# unchanged: the price of the rule step, the kernel's cookie hash and the rewrite.
+cat >"$WORK/cookies.yaml" <<'YAML'
+rules:
+  - name: syn
+    match: {protocol: tcp, dst_ports: [80], tcp_flags: {syn: set, ack: clear}}
+    limit: {pps: 50, burst: 100}
+    untracked: {new_sources: 1000, pps: 1000}
+    syn_cookies: always
+YAML
+FLOOD_ARGS=(--protocol tcp-syn --dst-port 80)
+receiver_xdp_tx_on
+flood_row "bare XDP_TX, SYN flood, 1M sources" 1048576 xdp_tx "" "every frame sent back unchanged"
+receiver_xdp_tx_off
+receiver_floodgate_on_config "$WORK/cookies.yaml"
+flood_row "floodgate SYN cookies, 1M sources" 1048576 cookie "bare XDP_TX, SYN flood, 1M sources" \
+  "syn_cookies: always; every SYN of a source without a slot answered with a SYN-ACK"
+receiver_floodgate_off
+FLOOD_ARGS=()
 
 # Spoofed-source flood: far more sources than table slots, every packet from a new one.
 # The defence (the default new-source cap of 10k/s, and the untracked bucket with the

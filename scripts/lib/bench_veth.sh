@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
 # The network of scripts/bench.sh's flood rows: a veth pair from a sending namespace into a
 # target namespace, the receivers the rows compare (bare XDP_DROP, floodgate, nftables, iptables),
-# their arrival counters, and the tear-down. Sourced; expects FG, DROP_OBJ and WORK set.
+# their arrival counters, and the tear-down. Sourced; expects FG, DROP_OBJ, TX_OBJ and WORK set.
 
 BENCH_TAG=${BENCH_TAG:-$$}
 NS_S=fgbench-s-$BENCH_TAG
@@ -99,6 +99,19 @@ receiver_xdp_drop_on() {
   target_napi_threaded
 }
 receiver_xdp_drop_off() { ip -n "$NS_T" link set dev "$IF_T" xdpdrv off; }
+receiver_xdp_tx_on() {
+  ip -n "$NS_T" link set dev "$IF_T" xdpdrv obj "$TX_OBJ" sec xdp
+  target_napi_threaded
+}
+receiver_xdp_tx_off() { receiver_xdp_drop_off; }
+# Frames the target's XDP program sent back (XDP_TX); it drops none.
+xdp_tx_arrivals() { xdp_stat xdp_tx; }
+xdp_tx_drops() { echo 0; }
+# SYNs floodgate answered with a SYN cookie (XDP_TX), over its rules.
+cookie_arrivals() {
+  in_target "$FG" stats "$IF_T" --json | jq '[.rules[].sources.syn_cookies_sent] | add // 0'
+}
+cookie_drops() { echo 0; }
 
 receiver_floodgate_on() {  # [attach flags...]
   in_target "$FG" attach "$IF_T" --rate "$LIMIT_PPS" --burst "$LIMIT_BURST" "$@" >/dev/null
@@ -147,10 +160,12 @@ receiver_iptables_off() {
 # With COUNT it also stops after COUNT frames (a spoofed flood sends each source once: a
 # fast sender would otherwise come round to sources it sent long ago, whose buckets are
 # full again). The duration bounds the loop; timeout bounds it again should it hang.
+FLOOD_ARGS=()  # more flags of floodgate flood (protocol, port), for the rows that set them
 run_flood() {  # sources [count]
   local count=()
   [[ -n ${2:-} ]] && count=(--count "$2")
   FLOOD_JSON=$(in_sender timeout $((FLOOD_SECONDS + 60)) "$FG" flood "$IF_S" --dst "$TARGET_IP" \
     --dst-mac "$TARGET_MAC" --sources "$1" --duration "${FLOOD_SECONDS}s" "${count[@]}" \
+    "${FLOOD_ARGS[@]}" \
     --cpu "$SENDER_CPU" --json)
 }
