@@ -214,6 +214,7 @@ rules:
     syn_cookies: always
 YAML
 FLOOD_ARGS=(--protocol tcp-syn --dst-port 80)
+sender_xdp_drop_on
 receiver_xdp_tx_on
 flood_row "bare XDP_TX, SYN flood, 1M sources" 1048576 xdp_tx "" "every frame sent back unchanged"
 receiver_xdp_tx_off
@@ -221,6 +222,7 @@ receiver_floodgate_on_config "$WORK/cookies.yaml"
 flood_row "floodgate SYN cookies, 1M sources" 1048576 cookie "bare XDP_TX, SYN flood, 1M sources" \
   "syn_cookies: always; every SYN of a source without a slot answered with a SYN-ACK"
 receiver_floodgate_off
+sender_xdp_drop_off
 FLOOD_ARGS=()
 
 # Spoofed-source flood: far more sources than table slots, every packet from a new one.

@@ -104,6 +104,10 @@ receiver_xdp_tx_on() {
   target_napi_threaded
 }
 receiver_xdp_tx_off() { receiver_xdp_drop_off; }
+# A veth takes the frames its peer sends back by XDP_TX only with NAPI (an XDP program): the
+# sender drops the answers of the XDP_TX rows at its own end.
+sender_xdp_drop_on() { ip -n "$NS_S" link set dev "$IF_S" xdpdrv obj "$DROP_OBJ" sec xdp; }
+sender_xdp_drop_off() { ip -n "$NS_S" link set dev "$IF_S" xdpdrv off; }
 # Frames the target's XDP program sent back (XDP_TX); it drops none.
 xdp_tx_arrivals() { xdp_stat xdp_tx; }
 xdp_tx_drops() { echo 0; }
