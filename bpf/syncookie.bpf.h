@@ -464,13 +464,11 @@ __attribute__((noinline)) int fg_cookie_path(struct xdp_md *ctx, const struct fg
 	if (fg_cookie_headers(ctx, s) || !fg_cookie_for_listener(ctx, s))
 		return FG_COOKIE_CONTINUE;
 	if (!fg_cookie_valid(s)) {
-		struct fg_limit limits[FG_LIMIT_KINDS];
-
 		/* every check costs a hash: a flood of made-up cookies pays into the bucket
 		 * of sources nobody vouches for, and what it refuses never reaches the kernel */
 		fg_count_table(id, FG_TABLE_COOKIE_FAILED);
-		__builtin_memcpy(limits, rule->untracked, sizeof(limits));
-		if (fg_charge(state->overflow_state, rule, limits, now, len))
+		if (fg_charge(state->overflow_state, rule, rule->algorithm, rule->untracked, now,
+			      len))
 			return FG_COOKIE_CONTINUE;
 		fg_count_table(id, FG_TABLE_UNTRACKED_DROP);
 		fg_count_rule(id, FG_VERDICT_DROP, len);
