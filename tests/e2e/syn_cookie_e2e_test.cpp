@@ -304,14 +304,15 @@ TEST_F(SynCookieE2eTest, ARealClientGetsThroughASpoofedSynFloodWithCookies) {
   startFlood(log);
   ClientResult fresh_with = runFreshClients(kFreshWithBase);
   ClientResult with = runClient(kClientWithCookies, 60);
-  nlohmann::json stats = ruleStats();
+  // the flood stopped first, so every frame it got into the peer's queue is in the counts
   nlohmann::json report = stopFlood();
+  nlohmann::json stats = ruleStats();
   std::remove(log.c_str());
   std::printf("cookies always: the client completed %d of %d connections\n", with.completed,
               with.attempted);
   std::printf("rule: %s\n", stats.dump().c_str());
-  // The generator writes the whole template back into every copy, so each frame it sent
-  // met floodgate as a SYN of a new source and was answered.
+  // The generator writes the whole template back into every copy, so each frame the peer
+  // took met floodgate as a SYN of a new source and was answered.
   const uint64_t answered = stats["sources"]["syn_cookies_sent"].get<uint64_t>();
   std::printf("SYNs from new sources answered with a cookie: %llu (%.0f a second)\n",
               static_cast<unsigned long long>(answered),
@@ -320,8 +321,10 @@ TEST_F(SynCookieE2eTest, ARealClientGetsThroughASpoofedSynFloodWithCookies) {
               fresh_with.completed, fresh_with.attempted);
   EXPECT_GE(with.completed, 95) << "of " << with.attempted;
   EXPECT_GE(fresh_with.completed * 100, fresh_with.attempted * 95);
-  EXPECT_GT(report.value("sent", 0ULL), 100000u) << "a flood worth the name";
-  EXPECT_GT(answered * 2, report.value("sent", 0ULL)) << "most frames met floodgate as SYNs";
+  EXPECT_GT(report.value("peer_accepted", 0ULL), 100000u) << "a flood worth the name reached it";
+  // of the frames the peer's queue took (a busy receiver leaves the rest on the sender)
+  EXPECT_GT(answered * 2, report.value("peer_accepted", 0ULL))
+      << "most frames met floodgate as SYNs";
   EXPECT_GE(stats["sources"]["syn_cookies_verified"].get<uint64_t>(),
             1u + kFreshClients * 95 / 100);
   EXPECT_GE(stats["sources"]["verified_sources"].get<uint64_t>(), 1u + kFreshClients * 95 / 100);
