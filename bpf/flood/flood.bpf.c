@@ -26,8 +26,7 @@ struct {
 SEC("xdp")
 int flood_xdp(struct xdp_md *ctx)
 {
-	__u8 *data = (__u8 *)(long)ctx->data;
-	__u8 *data_end = (__u8 *)(long)ctx->data_end;
+	__u8 *data, *data_end;
 	const struct fl_template *t = &tmpl;
 	__u32 zero = 0, index, head_len;
 	__u64 *next, count;
@@ -37,7 +36,15 @@ int flood_xdp(struct xdp_md *ctx)
 		return XDP_ABORTED;
 	count = __sync_fetch_and_add(next, 1);
 	index = (__u32)(count % t->sources);
-	/* live-frame pages come back as the last receiver left them, not as the template */
+	/* A live-frame page comes back as its last receiver left it. The kernel resets the
+	 * frame's bounds from the template only when this program moved them, or when the
+	 * receiver moved its start: a receiver that only trimmed or grew the tail (a SYN
+	 * cookie's SYN-ACK) would have the next copy go out at its length, cut short. Moving
+	 * the metadata start every time makes the kernel refresh the frame from this run's
+	 * bounds, the template's, and reset them before the next. */
+	if (bpf_xdp_adjust_meta(ctx, -(int)sizeof(__u32)))
+		return XDP_ABORTED;
+	/* and the bytes: the template's headers written back */
 	head_len = t->head_len;
 	if (head_len > FL_HEAD_BYTES)
 		head_len = FL_HEAD_BYTES;
