@@ -15,7 +15,6 @@
 #include "parse.bpf.h"
 #include "rules.bpf.h"
 #include "syncookie.bpf.h"
-#include "syncookie_tc.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
@@ -109,8 +108,3 @@ int floodgate_xdp(struct xdp_md *ctx)
 	verdict = fg_apply_rules(settings, &walk, len, jiffies, &reason);
 	return fg_finish(ctx, settings, verdict, reason, len);
 }
-
-/* TC ingress, beside the XDP program on the same interface: hands the cookie ACKs the XDP
- * program verified to their listener. */
-SEC("tc")
-int floodgate_tc(struct __sk_buff *skb) { return fg_cookie_handover(skb); }

@@ -3,11 +3,15 @@
 // cookie the kernel's own check accepts, a forged ACK fails and is counted and limited, and
 // a valid one verifies its source (a slot outside the new-source cap).
 #include <arpa/inet.h>
+#include <bpf/btf.h>
+#include <bpf/libbpf.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 
 #include "bpf/xdp_fixture.h"
 #include "controller/rule_compiler.h"
+#include "floodgate.skel.h"
+#include "syncookie_tc.skel.h"
 
 namespace floodgate::test {
 namespace {
@@ -281,4 +285,26 @@ TEST(SynCookieRules, CookiesNeedASourceRuleThatMatchesTcpSyns) {
 }
 
 }  // namespace
+// The XDP object asks nothing of the kernel that only SYN cookies need: the handover's kfunc
+// (bpf_sk_assign_tcp_reqsk, Linux 6.9) lives in an object of its own, loaded only while a
+// rule gives cookies, so floodgate loads on kernels without it (Debian 12's 6.1).
+bool objectCallsKfunc(const void* elf, size_t size, const char* kfunc) {
+  bpf_object* object = bpf_object__open_mem(elf, size, nullptr);
+  EXPECT_NE(object, nullptr);
+  if (!object) return true;
+  const btf* types = bpf_object__btf(object);
+  const bool found = types && btf__find_by_name_kind(types, kfunc, BTF_KIND_FUNC) >= 0;
+  bpf_object__close(object);
+  return found;
+}
+
+TEST(SynCookieObjects, OnlyTheHandoverObjectNeedsTheLinux69Kfunc) {
+  size_t size = 0;
+  const void* xdp = floodgate_bpf__elf_bytes(&size);
+  EXPECT_FALSE(objectCallsKfunc(xdp, size, "bpf_sk_assign_tcp_reqsk"));
+  const void* handover = syncookie_tc_bpf__elf_bytes(&size);
+  EXPECT_TRUE(objectCallsKfunc(handover, size, "bpf_sk_assign_tcp_reqsk"))
+      << "the check above would pass whatever the objects held";
+}
+
 }  // namespace floodgate::test

@@ -14,6 +14,7 @@
 #include "kernel/system.h"
 #include "kernel/tc_ingress.h"
 #include "kernel/unique_fd.h"
+#include "syncookie_tc.skel.h"
 
 namespace floodgate {
 namespace {
@@ -63,6 +64,28 @@ Status ensureSyncookies(const std::string& interface) {
   return writeSyncookies(1);
 }
 
+// Loads the handover program and pins it at tcProgramPinPath, unless a load since the
+// limiter's own left it there. Loaded only when a rule gives cookies: its kfunc is Linux 6.9's.
+Status pinHandover(const std::string& interface) {
+  const std::string path = tcProgramPinPath(interface);
+  if (access(path.c_str(), F_OK) == 0) return okStatus();
+  syncookie_tc_bpf* skeleton = syncookie_tc_bpf__open_and_load();
+  if (!skeleton) {
+    return Error::failure(std::string("cannot load the SYN-cookie handover program: ") +
+                          std::strerror(errno) +
+                          " (SYN cookies need the kernel's bpf_sk_assign_tcp_reqsk, Linux 6.9 or "
+                          "later; on an older kernel set syn_cookies: off)");
+  }
+  const int pinned = bpf_obj_pin(bpf_program__fd(skeleton->progs.floodgate_tc), path.c_str());
+  const int pin_errno = errno;
+  syncookie_tc_bpf__destroy(skeleton);  // the pin keeps the program
+  if (pinned != 0) {
+    return Error::failure("cannot pin the SYN-cookie handover program at " + path + ": " +
+                          std::strerror(pin_errno));
+  }
+  return okStatus();
+}
+
 }  // namespace
 
 bool usesSynCookies(const std::vector<fg_rule>& rules) {
@@ -72,11 +95,10 @@ bool usesSynCookies(const std::vector<fg_rule>& rules) {
   return false;
 }
 
-Status pinSynCookieHandover(const std::string& interface, int tc_program_fd) {
+Status forgetSynCookieHandover(const std::string& interface) {
   const std::string path = tcProgramPinPath(interface);
-  (void)unlink(path.c_str());
-  if (bpf_obj_pin(tc_program_fd, path.c_str()) != 0) {
-    return Error::failure("cannot pin the SYN-cookie handover program at " + path + ": " +
+  if (unlink(path.c_str()) != 0 && errno != ENOENT) {
+    return Error::failure("cannot remove the SYN-cookie handover program's pin " + path + ": " +
                           std::strerror(errno));
   }
   return okStatus();
@@ -87,6 +109,7 @@ Status syncSynCookieHost(const std::string& interface, bool wanted) {
   if (Status s = ensureSyncookies(interface); !s) return s;
   auto ifindex = interfaceIndex(interface);
   if (!ifindex) return ifindex.error();
+  if (Status s = pinHandover(interface); !s) return s;
   UniqueFd program(bpf_obj_get(tcProgramPinPath(interface).c_str()));
   if (!program.valid()) {
     return Error::failure("cannot open the SYN-cookie handover program at " +

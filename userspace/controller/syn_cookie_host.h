@@ -17,13 +17,14 @@ namespace floodgate {
 // Whether some rule of `rules` gives SYN cookies.
 bool usesSynCookies(const std::vector<fg_rule>& rules);
 
-// Pins the TC program `tc_program_fd` of a freshly loaded limiter at tcProgramPinPath,
-// replacing the pin of an earlier load.
-Status pinSynCookieHandover(const std::string& interface, int tc_program_fd);
+// Removes the pin of an earlier load's TC program (none is fine), so that the next time
+// cookies are wanted a program of this floodgate's own build is loaded and attached.
+Status forgetSynCookieHandover(const std::string& interface);
 
-// Sets the host up for SYN cookies when `wanted` (tcp_syncookies, then the pinned TC
-// program at ingress of `interface`, replacing floodgate's earlier one), and takes both
-// down when not: the TC program runs on every frame only while some rule gives cookies.
+// Sets the host up for SYN cookies when `wanted` (tcp_syncookies, then the TC program,
+// loaded and pinned if it is not yet, at ingress of `interface`, replacing floodgate's
+// earlier one), and takes both down when not: the TC program is loaded, and runs on every
+// frame, only while some rule gives cookies.
 Status syncSynCookieHost(const std::string& interface, bool wanted);
 
 // Removes the TC program from `interface` (gone already is fine) and puts back the

@@ -161,12 +161,8 @@ Result<LoadedXdpLimiter> XdpLimiter::load(const AttachOptions& options) {
   if (!skeleton) return skeleton.error();
   auto limiter = XdpLimiter::openMaps(options.interface);
   if (!limiter) return limiter.error();
-  // before the rules: a reload that brings a cookie rule attaches the pinned handover
-  if (Status s =
-          pinSynCookieHandover(options.interface, bpf_program__fd((*skeleton)->progs.floodgate_tc));
-      !s) {
-    return s.error();
-  }
+  // before the rules: a reload that brings a cookie rule loads this build's handover
+  if (Status s = forgetSynCookieHandover(options.interface); !s) return s.error();
   limiter->tick_units_ = load.tick_units;  // the test clock's tick, if it has one
   if (Status s = limiter->rebuildListFilters(); !s) return s.error();
   if (Status s = limiter->reload(options); !s) return s.error();
