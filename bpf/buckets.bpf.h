@@ -9,6 +9,7 @@
 #include "fg_window.h"
 #include "maps.bpf.h"
 #include "parse.bpf.h"
+#include "returning.bpf.h"
 
 #define FG_READ_ONCE(x) (*(volatile typeof(x) *)&(x))
 
@@ -17,8 +18,7 @@
 #define FG_CAS_RETRIES 8
 
 /* Set at load by the controller. */
-const volatile __u64 tick_units = 0;	  /* bucket time units per jiffy */
-const volatile __u32 table_slot_mask = 0; /* slots in `buckets` - 1 (a power of two) */
+const volatile __u64 tick_units = 0; /* bucket time units per jiffy */
 
 /* The clock: jiffies, the cheapest one (DESIGN.md), read once per packet; buckets count
  * in units of jiffies × tick_units. Its error is at most one tick of tokens: between two
@@ -153,11 +153,11 @@ struct fg_slot_query {
 	__u64 seed;
 	__u64 now;
 	__u64 jiffies;
-	__u32 index;	/* out: the source's slot */
-	__u32 why;	/* out: FG_SLOT_FOUND, else the fg_table_stat that kept it out */
-	__u32 verified; /* 1: the source answered a SYN cookie, so the verified-source cap
-			 * applies instead of the new-source cap */
-	__u32 pad;
+	__u32 index;	    /* out: the source's slot */
+	__u32 why;	    /* out: FG_SLOT_FOUND, else the fg_table_stat that kept it out */
+	__u32 verified;	    /* 1: the source answered a SYN cookie, so the verified-source cap
+			     * applies instead of the new-source cap */
+	__u32 memory_index; /* scratch: the key of the lookup in `returning` */
 };
 
 /* The first slot of the set of ways a fingerprint's key may be in. */
@@ -184,10 +184,23 @@ static __always_inline struct fg_slot *fg_owned_slot(__u64 fp, __u32 *index)
 	return NULL;
 }
 
+/* Whether the query's source is one the rule remembers (returning.bpf.h) and the rule's
+ * reserve for them admits one more: then it takes a slot ahead of the new-source cap. */
+static __always_inline int fg_returning_admits(struct fg_slot_query *q, const struct fg_rule *rule,
+					       struct fg_rule_state *state)
+{
+	if (!rule->remember_ticks ||
+	    !fg_source_returns(q->fp, q->jiffies, rule->remember_ticks, &q->memory_index))
+		return 0;
+	return !rule->returning_sources.interval ||
+	       fg_gcra_take(&state->returning_state, q->now, &rule->returning_sources);
+}
+
 /* Finds the slot of the query's key among the ways of its set, or takes an idle one: the
- * one seen longest ago, and only if the rule's new-source cap (in `state`) admits one more.
- * Returns 1 with q->index set, or 0. A global function, so the verifier checks its loops
- * once rather than in every path of the rule loop. */
+ * one seen longest ago, and only if the rule's reserve for remembered sources or else its
+ * new-source cap (in `state`) admits one more. Returns 1 with q->index set, or 0. A global
+ * function, so the verifier checks its loops once rather than in every path of the rule
+ * loop. */
 __attribute__((noinline)) int fg_find_slot(struct fg_slot_query *q, const struct fg_rule *rule,
 					   struct fg_rule_state *state)
 {
@@ -236,15 +249,23 @@ __attribute__((noinline)) int fg_find_slot(struct fg_slot_query *q, const struct
 			q->why = FG_TABLE_CAPPED;
 			return 0;
 		}
-	} else if (state && rule->new_sources.interval &&
-		   !fg_gcra_take(&state->new_source_state, q->now, &rule->new_sources)) {
-		q->why = FG_TABLE_CAPPED;
+	} else if (state && rule->new_sources.interval) {
+		/* a source remembered as good comes back: its own reserve first, so a spoofed
+		 * flood that keeps the new-source cap refusing does not keep it out */
+		if (fg_returning_admits(q, rule, state))
+			q->why = FG_TABLE_RETURNING_SLOT;
+		else if (!fg_gcra_take(&state->new_source_state, q->now, &rule->new_sources)) {
+			q->why = FG_TABLE_CAPPED;
+			return 0;
+		}
+	}
+	if (!fg_take_slot(slot, FG_READ_ONCE(slot->fingerprint), fp, &q->key, rule, q->jiffies)) {
+		q->why = FG_TABLE_FULL; /* another CPU took the way first */
 		return 0;
 	}
-	if (!fg_take_slot(slot, FG_READ_ONCE(slot->fingerprint), fp, &q->key, rule, q->jiffies))
-		return 0;
 	q->index = victim;
-	q->why = FG_TABLE_NEW_SOURCE;
+	if (q->why != FG_TABLE_RETURNING_SLOT)
+		q->why = FG_TABLE_NEW_SOURCE;
 	return 1;
 }
 

@@ -38,6 +38,9 @@ struct {
 	__type(value, struct fg_rule_index);
 } rule_index SEC(".maps");
 
+/* Slots in `buckets` - 1 (a power of two), set at load by the controller. */
+const volatile __u32 table_slot_mask = 0;
+
 /* Per-source bucket table; max_entries set at load (a power of two, multiple of the ways).
  * Mmapable: `top` reads the per-slot counters without a syscall per slot. */
 struct {
@@ -54,6 +57,15 @@ struct {
 	__type(key, __u32);
 	__type(value, struct fg_rule_state);
 } rule_state SEC(".maps");
+
+/* Sources that held a slot within their limits lately (returning.bpf.h); max_entries set at
+ * load (the table's slots, at least FG_RETURNING_MIN_ENTRIES). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, FG_DEFAULT_TABLE_SLOTS);
+	__type(key, __u32);
+	__type(value, __u64);
+} returning SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);

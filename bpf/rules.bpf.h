@@ -198,17 +198,28 @@ static __always_inline void fg_ref_limits(const struct fg_rule *rule, __u32 ref,
  * charging the same source in the same instant may count one packet where there were two,
  * so `top` may show a source spread over several CPUs a little below its true rate (never
  * above). The bucket itself is exact: its charge is a compare-and-swap. */
-static __always_inline void fg_note_slot(struct fg_slot *slot, int admitted, __u64 jiffies)
+static __always_inline void fg_note_slot(struct fg_slot *slot, int admitted, __u64 jiffies,
+					 const struct fg_rule *rule)
 {
 	slot->packets++;
 	/* at most once a tick: the clock moves every few ms, packets every few ns */
-	if (slot->last_seen != (__u32)jiffies)
+	if (slot->last_seen != (__u32)jiffies) {
 		slot->last_seen = (__u32)jiffies;
+		/* a source that came back in a later tick than it took the slot and has not been
+		 * limited for a second is remembered: a spoofed source sends once, and a source
+		 * at its limit is not one to let in ahead of others */
+		if (rule->remember_ticks && admitted && slot->packets > 1 &&
+		    (!slot->last_drop || (__u32)jiffies - slot->last_drop > ticks_per_second))
+			fg_remember_source(slot->fingerprint, jiffies, 1);
+	}
 	if (admitted)
 		return;
 	slot->drops++;
 	if (fg_refusal_starts(&slot->last_drop, jiffies)) {
 		__u64 hi, lo;
+
+		if (rule->remember_ticks)
+			fg_remember_source(slot->fingerprint, jiffies, 0);
 
 		fg_addr_halves(slot->addr, &hi, &lo);
 		fg_emit(FG_EVENT_LIMITED, slot->rule_id, slot->family, slot->prefix, hi, lo,
@@ -236,7 +247,7 @@ __attribute__((noinline)) int fg_rule_admits(const struct fg_rule *rule,
 	fg_ref_limits(rule, eval->ref, limits);
 	admitted = fg_charge(bucket, rule, rule->algorithm, limits, eval->now, eval->len);
 	if (slot) {
-		fg_note_slot(slot, admitted, eval->jiffies);
+		fg_note_slot(slot, admitted, eval->jiffies, rule);
 	} else if ((eval->ref & FG_REF_KIND_MASK) == FG_REF_OVERFLOW) {
 		fg_count_table(rule->id,
 			       admitted ? FG_TABLE_UNTRACKED_PASS : FG_TABLE_UNTRACKED_DROP);
@@ -269,7 +280,7 @@ static __always_inline int fg_owned_admits(const struct fg_rule *rule, const str
 	eval->ref = FG_REF_SLOT | index;
 	admitted =
 	    fg_charge(slot->state, rule, FG_ALG_TOKEN_BUCKET, rule->limits, eval->now, eval->len);
-	fg_note_slot(slot, admitted, eval->jiffies);
+	fg_note_slot(slot, admitted, eval->jiffies, rule);
 	return admitted;
 }
 

@@ -18,6 +18,8 @@
  * the controller sizes: 64M slots, 4 GiB of struct fg_slot. */
 #define FG_TABLE_WAYS 4
 #define FG_DEFAULT_TABLE_SLOTS 262144
+/* The memory of returning sources has an entry per table slot, and at least this many. */
+#define FG_RETURNING_MIN_ENTRIES 65536
 #define FG_LARGEST_TABLE_SLOTS (1U << 26)
 /* Entries of each allow and deny trie by default, and at most: tries this large take
  * about a gigabyte of kernel memory, so a larger size is a typo. */
@@ -178,6 +180,11 @@ struct fg_rule {
 	/* FG_KEY_SOURCE with syn_cookies: a GCRA on sources that answered a SYN cookie taking
 	 * a slot, apart from new_sources (which a spoofed flood keeps refusing) */
 	struct fg_limit verified_sources;
+	/* FG_KEY_SOURCE: a GCRA on remembered sources (fg_slot_query, `returning`) taking a
+	 * slot ahead of the new-source cap; interval 0 with remember_ticks set: no cap */
+	struct fg_limit returning_sources;
+	__u32 remember_ticks; /* how long a source stays remembered, jiffies; 0: none is */
+	__u32 pad_returning;
 };
 
 /* When a rule answers a SYN from a source without a slot with a SYN cookie (a SYN-ACK sent
@@ -251,6 +258,7 @@ struct fg_rule_state {
 	__u32 last_untracked_drop; /* jiffies, for the events (as fg_slot.last_drop) */
 	__u32 last_capped;	   /* jiffies the new-source cap last refused a source */
 	__u64 verified_state;	   /* GCRA time of the verified-source cap */
+	__u64 returning_state;	   /* GCRA time of the returning-source reserve */
 };
 
 /* What became of the sources a source rule saw without a slot of their own, per rule id
@@ -266,7 +274,8 @@ enum fg_table_stat {
 	FG_TABLE_COOKIE_VERIFIED = 7, /* ACKs whose cookie was valid: their source is verified */
 	FG_TABLE_COOKIE_FAILED = 8,   /* ACKs to a listener, with no connection, and a bad cookie */
 	FG_TABLE_VERIFIED_SLOT = 9,   /* verified sources that took a slot (the verified cap) */
-	FG_TABLE_STAT_COUNT = 10,
+	FG_TABLE_RETURNING_SLOT = 10, /* remembered sources that took a slot from the reserve */
+	FG_TABLE_STAT_COUNT = 11,
 };
 #define FG_TABLE_STAT_INDEX(rule_id, stat) ((rule_id)*FG_TABLE_STAT_COUNT + (stat))
 

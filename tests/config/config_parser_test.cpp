@@ -287,6 +287,50 @@ TEST(ConfigParser, SynCookiesOnARuleNoSynMeetsIsAnError) {
             std::string::npos);
 }
 
+TEST(ConfigParser, ReturningSourcesAndHowLongTheyAreRemembered) {
+  FloodgateConfig config = parseClean(R"(
+rules:
+  - name: dns
+    limit: {pps: 30}
+    untracked: {returning_sources: 2k, remember_for: 10m}
+  - name: open
+    limit: {pps: 30}
+    untracked: {returning_sources: unlimited}
+  - name: forgetful
+    limit: {pps: 30}
+    untracked: {returning_sources: off}
+  - name: plain
+    limit: {pps: 30}
+)");
+  ASSERT_EQ(config.rules.size(), 4u);
+  EXPECT_EQ(config.rules[0].returning_sources_per_s, 2000u);
+  EXPECT_EQ(config.rules[0].remember_ns, 600'000'000'000ULL);
+  EXPECT_EQ(config.rules[1].returning_sources_per_s, 0u);
+  EXPECT_EQ(config.rules[1].remember_ns, kDefaultRememberNs);
+  EXPECT_EQ(config.rules[2].remember_ns, 0u);
+  EXPECT_EQ(config.rules[3].returning_sources_per_s, kDefaultReturningSourcesPerS);
+  EXPECT_EQ(config.rules[3].remember_ns, kDefaultRememberNs);
+}
+
+TEST(ConfigParser, BadReturningSourcesSayWhatToWrite) {
+  auto errors = [](const std::string& untracked) {
+    return parseErrors("rules:\n  - {name: r, limit: {pps: 1}, untracked: " + untracked + "}\n");
+  };
+  EXPECT_NE(errors("{returning_sources: 0}").find("write unlimited for no cap or off"),
+            std::string::npos);
+  EXPECT_NE(errors("{returning_sources: lots}").find("returning_sources"), std::string::npos);
+  EXPECT_NE(errors("{remember_for: 2d}").find("at most 1d"), std::string::npos);
+  EXPECT_NE(errors("{remember_for: 0s}").find("remember_for: '0s' is not a duration"),
+            std::string::npos);
+  EXPECT_NE(errors("{returning_sources: off, remember_for: 1h}")
+                .find("remember_for goes with returning_sources other than off"),
+            std::string::npos);
+  EXPECT_NE(parseErrors("rules:\n  - {name: r, key: global, limit: {pps: 1}, untracked: "
+                        "{returning_sources: 1k}}\n")
+                .find("untracked goes with key: source"),
+            std::string::npos);
+}
+
 TEST(ConfigParser, DefaultByteBurstIsATenthOfASecondAndAtLeastOneFrame) {
   FloodgateConfig config = parseClean(R"(
 rules:

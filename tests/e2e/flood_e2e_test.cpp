@@ -169,6 +169,101 @@ TEST_F(FloodE2eTest, AMillionSpoofedSourcesGetNoMoreThanTheUntrackedLimit) {
   EXPECT_GT(legit_passed, 0u);
 }
 
+// What a UDP client seen before a spoofed flood got through during it: 4M sources at
+// 1 Mpps, each sending once, so the client is the only source the rule can remember.
+struct ReturningRun {
+  uint64_t sent = 0;       // during the flood (the interface took them)
+  uint64_t received = 0;   // of them, what the server got
+  uint64_t returning = 0;  // times the client took a slot from the reserve
+  double flood_pps = 0;
+};
+
+// A 4096-slot table (1024 sets of 4 ways), new sources capped at 10k/s: the flood sources
+// the cap admits take over each way about twice a second, so the client, quiet for the
+// flood's first second, has lost its slot when it comes back, and must win one again.
+// The table is large enough that the cap's burst (a tenth of a second of it, 1000
+// sources) seldom fills a set, which would leave no idle way to take at all.
+ReturningRun returningClientThroughFlood(VethNetwork& net, const std::string& returning) {
+  ReturningRun out;
+  const std::string config = "/tmp/fg-returning-" + std::to_string(getpid()) + ".yaml";
+  std::ofstream(config) << "defaults: {table_size: 4096}\n"
+                        << "rules:\n  - name: per-source\n    limit: {pps: 1000, burst: 100}\n"
+                        << "    untracked: {new_sources: 10k, pps: 1000, burst: 100, "
+                        << "returning_sources: " << returning << "}\n";
+  CommandResult attached = net.floodgate({"attach", net.targetInterface(), "--config", config});
+  std::remove(config.c_str());
+  EXPECT_EQ(attached.exit_code, 0) << attached.err;
+  if (attached.exit_code != 0) return out;
+  // before the flood: the client holds a slot within its limit over several ticks
+  UdpSendOptions client{
+      net.senderNetns(), kLegit, VethNetwork::kTargetAddress, kPort, 0.5, 20, 1, 18};
+  client.max_burst = 5;
+  client.unsent_when_queue_full = true;
+  auto warm_up = sendUdp(client);
+  EXPECT_TRUE(warm_up.ok());
+  // during the flood, to a port of its own so the two phases are counted apart
+  UdpCounter receiver;
+  EXPECT_TRUE(receiver.start(net.targetNetns(), kPort + 1).ok());
+  client.port = kPort + 1;
+  client.seconds = 2;
+  Result<UdpSendResult> during = Error::failure("not run");
+  std::thread sender([&] {
+    usleep(1000000);  // the flood has been under way for a while
+    during = sendUdp(client);
+  });
+  std::vector<std::string> args = {"flood",
+                                   net.senderInterface(),
+                                   "--json",
+                                   "--dst",
+                                   VethNetwork::kTargetAddress,
+                                   "--src",
+                                   "10.0.0.1",
+                                   "--count",
+                                   "4000000",
+                                   "--sources",
+                                   "4000000",
+                                   "--rate",
+                                   "1M"};
+  CommandResult flood = net.floodgateInSender(args);
+  sender.join();
+  usleep(200000);
+  auto received = receiver.stop();
+  EXPECT_EQ(flood.exit_code, 0) << flood.err;
+  const nlohmann::json report = nlohmann::json::parse(flood.out, nullptr, false);
+  if (!report.is_discarded()) out.flood_pps = report.value("pps", 0.0);
+  EXPECT_TRUE(during.ok());
+  if (during.ok()) out.sent = during->sent;
+  out.received = received[kLegit];
+  CommandResult r = net.floodgate({"stats", net.targetInterface(), "--json"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json stats = nlohmann::json::parse(r.out, nullptr, false);
+  if (!stats.is_discarded())
+    out.returning = stats["rules"][0]["sources"]["returning_sources"].get<uint64_t>();
+  net.floodgate({"detach", net.targetInterface()});
+  return out;
+}
+
+TEST_F(FloodE2eTest, AUdpSourceSeenBeforeASpoofedFloodKeepsItsPackets) {
+  const ReturningRun on = returningClientThroughFlood(*net_, "10k");
+  ASSERT_FALSE(HasFailure());
+  const ReturningRun off = returningClientThroughFlood(*net_, "off");
+  std::printf(
+      "returning client during a 4M-source flood: %llu of %llu packets through (%llu slots "
+      "from the reserve, flood %.0f pps); with returning_sources off %llu of %llu (flood %.0f "
+      "pps)\n",
+      static_cast<unsigned long long>(on.received), static_cast<unsigned long long>(on.sent),
+      static_cast<unsigned long long>(on.returning), on.flood_pps,
+      static_cast<unsigned long long>(off.received), static_cast<unsigned long long>(off.sent),
+      off.flood_pps);
+  ASSERT_GE(on.sent, 20u);
+  EXPECT_GE(on.received * 100, on.sent * 95);
+  // the flood did take the client's slot: it came back through the reserve (the only source
+  // remembered), not by a slot it held all along
+  EXPECT_GT(on.returning, 0u);
+  EXPECT_LE(on.returning, on.sent);
+  EXPECT_EQ(off.returning, 0u);
+}
+
 TEST_F(FloodE2eTest, CtrlCReportsEveryFrameSentThoseOfTheInterruptedCallToo) {
   attach({"--rate", "1000", "--burst", "100"});
   char dir[] = "/tmp/fg-flood-XXXXXX";

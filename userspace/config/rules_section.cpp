@@ -59,6 +59,7 @@ class RuleParser {
   void parseLimitFields(const YamlEntry& entry, const YamlFields& fields, LimitSpec& limit,
                         const char* what);
   void parseUntracked(const YamlEntry& entry);
+  void parseReturningSources(const YamlFields& fields);
   // "rule 'dns'", or "rule" while the name is missing or wrong.
   std::string label() const { return named_ ? "rule '" + spec_.name + "'" : "rule"; }
   void checkWindowCapacity(const YamlFields& fields, const LimitSpec& limit);
@@ -217,11 +218,13 @@ void RuleParser::parseLimit(const YamlEntry& entry) {
   parseLimitFields(entry, *fields, spec_.limit, "limit");
 }
 
-// untracked: {new_sources: N, verified_sources: N, pps: .., burst: .., bps: .., burst_bytes: ..}
+// untracked: {new_sources: N, verified_sources: N, returning_sources: N, remember_for: D,
+//             pps: .., burst: .., bps: .., burst_bytes: ..}
 void RuleParser::parseUntracked(const YamlEntry& entry) {
   std::optional<YamlFields> fields =
       reader_.mapping(entry, "untracked",
-                      {"new_sources", "verified_sources", "pps", "bps", "burst", "burst_bytes"});
+                      {"new_sources", "verified_sources", "returning_sources", "remember_for",
+                       "pps", "bps", "burst", "burst_bytes"});
   if (!fields) return;
   if (spec_.key != KeyKind::kSource) {
     reader_.error(entry.key,
@@ -249,10 +252,40 @@ void RuleParser::parseUntracked(const YamlEntry& entry) {
       spec_.verified_sources_per_s = *value;
     }
   }
+  parseReturningSources(*fields);
   if (fields->find("pps") || fields->find("bps")) {
     parseLimitFields(entry, *fields, spec_.untracked, "untracked");
   } else if (fields->find("burst") || fields->find("burst_bytes")) {
     reader_.error(entry, "untracked sets a burst without a rate: give pps and/or bps");
+  }
+}
+
+// returning_sources: N a second, unlimited, or off (nothing remembered); remember_for: D.
+void RuleParser::parseReturningSources(const YamlFields& fields) {
+  if (const YamlEntry* cap = fields.find("returning_sources")) {
+    const std::string text = cap->value.IsScalar() ? cap->value.Scalar() : std::string();
+    if (text == "unlimited") {
+      spec_.returning_sources_per_s = 0;
+    } else if (text == "off") {
+      spec_.remember_ns = 0;
+    } else if (text == "0") {
+      reader_.error(*cap,
+                    "returning_sources must be at least 1 a second; write unlimited for no cap "
+                    "or off to remember no source");
+    } else if (auto value = reader_.withUnit(*cap, "returning_sources", parseCount, "10k")) {
+      spec_.returning_sources_per_s = *value;
+    }
+  }
+  if (const YamlEntry* remember = fields.find("remember_for")) {
+    if (spec_.remember_ns == 0) {
+      reader_.error(*remember, "remember_for goes with returning_sources other than off");
+    } else if (auto ns = reader_.withUnit(*remember, "remember_for", parseDuration, "1h")) {
+      if (*ns > kMaxRememberNs) {
+        reader_.error(*remember, "remember_for is at most 1d, e.g. 1h");
+      } else {
+        spec_.remember_ns = *ns;
+      }
+    }
   }
 }
 

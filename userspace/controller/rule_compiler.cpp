@@ -66,6 +66,7 @@ Status compileWindowLimits(const RuleSpec& spec, const LimitSpec& limit, fg_limi
 // The new-source cap: a GCRA of `per_s` with a tenth of a second (and a tick) of burst.
 void compileNewSources(uint64_t per_s, uint64_t tick_units, fg_limit& out);
 Status compileSynCookies(const RuleSpec& spec, uint64_t tick_units, fg_rule& rule);
+Status compileReturningSources(const RuleSpec& spec, uint64_t tick_units, fg_rule& rule);
 // A cap on sources a second (new or verified) as a rate; 0 when there is none.
 uint64_t describeCap(const fg_limit& cap);
 
@@ -149,8 +150,10 @@ Result<fg_rule> compileRule(const RuleSpec& spec, uint64_t tick_units) {
     rule.window_ms = static_cast<uint32_t>(spec.window_ns / 1000000);
   }
   rule.untracked_own = untracked_own ? 1 : 0;
-  if (spec.key == KeyKind::kSource)
+  if (spec.key == KeyKind::kSource) {
     compileNewSources(spec.new_sources_per_s, tick_units, rule.new_sources);
+    if (Status s = compileReturningSources(spec, tick_units, rule); !s) return s.error();
+  }
   if (Status s = compileSynCookies(spec, tick_units, rule); !s) return s.error();
   return rule;
 }
@@ -251,6 +254,20 @@ Status compileSynCookies(const RuleSpec& spec, uint64_t tick_units, fg_rule& rul
   return okStatus();
 }
 
+Status compileReturningSources(const RuleSpec& spec, uint64_t tick_units, fg_rule& rule) {
+  if (spec.remember_ns == 0) return okStatus();
+  if (spec.remember_ns > kMaxRememberNs) {
+    return Error::usage("rule '" + spec.name +
+                        "': remember_for is at most 1d (a source is remembered from its "
+                        "latest good packet)");
+  }
+  // in whole jiffies, rounded up, as a ban's time
+  const uint64_t tick_ns = tick_units ? tick_units >> FG_TIME_SHIFT : 4'000'000;
+  rule.remember_ticks = static_cast<uint32_t>((spec.remember_ns + tick_ns - 1) / tick_ns);
+  compileNewSources(spec.returning_sources_per_s, tick_units, rule.returning_sources);
+  return okStatus();
+}
+
 uint64_t describeCap(const fg_limit& cap) {
   if (!cap.interval) return 0;
   return roundestRate(static_cast<double>(kUnitsPerSecond) / cap.interval, cap.interval,
@@ -294,6 +311,10 @@ LimitSpec describeLimits(const fg_rule& rule) { return describeLimits(rule, rule
 uint64_t describeNewSources(const fg_rule& rule) { return describeCap(rule.new_sources); }
 
 uint64_t describeVerifiedSources(const fg_rule& rule) { return describeCap(rule.verified_sources); }
+
+uint64_t describeReturningSources(const fg_rule& rule) {
+  return describeCap(rule.returning_sources);
+}
 
 LimitSpec describeLimits(const fg_rule& rule, const fg_limit* limits) {
   LimitSpec out;

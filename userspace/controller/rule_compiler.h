@@ -42,5 +42,8 @@ LimitSpec describeLimits(const fg_rule& rule, const fg_limit* limits);
 uint64_t describeNewSources(const fg_rule& rule);
 // The rule's cap on sources a second that take a slot by answering a SYN cookie; 0: none.
 uint64_t describeVerifiedSources(const fg_rule& rule);
+// Remembered sources a second that may take a slot ahead of the new-source cap; 0 when
+// there is no cap (or no source is remembered: remember_ticks 0).
+uint64_t describeReturningSources(const fg_rule& rule);
 
 }  // namespace floodgate

@@ -40,6 +40,11 @@ inline constexpr uint64_t kDefaultNewSourcesPerS = 10000;
 // Sources a second that may take a slot by answering a SYN cookie: apart from the
 // new-source cap, which a spoofed flood keeps refusing, so real clients still get in.
 inline constexpr uint64_t kDefaultVerifiedSourcesPerS = 10000;
+// Remembered sources a second (ones that held a slot within their limits lately) that may
+// take a slot ahead of the new-source cap, and how long a source stays remembered.
+inline constexpr uint64_t kDefaultReturningSourcesPerS = 10000;
+inline constexpr uint64_t kDefaultRememberNs = 3'600'000'000'000ULL;  // 1h
+inline constexpr uint64_t kMaxRememberNs = 86'400'000'000'000ULL;     // 1d
 
 // Whether a rule answers the SYNs of sources without a slot with SYN cookies.
 enum class SynCookies : uint8_t {
@@ -73,6 +78,10 @@ struct RuleSpec {
   SynCookies syn_cookies = SynCookies::kOff;
   // With syn_cookies: verified sources a second that may take a slot. 0: no cap.
   uint64_t verified_sources_per_s = kDefaultVerifiedSourcesPerS;
+  // key: source only. Remembered sources a second that may take a slot ahead of the
+  // new-source cap (0: no cap), and how long a source is remembered (0: none is).
+  uint64_t returning_sources_per_s = kDefaultReturningSourcesPerS;
+  uint64_t remember_ns = kDefaultRememberNs;
   Algorithm algorithm = Algorithm::kTokenBucket;
   uint64_t window_ns = 1000000000;  // fixed_window and sliding_window only
   ExceedAction action = ExceedAction::kDrop;

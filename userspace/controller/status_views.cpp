@@ -41,9 +41,9 @@ std::string limitsText(const fg_rule& rule, const fg_limit* pair) {
 
 // The table stats of a rule by name (enum fg_table_stat order).
 const char* const kTableStatNames[FG_TABLE_STAT_COUNT] = {
-    "new_sources",        "capped",          "table_full",       "untracked_passed",
-    "untracked_dropped",  "bans_failed",     "syn_cookies_sent", "syn_cookies_verified",
-    "syn_cookies_failed", "verified_sources"};
+    "new_sources",        "capped",           "table_full",       "untracked_passed",
+    "untracked_dropped",  "bans_failed",      "syn_cookies_sent", "syn_cookies_verified",
+    "syn_cookies_failed", "verified_sources", "returning_sources"};
 
 std::string untrackedText(const fg_rule& rule) {
   if (rule.key_kind != FG_KEY_SOURCE) return "";
@@ -209,6 +209,8 @@ nlohmann::json statusJson(const XdpLimiterStatus& status) {
          {"new_sources_per_s", describeNewSources(rule)},
          {"syn_cookies", synCookiesName(static_cast<SynCookies>(rule.syn_cookies))},
          {"verified_sources_per_s", describeVerifiedSources(rule)},
+         {"remembers_sources", rule.remember_ticks != 0},
+         {"returning_sources_per_s", describeReturningSources(rule)},
          {"untracked", limitsJson(rule, rule.untracked)}});
   }
   return out;

@@ -6,12 +6,14 @@
 #include <bpf/libbpf.h>
 #include <linux/if_link.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
+#include "floodgate_shared.h"
 #include "kernel/pins.h"
 
 namespace floodgate {
@@ -86,6 +88,11 @@ Result<Skeleton> loadProgram(const LoadSettings& settings) {
   skeleton->rodata->ticks_per_second = settings.ticks_per_second;
   skeleton->rodata->clock_is_test = settings.test_clock ? 1 : 0;
   bpf_map__set_max_entries(skeleton->maps.buckets, settings.table_slots);
+  // the memory of returning sources: an 8-byte entry per slot (bpf/returning.bpf.h)
+  const uint32_t memory_entries =
+      std::max<uint32_t>(settings.table_slots, FG_RETURNING_MIN_ENTRIES);
+  skeleton->rodata->returning_mask = memory_entries - 1;
+  bpf_map__set_max_entries(skeleton->maps.returning, memory_entries);
   for (bpf_map* list : {skeleton->maps.allow_v4, skeleton->maps.allow_v6, skeleton->maps.deny_v4,
                         skeleton->maps.deny_v6}) {
     bpf_map__set_max_entries(list, settings.list_max_entries);

@@ -142,13 +142,14 @@ std::string render(const Snapshot& snapshot) {
   family(out, "floodgate_rule_sources_total", "counter",
          "New sources of each source rule, by outcome: new took a slot; capped and table_full "
          "were charged to the rule's untracked bucket; verified answered a SYN cookie and took "
-         "a slot under the rule's verified-source cap.");
+         "a slot under the rule's verified-source cap; returning were remembered from an "
+         "earlier slot held within its limits and took a slot from the rule's reserve for them.");
   for (const auto& iface : snapshot.interfaces) {
     for (const RuleCounters& rule : iface.rules) {
       for (auto [stat, outcome] :
            {std::pair{FG_TABLE_NEW_SOURCE, "new"}, std::pair{FG_TABLE_CAPPED, "capped"},
-            std::pair{FG_TABLE_FULL, "table_full"},
-            std::pair{FG_TABLE_VERIFIED_SLOT, "verified"}}) {
+            std::pair{FG_TABLE_FULL, "table_full"}, std::pair{FG_TABLE_VERIFIED_SLOT, "verified"},
+            std::pair{FG_TABLE_RETURNING_SLOT, "returning"}}) {
         sample(out, "floodgate_rule_sources_total",
                {{"interface", iface.interface}, {"rule", rule.name}, {"outcome", outcome}},
                number(rule.table[stat]));

@@ -1,0 +1,186 @@
+// SPDX-License-Identifier: MIT
+// Sources that come back: a source that held a slot within its limits is remembered, and
+// when it returns while the new-source cap refuses (a spoofed flood), it takes a slot from
+// the rule's reserve for remembered sources. Run on the program's test clock.
+#include <arpa/inet.h>
+
+#include <cstring>
+
+#include "bpf/xdp_fixture.h"
+
+namespace floodgate::test {
+namespace {
+
+constexpr uint64_t kHz = 1000;  // one tick a millisecond
+constexpr uint64_t kStart = 100000;
+
+class ReturningSourcesTest : public XdpProgramTest {
+ protected:
+  // 100 pps with a burst of 5 a source, one new source a second into a table of one set
+  // of four ways: a few sources fill it, and the cap is easy to run dry.
+  static RuleSpec rule() {
+    RuleSpec spec = sourceRule(100, 5);
+    spec.new_sources_per_s = 1;
+    spec.untracked = {.pps = 1, .burst = 1};
+    return spec;
+  }
+
+  void loadOneSet(const RuleSpec& spec) {
+    AttachOptions options;
+    options.table_slots = 4;
+    options.test_clock_hz = kHz;
+    load({spec}, options);
+    now_ = kStart;
+    setClock(now_);
+  }
+
+  // Moves the clock on by `ms`.
+  void later(uint64_t ms) {
+    now_ += ms;
+    setClock(now_);
+  }
+
+  bool holdsSlot(const std::string& address) {
+    auto slots = limiter().slots();
+    EXPECT_TRUE(slots.ok()) << slots.error().message;
+    in_addr want{};
+    inet_pton(AF_INET, address.c_str(), &want);
+    for (const fg_slot& slot : *slots) {
+      if (slot.fingerprint && std::memcmp(slot.addr, &want, 4) == 0) return true;
+    }
+    return false;
+  }
+
+  uint64_t stat(uint32_t which) {
+    auto rules = limiter().ruleCounters();
+    EXPECT_TRUE(rules.ok());
+    return rules->empty() ? 0 : rules->front().table[which];
+  }
+
+  // A source takes a slot (the cap has had two seconds to refill) and comes back within
+  // its limit a tick later: it is remembered.
+  void seenGood(const std::string& address) {
+    later(2000);
+    ASSERT_EQ(run(udpFrom(address)), XDP_PASS);
+    later(10);
+    ASSERT_EQ(run(udpFrom(address)), XDP_PASS);
+    ASSERT_TRUE(holdsSlot(address));
+  }
+
+  // Four new sources, two seconds apart so the cap admits each, take the set's four ways:
+  // every source that held one before has lost it. The last leaves the cap empty.
+  void fillWithNewSources() {
+    for (int i = 1; i <= 4; ++i) {
+      later(2000);
+      ASSERT_EQ(run(udpFrom("203.0.113." + std::to_string(i))), XDP_PASS);
+    }
+    for (int i = 1; i <= 4; ++i) ASSERT_TRUE(holdsSlot("203.0.113." + std::to_string(i)));
+  }
+
+  // The set filled (the source's slot lost, the cap empty), the source sends again:
+  // whether it got a slot.
+  bool getsASlotBack(const std::string& address) {
+    fillWithNewSources();
+    later(1);
+    run(udpFrom(address));
+    return holdsSlot(address);
+  }
+
+  uint64_t now_ = kStart;
+};
+
+TEST_F(ReturningSourcesTest, ARememberedSourceGetsASlotWhileTheCapRefusesNewOnes) {
+  loadOneSet(rule());
+  seenGood("192.0.2.10");
+  fillWithNewSources();
+  ASSERT_FALSE(holdsSlot("192.0.2.10"));
+
+  later(1);
+  // a source never seen: the cap (used a tick ago) refuses it
+  run(udpFrom("198.18.0.99"));
+  EXPECT_FALSE(holdsSlot("198.18.0.99"));
+  EXPECT_EQ(stat(FG_TABLE_CAPPED), 1u);
+  // the remembered one takes a slot from the reserve, and keeps its own bucket of 5
+  EXPECT_EQ(passes(udpFrom("192.0.2.10"), 8), 5);
+  EXPECT_TRUE(holdsSlot("192.0.2.10"));
+  EXPECT_EQ(stat(FG_TABLE_RETURNING_SLOT), 1u);
+  EXPECT_EQ(stat(FG_TABLE_CAPPED), 1u);
+}
+
+TEST_F(ReturningSourcesTest, ASourceSeenOnceIsNotRemembered) {
+  loadOneSet(rule());
+  // one packet, as every source of a spoofed flood sends
+  later(2000);
+  ASSERT_EQ(run(udpFrom("192.0.2.11")), XDP_PASS);
+  EXPECT_FALSE(getsASlotBack("192.0.2.11"));
+  EXPECT_EQ(stat(FG_TABLE_RETURNING_SLOT), 0u);
+  EXPECT_EQ(stat(FG_TABLE_CAPPED), 1u);
+}
+
+TEST_F(ReturningSourcesTest, ASourceThatWentOverItsLimitIsForgotten) {
+  loadOneSet(rule());
+  seenGood("192.0.2.12");
+  // over its burst: refused, and no longer one to let in ahead of others
+  EXPECT_LT(passes(udpFrom("192.0.2.12"), 10), 10);
+  EXPECT_FALSE(getsASlotBack("192.0.2.12"));
+  EXPECT_EQ(stat(FG_TABLE_RETURNING_SLOT), 0u);
+}
+
+TEST_F(ReturningSourcesTest, ASourceIsForgottenAfterRememberFor) {
+  RuleSpec spec = rule();
+  spec.remember_ns = 5'000'000'000ULL;  // 5 s; filling the set takes 8
+  loadOneSet(spec);
+  seenGood("192.0.2.13");
+  EXPECT_FALSE(getsASlotBack("192.0.2.13"));
+  EXPECT_EQ(stat(FG_TABLE_RETURNING_SLOT), 0u);
+}
+
+TEST_F(ReturningSourcesTest, OffRemembersNoSource) {
+  RuleSpec spec = rule();
+  spec.remember_ns = 0;
+  loadOneSet(spec);
+  seenGood("192.0.2.14");
+  fillWithNewSources();
+  // it comes back as a new source would: by the cap, once the cap has a token again
+  later(1);
+  run(udpFrom("192.0.2.14"));
+  EXPECT_EQ(stat(FG_TABLE_CAPPED), 1u);
+  later(2000);
+  ASSERT_EQ(run(udpFrom("192.0.2.14")), XDP_PASS);
+  EXPECT_TRUE(holdsSlot("192.0.2.14"));
+  EXPECT_EQ(stat(FG_TABLE_RETURNING_SLOT), 0u);
+  EXPECT_EQ(stat(FG_TABLE_NEW_SOURCE), 6u);  // its first slot, the four fillers, this one
+}
+
+TEST_F(ReturningSourcesTest, TheReserveHasACapOfItsOwn) {
+  RuleSpec spec = rule();
+  spec.returning_sources_per_s = 1;
+  loadOneSet(spec);
+  seenGood("192.0.2.15");
+  seenGood("192.0.2.16");
+  fillWithNewSources();
+  later(1);
+  run(udpFrom("192.0.2.15"));
+  run(udpFrom("192.0.2.16"));
+  EXPECT_TRUE(holdsSlot("192.0.2.15"));
+  EXPECT_FALSE(holdsSlot("192.0.2.16")) << "the reserve admitted one, the cap none";
+  EXPECT_EQ(stat(FG_TABLE_RETURNING_SLOT), 1u);
+  EXPECT_EQ(stat(FG_TABLE_CAPPED), 1u);
+}
+
+TEST_F(ReturningSourcesTest, ARememberedSourceOutsideAFloodUsesTheReserveNotTheCap) {
+  loadOneSet(rule());
+  seenGood("192.0.2.17");
+  fillWithNewSources();
+  // two seconds on, the cap has a token again: the remembered source still comes in by
+  // the reserve, and the token is left for a source never seen
+  later(2000);
+  ASSERT_EQ(run(udpFrom("192.0.2.17")), XDP_PASS);
+  EXPECT_EQ(stat(FG_TABLE_RETURNING_SLOT), 1u);
+  ASSERT_EQ(run(udpFrom("198.18.0.98")), XDP_PASS);
+  EXPECT_TRUE(holdsSlot("198.18.0.98"));
+  EXPECT_EQ(stat(FG_TABLE_NEW_SOURCE), 6u);  // the two seen good, the four fillers, this one
+}
+
+}  // namespace
+}  // namespace floodgate::test
