@@ -22,11 +22,11 @@ constexpr double kOptimisticPerFrameNs = 32.0;
 // after a stall the pacer catches up, but never in one burst of the whole backlog.
 constexpr double kPacedChunkSeconds = 0.002;
 constexpr double kPacedChunkCalls = 4.0;
-constexpr double kMostBusy = 0.95;
 
 }  // namespace
 
 void CallCost::observe(uint64_t frames, uint64_t call_ns) {
+  recent_ns_[calls_ % kRecentCalls] = call_ns;
   fixed_ns_ = calls_++ == 0 ? call_ns : std::min(fixed_ns_, call_ns);
   // The fixed part wanders by milliseconds from call to call where it is large; only a
   // call whose frames took at least half as long again tells the per-frame part apart.
@@ -37,6 +37,11 @@ void CallCost::observe(uint64_t frames, uint64_t call_ns) {
   // Each sample is the per-frame part plus the fixed part's wander over the smallest call
   // spread over its frames, so never below the truth: the smallest is the closest.
   per_frame_ns_ = per_frame_ns_ == 0 ? sample : std::min(per_frame_ns_, sample);
+}
+
+uint64_t CallCost::recentNs() const {
+  const size_t seen = static_cast<size_t>(std::min<uint64_t>(calls_, kRecentCalls));
+  return seen ? *std::min_element(recent_ns_, recent_ns_ + seen) : 0;
 }
 
 double CallCost::ratePps(uint64_t frames) const {
@@ -80,18 +85,20 @@ uint64_t Pacer::pacedChunk(uint64_t elapsed_ns, uint64_t sent) const {
     const uint64_t due = dueBy(elapsed_ns);
     return due > sent ? std::min(due - sent, first_chunk_) : 0;
   }
-  // A call's frames have gone when it returns, a fixed cost and n frames later: send now
-  // what will be due by then. n = (due(now + lead) - sent) / (1 - rate * per_frame).
+  // What is due by the time the call's fixed part is over, and no more. Closed loop: the
+  // frames that fall due while a call runs go in the next one, so the rate follows what the
+  // calls really cost. Predicting them from the cost model instead would follow the model:
+  // on a machine whose other work makes every call cost several times the smallest, the
+  // extra reads as cost per frame, and the prediction ran ahead of the rate by as much.
   const uint64_t due = dueBy(elapsed_ns + leadNs());
   if (due <= sent) return 0;
   const double rate = static_cast<double>(rate_pps_);
-  // the sending share of a second at this rate; near 1 the rate is out of reach, and the
-  // chunks are as big as the cap allows
-  const double busy = std::min(kMostBusy, rate * cost_.perFrameNs() / kNsPerSecond);
+  // at most what is due over a few calls as they cost lately: enough to keep up whatever
+  // they cost, never the whole backlog of a stall in one burst
   const double cap =
       std::max(rate * kPacedChunkSeconds,
-               rate * kPacedChunkCalls * static_cast<double>(cost_.fixedNs()) / kNsPerSecond);
-  double chunk = std::min(static_cast<double>(due - sent), cap) / (1 - busy);
+               rate * kPacedChunkCalls * static_cast<double>(cost_.recentNs()) / kNsPerSecond);
+  double chunk = std::min(static_cast<double>(due - sent), cap);
   // never past the end of a duration: a paced run sends rate * duration, and a rate out
   // of reach what fits in the time
   if (duration_ns_) {

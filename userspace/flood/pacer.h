@@ -4,6 +4,7 @@
 // passed in, so tests step it by hand.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 namespace floodgate::flood {
@@ -23,13 +24,18 @@ class CallCost {
   uint64_t fixedNs() const { return fixed_ns_; }
   // Per frame, from calls long enough to tell it from the fixed part; 0 until one was made.
   double perFrameNs() const { return per_frame_ns_; }
+  // What calls cost lately: the smallest of the last kRecentCalls. One preempted call does
+  // not raise it; a machine whose every call now costs more does.
+  uint64_t recentNs() const;
   // Frames per second a call of `frames` sends, on this estimate.
   double ratePps(uint64_t frames) const;
 
  private:
+  static constexpr size_t kRecentCalls = 3;
   uint64_t calls_ = 0;
   uint64_t fixed_ns_ = 0;
   double per_frame_ns_ = 0;
+  uint64_t recent_ns_[kRecentCalls] = {};  // by calls_ % kRecentCalls
 };
 
 class Pacer {
