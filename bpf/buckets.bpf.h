@@ -11,8 +11,6 @@
 #include "parse.bpf.h"
 #include "returning.bpf.h"
 
-#define FG_READ_ONCE(x) (*(volatile typeof(x) *)&(x))
-
 /* CAS attempts before a packet is refused: losing this many races in a row means other
  * CPUs are admitting packets of this key right now, so refusing cannot over-admit. */
 #define FG_CAS_RETRIES 8
@@ -153,11 +151,11 @@ struct fg_slot_query {
 	__u64 seed;
 	__u64 now;
 	__u64 jiffies;
-	__u32 index;	    /* out: the source's slot */
-	__u32 why;	    /* out: FG_SLOT_FOUND, else the fg_table_stat that kept it out */
-	__u32 verified;	    /* 1: the source answered a SYN cookie, so the verified-source cap
-			     * applies instead of the new-source cap */
-	__u32 memory_index; /* scratch: the key of the lookup in `returning` */
+	__u32 index;	/* out: the source's slot */
+	__u32 why;	/* out: FG_SLOT_FOUND, else the fg_table_stat that kept it out */
+	__u32 verified; /* 1: the source answered a SYN cookie, so the verified-source cap
+			 * applies instead of the new-source cap */
+	__u32 pad;
 };
 
 /* The first slot of the set of ways a fingerprint's key may be in. */
@@ -189,8 +187,7 @@ static __always_inline struct fg_slot *fg_owned_slot(__u64 fp, __u32 *index)
 static __always_inline int fg_returning_admits(struct fg_slot_query *q, const struct fg_rule *rule,
 					       struct fg_rule_state *state)
 {
-	if (!rule->remember_ticks ||
-	    !fg_source_returns(q->fp, q->jiffies, rule->remember_ticks, &q->memory_index))
+	if (!rule->remember_ticks || !fg_source_returns(q->fp, q->jiffies, rule->remember_ticks))
 		return 0;
 	return !rule->returning_sources.interval ||
 	       fg_gcra_take(&state->returning_state, q->now, &rule->returning_sources);

@@ -88,4 +88,11 @@ static __always_inline int fg_refusal_starts(__u32 *last, __u64 jiffies)
 	return !before || now - before > ticks_per_second;
 }
 
+/* Whether `last` (an fg_refusal_starts time, 0 never) is within the past second. */
+static __always_inline int fg_refused_lately(__u32 last, __u64 jiffies)
+{
+	/* the same `| 1` as the stored time, which may be a tick ahead of jiffies */
+	return last && ((__u32)jiffies | 1) - last <= ticks_per_second;
+}
+
 #endif /* FLOODGATE_EVENTS_BPF_H */

@@ -8,6 +8,9 @@
 
 #include "floodgate_shared.h"
 
+/* One read of a map value another CPU may write meanwhile. */
+#define FG_READ_ONCE(x) (*(volatile typeof(x) *)&(x))
+
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);

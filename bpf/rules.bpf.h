@@ -207,19 +207,18 @@ static __always_inline void fg_note_slot(struct fg_slot *slot, int admitted, __u
 		slot->last_seen = (__u32)jiffies;
 		/* a source that came back in a later tick than it took the slot and has not been
 		 * limited for a second is remembered: a spoofed source sends once, and a source
-		 * at its limit is not one to let in ahead of others */
+		 * at its limit is not one to let in ahead of others (nor refreshed, so it lapses)
+		 */
 		if (rule->remember_ticks && admitted && slot->packets > 1 &&
-		    (!slot->last_drop || (__u32)jiffies - slot->last_drop > ticks_per_second))
-			fg_remember_source(slot->fingerprint, jiffies, 1);
+		    !fg_refused_lately(slot->last_drop, jiffies))
+			fg_remember_source(slot->fingerprint, jiffies, rule->id,
+					   rule->remember_ticks);
 	}
 	if (admitted)
 		return;
 	slot->drops++;
 	if (fg_refusal_starts(&slot->last_drop, jiffies)) {
 		__u64 hi, lo;
-
-		if (rule->remember_ticks)
-			fg_remember_source(slot->fingerprint, jiffies, 0);
 
 		fg_addr_halves(slot->addr, &hi, &lo);
 		fg_emit(FG_EVENT_LIMITED, slot->rule_id, slot->family, slot->prefix, hi, lo,

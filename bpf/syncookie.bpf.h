@@ -321,13 +321,6 @@ static __always_inline void fg_cookie_mark(struct xdp_md *ctx, __u16 mss)
 	meta->pad = 0;
 }
 
-/* Whether `last` (an fg_refusal_starts time, 0 never) is within the past second. */
-static __always_inline int fg_refused_lately(__u32 last, __u64 jiffies)
-{
-	/* the same `| 1` as the stored time, which may be a tick ahead of jiffies */
-	return last && ((__u32)jiffies | 1) - last <= ticks_per_second;
-}
-
 /* Whether a SYN of a new source meets a cookie under `rule` now. Always, or in auto mode
  * while the new-source cap or the untracked bucket has refused in the past second: auto
  * keeps charging the cap, so it stays on while new sources come faster than the cap. */

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "bpf/xdp_fixture.h"
+#include "fg_gcra.h"
 
 namespace floodgate::test {
 namespace {
@@ -117,13 +118,64 @@ TEST_F(ReturningSourcesTest, ASourceSeenOnceIsNotRemembered) {
   EXPECT_EQ(stat(FG_TABLE_CAPPED), 1u);
 }
 
-TEST_F(ReturningSourcesTest, ASourceThatWentOverItsLimitIsForgotten) {
+TEST_F(ReturningSourcesTest, ASourceAtItsLimitIsNotRemembered) {
   loadOneSet(rule());
-  seenGood("192.0.2.12");
-  // over its burst: refused, and no longer one to let in ahead of others
-  EXPECT_LT(passes(udpFrom("192.0.2.12"), 10), 10);
+  later(2000);
+  // over its burst of 5 in its first tick: refused, not one to let in ahead of others
+  EXPECT_EQ(passes(udpFrom("192.0.2.12"), 10), 5);
+  later(10);
+  ASSERT_EQ(run(udpFrom("192.0.2.12")), XDP_PASS);  // a later tick, within its limit
   EXPECT_FALSE(getsASlotBack("192.0.2.12"));
   EXPECT_EQ(stat(FG_TABLE_RETURNING_SLOT), 0u);
+}
+
+TEST_F(ReturningSourcesTest, NoSourceIsNewlyRememberedWhileTheCapRefuses) {
+  loadOneSet(rule());
+  later(2000);
+  ASSERT_EQ(run(udpFrom("192.0.2.18")), XDP_PASS);
+  // a flood: the cap, used a tick ago, refuses a source never seen
+  later(1);
+  run(udpFrom("198.18.0.97"));
+  ASSERT_EQ(stat(FG_TABLE_CAPPED), 1u);
+  // what would remember the source now would remember the flood's sources alike
+  later(10);
+  ASSERT_EQ(run(udpFrom("192.0.2.18")), XDP_PASS);
+  EXPECT_FALSE(getsASlotBack("192.0.2.18"));
+  EXPECT_EQ(stat(FG_TABLE_RETURNING_SLOT), 0u);
+}
+
+TEST_F(ReturningSourcesTest, ARememberedSourceKeepsItsEntryFromAnotherThatWouldShareIt) {
+  loadOneSet(rule());
+  // a source whose memory entry is the one of 192.0.2.19, found with the table's seed (a
+  // flooder does not know it)
+  auto settings = limiter().settings();
+  auto rules = limiter().activeRules();
+  ASSERT_TRUE(settings.ok() && rules.ok() && rules->size() == 1);
+  auto fingerprint = [&](uint32_t host_order) {
+    const uint64_t hash =
+        fg_addr_hash(settings->hash_seed, FG_FAMILY_V4, static_cast<uint64_t>(host_order) << 32, 0);
+    return fg_key_fingerprint(hash, rules->front().id, rules->front().epoch, FG_FAMILY_V4);
+  };
+  const uint64_t mask = FG_RETURNING_MIN_ENTRIES - 1;  // a 4-slot table has the fewest
+  const uint64_t first = fingerprint(0xc0000213);      // 192.0.2.19
+  std::string other;
+  for (uint32_t host = 0x0a000001; host < 0x0a000001 + (64u << 20) && other.empty(); ++host) {
+    const uint64_t fp = fingerprint(host);
+    if ((fp & mask) == (first & mask) && (fp >> 32) != (first >> 32)) {
+      other = "10." + std::to_string((host >> 16) & 255) + "." + std::to_string((host >> 8) & 255) +
+              "." + std::to_string(host & 255);
+    }
+  }
+  ASSERT_FALSE(other.empty());
+  seenGood("192.0.2.19");
+  seenGood(other);  // would take the entry: it is still fresh, so it stays 192.0.2.19's
+  fillWithNewSources();
+  later(1);
+  run(udpFrom("192.0.2.19"));
+  run(udpFrom(other));
+  EXPECT_TRUE(holdsSlot("192.0.2.19"));
+  EXPECT_FALSE(holdsSlot(other)) << other;
+  EXPECT_EQ(stat(FG_TABLE_RETURNING_SLOT), 1u);
 }
 
 TEST_F(ReturningSourcesTest, ASourceIsForgottenAfterRememberFor) {
