@@ -47,8 +47,10 @@ const char* const kTableStatNames[FG_TABLE_STAT_COUNT] = {
 
 std::string untrackedText(const fg_rule& rule) {
   if (rule.key_kind != FG_KEY_SOURCE) return "";
-  uint64_t cap = describeNewSources(rule);
-  return "; new sources " + (cap ? formatCount(cap) + "/s" : std::string("unlimited")) +
+  auto capText = [](uint64_t cap) { return cap ? formatCount(cap) + "/s" : "unlimited"; };
+  const std::string returning =
+      rule.remember_ticks ? capText(describeReturningSources(rule)) : std::string("off");
+  return "; new sources " + capText(describeNewSources(rule)) + ", returning " + returning +
          ", untracked " + (rule.untracked_own ? limitsText(rule, rule.untracked) : "as one source");
 }
 

@@ -36,7 +36,11 @@ Status attachTcIngress(int ifindex, int program_fd, const std::string& interface
 Status detachTcIngress(int ifindex, const std::string& interface) {
   LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = ifindex, .attach_point = BPF_TC_INGRESS);
   LIBBPF_OPTS(bpf_tc_opts, opts, .handle = kTcHandle, .priority = kTcPriority);
+  // an interface that never had the filter has no clsact qdisc either: libbpf would print
+  // the kernel's "Parent Qdisc doesn't exists" for what the error code says already
+  libbpf_print_fn_t print = libbpf_set_print(nullptr);
   int err = bpf_tc_detach(&hook, &opts);
+  libbpf_set_print(print);
   if (err && err != -ENOENT && err != -EINVAL) {
     return Error::failure("cannot remove the SYN-cookie handover from TC ingress of '" + interface +
                           "': " + std::strerror(-err));
