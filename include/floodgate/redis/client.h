@@ -51,6 +51,10 @@ class Client {
   const ClientOptions& options() const { return options_; }
   // Pipelines sent so far (for benchmarks: round trips saved by batching and leases).
   int64_t roundTrips() const { return round_trips_.load(std::memory_order_relaxed); }
+  // Whether scripts run by EVALSHA rather than as Redis functions (FCALL): set once a server
+  // refused functions (one older than Redis 7, or a user not allowed FUNCTION LOAD).
+  bool scriptsOnly() const { return scripts_only_.load(std::memory_order_relaxed); }
+  void useScriptsOnly() { scripts_only_.store(true, std::memory_order_relaxed); }
 
  private:
   class Node;
@@ -65,6 +69,7 @@ class Client {
 
   ClientOptions options_;
   std::atomic<int64_t> round_trips_{0};
+  std::atomic<bool> scripts_only_{false};
   std::shared_mutex topology_;
   std::vector<std::unique_ptr<Node>> nodes_;
   std::array<int16_t, kSlots> slots_{};  // index into nodes_, -1 unknown

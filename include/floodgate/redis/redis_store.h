@@ -23,8 +23,8 @@ struct RedisStoreOptions {
   bool virtual_time = false;
 };
 
-// Each decision is one EVALSHA of the algorithm's script, or one for all of a request's
-// policies (decideAtomically) (EVAL when the server answers NOSCRIPT, which also caches it): read,
+// Each decision is one FCALL of the algorithm's function, or one for all of a request's
+// policies (decideAtomically) (see evalAll for servers without functions): read,
 // decide, write and set the expiry atomically, on Redis's own clock. A key's Redis keys are
 // "<prefix>:{<policy>:<key>}:<part>"; the braces are a hash tag, so all of a key's parts (a log and
 // its sequence) sit in one cluster slot. <part> is "log" and "seq" for the sliding log, "gcra" or
@@ -99,8 +99,13 @@ class RedisStore final : public Store {
   // Gives back `units` taken at `redis_at_ns` (a lease's unspent rest). Best effort.
   Status giveBack(std::string_view key, int64_t redis_at_ns, int64_t units);
 
-  // Runs EVALSHA commands (one pipeline per server); reruns as EVAL (scripts[i]) those the
-  // server had not cached (a restart, a new cluster node).
+  // Runs commands made as EVALSHA of scripts[i] (one pipeline per server), as FCALL of the
+  // same script in functionLibrary(). A call the server answers "Function not found" (a
+  // restart, FUNCTION FLUSH, a new cluster node) is retried once, after FUNCTION LOAD
+  // REPLACE of the library on its server in the same pipeline. A server without functions
+  // (older than Redis 7: FCALL is an unknown command; or FUNCTION LOAD not allowed to the
+  // user) makes the client run scripts from then on: EVALSHA, rerun as EVAL when the
+  // server had not cached the script.
   static Result<std::vector<redis::Reply>> evalAll(
       redis::Client& client, std::vector<redis::RoutedCommand> commands,
       const std::vector<const redis::Script*>& scripts);

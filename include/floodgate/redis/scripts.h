@@ -9,11 +9,24 @@
 
 namespace floodgate::http::redis {
 
-// A script and its SHA1, for EVALSHA (and EVAL when the server answers NOSCRIPT).
+// A script: its SHA1, for EVALSHA (and its body for EVAL when the server answers NOSCRIPT),
+// and the name of the same script as a function of functionLibrary(), for FCALL.
 struct Script {
   std::string body;
-  std::string sha1;  // lower-case hex
+  std::string sha1;      // lower-case hex
+  std::string function;  // "fg_<version>_<name>"
+  std::string main;      // what runs per call; the rest of body is definitions
 };
+
+// Every script as one Redis function library (Redis 7): what the scripts share is defined
+// once, at its top level, when the library is loaded (FUNCTION LOAD REPLACE), not on every
+// call as EVALSHA runs it. Named "floodgate_<version>", the version a hash of its text, as
+// are its functions: two versions of floodgate sharing a Redis each load and call their own.
+struct FunctionLibrary {
+  std::string name;
+  std::string code;  // "#!lua name=<name>" and the library
+};
+const FunctionLibrary& functionLibrary();
 
 // Every script works in microseconds: Lua numbers are doubles, exact below 2^53, and a
 // Redis TIME reading in µs (about 1.8e15) fits where one in ns would not. Token buckets

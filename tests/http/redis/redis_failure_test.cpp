@@ -101,7 +101,7 @@ TEST_F(RedisFailureTest, KilledAndRestartedRedisFollowsEachPolicysFailureMode) {
   EXPECT_EQ(api.fallback_rejected, 20);
   EXPECT_EQ(login.failed_closed, 5);
 
-  ASSERT_TRUE(server_->restart());  // empty: no state, no scripts (NOSCRIPT → EVAL)
+  ASSERT_TRUE(server_->restart());  // empty: no state, no functions (loaded again)
   EXPECT_TRUE(eventually([&] { return check("/login").allowed(); }));
   EXPECT_EQ(store(1).breaker().state(), BreakerState::kClosed);
   // Back on Redis: the new server counts from zero, so the full limit is there again.

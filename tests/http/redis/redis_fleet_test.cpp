@@ -234,7 +234,8 @@ class RedisSharingLabTest : public RedisFleetTest {
     options.batch = batch;
     auto report = lab::runSharing(options);
     ASSERT_TRUE(report.ok()) << report.error().message;
-    // The script is loaded (EVAL after NOSCRIPT) before any node counts its round trips.
+    // The library is loaded (FUNCTION LOAD after "Function not found") before any node counts its
+    // round trips.
     ASSERT_TRUE(newRemote(limit)->decide("warm-up", kNowNs, 1).ok());
 
     // Central counting: a plain RedisStore per node, one round trip per request.

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // A request's Redis policies decided in one script run, all or nothing: the same decisions
-// as one script per policy with refunds, one EVALSHA per request, and hostile cases.
+// as one script per policy with refunds, one FCALL per request, and hostile cases.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -28,7 +28,7 @@ using testing::window;
 constexpr int64_t kUs = 1000;
 constexpr int64_t kMs = 1'000'000;
 
-// Calls of `command` ("evalsha", "eval") the server has run so far.
+// Calls of `command` ("fcall", "function|load") the server has run so far.
 int64_t calls(const RedisServer& server, std::string_view command) {
   auto info = server.command({"INFO", "commandstats"});
   EXPECT_TRUE(info.ok());
@@ -136,7 +136,7 @@ class RedisTogetherTest : public testing::RedisServerTest {
 
 // The same arrivals through three limiters: Redis policies decided together, one script per
 // policy with refunds (as before), and memory. Together and one by one agree on every field
-// of every decision; memory on every outcome. And together costs one EVALSHA per request.
+// of every decision; memory on every outcome. And together costs one FCALL per request.
 TEST_F(RedisTogetherTest, TogetherDecidesAsOneByOneForEveryAlgorithmInOneScriptPerRequest) {
   const std::vector<AlgorithmParams> all = everyAlgorithm();
   for (size_t first = 0; first < all.size(); ++first) {
@@ -151,8 +151,8 @@ TEST_F(RedisTogetherTest, TogetherDecidesAsOneByOneForEveryAlgorithmInOneScriptP
     ASSERT_TRUE(together && one_by_one && memory);
     std::mt19937 rng(static_cast<uint32_t>(first + 1));
     int requests = 0, refused = 0, partly_admitted = 0, refunds = 0;
-    const int64_t evalsha_before = calls(*server_, "evalsha");
-    const int64_t eval_before = calls(*server_, "eval");
+    const int64_t fcall_before = calls(*server_, "fcall");
+    const int64_t load_before = calls(*server_, "function|load");
     auto last = std::chrono::steady_clock::now();
     for (int i = 0; i < 1000; ++i) {
       // Redis expires keys on its own clock: the virtual one must never fall behind it, or
@@ -205,34 +205,36 @@ TEST_F(RedisTogetherTest, TogetherDecidesAsOneByOneForEveryAlgorithmInOneScriptP
     EXPECT_GT(partly_admitted, 100) << name << ": refusals where some policy admitted";
     EXPECT_LT(refused, requests - 200) << name;
     // Together: one script run per request, refused or not. One by one: one per policy,
-    // and a refund for each admission of a refused request. Every run starts as one
-    // EVALSHA (one the server had not cached is answered NOSCRIPT and sent again as EVAL).
-    EXPECT_EQ(calls(*server_, "evalsha") - evalsha_before, requests + 3 * requests + refunds)
+    // and a refund for each admission of a refused request. Each is one FCALL (the library is
+    // loaded once, when the first FCALL does not find it; that FCALL runs again).
+    EXPECT_EQ(calls(*server_, "fcall") - fcall_before,
+              requests + 3 * requests + refunds + (calls(*server_, "function|load") - load_before))
         << name;
-    EXPECT_LE(calls(*server_, "eval") - eval_before, 7) << name;
+    EXPECT_LE(calls(*server_, "function|load") - load_before, 1) << name;
   }
 }
 
-// A request of the together limiter alone: exactly one EVALSHA per request, measured by the
+// A request of the together limiter alone: exactly one FCALL per request, measured by the
 // server's own command counts.
-TEST_F(RedisTogetherTest, OneEvalshaPerRequestWhateverTheDecision) {
+TEST_F(RedisTogetherTest, OneFcallPerRequestWhateverTheDecision) {
   HttpConfig config = threePolicies(bucket(AlgorithmKind::kGcra, 100, 1),
                                     bucket(AlgorithmKind::kTokenBucket, 5, 0.001),
                                     window(AlgorithmKind::kSlidingWindowCounter, 100, 60'000));
   auto limiter = together(config, "count");
   ASSERT_TRUE(limiter);
   Arrival a{"/", "192.0.2.1", "key", "user"};
-  ASSERT_TRUE(check(*limiter, a).allowed());  // the script is cached from here on
-  const int64_t evalsha_before = calls(*server_, "evalsha");
-  const int64_t eval_before = calls(*server_, "eval");
+  ASSERT_TRUE(check(*limiter, a).allowed());  // the library is loaded from here on
+  const int64_t fcall_before = calls(*server_, "fcall");
+  const int64_t load_before = calls(*server_, "function|load");
   int admitted = 0;
   for (int i = 0; i < 50; ++i) {
     clock_->advanceNs(kMs);
     admitted += check(*limiter, a).allowed();
   }
   EXPECT_EQ(admitted, 4) << "the API key's bucket holds 5";
-  EXPECT_EQ(calls(*server_, "evalsha") - evalsha_before, 50) << "requests, not requests x 3";
-  EXPECT_EQ(calls(*server_, "eval") - eval_before, 0);
+  EXPECT_EQ(calls(*server_, "fcall") - fcall_before, 50) << "requests, not requests x 3";
+  EXPECT_EQ(calls(*server_, "function|load") - load_before, 0);
+  EXPECT_EQ(calls(*server_, "evalsha") + calls(*server_, "eval"), 0) << "no script ran";
 }
 
 // The API key's bucket refuses: the per-IP and per-user policies, which admitted, were not
@@ -246,7 +248,7 @@ TEST_F(RedisTogetherTest, ARefusalByOnePolicyChargesNoneOfTheOthers) {
   Arrival a{"/", "192.0.2.1", "key", "user"};
   ASSERT_TRUE(check(*limiter, a).allowed());
   ASSERT_TRUE(check(*limiter, a).allowed());
-  const int64_t evalsha_before = calls(*server_, "evalsha");
+  const int64_t fcall_before = calls(*server_, "fcall");
   for (int i = 0; i < 3; ++i) {
     Verdict v = check(*limiter, a);
     ASSERT_FALSE(v.allowed());
@@ -261,7 +263,7 @@ TEST_F(RedisTogetherTest, ARefusalByOnePolicyChargesNoneOfTheOthers) {
     }
   }
   // three requests, three scripts: no refund ran
-  EXPECT_EQ(calls(*server_, "evalsha") - evalsha_before, 3);
+  EXPECT_EQ(calls(*server_, "fcall") - fcall_before, 3);
   auto counted = server_->command({"GET", "refuse:{per-ip:192.0.2.1}:fixed_window:v2"});
   ASSERT_TRUE(counted);
   EXPECT_EQ(stateField(counted->str, 1), "2");
@@ -377,9 +379,9 @@ TEST_F(RedisTogetherTest, AKeyOfTheWrongTypeFailsItsOwnPolicyAlone) {
   }
 }
 
-// A server whose script cache was flushed answers NOSCRIPT: the script is sent once more
-// (EVAL), and the request is decided as if nothing had happened.
-TEST_F(RedisTogetherTest, AFlushedScriptIsSentAgain) {
+// A server whose functions were flushed answers "Function not found": the library is loaded
+// again and the call made once more, and the request is decided as if nothing had happened.
+TEST_F(RedisTogetherTest, FlushedFunctionsAreLoadedAgain) {
   HttpConfig config = threePolicies(window(AlgorithmKind::kFixedWindow, 10, 60'000),
                                     bucket(AlgorithmKind::kGcra, 10, 1),
                                     window(AlgorithmKind::kSlidingWindowCounter, 10, 60'000));
@@ -388,14 +390,14 @@ TEST_F(RedisTogetherTest, AFlushedScriptIsSentAgain) {
   Arrival a{"/", "192.0.2.1", "key", "user"};
   ASSERT_TRUE(check(*limiter, a).allowed());
   for (int round = 0; round < 3; ++round) {
-    ASSERT_TRUE(server_->command({"SCRIPT", "FLUSH"}));
-    const int64_t evalsha_before = calls(*server_, "evalsha");
-    const int64_t eval_before = calls(*server_, "eval");
+    ASSERT_TRUE(server_->command({"FUNCTION", "FLUSH"}));
+    const int64_t fcall_before = calls(*server_, "fcall");
+    const int64_t load_before = calls(*server_, "function|load");
     Verdict v = check(*limiter, a);
     ASSERT_TRUE(v.allowed()) << round;
     for (const PolicyDecision& pd : v.decisions) EXPECT_EQ(pd.decision.remaining, 8 - round);
-    EXPECT_EQ(calls(*server_, "evalsha") - evalsha_before, 1);
-    EXPECT_EQ(calls(*server_, "eval") - eval_before, 1);
+    EXPECT_EQ(calls(*server_, "fcall") - fcall_before, 2) << "not found, then run";
+    EXPECT_EQ(calls(*server_, "function|load") - load_before, 1);
   }
 }
 
@@ -434,7 +436,9 @@ TEST(RedisTogetherOutage, RedisDyingMidRunFollowsEachPolicysFailureMode) {
   const Arrival closed{"/closed", "192.0.2.1", "key", "user"};
   for (int i = 0; i < 5; ++i) ASSERT_TRUE(check(limiter, open).allowed());
   ASSERT_TRUE(check(limiter, closed).allowed());
-  EXPECT_EQ(calls(*server, "evalsha"), 6) << "one script run per request";
+  // (the first FCALL found no library: it was loaded, and that FCALL made again)
+  EXPECT_EQ(calls(*server, "fcall") - calls(*server, "function|load"), 6)
+      << "one script run per request";
 
   server->kill();
   for (int i = 0; i < 20; ++i) {
@@ -451,7 +455,7 @@ TEST(RedisTogetherOutage, RedisDyingMidRunFollowsEachPolicysFailureMode) {
   EXPECT_EQ(per_ip.stats().fallback_allowed, 40);
   EXPECT_EQ(per_user.stats().failed_closed, 20);
 
-  ASSERT_TRUE(server->restart());  // empty: no state, no scripts
+  ASSERT_TRUE(server->restart());  // empty: no state, no functions
   const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   while (!check(limiter, closed).allowed()) {
     ASSERT_LT(std::chrono::steady_clock::now(), until) << "Redis never decided again";
@@ -477,7 +481,10 @@ TEST(RedisTogetherCluster, OneSlotInOneScriptSeveralSlotsOneScriptEach) {
   auto client = std::make_shared<redis::Client>(options);
   auto scripts = [&] {
     int64_t n = 0;
-    for (size_t i = 0; i < 3; ++i) n += calls(cluster->node(i), "evalsha");
+    // FCALLs run, less those that found no library yet (one each load)
+    for (size_t i = 0; i < 3; ++i) {
+      n += calls(cluster->node(i), "fcall") - calls(cluster->node(i), "function|load");
+    }
     return n;
   };
   // An API key whose per-key tag shares the per-IP tag's slot, and one that does not.

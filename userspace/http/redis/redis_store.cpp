@@ -2,6 +2,8 @@
 // Deciding through Redis scripts: build EVALSHA commands, fall back to EVAL, read answers.
 #include "floodgate/redis/redis_store.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <map>
 
 #include "floodgate/redis/scripts.h"
@@ -90,10 +92,19 @@ redis::RoutedCommand RedisStore::command(const redis::Script& script, std::strin
   return rc;
 }
 
-Result<std::vector<redis::Reply>> RedisStore::evalAll(
-    redis::Client& client, std::vector<redis::RoutedCommand> commands,
-    const std::vector<const redis::Script*>& scripts) {
-  redis::Deadline deadline = client.deadline();
+namespace {
+
+// A server older than Redis 7 has no FCALL: "ERR unknown command 'FCALL'...".
+bool noFunctions(const redis::Reply& reply) {
+  return reply.isError("ERR unknown command") || reply.isError("ERR Unknown command");
+}
+
+// EVALSHA commands, as made (the scripts' sha1), after the server had not cached them:
+// rerun as EVAL with the script's body, which also caches it.
+Result<std::vector<redis::Reply>> evalWithScripts(redis::Client& client,
+                                                  std::vector<redis::RoutedCommand> commands,
+                                                  const std::vector<const redis::Script*>& scripts,
+                                                  redis::Deadline deadline) {
   auto replies = client.run(commands, deadline);
   if (!replies) return replies;
   // A server that restarted (or a new cluster node) has an empty script cache.
@@ -111,6 +122,61 @@ Result<std::vector<redis::Reply>> RedisStore::evalAll(
   auto again = client.run(retry, deadline);
   if (!again) return again.error();
   for (size_t j = 0; j < where.size(); ++j) (*replies)[where[j]] = std::move((*again)[j]);
+  return replies;
+}
+
+}  // namespace
+
+Result<std::vector<redis::Reply>> RedisStore::evalAll(
+    redis::Client& client, std::vector<redis::RoutedCommand> commands,
+    const std::vector<const redis::Script*>& scripts) {
+  redis::Deadline deadline = client.deadline();
+  if (client.scriptsOnly()) return evalWithScripts(client, std::move(commands), scripts, deadline);
+  // The same arguments after the name: FCALL <function> <numkeys> <keys...> <args...>.
+  std::vector<redis::RoutedCommand> calls = commands;
+  for (size_t i = 0; i < calls.size(); ++i) {
+    calls[i].command[0] = "FCALL";
+    calls[i].command[1] = scripts[i]->function;
+  }
+  auto replies = client.run(calls, deadline);
+  if (!replies) return replies;
+  // A server that restarted empty, or whose functions were flushed (FUNCTION FLUSH), or a
+  // new cluster node: the library is loaded on the server of each call that missed it (in
+  // the same pipeline, just before the call again), once, and the call retried once.
+  std::vector<redis::RoutedCommand> retry;
+  std::vector<size_t> where;
+  std::vector<uint16_t> loaded_slots;
+  for (size_t i = 0; i < replies->size(); ++i) {
+    const redis::Reply& reply = (*replies)[i];
+    if (noFunctions(reply)) {
+      client.useScriptsOnly();
+      return evalWithScripts(client, std::move(commands), scripts, deadline);
+    }
+    if (!reply.isError("ERR Function not found")) continue;
+    uint16_t slot = redis::keySlot(calls[i].key);
+    if (std::find(loaded_slots.begin(), loaded_slots.end(), slot) == loaded_slots.end()) {
+      loaded_slots.push_back(slot);
+      retry.push_back(
+          {calls[i].key, {"FUNCTION", "LOAD", "REPLACE", redis::functionLibrary().code}});
+      where.push_back(SIZE_MAX);
+    }
+    retry.push_back(std::move(calls[i]));
+    where.push_back(i);
+  }
+  if (retry.empty()) return replies;
+  auto again = client.run(retry, deadline);
+  if (!again) return again.error();
+  for (size_t j = 0; j < where.size(); ++j) {
+    if (where[j] != SIZE_MAX) {
+      (*replies)[where[j]] = std::move((*again)[j]);
+      continue;
+    }
+    // A server that will not load it (FUNCTION not allowed to this user): scripts it is.
+    if (noFunctions((*again)[j]) || (*again)[j].isError("NOPERM")) {
+      client.useScriptsOnly();
+      return evalWithScripts(client, std::move(commands), scripts, deadline);
+    }
+  }
   return replies;
 }
 

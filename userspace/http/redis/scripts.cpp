@@ -4,6 +4,9 @@
 
 #include <openssl/sha.h>
 
+#include <algorithm>
+#include <vector>
+
 namespace floodgate::http::redis {
 
 namespace {
@@ -380,12 +383,16 @@ return reply
 // Every policy of one request in one run, all or nothing (see decideTogetherScript()).
 // Everything is read and decided first and written after, so that a refusal anywhere
 // charges nothing anywhere: nothing taken, and nothing to give back later.
-constexpr std::string_view kDecideTogether = R"lua(
-local decide = {
+constexpr std::string_view kDecideTable = R"lua(
+local decide_by_name = {
   fixed_window = fixed_window, sliding_window_log = sliding_window_log,
   sliding_window_counter = sliding_window_counter, token_bucket = token_bucket,
   gcra = gcra, leaky_bucket = gcra,
 }
+)lua";
+
+constexpr std::string_view kDecideTogether = R"lua(
+local decide = decide_by_name
 local now = now_us(ARGV[1])
 local replies, writes = {}, {}
 local admitted = true
@@ -503,11 +510,128 @@ end
 return out
 )lua";
 
-Script make(std::initializer_list<std::string_view> parts) {
+// Definitions (local functions and constants) that scripts share, in the order the
+// function library defines them; every part of a script but its last is one of these.
+constexpr std::string_view kDefinitions[] = {
+    kPrelude,           kMulCmp,           kGcraState,
+    kFixedWindowDecide, kSlidingLogDecide, kSlidingCounterDecide,
+    kTokenBucketDecide, kGcraDecide,       kDecideTable,
+};
+
+// A script named `name`: the definitions it uses, then its main part (what runs per call).
+Script make(std::string name, std::initializer_list<std::string_view> definitions,
+            std::string main) {
   Script s;
-  for (std::string_view part : parts) s.body += part;
+  for (std::string_view part : definitions) s.body += part;
+  s.body += main;
   s.sha1 = sha1Hex(s.body);
+  s.function = std::move(name);  // made unique by the library's version in catalog()
+  s.main = std::move(main);
   return s;
+}
+
+// Every script, and the function library that holds them all (built once).
+struct Catalog {
+  Script decide[6];  // by AlgorithmKind's order below
+  Script together;
+  Script refund[6];
+  Script sync_fixed, sync_bucket, sync_gcra;
+  Script heartbeat;
+  FunctionLibrary library;
+
+  std::vector<Script*> all() {
+    std::vector<Script*> out;
+    for (Script& s : decide) out.push_back(&s);
+    out.push_back(&together);
+    for (Script& s : refund) out.push_back(&s);
+    for (Script* s : {&sync_fixed, &sync_bucket, &sync_gcra, &heartbeat}) out.push_back(s);
+    return out;
+  }
+};
+
+size_t indexOf(AlgorithmKind kind) {
+  switch (kind) {
+    case AlgorithmKind::kFixedWindow:
+      return 0;
+    case AlgorithmKind::kSlidingWindowLog:
+      return 1;
+    case AlgorithmKind::kSlidingWindowCounter:
+      return 2;
+    case AlgorithmKind::kTokenBucket:
+      return 3;
+    case AlgorithmKind::kGcra:
+      return 4;
+    case AlgorithmKind::kLeakyBucket:
+      return 5;
+  }
+  return 4;
+}
+
+std::string decideOne(std::string_view algorithm) {
+  return "local decide = " + std::string(algorithm) + std::string(kDecideOne);
+}
+
+Catalog buildCatalog() {
+  Catalog c;
+  c.decide[0] =
+      make("decide_fixed_window", {kPrelude, kFixedWindowDecide}, decideOne("fixed_window"));
+  c.decide[1] = make("decide_sliding_window_log", {kPrelude, kSlidingLogDecide},
+                     decideOne("sliding_window_log"));
+  c.decide[2] = make("decide_sliding_window_counter", {kPrelude, kMulCmp, kSlidingCounterDecide},
+                     decideOne("sliding_window_counter"));
+  c.decide[3] =
+      make("decide_token_bucket", {kPrelude, kTokenBucketDecide}, decideOne("token_bucket"));
+  c.decide[4] = make("decide_gcra", {kPrelude, kGcraState, kGcraDecide}, decideOne("gcra"));
+  c.decide[5] = c.decide[4];
+  c.together = make("decide_together",
+                    {kPrelude, kMulCmp, kGcraState, kFixedWindowDecide, kSlidingLogDecide,
+                     kSlidingCounterDecide, kTokenBucketDecide, kGcraDecide, kDecideTable},
+                    std::string(kDecideTogether));
+  c.refund[0] = make("refund_fixed_window", {kPrelude}, std::string(kFixedWindowRefund));
+  c.refund[1] = make("refund_sliding_window_log", {}, std::string(kSlidingLogRefund));
+  c.refund[2] =
+      make("refund_sliding_window_counter", {kPrelude}, std::string(kSlidingCounterRefund));
+  c.refund[3] = make("refund_token_bucket", {kPrelude}, std::string(kTokenBucketRefund));
+  c.refund[4] = make("refund_gcra", {kGcraState}, std::string(kGcraRefund));
+  c.refund[5] = c.refund[4];
+  c.sync_fixed =
+      make("sync_fixed_window", {kPrelude}, std::string(kSyncHead) + std::string(kFixedWindowSync));
+  c.sync_bucket =
+      make("sync_token_bucket", {kPrelude}, std::string(kSyncHead) + std::string(kTokenBucketSync));
+  c.sync_gcra =
+      make("sync_gcra", {kPrelude, kGcraState}, std::string(kSyncHead) + std::string(kGcraSync));
+  c.heartbeat = make("heartbeat", {kPrelude}, std::string(kHeartbeat));
+
+  // The library: every definition once at its top level (run once, when loaded), then each
+  // script's main part as a registered function. Its version is a hash of that text: a
+  // library and its functions are named by it, so that instances of two versions in one
+  // fleet each find their own functions in a shared Redis and never replace the other's.
+  std::string text;
+  for (std::string_view part : kDefinitions) text += part;
+  std::vector<std::string> seen;
+  std::string registrations;
+  for (Script* s : c.all()) {
+    if (std::find(seen.begin(), seen.end(), s->function) != seen.end()) continue;
+    seen.push_back(s->function);
+    registrations += "redis.register_function('@V@_" + s->function + "', function(KEYS, ARGV)\n" +
+                     s->main + "\nend)\n";
+  }
+  text += registrations;
+  std::string version = sha1Hex(text).substr(0, 16);
+  c.library.name = "floodgate_" + version;
+  std::string prefix = "fg_" + version;
+  size_t at;
+  while ((at = text.find("@V@")) != std::string::npos) text.replace(at, 3, prefix);
+  c.library.code = "#!lua name=" + c.library.name + "\n" + text;
+  for (Script* s : c.all()) {
+    if (!s->function.starts_with(prefix)) s->function = prefix + "_" + s->function;
+  }
+  return c;
+}
+
+Catalog& catalog() {
+  static Catalog c = buildCatalog();
+  return c;
 }
 
 }  // namespace
@@ -529,79 +653,25 @@ std::string sha1Hex(std::string_view text) {
   return hexOf(digest, SHA_DIGEST_LENGTH);
 }
 
-const Script& decideScript(AlgorithmKind kind) {
-  static const Script fixed =
-      make({kPrelude, kFixedWindowDecide, "local decide = fixed_window", kDecideOne});
-  static const Script log =
-      make({kPrelude, kSlidingLogDecide, "local decide = sliding_window_log", kDecideOne});
-  static const Script counter = make({kPrelude, kMulCmp, kSlidingCounterDecide,
-                                      "local decide = sliding_window_counter", kDecideOne});
-  static const Script bucket =
-      make({kPrelude, kTokenBucketDecide, "local decide = token_bucket", kDecideOne});
-  static const Script gcra =
-      make({kPrelude, kGcraState, kGcraDecide, "local decide = gcra", kDecideOne});
-  switch (kind) {
-    case AlgorithmKind::kFixedWindow:
-      return fixed;
-    case AlgorithmKind::kSlidingWindowLog:
-      return log;
-    case AlgorithmKind::kSlidingWindowCounter:
-      return counter;
-    case AlgorithmKind::kTokenBucket:
-      return bucket;
-    case AlgorithmKind::kGcra:
-    case AlgorithmKind::kLeakyBucket:
-      return gcra;
-  }
-  return gcra;
-}
+const Script& decideScript(AlgorithmKind kind) { return catalog().decide[indexOf(kind)]; }
 
-const Script& decideTogetherScript() {
-  static const Script together =
-      make({kPrelude, kMulCmp, kGcraState, kFixedWindowDecide, kSlidingLogDecide,
-            kSlidingCounterDecide, kTokenBucketDecide, kGcraDecide, kDecideTogether});
-  return together;
-}
+const Script& decideTogetherScript() { return catalog().together; }
 
-const Script& refundScript(AlgorithmKind kind) {
-  static const Script fixed = make({kPrelude, kFixedWindowRefund});
-  static const Script log = make({kSlidingLogRefund});
-  static const Script counter = make({kPrelude, kSlidingCounterRefund});
-  static const Script bucket = make({kPrelude, kTokenBucketRefund});
-  static const Script gcra = make({kGcraState, kGcraRefund});
-  switch (kind) {
-    case AlgorithmKind::kFixedWindow:
-      return fixed;
-    case AlgorithmKind::kSlidingWindowLog:
-      return log;
-    case AlgorithmKind::kSlidingWindowCounter:
-      return counter;
-    case AlgorithmKind::kTokenBucket:
-      return bucket;
-    case AlgorithmKind::kGcra:
-    case AlgorithmKind::kLeakyBucket:
-      return gcra;
-  }
-  return gcra;
-}
+const Script& refundScript(AlgorithmKind kind) { return catalog().refund[indexOf(kind)]; }
 
 const Script& syncScript(AlgorithmKind kind) {
-  static const Script fixed = make({kPrelude, kSyncHead, kFixedWindowSync});
-  static const Script bucket = make({kPrelude, kSyncHead, kTokenBucketSync});
-  static const Script gcra = make({kPrelude, kGcraState, kSyncHead, kGcraSync});
   switch (kind) {
     case AlgorithmKind::kFixedWindow:
-      return fixed;
+      return catalog().sync_fixed;
     case AlgorithmKind::kTokenBucket:
-      return bucket;
+      return catalog().sync_bucket;
     default:
-      return gcra;
+      return catalog().sync_gcra;
   }
 }
 
-const Script& heartbeatScript() {
-  static const Script heartbeat = make({kPrelude, kHeartbeat});
-  return heartbeat;
-}
+const Script& heartbeatScript() { return catalog().heartbeat; }
+
+const FunctionLibrary& functionLibrary() { return catalog().library; }
 
 }  // namespace floodgate::http::redis

@@ -1,0 +1,171 @@
+// SPDX-License-Identifier: MIT
+// Decisions as Redis functions: one FCALL each, the library reloaded after the server lost
+// it, two versions side by side in one server, and EVALSHA on a server without FCALL.
+#include <gtest/gtest.h>
+
+#include "floodgate/redis/redis_store.h"
+#include "floodgate/redis/scripts.h"
+#include "http/algorithm_harness.h"
+#include "redis/redis_fixture.h"
+
+namespace floodgate::http {
+namespace {
+
+using testing::bucket;
+using testing::RedisServer;
+using testing::window;
+
+constexpr int64_t kMs = 1'000'000;
+
+// Calls of `command` ("fcall", "evalsha", "eval", "function|load") the server has run.
+int64_t calls(const RedisServer& server, std::string_view command) {
+  auto info = server.command({"INFO", "commandstats"});
+  EXPECT_TRUE(info.ok());
+  if (!info) return -1;
+  const std::string name = "cmdstat_" + std::string(command) + ":calls=";
+  size_t at = info->str.find(name);
+  return at == std::string::npos ? 0 : std::stoll(info->str.substr(at + name.size()));
+}
+
+// The names of the libraries the server holds.
+std::vector<std::string> libraries(const RedisServer& server) {
+  std::vector<std::string> names;
+  auto list = server.command({"FUNCTION", "LIST"});
+  EXPECT_TRUE(list.ok());
+  if (!list) return names;
+  for (const redis::Reply& library : list->elements) {
+    // [library_name, <name>, engine, LUA, functions, [...]]
+    for (size_t i = 0; i + 1 < library.elements.size(); i += 2) {
+      if (library.elements[i].str == "library_name") names.push_back(library.elements[i + 1].str);
+    }
+  }
+  return names;
+}
+
+class RedisFunctionsTest : public testing::RedisServerTest {
+ protected:
+  void SetUp() override {
+    testing::RedisServerTest::SetUp();
+    if (server_ == nullptr) return;  // skipped
+    ASSERT_TRUE(server_->command({"FUNCTION", "FLUSH"}));
+    ASSERT_TRUE(server_->command({"CONFIG", "RESETSTAT"}));
+  }
+  // Admitted of `n` decisions on one key of a fixed window of `limit` a minute.
+  static int admitted(RedisStore& store, int n) {
+    int yes = 0;
+    for (int i = 0; i < n; ++i) {
+      auto d = store.decide("k", 0, 1);
+      EXPECT_TRUE(d) << (d ? "" : d.error().message);
+      yes += d && d->allowed();
+    }
+    return yes;
+  }
+};
+
+// The first decision finds no library, loads it, and is retried; from then on every
+// decision is one FCALL and no script runs.
+TEST_F(RedisFunctionsTest, DecisionsAreOneFcallEachAfterOneLoad) {
+  RedisStore store(client_, "p", window(AlgorithmKind::kFixedWindow, 5, 60'000));
+  EXPECT_EQ(admitted(store, 8), 5);
+  EXPECT_EQ(calls(*server_, "fcall"), 8 + 1);
+  EXPECT_EQ(calls(*server_, "function|load"), 1);
+  EXPECT_EQ(calls(*server_, "evalsha") + calls(*server_, "eval"), 0);
+  EXPECT_FALSE(client_->scriptsOnly());
+  EXPECT_EQ(libraries(*server_), std::vector<std::string>{redis::functionLibrary().name});
+}
+
+// A server whose functions were flushed (FUNCTION FLUSH) or that lost them with a restart
+// answers "Function not found": the library is loaded again, the call retried once, and
+// the decision is what it would have been.
+TEST_F(RedisFunctionsTest, FlushedFunctionsAreLoadedAgain) {
+  RedisStore store(client_, "p", window(AlgorithmKind::kFixedWindow, 5, 60'000));
+  EXPECT_EQ(admitted(store, 3), 3);
+  ASSERT_TRUE(server_->command({"FUNCTION", "FLUSH"}));
+  ASSERT_TRUE(libraries(*server_).empty());
+  EXPECT_EQ(admitted(store, 4), 2) << "the count kept in the key is still there";
+  EXPECT_EQ(calls(*server_, "function|load"), 2);
+  // FLUSHALL empties the keys; whether or not it takes the functions along, decisions go on.
+  ASSERT_TRUE(server_->command({"FLUSHALL"}));
+  EXPECT_EQ(admitted(store, 6), 5);
+  EXPECT_FALSE(client_->scriptsOnly());
+}
+
+TEST_F(RedisFunctionsTest, ARestartedServerGetsTheLibraryAgain) {
+  RedisStore store(client_, "p", window(AlgorithmKind::kFixedWindow, 5, 60'000));
+  EXPECT_EQ(admitted(store, 2), 2);
+  server_->kill();
+  ASSERT_TRUE(server_->restart());
+  // The pool's connection died with the server: the first call after it fails.
+  for (int i = 0; i < 3 && !store.decide("warm-up", 0, 1); ++i) {
+  }
+  ASSERT_EQ(libraries(*server_).size(), 1u);
+  EXPECT_EQ(admitted(store, 6), 5) << "an empty server counts from zero";
+  EXPECT_FALSE(client_->scriptsOnly());
+}
+
+// Two versions of floodgate in one fleet share a Redis: each has its own library, named by
+// its version, and its own function names; loading one replaces nothing of the other's.
+TEST_F(RedisFunctionsTest, TwoVersionsKeepTheirOwnLibraries) {
+  const std::string other =
+      "#!lua name=floodgate_0000000000000000\n"
+      "redis.register_function('fg_0000000000000000_decide_fixed_window',"
+      " function(KEYS, ARGV) return 'other version' end)\n";
+  ASSERT_TRUE(server_->command({"FUNCTION", "LOAD", "REPLACE", other}));
+  RedisStore store(client_, "p", window(AlgorithmKind::kFixedWindow, 5, 60'000));
+  EXPECT_EQ(admitted(store, 6), 5);
+  std::vector<std::string> names = libraries(*server_);
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{"floodgate_0000000000000000",
+                                             redis::functionLibrary().name}));
+  auto answer = server_->command({"FCALL", "fg_0000000000000000_decide_fixed_window", "0"});
+  ASSERT_TRUE(answer);
+  EXPECT_EQ(answer->str, "other version");
+  // Our functions are all ours: the version is in every name.
+  const std::string version =
+      redis::functionLibrary().name.substr(std::string("floodgate_").size());
+  for (const redis::Script* s :
+       {&redis::decideScript(AlgorithmKind::kGcra), &redis::decideTogetherScript(),
+        &redis::refundScript(AlgorithmKind::kSlidingWindowLog),
+        &redis::syncScript(AlgorithmKind::kTokenBucket), &redis::heartbeatScript()}) {
+    EXPECT_EQ(s->function.rfind("fg_" + version + "_", 0), 0u) << s->function;
+  }
+}
+
+// The library's version follows its text: a change to any script is a new version.
+TEST(RedisFunctionLibrary, ItsNameIsAHashOfItsText) {
+  const redis::FunctionLibrary& library = redis::functionLibrary();
+  ASSERT_EQ(library.name.size(), std::string("floodgate_").size() + 16);
+  EXPECT_EQ(library.code.rfind("#!lua name=" + library.name + "\n", 0), 0u);
+  EXPECT_NE(library.code.find("'" + redis::decideTogetherScript().function + "'"),
+            std::string::npos);
+  EXPECT_NE(redis::decideScript(AlgorithmKind::kGcra).function,
+            redis::decideScript(AlgorithmKind::kTokenBucket).function);
+  EXPECT_EQ(redis::decideScript(AlgorithmKind::kGcra).function,
+            redis::decideScript(AlgorithmKind::kLeakyBucket).function);
+}
+
+// A server without FCALL (as one older than Redis 7 answers: an unknown command) is served
+// by EVALSHA scripts, exactly as before functions.
+TEST(RedisWithoutFunctions, FallsBackToScripts) {
+  if (!testing::haveRedis()) GTEST_SKIP() << "redis-server is not installed";
+  auto server = RedisServer::start({"--rename-command", "FCALL", ""});
+  if (!server) GTEST_SKIP() << "redis-server did not start";
+  redis::ClientOptions options;
+  options.seeds = {server->address()};
+  options.timeout_ms = 2000;
+  auto client = std::make_shared<redis::Client>(options);
+  RedisStore store(client, "p", bucket(AlgorithmKind::kGcra, 4, 0.001));
+  int yes = 0;
+  for (int i = 0; i < 7; ++i) {
+    auto d = store.decide("k", 0, 1);
+    ASSERT_TRUE(d) << d.error().message;
+    yes += d->allowed();
+  }
+  EXPECT_EQ(yes, 4);
+  EXPECT_TRUE(client->scriptsOnly());
+  EXPECT_EQ(calls(*server, "evalsha"), 7);
+  EXPECT_EQ(calls(*server, "eval"), 1) << "the first EVALSHA found no script";
+}
+
+}  // namespace
+}  // namespace floodgate::http
