@@ -34,9 +34,15 @@ struct RoutedCommand {
 // the next '}', if not empty) or of the whole key, modulo 16384.
 uint16_t keySlot(std::string_view key);
 
-// Thread-safe. Each call borrows one connection per server it needs and returns it when
-// done; a connection that failed is closed, and so are the idle ones to the same server
-// (after a restart they are all dead).
+// Thread-safe. Calls of several threads to one server at once share a round trip: the first
+// sends its commands on a connection it borrows from the pool; those that come meanwhile
+// queue, and when it is answered the next of them sends every queued call's commands in one
+// write and hands each caller its own replies (one write and one read for a batch, in the
+// service and in redis-server, where each call would take its own). A call still queued
+// at its deadline leaves the queue and times out; a batch is sent with the earliest of its
+// calls' deadlines, so no call waits past its own. A failure (a dead server, a timeout) is
+// every call's of the batch. A connection that failed is closed, and so are the idle ones
+// to the same server (after a restart they are all dead).
 class Client {
  public:
   explicit Client(ClientOptions options);
@@ -49,8 +55,11 @@ class Client {
 
   Deadline deadline() const;
   const ClientOptions& options() const { return options_; }
-  // Pipelines sent so far (for benchmarks: round trips saved by batching and leases).
+  // Pipelines sent so far (for benchmarks: round trips saved by batching, leases and calls
+  // of several threads sharing one).
   int64_t roundTrips() const { return round_trips_.load(std::memory_order_relaxed); }
+  // Calls queued for the next shared round trip, over every server.
+  size_t waitingCalls();
   // Whether scripts run by EVALSHA rather than as Redis functions (FCALL): set once a server
   // refused functions (one older than Redis 7, or a user not allowed FUNCTION LOAD).
   bool scriptsOnly() const { return scripts_only_.load(std::memory_order_relaxed); }

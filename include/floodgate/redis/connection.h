@@ -50,6 +50,10 @@ class Connection {
   // Sends every command in one write and reads their replies in order, all before
   // `deadline`. Redis error replies are replies; only transport failures are Errors.
   Result<std::vector<Reply>> pipeline(const std::vector<Command>& commands, Deadline deadline);
+  // The same for several callers' commands, one group after another in one write; the
+  // replies of every group, in the same order, in one vector.
+  Result<std::vector<Reply>> pipeline(const std::vector<const std::vector<Command>*>& groups,
+                                      Deadline deadline);
 
   // Pub/sub: waits for one reply pushed by the server (after a SUBSCRIBE) until `deadline`;
   // nullopt when none came, and the connection stays usable (unlike a pipeline timeout).

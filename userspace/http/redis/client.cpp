@@ -3,7 +3,10 @@
 #include "floodgate/redis/client.h"
 
 #include <algorithm>
+#include <condition_variable>
+#include <iterator>
 #include <map>
+#include <mutex>
 
 namespace floodgate::http::redis {
 
@@ -44,12 +47,94 @@ uint16_t keySlot(std::string_view key) {
   return crc16(key) & 0x3fff;
 }
 
-// One server's idle connections.
+// One server: its idle connections, and the calls waiting to share the next round trip.
 class Client::Node {
  public:
   Node(Address address, size_t max_idle) : address_(std::move(address)), max_idle_(max_idle) {}
 
   const Address& address() const { return address_; }
+
+  size_t waiting() {
+    std::lock_guard lock(queue_mutex_);
+    return queue_.size();
+  }
+
+  // Runs `commands` in a round trip of their own, or shared with the calls of other threads
+  // that come meanwhile (see Client). Counts the round trips made in `trips`.
+  Result<std::vector<Reply>> call(const std::vector<Command>& commands, Deadline deadline,
+                                  std::atomic<int64_t>& trips) {
+    Waiter me;
+    me.commands = &commands;
+    me.deadline = deadline;
+    std::unique_lock lock(queue_mutex_);
+    queue_.push_back(&me);
+    while (!me.done) {
+      if (!busy_) {
+        lead(lock, trips);  // me is in the batch it takes
+        continue;
+      }
+      if (me.wake.wait_until(lock, deadline) == std::cv_status::timeout && !me.done && !me.taken) {
+        queue_.erase(std::find(queue_.begin(), queue_.end(), &me));
+        // Woken to send the next batch just as it timed out: the next in line sends it.
+        if (!busy_ && !queue_.empty()) queue_.front()->wake.notify_one();
+        return Error::failure("redis " + address_.text() + ": timed out");
+      }
+    }
+    return std::move(me.result);
+  }
+
+ private:
+  struct Waiter {
+    const std::vector<Command>* commands = nullptr;
+    Deadline deadline{};
+    Result<std::vector<Reply>> result = std::vector<Reply>{};
+    bool taken = false;  // in a batch being sent: its answer will come
+    bool done = false;
+    std::condition_variable wake;
+  };
+
+  // Takes every queued call and runs them in one pipeline; `lock` held on entry and exit.
+  void lead(std::unique_lock<std::mutex>& lock, std::atomic<int64_t>& trips) {
+    busy_ = true;
+    std::vector<Waiter*> batch;
+    batch.swap(queue_);
+    std::vector<const std::vector<Command>*> groups;
+    groups.reserve(batch.size());
+    Deadline earliest = Deadline::max();
+    for (Waiter* w : batch) {
+      w->taken = true;
+      groups.push_back(w->commands);
+      earliest = std::min(earliest, w->deadline);
+    }
+    lock.unlock();
+    Result<std::vector<Reply>> replies = Error::failure("");
+    auto connection = acquire(earliest);
+    if (connection) {
+      trips.fetch_add(1, std::memory_order_relaxed);
+      replies = (*connection)->pipeline(groups, earliest);
+      release(std::move(*connection));
+    } else {
+      replies = connection.error();
+    }
+    lock.lock();
+    size_t at = 0;
+    for (Waiter* w : batch) {
+      if (!replies) {
+        w->result = replies.error();
+      } else {
+        auto first = replies->begin() + static_cast<ptrdiff_t>(at);
+        auto last = first + static_cast<ptrdiff_t>(w->commands->size());
+        w->result =
+            std::vector<Reply>(std::make_move_iterator(first), std::make_move_iterator(last));
+        at += w->commands->size();
+      }
+      w->done = true;
+      w->wake.notify_one();
+    }
+    busy_ = false;
+    // The calls that queued meanwhile: the first of them sends them all.
+    if (!queue_.empty()) queue_.front()->wake.notify_one();
+  }
 
   Result<std::unique_ptr<Connection>> acquire(Deadline deadline) {
     {
@@ -74,11 +159,13 @@ class Client::Node {
     if (idle_.size() < max_idle_) idle_.push_back(std::move(connection));
   }
 
- private:
   Address address_;
   size_t max_idle_;
-  std::mutex mutex_;
+  std::mutex mutex_;  // idle_
   std::vector<std::unique_ptr<Connection>> idle_;
+  std::mutex queue_mutex_;  // queue_, busy_ and the waiters' fields
+  std::vector<Waiter*> queue_;
+  bool busy_ = false;  // a batch is being sent and answered
 };
 
 Client::Client(ClientOptions options) : options_(std::move(options)) {
@@ -91,6 +178,13 @@ Client::Client(ClientOptions options) : options_(std::move(options)) {
 }
 
 Client::~Client() = default;
+
+size_t Client::waitingCalls() {
+  std::shared_lock lock(topology_);
+  size_t n = 0;
+  for (auto& node : nodes_) n += node->waiting();
+  return n;
+}
 
 Deadline Client::deadline() const {
   return std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.timeout_ms);
@@ -106,12 +200,7 @@ Client::Node& Client::nodeFor(const Address& address) {
 
 Result<std::vector<Reply>> Client::pipelineOn(Node& node, const std::vector<Command>& commands,
                                               Deadline deadline) {
-  auto connection = node.acquire(deadline);
-  if (!connection) return connection.error();
-  round_trips_.fetch_add(1, std::memory_order_relaxed);
-  auto replies = (*connection)->pipeline(commands, deadline);
-  node.release(std::move(*connection));
-  return replies;
+  return node.call(commands, deadline, round_trips_);
 }
 
 Result<void> Client::refreshSlots(Deadline deadline) {

@@ -167,15 +167,24 @@ Result<void> Connection::sendAll(Deadline deadline) {
 
 Result<std::vector<Reply>> Connection::pipeline(const std::vector<Command>& commands,
                                                 Deadline deadline) {
+  return pipeline(std::vector<const std::vector<Command>*>{&commands}, deadline);
+}
+
+Result<std::vector<Reply>> Connection::pipeline(
+    const std::vector<const std::vector<Command>*>& groups, Deadline deadline) {
   if (broken_) return Error::failure("redis " + address_.text() + ": connection is broken");
   out_.clear();
-  for (const Command& command : commands) appendCommand(out_, command);
+  size_t count = 0;
+  for (const std::vector<Command>* commands : groups) {
+    for (const Command& command : *commands) appendCommand(out_, command);
+    count += commands->size();
+  }
   if (auto sent = sendAll(deadline); !sent) return sent.error();
   // A rare large pipeline (a batch of syncs) need not stay allocated on an idle connection.
   if (out_.capacity() > kKeepBufferBytes) std::string().swap(out_);
   std::vector<Reply> replies;
-  replies.reserve(commands.size());
-  for (size_t i = 0; i < commands.size(); ++i) {
+  replies.reserve(count);
+  for (size_t i = 0; i < count; ++i) {
     void* raw = nullptr;
     // Replies usually arrive in one read: one already read needs no wait.
     if (redisGetReplyFromReader(context_, &raw) != REDIS_OK) return fail("bad reply");
