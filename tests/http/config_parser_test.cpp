@@ -407,8 +407,17 @@ TEST(HttpConfig, RedisStoreMistakesPointAtTheValue) {
             "f.yaml:3:5: http.store of type redis needs address: HOST:PORT or cluster: "
             "[HOST:PORT, ...]");
   EXPECT_EQ(firstError("http:\n  store:\n    type: redis\n    address: localhost\n"),
-            "f.yaml:4:14: http.store.address: 'localhost' must be HOST:PORT, e.g. "
+            "f.yaml:4:14: http.store.address: 'localhost' must be HOST:PORT or unix:/PATH, e.g. "
             "127.0.0.1:6379");
+  EXPECT_EQ(firstError("http:\n  store:\n    type: redis\n    address: unix:redis.sock\n"),
+            "f.yaml:4:14: http.store.address: 'unix:redis.sock': a Unix socket must be an "
+            "absolute path, e.g. unix:/run/redis/redis.sock");
+  EXPECT_EQ(firstError("http:\n  store:\n    type: redis\n    address: unix:/" +
+                       std::string(107, 'a') + "\n"),
+            "f.yaml:4:14: http.store.address: 'unix:/" + std::string(107, 'a') +
+                "': a Unix socket's path must be at most 107 bytes, without NUL");
+  EXPECT_EQ(firstError("http:\n  store:\n    type: redis\n    address: unix:/run/r.sock\n"),
+            "(no error)");
   EXPECT_EQ(firstError("http:\n  store:\n    type: redis\n    address: a:1\n"
                        "    timeout_ms: 0\n"),
             "f.yaml:5:17: http.store.timeout_ms must be from 1 to 60000, got 0");

@@ -83,8 +83,11 @@ Reply copyReply(const redisReply* r) {
 }  // namespace
 
 Result<std::unique_ptr<Connection>> Connection::open(const Address& address, Deadline deadline) {
+  const bool unix_socket = !address.unix_path.empty();
   redisContext* c =
-      redisConnectWithTimeout(address.host.c_str(), address.port, remaining(deadline));
+      unix_socket
+          ? redisConnectUnixWithTimeout(address.unix_path.c_str(), remaining(deadline))
+          : redisConnectWithTimeout(address.host.c_str(), address.port, remaining(deadline));
   if (c == nullptr) return Error::failure("redis " + address.text() + ": out of memory");
   if (c->err != 0) {
     std::string why = c->errstr;
@@ -94,7 +97,7 @@ Result<std::unique_ptr<Connection>> Connection::open(const Address& address, Dea
   // Small requests and replies, one at a time: never wait to coalesce them (hiredis sets
   // it on TCP connections too; not left to the version installed).
   int one = 1;
-  setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  if (!unix_socket) setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
   auto connection = std::unique_ptr<Connection>(new Connection(address, c));
   connection->arm(deadline);
   return connection;
