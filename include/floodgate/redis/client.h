@@ -34,17 +34,21 @@ struct RoutedCommand {
 // the next '}', if not empty) or of the whole key, modulo 16384.
 uint16_t keySlot(std::string_view key);
 
-// Thread-safe. Calls of several threads to one server at once share a round trip: the first
-// sends its commands on a connection it borrows from the pool; those that come meanwhile
-// queue, and when it is answered the next of them sends every queued call's commands in one
-// write and hands each caller its own replies (one write and one read for a batch, in the
-// service and in redis-server, where each call would take its own). A call still queued
-// at its deadline leaves the queue and times out; a batch is sent with the earliest of its
+// Thread-safe. Calls of several threads to one server at once share round trips: up to
+// kBatchesInFlight calls go out at once, each on a connection borrowed from the pool; those
+// that come meanwhile queue, and when one is answered the next of them sends every queued
+// call's commands in one write and hands each caller its own replies (one write and one read for a
+// batch, in the service and in redis-server, where each call would take its own). A call still
+// queued at its deadline leaves the queue and times out; a batch is sent with the earliest of its
 // calls' deadlines, so no call waits past its own. A failure (a dead server, a timeout) is
 // every call's of the batch. A connection that failed is closed, and so are the idle ones
 // to the same server (after a restart they are all dead).
 class Client {
  public:
+  // Round trips in flight to one server at once: two, so that the server has the next
+  // batch to read while the service takes in the replies of one (with one, it would wait).
+  static constexpr int kBatchesInFlight = 2;
+
   explicit Client(ClientOptions options);
   ~Client();
 

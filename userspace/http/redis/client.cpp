@@ -69,14 +69,20 @@ class Client::Node {
     std::unique_lock lock(queue_mutex_);
     queue_.push_back(&me);
     while (!me.done) {
-      if (!busy_) {
+      if (me.taken) {
+        // In a batch another thread sent: answered or failed by the batch's deadline, which
+        // is no later than this call's.
+        me.wake.wait(lock);
+        continue;
+      }
+      if (in_flight_ < kBatchesInFlight) {
         lead(lock, trips);  // me is in the batch it takes
         continue;
       }
       if (me.wake.wait_until(lock, deadline) == std::cv_status::timeout && !me.done && !me.taken) {
         queue_.erase(std::find(queue_.begin(), queue_.end(), &me));
         // Woken to send the next batch just as it timed out: the next in line sends it.
-        if (!busy_ && !queue_.empty()) queue_.front()->wake.notify_one();
+        if (in_flight_ < kBatchesInFlight && !queue_.empty()) queue_.front()->wake.notify_one();
         return Error::failure("redis " + address_.text() + ": timed out");
       }
     }
@@ -95,7 +101,7 @@ class Client::Node {
 
   // Takes every queued call and runs them in one pipeline; `lock` held on entry and exit.
   void lead(std::unique_lock<std::mutex>& lock, std::atomic<int64_t>& trips) {
-    busy_ = true;
+    ++in_flight_;
     std::vector<Waiter*> batch;
     batch.swap(queue_);
     std::vector<const std::vector<Command>*> groups;
@@ -131,7 +137,7 @@ class Client::Node {
       w->done = true;
       w->wake.notify_one();
     }
-    busy_ = false;
+    --in_flight_;
     // The calls that queued meanwhile: the first of them sends them all.
     if (!queue_.empty()) queue_.front()->wake.notify_one();
   }
@@ -163,9 +169,9 @@ class Client::Node {
   size_t max_idle_;
   std::mutex mutex_;  // idle_
   std::vector<std::unique_ptr<Connection>> idle_;
-  std::mutex queue_mutex_;  // queue_, busy_ and the waiters' fields
+  std::mutex queue_mutex_;  // queue_, in_flight_ and the waiters' fields
   std::vector<Waiter*> queue_;
-  bool busy_ = false;  // a batch is being sent and answered
+  int in_flight_ = 0;  // batches sent and not yet answered
 };
 
 Client::Client(ClientOptions options) : options_(std::move(options)) {
