@@ -109,7 +109,7 @@ http_rows() {
     pid[$name]=$STARTED_PID
     HTTP_PIDS+=("$STARTED_PID")
     port[$name]=${STARTED_LINE##*:}
-    run_wrk "${port[$name]}" 1 >/dev/null  # warm up: connections, the store's keys, scripts
+    run_wrk "${port[$name]}" 1 >/dev/null  # warm up: connections, the store's keys, functions
   done
   local ticks redis_us result
   for ((round = 0; round < HTTP_ROUNDS; round++)); do
@@ -135,7 +135,7 @@ http_rows() {
     case $name in
       none) detail="the example service, no policy" ;;
       memory) detail="per IP (gcra), per API key (token bucket), per user (sliding window counter)" ;;
-      redis) detail="the same 3 in a private redis-server on loopback, one round trip, one script run" ;;
+      redis) detail="the same 3 in a private redis-server on loopback, one round trip, one FCALL" ;;
       over) detail="the same 3, the API key over its limit; $(awk -v a="$rps" -v b="$admitted_rps" \
         'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }')x the admitted requests/s" ;;
     esac

@@ -72,7 +72,7 @@ class RedisStore final : public Store {
   // one script run, all or nothing (decideTogetherScript): if any refuses, none is charged,
   // atomically inside Redis, and each admitted answer says charged = false. With `charge`
   // false nothing is charged at all (the request is refused by a policy elsewhere). One
-  // EVALSHA, where decideAcross sends one per policy. In a cluster whose slots the keys do
+  // FCALL, where decideAcross sends one per policy. In a cluster whose slots the keys do
   // not share, it is decideAcross (each policy charged on its own; the caller refunds). The
   // first item's store says whether Redis's clock or now_ns is used. Errors as decideAcross.
   static Result<std::vector<Result<Answer>>> decideAtomically(const std::vector<Across>& items,

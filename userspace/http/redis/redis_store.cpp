@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Deciding through Redis scripts: build EVALSHA commands, fall back to EVAL, read answers.
+// Deciding through Redis functions: build FCALL commands (or EVALSHA), read the answers.
 #include "floodgate/redis/redis_store.h"
 
 #include <algorithm>
