@@ -29,12 +29,13 @@ local function expire_after(key, us)
 end
 -- A key's state as one string of integers joined by ':' (one GET, and one SET
 -- with its expiry, where a hash took a read, a write and a PEXPIRE). nil when absent or
--- not of that form; a key of another type fails the GET (WRONGTYPE).
+-- not of that form; a key of another type fails the GET (WRONGTYPE). `read`: the value
+-- already read (MGET, see the decide-together function), if it was a string; otherwise GET.
 local FIXED_STATE = '^(-?%d+):(-?%d+):(-?%d+)$'
 local COUNTER_STATE = '^(-?%d+):(-?%d+):(-?%d+):(-?%d+)$'
 local BUCKET_STATE = '^(-?%d+):(-?%d+)$'
-local function read_state(key, pattern)
-  local v = redis.call('GET', key)
+local function read_state(key, pattern, read)
+  local v = read or redis.call('GET', key)
   if not v then return nil end
   return string.match(v, pattern)
 end
@@ -98,7 +99,7 @@ end
 constexpr std::string_view kFixedWindowDecide = R"lua(
 local function fixed_window(keys, now, cost, extra, limit, w)
   limit, w = tonumber(limit), tonumber(w)
-  local si, sn, sl = read_state(keys[1], FIXED_STATE)
+  local si, sn, sl = read_state(keys[1], FIXED_STATE, keys.read)
   local index, n = tonumber(si) or 0, tonumber(sn) or 0
   if sl and tonumber(sl) ~= w then index = 0; n = 0 end
   local current = math.floor(now / w)
@@ -197,7 +198,7 @@ return 0
 constexpr std::string_view kSlidingCounterDecide = R"lua(
 local function sliding_window_counter(keys, now, cost, extra, limit, w)
   limit, w = tonumber(limit), tonumber(w)
-  local si, sc, sp, sl = read_state(keys[1], COUNTER_STATE)
+  local si, sc, sp, sl = read_state(keys[1], COUNTER_STATE, keys.read)
   local index, curr, prev = tonumber(si) or 0, tonumber(sc) or 0, tonumber(sp) or 0
   if sl and tonumber(sl) ~= w then index = 0; curr = 0; prev = 0 end
   local current = math.floor(now / w)
@@ -269,7 +270,7 @@ constexpr std::string_view kTokenBucketDecide = R"lua(
 local function token_bucket(keys, now, cost, extra, capacity, rate)
   capacity, rate = tonumber(capacity), tonumber(rate)
   local UNIT = 1000000000
-  local sm, st = read_state(keys[1], BUCKET_STATE)
+  local sm, st = read_state(keys[1], BUCKET_STATE, keys.read)
   local missing, at = tonumber(sm) or 0, tonumber(st) or 0
   if now > at then
     -- Compare before multiplying so a long idle period stays exact.
@@ -318,8 +319,8 @@ return 0
 // draining at the new interval); a fraction of a unit is forgiven. GCRA and the leaky
 // bucket share the arithmetic; the leaky bucket also answers the delay until its turn.
 constexpr std::string_view kGcraState = R"lua(
-local function read_tat(key, interval)
-  local v = redis.call('GET', key)
+local function read_tat(key, interval, read)
+  local v = read or redis.call('GET', key)
   if not v then return 0, interval end
   local t, i = string.match(v, '^(-?%d+):(%d+)$')
   if t then return tonumber(t), tonumber(i) end
@@ -334,7 +335,7 @@ end
 constexpr std::string_view kGcraDecide = R"lua(
 local function gcra(keys, now, cost, extra, capacity, rate, interval, mode)
   capacity, interval = tonumber(capacity), tonumber(interval)
-  local tat, was = read_tat(keys[1], interval)
+  local tat, was = read_tat(keys[1], interval, keys.read)
   local tolerance = capacity * interval
   local carried = false
   if was ~= interval and tat > now then
@@ -396,11 +397,17 @@ local decide = decide_by_name
 local now = now_us(ARGV[1])
 local replies, writes = {}, {}
 local admitted = true
+-- Every key's value in one MGET, where a GET each would cost a redis.call each: a string is
+-- used as read; a key that is missing, or of another type (MGET answers false for both), is
+-- read again by its GET, which fails a key of another type (WRONGTYPE) as before.
+local values = {}
+if #KEYS > 1 then values = redis.call('MGET', unpack(KEYS)) end
 local k, a = 1, 3
 for i = 1, (#ARGV - 2) / 7 do
   local n = tonumber(ARGV[a + 1])
   local keys = {}
   for j = 1, n do keys[j] = KEYS[k + j - 1] end
+  keys.read = values[k]
   local ok, reply, write = pcall(decide[ARGV[a]], keys, now, tonumber(ARGV[a + 2]), 0,
                                  ARGV[a + 3], ARGV[a + 4], ARGV[a + 5], ARGV[a + 6])
   if ok then
