@@ -167,5 +167,62 @@ TEST(RedisWithoutFunctions, FallsBackToScripts) {
   EXPECT_EQ(calls(*server, "eval"), 1) << "the first EVALSHA found no script";
 }
 
+// A user not allowed FCALL nor FUNCTION (ACL) is answered NOPERM: its decisions are made by
+// EVALSHA scripts, exactly, rather than failed.
+TEST(RedisWithoutFunctions, AUserNotAllowedFunctionsIsServedByScripts) {
+  if (!testing::haveRedis()) GTEST_SKIP() << "redis-server is not installed";
+  auto server = RedisServer::start();
+  if (!server) GTEST_SKIP() << "redis-server did not start";
+  ASSERT_TRUE(server->command({"ACL", "SETUSER", "default", "-fcall", "-fcall_ro", "-function"}));
+  redis::ClientOptions options;
+  options.seeds = {server->address()};
+  options.timeout_ms = 2000;
+  auto client = std::make_shared<redis::Client>(options);
+  RedisStore store(client, "p", bucket(AlgorithmKind::kGcra, 4, 0.001));
+  int yes = 0;
+  for (int i = 0; i < 7; ++i) {
+    auto d = store.decide("k", 0, 1);
+    ASSERT_TRUE(d) << d.error().message;
+    yes += d->allowed();
+  }
+  EXPECT_EQ(yes, 4);
+  EXPECT_TRUE(client->scriptsOnly());
+  EXPECT_EQ(calls(*server, "evalsha"), 7);
+  EXPECT_EQ(calls(*server, "fcall"), 0);
+}
+
+// A user allowed FCALL but not FUNCTION LOAD, on a server without the library: scripts too.
+TEST(RedisWithoutFunctions, AUserNotAllowedToLoadTheLibraryIsServedByScripts) {
+  if (!testing::haveRedis()) GTEST_SKIP() << "redis-server is not installed";
+  auto server = RedisServer::start();
+  if (!server) GTEST_SKIP() << "redis-server did not start";
+  ASSERT_TRUE(server->command({"ACL", "SETUSER", "default", "-function"}));
+  redis::ClientOptions options;
+  options.seeds = {server->address()};
+  options.timeout_ms = 2000;
+  auto client = std::make_shared<redis::Client>(options);
+  RedisStore store(client, "p", window(AlgorithmKind::kFixedWindow, 3, 60'000));
+  int yes = 0;
+  for (int i = 0; i < 5; ++i) {
+    auto d = store.decide("k", 0, 1);
+    ASSERT_TRUE(d) << d.error().message;
+    yes += d->allowed();
+  }
+  EXPECT_EQ(yes, 3);
+  EXPECT_TRUE(client->scriptsOnly());
+}
+
+// An error raised inside a function (a key of another type) is that decision's answer: it
+// does not make the client give up functions.
+TEST_F(RedisFunctionsTest, AnErrorInsideAFunctionKeepsFunctions) {
+  RedisStore store(client_, "p", bucket(AlgorithmKind::kGcra, 4, 0.001));
+  ASSERT_TRUE(store.decide("ok", 0, 1));
+  ASSERT_TRUE(server_->command({"HSET", "fg:{p:k}:gcra", "f", "v"}));
+  auto d = store.decide("k", 0, 1);
+  EXPECT_FALSE(d);
+  EXPECT_FALSE(client_->scriptsOnly());
+  EXPECT_EQ(calls(*server_, "evalsha") + calls(*server_, "eval"), 0);
+}
+
 }  // namespace
 }  // namespace floodgate::http

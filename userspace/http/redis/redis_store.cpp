@@ -94,9 +94,23 @@ redis::RoutedCommand RedisStore::command(const redis::Script& script, std::strin
 
 namespace {
 
-// A server older than Redis 7 has no FCALL: "ERR unknown command 'FCALL'...".
-bool noFunctions(const redis::Reply& reply) {
-  return reply.isError("ERR unknown command") || reply.isError("ERR Unknown command");
+// Errors that say the server is busy or moving, not that it lacks functions: the same
+// command will do once it is back, and scripts would fail alike.
+bool transient(const redis::Reply& reply) {
+  for (std::string_view prefix : {"BUSY", "LOADING", "OOM", "READONLY", "MASTERDOWN", "CLUSTERDOWN",
+                                  "TRYAGAIN", "MOVED ", "ASK ", "NOSCRIPT"}) {
+    if (reply.isError(prefix)) return true;
+  }
+  return false;
+}
+
+// FCALL refused as a command, not failed inside the function: a server older than Redis 7
+// ("ERR unknown command 'FCALL'"), a user not allowed it ("NOPERM ..."), a proxy that does
+// not pass it on ("ERR unsupported command", "... fcall ..."). An error a function raised
+// names where it was raised ("... on @user_function:12."); it is that request's own answer.
+bool fcallRefused(const redis::Reply& reply) {
+  if (!reply.isError() || reply.isError("ERR Function not found") || transient(reply)) return false;
+  return reply.str.find("@user_function") == std::string::npos;
 }
 
 // EVALSHA commands, as made (the scripts' sha1), after the server had not cached them:
@@ -148,7 +162,7 @@ Result<std::vector<redis::Reply>> RedisStore::evalAll(
   std::vector<uint16_t> loaded_slots;
   for (size_t i = 0; i < replies->size(); ++i) {
     const redis::Reply& reply = (*replies)[i];
-    if (noFunctions(reply)) {
+    if (fcallRefused(reply)) {
       client.useScriptsOnly();
       return evalWithScripts(client, std::move(commands), scripts, deadline);
     }
@@ -171,8 +185,9 @@ Result<std::vector<redis::Reply>> RedisStore::evalAll(
       (*replies)[where[j]] = std::move((*again)[j]);
       continue;
     }
-    // A server that will not load it (FUNCTION not allowed to this user): scripts it is.
-    if (noFunctions((*again)[j]) || (*again)[j].isError("NOPERM")) {
+    // A server that will not load it (FUNCTION not allowed to this user, a proxy that does
+    // not pass it on, a library it rejects): scripts it is.
+    if ((*again)[j].isError()) {
       client.useScriptsOnly();
       return evalWithScripts(client, std::move(commands), scripts, deadline);
     }
