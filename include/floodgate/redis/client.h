@@ -38,11 +38,14 @@ uint16_t keySlot(std::string_view key);
 // kBatchesInFlight calls go out at once, each on a connection borrowed from the pool; those
 // that come meanwhile queue, and when one is answered the next of them sends every queued
 // call's commands in one write and hands each caller its own replies (one write and one read for a
-// batch, in the service and in redis-server, where each call would take its own). A call still
-// queued at its deadline leaves the queue and times out; a batch is sent with the earliest of its
-// calls' deadlines, so no call waits past its own. A failure (a dead server, a timeout) is
-// every call's of the batch. A connection that failed is closed, and so are the idle ones
-// to the same server (after a restart they are all dead).
+// batch, in the service and in redis-server, where each call would take its own). A batch is
+// sent by its call with the most time left, with that call's deadline (the latest), so that
+// each call keeps its whole time: a call waits, queued or in a batch, no longer than its own
+// deadline and then times out (its replies, when they come, are read and dropped). A call
+// whose deadline has passed when its batch is written is not sent. A failure (a dead server,
+// the batch's deadline) is every waiting call's of the batch. A connection that failed is
+// closed, and so are the idle ones to the same server when it was lost (after a restart they
+// are all dead); after a timeout only the one that timed out.
 class Client {
  public:
   // Round trips in flight to one server at once: two, so that the server has the next

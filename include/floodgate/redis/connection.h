@@ -54,12 +54,19 @@ class Connection {
   // replies of every group, in the same order, in one vector.
   Result<std::vector<Reply>> pipeline(const std::vector<const std::vector<Command>*>& groups,
                                       Deadline deadline);
+  // The same in two steps: `append` formats commands into the next write (copying them, so
+  // that their owner may go), `exchange` sends all appended and reads their replies.
+  void append(const std::vector<Command>& commands);
+  Result<std::vector<Reply>> exchange(Deadline deadline);
 
   // Pub/sub: waits for one reply pushed by the server (after a SUBSCRIBE) until `deadline`;
   // nullopt when none came, and the connection stays usable (unlike a pipeline timeout).
   Result<std::optional<Reply>> receive(Deadline deadline);
 
   bool broken() const { return broken_; }
+  // Broken by a deadline that passed, not by the server or the network: the server may be
+  // merely slow, and the pool's other connections to it are likely fine.
+  bool timedOut() const { return timed_out_; }
   const Address& address() const { return address_; }
 
  private:
@@ -76,6 +83,8 @@ class Connection {
   Address address_;
   redisContext* context_;
   bool broken_ = false;
+  bool timed_out_ = false;
+  size_t appended_ = 0;    // commands in out_
   int64_t armed_us_ = -1;  // the socket timeouts armed, in µs; -1 none yet
   std::string out_;        // the commands of a pipeline, in RESP, reused
 };

@@ -177,5 +177,171 @@ TEST_F(RedisCoalesceTest, AFrozenServerFailsEveryQueuedCall) {
   EXPECT_TRUE(eventually([&] { return store.decide("k", 0, 1).ok(); }));
 }
 
+// Stalls the server again and again (frozen 40 ms, then 10 ms awake) until destroyed: a
+// server that is slow, not gone.
+class Staller {
+ public:
+  explicit Staller(testing::RedisServer& server)
+      : thread_([this, &server] {
+          while (!stop_) {
+            server.freeze();
+            std::this_thread::sleep_for(std::chrono::milliseconds(40));
+            server.thaw();
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
+          }
+        }) {}
+  ~Staller() {
+    stop_ = true;
+    thread_.join();
+  }
+
+ private:
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+// One call of `command` on `key` by its own deadline: what it got, and when it returned.
+struct Outcome {
+  Result<std::vector<redis::Reply>> result = std::vector<redis::Reply>{};
+  redis::Deadline deadline{};
+  redis::Deadline returned{};
+};
+
+std::thread callIn(redis::Client& client, redis::Command command, redis::Deadline deadline,
+                   Outcome& out) {
+  return std::thread([&client, command = std::move(command), deadline, &out] {
+    out.deadline = deadline;
+    out.result = client.run({{command[1], command}}, deadline);
+    out.returned = std::chrono::steady_clock::now();
+  });
+}
+
+// A call with little time left shares a batch with one with much: the batch waits for the
+// latest deadline, so the patient call is answered once the server is back, and the hurried
+// one gives up at its own deadline rather than holding the other to it.
+TEST_F(RedisCoalesceTest, EachCallOfABatchWaitsUntilItsOwnDeadline) {
+  redis::ClientOptions options;
+  options.seeds = {server_->address()};
+  options.timeout_ms = 10'000;
+  redis::Client client(options);
+  ASSERT_TRUE(client.run({{"x", {"PING"}}}));
+  const int64_t trips_before = client.roundTrips();
+  server_->freeze();
+  using std::chrono::milliseconds;
+  auto now = std::chrono::steady_clock::now;
+  // Two calls fill the round trips in flight and time out soon, so that the next two are
+  // taken together into one batch while the server is still frozen.
+  Outcome filler[2], hurried, patient;
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 2; ++i) {
+    threads.push_back(callIn(client, {"INCR", "filler" + std::to_string(i)},
+                             now() + milliseconds(300), filler[i]));
+  }
+  ASSERT_TRUE(eventually([&] { return client.roundTrips() == trips_before + 2; }));
+  threads.push_back(callIn(client, {"INCR", "hurried"}, now() + milliseconds(1000), hurried));
+  threads.push_back(callIn(client, {"INCR", "patient"}, now() + milliseconds(30'000), patient));
+  threads[2].join();  // the hurried call gives up while the server is still frozen
+  server_->thaw();
+  for (auto& t : threads) {
+    if (t.joinable()) t.join();
+  }
+  for (const Outcome& f : filler) EXPECT_FALSE(f.result.ok());
+  EXPECT_FALSE(hurried.result.ok());
+  // by its own deadline, give or take a scheduling delay (not the patient call's 30 s)
+  EXPECT_LT(hurried.returned - hurried.deadline, milliseconds(5000));
+  ASSERT_TRUE(patient.result.ok()) << patient.result.error().message;
+  ASSERT_EQ(patient.result->size(), 1u);
+  EXPECT_EQ((*patient.result)[0].integer, 1);
+  EXPECT_LE(patient.returned, patient.deadline);
+}
+
+// A call whose deadline has passed by the time it would be written is not sent: Redis
+// never runs it (no one would read what it did).
+TEST_F(RedisCoalesceTest, ACallWhoseTimeIsGoneIsNotSent) {
+  auto past = std::chrono::steady_clock::now() - std::chrono::milliseconds(1);
+  auto late = client_->run({{"late", {"INCR", "late"}}}, past);
+  EXPECT_FALSE(late.ok());
+  ASSERT_TRUE(client_->run({{"x", {"PING"}}}));  // the server has read all that was sent
+  auto value = server_->command({"GET", "late"});
+  ASSERT_TRUE(value);
+  EXPECT_EQ(value->type, redis::Reply::Type::kNil);
+}
+
+// Against a server that stalls, threads whose calls have little time (many give up) and
+// threads whose calls have much share batches: every answer a thread gets is its own key's,
+// in order, and every patient call is answered.
+TEST_F(RedisCoalesceTest, CallsThatGiveUpNeverGetOrTakeAnotherCallsReplies) {
+  constexpr int kThreads = 8, kCalls = 40;
+  constexpr int64_t kBase = 1'000'000;
+  for (int t = 0; t < kThreads; ++t) {
+    ASSERT_TRUE(server_->command({"SET", "own-" + std::to_string(t), std::to_string(t * kBase)}));
+  }
+  std::vector<std::string> failures(kThreads);
+  std::vector<int> errors(kThreads, 0);
+  std::vector<int64_t> last(kThreads, 0);
+  {
+    Staller staller(*server_);
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t) {
+      threads.emplace_back([&, t] {
+        const std::string key = "own-" + std::to_string(t);
+        const auto budget = std::chrono::milliseconds(t % 2 == 0 ? 20'000 : 15);
+        int64_t seen = t * kBase;
+        for (int i = 0; i < kCalls; ++i) {
+          auto got =
+              client_->run({{key, {"INCR", key}}}, std::chrono::steady_clock::now() + budget);
+          if (!got) {
+            ++errors[t];
+            continue;
+          }
+          int64_t value = got->size() == 1 ? (*got)[0].integer : -1;
+          if (value <= seen || value > t * kBase + kCalls) {
+            failures[t] = "call " + std::to_string(i) + " got " + std::to_string(value) +
+                          " after " + std::to_string(seen);
+            return;
+          }
+          seen = value;
+        }
+        last[t] = seen;
+      });
+    }
+    for (auto& t : threads) t.join();
+  }
+  for (int t = 0; t < kThreads; ++t) {
+    EXPECT_EQ(failures[t], "") << "thread " << t;
+    if (t % 2 == 0) {
+      EXPECT_EQ(errors[t], 0) << "thread " << t;
+      EXPECT_EQ(last[t], t * kBase + kCalls) << "thread " << t;
+    }
+  }
+}
+
+// N threads x M requests against a limit L admit exactly L when the server is slow.
+TEST_F(RedisCoalesceTest, ASlowServerStillAdmitsExactlyTheLimit) {
+  constexpr int kThreads = 8, kRequests = 50, kLimit = 123;
+  RedisStore store(client_, "slow", window(AlgorithmKind::kFixedWindow, kLimit, 600'000));
+  ASSERT_TRUE(store.decide("warm-up", 0, 1));
+  std::atomic<int> admitted{0}, errors{0};
+  {
+    Staller staller(*server_);
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t) {
+      threads.emplace_back([&] {
+        for (int i = 0; i < kRequests; ++i) {
+          auto d = store.decide("hot", 0, 1);
+          if (!d) {
+            ++errors;
+            continue;
+          }
+          admitted += d->allowed();
+        }
+      });
+    }
+    for (auto& t : threads) t.join();
+  }
+  EXPECT_EQ(errors.load(), 0);
+  EXPECT_EQ(admitted.load(), kLimit);
+}
+
 }  // namespace
 }  // namespace floodgate::http

@@ -70,76 +70,158 @@ class Client::Node {
     queue_.push_back(&me);
     while (!me.done) {
       if (me.taken) {
-        // In a batch another thread sent: answered or failed by the batch's deadline, which
-        // is no later than this call's.
-        me.wake.wait(lock);
+        // In a batch being sent, whose deadline is the latest of its calls': this call
+        // waits for its answer no longer than its own. It leaves the batch, whose sender
+        // then no longer touches it (and reads and drops its replies).
+        if (me.wake.wait_until(lock, deadline) == std::cv_status::timeout && !me.done) {
+          (*me.batch)[me.slot].waiter = nullptr;
+          return timedOut();
+        }
         continue;
       }
       if (in_flight_ < kBatchesInFlight) {
-        lead(lock, trips);  // me is in the batch it takes
-        continue;
+        // The queued call with the most time left sends the batch: the batch's deadline is
+        // its own, so it never waits past it (nor does any other call, see above).
+        Waiter* leader = nextLeader();
+        if (leader == &me) {
+          lead(lock, trips);
+          continue;
+        }
+        leader->wake.notify_one();
       }
       if (me.wake.wait_until(lock, deadline) == std::cv_status::timeout && !me.done && !me.taken) {
         queue_.erase(std::find(queue_.begin(), queue_.end(), &me));
-        // Woken to send the next batch just as it timed out: the next in line sends it.
-        if (in_flight_ < kBatchesInFlight && !queue_.empty()) queue_.front()->wake.notify_one();
-        return Error::failure("redis " + address_.text() + ": timed out");
+        // Woken to send the next batch just as it timed out: another sends it.
+        if (in_flight_ < kBatchesInFlight && !queue_.empty()) nextLeader()->wake.notify_one();
+        return timedOut();
       }
     }
     return std::move(me.result);
   }
 
  private:
+  struct Waiter;
+  // A call's place in a batch; waiter null once the call gave up (and is gone).
+  struct Slot {
+    Waiter* waiter;
+    bool sent = false;
+    size_t replies = 0;
+  };
   struct Waiter {
     const std::vector<Command>* commands = nullptr;
     Deadline deadline{};
     Result<std::vector<Reply>> result = std::vector<Reply>{};
-    bool taken = false;  // in a batch being sent: its answer will come
-    bool done = false;
+    bool taken = false;                  // in a batch being sent: its answer will come
+    bool done = false;                   // result is set
+    std::vector<Slot>* batch = nullptr;  // once taken, the batch and its place in it
+    size_t slot = 0;
     std::condition_variable wake;
+  };
+
+  Error timedOut() const { return Error::failure("redis " + address_.text() + ": timed out"); }
+
+  // The queued call with the latest deadline (the last of equals); queue_ not empty.
+  Waiter* nextLeader() const {
+    Waiter* best = queue_.front();
+    for (Waiter* w : queue_) {
+      if (w->deadline >= best->deadline) best = w;
+    }
+    return best;
+  }
+
+  // Ends a batch however lead() leaves (an exception too): every call of it not answered
+  // gets `failure`, the batch no longer counts as in flight, and the next batch may go.
+  struct BatchEnd {
+    Node& node;
+    std::unique_lock<std::mutex>& lock;
+    const std::vector<Slot>& batch;
+    Error failure;
+    ~BatchEnd() {
+      if (!lock.owns_lock()) lock.lock();
+      for (const Slot& s : batch) {
+        Waiter* w = s.waiter;
+        if (w == nullptr || w->done) continue;
+        w->result = failure;
+        w->done = true;
+        w->wake.notify_one();
+      }
+      --node.in_flight_;
+      if (node.in_flight_ < kBatchesInFlight && !node.queue_.empty()) {
+        node.nextLeader()->wake.notify_one();
+      }
+    }
   };
 
   // Takes every queued call and runs them in one pipeline; `lock` held on entry and exit.
   void lead(std::unique_lock<std::mutex>& lock, std::atomic<int64_t>& trips) {
     ++in_flight_;
-    std::vector<Waiter*> batch;
-    batch.swap(queue_);
-    std::vector<const std::vector<Command>*> groups;
-    groups.reserve(batch.size());
-    Deadline earliest = Deadline::max();
-    for (Waiter* w : batch) {
+    std::vector<Slot> batch;
+    batch.reserve(queue_.size());
+    Deadline latest = Deadline::min();
+    for (Waiter* w : queue_) {
       w->taken = true;
-      groups.push_back(w->commands);
-      earliest = std::min(earliest, w->deadline);
+      w->batch = &batch;
+      w->slot = batch.size();
+      batch.push_back({w});
+      latest = std::max(latest, w->deadline);
+    }
+    queue_.clear();
+    BatchEnd end{*this, lock, batch, Error::failure("redis " + address_.text() + ": failed")};
+    lock.unlock();
+    auto connection = acquire(latest);
+    lock.lock();
+    if (!connection) {
+      end.failure = connection.error();
+      return;
+    }
+    // The commands are copied into the connection's buffer now, under the lock: a call that
+    // gives up afterwards may free its own. A call whose time is gone is not sent at all
+    // (Redis would charge it, and no one would read the answer).
+    bool any = false;
+    const auto now = std::chrono::steady_clock::now();
+    for (Slot& s : batch) {
+      Waiter* w = s.waiter;
+      if (w == nullptr) continue;
+      if (w->deadline <= now) {
+        w->result = timedOut();
+        w->done = true;
+        w->wake.notify_one();
+        s.waiter = nullptr;  // answered: it may return (and be gone) once the lock is free
+        continue;
+      }
+      (*connection)->append(*w->commands);
+      s.sent = true;
+      s.replies = w->commands->size();
+      any = true;
+    }
+    if (!any) {
+      // nothing appended: the connection is as it was
+      release(std::move(*connection));
+      return;
     }
     lock.unlock();
-    Result<std::vector<Reply>> replies = Error::failure("");
-    auto connection = acquire(earliest);
-    if (connection) {
-      trips.fetch_add(1, std::memory_order_relaxed);
-      replies = (*connection)->pipeline(groups, earliest);
-      release(std::move(*connection));
-    } else {
-      replies = connection.error();
-    }
+    trips.fetch_add(1, std::memory_order_relaxed);
+    auto replies = (*connection)->exchange(latest);
+    release(std::move(*connection));
     lock.lock();
-    size_t at = 0;
-    for (Waiter* w : batch) {
-      if (!replies) {
-        w->result = replies.error();
-      } else {
-        auto first = replies->begin() + static_cast<ptrdiff_t>(at);
-        auto last = first + static_cast<ptrdiff_t>(w->commands->size());
-        w->result =
-            std::vector<Reply>(std::make_move_iterator(first), std::make_move_iterator(last));
-        at += w->commands->size();
-      }
-      w->done = true;
-      w->wake.notify_one();
+    if (!replies) {
+      end.failure = replies.error();
+      return;
     }
-    --in_flight_;
-    // The calls that queued meanwhile: the first of them sends them all.
-    if (!queue_.empty()) queue_.front()->wake.notify_one();
+    size_t at = 0;
+    for (Slot& s : batch) {
+      if (!s.sent) continue;
+      if (s.waiter != nullptr) {
+        auto first = replies->begin() + static_cast<ptrdiff_t>(at);
+        auto last = first + static_cast<ptrdiff_t>(s.replies);
+        s.waiter->result =
+            std::vector<Reply>(std::make_move_iterator(first), std::make_move_iterator(last));
+        s.waiter->done = true;
+        s.waiter->wake.notify_one();
+        s.waiter = nullptr;
+      }
+      at += s.replies;
+    }
   }
 
   Result<std::unique_ptr<Connection>> acquire(Deadline deadline) {
@@ -156,9 +238,12 @@ class Client::Node {
 
   void release(std::unique_ptr<Connection> connection) {
     if (connection->broken()) {
-      // The server likely went away: its other idle connections are dead too.
-      std::lock_guard lock(mutex_);
-      idle_.clear();
+      // A lost connection: the server likely went away, and its other idle connections are
+      // dead too. A timeout says only that the server is slow: the others stay.
+      if (!connection->timedOut()) {
+        std::lock_guard lock(mutex_);
+        idle_.clear();
+      }
       return;
     }
     std::lock_guard lock(mutex_);

@@ -120,7 +120,10 @@ Error Connection::fail(const std::string& what) {
   broken_ = true;
   std::string why = context_->err != 0 ? context_->errstr : "connection lost";
   // hiredis reports a socket timeout as an I/O error with EAGAIN's text.
-  if (why.find("temporarily unavailable") != std::string::npos) why = "timed out";
+  if (why.find("temporarily unavailable") != std::string::npos) {
+    why = "timed out";
+    timed_out_ = true;
+  }
   return Error::failure("redis " + address_.text() + ": " + what + ": " + why);
 }
 
@@ -160,6 +163,7 @@ Result<void> Connection::sendAll(Deadline deadline) {
     }
     if (n < 0 && errno == EINTR) continue;
     broken_ = true;
+    timed_out_ = n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
     std::string why = n == 0                                      ? "connection lost"
                       : (errno == EAGAIN || errno == EWOULDBLOCK) ? "timed out"
                                                                   : std::strerror(errno);
@@ -175,14 +179,25 @@ Result<std::vector<Reply>> Connection::pipeline(const std::vector<Command>& comm
 
 Result<std::vector<Reply>> Connection::pipeline(
     const std::vector<const std::vector<Command>*>& groups, Deadline deadline) {
-  if (broken_) return Error::failure("redis " + address_.text() + ": connection is broken");
-  out_.clear();
-  size_t count = 0;
-  for (const std::vector<Command>* commands : groups) {
-    for (const Command& command : *commands) appendCommand(out_, command);
-    count += commands->size();
+  for (const std::vector<Command>* commands : groups) append(*commands);
+  return exchange(deadline);
+}
+
+void Connection::append(const std::vector<Command>& commands) {
+  for (const Command& command : commands) appendCommand(out_, command);
+  appended_ += commands.size();
+}
+
+Result<std::vector<Reply>> Connection::exchange(Deadline deadline) {
+  const size_t count = appended_;
+  appended_ = 0;
+  if (broken_) {
+    out_.clear();
+    return Error::failure("redis " + address_.text() + ": connection is broken");
   }
-  if (auto sent = sendAll(deadline); !sent) return sent.error();
+  auto sent = sendAll(deadline);
+  out_.clear();
+  if (!sent) return sent.error();
   // A rare large pipeline (a batch of syncs) need not stay allocated on an idle connection.
   if (out_.capacity() > kKeepBufferBytes) std::string().swap(out_);
   std::vector<Reply> replies;
@@ -194,6 +209,7 @@ Result<std::vector<Reply>> Connection::pipeline(
     while (raw == nullptr) {
       if (std::chrono::steady_clock::now() >= deadline) {
         broken_ = true;
+        timed_out_ = true;
         return Error::failure("redis " + address_.text() + ": timed out");
       }
       // SO_RCVTIMEO bounds the blocking read by what is left (see arm()).
