@@ -3,6 +3,8 @@
 // multi-policy requests work (hash tags: no CROSSSLOT), redirections are followed.
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "floodgate/core/limiter.h"
 #include "floodgate/redis/redis_store.h"
 #include "floodgate/stores/memory_store.h"
@@ -164,6 +166,48 @@ TEST_F(RedisClusterTest, FollowsMovedAfterASlotMigrates) {
   auto size = cluster_->node(target).command({"EXISTS", redis_key});
   ASSERT_TRUE(size);
   EXPECT_EQ(size->integer, 1);
+}
+
+// One master refuses functions to the user (ACL): only its calls are run again as scripts;
+// the calls the other masters answered by FCALL are not run twice (each key charged once).
+TEST_F(RedisClusterTest, OneMasterWithoutFunctionsChargesEveryKeyOnce) {
+  AlgorithmParams p;
+  p.kind = AlgorithmKind::kFixedWindow;
+  p.limit = 5;
+  p.window_ms = 60'000;
+  std::vector<std::string> keys;
+  for (int i = 0; i < 60; ++i) keys.push_back("client-" + std::to_string(i));
+  {
+    // every master holds the library
+    auto warm = std::make_shared<redis::Client>(clusterOptions(0));
+    RedisStore store(warm, "warm", p);
+    std::vector<RedisStore::Request> batch;
+    for (const std::string& key : keys) batch.push_back({key, 1, 0});
+    ASSERT_TRUE(store.decideMany(batch, 0));
+    ASSERT_FALSE(warm->scriptsOnly());
+  }
+  ASSERT_TRUE(
+      cluster_->node(2).command({"ACL", "SETUSER", "default", "-fcall", "-fcall_ro", "-function"}));
+  auto client = std::make_shared<redis::Client>(clusterOptions(0));
+  RedisStore store(client, "once", p);
+  std::vector<RedisStore::Request> batch;
+  for (const std::string& key : keys) batch.push_back({key, 1, 0});
+  auto answers = store.decideMany(batch, 0);
+  ASSERT_TRUE(cluster_->node(2).command({"ACL", "SETUSER", "default", "+@all"}));
+  ASSERT_TRUE(answers.ok()) << answers.error().message;
+  EXPECT_TRUE(client->scriptsOnly());
+  for (size_t i = 0; i < keys.size(); ++i) {
+    ASSERT_TRUE((*answers)[i].ok()) << (*answers)[i].error().message;
+    EXPECT_EQ((*answers)[i]->decision.remaining, 4) << keys[i];
+  }
+  // the keys spread over every master, the refusing one too
+  std::set<uint16_t> owners;
+  for (int n = 0; n < 3; ++n) {
+    auto count = cluster_->node(n).command({"DBSIZE"});
+    ASSERT_TRUE(count);
+    if (count->integer > static_cast<int64_t>(keys.size() / 10)) owners.insert(n);
+  }
+  EXPECT_EQ(owners.size(), 3u);
 }
 
 }  // namespace

@@ -157,16 +157,20 @@ Result<std::vector<redis::Reply>> RedisStore::evalAll(
   // A server that restarted empty, or whose functions were flushed (FUNCTION FLUSH), or a
   // new cluster node: the library is loaded on the server of each call that missed it (in
   // the same pipeline, just before the call again), once, and the call retried once.
+  std::vector<size_t> refused;  // calls to run as scripts: their server has no functions
+  for (size_t i = 0; i < replies->size(); ++i) {
+    if (fcallRefused((*replies)[i])) refused.push_back(i);
+  }
   std::vector<redis::RoutedCommand> retry;
   std::vector<size_t> where;
   std::vector<uint16_t> loaded_slots;
   for (size_t i = 0; i < replies->size(); ++i) {
-    const redis::Reply& reply = (*replies)[i];
-    if (fcallRefused(reply)) {
-      client.useScriptsOnly();
-      return evalWithScripts(client, std::move(commands), scripts, deadline);
+    if (!(*replies)[i].isError("ERR Function not found")) continue;
+    if (!refused.empty()) {
+      // scripts from now on: no library to load
+      refused.push_back(i);
+      continue;
     }
-    if (!reply.isError("ERR Function not found")) continue;
     uint16_t slot = redis::keySlot(calls[i].key);
     if (std::find(loaded_slots.begin(), loaded_slots.end(), slot) == loaded_slots.end()) {
       loaded_slots.push_back(slot);
@@ -177,21 +181,34 @@ Result<std::vector<redis::Reply>> RedisStore::evalAll(
     retry.push_back(std::move(calls[i]));
     where.push_back(i);
   }
-  if (retry.empty()) return replies;
-  auto again = client.run(retry, deadline);
-  if (!again) return again.error();
-  for (size_t j = 0; j < where.size(); ++j) {
-    if (where[j] != SIZE_MAX) {
-      (*replies)[where[j]] = std::move((*again)[j]);
-      continue;
-    }
-    // A server that will not load it (FUNCTION not allowed to this user, a proxy that does
-    // not pass it on, a library it rejects): scripts it is.
-    if ((*again)[j].isError()) {
-      client.useScriptsOnly();
-      return evalWithScripts(client, std::move(commands), scripts, deadline);
+  if (!retry.empty()) {
+    auto again = client.run(retry, deadline);
+    if (!again) return again.error();
+    for (size_t j = 0; j < where.size(); ++j) {
+      // A load's own answer: a server that would not load the library (FUNCTION not allowed
+      // to this user, a proxy that does not pass it on, a library it rejects) answers the
+      // call after it "Function not found" again, and that call goes to scripts.
+      if (where[j] == SIZE_MAX) continue;
+      redis::Reply& reply = (*again)[j];
+      if (reply.isError("ERR Function not found") || fcallRefused(reply)) {
+        refused.push_back(where[j]);  // it ran nothing
+        continue;
+      }
+      (*replies)[where[j]] = std::move(reply);
     }
   }
+  if (refused.empty()) return replies;
+  client.useScriptsOnly();
+  // Only the calls that ran nothing: the others were answered (and charged) already.
+  std::vector<redis::RoutedCommand> rerun;
+  std::vector<const redis::Script*> rerun_scripts;
+  for (size_t i : refused) {
+    rerun.push_back(std::move(commands[i]));
+    rerun_scripts.push_back(scripts[i]);
+  }
+  auto by_scripts = evalWithScripts(client, std::move(rerun), rerun_scripts, deadline);
+  if (!by_scripts) return by_scripts.error();
+  for (size_t j = 0; j < refused.size(); ++j) (*replies)[refused[j]] = std::move((*by_scripts)[j]);
   return replies;
 }
 
