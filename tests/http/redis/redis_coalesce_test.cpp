@@ -237,7 +237,7 @@ TEST_F(RedisCoalesceTest, EachCallOfABatchWaitsUntilItsOwnDeadline) {
     threads.push_back(callIn(client, {"INCR", "filler" + std::to_string(i)},
                              now() + milliseconds(300), filler[i]));
   }
-  ASSERT_TRUE(eventually([&] { return client.roundTrips() == trips_before + 2; }));
+  const bool fillers_sent = eventually([&] { return client.roundTrips() == trips_before + 2; });
   threads.push_back(callIn(client, {"INCR", "hurried"}, now() + milliseconds(1000), hurried));
   threads.push_back(callIn(client, {"INCR", "patient"}, now() + milliseconds(30'000), patient));
   threads[2].join();  // the hurried call gives up while the server is still frozen
@@ -245,6 +245,7 @@ TEST_F(RedisCoalesceTest, EachCallOfABatchWaitsUntilItsOwnDeadline) {
   for (auto& t : threads) {
     if (t.joinable()) t.join();
   }
+  EXPECT_TRUE(fillers_sent);
   for (const Outcome& f : filler) EXPECT_FALSE(f.result.ok());
   EXPECT_FALSE(hurried.result.ok());
   // by its own deadline, give or take a scheduling delay (not the patient call's 30 s)
@@ -253,6 +254,42 @@ TEST_F(RedisCoalesceTest, EachCallOfABatchWaitsUntilItsOwnDeadline) {
   ASSERT_EQ(patient.result->size(), 1u);
   EXPECT_EQ((*patient.result)[0].integer, 1);
   EXPECT_LE(patient.returned, patient.deadline);
+}
+
+// A call that times out closes its own connection only: the server is slow, not gone, and
+// the next call reuses another idle connection instead of opening one.
+TEST_F(RedisCoalesceTest, ATimeoutKeepsThePoolsOtherConnections) {
+  redis::ClientOptions options;
+  options.seeds = {server_->address()};
+  options.timeout_ms = 10'000;
+  redis::Client client(options);
+  auto now = std::chrono::steady_clock::now;
+  // two idle connections: two calls in flight at once, each on its own
+  server_->freeze();
+  Outcome first, second;
+  std::thread a = callIn(client, {"INCR", "a"}, now() + std::chrono::seconds(10), first);
+  const bool first_sent = eventually([&] { return client.roundTrips() == 1; });
+  std::thread b = callIn(client, {"INCR", "b"}, now() + std::chrono::seconds(10), second);
+  const bool both_sent = eventually([&] { return client.roundTrips() == 2; });
+  server_->thaw();
+  a.join();
+  b.join();
+  ASSERT_TRUE(first_sent && both_sent);
+  ASSERT_TRUE(first.result.ok() && second.result.ok());
+  server_->freeze();
+  auto late = client.run({{"t", {"INCR", "t"}}}, now() + std::chrono::milliseconds(200));
+  server_->thaw();
+  EXPECT_FALSE(late.ok());
+  auto accepted = [&] {
+    auto info = server_->command({"INFO", "stats"});
+    EXPECT_TRUE(info.ok());
+    const std::string name = "total_connections_received:";
+    size_t at = info ? info->str.find(name) : std::string::npos;
+    return at == std::string::npos ? -1 : std::stoll(info->str.substr(at + name.size()));
+  };
+  const int64_t before = accepted();
+  ASSERT_TRUE(client.run({{"x", {"PING"}}}));
+  EXPECT_EQ(accepted() - before, 1) << "only INFO's own connection: the call reused an idle one";
 }
 
 // A call whose deadline has passed by the time it would be written is not sent: Redis
