@@ -19,6 +19,31 @@ using testing::window;
 
 class RedisCoalesceTest : public testing::RedisServerTest {};
 
+// What `threads` threads making `requests` decisions each on key "hot" got.
+struct Tally {
+  int admitted = 0;
+  int errors = 0;
+};
+
+Tally decideFromThreads(RedisStore& store, int threads, int requests) {
+  std::atomic<int> admitted{0}, errors{0};
+  std::vector<std::thread> running;
+  for (int t = 0; t < threads; ++t) {
+    running.emplace_back([&] {
+      for (int i = 0; i < requests; ++i) {
+        auto d = store.decide("hot", 0, 1);
+        if (!d) {
+          ++errors;
+          continue;
+        }
+        admitted += d->allowed();
+      }
+    });
+  }
+  for (auto& t : running) t.join();
+  return {admitted.load(), errors.load()};
+}
+
 // Waits (polling) until `done` holds; false after 10 s.
 template <typename F>
 bool eventually(F done) {
@@ -35,24 +60,10 @@ bool eventually(F done) {
 TEST_F(RedisCoalesceTest, ThreadsSharingRoundTripsAdmitExactlyTheLimit) {
   constexpr int kThreads = 16, kRequests = 200, kLimit = 1234;
   RedisStore store(client_, "shared", window(AlgorithmKind::kFixedWindow, kLimit, 600'000));
-  std::atomic<int> admitted{0}, errors{0};
   const int64_t trips_before = client_->roundTrips();
-  std::vector<std::thread> threads;
-  for (int t = 0; t < kThreads; ++t) {
-    threads.emplace_back([&] {
-      for (int i = 0; i < kRequests; ++i) {
-        auto d = store.decide("hot", 0, 1);
-        if (!d) {
-          ++errors;
-          continue;
-        }
-        admitted += d->allowed();
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
-  EXPECT_EQ(errors.load(), 0);
-  EXPECT_EQ(admitted.load(), kLimit);
+  const Tally tally = decideFromThreads(store, kThreads, kRequests);
+  EXPECT_EQ(tally.errors, 0);
+  EXPECT_EQ(tally.admitted, kLimit);
   EXPECT_LE(client_->roundTrips() - trips_before, int64_t{kThreads} * kRequests);
   auto state = server_->command({"GET", "fg:{shared:hot}:fixed_window:v2"});
   ASSERT_TRUE(state);
@@ -358,26 +369,13 @@ TEST_F(RedisCoalesceTest, ASlowServerStillAdmitsExactlyTheLimit) {
   constexpr int kThreads = 8, kRequests = 50, kLimit = 123;
   RedisStore store(client_, "slow", window(AlgorithmKind::kFixedWindow, kLimit, 600'000));
   ASSERT_TRUE(store.decide("warm-up", 0, 1));
-  std::atomic<int> admitted{0}, errors{0};
+  Tally tally;
   {
     Staller staller(*server_);
-    std::vector<std::thread> threads;
-    for (int t = 0; t < kThreads; ++t) {
-      threads.emplace_back([&] {
-        for (int i = 0; i < kRequests; ++i) {
-          auto d = store.decide("hot", 0, 1);
-          if (!d) {
-            ++errors;
-            continue;
-          }
-          admitted += d->allowed();
-        }
-      });
-    }
-    for (auto& t : threads) t.join();
+    tally = decideFromThreads(store, kThreads, kRequests);
   }
-  EXPECT_EQ(errors.load(), 0);
-  EXPECT_EQ(admitted.load(), kLimit);
+  EXPECT_EQ(tally.errors, 0);
+  EXPECT_EQ(tally.admitted, kLimit);
 }
 
 }  // namespace

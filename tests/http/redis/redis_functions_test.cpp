@@ -12,19 +12,21 @@ namespace floodgate::http {
 namespace {
 
 using testing::bucket;
+using testing::calls;
 using testing::RedisServer;
 using testing::window;
 
 constexpr int64_t kMs = 1'000'000;
 
-// Calls of `command` ("fcall", "evalsha", "eval", "function|load") the server has run.
-int64_t calls(const RedisServer& server, std::string_view command) {
-  auto info = server.command({"INFO", "commandstats"});
-  EXPECT_TRUE(info.ok());
-  if (!info) return -1;
-  const std::string name = "cmdstat_" + std::string(command) + ":calls=";
-  size_t at = info->str.find(name);
-  return at == std::string::npos ? 0 : std::stoll(info->str.substr(at + name.size()));
+// Of `n` decisions on key "k", those admitted (a failed one is not, and fails the test).
+int admitted(RedisStore& store, int n) {
+  int yes = 0;
+  for (int i = 0; i < n; ++i) {
+    auto d = store.decide("k", 0, 1);
+    EXPECT_TRUE(d) << (d ? "" : d.error().message);
+    yes += d && d->allowed();
+  }
+  return yes;
 }
 
 // The names of the libraries the server holds.
@@ -49,16 +51,6 @@ class RedisFunctionsTest : public testing::RedisServerTest {
     if (server_ == nullptr) return;  // skipped
     ASSERT_TRUE(server_->command({"FUNCTION", "FLUSH"}));
     ASSERT_TRUE(server_->command({"CONFIG", "RESETSTAT"}));
-  }
-  // Admitted of `n` decisions on one key of a fixed window of `limit` a minute.
-  static int admitted(RedisStore& store, int n) {
-    int yes = 0;
-    for (int i = 0; i < n; ++i) {
-      auto d = store.decide("k", 0, 1);
-      EXPECT_TRUE(d) << (d ? "" : d.error().message);
-      yes += d && d->allowed();
-    }
-    return yes;
   }
 };
 
@@ -150,18 +142,9 @@ TEST(RedisWithoutFunctions, FallsBackToScripts) {
   if (!testing::haveRedis()) GTEST_SKIP() << "redis-server is not installed";
   auto server = RedisServer::start({"--rename-command", "FCALL", ""});
   if (!server) GTEST_SKIP() << "redis-server did not start";
-  redis::ClientOptions options;
-  options.seeds = {server->address()};
-  options.timeout_ms = 2000;
-  auto client = std::make_shared<redis::Client>(options);
+  auto client = testing::clientOf(*server);
   RedisStore store(client, "p", bucket(AlgorithmKind::kGcra, 4, 0.001));
-  int yes = 0;
-  for (int i = 0; i < 7; ++i) {
-    auto d = store.decide("k", 0, 1);
-    ASSERT_TRUE(d) << d.error().message;
-    yes += d->allowed();
-  }
-  EXPECT_EQ(yes, 4);
+  EXPECT_EQ(admitted(store, 7), 4);
   EXPECT_TRUE(client->scriptsOnly());
   EXPECT_EQ(calls(*server, "evalsha"), 7);
   EXPECT_EQ(calls(*server, "eval"), 1) << "the first EVALSHA found no script";
@@ -174,18 +157,9 @@ TEST(RedisWithoutFunctions, AUserNotAllowedFunctionsIsServedByScripts) {
   auto server = RedisServer::start();
   if (!server) GTEST_SKIP() << "redis-server did not start";
   ASSERT_TRUE(server->command({"ACL", "SETUSER", "default", "-fcall", "-fcall_ro", "-function"}));
-  redis::ClientOptions options;
-  options.seeds = {server->address()};
-  options.timeout_ms = 2000;
-  auto client = std::make_shared<redis::Client>(options);
+  auto client = testing::clientOf(*server);
   RedisStore store(client, "p", bucket(AlgorithmKind::kGcra, 4, 0.001));
-  int yes = 0;
-  for (int i = 0; i < 7; ++i) {
-    auto d = store.decide("k", 0, 1);
-    ASSERT_TRUE(d) << d.error().message;
-    yes += d->allowed();
-  }
-  EXPECT_EQ(yes, 4);
+  EXPECT_EQ(admitted(store, 7), 4);
   EXPECT_TRUE(client->scriptsOnly());
   EXPECT_EQ(calls(*server, "evalsha"), 7);
   EXPECT_EQ(calls(*server, "fcall"), 0);
@@ -197,18 +171,9 @@ TEST(RedisWithoutFunctions, AUserNotAllowedToLoadTheLibraryIsServedByScripts) {
   auto server = RedisServer::start();
   if (!server) GTEST_SKIP() << "redis-server did not start";
   ASSERT_TRUE(server->command({"ACL", "SETUSER", "default", "-function"}));
-  redis::ClientOptions options;
-  options.seeds = {server->address()};
-  options.timeout_ms = 2000;
-  auto client = std::make_shared<redis::Client>(options);
+  auto client = testing::clientOf(*server);
   RedisStore store(client, "p", window(AlgorithmKind::kFixedWindow, 3, 60'000));
-  int yes = 0;
-  for (int i = 0; i < 5; ++i) {
-    auto d = store.decide("k", 0, 1);
-    ASSERT_TRUE(d) << d.error().message;
-    yes += d->allowed();
-  }
-  EXPECT_EQ(yes, 3);
+  EXPECT_EQ(admitted(store, 5), 3);
   EXPECT_TRUE(client->scriptsOnly());
 }
 

@@ -20,6 +20,7 @@ namespace floodgate::http {
 namespace {
 
 using testing::bucket;
+using testing::calls;
 using testing::RedisCluster;
 using testing::RedisServer;
 using testing::stateField;
@@ -27,16 +28,6 @@ using testing::window;
 
 constexpr int64_t kUs = 1000;
 constexpr int64_t kMs = 1'000'000;
-
-// Calls of `command` ("fcall", "function|load") the server has run so far.
-int64_t calls(const RedisServer& server, std::string_view command) {
-  auto info = server.command({"INFO", "commandstats"});
-  EXPECT_TRUE(info.ok());
-  if (!info) return -1;
-  const std::string name = "cmdstat_" + std::string(command) + ":calls=";
-  size_t at = info->str.find(name);
-  return at == std::string::npos ? 0 : std::stoll(info->str.substr(at + name.size()));
-}
 
 // Every algorithm, with limits small enough that the arrivals below are often refused, on
 // whole µs per unit (the scripts then match the in-memory algorithms to the ns).
