@@ -1,7 +1,10 @@
 # SPDX-License-Identifier: MIT
-# Installs libfloodgate (component dev, the libfloodgate-dev package): the headers, each
-# component's shared and static library, the CMake package (find_package(floodgate CONFIG
-# COMPONENTS ...)) and a pkg-config file per component (floodgate-ratelimit, ...).
+# Installs libfloodgate in two components, as Debian splits a library:
+#   runtime (the libfloodgate0 package): each component's shared library, libfloodgate_*.so.0
+#     and the file it links to, which is all a service linked against it needs to run;
+#   dev (libfloodgate-dev): the headers, the .so links a build finds, the static libraries,
+#     the CMake package (find_package(floodgate CONFIG COMPONENTS ...)) and a pkg-config
+#     file per component (floodgate-ratelimit, ...).
 include(CMakePackageConfigHelpers)
 
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/floodgate
@@ -21,7 +24,7 @@ foreach(component ratelimit redis httplib)
   install(TARGETS floodgate_${component} floodgate_${component}_shared
     EXPORT floodgate-${component}-targets
     ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT dev
-    LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT dev
+    LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT runtime
       NAMELINK_COMPONENT dev)
   install(EXPORT floodgate-${component}-targets NAMESPACE floodgate::
     DESTINATION ${FG_CMAKE_DIR} COMPONENT dev)

@@ -3,19 +3,21 @@
 #   floodgate         component `floodgate`: the binary, its man page, the systemd unit
 #                     (installed, not enabled), configs, docs; /etc/floodgate/floodgate.yaml
 #                     is a conffile
-#   libfloodgate-dev  component `dev`: the library's headers, libraries, CMake and
-#                     pkg-config files
+#   libfloodgate0     component `runtime`: the library's shared objects (.so.0), what a
+#                     service built against libfloodgate needs to run
+#   libfloodgate-dev  component `dev`: the library's headers, .so links, static
+#                     libraries, CMake and pkg-config files; depends on libfloodgate0
 # `cpack` in the build directory writes one .deb per component that has files.
 
 # Every install rule belongs to one of the packages: a rule without COMPONENT (CMake calls
 # it "Unspecified") or with another name would silently miss both.
-set(FLOODGATE_PACKAGED_COMPONENTS floodgate dev)
+set(FLOODGATE_PACKAGED_COMPONENTS floodgate runtime dev)
 get_cmake_property(fg_components COMPONENTS)
 foreach(component IN LISTS fg_components)
   if(NOT component IN_LIST FLOODGATE_PACKAGED_COMPONENTS)
     message(FATAL_ERROR "install component '${component}' is in no package: give its "
       "install() rules COMPONENT floodgate (the floodgate package) or COMPONENT dev "
-      "(libfloodgate-dev), see cmake/packaging.cmake")
+      "(libfloodgate-dev) or COMPONENT runtime (libfloodgate0), see cmake/packaging.cmake")
   endif()
 endforeach()
 # Only components with install rules: a package with no files is not written.
@@ -50,6 +52,8 @@ else()
   # What dpkg-shlibdeps finds on Debian 12 (install dpkg-dev to have it computed).
   set(CPACK_DEBIAN_FLOODGATE_PACKAGE_DEPENDS
     "libbpf1, libelf1, zlib1g, libyaml-cpp0.7, libhiredis0.14, libssl3, libcpp-httplib0.11, libstdc++6, libgcc-s1, libc6")
+  set(CPACK_DEBIAN_RUNTIME_PACKAGE_DEPENDS
+    "libyaml-cpp0.7, libhiredis0.14, libssl3, libcpp-httplib0.11, libstdc++6, libgcc-s1, libc6")
 endif()
 
 set(CPACK_DEBIAN_FLOODGATE_PACKAGE_NAME floodgate)
@@ -69,17 +73,30 @@ endforeach()
 set(CPACK_DEBIAN_FLOODGATE_PACKAGE_CONTROL_EXTRA
   ${PROJECT_BINARY_DIR}/debian/floodgate/conffiles ${fg_control_extra})
 
+# The runtime component is the shared objects alone. Its shlibs file tells dpkg-shlibdeps
+# of a service linked against them which package to depend on, and its ldconfig trigger
+# updates the linker cache on install and removal.
+set(CPACK_DEBIAN_RUNTIME_PACKAGE_NAME libfloodgate0)
+set(CPACK_DEBIAN_RUNTIME_PACKAGE_SECTION libs)
+set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS ON)
+set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS_POLICY ">=")
+set(CPACK_DEBIAN_RUNTIME_DESCRIPTION "libfloodgate: per-key rate limits for HTTP services (shared libraries)
+The shared libraries of libfloodgate: policies by route, client IP, API key or
+user; six algorithms; memory or Redis stores; the 429 and RateLimit header
+contract. A service built against libfloodgate-dev needs this package to run.")
+
 # The dev component installs under include/, the library dir (lib/<multiarch>/: the
 # libraries, cmake/floodgate/, pkgconfig/) and never a path the floodgate package has
 # (share/doc/floodgate is floodgate's). The -dev packages that its headers and CMake
 # config need (yaml-cpp's, hiredis', ...) go into CPACK_DEBIAN_DEV_PACKAGE_DEPENDS;
-# shlibdeps adds what its shared library links.
+# shlibdeps adds what libfloodgate0's shared objects link to that package.
 set(CPACK_DEBIAN_DEV_PACKAGE_NAME libfloodgate-dev)
 set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)
+# Its .so links point into libfloodgate0 of exactly this version.
 set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS
-  "libyaml-cpp-dev, libhiredis-dev, libssl-dev, libcpp-httplib-dev, pkgconf | pkg-config")
+  "libfloodgate0 (= ${PROJECT_VERSION}-${CPACK_DEBIAN_PACKAGE_RELEASE}), libyaml-cpp-dev, libhiredis-dev, libssl-dev, libcpp-httplib-dev, pkgconf | pkg-config")
 set(CPACK_DEBIAN_DEV_DESCRIPTION "libfloodgate: per-key rate limits for HTTP services (development files)
-Headers, shared and static libraries, CMake package and pkg-config files of
+Headers, .so links, static libraries, CMake package and pkg-config files of
 libfloodgate: policies by route, client IP, API key or user; six algorithms;
 memory or Redis stores; the 429 and RateLimit header contract.")
 

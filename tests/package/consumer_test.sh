@@ -1,10 +1,12 @@
 #!/bin/sh
-# libfloodgate as a service outside this tree uses it: the dev component installed into a
-# temp prefix, then tests/consumer/ (copied out of the tree) built against that prefix
-# alone, once with find_package(floodgate CONFIG COMPONENTS ratelimit httplib) and once with
-# pkg-config. Each build must serve one request and answer the next 429 with the RateLimit
-# fields, from the installed shared libraries; floodgate::ratelimit must need neither
-# hiredis nor OpenSSL.
+# libfloodgate as a service outside this tree uses it: the runtime and dev components
+# installed into a temp prefix, then tests/consumer/ (copied out of the tree) built against
+# that prefix alone, once with find_package(floodgate CONFIG COMPONENTS ratelimit httplib)
+# and once with pkg-config. Each build must serve one request and answer the next 429 with
+# the RateLimit fields, from the installed shared libraries; floodgate::ratelimit must need
+# neither hiredis nor OpenSSL. Then everything the dev component installed is removed and
+# both builds must still run on the runtime component alone, as on a host with libfloodgate0
+# and without libfloodgate-dev.
 # usage: consumer_test.sh BUILD_DIR SOURCE_DIR   (FG_LIBDIR: the library dir, as configured)
 set -eu
 build=$1 source=$2
@@ -13,10 +15,22 @@ trap 'rm -rf "$tmp"' EXIT
 prefix=$tmp/prefix
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
+libdir=$prefix/$FG_LIBDIR
+echo "==> cmake --install --component runtime --prefix $prefix"
+cmake --install "$build" --prefix "$prefix" --component runtime >"$tmp/install.log" 2>&1 \
+  || { cat "$tmp/install.log"; fail "cmake --install of the runtime component failed"; }
+# the shared objects and nothing else: no header, no .so link, no static library
+(cd "$prefix" && find . ! -type d | sort) >"$tmp/runtime.files"
+for component in ratelimit redis httplib; do
+  grep -qx "./$FG_LIBDIR/libfloodgate_$component.so.0" "$tmp/runtime.files" \
+    || fail "the runtime component has no libfloodgate_$component.so.0"
+done
+if grep -v -E "/libfloodgate_(ratelimit|redis|httplib)\.so\.0(\.[0-9]+)*\$" "$tmp/runtime.files"; then
+  fail "the runtime component installs more than the shared objects (above)"
+fi
 echo "==> cmake --install --component dev --prefix $prefix"
 cmake --install "$build" --prefix "$prefix" --component dev >"$tmp/install.log" 2>&1 \
   || { cat "$tmp/install.log"; fail "cmake --install of the dev component failed"; }
-libdir=$prefix/$FG_LIBDIR
 for component in ratelimit redis httplib; do
   [ -f "$libdir/libfloodgate_$component.a" ] || fail "no static libfloodgate_$component.a"
   soname=$(objdump -p "$libdir/libfloodgate_$component.so" | awk '/SONAME/ {print $2}')
@@ -56,4 +70,11 @@ no_tree_paths "$tmp/pkg-config.flags" pkg-config
 g++ -std=c++20 -o "$tmp/consumer-pkg-config" "$tmp/consumer/main.cpp" $flags -Wl,-rpath,"$libdir" \
   || fail "building the consumer with pkg-config's flags"
 check_consumer "$tmp/consumer-pkg-config" pkg-config
+
+echo "==> the runtime component alone"
+(cd "$prefix" && find . ! -type d | sort) >"$tmp/all.files"
+comm -23 "$tmp/all.files" "$tmp/runtime.files" | (cd "$prefix" && xargs rm -f)
+[ ! -e "$libdir/libfloodgate_ratelimit.so" ] || fail "the dev component's .so link is still there"
+check_consumer "$tmp/with-cmake/consumer" "find_package, on the runtime component alone,"
+check_consumer "$tmp/consumer-pkg-config" "pkg-config, on the runtime component alone,"
 echo "OK"

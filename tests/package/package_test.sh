@@ -66,6 +66,27 @@ dpkg-deb -f "$deb" Depends | grep -q "libbpf1" || fail "floodgate's Depends lack
 [ "$(dpkg-deb --ctrl-tarfile "$deb" | tar -xO ./conffiles)" = "$FG_CONFIG_FILE" ] \
   || fail "the conffiles of floodgate are not exactly $FG_CONFIG_FILE"
 
+# the library as Debian splits one: libfloodgate0 the shared objects, with a shlibs file
+# and ldconfig run on install and removal; libfloodgate-dev the rest, on exactly that libfloodgate0
+runtime_deb=$(ls "$tmp/out/libfloodgate0_${FG_VERSION}"-*.deb) || fail "cpack wrote no libfloodgate0 .deb"
+dev_deb=$(ls "$tmp/out/libfloodgate-dev_${FG_VERSION}"-*.deb) || fail "cpack wrote no libfloodgate-dev .deb"
+dpkg-deb -f "$dev_deb" Depends | grep -q "libfloodgate0 (= ${FG_VERSION}-" \
+  || fail "libfloodgate-dev's Depends lacks libfloodgate0 (= $FG_VERSION-...)"
+dpkg-deb -f "$runtime_deb" Depends | grep -q "libhiredis" || fail "libfloodgate0's Depends lacks hiredis"
+dpkg-deb --ctrl-tarfile "$runtime_deb" | tar -xO ./shlibs | grep -q "^libfloodgate_ratelimit 0 libfloodgate0" \
+  || fail "libfloodgate0 has no shlibs entry for libfloodgate_ratelimit.so.0"
+for script in postinst postrm; do
+  dpkg-deb --ctrl-tarfile "$runtime_deb" | tar -xO "./$script" | grep -q ldconfig \
+    || fail "libfloodgate0's $script does not run ldconfig"
+done
+for soname in ratelimit redis httplib; do
+  dpkg-deb -c "$runtime_deb" | grep -q "/libfloodgate_$soname.so.0 " \
+    || fail "libfloodgate0 lacks libfloodgate_$soname.so.0"
+  dpkg-deb -c "$dev_deb" | grep -q "/libfloodgate_$soname.so -> " \
+    || fail "libfloodgate-dev lacks the libfloodgate_$soname.so link"
+done
+if dpkg-deb -c "$dev_deb" | grep -E '/libfloodgate_[a-z]+\.so\.0'; then fail "libfloodgate-dev holds shared objects (above)"; fi
+
 echo "==> dpkg -i$debs"
 installed=$packages
 # shellcheck disable=SC2086
@@ -96,6 +117,7 @@ if ls /etc/systemd/system/*.wants/floodgate.service 2>/dev/null; then
   fail "the package enabled floodgate.service"
 fi
 man -w floodgate 2>/dev/null | grep -q "^/usr/share/man/man1/floodgate.1" || fail "man -w floodgate"
+ldconfig -p | grep -q "libfloodgate_ratelimit.so.0 " || fail "ldconfig does not know libfloodgate_ratelimit.so.0"
 
 echo "==> dpkg -r leaves only the conffile"
 # shellcheck disable=SC2086
@@ -106,6 +128,7 @@ for package in $packages; do
     if [ -e "$path" ] || [ -L "$path" ]; then fail "dpkg -r $package left $path"; fi
   done <"$tmp/$package.files"
 done
+if ldconfig -p | grep "libfloodgate_"; then fail "dpkg -r left libfloodgate in ldconfig's cache"; fi
 for dir in /usr/share/floodgate /usr/share/doc/floodgate; do
   [ ! -e "$dir" ] || fail "dpkg -r left $dir"
 done
