@@ -49,6 +49,32 @@ TEST_F(ReloadTest, SetChangesOneThresholdLiveAndKeepsTheBucket) {
   EXPECT_NE(unknown.error().message.find("no rule named 'nope' (rules: rule0)"), std::string::npos);
 }
 
+TEST_F(ReloadTest, ASetOverLimitsThatAreNoLongerRunningChangesNothing) {
+  load({sourceRule(1, 3)});
+  LimitChange by_hand;
+  by_hand.pps = 7;
+  by_hand.burst = 4;
+  ASSERT_TRUE(limiter().setLimits("rule0", by_hand).ok());
+  // a writer that still believes the rule runs 1/3 (what it set last) changes nothing
+  LimitChange squeeze;
+  squeeze.pps = 1;
+  squeeze.burst = 2;
+  auto stale = limiter().setLimitsIfRunning("rule0", {1, 3, 0, 0}, squeeze);
+  ASSERT_TRUE(stale.ok()) << stale.error().message;
+  EXPECT_FALSE(*stale);
+  auto rules = limiter().activeRules();
+  ASSERT_TRUE(rules.ok());
+  EXPECT_EQ(describeLimits((*rules)[0]), (LimitSpec{7, 4, 0, 0})) << "the hand-set limits stay";
+  // over the limits that do run, it applies
+  auto current = limiter().setLimitsIfRunning("rule0", {7, 4, 0, 0}, squeeze);
+  ASSERT_TRUE(current.ok()) << current.error().message;
+  EXPECT_TRUE(*current);
+  rules = limiter().activeRules();
+  ASSERT_TRUE(rules.ok());
+  EXPECT_EQ(describeLimits((*rules)[0]), (LimitSpec{1, 2, 0, 0}));
+  EXPECT_FALSE(limiter().setLimitsIfRunning("nope", {1, 2, 0, 0}, squeeze).ok());
+}
+
 TEST_F(ReloadTest, AnInvalidReloadChangesNothing) {
   load({sourceRule(1, 2)});
   AttachOptions options;

@@ -250,5 +250,35 @@ TEST(AdaptiveGovernor, AReloadKeepsAGovernorOnlyForTheSameSectionAndLimits) {
   EXPECT_FALSE(governor.sameAs(testConfig(), raised));
 }
 
+TEST(AdaptiveGovernor, ARuleSetByHandIsLeftAloneWhileTheOthersMoveOn) {
+  std::vector<AdaptiveRule> rules = testRules();
+  rules.push_back({"other", {200, 20, 0, 0}, {20, 2, 0, 0}});
+  AdaptiveGovernor governor(testConfig(), rules);
+  Host host(governor);
+  auto first = host.tick(5000);
+  ASSERT_TRUE(first);
+  EXPECT_EQ(first->changes.size(), 2u);
+  governor.release("per-source");
+  EXPECT_TRUE(governor.released(0));
+  EXPECT_FALSE(governor.released(1));
+  // tightened further, then relaxed all the way: never a change of the released rule
+  host.run(3, [](uint64_t) { return 5000.0; });
+  host.run(60, [](uint64_t) { return 0.0; });
+  EXPECT_EQ(governor.level(), 0u);
+  size_t changes_of_other = 0;
+  for (size_t d = 1; d < host.decisions.size(); ++d) {
+    for (const AdaptiveChange& change : host.decisions[d].changes) {
+      EXPECT_EQ(change.rule, "other");
+      ++changes_of_other;
+    }
+  }
+  EXPECT_GE(changes_of_other, 2u) << "the other rule went down and came back";
+  governor.governAll();
+  EXPECT_FALSE(governor.released(0));
+  auto again = host.tick(5000);
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->changes.size(), 2u) << "governed again after governAll()";
+}
+
 }  // namespace
 }  // namespace floodgate::daemon

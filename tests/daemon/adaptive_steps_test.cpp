@@ -57,6 +57,17 @@ TEST(AdaptiveSteps, AReloadOfTheSameSectionAndLimitsKeepsTheSqueezedLimits) {
   EXPECT_EQ(kept->level(), 2u);
 }
 
+TEST(AdaptiveSteps, AReloadGovernsARuleSetByHandAgain) {
+  AdaptiveGovernor governor = tightened();
+  governor.release("per-source");
+  AttachOptions o = options(100);
+  std::vector<LogLine> lines;
+  auto kept = reconcileAdaptive(std::move(governor), section(), o, lines);
+  ASSERT_TRUE(kept);
+  EXPECT_FALSE(kept->released(0)) << "the reload wrote its limits from the config again";
+  EXPECT_EQ(o.rules[0].limit, (LimitSpec{25, 3, 0, 0}));
+}
+
 TEST(AdaptiveSteps, AChangedLimitOrSectionStartsOverAtTheConfiguredLimits) {
   AttachOptions o = options(200);
   std::vector<LogLine> lines;

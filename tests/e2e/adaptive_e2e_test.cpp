@@ -76,11 +76,22 @@ class AdaptiveE2eTest : public ::testing::Test {
   }
 
   std::string scrape() { return httpGetIn(net_->targetNetns(), kMetricsPort, "/metrics").body; }
-  std::string limitSeries(const char* kind) {
-    return "floodgate_rule_limit{interface=\"" + net_->targetInterface() +
-           "\",rule=\"per-source\",kind=\"" + kind + "\"}";
+  std::string limitSeries(const char* kind, const std::string& rule) {
+    return "floodgate_rule_limit{interface=\"" + net_->targetInterface() + "\",rule=\"" + rule +
+           "\",kind=\"" + kind + "\"}";
   }
-  double limit(const char* kind) { return sumOf(scrape(), limitSeries(kind)); }
+  double limit(const char* kind, const std::string& rule = "per-source") {
+    return sumOf(scrape(), limitSeries(kind, rule));
+  }
+  // `floodgate run` on the target with `config`, its metrics on kMetricsPort.
+  void startDaemon(const std::string& config) {
+    auto daemon = ChildProcess::start(
+        {"nsenter", "--net=" + net_->targetNetns(), FLOODGATE_BIN, "run", "--config", config,
+         "--metrics-listen", "127.0.0.1:" + std::to_string(kMetricsPort)},
+        dir_ + "/daemon.log");
+    ASSERT_TRUE(daemon.ok()) << daemon.error().message;
+    daemon_ = std::move(*daemon);
+  }
   // Packets a second the program passed, over about half a second.
   double passedPps() {
     const std::string pass =
@@ -121,12 +132,7 @@ TEST_F(AdaptiveE2eTest, AFloodTightensTheLimitUnderCapacityAndItComesBackAfter) 
                         << "      relax_after: 1s\n"
                         << "rules:\n  - name: per-source\n    match: {protocol: udp}\n"
                         << "    limit: {pps: " << kLimitPps << ", burst: 10}\n";
-  auto daemon = ChildProcess::start(
-      {"nsenter", "--net=" + net_->targetNetns(), FLOODGATE_BIN, "run", "--config", config,
-       "--metrics-listen", "127.0.0.1:" + std::to_string(kMetricsPort)},
-      dir_ + "/daemon.log");
-  ASSERT_TRUE(daemon.ok()) << daemon.error().message;
-  daemon_ = std::move(*daemon);
+  startDaemon(config);
   for (int i = 0; i < 200 && limit("pps") != kLimitPps; ++i) usleep(50000);
   const double configured_pps = limit("pps");
   const double configured_burst = limit("burst");
@@ -207,6 +213,53 @@ TEST_F(AdaptiveE2eTest, AFloodTightensTheLimitUnderCapacityAndItComesBackAfter) 
             std::string::npos)
       << log;
   EXPECT_NE(log.find("event=adaptive_relax"), std::string::npos);
+}
+
+// An operator who sets a rule by hand in the middle of an attack keeps what they set: the
+// daemon's next step (a tightening while the flood lasts, the relaxing after it) finds
+// limits it did not put there, says so and leaves that rule alone, while the other rule it
+// governs moves down and all the way back as before.
+TEST_F(AdaptiveE2eTest, ALimitSetByHandHoldsThroughTheAdaptiveSteps) {
+  const std::string config = dir_ + "/floodgate.yaml";
+  std::ofstream(config) << "interfaces:\n"
+                        << "  - name: " << net_->targetInterface() << "\n"
+                        << "    adaptive:\n"
+                        << "      capacity: {pps: 2000}\n"
+                        << "      floors: {per-source: {pps: 2, burst: 2}, other: {pps: 2, "
+                           "burst: 2}}\n"
+                        << "      step: 0.5\n"
+                        << "      interval: 250ms\n"
+                        << "      relax_after: 1s\n"
+                        << "rules:\n  - name: per-source\n    match: {protocol: udp}\n"
+                        << "    limit: {pps: " << kLimitPps << ", burst: 10}\n"
+                        << "  - name: other\n    match: {protocol: tcp, dst_ports: [1]}\n"
+                        << "    limit: {pps: 40, burst: 8}\n";
+  startDaemon(config);
+  for (int i = 0; i < 200 && limit("pps") != kLimitPps; ++i) usleep(50000);
+  ASSERT_EQ(limit("pps"), kLimitPps) << daemon_.log();
+  ASSERT_EQ(limit("pps", "other"), 40);
+
+  // 1000 sources at 10 a second each: five times the capacity
+  flood_ = startFlood("flood", {"--dst-port", std::to_string(kFloodPort), "--src", "10.0.0.1",
+                                "--sources", "1000", "--rate", "10k", "--duration", "4s"});
+  for (int i = 0; i < 200 && limit("pps") >= kLimitPps; ++i) usleep(50000);
+  ASSERT_LT(limit("pps"), kLimitPps) << "the flood tightened the rule\n" << daemon_.log();
+
+  CommandResult set =
+      net_->floodgate({"set", net_->targetInterface(), "per-source", "--pps", "7", "--burst", "3"});
+  ASSERT_EQ(set.exit_code, 0) << set.err;
+  EXPECT_EQ(flood_.wait(30), 0) << flood_.log();
+
+  // the other rule comes back to its configured limits: the governor is back at level 0
+  for (int i = 0; i < 300 && limit("pps", "other") != 40; ++i) usleep(100000);
+  EXPECT_EQ(limit("pps", "other"), 40) << daemon_.log();
+  EXPECT_EQ(limit("burst", "other"), 8);
+  EXPECT_EQ(limit("pps"), 7) << "the hand-set limit holds\n" << daemon_.log();
+  EXPECT_EQ(limit("burst"), 3);
+  EXPECT_NE(daemon_.log().find("event=adaptive_released interface=" + net_->targetInterface() +
+                               " rule=per-source"),
+            std::string::npos)
+      << daemon_.log();
 }
 
 }  // namespace

@@ -9,16 +9,6 @@
 
 #include "controller/rule_spec.h"
 
-namespace floodgate {
-
-// Limits compared field by field (whether a reload changed a rule's limits or floor).
-inline bool operator==(const LimitSpec& a, const LimitSpec& b) {
-  return a.pps == b.pps && a.burst == b.burst && a.bits_per_s == b.bits_per_s &&
-         a.burst_bytes == b.burst_bytes;
-}
-
-}  // namespace floodgate
-
 namespace floodgate::config {
 
 // The lowest limits one rule may be squeezed to. A rate left at 0 is not squeezed; a burst

@@ -34,6 +34,9 @@ struct LimitSpec {
   uint64_t burst = 0;        // packets the bucket holds when full
   uint64_t bits_per_s = 0;   // frame bits per second (frame length × 8)
   uint64_t burst_bytes = 0;  // bytes the bucket holds when full
+
+  // field by field (whether a reload changed a rule's limits or floor)
+  bool operator==(const LimitSpec&) const = default;
 };
 
 inline constexpr uint64_t kDefaultNewSourcesPerS = 10000;

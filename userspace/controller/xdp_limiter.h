@@ -236,6 +236,11 @@ class XdpLimiter {
 
   // Changes the limits of one rule in place; its buckets keep their state.
   Status setLimits(const std::string& rule_name, const LimitChange& change);
+  // The same, only while the rule still runs exactly the limits `running` (compiled as the
+  // rule's own would be): false, with nothing changed, when another writer (`floodgate set`)
+  // changed them since. Checked and applied under the writer lock, so no write falls between.
+  Result<bool> setLimitsIfRunning(const std::string& rule_name, const LimitSpec& running,
+                                  const LimitChange& change);
 
   Status writePolicies(const AttachOptions& options);
 
@@ -289,6 +294,8 @@ class XdpLimiter {
   Status resetRuleState(uint32_t rule_id);
   // reload's rules, policies and lists, once everything is validated.
   Status reloadRules(const AttachOptions& options);
+  Result<bool> changeLimits(const std::string& rule_name, const LimitSpec* running,
+                            const LimitChange& change);
   Result<uint64_t> nowUnits() const;
   uint64_t tickNs() const { return tick_units_ >> FG_TIME_SHIFT; }
 

@@ -192,6 +192,17 @@ Status XdpLimiter::applyPoliciesAndLists(const AttachOptions& options) {
 }
 
 Status XdpLimiter::setLimits(const std::string& rule_name, const LimitChange& change) {
+  auto changed = changeLimits(rule_name, nullptr, change);
+  return changed ? okStatus() : Status(changed.error());
+}
+
+Result<bool> XdpLimiter::setLimitsIfRunning(const std::string& rule_name, const LimitSpec& running,
+                                            const LimitChange& change) {
+  return changeLimits(rule_name, &running, change);
+}
+
+Result<bool> XdpLimiter::changeLimits(const std::string& rule_name, const LimitSpec* running,
+                                      const LimitChange& change) {
   auto writing = writer_.acquire(interface_);
   if (!writing) return writing.error();
   auto rules = activeRules();
@@ -207,6 +218,13 @@ Status XdpLimiter::setLimits(const std::string& rule_name, const LimitChange& ch
     spec.id = rule.id;
     spec.algorithm = static_cast<Algorithm>(rule.algorithm);
     spec.window_ns = static_cast<uint64_t>(rule.window_ms) * 1000000ULL;
+    if (running) {
+      // compared compiled, as the program holds them: no rounding of a description between
+      spec.limit = *running;
+      auto expected = compileRule(spec, tick_units_);
+      if (!expected) return expected.error();
+      if (std::memcmp(rule.limits, expected->limits, sizeof(rule.limits)) != 0) return false;
+    }
     spec.limit = describeLimits(rule);
     if (change.pps) {
       spec.limit.pps = *change.pps;
@@ -227,7 +245,8 @@ Status XdpLimiter::setLimits(const std::string& rule_name, const LimitChange& ch
     if (!rule.untracked_own) std::memcpy(rule.untracked, compiled->limits, sizeof(rule.untracked));
     auto sources = activeSources();
     if (!sources) return sources.error();
-    return publish(*rules, *sources);
+    if (Status s = publish(*rules, *sources); !s) return s.error();
+    return true;
   }
   return Error::usage("no rule named '" + rule_name +
                       "' (rules: " + (names.empty() ? "none" : names) + ")");

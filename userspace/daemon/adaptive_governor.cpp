@@ -44,7 +44,7 @@ std::string factor(double value) {
 
 AdaptiveGovernor::AdaptiveGovernor(const config::AdaptiveConfig& config,
                                    std::vector<AdaptiveRule> rules)
-    : config_(config), rules_(std::move(rules)) {
+    : config_(config), rules_(std::move(rules)), released_(rules_.size(), false) {
   // Every level down to the first that no step changes: each rule on its floor (or, with a
   // step close to 1, a small limit that rounding up keeps where it is).
   std::vector<LimitSpec> level;
@@ -87,6 +87,12 @@ bool AdaptiveGovernor::calm(double pps, double bps) const {
          (!config_.capacity_bps || bps < static_cast<double>(config_.capacity_bps) * low);
 }
 
+void AdaptiveGovernor::release(const std::string& name) {
+  for (size_t i = 0; i < rules_.size(); ++i) {
+    if (rules_[i].name == name) released_[i] = true;
+  }
+}
+
 AdaptiveDecision AdaptiveGovernor::move(uint32_t to, double pps, double bps) {
   AdaptiveDecision decision;
   decision.action = to > level_ ? AdaptiveAction::kTighten : AdaptiveAction::kRelax;
@@ -96,7 +102,7 @@ AdaptiveDecision AdaptiveGovernor::move(uint32_t to, double pps, double bps) {
   decision.passed_bps = bps;
   for (size_t i = 0; i < rules_.size(); ++i) {
     LimitSpec from = limitsAt(i, level_), next = limitsAt(i, to);
-    if (!(from == next)) decision.changes.push_back({rules_[i].name, from, next});
+    if (!released_[i] && !(from == next)) decision.changes.push_back({rules_[i].name, from, next});
   }
   level_ = to;
   return decision;

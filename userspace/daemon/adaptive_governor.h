@@ -65,6 +65,13 @@ class AdaptiveGovernor {
   const std::vector<AdaptiveRule>& rules() const { return rules_; }
   const config::AdaptiveConfig& config() const { return config_; }
 
+  // Rule `name` was changed by another writer (`floodgate set`): its limits are the
+  // operator's now, and no later decision changes them. Levels move on for the other rules.
+  void release(const std::string& name);
+  bool released(size_t index) const { return released_[index]; }
+  // A reload wrote every rule's limits again from the config: each is governed again.
+  void governAll() { released_.assign(rules_.size(), false); }
+
   // Whether a governor for `config` and `rules` would decide exactly as this one does, so a
   // reload may keep this one (and its level) in its place.
   bool sameAs(const config::AdaptiveConfig& config, const std::vector<AdaptiveRule>& rules) const;
@@ -84,6 +91,7 @@ class AdaptiveGovernor {
   config::AdaptiveConfig config_;
   std::vector<AdaptiveRule> rules_;
   std::vector<std::vector<LimitSpec>> levels_;  // [level][rule]
+  std::vector<bool> released_;                  // [rule]: set by hand, left alone
   uint32_t level_ = 0;
   uint32_t max_level_ = 0;
 

@@ -59,6 +59,7 @@ std::optional<AdaptiveGovernor> reconcileAdaptive(
         }
       }
       held->rebaseline();
+      held->governAll();
       return held;
     }
     if (had_moved) {
@@ -86,7 +87,7 @@ PassedCounters passedOf(const std::vector<CounterRow>& counters) {
   return out;
 }
 
-void applyDecision(XdpLimiter& limiter, const AdaptiveGovernor& governor,
+void applyDecision(XdpLimiter& limiter, AdaptiveGovernor& governor,
                    const AdaptiveDecision& decision, std::vector<LogLine>& lines) {
   const std::string head = std::string("event=") + adaptiveEventName(decision.action) +
                            " interface=" + limiter.interface();
@@ -106,9 +107,20 @@ void applyDecision(XdpLimiter& limiter, const AdaptiveGovernor& governor,
       set.bits_per_s = change.to.bits_per_s;
       set.burst_bytes = change.to.burst_bytes;
     }
-    if (Status s = limiter.setLimits(change.rule, set); !s) {
-      lines.push_back({true, head + " rule=" + change.rule + " failed: " + s.error().message +
+    // Only over the limits this governor put there: a rule set by hand since is the
+    // operator's, and an adaptive step must not undo it in the middle of an attack.
+    auto applied = limiter.setLimitsIfRunning(change.rule, change.from, set);
+    if (!applied) {
+      lines.push_back({true, head + " rule=" + change.rule + " failed: " + applied.error().message +
                                  " (tried again at the next step)"});
+      continue;
+    }
+    if (!*applied) {
+      governor.release(change.rule);
+      lines.push_back({true, "event=adaptive_released interface=" + limiter.interface() +
+                                 " rule=" + change.rule +
+                                 " reason=\"its limits were set by hand (floodgate set); adaptive "
+                                 "leaves them as they are until the next reload\""});
       continue;
     }
     lines.push_back(
