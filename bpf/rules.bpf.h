@@ -81,18 +81,22 @@ struct fg_eval {
 	__u32 pad;
 };
 
-/* The fingerprint of `pkt`'s source under the per-source `rule`, and its key. */
+/* The fingerprint of `pkt`'s source under the per-source `rule`. Rules keyed by the prefix
+ * of the previous one share its address hash, and skip masking the source as well. */
 static __always_inline __u64 fg_source_fingerprint(const struct fg_rule *rule,
 						   const struct fg_packet *pkt,
-						   struct fg_eval *eval, struct fg_key *key)
+						   struct fg_eval *eval)
 {
-	fg_make_key(pkt, rule, key);
-	/* rules keyed by the prefix of the previous one share its address hash */
-	if (eval->hashed_prefix != key->prefix + 1U) {
-		eval->addr_hash = fg_addr_hash(eval->seed, key->family, key->hi, key->lo);
-		eval->hashed_prefix = key->prefix + 1U;
+	__u32 prefix = pkt->family == FG_FAMILY_V4 ? rule->ipv4_prefix : rule->ipv6_prefix;
+
+	if (eval->hashed_prefix != prefix + 1U) {
+		struct fg_key key;
+
+		fg_mask_source(pkt, rule->ipv4_prefix, rule->ipv6_prefix, &key);
+		eval->addr_hash = fg_addr_hash(eval->seed, key.family, key.hi, key.lo);
+		eval->hashed_prefix = prefix + 1U;
 	}
-	return fg_key_fingerprint(eval->addr_hash, key->rule_id, key->rule_epoch, key->family);
+	return fg_key_fingerprint(eval->addr_hash, rule->id, rule->epoch, pkt->family);
 }
 
 /* The bucket pair `rule` charges for `pkt`, a ref to find it again, and the source's slot
@@ -110,10 +114,9 @@ static __always_inline __u64 *fg_rule_bucket(const struct fg_rule *rule,
 		struct fg_slot_query *q;
 		struct fg_slot *slot = NULL;
 		__u32 zero = 0, why, index;
-		struct fg_key key;
 		__u64 fp;
 
-		fp = fg_source_fingerprint(rule, pkt, eval, &key);
+		fp = fg_source_fingerprint(rule, pkt, eval);
 		slot = fg_owned_slot(fp, &index);
 		if (slot) {
 			*slot_out = slot;
@@ -126,7 +129,7 @@ static __always_inline __u64 *fg_rule_bucket(const struct fg_rule *rule,
 		q = bpf_map_lookup_elem(&slot_query, &zero);
 		if (!q)
 			return NULL;
-		q->key = key;
+		fg_make_key(pkt, rule, &q->key);
 		q->fp = fp;
 		q->seed = eval->seed;
 		q->now = eval->now;
@@ -267,13 +270,12 @@ static __always_inline int fg_owned_admits(const struct fg_rule *rule, const str
 					   struct fg_eval *eval)
 {
 	struct fg_slot *slot;
-	struct fg_key key;
 	__u32 index;
 	int admitted;
 
 	if (rule->key_kind != FG_KEY_SOURCE || rule->algorithm != FG_ALG_TOKEN_BUCKET)
 		return -1;
-	slot = fg_owned_slot(fg_source_fingerprint(rule, pkt, eval, &key), &index);
+	slot = fg_owned_slot(fg_source_fingerprint(rule, pkt, eval), &index);
 	if (!slot)
 		return -1;
 	eval->ref = FG_REF_SLOT | index;
