@@ -44,6 +44,32 @@ TEST_F(XdpLimiterTest, Ipv4PrefixKeysGroupSources) {
   EXPECT_EQ(run(udpFrom("203.0.114.1")), XDP_PASS);
 }
 
+// Rules keyed by alternating prefixes: each keys the source by its own prefix, although a
+// rule keyed by the prefix of the one before shares that rule's address hash.
+TEST_F(XdpLimiterTest, RulesOfAlternatingPrefixesEachKeyByTheirOwn) {
+  RuleSpec wide = sourceRule(1, 100);
+  wide.name = "wide";
+  RuleSpec shared = sourceRule(1, 3);  // one bucket per /24 (IPv4) or /64 (IPv6)
+  shared.name = "shared";
+  shared.ipv4_prefix = 24;
+  shared.ipv6_prefix = 64;
+  RuleSpec each = sourceRule(1, 1);  // one bucket per address
+  each.name = "each";
+  for (RuleSpec* rule : {&wide, &each}) {
+    rule->ipv4_prefix = 32;
+    rule->ipv6_prefix = 128;
+  }
+  load({wide, shared, each});
+  for (const char* net : {"203.0.113.", "2001:db8:7::"}) {
+    auto from = [&](int host) { return udpFrom(net + std::to_string(host)); };
+    EXPECT_EQ(run(from(1)), XDP_PASS) << net;
+    EXPECT_EQ(run(from(1)), XDP_DROP) << net;  // its own address's bucket, not the /24's
+    EXPECT_EQ(run(from(2)), XDP_PASS) << net;
+    EXPECT_EQ(run(from(3)), XDP_PASS) << net;
+    EXPECT_EQ(run(from(4)), XDP_DROP) << net;  // the shared prefix's third was the last
+  }
+}
+
 TEST_F(XdpLimiterTest, DenyDropsAndAllowBypassesTheLimit) {
   load({sourceRule(1, 1)});
   ASSERT_EQ(*limiter().listAdd(ListKind::kDeny, cidrs({"192.0.2.0/24", "2001:db8:bad::/48"})), 2u);
