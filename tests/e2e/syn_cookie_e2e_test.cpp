@@ -359,6 +359,43 @@ TEST_F(SynCookieE2eTest, ARealClientGetsThroughASpoofedSynFloodWithCookies) {
   EXPECT_FALSE(handoverAttached());
 }
 
+// The ACK that ends a cookie handshake is sent once. When it is lost, the client's request
+// (ACK set, with data) must verify the cookie and reach the listener with its data.
+TEST_F(SynCookieE2eTest, AClientWhoseHandshakeAckIsLostGetsThroughWithItsRequest) {
+  ReplyServer server(net_->targetNetns());
+  ASSERT_TRUE(server.ok());
+  attach("always");
+  // every bare ACK of the never-seen clients dropped on its way out (40 bytes: a cookie
+  // connection has no TCP options), so the request is the first segment to carry the ACK
+  const std::string first = freshClient(kFreshWithBase, 0);
+  const std::string last = freshClient(kFreshWithBase, kFreshClients - 1);
+  CommandResult nft = runCommand(
+      {"nsenter", "--net=" + net_->senderNetns(), "nft",
+       "add table ip fg_lost_ack; add chain ip fg_lost_ack out { type filter hook output "
+       "priority 0; }; add rule ip fg_lost_ack out ip saddr " +
+           first + "-" + last +
+           " ip length 40 tcp flags & (fin | syn | rst | psh | ack) == ack counter drop"});
+  ASSERT_EQ(nft.exit_code, 0) << nft.err;
+
+  ClientResult fresh = runFreshClients(kFreshWithBase);
+
+  CommandResult listed = runCommand({"nsenter", "--net=" + net_->senderNetns(), "nft", "-j", "list",
+                                     "table", "ip", "fg_lost_ack"});
+  ASSERT_EQ(listed.exit_code, 0) << listed.err;
+  uint64_t dropped = 0;
+  const nlohmann::json table = nlohmann::json::parse(listed.out);
+  for (const auto& item : table["nftables"]) {
+    if (!item.contains("rule")) continue;
+    for (const auto& expr : item["rule"]["expr"]) {
+      if (expr.contains("counter")) dropped += expr["counter"]["packets"].get<uint64_t>();
+    }
+  }
+  EXPECT_GE(dropped, static_cast<uint64_t>(kFreshClients)) << "each handshake's ACK was lost";
+  EXPECT_EQ(fresh.completed, fresh.attempted);
+  EXPECT_GE(ruleStats()["sources"]["syn_cookies_verified"].get<uint64_t>(),
+            static_cast<uint64_t>(kFreshClients));
+}
+
 TEST_F(SynCookieE2eTest, TheHandoverIsAttachedOnlyWhileARuleUsesCookies) {
   attach("off");
   EXPECT_FALSE(handoverAttached());
