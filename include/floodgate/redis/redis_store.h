@@ -27,9 +27,10 @@ struct RedisStoreOptions {
 // policies (decideAtomically) (see evalAll for servers without functions): read,
 // decide, write and set the expiry atomically, on Redis's own clock. A key's Redis keys are
 // "<prefix>:{<policy>:<key>}:<part>"; the braces are a hash tag, so all of a key's parts (a log and
-// its sequence) sit in one cluster slot. <part> is "log" and "seq" for the sliding log, "gcra" or
-// "leaky_bucket", and "<algorithm>:v2" for the others, whose state is one string (it was a hash,
-// under the name without ":v2", which this version never reads). Keys longer than 200 bytes are
+// its sequence) sit in one cluster slot. <part> is "log" and "seq" for the sliding log, and
+// "<algorithm>:v3" for the others, whose state is one string of packed integers (it was text
+// under "<algorithm>:v2", GCRA's under "gcra", and a hash before that, under the name alone:
+// none of which this version reads, nor an older one this one's). Keys longer than 200 bytes are
 // replaced by their SHA1 (stable across the fleet). Times in the answer are Redis's, in µs,
 // converted to ns. Thread-safe.
 class RedisStore final : public Store {

@@ -142,7 +142,7 @@ TEST_F(RedisClusterTest, FollowsMovedAfterASlotMigrates) {
   RedisStore store(client, "move", p);
   ASSERT_TRUE(store.decide("k", 0, 1).ok());  // learns the slot map
   // Move the key's (empty after FLUSHALL) slot to another master behind the client's back.
-  std::string redis_key = "fg:{move:k}:fixed_window:v2";
+  std::string redis_key = "fg:{move:k}:fixed_window:v3";
   uint16_t slot = redis::keySlot(redis_key);
   int owner = -1;
   for (int i = 0; i < 3; ++i) {

@@ -65,7 +65,7 @@ TEST_F(RedisCoalesceTest, ThreadsSharingRoundTripsAdmitExactlyTheLimit) {
   EXPECT_EQ(tally.errors, 0);
   EXPECT_EQ(tally.admitted, kLimit);
   EXPECT_LE(client_->roundTrips() - trips_before, int64_t{kThreads} * kRequests);
-  auto state = server_->command({"GET", "fg:{shared:hot}:fixed_window:v2"});
+  auto state = server_->command({"GET", "fg:{shared:hot}:fixed_window:v3"});
   ASSERT_TRUE(state);
   EXPECT_EQ(testing::stateField(state->str, 1), std::to_string(kLimit));
 }

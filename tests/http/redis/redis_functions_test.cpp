@@ -182,7 +182,7 @@ TEST(RedisWithoutFunctions, AUserNotAllowedToLoadTheLibraryIsServedByScripts) {
 TEST_F(RedisFunctionsTest, AnErrorInsideAFunctionKeepsFunctions) {
   RedisStore store(client_, "p", bucket(AlgorithmKind::kGcra, 4, 0.001));
   ASSERT_TRUE(store.decide("ok", 0, 1));
-  ASSERT_TRUE(server_->command({"HSET", "fg:{p:k}:gcra", "f", "v"}));
+  ASSERT_TRUE(server_->command({"HSET", "fg:{p:k}:gcra:v3", "f", "v"}));
   auto d = store.decide("k", 0, 1);
   EXPECT_FALSE(d);
   EXPECT_FALSE(client_->scriptsOnly());

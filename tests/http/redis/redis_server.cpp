@@ -59,13 +59,21 @@ int run(const std::vector<std::string>& args) {
 }  // namespace
 
 std::string stateField(const std::string& state, size_t index) {
-  size_t start = 0;
-  for (size_t i = 0; i < index; ++i) {
-    start = state.find(':', start);
-    if (start == std::string::npos) return "";
-    ++start;
+  if (state.size() < 8 * (index + 1)) return "";
+  uint64_t bits = 0;
+  for (size_t i = 0; i < 8; ++i) {
+    bits |= uint64_t{static_cast<unsigned char>(state[8 * index + i])} << (8 * i);
   }
-  return state.substr(start, state.find(':', start) - start);
+  return std::to_string(static_cast<int64_t>(bits));
+}
+
+std::string packedState(std::initializer_list<int64_t> fields) {
+  std::string out;
+  for (int64_t field : fields) {
+    const auto bits = static_cast<uint64_t>(field);
+    for (size_t i = 0; i < 8; ++i) out.push_back(static_cast<char>((bits >> (8 * i)) & 0xff));
+  }
+  return out;
 }
 
 bool haveRedis() {

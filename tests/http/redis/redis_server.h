@@ -3,6 +3,7 @@
 // on free loopback ports in temporary directories; never a system Redis.
 #pragma once
 
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <vector>
@@ -58,8 +59,11 @@ class RedisCluster {
 // Whether redis-server (and redis-cli, for clusters) can be run here.
 bool haveRedis();
 
-// Field `index` (from 0) of a key's state as the scripts store it, integers joined by ':'
-// ("W:N:L" for a fixed window); "" when it has fewer fields.
+// Field `index` (from 0) of a key's state as the scripts store it, integers packed as 8
+// bytes each, little-endian ("W N L" for a fixed window), in decimal; "" when it has fewer.
 std::string stateField(const std::string& state, size_t index);
+
+// A state as the scripts store it: each integer as 8 bytes, little-endian.
+std::string packedState(std::initializer_list<int64_t> fields);
 
 }  // namespace floodgate::http::testing

@@ -82,7 +82,7 @@ TEST_F(RedisSyncTest, DecisionsBetweenSyncsAreLocalAndSharesFollowTheFleet) {
 
   // a reports its 50: 100 - 50 = 50 left, a's new share 25; b reports: 0 left.
   ASSERT_TRUE(a->syncNow().ok());
-  auto state = server_->command({"GET", "fg:{sync:k}:fixed_window:v2"});
+  auto state = server_->command({"GET", "fg:{sync:k}:fixed_window:v3"});
   ASSERT_TRUE(state);
   EXPECT_EQ(stateField(state->str, 1), "50");
   ASSERT_TRUE(b->syncNow().ok());
@@ -98,7 +98,7 @@ TEST_F(RedisSyncTest, DecisionsBetweenSyncsAreLocalAndSharesFollowTheFleet) {
     EXPECT_GT(d->retry_after_ns, 0);  // the window's end: nothing is left for the fleet
   }
   // 125 admitted against a limit of 100: under 2 x limit + N - 1 = 201.
-  state = server_->command({"GET", "fg:{sync:k}:fixed_window:v2"});
+  state = server_->command({"GET", "fg:{sync:k}:fixed_window:v3"});
   ASSERT_TRUE(state);
   EXPECT_EQ(stateField(state->str, 1), "125");  // every admitted unit is counted in Redis
 }
@@ -117,7 +117,7 @@ TEST_F(RedisSyncTest, AShareEndsWithItsWindowAndGoesStaleWithoutSyncs) {
   EXPECT_TRUE(a->decide("k", clock_->nowNs(), 1)->allowed());
   EXPECT_EQ(a->remote().client().roundTrips(), trips + 1);
   ASSERT_TRUE(a->syncNow().ok());
-  auto state = server_->command({"GET", "fg:{sync:k}:fixed_window:v2"});
+  auto state = server_->command({"GET", "fg:{sync:k}:fixed_window:v3"});
   ASSERT_TRUE(state);
   // The previous window's 10 were reported after it ended: they count no more.
   EXPECT_EQ(stateField(state->str, 1), "1");

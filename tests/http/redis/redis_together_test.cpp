@@ -255,7 +255,7 @@ TEST_F(RedisTogetherTest, ARefusalByOnePolicyChargesNoneOfTheOthers) {
   }
   // three requests, three scripts: no refund ran
   EXPECT_EQ(calls(*server_, "fcall") - fcall_before, 3);
-  auto counted = server_->command({"GET", "refuse:{per-ip:192.0.2.1}:fixed_window:v2"});
+  auto counted = server_->command({"GET", "refuse:{per-ip:192.0.2.1}:fixed_window:v3"});
   ASSERT_TRUE(counted);
   EXPECT_EQ(stateField(counted->str, 1), "2");
   auto logged = server_->command({"ZCARD", "refuse:{per-user:user}:log"});
@@ -274,9 +274,9 @@ TEST_F(RedisTogetherTest, ARefusalWritesNoState) {
   Arrival a{"/", "192.0.2.1", "key", "user"};
   ASSERT_TRUE(check(*limiter, a).allowed());
   ASSERT_TRUE(check(*limiter, a).allowed());
-  const std::vector<std::string> keys = {"quiet:{per-ip:192.0.2.1}:fixed_window:v2",
-                                         "quiet:{per-key:key}:token_bucket:v2",
-                                         "quiet:{per-user:user}:sliding_window_counter:v2"};
+  const std::vector<std::string> keys = {"quiet:{per-ip:192.0.2.1}:fixed_window:v3",
+                                         "quiet:{per-key:key}:token_bucket:v3",
+                                         "quiet:{per-user:user}:sliding_window_counter:v3"};
   std::vector<std::string> before;
   for (const std::string& key : keys) {
     auto value = server_->command({"GET", key});
@@ -341,7 +341,7 @@ TEST_F(RedisTogetherTest, AKeyOfTheWrongTypeFailsItsOwnPolicyAlone) {
                       window(AlgorithmKind::kSlidingWindowCounter, 10, 60'000), mode);
     auto limiter = together(config, "hostile");
     ASSERT_TRUE(limiter);
-    ASSERT_TRUE(server_->command({"RPUSH", "hostile:{per-key:bad}:token_bucket:v2", "x"}));
+    ASSERT_TRUE(server_->command({"RPUSH", "hostile:{per-key:bad}:token_bucket:v3", "x"}));
     Arrival bad{"/", "192.0.2.1", "bad", "user"};
     // two: a third failure in a row would open the breaker (an error is a failure)
     for (int i = 0; i < 2; ++i) {
@@ -359,7 +359,7 @@ TEST_F(RedisTogetherTest, AKeyOfTheWrongTypeFailsItsOwnPolicyAlone) {
     }
     auto& per_key = dynamic_cast<FailoverStore&>(limiter->store(1));
     EXPECT_EQ(per_key.stats().store_errors, 2);
-    auto type = server_->command({"TYPE", "hostile:{per-key:bad}:token_bucket:v2"});
+    auto type = server_->command({"TYPE", "hostile:{per-key:bad}:token_bucket:v3"});
     ASSERT_TRUE(type);
     EXPECT_EQ(type->str, "list");
     // another API key, same address and user: Redis decides all three again

@@ -42,7 +42,7 @@ TEST(RedisUnixSocket, DecidesOverTheSocket) {
   auto me = client->run({{"", {"CLIENT", "INFO"}}});
   ASSERT_TRUE(me) << me.error().message;
   EXPECT_NE((*me)[0].str.find("laddr=" + path), std::string::npos) << (*me)[0].str;
-  auto state = server->command({"GET", "fg:{p:k}:fixed_window:v2"});
+  auto state = server->command({"GET", "fg:{p:k}:fixed_window:v3"});
   ASSERT_TRUE(state);
   EXPECT_EQ(testing::stateField(state->str, 1), "3");
   server.reset();

@@ -57,14 +57,11 @@ std::vector<std::string> RedisStore::redisKeys(std::string_view key) const {
   base += "}";
   if (params_.kind == AlgorithmKind::kSlidingWindowLog) return {base + ":log", base + ":seq"};
   // named after the algorithm: a policy that changes algorithm starts its keys fresh (its
-  // old state means nothing to the new one, and may be another Redis type). GCRA's state
-  // was always one string; the others' was a hash before version 2 (one string since):
-  // their new names leave an older fleet's hashes unread, to expire on their own.
-  std::string name = base + ":" + std::string(algorithmName(params_.kind));
-  if (params_.kind != AlgorithmKind::kGcra && params_.kind != AlgorithmKind::kLeakyBucket) {
-    name += ":v2";
-  }
-  return {std::move(name)};
+  // old state means nothing to the new one, and may be another Redis type), and after the
+  // state's format: ":v3", packed integers (scripts.cpp), where an older fleet keeps text
+  // ("...:v2", and GCRA's without a suffix) or, before that, hashes. Instances of two
+  // versions in one fleet never read each other's state; the old keys expire on their own.
+  return {base + ":" + std::string(algorithmName(params_.kind)) + ":v3"};
 }
 
 std::vector<std::string> RedisStore::params() const {

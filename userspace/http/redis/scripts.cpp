@@ -27,26 +27,62 @@ end
 local function expire_after(key, us)
   redis.call('PEXPIRE', key, math.max(1, math.ceil(us / 1000)))
 end
--- A key's state as one string of integers joined by ':' (one GET, and one SET
--- with its expiry, where a hash took a read, a write and a PEXPIRE). nil when absent or
--- not of that form; a key of another type fails the GET (WRONGTYPE). `read`: the value
--- already read (MGET, see the decide-together function), if it was a string; otherwise GET.
-local FIXED_STATE = '^(-?%d+):(-?%d+):(-?%d+)$'
-local COUNTER_STATE = '^(-?%d+):(-?%d+):(-?%d+):(-?%d+)$'
-local BUCKET_STATE = '^(-?%d+):(-?%d+)$'
-local function read_state(key, pattern, read)
+-- A key's state: its integers packed as 8-byte little-endian signed integers (struct.pack),
+-- one GET (or the MGET of the decide-together function: `read`, the value already read, if
+-- it was a string) and one SET with its expiry, read without matching a pattern and written
+-- without formatting a number. A value of another length, or with a field out of its range
+-- (a time beyond 2^53 µs, a negative count, a length below 1), is read as absent: the key
+-- starts fresh. Text never passes: each 8 bytes of text end in a printable byte, >= 2^61.
+-- A key of another type fails the GET (WRONGTYPE).
+local BIG = 9007199254740992
+local function time_ok(t) return t > -BIG and t < BIG end
+local function count_ok(n) return n >= 0 and n < BIG end
+local function length_ok(w) return w >= 1 and w < BIG end
+-- "W N L": window index, count, window length (µs) (the fixed window).
+local function read_fixed(key, read)
   local v = read or redis.call('GET', key)
-  if not v then return nil end
-  return string.match(v, pattern)
+  if not v or #v ~= 24 then return nil end
+  local i, n, w = struct.unpack('<i8i8i8', v)
+  if time_ok(i) and count_ok(n) and length_ok(w) then return i, n, w end
+  return nil
 end
--- Writes the state v (string.format with '%.0f': Lua's own number to text keeps 14
--- digits, and times in µs have 16); us: expire when it equals an absent key (at least 1 ms),
--- nil: keep the key's expiry.
+-- "W C P L": window index, current and previous counts, window length (µs).
+local function read_counter(key, read)
+  local v = read or redis.call('GET', key)
+  if not v or #v ~= 32 then return nil end
+  local i, c, p, w = struct.unpack('<i8i8i8i8', v)
+  if time_ok(i) and count_ok(c) and count_ok(p) and length_ok(w) then return i, c, p, w end
+  return nil
+end
+-- "M T": nanotokens missing from a full bucket, time of the last refill (µs).
+local function read_bucket(key, read)
+  local v = read or redis.call('GET', key)
+  if not v or #v ~= 16 then return nil end
+  local m, t = struct.unpack('<i8i8', v)
+  if count_ok(m) and time_ok(t) then return m, t end
+  return nil
+end
+-- An expiry of us µs in whole ms: rounded up, at least 1.
+local function ms(us) return math.max(1, math.ceil(us / 1000)) end
+-- Writes the state v; us: expire when it equals an absent key, nil: keep the key's expiry.
 local function write_state(key, us, v)
   if us then
-    redis.call('SET', key, v, 'PX', math.max(1, math.ceil(us / 1000)))
+    redis.call('SET', key, v, 'PX', ms(us))
   else
     redis.call('SET', key, v, 'KEEPTTL')
+  end
+end
+-- What a decide function answered to write: `put` (expiring in put_ms) when the request is
+-- charged, `keep` (in keep_ms) when it is not; nil: nothing. A function `put` writes itself.
+local function store(key, charge, put, put_ms, keep, keep_ms)
+  if charge then
+    if type(put) == 'function' then
+      put()
+    elseif put then
+      redis.call('SET', key, put, 'PX', put_ms)
+    end
+  elseif keep then
+    redis.call('SET', key, keep, 'PX', keep_ms)
   end
 end
 )lua";
@@ -56,6 +92,7 @@ end
 // 26-bit halves. Returns -1, 0 or 1.
 constexpr std::string_view kMulCmp = R"lua(
 local HALF = 67108864
+local HALF_EXACT = 4503599627370496
 local function mul(a, b)
   if a > b then a, b = b, a end
   local bh, bl = math.floor(b / HALF), b % HALF
@@ -63,7 +100,13 @@ local function mul(a, b)
   local hi = a * bh + math.floor(lo / HALF)
   return hi, lo % HALF
 end
+-- Products below 2^53 in magnitude are exact as Lua numbers: compared as they are.
+local EXACT = 9007199254740992
 local function mulcmp(a, b, c, d)
+  local x, y = a * b, c * d
+  if x < EXACT and x > -EXACT and y < EXACT and y > -EXACT then
+    if x < y then return -1 elseif x > y then return 1 else return 0 end
+  end
   local h1, l1 = mul(a, b)
   local h2, l2 = mul(c, d)
   if h1 ~= h2 then return h1 < h2 and -1 or 1 end
@@ -72,6 +115,10 @@ local function mulcmp(a, b, c, d)
 end
 -- floor(a * b / p), exact under the same bounds for a x b and for the answer x p.
 local function muldiv(a, b, p)
+  -- a x b and p below 2^52 (and not negative): a x b / p, correctly rounded, is never
+  -- rounded up to the next whole number, so its floor is exact.
+  local x = a * b
+  if x >= 0 and x < HALF_EXACT and p > 0 and p < HALF_EXACT then return math.floor(x / p) end
   local q = math.floor(a * (b / p))
   while q > 0 and mulcmp(q, p, a, b) > 0 do q = q - 1 end
   while mulcmp(q + 1, p, a, b) <= 0 do q = q + 1 end
@@ -86,22 +133,23 @@ end
 )lua";
 
 // Every decide function below reads a key's state and decides, writing nothing yet:
-//   fn(keys, now, cost, extra, p1, p2, p3, p4) -> reply, write
+//   fn(key, key2, read, now, cost, extra, p1, p2, p3, p4) -> reply, put, put_ms, keep, keep_ms
+// key2: the second key (the sliding log's sequence); read: the key's value if already read.
 // reply = {outcome (0 allowed, 1 rejected, 2 cost exceeds burst), delay_us, remaining,
-// reset_us, retry_after_us, now_us, leased}, as if charged when admitted; write(charge)
-// then stores the state, with the request's units when `charge` (only for an admitted one)
-// or without them (a refused request, or one admitted in a group that refused as a whole).
+// reset_us, retry_after_us, now_us, leased}, as if charged when admitted; store() then
+// writes the state: `put`, with the request's units, when charged (only an admitted one), or
+// `keep`, without them (a refused request, or one admitted in a group that refused as a
+// whole). Multiple values rather than a closure: nothing to allocate for them.
 // Their reads fail (WRONGTYPE) before anything is written; their writes cannot.
 
 // State "W:N:L": W = window index, N = count, L = the window length (µs) they were counted
 // in. Counts of another window length mean nothing: a policy whose window changed starts
 // its keys fresh; a changed limit applies to the counts as they are.
 constexpr std::string_view kFixedWindowDecide = R"lua(
-local function fixed_window(keys, now, cost, extra, limit, w)
+local function fixed_window(key, _, read, now, cost, extra, limit, w)
   limit, w = tonumber(limit), tonumber(w)
-  local si, sn, sl = read_state(keys[1], FIXED_STATE, keys.read)
-  local index, n = tonumber(si) or 0, tonumber(sn) or 0
-  if sl and tonumber(sl) ~= w then index = 0; n = 0 end
+  local index, n, l = read_fixed(key, read)
+  if not index or l ~= w then index = 0; n = 0 end
   local current = math.floor(now / w)
   if current > index then index = current; n = 0 end
   local window_end = (index + 1) * w
@@ -115,37 +163,36 @@ local function fixed_window(keys, now, cost, extra, limit, w)
     outcome = 1
     retry = window_end - now
   end
-  local function write(charge)
-    -- uncharged, the state as read is still right: the window's turn is recomputed on read
-    if not charge then return end
-    write_state(keys[1], window_end - now, string.format('%.0f:%.0f:%.0f', index, n + taken, w))
-  end
-  return {outcome, 0, limit - n - taken, window_end - now, retry, now, leased}, write
+  -- uncharged, the state as read is still right: the window's turn is recomputed on read
+  local put
+  if outcome == 0 then put = struct.pack('<i8i8i8', index, n + taken, w) end
+  return {outcome, 0, limit - n - taken, window_end - now, retry, now, leased}, put,
+         ms(window_end - now)
 end
 )lua";
 
 constexpr std::string_view kFixedWindowRefund = R"lua(
 local at, cost, w = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[5])
-local index, n, l = read_state(KEYS[1], FIXED_STATE)
-if not index or tonumber(l) ~= w then return 0 end
+local index, n, l = read_fixed(KEYS[1])
+if not index or l ~= w then return 0 end
 -- Only while the request's window is the current one; later it no longer matters.
-if math.floor(at / w) ~= tonumber(index) then return 0 end
-write_state(KEYS[1], nil, string.format('%.0f:%.0f:%.0f', index, math.max(0, n - cost), w))
+if math.floor(at / w) ~= index then return 0 end
+write_state(KEYS[1], nil, struct.pack('<i8i8i8', index, math.max(0, n - cost), w))
 return 0
 )lua";
 
-// keys[1] = log (sorted set of unit ids scored by arrival µs), keys[2] = id sequence.
+// log: a sorted set of unit ids scored by arrival µs; seq: the id sequence.
 constexpr std::string_view kSlidingLogDecide = R"lua(
-local function sliding_window_log(keys, now, cost, extra, limit, w)
+local function sliding_window_log(log, seq, _, now, cost, extra, limit, w)
   limit, w = tonumber(limit), tonumber(w)
   -- read first, so that a sequence of the wrong type fails before anything is written
-  redis.call('GET', keys[2])
+  redis.call('GET', seq)
   -- An age of a whole window is outside it; a stale now (t > now) is a negative age: inside.
   -- Dropping what aged out changes no decision: written now, charged or not.
-  redis.call('ZREMRANGEBYSCORE', keys[1], '-inf', now - w)
-  local count = redis.call('ZCARD', keys[1])
+  redis.call('ZREMRANGEBYSCORE', log, '-inf', now - w)
+  local count = redis.call('ZCARD', log)
   local outcome, retry = 0, 0
-  local last = redis.call('ZRANGE', keys[1], -1, -1, 'WITHSCORES')
+  local last = redis.call('ZRANGE', log, -1, -1, 'WITHSCORES')
   local last_at = last[2] and tonumber(last[2]) or nil
   local at = now
   if last_at and last_at > now then at = last_at end
@@ -158,27 +205,26 @@ local function sliding_window_log(keys, now, cost, extra, limit, w)
     outcome = 1
     -- The retry fits once the (count + cost - limit) oldest units have aged out.
     local must = count + cost - limit
-    local oldest = redis.call('ZRANGE', keys[1], must - 1, must - 1, 'WITHSCORES')
+    local oldest = redis.call('ZRANGE', log, must - 1, must - 1, 'WITHSCORES')
     retry = math.max(1, tonumber(oldest[2]) + w - now)
   end
   local reset = 0
   if count > 0 then reset = math.max(0, last_at + w - now) end
-  local function write(charge)
-    if not charge then return end
-    local id = redis.call('INCRBY', keys[2], cost) - cost
+  local function write()
+    local id = redis.call('INCRBY', seq, cost) - cost
     local args = {}
     for i = 1, cost do
       args[#args + 1] = at
       args[#args + 1] = id + i
       if #args >= 1000 or i == cost then
-        redis.call('ZADD', keys[1], unpack(args))
+        redis.call('ZADD', log, unpack(args))
         args = {}
       end
     end
-    expire_after(keys[1], at + w - now)
-    expire_after(keys[2], at + w - now)
+    expire_after(log, at + w - now)
+    expire_after(seq, at + w - now)
   end
-  return {outcome, 0, limit - count, reset, retry, now, 0}, write
+  return {outcome, 0, limit - count, reset, retry, now, 0}, outcome == 0 and write or nil
 end
 )lua";
 
@@ -196,11 +242,10 @@ return 0
 // limit, compared multiplied by W, exactly (mulcmp): prev x (W - e) < (limit - curr - cost + 1) x
 // W.
 constexpr std::string_view kSlidingCounterDecide = R"lua(
-local function sliding_window_counter(keys, now, cost, extra, limit, w)
+local function sliding_window_counter(key, _, read, now, cost, extra, limit, w)
   limit, w = tonumber(limit), tonumber(w)
-  local si, sc, sp, sl = read_state(keys[1], COUNTER_STATE, keys.read)
-  local index, curr, prev = tonumber(si) or 0, tonumber(sc) or 0, tonumber(sp) or 0
-  if sl and tonumber(sl) ~= w then index = 0; curr = 0; prev = 0 end
+  local index, curr, prev, l = read_counter(key, read)
+  if not index or l ~= w then index = 0; curr = 0; prev = 0 end
   local current = math.floor(now / w)
   if current == index + 1 then
     prev = curr; curr = 0
@@ -231,34 +276,28 @@ local function sliding_window_counter(keys, now, cost, extra, limit, w)
     end
     retry = math.max(1, retry_at - now)
   end
-  local function write(charge)
-    -- uncharged, the state as read is still right: its windows' turn is recomputed on read
-    -- (and a window length that changed starts fresh on every read until it is written)
-    if not charge then return end
-    write_state(keys[1], start + 2 * w - now,
-                string.format('%.0f:%.0f:%.0f:%.0f', index, curr + taken, prev, w))
-  end
+  -- uncharged, the state as read is still right: its windows' turn is recomputed on read
+  -- (and a window length that changed starts fresh on every read until it is written)
+  local put
+  if outcome == 0 then put = struct.pack('<i8i8i8i8', index, curr + taken, prev, w) end
   -- remaining = limit - curr - floor(prev x (W - elapsed) / W): units of cost 1 still admitted
   local weighted = muldiv(prev, w - elapsed, w)
   local remaining = math.max(0, limit - curr - taken - weighted)
   local reset = 0
   if curr + taken > 0 then reset = start + 2 * w - now elseif prev > 0 then reset = start + w - now end
-  return {outcome, 0, remaining, reset, retry, now, 0}, write
+  return {outcome, 0, remaining, reset, retry, now, 0}, put, ms(start + 2 * w - now)
 end
 )lua";
 
 constexpr std::string_view kSlidingCounterRefund = R"lua(
 local at, cost, w = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[5])
-local si, sc, sp, sl = read_state(KEYS[1], COUNTER_STATE)
-if not si or tonumber(sl) ~= w then return 0 end
-local stored, curr, prev = tonumber(si), tonumber(sc), tonumber(sp)
+local stored, curr, prev, l = read_counter(KEYS[1])
+if not stored or l ~= w then return 0 end
 local index = math.floor(at / w)
 if index == stored then
-  local v = string.format('%.0f:%.0f:%.0f:%.0f', stored, math.max(0, curr - cost), prev, w)
-  write_state(KEYS[1], nil, v)
+  write_state(KEYS[1], nil, struct.pack('<i8i8i8i8', stored, math.max(0, curr - cost), prev, w))
 elseif index == stored - 1 then
-  local v = string.format('%.0f:%.0f:%.0f:%.0f', stored, curr, math.max(0, prev - cost), w)
-  write_state(KEYS[1], nil, v)
+  write_state(KEYS[1], nil, struct.pack('<i8i8i8i8', stored, curr, math.max(0, prev - cost), w))
 end
 return 0
 )lua";
@@ -267,11 +306,11 @@ return 0
 // After a change of the policy's limits the tokens used stay used (at most the new
 // capacity) and refill at the new rate.
 constexpr std::string_view kTokenBucketDecide = R"lua(
-local function token_bucket(keys, now, cost, extra, capacity, rate)
+local function token_bucket(key, _, read, now, cost, extra, capacity, rate)
   capacity, rate = tonumber(capacity), tonumber(rate)
   local UNIT = 1000000000
-  local sm, st = read_state(keys[1], BUCKET_STATE, keys.read)
-  local missing, at = tonumber(sm) or 0, tonumber(st) or 0
+  local missing, at = read_bucket(key, read)
+  if not missing then missing = 0; at = 0 end
   if now > at then
     -- Compare before multiplying so a long idle period stays exact.
     if now - at >= ceildiv(missing, rate) then missing = 0 else missing = missing - (now - at) * rate end
@@ -291,24 +330,25 @@ local function token_bucket(keys, now, cost, extra, capacity, rate)
     outcome = 1
     retry = math.max(1, at + ceildiv(need - available, rate) - now)
   end
-  local function reset_of(m) return math.max(0, at + ceildiv(m, rate) - now) end
-  local function write(charge)
-    -- Uncharged, the state as read refills to the same on the next read, and expires when
-    -- full as it is: written only when a lowered capacity capped it (the cap must stick).
-    if not charge and not capped then return end
-    local m = charge and missing + taken or missing
-    write_state(keys[1], reset_of(m), string.format('%.0f:%.0f', m, at))
+  local reset = math.max(0, at + ceildiv(missing + taken, rate) - now)
+  local put, keep, keep_ms
+  if outcome == 0 then put = struct.pack('<i8i8', missing + taken, at) end
+  -- Uncharged, the state as read refills to the same on the next read, and expires when
+  -- full as it is: written only when a lowered capacity capped it (the cap must stick).
+  if capped then
+    keep = struct.pack('<i8i8', missing, at)
+    keep_ms = ms(math.max(0, at + ceildiv(missing, rate) - now))
   end
-  return {outcome, 0, math.floor((available - taken) / UNIT), reset_of(missing + taken), retry,
-          now, leased}, write
+  return {outcome, 0, math.floor((available - taken) / UNIT), reset, retry, now, leased}, put,
+         ms(reset), keep, keep_ms
 end
 )lua";
 
 constexpr std::string_view kTokenBucketRefund = R"lua(
 local cost = tonumber(ARGV[2])
-local m, t = read_state(KEYS[1], BUCKET_STATE)
+local m, t = read_bucket(KEYS[1])
 if not m then return 0 end
-write_state(KEYS[1], nil, string.format('%.0f:%.0f', math.max(0, m - cost * 1000000000), t))
+write_state(KEYS[1], nil, struct.pack('<i8i8', math.max(0, m - cost * 1000000000), t))
 return 0
 )lua";
 
@@ -321,21 +361,21 @@ return 0
 constexpr std::string_view kGcraState = R"lua(
 local function read_tat(key, interval, read)
   local v = read or redis.call('GET', key)
-  if not v then return 0, interval end
-  local t, i = string.match(v, '^(-?%d+):(%d+)$')
-  if t then return tonumber(t), tonumber(i) end
+  if not v or #v ~= 16 then return 0, interval end
+  local t, i = struct.unpack('<i8i8', v)
+  if time_ok(t) and length_ok(i) then return t, i end
   return 0, interval
 end
 local function write_tat(key, tat, interval, ms)
-  local v = string.format('%.0f:%.0f', tat, interval)
+  local v = struct.pack('<i8i8', tat, interval)
   if ms then redis.call('SET', key, v, 'PX', ms) else redis.call('SET', key, v, 'KEEPTTL') end
 end
 )lua";
 
 constexpr std::string_view kGcraDecide = R"lua(
-local function gcra(keys, now, cost, extra, capacity, rate, interval, mode)
+local function gcra(key, _, read, now, cost, extra, capacity, rate, interval, mode)
   capacity, interval = tonumber(capacity), tonumber(interval)
-  local tat, was = read_tat(keys[1], interval, keys.read)
+  local tat, was = read_tat(key, interval, read)
   local tolerance = capacity * interval
   local carried = false
   if was ~= interval and tat > now then
@@ -360,24 +400,22 @@ local function gcra(keys, now, cost, extra, capacity, rate, interval, mode)
     outcome = 1
     retry = next_tat - tolerance - now
   end
-  local function write(charge)
-    -- uncharged, a carried state is still written, so it goes on draining at the new interval
-    local t = charge and charged or tat
-    if charge or carried then
-      write_tat(keys[1], t, interval, math.max(1, math.ceil((t - now) / 1000)))
-    end
-  end
+  local put, keep
+  if outcome == 0 then put = struct.pack('<i8i8', charged, interval) end
+  -- uncharged, a carried state is still written, so it goes on draining at the new interval
+  if carried then keep = struct.pack('<i8i8', tat, interval) end
   local used = math.max(0, charged - now)
   return {outcome, delay, math.max(0, math.floor((tolerance - used) / interval)), used, retry, now,
-          leased}, write
+          leased}, put, ms(charged - now), keep, ms(tat - now)
 end
 )lua";
 
 // A decide script of one algorithm: KEYS and ARGV as in scripts.h.
 constexpr std::string_view kDecideOne = R"lua(
-local reply, write = decide(KEYS, now_us(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]),
-                            ARGV[4], ARGV[5], ARGV[6], ARGV[7])
-write(reply[1] == 0)
+local reply, put, put_ms, keep, keep_ms = decide(KEYS[1], KEYS[2], nil, now_us(ARGV[1]),
+                                                 tonumber(ARGV[2]), tonumber(ARGV[3]),
+                                                 ARGV[4], ARGV[5], ARGV[6], ARGV[7])
+store(KEYS[1], reply[1] == 0, put, put_ms, keep, keep_ms)
 return reply
 )lua";
 
@@ -402,17 +440,18 @@ local admitted = true
 -- read again by its GET, which fails a key of another type (WRONGTYPE) as before.
 local values = {}
 if #KEYS > 1 then values = redis.call('MGET', unpack(KEYS)) end
-local k, a = 1, 3
+-- writes: five entries a policy (its key, put, put_ms, keep, keep_ms), in one table
+local k, a, m = 1, 3, 0
 for i = 1, (#ARGV - 2) / 7 do
   local n = tonumber(ARGV[a + 1])
-  local keys = {}
-  for j = 1, n do keys[j] = KEYS[k + j - 1] end
-  keys.read = values[k]
-  local ok, reply, write = pcall(decide[ARGV[a]], keys, now, tonumber(ARGV[a + 2]), 0,
-                                 ARGV[a + 3], ARGV[a + 4], ARGV[a + 5], ARGV[a + 6])
+  local ok, reply, put, put_ms, keep, keep_ms =
+    pcall(decide[ARGV[a]], KEYS[k], n > 1 and KEYS[k + 1] or nil, values[k], now,
+          tonumber(ARGV[a + 2]), 0, ARGV[a + 3], ARGV[a + 4], ARGV[a + 5], ARGV[a + 6])
   if ok then
     replies[i] = reply
-    writes[i] = write
+    writes[m + 1], writes[m + 2], writes[m + 3], writes[m + 4], writes[m + 5] =
+      KEYS[k], put, put_ms, keep, keep_ms
+    m = m + 5
     if reply[1] ~= 0 then admitted = false end
   else
     -- this policy alone fails (a key of the wrong type): its own failure mode decides it
@@ -423,8 +462,8 @@ for i = 1, (#ARGV - 2) / 7 do
   a = a + 7
 end
 local charge = admitted and ARGV[2] == '1'
-for i = 1, #replies do
-  if writes[i] then writes[i](charge) end
+for j = 1, m, 5 do
+  store(writes[j], charge, writes[j + 1], writes[j + 2], writes[j + 3], writes[j + 4])
 end
 return {charge and 1 or 0, unpack(replies)}
 )lua";
@@ -458,15 +497,14 @@ constexpr std::string_view kFixedWindowSync = R"lua(
 local limit, w = p1, p2
 for i, key in ipairs(KEYS) do
   local spent, at = tonumber(ARGV[3 + 2 * i]), tonumber(ARGV[4 + 2 * i])
-  local si, sn, sl = read_state(key, FIXED_STATE)
-  local index, n = tonumber(si) or 0, tonumber(sn) or 0
-  if sl and tonumber(sl) ~= w then index = 0; n = 0 end
+  local index, n, l = read_fixed(key)
+  if not index or l ~= w then index = 0; n = 0 end
   local current = math.floor(now / w)
   if current > index then index = current; n = 0 end
   -- units admitted in a window that has ended count no more
   if spent > 0 and at == index then
     n = n + spent
-    write_state(key, (index + 1) * w - now, string.format('%.0f:%.0f:%.0f', index, n, w))
+    write_state(key, (index + 1) * w - now, struct.pack('<i8i8i8', index, n, w))
   end
   out[#out + 1] = math.max(0, limit - n)
   out[#out + 1] = (index + 1) * w - now
@@ -479,8 +517,8 @@ local capacity, rate = p1, p2
 local UNIT = 1000000000
 for i, key in ipairs(KEYS) do
   local spent = tonumber(ARGV[3 + 2 * i])
-  local sm, st = read_state(key, BUCKET_STATE)
-  local missing, at = tonumber(sm) or 0, tonumber(st) or 0
+  local missing, at = read_bucket(key)
+  if not missing then missing = 0; at = 0 end
   if now > at then
     if now - at >= ceildiv(missing, rate) then missing = 0 else missing = missing - (now - at) * rate end
     at = now
@@ -488,7 +526,7 @@ for i, key in ipairs(KEYS) do
   if spent > 0 then
     -- no cap at the capacity: the debt is what the fleet admitted beyond the bucket
     missing = missing + spent * UNIT
-    write_state(key, ceildiv(missing, rate), string.format('%.0f:%.0f', missing, at))
+    write_state(key, ceildiv(missing, rate), struct.pack('<i8i8', missing, at))
   end
   out[#out + 1] = math.max(0, math.floor((capacity * UNIT - missing) / UNIT))
   out[#out + 1] = ceildiv(missing, rate)
@@ -599,7 +637,7 @@ Catalog buildCatalog() {
   c.refund[2] =
       make("refund_sliding_window_counter", {kPrelude}, std::string(kSlidingCounterRefund));
   c.refund[3] = make("refund_token_bucket", {kPrelude}, std::string(kTokenBucketRefund));
-  c.refund[4] = make("refund_gcra", {kGcraState}, std::string(kGcraRefund));
+  c.refund[4] = make("refund_gcra", {kPrelude, kGcraState}, std::string(kGcraRefund));
   c.refund[5] = c.refund[4];
   c.sync_fixed =
       make("sync_fixed_window", {kPrelude}, std::string(kSyncHead) + std::string(kFixedWindowSync));
