@@ -30,9 +30,10 @@ struct RedisStoreOptions {
 // its sequence) sit in one cluster slot. <part> is "log" and "seq" for the sliding log, and
 // "<algorithm>:v3" for the others, whose state is one string of packed integers (it was text
 // under "<algorithm>:v2", GCRA's under "gcra", and a hash before that, under the name alone:
-// none of which this version reads, nor an older one this one's). Keys longer than 200 bytes are
-// replaced by their SHA1 (stable across the fleet). Times in the answer are Redis's, in µs,
-// converted to ns. Thread-safe.
+// none of which this version reads, nor an older one this one's). Keys longer than 200 bytes, and
+// keys that start with "sha1:", are replaced by "sha1:" and their SHA1 (stable across the
+// fleet), so no key a client sends names another's hashed one. Times in the answer are Redis's, in
+// µs, converted to ns. Thread-safe.
 class RedisStore final : public Store {
  public:
   RedisStore(std::shared_ptr<redis::Client> client, std::string policy,

@@ -14,6 +14,7 @@ namespace {
 
 constexpr int64_t kNsPerUs = 1000;
 constexpr size_t kMaxKeyBytes = 200;
+constexpr std::string_view kHashedKeyMark = "sha1:";  // then the SHA1 of the key, in hex
 
 Result<RedisStore::Answer> readAnswer(const redis::Reply& reply, int64_t quota) {
   if (reply.isError()) return Error::failure("redis script failed: " + reply.str);
@@ -48,9 +49,11 @@ RedisStore::RedisStore(std::shared_ptr<redis::Client> client, std::string policy
 
 std::vector<std::string> RedisStore::redisKeys(std::string_view key) const {
   std::string base = options_.prefix + ":{" + policy_ + ":";
-  // Keys are client-chosen (an API key header): bound what one can make Redis store.
-  if (key.size() > kMaxKeyBytes) {
-    base += "sha1:" + redis::sha1Hex(key);
+  // Keys are client-chosen (an API key header): bound what one can make Redis store. A key
+  // that itself starts as a hashed one does is hashed too, so no client can name the state
+  // of a client whose long key was hashed (it would take a SHA1 collision).
+  if (key.size() > kMaxKeyBytes || key.starts_with(kHashedKeyMark)) {
+    base += std::string(kHashedKeyMark) + redis::sha1Hex(key);
   } else {
     base += key;
   }
