@@ -359,12 +359,14 @@ return 0
 // draining at the new interval); a fraction of a unit is forgiven. GCRA and the leaky
 // bucket share the arithmetic; the leaky bucket also answers the delay until its turn.
 constexpr std::string_view kGcraState = R"lua(
+-- Also true when the key held a state; an absent key, or a value not of the format, reads
+-- as a time of 0 at the policy's interval (a fresh key).
 local function read_tat(key, interval, read)
   local v = read or redis.call('GET', key)
-  if not v or #v ~= 16 then return 0, interval end
+  if not v or #v ~= 16 then return 0, interval, false end
   local t, i = struct.unpack('<i8i8', v)
-  if time_ok(t) and length_ok(i) then return t, i end
-  return 0, interval
+  if time_ok(t) and length_ok(i) then return t, i, true end
+  return 0, interval, false
 end
 local function write_tat(key, tat, interval, ms)
   local v = struct.pack('<i8i8', tat, interval)
@@ -470,8 +472,9 @@ return {charge and 1 or 0, unpack(replies)}
 
 constexpr std::string_view kGcraRefund = R"lua(
 local cost, interval = tonumber(ARGV[2]), tonumber(ARGV[6])
-if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
-local tat, was = read_tat(KEYS[1], interval)
+local tat, was, found = read_tat(KEYS[1], interval)
+-- nothing to give back to a key that reads as absent (as in the other refunds)
+if not found then return 0 end
 -- a refund right after a change of the rate: the units are given back at the old interval
 write_tat(KEYS[1], tat - cost * was, was, nil)
 return 0
