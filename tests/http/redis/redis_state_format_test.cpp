@@ -25,7 +25,12 @@ constexpr int64_t kBig = int64_t{1} << 53;
 constexpr int64_t kHuge = int64_t{1} << 62;
 
 // One algorithm with the values that must read as absent: of another length, text (an
-// older version's format, at the length of this one's), or a field out of its range.
+// older version's format, at the length of this one's), or a field out of its range. Each
+// field check has a value that only it catches, one that would decide, refund or sync
+// otherwise without it: a time at 2^53 or far ahead (one far behind is as fresh anyway), a
+// negative count, a zero or negative GCRA interval with the time ahead of now (only then is
+// the interval used), a valid state with a byte more. A stored window length below 1 is also
+// another length than the policy's, which starts fresh by itself (the {index, 1, 0} values).
 struct Case {
   AlgorithmParams params;
   std::vector<std::string> hostile;
@@ -35,25 +40,37 @@ std::vector<Case> cases() {
   const int64_t w = 60'000'000;        // the windows' length in µs
   const int64_t index = kNowUs / w;    // the current window's index
   const int64_t interval = 1'000'000;  // GCRA at 1/s, in µs per unit
+  const int64_t ahead = kNowUs + 5 * interval;
   const std::vector<std::string> any = {"", "x", std::string(8, '\0'), std::string(40, '\xff')};
+  const std::vector<std::string> tat = {"1234567890:12345",
+                                        packedState({kHuge, interval}),
+                                        packedState({kBig, interval}),
+                                        packedState({ahead, 0}),
+                                        packedState({ahead, -interval}),
+                                        packedState({ahead, interval}) + "!"};
   std::vector<Case> out = {
       {window(AlgorithmKind::kFixedWindow, 10, 60'000),
        {"123456789012:12345678901", packedState({index, -1, w}), packedState({index, kBig, w}),
-        packedState({kHuge, 1, w}), packedState({index, 1, 0}), packedState({index, 1, -w}),
-        packedState({index, 1, w}) + "!"}},
+        packedState({kBig, 1, w}), packedState({kHuge, 1, w}), packedState({index, 1, 0}),
+        packedState({index, 1, -w}), packedState({index, 1, w}) + "!"}},
       {window(AlgorithmKind::kSlidingWindowCounter, 10, 60'000),
        {"12345678:1234567:2345678:123456", packedState({index, -1, 0, w}),
         packedState({index, 0, -1, w}), packedState({index, kHuge, 0, w}),
-        packedState({-kHuge, 1, 1, w}), packedState({index, 1, 1, 0})}},
+        packedState({kBig, 1, 1, w}), packedState({index, 1, 1, 0}),
+        packedState({index, 1, 1, w}) + "!"}},
       {bucket(AlgorithmKind::kTokenBucket, 10, 1),
        {"1234567890:12345", packedState({-1'000'000'000, kNowUs}), packedState({kHuge, kNowUs}),
-        packedState({kBig, kNowUs}), packedState({0, kHuge})}},
-      {bucket(AlgorithmKind::kGcra, 10, 1),
-       {"1234567890:12345", packedState({kHuge, interval}), packedState({kNowUs, 0}),
-        packedState({kNowUs, -interval}), packedState({-kBig, interval})}},
+        packedState({kBig, kNowUs}), packedState({0, kHuge}), packedState({0, kBig}),
+        packedState({5'000'000'000, kNowUs}) + "!"}},
+      {bucket(AlgorithmKind::kGcra, 10, 1), tat},
+      {bucket(AlgorithmKind::kLeakyBucket, 10, 1), tat},
   };
   for (Case& c : out) c.hostile.insert(c.hostile.end(), any.begin(), any.end());
   return out;
+}
+
+std::string keyOf(const AlgorithmParams& params, std::string_view key) {
+  return "fg:{p:" + std::string(key) + "}:" + std::string(algorithmName(params.kind)) + ":v3";
 }
 
 class RedisStateFormatTest : public testing::RedisServerTest {
@@ -79,7 +96,7 @@ TEST_F(RedisStateFormatTest, AValueNotOfTheFormatReadsAsAbsent) {
   for (const Case& c : cases()) {
     auto s = store(c.params);
     const std::string name = std::string(algorithmName(c.params.kind));
-    const std::string key = "fg:{p:k}:" + name + ":v3";
+    const std::string key = keyOf(c.params, "k");
     for (size_t i = 0; i < c.hostile.size(); ++i) {
       const std::string what = name + " value #" + std::to_string(i);
       for (bool together : {false, true}) {
@@ -103,10 +120,59 @@ TEST_F(RedisStateFormatTest, AValueNotOfTheFormatReadsAsAbsent) {
         }
         expectSame(got, *fresh, what + (together ? ", together" : ", alone"));
         auto now_stored = server_->command({"GET", key});
-        auto fresh_stored = server_->command({"GET", "fg:{p:fresh}:" + name + ":v3"});
+        auto fresh_stored = server_->command({"GET", keyOf(c.params, "fresh")});
         ASSERT_TRUE(now_stored && fresh_stored) << what;
         EXPECT_EQ(now_stored->str, fresh_stored->str) << what;
       }
+    }
+  }
+}
+
+// A refund to a value not of the format gives nothing back to it: the value is left as it
+// was, as a refund leaves an absent key absent (and a decide still reads it as absent).
+TEST_F(RedisStateFormatTest, ARefundLeavesAValueNotOfTheFormatAsItWas) {
+  for (const Case& c : cases()) {
+    auto s = store(c.params);
+    const std::string key = keyOf(c.params, "k");
+    for (size_t i = 0; i < c.hostile.size(); ++i) {
+      const std::string what =
+          std::string(algorithmName(c.params.kind)) + " value #" + std::to_string(i);
+      ASSERT_TRUE(server_->command({"FLUSHALL"}));
+      ASSERT_TRUE(server_->command({"SET", key, c.hostile[i]}));
+      Status refunded = s->giveBack("k", kNowNs, 1);
+      ASSERT_TRUE(refunded) << what << ": " << refunded.error().message;
+      auto kept = server_->command({"GET", key});
+      ASSERT_TRUE(kept) << what;
+      EXPECT_EQ(kept->str, c.hostile[i]) << what;
+    }
+  }
+}
+
+// A sync (the local buckets' reconciliation) adds its units to a value not of the format as
+// to an absent key: the same answer, and a state of this version's format written.
+TEST_F(RedisStateFormatTest, ASyncReadsAValueNotOfTheFormatAsAbsent) {
+  for (const Case& c : cases()) {
+    if (c.params.kind == AlgorithmKind::kSlidingWindowCounter ||
+        c.params.kind == AlgorithmKind::kLeakyBucket) {
+      continue;  // not synced: no local buckets lease from them
+    }
+    auto s = store(c.params);
+    const std::string key = keyOf(c.params, "k");
+    const int64_t index = kNowUs / 60'000'000;  // the fixed window's, ignored by the others
+    for (size_t i = 0; i < c.hostile.size(); ++i) {
+      const std::string what =
+          std::string(algorithmName(c.params.kind)) + " value #" + std::to_string(i);
+      ASSERT_TRUE(server_->command({"FLUSHALL"}));
+      ASSERT_TRUE(server_->command({"SET", key, c.hostile[i]}));
+      auto synced = s->sync({{"fresh", 1, index}, {"k", 1, index}}, kNowNs);
+      ASSERT_TRUE(synced) << what;
+      ASSERT_TRUE((*synced)[0] && (*synced)[1]) << what;
+      EXPECT_EQ((*synced)[1]->remaining, (*synced)[0]->remaining) << what;
+      EXPECT_EQ((*synced)[1]->reset_ns, (*synced)[0]->reset_ns) << what;
+      auto now_stored = server_->command({"GET", key});
+      auto fresh_stored = server_->command({"GET", keyOf(c.params, "fresh")});
+      ASSERT_TRUE(now_stored && fresh_stored) << what;
+      EXPECT_EQ(now_stored->str, fresh_stored->str) << what;
     }
   }
 }
