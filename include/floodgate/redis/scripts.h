@@ -28,6 +28,11 @@ struct FunctionLibrary {
 };
 const FunctionLibrary& functionLibrary();
 
+// The Lua that defines check_word_size(), which every script and function calls first: it
+// raises an error on a Redis whose Lua `struct` packs 8-byte integers short (a 32-bit
+// build), where the states would not hold.
+std::string_view wordSizeCheck();
+
 // Every script works in microseconds: Lua numbers are doubles, exact below 2^53, and a
 // Redis TIME reading in µs (about 1.8e15) fits where one in ns would not. Token buckets
 // count nanotokens (10^-9 unit), so at `rate_milli` thousandths per second a bucket earns

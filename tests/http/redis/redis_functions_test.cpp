@@ -189,5 +189,44 @@ TEST_F(RedisFunctionsTest, AnErrorInsideAFunctionKeepsFunctions) {
   EXPECT_EQ(calls(*server_, "evalsha") + calls(*server_, "eval"), 0);
 }
 
+// A Redis whose Lua `struct` packs 8-byte integers short (a 32-bit build: it converts through
+// a 4-byte C long) is refused: the check every script and function calls first raises an
+// error there, stood in for by a `struct` that keeps the low 32 bits of what it unpacks. On
+// this server it passes, and every script, and every function of the library, calls it first.
+TEST_F(RedisFunctionsTest, ARedisThatPacksEightByteIntegersShortIsRefused) {
+  const std::string check = std::string(redis::wordSizeCheck()) + "return check_word_size()\n";
+  const std::string short_struct =
+      "local real = struct\n"
+      "local struct = {pack = real.pack, unpack = function(f, s)\n"
+      "  return real.unpack(f, s) % 4294967296 end}\n";
+  auto refused = server_->command({"EVAL", short_struct + check, "0"});
+  ASSERT_TRUE(refused.ok());
+  EXPECT_TRUE(refused->isError()) << refused->str;
+  EXPECT_NE(refused->str.find("needs a 64-bit Redis"), std::string::npos) << refused->str;
+
+  auto passed = server_->command({"EVAL", check, "0"});
+  ASSERT_TRUE(passed.ok());
+  EXPECT_FALSE(passed->isError()) << passed->str;
+
+  const std::string library = redis::functionLibrary().code;
+  auto count = [&library](std::string_view text) {
+    size_t n = 0;
+    for (size_t at = library.find(text); at != std::string::npos; at = library.find(text, at + 1))
+      ++n;
+    return n;
+  };
+  EXPECT_EQ(count(redis::wordSizeCheck()), 1u);
+  EXPECT_GT(count("redis.register_function("), 0u);
+  EXPECT_EQ(count("redis.register_function("), count("function(KEYS, ARGV)\ncheck_word_size()\n"));
+  const redis::Script* scripts[] = {
+      &redis::decideScript(AlgorithmKind::kGcra), &redis::decideTogetherScript(),
+      &redis::refundScript(AlgorithmKind::kTokenBucket),
+      &redis::syncScript(AlgorithmKind::kFixedWindow), &redis::heartbeatScript()};
+  for (const redis::Script* script : scripts) {
+    EXPECT_TRUE(script->main.starts_with("check_word_size()\n")) << script->function;
+    EXPECT_TRUE(script->body.starts_with(redis::wordSizeCheck())) << script->function;
+  }
+}
+
 }  // namespace
 }  // namespace floodgate::http

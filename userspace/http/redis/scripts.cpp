@@ -558,6 +558,22 @@ end
 return out
 )lua";
 
+// States are 8-byte integers packed by Lua's struct ('<i8'), which converts through a C
+// long: on a 32-bit build of Redis it would cut times short, every state would read as
+// long past, and no limit would hold. So every script first packs a value above 2^32 and
+// refuses to run if it does not read back the same. A library cannot do it when loaded
+// (`struct` is not there yet), so its functions do it on their first call.
+constexpr std::string_view kWordSizeCheck = R"lua(
+local word_size_checked = false
+local function check_word_size()
+  if word_size_checked then return end
+  if struct.unpack('<i8', struct.pack('<i8', 4503599627370499)) ~= 4503599627370499 then
+    error('floodgate: this Redis packs 8-byte integers short (a 32-bit build): the Redis store needs a 64-bit Redis')
+  end
+  word_size_checked = true
+end
+)lua";
+
 // Definitions (local functions and constants) that scripts share, in the order the
 // function library defines them; every part of a script but its last is one of these.
 constexpr std::string_view kDefinitions[] = {
@@ -570,11 +586,12 @@ constexpr std::string_view kDefinitions[] = {
 Script make(std::string name, std::initializer_list<std::string_view> definitions,
             std::string main) {
   Script s;
+  s.body = kWordSizeCheck;
   for (std::string_view part : definitions) s.body += part;
-  s.body += main;
+  s.body += "check_word_size()\n" + main;
   s.sha1 = sha1Hex(s.body);
   s.function = std::move(name);  // made unique by the library's version in catalog()
-  s.main = std::move(main);
+  s.main = "check_word_size()\n" + main;
   return s;
 }
 
@@ -654,7 +671,7 @@ Catalog buildCatalog() {
   // script's main part as a registered function. Its version is a hash of that text: a
   // library and its functions are named by it, so that instances of two versions in one
   // fleet each find their own functions in a shared Redis and never replace the other's.
-  std::string text;
+  std::string text(kWordSizeCheck);
   for (std::string_view part : kDefinitions) text += part;
   std::vector<std::string> seen;
   std::string registrations;
@@ -721,5 +738,7 @@ const Script& syncScript(AlgorithmKind kind) {
 const Script& heartbeatScript() { return catalog().heartbeat; }
 
 const FunctionLibrary& functionLibrary() { return catalog().library; }
+
+std::string_view wordSizeCheck() { return kWordSizeCheck; }
 
 }  // namespace floodgate::http::redis
