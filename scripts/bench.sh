@@ -20,7 +20,9 @@
 #   - a spoofed-source flood's passed packets against the new-source cap + untracked limit;
 #   - HTTP: floodgate-http-example under wrk on loopback, 8 keep-alive connections,
 #     requests/s and p99 latency: no policies (baseline), three memory-store policies on every
-#     request, the same three in Redis, and a hot key over its limit (every answer a 429).
+#     request, the same three in Redis, and a hot key over its limit (every answer a 429);
+#     and the floor of a store that asks Redis on every request: the same route with one
+#     Redis PING a request, against the route alone.
 # Usage: scripts/bench.sh [--quick] [--only http]
 #   --quick: shorter runs, under ten minutes; --only http: the HTTP rows alone (a few minutes)
 # Needs root: it loads BPF, creates network namespaces and sets nftables/iptables rules
@@ -65,7 +67,7 @@ echo "==> Release build in $BUILD_DIR"
 # std::string's operator+ (GCC bug 105651) and -Walloc-size-larger-than on a checked size
 cmake -S "$FLOODGATE_ROOT" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_CXX_FLAGS="-Wno-restrict -Wno-alloc-size-larger-than" >/dev/null
-BENCH_TARGETS=(floodgate-http-example floodgate_bench_redis)
+BENCH_TARGETS=(floodgate-http-example floodgate_bench_http_floor floodgate_bench_redis)
 [[ $ONLY == http ]] ||
   BENCH_TARGETS+=(floodgate floodgate_xdp_cost floodgate_http_bench floodgate_http_redis_bench)
 cmake --build "$BUILD_DIR" -j "$(nproc)" --target "${BENCH_TARGETS[@]}" >/dev/null
@@ -77,6 +79,7 @@ HTTP_BENCH=$BUILD_DIR/tests/http/floodgate_http_bench
 # Starts its own redis-server on a free loopback port and measures redis-benchmark there.
 REDIS_BENCH=$BUILD_DIR/tests/http/floodgate_http_redis_bench
 HTTP_EXAMPLE=$BUILD_DIR/userspace/http/example/floodgate-http-example
+HTTP_FLOOR=$BUILD_DIR/tests/bench/floodgate_bench_http_floor
 BENCH_REDIS=$BUILD_DIR/tests/bench/floodgate_bench_redis  # a private redis-server, as the tests start
 
 WORK=$(mktemp -d /tmp/floodgate-bench.XXXXXX)

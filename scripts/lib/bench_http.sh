@@ -1,11 +1,12 @@
 # SPDX-License-Identifier: MIT
 # The HTTP rows of scripts/bench.sh: floodgate-http-example on loopback under wrk, one service
 # per row (no policies, three policies in the memory store, the same three in Redis, and a
-# hot key over its limit), measured in rounds that take turns, so that a machine busy with
+# hot key over its limit), and the floor of a Redis store (floodgate_bench_http_floor: the same
+# route with no limiter, then with one Redis PING per request), measured in rounds that take turns, so that a machine busy with
 # something else for a while weighs on every row alike. wrk, the services and redis-server
 # run at nice -20, so that other work on the machine disturbs them less; it still does, so
 # the load average before the rows is kept (HTTP_LOADAVG, in the results' meta). Sourced;
-# expects HTTP_EXAMPLE, BENCH_REDIS, WORK, HTTP_SECONDS, HTTP_ROUNDS and FLOODGATE_ROOT set.
+# expects HTTP_EXAMPLE, HTTP_FLOOR, BENCH_REDIS, WORK, HTTP_SECONDS, HTTP_ROUNDS and FLOODGATE_ROOT set.
 
 HTTP_CONNECTIONS=8
 HTTP_PIDS=()
@@ -86,7 +87,7 @@ median() {
 # service's process (and for Redis, redis-server's) spent in CPU per request, which a busy
 # machine disturbs far less than it does requests/s.
 http_rows() {
-  local names=(none memory redis over) name round
+  local names=(none memory redis over floor floor-ping floor-own) name round
   HTTP_LOADAVG=$(cut -d' ' -f1-3 /proc/loadavg)
   echo "    load average before the rows: $HTTP_LOADAVG"
   declare -A row_label=(
@@ -94,6 +95,9 @@ http_rows() {
     [memory]="memory: 3 policies"
     [redis]="redis: 3 policies"
     [over]="memory: hot key over its limit"
+    [floor]="floor: the route alone"
+    [floor-ping]="floor: one Redis PING a request"
+    [floor-own]="floor: one PING a request, a connection a thread"
   )
   start_and_wait "$WORK/redis.out" '^redis ' "$BENCH_REDIS"
   REDIS_PID=$STARTED_PID
@@ -104,8 +108,15 @@ http_rows() {
   http_policies_config "$WORK/http-over.yaml" "{type: memory}" 1
   declare -A port pid
   for name in "${names[@]}"; do
-    start_and_wait "$WORK/http-$name.out" '^listening on ' \
-      "$HTTP_EXAMPLE" --config "$WORK/http-$name.yaml" --listen 127.0.0.1:0
+    case $name in
+      floor) start_and_wait "$WORK/http-$name.out" '^listening on ' "$HTTP_FLOOR" ;;
+      floor-ping) start_and_wait "$WORK/http-$name.out" '^listening on ' "$HTTP_FLOOR" \
+        --redis "$REDIS_ADDRESS" ;;
+      floor-own) start_and_wait "$WORK/http-$name.out" '^listening on ' "$HTTP_FLOOR" \
+        --redis "$REDIS_ADDRESS" --own-connections ;;
+      *) start_and_wait "$WORK/http-$name.out" '^listening on ' \
+        "$HTTP_EXAMPLE" --config "$WORK/http-$name.yaml" --listen 127.0.0.1:0 ;;
+    esac
     pid[$name]=$STARTED_PID
     HTTP_PIDS+=("$STARTED_PID")
     port[$name]=${STARTED_LINE##*:}
@@ -115,10 +126,14 @@ http_rows() {
   for ((round = 0; round < HTTP_ROUNDS; round++)); do
     for name in "${names[@]}"; do
       ticks=$(cpu_ticks "${pid[$name]}")
-      [[ $name == redis ]] && redis_us=$(redis_cpu_us)
+      [[ $name == redis || $name == floor-* ]] && redis_us=$(redis_cpu_us)
       result=$(run_wrk "${port[$name]}" "$HTTP_SECONDS")
       ticks=$(($(cpu_ticks "${pid[$name]}") - ticks))
-      [[ $name == redis ]] && redis_us=$(($(redis_cpu_us) - redis_us)) || redis_us=0
+      if [[ $name == redis || $name == floor-* ]]; then
+        redis_us=$(($(redis_cpu_us) - redis_us))
+      else
+        redis_us=0
+      fi
       echo "$result $ticks $redis_us" >>"$WORK/wrk-$name.txt"
     done
   done
@@ -138,16 +153,24 @@ http_rows() {
       redis) detail="the same 3 in a private redis-server on loopback, one round trip, one FCALL" ;;
       over) detail="the same 3, the API key over its limit; $(awk -v a="$rps" -v b="$admitted_rps" \
         'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }')x the admitted requests/s" ;;
+      floor) detail="floodgate_bench_http_floor: the example's route, no limiter, no metrics" ;;
+      floor-ping) detail="the same route, one PING through floodgate's Redis client per request: \
+the most a store that asks Redis on every request can keep of its baseline" ;;
+      floor-own) detail="the same PING on a connection of each server thread's own (no round \
+trips shared)" ;;
     esac
     detail+="; $non_2xx of $requests answered 429"
     ((errors == 0)) || detail+=", $errors socket errors"
     detail+="; service CPU $(awk -v hz="$hz" -v n="$requests" '{ t += $6 } END {
       printf "%.1f", t / hz * 1e6 / n }' "$WORK/wrk-$name.txt") us/request"
-    [[ $name == redis ]] && detail+=", redis-server $(awk -v n="$requests" '{ t += $7 } END {
+    [[ $name == redis || $name == floor-* ]] && detail+=", redis-server $(awk -v n="$requests" '{ t += $7 } END {
       printf "%.1f", t / n }' "$WORK/wrk-$name.txt") us/request"
     detail+="; median of $HTTP_ROUNDS x ${HTTP_SECONDS}s"
-    base=${row_label[none]}
-    [[ $name == none ]] && base=""
+    case $name in
+      none | floor) base="" ;;
+      floor-*) base=${row_label[floor]} ;;
+      *) base=${row_label[none]} ;;
+    esac
     add_row "http" "${row_label[$name]}" "$rps" "k requests/s" "$base" "$detail"
     add_row "http p99" "${row_label[$name]}" "$p99" "ms" "$base" \
       "p99 latency, wrk -c$HTTP_CONNECTIONS keep-alive connections, median of $HTTP_ROUNDS"
