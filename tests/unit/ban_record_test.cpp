@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
-// Unit tests of the fleet ban record's line (floodgate/report/ban_record.h): what one host
-// writes is what another reads, a record of another version is refused by name, and an
-// offender-report reader refuses a ban record clearly.
+// Unit tests of the fleet ban and lift records' lines (floodgate/report/ban_record.h): what
+// one host writes is what another reads, a record of another version is refused by name,
+// neither kind is read as the other, and an offender-report reader refuses both clearly.
 #include "floodgate/report/ban_record.h"
 
 #include <gtest/gtest.h>
@@ -73,6 +73,73 @@ TEST(BanRecordParsing, NamesWhatIsWrong) {
 
 TEST(BanRecordParsing, AReportReaderRefusesABanRecordClearly) {
   auto report = parseReport(formatBanRecord(record("198.51.100.7", 1, BanKind::kManual)));
+  ASSERT_FALSE(report.ok());
+  EXPECT_NE(report.error().message.find("a fleet ban record, not an offender report"),
+            std::string::npos)
+      << report.error().message;
+}
+
+LiftRecord lift(const char* address) {
+  auto cidr = parseCidr(address);
+  EXPECT_TRUE(cidr.ok());
+  return {*cidr, "9d3e71c0a4b2f685"};
+}
+
+TEST(LiftRecordFormat, WritesTheVersionedLine) {
+  EXPECT_EQ(formatLiftRecord(lift("198.51.100.7")), "unban v1 198.51.100.7 nonce=9d3e71c0a4b2f685");
+}
+
+TEST(LiftRecordFormat, ReadsBackWhatItWritesWithTheSamePrefix) {
+  for (const char* address : {"198.51.100.7", "203.0.113.0/24", "2001:db8:1:2::/64"}) {
+    auto read = parseLiftRecord(formatLiftRecord(lift(address)) + "\n");
+    ASSERT_TRUE(read.ok()) << read.error().message;
+    EXPECT_EQ(read->address.toString(), address) << "exactly the prefix written";
+    EXPECT_EQ(read->nonce, "9d3e71c0a4b2f685");
+    EXPECT_TRUE(isLiftRecord(formatLiftRecord(lift(address))));
+  }
+}
+
+TEST(LiftRecordParsing, AnotherVersionIsRefusedByName) {
+  auto future = parseLiftRecord("unban v2 198.51.100.7 nonce=ab until_ms=5");
+  ASSERT_FALSE(future.ok());
+  EXPECT_NE(future.error().message.find("a lift record of version 'v2'"), std::string::npos)
+      << future.error().message;
+  EXPECT_NE(future.error().message.find("reads v1 only"), std::string::npos);
+  EXPECT_TRUE(isLiftRecord("unban v2 198.51.100.7 nonce=ab until_ms=5"))
+      << "still a lift record, so the lift parser names its version";
+}
+
+TEST(LiftRecordParsing, NamesWhatIsWrong) {
+  EXPECT_FALSE(parseLiftRecord("").ok());
+  EXPECT_FALSE(parseLiftRecord("unban").ok());
+  EXPECT_FALSE(parseLiftRecord("unban v1 198.51.100.7").ok()) << "no nonce: a copy is a copy";
+  EXPECT_FALSE(parseLiftRecord("unban v1 198.51.100.7 nonce=ab extra=1").ok());
+  EXPECT_FALSE(parseLiftRecord("unban v1 198.51.100.7 nonce=XYZ").ok());
+  EXPECT_FALSE(parseLiftRecord("unban v1 198.51.100.7 nonce=").ok());
+  EXPECT_FALSE(parseLiftRecord("unban v1 198.51.100.7 ab").ok());
+  EXPECT_NE(parseLiftRecord("unban v1 everyone nonce=ab")
+                .error()
+                .message.find("not an IP address or prefix"),
+            std::string::npos);
+  EXPECT_FALSE(parseLiftRecord("unban v1 10.0.0.1/8 nonce=ab").ok()) << "host bits set";
+  auto hostile = parseLiftRecord("unban v1 1.2.3.4\x1b[2J nonce=ab");
+  ASSERT_FALSE(hostile.ok());
+  EXPECT_EQ(hostile.error().message.find('\x1b'), std::string::npos);
+}
+
+TEST(LiftRecordParsing, NeitherKindIsReadAsTheOther) {
+  const std::string lift_line = formatLiftRecord(lift("198.51.100.7"));
+  const std::string ban_line =
+      formatBanRecord(record("198.51.100.7", 1764625200000, BanKind::kManual));
+  // what a floodgate without lifts does with a lift: refuses it, never bans
+  EXPECT_FALSE(parseBanRecord(lift_line).ok());
+  EXPECT_FALSE(parseLiftRecord(ban_line).ok());
+  EXPECT_FALSE(isLiftRecord(ban_line));
+  EXPECT_FALSE(isLiftRecord("unbanned v1 198.51.100.7 nonce=ab"));
+}
+
+TEST(LiftRecordParsing, AReportReaderRefusesALiftRecordClearly) {
+  auto report = parseReport(formatLiftRecord(lift("198.51.100.7")));
   ASSERT_FALSE(report.ok());
   EXPECT_NE(report.error().message.find("a fleet ban record, not an offender report"),
             std::string::npos)

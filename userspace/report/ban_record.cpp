@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Writing and reading the fleet ban record's line.
+// Writing and reading the fleet ban and lift records' lines.
 #include "floodgate/report/ban_record.h"
 
 #include <charconv>
@@ -15,6 +15,16 @@ namespace {
 
 constexpr const char* kShape =
     "a ban record is 'ban v1 ADDRESS expires_ms=N kind=manual|escalation|rule nonce=HEX'";
+constexpr const char* kLiftShape = "a lift record is 'unban v1 ADDRESS nonce=HEX'";
+
+// An error unless `word` is the version this code reads; `what` names the record.
+Status checkVersion(std::string_view word, const char* what) {
+  const std::string version = "v" + std::to_string(kBanRecordVersion);
+  if (word == version) return okStatus();
+  return Error::usage(std::string("a ") + what + " of version '" + printable(word, 80) +
+                      "': this floodgate reads " + version +
+                      " only (upgrade it to the version the fleet publishes)");
+}
 
 std::optional<BanKind> kindNamed(std::string_view name) {
   for (BanKind kind : {BanKind::kManual, BanKind::kEscalation, BanKind::kRule}) {
@@ -62,12 +72,7 @@ std::string formatBanRecord(const BanRecord& record) {
 Result<BanRecord> parseBanRecord(std::string_view text) {
   const std::vector<std::string_view> words = lineWords(text);
   if (words.size() < 2 || words[0] != "ban") return Error::usage(kShape);
-  const std::string version = "v" + std::to_string(kBanRecordVersion);
-  if (words[1] != version) {
-    return Error::usage("a ban record of version '" + printable(words[1], 80) +
-                        "': this floodgate reads " + version +
-                        " only (upgrade it to the version the fleet publishes)");
-  }
+  if (Status s = checkVersion(words[1], "ban record"); !s) return s.error();
   if (words.size() != 6) return Error::usage(kShape);
   auto address = parseCidr(words[2]);
   if (!address) {
@@ -86,6 +91,33 @@ Result<BanRecord> parseBanRecord(std::string_view text) {
   if (!isNonce(*nonce))
     return Error::usage("the nonce must be 1 to 64 hex digits; " + std::string(kShape));
   return BanRecord{*address, *expires, *kind, std::string(*nonce)};
+}
+
+std::string formatLiftRecord(const LiftRecord& record) {
+  return "unban v" + std::to_string(kBanRecordVersion) + " " + record.address.toString() +
+         " nonce=" + record.nonce;
+}
+
+Result<LiftRecord> parseLiftRecord(std::string_view text) {
+  const std::vector<std::string_view> words = lineWords(text);
+  if (words.size() < 2 || words[0] != "unban") return Error::usage(kLiftShape);
+  if (Status s = checkVersion(words[1], "lift record"); !s) return s.error();
+  if (words.size() != 4) return Error::usage(kLiftShape);
+  auto address = parseCidr(words[2]);
+  if (!address) {
+    return Error::usage("'" + printable(words[2], 80) + "' is not an IP address or prefix; " +
+                        kLiftShape);
+  }
+  std::optional<std::string_view> nonce = fieldText(words[3], "nonce");
+  if (!nonce) return Error::usage(kLiftShape);
+  if (!isNonce(*nonce))
+    return Error::usage("the nonce must be 1 to 64 hex digits; " + std::string(kLiftShape));
+  return LiftRecord{*address, std::string(*nonce)};
+}
+
+bool isLiftRecord(std::string_view text) {
+  const std::vector<std::string_view> words = lineWords(text);
+  return !words.empty() && words[0] == "unban";
 }
 
 }  // namespace floodgate::report

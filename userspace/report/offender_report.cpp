@@ -16,8 +16,8 @@ std::string formatReport(std::string_view client_key, int64_t rejections, int64_
 Result<OffenderReport> parseReport(std::string_view text) {
   const std::vector<std::string_view> words = lineWords(text);
   const char* shape = "a report is 'offender ADDRESS rejections=N within_ms=N'";
-  if (!words.empty() && words[0] == "ban") {
-    // a fleet ban record (ban_record.h) in a stream meant for reports
+  if (!words.empty() && (words[0] == "ban" || words[0] == "unban")) {
+    // a fleet ban or lift record (ban_record.h) in a stream meant for reports
     return Error::usage(std::string("a fleet ban record, not an offender report: give fleet bans a "
                                     "stream of their own; ") +
                         shape);
