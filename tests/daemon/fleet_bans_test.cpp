@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // Bans shared by the fleet through a private redis-server: what one host's FleetBans
 // publishes, another's applies with the same end; a host started later reads back the bans
-// still in force; forged, copied and garbled entries written straight into the stream are
+// still in force, but not one lifted after it; a lift reaches every host and a ban after it
+// bans again; forged, copied and garbled entries written straight into the stream are
 // refused and counted; a Redis that goes away loses no ban read later.
 #include "daemon/fleet_bans.h"
 
@@ -64,7 +65,7 @@ class FleetBansTest : public ::testing::Test {
       pollfd fd{fds[0], POLLIN, 0};
       if (poll(&fd, 1, 100) <= 0) continue;
       for (FleetBanVerdict& v : bans.drain(256, std::chrono::steady_clock::now())) {
-        bans.count(metrics::kFleetBanApplied);
+        bans.count(v.result);  // applied or lifted
         out.push_back(std::move(v));
       }
     }
@@ -211,6 +212,107 @@ TEST_F(FleetBansTest, ForgedCopiedAndGarbledEntriesAreRefusedAndCounted) {
   EXPECT_EQ(b->received()[metrics::kFleetBanLoopback], 1u);
   EXPECT_EQ(b->received()[metrics::kFleetBanAllowListed], 1u);
   EXPECT_EQ(b->received()[metrics::kFleetBanApplied], 1u);
+}
+
+// "ADDRESS" for a ban, "-ADDRESS" for a lift: what a host was handed, in order.
+std::vector<std::string> described(const std::vector<FleetBanVerdict>& verdicts) {
+  std::vector<std::string> out;
+  for (const FleetBanVerdict& v : verdicts) {
+    out.push_back((v.lift ? "-" : "") + v.record.address.toString());
+  }
+  return out;
+}
+
+TEST_F(FleetBansTest, ALiftReachesEveryHostAndABanAfterItBansAgain) {
+  auto a = host(config_);
+  auto b = host(config_);
+  std::this_thread::sleep_for(milliseconds(300));  // both reading from now on
+  ASSERT_TRUE(a->publish(report::BanKind::kManual, cidr("198.51.100.7"), 10 * kMinuteNs));
+  ASSERT_EQ(described(collect(*b, 1)), std::vector<std::string>{"198.51.100.7"});
+  ASSERT_TRUE(publishFleetLifts(config_, {fleetLiftRecord(cidr("198.51.100.7"))}).ok());
+  auto lifted = collect(*b, 1);
+  ASSERT_EQ(described(lifted), std::vector<std::string>{"-198.51.100.7"});
+  EXPECT_EQ(lifted[0].result, metrics::kFleetBanLifted);
+  EXPECT_NE(lifted[0].publisher.find(":" + std::to_string(getpid())), std::string::npos);
+  EXPECT_EQ(b->received()[metrics::kFleetBanLifted], 1u);
+  // the publisher's own daemon reads it too: every host lifts, the one that banned included
+  EXPECT_EQ(described(collect(*a, 2)), (std::vector<std::string>{"198.51.100.7", "-198.51.100.7"}));
+  ASSERT_TRUE(a->publish(report::BanKind::kManual, cidr("198.51.100.7"), 10 * kMinuteNs));
+  EXPECT_EQ(described(collect(*b, 1)), std::vector<std::string>{"198.51.100.7"})
+      << "stream order is the order: a ban after the lift bans again";
+}
+
+TEST_F(FleetBansTest, AHostStartedLaterDoesNotApplyABanLiftedBefore) {
+  ASSERT_TRUE(publishFleetBans(
+                  config_,
+                  {fleetBanRecord(cidr("198.51.100.80"), 30 * kMinuteNs, report::BanKind::kManual),
+                   fleetBanRecord(cidr("198.51.100.81"), 30 * kMinuteNs, report::BanKind::kManual)})
+                  .ok());
+  ASSERT_TRUE(publishFleetLifts(config_, {fleetLiftRecord(cidr("198.51.100.80"))}).ok());
+  auto late = host(config_);
+  auto handed = collect(*late, 2);
+  // newest first: the lift (which a restarted host may still hold the ban of), then the ban
+  // lifted by nobody; the lifted ban is not applied
+  EXPECT_EQ(described(handed), (std::vector<std::string>{"-198.51.100.80", "198.51.100.81"}));
+  settle(*late);
+  EXPECT_EQ(late->received()[metrics::kFleetBanSuperseded], 1u);
+  EXPECT_EQ(late->received()[metrics::kFleetBanApplied], 1u);
+  EXPECT_EQ(late->received()[metrics::kFleetBanLifted], 1u);
+}
+
+TEST_F(FleetBansTest, AHostStartedLaterAppliesABanMadeAgainAfterALift) {
+  const Cidr address = cidr("198.51.100.90");
+  ASSERT_TRUE(
+      publishFleetBans(config_, {fleetBanRecord(address, 50 * kMinuteNs, report::BanKind::kManual)})
+          .ok());
+  ASSERT_TRUE(publishFleetLifts(config_, {fleetLiftRecord(address)}).ok());
+  ASSERT_TRUE(
+      publishFleetBans(config_, {fleetBanRecord(address, 20 * kMinuteNs, report::BanKind::kRule)})
+          .ok());
+  auto late = host(config_);
+  auto handed = collect(*late, 1);
+  ASSERT_EQ(described(handed), std::vector<std::string>{"198.51.100.90"});
+  EXPECT_EQ(handed[0].record.kind, report::BanKind::kRule) << "the ban made after the lift";
+  EXPECT_LE(handed[0].ban_ns, 20 * kMinuteNs);
+  settle(*late);
+  EXPECT_EQ(late->received()[metrics::kFleetBanSuperseded], 2u)
+      << "the lift (older than the ban again) and the first ban (older than the lift)";
+  EXPECT_EQ(late->received()[metrics::kFleetBanLifted], 0u);
+  // and after the read-back, what comes is read in order again
+  ASSERT_TRUE(publishFleetLifts(config_, {fleetLiftRecord(address)}).ok());
+  EXPECT_EQ(described(collect(*late, 1)), std::vector<std::string>{"-198.51.100.90"});
+}
+
+TEST_F(FleetBansTest, ACopiedLiftAndAForgedOneAreRefused) {
+  auto b = host(config_);
+  std::this_thread::sleep_for(milliseconds(300));
+  const int64_t now = redisNowMs();
+  const std::string line = report::formatLiftRecord({cidr("198.51.100.7"), "ab12"});
+  addEntry(http::signStreamReport("a secret this fleet does not use!!", line, "intruder:1", now));
+  const http::StreamReport good = http::signStreamReport(kSecret, line, "host-a:1", now);
+  addEntry(good);
+  ASSERT_TRUE(publishFleetBans(config_, {fleetBanRecord(cidr("198.51.100.7"), kMinuteNs,
+                                                        report::BanKind::kRule)})
+                  .ok());
+  addEntry(good);  // someone who can read the stream adds the lift again, after a new ban
+  auto handed = collect(*b, 2);
+  EXPECT_EQ(described(handed), (std::vector<std::string>{"-198.51.100.7", "198.51.100.7"}));
+  settle(*b);
+  EXPECT_EQ(b->received()[metrics::kFleetBanForged], 1u);
+  EXPECT_EQ(b->received()[metrics::kFleetBanReplayed], 1u);
+  EXPECT_EQ(b->received()[metrics::kFleetBanLifted], 1u);
+}
+
+TEST_F(FleetBansTest, ALiftThatCannotReachRedisSaysSo) {
+  EXPECT_FALSE(fleetLifts(config_, cidr("198.51.0.0/16")).ok()) << "wider than any fleet ban";
+  EXPECT_FALSE(fleetLifts(config::FleetBansConfig{}, cidr("198.51.100.7")).ok());
+  EXPECT_TRUE(fleetLifts(config_, cidr("198.51.100.0/24")).ok());
+  server_->kill();
+  Status lifted = publishFleetLifts(config_, {fleetLiftRecord(cidr("198.51.100.7"))});
+  ASSERT_FALSE(lifted.ok());
+  EXPECT_NE(lifted.error().message.find("1 of 1 lifts did not reach redis stream fg:bans"),
+            std::string::npos)
+      << lifted.error().message;
 }
 
 TEST_F(FleetBansTest, WithRedisGonePublishingFailsBoundedAndReadingResumes) {

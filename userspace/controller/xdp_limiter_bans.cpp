@@ -97,6 +97,19 @@ Result<bool> XdpLimiter::banRemove(const Cidr& cidr) {
   return erased;
 }
 
+Result<bool> XdpLimiter::banRemoveStartedBefore(const Cidr& cidr, uint64_t age_ns) {
+  auto writing = writer_.acquire(interface_);
+  if (!writing) return writing.error();
+  auto now = currentJiffies();
+  if (!now) return now.error();
+  auto ban = maps_.bans.find(cidr);
+  if (!ban) return false;
+  const uint64_t age_ticks = age_ns / tickNs();
+  // started later than `age_ns` ago (the program's own bans may start on a tick ahead)
+  if (ban->since > *now || *now - ban->since < age_ticks) return false;
+  return banRemove(cidr);
+}
+
 namespace {
 
 // Calls visit(cidr, ban) for each entry of the ban tries, IPv4 first.

@@ -123,10 +123,22 @@ void DaemonState::handleReports() {
   escalator_.forgetEnded(now);
 }
 
-// Applies what the fleet shared: bounded work per loop turn, however much it holds.
+// Applies what the fleet shared, in the order read: bounded work per loop turn, however much
+// it holds.
 void DaemonState::handleFleetBans() {
   for (const FleetBanVerdict& ban : fleet_bans_.drain(256, std::chrono::steady_clock::now())) {
     const Cidr& address = ban.record.address;
+    if (ban.lift) {
+      const HeldInterfaces::Lifted lifted = interfaces_.liftEverywhere(address, ban.lift_age_ns);
+      if (lifted.answered == 0 && !interfaces_.empty()) {
+        fleet_bans_.count(metrics::kFleetBanFailed);
+        continue;
+      }
+      fleet_bans_.count(metrics::kFleetBanLifted);
+      logInfo("event=fleet_lift source=" + address.toString() + " lifted_on=" +
+              std::to_string(lifted.lifted) + " publisher=\"" + ban.publisher + "\"");
+      continue;
+    }
     if (interfaces_.banEverywhere(address, ban.ban_ns, BanOrigin::kFleet) == 0 &&
         !interfaces_.empty()) {
       fleet_bans_.count(metrics::kFleetBanFailed);

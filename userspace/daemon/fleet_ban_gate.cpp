@@ -43,7 +43,8 @@ metrics::FleetBanResult resultOf(Refusal refusal) {
 
 FleetBanVerdict FleetBanGate::check(const Result<http::StreamReport>& entry,
                                     const FleetBanRules& rules, const std::vector<Cidr>& own,
-                                    int64_t now_ms) {
+                                    int64_t now_ms, bool read_back) {
+  if (!read_back) read_back_.clear();  // the read-back is over: live records come in order
   FleetBanVerdict verdict;
   if (!entry) return refused(verdict, metrics::kFleetBanMalformed, entry.error().message);
   const http::StreamReport& signed_entry = *entry;
@@ -84,7 +85,18 @@ FleetBanVerdict FleetBanGate::check(const Result<http::StreamReport>& entry,
     seen_by_forget_.erase(seen_by_forget_.begin());
   }
 
-  auto record = report::parseBanRecord(signed_entry.line);
+  if (report::isLiftRecord(signed_entry.line)) {
+    return checkLift(std::move(verdict), signed_entry, rules, now_ms, read_back);
+  }
+  return checkBan(std::move(verdict), signed_entry, rules, own, now_ms, read_back);
+}
+
+FleetBanVerdict FleetBanGate::checkBan(FleetBanVerdict verdict, const http::StreamReport& entry,
+                                       const FleetBanRules& rules, const std::vector<Cidr>& own,
+                                       int64_t now_ms, bool read_back) {
+  const int64_t max_ban_ms = static_cast<int64_t>(rules.max_ban_ns / 1'000'000);
+  const int64_t skew_ms = http::kReportClockSkewMs;
+  auto record = report::parseBanRecord(entry.line);
   if (!record) return refused(verdict, metrics::kFleetBanMalformed, record.error().message);
   verdict.record = *record;
   const std::string address = record->address.toString();
@@ -113,8 +125,68 @@ FleetBanVerdict FleetBanGate::check(const Result<http::StreamReport>& entry,
                    address + " is never banned from the fleet (" +
                        metrics::kFleetBanResultNames[result] + ")");
   }
+  if (read_back) {
+    auto mark = read_back_.find(address);
+    if (mark != read_back_.end() && (mark->second & kLifted)) {
+      verdict.result = metrics::kFleetBanSuperseded;  // lifted later in the stream
+      return verdict;
+    }
+    if (mark != read_back_.end()) {
+      mark->second |= kBanStands;
+    } else if (read_back_.size() < kMaxReadBackPrefixes) {
+      read_back_.emplace(address, kBanStands);
+    }  // else applied unremembered: an older lift of it then lifts nothing (see checkLift)
+  }
   verdict.result = metrics::kFleetBanApplied;
   verdict.ban_ns = static_cast<uint64_t>(std::min(left_ms, max_ban_ms)) * 1'000'000;
+  return verdict;
+}
+
+FleetBanVerdict FleetBanGate::checkLift(FleetBanVerdict verdict, const http::StreamReport& entry,
+                                        const FleetBanRules& rules, int64_t now_ms,
+                                        bool read_back) {
+  auto record = report::parseLiftRecord(entry.line);
+  if (!record) return refused(verdict, metrics::kFleetBanMalformed, record.error().message);
+  verdict.lift = true;
+  verdict.record.address = record->address;
+  verdict.record.nonce = record->nonce;
+  const std::string address = record->address.toString();
+  // Exactly the prefix named, as `ban del` lifts: never a ban inside or around it, so one
+  // record cannot clear a host's table. A prefix no fleet ban can have is refused the same
+  // way a ban of it is.
+  const int widest = record->address.family == Family::kV4 ? rules.widest_ipv4 : rules.widest_ipv6;
+  if (record->address.prefix < widest) {
+    return refused(verdict, metrics::kFleetBanTooWide,
+                   "a lift of " + address + ", wider than the widest prefix the fleet bans (/" +
+                       std::to_string(widest) + ")");
+  }
+  if (read_back) {
+    auto mark = read_back_.find(address);
+    if (mark == read_back_.end()) {
+      if (read_back_.size() >= kMaxReadBackPrefixes) {
+        // a newer ban of it may have gone unremembered: lifting could undo that ban
+        return refused(verdict, metrics::kFleetBanFailed,
+                       "read back past the " + std::to_string(kMaxReadBackPrefixes) +
+                           " prefixes a start keeps track of, the lift of " + address +
+                           " is not applied here (lift it again: floodgate ban del --config)");
+      }
+      read_back_.emplace(address, kLifted);
+    } else {
+      const bool newer_lift = mark->second & kLifted;
+      const bool ban_stands = mark->second & kBanStands;
+      mark->second |= kLifted;  // bans older than this lift are superseded too
+      if (newer_lift || ban_stands) {
+        verdict.result = metrics::kFleetBanSuperseded;
+        return verdict;
+      }
+    }
+  }
+  verdict.result = metrics::kFleetBanLifted;
+  // Read back, the lift is the newest record of its prefix in the stream, but a ban this
+  // host started on its own since (not shared, so not in the stream) is newer still.
+  if (read_back && entry.time_ms < now_ms) {
+    verdict.lift_age_ns = static_cast<uint64_t>(now_ms - entry.time_ms) * 1'000'000;
+  }
   return verdict;
 }
 

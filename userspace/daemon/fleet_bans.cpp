@@ -28,6 +28,18 @@ bool sameStream(const config::FleetBansConfig& a, const config::FleetBansConfig&
          a.secret == b.secret && a.max_ban_ns == b.max_ban_ns && a.max_replay == b.max_replay;
 }
 
+// Sends `lines` to the stream and waits until Redis took them (two tries); an error of how
+// many did not, then `what_failed`.
+Status publishLines(const config::FleetBansConfig& config, const std::vector<std::string>& lines,
+                    const std::string& what_failed) {
+  auto queue = queueFor(config);
+  for (const std::string& line : lines) queue->push(line);
+  queue->close();  // sends what is queued, then the counts are final
+  if (queue->sent() == lines.size()) return okStatus();
+  return Error::failure(std::to_string(lines.size() - queue->sent()) + " of " +
+                        std::to_string(lines.size()) + what_failed);
+}
+
 }  // namespace
 
 report::BanRecord fleetBanRecord(const Cidr& address, uint64_t ban_ns, report::BanKind kind) {
@@ -56,15 +68,39 @@ Status fleetShares(const config::FleetBansConfig& config, report::BanKind kind, 
 
 Status publishFleetBans(const config::FleetBansConfig& config,
                         const std::vector<report::BanRecord>& records) {
-  auto queue = queueFor(config);
-  for (const report::BanRecord& record : records) queue->push(report::formatBanRecord(record));
-  queue->close();  // sends what is queued, then the counts are final
-  if (queue->sent() == records.size()) return okStatus();
-  return Error::failure(std::to_string(records.size() - queue->sent()) + " of " +
-                        std::to_string(records.size()) + " bans did not reach redis stream " +
-                        config.stream +
-                        " (the bans on this host stand; add them again once "
-                        "Redis is back to share them)");
+  std::vector<std::string> lines;
+  for (const report::BanRecord& record : records) lines.push_back(report::formatBanRecord(record));
+  return publishLines(config, lines,
+                      " bans did not reach redis stream " + config.stream +
+                          " (the bans on this host stand; add them again once Redis is back to "
+                          "share them)");
+}
+
+report::LiftRecord fleetLiftRecord(const Cidr& address) { return {address, report::banNonce()}; }
+
+Status fleetLifts(const config::FleetBansConfig& config, const Cidr& address) {
+  if (!config.enabled) return Error::usage("there is no fleet.bans to share the lift through");
+  const bool v4 = address.family == Family::kV4;
+  const int widest = v4 ? config.widest_ipv4 : config.widest_ipv6;
+  if (address.prefix < widest) {
+    return Error::usage("a lift of " + address.toString() +
+                        " is not shared: no fleet ban is wider than fleet.bans." +
+                        (v4 ? "widest_ipv4" : "widest_ipv6") + " (/" + std::to_string(widest) +
+                        "), so every host would refuse it; lift the prefixes as they were banned");
+  }
+  return okStatus();
+}
+
+Status publishFleetLifts(const config::FleetBansConfig& config,
+                         const std::vector<report::LiftRecord>& records) {
+  std::vector<std::string> lines;
+  for (const report::LiftRecord& record : records) {
+    lines.push_back(report::formatLiftRecord(record));
+  }
+  return publishLines(config, lines,
+                      " lifts did not reach redis stream " + config.stream +
+                          " (the lifts on this host stand; lift them again once Redis is back "
+                          "to share them)");
 }
 
 void FleetBans::sync(const config::FleetBansConfig& config, const std::vector<Cidr>& allow,
@@ -86,6 +122,7 @@ void FleetBans::sync(const config::FleetBansConfig& config, const std::vector<Ci
     return;
   }
   tail_ = std::move(*tail);
+  gate_.forgetReadBack();
   queue_ = queueFor(config);
 }
 
@@ -108,8 +145,8 @@ std::vector<FleetBanVerdict> FleetBans::drain(size_t max, Clock::time_point now)
   if (!tail_) return apply;
   for (const TailEntry& entry : tail_->drain(max)) {
     FleetBanVerdict verdict = gate_.check(http::streamReportFromFields(entry.fields), rules_,
-                                          own_addresses_.get(now), entry.now_ms);
-    if (verdict.result == metrics::kFleetBanApplied) {
+                                          own_addresses_.get(now), entry.now_ms, entry.read_back);
+    if (verdict.result == metrics::kFleetBanApplied || verdict.result == metrics::kFleetBanLifted) {
       apply.push_back(std::move(verdict));
       continue;  // counted once it is applied (or failed)
     }

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: MIT
 // FleetBans: the daemon's side of `fleet.bans`: it publishes the bans this host makes (the
 // kinds fleet.bans.share lists) to the fleet's signed Redis stream, and reads every record
-// of that stream through a StreamTail, each checked by a FleetBanGate. Publishing is on a
-// thread of its own (RedisReportQueue, bounded); the bans read are handed back for the
-// daemon to apply, so this part needs no interface and tests run it against Redis alone.
+// of that stream (bans, and the lifts `floodgate ban del --config` publishes) through a
+// StreamTail, each checked by a FleetBanGate. Publishing is on a thread of its own
+// (RedisReportQueue, bounded); the bans and lifts read are handed back for the daemon to
+// apply, so this part needs no interface and tests run it against Redis alone.
 // A ban applied from the fleet is never published again: only bans this host started are.
 // Not thread-safe: DaemonState calls it under its mutex.
 #pragma once
@@ -41,6 +42,17 @@ Status fleetShares(const config::FleetBansConfig& config, report::BanKind kind, 
 Status publishFleetBans(const config::FleetBansConfig& config,
                         const std::vector<report::BanRecord>& records);
 
+// The record lifting every ban of exactly `address` across the fleet, with a fresh nonce.
+report::LiftRecord fleetLiftRecord(const Cidr& address);
+
+// Whether `config` shares a lift of `address`, or why not (fleet.bans off, or a prefix wider
+// than any fleet ban, which every host would refuse).
+Status fleetLifts(const config::FleetBansConfig& config, const Cidr& address);
+
+// For `floodgate ban del --config`: publishes `records` as publishFleetBans does.
+Status publishFleetLifts(const config::FleetBansConfig& config,
+                         const std::vector<report::LiftRecord>& records);
+
 class FleetBans {
  public:
   using Clock = std::chrono::steady_clock;
@@ -57,10 +69,11 @@ class FleetBans {
   // Readable while records wait.
   std::vector<int> fds() const;
   // Checks the records waiting, at most `max` (the rest wait); counts and logs the
-  // refusals, and returns what to apply (kFleetBanApplied verdicts). Never blocks.
+  // refusals, and returns what to apply, in stream order as read: kFleetBanApplied (ban)
+  // and kFleetBanLifted (lift every ban of the prefix) verdicts. Never blocks.
   std::vector<FleetBanVerdict> drain(size_t max, Clock::time_point now);
-  // What became of a ban drain() returned: kFleetBanApplied, or kFleetBanFailed when no
-  // interface took it.
+  // What became of a verdict drain() returned: kFleetBanApplied or kFleetBanLifted, or
+  // kFleetBanFailed when no interface took it.
   void count(metrics::FleetBanResult result) { ++received_[result]; }
   // Stops publishing (what is queued is sent first, for at most one Redis timeout) and
   // reading.

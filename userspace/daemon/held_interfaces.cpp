@@ -263,6 +263,22 @@ size_t HeldInterfaces::banEverywhere(const Cidr& address, uint64_t ban_ns, BanOr
   return banned_on;
 }
 
+HeldInterfaces::Lifted HeldInterfaces::liftEverywhere(const Cidr& address, uint64_t age_ns) {
+  Lifted out;
+  for (auto& [name, held] : held_) {
+    Result<bool> removed = age_ns == 0 ? held.limiter.banRemove(address)
+                                       : held.limiter.banRemoveStartedBefore(address, age_ns);
+    if (!removed) {
+      logError("could not lift the ban of " + address.toString() + " on " + name + ": " +
+               removed.error().message);
+      continue;
+    }
+    ++out.answered;
+    out.lifted += *removed;
+  }
+  return out;
+}
+
 void HeldInterfaces::closeEvents() {
   for (auto& [name, held] : held_) held.events.reset();
 }

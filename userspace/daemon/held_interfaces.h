@@ -85,6 +85,14 @@ class HeldInterfaces {
   // Bans `address` for `ban_ns` on every one held (extending, never shortening, a ban
   // running), as started by `origin`; how many took it.
   size_t banEverywhere(const Cidr& address, uint64_t ban_ns, BanOrigin origin);
+  // Lifts the ban of exactly `address` on every one held, whoever started it (what `ban del`
+  // does on one), if it started at least `age_ns` ago (0: whenever): how many answered (a
+  // failure is logged), and on how many a ban was lifted.
+  struct Lifted {
+    size_t answered = 0;
+    size_t lifted = 0;
+  };
+  Lifted liftEverywhere(const Cidr& address, uint64_t age_ns = 0);
   bool empty() const { return held_.empty(); }
 
   // The configured interfaces, up or not, and the metrics of every one held.

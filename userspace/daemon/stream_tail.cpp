@@ -176,7 +176,7 @@ Status StreamTail::replayOnce() {
     const std::string& id = entry.elements[0].str;
     if (replay_below_ == "+") last_id_ = id;  // the newest: reading goes on after it
     replay_below_ = "(" + id;
-    batch.push_back({id, entry.elements[1], *now_ms});
+    batch.push_back({id, entry.elements[1], *now_ms, true});
   }
   replayed_ += batch.size();
   const bool past_read = batch.size() < count;

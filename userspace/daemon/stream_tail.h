@@ -40,6 +40,9 @@ struct TailEntry {
   std::string id;
   http::redis::Reply fields;
   int64_t now_ms = 0;
+  // Of the past read back at the start (max_replay), which comes newest first; every other
+  // entry comes oldest first, after all of those.
+  bool read_back = false;
 };
 
 class StreamTail {

@@ -61,12 +61,14 @@ inline constexpr const char* kEscalationResultNames[kEscalationResults] = {
     "expired",     "loopback",      "unspecified", "link_local",      "multicast",
     "own_address", "trusted_proxy", "too_wide",    "below_threshold", "rate_limited"};
 
-// What became of a ban record read from the fleet's stream (fleet.bans); the `result` label
-// of floodgate_fleet_bans_received_total, in the order of kFleetBanResultNames.
+// What became of a ban or lift record read from the fleet's stream (fleet.bans); the
+// `result` label of floodgate_fleet_bans_received_total, in the order of kFleetBanResultNames.
 enum FleetBanResult {
   kFleetBanApplied,
-  kFleetBanExpired,    // over before it was read (a starting host reading back)
-  kFleetBanFailed,     // no held interface took it (a table full, a writer holding the lock)
+  kFleetBanExpired,  // over before it was read (a starting host reading back)
+  // no held interface took it (a table full, a writer holding the lock), or a lift read
+  // back past what a start keeps track of
+  kFleetBanFailed,
   kFleetBanForged,     // not signed with the fleet's secret
   kFleetBanReplayed,   // the same signed record read before
   kFleetBanStale,      // signed too long ago, or ahead of Redis's clock
@@ -80,12 +82,16 @@ enum FleetBanResult {
   kFleetBanOwnAddress,
   kFleetBanTrustedProxy,
   kFleetBanAllowListed,
+  kFleetBanLifted,  // a lift record: the bans of its prefix removed on every held interface
+  // read back at a start, older in the stream than a record of the same prefix that decides
+  // instead: a ban older than a lift (not applied), a lift older than a ban (nothing lifted)
+  kFleetBanSuperseded,
   kFleetBanResults
 };
 inline constexpr const char* kFleetBanResultNames[kFleetBanResults] = {
-    "applied",   "expired",     "failed",        "forged",     "replayed",    "stale",
-    "too_long",  "malformed",   "too_wide",      "loopback",   "unspecified", "link_local",
-    "multicast", "own_address", "trusted_proxy", "allowlisted"};
+    "applied",   "expired",     "failed",        "forged",      "replayed",    "stale",
+    "too_long",  "malformed",   "too_wide",      "loopback",    "unspecified", "link_local",
+    "multicast", "own_address", "trusted_proxy", "allowlisted", "lifted",      "superseded"};
 
 // What became of the bans this host published to the fleet (fleet.bans.share).
 struct FleetBansPublished {
