@@ -3,8 +3,9 @@
 // guarding its own veth, share bans through a signed Redis stream (a redis-server in host
 // A's namespace, reached by B over a link between the two). A ban an operator adds on A
 // with `ban add --config` is applied by B with the same end and drops the source's packets
-// there too; B restarted reads it back; a forged record and one naming B's own address,
-// written straight into the stream, are refused and counted by B.
+// there too; B restarted reads it back; a lift the operator publishes on A with `ban del
+// --config` lifts it on B, and B restarted does not bring it back; a forged record and one
+// naming B's own address, written straight into the stream, are refused and counted by B.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -128,11 +129,15 @@ class FleetBansE2eTest : public ::testing::Test {
     return path;
   }
 
-  ChildProcess startDaemon(VethNetwork& net, const std::string& config, const std::string& log) {
-    auto daemon = ChildProcess::start(
-        {"nsenter", "--net=" + net.targetNetns(), FLOODGATE_BIN, "run", "--config", config,
-         "--metrics-listen", "127.0.0.1:" + std::to_string(kMetricsPort)},
-        dir_ + "/" + log);
+  ChildProcess startDaemon(VethNetwork& net, const std::string& config, const std::string& log,
+                           const std::vector<std::string>& more = {}) {
+    std::vector<std::string> argv = {
+        "nsenter",          "--net=" + net.targetNetns(),
+        FLOODGATE_BIN,      "run",
+        "--config",         config,
+        "--metrics-listen", "127.0.0.1:" + std::to_string(kMetricsPort)};
+    argv.insert(argv.end(), more.begin(), more.end());
+    auto daemon = ChildProcess::start(argv, dir_ + "/" + log);
     EXPECT_TRUE(daemon.ok()) << daemon.error().message;
     if (!daemon.ok()) return {};
     for (int i = 0; i < 200; ++i) {
@@ -170,8 +175,28 @@ class FleetBansE2eTest : public ::testing::Test {
     return {"", 0};
   }
 
+  // Waits until `net` holds no ban of `address`; whether it came to that.
+  bool waitForNoBan(VethNetwork& net, const std::string& address) {
+    for (int i = 0; i < 100; ++i) {
+      if (!bans(net).contains(address)) return true;
+      usleep(100000);
+    }
+    return false;
+  }
+
   std::string metricsOf(VethNetwork& net) {
     return httpGetIn(net.targetNetns(), kMetricsPort, "/metrics").body;
+  }
+
+  // Waits until `net`'s metrics hold `line`; the metrics last read.
+  std::string waitForMetric(VethNetwork& net, const std::string& line) {
+    std::string metrics;
+    for (int i = 0; i < 100; ++i) {
+      metrics = metricsOf(net);
+      if (metrics.find(line) != std::string::npos) break;
+      usleep(100000);
+    }
+    return metrics;
   }
 
   // Packets of `net`'s limiter dropped for a ban since it was attached.
@@ -255,6 +280,106 @@ TEST_F(FleetBansE2eTest, ABanOnOneHostIsDroppedByTheOtherWithTheSameEnd) {
   const Sent again = sendAndCountBanDrops(*b_, kBanned);
   ASSERT_GT(again.sent, 0u);
   EXPECT_EQ(again.dropped, again.sent);
+}
+
+TEST_F(FleetBansE2eTest, ALiftOnOneHostLiftsTheBanEverywhereAndARestartKeepsItLifted) {
+  daemon_a_ = startDaemon(*a_, config_a_, "daemon-a.log");
+  daemon_b_ = startDaemon(*b_, config_b_, "daemon-b.log");
+  CommandResult added = a_->floodgate(
+      {"ban", "add", a_->targetInterface(), kBanned, "--for", "10m", "--config", config_a_});
+  ASSERT_EQ(added.exit_code, 0) << added.err;
+  ASSERT_EQ(waitForBan(*b_, kBanned).first, "fleet") << daemon_b_.log();
+
+  CommandResult lifted =
+      a_->floodgate({"ban", "del", a_->targetInterface(), kBanned, "--config", config_a_});
+  ASSERT_EQ(lifted.exit_code, 0) << lifted.err;
+  EXPECT_NE(lifted.out.find(std::string("unbanned ") + kBanned), std::string::npos) << lifted.out;
+  EXPECT_NE(lifted.out.find("lift shared with the fleet through redis stream fg:bans"),
+            std::string::npos)
+      << lifted.out;
+  ASSERT_TRUE(waitForNoBan(*b_, kBanned)) << daemon_b_.log();
+  EXPECT_TRUE(bans(*a_).empty());
+  EXPECT_EQ(sendAndCountBanDrops(*b_, kBanned).dropped, 0u) << "B lets the source through";
+  const std::string metrics_b =
+      waitForMetric(*b_, "floodgate_fleet_bans_received_total{result=\"lifted\"} 1");
+  EXPECT_NE(metrics_b.find("floodgate_fleet_bans_received_total{result=\"lifted\"} 1"),
+            std::string::npos)
+      << metrics_b;
+  EXPECT_NE(daemon_b_.log().find("event=fleet_lift source=198.18.0.2 lifted_on=1"),
+            std::string::npos)
+      << daemon_b_.log();
+
+  // B restarted reads the ban back, older than the lift: not applied
+  daemon_b_.signal(SIGTERM);
+  ASSERT_EQ(daemon_b_.wait(10), 0) << daemon_b_.log();
+  daemon_b_ = startDaemon(*b_, config_b_, "daemon-b2.log");
+  const std::string again_b =
+      waitForMetric(*b_, "floodgate_fleet_bans_received_total{result=\"superseded\"} 1");
+  EXPECT_NE(again_b.find("floodgate_fleet_bans_received_total{result=\"superseded\"} 1"),
+            std::string::npos)
+      << again_b << daemon_b_.log();
+  EXPECT_NE(again_b.find("floodgate_fleet_bans_received_total{result=\"applied\"} 0"),
+            std::string::npos);
+  EXPECT_TRUE(bans(*b_).empty());
+  EXPECT_EQ(sendAndCountBanDrops(*b_, kBanned).dropped, 0u);
+
+  // banned again after the lift: every host bans again
+  CommandResult again = a_->floodgate(
+      {"ban", "add", a_->targetInterface(), kBanned, "--for", "10m", "--config", config_a_});
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(waitForBan(*b_, kBanned).first, "fleet") << daemon_b_.log();
+
+  // Redis gone: the lift stands here, and the command says it was not shared
+  redis_ = ChildProcess();
+  CommandResult unshared =
+      a_->floodgate({"ban", "del", a_->targetInterface(), kBanned, "--config", config_a_});
+  EXPECT_EQ(unshared.exit_code, 1) << unshared.out << unshared.err;
+  EXPECT_NE(unshared.err.find("1 of 1 lifts did not reach redis stream fg:bans"), std::string::npos)
+      << unshared.err;
+  EXPECT_FALSE(bans(*a_).contains(kBanned));
+}
+
+TEST_F(FleetBansE2eTest, AHostThatMissedALiftLiftsTheBanItStillHoldsButNotOneMadeSince) {
+  daemon_a_ = startDaemon(*a_, config_a_, "daemon-a.log");
+  daemon_b_ = startDaemon(*b_, config_b_, "daemon-b.log", {"--keep-attached"});
+  CommandResult added = a_->floodgate({"ban", "add", a_->targetInterface(), kBanned, kInnocent,
+                                       "--for", "10m", "--config", config_a_});
+  ASSERT_EQ(added.exit_code, 0) << added.err;
+  ASSERT_EQ(waitForBan(*b_, kBanned).first, "fleet") << daemon_b_.log();
+  ASSERT_EQ(waitForBan(*b_, kInnocent).first, "fleet") << daemon_b_.log();
+  // B's daemon stops, its limiter still attached and holding both bans
+  daemon_b_.signal(SIGTERM);
+  ASSERT_EQ(daemon_b_.wait(10), 0) << daemon_b_.log();
+  ASSERT_EQ(bans(*b_).size(), 2u);
+
+  CommandResult lifted = a_->floodgate(
+      {"ban", "del", a_->targetInterface(), kBanned, kInnocent, "--config", config_a_});
+  ASSERT_EQ(lifted.exit_code, 0) << lifted.err;
+  // B's operator bans one of them again, by hand, on B alone, after the lift
+  sleep(1);
+  CommandResult own =
+      b_->floodgate({"ban", "add", b_->targetInterface(), kInnocent, "--for", "5m"});
+  ASSERT_EQ(own.exit_code, 0) << own.err;
+
+  daemon_b_ = startDaemon(*b_, config_b_, "daemon-b2.log");
+  const std::string metrics =
+      waitForMetric(*b_, "floodgate_fleet_bans_received_total{result=\"superseded\"} 2");
+  EXPECT_NE(metrics.find("floodgate_fleet_bans_received_total{result=\"lifted\"} 2"),
+            std::string::npos)
+      << metrics << daemon_b_.log();
+  EXPECT_NE(metrics.find("floodgate_fleet_bans_received_total{result=\"superseded\"} 2"),
+            std::string::npos)
+      << "both bans, older than their lifts";
+  ASSERT_TRUE(waitForNoBan(*b_, kBanned)) << "the fleet's ban B held is lifted\n"
+                                          << daemon_b_.log();
+  auto held = bans(*b_);
+  ASSERT_TRUE(held.contains(kInnocent)) << "the ban B's operator made after the lift stands\n"
+                                        << daemon_b_.log();
+  EXPECT_EQ(held[kInnocent].first, "manual");
+  EXPECT_NE(daemon_b_.log().find("event=fleet_lift source=198.18.0.2 lifted_on=1"),
+            std::string::npos);
+  EXPECT_NE(daemon_b_.log().find("event=fleet_lift source=198.18.0.3 lifted_on=0"),
+            std::string::npos);
 }
 
 TEST_F(FleetBansE2eTest, AForgedRecordAndOneNamingTheHostItselfAreRefusedAndCounted) {

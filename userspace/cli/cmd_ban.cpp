@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // `floodgate ban add|del|list IFACE`: bans of a running limiter, with the time they have left;
-// `ban add --config` also publishes them to the fleet (fleet.bans).
+// `ban add --config` also publishes them to the fleet (fleet.bans), `ban del --config` their
+// lifts.
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -21,7 +22,7 @@ struct BanFlags {
   std::string interface;
   std::vector<std::string> cidrs;
   std::string duration;  // empty: until removed
-  std::string config;    // ban add: share through this file's fleet.bans
+  std::string config;    // ban add, ban del: share through this file's fleet.bans
   bool json = false;
 };
 
@@ -38,6 +39,24 @@ Result<std::optional<config::FleetBansConfig>> fleetBansToShare(const std::strin
   if (Status s = daemon::fleetShares(config->fleet_bans, report::BanKind::kManual, duration_ns);
       !s) {
     return Error::usage("--config: " + s.error().message);
+  }
+  return std::optional<config::FleetBansConfig>(config->fleet_bans);
+}
+
+// The fleet.bans of `file`, when the lifts of `cidrs` are to be shared; an error before
+// anything is lifted when the file is not valid or no host would take one of them.
+Result<std::optional<config::FleetBansConfig>> fleetBansToLift(const std::string& file,
+                                                               const std::vector<Cidr>& cidrs) {
+  if (file.empty()) return std::optional<config::FleetBansConfig>();
+  auto config = config::loadValidConfig(file);
+  if (!config) return config.error();
+  if (!config->fleet_bans.enabled) {
+    return Error::usage("--config: " + file + " has no fleet.bans to share the lift through");
+  }
+  for (const Cidr& cidr : cidrs) {
+    if (Status s = daemon::fleetLifts(config->fleet_bans, cidr); !s) {
+      return Error::usage("--config: " + s.error().message);
+    }
   }
   return std::optional<config::FleetBansConfig>(config->fleet_bans);
 }
@@ -85,13 +104,21 @@ Status addBans(const BanFlags& flags) {
 Status removeBans(const BanFlags& flags) {
   auto cidrs = parseCidrs(flags.cidrs);
   if (!cidrs) return cidrs.error();
+  auto fleet = fleetBansToLift(flags.config, *cidrs);
+  if (!fleet) return fleet.error();
   auto limiter = openXdpLimiter(flags.interface);
   if (!limiter) return limiter.error();
+  std::vector<report::LiftRecord> shared;
   for (const Cidr& cidr : *cidrs) {
     auto removed = limiter->banRemove(cidr);
     if (!removed) return removed.error();
     std::cout << (*removed ? "unbanned " : "was not banned: ") << cidr.toString() << "\n";
+    // shared either way: the hosts that hold the ban need not include this one
+    if (*fleet) shared.push_back(daemon::fleetLiftRecord(cidr));
   }
+  if (!*fleet) return okStatus();
+  if (Status s = daemon::publishFleetLifts(**fleet, shared); !s) return s;
+  std::cout << "lift shared with the fleet through redis stream " << (*fleet)->stream << "\n";
   return okStatus();
 }
 
@@ -140,6 +167,9 @@ void addBanCommand(CLI::App& app, Action& selected) {
   CLI::App* del_cmd = ban->add_subcommand("del", "Lift bans");
   addInterfaceArgument(del_cmd, del->interface, "Interface")->required();
   del_cmd->add_option("cidrs", del->cidrs, "Addresses or CIDRs as they were banned")->required();
+  del_cmd->add_option(
+      "--config", del->config,
+      "floodgate.yaml whose fleet.bans lifts the bans on every host of the fleet too");
   del_cmd->callback([del, &selected] { selected = [del] { return removeBans(*del); }; });
 
   auto list = std::make_shared<BanFlags>();
