@@ -61,6 +61,7 @@ LIMIT_PPS=${BENCH_LIMIT_PPS:-10}
 LIMIT_BURST=${BENCH_LIMIT_BURST:-10}
 
 install_missing_packages "${FLOODGATE_BENCH_PACKAGES[@]}"
+ensure_bpffs
 BUILD_DIR=${FLOODGATE_BENCH_BUILD_DIR:-$FLOODGATE_ROOT/build-bench}
 echo "==> Release build in $BUILD_DIR"
 # g++ 12 at -O3 raises false positives that -Werror would make fatal: -Wrestrict in

@@ -18,6 +18,7 @@ BURST=${BURST:-100}
 SECONDS_TO_SEND=${DEMO_SECONDS:-5}
 
 install_missing_packages
+ensure_bpffs
 BUILD_DIR=${FLOODGATE_BUILD_DIR:-$FLOODGATE_ROOT/build}
 echo "==> building"
 build_floodgate "$BUILD_DIR" RelWithDebInfo floodgate floodgate-udp-traffic >/dev/null

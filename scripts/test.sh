@@ -11,6 +11,7 @@ source "$FLOODGATE_ROOT/scripts/lib/deps.sh"
 
 install_missing_packages
 check_redis_binaries
+ensure_bpffs
 
 if [[ -z ${FLOODGATE_SKIP_SANITIZE:-} ]]; then
   echo "==> unit tests under AddressSanitizer and UBSan"

@@ -38,6 +38,22 @@ install_missing_packages() {
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
 }
 
+# floodgate pins its limiters in the BPF filesystem at /sys/fs/bpf, which systemd mounts at
+# boot. Where none is mounted, floodgate mounts it only when it can tell that it runs in the
+# host's mount namespace (else the mount, and the limiter with it, would vanish with a
+# private namespace); a machine whose PID 1 hides its namespace from root does not let it
+# tell. The scripts mount it themselves: every floodgate they start runs in their namespace.
+ensure_bpffs() {
+  [[ $(stat -f -c %T /sys/fs/bpf 2>/dev/null) == bpf_fs ]] && return 0
+  if [[ $(id -u) -ne 0 ]]; then
+    echo "note: no BPF filesystem at /sys/fs/bpf; as root this script mounts one" >&2
+    return 0
+  fi
+  echo "==> mounting the BPF filesystem at /sys/fs/bpf"
+  mkdir -p /sys/fs/bpf
+  mount -t bpf bpf /sys/fs/bpf
+}
+
 # The redis tests start their own redis-server processes (one server, and a cluster made
 # with redis-cli) on free loopback ports; they need the binaries, never a running service.
 # A redis-server service that apt started on 6379 is left alone: the tests do not use it.
