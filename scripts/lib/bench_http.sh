@@ -159,7 +159,12 @@ the most a store that asks Redis on every request can keep of its baseline" ;;
       floor-own) detail="the same PING on a connection of each server thread's own (no round \
 trips shared)" ;;
     esac
-    detail+="; $non_2xx of $requests answered 429"
+    # the example answers 429 when a policy refuses; the floor 503 when a PING fails
+    if [[ $name == floor* ]]; then
+      detail+="; $non_2xx of $requests answered 503 (PING failed)"
+    else
+      detail+="; $non_2xx of $requests answered 429"
+    fi
     ((errors == 0)) || detail+=", $errors socket errors"
     detail+="; service CPU $(awk -v hz="$hz" -v n="$requests" '{ t += $6 } END {
       printf "%.1f", t / hz * 1e6 / n }' "$WORK/wrk-$name.txt") us/request"
