@@ -103,6 +103,30 @@ TEST_F(FleetBanGateTest, ACopyAddedAgainIsRefusedAsReplayed) {
   EXPECT_EQ(check(signedBan("198.51.100.7", 600'000)).result, metrics::kFleetBanApplied);
 }
 
+TEST_F(FleetBanGateTest, ACopyOfALiftIsRefusedPastTheRecordsRemembered) {
+  // a lift, then more signed records than a gate remembers, then a new ban of its prefix
+  const http::StreamReport lift = signedLift("198.51.100.7");
+  ASSERT_EQ(check(lift).result, metrics::kFleetBanLifted);
+  auto nth = [](size_t i) {
+    return "100." + std::to_string(64 + i / 65536) + "." + std::to_string(i / 256 % 256) + "." +
+           std::to_string(i % 256);
+  };
+  for (size_t i = 0; i < FleetBanGate::kMaxRemembered; ++i) {
+    if (i % 1000 == 0) now_ms_ += 1;  // 200 ms of records, well within max_ban
+    ASSERT_EQ(check(signedBan(nth(i), 600'000)).result, metrics::kFleetBanApplied) << nth(i);
+  }
+  EXPECT_EQ(gate_.remembered(), FleetBanGate::kMaxRemembered);
+  EXPECT_EQ(check(signedBan("198.51.100.7", 600'000)).result, metrics::kFleetBanApplied);
+  // the lift is no longer remembered, but its copy must not undo the new ban
+  FleetBanVerdict copy = check(lift);
+  EXPECT_EQ(copy.result, metrics::kFleetBanReplayed);
+  EXPECT_NE(copy.why.find("copy"), std::string::npos) << copy.why;
+  // a record signed after the one forgotten is still new
+  now_ms_ += 1;
+  EXPECT_EQ(check(signedLift("198.51.100.7")).result, metrics::kFleetBanLifted);
+  EXPECT_EQ(gate_.remembered(), FleetBanGate::kMaxRemembered) << "no growth";
+}
+
 TEST_F(FleetBanGateTest, ACopyLongAfterIsStaleNotApplied) {
   const http::StreamReport entry = signedBan("198.51.100.7", 600'000);
   EXPECT_EQ(check(entry).result, metrics::kFleetBanApplied);

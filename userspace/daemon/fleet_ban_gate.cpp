@@ -2,6 +2,8 @@
 // FleetBanGate: from an entry of the fleet's ban stream to what to do about it.
 #include "daemon/fleet_ban_gate.h"
 
+#include <algorithm>
+
 #include "daemon/escalation_guard.h"
 #include "floodgate/common/text.h"
 #include "floodgate/common/units.h"
@@ -74,7 +76,15 @@ FleetBanVerdict FleetBanGate::check(const Result<http::StreamReport>& entry,
   }
   // Remembered from here on, for as long as a copy could pass the time checks above.
   const int64_t forget_at = signed_entry.time_ms + max_ban_ms + 2 * skew_ms;
+  if (forget_at <= evicted_through_) {
+    return refused(verdict, metrics::kFleetBanReplayed,
+                   "signed no later than a record forgotten to keep the " +
+                       std::to_string(kMaxRemembered) +
+                       " most recent ones: it may be a copy added again (re-sign it: floodgate "
+                       "ban add or ban del --config)");
+  }
   if (seen_.size() >= kMaxRemembered) {
+    evicted_through_ = std::max(evicted_through_, seen_by_forget_.begin()->first);
     seen_.erase(seen_by_forget_.begin()->second);
     seen_by_forget_.erase(seen_by_forget_.begin());
   }

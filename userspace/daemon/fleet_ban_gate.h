@@ -45,8 +45,10 @@ struct FleetBanVerdict {
 
 class FleetBanGate {
  public:
-  // Signed records remembered at most; past it, the one that can be forgotten soonest goes
-  // (a copy of it re-applies a ban with its own, unchanged, end).
+  // Signed records remembered at most; past it, the one that can be forgotten soonest goes,
+  // and from then on every record that could be forgotten no later than it (signed no later,
+  // give or take the skew) is refused as replayed, remembered or not: a copy of a record
+  // never passes, whatever was forgotten (a copy of a lift would undo a newer ban).
   static constexpr size_t kMaxRemembered = 200'000;
 
   // Prefixes a start's read-back keeps track of at most (the stream is trimmed to about as
@@ -93,6 +95,9 @@ class FleetBanGate {
   // The MAC of each record let through, and when a copy of it would be stale anyway.
   std::map<std::string, int64_t> seen_;
   std::multimap<int64_t, std::string> seen_by_forget_;
+  // The latest forget time of a record dropped from seen_ to make room: one at or before it
+  // may be a copy of a record forgotten, so it is refused.
+  int64_t evicted_through_ = INT64_MIN;
 };
 
 }  // namespace floodgate::daemon
