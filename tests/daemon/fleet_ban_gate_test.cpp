@@ -2,8 +2,8 @@
 // What one entry of the fleet's ban stream leads to, on a Redis clock the test steps by
 // hand: a ban for what is left of it, and every reason to refuse one (forged, replayed,
 // stale, too long, malformed, a wrong version, a prefix too wide, an address never banned);
-// a lift of exactly its prefix, refused for the same reasons where they apply; and a start
-// reading the past back newest first, where the newer of a ban and a lift decides.
+// a lift of exactly its prefix, refused for the same reasons where they apply, and read late,
+// of bans older than it only; and what a start's replay of the past keeps of each prefix.
 #include "daemon/fleet_ban_gate.h"
 
 #include <gtest/gtest.h>
@@ -54,10 +54,6 @@ class FleetBanGateTest : public ::testing::Test {
 
   FleetBanVerdict check(const http::StreamReport& entry) {
     return gate_.check(entry, rules_, own_, now_ms_);
-  }
-  // As an entry of a start's read-back (newest first).
-  FleetBanVerdict readBack(const http::StreamReport& entry) {
-    return gate_.check(entry, rules_, own_, now_ms_, true);
   }
 
   FleetBanRules rules_;
@@ -273,85 +269,108 @@ TEST_F(FleetBanGateTest, LiveRecordsApplyInTheOrderRead) {
   EXPECT_EQ(check(signedBan("198.51.100.7", 600'000)).result, metrics::kFleetBanApplied);
   EXPECT_EQ(check(signedLift("198.51.100.7")).result, metrics::kFleetBanLifted);
   EXPECT_EQ(check(signedBan("198.51.100.7", 600'000)).result, metrics::kFleetBanApplied);
-  EXPECT_EQ(gate_.readBackPrefixes(), 0u) << "nothing kept for records read in order";
 }
 
-TEST_F(FleetBanGateTest, AReadBackSkipsABanOlderThanALiftOfItsPrefix) {
-  // the stream: ban .7, ban .8, lift .7 — read back newest first
-  const http::StreamReport ban7 = signedBan("198.51.100.7", 600'000);
-  const http::StreamReport ban8 = signedBan("198.51.100.8", 600'000);
-  const http::StreamReport lift7 = signedLift("198.51.100.7");
-  now_ms_ += 5'000;
-  FleetBanVerdict lifted = readBack(lift7);
-  EXPECT_EQ(lifted.result, metrics::kFleetBanLifted) << "a host restarted may hold it";
-  EXPECT_EQ(lifted.lift_age_ns, 5'000'000'000ULL) << "not a ban this host started since";
-  EXPECT_EQ(readBack(ban8).result, metrics::kFleetBanApplied);
-  FleetBanVerdict ban = readBack(ban7);
-  EXPECT_EQ(ban.result, metrics::kFleetBanSuperseded);
-  EXPECT_TRUE(ban.why.empty()) << "counted, not worth a warning";
-  EXPECT_EQ(ban.ban_ns, 0u);
+TEST_F(FleetBanGateTest, ALiftReadLateLiftsOnlyBansStartedBeforeItWasSigned) {
+  // read as it comes: whatever ban of it there is started before it
+  FleetBanVerdict verdict = check(signedLift("198.51.100.7"));
+  ASSERT_EQ(verdict.result, metrics::kFleetBanLifted);
+  EXPECT_EQ(verdict.lift_age_ns, 0u);
+  // read 20 minutes late (Redis was out of reach, or a start replays it): a ban this host
+  // started on its own within those 20 minutes is newer than the lift
+  const http::StreamReport late = signedLift("198.51.100.8");
+  now_ms_ += 20 * 60'000;
+  verdict = check(late);
+  ASSERT_EQ(verdict.result, metrics::kFleetBanLifted);
+  EXPECT_EQ(verdict.lift_age_ns, 20 * 60'000'000'000ULL);
+}
+
+// The replay's verdicts: what the gate let through, as read oldest first.
+class FleetBanReplayTest : public FleetBanGateTest {
+ protected:
+  // Through the gate, then kept by the replay; how many it superseded.
+  size_t replayed(const http::StreamReport& entry) {
+    FleetBanVerdict verdict = check(entry);
+    EXPECT_TRUE(verdict.result == metrics::kFleetBanApplied ||
+                verdict.result == metrics::kFleetBanLifted)
+        << verdict.why;
+    EXPECT_FALSE(replay_.full(verdict));
+    return replay_.add(std::move(verdict), now_ms_);
+  }
+
+  // "ADDRESS" for a ban, "-ADDRESS" for a lift: what the replay hands over, in order.
+  std::vector<std::string> taken() {
+    std::vector<std::string> out;
+    for (const FleetBanVerdict& v : replay_.take(now_ms_)) {
+      out.push_back((v.lift ? "-" : "") + v.record.address.toString());
+    }
+    return out;
+  }
+
+  FleetBanReplay replay_;
+};
+
+TEST_F(FleetBanReplayTest, ABanLiftedWithinTheReplayIsNotApplied) {
+  // the stream: ban .7, ban .8, lift .7
+  EXPECT_EQ(replayed(signedBan("198.51.100.7", 600'000)), 0u);
+  EXPECT_EQ(replayed(signedBan("198.51.100.8", 600'000)), 0u);
+  EXPECT_EQ(replayed(signedLift("198.51.100.7")), 1u) << "the ban of .7";
   // a lift of another prefix (wider or narrower) decides nothing for this one
-  EXPECT_EQ(readBack(signedLift("198.51.100.0/24")).result, metrics::kFleetBanLifted);
-  EXPECT_EQ(readBack(signedBan("198.51.100.9", 600'000)).result, metrics::kFleetBanApplied);
+  EXPECT_EQ(replayed(signedLift("198.51.100.0/24")), 0u);
+  EXPECT_EQ(taken(),
+            (std::vector<std::string>{"198.51.100.8", "-198.51.100.7", "-198.51.100.0/24"}));
+  EXPECT_EQ(replay_.prefixes(), 0u) << "taken: empty";
 }
 
-TEST_F(FleetBanGateTest, AReadBackAppliesABanNewerThanALiftAndLiftsNothingOlder) {
-  // the stream: ban, lift, ban again, all of .7 — read back newest first
-  const http::StreamReport first = signedBan("198.51.100.7", 900'000);  // the longer one
-  const http::StreamReport lift = signedLift("198.51.100.7");
-  const http::StreamReport again = signedBan("198.51.100.7", 300'000);
-  FleetBanVerdict newest = readBack(again);
-  ASSERT_EQ(newest.result, metrics::kFleetBanApplied);
-  EXPECT_EQ(newest.ban_ns, 300'000'000'000ULL);
-  EXPECT_EQ(readBack(lift).result, metrics::kFleetBanSuperseded)
-      << "lifting would undo the ban made after it";
-  EXPECT_EQ(readBack(first).result, metrics::kFleetBanSuperseded)
-      << "lifted before the ban again: its longer end must not stretch the new one";
+TEST_F(FleetBanReplayTest, ABanMadeAgainAfterALiftFollowsTheLift) {
+  // the stream: ban (the longer one), lift, ban again, all of .7
+  EXPECT_EQ(replayed(signedBan("198.51.100.7", 900'000)), 0u);
+  EXPECT_EQ(replayed(signedLift("198.51.100.7")), 1u);
+  EXPECT_EQ(replayed(signedBan("198.51.100.7", 300'000)), 0u);
+  now_ms_ += 10'000;  // the replay took 10 s to read
+  std::vector<FleetBanVerdict> out = replay_.take(now_ms_);
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_TRUE(out[0].lift) << "a host restarted may hold the first ban: lifted first";
+  EXPECT_EQ(out[0].lift_age_ns, 10'000'000'000ULL) << "signed 10 s before it is applied";
+  EXPECT_FALSE(out[1].lift);
+  EXPECT_EQ(out[1].ban_ns, 290'000'000'000ULL) << "what is left of the ban again, not more";
 }
 
-TEST_F(FleetBanGateTest, AnOlderLiftReadBackLiftsNothingNewerDecided) {
-  // the stream: lift, lift again, of .7 — the older one is a repeat of what was decided
-  const http::StreamReport older = signedLift("198.51.100.7");
-  EXPECT_EQ(readBack(signedLift("198.51.100.7")).result, metrics::kFleetBanLifted);
-  EXPECT_EQ(readBack(older).result, metrics::kFleetBanSuperseded);
-  // an expired ban newer than a lift stands for nothing: the lift still applies
-  const http::StreamReport lift8 = signedLift("198.51.100.8");
-  EXPECT_EQ(readBack(signedBan("198.51.100.8", -1)).result, metrics::kFleetBanExpired);
-  EXPECT_EQ(readBack(lift8).result, metrics::kFleetBanLifted);
+TEST_F(FleetBanReplayTest, OfBansAndLiftsAfterEachOtherTheLastDecide) {
+  // two bans: the longer end stands, as a ban is only ever extended
+  EXPECT_EQ(replayed(signedBan("198.51.100.7", 900'000)), 0u);
+  EXPECT_EQ(replayed(signedBan("198.51.100.7", 300'000)), 1u);
+  // two lifts: the later one lifts what the first did
+  EXPECT_EQ(replayed(signedLift("198.51.100.8")), 0u);
+  EXPECT_EQ(replayed(signedLift("198.51.100.8")), 1u);
+  std::vector<FleetBanVerdict> out = replay_.take(now_ms_);
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(out[0].ban_ns, 900'000'000'000ULL);
+  EXPECT_TRUE(out[1].lift);
+  // a ban over by the time the replay is read hands ban_ns 0 (counted expired)
+  EXPECT_EQ(replayed(signedBan("198.51.100.9", 5'000)), 0u);
+  now_ms_ += 6'000;
+  out = replay_.take(now_ms_);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].ban_ns, 0u);
 }
 
-TEST_F(FleetBanGateTest, TheFirstLiveRecordEndsTheReadBack) {
-  EXPECT_EQ(readBack(signedLift("198.51.100.7")).result, metrics::kFleetBanLifted);
-  EXPECT_EQ(gate_.readBackPrefixes(), 1u);
-  // after the read-back, a ban is newer than every lift read: it bans again
-  EXPECT_EQ(check(signedBan("198.51.100.7", 60'000)).result, metrics::kFleetBanApplied);
-  EXPECT_EQ(gate_.readBackPrefixes(), 0u);
-  // and a new read-back (the stream followed again) starts from nothing
-  EXPECT_EQ(readBack(signedLift("198.51.100.8")).result, metrics::kFleetBanLifted);
-  gate_.forgetReadBack();
-  EXPECT_EQ(readBack(signedBan("198.51.100.8", 60'000)).result, metrics::kFleetBanApplied);
-}
-
-TEST_F(FleetBanGateTest, AReadBackFloodOfLiftsIsCapped) {
-  // a stream written past its trim with lifts of distinct prefixes, all signed
+TEST_F(FleetBanReplayTest, AFullReplaySaysSo) {
   auto nth = [](size_t i) {
     return "100." + std::to_string(64 + i / 65536) + "." + std::to_string(i / 256 % 256) + "." +
            std::to_string(i % 256);
   };
-  for (size_t i = 0; i < FleetBanGate::kMaxReadBackPrefixes; ++i) {
-    ASSERT_EQ(readBack(signedLift(nth(i))).result, metrics::kFleetBanLifted) << nth(i);
+  for (size_t i = 0; i < FleetBanReplay::kMaxPrefixes; ++i) {
+    ASSERT_EQ(replayed(signedLift(nth(i))), 0u) << nth(i);
   }
-  EXPECT_EQ(gate_.readBackPrefixes(), FleetBanGate::kMaxReadBackPrefixes);
-  // past the cap: a lift of a prefix not kept track of lifts nothing (a newer ban of it may
-  // have gone unremembered), said once in the log; a ban applies as if no lift followed it
-  const std::string beyond = nth(FleetBanGate::kMaxReadBackPrefixes);
-  FleetBanVerdict lift = readBack(signedLift(beyond));
-  EXPECT_EQ(lift.result, metrics::kFleetBanFailed);
-  EXPECT_NE(lift.why.find("lift it again"), std::string::npos) << lift.why;
-  EXPECT_EQ(readBack(signedBan(beyond, 60'000)).result, metrics::kFleetBanApplied);
-  EXPECT_EQ(gate_.readBackPrefixes(), FleetBanGate::kMaxReadBackPrefixes) << "no growth";
-  // prefixes kept track of still decide
-  EXPECT_EQ(readBack(signedBan(nth(7), 60'000)).result, metrics::kFleetBanSuperseded);
+  EXPECT_EQ(replay_.prefixes(), FleetBanReplay::kMaxPrefixes);
+  // a prefix it holds still fits; a new one does not: the caller takes what it holds first
+  FleetBanVerdict held = check(signedBan(nth(7), 60'000));
+  EXPECT_FALSE(replay_.full(held));
+  FleetBanVerdict beyond = check(signedBan(nth(FleetBanReplay::kMaxPrefixes), 60'000));
+  EXPECT_TRUE(replay_.full(beyond));
+  EXPECT_EQ(replay_.take(now_ms_).size(), FleetBanReplay::kMaxPrefixes);
+  EXPECT_FALSE(replay_.full(beyond));
 }
 
 }  // namespace

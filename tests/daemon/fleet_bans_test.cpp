@@ -78,6 +78,20 @@ class FleetBansTest : public ::testing::Test {
     return done();
   }
 
+  // Publishes a marker ban and waits until every host in `hosts` handed it over: each has
+  // read whatever the stream held before (its start's replay included).
+  void markerRead(std::initializer_list<FleetBans*> hosts) {
+    const Cidr marker = cidr(("198.51.100." + std::to_string(200 + markers_++)).c_str());
+    ASSERT_TRUE(
+        publishFleetBans(config_, {fleetBanRecord(marker, kMinuteNs, report::BanKind::kManual)})
+            .ok());
+    for (FleetBans* bans : hosts) {
+      auto handed = collect(*bans, 1);
+      ASSERT_EQ(handed.size(), 1u);
+      ASSERT_EQ(handed[0].record.address, marker);
+    }
+  }
+
   // Lets `bans` read what the stream holds (records it refuses hand nothing over).
   void settle(FleetBans& bans, milliseconds wait = milliseconds(1500)) {
     EXPECT_TRUE(collect(bans, 1000, wait).empty());
@@ -97,6 +111,7 @@ class FleetBansTest : public ::testing::Test {
 
   std::unique_ptr<RedisServer> server_;
   config::FleetBansConfig config_;
+  int markers_ = 0;
 };
 
 TEST_F(FleetBansTest, ABanMadeOnOneHostIsAppliedOnAnotherWithTheSameEnd) {
@@ -251,9 +266,9 @@ TEST_F(FleetBansTest, AHostStartedLaterDoesNotApplyABanLiftedBefore) {
   ASSERT_TRUE(publishFleetLifts(config_, {fleetLiftRecord(cidr("198.51.100.80"))}).ok());
   auto late = host(config_);
   auto handed = collect(*late, 2);
-  // newest first: the lift (which a restarted host may still hold the ban of), then the ban
-  // lifted by nobody; the lifted ban is not applied
-  EXPECT_EQ(described(handed), (std::vector<std::string>{"-198.51.100.80", "198.51.100.81"}));
+  // what a host running all along ends with: the ban lifted by nobody, and the lift (which
+  // a restarted host may still hold the ban of); the lifted ban is not applied
+  EXPECT_EQ(described(handed), (std::vector<std::string>{"198.51.100.81", "-198.51.100.80"}));
   settle(*late);
   EXPECT_EQ(late->received()[metrics::kFleetBanSuperseded], 1u);
   EXPECT_EQ(late->received()[metrics::kFleetBanApplied], 1u);
@@ -270,14 +285,13 @@ TEST_F(FleetBansTest, AHostStartedLaterAppliesABanMadeAgainAfterALift) {
       publishFleetBans(config_, {fleetBanRecord(address, 20 * kMinuteNs, report::BanKind::kRule)})
           .ok());
   auto late = host(config_);
-  auto handed = collect(*late, 1);
-  ASSERT_EQ(described(handed), std::vector<std::string>{"198.51.100.90"});
-  EXPECT_EQ(handed[0].record.kind, report::BanKind::kRule) << "the ban made after the lift";
-  EXPECT_LE(handed[0].ban_ns, 20 * kMinuteNs);
+  auto handed = collect(*late, 2);
+  // the lift (a restarted host may hold the first, longer, ban), then the ban made after it
+  ASSERT_EQ(described(handed), (std::vector<std::string>{"-198.51.100.90", "198.51.100.90"}));
+  EXPECT_EQ(handed[1].record.kind, report::BanKind::kRule) << "the ban made after the lift";
+  EXPECT_LE(handed[1].ban_ns, 20 * kMinuteNs) << "the first ban's longer end is gone";
   settle(*late);
-  EXPECT_EQ(late->received()[metrics::kFleetBanSuperseded], 2u)
-      << "the lift (older than the ban again) and the first ban (older than the lift)";
-  EXPECT_EQ(late->received()[metrics::kFleetBanLifted], 0u);
+  EXPECT_EQ(late->received()[metrics::kFleetBanSuperseded], 1u) << "the first ban";
   // and after the read-back, what comes is read in order again
   ASSERT_TRUE(publishFleetLifts(config_, {fleetLiftRecord(address)}).ok());
   EXPECT_EQ(described(collect(*late, 1)), std::vector<std::string>{"-198.51.100.90"});
@@ -301,6 +315,58 @@ TEST_F(FleetBansTest, ACopiedLiftAndAForgedOneAreRefused) {
   EXPECT_EQ(b->received()[metrics::kFleetBanForged], 1u);
   EXPECT_EQ(b->received()[metrics::kFleetBanReplayed], 1u);
   EXPECT_EQ(b->received()[metrics::kFleetBanLifted], 1u);
+}
+
+// A copy of a signed record re-added by someone who can write to the stream: a host that
+// starts later refuses it as a running host does, and ends as the running hosts are.
+TEST_F(FleetBansTest, AStartRefusesACopiedBanAsARunningHostDoes) {
+  auto running = host(config_);
+  markerRead({running.get()});
+  const int64_t now = redisNowMs();
+  const Cidr address = cidr("198.51.100.95");
+  const http::StreamReport ban = http::signStreamReport(
+      kSecret, report::formatBanRecord({address, now + 600'000, report::BanKind::kManual, "b1"}),
+      "host-a:1", now);
+  addEntry(ban);
+  ASSERT_TRUE(publishFleetLifts(config_, {fleetLiftRecord(address)}).ok());
+  addEntry(ban);  // the ban added again after its lift
+  EXPECT_EQ(described(collect(*running, 2)),
+            (std::vector<std::string>{"198.51.100.95", "-198.51.100.95"}));
+  auto late = host(config_);
+  EXPECT_EQ(described(collect(*late, 2)),
+            (std::vector<std::string>{"198.51.100.200", "-198.51.100.95"}))
+      << "the start ends lifted, as the running host";
+  settle(*late);
+  settle(*running);
+  for (FleetBans* bans : {running.get(), late.get()}) {
+    EXPECT_EQ(bans->received()[metrics::kFleetBanReplayed], 1u);
+    EXPECT_EQ(bans->received()[metrics::kFleetBanLifted], 1u) << "lifted, the copy refused";
+  }
+}
+
+TEST_F(FleetBansTest, AStartRefusesACopiedLiftAsARunningHostDoes) {
+  auto running = host(config_);
+  markerRead({running.get()});
+  const int64_t now = redisNowMs();
+  const Cidr address = cidr("198.51.100.96");
+  const http::StreamReport lift =
+      http::signStreamReport(kSecret, report::formatLiftRecord({address, "a1"}), "host-b:1", now);
+  addEntry(lift);
+  ASSERT_TRUE(
+      publishFleetBans(config_, {fleetBanRecord(address, 10 * kMinuteNs, report::BanKind::kManual)})
+          .ok());
+  addEntry(lift);  // the lift added again after a new ban, to undo it
+  EXPECT_EQ(described(collect(*running, 2)),
+            (std::vector<std::string>{"-198.51.100.96", "198.51.100.96"}));
+  auto late = host(config_);
+  std::vector<FleetBanVerdict> handed = collect(*late, 3);
+  EXPECT_EQ(described(handed),
+            (std::vector<std::string>{"198.51.100.200", "-198.51.100.96", "198.51.100.96"}))
+      << "the start ends banned, as the running host";
+  settle(*late);
+  settle(*running);
+  EXPECT_EQ(late->received()[metrics::kFleetBanReplayed], 1u);
+  EXPECT_EQ(running->received()[metrics::kFleetBanReplayed], 1u);
 }
 
 TEST_F(FleetBansTest, ALiftThatCannotReachRedisSaysSo) {

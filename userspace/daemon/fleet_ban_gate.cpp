@@ -45,8 +45,7 @@ metrics::FleetBanResult resultOf(Refusal refusal) {
 
 FleetBanVerdict FleetBanGate::check(const Result<http::StreamReport>& entry,
                                     const FleetBanRules& rules, const std::vector<Cidr>& own,
-                                    int64_t now_ms, bool read_back) {
-  if (!read_back) read_back_.clear();  // the read-back is over: live records come in order
+                                    int64_t now_ms) {
   FleetBanVerdict verdict;
   if (!entry) return refused(verdict, metrics::kFleetBanMalformed, entry.error().message);
   const http::StreamReport& signed_entry = *entry;
@@ -96,14 +95,14 @@ FleetBanVerdict FleetBanGate::check(const Result<http::StreamReport>& entry,
   }
 
   if (report::isLiftRecord(signed_entry.line)) {
-    return checkLift(std::move(verdict), signed_entry, rules, now_ms, read_back);
+    return checkLift(std::move(verdict), signed_entry, rules, now_ms);
   }
-  return checkBan(std::move(verdict), signed_entry, rules, own, now_ms, read_back);
+  return checkBan(std::move(verdict), signed_entry, rules, own, now_ms);
 }
 
 FleetBanVerdict FleetBanGate::checkBan(FleetBanVerdict verdict, const http::StreamReport& entry,
                                        const FleetBanRules& rules, const std::vector<Cidr>& own,
-                                       int64_t now_ms, bool read_back) {
+                                       int64_t now_ms) {
   const int64_t max_ban_ms = static_cast<int64_t>(rules.max_ban_ns / 1'000'000);
   const int64_t skew_ms = http::kReportClockSkewMs;
   auto record = report::parseBanRecord(entry.line);
@@ -135,26 +134,13 @@ FleetBanVerdict FleetBanGate::checkBan(FleetBanVerdict verdict, const http::Stre
                    address + " is never banned from the fleet (" +
                        metrics::kFleetBanResultNames[result] + ")");
   }
-  if (read_back) {
-    auto mark = read_back_.find(address);
-    if (mark != read_back_.end() && (mark->second & kLifted)) {
-      verdict.result = metrics::kFleetBanSuperseded;  // lifted later in the stream
-      return verdict;
-    }
-    if (mark != read_back_.end()) {
-      mark->second |= kBanStands;
-    } else if (read_back_.size() < kMaxReadBackPrefixes) {
-      read_back_.emplace(address, kBanStands);
-    }  // else applied unremembered: an older lift of it then lifts nothing (see checkLift)
-  }
   verdict.result = metrics::kFleetBanApplied;
   verdict.ban_ns = static_cast<uint64_t>(std::min(left_ms, max_ban_ms)) * 1'000'000;
   return verdict;
 }
 
 FleetBanVerdict FleetBanGate::checkLift(FleetBanVerdict verdict, const http::StreamReport& entry,
-                                        const FleetBanRules& rules, int64_t now_ms,
-                                        bool read_back) {
+                                        const FleetBanRules& rules, int64_t now_ms) {
   auto record = report::parseLiftRecord(entry.line);
   if (!record) return refused(verdict, metrics::kFleetBanMalformed, record.error().message);
   verdict.lift = true;
@@ -170,34 +156,63 @@ FleetBanVerdict FleetBanGate::checkLift(FleetBanVerdict verdict, const http::Str
                    "a lift of " + address + ", wider than the widest prefix the fleet bans (/" +
                        std::to_string(widest) + ")");
   }
-  if (read_back) {
-    auto mark = read_back_.find(address);
-    if (mark == read_back_.end()) {
-      if (read_back_.size() >= kMaxReadBackPrefixes) {
-        // a newer ban of it may have gone unremembered: lifting could undo that ban
-        return refused(verdict, metrics::kFleetBanFailed,
-                       "read back past the " + std::to_string(kMaxReadBackPrefixes) +
-                           " prefixes a start keeps track of, the lift of " + address +
-                           " is not applied here (lift it again: floodgate ban del --config)");
-      }
-      read_back_.emplace(address, kLifted);
-    } else {
-      const bool newer_lift = mark->second & kLifted;
-      const bool ban_stands = mark->second & kBanStands;
-      mark->second |= kLifted;  // bans older than this lift are superseded too
-      if (newer_lift || ban_stands) {
-        verdict.result = metrics::kFleetBanSuperseded;
-        return verdict;
-      }
-    }
-  }
   verdict.result = metrics::kFleetBanLifted;
-  // Read back, the lift is the newest record of its prefix in the stream, but a ban this
-  // host started on its own since (not shared, so not in the stream) is newer still.
-  if (read_back && entry.time_ms < now_ms) {
+  // A ban this host started on its own since the lift was signed (not shared, so not in the
+  // stream) is newer than it: read back at a start, or late after Redis was out of reach.
+  if (entry.time_ms < now_ms) {
     verdict.lift_age_ns = static_cast<uint64_t>(now_ms - entry.time_ms) * 1'000'000;
   }
   return verdict;
+}
+
+bool FleetBanReplay::full(const FleetBanVerdict& verdict) const {
+  return kept_.size() >= kMaxPrefixes && !kept_.contains(verdict.record.address.toString());
+}
+
+size_t FleetBanReplay::add(FleetBanVerdict verdict, int64_t now_ms) {
+  Kept& kept = kept_[verdict.record.address.toString()];
+  kept.order = next_++;
+  size_t superseded = 0;
+  if (verdict.lift) {
+    // lifts every ban before it, and what an older lift lifted this one lifts too
+    superseded += kept.ban.has_value() + kept.lift.has_value();
+    kept.ban.reset();
+    kept.lift = Read{std::move(verdict), now_ms};
+    return superseded;
+  }
+  if (kept.ban && kept.ban->verdict.record.expires_ms >= verdict.record.expires_ms) {
+    return 1;  // a ban is only ever extended: the longer one stands
+  }
+  superseded += kept.ban.has_value();
+  kept.ban = Read{std::move(verdict), now_ms};
+  return superseded;
+}
+
+std::vector<FleetBanVerdict> FleetBanReplay::take(int64_t now_ms) {
+  std::vector<std::pair<uint64_t, Kept*>> ordered;
+  for (auto& [prefix, kept] : kept_) ordered.emplace_back(kept.order, &kept);
+  std::sort(ordered.begin(), ordered.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<FleetBanVerdict> out;
+  for (auto& [order, kept] : ordered) {
+    if (kept->lift) {
+      FleetBanVerdict& lift = kept->lift->verdict;
+      if (now_ms > kept->lift->now_ms) {
+        lift.lift_age_ns += static_cast<uint64_t>(now_ms - kept->lift->now_ms) * 1'000'000;
+      }
+      out.push_back(std::move(lift));
+    }
+    if (kept->ban) {
+      FleetBanVerdict& ban = kept->ban->verdict;
+      const uint64_t since_ns = now_ms > kept->ban->now_ms
+                                    ? static_cast<uint64_t>(now_ms - kept->ban->now_ms) * 1'000'000
+                                    : 0;
+      ban.ban_ns = ban.ban_ns > since_ns ? ban.ban_ns - since_ns : 0;
+      out.push_back(std::move(ban));
+    }
+  }
+  kept_.clear();
+  return out;
 }
 
 }  // namespace floodgate::daemon

@@ -122,7 +122,7 @@ void FleetBans::sync(const config::FleetBansConfig& config, const std::vector<Ci
     return;
   }
   tail_ = std::move(*tail);
-  gate_.forgetReadBack();
+  replay_ = FleetBanReplay();  // of the stream followed before
   queue_ = queueFor(config);
 }
 
@@ -144,9 +144,18 @@ std::vector<FleetBanVerdict> FleetBans::drain(size_t max, Clock::time_point now)
   std::vector<FleetBanVerdict> apply;
   if (!tail_) return apply;
   for (const TailEntry& entry : tail_->drain(max)) {
+    if (entry.replay_end) {
+      takeReplay(apply, entry.now_ms);
+      continue;
+    }
     FleetBanVerdict verdict = gate_.check(http::streamReportFromFields(entry.fields), rules_,
-                                          own_addresses_.get(now), entry.now_ms, entry.read_back);
+                                          own_addresses_.get(now), entry.now_ms);
     if (verdict.result == metrics::kFleetBanApplied || verdict.result == metrics::kFleetBanLifted) {
+      if (entry.read_back) {
+        if (replay_.full(verdict)) takeReplay(apply, entry.now_ms);
+        received_[metrics::kFleetBanSuperseded] += replay_.add(std::move(verdict), entry.now_ms);
+        continue;
+      }
       apply.push_back(std::move(verdict));
       continue;  // counted once it is applied (or failed)
     }
@@ -161,6 +170,16 @@ std::vector<FleetBanVerdict> FleetBans::drain(size_t max, Clock::time_point now)
                printable(verdict.why) + "\"");
   }
   return apply;
+}
+
+void FleetBans::takeReplay(std::vector<FleetBanVerdict>& apply, int64_t now_ms) {
+  for (FleetBanVerdict& verdict : replay_.take(now_ms)) {
+    if (!verdict.lift && verdict.ban_ns == 0) {
+      ++received_[metrics::kFleetBanExpired];  // over while the replay was read
+      continue;
+    }
+    apply.push_back(std::move(verdict));
+  }
 }
 
 void FleetBans::close() {

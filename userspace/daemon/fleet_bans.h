@@ -70,7 +70,8 @@ class FleetBans {
   std::vector<int> fds() const;
   // Checks the records waiting, at most `max` (the rest wait); counts and logs the
   // refusals, and returns what to apply, in stream order as read: kFleetBanApplied (ban)
-  // and kFleetBanLifted (lift every ban of the prefix) verdicts. Never blocks.
+  // and kFleetBanLifted (lift every ban of the prefix) verdicts. Those of a start's replay
+  // of the past come all at once when it is read (FleetBanReplay). Never blocks.
   std::vector<FleetBanVerdict> drain(size_t max, Clock::time_point now);
   // What became of a verdict drain() returned: kFleetBanApplied or kFleetBanLifted, or
   // kFleetBanFailed when no interface took it.
@@ -84,12 +85,15 @@ class FleetBans {
 
  private:
   void retireTail();
+  // Hands what the replay of the past kept to `apply`, aged to `now_ms` (Redis's clock).
+  void takeReplay(std::vector<FleetBanVerdict>& apply, int64_t now_ms);
   // Sends what is queued (for at most one Redis timeout), keeps its counts, and drops it.
   void closeQueue();
 
   config::FleetBansConfig config_;
   FleetBanRules rules_;
   FleetBanGate gate_;
+  FleetBanReplay replay_;
   HostAddresses own_addresses_;
   std::unique_ptr<StreamTail> tail_;
   // tails asked to stop, destroyed once their thread has ended, so the poll loop never

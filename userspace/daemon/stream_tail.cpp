@@ -9,6 +9,7 @@
 #include <charconv>
 #include <chrono>
 #include <cstring>
+#include <utility>
 
 #include "daemon/log.h"
 
@@ -35,6 +36,31 @@ Result<int64_t> timeReplyMs(const redis::Reply& reply) {
     return Error::failure("TIME did not answer with the time");
   }
   return seconds * 1000 + micros / 1000;
+}
+
+// An entry ID ("MS-SEQ") as numbers, in the stream's order.
+std::pair<uint64_t, uint64_t> idParts(const std::string& id) {
+  uint64_t ms = 0, seq = 0;
+  const size_t dash = id.find('-');
+  if (dash == std::string::npos) return {0, 0};
+  std::from_chars(id.data(), id.data() + dash, ms);
+  std::from_chars(id.data() + dash + 1, id.data() + id.size(), seq);
+  return {ms, seq};
+}
+
+// The ID just before `id` in the stream's order, so that XREAD after it starts at `id`.
+std::string idBefore(const std::string& id) {
+  const auto [ms, seq] = idParts(id);
+  if (seq > 0) return std::to_string(ms) + "-" + std::to_string(seq - 1);
+  if (ms == 0) return "0-0";
+  return std::to_string(ms - 1) + "-" + std::to_string(UINT64_MAX);
+}
+
+TailEntry replayEnd(int64_t now_ms) {
+  TailEntry end;
+  end.now_ms = now_ms;
+  end.replay_end = true;
+  return end;
 }
 
 }  // namespace
@@ -145,15 +171,30 @@ Status StreamTail::readOnce() {
   const redis::Reply& result = (*replies)[0];
   auto now_ms = timeReplyMs((*replies)[1]);
   if (!now_ms) return now_ms.error();
-  if (result.type != redis::Reply::Type::kArray || result.elements.empty()) return okStatus();
+  std::vector<TailEntry> batch;
+  if (result.type != redis::Reply::Type::kArray || result.elements.empty()) {
+    // nothing after last_id_: whatever of the past was left is gone (trimmed)
+    if (!replay_until_.empty()) batch.push_back(replayEnd(*now_ms));
+    replay_until_.clear();
+    hand(std::move(batch));
+    return okStatus();
+  }
   // [[stream, [[id, [field, value, ...]], ...]]]
   const redis::Reply& entries =
       result.elements[0].elements.size() == 2 ? result.elements[0].elements[1] : redis::Reply{};
-  std::vector<TailEntry> batch;
   for (const redis::Reply& entry : entries.elements) {
     if (entry.elements.size() != 2) continue;
-    last_id_ = entry.elements[0].str;
-    batch.push_back({entry.elements[0].str, entry.elements[1], *now_ms});
+    const std::string& id = entry.elements[0].str;
+    last_id_ = id;
+    if (!replay_until_.empty() && idParts(id) > idParts(replay_until_)) {
+      batch.push_back(replayEnd(*now_ms));  // the newest of the past is gone (trimmed)
+      replay_until_.clear();
+    }
+    batch.push_back({id, entry.elements[1], *now_ms, !replay_until_.empty()});
+    if (id == replay_until_) {
+      batch.push_back(replayEnd(*now_ms));
+      replay_until_.clear();
+    }
   }
   hand(std::move(batch));
   return okStatus();
@@ -163,29 +204,29 @@ Status StreamTail::replayOnce() {
   const std::string& stream = source_.stream;
   const size_t count = std::min(kReadCount, source_.max_replay - replayed_);
   auto replies = client_.run(
-      {{stream, {"XREVRANGE", stream, replay_below_, replay_from_, "COUNT", std::to_string(count)}},
-       {stream, {"TIME"}}},
+      {{stream,
+        {"XREVRANGE", stream, replay_below_, replay_from_, "COUNT", std::to_string(count)}}},
       std::chrono::steady_clock::now() + std::chrono::milliseconds(source_.client.timeout_ms));
   if (!replies) return replies.error();
   if ((*replies)[0].isError()) return Error::failure((*replies)[0].str);
-  auto now_ms = timeReplyMs((*replies)[1]);
-  if (!now_ms) return now_ms.error();
-  std::vector<TailEntry> batch;
+  size_t read = 0;
   for (const redis::Reply& entry : (*replies)[0].elements) {  // [[id, [field, value, ...]], ...]
     if (entry.elements.size() != 2) continue;
-    const std::string& id = entry.elements[0].str;
-    if (replay_below_ == "+") last_id_ = id;  // the newest: reading goes on after it
-    replay_below_ = "(" + id;
-    batch.push_back({id, entry.elements[1], *now_ms, true});
+    if (replay_below_ == "+") replay_until_ = entry.elements[0].str;  // the newest
+    replay_below_ = "(" + entry.elements[0].str;
+    replay_start_ = entry.elements[0].str;
+    ++read;
   }
-  replayed_ += batch.size();
-  const bool past_read = batch.size() < count;
-  hand(std::move(batch));
-  if (past_read) {
+  replayed_ += read;
+  const bool capped = read == count && replayed_ >= source_.max_replay;
+  if (read < count || capped) {
+    // found where the replay starts: from there on, read oldest first like any entry
     replaying_ = false;
-  } else if (replayed_ >= source_.max_replay) {
-    replaying_ = false;
-    logWarning("read back the newest " + std::to_string(replayed_) + " " + source_.what +
+    if (!replay_start_.empty()) last_id_ = idBefore(replay_start_);
+    if (replay_until_.empty()) hand({replayEnd(0)});  // no past to replay
+  }
+  if (capped) {
+    logWarning("reading back the newest " + std::to_string(replayed_) + " " + source_.what +
                " of redis stream " + stream + ", the most a start replays; older ones are " +
                "not read");
   }

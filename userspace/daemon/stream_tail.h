@@ -3,7 +3,9 @@
 // reads, with Redis's clock at the time, to the daemon's poll loop through an eventfd.
 // Every controller reads the whole stream (no consumer group). It starts `lookback_ns` back
 // on Redis's clock, and after a lost Redis it goes on from the last entry it read. With
-// `max_replay`, it reads the past newest first and at most that many entries of it. What an
+// `max_replay`, it reads at most that many entries of the past, the newest ones: it looks
+// back newest first only to find the first of them, then reads everything oldest first, as
+// a reader running all along read it (a copy added again comes after its original). What an
 // entry means is its reader's business (stream_report_reader.h, fleet_bans.h). Nothing it
 // does blocks the poll loop: stop() only asks the thread to end.
 #pragma once
@@ -28,8 +30,8 @@ struct StreamTailSource {
   std::string stream;
   uint64_t lookback_ns = 0;  // how far back to read on start
   std::string what;          // what the entries are, for log lines ("offender reports")
-  // Entries of the past (before the start) read at most, the newest ones; 0: all of them,
-  // oldest first.
+  // Entries of the past (before the start) read at most, the newest ones (still oldest
+  // first); 0: all of them.
   size_t max_replay = 0;
 
   bool operator==(const StreamTailSource& other) const;
@@ -40,9 +42,11 @@ struct TailEntry {
   std::string id;
   http::redis::Reply fields;
   int64_t now_ms = 0;
-  // Of the past read back at the start (max_replay), which comes newest first; every other
-  // entry comes oldest first, after all of those.
+  // Of the past a start replays (max_replay), which comes first, oldest first as the rest.
   bool read_back = false;
+  // No entry: the replay of the past is over (every entry read_back came before it). Only
+  // with max_replay, once per start.
+  bool replay_end = false;
 };
 
 class StreamTail {
@@ -70,7 +74,8 @@ class StreamTail {
   void run();
   // Reads one batch after last_id_ (blocking up to half a second for one to come).
   Status readOnce();
-  // Reads one batch of the past, newest first, below replay_below_ (max_replay only).
+  // Looks back one batch of the past, newest first, below replay_below_, for the oldest
+  // entry a start reads (max_replay only); reads none of them.
   Status replayOnce();
   // Queues `batch` and wakes the poll loop.
   void hand(std::vector<TailEntry> batch);
@@ -80,10 +85,14 @@ class StreamTail {
   UniqueFd event_;
   http::redis::Client client_;
   std::string last_id_;  // empty until the start point is known
-  // The replay of the past (max_replay): where it starts, the ID it reads below next
-  // ("+": from the newest), how many it read, and the newest ID, where reading goes on.
+  // The look back for where the replay of the past starts (max_replay): the oldest ID it
+  // may start at, the ID it looks below next ("+": from the newest), how many it passed,
+  // and the oldest it passed so far.
   std::string replay_from_;
   std::string replay_below_ = "+";
+  std::string replay_start_;
+  // The newest entry of the past, the last one read_back; empty once the replay is over.
+  std::string replay_until_;
   size_t replayed_ = 0;
   bool replaying_ = false;
   std::mutex mutex_;
