@@ -241,7 +241,7 @@ std::vector<std::string> described(const std::vector<FleetBanVerdict>& verdicts)
 TEST_F(FleetBansTest, ALiftReachesEveryHostAndABanAfterItBansAgain) {
   auto a = host(config_);
   auto b = host(config_);
-  std::this_thread::sleep_for(milliseconds(300));  // both reading from now on
+  markerRead({a.get(), b.get()});  // both reading from now on
   ASSERT_TRUE(a->publish(report::BanKind::kManual, cidr("198.51.100.7"), 10 * kMinuteNs));
   ASSERT_EQ(described(collect(*b, 1)), std::vector<std::string>{"198.51.100.7"});
   ASSERT_TRUE(publishFleetLifts(config_, {fleetLiftRecord(cidr("198.51.100.7"))}).ok());
@@ -299,7 +299,7 @@ TEST_F(FleetBansTest, AHostStartedLaterAppliesABanMadeAgainAfterALift) {
 
 TEST_F(FleetBansTest, ACopiedLiftAndAForgedOneAreRefused) {
   auto b = host(config_);
-  std::this_thread::sleep_for(milliseconds(300));
+  markerRead({b.get()});  // its replay is over: what comes next is read as it comes
   const int64_t now = redisNowMs();
   const std::string line = report::formatLiftRecord({cidr("198.51.100.7"), "ab12"});
   addEntry(http::signStreamReport("a secret this fleet does not use!!", line, "intruder:1", now));

@@ -290,14 +290,21 @@ TEST_F(FleetBansE2eTest, ALiftOnOneHostLiftsTheBanEverywhereAndARestartKeepsItLi
   ASSERT_EQ(added.exit_code, 0) << added.err;
   ASSERT_EQ(waitForBan(*b_, kBanned).first, "fleet") << daemon_b_.log();
 
-  // a lift wider than any fleet ban: refused before anything is lifted, here or there
+  // a lift wider than any fleet ban: refused before anything is lifted, here or there (A
+  // holds a ban of that /16 of its own, which must still stand)
+  CommandResult local =
+      a_->floodgate({"ban", "add", a_->targetInterface(), "198.18.0.0/16", "--for", "10m"});
+  ASSERT_EQ(local.exit_code, 0) << local.err;
   CommandResult wide =
       a_->floodgate({"ban", "del", a_->targetInterface(), "198.18.0.0/16", "--config", config_a_});
   EXPECT_EQ(wide.exit_code, 2) << wide.out << wide.err;
   EXPECT_NE(wide.err.find("no fleet ban is wider than fleet.bans.widest_ipv4 (/24)"),
             std::string::npos)
       << wide.err;
+  EXPECT_TRUE(bans(*a_).contains("198.18.0.0/16")) << "nothing lifted";
   EXPECT_EQ(redisCli({"XLEN", "fg:bans"}).out, "1\n") << "nothing published";
+  CommandResult unban_local = a_->floodgate({"ban", "del", a_->targetInterface(), "198.18.0.0/16"});
+  ASSERT_EQ(unban_local.exit_code, 0) << unban_local.err;
 
   CommandResult lifted =
       a_->floodgate({"ban", "del", a_->targetInterface(), kBanned, "--config", config_a_});
