@@ -93,6 +93,25 @@ TEST_F(BansTest, AnExpiredBanNeverComesBackHoweverLongItsSourceWasSilent) {
   }
 }
 
+TEST_F(BansTest, ALiftRemovesAFleetBanWhateverItsAgeAndAnOwnBanOnlyIfOlder) {
+  load({sourceRule(1000, 1000)});
+  ASSERT_TRUE(
+      limiter()
+          .banAdd(*parseCidr("192.0.2.40"), 600 * kSecond, BanUpdate::kExtend, BanOrigin::kFleet)
+          .ok());
+  ASSERT_TRUE(limiter().banAdd(*parseCidr("192.0.2.41"), 600 * kSecond).ok());  // manual
+  // both started just now; a lift aged a minute (its signer's clock a minute behind)
+  auto fleet = limiter().banRemoveStartedBefore(*parseCidr("192.0.2.40"), 60 * kSecond);
+  ASSERT_TRUE(fleet.ok()) << fleet.error().message;
+  EXPECT_TRUE(*fleet) << "a fleet ban came from a record older than the lift";
+  auto own = limiter().banRemoveStartedBefore(*parseCidr("192.0.2.41"), 60 * kSecond);
+  ASSERT_TRUE(own.ok()) << own.error().message;
+  EXPECT_FALSE(*own) << "this host's own ban, started after the lift, stands";
+  EXPECT_EQ(run(udpFrom("192.0.2.40")), XDP_PASS);
+  EXPECT_EQ(run(udpFrom("192.0.2.41")), XDP_DROP);
+  EXPECT_EQ(banCount(), 1u);
+}
+
 TEST_F(BansTest, TheSweepDeletesBansThatAreOverAndListsNeverShowThem) {
   load({sourceRule(1000, 1000)});
   ASSERT_TRUE(limiter().banAdd(*parseCidr("192.0.2.20"), 600 * kSecond).ok());

@@ -104,6 +104,10 @@ Result<bool> XdpLimiter::banRemoveStartedBefore(const Cidr& cidr, uint64_t age_n
   if (!now) return now.error();
   auto ban = maps_.bans.find(cidr);
   if (!ban) return false;
+  // A fleet ban came from a stream record read before the lift (the stream's order), so it
+  // is older than the lift whatever its start says: the lift's age, from its signer's
+  // clock, may be a minute off.
+  if (ban->rule_id == FG_BAN_FLEET) return banRemove(cidr);
   const uint64_t age_ticks = age_ns / tickNs();
   // started later than `age_ns` ago (the program's own bans may start on a tick ahead)
   if (ban->since > *now || *now - ban->since < age_ticks) return false;
