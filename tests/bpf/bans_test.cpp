@@ -112,6 +112,26 @@ TEST_F(BansTest, ALiftRemovesAFleetBanWhateverItsAgeAndAnOwnBanOnlyIfOlder) {
   EXPECT_EQ(banCount(), 1u);
 }
 
+TEST_F(BansTest, ALiftLeavesABanThatIsOverToTheProgram) {
+  load({sourceRule(1000, 1000)});
+  ASSERT_TRUE(limiter().banAdd(*parseCidr("192.0.2.42"), 600 * kSecond).ok());
+  auto trie = banTrie();
+  auto over = trie.find(hostKey(42));
+  ASSERT_TRUE(over.has_value());
+  // ran out a tick ago: the program may delete it and start a new ban in its place at any
+  // moment, which a delete here would then take
+  over->since = jiffies() - 700ULL * *kernelHz();
+  over->expires = jiffies() - 1;
+  ASSERT_TRUE(trie.update(hostKey(42), *over).ok());
+  auto lifted = limiter().banRemoveStartedBefore(*parseCidr("192.0.2.42"), 0);
+  ASSERT_TRUE(lifted.ok()) << lifted.error().message;
+  EXPECT_FALSE(*lifted);
+  EXPECT_TRUE(trie.find(hostKey(42)).has_value()) << "left to the program";
+  EXPECT_EQ(banCount(), 1u);
+  EXPECT_EQ(run(udpFrom("192.0.2.42")), XDP_PASS);  // which ends it and counts it out
+  EXPECT_EQ(banCount(), 0u);
+}
+
 TEST_F(BansTest, TheSweepDeletesBansThatAreOverAndListsNeverShowThem) {
   load({sourceRule(1000, 1000)});
   ASSERT_TRUE(limiter().banAdd(*parseCidr("192.0.2.20"), 600 * kSecond).ok());

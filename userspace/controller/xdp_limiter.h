@@ -253,7 +253,8 @@ class XdpLimiter {
   Result<bool> banRemove(const Cidr& cidr);
   // Removes the ban of `cidr` if it is a fleet ban, or else only if it started (or was last
   // replaced) at least `age_ns` ago on the program's clock: a lift signed that long ago
-  // leaves a ban this host started on its own after it. Whether one was removed.
+  // leaves a ban this host started on its own after it. A ban over, or within a second of
+  // it, is left to the program. Whether one was removed.
   Result<bool> banRemoveStartedBefore(const Cidr& cidr, uint64_t age_ns);
   // The bans still running (expired entries the program has not met again are left out).
   Result<std::vector<BanEntry>> bans() const;

@@ -104,6 +104,11 @@ Result<bool> XdpLimiter::banRemoveStartedBefore(const Cidr& cidr, uint64_t age_n
   if (!now) return now.error();
   auto ban = maps_.bans.find(cidr);
   if (!ban) return false;
+  // Over, or within a second of it: the program may delete it and start a new ban (a rule's)
+  // in the same entry between this look and the delete below, which would then take the new
+  // one. The program ends this one itself.
+  const uint64_t second = 1'000'000'000ULL / tickNs();
+  if (ban->expires != 0 && *now + second >= ban->expires) return false;
   // A fleet ban came from a stream record read before the lift (the stream's order), so it
   // is older than the lift whatever its start says: the lift's age, from its signer's
   // clock, may be a minute off.

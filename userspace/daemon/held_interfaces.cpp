@@ -266,8 +266,7 @@ size_t HeldInterfaces::banEverywhere(const Cidr& address, uint64_t ban_ns, BanOr
 HeldInterfaces::Lifted HeldInterfaces::liftEverywhere(const Cidr& address, uint64_t age_ns) {
   Lifted out;
   for (auto& [name, held] : held_) {
-    Result<bool> removed = age_ns == 0 ? held.limiter.banRemove(address)
-                                       : held.limiter.banRemoveStartedBefore(address, age_ns);
+    Result<bool> removed = held.limiter.banRemoveStartedBefore(address, age_ns);
     if (!removed) {
       logError("could not lift the ban of " + address.toString() + " on " + name + ": " +
                removed.error().message);
