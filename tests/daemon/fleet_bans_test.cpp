@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include "floodgate/fleet/report_stream.h"
@@ -379,6 +380,26 @@ TEST_F(FleetBansTest, ALiftThatCannotReachRedisSaysSo) {
   EXPECT_NE(lifted.error().message.find("1 of 1 lifts did not reach redis stream fg:bans"),
             std::string::npos)
       << lifted.error().message;
+}
+
+TEST_F(FleetBansTest, ALiftThatFailsHereForOneCidrStillSharesTheOthers) {
+  auto b = host(config_);
+  markerRead({b.get()});
+  std::ostringstream out;
+  Status lifted = liftBans(
+      &config_, {cidr("198.51.100.1"), cidr("198.51.100.2"), cidr("198.51.100.3")},
+      [](const Cidr& c) -> Result<bool> {
+        if (c.toString() == "198.51.100.2") return Error::failure("the ban table is locked");
+        return c.toString() == "198.51.100.1";
+      },
+      out);
+  ASSERT_FALSE(lifted.ok());
+  EXPECT_EQ(lifted.error().message, "could not lift 198.51.100.2: the ban table is locked");
+  EXPECT_EQ(out.str(),
+            "unbanned 198.51.100.1\nwas not banned: 198.51.100.3\n"
+            "lift shared with the fleet through redis stream fg:bans\n");
+  EXPECT_EQ(described(collect(*b, 2)), (std::vector<std::string>{"-198.51.100.1", "-198.51.100.3"}))
+      << "what was lifted here (or not banned here) is shared all the same";
 }
 
 TEST_F(FleetBansTest, WithRedisGonePublishingFailsBoundedAndReadingResumes) {

@@ -108,18 +108,9 @@ Status removeBans(const BanFlags& flags) {
   if (!fleet) return fleet.error();
   auto limiter = openXdpLimiter(flags.interface);
   if (!limiter) return limiter.error();
-  std::vector<report::LiftRecord> shared;
-  for (const Cidr& cidr : *cidrs) {
-    auto removed = limiter->banRemove(cidr);
-    if (!removed) return removed.error();
-    std::cout << (*removed ? "unbanned " : "was not banned: ") << cidr.toString() << "\n";
-    // shared either way: the hosts that hold the ban need not include this one
-    if (*fleet) shared.push_back(daemon::fleetLiftRecord(cidr));
-  }
-  if (!*fleet) return okStatus();
-  if (Status s = daemon::publishFleetLifts(**fleet, shared); !s) return s;
-  std::cout << "lift shared with the fleet through redis stream " << (*fleet)->stream << "\n";
-  return okStatus();
+  return daemon::liftBans(
+      *fleet ? &**fleet : nullptr, *cidrs,
+      [&](const Cidr& cidr) { return limiter->banRemove(cidr); }, std::cout);
 }
 
 Status listBans(const BanFlags& flags) {

@@ -103,6 +103,32 @@ Status publishFleetLifts(const config::FleetBansConfig& config,
                           "to share them)");
 }
 
+Status liftBans(const config::FleetBansConfig* config, const std::vector<Cidr>& cidrs,
+                const std::function<Result<bool>(const Cidr&)>& lift_here, std::ostream& out) {
+  std::vector<report::LiftRecord> shared;
+  std::string failures;
+  for (const Cidr& cidr : cidrs) {
+    Result<bool> lifted = lift_here(cidr);
+    if (!lifted) {
+      failures += (failures.empty() ? "" : "\n") + std::string("could not lift ") +
+                  cidr.toString() + ": " + lifted.error().message;
+      continue;  // not shared: lift it again once this host can
+    }
+    out << (*lifted ? "unbanned " : "was not banned: ") << cidr.toString() << "\n";
+    if (config) shared.push_back(fleetLiftRecord(cidr));
+  }
+  if (config && !shared.empty()) {
+    Status published = publishFleetLifts(*config, shared);
+    if (!published) {
+      failures += (failures.empty() ? "" : "\n") + published.error().message;
+    } else {
+      out << "lift shared with the fleet through redis stream " << config->stream << "\n";
+    }
+  }
+  if (failures.empty()) return okStatus();
+  return Error::failure(failures);
+}
+
 void FleetBans::sync(const config::FleetBansConfig& config, const std::vector<Cidr>& allow,
                      const std::vector<Cidr>& trusted_proxies) {
   rules_ = {config.secret, config.max_ban_ns, config.widest_ipv4, config.widest_ipv6,

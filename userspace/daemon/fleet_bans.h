@@ -12,8 +12,10 @@
 #include <array>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -52,6 +54,14 @@ Status fleetLifts(const config::FleetBansConfig& config, const Cidr& address);
 // For `floodgate ban del --config`: publishes `records` as publishFleetBans does.
 Status publishFleetLifts(const config::FleetBansConfig& config,
                          const std::vector<report::LiftRecord>& records);
+
+// For `floodgate ban del`: lifts each of `cidrs` on this host with `lift_here` (whether it
+// was banned here, or why it could not be lifted), saying which on `out`, and with a
+// `config`, publishes the lift of every one lifted here or not banned here (the hosts that
+// hold a ban need not include this one), even when another could not be lifted. An error
+// of one line per CIDR not lifted here, and one when Redis did not take the lifts.
+Status liftBans(const config::FleetBansConfig* config, const std::vector<Cidr>& cidrs,
+                const std::function<Result<bool>(const Cidr&)>& lift_here, std::ostream& out);
 
 class FleetBans {
  public:
