@@ -275,9 +275,9 @@ std::string render(const Snapshot& snapshot) {
   family(out, "floodgate_fleet_bans_received_total", "counter",
          "Ban and lift records read from the fleet's Redis stream (fleet.bans), by result: "
          "applied on every held interface, lifted (a lift record: the bans of its prefix "
-         "removed everywhere), expired (over before it was read), superseded (read back at a "
-         "start, older than a record of the same prefix that decides instead), failed (no "
-         "interface took it, or a lift read back past the prefixes a start keeps track of), "
+         "removed everywhere), expired (over before it was read), superseded (replayed at a "
+         "start, made needless by a later record of the same prefix), failed (no interface "
+         "took it), "
          "and refused: forged (bad signature), replayed (read before), stale (signed too long "
          "ago or ahead of Redis's clock), too_long (ends beyond fleet.bans.max_ban), "
          "malformed, too_wide, and addresses never banned (loopback, unspecified, link_local, "

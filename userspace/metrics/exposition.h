@@ -66,8 +66,7 @@ inline constexpr const char* kEscalationResultNames[kEscalationResults] = {
 enum FleetBanResult {
   kFleetBanApplied,
   kFleetBanExpired,  // over before it was read (a starting host reading back)
-  // no held interface took it (a table full, a writer holding the lock), or a lift read
-  // back past what a start keeps track of
+  // no held interface took it (a table full, a writer holding the lock)
   kFleetBanFailed,
   kFleetBanForged,     // not signed with the fleet's secret
   kFleetBanReplayed,   // the same signed record read before
