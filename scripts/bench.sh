@@ -115,6 +115,7 @@ while IFS=$'\t' read -r name ns; do
     floodgate_1_global_rule) label="floodgate, 1 global rule" detail="one bucket, no source table" ;;
     floodgate_1_rule) label="floodgate, 1 rule" detail="per source; the source admitted" ;;
     floodgate_1_rule_over_limit) label="floodgate, 1 rule, source over limit" detail="the path of a flood's packets" ;;
+    floodgate_1_rule_new_source_capped) label="floodgate, 1 rule, new source over the cap" detail="a spoofed flood's path, its lines in the cache" ;;
     floodgate_16_rules_1_matches) label="floodgate, 16 rules, 1 matches" detail="15 rules for TCP port 80" ;;
     floodgate_16_rules) label="floodgate, 16 rules, all match" detail="every rule charges the packet" ;;
     floodgate_lists_100k) label="floodgate, 100k-prefix allow+deny lists" detail="1 rule; source on neither list" ;;

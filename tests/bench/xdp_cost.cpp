@@ -2,7 +2,8 @@
 // floodgate_xdp_cost: nanoseconds per packet under BPF_PROG_TEST_RUN of a bare XDP_DROP and
 // of floodgate in the configurations bench.sh reports (1 rule; 16 rules of which one or all
 // match; 100k-prefix allow and deny lists) and those docs/performance.md splits the cost by
-// (no rule; a global rule; a source over its limit), and 1 rule chained by a tail call to a
+// (no rule; a global rule; a source over its limit; a new source the new-source cap refuses,
+// as every packet of a spoofed flood), and 1 rule chained by a tail call to a
 // next program that returns XDP_PASS (against 1 rule, whose pass falls through the empty
 // slot). Prints one line per case, "name<TAB>ns_per_packet", the best of --runs runs.
 #include <bpf/bpf.h>
@@ -11,6 +12,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <random>
@@ -18,8 +20,10 @@
 
 #include "controller/next_program.h"
 #include "controller/xdp_limiter.h"
+#include "fg_gcra.h"
 #include "flood/frame_builder.h"
 #include "kernel/pins.h"
+#include "kernel/system.h"
 #include "xdp_drop.skel.h"
 
 namespace {
@@ -39,10 +43,14 @@ struct PinsGuard {
 // The average ns of one run of `program_fd` on `frame` over `repeat` runs, best of `runs`.
 // The kernel's own timing: it leaves out the time the run was preempted, which a clock
 // around the syscall would count on a shared machine; it truncates to whole ns.
+// `before_run`, if set, is called before each run.
 Result<double> nsPerPacket(int program_fd, const std::vector<uint8_t>& frame, uint32_t repeat,
-                           int runs) {
+                           int runs, const std::function<Status()>& before_run = {}) {
   double best = 1e300;
   for (int i = 0; i < runs; ++i) {
+    if (before_run) {
+      if (Status s = before_run(); !s) return s.error();
+    }
     LIBBPF_OPTS(bpf_test_run_opts, opts);
     opts.data_in = frame.data();
     opts.data_size_in = static_cast<uint32_t>(frame.size());
@@ -97,7 +105,49 @@ struct Case {
   std::vector<RuleSpec> rules;
   size_t list_prefixes = 0;
   bool chained = false;
+  bool cap_refuses = false;  // the new-source cap refuses every source for the whole run
 };
+
+// Runs the new-source cap of every rule of the limiter pinned as `name` into the debt of a
+// second past its burst, which it can only owe after a limit was lowered: it then refuses
+// every new source for that second. Armed again before each run, which takes milliseconds.
+Status capRefusesAll(const std::string& name) {
+  auto rules = BpfMap<uint32_t, fg_rule>::openPinned(mapPinPath(name, "rules"), "rules");
+  if (!rules) return rules.error();
+  auto states =
+      BpfMap<uint32_t, fg_rule_state>::openPinned(mapPinPath(name, "rule_state"), "rule_state");
+  if (!states) return states.error();
+  auto hz = kernelHz();
+  if (!hz) return hz.error();
+  auto jiffies = currentJiffies();
+  if (!jiffies) return jiffies.error();
+  const uint64_t now = *jiffies * fg_tick_units(*hz);
+  for (uint32_t pos = 0; pos < FG_MAX_RULES * FG_RULE_SETS; ++pos) {
+    auto rule = rules->lookup(pos);
+    if (!rule) return rule.error();
+    if (!rule->new_sources.interval) continue;
+    auto state = states->lookup(rule->id);
+    if (!state) return state.error();
+    // ahead by more than the burst refuses; by more than the burst and a second, the
+    // program would take it for a time that wrapped around, hence half of it
+    state->new_source_state = now + rule->new_sources.capacity + FG_STALE_MAX_UNITS / 2;
+    if (Status s = states->update(rule->id, *state); !s) return s;
+  }
+  return okStatus();
+}
+
+// Sources that took a slot under any rule of the limiter pinned as `name`, on every CPU.
+Result<uint64_t> newSourcesTaken(const std::string& name) {
+  auto stats = PerCpuArray<uint64_t>::openPinned(mapPinPath(name, "table_stats"), "table_stats");
+  if (!stats) return stats.error();
+  uint64_t taken = 0;
+  for (uint32_t id = 0; id < FG_MAX_RULE_IDS; ++id) {
+    auto counts = stats->lookup(FG_TABLE_STAT_INDEX(id, FG_TABLE_NEW_SOURCE));
+    if (!counts) return counts.error();
+    for (uint64_t count : *counts) taken += count;
+  }
+  return taken;
+}
 
 // The cheapest next program: `return XDP_PASS`, so a chained case measures the tail call.
 UniqueFd bareXdpPass() {
@@ -129,6 +179,9 @@ std::vector<Case> cases() {
   strict.limit.pps = 1;
   strict.limit.burst = 1;
   out.push_back({"floodgate_1_rule_over_limit", {strict}});
+  // a source without a slot that the new-source cap refuses: the path of a spoofed flood's
+  // packets, each from a source never seen (here with every line it reads in the cache)
+  out.push_back({"floodgate_1_rule_new_source_capped", {passingRule("r0")}, 0, false, true});
   Case one_of_16{"floodgate_16_rules_1_matches", {}};
   for (int i = 0; i < 15; ++i) one_of_16.rules.push_back(otherRule("other" + std::to_string(i)));
   one_of_16.rules.push_back(passingRule("match"));
@@ -160,8 +213,9 @@ int main(int argc, char** argv) {
   auto frame = flood::buildFrame(spec);
   if (!frame) return std::cerr << frame.error().message << "\n", 1;
 
-  auto report = [&](const char* name, int program_fd) -> bool {
-    auto ns = nsPerPacket(program_fd, frame->frame, repeat, runs);
+  auto report = [&](const char* name, int program_fd,
+                    const std::function<Status()>& before_run = {}) -> bool {
+    auto ns = nsPerPacket(program_fd, frame->frame, repeat, runs, before_run);
     if (!ns) {
       std::cerr << "floodgate_xdp_cost: error: " << name << ": " << ns.error().message << "\n";
       return false;
@@ -200,7 +254,20 @@ int main(int argc, char** argv) {
         return 1;
       }
     }
-    if (!report(c.name, loaded->programFd())) return 1;
+    if (!c.cap_refuses) {
+      if (!report(c.name, loaded->programFd())) return 1;
+      continue;
+    }
+    if (!report(c.name, loaded->programFd(), [&] { return capRefusesAll(pins.name); })) return 1;
+    // a source that took a slot after all would have made later runs measure another path
+    auto taken = newSourcesTaken(pins.name);
+    if (!taken || *taken != 0) {
+      std::cerr << "floodgate_xdp_cost: error: " << c.name << ": "
+                << (taken ? "the new-source cap let the source take a slot during the run"
+                          : taken.error().message)
+                << "\n";
+      return 1;
+    }
   }
   return 0;
 }
