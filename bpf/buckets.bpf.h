@@ -182,31 +182,39 @@ static __always_inline struct fg_slot *fg_owned_slot(__u64 fp, __u32 *index)
 	return NULL;
 }
 
-/* Whether the query's source is one the rule remembers (returning.bpf.h) and the rule's
- * reserve for them admits one more: then it takes a slot ahead of the new-source cap. */
-static __always_inline int fg_returning_admits(struct fg_slot_query *q, const struct fg_rule *rule,
-					       struct fg_rule_state *state)
+/* Whether the rule's new-source cap would admit one more source at `now`, without taking
+ * it: a look at one word, which lets a spoofed source the cap refuses skip the idle scan of
+ * its set (four slots, each a cache miss in a large table) before being refused. */
+static __always_inline int fg_cap_has_room(const struct fg_rule_state *state,
+					   const struct fg_limit *cap, __u64 now)
 {
-	if (!rule->remember_ticks || !fg_source_returns(q->fp, q->jiffies, rule->remember_ticks))
-		return 0;
-	return !rule->returning_sources.interval ||
-	       fg_gcra_take(&state->returning_state, q->now, &rule->returning_sources);
+	__u64 next;
+
+	return fg_gcra_admit(FG_READ_ONCE(state->new_source_state), now, cap->interval,
+			     cap->capacity, &next);
 }
 
 /* Finds the slot of the query's key among the ways of its set, or takes an idle one: the
  * one seen longest ago, and only if the rule's reserve for remembered sources or else its
  * new-source cap (in `state`) admits one more. Returns 1 with q->index set, or 0. A global
  * function, so the verifier checks its loops once rather than in every path of the rule
- * loop. */
+ * loop.
+ *
+ * A source the cap refuses, and that is not remembered, is refused before the idle scan: it
+ * is counted capped whether or not its set had an idle way (the path of every packet of a
+ * spoofed flood, which keeps the cap refusing). */
 __attribute__((noinline)) int fg_find_slot(struct fg_slot_query *q, const struct fg_rule *rule,
 					   struct fg_rule_state *state)
 {
 	__u32 i, idx, base, victim = 0, oldest = 0, found = 0;
+	int under_cap, returning = 0;
 	struct fg_slot *slot;
 	__u64 fp;
 
 	if (!q || !rule)
 		return 0;
+	/* a new source, not one a SYN cookie verified, of a rule with a new-source cap */
+	under_cap = !q->verified && state && rule->new_sources.interval;
 	fp = q->fp;
 	base = fg_set_base(fp);
 	for (i = 0; i < FG_TABLE_WAYS; i++) {
@@ -216,6 +224,16 @@ __attribute__((noinline)) int fg_find_slot(struct fg_slot_query *q, const struct
 			q->index = idx;
 			q->why = FG_SLOT_FOUND;
 			return 1;
+		}
+	}
+	if (under_cap) {
+		/* a source remembered as good comes back: its own reserve first, so a spoofed
+		 * flood that keeps the new-source cap refusing does not keep it out */
+		returning =
+		    rule->remember_ticks && fg_source_returns(fp, q->jiffies, rule->remember_ticks);
+		if (!returning && !fg_cap_has_room(state, &rule->new_sources, q->now)) {
+			q->why = FG_TABLE_CAPPED;
+			return 0;
 		}
 	}
 	q->why = FG_TABLE_FULL;
@@ -246,10 +264,10 @@ __attribute__((noinline)) int fg_find_slot(struct fg_slot_query *q, const struct
 			q->why = FG_TABLE_CAPPED;
 			return 0;
 		}
-	} else if (state && rule->new_sources.interval) {
-		/* a source remembered as good comes back: its own reserve first, so a spoofed
-		 * flood that keeps the new-source cap refusing does not keep it out */
-		if (fg_returning_admits(q, rule, state))
+	} else if (under_cap) {
+		if (returning &&
+		    (!rule->returning_sources.interval ||
+		     fg_gcra_take(&state->returning_state, q->now, &rule->returning_sources)))
 			q->why = FG_TABLE_RETURNING_SLOT;
 		else if (!fg_gcra_take(&state->new_source_state, q->now, &rule->new_sources)) {
 			q->why = FG_TABLE_CAPPED;

@@ -117,7 +117,11 @@ static __always_inline __u64 *fg_rule_bucket(const struct fg_rule *rule,
 		__u64 fp;
 
 		fp = fg_source_fingerprint(rule, pkt, eval);
-		slot = fg_owned_slot(fp, &index);
+		/* a token-bucket rule came here from fg_owned_admits, which looked already; the
+		 * window algorithms did not (fg_find_slot looks again anyway, for a source that
+		 * took a slot on another CPU since) */
+		if (rule->algorithm != FG_ALG_TOKEN_BUCKET)
+			slot = fg_owned_slot(fp, &index);
 		if (slot) {
 			*slot_out = slot;
 			eval->ref = FG_REF_SLOT | index;

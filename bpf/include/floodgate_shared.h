@@ -265,8 +265,8 @@ struct fg_rule_state {
  * and CPU (`table_stats`, FG_MAX_RULE_IDS * FG_TABLE_STAT_COUNT __u64 counters). */
 enum fg_table_stat {
 	FG_TABLE_NEW_SOURCE = 0,      /* took an idle slot */
-	FG_TABLE_CAPPED = 1,	      /* an idle slot was there, the new-source cap refused it */
-	FG_TABLE_FULL = 2,	      /* every way of its set is a source still limited */
+	FG_TABLE_CAPPED = 1,	      /* the new-source cap refused it (looked at first) */
+	FG_TABLE_FULL = 2,	      /* the cap had room; every way of its set is still limited */
 	FG_TABLE_UNTRACKED_PASS = 3,  /* packets the shared untracked bucket admitted */
 	FG_TABLE_UNTRACKED_DROP = 4,  /* and refused */
 	FG_TABLE_BAN_FAILED = 5,      /* a ban the rule would have started found the table full */

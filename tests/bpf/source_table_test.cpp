@@ -88,6 +88,41 @@ TEST_F(SourceTableTest, NewSourcesBeyondTheCapShareTheUntrackedBucket) {
   EXPECT_EQ(passes(udpFrom("192.0.2.1"), 10), 4);
 }
 
+// The cap is looked at before the set: a source it refuses is counted capped even when its
+// set has no idle way, and only a source it would admit is counted table_full, without the
+// cap being charged for it. On the program's test clock, so no refill falls between runs.
+TEST_F(SourceTableTest, TheCapDecidesBeforeTheSetIsSearched) {
+  RuleSpec rule = sourceRule(1, 1);  // one packet leaves a source limited for a second
+  rule.new_sources_per_s = 40;       // a burst of 4, one more every 25 ms
+  AttachOptions options;
+  options.table_slots = 4;  // one set of four ways
+  options.test_clock_hz = 1000;
+  load({rule}, options);
+  uint64_t now = 100000;
+  setClock(now);
+  for (const char* source : {"192.0.2.1", "192.0.2.2", "192.0.2.3", "192.0.2.4"}) {
+    ASSERT_EQ(run(udpFrom(source)), XDP_PASS) << source;
+  }
+  EXPECT_EQ(tableStat(FG_TABLE_NEW_SOURCE), 4u);
+  // the cap is dry and the set full: refused by the cap
+  run(udpFrom("192.0.2.5"));
+  EXPECT_EQ(tableStat(FG_TABLE_CAPPED), 1u);
+  EXPECT_EQ(tableStat(FG_TABLE_FULL), 0u);
+  // one source more a 25 ms later, and every way still limited: the set refuses, twice,
+  // as the cap is not charged for a source that took no slot
+  setClock(now += 25);
+  run(udpFrom("192.0.2.6"));
+  run(udpFrom("192.0.2.7"));
+  EXPECT_EQ(tableStat(FG_TABLE_FULL), 2u);
+  EXPECT_EQ(tableStat(FG_TABLE_CAPPED), 1u);
+  EXPECT_EQ(tableStat(FG_TABLE_NEW_SOURCE), 4u);
+  // a second on, every way is idle again, and the cap's one source takes a slot
+  setClock(now += 1000);
+  ASSERT_EQ(run(udpFrom("192.0.2.8")), XDP_PASS);
+  EXPECT_EQ(tableStat(FG_TABLE_NEW_SOURCE), 5u);
+  EXPECT_TRUE(slotOf("192.0.2.8").has_value());
+}
+
 // Each packet from a source never seen before, as a spoofed flood sends them.
 class SpoofedFlood {
  public:

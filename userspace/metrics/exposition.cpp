@@ -140,8 +140,10 @@ std::string render(const Snapshot& snapshot) {
   }
 
   family(out, "floodgate_rule_sources_total", "counter",
-         "New sources of each source rule, by outcome: new took a slot; capped and table_full "
-         "were charged to the rule's untracked bucket; verified answered a SYN cookie and took "
+         "New sources of each source rule, by outcome: new took a slot; capped (the new-source "
+         "cap refused it) and table_full (the cap had room, every way of its set was still "
+         "limited) were charged to the rule's untracked bucket; verified answered a SYN cookie and "
+         "took "
          "a slot under the rule's verified-source cap; returning were remembered from an "
          "earlier slot held within its limits and took a slot from the rule's reserve for them.");
   for (const auto& iface : snapshot.interfaces) {
