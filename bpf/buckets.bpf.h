@@ -164,14 +164,28 @@ static __always_inline __u32 fg_set_base(__u64 fp)
 	return (__u32)(fp >> 16) & table_slot_mask & ~(FG_TABLE_WAYS - 1);
 }
 
-/* The slot `fp` owns in its set, and its index, if it owns one: the path of every packet
- * of a source seen before, kept inline (fg_find_slot is the path of a new one). */
+/* The tag of fingerprint `fp` in its set's word of `slot_tags`: its top 16 bits, which the
+ * set index (bits 16 and up, as many as the table has sets) leaves alone. */
+static __always_inline __u16 fg_slot_tag(__u64 fp) { return (__u16)(fp >> 48); }
+
+/* The slot `fp` owns in its set, and its index, if it owns one: the path of every packet of
+ * a source seen before, kept inline (fg_find_slot is the path of a new one). The tags
+ * first, and only a way whose tag matches is read. A way's tag is written just after its
+ * slot changes owner, so for a moment a source that just took a slot may not be found here:
+ * fg_find_slot then looks at the slots themselves before it takes one. */
 static __always_inline struct fg_slot *fg_owned_slot(__u64 fp, __u32 *index)
 {
-	__u32 i, idx, base = fg_set_base(fp);
+	__u32 i, idx, base = fg_set_base(fp), set = base / FG_TABLE_WAYS;
+	__u64 *tags = bpf_map_lookup_elem(&slot_tags, &set), word;
+	__u16 tag = fg_slot_tag(fp);
 	struct fg_slot *slot;
 
+	if (!tags)
+		return NULL;
+	word = FG_READ_ONCE(*tags);
 	for (i = 0; i < FG_TABLE_WAYS; i++) {
+		if ((__u16)(word >> (16 * i)) != tag)
+			continue;
 		idx = base + i;
 		slot = bpf_map_lookup_elem(&buckets, &idx);
 		if (slot && FG_READ_ONCE(slot->fingerprint) == fp) {
@@ -180,6 +194,17 @@ static __always_inline struct fg_slot *fg_owned_slot(__u64 fp, __u32 *index)
 		}
 	}
 	return NULL;
+}
+
+/* Writes the tag of `fp` for the slot at `index`, which `fp` just took. A 2-byte store:
+ * the other ways' tags in the word are left as they are, whoever writes them. */
+static __always_inline void fg_set_slot_tag(__u32 index, __u64 fp)
+{
+	__u32 set = index / FG_TABLE_WAYS;
+	__u16 *tags = bpf_map_lookup_elem(&slot_tags, &set);
+
+	if (tags)
+		FG_WRITE_ONCE(tags[index & (FG_TABLE_WAYS - 1)], fg_slot_tag(fp));
 }
 
 /* Whether the rule's new-source cap would admit one more source at `now`, without taking
@@ -217,15 +242,6 @@ __attribute__((noinline)) int fg_find_slot(struct fg_slot_query *q, const struct
 	under_cap = !q->verified && state && rule->new_sources.interval;
 	fp = q->fp;
 	base = fg_set_base(fp);
-	for (i = 0; i < FG_TABLE_WAYS; i++) {
-		idx = base + i;
-		slot = bpf_map_lookup_elem(&buckets, &idx);
-		if (slot && FG_READ_ONCE(slot->fingerprint) == fp) {
-			q->index = idx;
-			q->why = FG_SLOT_FOUND;
-			return 1;
-		}
-	}
 	if (under_cap) {
 		/* a source remembered as good comes back: its own reserve first, so a spoofed
 		 * flood that keeps the new-source cap refusing does not keep it out */
@@ -234,6 +250,20 @@ __attribute__((noinline)) int fg_find_slot(struct fg_slot_query *q, const struct
 		if (!returning && !fg_cap_has_room(state, &rule->new_sources, q->now)) {
 			q->why = FG_TABLE_CAPPED;
 			return 0;
+		}
+	}
+	/* the slots themselves, not their tags: a source that took a slot on another CPU an
+	 * instant ago, before its tag was written, must find it rather than take a second */
+	for (i = 0; i < FG_TABLE_WAYS; i++) {
+		idx = base + i;
+		slot = bpf_map_lookup_elem(&buckets, &idx);
+		if (slot && FG_READ_ONCE(slot->fingerprint) == fp) {
+			/* its tag may be another's, if two sources took this way one after the
+			 * other and their tags landed in the other order: put it right */
+			fg_set_slot_tag(idx, fp);
+			q->index = idx;
+			q->why = FG_SLOT_FOUND;
+			return 1;
 		}
 	}
 	q->why = FG_TABLE_FULL;
@@ -278,6 +308,7 @@ __attribute__((noinline)) int fg_find_slot(struct fg_slot_query *q, const struct
 		q->why = FG_TABLE_FULL; /* another CPU took the way first */
 		return 0;
 	}
+	fg_set_slot_tag(victim, fp);
 	q->index = victim;
 	if (q->why != FG_TABLE_RETURNING_SLOT)
 		q->why = FG_TABLE_NEW_SOURCE;

@@ -86,9 +86,10 @@ struct fg_settings {
 };
 
 /* How the bucket table is laid out and where a source's slot is (struct fg_slot, the
- * fingerprint): a program of another layout would not find the slots of the running one,
- * so `attach --replace` over a table of another layout is refused. Bumped with either. */
-#define FG_TABLE_LAYOUT 1
+ * fingerprint, the tags of `slot_tags` a program finds a slot by): a program of another
+ * layout would not find the slots of the running one, so `attach --replace` over a table of
+ * another layout is refused. Bumped with any of them (2: the tags). */
+#define FG_TABLE_LAYOUT 2
 
 enum fg_list {
 	FG_LIST_ALLOW = 0,

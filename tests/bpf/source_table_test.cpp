@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "bpf/xdp_fixture.h"
+#include "kernel/bpf_map.h"
 #include "kernel/system.h"
 
 namespace floodgate::test {
@@ -121,6 +122,36 @@ TEST_F(SourceTableTest, TheCapDecidesBeforeTheSetIsSearched) {
   ASSERT_EQ(run(udpFrom("192.0.2.8")), XDP_PASS);
   EXPECT_EQ(tableStat(FG_TABLE_NEW_SOURCE), 5u);
   EXPECT_TRUE(slotOf("192.0.2.8").has_value());
+}
+
+// A slot is found by its set's tags: a tag that is wrong (two sources took the same way one
+// after the other, and their tags landed in the other order) leaves the source to be looked
+// for as a new one, which finds its slot by the slots themselves and puts the tag right,
+// rather than giving it a second slot.
+TEST_F(SourceTableTest, ASourceWhoseTagIsWrongStillFindsItsSlotAndMendsTheTag) {
+  AttachOptions options;
+  options.table_slots = 4;  // one set of four ways: the tags are word 0
+  options.test_clock_hz = 1000;
+  load({sourceRule(1, 3)}, options);
+  setClock(100000);
+  auto tags =
+      BpfMap<uint32_t, uint64_t>::openPinned(mapPinPath(pin_name_, "slot_tags"), "slot_tags");
+  ASSERT_TRUE(tags.ok()) << tags.error().message;
+  ASSERT_EQ(run(udpFrom("192.0.2.7")), XDP_PASS);
+  auto written = tags->lookup(0);
+  ASSERT_TRUE(written.ok());
+  ASSERT_NE(*written, 0u) << "taking a slot writes its tag";
+  ASSERT_TRUE(tags->update(0, ~*written).ok());  // every way's tag now another's
+
+  // burst 3: the second and third packets are charged to its own slot, the fourth refused
+  EXPECT_EQ(passes(udpFrom("192.0.2.7"), 4), 2);
+  auto slot = slotOf("192.0.2.7");
+  ASSERT_TRUE(slot.has_value());
+  EXPECT_EQ(slot->packets, 5u);
+  EXPECT_EQ(tableStat(FG_TABLE_NEW_SOURCE), 1u) << "no second slot";
+  auto mended = tags->lookup(0);
+  ASSERT_TRUE(mended.ok());
+  EXPECT_NE(*mended, ~*written) << "the source's tag is written again";
 }
 
 // Each packet from a source never seen before, as a spoofed flood sends them.

@@ -88,6 +88,7 @@ Result<Skeleton> loadProgram(const LoadSettings& settings) {
   skeleton->rodata->ticks_per_second = settings.ticks_per_second;
   skeleton->rodata->clock_is_test = settings.test_clock ? 1 : 0;
   bpf_map__set_max_entries(skeleton->maps.buckets, settings.table_slots);
+  bpf_map__set_max_entries(skeleton->maps.slot_tags, settings.table_slots / FG_TABLE_WAYS);
   // the memory of returning sources: an 8-byte entry per slot (bpf/returning.bpf.h)
   const uint32_t memory_entries =
       std::max<uint32_t>(settings.table_slots, FG_RETURNING_MIN_ENTRIES);
