@@ -156,6 +156,10 @@ struct fg_slot_query {
 	__u32 verified; /* 1: the source answered a SYN cookie, so the verified-source cap
 			 * applies instead of the new-source cap */
 	__u32 pad;
+	/* fg_find_slot's own, kept here rather than on its frame: the owner of the way it
+	 * looks at, read before that way's idle check, and of the way it takes */
+	__u64 owner;
+	__u64 victim_owner;
 };
 
 /* The first slot of the set of ways a fingerprint's key may be in. */
@@ -167,6 +171,17 @@ static __always_inline __u32 fg_set_base(__u64 fp)
 /* The tag of fingerprint `fp` in its set's word of `slot_tags`: its top 16 bits, which the
  * set index (bits 16 and up, as many as the table has sets) leaves alone. */
 static __always_inline __u16 fg_slot_tag(__u64 fp) { return (__u16)(fp >> 48); }
+
+/* Where way `way`'s tag sits in its set's word, which is written as four 2-byte tags: the
+ * word's bytes are in the host's order. */
+static __always_inline __u32 fg_tag_shift(__u32 way)
+{
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	return 16 * way;
+#else
+	return 16 * (FG_TABLE_WAYS - 1 - way);
+#endif
+}
 
 /* The slot `fp` owns in its set, and its index, if it owns one: the path of every packet of
  * a source seen before, kept inline (fg_find_slot is the path of a new one). The tags
@@ -184,7 +199,7 @@ static __always_inline struct fg_slot *fg_owned_slot(__u64 fp, __u32 *index)
 		return NULL;
 	word = FG_READ_ONCE(*tags);
 	for (i = 0; i < FG_TABLE_WAYS; i++) {
-		if ((__u16)(word >> (16 * i)) != tag)
+		if ((__u16)(word >> fg_tag_shift(i)) != tag)
 			continue;
 		idx = base + i;
 		slot = bpf_map_lookup_elem(&buckets, &idx);
@@ -196,15 +211,18 @@ static __always_inline struct fg_slot *fg_owned_slot(__u64 fp, __u32 *index)
 	return NULL;
 }
 
-/* Writes the tag of `fp` for the slot at `index`, which `fp` just took. A 2-byte store:
- * the other ways' tags in the word are left as they are, whoever writes them. */
+/* Writes the tag of `fp` for the slot at `index` unless it is there already. A 2-byte
+ * store: the other ways' tags in the word are left as they are, whoever writes them. */
 static __always_inline void fg_set_slot_tag(__u32 index, __u64 fp)
 {
 	__u32 set = index / FG_TABLE_WAYS;
-	__u16 *tags = bpf_map_lookup_elem(&slot_tags, &set);
+	__u16 *tags = bpf_map_lookup_elem(&slot_tags, &set), *tag;
 
-	if (tags)
-		FG_WRITE_ONCE(tags[index & (FG_TABLE_WAYS - 1)], fg_slot_tag(fp));
+	if (!tags)
+		return;
+	tag = &tags[index & (FG_TABLE_WAYS - 1)];
+	if (FG_READ_ONCE(*tag) != fg_slot_tag(fp))
+		FG_WRITE_ONCE(*tag, fg_slot_tag(fp));
 }
 
 /* Whether the rule's new-source cap would admit one more source at `now`, without taking
@@ -272,13 +290,20 @@ __attribute__((noinline)) int fg_find_slot(struct fg_slot_query *q, const struct
 
 		idx = base + i;
 		slot = bpf_map_lookup_elem(&buckets, &idx);
-		if (!slot || !fg_slot_idle(slot, q->now))
+		if (!slot)
+			continue;
+		/* the owner before its idle check: a way another CPU takes after this read
+		 * then fails the take below, rather than being taken again from its new owner
+		 * (whose fresh bucket looks idle) */
+		q->owner = FG_READ_ONCE(slot->fingerprint);
+		if (!fg_slot_idle(slot, q->now))
 			continue;
 		age = (__u32)q->jiffies - FG_READ_ONCE(slot->last_seen);
-		if (!FG_READ_ONCE(slot->fingerprint))
+		if (!q->owner)
 			age = 0xffffffffU; /* never used: the best choice */
 		if (!found || age > oldest) {
 			victim = idx;
+			q->victim_owner = q->owner;
 			oldest = age;
 			found = 1;
 		}
@@ -304,11 +329,13 @@ __attribute__((noinline)) int fg_find_slot(struct fg_slot_query *q, const struct
 			return 0;
 		}
 	}
-	if (!fg_take_slot(slot, FG_READ_ONCE(slot->fingerprint), fp, &q->key, rule, q->jiffies)) {
+	if (!fg_take_slot(slot, q->victim_owner, fp, &q->key, rule, q->jiffies)) {
 		q->why = FG_TABLE_FULL; /* another CPU took the way first */
 		return 0;
 	}
-	fg_set_slot_tag(victim, fp);
+	/* the tag of the way's owner as read now, which is this source unless a CPU took the
+	 * way from it in the meantime (and may have written its tag before this one lands) */
+	fg_set_slot_tag(victim, FG_READ_ONCE(slot->fingerprint));
 	q->index = victim;
 	if (q->why != FG_TABLE_RETURNING_SLOT)
 		q->why = FG_TABLE_NEW_SOURCE;

@@ -118,8 +118,10 @@ static __always_inline __u64 *fg_rule_bucket(const struct fg_rule *rule,
 
 		fp = fg_source_fingerprint(rule, pkt, eval);
 		/* a token-bucket rule came here from fg_owned_admits, which looked already; the
-		 * window algorithms did not (fg_find_slot looks again anyway, for a source that
-		 * took a slot on another CPU since) */
+		 * window algorithms did not. fg_find_slot probes the slots themselves before it
+		 * takes one; while the new-source cap refuses it does not, so a source whose
+		 * tag is not written yet (it took its slot on another CPU an instant ago) is
+		 * charged to the untracked bucket until it is. */
 		if (rule->algorithm != FG_ALG_TOKEN_BUCKET)
 			slot = fg_owned_slot(fp, &index);
 		if (slot) {
