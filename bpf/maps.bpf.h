@@ -4,6 +4,7 @@
 #define FLOODGATE_MAPS_BPF_H
 
 #include <linux/bpf.h>
+/* after linux/bpf.h, whose types it uses */
 #include <bpf/bpf_helpers.h>
 
 #include "floodgate_shared.h"
@@ -31,7 +32,7 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, FG_MAX_RULES * FG_RULE_SETS);
+	__uint(max_entries, FG_RULE_POSITIONS);
 	__type(key, __u32);
 	__type(value, struct fg_rule);
 } rules SEC(".maps");
@@ -92,14 +93,14 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, FG_MAX_RULE_IDS * FG_VERDICT_COUNT);
+	__uint(max_entries, FG_RULE_COUNTER_SLOTS);
 	__type(key, __u32);
 	__type(value, struct fg_counter);
 } rule_counters SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, FG_MAX_RULE_IDS * FG_TABLE_STAT_COUNT);
+	__uint(max_entries, FG_TABLE_STAT_SLOTS);
 	__type(key, __u32);
 	__type(value, __u64);
 } table_stats SEC(".maps");
@@ -127,13 +128,13 @@ struct {
 } next_program SEC(".maps");
 
 /* Allow and deny lists; max_entries set at load. The value is unused (1). */
-#define FG_LPM_MAP(name, key_type)                                 \
-	struct {                                                   \
-		__uint(type, BPF_MAP_TYPE_LPM_TRIE);               \
-		__uint(max_entries, FG_LIST_MAX_ENTRIES);          \
-		__uint(map_flags, BPF_F_NO_PREALLOC);              \
-		__type(key, key_type);                             \
-		__type(value, __u8);                               \
+#define FG_LPM_MAP(name, key_type)                                                                 \
+	struct {                                                                                   \
+		__uint(type, BPF_MAP_TYPE_LPM_TRIE);                                               \
+		__uint(max_entries, FG_LIST_MAX_ENTRIES);                                          \
+		__uint(map_flags, BPF_F_NO_PREALLOC);                                              \
+		__type(key, key_type);                                                             \
+		__type(value, __u8);                                                               \
 	} name SEC(".maps")
 
 /* Bans: prefixes dropped until their time is up (value struct fg_ban). */
@@ -151,13 +152,13 @@ FG_BAN_MAP(bans_v6, struct fg_lpm_v6);
 
 /* Source sets of the rules (match.src), one pair per rule set so a reload swaps them with
  * the rules. The value has bit `rule id` set for every rule whose set holds the prefix. */
-#define FG_SOURCE_SET_MAP(name, key_type)                          \
-	struct {                                                   \
-		__uint(type, BPF_MAP_TYPE_LPM_TRIE);               \
-		__uint(max_entries, FG_LIST_MAX_ENTRIES);          \
-		__uint(map_flags, BPF_F_NO_PREALLOC);              \
-		__type(key, key_type);                             \
-		__type(value, __u64);                              \
+#define FG_SOURCE_SET_MAP(name, key_type)                                                          \
+	struct {                                                                                   \
+		__uint(type, BPF_MAP_TYPE_LPM_TRIE);                                               \
+		__uint(max_entries, FG_LIST_MAX_ENTRIES);                                          \
+		__uint(map_flags, BPF_F_NO_PREALLOC);                                              \
+		__type(key, key_type);                                                             \
+		__type(value, __u64);                                                              \
 	} name SEC(".maps")
 
 FG_SOURCE_SET_MAP(sources_v4_0, struct fg_lpm_v4);
@@ -166,13 +167,13 @@ FG_SOURCE_SET_MAP(sources_v4_1, struct fg_lpm_v4);
 FG_SOURCE_SET_MAP(sources_v6_1, struct fg_lpm_v6);
 
 /* The IPv4 lists' filters (see FG_LIST_FILTER_SHIFT). */
-#define FG_LIST_FILTER_MAP(name)                                   \
-	struct {                                                   \
-		__uint(type, BPF_MAP_TYPE_ARRAY);                  \
-		__uint(max_entries, FG_LIST_FILTER_WORDS);         \
-		__uint(map_flags, BPF_F_MMAPABLE);                 \
-		__type(key, __u32);                                \
-		__type(value, __u64);                              \
+#define FG_LIST_FILTER_MAP(name)                                                                   \
+	struct {                                                                                   \
+		__uint(type, BPF_MAP_TYPE_ARRAY);                                                  \
+		__uint(max_entries, FG_LIST_FILTER_WORDS);                                         \
+		__uint(map_flags, BPF_F_MMAPABLE);                                                 \
+		__type(key, __u32);                                                                \
+		__type(value, __u64);                                                              \
 	} name SEC(".maps")
 
 FG_LIST_FILTER_MAP(allow_filter_v4);

@@ -10,6 +10,8 @@
 #define FG_RULE_SETS 2
 /* Stable rule ids index per-rule state; ids outlive reloads, so there are more ids than slots. */
 #define FG_MAX_RULE_IDS (FG_MAX_RULES * FG_RULE_SETS)
+/* Entries of `rules`: every position of every rule set. */
+#define FG_RULE_POSITIONS (FG_MAX_RULES * FG_RULE_SETS)
 #define FG_MAX_PORT_RANGES 8
 #define FG_RULE_NAME_LEN 32
 
@@ -279,6 +281,7 @@ enum fg_table_stat {
 	FG_TABLE_STAT_COUNT = 11,
 };
 #define FG_TABLE_STAT_INDEX(rule_id, stat) ((rule_id)*FG_TABLE_STAT_COUNT + (stat))
+#define FG_TABLE_STAT_SLOTS (FG_MAX_RULE_IDS * FG_TABLE_STAT_COUNT)
 
 /* Changes of state the program reports through the `events` ring buffer: never one per
  * packet, and at most `event_budget` per CPU per second. */
@@ -333,6 +336,7 @@ struct fg_ban {
 
 /* Per rule id and verdict, per CPU (`rule_counters`, FG_MAX_RULE_IDS * FG_VERDICT_COUNT). */
 #define FG_RULE_COUNTER_INDEX(rule_id, verdict) ((rule_id)*FG_VERDICT_COUNT + (verdict))
+#define FG_RULE_COUNTER_SLOTS (FG_MAX_RULE_IDS * FG_VERDICT_COUNT)
 
 /* The one slot of `next_program` (a BPF_MAP_TYPE_PROG_ARRAY): the XDP program that gets
  * what floodgate passes, by a tail call; empty, a pass is XDP_PASS. */
