@@ -188,6 +188,18 @@ Result<redis::Reply> RedisServer::command(const redis::Command& command) const {
   return (*replies)[0];
 }
 
+Status RedisServer::persistKeys(const std::vector<std::string>& patterns) const {
+  redis::Command persist{"EVAL",
+                         "for _, p in ipairs(ARGV) do for _, k in ipairs(redis.call('KEYS', p)) "
+                         "do redis.call('PERSIST', k) end end",
+                         "0"};
+  persist.insert(persist.end(), patterns.begin(), patterns.end());
+  auto reply = command(persist);
+  if (!reply) return reply.error();
+  if (reply->isError()) return Error::failure("PERSIST: " + reply->str);
+  return okStatus();
+}
+
 std::unique_ptr<RedisCluster> RedisCluster::start() {
   auto cluster = std::unique_ptr<RedisCluster>(new RedisCluster);
   for (int i = 0; i < 3; ++i) {

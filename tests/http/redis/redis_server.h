@@ -33,6 +33,10 @@ class RedisServer {
   void thaw();
   // Runs one command on its own connection (2 s timeout); an Error if it could not.
   Result<redis::Reply> command(const redis::Command& command) const;
+  // Takes the expiry off every key matching one of `patterns` (KEYS patterns). A test on a
+  // virtual clock needs it: the scripts set each key's expiry in Redis's real time, so a
+  // key whose state still counts on the test's clock would vanish when the machine is slow.
+  Status persistKeys(const std::vector<std::string>& patterns) const;
 
  private:
   RedisServer(int port, std::string dir, std::vector<std::string> args)

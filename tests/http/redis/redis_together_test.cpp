@@ -196,12 +196,8 @@ TEST_F(RedisTogetherTest, TogetherDecidesAsOneByOneForEveryAlgorithmInOneScriptP
       // trip of the together limiter delays the one-by-one check after it), so a key could
       // still vanish while its state differed from an absent key's. Taking every expiry
       // off between requests leaves the states to say when they are over, as they must.
-      auto persisted = server_->command(
-          {"EVAL",
-           "for _, p in ipairs(ARGV) do for _, k in ipairs(redis.call('KEYS', p)) do "
-           "redis.call('PERSIST', k) end end",
-           "0", "together-" + name + ":*", "each-" + name + ":*"});
-      ASSERT_TRUE(persisted && !persisted->isError()) << (persisted ? persisted->str : "");
+      Status persisted = server_->persistKeys({"together-" + name + ":*", "each-" + name + ":*"});
+      ASSERT_TRUE(persisted) << persisted.error().message;
     }
     EXPECT_GT(refused, 200) << name;
     EXPECT_GT(partly_admitted, 100) << name << ": refusals where some policy admitted";
