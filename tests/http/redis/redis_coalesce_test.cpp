@@ -19,6 +19,15 @@ using testing::window;
 
 class RedisCoalesceTest : public testing::RedisServerTest {};
 
+// Every decision here passes time 0: on that virtual time, not Redis's clock, each key stays
+// in one window for the whole test, whenever it runs (a window of Redis's clock could end
+// in the middle of one, and the counts the tests check with it).
+RedisStoreOptions onWindowZero() {
+  RedisStoreOptions options;
+  options.virtual_time = true;
+  return options;
+}
+
 // What `threads` threads making `requests` decisions each on key "hot" got.
 struct Tally {
   int admitted = 0;
@@ -59,7 +68,8 @@ bool eventually(F done) {
 // interleaving and however the calls were batched.
 TEST_F(RedisCoalesceTest, ThreadsSharingRoundTripsAdmitExactlyTheLimit) {
   constexpr int kThreads = 16, kRequests = 200, kLimit = 1234;
-  RedisStore store(client_, "shared", window(AlgorithmKind::kFixedWindow, kLimit, 600'000));
+  RedisStore store(client_, "shared", window(AlgorithmKind::kFixedWindow, kLimit, 600'000),
+                   onWindowZero());
   const int64_t trips_before = client_->roundTrips();
   const Tally tally = decideFromThreads(store, kThreads, kRequests);
   EXPECT_EQ(tally.errors, 0);
@@ -78,7 +88,7 @@ TEST_F(RedisCoalesceTest, EachThreadGetsItsOwnReplies) {
   for (int t = 0; t < kThreads; ++t) {
     // a limit of its own per thread, so that replies of two threads cannot look alike
     stores.push_back(std::make_unique<RedisStore>(
-        client_, "own", window(AlgorithmKind::kFixedWindow, 100 + 7 * t, 600'000)));
+        client_, "own", window(AlgorithmKind::kFixedWindow, 100 + 7 * t, 600'000), onWindowZero()));
   }
   std::vector<std::string> failures(kThreads);
   std::vector<std::thread> threads;
@@ -126,7 +136,8 @@ TEST_F(RedisCoalesceTest, CallsQueuedBehindOneInFlightGoInOneRoundTrip) {
   options.seeds = {server_->address()};
   options.timeout_ms = 10'000;
   auto client = std::make_shared<redis::Client>(options);
-  RedisStore store(client, "queued", window(AlgorithmKind::kFixedWindow, 5, 600'000));
+  RedisStore store(client, "queued", window(AlgorithmKind::kFixedWindow, 5, 600'000),
+                   onWindowZero());
   ASSERT_TRUE(store.decide("warm-up", 0, 1));  // the library is loaded
   constexpr int kFollowers = 6;
   const int64_t trips_before = client->roundTrips();
@@ -171,7 +182,8 @@ TEST_F(RedisCoalesceTest, AFrozenServerFailsEveryQueuedCall) {
   options.seeds = {server_->address()};
   options.timeout_ms = 200;
   auto client = std::make_shared<redis::Client>(options);
-  RedisStore store(client, "frozen", window(AlgorithmKind::kFixedWindow, 1000, 600'000));
+  RedisStore store(client, "frozen", window(AlgorithmKind::kFixedWindow, 1000, 600'000),
+                   onWindowZero());
   ASSERT_TRUE(store.decide("warm-up", 0, 1));
   server_->freeze();
   std::atomic<int> errors{0}, answered{0};
@@ -367,7 +379,8 @@ TEST_F(RedisCoalesceTest, CallsThatGiveUpNeverGetOrTakeAnotherCallsReplies) {
 // N threads x M requests against a limit L admit exactly L when the server is slow.
 TEST_F(RedisCoalesceTest, ASlowServerStillAdmitsExactlyTheLimit) {
   constexpr int kThreads = 8, kRequests = 50, kLimit = 123;
-  RedisStore store(client_, "slow", window(AlgorithmKind::kFixedWindow, kLimit, 600'000));
+  RedisStore store(client_, "slow", window(AlgorithmKind::kFixedWindow, kLimit, 600'000),
+                   onWindowZero());
   ASSERT_TRUE(store.decide("warm-up", 0, 1));
   Tally tally;
   {
