@@ -18,6 +18,16 @@ using testing::window;
 
 constexpr int64_t kMs = 1'000'000;
 
+// The fixed windows here decide at virtual time 0 (admitted() passes it): on that time, not
+// Redis's clock, a key stays in one window for the whole test, whenever it runs (a minute of
+// Redis's clock could end between two decisions, and the count start over). The GCRA buckets
+// stay on Redis's clock: at 0.001 units a second, none refills during a test.
+RedisStoreOptions onWindowZero() {
+  RedisStoreOptions options;
+  options.virtual_time = true;
+  return options;
+}
+
 // Of `n` decisions on key "k", those admitted (a failed one is not, and fails the test).
 int admitted(RedisStore& store, int n) {
   int yes = 0;
@@ -57,7 +67,7 @@ class RedisFunctionsTest : public testing::RedisServerTest {
 // The first decision finds no library, loads it, and is retried; from then on every
 // decision is one FCALL and no script runs.
 TEST_F(RedisFunctionsTest, DecisionsAreOneFcallEachAfterOneLoad) {
-  RedisStore store(client_, "p", window(AlgorithmKind::kFixedWindow, 5, 60'000));
+  RedisStore store(client_, "p", window(AlgorithmKind::kFixedWindow, 5, 60'000), onWindowZero());
   EXPECT_EQ(admitted(store, 8), 5);
   EXPECT_EQ(calls(*server_, "fcall"), 8 + 1);
   EXPECT_EQ(calls(*server_, "function|load"), 1);
@@ -70,7 +80,7 @@ TEST_F(RedisFunctionsTest, DecisionsAreOneFcallEachAfterOneLoad) {
 // answers "Function not found": the library is loaded again, the call retried once, and
 // the decision is what it would have been.
 TEST_F(RedisFunctionsTest, FlushedFunctionsAreLoadedAgain) {
-  RedisStore store(client_, "p", window(AlgorithmKind::kFixedWindow, 5, 60'000));
+  RedisStore store(client_, "p", window(AlgorithmKind::kFixedWindow, 5, 60'000), onWindowZero());
   EXPECT_EQ(admitted(store, 3), 3);
   ASSERT_TRUE(server_->command({"FUNCTION", "FLUSH"}));
   ASSERT_TRUE(libraries(*server_).empty());
@@ -83,7 +93,7 @@ TEST_F(RedisFunctionsTest, FlushedFunctionsAreLoadedAgain) {
 }
 
 TEST_F(RedisFunctionsTest, ARestartedServerGetsTheLibraryAgain) {
-  RedisStore store(client_, "p", window(AlgorithmKind::kFixedWindow, 5, 60'000));
+  RedisStore store(client_, "p", window(AlgorithmKind::kFixedWindow, 5, 60'000), onWindowZero());
   EXPECT_EQ(admitted(store, 2), 2);
   server_->kill();
   ASSERT_TRUE(server_->restart());
@@ -103,7 +113,7 @@ TEST_F(RedisFunctionsTest, TwoVersionsKeepTheirOwnLibraries) {
       "redis.register_function('fg_0000000000000000_decide_fixed_window',"
       " function(KEYS, ARGV) return 'other version' end)\n";
   ASSERT_TRUE(server_->command({"FUNCTION", "LOAD", "REPLACE", other}));
-  RedisStore store(client_, "p", window(AlgorithmKind::kFixedWindow, 5, 60'000));
+  RedisStore store(client_, "p", window(AlgorithmKind::kFixedWindow, 5, 60'000), onWindowZero());
   EXPECT_EQ(admitted(store, 6), 5);
   std::vector<std::string> names = libraries(*server_);
   std::sort(names.begin(), names.end());
@@ -172,7 +182,7 @@ TEST(RedisWithoutFunctions, AUserNotAllowedToLoadTheLibraryIsServedByScripts) {
   if (!server) GTEST_SKIP() << "redis-server did not start";
   ASSERT_TRUE(server->command({"ACL", "SETUSER", "default", "-function"}));
   auto client = testing::clientOf(*server);
-  RedisStore store(client, "p", window(AlgorithmKind::kFixedWindow, 3, 60'000));
+  RedisStore store(client, "p", window(AlgorithmKind::kFixedWindow, 3, 60'000), onWindowZero());
   EXPECT_EQ(admitted(store, 5), 3);
   EXPECT_TRUE(client->scriptsOnly());
 }
