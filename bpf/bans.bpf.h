@@ -25,7 +25,8 @@ static __always_inline void fg_lpm_key(const struct fg_packet *pkt, __u32 prefix
 	__builtin_memcpy(&hi, pkt->addr, 8);
 	__builtin_memcpy(&lo, pkt->addr + 8, 8);
 	hi = bpf_cpu_to_be64(bpf_be64_to_cpu(hi) & fg_prefix_mask(prefixlen));
-	lo = prefixlen > 64 ? bpf_cpu_to_be64(bpf_be64_to_cpu(lo) & fg_prefix_mask(prefixlen - 64)) : 0;
+	lo = prefixlen > 64 ? bpf_cpu_to_be64(bpf_be64_to_cpu(lo) & fg_prefix_mask(prefixlen - 64))
+			    : 0;
 	key->v6.prefixlen = prefixlen;
 	__builtin_memcpy(key->v6.addr, &hi, 8);
 	__builtin_memcpy(key->v6.addr + 8, &lo, 8);
@@ -97,6 +98,17 @@ static __always_inline void fg_start_ban(struct fg_settings *settings, const str
 		return;
 	__sync_fetch_and_add(&settings->ban_entries[pkt->family & 1], 1);
 	fg_emit_ban(FG_EVENT_BAN_START, rule->id, pkt->family, &key, jiffies);
+}
+
+/* fg_start_ban for the rule step, as a global function: its record and key would otherwise
+ * sit on the step's frame, whose bytes the 512-byte cap on a chain of frames cannot spare. */
+__attribute__((noinline)) int fg_ban_source(struct fg_settings *settings,
+					    const struct fg_rule *rule, const struct fg_packet *pkt,
+					    __u64 jiffies)
+{
+	if (settings && rule && pkt)
+		fg_start_ban(settings, rule, pkt, jiffies);
+	return 0;
 }
 
 #endif /* FLOODGATE_BANS_BPF_H */

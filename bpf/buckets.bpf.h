@@ -190,7 +190,7 @@ static __always_inline __u32 fg_tag_shift(__u32 way)
  * fg_find_slot then looks at the slots themselves before it takes one. */
 static __always_inline struct fg_slot *fg_owned_slot(__u64 fp, __u32 *index)
 {
-	__u32 i, idx, base = fg_set_base(fp), set = base / FG_TABLE_WAYS;
+	__u32 i, base = fg_set_base(fp), set = base / FG_TABLE_WAYS;
 	__u64 *tags = bpf_map_lookup_elem(&slot_tags, &set), word;
 	__u16 tag = fg_slot_tag(fp);
 	struct fg_slot *slot;
@@ -201,12 +201,11 @@ static __always_inline struct fg_slot *fg_owned_slot(__u64 fp, __u32 *index)
 	for (i = 0; i < FG_TABLE_WAYS; i++) {
 		if ((__u16)(word >> fg_tag_shift(i)) != tag)
 			continue;
-		idx = base + i;
-		slot = bpf_map_lookup_elem(&buckets, &idx);
-		if (slot && FG_READ_ONCE(slot->fingerprint) == fp) {
-			*index = idx;
+		/* the index is the lookup's key too: no key of its own on the caller's frame */
+		*index = base + i;
+		slot = bpf_map_lookup_elem(&buckets, index);
+		if (slot && FG_READ_ONCE(slot->fingerprint) == fp)
 			return slot;
-		}
 	}
 	return NULL;
 }

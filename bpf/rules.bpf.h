@@ -15,19 +15,6 @@
 #define FG_REF_OVERFLOW (2U << 30)
 #define FG_REF_KIND_MASK (3U << 30)
 
-/* The buckets this packet was charged to so far; per CPU, so one packet's own scratch. */
-struct fg_charges {
-	__u32 ref[FG_MAX_RULES];
-	__u32 rule_index[FG_MAX_RULES];
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct fg_charges);
-} charges SEC(".maps");
-
 /* fg_find_slot's query: per CPU, so one packet's own scratch, kept off the stack. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -172,23 +159,6 @@ static __always_inline __u64 *fg_rule_bucket(const struct fg_rule *rule,
 	return state->overflow_state;
 }
 
-static __always_inline __u64 *fg_ref_bucket(__u32 ref)
-{
-	__u32 index = ref & ~FG_REF_KIND_MASK;
-	struct fg_rule_state *state;
-	struct fg_slot *slot;
-
-	if ((ref & FG_REF_KIND_MASK) == FG_REF_SLOT) {
-		slot = bpf_map_lookup_elem(&buckets, &index);
-		return slot ? slot->state : NULL;
-	}
-	state = bpf_map_lookup_elem(&rule_state, &index);
-	if (!state)
-		return NULL;
-	return (ref & FG_REF_KIND_MASK) == FG_REF_GLOBAL ? state->global_state
-							 : state->overflow_state;
-}
-
 /* Copies the limits a charge at `ref` is made under (the rule's own, or its untracked
  * ones). A copy rather than a pointer into either: both branches then leave the same kind
  * of state behind, which the verifier merges instead of checking the charge twice. */
@@ -291,48 +261,6 @@ static __always_inline int fg_owned_admits(const struct fg_rule *rule, const str
 	return admitted;
 }
 
-/* Hands back every charge recorded in `done` (a global function, as fg_rule_admits). */
-__attribute__((noinline)) int fg_refund_charges(struct fg_charges *done, __u32 count, __u32 len)
-{
-	__u32 i;
-
-	if (!done)
-		return 0;
-	for (i = 0; i < FG_MAX_RULES; i++) {
-		struct fg_rule *rule;
-		__u64 *state;
-		__u32 pos, ref;
-
-		if (i >= count)
-			break;
-		pos = done->rule_index[i];
-		ref = done->ref[i];
-		rule = bpf_map_lookup_elem(&rules, &pos);
-		state = fg_ref_bucket(ref);
-		if (rule && state) {
-			struct fg_limit limits[FG_LIMIT_KINDS];
-
-			fg_ref_limits(rule, ref, limits);
-			fg_refund(state, rule, limits, len);
-		}
-	}
-	return 0;
-}
-
-/* State carried across the rule loop, kept in memory rather than registers so the
- * verifier checks one rule step instead of every combination of earlier outcomes. */
-struct fg_walk {
-	struct fg_packet pkt;
-	struct fg_eval eval;
-	struct fg_settings *settings;
-	__u64 source_sets; /* bit per rule id whose source set holds this source */
-	__u32 set;
-	__u32 pending; /* bit per rule position still to visit (fg_rule_index) */
-	__u32 charged;
-	__u32 verdict;
-	__u32 reason;
-};
-
 /* The position of the lowest bit set in `x` (not 0): clang 14 cannot lower cttz for BPF. */
 static __always_inline __u32 fg_lowest_bit(__u32 x)
 {
@@ -347,10 +275,105 @@ static __always_inline __u32 fg_lowest_bit(__u32 x)
 	return n;
 }
 
+/* The bucket pair a packet of `pkt` was charged to under `rule`, found again as it was
+ * found for the charge (ref set as fg_rule_bucket sets it), without taking a slot: the
+ * source's slot if it owns one, else the rule's global or untracked bucket. */
+static __always_inline __u64 *fg_charged_bucket(const struct fg_rule *rule,
+						const struct fg_packet *pkt, struct fg_eval *eval)
+{
+	struct fg_rule_state *state;
+	struct fg_slot *slot;
+	__u32 id = rule->id, index;
+
+	if (rule->key_kind == FG_KEY_SOURCE) {
+		slot = fg_owned_slot(fg_source_fingerprint(rule, pkt, eval), &index);
+		if (slot) {
+			eval->ref = FG_REF_SLOT | index;
+			return slot->state;
+		}
+	}
+	state = bpf_map_lookup_elem(&rule_state, &id);
+	if (!state)
+		return NULL;
+	if (rule->key_kind == FG_KEY_GLOBAL) {
+		eval->ref = FG_REF_GLOBAL | id;
+		return state->global_state;
+	}
+	eval->ref = FG_REF_OVERFLOW | id;
+	return state->overflow_state;
+}
+
+/* State carried across the rule loop, kept in memory rather than registers so the
+ * verifier checks one rule step instead of every combination of earlier outcomes. */
+struct fg_walk {
+	struct fg_packet pkt;
+	struct fg_eval eval;
+	struct fg_settings *settings;
+	__u64 source_sets; /* bit per rule id whose source set holds this source */
+	__u32 set;
+	__u32 start;	 /* bit per rule position the walk set out to visit (fg_rule_index) */
+	__u32 pending;	 /* those still to visit */
+	__u32 uncharged; /* those visited that match but took nothing (refused it) */
+	__u32 verdict;
+	__u32 reason;
+};
+
+/* Hands back what the earlier rules of this packet's walk took, when a later one drops it:
+ * the rules at the positions the walk visited (those it set out with and no longer has
+ * pending) that match the packet and charged it, which is every one of them but those
+ * marked `uncharged` (a monitor rule over its limit, and the rule that drops). Each bucket
+ * is found again rather than recorded when charged: a record per rule a packet passes
+ * costs more than finding the few again on a drop. What is found is what was charged
+ * unless another CPU took or gave up the source's slot in the nanoseconds between (a slot
+ * just charged is not idle, so only one that fell idle within the same tick): then that
+ * one packet's charge goes back to the untracked bucket instead of the slot, or the other
+ * way round, and no more. A global function, as fg_rule_admits. */
+__attribute__((noinline)) int fg_refund_rules(const struct fg_packet *pkt, struct fg_eval *eval,
+					      __u64 source_sets, __u32 set, __u32 charged)
+{
+	__u32 i;
+
+	if (!pkt || !eval)
+		return 0;
+	for (i = 0; i < FG_MAX_RULES; i++) {
+		struct fg_limit limits[FG_LIMIT_KINDS];
+		struct fg_rule *rule;
+		__u64 *state;
+		__u32 pos;
+
+		if (!charged)
+			break;
+		pos = (set & 1) * FG_MAX_RULES + (fg_lowest_bit(charged) & (FG_MAX_RULES - 1));
+		charged &= charged - 1;
+		rule = bpf_map_lookup_elem(&rules, &pos);
+		if (!rule || !fg_rule_matches(rule, pkt, source_sets))
+			continue;
+		state = fg_charged_bucket(rule, pkt, eval);
+		if (!state)
+			continue;
+		fg_ref_limits(rule, eval->ref, limits);
+		fg_refund(state, rule, limits, eval->len);
+	}
+	return 0;
+}
+
+/* The bit of the rule position the walk visited last: the highest it no longer has pending,
+ * as it visits them from the lowest up. */
+static __always_inline __u32 fg_last_visited(const struct fg_walk *walk)
+{
+	__u32 x = walk->start & ~walk->pending;
+
+	x |= x >> 1;
+	x |= x >> 2;
+	x |= x >> 4;
+	x |= x >> 8;
+	x |= x >> 16;
+	return x ^ (x >> 1);
+}
+
 static int fg_rule_step(__u32 i, struct fg_walk *walk)
 {
-	__u32 pos, zero = 0, charged, pending = walk->pending;
-	struct fg_charges *done;
+	__u32 pos, pending = walk->pending;
 	struct fg_rule *rule;
 	int admitted;
 
@@ -371,22 +394,13 @@ static int fg_rule_step(__u32 i, struct fg_walk *walk)
 		admitted = fg_rule_admits(rule, &walk->pkt, &walk->eval);
 	if (admitted) {
 		fg_count_rule(rule->id, FG_VERDICT_PASS, walk->eval.len);
-		/* a charge is recorded only for a later rule to hand back: the last has none */
-		if (!walk->pending)
-			return 0;
-		done = bpf_map_lookup_elem(&charges, &zero);
-		charged = walk->charged;
-		if (done && charged < FG_MAX_RULES) {
-			done->ref[charged] = walk->eval.ref;
-			done->rule_index[charged] = pos;
-			walk->charged = charged + 1;
-		}
 		return 0;
 	}
 	walk->reason = FG_REASON_RATE;
 	if (rule->action == FG_ACTION_MONITOR) {
 		fg_count_rule(rule->id, FG_VERDICT_MONITOR, walk->eval.len);
 		walk->verdict = FG_VERDICT_MONITOR;
+		walk->uncharged |= fg_last_visited(walk);
 		return 0;
 	}
 	/* In monitor mode (settings) fg_finish passes this packet and counts it monitor: the
@@ -396,11 +410,7 @@ static int fg_rule_step(__u32 i, struct fg_walk *walk)
 									      : FG_VERDICT_DROP,
 		      walk->eval.len);
 	if (rule->action == FG_ACTION_BAN && walk->settings)
-		fg_start_ban(walk->settings, rule, &walk->pkt, walk->eval.jiffies);
-	if (walk->charged) {
-		done = bpf_map_lookup_elem(&charges, &zero);
-		fg_refund_charges(done, walk->charged, walk->eval.len);
-	}
+		fg_ban_source(walk->settings, rule, &walk->pkt, walk->eval.jiffies);
 	walk->verdict = FG_VERDICT_DROP;
 	return 1;
 }
@@ -480,6 +490,7 @@ static __always_inline __u32 fg_apply_rules(struct fg_settings *settings, struct
 			walk->pending &= (1U << count) - 1;
 		if (!walk->pending)
 			return FG_VERDICT_PASS;
+		walk->start = walk->pending;
 		if (snapshot.has_sources)
 			walk->source_sets = fg_source_sets(walk->set, pkt);
 	}
@@ -488,6 +499,15 @@ static __always_inline __u32 fg_apply_rules(struct fg_settings *settings, struct
 		bpf_loop(FG_MAX_RULES, fg_rule_step, walk, 0);
 	else
 		fg_rule_step(0, walk);
+	if (walk->verdict == FG_VERDICT_DROP) {
+		/* the rules visited (set out with, no longer pending) before the one that drops,
+		 * the last, but for those that took nothing */
+		__u32 charged =
+		    walk->start & ~walk->pending & ~fg_last_visited(walk) & ~walk->uncharged;
+
+		if (charged)
+			fg_refund_rules(pkt, &walk->eval, walk->source_sets, walk->set, charged);
+	}
 	*reason = walk->reason;
 	return walk->verdict;
 }

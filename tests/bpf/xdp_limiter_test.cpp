@@ -210,6 +210,78 @@ TEST_F(XdpLimiterTest, EveryMatchingRuleMustAdmitAndDropsAreRefunded) {
   EXPECT_EQ((*rules)[1].by_verdict[FG_VERDICT_PASS].packets, 2u);
 }
 
+// A drop hands back the charges of every earlier rule, whatever bucket each took it from:
+// a global rule's shared bucket, and a per-source rule's untracked bucket for a source the
+// new-source cap kept out of the table. On the program's test clock: no refill between runs.
+TEST_F(XdpLimiterTest, ADropHandsBackGlobalAndUntrackedCharges) {
+  RuleSpec global = sourceRule(1, 3);  // every DNS query, one bucket
+  global.name = "global";
+  global.key = KeyKind::kGlobal;
+  global.protocol = Protocol::kUdp;
+  global.dst_ports = {{53, 53}};
+  RuleSpec capped = sourceRule(1, 100);  // every packet
+  capped.name = "capped";
+  capped.new_sources_per_s = 1;  // one new source, then the untracked bucket
+  capped.untracked = {.pps = 1, .burst = 3};
+  RuleSpec dns = sourceRule(1, 1);
+  dns.name = "dns";
+  dns.protocol = Protocol::kUdp;
+  dns.dst_ports = {{53, 53}};
+  AttachOptions options;
+  options.test_clock_hz = 1000;
+  load({global, capped, dns}, options);
+  setClock(100000);
+  auto ntp = [](const char* source) {
+    return PacketBuilder().eth().ipv4(source, "198.51.100.1").udp(123).build();
+  };
+  ASSERT_EQ(run(ntp("192.0.2.1")), XDP_PASS);  // .1 takes capped's one new source
+  // .2 is untracked by capped: global 1 of 3, untracked 1 of 3, its dns bucket 1 of 1
+  ASSERT_EQ(run(udpFrom("192.0.2.2")), XDP_PASS);
+  // dns refuses the next four: each hands back what global and untracked took for it
+  EXPECT_EQ(passes(udpFrom("192.0.2.2"), 4), 0);
+  // two of the untracked bucket's three are left, for any source the cap keeps out
+  EXPECT_EQ(passes(ntp("192.0.2.3"), 3), 2);
+  // and two of global's three: .1's second query is refused by its dns bucket
+  EXPECT_EQ(passes(udpFrom("192.0.2.1"), 3), 1);
+  auto rules = limiter().ruleCounters();
+  ASSERT_TRUE(rules.ok());
+  ASSERT_EQ(rules->size(), 3u);
+  EXPECT_EQ((*rules)[0].by_verdict[FG_VERDICT_PASS].packets, 8u);  // each charge counts
+  EXPECT_EQ((*rules)[2].by_verdict[FG_VERDICT_DROP].packets, 6u);
+}
+
+// A rule that refused a packet took nothing, so a later rule's drop hands nothing back to it:
+// a monitor rule over its limit between a rule that passes and one that drops, and rules
+// keyed by different prefixes, each of whose buckets is found again by its own key.
+TEST_F(XdpLimiterTest, ADropHandsBackOnlyWhatEachEarlierRuleTook) {
+  RuleSpec wide = sourceRule(1, 5);
+  wide.name = "wide";
+  wide.ipv4_prefix = 24;
+  RuleSpec watch = sourceRule(1, 1);
+  watch.name = "watch";
+  watch.action = ExceedAction::kMonitor;
+  RuleSpec dns = sourceRule(1, 2);
+  dns.name = "dns";
+  dns.protocol = Protocol::kUdp;
+  dns.dst_ports = {{53, 53}};
+  AttachOptions options;
+  options.test_clock_hz = 1000;
+  load({wide, watch, dns}, options);
+  setClock(100000);
+  // wide takes 2 of 5 for the /24; watch admits one and refuses the second; dns admits both
+  EXPECT_EQ(passes(udpFrom("192.0.2.1"), 2), 2);
+  // dns refuses three more: wide gets each back, and watch, which took none, gets nothing
+  EXPECT_EQ(passes(udpFrom("192.0.2.1"), 3), 0);
+  auto rules = limiter().ruleCounters();
+  ASSERT_TRUE(rules.ok());
+  ASSERT_EQ(rules->size(), 3u);
+  EXPECT_EQ((*rules)[1].by_verdict[FG_VERDICT_PASS].packets, 1u);
+  EXPECT_EQ((*rules)[1].by_verdict[FG_VERDICT_MONITOR].packets, 4u);
+  // three of wide's five left for the /24: another address of it, on another port
+  auto ntp = PacketBuilder().eth().ipv4("192.0.2.200", "198.51.100.1").udp(123).build();
+  EXPECT_EQ(passes(ntp, 4), 3);
+}
+
 TEST_F(XdpLimiterTest, AGlobalRuleSharesOneBucketAcrossSources) {
   RuleSpec global = sourceRule(1, 3);
   global.key = KeyKind::kGlobal;
