@@ -187,7 +187,8 @@ static __always_inline __u32 fg_tag_shift(__u32 way)
  * a source seen before, kept inline (fg_find_slot is the path of a new one). The tags
  * first, and only a way whose tag matches is read. A way's tag is written just after its
  * slot changes owner, so for a moment a source that just took a slot may not be found here:
- * fg_find_slot then looks at the slots themselves before it takes one. */
+ * fg_find_slot then looks at the slots themselves before it takes one. *index is written
+ * whether or not a slot is found, and means something only when one is. */
 static __always_inline struct fg_slot *fg_owned_slot(__u64 fp, __u32 *index)
 {
 	__u32 i, base = fg_set_base(fp), set = base / FG_TABLE_WAYS;

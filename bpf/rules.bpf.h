@@ -275,22 +275,26 @@ static __always_inline __u32 fg_lowest_bit(__u32 x)
 	return n;
 }
 
-/* The bucket pair a packet of `pkt` was charged to under `rule`, found again as it was
- * found for the charge (ref set as fg_rule_bucket sets it), without taking a slot: the
- * source's slot if it owns one, else the rule's global or untracked bucket. */
+/* The bucket pair a packet of `pkt` was charged to under `rule`, found again without taking
+ * a slot (ref set as fg_rule_bucket sets it): the untracked bucket if the charge went there
+ * (`untracked`), the global bucket of a global rule, else the source's slot, or NULL if the
+ * source owns none now. So a slot that changed hands between the charge and the drop is
+ * not handed what it never paid: the refund is missed instead, which admits less, never
+ * more. */
 static __always_inline __u64 *fg_charged_bucket(const struct fg_rule *rule,
-						const struct fg_packet *pkt, struct fg_eval *eval)
+						const struct fg_packet *pkt, struct fg_eval *eval,
+						int untracked)
 {
 	struct fg_rule_state *state;
 	struct fg_slot *slot;
 	__u32 id = rule->id, index;
 
-	if (rule->key_kind == FG_KEY_SOURCE) {
+	if (rule->key_kind == FG_KEY_SOURCE && !untracked) {
 		slot = fg_owned_slot(fg_source_fingerprint(rule, pkt, eval), &index);
-		if (slot) {
-			eval->ref = FG_REF_SLOT | index;
-			return slot->state;
-		}
+		if (!slot)
+			return NULL;
+		eval->ref = FG_REF_SLOT | index;
+		return slot->state;
 	}
 	state = bpf_map_lookup_elem(&rule_state, &id);
 	if (!state)
@@ -314,41 +318,39 @@ struct fg_walk {
 	__u32 start;	 /* bit per rule position the walk set out to visit (fg_rule_index) */
 	__u32 pending;	 /* those still to visit */
 	__u32 uncharged; /* those visited that match but took nothing (refused it) */
+	__u32 untracked; /* those visited that charged their untracked bucket */
 	__u32 verdict;
 	__u32 reason;
 };
 
 /* Hands back what the earlier rules of this packet's walk took, when a later one drops it:
- * the rules at the positions the walk visited (those it set out with and no longer has
- * pending) that match the packet and charged it, which is every one of them but those
- * marked `uncharged` (a monitor rule over its limit, and the rule that drops). Each bucket
- * is found again rather than recorded when charged: a record per rule a packet passes
- * costs more than finding the few again on a drop. What is found is what was charged
- * unless another CPU took or gave up the source's slot in the nanoseconds between (a slot
- * just charged is not idle, so only one that fell idle within the same tick): then that
- * one packet's charge goes back to the untracked bucket instead of the slot, or the other
- * way round, and no more. A global function, as fg_rule_admits. */
+ * the rules at the positions set in the low half of `positions` (of rule set `set`), those
+ * of the high half from their untracked bucket. Each rule is matched again and its bucket
+ * found again (fg_charged_bucket) rather than recorded when charged: a record per rule a
+ * packet passes costs more than finding the few again on a drop. A global function, as
+ * fg_rule_admits. */
 __attribute__((noinline)) int fg_refund_rules(const struct fg_packet *pkt, struct fg_eval *eval,
-					      __u64 source_sets, __u32 set, __u32 charged)
+					      __u64 source_sets, __u32 set, __u64 positions)
 {
-	__u32 i;
+	__u32 i, charged = (__u32)positions, untracked = (__u32)(positions >> 32);
 
 	if (!pkt || !eval)
 		return 0;
 	for (i = 0; i < FG_MAX_RULES; i++) {
 		struct fg_limit limits[FG_LIMIT_KINDS];
 		struct fg_rule *rule;
+		__u32 pos, bit;
 		__u64 *state;
-		__u32 pos;
 
 		if (!charged)
 			break;
-		pos = (set & 1) * FG_MAX_RULES + (fg_lowest_bit(charged) & (FG_MAX_RULES - 1));
+		bit = charged & -charged;
 		charged &= charged - 1;
+		pos = (set & 1) * FG_MAX_RULES + (fg_lowest_bit(bit) & (FG_MAX_RULES - 1));
 		rule = bpf_map_lookup_elem(&rules, &pos);
 		if (!rule || !fg_rule_matches(rule, pkt, source_sets))
 			continue;
-		state = fg_charged_bucket(rule, pkt, eval);
+		state = fg_charged_bucket(rule, pkt, eval, (untracked & bit) != 0);
 		if (!state)
 			continue;
 		fg_ref_limits(rule, eval->ref, limits);
@@ -390,8 +392,11 @@ static int fg_rule_step(__u32 i, struct fg_walk *walk)
 		walk->eval.now = fg_units(walk->eval.jiffies);
 	}
 	admitted = fg_owned_admits(rule, &walk->pkt, &walk->eval);
-	if (admitted < 0)
+	if (admitted < 0) {
 		admitted = fg_rule_admits(rule, &walk->pkt, &walk->eval);
+		if (admitted && (walk->eval.ref & FG_REF_KIND_MASK) == FG_REF_OVERFLOW)
+			walk->untracked |= fg_last_visited(walk);
+	}
 	if (admitted) {
 		fg_count_rule(rule->id, FG_VERDICT_PASS, walk->eval.len);
 		return 0;
@@ -506,7 +511,8 @@ static __always_inline __u32 fg_apply_rules(struct fg_settings *settings, struct
 		    walk->start & ~walk->pending & ~fg_last_visited(walk) & ~walk->uncharged;
 
 		if (charged)
-			fg_refund_rules(pkt, &walk->eval, walk->source_sets, walk->set, charged);
+			fg_refund_rules(pkt, &walk->eval, walk->source_sets, walk->set,
+					(__u64)walk->untracked << 32 | charged);
 	}
 	*reason = walk->reason;
 	return walk->verdict;

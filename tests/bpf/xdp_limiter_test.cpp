@@ -282,6 +282,77 @@ TEST_F(XdpLimiterTest, ADropHandsBackOnlyWhatEachEarlierRuleTook) {
   EXPECT_EQ(passes(ntp, 4), 3);
 }
 
+// A source's first packet takes a slot under an earlier rule, and a later rule drops it: the
+// refund finds the slot that packet just took, by the tag it just wrote.
+class RefundTest : public XdpLimiterTest {
+ protected:
+  // `a` and `b` share the /24 or /48 of a DNS rule that admits one query between them.
+  void expectFreshSlotRefunded(const char* a, const char* b, const char* to) {
+    RuleSpec each = sourceRule(1, 2);  // every packet, one bucket per address
+    each.name = "each";
+    each.ipv6_prefix = 128;
+    RuleSpec net = sourceRule(1, 1);
+    net.name = "net";
+    net.ipv4_prefix = 24;
+    net.ipv6_prefix = 48;
+    net.protocol = Protocol::kUdp;
+    net.dst_ports = {{53, 53}};
+    AttachOptions options;
+    options.test_clock_hz = 1000;
+    load({each, net}, options);
+    setClock(100000);
+    ASSERT_EQ(run(udpFrom(a)), XDP_PASS);  // the network's one query
+    // b's first query takes b's slot under "each" and is dropped by "net"; so are three more
+    EXPECT_EQ(passes(udpFrom(b), 4), 0);
+    // b's own bucket was handed back every time: both of its two are left
+    PacketBuilder ntp;
+    ntp.eth();
+    if (std::strchr(b, ':')) {
+      ntp.ipv6(b, to);
+    } else {
+      ntp.ipv4(b, to);
+    }
+    EXPECT_EQ(passes(ntp.udp(123).build(), 3), 2);
+  }
+
+  // A window algorithm's count goes down by what a later rule's drop hands back.
+  void expectWindowRefunded(Algorithm algorithm) {
+    RuleSpec each = sourceRule(1, 1);
+    each.name = "each";
+    each.algorithm = algorithm;
+    each.window_ns = 60'000'000'000ULL;  // 60 packets a window
+    RuleSpec dns = sourceRule(1, 1);     // one DNS query, shared by every source
+    dns.name = "dns";
+    dns.key = KeyKind::kGlobal;
+    dns.protocol = Protocol::kUdp;
+    dns.dst_ports = {{53, 53}};
+    AttachOptions options;
+    options.test_clock_hz = 1000;
+    load({each, dns}, options);
+    setClock(100000);
+    ASSERT_EQ(run(udpFrom("192.0.2.1")), XDP_PASS);
+    EXPECT_EQ(passes(udpFrom("192.0.2.2"), 10), 0);
+    auto ntp = PacketBuilder().eth().ipv4("192.0.2.2", "198.51.100.1").udp(123).build();
+    EXPECT_EQ(passes(ntp, 70), 60);
+  }
+};
+
+TEST_F(RefundTest, AnIpv4SourcesFreshSlotIsHandedBackWhatTheSameFrameTook) {
+  expectFreshSlotRefunded("192.0.2.1", "192.0.2.2", "198.51.100.1");
+}
+
+TEST_F(RefundTest, AnIpv6SourcesFreshSlotIsHandedBackWhatTheSameFrameTook) {
+  expectFreshSlotRefunded("2001:db8:1::1", "2001:db8:1::2", "2001:db8:ffff::1");
+}
+
+TEST_F(RefundTest, AFixedWindowIsHandedBackWhatItCounted) {
+  expectWindowRefunded(Algorithm::kFixedWindow);
+}
+
+TEST_F(RefundTest, ASlidingWindowIsHandedBackWhatItCounted) {
+  expectWindowRefunded(Algorithm::kSlidingWindow);
+}
+
 TEST_F(XdpLimiterTest, AGlobalRuleSharesOneBucketAcrossSources) {
   RuleSpec global = sourceRule(1, 3);
   global.key = KeyKind::kGlobal;

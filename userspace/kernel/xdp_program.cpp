@@ -38,8 +38,7 @@ Status setMapPins(bpf_object* object, const std::string& interface) {
   bpf_map* map;
   bpf_object__for_each_map(map, object) {
     // per-packet scratch and the internal rodata/bss maps have nothing worth keeping
-    if (bpf_map__is_internal(map) || std::strcmp(bpf_map__name(map), "charges") == 0 ||
-        std::strcmp(bpf_map__name(map), "slot_query") == 0) {
+    if (bpf_map__is_internal(map) || std::strcmp(bpf_map__name(map), "slot_query") == 0) {
       continue;
     }
     std::string path = mapPinPath(interface, bpf_map__name(map));
