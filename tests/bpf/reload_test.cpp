@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 // Rule changes on a loaded program: reloads keep the state of unchanged rules, re-keyed
 // rules start afresh, `set` changes a threshold in place, and a bad config changes nothing.
+#include <chrono>
+
 #include "bpf/xdp_fixture.h"
 #include "controller/rule_compiler.h"
 #include "floodgate/common/cidr.h"
@@ -47,6 +49,23 @@ TEST_F(ReloadTest, SetChangesOneThresholdLiveAndKeepsTheBucket) {
   Status unknown = limiter().setLimits("nope", change);
   ASSERT_FALSE(unknown.ok());
   EXPECT_NE(unknown.error().message.find("no rule named 'nope' (rules: rule0)"), std::string::npos);
+}
+
+// Packets in flight at a flip may still read the set it left (a drop reads its earlier rules
+// there again, to hand their charges back), so two changes in a row leave that set alone
+// for 10 ms before rewriting it: a lower bound, which no machine's speed can break.
+TEST_F(ReloadTest, ChangesInARowRewriteTheSetAFlipLeftOnlyAfterAMargin) {
+  load({sourceRule(1, 3)});
+  const auto start = std::chrono::steady_clock::now();
+  LimitChange change;
+  for (uint64_t burst : {4, 5, 6}) {
+    change.burst = burst;
+    ASSERT_TRUE(limiter().setLimits("rule0", change).ok());
+  }
+  EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(20));
+  auto rules = limiter().activeRules();
+  ASSERT_TRUE(rules.ok());
+  EXPECT_EQ(describeLimits((*rules)[0]).burst, 6u);
 }
 
 TEST_F(ReloadTest, ASetOverLimitsThatAreNoLongerRunningChangesNothing) {

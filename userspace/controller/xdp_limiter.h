@@ -4,6 +4,7 @@
 // Not thread-safe; separate processes may each hold one for the same interface.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -312,6 +313,9 @@ class XdpLimiter {
   XdpLimiterMaps maps_;
   MappedValue<fg_settings> settings_value_;
   MappedValue<fg_active> active_value_;
+  // When publish last flipped the active set, so that the next waits before rewriting the
+  // set the flip left (see publish).
+  std::chrono::steady_clock::time_point last_flip_{};
   // The IPv4 lists' filters, by enum fg_list, mapped whole (FG_LIST_FILTER_WORDS each).
   MappedValue<uint64_t> list_filters_[2];
 };

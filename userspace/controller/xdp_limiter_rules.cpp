@@ -4,9 +4,11 @@
 #include <sys/random.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstring>
 #include <map>
 #include <set>
+#include <thread>
 
 #include "controller/rule_compiler.h"
 #include "controller/source_sets.h"
@@ -44,8 +46,15 @@ Status XdpLimiter::publish(const std::vector<fg_rule>& rules,
   std::memcpy(&current, &word, sizeof(current));
   uint32_t next_set = (current.set & 1) ^ 1;
 
-  // The inactive set was last read by packets before the previous flip, microseconds after
-  // it; a reload comes seconds later, so rewriting it races with nobody.
+  // The inactive set was last read by packets in flight at the previous flip, which are done
+  // with it microseconds later (an XDP run is not preempted, and a drop reads its earlier
+  // rules there again to hand their charges back). A publish right after another from this
+  // limiter waits a margin out before rewriting it; another process takes milliseconds to
+  // start and open the pins, far longer than a packet's run.
+  constexpr auto kSetQuiet = std::chrono::milliseconds(10);
+  if (auto since = std::chrono::steady_clock::now() - last_flip_; since < kSetQuiet) {
+    std::this_thread::sleep_for(kSetQuiet - since);
+  }
   LpmPair<uint64_t>& next_sources = maps_.sources[next_set];
   if (Status s = next_sources.clear(); !s) return s;
   for (const auto& [cidr, bits] : sources) {
@@ -61,6 +70,7 @@ Status XdpLimiter::publish(const std::vector<fg_rule>& rules,
   fg_active next{next_set, static_cast<uint16_t>(rules.size()), static_cast<uint16_t>(has_sources)};
   std::memcpy(&word, &next, sizeof(word));
   active_word.store(word, std::memory_order_release);
+  last_flip_ = std::chrono::steady_clock::now();
   return okStatus();
 }
 
