@@ -86,6 +86,19 @@ static __always_inline __u64 fg_source_fingerprint(const struct fg_rule *rule,
 	return fg_key_fingerprint(eval->addr_hash, rule->id, rule->epoch, pkt->family);
 }
 
+/* A rule's bucket pair shared by sources, in `state`, with eval->ref set to find it again:
+ * a global rule's one bucket, else the untracked bucket of the sources without a slot. */
+static __always_inline __u64 *fg_shared_bucket(const struct fg_rule *rule,
+					       struct fg_rule_state *state, struct fg_eval *eval)
+{
+	if (rule->key_kind == FG_KEY_GLOBAL) {
+		eval->ref = FG_REF_GLOBAL | rule->id;
+		return state->global_state;
+	}
+	eval->ref = FG_REF_OVERFLOW | rule->id;
+	return state->overflow_state;
+}
+
 /* The bucket pair `rule` charges for `pkt`, a ref to find it again, and the source's slot
  * when it has one (NULL for the global and the untracked bucket). */
 static __always_inline __u64 *fg_rule_bucket(const struct fg_rule *rule,
@@ -148,15 +161,10 @@ static __always_inline __u64 *fg_rule_bucket(const struct fg_rule *rule,
 	}
 	if (!state)
 		return NULL;
-	if (rule->key_kind == FG_KEY_GLOBAL) {
-		eval->ref = FG_REF_GLOBAL | id;
-		return state->global_state;
-	}
 	/* no slot for this source (every way taken by a source still limited, or the cap on
 	 * new sources reached): charge the shared bucket, so a flood of spoofed sources gets
 	 * no fresh buckets, only the rule's untracked limit between them */
-	eval->ref = FG_REF_OVERFLOW | id;
-	return state->overflow_state;
+	return fg_shared_bucket(rule, state, eval);
 }
 
 /* Copies the limits a charge at `ref` is made under (the rule's own, or its untracked
@@ -299,12 +307,7 @@ static __always_inline __u64 *fg_charged_bucket(const struct fg_rule *rule,
 	state = bpf_map_lookup_elem(&rule_state, &id);
 	if (!state)
 		return NULL;
-	if (rule->key_kind == FG_KEY_GLOBAL) {
-		eval->ref = FG_REF_GLOBAL | id;
-		return state->global_state;
-	}
-	eval->ref = FG_REF_OVERFLOW | id;
-	return state->overflow_state;
+	return fg_shared_bucket(rule, state, eval);
 }
 
 /* State carried across the rule loop, kept in memory rather than registers so the
