@@ -187,15 +187,25 @@ TEST_F(RedisScriptsTest, AKeyNamedLikeAHashedOneHasItsOwnState) {
   EXPECT_EQ(keys->elements.size(), 2u);
 }
 
-// Both decisions at virtual time 0, in one window whenever the test runs.
-TEST_F(RedisScriptsTest, ReloadsScriptsAfterNoscript) {
-  auto p = window(AlgorithmKind::kFixedWindow, 3, 60'000);
-  auto store = virtualTimeStore(p);
-  EXPECT_TRUE(store->decide("k", 0, 1)->allowed());
-  ASSERT_TRUE(server_->command({"SCRIPT", "FLUSH"}));  // as after a restart
-  auto d = store->decide("k", 0, 1);
+// After SCRIPT FLUSH (as after a restart) a store on scripts finds NOSCRIPT, sends the script
+// again and decides as it would have. On a server without FCALL, so that its decisions are
+// scripts: SCRIPT FLUSH leaves a function library alone.
+TEST(RedisScriptsWithoutFunctions, ReloadsScriptsAfterNoscript) {
+  if (!testing::haveRedis()) GTEST_SKIP() << "redis-server is not installed";
+  auto server = RedisServer::start({"--rename-command", "FCALL", ""});
+  if (!server) GTEST_SKIP() << "redis-server did not start";
+  auto client = testing::clientOf(*server);
+  RedisStoreOptions options;
+  options.virtual_time = true;  // one window whenever the test runs
+  RedisStore store(client, "p", window(AlgorithmKind::kFixedWindow, 3, 60'000), options);
+  EXPECT_TRUE(store.decide("k", 0, 1)->allowed());
+  ASSERT_TRUE(client->scriptsOnly());
+  const int64_t sent = testing::calls(*server, "eval");
+  ASSERT_TRUE(server->command({"SCRIPT", "FLUSH"}));
+  auto d = store.decide("k", 0, 1);
   ASSERT_TRUE(d.ok()) << d.error().message;
   EXPECT_EQ(d->remaining, 1);
+  EXPECT_EQ(testing::calls(*server, "eval"), sent + 1) << "the script was sent again";
 }
 
 TEST_F(RedisScriptsTest, PipelinedBatchDecidesLikeOneByOne) {
