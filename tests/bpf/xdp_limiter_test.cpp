@@ -16,6 +16,24 @@ class XdpLimiterTest : public XdpProgramTest {
     for (const char* text : texts) out.push_back(*parseCidr(text));
     return out;
   }
+
+  // A rule on DNS queries (UDP to port 53) alone.
+  static RuleSpec dnsRule(const std::string& name, uint64_t pps, uint64_t burst) {
+    RuleSpec rule = sourceRule(pps, burst);
+    rule.name = name;
+    rule.protocol = Protocol::kUdp;
+    rule.dst_ports = {{53, 53}};
+    return rule;
+  }
+
+  // Loads `rules` on the program's test clock, which moves only when a test moves it: no
+  // bucket refills between two runs, however slow the machine.
+  void loadOnTestClock(std::vector<RuleSpec> rules) {
+    AttachOptions options;
+    options.test_clock_hz = 1000;
+    load(std::move(rules), options);
+    setClock(100000);
+  }
 };
 
 TEST_F(XdpLimiterTest, ASourceOverItsBurstIsDroppedAndOthersAreNot) {
@@ -214,23 +232,14 @@ TEST_F(XdpLimiterTest, EveryMatchingRuleMustAdmitAndDropsAreRefunded) {
 // a global rule's shared bucket, and a per-source rule's untracked bucket for a source the
 // new-source cap kept out of the table. On the program's test clock: no refill between runs.
 TEST_F(XdpLimiterTest, ADropHandsBackGlobalAndUntrackedCharges) {
-  RuleSpec global = sourceRule(1, 3);  // every DNS query, one bucket
-  global.name = "global";
+  RuleSpec global = dnsRule("global", 1, 3);  // every DNS query, one bucket
   global.key = KeyKind::kGlobal;
-  global.protocol = Protocol::kUdp;
-  global.dst_ports = {{53, 53}};
   RuleSpec capped = sourceRule(1, 100);  // every packet
   capped.name = "capped";
   capped.new_sources_per_s = 1;  // one new source, then the untracked bucket
   capped.untracked = {.pps = 1, .burst = 3};
-  RuleSpec dns = sourceRule(1, 1);
-  dns.name = "dns";
-  dns.protocol = Protocol::kUdp;
-  dns.dst_ports = {{53, 53}};
-  AttachOptions options;
-  options.test_clock_hz = 1000;
-  load({global, capped, dns}, options);
-  setClock(100000);
+  RuleSpec dns = dnsRule("dns", 1, 1);
+  loadOnTestClock({global, capped, dns});
   auto ntp = [](const char* source) {
     return PacketBuilder().eth().ipv4(source, "198.51.100.1").udp(123).build();
   };
@@ -260,14 +269,8 @@ TEST_F(XdpLimiterTest, ADropHandsBackOnlyWhatEachEarlierRuleTook) {
   RuleSpec watch = sourceRule(1, 1);
   watch.name = "watch";
   watch.action = ExceedAction::kMonitor;
-  RuleSpec dns = sourceRule(1, 2);
-  dns.name = "dns";
-  dns.protocol = Protocol::kUdp;
-  dns.dst_ports = {{53, 53}};
-  AttachOptions options;
-  options.test_clock_hz = 1000;
-  load({wide, watch, dns}, options);
-  setClock(100000);
+  RuleSpec dns = dnsRule("dns", 1, 2);
+  loadOnTestClock({wide, watch, dns});
   // wide takes 2 of 5 for the /24; watch admits one and refuses the second; dns admits both
   EXPECT_EQ(passes(udpFrom("192.0.2.1"), 2), 2);
   // dns refuses three more: wide gets each back, and watch, which took none, gets nothing
@@ -291,16 +294,10 @@ class RefundTest : public XdpLimiterTest {
     RuleSpec each = sourceRule(1, 2);  // every packet, one bucket per address
     each.name = "each";
     each.ipv6_prefix = 128;
-    RuleSpec net = sourceRule(1, 1);
-    net.name = "net";
+    RuleSpec net = dnsRule("net", 1, 1);
     net.ipv4_prefix = 24;
     net.ipv6_prefix = 48;
-    net.protocol = Protocol::kUdp;
-    net.dst_ports = {{53, 53}};
-    AttachOptions options;
-    options.test_clock_hz = 1000;
-    load({each, net}, options);
-    setClock(100000);
+    loadOnTestClock({each, net});
     ASSERT_EQ(run(udpFrom(a)), XDP_PASS);  // the network's one query
     // b's first query takes b's slot under "each" and is dropped by "net"; so are three more
     EXPECT_EQ(passes(udpFrom(b), 4), 0);
@@ -320,16 +317,10 @@ class RefundTest : public XdpLimiterTest {
     RuleSpec each = sourceRule(1, 1);
     each.name = "each";
     each.algorithm = algorithm;
-    each.window_ns = 60'000'000'000ULL;  // 60 packets a window
-    RuleSpec dns = sourceRule(1, 1);     // one DNS query, shared by every source
-    dns.name = "dns";
+    each.window_ns = 60'000'000'000ULL;   // 60 packets a window
+    RuleSpec dns = dnsRule("dns", 1, 1);  // one DNS query, shared by every source
     dns.key = KeyKind::kGlobal;
-    dns.protocol = Protocol::kUdp;
-    dns.dst_ports = {{53, 53}};
-    AttachOptions options;
-    options.test_clock_hz = 1000;
-    load({each, dns}, options);
-    setClock(100000);
+    loadOnTestClock({each, dns});
     ASSERT_EQ(run(udpFrom("192.0.2.1")), XDP_PASS);
     EXPECT_EQ(passes(udpFrom("192.0.2.2"), 10), 0);
     auto ntp = PacketBuilder().eth().ipv4("192.0.2.2", "198.51.100.1").udp(123).build();
