@@ -58,8 +58,7 @@ static __always_inline int fg_rule_matches(const struct fg_rule *rule, const str
 
 /* One rule's decision for one packet, as scalars in and out of fg_rule_admits. */
 struct fg_eval {
-	__u64 now;     /* bucket time units */
-	__u64 jiffies; /* the same reading */
+	__u64 jiffies; /* the clock, 0 until read (fg_units gives it in bucket time units) */
 	__u64 seed;
 	__u64 addr_hash;     /* fg_addr_hash of the source masked to hashed_prefix - 1 */
 	__u32 hashed_prefix; /* 0: none yet */
@@ -138,7 +137,7 @@ static __always_inline __u64 *fg_rule_bucket(const struct fg_rule *rule,
 		fg_make_key(pkt, rule, &q->key);
 		q->fp = fp;
 		q->seed = eval->seed;
-		q->now = eval->now;
+		q->now = fg_units(eval->jiffies);
 		q->jiffies = eval->jiffies;
 		q->verified = 0;
 		if (fg_find_slot(q, rule, state))
@@ -231,7 +230,8 @@ __attribute__((noinline)) int fg_rule_admits(const struct fg_rule *rule,
 	if (!bucket)
 		return 1;
 	fg_ref_limits(rule, eval->ref, limits);
-	admitted = fg_charge(bucket, rule, rule->algorithm, limits, eval->now, eval->len);
+	admitted =
+	    fg_charge(bucket, rule, rule->algorithm, limits, fg_units(eval->jiffies), eval->len);
 	if (slot) {
 		fg_note_slot(slot, admitted, eval->jiffies, rule);
 	} else if ((eval->ref & FG_REF_KIND_MASK) == FG_REF_OVERFLOW) {
@@ -263,8 +263,8 @@ static __always_inline int fg_owned_admits(const struct fg_rule *rule, const str
 	if (!slot)
 		return -1;
 	eval->ref = FG_REF_SLOT | index;
-	admitted =
-	    fg_charge(slot->state, rule, FG_ALG_TOKEN_BUCKET, rule->limits, eval->now, eval->len);
+	admitted = fg_charge(slot->state, rule, FG_ALG_TOKEN_BUCKET, rule->limits,
+			     fg_units(eval->jiffies), eval->len);
 	fg_note_slot(slot, admitted, eval->jiffies, rule);
 	return admitted;
 }
@@ -376,30 +376,25 @@ static __always_inline __u32 fg_last_visited(const struct fg_walk *walk)
 	return x ^ (x >> 1);
 }
 
-static int fg_rule_step(__u32 i, struct fg_walk *walk)
+/* The rule at the lowest position `walk` has pending (rules are charged in their order in
+ * the config) if the packet matches it, else NULL; with the clock read for its charge. */
+static __always_inline struct fg_rule *fg_pending_rule(struct fg_walk *walk, __u32 pending)
 {
-	__u32 pos, pending = walk->pending;
-	struct fg_rule *rule;
-	int admitted;
+	__u32 pos = walk->set * FG_MAX_RULES + (fg_lowest_bit(pending) & (FG_MAX_RULES - 1));
+	struct fg_rule *rule = bpf_map_lookup_elem(&rules, &pos);
 
-	if (!pending)
-		return 1;
-	/* the lowest position left: rules are charged in their order in the config */
-	walk->pending = pending & (pending - 1);
-	pos = walk->set * FG_MAX_RULES + (fg_lowest_bit(pending) & (FG_MAX_RULES - 1));
-	rule = bpf_map_lookup_elem(&rules, &pos);
 	if (!rule || !fg_rule_matches(rule, &walk->pkt, walk->source_sets))
-		return 0;
-	if (!walk->eval.now) {
+		return NULL;
+	if (!walk->eval.jiffies)
 		walk->eval.jiffies = fg_jiffies();
-		walk->eval.now = fg_units(walk->eval.jiffies);
-	}
-	admitted = fg_owned_admits(rule, &walk->pkt, &walk->eval);
-	if (admitted < 0) {
-		admitted = fg_rule_admits(rule, &walk->pkt, &walk->eval);
-		if (admitted && (walk->eval.ref & FG_REF_KIND_MASK) == FG_REF_OVERFLOW)
-			walk->untracked |= fg_last_visited(walk);
-	}
+	return rule;
+}
+
+/* What a rule's decision does to the walk, once the rule is no longer pending: counted, and
+ * a refusal drops the packet (ending the walk: returns 1) unless the rule only monitors. */
+static __always_inline int fg_rule_outcome(struct fg_walk *walk, const struct fg_rule *rule,
+					   int admitted)
+{
 	if (admitted) {
 		fg_count_rule(rule->id, FG_VERDICT_PASS, walk->eval.len);
 		return 0;
@@ -421,6 +416,47 @@ static int fg_rule_step(__u32 i, struct fg_walk *walk)
 		fg_ban_source(walk->settings, rule, &walk->pkt, walk->eval.jiffies);
 	walk->verdict = FG_VERDICT_DROP;
 	return 1;
+}
+
+/* Visits the next rule pending; returns 1 when the walk is over. The `bpf_loop` callback. */
+static int fg_rule_step(__u32 i, struct fg_walk *walk)
+{
+	__u32 pending = walk->pending;
+	struct fg_rule *rule;
+	int admitted;
+
+	if (!pending)
+		return 1;
+	walk->pending = pending & (pending - 1);
+	rule = fg_pending_rule(walk, pending);
+	if (!rule)
+		return 0;
+	admitted = fg_owned_admits(rule, &walk->pkt, &walk->eval);
+	if (admitted < 0) {
+		admitted = fg_rule_admits(rule, &walk->pkt, &walk->eval);
+		if (admitted && (walk->eval.ref & FG_REF_KIND_MASK) == FG_REF_OVERFLOW)
+			walk->untracked |= fg_last_visited(walk);
+	}
+	return fg_rule_outcome(walk, rule, admitted);
+}
+
+/* The walk of a packet that meets one rule (`pending`, one bit), the usual case: inline, as a
+ * call costs as much as the charge where returns are made safe against speculation (SRSO on
+ * AMD), for a source that owns its slot; any other case is fg_rule_step's. */
+static __always_inline void fg_single_rule(struct fg_walk *walk, __u32 pending)
+{
+	struct fg_rule *rule = fg_pending_rule(walk, pending);
+	int admitted;
+
+	if (!rule)
+		return;
+	admitted = fg_owned_admits(rule, &walk->pkt, &walk->eval);
+	if (admitted < 0) {
+		fg_rule_step(0, walk);
+		return;
+	}
+	walk->pending = 0;
+	fg_rule_outcome(walk, rule, admitted);
 }
 
 /* Bit `rule id` for every rule of `set` whose source set holds `pkt`'s source. */
@@ -471,7 +507,6 @@ static __always_inline __u32 fg_apply_rules(struct fg_settings *settings, struct
 	walk->eval.seed = settings->hash_seed;
 	walk->eval.len = len;
 	walk->eval.jiffies = jiffies;
-	walk->eval.now = jiffies ? fg_units(jiffies) : 0;
 	walk->settings = settings;
 	walk->verdict = FG_VERDICT_PASS;
 	walk->reason = *reason;
@@ -506,7 +541,7 @@ static __always_inline __u32 fg_apply_rules(struct fg_settings *settings, struct
 	if (walk->pending & (walk->pending - 1))
 		bpf_loop(FG_MAX_RULES, fg_rule_step, walk, 0);
 	else
-		fg_rule_step(0, walk);
+		fg_single_rule(walk, walk->pending);
 	if (walk->verdict == FG_VERDICT_DROP) {
 		/* the rules visited (set out with, no longer pending) before the one that drops,
 		 * the last, but for those that took nothing */
