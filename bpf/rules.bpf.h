@@ -418,8 +418,8 @@ static __always_inline int fg_rule_outcome(struct fg_walk *walk, const struct fg
 	return 1;
 }
 
-/* Visits the next rule pending; returns 1 when the walk is over. The `bpf_loop` callback. */
-static int fg_rule_step(__u32 i, struct fg_walk *walk)
+/* Visits the next rule pending; returns 1 when the walk is over. */
+static __always_inline int fg_rule_visit(struct fg_walk *walk)
 {
 	__u32 pending = walk->pending;
 	struct fg_rule *rule;
@@ -438,6 +438,16 @@ static int fg_rule_step(__u32 i, struct fg_walk *walk)
 			walk->untracked |= fg_last_visited(walk);
 	}
 	return fg_rule_outcome(walk, rule, admitted);
+}
+
+/* The `bpf_loop` callback: two rules a step, as each step is a call (see fg_single_rule).
+ * Four a step cost the verifier half as much again as two (670k instructions checked
+ * against 430k; a load took 1.3 s against 0.85) for another 40 ns with 16 rules. */
+static int fg_rule_step(__u32 i, struct fg_walk *walk)
+{
+	if (fg_rule_visit(walk))
+		return 1;
+	return fg_rule_visit(walk);
 }
 
 /* The walk of a packet that meets one rule (`pending`, one bit), the usual case: inline, as a
