@@ -151,11 +151,12 @@ struct fg_slot_query {
 	__u64 seed;
 	__u64 now;
 	__u64 jiffies;
-	__u32 index;	/* out: the source's slot */
-	__u32 why;	/* out: FG_SLOT_FOUND, else the fg_table_stat that kept it out */
-	__u32 verified; /* 1: the source answered a SYN cookie, so the verified-source cap
-			 * applies instead of the new-source cap */
-	__u32 pad;
+	__u32 index;	 /* out: the source's slot */
+	__u32 why;	 /* out: FG_SLOT_FOUND, else the fg_table_stat that kept it out */
+	__u32 verified;	 /* 1: the source answered a SYN cookie, so the verified-source cap
+			  * applies instead of the new-source cap */
+	__u32 returning; /* 1: a source under the new-source cap remembered as good
+			  * (fg_cap_refuses), which takes the rule's reserve for those first */
 	/* fg_find_slot's own, kept here rather than on its frame: the owner of the way it
 	 * looks at, read before that way's idle check, and of the way it takes */
 	__u64 owner;
@@ -237,20 +238,34 @@ static __always_inline int fg_cap_has_room(const struct fg_rule_state *state,
 			     cap->capacity, &next);
 }
 
+/* Whether `rule`'s new-source cap (in `state`) refuses a slot to the new source of `fp` at
+ * once: one not remembered as good, with no room under the cap. *returning is set for a
+ * remembered one, which takes the rule's reserve for those first, so a spoofed flood that
+ * keeps the cap refusing does not keep it out. Asked before fg_find_slot, whose call and
+ * idle scan of the source's set (four slots, each a cache miss in a large table) the path
+ * of every packet of a spoofed flood is spared: such a source is counted capped whether or
+ * not its set had an idle way. */
+static __always_inline int fg_cap_refuses(const struct fg_rule *rule,
+					  const struct fg_rule_state *state, __u64 fp,
+					  __u64 jiffies, __u32 *returning)
+{
+	*returning = 0;
+	if (!state || !rule->new_sources.interval)
+		return 0;
+	*returning = rule->remember_ticks && fg_source_returns(fp, jiffies, rule->remember_ticks);
+	return !*returning && !fg_cap_has_room(state, &rule->new_sources, fg_units(jiffies));
+}
+
 /* Finds the slot of the query's key among the ways of its set, or takes an idle one: the
  * one seen longest ago, and only if the rule's reserve for remembered sources or else its
  * new-source cap (in `state`) admits one more. Returns 1 with q->index set, or 0. A global
  * function, so the verifier checks its loops once rather than in every path of the rule
- * loop.
- *
- * A source the cap refuses, and that is not remembered, is refused before the idle scan: it
- * is counted capped whether or not its set had an idle way (the path of every packet of a
- * spoofed flood, which keeps the cap refusing). */
+ * loop. A caller for a source under the cap asks fg_cap_refuses first. */
 __attribute__((noinline)) int fg_find_slot(struct fg_slot_query *q, const struct fg_rule *rule,
 					   struct fg_rule_state *state)
 {
 	__u32 i, idx, base, victim = 0, oldest = 0, found = 0;
-	int under_cap, returning = 0;
+	int under_cap, returning;
 	struct fg_slot *slot;
 	__u64 fp;
 
@@ -258,18 +273,9 @@ __attribute__((noinline)) int fg_find_slot(struct fg_slot_query *q, const struct
 		return 0;
 	/* a new source, not one a SYN cookie verified, of a rule with a new-source cap */
 	under_cap = !q->verified && state && rule->new_sources.interval;
+	returning = under_cap && q->returning;
 	fp = q->fp;
 	base = fg_set_base(fp);
-	if (under_cap) {
-		/* a source remembered as good comes back: its own reserve first, so a spoofed
-		 * flood that keeps the new-source cap refusing does not keep it out */
-		returning =
-		    rule->remember_ticks && fg_source_returns(fp, q->jiffies, rule->remember_ticks);
-		if (!returning && !fg_cap_has_room(state, &rule->new_sources, q->now)) {
-			q->why = FG_TABLE_CAPPED;
-			return 0;
-		}
-	}
 	/* the slots themselves, not their tags: a source that took a slot on another CPU an
 	 * instant ago, before its tag was written, must find it rather than take a second */
 	for (i = 0; i < FG_TABLE_WAYS; i++) {

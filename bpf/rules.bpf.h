@@ -112,7 +112,7 @@ static __always_inline __u64 *fg_rule_bucket(const struct fg_rule *rule,
 	if (rule->key_kind == FG_KEY_SOURCE) {
 		struct fg_slot_query *q;
 		struct fg_slot *slot = NULL;
-		__u32 zero = 0, why, index;
+		__u32 zero = 0, why = FG_TABLE_CAPPED, index, returning;
 		__u64 fp;
 
 		fp = fg_source_fingerprint(rule, pkt, eval);
@@ -131,18 +131,21 @@ static __always_inline __u64 *fg_rule_bucket(const struct fg_rule *rule,
 		/* a new source: the rule's state holds its cap and the untracked bucket */
 		state = bpf_map_lookup_elem(&rule_state, &id);
 		*state_out = state;
-		q = bpf_map_lookup_elem(&slot_query, &zero);
-		if (!q)
-			return NULL;
-		fg_make_key(pkt, rule, &q->key);
-		q->fp = fp;
-		q->seed = eval->seed;
-		q->now = fg_units(eval->jiffies);
-		q->jiffies = eval->jiffies;
-		q->verified = 0;
-		if (fg_find_slot(q, rule, state))
-			slot = bpf_map_lookup_elem(&buckets, &q->index);
-		why = q->why;
+		if (!fg_cap_refuses(rule, state, fp, eval->jiffies, &returning)) {
+			q = bpf_map_lookup_elem(&slot_query, &zero);
+			if (!q)
+				return NULL;
+			fg_make_key(pkt, rule, &q->key);
+			q->fp = fp;
+			q->seed = eval->seed;
+			q->now = fg_units(eval->jiffies);
+			q->jiffies = eval->jiffies;
+			q->verified = 0;
+			q->returning = returning;
+			if (fg_find_slot(q, rule, state))
+				slot = bpf_map_lookup_elem(&buckets, &q->index);
+			why = q->why;
+		}
 		if (why != FG_SLOT_FOUND)
 			fg_count_table(id, why);
 		if (why == FG_TABLE_CAPPED && state &&
@@ -418,12 +421,25 @@ static __always_inline int fg_rule_outcome(struct fg_walk *walk, const struct fg
 	return 1;
 }
 
+/* Charges the packet to `rule`, no longer pending: 1 admitted, 0 refused. A source that owns
+ * its slot under a token-bucket rule inline; any other case through fg_rule_admits. */
+static __always_inline int fg_rule_charge(struct fg_walk *walk, const struct fg_rule *rule)
+{
+	int admitted = fg_owned_admits(rule, &walk->pkt, &walk->eval);
+
+	if (admitted < 0) {
+		admitted = fg_rule_admits(rule, &walk->pkt, &walk->eval);
+		if (admitted && (walk->eval.ref & FG_REF_KIND_MASK) == FG_REF_OVERFLOW)
+			walk->untracked |= fg_last_visited(walk);
+	}
+	return admitted;
+}
+
 /* Visits the next rule pending; returns 1 when the walk is over. */
 static __always_inline int fg_rule_visit(struct fg_walk *walk)
 {
 	__u32 pending = walk->pending;
 	struct fg_rule *rule;
-	int admitted;
 
 	if (!pending)
 		return 1;
@@ -431,13 +447,7 @@ static __always_inline int fg_rule_visit(struct fg_walk *walk)
 	rule = fg_pending_rule(walk, pending);
 	if (!rule)
 		return 0;
-	admitted = fg_owned_admits(rule, &walk->pkt, &walk->eval);
-	if (admitted < 0) {
-		admitted = fg_rule_admits(rule, &walk->pkt, &walk->eval);
-		if (admitted && (walk->eval.ref & FG_REF_KIND_MASK) == FG_REF_OVERFLOW)
-			walk->untracked |= fg_last_visited(walk);
-	}
-	return fg_rule_outcome(walk, rule, admitted);
+	return fg_rule_outcome(walk, rule, fg_rule_charge(walk, rule));
 }
 
 /* The `bpf_loop` callback: two rules a step, as each step is a call (see fg_single_rule).
@@ -450,23 +460,16 @@ static int fg_rule_step(__u32 i, struct fg_walk *walk)
 	return fg_rule_visit(walk);
 }
 
-/* The walk of a packet that meets one rule (`pending`, one bit), the usual case: inline, as a
- * call costs as much as the charge where returns are made safe against speculation (SRSO on
- * AMD), for a source that owns its slot; any other case is fg_rule_step's. */
+/* The walk of a packet that meets one rule (`pending`, one bit), the usual case: inline, as
+ * a call costs as much as the charge where returns are made safe against speculation (SRSO
+ * on AMD). */
 static __always_inline void fg_single_rule(struct fg_walk *walk, __u32 pending)
 {
 	struct fg_rule *rule = fg_pending_rule(walk, pending);
-	int admitted;
 
-	if (!rule)
-		return;
-	admitted = fg_owned_admits(rule, &walk->pkt, &walk->eval);
-	if (admitted < 0) {
-		fg_rule_step(0, walk);
-		return;
-	}
 	walk->pending = 0;
-	fg_rule_outcome(walk, rule, admitted);
+	if (rule)
+		fg_rule_outcome(walk, rule, fg_rule_charge(walk, rule));
 }
 
 /* Bit `rule id` for every rule of `set` whose source set holds `pkt`'s source. */

@@ -386,7 +386,6 @@ __attribute__((noinline)) int fg_cookie_path(struct xdp_md *ctx, const struct fg
 	struct fg_active *act;
 	struct fg_cookie_search search = {};
 	struct fg_rule *rule;
-	struct fg_key key;
 	__u32 zero = 0, set, count, bits, id, slot_index, pos;
 	__u64 jiffies, now, fp;
 	__s64 made;
@@ -428,10 +427,14 @@ __attribute__((noinline)) int fg_cookie_path(struct xdp_md *ctx, const struct fg
 		return FG_COOKIE_CONTINUE;
 	id = rule->id;
 
-	/* a source with a slot is limited as without cookies */
-	fg_make_key(pkt, rule, &key);
-	fp = fg_key_fingerprint(fg_addr_hash(seed, key.family, key.hi, key.lo), key.rule_id,
-				key.rule_epoch, key.family);
+	/* a source with a slot is limited as without cookies; its key is made in the slot
+	 * query's scratch, where fg_find_slot reads it, rather than on this frame */
+	q = bpf_map_lookup_elem(&slot_query, &zero);
+	if (!q)
+		return FG_COOKIE_CONTINUE;
+	fg_make_key(pkt, rule, &q->key);
+	fp = fg_key_fingerprint(fg_addr_hash(seed, q->key.family, q->key.hi, q->key.lo),
+				q->key.rule_id, q->key.rule_epoch, q->key.family);
 	if (fg_owned_slot(fp, &slot_index))
 		return FG_COOKIE_CONTINUE;
 
@@ -469,19 +472,16 @@ __attribute__((noinline)) int fg_cookie_path(struct xdp_md *ctx, const struct fg
 	}
 
 	fg_count_table(id, FG_TABLE_COOKIE_VERIFIED);
-	q = bpf_map_lookup_elem(&slot_query, &zero);
-	if (q) {
-		q->key = key;
-		q->fp = fp;
-		q->seed = seed;
-		q->now = now;
-		q->jiffies = jiffies;
-		q->verified = 1;
-		/* without a slot (the verified cap, or a table full of limited sources) the
-		 * connection is still made; the source's next SYN meets a cookie again */
-		if (fg_find_slot(q, rule, state) && q->why == FG_TABLE_NEW_SOURCE)
-			fg_count_table(id, FG_TABLE_VERIFIED_SLOT);
-	}
+	q->fp = fp;
+	q->seed = seed;
+	q->now = now;
+	q->jiffies = jiffies;
+	q->verified = 1;
+	q->returning = 0;
+	/* without a slot (the verified cap, or a table full of limited sources) the
+	 * connection is still made; the source's next SYN meets a cookie again */
+	if (fg_find_slot(q, rule, state) && q->why == FG_TABLE_NEW_SOURCE)
+		fg_count_table(id, FG_TABLE_VERIFIED_SLOT);
 	fg_cookie_mark(ctx, fg_cookie_mss(s));
 	return FG_COOKIE_PASS;
 }
