@@ -100,8 +100,9 @@ static __always_inline void fg_start_ban(struct fg_settings *settings, const str
 	fg_emit_ban(FG_EVENT_BAN_START, rule->id, pkt->family, &key, jiffies);
 }
 
-/* fg_start_ban for the rule step, as a global function: its record and key would otherwise
- * sit on the step's frame, whose bytes the 512-byte cap on a chain of frames cannot spare. */
+/* fg_start_ban for a rule's visit, as a global function: its record and key would otherwise
+ * sit on the rule step's or the main program's frame, whose bytes the 512-byte cap on a
+ * chain of frames cannot spare. */
 __attribute__((noinline)) int fg_ban_source(struct fg_settings *settings,
 					    const struct fg_rule *rule, const struct fg_packet *pkt,
 					    __u64 jiffies)

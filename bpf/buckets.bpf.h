@@ -143,8 +143,8 @@ static __always_inline int fg_take_slot(struct fg_slot *slot, __u64 owner, __u64
 	return 1;
 }
 
-/* A slot lookup for fg_find_slot: the key and clock in, the slot index or the reason for
- * having none out. */
+/* A slot lookup for fg_find_slot: the key, the clock and what the caller knows of the
+ * source in, the slot index or the reason for having none out. */
 struct fg_slot_query {
 	struct fg_key key;
 	__u64 fp; /* the key's fingerprint (fg_key_fingerprint of its fg_addr_hash) */
@@ -273,7 +273,7 @@ __attribute__((noinline)) int fg_find_slot(struct fg_slot_query *q, const struct
 		return 0;
 	/* a new source, not one a SYN cookie verified, of a rule with a new-source cap */
 	under_cap = !q->verified && state && rule->new_sources.interval;
-	returning = under_cap && q->returning;
+	returning = under_cap && rule->remember_ticks && q->returning;
 	fp = q->fp;
 	base = fg_set_base(fp);
 	/* the slots themselves, not their tags: a source that took a slot on another CPU an

@@ -249,7 +249,7 @@ __attribute__((noinline)) int fg_rule_admits(const struct fg_rule *rule,
 }
 
 /* The path of almost every packet a per-source token-bucket rule meets: a source seen
- * before, charged in the slot it owns. Inline in the rule step, as a call per rule costs as
+ * before, charged in the slot it owns. Inline in each visit of a rule, as a call costs as
  * much as the charge's compare-and-swap; every other case (a global rule, a new source, a
  * window algorithm) goes to fg_rule_admits, whose many branches the verifier checks once.
  * Returns 1 admitted, 0 refused, -1 when the packet is not its case. */
@@ -314,7 +314,7 @@ static __always_inline __u64 *fg_charged_bucket(const struct fg_rule *rule,
 }
 
 /* State carried across the rule loop, kept in memory rather than registers so the
- * verifier checks one rule step instead of every combination of earlier outcomes. */
+ * verifier checks one visit of a rule instead of every combination of earlier outcomes. */
 struct fg_walk {
 	struct fg_packet pkt;
 	struct fg_eval eval;
@@ -379,8 +379,8 @@ static __always_inline __u32 fg_last_visited(const struct fg_walk *walk)
 	return x ^ (x >> 1);
 }
 
-/* The rule at the lowest position `walk` has pending (rules are charged in their order in
- * the config) if the packet matches it, else NULL; with the clock read for its charge. */
+/* The rule at the lowest position of `pending` (rules are charged in their order in the
+ * config) if the packet matches it, else NULL; with the clock read for its charge. */
 static __always_inline struct fg_rule *fg_pending_rule(struct fg_walk *walk, __u32 pending)
 {
 	__u32 pos = walk->set * FG_MAX_RULES + (fg_lowest_bit(pending) & (FG_MAX_RULES - 1));
@@ -550,7 +550,7 @@ static __always_inline __u32 fg_apply_rules(struct fg_settings *settings, struct
 		if (snapshot.has_sources)
 			walk->source_sets = fg_source_sets(walk->set, pkt);
 	}
-	/* most packets meet one rule: a plain call spares them the loop around it */
+	/* most packets meet one rule: visited inline, they are spared the loop and its calls */
 	if (walk->pending & (walk->pending - 1))
 		bpf_loop(FG_MAX_RULES, fg_rule_step, walk, 0);
 	else
