@@ -118,7 +118,7 @@ class FleetBansTest : public ::testing::Test {
 TEST_F(FleetBansTest, ABanMadeOnOneHostIsAppliedOnAnotherWithTheSameEnd) {
   auto a = host(config_);
   auto b = host(config_);
-  std::this_thread::sleep_for(milliseconds(300));  // both reading from now on
+  markerRead({b.get()});  // reading from now on
   auto published = a->publish(report::BanKind::kManual, cidr("198.51.100.7"), 10 * kMinuteNs);
   ASSERT_TRUE(published.has_value());
   auto applied = collect(*b, 1);
@@ -130,7 +130,7 @@ TEST_F(FleetBansTest, ABanMadeOnOneHostIsAppliedOnAnotherWithTheSameEnd) {
   EXPECT_LE(applied[0].ban_ns, 10 * kMinuteNs + 60'000'000'000ULL);
   EXPECT_NE(applied[0].publisher.find(":" + std::to_string(getpid())), std::string::npos);
   EXPECT_TRUE(waitFor([&] { return a->published().sent == 1u; }));
-  EXPECT_EQ(b->received()[metrics::kFleetBanApplied], 1u);
+  EXPECT_EQ(b->received()[metrics::kFleetBanApplied], 2u);  // the marker's, then this one
   EXPECT_TRUE(collect(*b, 1, milliseconds(700)).empty()) << "one record, one ban";
 }
 
@@ -205,7 +205,7 @@ TEST_F(FleetBansTest, AStartReplaysTheNewestRecordsUpToItsCap) {
 
 TEST_F(FleetBansTest, ForgedCopiedAndGarbledEntriesAreRefusedAndCounted) {
   auto b = host(config_);
-  std::this_thread::sleep_for(milliseconds(300));
+  markerRead({b.get()});  // reading from now on: what follows is live, not its start's replay
   const int64_t now = redisNowMs();
   report::BanRecord ban{cidr("198.51.100.30"), now + 60'000, report::BanKind::kManual, "cc"};
   const std::string line = report::formatBanRecord(ban);
@@ -227,7 +227,7 @@ TEST_F(FleetBansTest, ForgedCopiedAndGarbledEntriesAreRefusedAndCounted) {
   EXPECT_EQ(b->received()[metrics::kFleetBanMalformed], 1u);
   EXPECT_EQ(b->received()[metrics::kFleetBanLoopback], 1u);
   EXPECT_EQ(b->received()[metrics::kFleetBanAllowListed], 1u);
-  EXPECT_EQ(b->received()[metrics::kFleetBanApplied], 1u);
+  EXPECT_EQ(b->received()[metrics::kFleetBanApplied], 2u);  // the marker's, then 198.51.100.30
 }
 
 // "ADDRESS" for a ban, "-ADDRESS" for a lift: what a host was handed, in order.
@@ -405,7 +405,7 @@ TEST_F(FleetBansTest, ALiftThatFailsHereForOneCidrStillSharesTheOthers) {
 TEST_F(FleetBansTest, WithRedisGonePublishingFailsBoundedAndReadingResumes) {
   auto a = host(config_);
   auto b = host(config_);
-  std::this_thread::sleep_for(milliseconds(300));
+  markerRead({a.get(), b.get()});  // both reading from now on
   server_->kill();
   ASSERT_TRUE(a->publish(report::BanKind::kManual, cidr("198.51.100.40"), kMinuteNs));
   EXPECT_TRUE(waitFor([&] { return a->published().failed == 1u; }))
