@@ -38,8 +38,8 @@ static __always_inline int fg_by_policy(struct xdp_md *ctx, const struct fg_sett
 			 policy == FG_POLICY_DROP ? FG_VERDICT_DROP : FG_VERDICT_PASS, reason, len);
 }
 
-SEC("xdp")
-int floodgate_xdp(struct xdp_md *ctx)
+/* The path of one packet; `kind` is the one thing the two programs below differ in. */
+static __always_inline int fg_xdp(struct xdp_md *ctx, enum fg_walk_kind kind)
 {
 	void *data = (void *)(long)ctx->data;
 	void *data_end = (void *)(long)ctx->data_end;
@@ -105,6 +105,15 @@ int floodgate_xdp(struct xdp_md *ctx)
 		}
 	}
 
-	verdict = fg_apply_rules(settings, &walk, len, jiffies, &reason);
+	verdict = fg_apply_rules(settings, &walk, len, jiffies, &reason, kind);
 	return fg_finish(ctx, settings, verdict, reason, len);
 }
+
+/* The controller loads one of the two (userspace/kernel/xdp_program.cpp), by whether the
+ * kernel has may_goto: this one where it does (Linux 6.9 and later), */
+SEC("xdp")
+int floodgate_xdp(struct xdp_md *ctx) { return fg_xdp(ctx, FG_WALK_MAY_GOTO); }
+
+/* and this one, whose rule walk is a bpf_loop, where it does not. */
+SEC("xdp")
+int floodgate_older(struct xdp_md *ctx) { return fg_xdp(ctx, FG_WALK_BPF_LOOP); }

@@ -8,6 +8,7 @@
 #include "buckets.bpf.h"
 #include "counters.bpf.h"
 #include "events.bpf.h"
+#include "loop.bpf.h"
 
 /* Where a rule charged a packet: the kind in the top bits, a slot or rule id below. */
 #define FG_REF_SLOT (0U << 30)
@@ -318,7 +319,6 @@ static __always_inline __u64 *fg_charged_bucket(const struct fg_rule *rule,
 struct fg_walk {
 	struct fg_packet pkt;
 	struct fg_eval eval;
-	struct fg_settings *settings;
 	__u64 source_sets; /* bit per rule id whose source set holds this source */
 	__u32 set;
 	__u32 start;	 /* bit per rule position the walk set out to visit (fg_rule_index) */
@@ -395,8 +395,8 @@ static __always_inline struct fg_rule *fg_pending_rule(struct fg_walk *walk, __u
 
 /* What a rule's decision does to the walk, once the rule is no longer pending: counted, and
  * a refusal drops the packet (ending the walk: returns 1) unless the rule only monitors. */
-static __always_inline int fg_rule_outcome(struct fg_walk *walk, const struct fg_rule *rule,
-					   int admitted)
+static __always_inline int fg_rule_outcome(struct fg_walk *walk, struct fg_settings *settings,
+					   const struct fg_rule *rule, int admitted)
 {
 	if (admitted) {
 		fg_count_rule(rule->id, FG_VERDICT_PASS, walk->eval.len);
@@ -412,11 +412,11 @@ static __always_inline int fg_rule_outcome(struct fg_walk *walk, const struct fg
 	/* In monitor mode (settings) fg_finish passes this packet and counts it monitor: the
 	 * rule's counter says the same, while the walk goes on as it would without monitor. */
 	fg_count_rule(rule->id,
-		      walk->settings && FG_READ_ONCE(walk->settings->monitor) ? FG_VERDICT_MONITOR
-									      : FG_VERDICT_DROP,
+		      settings && FG_READ_ONCE(settings->monitor) ? FG_VERDICT_MONITOR
+								  : FG_VERDICT_DROP,
 		      walk->eval.len);
-	if (rule->action == FG_ACTION_BAN && walk->settings)
-		fg_ban_source(walk->settings, rule, &walk->pkt, walk->eval.jiffies);
+	if (rule->action == FG_ACTION_BAN && settings)
+		fg_ban_source(settings, rule, &walk->pkt, walk->eval.jiffies);
 	walk->verdict = FG_VERDICT_DROP;
 	return 1;
 }
@@ -436,7 +436,7 @@ static __always_inline int fg_rule_charge(struct fg_walk *walk, const struct fg_
 }
 
 /* Visits the next rule pending; returns 1 when the walk is over. */
-static __always_inline int fg_rule_visit(struct fg_walk *walk)
+static __always_inline int fg_rule_visit(struct fg_walk *walk, struct fg_settings *settings)
 {
 	__u32 pending = walk->pending;
 	struct fg_rule *rule;
@@ -447,29 +447,65 @@ static __always_inline int fg_rule_visit(struct fg_walk *walk)
 	rule = fg_pending_rule(walk, pending);
 	if (!rule)
 		return 0;
-	return fg_rule_outcome(walk, rule, fg_rule_charge(walk, rule));
+	return fg_rule_outcome(walk, settings, rule, fg_rule_charge(walk, rule));
 }
 
-/* The `bpf_loop` callback: two rules a step, as each step is a call (see fg_single_rule).
- * Four a step cost the verifier half as much again as two (670k instructions checked
- * against 430k; a load took 1.3 s against 0.85) for another 40 ns with 16 rules. */
+/* The settings, for a walk of several rules: looked up, not carried in the walk, as a global
+ * function (fg_rule_walk) reads a pointer in its argument's memory as a number, and one
+ * more field would take the main program's frame past what the verifier allows the chain
+ * of frames down to fg_find_slot. Never NULL (element 0 of an array); the verifier needs
+ * the check, and a walk ends there. */
+static __always_inline struct fg_settings *fg_walk_settings(void)
+{
+	__u32 zero = 0;
+
+	return bpf_map_lookup_elem(&settings_map, &zero);
+}
+
+/* The walk of a packet that meets several rules, where the kernel has may_goto (6.9): one
+ * call for the whole walk, each rule a turn of the loop. A global function, checked once
+ * for any walk; the loop ends when no rule is pending, at most FG_MAX_RULES turns, long
+ * before the loop budget could (see fg_can_loop). */
+__attribute__((noinline)) int fg_rule_walk(struct fg_walk *walk)
+{
+	struct fg_settings *settings;
+
+	if (!walk)
+		return 0;
+	settings = fg_walk_settings();
+	if (!settings)
+		return 0;
+	while (fg_can_loop) {
+		if (fg_rule_visit(walk, settings))
+			break;
+	}
+	return 0;
+}
+
+/* The `bpf_loop` callback, the walk on older kernels: two rules a step, as each step is a
+ * call (see fg_single_rule). Four a step cost the verifier half as much again as two (670k
+ * instructions checked against 430k; a load took 1.3 s against 0.85) for another 40 ns
+ * with 16 rules. */
 static int fg_rule_step(__u32 i, struct fg_walk *walk)
 {
-	if (fg_rule_visit(walk))
+	struct fg_settings *settings = fg_walk_settings();
+
+	if (!settings || fg_rule_visit(walk, settings))
 		return 1;
-	return fg_rule_visit(walk);
+	return fg_rule_visit(walk, settings);
 }
 
 /* The walk of a packet that meets one rule (`pending`, one bit), the usual case: inline, as
  * a call costs as much as the charge where returns are made safe against speculation (SRSO
  * on AMD). */
-static __always_inline void fg_single_rule(struct fg_walk *walk, __u32 pending)
+static __always_inline void fg_single_rule(struct fg_walk *walk, struct fg_settings *settings,
+					   __u32 pending)
 {
 	struct fg_rule *rule = fg_pending_rule(walk, pending);
 
 	walk->pending = 0;
 	if (rule)
-		fg_rule_outcome(walk, rule, fg_rule_charge(walk, rule));
+		fg_rule_outcome(walk, settings, rule, fg_rule_charge(walk, rule));
 }
 
 /* Bit `rule id` for every rule of `set` whose source set holds `pkt`'s source. */
@@ -505,12 +541,21 @@ static __always_inline __u32 fg_packet_class(const struct fg_packet *pkt)
 	return FG_CLASS_OTHER;
 }
 
+/* How a packet that meets several rules is walked: the program for kernels with may_goto
+ * (6.9) and the one for older kernels differ only in this. */
+enum fg_walk_kind {
+	FG_WALK_MAY_GOTO,
+	FG_WALK_BPF_LOOP,
+};
+
 /* Runs the active rule set over `walk->pkt`, the frame the parser filled in place (a walk
  * of its own would copy it, and the bytes of that copy are what the verifier's 512-byte cap
  * on a chain of frames leaves the rule step and the charge); returns the verdict and sets
- * *reason. `jiffies` is the clock reading if one was taken already (0 if not). */
+ * *reason. `jiffies` is the clock reading if one was taken already (0 if not); `kind`, a
+ * constant of the program, says how several rules are walked. */
 static __always_inline __u32 fg_apply_rules(struct fg_settings *settings, struct fg_walk *walk,
-					    __u32 len, __u64 jiffies, __u32 *reason)
+					    __u32 len, __u64 jiffies, __u32 *reason,
+					    enum fg_walk_kind kind)
 {
 	const struct fg_packet *pkt = &walk->pkt;
 	struct fg_rule_index *index;
@@ -520,7 +565,6 @@ static __always_inline __u32 fg_apply_rules(struct fg_settings *settings, struct
 	walk->eval.seed = settings->hash_seed;
 	walk->eval.len = len;
 	walk->eval.jiffies = jiffies;
-	walk->settings = settings;
 	walk->verdict = FG_VERDICT_PASS;
 	walk->reason = *reason;
 	act = bpf_map_lookup_elem(&active_map, &zero);
@@ -551,10 +595,12 @@ static __always_inline __u32 fg_apply_rules(struct fg_settings *settings, struct
 			walk->source_sets = fg_source_sets(walk->set, pkt);
 	}
 	/* most packets meet one rule: visited inline, they are spared the loop and its calls */
-	if (walk->pending & (walk->pending - 1))
-		bpf_loop(FG_MAX_RULES, fg_rule_step, walk, 0);
+	if (!(walk->pending & (walk->pending - 1)))
+		fg_single_rule(walk, settings, walk->pending);
+	else if (kind == FG_WALK_MAY_GOTO)
+		fg_rule_walk(walk);
 	else
-		fg_single_rule(walk, walk->pending);
+		bpf_loop(FG_MAX_RULES, fg_rule_step, walk, 0);
 	if (walk->verdict == FG_VERDICT_DROP) {
 		/* the rules visited (set out with, no longer pending) before the one that drops,
 		 * the last, but for those that took nothing */

@@ -8,6 +8,7 @@
 #include <linux/bpf.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <optional>
 #include <string>
 #include <vector>
@@ -59,9 +60,16 @@ class XdpProgramTest : public ::testing::Test {
     return rules;
   }
 
+  // Whether this run tests the program for kernels without may_goto (its rule walk a
+  // bpf_loop): tests/bpf/CMakeLists.txt runs the rule-walk tests again with the variable set.
+  static bool olderProgramUnderTest() {
+    return std::getenv("FLOODGATE_TEST_OLDER_PROGRAM") != nullptr;
+  }
+
   // Loads the program with `rules` and `options`' settings.
   void load(std::vector<RuleSpec> rules, AttachOptions options = {}) {
     options.interface = pin_name_;
+    options.test_older_program = options.test_older_program || olderProgramUnderTest();
     options.rules = named(std::move(rules));
     if (options.table_slots == FG_DEFAULT_TABLE_SLOTS) options.table_slots = 1024;
     auto loaded = XdpLimiter::load(options);

@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: MIT
 // The limiting path of the real XDP program: buckets, prefixes, lists, monitor mode, bps
 // and how several rules compose. Rates are 1 pps so no outcome depends on timing.
+#include <sys/utsname.h>
+
+#include <cstdio>
 #include <cstring>
 
 #include "bpf/xdp_fixture.h"
@@ -146,6 +149,7 @@ TEST_F(XdpLimiterTest, AnUnbuiltListFilterIsNotTrustedAndALoadBuildsIt) {
   replace.interface = pin_name_;
   replace.rules = named({sourceRule(100, 100)});
   replace.table_slots = 1024;
+  replace.test_older_program = olderProgramUnderTest();
   auto again = XdpLimiter::load(replace);
   ASSERT_TRUE(again.ok()) << again.error().message;
   loaded_.emplace(std::move(*again));
@@ -375,6 +379,54 @@ TEST_F(XdpLimiterTest, PortRangesAndProtocolsSelectPackets) {
   auto ping6 = PacketBuilder().eth().ipv6("2001:db8::9", "2001:db8::1").icmp().build();
   EXPECT_EQ(passes(ping4, 3), 2);
   EXPECT_EQ(passes(ping6, 3), 2);
+}
+
+// The walk visits every rule a packet meets, up to the most a config may have: the last of
+// FG_MAX_RULES rules still drops, and each earlier rule's charge is handed back. A walk cut
+// short (a loop bound, a budget) would pass the packet and leave the charges taken.
+TEST_F(XdpLimiterTest, TheWalkReachesTheLastOfTheMostRules) {
+  std::vector<RuleSpec> rules;
+  for (int i = 0; i + 1 < FG_MAX_RULES; ++i) rules.push_back(sourceRule(1, 3));
+  rules.push_back(dnsRule("last", 1, 1));
+  loadOnTestClock(rules);
+  auto query = udpFrom("192.0.2.1");
+  EXPECT_EQ(run(query), XDP_PASS);
+  EXPECT_EQ(run(query), XDP_DROP);  // the last rule's burst of 1 is spent
+  EXPECT_EQ(run(query), XDP_DROP);
+  auto counters = limiter().ruleCounters();
+  ASSERT_TRUE(counters.ok());
+  ASSERT_EQ(counters->size(), static_cast<size_t>(FG_MAX_RULES));
+  EXPECT_EQ(counters->back().by_verdict[FG_VERDICT_DROP].packets, 2u);
+  // the two drops were handed back: every other rule has two of its three left
+  auto other = PacketBuilder().eth().ipv4("192.0.2.1", "198.51.100.1").udp(123).build();
+  EXPECT_EQ(passes(other, 3), 2);
+}
+
+// The program loaded is the one for this kernel: floodgate_xdp where the kernel has
+// may_goto (6.9 and later), floodgate_older where it has not or a test asks for it.
+TEST_F(XdpLimiterTest, TheProgramForTheKernelIsLoaded) {
+  utsname uts{};
+  ASSERT_EQ(uname(&uts), 0);
+  int major = 0, minor = 0;
+  ASSERT_EQ(std::sscanf(uts.release, "%d.%d", &major, &minor), 2) << uts.release;
+  // mainline has it from 6.9 (an older kernel may have it backported)
+  if (major > 6 || (major == 6 && minor >= 9)) {
+    EXPECT_TRUE(kernelHasMayGoto()) << uts.release;
+  }
+  auto loadedName = [&](bool older) {
+    AttachOptions options;
+    options.test_older_program = older;
+    load({sourceRule(1, 1)}, options);
+    bpf_prog_info info{};
+    uint32_t size = sizeof(info);
+    EXPECT_EQ(bpf_obj_get_info_by_fd(loaded_->programFd(), &info, &size), 0);
+    return std::string(info.name);
+  };
+  const bool older = olderProgramUnderTest() || !kernelHasMayGoto();
+  EXPECT_EQ(loadedName(false), older ? "floodgate_older" : "floodgate_xdp");
+  EXPECT_EQ(loadedName(true), "floodgate_older");
+  EXPECT_EQ(run(udpFrom("192.0.2.1")), XDP_PASS);
+  EXPECT_EQ(run(udpFrom("192.0.2.1")), XDP_DROP);
 }
 
 TEST_F(XdpLimiterTest, AMonitorRuleCountsButAStrictRuleStillDrops) {

@@ -155,8 +155,10 @@ Result<LoadedXdpLimiter> XdpLimiter::load(const AttachOptions& options) {
   if (Status s = createPinDirectory(options.interface); !s) return s.error();
   auto hz = options.test_clock_hz ? Result<uint32_t>(options.test_clock_hz) : kernelHz();
   if (!hz) return hz.error();
-  LoadSettings load{options.interface,  options.table_slots,        options.list_max_entries,
-                    fg_tick_units(*hz), static_cast<uint32_t>(*hz), options.test_clock_hz != 0};
+  LoadSettings load{options.interface,          options.table_slots,
+                    options.list_max_entries,   fg_tick_units(*hz),
+                    static_cast<uint32_t>(*hz), options.test_clock_hz != 0,
+                    options.test_older_program};
   auto skeleton = loadProgram(load);
   if (!skeleton) return skeleton.error();
   auto limiter = XdpLimiter::openMaps(options.interface);
@@ -169,7 +171,7 @@ Result<LoadedXdpLimiter> XdpLimiter::load(const AttachOptions& options) {
   return LoadedXdpLimiter{std::move(*skeleton), std::move(*limiter)};
 }
 
-int LoadedXdpLimiter::programFd() const { return bpf_program__fd(skeleton->progs.floodgate_xdp); }
+int LoadedXdpLimiter::programFd() const { return loadedProgramFd(*skeleton); }
 
 void LoadedXdpLimiter::setTestJiffies(uint64_t jiffies) {
   // .bss is mapped into this process: the store is what the program reads next

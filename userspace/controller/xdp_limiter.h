@@ -48,6 +48,9 @@ struct AttachOptions {
   // and rules are compiled for that tick. The controller's own readings of the time (bans
   // added by hand, ban lists, `top`) still read the kernel's jiffies.
   uint32_t test_clock_hz = 0;
+  // Tests only: loads the program for kernels without may_goto (its rule walk a bpf_loop)
+  // on this one too, so both programs are tested where the newer one loads.
+  bool test_older_program = false;
   // Where the program runs. Empty: on the interface's XDP hook, by a link floodgate owns.
   // Else the path of an operator's pinned prog array: floodgate goes into its slot
   // `root_slot` (which must be empty), the operator's root program tail-calls it, and the

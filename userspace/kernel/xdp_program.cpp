@@ -5,8 +5,10 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <linux/if_link.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdarg>
 #include <cstdio>
@@ -51,6 +53,33 @@ Status setMapPins(bpf_object* object, const std::string& interface) {
 
 }  // namespace
 
+bool kernelHasMayGoto() {
+  // -1 until a probe answers; a probe that fails for another reason (no permission, no
+  // memory) answers nothing, and the next load asks again
+  static std::atomic<int> known{-1};
+  if (known >= 0) return known == 1;
+  // may_goto +0 (BPF_JMP | BPF_JCOND, src BPF_MAY_GOTO: opcode 0xe5), r0 = XDP_PASS, exit
+  const bpf_insn probe[] = {
+      {0xe5, 0, 0, 0, 0},
+      {BPF_ALU64 | BPF_MOV | BPF_K, BPF_REG_0, 0, 0, XDP_PASS},
+      {BPF_JMP | BPF_EXIT, 0, 0, 0, 0},
+  };
+  int fd = bpf_prog_load(BPF_PROG_TYPE_XDP, "fg_may_goto", "GPL", probe,
+                         sizeof(probe) / sizeof(probe[0]), nullptr);
+  if (fd >= 0) {
+    close(fd);
+    known = 1;
+  } else if (errno == EINVAL) {
+    known = 0;  // an opcode the kernel does not know
+  }
+  return known == 1;
+}
+
+int loadedProgramFd(const floodgate_bpf& skeleton) {
+  int fd = bpf_program__fd(skeleton.progs.floodgate_xdp);
+  return fd >= 0 ? fd : bpf_program__fd(skeleton.progs.floodgate_older);
+}
+
 const char* xdpModeName(XdpMode mode) {
   switch (mode) {
     case XdpMode::kNative:
@@ -76,8 +105,11 @@ std::string lastLibbpfMessage() {
   return pos == std::string::npos ? log : log.substr(pos + 1);
 }
 
-Result<Skeleton> loadProgram(const LoadSettings& settings) {
-  captureLibbpfMessages();
+namespace {
+
+// The skeleton opened with `settings` applied, set to load floodgate_older if `older`, else
+// floodgate_xdp: the kernel checks only the one loaded.
+Result<Skeleton> openProgram(const LoadSettings& settings, bool older) {
   Skeleton skeleton(floodgate_bpf__open());
   if (!skeleton) {
     return Error::failure("cannot open the XDP program: " + std::string(std::strerror(errno)));
@@ -98,23 +130,49 @@ Result<Skeleton> loadProgram(const LoadSettings& settings) {
     bpf_map__set_max_entries(list, settings.list_max_entries);
   }
   if (Status pinned = setMapPins(skeleton->obj, settings.interface); !pinned) return pinned.error();
-
-  if (int err = floodgate_bpf__load(skeleton.get()); err != 0) {
-    std::string detail = lastLibbpfMessage();
-    if (err == -EPERM) {
-      return Error::failure("the kernel refused to load the XDP program (EPERM): run as root");
-    }
-    if (detail.find("reuse") != std::string::npos || detail.find("pinned") != std::string::npos) {
-      return Error::failure("the maps pinned in " + pinDirectory(settings.interface) +
-                            " do not fit this program (another table size or version): run "
-                            "'floodgate detach " +
-                            settings.interface + "' first");
-    }
-    return Error::failure("the kernel refused to load the XDP program (" +
-                          std::string(std::strerror(-err)) + "): " + detail +
-                          "; a 6.x kernel with BPF and BTF is needed");
-  }
+  bpf_program__set_autoload(skeleton->progs.floodgate_xdp, !older);
+  bpf_program__set_autoload(skeleton->progs.floodgate_older, older);
   return skeleton;
+}
+
+bool pinsDoNotFit(const std::string& detail) {
+  return detail.find("reuse") != std::string::npos || detail.find("pinned") != std::string::npos;
+}
+
+Error loadFailure(int err, const std::string& detail, const LoadSettings& settings) {
+  if (err == -EPERM) {
+    return Error::failure("the kernel refused to load the XDP program (EPERM): run as root");
+  }
+  if (pinsDoNotFit(detail)) {
+    return Error::failure("the maps pinned in " + pinDirectory(settings.interface) +
+                          " do not fit this program (another table size or version): run "
+                          "'floodgate detach " +
+                          settings.interface + "' first");
+  }
+  return Error::failure("the kernel refused to load the XDP program (" +
+                        std::string(std::strerror(-err)) + "): " + detail +
+                        "; a 6.x kernel with BPF and BTF is needed");
+}
+
+}  // namespace
+
+Result<Skeleton> loadProgram(const LoadSettings& settings) {
+  captureLibbpfMessages();
+  bool older = settings.test_older_program || !kernelHasMayGoto();
+  auto skeleton = openProgram(settings, older);
+  if (!skeleton) return skeleton.error();
+  int err = floodgate_bpf__load(skeleton->get());
+  // A kernel that has may_goto but refuses floodgate_xdp all the same (its verifier older
+  // than the one it is tested on, and less able to prune the loop) still takes the program
+  // it took before 6.9. libbpf has unpinned the maps this failed load pinned.
+  if (err != 0 && !older && err != -EPERM && !pinsDoNotFit(lastLibbpfMessage())) {
+    older = true;
+    skeleton = openProgram(settings, older);
+    if (!skeleton) return skeleton.error();
+    err = floodgate_bpf__load(skeleton->get());
+  }
+  if (err != 0) return loadFailure(err, lastLibbpfMessage(), settings);
+  return std::move(*skeleton);
 }
 
 Result<UniqueFd> attachXdp(int program_fd, int ifindex, const std::string& interface, XdpMode mode,

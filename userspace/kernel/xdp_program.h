@@ -29,11 +29,21 @@ struct LoadSettings {
   uint64_t tick_units = 0;        // bucket time units per jiffy
   uint32_t ticks_per_second = 0;  // the kernel's HZ, for the event budget
   bool test_clock = false;        // tests only: the clock is the test_jiffies global
+  // tests only: load the program for kernels without may_goto whatever this one has
+  bool test_older_program = false;
 };
+
+// Whether the kernel takes the may_goto instruction (Linux 6.9 and later), which the walk
+// of floodgate_xdp's rules needs; floodgate_older, loaded where it does not, walks them
+// with bpf_loop instead.
+bool kernelHasMayGoto();
 
 // Opens, configures and loads the program; maps are pinned under the interface's pin
 // directory, reusing pins that are already there (their state is kept).
 Result<Skeleton> loadProgram(const LoadSettings& settings);
+
+// The fd of the program loadProgram loaded (the one of the two the kernel takes).
+int loadedProgramFd(const floodgate_bpf& skeleton);
 
 // Attaches `program_fd` to `ifindex` by a BPF link in `mode`; `auto` tries native, then
 // generic, and reports the mode it got in *used.
