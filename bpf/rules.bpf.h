@@ -451,10 +451,8 @@ static __always_inline int fg_rule_visit(struct fg_walk *walk, struct fg_setting
 }
 
 /* The settings, for a walk of several rules: looked up, not carried in the walk, as a global
- * function (fg_rule_walk) reads a pointer in its argument's memory as a number, and one
- * more field would take the main program's frame past what the verifier allows the chain
- * of frames down to fg_find_slot. Never NULL (element 0 of an array); the verifier needs
- * the check, and a walk ends there. */
+ * function (fg_rule_walk) reads a pointer in its argument's memory as a number. Never NULL
+ * (element 0 of an array); the verifier needs the check, and a walk ends there. */
 static __always_inline struct fg_settings *fg_walk_settings(void)
 {
 	__u32 zero = 0;
