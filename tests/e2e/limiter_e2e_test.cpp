@@ -10,6 +10,7 @@
 
 #include "e2e/program_clock.h"
 #include "e2e/veth_network.h"
+#include "kernel/xdp_program.h"
 #include "udp_traffic/udp_traffic.h"
 
 namespace floodgate::test {
@@ -180,6 +181,8 @@ TEST_F(LimiterE2eTest, TheLimiterOutlivesTheCliAndAttachingTwiceNeedsReplace) {
   EXPECT_EQ(st["rules"][0]["limit"]["pps"], 200);
   EXPECT_EQ(st["mode"], "native");
   EXPECT_GT(st["program_id"], 0);
+  // the program for this kernel: its rule walk a may_goto loop where the kernel has one
+  EXPECT_EQ(st["program_name"], kernelHasMayGoto() ? "floodgate_xdp" : "floodgate_older");
 
   CommandResult detach = net_->floodgate({"detach", net_->targetInterface()});
   ASSERT_EQ(detach.exit_code, 0) << detach.err;

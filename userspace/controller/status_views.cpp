@@ -184,6 +184,7 @@ nlohmann::json statusJson(const XdpLimiterStatus& status) {
   nlohmann::json out{
       {"interface", status.interface},
       {"program_id", status.program_id},
+      {"program_name", status.program_name},
       {"mode", status.mode},
       {"monitor", status.monitor},
       {"table_slots", status.table_slots},
@@ -220,7 +221,8 @@ nlohmann::json statusJson(const XdpLimiterStatus& status) {
 
 std::string statusText(const XdpLimiterStatus& status) {
   std::ostringstream out;
-  out << status.interface << ": program " << status.program_id << ", "
+  out << status.interface << ": program " << status.program_id
+      << (status.program_name.empty() ? "" : " (" + status.program_name + ")") << ", "
       << (status.prog_array ? std::string("in a prog array") : status.mode + " mode")
       << (status.monitor ? ", MONITOR ONLY (nothing is dropped)" : "") << "\n";
   out << neighboursText(status);

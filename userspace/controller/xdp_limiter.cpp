@@ -23,6 +23,7 @@
 #include "floodgate/common/text.h"
 #include "kernel/pins.h"
 #include "kernel/system.h"
+#include "kernel/xdp_neighbour.h"
 
 namespace floodgate {
 namespace {
@@ -277,6 +278,10 @@ Result<XdpLimiterStatus> XdpLimiter::status() const {
     out.program_id = slot->first;
     out.prog_array = slot->second;
     out.mode = "prog_array";
+  }
+  // floodgate_xdp or floodgate_older (bpf/floodgate.bpf.c): which walk this kernel took
+  if (out.program_id != 0) {
+    if (auto program = programInfoOfId(out.program_id)) out.program_name = program->name;
   }
   if (auto next = nextProgram(interface_); next) {
     out.next_program = *next;

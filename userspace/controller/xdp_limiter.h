@@ -156,7 +156,8 @@ struct EventStats {
 struct XdpLimiterStatus {
   std::string interface;
   uint32_t program_id = 0;
-  std::string mode;  // native | generic | unknown (interface in another netns) | prog_array
+  std::string program_name;  // floodgate_xdp, or floodgate_older on a kernel before 6.9
+  std::string mode;          // native | generic | unknown (interface in another netns) | prog_array
   std::optional<ProgArraySlot> prog_array;  // set when floodgate runs in an operator's array
   std::optional<ProgramInfo> next_program;  // what gets the packets floodgate passes
   bool has_next_slot = true;  // false: attached by a floodgate without a next-program slot
