@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <functional>
 #include <iostream>
@@ -201,7 +202,19 @@ int main(int argc, char** argv) {
   CLI::App app{"ns per packet of XDP programs under BPF_PROG_TEST_RUN"};
   app.add_option("--repeat", repeat, "Runs per measurement");
   app.add_option("--runs", runs, "Measurements per case; the best is printed");
+  std::vector<std::string> only;
+  app.add_option("--case", only,
+                 "Measure only this case (repeatable; the bare drop is always measured), "
+                 "e.g. to profile one path with perf");
   CLI11_PARSE(app, argc, argv);
+  for (const std::string& name : only) {
+    auto all = cases();
+    if (std::none_of(all.begin(), all.end(), [&](const Case& c) { return c.name == name; })) {
+      std::cerr << "floodgate_xdp_cost: error: no case " << name
+                << "; the cases are the names this tool prints without --case\n";
+      return 1;
+    }
+  }
   if (geteuid() != 0) {
     std::cerr << "floodgate_xdp_cost: error: loading BPF programs needs root\n";
     return 1;
@@ -230,6 +243,7 @@ int main(int argc, char** argv) {
   if (!report("bare_xdp_drop", bpf_program__fd(drop->progs.xdp_drop))) return 1;
 
   for (const Case& c : cases()) {
+    if (!only.empty() && std::find(only.begin(), only.end(), c.name) == only.end()) continue;
     PinsGuard pins{"bench-cost-" + std::to_string(getpid()) + "-" + c.name};
     AttachOptions options;
     options.interface = pins.name;
