@@ -577,6 +577,17 @@ static __always_inline __u32 fg_apply_rules(struct fg_settings *settings, struct
 		count = snapshot.rule_count;
 		if (!count)
 			return FG_VERDICT_PASS;
+		/* one rule, the usual config: matched as it is, without the index (a filter by
+		 * protocol, which fg_rule_matches applies too) or a search for its position; a
+		 * drop by the only rule has nothing to refund */
+		if (count == 1) {
+			if (snapshot.has_sources)
+				walk->source_sets = fg_source_sets(walk->set, pkt);
+			walk->start = 1;
+			fg_single_rule(walk, settings, 1);
+			*reason = walk->reason;
+			return walk->verdict;
+		}
 		index = bpf_map_lookup_elem(&rule_index, &walk->set);
 		if (!index)
 			return FG_VERDICT_PASS;

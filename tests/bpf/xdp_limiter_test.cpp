@@ -381,6 +381,37 @@ TEST_F(XdpLimiterTest, PortRangesAndProtocolsSelectPackets) {
   EXPECT_EQ(passes(ping6, 3), 2);
 }
 
+// A config of one rule takes a path of its own (no rule index): the rule still selects by
+// protocol, port and source set, alone as among others.
+TEST_F(XdpLimiterTest, ARuleAloneSelectsPacketsAsAmongOthers) {
+  load({dnsRule("dns", 1, 1)});
+  auto tcp = PacketBuilder().eth().ipv4("192.0.2.1", "198.51.100.1").tcp(53).build();
+  auto other_port = PacketBuilder().eth().ipv4("192.0.2.1", "198.51.100.1").udp(54).build();
+  auto ping = PacketBuilder().eth().ipv4("192.0.2.1", "198.51.100.1").icmp().build();
+  EXPECT_EQ(passes(tcp, 3), 3);
+  EXPECT_EQ(passes(other_port, 3), 3);
+  EXPECT_EQ(passes(ping, 3), 3);
+  // a later fragment has no ports to read: a rule on a port never counts it
+  auto later = PacketBuilder()
+                   .eth()
+                   .ipv4("192.0.2.1", "198.51.100.1")
+                   .ipv4Fragment(9, false)
+                   .payload(16)
+                   .build();
+  EXPECT_EQ(passes(later, 3), 3);
+  EXPECT_EQ(passes(udpFrom("192.0.2.1"), 3), 1);
+  EXPECT_EQ(counted(FG_VERDICT_DROP, FG_REASON_RATE), 2u);
+
+  RuleSpec listed = sourceRule(1, 1);
+  listed.name = "listed";
+  listed.sources = cidrs({"192.0.2.0/24", "2001:db8::/32"});
+  reload({listed});
+  EXPECT_EQ(passes(udpFrom("198.51.100.7"), 3), 3);
+  EXPECT_EQ(passes(udpFrom("2001:db9::7"), 3), 3);
+  EXPECT_EQ(passes(udpFrom("192.0.2.200"), 3), 1);
+  EXPECT_EQ(passes(udpFrom("2001:db8:5::1"), 3), 1);
+}
+
 // The walk visits every rule a packet meets, up to the most a config may have: the last of
 // FG_MAX_RULES rules still drops, and each earlier rule's charge is handed back. A walk cut
 // short (a loop bound, a budget) would pass the packet and leave the charges taken.
