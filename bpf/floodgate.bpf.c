@@ -43,7 +43,7 @@ static __always_inline int fg_xdp(struct xdp_md *ctx, enum fg_walk_kind kind)
 {
 	void *data = (void *)(long)ctx->data;
 	void *data_end = (void *)(long)ctx->data_end;
-	__u32 len = data_end - data, zero = 0, verdict, reason = FG_REASON_DEFAULT, filters;
+	__u32 len = data_end - data, zero = 0, verdict, reason = FG_REASON_DEFAULT, filters, family;
 	int parsed;
 	struct fg_settings *settings;
 	/* the rule walk's state, whose packet the parser fills in place */
@@ -64,18 +64,24 @@ static __always_inline int fg_xdp(struct xdp_md *ctx, enum fg_walk_kind kind)
 	}
 
 	/* Source first: deny, allow and bans judge the source before anything else about the
-	 * frame, so no crafted chain, length or fragment walks a denied source around them. */
-	filters = FG_READ_ONCE(settings->list_filters);
-	if (fg_listed(&deny_v4, &deny_v6, &deny_filter_v4, filters & (1U << FG_LIST_DENY),
-		      settings->deny_entries, pkt))
-		return fg_finish(ctx, settings, FG_VERDICT_DROP, FG_REASON_DENY, len);
-	if (fg_listed(&allow_v4, &allow_v6, &allow_filter_v4, filters & (1U << FG_LIST_ALLOW),
-		      settings->allow_entries, pkt))
-		return fg_finish(ctx, settings, FG_VERDICT_PASS, FG_REASON_ALLOW, len);
-	if (settings->ban_entries[pkt->family & 1]) {
-		jiffies = fg_jiffies();
-		if (fg_banned(settings, pkt, jiffies))
-			return fg_finish(ctx, settings, FG_VERDICT_DROP, FG_REASON_BAN, len);
+	 * frame, so no crafted chain, length or fragment walks a denied source around them.
+	 * The usual case, no list entry and no ban of the source's family, is one test. */
+	family = pkt->family & 1;
+	if (settings->deny_entries[family] | settings->allow_entries[family] |
+	    settings->ban_entries[family]) {
+		filters = FG_READ_ONCE(settings->list_filters);
+		if (fg_listed(&deny_v4, &deny_v6, &deny_filter_v4, filters & (1U << FG_LIST_DENY),
+			      settings->deny_entries, pkt))
+			return fg_finish(ctx, settings, FG_VERDICT_DROP, FG_REASON_DENY, len);
+		if (fg_listed(&allow_v4, &allow_v6, &allow_filter_v4,
+			      filters & (1U << FG_LIST_ALLOW), settings->allow_entries, pkt))
+			return fg_finish(ctx, settings, FG_VERDICT_PASS, FG_REASON_ALLOW, len);
+		if (settings->ban_entries[family]) {
+			jiffies = fg_jiffies();
+			if (fg_banned(settings, pkt, jiffies))
+				return fg_finish(ctx, settings, FG_VERDICT_DROP, FG_REASON_BAN,
+						 len);
+		}
 	}
 
 	/* What is odd about the frame has its policy; passed, it still meets every rule that
