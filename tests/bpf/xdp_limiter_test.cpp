@@ -109,6 +109,36 @@ TEST_F(XdpLimiterTest, DenyDropsAndAllowBypassesTheLimit) {
   EXPECT_EQ(listed->size(), 2u);
 }
 
+// The program skips a list whose family's count is 0, so the count must never fall below
+// the trie's entries: not after a list that fills up, nor after removing what went in.
+TEST_F(XdpLimiterTest, AFullListSaysSoAndCountsWhatWentIn) {
+  AttachOptions options;
+  options.list_max_entries = 2;  // a trie each for IPv4 and IPv6
+  load({sourceRule(100, 100)}, options);
+  auto added = limiter().listAdd(ListKind::kDeny, cidrs({"192.0.2.0/24", "2001:db8:bad::/48",
+                                                         "203.0.113.0/24", "198.51.100.0/24"}));
+  ASSERT_FALSE(added.ok());
+  EXPECT_EQ(added.error().message, "the deny list is full: raise the list size at attach");
+  auto settings = limiter().settings();
+  ASSERT_TRUE(settings.ok());
+  EXPECT_EQ(settings->deny_entries[FG_FAMILY_V4], 2u);
+  EXPECT_EQ(settings->deny_entries[FG_FAMILY_V6], 1u);
+  EXPECT_EQ(run(udpFrom("192.0.2.55")), XDP_DROP);
+  EXPECT_EQ(run(udpFrom("203.0.113.9")), XDP_DROP);
+  EXPECT_EQ(run(udpFrom("2001:db8:bad::1")), XDP_DROP);
+  EXPECT_EQ(run(udpFrom("198.51.100.1")), XDP_PASS);
+  // again, with one already there: counted once
+  EXPECT_EQ(*limiter().listAdd(ListKind::kDeny, cidrs({"192.0.2.0/24"})), 0u);
+  ASSERT_EQ(*limiter().listRemove(ListKind::kDeny,
+                                  cidrs({"192.0.2.0/24", "203.0.113.0/24", "2001:db8:bad::/48"})),
+            3u);
+  settings = limiter().settings();
+  ASSERT_TRUE(settings.ok());
+  EXPECT_EQ(settings->deny_entries[FG_FAMILY_V4], 0u);
+  EXPECT_EQ(settings->deny_entries[FG_FAMILY_V6], 0u);
+  EXPECT_EQ(run(udpFrom("192.0.2.55")), XDP_PASS);
+}
+
 // The IPv4 lists' filters mark /24s; the trie still decides within a marked one.
 TEST_F(XdpLimiterTest, TheListFilterSkipsUnlistedSourcesAndNeverAListedOne) {
   load({sourceRule(100, 100)});

@@ -357,19 +357,18 @@ Result<TrackedSample> XdpLimiter::sampleTrackedSources(uint32_t first_slot,
   return out;
 }
 
-Status XdpLimiter::updateListCount(ListKind kind, Family family, int64_t delta) {
+void XdpLimiter::updateListCounts(ListKind kind, const int64_t (&delta)[2]) {
   fg_settings& settings = *settings_value_.get();
   uint32_t* counts = kind == ListKind::kAllow ? settings.allow_entries : settings.deny_entries;
-  std::atomic_ref<uint32_t>(counts[static_cast<int>(family)])
-      .fetch_add(static_cast<uint32_t>(delta));
-  return okStatus();
+  for (int family = 0; family < 2; ++family) {
+    std::atomic_ref<uint32_t>(counts[family]).fetch_add(static_cast<uint32_t>(delta[family]));
+  }
 }
 
 Result<size_t> XdpLimiter::listAdd(ListKind kind, const std::vector<Cidr>& cidrs) {
   auto writing = writer_.acquire(interface_);
   if (!writing) return writing.error();
   size_t added = 0;
-  int64_t delta[2] = {0, 0};
   for (const Cidr& cidr : cidrs) {
     if (cidr.family == Family::kV4) {
       // the filter first: the program never meets a prefix whose /24s it does not mark
@@ -378,24 +377,27 @@ Result<size_t> XdpLimiter::listAdd(ListKind kind, const std::vector<Cidr>& cidrs
         std::atomic_ref<uint64_t>(filter[word]).fetch_or(mask);
       });
     }
+    // counted before it goes in and uncounted if it does not: the program skips the lookup
+    // while its family's count is 0, so a count below the trie's entries, for an instant or
+    // after an error, would leave a denied prefix unenforced; one above costs a lookup
+    int64_t one[2] = {0, 0};
+    one[static_cast<int>(cidr.family)] = 1;
+    updateListCounts(kind, one);
     Result<bool> inserted = maps_.lists[listIndex(kind)].insertNew(cidr, 1);
+    if (!inserted || !*inserted) {
+      one[static_cast<int>(cidr.family)] = -1;
+      updateListCounts(kind, one);
+    }
     if (!inserted) {
       if (inserted.error().message.find("No space") != std::string::npos ||
           inserted.error().message.find("Argument list too long") != std::string::npos) {
-        (void)updateListCount(kind, Family::kV4, delta[0]);
-        (void)updateListCount(kind, Family::kV6, delta[1]);
         return Error::failure(std::string("the ") + listKindName(kind) +
                               " list is full: raise the list size at attach");
       }
       return inserted.error();
     }
-    if (*inserted) {
-      ++added;
-      ++delta[static_cast<int>(cidr.family)];
-    }
+    added += *inserted ? 1 : 0;
   }
-  if (Status s = updateListCount(kind, Family::kV4, delta[0]); !s) return s.error();
-  if (Status s = updateListCount(kind, Family::kV6, delta[1]); !s) return s.error();
   return added;
 }
 
@@ -406,14 +408,16 @@ Result<size_t> XdpLimiter::listRemove(ListKind kind, const std::vector<Cidr>& ci
   int64_t delta[2] = {0, 0};
   for (const Cidr& cidr : cidrs) {
     Result<bool> erased = maps_.lists[listIndex(kind)].erase(cidr);
-    if (!erased) return erased.error();
+    if (!erased) {
+      updateListCounts(kind, delta);  // counts that drift from the tries reach 0 too soon
+      return erased.error();
+    }
     if (*erased) {
       ++removed;
       --delta[static_cast<int>(cidr.family)];
     }
   }
-  if (Status s = updateListCount(kind, Family::kV4, delta[0]); !s) return s.error();
-  if (Status s = updateListCount(kind, Family::kV6, delta[1]); !s) return s.error();
+  updateListCounts(kind, delta);
   return removed;
 }
 

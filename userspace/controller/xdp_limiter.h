@@ -156,7 +156,7 @@ struct EventStats {
 struct XdpLimiterStatus {
   std::string interface;
   uint32_t program_id = 0;
-  std::string program_name;  // floodgate_xdp, or floodgate_older on a kernel before 6.9
+  std::string program_name;  // floodgate_xdp; floodgate_older without may_goto (or refused)
   std::string mode;          // native | generic | unknown (interface in another netns) | prog_array
   std::optional<ProgArraySlot> prog_array;  // set when floodgate runs in an operator's array
   std::optional<ProgramInfo> next_program;  // what gets the packets floodgate passes
@@ -291,7 +291,8 @@ class XdpLimiter {
   std::optional<std::pair<uint32_t, ProgArraySlot>> progArraySlot() const;
   // Opens every pinned map of `interface` (whether or not a link is pinned yet).
   static Result<XdpLimiter> openMaps(const std::string& interface);
-  Status updateListCount(ListKind kind, Family family, int64_t delta);
+  // Adds `delta` (by family: [0] IPv4, [1] IPv6) to the program's entry counts of the list.
+  void updateListCounts(ListKind kind, const int64_t (&delta)[2]);
   // Makes `rules` the active set with `sources` (prefix → rule-id bits) as its source sets.
   Status publish(const std::vector<fg_rule>& rules,
                  const std::vector<std::pair<Cidr, uint64_t>>& sources);
