@@ -38,12 +38,16 @@ LINES=$BUILD_DIR/tests/bench/floodgate_xdp_lines
 WORK=$(mktemp -d)
 COST_PID=
 cleanup() {
-  [[ -n $COST_PID ]] && kill "$COST_PID" 2>/dev/null && wait "$COST_PID" 2>/dev/null
+  if [[ -n $COST_PID ]]; then
+    kill "$COST_PID" 2>/dev/null && wait "$COST_PID" 2>/dev/null
+    # a stopped tool leaves its limiter's pins (they go when the tool ends by itself)
+    rm -rf /sys/fs/bpf/floodgate/bench-cost-"$COST_PID"-*
+  fi
   rm -rf "$WORK"
 }
 trap cleanup EXIT
 
-# The program floodgate loads is floodgate_xdp, or floodgate_older on a kernel before 6.9.
+# The program floodgate loads: floodgate_xdp, or floodgate_older (no may_goto, see status).
 # Any other floodgate loaded on this machine would be taken for the case's: refuse then.
 program_ids() {
   bpftool prog show | awk '/ name floodgate_(xdp|older) / { sub(":", "", $1); print $1 }'
@@ -67,16 +71,20 @@ done
 "$LINES" --id "$ID" >"$WORK/lines"
 "$LINES" --id "$ID" --functions >"$WORK/functions"
 echo "==> sampling program $ID ($CASE) for $SECONDS_SAMPLED s" >&2
-perf record -q -a -o "$WORK/perf.data" -- sleep "$SECONDS_SAMPLED" 2>/dev/null
-if kill "$COST_PID" 2>/dev/null; then wait "$COST_PID" 2>/dev/null || true; fi
-COST_PID=
+if ! perf record -q -a -o "$WORK/perf.data" -- sleep "$SECONDS_SAMPLED" 2>"$WORK/perf.err"; then
+  echo "error: perf record failed: $(head -n1 "$WORK/perf.err")" >&2
+  exit 1
+fi
+if ! perf script -i "$WORK/perf.data" -F ip >"$WORK/ips" 2>"$WORK/perf.err"; then
+  echo "error: perf script failed: $(head -n1 "$WORK/perf.err")" >&2
+  exit 1
+fi
 
 # Samples within the program's functions, and line starts, merged by address: each sample
 # goes to the last line that starts at or before it.
-perf script -i "$WORK/perf.data" -F ip 2>/dev/null |
-  awk -F'\t' 'FNR == NR { start[FNR] = $1; end[FNR] = $2; n = FNR; next }
+awk -F'\t' 'FNR == NR { start[FNR] = $1; end[FNR] = $2; n = FNR; next }
     { ip = $1; gsub(/[ \t]/, "", ip); ip = sprintf("%016s", ip); for (i = 1; i <= n; i++) if (ip >= start[i] && ip < end[i]) { print ip "\tS"; next } }' \
-    "$WORK/functions" - >"$WORK/samples"
+    "$WORK/functions" "$WORK/ips" >"$WORK/samples"
 sort -k1,1 -s "$WORK/lines" "$WORK/samples" |
   awk -F'\t' -v shown="$SHOWN" '
     $2 == "S" { if (where != "") { count[where]++; total++ } next }

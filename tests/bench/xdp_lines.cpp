@@ -70,6 +70,11 @@ int main(int argc, char** argv) {
   size = sizeof(info);
   if (bpf_obj_get_info_by_fd(fd, &info, &size) != 0) return fail("cannot read the line info");
   close(fd);
+  // the kernel answers with zeros where it hides kernel addresses (kptr_restrict 2)
+  if (std::all_of(starts.begin(), starts.end(), [](uint64_t a) { return a == 0; }) ||
+      std::all_of(addresses.begin(), addresses.end(), [](uint64_t a) { return a == 0; })) {
+    return fail("the kernel hides the program's addresses: set kernel.kptr_restrict to 0 or 1");
+  }
   if (functions) {
     for (size_t i = 0; i < starts.size() && i < lengths.size(); ++i) {
       std::printf("%016llx\t%016llx\n", static_cast<unsigned long long>(starts[i]),
