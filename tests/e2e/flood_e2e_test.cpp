@@ -178,9 +178,12 @@ struct ReturningRun {
   double flood_pps = 0;
 };
 
-// A 4096-slot table (1024 sets of 4 ways), new sources capped at 10k/s: the flood sources
-// the cap admits take over each way about twice a second, so the client, quiet for the
-// flood's first second, has lost its slot when it comes back, and must win one again.
+// A 4096-slot table (1024 sets of 4 ways), new sources capped at 10k/s: about 10 flood
+// sources a second reach each set, and each takes the way seen longest ago, so the client's
+// slot goes with the fourth to reach its set. Quiet for two seconds from the flood's start
+// (less the flood's own start-up), it has lost its slot when it comes back but for odds of
+// about 1 in 4000 (fewer than 4 of a mean of 15 arrivals), and must win one again; after
+// one second those odds were about 1 in 4 when the flood was slow to start.
 // The table is large enough that the cap's burst (a tenth of a second of it, 1000
 // sources) seldom fills a set, which would leave no idle way to take at all.
 ReturningRun returningClientThroughFlood(VethNetwork& net, const std::string& returning) {
@@ -208,7 +211,7 @@ ReturningRun returningClientThroughFlood(VethNetwork& net, const std::string& re
   client.seconds = 2;
   Result<UdpSendResult> during = Error::failure("not run");
   std::thread sender([&] {
-    usleep(1000000);  // the flood has been under way for a while
+    usleep(2000000);  // the flood has been under way for a while
     during = sendUdp(client);
   });
   std::vector<std::string> args = {"flood",
