@@ -198,6 +198,47 @@ TEST(CompileRule, BurstMayTakeAnHourToRefillButNoMore) {
   EXPECT_NE(usageError(ppsRule(1, 1ULL << 62)).find("more than an hour"), std::string::npos);
 }
 
+// What a window admits must fit the program's count of it: over it, the count would run into
+// the window's id and start over, a limit never reached. The config parser says so for a
+// file; `floodgate set` compiles a rule without it, so the compiler must too.
+TEST(CompileRule, AWindowCountsNoMoreThanItsCounterHolds) {
+  auto window = [](Algorithm algorithm, uint64_t pps, uint64_t bits_per_s) {
+    RuleSpec spec;
+    spec.algorithm = algorithm;
+    spec.window_ns = 3600ULL * 1000000000;  // 1h
+    spec.limit.pps = pps;
+    spec.limit.bits_per_s = bits_per_s;
+    return spec;
+  };
+  const uint64_t fixed_bytes_per_s = FG_FIXED_COUNT_MASK / 3600;
+  auto fits = compileRule(window(Algorithm::kFixedWindow, 0, fixed_bytes_per_s * 8));
+  ASSERT_TRUE(fits.ok()) << fits.error().message;
+  EXPECT_EQ(fits->limits[FG_LIMIT_BPS].capacity, fixed_bytes_per_s * 3600);
+  EXPECT_EQ(usageError(window(Algorithm::kFixedWindow, 0, (fixed_bytes_per_s + 1) * 8)),
+            "rule 'default': fixed_window counts at most " + std::to_string(FG_FIXED_COUNT_MASK) +
+                " bytes per window: lower bps or shorten the window");
+  // 3 Gbit/s for an hour; and a rate whose bytes per window pass 64 bits
+  EXPECT_NE(usageError(window(Algorithm::kFixedWindow, 0, 3000000000ULL)).find("at most"),
+            std::string::npos);
+  EXPECT_NE(usageError(window(Algorithm::kFixedWindow, 0, ~0ULL)).find("at most"),
+            std::string::npos);
+
+  const uint64_t fixed_pps = FG_FIXED_COUNT_MASK / 3600;
+  EXPECT_TRUE(compileRule(window(Algorithm::kFixedWindow, fixed_pps, 0)).ok());
+  EXPECT_EQ(usageError(window(Algorithm::kFixedWindow, fixed_pps + 1, 0)),
+            "rule 'default': fixed_window counts at most " + std::to_string(FG_FIXED_COUNT_MASK) +
+                " packets per window: lower pps or shorten the window");
+  EXPECT_NE(usageError(window(Algorithm::kFixedWindow, ~0ULL, 0)).find("at most"),
+            std::string::npos);
+
+  const uint64_t sliding_pps = FG_SLIDING_COUNT_MAX / 3600;
+  EXPECT_TRUE(compileRule(window(Algorithm::kSlidingWindow, sliding_pps, 0)).ok());
+  EXPECT_EQ(usageError(window(Algorithm::kSlidingWindow, sliding_pps + 1, 0)),
+            "rule 'default': sliding_window counts at most " +
+                std::to_string(FG_SLIDING_COUNT_MAX) +
+                " packets per window: lower pps or shorten the window");
+}
+
 TEST(CompileRule, PrefixesMustFitTheFamily) {
   RuleSpec spec = ppsRule(10, 1);
   spec.ipv4_prefix = 0;

@@ -201,22 +201,28 @@ Status compileWindowLimits(const RuleSpec& spec, const LimitSpec& limit, fg_limi
     return Error::usage("rule '" + spec.name +
                         "': a window must be a whole number of milliseconds from 1ms to 1h");
   }
-  // per window: rate × window, rounded down so the window never admits more than the rate
+  // per window: rate × window, rounded down so the window never admits more than the rate;
+  // kept wide until checked against what the program's counter holds (over it, the count
+  // would run into the window's id and start over: a limit never reached)
   auto perWindow = [&](uint64_t per_second) {
-    return static_cast<uint64_t>(static_cast<unsigned __int128>(per_second) * spec.window_ns /
-                                 1000000000ULL);
+    return static_cast<unsigned __int128>(per_second) * spec.window_ns / 1000000000ULL;
   };
+  const std::string algorithm =
+      spec.algorithm == Algorithm::kSlidingWindow ? "sliding_window" : "fixed_window";
   if (limit.pps) {
-    uint64_t packets = perWindow(limit.pps);
+    unsigned __int128 packets = perWindow(limit.pps);
+    const uint64_t max =
+        spec.algorithm == Algorithm::kSlidingWindow ? FG_SLIDING_COUNT_MAX : FG_FIXED_COUNT_MASK;
     if (packets < 1) {
       return Error::usage("rule '" + spec.name +
                           "' admits no packet per window: raise pps or the window");
     }
-    if (spec.algorithm == Algorithm::kSlidingWindow && packets > FG_SLIDING_COUNT_MAX) {
-      return Error::usage("rule '" + spec.name + "': a sliding window counts at most " +
-                          std::to_string(FG_SLIDING_COUNT_MAX) + " packets; shorten the window");
+    if (packets > max) {
+      return Error::usage("rule '" + spec.name + "': " + algorithm + " counts at most " +
+                          std::to_string(max) + " packets per window: lower pps or shorten the " +
+                          "window");
     }
-    out[FG_LIMIT_PPS] = {1, packets};
+    out[FG_LIMIT_PPS] = {1, static_cast<uint64_t>(packets)};
   }
   if (limit.bits_per_s) {
     if (spec.algorithm == Algorithm::kSlidingWindow) {
@@ -224,12 +230,17 @@ Status compileWindowLimits(const RuleSpec& spec, const LimitSpec& limit, fg_limi
                           "': sliding_window limits packets only; use token_bucket or fixed_window "
                           "for bps");
     }
-    uint64_t bytes = perWindow(limit.bits_per_s / 8);
+    unsigned __int128 bytes = perWindow(limit.bits_per_s / 8);
     if (bytes < kMinBurstBytes) {
       return Error::usage("rule '" + spec.name +
                           "' admits less than one full-size frame per window");
     }
-    out[FG_LIMIT_BPS] = {1, bytes};
+    if (bytes > FG_FIXED_COUNT_MASK) {
+      return Error::usage("rule '" + spec.name + "': fixed_window counts at most " +
+                          std::to_string(FG_FIXED_COUNT_MASK) +
+                          " bytes per window: lower bps or shorten the window");
+    }
+    out[FG_LIMIT_BPS] = {1, static_cast<uint64_t>(bytes)};
   }
   return okStatus();
 }
