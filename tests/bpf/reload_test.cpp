@@ -107,6 +107,74 @@ TEST_F(ReloadTest, AnInvalidReloadChangesNothing) {
   EXPECT_EQ(passes(from("192.0.2.1"), 3), 2);  // still the old rule
 }
 
+// A reload keeps the running list size: a list larger than it fails the reload before any
+// of it applies, rules included, rather than half way through the list.
+TEST_F(ReloadTest, AListTheRunningLimiterCannotHoldChangesNothing) {
+  AttachOptions small;
+  small.list_max_entries = 2;
+  load({sourceRule(1, 2)}, small);
+  AttachOptions options;
+  options.interface = pin_name_;
+  options.rules = named({sourceRule(1000, 1000)});
+  options.deny = std::vector<Cidr>{*parseCidr("192.0.2.0/24"), *parseCidr("203.0.113.0/24"),
+                                   *parseCidr("198.51.100.0/24"), *parseCidr("2001:db8::/32")};
+  Status status = limiter().reload(options);
+  ASSERT_FALSE(status.ok());
+  EXPECT_EQ(status.error().message,
+            "the deny list holds 3 IPv4 prefixes, more than the 2 a list of the running limiter "
+            "on '" +
+                pin_name_ + "' holds: shorten it, or 'floodgate detach " + pin_name_ +
+                "' and attach with a larger defaults.list_size (bucket state starts over)");
+  EXPECT_EQ(passes(from("192.0.2.1"), 3), 2) << "still the old rule";
+  auto denied = limiter().listEntries(ListKind::kDeny);
+  ASSERT_TRUE(denied.ok());
+  EXPECT_TRUE(denied->empty());
+}
+
+// Old and new lists that fit only one at a time: the old entries go first, then the new.
+TEST_F(ReloadTest, ANewListThatFitsOnlyWithoutTheOldOneReplacesIt) {
+  AttachOptions small;
+  small.list_max_entries = 2;
+  load({sourceRule(1000, 1000)}, small);
+  AttachOptions options;
+  options.interface = pin_name_;
+  options.rules = named({sourceRule(1000, 1000)});
+  options.deny = std::vector<Cidr>{*parseCidr("192.0.2.0/24"), *parseCidr("203.0.113.0/24")};
+  ASSERT_TRUE(limiter().reload(options).ok());
+  options.deny = std::vector<Cidr>{*parseCidr("192.0.2.0/24"), *parseCidr("198.51.100.0/24")};
+  Status status = limiter().reload(options);
+  ASSERT_TRUE(status.ok()) << status.error().message;
+  EXPECT_EQ(run(from("192.0.2.9")), XDP_DROP);
+  EXPECT_EQ(run(from("198.51.100.9")), XDP_DROP);
+  EXPECT_EQ(run(from("203.0.113.9")), XDP_PASS);
+  auto settings = limiter().settings();
+  ASSERT_TRUE(settings.ok());
+  EXPECT_EQ(settings->deny_entries[FG_FAMILY_V4], 2u);
+}
+
+// The rules' source sets share one pair of tries per rule set: more prefixes than they hold
+// fail the reload before anything changes (the config check says so first).
+TEST_F(ReloadTest, SourceSetsLargerThanTheirTriesChangeNothing) {
+  load({sourceRule(1, 2)});
+  AttachOptions options;
+  options.interface = pin_name_;
+  RuleSpec sets = sourceRule(1000, 1000);
+  for (uint32_t i = 0; i <= FG_LIST_MAX_ENTRIES; ++i) {
+    Cidr cidr = *parseCidr("10.0.0.0");
+    cidr.addr[1] = static_cast<uint8_t>(i >> 16);
+    cidr.addr[2] = static_cast<uint8_t>(i >> 8);
+    cidr.addr[3] = static_cast<uint8_t>(i);
+    sets.sources.push_back(cidr);
+  }
+  options.rules = named({sets});
+  Status status = limiter().reload(options);
+  ASSERT_FALSE(status.ok());
+  EXPECT_EQ(status.error().message,
+            "the rules' match.src sets hold 262145 IPv4 prefixes, more than the 262144 a rule set "
+            "holds: merge them into shorter prefixes");
+  EXPECT_EQ(passes(from("192.0.2.1"), 3), 2) << "still the old rule";
+}
+
 TEST_F(ReloadTest, ReloadSyncsListsToTheConfig) {
   load({sourceRule(1, 1)});
   AttachOptions options;

@@ -462,6 +462,38 @@ TEST(ConfigParser, ListLargerThanListSizeIsAnError) {
       "test.yaml:2:1: allow holds 3 IPv4 prefixes, more than defaults.list_size (2)\n");
 }
 
+// Every rule's match.src shares one pair of tries of 262144 entries: a prefix two rules list
+// takes one, and more distinct prefixes than that are an error at check, not at reload.
+TEST(ConfigParser, SourceSetsLargerThanTheirTriesAreAnError) {
+  TempDir dir;
+  auto write = [&](const char* name, int first, int count) {
+    std::ofstream out(dir.path() / name);
+    for (int i = first; i < first + count; ++i) {
+      out << "10." << (i >> 16) << "." << ((i >> 8) & 255) << "." << (i & 255) << "\n";
+    }
+  };
+  write("a.txt", 0, 131072);
+  write("b.txt", 131072, 131072);
+  write("c.txt", 262144, 1);
+  auto errors = [&](const std::string& b_files) {
+    std::ofstream(dir.path() / "floodgate.yaml")
+        << "rules:\n"
+           "  - {name: a, match: {src: [{file: a.txt}]}, limit: {pps: 10}}\n"
+           "  - {name: b, match: {src: [" +
+               b_files + "]}, limit: {pps: 10}}\n";
+    Diagnostics diagnostics;
+    loadConfig((dir.path() / "floodgate.yaml").string(), diagnostics);
+    return diagnostics.format();
+  };
+  EXPECT_EQ(errors("{file: b.txt}"), "") << "262144 distinct prefixes fit";
+  EXPECT_EQ(errors("{file: a.txt}, {file: b.txt}"), "") << "a prefix both rules list is one";
+  EXPECT_NE(errors("{file: b.txt}, {file: c.txt}")
+                .find("floodgate.yaml:1:1: the rules' match.src sets hold 262145 distinct IPv4 "
+                      "prefixes, more than the 262144 they can: merge them into shorter prefixes"),
+            std::string::npos)
+      << errors("{file: b.txt}, {file: c.txt}");
+}
+
 TEST(ConfigParser, ManyBadLinesInAFileAreCapped) {
   TempDir dir;
   {

@@ -8,6 +8,7 @@
 
 #include "config/read_file.h"
 #include "config/sections.h"
+#include "controller/source_sets.h"
 #include "floodgate/core/config_parser.h"
 #include "floodgate/yaml/yaml_mark.h"
 
@@ -29,6 +30,22 @@ void checkListFits(YamlReader& reader, const YamlEntry& entry, const std::string
   }
 }
 
+// The rules' match.src sets share one pair of LPM tries of FG_LIST_MAX_ENTRIES each: every
+// distinct prefix of any rule's set is an entry.
+void checkSourceSetsFit(YamlReader& reader, const YamlEntry& entry,
+                        const std::vector<RuleSpec>& rules) {
+  size_t count[2] = {0, 0};
+  for (const auto& [cidr, bits] : compileSourceSets(rules)) ++count[static_cast<int>(cidr.family)];
+  for (auto [family, name] : {std::pair{0, "IPv4"}, std::pair{1, "IPv6"}}) {
+    if (count[family] > FG_LIST_MAX_ENTRIES) {
+      reader.error(entry.key, "the rules' match.src sets hold " + std::to_string(count[family]) +
+                                  " distinct " + name + " prefixes, more than the " +
+                                  std::to_string(FG_LIST_MAX_ENTRIES) +
+                                  " they can: merge them into shorter prefixes");
+    }
+  }
+}
+
 void parseRoot(YamlReader& reader, const YAML::Node& root, const std::string& base_dir,
                FloodgateConfig& config) {
   if (!root.IsDefined() || root.IsNull()) {
@@ -44,6 +61,9 @@ void parseRoot(YamlReader& reader, const YAML::Node& root, const std::string& ba
   const size_t errors_before_rules = reader.errorCount();
   if (const YamlEntry* e = fields->find("rules")) config.rules = parseRules(reader, *e, base_dir);
   const bool rules_complete = reader.errorCount() == errors_before_rules;
+  if (const YamlEntry* e = fields->find("rules"); e && rules_complete) {
+    checkSourceSetsFit(reader, *e, config.rules);
+  }
   if (const YamlEntry* e = fields->find("interfaces"))
     config.interfaces = parseInterfaces(reader, *e, config.rules, rules_complete);
   // Defaults first: the list sizes bound allow and deny.

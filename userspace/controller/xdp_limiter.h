@@ -302,6 +302,11 @@ class XdpLimiter {
   Status rebuildListFilter(ListKind kind);
   // The part of reload after the rules: policies, then the lists given.
   Status applyPoliciesAndLists(const AttachOptions& options);
+  // Whether the lists `options` gives and the rule set's source sets `sources` fit the running
+  // limiter's maps: asked before reload changes anything, so a reload that could not finish
+  // leaves the limiter as it was.
+  Status checkReloadFits(const AttachOptions& options,
+                         const std::vector<std::pair<Cidr, uint64_t>>* sources) const;
   Status resetRuleState(uint32_t rule_id);
   // reload's rules, policies and lists, once everything is validated.
   Status reloadRules(const AttachOptions& options);

@@ -198,9 +198,22 @@ Status XdpLimiter::syncList(ListKind kind, const std::vector<Cidr>& wanted) {
   for (const Cidr& cidr : wanted) {
     if (!have.count(cidr.toString())) missing.push_back(cidr);
   }
-  // add first: an address in both old and new lists is never unlisted for a moment
+  // Add first: an address in both old and new lists is never unlisted for a moment (a new
+  // prefix inside an old one that goes). Unless the old and new entries of a family together
+  // would not fit (reload checked that the new ones alone do): then the stale ones go first.
+  auto max_entries = listMaxEntries();
+  if (!max_entries) return max_entries.error();
+  size_t together[2] = {0, 0};
+  for (const Cidr& cidr : *current) ++together[static_cast<int>(cidr.family)];
+  for (const Cidr& cidr : missing) ++together[static_cast<int>(cidr.family)];
+  const bool stale_first = together[0] > *max_entries || together[1] > *max_entries;
+  if (stale_first) {
+    if (auto removed = listRemove(kind, stale); !removed) return removed.error();
+  }
   if (auto added = listAdd(kind, missing); !added) return added.error();
-  if (auto removed = listRemove(kind, stale); !removed) return removed.error();
+  if (!stale_first) {
+    if (auto removed = listRemove(kind, stale); !removed) return removed.error();
+  }
   // the removed prefixes' bits stayed set (harmless, a trie lookup): clear them now
   if (stale.empty()) return okStatus();
   return rebuildListFilter(kind);

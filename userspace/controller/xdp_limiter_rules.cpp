@@ -3,6 +3,7 @@
 // live threshold changes.
 #include <sys/random.h>
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstring>
@@ -112,8 +113,60 @@ Status XdpLimiter::reload(const AttachOptions& options) {
   return okStatus();
 }
 
+namespace {
+
+// The distinct prefixes of `cidrs` by family ([0] IPv4, [1] IPv6): the entries they take.
+std::array<size_t, 2> distinctByFamily(const std::vector<Cidr>& cidrs) {
+  std::set<std::string> seen[2];
+  for (const Cidr& cidr : cidrs) seen[static_cast<int>(cidr.family)].insert(cidr.toString());
+  return {seen[0].size(), seen[1].size()};
+}
+
+const char* familyName(int family) { return family == 0 ? "IPv4" : "IPv6"; }
+
+}  // namespace
+
+Status XdpLimiter::checkReloadFits(const AttachOptions& options,
+                                   const std::vector<std::pair<Cidr, uint64_t>>* sources) const {
+  if (sources) {
+    std::vector<Cidr> prefixes;
+    for (const auto& entry : *sources) prefixes.push_back(entry.first);
+    const std::array<size_t, 2> count = distinctByFamily(prefixes);
+    for (int family = 0; family < 2; ++family) {
+      if (count[family] > FG_LIST_MAX_ENTRIES) {
+        return Error::usage("the rules' match.src sets hold " + std::to_string(count[family]) +
+                            " " + familyName(family) + " prefixes, more than the " +
+                            std::to_string(FG_LIST_MAX_ENTRIES) +
+                            " a rule set holds: merge them into shorter prefixes");
+      }
+    }
+  }
+  // the list size is the running one (a reload keeps it: fitToRunning)
+  auto max_entries = listMaxEntries();
+  if (!max_entries) return max_entries.error();
+  for (auto [kind, wanted] :
+       {std::pair{ListKind::kAllow, &options.allow}, std::pair{ListKind::kDeny, &options.deny}}) {
+    if (!*wanted) continue;
+    const std::array<size_t, 2> count = distinctByFamily(**wanted);
+    for (int family = 0; family < 2; ++family) {
+      if (count[family] > *max_entries) {
+        return Error::usage(
+            std::string("the ") + listKindName(kind) + " list holds " +
+            std::to_string(count[family]) + " " + familyName(family) + " prefixes, more than the " +
+            std::to_string(*max_entries) + " a list of the running limiter on '" + interface_ +
+            "' holds: shorten it, or 'floodgate detach " + interface_ +
+            "' and attach with a larger defaults.list_size (bucket state starts over)");
+      }
+    }
+  }
+  return okStatus();
+}
+
 Status XdpLimiter::reloadRules(const AttachOptions& options) {
-  if (options.keep_rules) return applyPoliciesAndLists(options);
+  if (options.keep_rules) {
+    if (Status s = checkReloadFits(options, nullptr); !s) return s;
+    return applyPoliciesAndLists(options);
+  }
   auto current = activeRules();
   if (!current) return current.error();
   std::map<std::string, fg_rule> by_name;
@@ -162,6 +215,8 @@ Status XdpLimiter::reloadRules(const AttachOptions& options) {
     }
     compiled.push_back(*rule);
   }
+  const std::vector<std::pair<Cidr, uint64_t>> sources = compileSourceSets(specs);
+  if (Status s = checkReloadFits(options, &sources); !s) return s;
 
   // state of new and re-keyed rules starts empty before any packet can reach it
   for (uint32_t id : fresh_ids) {
@@ -183,7 +238,7 @@ Status XdpLimiter::reloadRules(const AttachOptions& options) {
   if (cookies && attached) {
     if (Status s = syncSynCookieHost(interface_, true); !s) return s;
   }
-  if (Status s = publish(compiled, compileSourceSets(specs)); !s) return s;
+  if (Status s = publish(compiled, sources); !s) return s;
   if (!cookies && attached) {
     if (Status s = syncSynCookieHost(interface_, false); !s) return s;
   }
