@@ -415,7 +415,11 @@ static __always_inline int fg_rule_outcome(struct fg_walk *walk, struct fg_setti
 		      settings && FG_READ_ONCE(settings->monitor) ? FG_VERDICT_MONITOR
 								  : FG_VERDICT_DROP,
 		      walk->eval.len);
-	if (rule->action == FG_ACTION_BAN && settings)
+	/* a ban only for a source over its own limit: one refused by the rule's untracked bucket
+	 * (no slot for it while a spoofed flood keeps the new-source cap refusing) went over
+	 * nothing of its own, and would be a real client banned on its first packet */
+	if (rule->action == FG_ACTION_BAN && settings &&
+	    (walk->eval.ref & FG_REF_KIND_MASK) == FG_REF_SLOT)
 		fg_ban_source(settings, rule, &walk->pkt, walk->eval.jiffies);
 	walk->verdict = FG_VERDICT_DROP;
 	return 1;

@@ -261,6 +261,34 @@ TEST_F(BansTest, RuleBansStopShortOfTheRoomKeptForManualBans) {
   EXPECT_EQ(counted(FG_VERDICT_DROP, FG_REASON_BAN), 1u);
 }
 
+// A rule bans a source over its own limit, never one its untracked bucket refused: while a
+// spoofed flood keeps the new-source cap refusing, that is every real client's first packet.
+// On the program's test clock, so the cap does not refill between runs.
+TEST_F(BansTest, OnlyASourceOverItsOwnLimitIsBanned) {
+  RuleSpec banning = sourceRule(1, 1);
+  banning.action = ExceedAction::kBan;
+  banning.ban_ns = 600 * kSecond;
+  banning.new_sources_per_s = 1;  // room for one new source
+  banning.untracked = {.pps = 1, .burst = 1};
+  AttachOptions options;
+  options.test_clock_hz = 1000;
+  load({banning}, options);
+  setClock(100000);
+  EXPECT_EQ(run(udpFrom("192.0.2.1")), XDP_PASS);  // takes the cap's one slot
+  // held out of the table: the untracked bucket admits the first, refuses the second
+  EXPECT_EQ(run(udpFrom("192.0.2.2")), XDP_PASS);
+  EXPECT_EQ(run(udpFrom("192.0.2.3")), XDP_DROP);
+  EXPECT_EQ(run(udpFrom("192.0.2.3")), XDP_DROP);
+  EXPECT_EQ(banCount(), 0u);
+  EXPECT_EQ(counted(FG_VERDICT_DROP, FG_REASON_RATE), 2u);
+  EXPECT_EQ(counted(FG_VERDICT_DROP, FG_REASON_BAN), 0u);
+  // the source with a slot, over its own limit, is banned
+  EXPECT_EQ(run(udpFrom("192.0.2.1")), XDP_DROP);
+  EXPECT_EQ(banCount(), 1u);
+  EXPECT_EQ(run(udpFrom("192.0.2.1")), XDP_DROP);
+  EXPECT_EQ(counted(FG_VERDICT_DROP, FG_REASON_BAN), 1u);
+}
+
 TEST_F(BansTest, BanListNamesWhoStartedEachBan) {
   RuleSpec banning = sourceRule(1, 1);
   banning.name = "syn-guard";

@@ -239,6 +239,17 @@ TEST(CompileRule, AWindowCountsNoMoreThanItsCounterHolds) {
                 " packets per window: lower pps or shorten the window");
 }
 
+TEST(CompileRule, OnlyASourceRuleBans) {
+  RuleSpec spec = ppsRule(10, 10);
+  spec.action = ExceedAction::kBan;
+  spec.ban_ns = 60'000'000'000ULL;
+  EXPECT_TRUE(compileRule(spec).ok());
+  spec.key = KeyKind::kGlobal;
+  EXPECT_EQ(usageError(spec),
+            "rule 'default' bans with a global key: a global bucket is everyone's, so the source "
+            "whose packet meets its limit went over nothing of its own; ban with key: source");
+}
+
 TEST(CompileRule, PrefixesMustFitTheFamily) {
   RuleSpec spec = ppsRule(10, 1);
   spec.ipv4_prefix = 0;

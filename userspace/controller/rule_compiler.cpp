@@ -125,6 +125,12 @@ Result<fg_rule> compileRule(const RuleSpec& spec, uint64_t tick_units) {
   rule.has_sources = spec.sources.empty() ? 0 : 1;
   if (spec.action == ExceedAction::kBan) {
     if (spec.ban_ns == 0) return Error::usage("rule '" + spec.name + "' bans with no ban time");
+    if (spec.key != KeyKind::kSource) {
+      return Error::usage("rule '" + spec.name +
+                          "' bans with a global key: a global bucket is everyone's, so the "
+                          "source whose packet meets its limit went over nothing of its own; "
+                          "ban with key: source");
+    }
     if (spec.ban_ns > kMaxBanNs) {
       return Error::usage("rule '" + spec.name + "' bans for longer than 30d");
     }
