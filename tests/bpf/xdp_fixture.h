@@ -16,6 +16,7 @@
 #include "common/packet_builder.h"
 #include "controller/xdp_limiter.h"
 #include "kernel/pins.h"
+#include "kernel/xdp_program.h"
 
 namespace floodgate::test {
 
@@ -75,6 +76,14 @@ class XdpProgramTest : public ::testing::Test {
     auto loaded = XdpLimiter::load(options);
     ASSERT_TRUE(loaded.ok()) << loaded.error().message;
     loaded_.emplace(std::move(*loaded));
+    // The loader falls back to floodgate_older when the kernel refuses floodgate_xdp (too
+    // many states for its verifier, say): then every test would pass on the wrong program.
+    const bool older = options.test_older_program || !kernelHasMayGoto();
+    bpf_prog_info info{};
+    uint32_t size = sizeof(info);
+    ASSERT_EQ(bpf_obj_get_info_by_fd(loaded_->programFd(), &info, &size), 0);
+    ASSERT_STREQ(info.name, older ? "floodgate_older" : "floodgate_xdp")
+        << "the kernel refused the program for it, and the loader fell back";
   }
 
   XdpLimiter& limiter() { return loaded_->limiter; }
