@@ -73,6 +73,22 @@ TEST_F(AttachE2eTest, IpNetnsExecRefusesEvenWhenPid1sNamespaceCannotBeRead) {
   EXPECT_TRUE(xdpAttached());
 }
 
+// A tunnel's frames start at the IP header: the program would read the source address as an
+// ethertype and pass every packet as non-IP, so attach refuses the interface.
+TEST_F(AttachE2eTest, AnInterfaceWithoutEthernetFramesIsRefused) {
+  CommandResult added = net_->inTarget({"ip", "tuntap", "add", "dev", "fgtun0", "mode", "tun"});
+  ASSERT_EQ(added.exit_code, 0) << added.err;
+  CommandResult r = run({"attach", "fgtun0", "--rate", "1k"});
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("'fgtun0' carries no Ethernet header (link type 65534, see 'ip link'): "
+                       "floodgate parses Ethernet frames"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(net_->inTarget({"ip", "link", "show", "fgtun0"}).out.find("xdp"), std::string::npos);
+  // the veth beside it, an Ethernet interface, is taken
+  EXPECT_EQ(run({"attach", net_->targetInterface(), "--rate", "1k"}).exit_code, 0);
+}
+
 TEST_F(AttachE2eTest, ReplaceKeepsTheRunningTableSizeAndSaysSoWhenAnotherWasAsked) {
   ASSERT_EQ(
       run({"attach", net_->targetInterface(), "--table-size", "4096", "--rate", "100"}).exit_code,

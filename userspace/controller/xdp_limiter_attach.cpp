@@ -89,6 +89,7 @@ Result<AttachReport> XdpLimiter::attach(const AttachOptions& options) {
   if (Status s = checkPrivileges(); !s) return s.error();
   auto ifindex = interfaceIndex(iface);
   if (!ifindex) return ifindex.error();
+  if (Status s = checkEthernetFrames(iface); !s) return s.error();
   if (Status s = ensureBpffs(); !s) return s.error();
 
   const bool on_hook = access(linkPinPath(iface).c_str(), F_OK) == 0;

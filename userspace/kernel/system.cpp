@@ -4,7 +4,10 @@
 
 #include <linux/magic.h>
 #include <net/if.h>
+#include <net/if_arp.h>
+#include <sys/ioctl.h>
 #include <sys/mount.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/utsname.h>
@@ -113,6 +116,27 @@ Result<uint64_t> currentJiffies() {
     if (line.rfind("jiffies: ", 0) == 0) return std::stoull(line.substr(9));
   }
   return Error::failure("cannot read jiffies from /proc/timer_list (needs root)");
+}
+
+Status checkEthernetFrames(const std::string& name) {
+  // by ioctl on a socket of this network namespace: /sys may show another one's interfaces
+  int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return Error::failure(std::string("cannot open a socket: ") + std::strerror(errno));
+  ifreq request{};
+  name.copy(request.ifr_name, IFNAMSIZ - 1);
+  const int got = ioctl(fd, SIOCGIFHWADDR, &request);
+  const int err = errno;
+  close(fd);
+  if (got != 0) {
+    return Error::failure("cannot read the link type of '" + name + "': " + std::strerror(err));
+  }
+  const unsigned type = request.ifr_hwaddr.sa_family;
+  if (type == ARPHRD_ETHER || type == ARPHRD_LOOPBACK) return okStatus();
+  return Error::usage("'" + name + "' carries no Ethernet header (link type " +
+                      std::to_string(type) +
+                      ", see 'ip link'): floodgate parses Ethernet frames and would pass every "
+                      "packet on it as non-IP; attach it to the Ethernet interface the traffic "
+                      "arrives on");
 }
 
 Result<int> interfaceIndex(const std::string& name) {

@@ -32,4 +32,9 @@ Result<uint64_t> currentJiffies();
 // The interface index of `name`, or an error that says the interface does not exist.
 Result<int> interfaceIndex(const std::string& name);
 
+// Whether `name`'s frames start with an Ethernet header, which the XDP program parses: an
+// Ethernet interface or loopback. An error names the link type of any other (a tunnel's,
+// whose frames start at the IP header), on which every packet would pass as non-IP.
+Status checkEthernetFrames(const std::string& name);
+
 }  // namespace floodgate
