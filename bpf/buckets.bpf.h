@@ -77,7 +77,7 @@ static __always_inline void fg_make_key(const struct fg_packet *pkt, const struc
 static __always_inline int fg_word_idle(__u64 word, __u8 algorithm, __u32 window_ms, __u64 now)
 {
 	if (algorithm == FG_ALG_TOKEN_BUCKET)
-		return fg_gcra_ahead(word, now) == 0;
+		return fg_gcra_ahead(word, now, FG_MAX_CAPACITY_UNITS) == 0;
 	if (!window_ms)
 		return 1;
 	return fg_window_idle(word, now >> FG_TIME_SHIFT, window_ms * 1000000ULL);

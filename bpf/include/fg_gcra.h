@@ -14,24 +14,15 @@
 #define FG_MAX_CAPACITY_UNITS (FG_MAX_CAPACITY_NS << FG_TIME_SHIFT)
 
 /* How far a bucket time runs ahead of now: 0 for an idle (full) bucket. A bucket time can
- * run ahead by at most the capacity it was written under, never more than
- * FG_MAX_CAPACITY_UNITS whatever the limit was; one further ahead than that plus
- * FG_STALE_MAX_UNITS is an old time that wrapped around (the 64-bit unit clock wraps every
- * 2^48 ns, ~3.26 days): that bucket is idle too. The bound is the largest capacity, not the
- * bucket's own: a limit lowered while its bucket was in debt leaves a time ahead by more
- * than the new capacity, a debt (fg_gcra_clamp), which must not be taken for a full bucket.
- * A reading up to FG_STALE_MAX_NS late (another CPU already moved on) is taken as it is,
- * so it never over-admits. The bound is compared halved, on a copy: the XDP program's
- * verifier then learns no range for `ahead` itself, whose ranges otherwise multiplied the
- * states of the rule walk past the verifier's limit (a time 1 unit past the bound reads as
- * a debt rather than a wrap, a difference of nothing). */
-#define FG_AHEAD_MAX_UNITS (FG_MAX_CAPACITY_UNITS + FG_STALE_MAX_UNITS)
-
-FG_INLINE __u64 fg_gcra_ahead(__u64 tat, __u64 now)
+ * run ahead by at most `capacity` when it is written, so one further ahead than that plus
+ * FG_STALE_MAX_UNITS is an old time that wrapped around (the 64-bit unit clock wraps
+ * every 2^48 ns, ~3.26 days): that bucket is idle too. A reading up to FG_STALE_MAX_NS
+ * late (another CPU already moved on) is taken as it is, so it never over-admits. */
+FG_INLINE __u64 fg_gcra_ahead(__u64 tat, __u64 now, __u64 capacity)
 {
 	__u64 ahead = tat - now;
 
-	if ((__s64)ahead <= 0 || (ahead >> 1) > (FG_AHEAD_MAX_UNITS >> 1))
+	if ((__s64)ahead <= 0 || ahead > capacity + FG_STALE_MAX_UNITS)
 		return 0;
 	return ahead;
 }
@@ -40,7 +31,7 @@ FG_INLINE __u64 fg_gcra_ahead(__u64 tat, __u64 now)
  * new bucket time to *next and returns 1; on reject leaves *next alone and returns 0. */
 FG_INLINE int fg_gcra_admit(__u64 tat, __u64 now, __u64 increment, __u64 capacity, __u64 *next)
 {
-	__u64 ahead = fg_gcra_ahead(tat, now);
+	__u64 ahead = fg_gcra_ahead(tat, now, capacity);
 
 	if (ahead > capacity || increment > capacity - ahead)
 		return 0;
@@ -55,7 +46,7 @@ FG_INLINE int fg_gcra_admit(__u64 tat, __u64 now, __u64 increment, __u64 capacit
  * merely late reading of another CPU's update from ever counting as such a debt. */
 FG_INLINE int fg_gcra_clamp(__u64 tat, __u64 now, __u64 capacity, __u64 slack, __u64 *next)
 {
-	__u64 ahead = fg_gcra_ahead(tat, now);
+	__u64 ahead = fg_gcra_ahead(tat, now, capacity);
 
 	if (ahead <= capacity + slack)
 		return 0;
@@ -66,7 +57,7 @@ FG_INLINE int fg_gcra_clamp(__u64 tat, __u64 now, __u64 capacity, __u64 slack, _
 /* Whole units of cost the bucket could admit at `now` (for display). */
 FG_INLINE __u64 fg_gcra_remaining(__u64 tat, __u64 now, __u64 interval, __u64 capacity)
 {
-	__u64 ahead = fg_gcra_ahead(tat, now);
+	__u64 ahead = fg_gcra_ahead(tat, now, capacity);
 
 	if (interval == 0 || ahead >= capacity)
 		return 0;

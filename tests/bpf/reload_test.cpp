@@ -51,25 +51,6 @@ TEST_F(ReloadTest, SetChangesOneThresholdLiveAndKeepsTheBucket) {
   EXPECT_NE(unknown.error().message.find("no rule named 'nope' (rules: rule0)"), std::string::npos);
 }
 
-// Lowering a burst under a source that spent the old one leaves its bucket empty under the
-// new one, not full: its debt runs further ahead than the new burst and a second of
-// staleness, and is still a debt. On the program's test clock, so no refill falls between
-// runs.
-TEST_F(ReloadTest, SetLoweringABurstLeavesASourceInDebtEmpty) {
-  AttachOptions options;
-  options.test_clock_hz = 1000;
-  load({sourceRule(1, 3)}, options);  // 1 s a packet, 3 s of burst
-  setClock(100000);
-  EXPECT_EQ(passes(from("192.0.2.1"), 3), 3);
-  LimitChange change;
-  change.burst = 1;
-  ASSERT_TRUE(limiter().setLimits("rule0", change).ok());
-  EXPECT_EQ(passes(from("192.0.2.1"), 2), 0) << "the old debt is not a full bucket";
-  setClock(100000 + 1000);  // one packet's interval
-  EXPECT_EQ(passes(from("192.0.2.1"), 2), 1) << "empty under the new burst, refilling";
-  EXPECT_EQ(passes(from("192.0.2.2"), 2), 1) << "a new source gets the new burst";
-}
-
 // Packets in flight at a flip may still read the set it left (a drop reads its earlier rules
 // there again, to hand their charges back), so two changes in a row leave that set alone
 // for 10 ms before rewriting it: a lower bound, which no machine's speed can break.
