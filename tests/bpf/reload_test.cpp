@@ -15,6 +15,27 @@ class ReloadTest : public XdpProgramTest {
   std::vector<uint8_t> from(const std::string& src) {
     return PacketBuilder().eth().ipv4(src, "198.51.100.1").udp(53).build();
   }
+
+  // What `floodgate reload` hands the limiter for `rules` (and, set by the caller, lists).
+  AttachOptions reloadOf(std::vector<RuleSpec> rules) {
+    AttachOptions options;
+    options.interface = pin_name_;
+    options.rules = named(std::move(rules));
+    return options;
+  }
+
+  // Loads `rule` on lists of two entries a family.
+  void loadWithListsOfTwo(const RuleSpec& rule) {
+    AttachOptions small;
+    small.list_max_entries = 2;
+    load({rule}, small);
+  }
+
+  static std::vector<Cidr> cidrs(std::initializer_list<const char*> texts) {
+    std::vector<Cidr> out;
+    for (const char* text : texts) out.push_back(*parseCidr(text));
+    return out;
+  }
 };
 
 TEST_F(ReloadTest, AnUnchangedRuleKeepsItsBucketsAcrossAReload) {
@@ -96,28 +117,20 @@ TEST_F(ReloadTest, ASetOverLimitsThatAreNoLongerRunningChangesNothing) {
 
 TEST_F(ReloadTest, AnInvalidReloadChangesNothing) {
   load({sourceRule(1, 2)});
-  AttachOptions options;
-  options.interface = pin_name_;
   RuleSpec broken = sourceRule(1, 0);  // burst below 1
   broken.name = "broken";
   RuleSpec fine = sourceRule(1000, 1000);
   fine.name = "rule0";
-  options.rules = {fine, broken};
-  EXPECT_FALSE(limiter().reload(options).ok());
+  EXPECT_FALSE(limiter().reload(reloadOf({fine, broken})).ok());
   EXPECT_EQ(passes(from("192.0.2.1"), 3), 2);  // still the old rule
 }
 
 // A reload keeps the running list size: a list larger than it fails the reload before any
 // of it applies, rules included, rather than half way through the list.
 TEST_F(ReloadTest, AListTheRunningLimiterCannotHoldChangesNothing) {
-  AttachOptions small;
-  small.list_max_entries = 2;
-  load({sourceRule(1, 2)}, small);
-  AttachOptions options;
-  options.interface = pin_name_;
-  options.rules = named({sourceRule(1000, 1000)});
-  options.deny = std::vector<Cidr>{*parseCidr("192.0.2.0/24"), *parseCidr("203.0.113.0/24"),
-                                   *parseCidr("198.51.100.0/24"), *parseCidr("2001:db8::/32")};
+  loadWithListsOfTwo(sourceRule(1, 2));
+  AttachOptions options = reloadOf({sourceRule(1000, 1000)});
+  options.deny = cidrs({"192.0.2.0/24", "203.0.113.0/24", "198.51.100.0/24", "2001:db8::/32"});
   Status status = limiter().reload(options);
   ASSERT_FALSE(status.ok());
   EXPECT_EQ(status.error().message,
@@ -133,15 +146,11 @@ TEST_F(ReloadTest, AListTheRunningLimiterCannotHoldChangesNothing) {
 
 // Old and new lists that fit only one at a time: the old entries go first, then the new.
 TEST_F(ReloadTest, ANewListThatFitsOnlyWithoutTheOldOneReplacesIt) {
-  AttachOptions small;
-  small.list_max_entries = 2;
-  load({sourceRule(1000, 1000)}, small);
-  AttachOptions options;
-  options.interface = pin_name_;
-  options.rules = named({sourceRule(1000, 1000)});
-  options.deny = std::vector<Cidr>{*parseCidr("192.0.2.0/24"), *parseCidr("203.0.113.0/24")};
+  loadWithListsOfTwo(sourceRule(1000, 1000));
+  AttachOptions options = reloadOf({sourceRule(1000, 1000)});
+  options.deny = cidrs({"192.0.2.0/24", "203.0.113.0/24"});
   ASSERT_TRUE(limiter().reload(options).ok());
-  options.deny = std::vector<Cidr>{*parseCidr("192.0.2.0/24"), *parseCidr("198.51.100.0/24")};
+  options.deny = cidrs({"192.0.2.0/24", "198.51.100.0/24"});
   Status status = limiter().reload(options);
   ASSERT_TRUE(status.ok()) << status.error().message;
   EXPECT_EQ(run(from("192.0.2.9")), XDP_DROP);
@@ -156,8 +165,6 @@ TEST_F(ReloadTest, ANewListThatFitsOnlyWithoutTheOldOneReplacesIt) {
 // fail the reload before anything changes (the config check says so first).
 TEST_F(ReloadTest, SourceSetsLargerThanTheirTriesChangeNothing) {
   load({sourceRule(1, 2)});
-  AttachOptions options;
-  options.interface = pin_name_;
   RuleSpec sets = sourceRule(1000, 1000);
   for (uint32_t i = 0; i <= FG_LIST_MAX_ENTRIES; ++i) {
     Cidr cidr = *parseCidr("10.0.0.0");
@@ -166,8 +173,7 @@ TEST_F(ReloadTest, SourceSetsLargerThanTheirTriesChangeNothing) {
     cidr.addr[3] = static_cast<uint8_t>(i);
     sets.sources.push_back(cidr);
   }
-  options.rules = named({sets});
-  Status status = limiter().reload(options);
+  Status status = limiter().reload(reloadOf({sets}));
   ASSERT_FALSE(status.ok());
   EXPECT_EQ(status.error().message,
             "the rules' match.src sets hold 262145 IPv4 prefixes, more than the 262144 a rule set "
@@ -177,10 +183,8 @@ TEST_F(ReloadTest, SourceSetsLargerThanTheirTriesChangeNothing) {
 
 TEST_F(ReloadTest, ReloadSyncsListsToTheConfig) {
   load({sourceRule(1, 1)});
-  AttachOptions options;
-  options.interface = pin_name_;
-  options.rules = named({sourceRule(1, 1)});
-  options.deny = std::vector<Cidr>{*parseCidr("192.0.2.0/24")};
+  AttachOptions options = reloadOf({sourceRule(1, 1)});
+  options.deny = cidrs({"192.0.2.0/24"});
   ASSERT_TRUE(limiter().reload(options).ok());
   EXPECT_EQ(run(from("192.0.2.9")), XDP_DROP);
   options.deny = std::vector<Cidr>{};

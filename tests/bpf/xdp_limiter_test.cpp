@@ -478,10 +478,7 @@ TEST_F(XdpLimiterTest, TheProgramForTheKernelIsLoaded) {
     AttachOptions options;
     options.test_older_program = older;
     load({sourceRule(1, 1)}, options);
-    bpf_prog_info info{};
-    uint32_t size = sizeof(info);
-    EXPECT_EQ(bpf_obj_get_info_by_fd(loaded_->programFd(), &info, &size), 0);
-    return std::string(info.name);
+    return loadedProgramName();
   };
   const bool older = olderProgramUnderTest() || !kernelHasMayGoto();
   EXPECT_EQ(loadedName(false), older ? "floodgate_older" : "floodgate_xdp");

@@ -34,8 +34,7 @@ void checkListFits(YamlReader& reader, const YamlEntry& entry, const std::string
 // distinct prefix of any rule's set is an entry.
 void checkSourceSetsFit(YamlReader& reader, const YamlEntry& entry,
                         const std::vector<RuleSpec>& rules) {
-  size_t count[2] = {0, 0};
-  for (const auto& [cidr, bits] : compileSourceSets(rules)) ++count[static_cast<int>(cidr.family)];
+  const std::array<size_t, 2> count = sourceSetEntries(compileSourceSets(rules));
   for (auto [family, name] : {std::pair{0, "IPv4"}, std::pair{1, "IPv6"}}) {
     if (count[family] > FG_LIST_MAX_ENTRIES) {
       reader.error(entry.key, "the rules' match.src sets hold " + std::to_string(count[family]) +

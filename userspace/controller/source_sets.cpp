@@ -40,4 +40,10 @@ std::vector<std::pair<Cidr, uint64_t>> compileSourceSets(const std::vector<RuleS
   return out;
 }
 
+std::array<size_t, 2> sourceSetEntries(const std::vector<std::pair<Cidr, uint64_t>>& sets) {
+  std::array<size_t, 2> count{0, 0};
+  for (const auto& entry : sets) ++count[static_cast<int>(entry.first.family)];
+  return count;
+}
+
 }  // namespace floodgate

@@ -3,6 +3,8 @@
 // tries, each with a bit per rule id whose set contains the prefix.
 #pragma once
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
 #include <utility>
 #include <vector>
@@ -15,5 +17,8 @@ namespace floodgate {
 // An LPM lookup returns only the longest matching entry, so each entry carries the bits of
 // every rule with a prefix that contains it, not only of the rules that listed it.
 std::vector<std::pair<Cidr, uint64_t>> compileSourceSets(const std::vector<RuleSpec>& rules);
+
+// The entries compiled source sets take in each family's trie ([0] IPv4, [1] IPv6).
+std::array<size_t, 2> sourceSetEntries(const std::vector<std::pair<Cidr, uint64_t>>& sets);
 
 }  // namespace floodgate

@@ -129,9 +129,7 @@ const char* familyName(int family) { return family == 0 ? "IPv4" : "IPv6"; }
 Status XdpLimiter::checkReloadFits(const AttachOptions& options,
                                    const std::vector<std::pair<Cidr, uint64_t>>* sources) const {
   if (sources) {
-    std::vector<Cidr> prefixes;
-    for (const auto& entry : *sources) prefixes.push_back(entry.first);
-    const std::array<size_t, 2> count = distinctByFamily(prefixes);
+    const std::array<size_t, 2> count = sourceSetEntries(*sources);
     for (int family = 0; family < 2; ++family) {
       if (count[family] > FG_LIST_MAX_ENTRIES) {
         return Error::usage("the rules' match.src sets hold " + std::to_string(count[family]) +
