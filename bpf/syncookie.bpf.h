@@ -374,6 +374,20 @@ static long fg_cookie_search_step(__u32 i, void *data)
 	return 1;
 }
 
+/* Charges a cookie ACK that leaves its source without a slot (a bad cookie, or a good one
+ * the table has no room for) to the rule's untracked bucket. Returns 1 admitted; a refusal
+ * is counted as the rule's drop (an admitted one by the caller: a bad cookie goes on to the
+ * rules, which count it). */
+static __always_inline int fg_cookie_untracked(const struct fg_rule *rule,
+					       struct fg_rule_state *state, __u64 now, __u32 len)
+{
+	if (fg_charge(state->overflow_state, rule, rule->algorithm, rule->untracked, now, len))
+		return 1;
+	fg_count_table(rule->id, FG_TABLE_UNTRACKED_DROP);
+	fg_count_rule(rule->id, FG_VERDICT_DROP, len);
+	return 0;
+}
+
 /* The SYN-cookie step of a TCP SYN or bare ACK (no SYN, RST or FIN) from `pkt`'s source.
  * A global function: verified once, with a stack frame of its own. */
 __attribute__((noinline)) int fg_cookie_path(struct xdp_md *ctx, const struct fg_packet *pkt,
@@ -463,12 +477,8 @@ __attribute__((noinline)) int fg_cookie_path(struct xdp_md *ctx, const struct fg
 		/* every check costs a hash: a flood of made-up cookies pays into the bucket
 		 * of sources nobody vouches for, and what it refuses never reaches the kernel */
 		fg_count_table(id, FG_TABLE_COOKIE_FAILED);
-		if (fg_charge(state->overflow_state, rule, rule->algorithm, rule->untracked, now,
-			      len))
-			return FG_COOKIE_CONTINUE;
-		fg_count_table(id, FG_TABLE_UNTRACKED_DROP);
-		fg_count_rule(id, FG_VERDICT_DROP, len);
-		return FG_COOKIE_DROP;
+		return fg_cookie_untracked(rule, state, now, len) ? FG_COOKIE_CONTINUE
+								   : FG_COOKIE_DROP;
 	}
 
 	fg_count_table(id, FG_TABLE_COOKIE_VERIFIED);
@@ -478,10 +488,18 @@ __attribute__((noinline)) int fg_cookie_path(struct xdp_md *ctx, const struct fg
 	q->jiffies = jiffies;
 	q->verified = 1;
 	q->returning = 0;
-	/* without a slot (the verified cap, or a table full of limited sources) the
-	 * connection is still made; the source's next SYN meets a cookie again */
-	if (fg_find_slot(q, rule, state) && q->why == FG_TABLE_NEW_SOURCE)
-		fg_count_table(id, FG_TABLE_VERIFIED_SLOT);
+	if (fg_find_slot(q, rule, state)) {
+		if (q->why == FG_TABLE_NEW_SOURCE)
+			fg_count_table(id, FG_TABLE_VERIFIED_SLOT);
+	} else {
+		/* no slot (the verified cap, or every way of its set held by a limited source):
+		 * its next SYN meets a cookie again, so each ACK would open one more connection
+		 * past every limit. It is charged as any source without a slot. */
+		fg_count_table(id, q->why);
+		if (!fg_cookie_untracked(rule, state, now, len))
+			return FG_COOKIE_DROP;
+		fg_count_table(id, FG_TABLE_UNTRACKED_PASS);
+	}
 	fg_cookie_mark(ctx, fg_cookie_mss(s));
 	return FG_COOKIE_PASS;
 }
