@@ -478,7 +478,7 @@ __attribute__((noinline)) int fg_cookie_path(struct xdp_md *ctx, const struct fg
 		 * of sources nobody vouches for, and what it refuses never reaches the kernel */
 		fg_count_table(id, FG_TABLE_COOKIE_FAILED);
 		return fg_cookie_untracked(rule, state, now, len) ? FG_COOKIE_CONTINUE
-								   : FG_COOKIE_DROP;
+								  : FG_COOKIE_DROP;
 	}
 
 	fg_count_table(id, FG_TABLE_COOKIE_VERIFIED);
