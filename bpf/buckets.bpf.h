@@ -77,7 +77,7 @@ static __always_inline void fg_make_key(const struct fg_packet *pkt, const struc
 static __always_inline int fg_word_idle(__u64 word, __u8 algorithm, __u32 window_ms, __u64 now)
 {
 	if (algorithm == FG_ALG_TOKEN_BUCKET)
-		return fg_gcra_ahead(word, now, FG_MAX_CAPACITY_UNITS) == 0;
+		return fg_bucket_ahead(word, now, 0) == 0;
 	if (!window_ms)
 		return 1;
 	return fg_window_idle(word, now >> FG_TIME_SHIFT, window_ms * 1000000ULL);
@@ -119,7 +119,7 @@ static __always_inline int fg_take_slot(struct fg_slot *slot, __u64 owner, __u64
 					const struct fg_key *key, const struct fg_rule *rule,
 					__u64 jiffies)
 {
-	__u64 hi = bpf_cpu_to_be64(key->hi), lo = bpf_cpu_to_be64(key->lo);
+	__u64 hi = bpf_cpu_to_be64(key->hi), lo = bpf_cpu_to_be64(key->lo), fresh;
 
 	/* Race: the old owner may charge this slot between the idle check and the CAS; that
 	 * one charge is lost along with the old owner's claim, nothing else. */
@@ -130,10 +130,12 @@ static __always_inline int fg_take_slot(struct fg_slot *slot, __u64 owner, __u64
 	slot->prefix = key->prefix;
 	slot->algorithm = rule->algorithm;
 	slot->window_ms = rule->window_ms;
-	/* the slot was idle, so clearing it loses nothing; 0 is a full bucket and an empty
-	 * window for every algorithm, whatever the last owner ran */
-	slot->state[FG_LIMIT_PPS] = 0;
-	slot->state[FG_LIMIT_BPS] = 0;
+	/* the slot was idle, so clearing it loses nothing: a bucket time of now is a full
+	 * bucket at any clock (0 reads as a debt in the hours before the unit clock wraps),
+	 * and 0 an empty window */
+	fresh = rule->algorithm == FG_ALG_TOKEN_BUCKET ? fg_units(jiffies) : 0;
+	slot->state[FG_LIMIT_PPS] = fresh;
+	slot->state[FG_LIMIT_BPS] = fresh;
 	slot->packets = 0;
 	slot->drops = 0;
 	slot->last_seen = (__u32)jiffies;
@@ -302,7 +304,9 @@ __attribute__((noinline)) int fg_find_slot(struct fg_slot_query *q, const struct
 		 * then fails the take below, rather than being taken again from its new owner
 		 * (whose fresh bucket looks idle) */
 		q->owner = FG_READ_ONCE(slot->fingerprint);
-		if (!fg_slot_idle(slot, q->now))
+		/* a way nobody owns is free: its bucket times of 0 were never written, and
+		 * read as a debt in the hours before the unit clock wraps */
+		if (q->owner && !fg_slot_idle(slot, q->now))
 			continue;
 		age = (__u32)q->jiffies - FG_READ_ONCE(slot->last_seen);
 		if (!q->owner)
@@ -356,7 +360,7 @@ static __always_inline int fg_admit_word(const struct fg_rule *rule, __u8 algori
 	__u64 window_ns;
 
 	if (algorithm == FG_ALG_TOKEN_BUCKET)
-		return fg_gcra_admit(word, now, increment, capacity, next);
+		return fg_bucket_admit(word, now, increment, capacity, next);
 	window_ns = rule->window_ms * 1000000ULL;
 	if (algorithm == FG_ALG_FIXED_WINDOW && window_ns)
 		return fg_fixed_admit(word, now >> FG_TIME_SHIFT, window_ns, increment, capacity,
@@ -364,7 +368,29 @@ static __always_inline int fg_admit_word(const struct fg_rule *rule, __u8 algori
 	if (algorithm == FG_ALG_SLIDING_WINDOW && window_ns)
 		return fg_sliding_admit(word, now >> FG_TIME_SHIFT, window_ns, increment, capacity,
 					next);
-	return fg_gcra_admit(word, now, increment, capacity, next);
+	return fg_bucket_admit(word, now, increment, capacity, next);
+}
+
+/* A token bucket's refusal of `increment` at `now`, given the time `old` it read: what it
+ * leaves behind, and whether it admits after all. A global function, so the verifier
+ * checks it once rather than at every charge. */
+__attribute__((noinline)) int fg_bucket_refused(__u64 *word, __u64 old, __u64 now, __u64 increment,
+						__u64 capacity)
+{
+	__u64 next;
+
+	if (!word)
+		return 0;
+	/* 0 is a time never written (a slot just taken, a rule's state reset): idle, though
+	 * in the hours before the unit clock wraps it reads as a debt (see fg_bucket_ahead) */
+	if (!old)
+		return increment <= capacity &&
+		       __sync_val_compare_and_swap(word, 0, now + increment) == 0;
+	/* a limit changed under a bucket in debt: forgive what the new one would not have let
+	 * it owe, so `floodgate set` takes effect at once */
+	if (fg_gcra_clamp(old, now, capacity, tick_units, &next))
+		__sync_val_compare_and_swap(word, old, next);
+	return 0;
 }
 
 /* Charges `increment` to one state word with compare-and-swap. */
@@ -377,11 +403,8 @@ static __always_inline int fg_charge_one(const struct fg_rule *rule, __u8 algori
 		__u64 old = FG_READ_ONCE(*word), next;
 
 		if (!fg_admit_word(rule, algorithm, old, now, increment, capacity, &next)) {
-			/* a limit changed under a bucket in debt: forgive what the new one would
-			 * not have let it owe, so `floodgate set` takes effect at once */
-			if (algorithm == FG_ALG_TOKEN_BUCKET &&
-			    fg_gcra_clamp(old, now, capacity, tick_units, &next))
-				__sync_val_compare_and_swap(word, old, next);
+			if (algorithm == FG_ALG_TOKEN_BUCKET)
+				return fg_bucket_refused(word, old, now, increment, capacity);
 			return 0;
 		}
 		if (__sync_val_compare_and_swap(word, old, next) == old)

@@ -27,16 +27,47 @@ FG_INLINE __u64 fg_gcra_ahead(__u64 tat, __u64 now, __u64 capacity)
 	return ahead;
 }
 
-/* Decides whether `increment` (cost × interval) conforms at `now`. On admit, writes the
- * new bucket time to *next and returns 1; on reject leaves *next alone and returns 0. */
-FG_INLINE int fg_gcra_admit(__u64 tat, __u64 now, __u64 increment, __u64 capacity, __u64 *next)
+/* How far a rule's bucket time runs ahead of now, for a charge. A limit lowered (or its
+ * burst shrunk) under a bucket in debt leaves the bucket further ahead than its capacity
+ * now is: read with fg_gcra_ahead's bound, that debt would pass for a wrapped, idle time,
+ * and the source would get a full bucket. So a bucket is read up to the largest capacity
+ * any limit may have, plus a late reading. 0 is a time never written (a slot just taken,
+ * a rule's state reset, a replay's start): idle whatever the clock. What this costs: a
+ * bucket idle for just under a wrap period (3.22 to 3.26 days) reads as a debt, which the
+ * charge clamps to an empty bucket, once. The new-source caps keep the narrow bound: a
+ * cap idle that long would otherwise refuse every new source. */
+FG_INLINE __u64 fg_bucket_ahead(__u64 tat, __u64 now, __u64 capacity)
 {
-	__u64 ahead = fg_gcra_ahead(tat, now, capacity);
+	__u64 ahead = tat - now;
 
+	if ((__s64)ahead <= 0 || ahead > capacity + FG_MAX_CAPACITY_UNITS + FG_STALE_MAX_UNITS)
+		return 0;
+	return ahead;
+}
+
+/* Whether `increment` conforms to a bucket `ahead` of now (see fg_gcra_admit). */
+FG_INLINE int fg_gcra_admit_ahead(__u64 ahead, __u64 now, __u64 increment, __u64 capacity,
+				  __u64 *next)
+{
 	if (ahead > capacity || increment > capacity - ahead)
 		return 0;
 	*next = now + ahead + increment;
 	return 1;
+}
+
+/* Decides whether `increment` (cost × interval) conforms at `now`. On admit, writes the
+ * new bucket time to *next and returns 1; on reject leaves *next alone and returns 0. */
+FG_INLINE int fg_gcra_admit(__u64 tat, __u64 now, __u64 increment, __u64 capacity, __u64 *next)
+{
+	return fg_gcra_admit_ahead(fg_gcra_ahead(tat, now, capacity), now, increment, capacity,
+				   next);
+}
+
+/* fg_gcra_admit for a rule's bucket, whose debt may come from a larger limit. */
+FG_INLINE int fg_bucket_admit(__u64 tat, __u64 now, __u64 increment, __u64 capacity, __u64 *next)
+{
+	return fg_gcra_admit_ahead(fg_bucket_ahead(tat, now, capacity), now, increment, capacity,
+				   next);
 }
 
 /* A bucket time more than `slack` past the capacity can only come from a limit that was
@@ -46,7 +77,7 @@ FG_INLINE int fg_gcra_admit(__u64 tat, __u64 now, __u64 increment, __u64 capacit
  * merely late reading of another CPU's update from ever counting as such a debt. */
 FG_INLINE int fg_gcra_clamp(__u64 tat, __u64 now, __u64 capacity, __u64 slack, __u64 *next)
 {
-	__u64 ahead = fg_gcra_ahead(tat, now, capacity);
+	__u64 ahead = fg_bucket_ahead(tat, now, capacity);
 
 	if (ahead <= capacity + slack)
 		return 0;

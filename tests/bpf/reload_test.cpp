@@ -72,6 +72,56 @@ TEST_F(ReloadTest, SetChangesOneThresholdLiveAndKeepsTheBucket) {
   EXPECT_NE(unknown.error().message.find("no rule named 'nope' (rules: rule0)"), std::string::npos);
 }
 
+// A debt run up under a larger burst is more than the new capacity plus a second ahead of
+// now, which a bucket read as a wrapped (idle) time would hand the source a full bucket at
+// once: lowering a limit under a flood must hold the flooders, not refill them.
+TEST_F(ReloadTest, LoweringABurstKeepsASourceInDebtHeld) {
+  AttachOptions options;
+  options.test_clock_hz = 250;
+  load({sourceRule(1, 100)}, options);
+  setClock(100000);
+  EXPECT_EQ(passes(from("192.0.2.1"), 120), 100);  // its bucket 100 s ahead of now
+  LimitChange change;
+  change.burst = 3;
+  ASSERT_TRUE(limiter().setLimits("rule0", change).ok());
+  EXPECT_EQ(passes(from("192.0.2.1"), 5), 0) << "the debt stands";
+  // forgiven down to an empty bucket under the new burst: a token a second from here
+  setClock(100000 + 250);
+  EXPECT_EQ(passes(from("192.0.2.1"), 5), 1);
+  EXPECT_EQ(passes(from("192.0.2.2"), 5), 3) << "a new source gets the new burst";
+}
+
+// A bucket time of 0 was never written (a slot just taken): idle, also in the last hour
+// before the unit clock wraps, where 0 is less than the largest capacity ahead of now.
+// The test clock's last tick before the unit clock wraps, at 250 Hz.
+constexpr uint64_t kLastTickBeforeTheWrap = UINT64_MAX / ((1000000000ULL / 250) << FG_TIME_SHIFT);
+
+TEST_F(ReloadTest, ANewSourceGetsItsBurstJustBeforeTheUnitClockWraps) {
+  AttachOptions options;
+  options.test_clock_hz = 250;
+  load({sourceRule(1, 3)}, options);
+  uint64_t sources = 0;
+  for (uint64_t ticks_left : {250ULL * 60, 1ULL}) {  // the clock moves on
+    setClock(kLastTickBeforeTheWrap - ticks_left);
+    const std::string src = "192.0.2." + std::to_string(10 + ticks_left % 200);
+    EXPECT_EQ(passes(from(src), 5), 3) << ticks_left << " ticks before the wrap";
+    auto rules = limiter().ruleCounters();
+    ASSERT_TRUE(rules.ok());
+    EXPECT_EQ((*rules)[0].table[FG_TABLE_NEW_SOURCE], ++sources) << "in a slot of its own";
+  }
+}
+
+// A rule's state reset to 0 (a new rule's global or untracked bucket) is full there too.
+TEST_F(ReloadTest, ANewGlobalBucketIsFullJustBeforeTheUnitClockWraps) {
+  AttachOptions options;
+  options.test_clock_hz = 250;
+  RuleSpec rule = sourceRule(1, 3);
+  rule.key = KeyKind::kGlobal;
+  load({rule}, options);
+  setClock(kLastTickBeforeTheWrap - 250 * 60);
+  EXPECT_EQ(passes(from("192.0.2.1"), 5), 3);
+}
+
 // Packets in flight at a flip may still read the set it left (a drop reads its earlier rules
 // there again, to hand their charges back), so two changes in a row leave that set alone
 // for 10 ms before rewriting it: a lower bound, which no machine's speed can break.

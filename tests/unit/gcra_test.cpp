@@ -203,6 +203,45 @@ TEST(Gcra, LongIdleBucketsAreFull) {
   }
 }
 
+// A rule's bucket is read up to the largest capacity: a debt run up under a larger burst
+// stands after the burst is lowered (and is clamped to the new capacity), where the caps'
+// narrow reading would take it for a wrapped time and refill the bucket.
+TEST(Gcra, ARulesBucketKeepsADebtLeftByALargerBurst) {
+  Bucket big = Bucket::pps(1, 100);
+  const uint64_t now = units(kStartNs);
+  ASSERT_EQ(big.flood(now, 100), 100u);  // 100 s ahead
+  const Bucket small = Bucket::pps(1, 3);
+  EXPECT_EQ(fg_gcra_ahead(big.tat, now, small.capacity), 0u) << "the narrow reading";
+  EXPECT_EQ(fg_bucket_ahead(big.tat, now, small.capacity), big.tat - now);
+  __u64 next = 0;
+  EXPECT_EQ(fg_bucket_admit(big.tat, now, small.interval, small.capacity, &next), 0);
+  EXPECT_EQ(fg_gcra_clamp(big.tat, now, small.capacity, 0, &next), 1);
+  EXPECT_EQ(next, now + small.capacity);
+  // a debt of the largest capacity any limit may have, read a second late, still stands
+  const uint64_t largest = FG_MAX_CAPACITY_UNITS + FG_STALE_MAX_UNITS;
+  EXPECT_EQ(fg_bucket_ahead(now + largest, now, 0), largest);
+}
+
+// The price of that reading: only a bucket idle for the last hour or so of a wrap period
+// reads as a debt (which a charge clamps to empty).
+TEST(Gcra, ARulesBucketIdleForAlmostAWrapPeriodIsFull) {
+  const uint64_t wrap_ns = 1ULL << (64 - FG_TIME_SHIFT);
+  Bucket bucket = Bucket::pps(1000, 100);
+  const uint64_t t0 = units(kStartNs);
+  ASSERT_EQ(bucket.flood(t0, 100), 100u);
+  const uint64_t guard_ns =
+      (bucket.capacity >> FG_TIME_SHIFT) + FG_MAX_CAPACITY_NS + FG_STALE_MAX_NS;
+  for (uint64_t idle_ns : Times{kNsPerSecond, kNsPerDay, 3 * kNsPerDay, wrap_ns - guard_ns - 1}) {
+    const uint64_t now = bucket.tat + units(idle_ns);
+    EXPECT_EQ(fg_bucket_ahead(bucket.tat, now, bucket.capacity), 0u) << idle_ns;
+    __u64 next = 0;
+    EXPECT_EQ(fg_bucket_admit(bucket.tat, now, bucket.capacity, bucket.capacity, &next), 1)
+        << idle_ns << ": the whole burst at once";
+  }
+  const uint64_t late = bucket.tat + units(wrap_ns - kNsPerSecond);
+  EXPECT_NE(fg_bucket_ahead(bucket.tat, late, bucket.capacity), 0u);
+}
+
 TEST(Gcra, NowFarPastTheBucketTimeByMoreThanHalfTheUnitClockIsFull) {
   Bucket bucket = Bucket::pps(1000, 100);
   const uint64_t t0 = units(kStartNs);
