@@ -403,7 +403,10 @@ static __always_inline int fg_charge_one(const struct fg_rule *rule, __u8 algori
 		__u64 old = FG_READ_ONCE(*word), next;
 
 		if (!fg_admit_word(rule, algorithm, old, now, increment, capacity, &next)) {
-			if (algorithm == FG_ALG_TOKEN_BUCKET)
+			/* the call only for the rare cases: a bucket time never written, or a
+			 * debt beyond the capacity; a flood's refusals are neither */
+			if (algorithm == FG_ALG_TOKEN_BUCKET &&
+			    (!old || fg_bucket_ahead(old, now, capacity) > capacity + tick_units))
 				return fg_bucket_refused(word, old, now, increment, capacity);
 			return 0;
 		}

@@ -375,16 +375,18 @@ static long fg_cookie_search_step(__u32 i, void *data)
 }
 
 /* Charges a cookie ACK that leaves its source without a slot (a bad cookie, or a good one
- * the table has no room for) to the rule's untracked bucket. Returns 1 admitted; a refusal
- * is counted as the rule's drop (an admitted one by the caller: a bad cookie goes on to the
- * rules, which count it). */
+ * the table has no room for) to the rule's untracked bucket, as fg_rule_admits charges any
+ * source without a slot: 1 admitted, 0 refused (counted, and the start of refusals
+ * stamped for `auto` and told as an event). */
 static __always_inline int fg_cookie_untracked(const struct fg_rule *rule,
-					       struct fg_rule_state *state, __u64 now, __u32 len)
+					       struct fg_rule_state *state, __u64 now,
+					       __u64 jiffies, __u32 family, __u32 len)
 {
 	if (fg_charge(state->overflow_state, rule, rule->algorithm, rule->untracked, now, len))
 		return 1;
 	fg_count_table(rule->id, FG_TABLE_UNTRACKED_DROP);
-	fg_count_rule(rule->id, FG_VERDICT_DROP, len);
+	if (fg_refusal_starts(&state->last_untracked_drop, jiffies))
+		fg_emit(FG_EVENT_UNTRACKED_LIMITED, rule->id, family, 0, 0, 0, jiffies);
 	return 0;
 }
 
@@ -477,8 +479,12 @@ __attribute__((noinline)) int fg_cookie_path(struct xdp_md *ctx, const struct fg
 		/* every check costs a hash: a flood of made-up cookies pays into the bucket
 		 * of sources nobody vouches for, and what it refuses never reaches the kernel */
 		fg_count_table(id, FG_TABLE_COOKIE_FAILED);
-		return fg_cookie_untracked(rule, state, now, len) ? FG_COOKIE_CONTINUE
-								  : FG_COOKIE_DROP;
+		/* admitted, or refused by a rule that only monitors: the rules count it */
+		if (fg_cookie_untracked(rule, state, now, jiffies, pkt->family, len) ||
+		    rule->action == FG_ACTION_MONITOR)
+			return FG_COOKIE_CONTINUE;
+		fg_count_rule(id, FG_VERDICT_DROP, len);
+		return FG_COOKIE_DROP;
 	}
 
 	fg_count_table(id, FG_TABLE_COOKIE_VERIFIED);
@@ -496,9 +502,14 @@ __attribute__((noinline)) int fg_cookie_path(struct xdp_md *ctx, const struct fg
 		 * its next SYN meets a cookie again, so each ACK would open one more connection
 		 * past every limit. It is charged as any source without a slot. */
 		fg_count_table(id, q->why);
-		if (!fg_cookie_untracked(rule, state, now, len))
+		if (fg_cookie_untracked(rule, state, now, jiffies, pkt->family, len)) {
+			fg_count_table(id, FG_TABLE_UNTRACKED_PASS);
+		} else if (rule->action == FG_ACTION_MONITOR) {
+			fg_count_rule(id, FG_VERDICT_MONITOR, len);
+		} else {
+			fg_count_rule(id, FG_VERDICT_DROP, len);
 			return FG_COOKIE_DROP;
-		fg_count_table(id, FG_TABLE_UNTRACKED_PASS);
+		}
 	}
 	fg_cookie_mark(ctx, fg_cookie_mss(s));
 	return FG_COOKIE_PASS;

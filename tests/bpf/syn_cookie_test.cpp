@@ -169,6 +169,37 @@ class SynCookieTest : public XdpProgramTest {
     EXPECT_EQ(stat(FG_TABLE_COOKIE_SENT), 1u);
   }
 
+  // With a verified cap of one, after one verified source: 30 handshakes of another one,
+  // each with its own port. Returns how many of their ACKs passed, and counts the drops.
+  int handshakesPastTheVerifiedCap(ExceedAction action, int* dropped) {
+    RuleSpec rule = cookieRule(SynCookies::kAlways);
+    rule.verified_sources_per_s = 1;  // a burst of one verified source
+    rule.action = action;
+    AttachOptions options;
+    options.test_clock_hz = 250;
+    load({rule}, options);
+    setClock(100000);
+    handshake("192.0.2.60", 1460, 1460);
+    std::vector<uint8_t> synack, out;
+    int passed = 0;
+    *dropped = 0;
+    for (uint16_t i = 0; i < 30; ++i) {
+      std::vector<uint8_t> syn = segment("192.0.2.61", kSyn, 1000 + i, 0, 1460, 41000 + i);
+      EXPECT_EQ(runOut(syn, synack), XDP_TX);
+      uint32_t cookie = get32(synack, 14 + 20 + 4);
+      int verdict = runOut(segment("192.0.2.61", kAck, 1001 + i, cookie + 1, 0, 41000 + i), out);
+      passed += verdict == XDP_PASS;
+      *dropped += verdict == XDP_DROP;
+    }
+    return passed;
+  }
+
+  uint64_t ruleVerdict(uint32_t verdict) {
+    auto rules = limiter().ruleCounters();
+    EXPECT_TRUE(rules.ok());
+    return rules.ok() && !rules->empty() ? (*rules)[0].by_verdict[verdict].packets : 0;
+  }
+
   Listener listener_;
 };
 
@@ -210,25 +241,10 @@ TEST_F(SynCookieTest, ForgedAcksFailAreCountedAndLimitedByTheUntrackedBucket) {
 }
 
 TEST_F(SynCookieTest, AVerifiedSourceWithoutASlotIsHeldToTheUntrackedBucket) {
-  RuleSpec rule = cookieRule(SynCookies::kAlways);
-  rule.verified_sources_per_s = 1;  // a burst of one verified source
-  AttachOptions options;
-  options.test_clock_hz = 250;
-  load({rule}, options);
-  setClock(100000);
-  handshake("192.0.2.60", 1460, 1460);
   // the cap refuses the next verified source a slot: each of its SYNs meets a cookie
   // again, and each valid ACK would open one more connection past the rule's limit
-  std::vector<uint8_t> synack, out;
-  int passed = 0, dropped = 0;
-  for (uint16_t i = 0; i < 30; ++i) {
-    std::vector<uint8_t> syn = segment("192.0.2.61", kSyn, 1000 + i, 0, 1460, 41000 + i);
-    ASSERT_EQ(runOut(syn, synack), XDP_TX);
-    uint32_t cookie = get32(synack, 14 + 20 + 4);
-    int verdict = runOut(segment("192.0.2.61", kAck, 1001 + i, cookie + 1, 0, 41000 + i), out);
-    passed += verdict == XDP_PASS;
-    dropped += verdict == XDP_DROP;
-  }
+  int dropped = 0;
+  const int passed = handshakesPastTheVerifiedCap(ExceedAction::kDrop, &dropped);
   EXPECT_EQ(stat(FG_TABLE_COOKIE_VERIFIED), 31u);
   EXPECT_EQ(stat(FG_TABLE_VERIFIED_SLOT), 1u);
   EXPECT_EQ(stat(FG_TABLE_CAPPED), 30u) << "each ACK refused a slot by the verified cap";
@@ -236,6 +252,15 @@ TEST_F(SynCookieTest, AVerifiedSourceWithoutASlotIsHeldToTheUntrackedBucket) {
   EXPECT_EQ(passed, 10) << "the untracked bucket's burst, on a clock that stands still";
   EXPECT_EQ(stat(FG_TABLE_UNTRACKED_PASS), 10u);
   EXPECT_EQ(stat(FG_TABLE_UNTRACKED_DROP), 20u);
+  EXPECT_EQ(ruleVerdict(FG_VERDICT_DROP), 20u);
+}
+
+TEST_F(SynCookieTest, ARuleThatOnlyMonitorsLetsAVerifiedSourceWithoutASlotThrough) {
+  int dropped = 0;
+  EXPECT_EQ(handshakesPastTheVerifiedCap(ExceedAction::kMonitor, &dropped), 30);
+  EXPECT_EQ(stat(FG_TABLE_UNTRACKED_DROP), 20u) << "still counted as over the limit";
+  EXPECT_EQ(ruleVerdict(FG_VERDICT_MONITOR), 20u);
+  EXPECT_EQ(ruleVerdict(FG_VERDICT_DROP), 0u);
 }
 
 TEST_F(SynCookieTest, AnAckWithTheCookieOfAnotherConnectionFails) {
