@@ -398,6 +398,8 @@ static __always_inline struct fg_rule *fg_pending_rule(struct fg_walk *walk, __u
 static __always_inline int fg_rule_outcome(struct fg_walk *walk, struct fg_settings *settings,
 					   const struct fg_rule *rule, int admitted)
 {
+	int monitoring;
+
 	if (admitted) {
 		fg_count_rule(rule->id, FG_VERDICT_PASS, walk->eval.len);
 		return 0;
@@ -411,14 +413,14 @@ static __always_inline int fg_rule_outcome(struct fg_walk *walk, struct fg_setti
 	}
 	/* In monitor mode (settings) fg_finish passes this packet and counts it monitor: the
 	 * rule's counter says the same, while the walk goes on as it would without monitor. */
-	fg_count_rule(rule->id,
-		      settings && FG_READ_ONCE(settings->monitor) ? FG_VERDICT_MONITOR
-								  : FG_VERDICT_DROP,
-		      walk->eval.len);
+	monitoring = settings && FG_READ_ONCE(settings->monitor);
+	fg_count_rule(rule->id, monitoring ? FG_VERDICT_MONITOR : FG_VERDICT_DROP, walk->eval.len);
 	/* a ban only for a source over its own limit: one refused by the rule's untracked bucket
 	 * (no slot for it while a spoofed flood keeps the new-source cap refusing) went over
-	 * nothing of its own, and would be a real client banned on its first packet */
-	if (rule->action == FG_ACTION_BAN && settings &&
+	 * nothing of its own, and would be a real client banned on its first packet. Monitor
+	 * mode bans nothing: a dry run's ban would outlast it, and the daemon hands every ban a
+	 * rule starts to the fleet, whose hosts would drop what this one only counts. */
+	if (rule->action == FG_ACTION_BAN && settings && !monitoring &&
 	    (walk->eval.ref & FG_REF_KIND_MASK) == FG_REF_SLOT)
 		fg_ban_source(settings, rule, &walk->pkt, walk->eval.jiffies);
 	walk->verdict = FG_VERDICT_DROP;

@@ -289,6 +289,34 @@ TEST_F(BansTest, OnlyASourceOverItsOwnLimitIsBanned) {
   EXPECT_EQ(counted(FG_VERDICT_DROP, FG_REASON_BAN), 1u);
 }
 
+// Monitor mode bans nothing: a ban would outlast the dry run, and the daemon hands every ban a
+// rule starts to the fleet, whose hosts would drop what this one only counts.
+TEST_F(BansTest, MonitorModeStartsNoBan) {
+  RuleSpec banning = sourceRule(1, 1);
+  banning.action = ExceedAction::kBan;
+  banning.ban_ns = 600 * kSecond;
+  AttachOptions options;
+  options.monitor = true;
+  options.test_clock_hz = 1000;
+  load({banning}, options);
+  setClock(100000);
+  auto frame = udpFrom("192.0.2.50");
+  EXPECT_EQ(passes(frame, 3), 3);
+  EXPECT_EQ(counted(FG_VERDICT_MONITOR, FG_REASON_RATE), 2u);
+  EXPECT_EQ(counted(FG_VERDICT_MONITOR, FG_REASON_BAN), 0u);
+  EXPECT_EQ(banCount(), 0u);
+  auto bans = limiter().bans();
+  ASSERT_TRUE(bans.ok()) << bans.error().message;
+  EXPECT_TRUE(bans->empty());
+  // out of monitor mode, the same source over its limit is banned
+  options.monitor = false;
+  reload({banning}, options);
+  EXPECT_EQ(run(frame), XDP_DROP);
+  EXPECT_EQ(banCount(), 1u);
+  EXPECT_EQ(run(frame), XDP_DROP);
+  EXPECT_EQ(counted(FG_VERDICT_DROP, FG_REASON_BAN), 1u);
+}
+
 TEST_F(BansTest, BanListNamesWhoStartedEachBan) {
   RuleSpec banning = sourceRule(1, 1);
   banning.name = "syn-guard";
