@@ -459,7 +459,31 @@ TEST(ConfigParser, CheckWarnsOnTrustingEveryProxy) {
 TEST(ConfigParser, ListLargerThanListSizeIsAnError) {
   EXPECT_EQ(
       parseErrors("defaults: {list_size: 2}\nallow: [192.0.2.1, 192.0.2.2, 192.0.2.3, \"::1\"]\n"),
-      "test.yaml:2:1: allow holds 3 IPv4 prefixes, more than defaults.list_size (2)\n");
+      "test.yaml:2:1: allow holds more IPv4 prefixes than defaults.list_size (2): raise it (up "
+      "to 16777216) or merge prefixes into shorter ones\n");
+}
+
+// A file named again and again (an alias costs a few bytes a use) is read only until the list
+// is past its bound: reading stops there, so a config of a few lines cannot stand for more
+// prefixes than memory holds. The entry after the stop is never read (its file is missing).
+TEST(ConfigParser, AListStopsBeingReadAtItsBound) {
+  TempDir dir;
+  {
+    std::ofstream out(dir.path() / "feed.txt");
+    for (int i = 0; i < 1000; ++i) out << "10.0." << (i >> 8) << "." << (i & 255) << "\n";
+  }
+  std::string deny = "deny: [&feed {file: feed.txt}";
+  for (int i = 0; i < 5; ++i) deny += ", *feed";
+  std::ofstream(dir.path() / "floodgate.yaml") << "defaults: {list_size: 2500}\n"
+                                               << deny << ", {file: missing.txt}]\n"
+                                               << "rules:\n  - {name: r, match: {src: ["
+                                               << "*feed, *feed]}, limit: {pps: 10}}\n";
+  Diagnostics diagnostics;
+  loadConfig((dir.path() / "floodgate.yaml").string(), diagnostics);
+  EXPECT_EQ(diagnostics.format(),
+            (dir.path() / "floodgate.yaml").string() +
+                ":2:1: deny holds more IPv4 prefixes than defaults.list_size (2500): raise it "
+                "(up to 16777216) or merge prefixes into shorter ones\n");
 }
 
 // Every rule's match.src shares one pair of tries of 262144 entries: a prefix two rules list

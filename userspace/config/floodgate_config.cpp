@@ -15,21 +15,6 @@
 namespace floodgate::config {
 namespace {
 
-// Each list is two LPM tries (IPv4, IPv6) of defaults.list_size entries.
-void checkListFits(YamlReader& reader, const YamlEntry& entry, const std::string& what,
-                   const std::vector<Cidr>& cidrs, uint32_t max_entries) {
-  size_t v4 = 0;
-  for (const Cidr& cidr : cidrs) v4 += cidr.family == Family::kV4;
-  const size_t v6 = cidrs.size() - v4;
-  for (auto [count, family] : {std::pair{v4, "IPv4"}, std::pair{v6, "IPv6"}}) {
-    if (count > max_entries) {
-      reader.error(entry.key, what + " holds " + std::to_string(count) + " " + family +
-                                  " prefixes, more than defaults.list_size (" +
-                                  std::to_string(max_entries) + ")");
-    }
-  }
-}
-
 // The rules' match.src sets share one pair of LPM tries of FG_LIST_MAX_ENTRIES each: every
 // distinct prefix of any rule's set is an entry.
 void checkSourceSetsFit(YamlReader& reader, const YamlEntry& entry,
@@ -71,8 +56,12 @@ void parseRoot(YamlReader& reader, const YAML::Node& root, const std::string& ba
     const YamlEntry* e = fields->find(key);
     if (!e) continue;
     // `deny:` with every entry commented out is an empty list the config still owns.
-    *list = e->value.IsNull() ? std::vector<Cidr>() : parseCidrList(reader, *e, key, base_dir);
-    checkListFits(reader, *e, key, **list, config.defaults.list_max_entries);
+    // each list is two LPM tries (IPv4, IPv6) of defaults.list_size entries
+    const CidrListBound bound{config.defaults.list_max_entries, "defaults.list_size",
+                              "raise it (up to " + std::to_string(FG_LARGEST_LIST_ENTRIES) +
+                                  ") or merge prefixes into shorter ones"};
+    *list =
+        e->value.IsNull() ? std::vector<Cidr>() : parseCidrList(reader, *e, key, base_dir, bound);
   }
   if (const YamlEntry* e = fields->find("http"); e && !e->value.IsNull()) {
     config.http = http::parseHttpSection(reader, *e);

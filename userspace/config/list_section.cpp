@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 // CIDR lists (`allow:`, `deny:`, a rule's `match.src`): inline CIDRs and {file: PATH} entries.
+#include <array>
 #include <filesystem>
 
 #include "config/cidr_file.h"
@@ -40,26 +41,30 @@ void readFileEntry(YamlReader& reader, const YamlEntry& item, const std::string&
 }  // namespace
 
 std::vector<Cidr> parseCidrList(YamlReader& reader, const YamlEntry& entry, const std::string& what,
-                                const std::string& base_dir) {
+                                const std::string& base_dir, const CidrListBound& bound) {
   std::vector<Cidr> out;
   if (!reader.list(entry, what, kListShape)) return out;
+  std::array<size_t, 2> count{};  // IPv4, IPv6
   for (const YAML::Node& value : entry.value) {
     YamlEntry item{entry.value, value};
+    const size_t before = out.size();
     if (value.IsMap()) {
       readFileEntry(reader, item, what, base_dir, out);
-      continue;
-    }
-    if (!value.IsScalar()) {
+    } else if (!value.IsScalar()) {
       reader.error(
           item, what + " entries must be CIDRs or {file: PATH} (got " + describeNode(value) + ")");
-      continue;
-    }
-    Result<Cidr> cidr = parseCidr(value.Scalar());
-    if (!cidr) {
+    } else if (Result<Cidr> cidr = parseCidr(value.Scalar()); !cidr) {
       reader.error(item, cidr.error().message);
-      continue;
+    } else {
+      out.push_back(*cidr);
     }
-    out.push_back(*cidr);
+    for (size_t i = before; i < out.size(); ++i) ++count[out[i].family == Family::kV6];
+    for (auto [family, name] : {std::pair{0, "IPv4"}, std::pair{1, "IPv6"}}) {
+      if (count[family] <= bound.per_family) continue;
+      reader.error(entry.key, what + " holds more " + name + " prefixes than " + bound.limit +
+                                  " (" + std::to_string(bound.per_family) + "): " + bound.fix);
+      return {};
+    }
   }
   return out;
 }

@@ -129,7 +129,10 @@ void parseMatch(YamlReader& reader, const YamlEntry& entry, const std::string& b
   }
   if (const YamlEntry* src = fields->find("src")) {
     size_t errors_before = reader.errorCount();
-    spec.sources = parseCidrList(reader, *src, "src", base_dir);
+    // every rule's set shares one pair of tries: the config's check counts distinct prefixes
+    static const CidrListBound kBound{FG_LIST_MAX_ENTRIES, "the rules' match.src sets can hold",
+                                      "merge them into shorter prefixes"};
+    spec.sources = parseCidrList(reader, *src, "src", base_dir, kBound);
     if (spec.sources.empty() && reader.errorCount() == errors_before) {
       reader.error(*src, "src holds no CIDR; leave it out to match every source");
     }
