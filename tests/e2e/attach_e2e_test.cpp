@@ -10,6 +10,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "e2e/child_process.h"
 #include "e2e/veth_network.h"
 #include "floodgate_shared.h"
 
@@ -87,6 +88,42 @@ TEST_F(AttachE2eTest, AnInterfaceWithoutEthernetFramesIsRefused) {
   EXPECT_EQ(net_->inTarget({"ip", "link", "show", "fgtun0"}).out.find("xdp"), std::string::npos);
   // the veth beside it, an Ethernet interface, is taken
   EXPECT_EQ(run({"attach", net_->targetInterface(), "--rate", "1k"}).exit_code, 0);
+}
+
+// Two fresh attaches of one interface at once (a unit starting while an operator types): one
+// attaches, the other finds it attached and says so, and the pins are those of the program
+// on the hook, so status and detach find it. Each load takes most of a second, so the two
+// overlap whatever the machine's speed.
+TEST_F(AttachE2eTest, TwoAttachesAtOnceLeaveOneLimiterThatStatusAndDetachFind) {
+  char dir[] = "/tmp/fg-attach-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::vector<std::string> argv = {"nsenter", "--net=" + net_->targetNetns(), FLOODGATE_BIN,
+                                         "attach",  net_->targetInterface(),        "--rate",
+                                         "1k"};
+  for (int round = 0; round < 3; ++round) {
+    std::vector<ChildProcess> attaches;
+    for (int i = 0; i < 2; ++i) {
+      auto child = ChildProcess::start(argv, std::string(dir) + "/" + std::to_string(i) + ".log");
+      ASSERT_TRUE(child.ok()) << child.error().message;
+      attaches.push_back(std::move(*child));
+    }
+    std::vector<int> codes;
+    std::string logs;
+    for (ChildProcess& child : attaches) {
+      codes.push_back(child.wait(120));
+      logs += child.log();
+    }
+    std::sort(codes.begin(), codes.end());
+    EXPECT_EQ(codes, (std::vector<int>{0, 1})) << logs;
+    EXPECT_NE(logs.find("floodgate is already attached to '" + net_->targetInterface() + "'"),
+              std::string::npos)
+        << logs;
+    EXPECT_EQ(status()["rules"][0]["limit"]["pps"], 1000);
+    CommandResult detached = run({"detach", net_->targetInterface()});
+    EXPECT_EQ(detached.exit_code, 0) << detached.err;
+    EXPECT_FALSE(xdpAttached()) << "round " << round;
+  }
+  std::filesystem::remove_all(dir);
 }
 
 TEST_F(AttachE2eTest, ReplaceKeepsTheRunningTableSizeAndSaysSoWhenAnotherWasAsked) {

@@ -12,6 +12,7 @@
 #include "controller/syn_cookie_host.h"
 #include "controller/xdp_limiter.h"
 #include "floodgate/common/text.h"
+#include "kernel/attach_lock.h"
 #include "kernel/pins.h"
 #include "kernel/system.h"
 
@@ -91,6 +92,9 @@ Result<AttachReport> XdpLimiter::attach(const AttachOptions& options) {
   if (!ifindex) return ifindex.error();
   if (Status s = checkEthernetFrames(iface); !s) return s.error();
   if (Status s = ensureBpffs(); !s) return s.error();
+  // held from the look at the pins to the last one written (released on every return)
+  auto attaching = AttachLock::acquire();
+  if (!attaching) return attaching.error();
 
   const bool on_hook = access(linkPinPath(iface).c_str(), F_OK) == 0;
   const bool in_array = access(rootArrayPinPath(iface).c_str(), F_OK) == 0;
@@ -264,10 +268,15 @@ Status XdpLimiter::fitToRunning(AttachOptions& options, std::vector<std::string>
 Result<DetachReport> XdpLimiter::detach(const std::string& interface, bool keep_next) {
   if (Status s = checkInterfaceName(interface); !s) return s.error();
   if (Status s = checkPrivileges(); !s) return s.error();
-  if (access(pinDirectory(interface).c_str(), F_OK) != 0) {
+  const auto not_attached = [&] {
     return Error::failure("floodgate is not attached to '" + interface +
                           "' (see 'floodgate status')");
-  }
+  };
+  if (access(pinDirectory(interface).c_str(), F_OK) != 0) return not_attached();
+  // an attach or detach of it may be under way: what is pinned is looked at again once done
+  auto detaching = AttachLock::acquire();
+  if (!detaching) return detaching.error();
+  if (access(pinDirectory(interface).c_str(), F_OK) != 0) return not_attached();
   DetachReport report;
   // Held across the removal of the pins, which would otherwise free it with the array.
   UniqueFd next;

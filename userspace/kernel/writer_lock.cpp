@@ -12,6 +12,18 @@
 
 namespace floodgate {
 
+Result<bool> lockWithin(int fd, std::chrono::milliseconds wait, const std::string& path) {
+  const auto deadline = std::chrono::steady_clock::now() + wait;
+  while (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    if (errno != EWOULDBLOCK && errno != EINTR) {
+      return Error::failure("cannot lock " + path + ": " + std::strerror(errno));
+    }
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return true;
+}
+
 Result<WriterLock::Guard> WriterLock::acquire(const std::string& what) {
   if (depth_ > 0) {
     ++depth_;
@@ -23,18 +35,13 @@ Result<WriterLock::Guard> WriterLock::acquire(const std::string& what) {
       return Error::failure("cannot open " + directory_ + " to lock it: " + std::strerror(errno));
     }
   }
-  const auto deadline = std::chrono::steady_clock::now() + kWait;
-  while (flock(fd_.get(), LOCK_EX | LOCK_NB) != 0) {
-    if (errno != EWOULDBLOCK && errno != EINTR) {
-      return Error::failure("cannot lock " + directory_ + ": " + std::strerror(errno));
-    }
-    if (std::chrono::steady_clock::now() >= deadline) {
-      return Error::failure("another floodgate has been changing " + what + " for " +
-                            std::to_string(kWait.count() / 1000) +
-                            " s (a 'floodgate run' applying its config, or another command): "
-                            "nothing was changed; try again");
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  Result<bool> locked = lockWithin(fd_.get(), kWait, directory_);
+  if (!locked) return locked.error();
+  if (!*locked) {
+    return Error::failure("another floodgate has been changing " + what + " for " +
+                          std::to_string(kWait.count() / 1000) +
+                          " s (a 'floodgate run' applying its config, or another command): "
+                          "nothing was changed; try again");
   }
   depth_ = 1;
   return Guard(this);

@@ -12,6 +12,10 @@
 
 namespace floodgate {
 
+// Takes an exclusive flock(2) on `fd`, polling, for up to `wait`: false when another holder
+// kept it all that time.
+Result<bool> lockWithin(int fd, std::chrono::milliseconds wait, const std::string& path);
+
 // The lock of one limiter's pin directory, for one holder. Reentrant: nested writes of the
 // same holder share the lock it took first. Not thread-safe (one holder per thread).
 class WriterLock {
