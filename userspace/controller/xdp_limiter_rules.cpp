@@ -113,6 +113,13 @@ Status XdpLimiter::reload(const AttachOptions& options) {
   return okStatus();
 }
 
+Status XdpLimiter::checkReload(const AttachOptions& options) const {
+  if (Status s = validate(options); !s) return s;
+  if (options.keep_rules) return checkReloadFits(options, nullptr);
+  const std::vector<std::pair<Cidr, uint64_t>> sources = compileSourceSets(options.rules);
+  return checkReloadFits(options, &sources);
+}
+
 namespace {
 
 // The distinct prefixes of `cidrs` by family ([0] IPv4, [1] IPv6): the entries they take.

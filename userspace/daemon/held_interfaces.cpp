@@ -44,6 +44,17 @@ void logNextProgram(const std::string& name, const XdpLimiter& limiter) {
 }  // namespace
 
 Status HeldInterfaces::apply(const std::vector<WantedInterface>& wanted) {
+  // A config one held limiter cannot take (a list longer than the size it runs with) is
+  // refused before anything changes: before, the interfaces ahead of it were reloaded and
+  // those dropped from the config detached, and the rest kept the old rules.
+  for (const WantedInterface& one : wanted) {
+    const std::string& name = one.options.interface;
+    auto held = held_.find(name);
+    if (held == held_.end() || !attached(name)) continue;
+    if (Status s = held->second.limiter.checkReload(one.options); !s) {
+      return Error::failure(name + ": " + s.error().message + " (no interface was changed)");
+    }
+  }
   for (auto it = held_.begin(); it != held_.end();) {
     bool listed = false;
     for (const auto& one : wanted) listed |= one.options.interface == it->first;
