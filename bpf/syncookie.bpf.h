@@ -374,15 +374,16 @@ static long fg_cookie_search_step(__u32 i, void *data)
 	return 1;
 }
 
-/* Charges a cookie ACK that leaves its source without a slot (a bad cookie, or a good one
- * the table has no room for) to the rule's untracked bucket, as fg_rule_admits charges any
- * source without a slot: 1 admitted, 0 refused (counted, and the start of refusals
- * stamped for `auto` and told as an event). */
+/* Charges a cookie ACK that leaves its source without a slot to an untracked bucket, as
+ * fg_rule_admits charges any source without a slot: a bad cookie to the rule's, a good one
+ * the table has no room for to the one of verified sources (`bucket`, either word of the
+ * rule's state). 1 admitted, 0 refused (counted, and the start of refusals stamped for
+ * `auto` and told as an event). */
 static __always_inline int fg_cookie_untracked(const struct fg_rule *rule,
-					       struct fg_rule_state *state, __u64 now,
-					       __u64 jiffies, __u32 family, __u32 len)
+					       struct fg_rule_state *state, __u64 *bucket,
+					       __u64 now, __u64 jiffies, __u32 family, __u32 len)
 {
-	if (fg_charge(state->overflow_state, rule, rule->algorithm, rule->untracked, now, len))
+	if (fg_charge(bucket, rule, rule->algorithm, rule->untracked, now, len))
 		return 1;
 	fg_count_table(rule->id, FG_TABLE_UNTRACKED_DROP);
 	if (fg_refusal_starts(&state->last_untracked_drop, jiffies))
@@ -480,7 +481,8 @@ __attribute__((noinline)) int fg_cookie_path(struct xdp_md *ctx, const struct fg
 		 * of sources nobody vouches for, and what it refuses never reaches the kernel */
 		fg_count_table(id, FG_TABLE_COOKIE_FAILED);
 		/* admitted, or refused by a rule that only monitors: the rules count it */
-		if (fg_cookie_untracked(rule, state, now, jiffies, pkt->family, len) ||
+		if (fg_cookie_untracked(rule, state, state->overflow_state, now, jiffies,
+					pkt->family, len) ||
 		    rule->action == FG_ACTION_MONITOR)
 			return FG_COOKIE_CONTINUE;
 		fg_count_rule(id, FG_VERDICT_DROP, len);
@@ -500,9 +502,11 @@ __attribute__((noinline)) int fg_cookie_path(struct xdp_md *ctx, const struct fg
 	} else {
 		/* no slot (the verified cap, or every way of its set held by a limited source):
 		 * its next SYN meets a cookie again, so each ACK would open one more connection
-		 * past every limit. It is charged as any source without a slot. */
+		 * past every limit. It is charged as a source without a slot, to a bucket that
+		 * made-up cookies never reach. */
 		fg_count_table(id, q->why);
-		if (fg_cookie_untracked(rule, state, now, jiffies, pkt->family, len)) {
+		if (fg_cookie_untracked(rule, state, state->verified_overflow_state, now, jiffies,
+					pkt->family, len)) {
 			fg_count_table(id, FG_TABLE_UNTRACKED_PASS);
 		} else if (rule->action == FG_ACTION_MONITOR) {
 			fg_count_rule(id, FG_VERDICT_MONITOR, len);

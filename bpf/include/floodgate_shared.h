@@ -262,6 +262,9 @@ struct fg_rule_state {
 	__u32 last_capped;	   /* jiffies the new-source cap last refused a source */
 	__u64 verified_state;	   /* GCRA time of the verified-source cap */
 	__u64 returning_state;	   /* GCRA time of the returning-source reserve */
+	/* the untracked bucket (same limit) of sources a valid cookie verified that got no
+	 * slot: a flood of made-up cookies, charged to overflow_state, cannot starve them */
+	__u64 verified_overflow_state[FG_LIMIT_KINDS];
 };
 
 /* What became of the sources a source rule saw without a slot of their own, per rule id

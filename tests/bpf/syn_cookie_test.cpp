@@ -169,9 +169,10 @@ class SynCookieTest : public XdpProgramTest {
     EXPECT_EQ(stat(FG_TABLE_COOKIE_SENT), 1u);
   }
 
-  // With a verified cap of one, after one verified source: 30 handshakes of another one,
-  // each with its own port. Returns how many of their ACKs passed, and counts the drops.
-  int handshakesPastTheVerifiedCap(ExceedAction action, int* dropped) {
+  // With a verified cap of one, after one verified source: `forged` ACKs with made-up
+  // cookies from spoofed sources, then 30 handshakes of another source, each with its own
+  // port. Returns how many of their ACKs passed, and counts the drops.
+  int handshakesPastTheVerifiedCap(ExceedAction action, int* dropped, uint32_t forged = 0) {
     RuleSpec rule = cookieRule(SynCookies::kAlways);
     rule.verified_sources_per_s = 1;  // a burst of one verified source
     rule.action = action;
@@ -181,6 +182,11 @@ class SynCookieTest : public XdpProgramTest {
     setClock(100000);
     handshake("192.0.2.60", 1460, 1460);
     std::vector<uint8_t> synack, out;
+    for (uint32_t i = 0; i < forged; ++i) {
+      runOut(
+          segment("198.51.100." + std::to_string(i % 250), kAck, 7000 + i, 0x12345678 + i * 7919),
+          out);
+    }
     int passed = 0;
     *dropped = 0;
     for (uint16_t i = 0; i < 30; ++i) {
@@ -253,6 +259,18 @@ TEST_F(SynCookieTest, AVerifiedSourceWithoutASlotIsHeldToTheUntrackedBucket) {
   EXPECT_EQ(stat(FG_TABLE_UNTRACKED_PASS), 10u);
   EXPECT_EQ(stat(FG_TABLE_UNTRACKED_DROP), 20u);
   EXPECT_EQ(ruleVerdict(FG_VERDICT_DROP), 20u);
+}
+
+// A flood of made-up cookies empties the rule's untracked bucket; a source that completes
+// its handshakes, left without a slot, has a bucket of its own that the flood cannot reach.
+TEST_F(SynCookieTest, MadeUpCookiesCannotStarveAVerifiedSourceWithoutASlot) {
+  int dropped = 0;
+  const int passed = handshakesPastTheVerifiedCap(ExceedAction::kDrop, &dropped, 40);
+  EXPECT_EQ(stat(FG_TABLE_COOKIE_FAILED), 40u);
+  EXPECT_EQ(passed, 10) << "the verified sources' bucket is full whatever the forged ACKs did";
+  EXPECT_EQ(dropped, 20);
+  EXPECT_EQ(stat(FG_TABLE_UNTRACKED_PASS), 10u) << "the verified ACKs the bucket admitted";
+  EXPECT_EQ(stat(FG_TABLE_UNTRACKED_DROP), 30u + 20u) << "forged ones and verified ones";
 }
 
 TEST_F(SynCookieTest, ARuleThatOnlyMonitorsLetsAVerifiedSourceWithoutASlotThrough) {
