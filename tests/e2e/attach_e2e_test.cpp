@@ -199,6 +199,21 @@ TEST_F(AttachE2eTest, ReplaceKeepsEverySettingItWasNotGivenAndRefusesAModeItCann
   EXPECT_EQ(status()["rules"][0]["limit"]["pps"], 7);
 }
 
+// What `floodgate check` warns of is said by attach --config too: an operator who never ran
+// check still hears that the allow list lets every IPv6 source through unlimited.
+TEST_F(AttachE2eTest, AttachWithAConfigWarnsAsCheckDoes) {
+  char dir[] = "/tmp/floodgate-attach-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string config = std::string(dir) + "/floodgate.yaml";
+  std::ofstream(config) << "allow: [\"::/0\"]\nrules:\n  - {name: r, limit: {pps: 10}}\n";
+  CommandResult attached = run({"attach", net_->targetInterface(), "--config", config});
+  EXPECT_EQ(attached.exit_code, 0) << attached.err;
+  EXPECT_EQ(
+      attached.err,
+      "warning: " + config + ": allow holds ::/0: it lets through, unlimited, every IPv6 source\n");
+  std::filesystem::remove_all(dir);
+}
+
 TEST_F(AttachE2eTest, ReplaceWithALimitRefusesToDropAConfigsRules) {
   char dir[] = "/tmp/floodgate-attach-XXXXXX";
   ASSERT_NE(mkdtemp(dir), nullptr);

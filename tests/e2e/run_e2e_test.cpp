@@ -518,6 +518,18 @@ TEST_F(RunE2eTest, AReloadThatOneInterfaceCannotTakeChangesNone) {
   }
 }
 
+// What `floodgate check` warns of is logged as a warning when the daemon applies the config.
+TEST_F(RunE2eTest, ConfigWarningsAreLoggedWhenTheConfigIsApplied) {
+  std::ofstream(config_) << "interfaces:\n  - name: " << net_->targetInterface()
+                         << "\nallow: [\"::/0\"]\nrules:\n  - {name: r, limit: {pps: 10}}\n";
+  startDaemon();
+  EXPECT_EQ(linesWith(daemon_.log(), "<4>" + config_ +
+                                         ": allow holds ::/0: it lets through, unlimited, every "
+                                         "IPv6 source"),
+            1u)
+      << daemon_.log();
+}
+
 TEST_F(RunE2eTest, NoListedInterfaceYetStillRunsAndAnInvalidConfigIsStillRefused) {
   std::ofstream(config_) << "interfaces:\n  - name: fgnone0\nrules:\n  - name: per-source\n"
                          << "    match: {protocol: udp}\n    limit: {pps: 100, burst: 10}\n";

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// optionsFromConfig: loadConfig, print diagnostics, attachOptionsFor.
+// optionsFromConfig: loadConfig, print diagnostics and warnings, attachOptionsFor.
 #include "cli/config_loading.h"
 
 #include <iostream>
@@ -17,6 +17,10 @@ Result<AttachOptions> optionsFromConfig(const std::string& file, const std::stri
     return Error::failure(file + " is not valid (" +
                           counted(diagnostics.size(), "problem", "problems") +
                           " above): nothing was changed");
+  }
+  // what `floodgate check` warns of (a list that holds every address, say) is said here too
+  for (const std::string& warning : config::configWarnings(cfg)) {
+    std::cerr << "warning: " << file << ": " << warning << "\n";
   }
   return config::attachOptionsFor(cfg, interface);
 }

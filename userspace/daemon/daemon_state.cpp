@@ -89,6 +89,10 @@ Status DaemonState::applyLocked(bool& publish) {
   }
 
   if (Status s = interfaces_.apply(wanted); !s) return s;
+  // what `floodgate check` warns of, logged at every start and reload that applies it
+  for (const std::string& warning : config::configWarnings(cfg)) {
+    logWarning(config_path_ + ": " + warning);
+  }
   escalator_.config().rules =
       escalationRules(cfg.allow.value_or(std::vector<Cidr>{}), cfg.http ? &*cfg.http : nullptr);
   syncReports(cfg.http ? &*cfg.http : nullptr, std::move(access));
