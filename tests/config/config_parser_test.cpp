@@ -486,6 +486,38 @@ TEST(ConfigParser, AListStopsBeingReadAtItsBound) {
                 "(up to 16777216) or merge prefixes into shorter ones\n");
 }
 
+// Within one file too: a file of more lines than the list may hold is read only to the line
+// past twice its bound (then one family is past it), never to its end: the bad line at the
+// end is not reported.
+TEST(ConfigParser, AFileStopsBeingReadPastItsListsBound) {
+  TempDir dir;
+  {
+    std::ofstream out(dir.path() / "feed.txt");
+    for (int i = 0; i < 100; ++i) out << "10.0.0." << i << "\n";
+    out << "junk\n";
+  }
+  std::ofstream(dir.path() / "floodgate.yaml")
+      << "defaults: {list_size: 10}\nallow: [{file: feed.txt}]\n";
+  Diagnostics diagnostics;
+  loadConfig((dir.path() / "floodgate.yaml").string(), diagnostics);
+  EXPECT_EQ(diagnostics.format(),
+            (dir.path() / "floodgate.yaml").string() +
+                ":2:1: allow holds more IPv4 prefixes than defaults.list_size (10): raise it "
+                "(up to 16777216) or merge prefixes into shorter ones\n");
+}
+
+// Rules past the 32 the program holds are not read: each rule's match.src is bounded, so an
+// alias over thousands of rules would otherwise stand for more prefixes than memory holds.
+TEST(ConfigParser, RulesPastTheMostTheProgramHoldsAreNotRead) {
+  std::string yaml = "rules:\n";
+  for (int i = 0; i < 33; ++i) {
+    yaml += "  - {name: r" + std::to_string(i) + ", limit: {pps: 10}}\n";
+  }
+  yaml += "  - {name: late, match: {src: [{file: /nonexistent/list.txt}]}, limit: {pps: 10}}\n";
+  EXPECT_EQ(parseErrors(yaml),
+            "test.yaml:34:5: too many rules: 34 given, the XDP program holds at most 32\n");
+}
+
 // Every rule's match.src shares one pair of tries of 262144 entries: a prefix two rules list
 // takes one, and more distinct prefixes than that are an error at check, not at reload.
 TEST(ConfigParser, SourceSetsLargerThanTheirTriesAreAnError) {

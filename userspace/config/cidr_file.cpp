@@ -14,7 +14,7 @@ bool isSpace(char c) { return c == ' ' || c == '\t' || c == '\r'; }
 }  // namespace
 
 bool readCidrFile(const std::string& path, std::vector<Cidr>& out, Diagnostics& diagnostics,
-                  std::string* read_error) {
+                  std::string* read_error, size_t most) {
   Result<std::string> file = readWholeFile(path, kMaxListFileBytes);
   if (!file) {
     if (read_error) *read_error = file.error().message;
@@ -29,7 +29,7 @@ bool readCidrFile(const std::string& path, std::vector<Cidr>& out, Diagnostics& 
   };
   std::string_view rest = text;
   int line = 0;
-  while (!rest.empty()) {
+  while (!rest.empty() && out.size() <= most) {
     ++line;
     size_t eol = rest.find('\n');
     std::string_view content = rest.substr(0, eol);

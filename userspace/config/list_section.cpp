@@ -19,7 +19,7 @@ std::string resolvePath(const std::string& base_dir, const std::string& path) {
 }
 
 void readFileEntry(YamlReader& reader, const YamlEntry& item, const std::string& what,
-                   const std::string& base_dir, std::vector<Cidr>& out) {
+                   const std::string& base_dir, size_t most, std::vector<Cidr>& out) {
   std::optional<YamlFields> fields = reader.mapping(item, what + " entry", {"file"});
   if (!fields) return;
   const YamlEntry* file = fields->find("file");
@@ -32,7 +32,7 @@ void readFileEntry(YamlReader& reader, const YamlEntry& item, const std::string&
   std::string path = resolvePath(base_dir, *name);
   std::string error;
   const size_t first = reader.errorCount();
-  if (!readCidrFile(path, out, reader.diagnostics(), &error)) {
+  if (!readCidrFile(path, out, reader.diagnostics(), &error, most)) {
     reader.error(*file, "cannot read CIDR file '" + path + "': " + error);
   }
   reader.anchorSince(first, file->value);
@@ -49,7 +49,8 @@ std::vector<Cidr> parseCidrList(YamlReader& reader, const YamlEntry& entry, cons
     YamlEntry item{entry.value, value};
     const size_t before = out.size();
     if (value.IsMap()) {
-      readFileEntry(reader, item, what, base_dir, out);
+      // past twice the bound, one family is past it: the file is read no further
+      readFileEntry(reader, item, what, base_dir, 2 * bound.per_family, out);
     } else if (!value.IsScalar()) {
       reader.error(
           item, what + " entries must be CIDRs or {file: PATH} (got " + describeNode(value) + ")");

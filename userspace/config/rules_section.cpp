@@ -459,9 +459,12 @@ std::vector<RuleSpec> parseRules(YamlReader& reader, const YamlEntry& entry,
   for (const YAML::Node& value : entry.value) {
     YamlEntry item{entry.value, value};
     if (++index == FG_MAX_RULES + 1) {
+      // and no more is read: each rule's match.src is bounded, so a few bytes an alias over
+      // thousands of rules would otherwise stand for more prefixes than memory holds
       reader.error(item, "too many rules: " + std::to_string(entry.value.size()) +
                              " given, the XDP program holds at most " +
                              std::to_string(FG_MAX_RULES));
+      break;
     }
     if (std::optional<RuleSpec> spec = RuleParser(reader, base_dir, names).parse(item)) {
       out.push_back(std::move(*spec));
