@@ -243,6 +243,10 @@ Status XdpLimiter::reloadRules(const AttachOptions& options) {
   if (cookies && attached) {
     if (Status s = syncSynCookieHost(interface_, true); !s) return s;
   }
+  // Monitor mode goes on before the rules it is to dry-run can drop or ban anything (and off
+  // only after them, in writePolicies): one reload that adds a ban rule and turns monitor on
+  // must not ban in between. Should a step below fail, the limiter is left only counting.
+  if (options.monitor) std::atomic_ref<uint32_t>(settings_value_.get()->monitor).store(1);
   if (Status s = publish(compiled, sources); !s) return s;
   if (!cookies && attached) {
     if (Status s = syncSynCookieHost(interface_, false); !s) return s;
