@@ -468,8 +468,9 @@ TEST_F(RunE2eTest, AMissingInterfaceIsReportedUnhealthyAndAttachedWhenItAppears)
   EXPECT_NE(net_->floodgate({"stats", late}).exit_code, 0) << "detached on SIGTERM";
 }
 
-// A reload that one held limiter cannot take (its deny list longer than the list size that
+// A reload that one attached limiter cannot take (its deny list longer than the list size that
 // limiter runs with, which a reload keeps) changes no interface: not those listed before it.
+// Both when the daemon would adopt that limiter in the reload and when it already holds it.
 TEST_F(RunE2eTest, AReloadThatOneInterfaceCannotTakeChangesNone) {
   const std::string small = "fgs" + net_->targetInterface().substr(3);
   struct PinsGone {
@@ -483,39 +484,62 @@ TEST_F(RunE2eTest, AReloadThatOneInterfaceCannotTakeChangesNone) {
                             "fgq" + net_->targetInterface().substr(3)})
                 .exit_code,
             0);
-  auto config = [&](const std::string& defaults, uint64_t pps, const std::string& deny) {
-    return "interfaces:\n  - name: " + net_->targetInterface() + "\n  - name: " + small +
-           "\ndefaults: {" + defaults + "}\ndeny: [" + deny +
+  auto config = [&](const std::vector<std::string>& names, const std::string& defaults,
+                    uint64_t pps, const std::string& deny) {
+    std::string text = "interfaces:\n";
+    for (const std::string& name : names) text += "  - name: " + name + "\n";
+    return text + "defaults: {" + defaults + "}\ndeny: [" + deny +
            "]\nrules:\n  - name: per-source\n    match: {protocol: udp}\n"
            "    limit: {pps: " +
            std::to_string(pps) + ", burst: 10}\n";
   };
-  // the second interface runs with room for 2 prefixes a list; the daemon adopts it so
-  std::ofstream(dir_ + "/small.yaml") << config("list_size: 2", 100, "192.0.2.1");
+  auto reloadTo = [&](const std::string& text) {
+    std::ofstream(dir_ + "/.new.yaml") << text;
+    ASSERT_EQ(std::rename((dir_ + "/.new.yaml").c_str(), config_.c_str()), 0);
+  };
+  auto unchanged = [&](const std::vector<std::string>& names) {
+    for (const std::string& name : names) {
+      CommandResult status = net_->floodgate({"status", name, "--json"});
+      ASSERT_EQ(status.exit_code, 0) << status.err;
+      auto rule = nlohmann::json::parse(status.out)["interfaces"][0]["rules"][0];
+      EXPECT_EQ(rule["limit"]["pps"], 100) << name << " kept its rule";
+      CommandResult deny = net_->floodgate({"deny", "list", name});
+      EXPECT_EQ(deny.out, "192.0.2.1\n") << name << ": " << deny.err;
+    }
+  };
+  const std::vector<std::string> both = {net_->targetInterface(), small};
+  const std::string long_deny = "192.0.2.1, 192.0.2.2, 192.0.2.3";
+  // the second interface runs with room for 2 prefixes a list, attached by hand
+  std::ofstream(dir_ + "/small.yaml") << config({small}, "list_size: 2", 100, "192.0.2.1");
   CommandResult attached_small =
       net_->floodgate({"attach", small, "--config", dir_ + "/small.yaml"});
   ASSERT_EQ(attached_small.exit_code, 0) << attached_small.err;
-  std::ofstream(config_) << config("list_size: 1000", 100, "192.0.2.1");
+  std::ofstream(config_) << config({net_->targetInterface()}, "list_size: 1000", 100, "192.0.2.1");
   startDaemon();
 
-  std::ofstream(dir_ + "/.new.yaml")
-      << config("list_size: 1000", 200, "192.0.2.1, 192.0.2.2, 192.0.2.3");
-  ASSERT_EQ(std::rename((dir_ + "/.new.yaml").c_str(), config_.c_str()), 0);
-  EXPECT_GE(waitFor("floodgate_config_reloads_total{result=\"failure\"}",
+  // the reload would adopt it
+  reloadTo(config(both, "list_size: 1000", 200, long_deny));
+  EXPECT_EQ(waitFor("floodgate_config_reloads_total{result=\"failure\"}",
                     [](double v) { return v >= 1; }),
             1)
       << daemon_.log();
-  EXPECT_NE(daemon_.log().find(small + ": the deny list holds 3 IPv4 prefixes"), std::string::npos)
+  EXPECT_EQ(linesWith(daemon_.log(), small + ": the deny list holds 3 IPv4 prefixes"), 1u)
       << daemon_.log();
-  EXPECT_EQ(metric("floodgate_config_generation"), 1);
-  for (const std::string& name : {net_->targetInterface(), small}) {
-    CommandResult status = net_->floodgate({"status", name, "--json"});
-    ASSERT_EQ(status.exit_code, 0) << status.err;
-    auto rule = nlohmann::json::parse(status.out)["interfaces"][0]["rules"][0];
-    EXPECT_EQ(rule["limit"]["pps"], 100) << name << " kept its rule";
-    CommandResult deny = net_->floodgate({"deny", "list", name});
-    EXPECT_EQ(deny.out, "192.0.2.1\n") << name << ": " << deny.err;
-  }
+  unchanged(both);
+
+  // adopted by a reload it can take, then held
+  reloadTo(config(both, "list_size: 1000", 100, "192.0.2.1"));
+  EXPECT_EQ(waitFor("floodgate_config_generation", [](double v) { return v >= 2; }), 2)
+      << daemon_.log();
+  reloadTo(config(both, "list_size: 1000", 200, long_deny));
+  EXPECT_EQ(waitFor("floodgate_config_reloads_total{result=\"failure\"}",
+                    [](double v) { return v >= 2; }),
+            2)
+      << daemon_.log();
+  EXPECT_EQ(linesWith(daemon_.log(), small + ": the deny list holds 3 IPv4 prefixes"), 2u)
+      << daemon_.log();
+  EXPECT_EQ(metric("floodgate_config_generation"), 2);
+  unchanged(both);
 }
 
 // What `floodgate check` warns of is logged as a warning when the daemon applies the config.

@@ -44,15 +44,25 @@ void logNextProgram(const std::string& name, const XdpLimiter& limiter) {
 }  // namespace
 
 Status HeldInterfaces::apply(const std::vector<WantedInterface>& wanted) {
-  // A config one held limiter cannot take (a list longer than the size it runs with) is
-  // refused before anything changes: before, the interfaces ahead of it were reloaded and
-  // those dropped from the config detached, and the rest kept the old rules.
+  // A config one attached limiter cannot take (a list longer than the size it runs with) is
+  // refused before anything changes, so no interface runs the new rules while another keeps
+  // the old and none is detached for a config that is not applied. Each is checked with the
+  // options its reload below gets: a held one's as its adaptive state squeezes them, one to
+  // adopt (attached, not held) with the config's.
   for (const WantedInterface& one : wanted) {
     const std::string& name = one.options.interface;
-    auto held = held_.find(name);
-    if (held == held_.end() || !attached(name)) continue;
-    if (Status s = held->second.limiter.checkReload(one.options); !s) {
-      return Error::failure(name + ": " + s.error().message + " (no interface was changed)");
+    if (!attached(name)) continue;
+    AttachOptions options = one.options;
+    Status checked = okStatus();
+    if (auto held = held_.find(name); held != held_.end()) {
+      std::vector<LogLine> unused;
+      (void)reconcileAdaptive(held->second.adaptive, one.adaptive, options, unused);
+      checked = held->second.limiter.checkReload(options);
+    } else if (auto limiter = XdpLimiter::open(name); limiter) {
+      checked = limiter->checkReload(options);
+    }
+    if (!checked) {
+      return Error::failure(name + ": " + checked.error().message + " (no interface was changed)");
     }
   }
   for (auto it = held_.begin(); it != held_.end();) {
