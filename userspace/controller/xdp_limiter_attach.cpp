@@ -91,10 +91,11 @@ Result<AttachReport> XdpLimiter::attach(const AttachOptions& options) {
   auto ifindex = interfaceIndex(iface);
   if (!ifindex) return ifindex.error();
   if (Status s = checkEthernetFrames(iface); !s) return s.error();
-  if (Status s = ensureBpffs(); !s) return s.error();
-  // held from the look at the pins to the last one written (released on every return)
+  // held from the look at the bpffs and the pins to the last pin written (released on every
+  // return)
   auto attaching = AttachLock::acquire();
   if (!attaching) return attaching.error();
+  if (Status s = ensureBpffs(); !s) return s.error();
 
   const bool on_hook = access(linkPinPath(iface).c_str(), F_OK) == 0;
   const bool in_array = access(rootArrayPinPath(iface).c_str(), F_OK) == 0;

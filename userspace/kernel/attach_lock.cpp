@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// AttachLock: flock(2) on kPinRoot, polled through lockWithin.
+// AttachLock: flock(2) on a file under /run, polled through lockWithin.
 #include "kernel/attach_lock.h"
 
 #include <fcntl.h>
@@ -10,21 +10,19 @@
 #include <cstring>
 #include <string>
 
-#include "kernel/pins.h"
 #include "kernel/writer_lock.h"
 
 namespace floodgate {
 
 Result<AttachLock> AttachLock::acquire() {
-  if (mkdir(kPinRoot, 0700) != 0 && errno != EEXIST) {
-    return Error::failure(std::string("cannot create ") + kPinRoot + ": " + std::strerror(errno));
+  if (mkdir(kDirectory, 0755) != 0 && errno != EEXIST) {
+    return Error::failure(std::string("cannot create ") + kDirectory + ": " + std::strerror(errno));
   }
-  UniqueFd fd(open(kPinRoot, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  UniqueFd fd(open(kPath, O_RDWR | O_CREAT | O_CLOEXEC, 0600));
   if (!fd.valid()) {
-    return Error::failure(std::string("cannot open ") + kPinRoot +
-                          " to lock it: " + std::strerror(errno));
+    return Error::failure(std::string("cannot open ") + kPath + ": " + std::strerror(errno));
   }
-  Result<bool> locked = lockWithin(fd.get(), kWait, kPinRoot);
+  Result<bool> locked = lockWithin(fd.get(), kWait, kPath);
   if (!locked) return locked.error();
   if (!*locked) {
     return Error::failure("another floodgate has been attaching or detaching for " +

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: MIT
-// One attach or detach at a time on this host: an exclusive flock on the pin root, held from
-// the look at what is pinned for an interface to the last pin written. Two fresh attaches of
-// one interface would otherwise both find nothing pinned, both load, and the loser's cleanup
-// delete the winner's pins: its program left on the hook with nothing to find it by. The
-// root, not the interface's own directory, since an attach removes and recreates that one.
+// One attach or detach at a time on this host: an exclusive flock on /run/floodgate/attach.lock,
+// held from before the bpffs is looked at (two attaches on a host without one would each
+// mount one) to the last pin written. Two fresh attaches of one interface would otherwise both
+// find nothing pinned, both load, and the loser's cleanup delete the winner's pins: its
+// program left on the hook with nothing to find it by. A file outside the bpffs, since an
+// attach may mount that, and removes and recreates the interface's pin directory.
 #pragma once
 
 #include <chrono>
@@ -18,8 +19,11 @@ class AttachLock {
   // How long an attach or detach waits for another: a load takes seconds on a slow VM.
   static constexpr std::chrono::milliseconds kWait{60000};
 
-  // Takes the lock (creating the pin root on the bpffs mounted at /sys/fs/bpf), waiting up
-  // to kWait; released when the returned lock goes.
+  static constexpr const char* kDirectory = "/run/floodgate";
+  static constexpr const char* kPath = "/run/floodgate/attach.lock";
+
+  // Takes the lock (creating its file), waiting up to kWait; released when the returned lock
+  // goes.
   static Result<AttachLock> acquire();
 
  private:
