@@ -444,6 +444,23 @@ TEST(ConfigParser, ACatchAllOrAMappedPrefixIsWarnedAbout) {
   EXPECT_TRUE(configWarnings(parseClean("allow: [10.0.0.0/8]\n")).empty());
 }
 
+// Non-first fragments carry no ports: where every rule needs them, fragments meet no rule.
+TEST(ConfigParser, CheckWarnsWhenFragmentsMeetNoRule) {
+  const std::string port_rule =
+      "rules:\n  - {name: dns, match: {protocol: udp, dst_ports: [53]}, limit: {pps: 10}}\n";
+  EXPECT_EQ(configWarnings(parseClean(port_rule)),
+            (std::vector<std::string>{
+                "every rule names ports or TCP flags, which non-first fragments do not carry: "
+                "with defaults.fragments pass they meet no rule and pass unlimited; add a rule "
+                "without ports (a per-source limit on the protocol) or set defaults.fragments: "
+                "drop"}));
+  EXPECT_TRUE(configWarnings(parseClean("defaults: {fragments: drop}\n" + port_rule)).empty());
+  EXPECT_TRUE(
+      configWarnings(parseClean(port_rule + "  - {name: udp, match: {protocol: udp}, limit: "
+                                            "{pps: 100}}\n"))
+          .empty());
+}
+
 TEST(ConfigParser, CheckWarnsOnTrustingEveryProxy) {
   FloodgateConfig config = parseClean(
       "http:\n  trusted_proxies: [10.0.0.1, 0.0.0.0/0, \"::/0\"]\n"

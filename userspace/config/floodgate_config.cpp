@@ -138,6 +138,19 @@ std::vector<std::string> configWarnings(const FloodgateConfig& config) {
   std::vector<std::string> out;
   listWarnings(config.allow, "allow", "lets through, unlimited,", out);
   listWarnings(config.deny, "deny", "drops", out);
+  // A later fragment has no ports or flags, so it meets only rules that need neither: with
+  // none, a flood of fragments walks around every rule.
+  const bool fragments_meet_a_rule =
+      std::any_of(config.rules.begin(), config.rules.end(), [](const RuleSpec& rule) {
+        return rule.dst_ports.empty() && !rule.tcp_flags_set && !rule.tcp_flags_clear;
+      });
+  if (!config.rules.empty() && !fragments_meet_a_rule &&
+      config.defaults.fragments == FramePolicy::kPass) {
+    out.push_back(
+        "every rule names ports or TCP flags, which non-first fragments do not carry: with "
+        "defaults.fragments pass they meet no rule and pass unlimited; add a rule without "
+        "ports (a per-source limit on the protocol) or set defaults.fragments: drop");
+  }
   if (config.http) {
     for (const http::IpPrefix& proxy : config.http->trusted_proxies) {
       if (proxy.prefix_len != 0) continue;
