@@ -176,6 +176,7 @@ class SynCookieTest : public XdpProgramTest {
     RuleSpec rule = cookieRule(SynCookies::kAlways);
     rule.verified_sources_per_s = 1;  // a burst of one verified source
     rule.action = action;
+    if (action == ExceedAction::kBan) rule.ban_ns = 600'000'000'000ULL;
     AttachOptions options;
     options.test_clock_hz = 250;
     load({rule}, options);
@@ -271,6 +272,17 @@ TEST_F(SynCookieTest, MadeUpCookiesCannotStarveAVerifiedSourceWithoutASlot) {
   EXPECT_EQ(dropped, 20);
   EXPECT_EQ(stat(FG_TABLE_UNTRACKED_PASS), 10u) << "the verified ACKs the bucket admitted";
   EXPECT_EQ(stat(FG_TABLE_UNTRACKED_DROP), 30u + 20u) << "forged ones and verified ones";
+}
+
+// A verified source the untracked bucket refuses went over no limit of its own (it has no
+// slot): a banning rule drops its ACK and bans nothing, as for any source without a slot.
+TEST_F(SynCookieTest, ABanningRuleBansNoVerifiedSourceWithoutASlot) {
+  int dropped = 0;
+  EXPECT_EQ(handshakesPastTheVerifiedCap(ExceedAction::kBan, &dropped), 10);
+  EXPECT_EQ(dropped, 20);
+  auto settings = limiter().settings();
+  ASSERT_TRUE(settings.ok()) << settings.error().message;
+  EXPECT_EQ(settings->ban_entries[0], 0u);
 }
 
 TEST_F(SynCookieTest, ARuleThatOnlyMonitorsLetsAVerifiedSourceWithoutASlotThrough) {
