@@ -188,9 +188,11 @@ static __always_inline void fg_ref_limits(const struct fg_rule *rule, __u32 ref,
  * charging the same source in the same instant may count one packet where there were two,
  * so `top` may show a source spread over several CPUs a little below its true rate (never
  * above). The bucket itself is exact: its charge is a compare-and-swap. */
-static __always_inline void fg_note_slot(struct fg_slot *slot, int admitted, __u64 jiffies,
-					 const struct fg_rule *rule)
+static __always_inline int fg_note_slot(struct fg_slot *slot, int admitted, __u64 jiffies,
+					const struct fg_rule *rule)
 {
+	__u32 idle = (__u32)jiffies - slot->last_seen;
+
 	slot->packets++;
 	/* at most once a tick: the clock moves every few ms, packets every few ns */
 	if (slot->last_seen != (__u32)jiffies) {
@@ -205,7 +207,18 @@ static __always_inline void fg_note_slot(struct fg_slot *slot, int admitted, __u
 					   rule->remember_ticks);
 	}
 	if (admitted)
-		return;
+		return 1;
+	/* A source silent for longer than any bucket can stay in debt (the largest capacity and
+	 * a late reading) owes nothing: its refusal is a bucket time that fg_bucket_ahead reads
+	 * as a debt, as it does for a bucket idle until the hours before the unit clock wraps.
+	 * Its bucket starts full, and this packet passes (uncharged, as a full bucket admits it)
+	 * rather than being refused, or banned under `on_exceed: ban`. */
+	if (rule->algorithm == FG_ALG_TOKEN_BUCKET && tick_units &&
+	    idle > (FG_MAX_CAPACITY_UNITS + FG_STALE_MAX_UNITS) / tick_units) {
+		slot->state[0] = fg_units(jiffies);
+		slot->state[1] = fg_units(jiffies);
+		return 1;
+	}
 	slot->drops++;
 	if (fg_refusal_starts(&slot->last_drop, jiffies)) {
 		__u64 hi, lo;
@@ -214,6 +227,7 @@ static __always_inline void fg_note_slot(struct fg_slot *slot, int admitted, __u
 		fg_emit(FG_EVENT_LIMITED, slot->rule_id, slot->family, slot->prefix, hi, lo,
 			jiffies);
 	}
+	return 0;
 }
 
 /* Charges `pkt` to `rule`'s bucket: 1 admitted, 0 refused. A global function, so the
@@ -237,7 +251,7 @@ __attribute__((noinline)) int fg_rule_admits(const struct fg_rule *rule,
 	admitted =
 	    fg_charge(bucket, rule, rule->algorithm, limits, fg_units(eval->jiffies), eval->len);
 	if (slot) {
-		fg_note_slot(slot, admitted, eval->jiffies, rule);
+		admitted = fg_note_slot(slot, admitted, eval->jiffies, rule);
 	} else if ((eval->ref & FG_REF_KIND_MASK) == FG_REF_OVERFLOW) {
 		fg_count_table(rule->id,
 			       admitted ? FG_TABLE_UNTRACKED_PASS : FG_TABLE_UNTRACKED_DROP);
@@ -269,8 +283,7 @@ static __always_inline int fg_owned_admits(const struct fg_rule *rule, const str
 	eval->ref = FG_REF_SLOT | index;
 	admitted = fg_charge(slot->state, rule, FG_ALG_TOKEN_BUCKET, rule->limits,
 			     fg_units(eval->jiffies), eval->len);
-	fg_note_slot(slot, admitted, eval->jiffies, rule);
-	return admitted;
+	return fg_note_slot(slot, admitted, eval->jiffies, rule);
 }
 
 /* The position of the lowest bit set in `x` (not 0): clang 14 cannot lower cttz for BPF. */

@@ -289,6 +289,30 @@ TEST_F(BansTest, OnlyASourceOverItsOwnLimitIsBanned) {
   EXPECT_EQ(counted(FG_VERDICT_DROP, FG_REASON_BAN), 1u);
 }
 
+// A source that owns its slot and comes back after a silence ending in the hours before the
+// unit clock wraps (its bucket time then reads as a debt) owes nothing: no bucket stays in
+// debt for longer than the largest capacity. It passes, gets its burst, and is not banned.
+TEST_F(BansTest, ASourceBackFromASilenceThatEndsJustBeforeTheUnitClockWrapsIsNotBanned) {
+  // the test clock's last tick before the unit clock wraps, at 250 Hz
+  constexpr uint64_t kLastTickBeforeTheWrap = UINT64_MAX / ((1000000000ULL / 250) << FG_TIME_SHIFT);
+  RuleSpec banning = sourceRule(1, 3);
+  banning.action = ExceedAction::kBan;
+  banning.ban_ns = 600 * kSecond;
+  AttachOptions options;
+  options.test_clock_hz = 250;
+  load({banning}, options);
+  const uint64_t start = 100000;
+  setClock(start);
+  auto frame = udpFrom("192.0.2.60");
+  EXPECT_EQ(passes(frame, 2), 2);  // in debt, within its burst
+  // back 30 minutes before the wrap, counted from when it was last seen
+  setClock(start + kLastTickBeforeTheWrap - 250 * 60 * 30);
+  EXPECT_EQ(passes(frame, 4), 4) << "the first packet, then a full bucket's burst of 3";
+  EXPECT_EQ(banCount(), 0u);
+  EXPECT_EQ(run(frame), XDP_DROP) << "over its limit now";
+  EXPECT_EQ(banCount(), 1u);
+}
+
 // Monitor mode bans nothing: a ban would outlast the dry run, and the daemon hands every ban a
 // rule starts to the fleet, whose hosts would drop what this one only counts.
 TEST_F(BansTest, MonitorModeStartsNoBan) {
