@@ -212,9 +212,10 @@ static __always_inline int fg_note_slot(struct fg_slot *slot, int admitted, __u6
 	 * a late reading) owes nothing: its refusal is a bucket time that fg_bucket_ahead reads
 	 * as a debt, as it does for a bucket idle until the hours before the unit clock wraps.
 	 * Its bucket starts full, and this packet passes (uncharged, as a full bucket admits it)
-	 * rather than being refused, or banned under `on_exceed: ban`. */
+	 * rather than being refused, or banned under `on_exceed: ban`. Signed: another CPU may
+	 * have written the next tick there after this one read the clock, which is no silence. */
 	if (rule->algorithm == FG_ALG_TOKEN_BUCKET && tick_units &&
-	    idle > (FG_MAX_CAPACITY_UNITS + FG_STALE_MAX_UNITS) / tick_units) {
+	    (__s32)idle > (__s64)((FG_MAX_CAPACITY_UNITS + FG_STALE_MAX_UNITS) / tick_units)) {
 		slot->state[0] = fg_units(jiffies);
 		slot->state[1] = fg_units(jiffies);
 		return 1;

@@ -313,6 +313,23 @@ TEST_F(BansTest, ASourceBackFromASilenceThatEndsJustBeforeTheUnitClockWrapsIsNot
   EXPECT_EQ(banCount(), 1u);
 }
 
+// A CPU that read the clock a tick before another wrote that next tick as the slot's last
+// packet sees the slot seen "later" than now: no silence, and no full bucket for a flood.
+TEST_F(BansTest, ALastPacketATickAheadOfTheClockIsNoSilence) {
+  AttachOptions options;
+  options.test_clock_hz = 250;
+  load({sourceRule(1, 3)}, options);
+  auto frame = udpFrom("192.0.2.61");
+  int passed = 0;
+  for (uint64_t tick = 100000; tick < 100010; ++tick) {
+    setClock(tick + 1);  // one CPU charges in the next tick
+    passed += passes(frame, 1);
+    setClock(tick);  // another still holds this one
+    passed += passes(frame, 1);
+  }
+  EXPECT_EQ(passed, 3) << "the burst, and nothing in 40 ms at 1/s";
+}
+
 // Monitor mode bans nothing: a ban would outlast the dry run, and the daemon hands every ban a
 // rule starts to the fleet, whose hosts would drop what this one only counts.
 TEST_F(BansTest, MonitorModeStartsNoBan) {
