@@ -58,7 +58,9 @@ Status HeldInterfaces::apply(const std::vector<WantedInterface>& wanted) {
       std::vector<LogLine> unused;
       (void)reconcileAdaptive(held->second.adaptive, one.adaptive, options, unused);
       checked = held->second.limiter.checkReload(options);
-    } else if (auto limiter = XdpLimiter::open(name); limiter) {
+    } else if (auto limiter = XdpLimiter::open(name); !limiter) {
+      checked = limiter.error();
+    } else {
       checked = limiter->checkReload(options);
     }
     if (!checked) {
