@@ -5,14 +5,19 @@
 // with `ban add --config` is applied by B with the same end and drops the source's packets
 // there too; B restarted reads it back; a lift the operator publishes on A with `ban del
 // --config` lifts it on B, and B restarted does not bring it back; a forged record and one
-// naming B's own address, written straight into the stream, are refused and counted by B.
+// naming B's own address, written straight into the stream, are refused and counted by B;
+// an escalation A makes in monitor mode is not shared.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -22,6 +27,7 @@
 #include "e2e/child_process.h"
 #include "e2e/netns_http.h"
 #include "e2e/veth_network.h"
+#include "kernel/unique_fd.h"
 #include "udp_traffic/udp_traffic.h"
 
 namespace floodgate::test {
@@ -117,10 +123,12 @@ class FleetBansE2eTest : public ::testing::Test {
     return runCommand(argv);
   }
 
-  std::string writeConfig(const std::string& host, const std::string& interface) {
+  // `more`: further top-level sections of the host's config.
+  std::string writeConfig(const std::string& host, const std::string& interface,
+                          const std::string& more = "") {
     const std::string path = dir_ + "/floodgate-" + host + ".yaml";
     std::ofstream(path) << "interfaces: [" << interface << "]\n"
-                        << "rules:\n  - name: per-source\n    limit: {pps: 100k}\n"
+                        << more << "rules:\n  - name: per-source\n    limit: {pps: 100k}\n"
                         << "fleet:\n  bans:\n"
                         << "    address: " << kLinkA << ":" << kRedisPort << "\n"
                         << "    stream: fg:bans\n"
@@ -280,6 +288,44 @@ TEST_F(FleetBansE2eTest, ABanOnOneHostIsDroppedByTheOtherWithTheSameEnd) {
   const Sent again = sendAndCountBanDrops(*b_, kBanned);
   ASSERT_GT(again.sent, 0u);
   EXPECT_EQ(again.dropped, again.sent);
+}
+
+// A host in monitor mode only counts what its bans would drop: an escalation it makes for
+// a report on its socket stays on it, where the fleet's hosts would drop the source.
+TEST_F(FleetBansE2eTest, AnEscalationOnAHostInMonitorModeIsNotShared) {
+  const std::string socket_path = dir_ + "/reports.sock";
+  config_a_ = writeConfig("a", a_->targetInterface(),
+                          "defaults: {monitor: true}\n"
+                          "http:\n  policies:\n    - name: per-ip\n      key: ip\n"
+                          "      algorithm: fixed_window\n      limit: 5\n      window_ms: 1000\n"
+                          "  escalate: {rejections: 10, within: 10s, ban: 10m, socket: " +
+                              socket_path + "}\n");
+  daemon_a_ = startDaemon(*a_, config_a_, "daemon-a.log");
+  daemon_b_ = startDaemon(*b_, config_b_, "daemon-b.log");
+  for (int i = 0; i < 100 && !std::ifstream(socket_path); ++i) usleep(50000);
+
+  // a service's report, as the library sends it
+  const UniqueFd fd(socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+  sockaddr_un to{};
+  to.sun_family = AF_UNIX;
+  socket_path.copy(to.sun_path, sizeof(to.sun_path) - 1);
+  const std::string report = std::string("offender ") + kBanned + " rejections=50 within_ms=1000";
+  ASSERT_EQ(sendto(fd.get(), report.data(), report.size(), 0, reinterpret_cast<sockaddr*>(&to),
+                   sizeof(to)),
+            static_cast<ssize_t>(report.size()))
+      << strerror(errno);
+  auto [by, left] = waitForBan(*a_, kBanned);
+  ASSERT_EQ(by, "escalation") << daemon_a_.log();
+  EXPECT_EQ(redisCli({"XLEN", "fg:bans"}).out, "0\n") << "nothing published";
+
+  // a ban A's operator shares goes through the same stream, in order: once B applied it,
+  // B has read everything A published before it
+  CommandResult added = a_->floodgate(
+      {"ban", "add", a_->targetInterface(), kInnocent, "--for", "10m", "--config", config_a_});
+  ASSERT_EQ(added.exit_code, 0) << added.err;
+  ASSERT_EQ(waitForBan(*b_, kInnocent).first, "fleet") << daemon_b_.log();
+  EXPECT_FALSE(bans(*b_).contains(kBanned)) << daemon_b_.log();
+  EXPECT_EQ(redisCli({"XLEN", "fg:bans"}).out, "1\n");
 }
 
 TEST_F(FleetBansE2eTest, ALiftOnOneHostLiftsTheBanEverywhereAndARestartKeepsItLifted) {

@@ -99,6 +99,7 @@ Status DaemonState::applyLocked(bool& publish) {
   fleet_bans_.sync(cfg.fleet_bans, escalator_.config().rules.allow,
                    escalator_.config().rules.trusted_proxies);
   publish = cfg.http && cfg.http->publish.enabled();
+  monitor_ = cfg.defaults.monitor;
   return okStatus();
 }
 
@@ -120,7 +121,7 @@ void DaemonState::handleReports() {
   for (const ReceivedReport& received : report_sources_.drain(256)) {
     const uint64_t ban_ns = escalator_.handle(received, interfaces_, now);
     // A report read from the stream reached every controller of the fleet already.
-    if (ban_ns != 0 && received.over_socket) {
+    if (ban_ns != 0 && received.over_socket && !monitor_) {
       fleet_bans_.publish(report::BanKind::kEscalation, received.report->address, ban_ns);
     }
   }

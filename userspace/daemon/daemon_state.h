@@ -81,6 +81,9 @@ class DaemonState {
   ReportSources report_sources_;  // http.escalate: the report socket and stream
   Escalator escalator_;           // what reports lead to
   FleetBans fleet_bans_;          // fleet.bans: the bans shared with the fleet
+  // defaults.monitor of the config applied: this host's bans only count, so its
+  // escalations are not shared with a fleet whose hosts would drop their sources
+  bool monitor_ = false;
   uint64_t reloads_success_ = 0;
   uint64_t reloads_failure_ = 0;
   uint64_t generation_ = 0;
