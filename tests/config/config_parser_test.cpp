@@ -459,6 +459,37 @@ TEST(ConfigParser, CheckWarnsWhenFragmentsMeetNoRule) {
       configWarnings(parseClean(port_rule + "  - {name: udp, match: {protocol: udp}, limit: "
                                             "{pps: 100}}\n"))
           .empty());
+  // a port-less rule that limits only some sources leaves the fragments of every other
+  const std::string listed_rule =
+      "  - {name: udp, match: {protocol: udp, src: [203.0.113.0/24]}, limit: {pps: 100}}\n";
+  EXPECT_EQ(configWarnings(parseClean(port_rule + listed_rule)),
+            (std::vector<std::string>{
+                "every rule without ports or TCP flags names match.src: non-first fragments from "
+                "other sources meet no rule and, with defaults.fragments pass, pass unlimited; add "
+                "a rule without ports (a per-source limit on the protocol) or set "
+                "defaults.fragments: drop (a rule without match.src)"}));
+}
+
+// IPv6 chains the parser cannot follow hide the ports as fragments do; a malformed frame
+// passed may hide its source too.
+TEST(ConfigParser, CheckWarnsOfEveryPolicyThatPassesFramesNoRuleCanRead) {
+  const std::string port_rule =
+      "rules:\n  - {name: dns, match: {protocol: udp, dst_ports: [53]}, limit: {pps: 10}}\n";
+  EXPECT_EQ(configWarnings(
+                parseClean("defaults: {fragments: drop, unknown_ipv6_ext: pass}\n" + port_rule)),
+            (std::vector<std::string>{
+                "every rule names ports or TCP flags, which IPv6 packets whose extension headers "
+                "the parser cannot follow do not carry: with defaults.unknown_ipv6_ext pass they "
+                "meet no rule and pass unlimited; add a rule without ports (a per-source limit on "
+                "the protocol) or set defaults.unknown_ipv6_ext: drop"}));
+  EXPECT_EQ(configWarnings(parseClean("defaults: {fragments: drop, malformed: pass}\n"
+                                      "rules:\n  - {name: all, limit: {pps: 10}}\n")),
+            (std::vector<std::string>{
+                "defaults.malformed pass lets a frame whose source the parser never reached (a "
+                "third VLAN tag, a header cut short) through without deny, allow, bans or any "
+                "rule, and hides a malformed frame's ports from every port or flag rule; use it "
+                "only to watch such frames, then set defaults.malformed: drop"}));
+  EXPECT_TRUE(configWarnings(parseClean("defaults: {fragments: drop}\n" + port_rule)).empty());
 }
 
 TEST(ConfigParser, CheckWarnsOnTrustingEveryProxy) {

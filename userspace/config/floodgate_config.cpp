@@ -132,24 +132,51 @@ void listWarnings(const std::optional<std::vector<Cidr>>& list, const char* name
   }
 }
 
+// Frames that `policy` passes with their L4 header unread (`what`, under `setting`) carry
+// no ports or flags, so they meet only the rules that need neither, and only from the
+// sources those rules match: with none for every source, a flood of them walks around the
+// rules from any address no such rule lists.
+void unreadPortsWarnings(const FloodgateConfig& config, FramePolicy policy, const char* setting,
+                         const std::string& what, std::vector<std::string>& out) {
+  if (config.rules.empty() || policy != FramePolicy::kPass) return;
+  auto portless = [](const RuleSpec& rule) {
+    return rule.dst_ports.empty() && !rule.tcp_flags_set && !rule.tcp_flags_clear;
+  };
+  const auto& rules = config.rules;
+  if (std::any_of(rules.begin(), rules.end(),
+                  [&](const RuleSpec& rule) { return portless(rule) && rule.sources.empty(); })) {
+    return;
+  }
+  const std::string fix =
+      "; add a rule without ports (a per-source limit on the protocol) or "
+      "set " +
+      std::string(setting) + ": drop";
+  if (std::none_of(rules.begin(), rules.end(), portless)) {
+    out.push_back("every rule names ports or TCP flags, which " + what + " do not carry: with " +
+                  setting + " pass they meet no rule and pass unlimited" + fix);
+  } else {
+    out.push_back("every rule without ports or TCP flags names match.src: " + what +
+                  " from other sources meet no rule and, with " + setting +
+                  " pass, pass unlimited" + fix + " (a rule without match.src)");
+  }
+}
+
 }  // namespace
 
 std::vector<std::string> configWarnings(const FloodgateConfig& config) {
   std::vector<std::string> out;
   listWarnings(config.allow, "allow", "lets through, unlimited,", out);
   listWarnings(config.deny, "deny", "drops", out);
-  // A later fragment has no ports or flags, so it meets only rules that need neither: with
-  // none, a flood of fragments walks around every rule.
-  const bool fragments_meet_a_rule =
-      std::any_of(config.rules.begin(), config.rules.end(), [](const RuleSpec& rule) {
-        return rule.dst_ports.empty() && !rule.tcp_flags_set && !rule.tcp_flags_clear;
-      });
-  if (!config.rules.empty() && !fragments_meet_a_rule &&
-      config.defaults.fragments == FramePolicy::kPass) {
+  unreadPortsWarnings(config, config.defaults.fragments, "defaults.fragments",
+                      "non-first fragments", out);
+  unreadPortsWarnings(config, config.defaults.unknown_ext, "defaults.unknown_ipv6_ext",
+                      "IPv6 packets whose extension headers the parser cannot follow", out);
+  if (config.defaults.malformed == FramePolicy::kPass) {
     out.push_back(
-        "every rule names ports or TCP flags, which non-first fragments do not carry: with "
-        "defaults.fragments pass they meet no rule and pass unlimited; add a rule without "
-        "ports (a per-source limit on the protocol) or set defaults.fragments: drop");
+        "defaults.malformed pass lets a frame whose source the parser never reached (a third "
+        "VLAN tag, a header cut short) through without deny, allow, bans or any rule, and "
+        "hides a malformed frame's ports from every port or flag rule; use it only to watch "
+        "such frames, then set defaults.malformed: drop");
   }
   if (config.http) {
     for (const http::IpPrefix& proxy : config.http->trusted_proxies) {
