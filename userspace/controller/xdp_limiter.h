@@ -236,9 +236,9 @@ class XdpLimiter {
   // validated (and a next program loaded) before anything changes. With options.keep_rules
   // the rules stay as they are.
   Status reload(const AttachOptions& options);
-  // What reload checks before it changes anything, but for the next program: for a caller
-  // reloading several limiters, to refuse a config that one of them could not take before
-  // any of them changes.
+  // What reload checks before it changes anything, the next program loaded (and let go)
+  // included: for a caller reloading several limiters, to refuse a config that one of them
+  // could not take before any of them changes.
   Status checkReload(const AttachOptions& options) const;
   // What the last reload did to the next program (none when it was not given).
   const std::optional<NextProgramChange>& lastNextProgramChange() const { return next_change_; }

@@ -115,7 +115,15 @@ Status XdpLimiter::reload(const AttachOptions& options) {
 
 Status XdpLimiter::checkReload(const AttachOptions& options) const {
   if (Status s = validate(options); !s) return s;
+  if (options.next) {
+    if (auto prepared = prepareNextProgram(*options.next); !prepared) return prepared.error();
+    if (auto array = openNextProgramPin(interface_); !array) return array.error();
+  }
   if (options.keep_rules) return checkReloadFits(options, nullptr);
+  // with the running clock step, as reloadRules compiles them
+  for (const RuleSpec& spec : options.rules) {
+    if (auto rule = compileRule(spec, tick_units_); !rule) return rule.error();
+  }
   const std::vector<std::pair<Cidr, uint64_t>> sources = compileSourceSets(options.rules);
   return checkReloadFits(options, &sources);
 }

@@ -3,6 +3,7 @@
 #include "daemon/held_interfaces.h"
 
 #include <algorithm>
+#include <set>
 
 #include "daemon/adaptive_steps.h"
 #include "daemon/log.h"
@@ -67,6 +68,22 @@ Status HeldInterfaces::apply(const std::vector<WantedInterface>& wanted) {
       return Error::failure(name + ": " + checked.error().message + " (no interface was changed)");
     }
   }
+  // New interfaces next, before any other changes: an attach the kernel refuses (a driver
+  // without XDP, a root program array that is not there) takes back the attaches before it
+  // and leaves the running ones as they were.
+  std::set<std::string> fresh;
+  for (const WantedInterface& one : wanted) {
+    const std::string& name = one.options.interface;
+    if (held_.contains(name) || attached(name) || !interfaceIndex(name)) continue;
+    if (Status s = attachOrAdopt(one, ""); !s) {
+      for (const std::string& done : fresh) {
+        detachLogged(done, ": the config that attached it was refused");
+        held_.erase(done);
+      }
+      return Error::failure(s.error().message + " (no interface was changed)");
+    }
+    fresh.insert(name);
+  }
   for (auto it = held_.begin(); it != held_.end();) {
     bool listed = false;
     for (const auto& one : wanted) listed |= one.options.interface == it->first;
@@ -81,6 +98,7 @@ Status HeldInterfaces::apply(const std::vector<WantedInterface>& wanted) {
   std::map<std::string, WantedInterface> waiting;
   for (const WantedInterface& one : wanted) {
     const std::string& name = one.options.interface;
+    if (fresh.contains(name)) continue;
     auto held = held_.find(name);
     if (held != held_.end() && !attached(name)) {
       // Detached by someone else (`floodgate detach`): the held maps are orphans.

@@ -52,7 +52,9 @@ class HeldInterfaces {
  public:
   // Brings the interfaces in line with `wanted` (every one's options already valid):
   // detaches those no longer listed, reloads the ones held, attaches or adopts the others,
-  // and waits for those that do not exist (logged once). A failure stops there.
+  // and waits for those that do not exist (logged once). A config that an attached limiter
+  // cannot take, or a new interface that cannot be attached, changes none; a failure past
+  // those checks (the kernel refusing a map write) stops there.
   // An interface's adaptive state is kept or started over as reconcileAdaptive() says.
   Status apply(const std::vector<WantedInterface>& wanted);
   // Attaches the listed interfaces that did not exist and now do. A failure is logged once
