@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -615,6 +616,57 @@ TEST_F(RunE2eTest, AReloadWhoseNewInterfaceCannotBeAttachedChangesNone) {
     EXPECT_EQ(nlohmann::json::parse(held.out)["interfaces"][0]["rules"][0]["limit"]["pps"], 100)
         << name << " kept its rule";
   }
+}
+
+// A reload can take seconds (the verifier; here, another attach holding the host's attach
+// lock): meanwhile /metrics and /healthz answer from the last scrape instead of timing
+// out, and the reload goes on once the lock is let go.
+TEST_F(RunE2eTest, MetricsAndHealthAnswerWhileAReloadWaits) {
+  const std::string added = "fgw" + net_->targetInterface().substr(3);
+  struct PinsGone {
+    std::string name;
+    ~PinsGone() {
+      std::error_code ec;
+      std::filesystem::remove_all("/sys/fs/bpf/floodgate/" + name, ec);
+    }
+  } pins_gone{added};
+  ASSERT_EQ(net_->inTarget({"ip", "link", "add", added, "type", "veth", "peer", "name",
+                            "fgv" + net_->targetInterface().substr(3)})
+                .exit_code,
+            0);
+  const std::string rule = "rules:\n  - name: per-source\n    limit: {pps: 100}\n";
+  std::ofstream(config_) << "interfaces: [" << net_->targetInterface() << "]\n" << rule;
+  startDaemon();
+  ASSERT_EQ(waitFor("floodgate_config_generation", [](double v) { return v >= 1; }), 1);
+
+  // another attach holds the lock: the reload's attach of `added` waits for it
+  std::filesystem::create_directories("/run/floodgate");
+  const int lock_fd = open("/run/floodgate/attach.lock", O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  ASSERT_GE(lock_fd, 0);
+  ASSERT_EQ(flock(lock_fd, LOCK_EX), 0);
+  std::ofstream(dir_ + "/.new.yaml")
+      << "interfaces: [" << net_->targetInterface() << ", " << added << "]\n"
+      << rule;
+  ASSERT_EQ(std::rename((dir_ + "/.new.yaml").c_str(), config_.c_str()), 0);
+  usleep(1500000);  // the change is seen after 200 ms; the attach then waits for the lock
+  HttpReply metrics = httpGetIn(net_->targetNetns(), kMetricsPort, "/metrics");
+  HttpReply health = httpGetIn(net_->targetNetns(), kMetricsPort, "/healthz");
+  EXPECT_NE(net_->floodgate({"stats", added}).exit_code, 0) << "the reload is still waiting";
+  close(lock_fd);
+
+  EXPECT_EQ(metrics.status, 200) << daemon_.log();
+  EXPECT_EQ(metrics.body.rfind("# floodgate is applying a config: these are the values of the "
+                               "last scrape\n",
+                               0),
+            0u)
+      << metrics.body.substr(0, 200);
+  EXPECT_EQ(sampleValue(metrics.body, "floodgate_config_generation"), 1);
+  EXPECT_EQ(health.status, 200) << health.body;
+  EXPECT_EQ(waitFor(
+                "floodgate_config_generation", [](double v) { return v >= 2; }, 20),
+            2)
+      << daemon_.log();
+  EXPECT_EQ(net_->floodgate({"stats", added}).exit_code, 0) << "attached once the lock was free";
 }
 
 // What `floodgate check` warns of is logged as a warning when the daemon applies the config.

@@ -235,7 +235,17 @@ void DaemonState::releaseAfterFailedStart() {
 }
 
 std::string DaemonState::scrape() {
-  std::lock_guard lock(mutex_);
+  std::unique_lock lock(mutex_, std::defer_lock);
+  if (!lock.try_lock_for(kBusyWait)) {
+    {
+      std::lock_guard last(last_mutex_);
+      if (!last_scrape_.empty()) {
+        return "# floodgate is applying a config: these are the values of the last scrape\n" +
+               last_scrape_;
+      }
+    }
+    lock.lock();  // nothing to answer with yet: the first scrape waits
+  }
   metrics::Snapshot snapshot;
   snapshot.version = FLOODGATE_VERSION;
   snapshot.reloads_success = reloads_success_;
@@ -245,12 +255,25 @@ std::string DaemonState::scrape() {
   snapshot.fleet_bans_received = fleet_bans_.received();
   snapshot.fleet_bans_published = fleet_bans_.published();
   interfaces_.collect(snapshot);
-  return metrics::render(snapshot);
+  std::string text = metrics::render(snapshot);
+  std::lock_guard last(last_mutex_);
+  last_scrape_ = text;
+  return text;
 }
 
 std::vector<std::string> DaemonState::problems() {
-  std::lock_guard lock(mutex_);
-  return interfaces_.problems();
+  std::unique_lock lock(mutex_, std::defer_lock);
+  if (!lock.try_lock_for(kBusyWait)) {
+    {
+      std::lock_guard last(last_mutex_);
+      if (last_problems_) return *last_problems_;
+    }
+    lock.lock();
+  }
+  std::vector<std::string> found = interfaces_.problems();
+  std::lock_guard last(last_mutex_);
+  last_problems_ = found;
+  return found;
 }
 
 }  // namespace floodgate::daemon

@@ -3,13 +3,16 @@
 // and the metrics server's threads (which read them). It composes the interfaces it holds
 // (held_interfaces.h), the report sources (report_sources.h), what reports lead to
 // (escalator.h) and the bans shared with the fleet (fleet_bans.h), and keeps the reload
-// counters. Every public method is thread-safe (one
-// mutex; a scrape holds it for a few map reads).
+// counters. Every public method is thread-safe (one mutex; a scrape holds it for a few map
+// reads). A reload or an attach can hold it for seconds (the verifier, another attach's
+// lock): a scrape or health check that waits too long meanwhile is answered from the last
+// one, so Prometheus keeps its series through the reload that an incident calls for.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -45,10 +48,12 @@ class DaemonState {
   // enforcing as it found it.
   void releaseAfterFailedStart();
 
-  // The Prometheus exposition of every held interface.
+  // The Prometheus exposition of every held interface; the last one, marked by a comment
+  // line, when the state is busy longer than kBusyWait.
   std::string scrape();
   // What keeps the daemon from being healthy, one line per configured interface that does
-  // not exist or has no limiter attached; empty when every one has its limiter.
+  // not exist or has no limiter attached; empty when every one has its limiter. The last
+  // answer when the state is busy longer than kBusyWait.
   std::vector<std::string> problems();
   bool healthy() { return problems().empty(); }
 
@@ -75,8 +80,14 @@ class DaemonState {
   void handleReports();
   void handleFleetBans();
 
-  std::mutex mutex_;
+  static constexpr std::chrono::milliseconds kBusyWait{500};
+
+  std::timed_mutex mutex_;
   std::string config_path_;
+  // The last scrape and health answer, for when mutex_ is busy (guarded by last_mutex_).
+  std::mutex last_mutex_;
+  std::string last_scrape_;
+  std::optional<std::vector<std::string>> last_problems_;
   HeldInterfaces interfaces_;
   ReportSources report_sources_;  // http.escalate: the report socket and stream
   Escalator escalator_;           // what reports lead to
