@@ -204,6 +204,55 @@ TEST(Limiter, MatchesMethodsAndPathsAndChargesRouteCosts) {
   EXPECT_TRUE(f.limiter->check(request("POST", "/api/export", "192.0.2.1")).allowed());
 }
 
+// HEAD runs the GET handler: it meets a GET policy and pays a GET route's cost.
+TEST(Limiter, HeadIsLimitedAndChargedAsGet) {
+  Fixture f(R"(http:
+  policies:
+    - name: reads
+      match: {methods: [GET], path_prefix: /api}
+      key: ip
+      algorithm: token_bucket
+      capacity: 20
+      rate_per_s: 1
+      routes:
+        - match: {methods: [GET], path_prefix: /api/reports}
+          cost: 20
+)");
+  Verdict head = f.limiter->check(request("HEAD", "/api/reports", "192.0.2.1"));
+  EXPECT_TRUE(head.allowed());
+  EXPECT_TRUE(head.limited());
+  EXPECT_EQ(head.binding.remaining, 0);
+  EXPECT_FALSE(f.limiter->check(request("HEAD", "/api/items", "192.0.2.1")).allowed());
+  EXPECT_FALSE(f.limiter->check(request("GET", "/api/items", "192.0.2.1")).allowed());
+  EXPECT_FALSE(f.limiter->check(request("POST", "/api/items", "192.0.2.1")).limited());
+}
+
+// A key header sent twice: whichever line the service reads, the request is charged to one
+// key all such requests share, not to a fresh key made of the lines.
+TEST(Limiter, AKeyHeaderSentTwiceIsChargedToOneSharedKey) {
+  Fixture f(R"(http:
+  policies:
+    - name: per-key
+      key: header:X-API-Key
+      algorithm: fixed_window
+      limit: 2
+      window_ms: 60000
+)");
+  int admitted = 0;
+  for (int i = 0; i < 10; ++i) {
+    const std::string junk = "junk-" + std::to_string(i);
+    Verdict v = f.limiter->check(
+        request("GET", "/", "192.0.2.1", {{"X-API-Key", "k1"}, {"x-api-key", junk}}));
+    admitted += v.allowed();
+    ASSERT_EQ(v.decisions.size(), 1u);
+    EXPECT_EQ(v.decisions[0].key, kAmbiguousHeaderKey);
+  }
+  EXPECT_EQ(admitted, 2);
+  // k1 sent once keeps its own quota
+  EXPECT_TRUE(
+      f.limiter->check(request("GET", "/", "192.0.2.1", {{"X-API-Key", " k1 "}})).allowed());
+}
+
 TEST(Limiter, CostAboveTheBurstIsItsOwnOutcome) {
   Fixture f(R"(http:
   policies:

@@ -100,6 +100,8 @@ using StoreFactory = std::function<std::unique_ptr<Store>(
 
 // The `key: ip` key of every request whose client cannot be told (see clientAddress()).
 inline constexpr std::string_view kUnknownClientKey = "unknown-client";
+// The key of a `key: header:NAME` policy for every request that sends NAME more than once.
+inline constexpr std::string_view kAmbiguousHeaderKey = "\nrepeated-header";
 
 // Thread-safe: check() may be called from any number of threads at once.
 class Limiter {

@@ -16,7 +16,8 @@
 namespace floodgate::http {
 
 // Which requests a policy (or a route cost) applies to. Methods are upper case; empty means
-// every method. The path prefix matches whole segments: "/api" matches "/api" and
+// every method; GET listed matches HEAD too, which runs the same handler. The path prefix matches
+// whole segments: "/api" matches "/api" and
 // "/api/users" but not "/apis"; a prefix ending in "/" matches anything below it.
 struct RouteMatch {
   std::vector<std::string> methods;

@@ -147,12 +147,14 @@ std::string Limiter::keyFor(const PolicyConfig& policy, const RequestInfo& reque
     case KeyKind::kUser:
       return std::string(request.user);
     case KeyKind::kHeader: {
-      std::string key;
-      for (std::string_view value : headerValues(request, policy.key.header)) {
-        if (!key.empty()) key += ", ";
-        key += trimOws(value);
-      }
-      return key;
+      const std::vector<std::string_view> lines = headerValues(request, policy.key.header);
+      if (lines.empty()) return {};
+      // Two lines of the key header: which one the service authenticates is its framework's
+      // choice (the first, for cpp-httplib), so a key made of them all would let a junk
+      // second line give every request a fresh bucket. They share one key instead, which
+      // no single line can spell (a header value holds no line break).
+      if (lines.size() > 1) return std::string(kAmbiguousHeaderKey);
+      return std::string(trimOws(lines.front()));
     }
   }
   return {};

@@ -7,9 +7,12 @@
 namespace floodgate::http {
 
 bool RouteMatch::matches(std::string_view method, std::string_view path) const {
-  if (!methods.empty() && std::find(methods.begin(), methods.end(), method) == methods.end()) {
-    return false;
-  }
+  auto listed = [&](std::string_view m) {
+    return std::find(methods.begin(), methods.end(), m) != methods.end();
+  };
+  // HEAD runs the GET handler (RFC 9110; cpp-httplib routes it there): a GET match or cost
+  // that HEAD escaped would let the same work through unlimited or cheaper
+  if (!methods.empty() && !listed(method) && !(method == "HEAD" && listed("GET"))) return false;
   if (!path.starts_with(path_prefix)) return false;
   // Whole segments only: "/api" must not match "/apis".
   return path.size() == path_prefix.size() || path_prefix.ends_with('/') ||
