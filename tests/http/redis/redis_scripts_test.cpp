@@ -279,7 +279,8 @@ TEST_F(RedisScriptsTest, ARaisedLimitNeverRejectsWhatTheOldOneAdmittedInRedis) {
   }
 }
 
-TEST_F(RedisScriptsTest, ALoweredLimitKeepsWhatWasUsedAndAnotherWindowOrAlgorithmStartsFresh) {
+TEST_F(RedisScriptsTest,
+       ALoweredLimitKeepsWhatWasUsedAnotherWindowHoldsToItsEndAnotherAlgorithmStartsFresh) {
   // GCRA: 3 of 10 used at 1/s; at 4 units the 3 stay used: one left
   auto big = virtualTimeStore(bucket(AlgorithmKind::kGcra, 10, 1));
   for (int i = 0; i < 3; ++i) ASSERT_TRUE(big->decide("k", kMs, 1)->allowed());
@@ -312,17 +313,47 @@ TEST_F(RedisScriptsTest, ALoweredLimitKeepsWhatWasUsedAndAnotherWindowOrAlgorith
   ASSERT_TRUE(refused.ok());
   EXPECT_FALSE(refused->allowed());
   EXPECT_EQ(refused->remaining, 0);
-  // a fixed window's counts of another length mean nothing: fresh
+  // a fixed window of another length holds, at its length, until it ends; then the next
+  // one starts at the new length
   auto minute = virtualTimeStore(window(AlgorithmKind::kFixedWindow, 5, 60'000));
   ASSERT_TRUE(minute->decide("w", kMs, 5)->allowed());
   EXPECT_FALSE(minute->decide("w", kMs, 1)->allowed());
   auto second = virtualTimeStore(window(AlgorithmKind::kFixedWindow, 5, 1000));
-  EXPECT_EQ(second->decide("w", kMs, 1)->remaining, 4);
+  auto held = second->decide("w", 2000 * kMs, 1);
+  ASSERT_TRUE(held.ok());
+  EXPECT_FALSE(held->allowed());
+  EXPECT_EQ(held->retry_after_ns, 58'000 * kMs) << "the minute's end";
+  EXPECT_EQ(second->decide("w", 60'000 * kMs, 1)->remaining, 4);
   // another algorithm under the same policy name: its own keys, fresh (never WRONGTYPE)
   auto counter = virtualTimeStore(window(AlgorithmKind::kSlidingWindowCounter, 5, 60'000));
   auto fresh = counter->decide("w", kMs, 1);
   ASSERT_TRUE(fresh.ok()) << fresh.error().message;
   EXPECT_EQ(fresh->remaining, 4);
+}
+
+// While a fleet runs a policy's old and new window side by side (a rolling deploy), a client
+// alternating between them is counted once: neither length starts the other's window over.
+TEST_F(RedisScriptsTest, TwoWindowLengthsSideBySideCountOnInOneWindow) {
+  for (AlgorithmKind kind : {AlgorithmKind::kFixedWindow, AlgorithmKind::kSlidingWindowCounter}) {
+    SCOPED_TRACE(std::string(algorithmName(kind)));
+    ASSERT_TRUE(server_->command({"FLUSHALL"}));
+    auto old_length = virtualTimeStore(window(kind, 3, 60'000));
+    auto new_length = virtualTimeStore(window(kind, 3, 120'000));
+    int admitted = 0;
+    for (int i = 0; i < 20; ++i) {
+      RedisStore& store = i % 2 == 0 ? *old_length : *new_length;
+      auto d = store.decide("k", (1000 + i * 100) * kMs, 1);
+      ASSERT_TRUE(d.ok()) << d.error().message;
+      admitted += d->allowed();
+    }
+    EXPECT_EQ(admitted, 3);
+    // a refund made under the other length still finds the units it gave
+    auto d = new_length->decide("k", 3000 * kMs, 1);
+    ASSERT_TRUE(d.ok());
+    EXPECT_FALSE(d->allowed());
+    new_length->refund("k", 1000 * kMs, 1);
+    EXPECT_TRUE(old_length->decide("k", 3000 * kMs, 1)->allowed());
+  }
 }
 
 }  // namespace

@@ -143,13 +143,19 @@ end
 // Their reads fail (WRONGTYPE) before anything is written; their writes cannot.
 
 // State "W:N:L": W = window index, N = count, L = the window length (µs) they were counted
-// in. Counts of another window length mean nothing: a policy whose window changed starts
-// its keys fresh; a changed limit applies to the counts as they are.
+// in. A window of another length holds, at that length, until it ends; the next one starts
+// at the caller's: while a fleet runs a policy's old and new window side by side, each
+// counts on in the other's window rather than starting it over (a client alternating
+// between them would never be limited). A changed limit applies to the counts as they are.
 constexpr std::string_view kFixedWindowDecide = R"lua(
 local function fixed_window(key, _, read, now, cost, extra, limit, w)
   limit, w = tonumber(limit), tonumber(w)
   local index, n, l = read_fixed(key, read)
-  if not index or l ~= w then index = 0; n = 0 end
+  if not index then
+    index = 0; n = 0
+  elseif l ~= w then
+    if now < (index + 1) * l then w = l else index = 0; n = 0 end
+  end
   local current = math.floor(now / w)
   if current > index then index = current; n = 0 end
   local window_end = (index + 1) * w
@@ -172,12 +178,13 @@ end
 )lua";
 
 constexpr std::string_view kFixedWindowRefund = R"lua(
-local at, cost, w = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[5])
+local at, cost = tonumber(ARGV[1]), tonumber(ARGV[2])
 local index, n, l = read_fixed(KEYS[1])
-if not index or l ~= w then return 0 end
--- Only while the request's window is the current one; later it no longer matters.
-if math.floor(at / w) ~= index then return 0 end
-write_state(KEYS[1], nil, struct.pack('<i8i8i8', index, math.max(0, n - cost), w))
+if not index then return 0 end
+-- Only while the request's window is the current one (at the length it is counted at);
+-- later it no longer matters.
+if math.floor(at / l) ~= index then return 0 end
+write_state(KEYS[1], nil, struct.pack('<i8i8i8', index, math.max(0, n - cost), l))
 return 0
 )lua";
 
@@ -237,7 +244,8 @@ return 0
 )lua";
 
 // State "W:C:P:L": W = window index, C = current count, P = previous count, L = the window
-// length (µs); another length starts fresh, as in the fixed window. The classic rule: cost
+// length (µs); windows of another length hold, at that length, until the counts in them no
+// longer weigh (two of those windows), as in the fixed window. The classic rule: cost
 // is admitted when the estimate prev x (W - elapsed) / W + curr, plus cost - 1, is below the
 // limit, compared multiplied by W, exactly (mulcmp): prev x (W - e) < (limit - curr - cost + 1) x
 // W.
@@ -245,7 +253,11 @@ constexpr std::string_view kSlidingCounterDecide = R"lua(
 local function sliding_window_counter(key, _, read, now, cost, extra, limit, w)
   limit, w = tonumber(limit), tonumber(w)
   local index, curr, prev, l = read_counter(key, read)
-  if not index or l ~= w then index = 0; curr = 0; prev = 0 end
+  if not index then
+    index = 0; curr = 0; prev = 0
+  elseif l ~= w then
+    if now < (index + 2) * l then w = l else index = 0; curr = 0; prev = 0 end
+  end
   local current = math.floor(now / w)
   if current == index + 1 then
     prev = curr; curr = 0
@@ -277,7 +289,6 @@ local function sliding_window_counter(key, _, read, now, cost, extra, limit, w)
     retry = math.max(1, retry_at - now)
   end
   -- uncharged, the state as read is still right: its windows' turn is recomputed on read
-  -- (and a window length that changed starts fresh on every read until it is written)
   local put
   if outcome == 0 then put = struct.pack('<i8i8i8i8', index, curr + taken, prev, w) end
   -- remaining = limit - curr - floor(prev x (W - elapsed) / W): units of cost 1 still admitted
@@ -290,14 +301,14 @@ end
 )lua";
 
 constexpr std::string_view kSlidingCounterRefund = R"lua(
-local at, cost, w = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[5])
+local at, cost = tonumber(ARGV[1]), tonumber(ARGV[2])
 local stored, curr, prev, l = read_counter(KEYS[1])
-if not stored or l ~= w then return 0 end
-local index = math.floor(at / w)
+if not stored then return 0 end
+local index = math.floor(at / l)
 if index == stored then
-  write_state(KEYS[1], nil, struct.pack('<i8i8i8i8', stored, math.max(0, curr - cost), prev, w))
+  write_state(KEYS[1], nil, struct.pack('<i8i8i8i8', stored, math.max(0, curr - cost), prev, l))
 elseif index == stored - 1 then
-  write_state(KEYS[1], nil, struct.pack('<i8i8i8i8', stored, curr, math.max(0, prev - cost), w))
+  write_state(KEYS[1], nil, struct.pack('<i8i8i8i8', stored, curr, math.max(0, prev - cost), l))
 end
 return 0
 )lua";
