@@ -85,7 +85,7 @@ static __always_inline int fg_xdp(struct xdp_md *ctx, enum fg_walk_kind kind)
 	}
 
 	/* What is odd about the frame has its policy; passed, it still meets every rule that
-	 * needs no field the parser could not read (protocol any, no ports, no flags). */
+	 * needs no field the parser could not read (no ports, no flags). */
 	if (parsed != FG_PARSE_OK) {
 		__u32 policy = parsed == FG_PARSE_UNKNOWN_EXT ? settings->unknown_ext_policy
 							      : settings->malformed_policy;
@@ -93,6 +93,11 @@ static __always_inline int fg_xdp(struct xdp_md *ctx, enum fg_walk_kind kind)
 		if (policy == FG_POLICY_DROP)
 			return fg_finish(ctx, settings, FG_VERDICT_DROP, FG_REASON_MALFORMED, len);
 		reason = FG_REASON_MALFORMED;
+		/* a chain the parser gave up on hides its protocol, which the stack behind reads:
+		 * it is any protocol, so every protocol's rule counts it (a TCP flood behind 17
+		 * headers must not pass a `protocol: tcp` rule by meeting only protocol-any ones) */
+		if (parsed == FG_PARSE_UNKNOWN_EXT)
+			pkt->fragment = FG_LATER_FRAGMENT_ANY_PROTOCOL;
 	} else if (pkt->fragment) {
 		if (settings->fragment_policy == FG_POLICY_DROP)
 			return fg_finish(ctx, settings, FG_VERDICT_DROP, FG_REASON_FRAGMENT, len);

@@ -36,7 +36,8 @@ enum fg_fragment {
 	FG_LATER_FRAGMENT =
 	    1, /* non-first IPv4: its protocol is the datagram's (reassembly keys on it) */
 	/* non-first IPv6: the protocol its fragment header names is only a claim, which Linux's
-	 * reassembly ignores (the first fragment decides): a flood could label its bulk anything */
+	 * reassembly ignores (the first fragment decides): a flood could label its bulk anything.
+	 * Also set on an IPv6 chain the parser gave up on, passed by its policy: any protocol. */
 	FG_LATER_FRAGMENT_ANY_PROTOCOL = 2,
 };
 

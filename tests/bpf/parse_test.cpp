@@ -196,6 +196,21 @@ TEST_F(ParseTest, PassedUnknownChainsStillMeetTheRulesThatNeedNoPorts) {
   EXPECT_EQ(counted(FG_VERDICT_DROP, FG_REASON_RATE), 2u);
 }
 
+// A chain the parser gives up on hides its protocol: a rule on a protocol counts it, as it
+// counts an IPv6 fragment, so a TCP flood behind 17 headers does not walk around it.
+TEST_F(ParseTest, PassedUnknownChainsMeetEveryProtocolsRuleWithoutPorts) {
+  AttachOptions options;
+  options.unknown_ext = FramePolicy::kPass;
+  RuleSpec tcp = sourceRule(1, 2);
+  tcp.protocol = Protocol::kTcp;
+  load({tcp}, options);
+  PacketBuilder syn = PacketBuilder().eth().ipv6("2001:db8::7", "2001:db8::2");
+  for (int i = 0; i < 17; ++i) syn.ipv6Ext(60);
+  auto hidden = syn.tcp(80).build();
+  EXPECT_EQ(passes(hidden, 6), 2);
+  EXPECT_EQ(counted(FG_VERDICT_DROP, FG_REASON_RATE), 4u);
+}
+
 TEST_F(ParseTest, DenyAndBansJudgeTheSourceWhateverTheFrameHoldsOrLacks) {
   AttachOptions options;
   options.unknown_ext = FramePolicy::kPass;  // every odd frame would pass but for its source
