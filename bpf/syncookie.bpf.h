@@ -131,6 +131,34 @@ static __always_inline int fg_cookie_headers(struct xdp_md *ctx, struct fg_cooki
 	return 0;
 }
 
+/* Whether the SYN in `s` is to an address a host answers from: not multicast, broadcast,
+ * loopback, unspecified or reserved. A SYN-ACK takes the SYN's destination as its source,
+ * so answering those would send frames from addresses no host owns, at the SYN's sender's
+ * choice; the stack behind drops such SYNs itself. */
+static __always_inline int fg_cookie_unicast_destination(const struct fg_cookie_scratch *s)
+{
+	if (s->family == FG_FAMILY_V4) {
+		__u32 dst = bpf_ntohl(s->ip4.daddr);
+		__u32 top = dst >> 24;
+
+		/* 0/8 this network, 127/8 loopback, 224/4 multicast, 240/4 reserved and
+		 * 255.255.255.255 broadcast */
+		return top != 0 && top != 127 && top < 224;
+	}
+	{
+		const __u32 *dst = (const __u32 *)&s->ip6.daddr;
+		__u32 first = bpf_ntohl(dst[0]);
+
+		if ((first >> 24) == 0xff) /* multicast */
+			return 0;
+		/* ::, ::1 and ::ffff:0:0/96 (IPv4-mapped, which no IPv6 frame carries) */
+		if (!first && !dst[1] &&
+		    (dst[2] == bpf_htonl(0xffff) || (!dst[2] && bpf_ntohl(dst[3]) <= 1)))
+			return 0;
+	}
+	return 1;
+}
+
 /* The cookie for the SYN in `s` (low 32 bits) and the MSS it encodes (high), or < 0. */
 static __always_inline __s64 fg_cookie_make(struct fg_cookie_scratch *s, __u8 *tcp, __u32 tcp_len)
 {
@@ -465,7 +493,7 @@ __attribute__((noinline)) int fg_cookie_path(struct xdp_md *ctx, const struct fg
 	if (is_syn) {
 		if (!fg_cookie_wanted(rule, state, now, jiffies))
 			return FG_COOKIE_CONTINUE;
-		if (fg_cookie_headers(ctx, s))
+		if (fg_cookie_headers(ctx, s) || !fg_cookie_unicast_destination(s))
 			return FG_COOKIE_CONTINUE;
 		made = fg_cookie_make(s, s->tcp, s->tcp_len);
 		if (made < 0 || fg_cookie_answer(ctx, s, (__u32)made, (__u16)(made >> 32)))

@@ -318,6 +318,35 @@ TEST_F(SynCookieTest, OnlySynsAndBareAcksToAListenerAreLookedAt) {
   EXPECT_EQ(stat(FG_TABLE_COOKIE_SENT) + stat(FG_TABLE_COOKIE_FAILED), 0u);
 }
 
+// A SYN-ACK's source is the SYN's destination: one to a multicast, broadcast, loopback,
+// unspecified, reserved or IPv4-mapped address gets no cookie, so no frame leaves from an
+// address no host owns.
+TEST_F(SynCookieTest, SynsToAddressesNoHostAnswersFromGetNoCookie) {
+  load({cookieRule(SynCookies::kAlways)});
+  std::vector<uint8_t> out;
+  int source = 1;
+  auto synTo = [&](const std::string& dst) {
+    PacketBuilder syn;
+    syn.eth();
+    if (dst.find(':') != std::string::npos) {
+      syn.ipv6("2001:db8:" + std::to_string(source++) + "::1", dst);
+    } else {
+      syn.ipv4("192.0.2." + std::to_string(source++), dst);
+    }
+    return syn.tcp(listener_.port(), kSyn).tcpSeq(1, 0).tcpMss(1460).build();
+  };
+  for (const char* dst : {"224.0.0.1", "239.255.255.250", "255.255.255.255", "240.0.0.1",
+                          "127.0.0.1", "0.0.0.0", "ff02::1", "::1", "::", "::ffff:198.51.100.1"}) {
+    EXPECT_NE(runOut(synTo(dst), out), XDP_TX) << dst;
+  }
+  EXPECT_EQ(stat(FG_TABLE_COOKIE_SENT), 0u);
+  // the same SYN to an address of the host's gets its cookie
+  EXPECT_EQ(runOut(synTo(kServerV4), out), XDP_TX);
+  EXPECT_EQ(runOut(synTo(kServerV6), out), XDP_TX);
+  EXPECT_EQ(runOut(synTo("223.255.255.254"), out), XDP_TX);
+  EXPECT_EQ(stat(FG_TABLE_COOKIE_SENT), 3u);
+}
+
 TEST_F(SynCookieTest, AutoSendsCookiesOnlyWhileTheNewSourceCapRefuses) {
   RuleSpec rule = cookieRule(SynCookies::kAuto);
   rule.new_sources_per_s = 1;  // a burst of one new source
