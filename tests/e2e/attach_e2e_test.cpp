@@ -214,6 +214,27 @@ TEST_F(AttachE2eTest, AttachWithAConfigWarnsAsCheckDoes) {
   std::filesystem::remove_all(dir);
 }
 
+// A byte bucket smaller than the interface's largest frame would refuse such frames for
+// good: attach --config says so, with the interface's MTU.
+TEST_F(AttachE2eTest, AttachWarnsOfAByteBucketSmallerThanTheInterfacesFrames) {
+  ASSERT_EQ(net_->inTarget({"ip", "link", "set", net_->targetInterface(), "mtu", "3000"}).exit_code,
+            0);
+  char dir[] = "/tmp/floodgate-attach-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string config = std::string(dir) + "/floodgate.yaml";
+  std::ofstream(config) << "rules:\n  - {name: bytes, limit: {bps: 1Mbit, burst_bytes: 1518}}\n";
+  CommandResult attached = run({"attach", net_->targetInterface(), "--config", config});
+  EXPECT_EQ(attached.exit_code, 0) << attached.err;
+  EXPECT_EQ(attached.err,
+            "warning: rule 'bytes': its bps limit admits 1518 bytes at once, less "
+            "than the 3018-byte frames " +
+                net_->targetInterface() +
+                " carries (MTU 3000): such a frame never passes, and under "
+                "on_exceed: ban it bans its sender; raise its burst_bytes to at "
+                "least 3018\n");
+  std::filesystem::remove_all(dir);
+}
+
 TEST_F(AttachE2eTest, ReplaceWithALimitRefusesToDropAConfigsRules) {
   char dir[] = "/tmp/floodgate-attach-XXXXXX";
   ASSERT_NE(mkdtemp(dir), nullptr);

@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: MIT
-// optionsFromConfig: loadConfig, print diagnostics and warnings, attachOptionsFor.
+// optionsFromConfig: loadConfig, print diagnostics and warnings (the config's, and the
+// interface's frame sizes against its rules), attachOptionsFor.
 #include "cli/config_loading.h"
 
 #include <iostream>
 
 #include "config/floodgate_config.h"
+#include "controller/frame_size_warnings.h"
 #include "floodgate/common/text.h"
 
 namespace floodgate::cli {
@@ -22,7 +24,13 @@ Result<AttachOptions> optionsFromConfig(const std::string& file, const std::stri
   for (const std::string& warning : config::configWarnings(cfg)) {
     std::cerr << "warning: " << file << ": " << warning << "\n";
   }
-  return config::attachOptionsFor(cfg, interface);
+  auto options = config::attachOptionsFor(cfg, interface);
+  if (options) {
+    for (const std::string& warning : frameSizeWarnings(*options)) {
+      std::cerr << "warning: " << warning << "\n";
+    }
+  }
+  return options;
 }
 
 }  // namespace floodgate::cli

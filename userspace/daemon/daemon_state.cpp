@@ -3,6 +3,7 @@
 #include "daemon/daemon_state.h"
 
 #include "config/floodgate_config.h"
+#include "controller/frame_size_warnings.h"
 #include "daemon/log.h"
 #include "floodgate/common/units.h"
 #include "floodgate/fleet/policy_publisher.h"
@@ -92,6 +93,9 @@ Status DaemonState::applyLocked(bool& publish) {
   // what `floodgate check` warns of, logged at every start and reload that applies it
   for (const std::string& warning : config::configWarnings(cfg)) {
     logWarning(config_path_ + ": " + warning);
+  }
+  for (const WantedInterface& one : wanted) {
+    for (const std::string& warning : frameSizeWarnings(one.options)) logWarning(warning);
   }
   escalator_.config().rules =
       escalationRules(cfg.allow.value_or(std::vector<Cidr>{}), cfg.http ? &*cfg.http : nullptr);
