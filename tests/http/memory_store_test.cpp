@@ -104,6 +104,29 @@ TEST(MemoryStore, PrefersAnIdleKeyOverTheColdestBusyOne) {
   EXPECT_FALSE(store.decide("busy", 5200 * kMs, 1)->allowed());
 }
 
+// A flood of new keys, each used once, fills the store: it pushes out keys like itself,
+// not the spent key, which would start over full.
+class SpentKeyUnderFlood : public ::testing::TestWithParam<AlgorithmParams> {};
+
+TEST_P(SpentKeyUnderFlood, ASpentKeyOutlastsAFloodOfKeysUsedOnce) {
+  MemoryStore store(make(GetParam()), {.max_keys = 256, .shards = 1});
+  int admitted = 0;
+  while (store.decide("spent", kMs, 1)->allowed()) ASSERT_LT(++admitted, 100);
+  for (int i = 0; i < 5'000; ++i) {
+    ASSERT_TRUE(store.decide("junk-" + std::to_string(i), 2 * kMs, 1).ok());
+  }
+  EXPECT_GE(store.stats().evicted_active, 4'000);
+  EXPECT_FALSE(store.decide("spent", 3 * kMs, 1)->allowed()) << "still spent";
+}
+
+INSTANTIATE_TEST_SUITE_P(All, SpentKeyUnderFlood,
+                         ::testing::Values(window(AlgorithmKind::kFixedWindow, 5, 60'000),
+                                           window(AlgorithmKind::kSlidingWindowLog, 5, 60'000),
+                                           window(AlgorithmKind::kSlidingWindowCounter, 5, 60'000),
+                                           bucket(AlgorithmKind::kGcra, 5, 0.01),
+                                           bucket(AlgorithmKind::kTokenBucket, 5, 0.01),
+                                           bucket(AlgorithmKind::kLeakyBucket, 5, 0.01)));
+
 TEST(MemoryStore, LongKeysAreBoundedButStayDistinct) {
   MemoryStore store(make(bucket(AlgorithmKind::kGcra, 1, 1)), {});
   std::string a(10'000, 'a');

@@ -97,6 +97,12 @@ class Algorithm {
   // nothing (the store evicts such keys first).
   virtual bool idle(const KeyState& state, int64_t now_ns) const = 0;
 
+  // The units of the quota `state` has used at `now_ns` (0 as an absent key). A full store
+  // evicts the least used of the keys it looks at, so a flood of new keys, each used once,
+  // cannot push out a spent key and so start it over. By default a decision of cost 0 on a
+  // copy of the state's words.
+  virtual int64_t used(const KeyState& state, int64_t now_ns) const;
+
   // For RateLimit-Policy: the quota (q) and the window it refers to in seconds (w).
   virtual int64_t quota() const = 0;
   virtual int64_t windowSeconds() const = 0;

@@ -2,6 +2,7 @@
 // Algorithm names, parameter checks, and the factory that builds one from its parameters.
 #include "floodgate/core/algorithm.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "floodgate/core/algorithms/fixed_window.h"
@@ -40,6 +41,12 @@ std::optional<AlgorithmKind> algorithmFromName(std::string_view name) {
     if (n.name == name) return n.kind;
   }
   return std::nullopt;
+}
+
+int64_t Algorithm::used(const KeyState& state, int64_t now_ns) const {
+  KeyState copy;
+  copy.word = state.word;
+  return std::max<int64_t>(0, quota() - decide(copy, now_ns, 0).remaining);
 }
 
 bool isWindowAlgorithm(AlgorithmKind kind) {

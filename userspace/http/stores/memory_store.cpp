@@ -118,8 +118,11 @@ void MemoryStore::erase(Shard& shard, size_t index) {
 void MemoryStore::evictOne(Shard& shard, int64_t now_ns) {
   const size_t mask = shard.slots.size() - 1;
   size_t victim = SIZE_MAX;
+  int64_t victim_used = INT64_MAX;
   int seen = 0;
-  // Bounded: after one full turn every reference bit is clear.
+  // Bounded: after one full turn every reference bit is clear. Of the unreferenced keys
+  // looked at, an idle one goes at once, else the least used: a flood of keys used once
+  // each pushes out one another, not a spent key that would start over full.
   for (size_t step = 0; step < 2 * shard.slots.size() && seen < kEvictionScan; ++step) {
     size_t i = shard.hand;
     shard.hand = (shard.hand + 1) & mask;
@@ -134,7 +137,11 @@ void MemoryStore::evictOne(Shard& shard, int64_t now_ns) {
       victim = i;
       break;
     }
-    if (victim == SIZE_MAX) victim = i;
+    const int64_t used = algorithm_->used(slot.state, now_ns);
+    if (used < victim_used) {
+      victim = i;
+      victim_used = used;
+    }
   }
   if (victim == SIZE_MAX) victim = (shard.hand - 1) & mask;  // all referenced: take the last
   while (shard.slots[victim].empty()) victim = (victim + 1) & mask;

@@ -53,6 +53,15 @@ Decision SlidingWindowLog::decide(KeyState& state, int64_t now_ns, int64_t cost)
   return d;
 }
 
+int64_t SlidingWindowLog::used(const KeyState& state, int64_t now_ns) const {
+  if (!state.log) return 0;
+  const auto& log = *state.log;
+  // sorted: the units still inside are those younger than a window (not copied, as the
+  // default would copy the whole log)
+  auto inside = std::upper_bound(log.begin() + state.word[0], log.end(), now_ns - window_ns_);
+  return log.end() - inside;
+}
+
 void SlidingWindowLog::refund(KeyState& state, int64_t admitted_ns, int64_t cost) const {
   // The request's units are the earliest logged at or after admitted_ns (a stale reading was
   // logged later, never earlier). Removing the earliest such units never frees more than ours.
