@@ -27,6 +27,7 @@ struct SyncOptions {
 
 struct SyncStats {
   int64_t keys = 0;             // keys with local state now
+  int64_t key_bytes = 0;        // the text of those keys (a long one is held by its hash)
   int64_t syncs = 0;            // reconciliations that reached Redis (background rounds)
   int64_t grants = 0;           // round trips for a key with no fresh share (first use, stale)
   int64_t exact = 0;            // decisions sent to Redis as the exact store would (table full)

@@ -145,6 +145,30 @@ TEST_F(RedisSyncTest, DistinctKeysStayWithinMaxKeys) {
   EXPECT_EQ(a->stats().exact, exact);
 }
 
+// Client-chosen keys of any length (an 8 KB API key header) are held by their hash, here
+// and in Redis: two that differ only at the end stay apart and each is limited.
+TEST_F(RedisSyncTest, LongKeysAreHeldByTheirHashAndStayDistinct) {
+  AlgorithmParams p = fixedWindow(2, 600'000);
+  auto a = manualStore(p, 1);
+  std::string first(8000, 'k'), second = first;
+  second.back() = 'x';
+  for (const std::string* key : {&first, &second}) {
+    EXPECT_TRUE(a->decide(*key, clock_->nowNs(), 1)->allowed());
+    EXPECT_TRUE(a->decide(*key, clock_->nowNs(), 1)->allowed());
+    EXPECT_FALSE(a->decide(*key, clock_->nowNs(), 1)->allowed());
+  }
+  EXPECT_EQ(a->stats().keys, 2);
+  EXPECT_LT(a->stats().key_bytes, 200) << "held by their hashes";
+  a->refund(first, clock_->nowNs(), 1);
+  EXPECT_TRUE(a->decide(first, clock_->nowNs(), 1)->allowed());
+  EXPECT_FALSE(a->decide(second, clock_->nowNs(), 1)->allowed());
+  ASSERT_TRUE(a->syncNow().ok());
+  auto keys = server_->command({"KEYS", "*"});
+  ASSERT_TRUE(keys);
+  ASSERT_EQ(keys->elements.size(), 2u);
+  for (const auto& key : keys->elements) EXPECT_LT(key.str.size(), 100u) << key.str;
+}
+
 // Four instances, each its own Limiter with its own sync task and heartbeat, send one key at
 // three times its rate. The fleet's admitted total stays within the stated bound for the
 // measured span: 2 x capacity + rate x W + N - 1.

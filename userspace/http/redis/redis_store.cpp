@@ -47,16 +47,19 @@ RedisStore::RedisStore(std::shared_ptr<redis::Client> client, std::string policy
   quota_ = isWindowAlgorithm(params.kind) ? params.limit : params.capacity;
 }
 
+std::string_view RedisStore::boundedKey(std::string_view key, std::string& scratch) {
+  // A key that itself starts as a hashed one does is hashed too, so no client can name the
+  // state of a client whose long key was hashed (it would take a SHA1 collision).
+  if (key.size() <= kMaxKeyBytes && !key.starts_with(kHashedKeyMark)) return key;
+  scratch = std::string(kHashedKeyMark) + redis::sha1Hex(key);
+  return scratch;
+}
+
 std::vector<std::string> RedisStore::redisKeys(std::string_view key) const {
+  // Keys are client-chosen (an API key header): bound what one can make Redis store.
+  std::string scratch;
   std::string base = options_.prefix + ":{" + policy_ + ":";
-  // Keys are client-chosen (an API key header): bound what one can make Redis store. A key
-  // that itself starts as a hashed one does is hashed too, so no client can name the state
-  // of a client whose long key was hashed (it would take a SHA1 collision).
-  if (key.size() > kMaxKeyBytes || key.starts_with(kHashedKeyMark)) {
-    base += std::string(kHashedKeyMark) + redis::sha1Hex(key);
-  } else {
-    base += key;
-  }
+  base += boundedKey(key, scratch);
   base += "}";
   if (params_.kind == AlgorithmKind::kSlidingWindowLog) return {base + ":log", base + ":seq"};
   // named after the algorithm: a policy that changes algorithm starts its keys fresh (its

@@ -89,6 +89,8 @@ Decision SyncStore::spend(Entry& entry, int64_t now_ns, int64_t cost) {
 
 std::optional<Decision> SyncStore::decideLocally(std::string_view key, int64_t now_ns,
                                                  int64_t cost) {
+  std::string scratch;
+  key = RedisStore::boundedKey(key, scratch);  // what a client's key makes this store hold
   std::optional<Decision> d = fromShare(key, now_ns, cost);
   if (d) decided_locally_.fetch_add(1, std::memory_order_relaxed);
   return d;
@@ -110,6 +112,8 @@ std::optional<Decision> SyncStore::fromShare(std::string_view key, int64_t now_n
 
 Result<Decision> SyncStore::decide(std::string_view key, int64_t now_ns, int64_t cost) {
   if (auto local = decideLocally(key, now_ns, cost)) return *local;
+  std::string scratch;
+  key = RedisStore::boundedKey(key, scratch);
   Shard& shard = shardFor(key);
   bool tracked = false;
   {
@@ -131,6 +135,8 @@ Result<Decision> SyncStore::decide(std::string_view key, int64_t now_ns, int64_t
 }
 
 void SyncStore::refund(std::string_view key, int64_t admitted_ns, int64_t cost) {
+  std::string scratch;
+  key = RedisStore::boundedKey(key, scratch);
   {
     Shard& shard = shardFor(key);
     std::lock_guard lock(shard.mutex);
@@ -226,6 +232,7 @@ SyncStats SyncStore::stats() const {
   for (const Shard& shard : shards_) {
     std::lock_guard lock(shard.mutex);
     s.keys += static_cast<int64_t>(shard.entries.size());
+    for (const auto& [key, entry] : shard.entries) s.key_bytes += static_cast<int64_t>(key.size());
   }
   s.syncs = syncs_.load();
   s.grants = grants_.load();
