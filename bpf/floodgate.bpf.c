@@ -95,7 +95,8 @@ static __always_inline int fg_xdp(struct xdp_md *ctx, enum fg_walk_kind kind)
 		reason = FG_REASON_MALFORMED;
 		/* a chain the parser gave up on hides its protocol, which the stack behind reads:
 		 * it is any protocol, so every protocol's rule counts it (a TCP flood behind 17
-		 * headers must not pass a `protocol: tcp` rule by meeting only protocol-any ones) */
+		 * headers must not pass a `protocol: tcp` rule by meeting only protocol-any ones)
+		 */
 		if (parsed == FG_PARSE_UNKNOWN_EXT)
 			pkt->fragment = FG_LATER_FRAGMENT_ANY_PROTOCOL;
 	} else if (pkt->fragment) {

@@ -4,13 +4,13 @@
 #ifndef FLOODGATE_PARSE_BPF_H
 #define FLOODGATE_PARSE_BPF_H
 
+#include <bpf/bpf_endian.h>
 #include <linux/if_ether.h>
 #include <linux/in.h>
 #include <linux/ip.h>
 #include <linux/ipv6.h>
 #include <linux/tcp.h>
 #include <linux/udp.h>
-#include <bpf/bpf_endian.h>
 
 #include "floodgate_shared.h"
 
