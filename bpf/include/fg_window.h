@@ -15,6 +15,20 @@ FG_INLINE __u64 fg_window_id(__u64 now_ns, __u64 window_ns)
 	return (now_ns / window_ns) & FG_WINDOW_ID_MASK;
 }
 
+/* The program's nanoseconds wrap with its unit clock, every 2^(64 - FG_TIME_SHIFT) ns. */
+#define FG_WINDOW_CLOCK_PERIOD_NS (1ULL << (64 - FG_TIME_SHIFT))
+
+/* Whether `stored` is the id of the window before the one of absolute number `absolute`
+ * (now_ns / window_ns): after the wrap, window 0 follows the period's last (short) window,
+ * not the id below it, or a sliding window would forget its previous count there and admit
+ * twice its limit. */
+FG_INLINE int fg_window_is_prev(__u64 stored, __u64 absolute, __u64 window_ns)
+{
+	return stored == ((absolute - 1) & FG_WINDOW_ID_MASK) ||
+	       (!absolute &&
+		stored == (((FG_WINDOW_CLOCK_PERIOD_NS - 1) / window_ns) & FG_WINDOW_ID_MASK));
+}
+
 /* Counters of a window that is neither the current nor the previous one count for nothing:
  * such a word is idle (and so is the empty word). */
 FG_INLINE int fg_window_idle(__u64 word, __u64 now_ns, __u64 window_ns)
@@ -55,7 +69,7 @@ FG_INLINE int fg_sliding_admit(__u64 word, __u64 now_ns, __u64 window_ns, __u64 
 
 	if (word == 0) {
 		prev = curr = 0;
-	} else if (stored == ((current - 1) & FG_WINDOW_ID_MASK)) {
+	} else if (fg_window_is_prev(stored, absolute, window_ns)) {
 		prev = curr;
 		curr = 0;
 	} else if (stored != current) {

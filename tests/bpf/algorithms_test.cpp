@@ -42,6 +42,26 @@ TEST_F(AlgorithmTest, ASlidingWindowAdmitsItsCountAndNoMore) {
   EXPECT_EQ(passesInOneWindow(from("192.0.2.1"), 70, {rule}), 60);
 }
 
+// The unit clock wraps every 2^48 ns (3.26 days), and the window after the wrap is window 0:
+// a sliding window still weighs the count of the last window before it, so a source that
+// used its limit there does not get it again just after.
+TEST_F(AlgorithmTest, ASlidingWindowKeepsItsPreviousCountAcrossTheClockWrap) {
+  // the test clock's last tick before the unit clock wraps, at 1000 Hz: in the period's
+  // last window, which the wrap cuts short
+  constexpr uint64_t kLastTickBeforeTheWrap = UINT64_MAX / (1000000ULL << FG_TIME_SHIFT);
+  RuleSpec rule = sourceRule(1, 1);
+  rule.algorithm = Algorithm::kSlidingWindow;
+  rule.window_ns = 10'000'000'000ULL;  // 10 packets per window
+  AttachOptions options;
+  options.test_clock_hz = 1000;
+  load({rule}, options);
+  auto frame = from("192.0.2.9");
+  setClock(kLastTickBeforeTheWrap - 2);  // the last window is 6.7 ms long at 10 s
+  EXPECT_EQ(passes(frame, 12), 10);
+  setClock(kLastTickBeforeTheWrap + 2);  // 1 or 2 ms into window 0
+  EXPECT_EQ(passes(frame, 10), 1) << "the previous window's 10 still weigh 9.99";
+}
+
 TEST_F(AlgorithmTest, AFixedWindowCountsBytes) {
   RuleSpec rule;
   rule.algorithm = Algorithm::kFixedWindow;
