@@ -52,6 +52,16 @@ double sampleValue(const std::string& exposition, const std::string& series) {
   return -1;
 }
 
+// Removes what a limiter left pinned under an interface's name when a test ends: the
+// second interfaces tests make go with their namespace, their pins would not.
+struct PinsGone {
+  std::string name;
+  ~PinsGone() {
+    std::error_code ec;
+    std::filesystem::remove_all("/sys/fs/bpf/floodgate/" + name, ec);
+  }
+};
+
 class RunE2eTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -427,13 +437,7 @@ TEST_F(RunE2eTest, AMissingInterfaceIsReportedUnhealthyAndAttachedWhenItAppears)
   // unique to this veth network: pins are named by interface, in the host's one bpffs
   const std::string late = "fgl" + net_->targetInterface().substr(3);
   const std::string late_peer = "fgp" + net_->targetInterface().substr(3);
-  struct PinsGone {
-    std::string name;
-    ~PinsGone() {
-      std::error_code ec;
-      std::filesystem::remove_all("/sys/fs/bpf/floodgate/" + name, ec);
-    }
-  } pins_gone{late};
+  const PinsGone pins_gone{late};
   std::ofstream(config_) << "interfaces:\n  - name: " << net_->targetInterface()
                          << "\n  - name: " << late
                          << "\nrules:\n  - name: per-source\n    match: {protocol: udp}\n"
@@ -479,13 +483,7 @@ TEST_F(RunE2eTest, AMissingInterfaceIsReportedUnhealthyAndAttachedWhenItAppears)
 // Both when the daemon would adopt that limiter in the reload and when it already holds it.
 TEST_F(RunE2eTest, AReloadThatOneInterfaceCannotTakeChangesNone) {
   const std::string small = "fgs" + net_->targetInterface().substr(3);
-  struct PinsGone {
-    std::string name;
-    ~PinsGone() {
-      std::error_code ec;
-      std::filesystem::remove_all("/sys/fs/bpf/floodgate/" + name, ec);
-    }
-  } pins_gone{small};
+  const PinsGone pins_gone{small};
   ASSERT_EQ(net_->inTarget({"ip", "link", "add", small, "type", "veth", "peer", "name",
                             "fgq" + net_->targetInterface().substr(3)})
                 .exit_code,
@@ -555,13 +553,7 @@ TEST_F(RunE2eTest, AReloadThatOneInterfaceCannotTakeChangesNone) {
 TEST_F(RunE2eTest, AReloadWhoseNewInterfaceCannotBeAttachedChangesNone) {
   const std::string tag = net_->targetInterface().substr(3);
   const std::string good = "fgs" + tag, bad = "fgb" + tag;
-  struct PinsGone {
-    std::string name;
-    ~PinsGone() {
-      std::error_code ec;
-      std::filesystem::remove_all("/sys/fs/bpf/floodgate/" + name, ec);
-    }
-  } pins_gone{good};
+  const PinsGone pins_gone{good};
   for (const auto& [name, peer] : {std::pair{good, "fgq" + tag}, std::pair{bad, "fgr" + tag}}) {
     ASSERT_EQ(
         net_->inTarget({"ip", "link", "add", name, "type", "veth", "peer", "name", peer}).exit_code,
@@ -623,13 +615,7 @@ TEST_F(RunE2eTest, AReloadWhoseNewInterfaceCannotBeAttachedChangesNone) {
 // out, and the reload goes on once the lock is let go.
 TEST_F(RunE2eTest, MetricsAndHealthAnswerWhileAReloadWaits) {
   const std::string added = "fgw" + net_->targetInterface().substr(3);
-  struct PinsGone {
-    std::string name;
-    ~PinsGone() {
-      std::error_code ec;
-      std::filesystem::remove_all("/sys/fs/bpf/floodgate/" + name, ec);
-    }
-  } pins_gone{added};
+  const PinsGone pins_gone{added};
   ASSERT_EQ(net_->inTarget({"ip", "link", "add", added, "type", "veth", "peer", "name",
                             "fgv" + net_->targetInterface().substr(3)})
                 .exit_code,
