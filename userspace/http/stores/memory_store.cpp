@@ -119,31 +119,33 @@ void MemoryStore::evictOne(Shard& shard, int64_t now_ns) {
   const size_t mask = shard.slots.size() - 1;
   size_t victim = SIZE_MAX;
   int64_t victim_used = INT64_MAX;
+  bool victim_referenced = true;
   int seen = 0;
-  // Bounded: after one full turn every reference bit is clear. Of the unreferenced keys
-  // looked at, an idle one goes at once, else the least used: a flood of keys used once
-  // each pushes out one another, not a spent key that would start over full.
+  // Of the keys looked at, an idle unreferenced one goes at once; else the least used, an
+  // unreferenced one first among equals: forgetting a key hands its client what it used,
+  // so a flood of keys used once each pushes out one another, never a spent key, whether
+  // or not the sweep's second chance is on it.
   for (size_t step = 0; step < 2 * shard.slots.size() && seen < kEvictionScan; ++step) {
     size_t i = shard.hand;
     shard.hand = (shard.hand + 1) & mask;
     Slot& slot = shard.slots[i];
     if (slot.empty()) continue;
     ++seen;
-    if (slot.referenced()) {
+    const bool referenced = slot.referenced();
+    if (referenced) {
       slot.setReferenced(false);  // a second chance
-      continue;
-    }
-    if (algorithm_->idle(slot.state, now_ns)) {
+    } else if (algorithm_->idle(slot.state, now_ns)) {
       victim = i;
       break;
     }
     const int64_t used = algorithm_->used(slot.state, now_ns);
-    if (used < victim_used) {
+    if (used < victim_used || (used == victim_used && victim_referenced && !referenced)) {
       victim = i;
       victim_used = used;
+      victim_referenced = referenced;
     }
   }
-  if (victim == SIZE_MAX) victim = (shard.hand - 1) & mask;  // all referenced: take the last
+  if (victim == SIZE_MAX) victim = (shard.hand - 1) & mask;  // nothing looked at
   while (shard.slots[victim].empty()) victim = (victim + 1) & mask;
   if (algorithm_->idle(shard.slots[victim].state, now_ns)) {
     ++shard.evicted_idle;
