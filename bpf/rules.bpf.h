@@ -500,18 +500,26 @@ __attribute__((noinline)) int fg_rule_walk(struct fg_walk *walk)
 	return 0;
 }
 
-/* The `bpf_loop` callback, the walk on older kernels: two rules a step, as each step is a
- * call (see fg_single_rule). Four a step cost the verifier half as much again as two (670k
- * instructions checked against 430k; a load took 1.3 s against 0.85) for another 40 ns
- * with 16 rules. */
-static int fg_rule_step(__u32 i, struct fg_walk *walk)
+/* One rule of the walk on older kernels: a global function, checked once with the walk's
+ * contents unknown, as fg_rule_walk is. A `bpf_loop` callback is checked with every value
+ * the caller's stack holds for the walk, and the verifier of Linux 6.18.44 gave up on that
+ * (a million instructions checked) even with one rule a step; as a call, floodgate_older
+ * costs it about what floodgate_xdp does, for one more call per rule on those kernels. */
+__attribute__((noinline)) int fg_rule_visit_one(struct fg_walk *walk)
 {
-	struct fg_settings *settings = fg_walk_settings();
+	struct fg_settings *settings;
 
-	if (!settings || fg_rule_visit(walk, settings))
+	if (!walk)
+		return 1;
+	settings = fg_walk_settings();
+	if (!settings)
 		return 1;
 	return fg_rule_visit(walk, settings);
 }
+
+/* The `bpf_loop` callback, the walk on older kernels: a rule a step. It keeps nothing on
+ * its frame, so the chain of frames down to fg_find_slot is that of fg_rule_walk. */
+static int fg_rule_step(__u32 i, struct fg_walk *walk) { return fg_rule_visit_one(walk) ? 1 : 0; }
 
 /* The walk of a packet that meets one rule (`pending`, one bit), the usual case: inline, as
  * a call costs as much as the charge where returns are made safe against speculation (SRSO
