@@ -265,8 +265,10 @@ static __always_inline int fg_cookie_answer(struct xdp_md *ctx, struct fg_cookie
 	return bpf_xdp_store_bytes(ctx, 0, s->eth, 2 * ETH_ALEN) ? -1 : 0;
 }
 
-/* Whether the ACK in `s` is addressed to a listening socket with no connection of its own
- * (a connection or a request socket of the kernel's answers for itself). */
+/* Whether the segment in `s` is addressed to a listening socket with no connection of its
+ * own (a connection or a request socket of the kernel's answers for itself). A SYN to a
+ * port nobody here listens on (one the host forwards, or DNATs to a container) is not
+ * the host's to answer: its backend would never see the handshake floodgate made. */
 static __always_inline int fg_cookie_for_listener(struct xdp_md *ctx, struct fg_cookie_scratch *s)
 {
 	struct tcphdr *th = (struct tcphdr *)s->tcp;
@@ -493,7 +495,8 @@ __attribute__((noinline)) int fg_cookie_path(struct xdp_md *ctx, const struct fg
 	if (is_syn) {
 		if (!fg_cookie_wanted(rule, state, now, jiffies))
 			return FG_COOKIE_CONTINUE;
-		if (fg_cookie_headers(ctx, s) || !fg_cookie_unicast_destination(s))
+		if (fg_cookie_headers(ctx, s) || !fg_cookie_unicast_destination(s) ||
+		    !fg_cookie_for_listener(ctx, s))
 			return FG_COOKIE_CONTINUE;
 		made = fg_cookie_make(s, s->tcp, s->tcp_len);
 		if (made < 0 || fg_cookie_answer(ctx, s, (__u32)made, (__u16)(made >> 32)))

@@ -347,6 +347,61 @@ TEST_F(SynCookieTest, SynsToAddressesNoHostAnswersFromGetNoCookie) {
   EXPECT_EQ(stat(FG_TABLE_COOKIE_SENT), 3u);
 }
 
+// A TCP socket on one port: listening on one address (IP_FREEBIND, so the address need not
+// be this namespace's), or bound and not listening, which holds the port with no listener.
+class PortSocket {
+ public:
+  PortSocket(const char* address, bool listening) {
+    fd_ = socket(AF_INET, SOCK_STREAM, 0);
+    int on = 1;
+    setsockopt(fd_, IPPROTO_IP, IP_FREEBIND, &on, sizeof(on));
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    inet_pton(AF_INET, address, &addr.sin_addr);
+    socklen_t len = sizeof(addr);
+    if (bind(fd_, reinterpret_cast<sockaddr*>(&addr), len) != 0 ||
+        (listening && listen(fd_, 16) != 0) ||
+        getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+      ADD_FAILURE() << "cannot bind " << address << ": " << strerror(errno);
+    }
+    port_ = ntohs(addr.sin_port);
+  }
+  ~PortSocket() { close(fd_); }
+  uint16_t port() const { return port_; }
+
+ private:
+  int fd_ = -1;
+  uint16_t port_ = 0;
+};
+
+// A SYN is answered only where a socket of this host listens for it: a SYN to a port the
+// host forwards or translates to a backend (no listener here, or one bound to another
+// address) goes on to the rules, and its backend makes the handshake.
+TEST_F(SynCookieTest, SynsNoSocketHereListensForGetNoCookie) {
+  PortSocket unheard("0.0.0.0", false);
+  PortSocket one_address(kServerV4, true);
+  RuleSpec rule = cookieRule(SynCookies::kAlways);
+  rule.dst_ports.push_back({unheard.port(), unheard.port()});
+  rule.dst_ports.push_back({one_address.port(), one_address.port()});
+  load({rule});
+  std::vector<uint8_t> out;
+  int source = 60;
+  auto syn = [&](const char* dst, uint16_t port) {
+    PacketBuilder builder;
+    builder.eth().ipv4("192.0.2." + std::to_string(source++), dst);
+    return builder.tcp(port, kSyn).tcpSeq(1, 0).tcpMss(1460).build();
+  };
+  // each a new source: the rule admits it into the stack
+  EXPECT_EQ(runOut(syn(kServerV4, unheard.port()), out), XDP_PASS);
+  EXPECT_EQ(runOut(syn("198.51.100.2", one_address.port()), out), XDP_PASS);
+  EXPECT_EQ(stat(FG_TABLE_COOKIE_SENT), 0u);
+  EXPECT_EQ(stat(FG_TABLE_NEW_SOURCE), 2u);
+  // where something listens, the same SYN gets its cookie
+  EXPECT_EQ(runOut(syn(kServerV4, one_address.port()), out), XDP_TX);
+  EXPECT_EQ(runOut(syn(kServerV4, listener_.port()), out), XDP_TX);
+  EXPECT_EQ(stat(FG_TABLE_COOKIE_SENT), 2u);
+}
+
 TEST_F(SynCookieTest, AutoSendsCookiesOnlyWhileTheNewSourceCapRefuses) {
   RuleSpec rule = cookieRule(SynCookies::kAuto);
   rule.new_sources_per_s = 1;  // a burst of one new source
