@@ -134,6 +134,19 @@ defaults:
   EXPECT_FALSE(config.http.has_value());
 }
 
+// yaml-cpp's Load reads the first document alone: a deny list pasted after a `---` line
+// would be dropped without a word.
+TEST(ConfigParser, ASecondYamlDocumentIsAnErrorAtItsStart) {
+  const std::string rules = "rules:\n  - name: r\n    limit: {pps: 10}\n";
+  const std::string errors = parseErrors(rules + "---\ndeny: [203.0.113.0/24]\n");
+  EXPECT_NE(errors.find("test.yaml:5:1: "), std::string::npos) << errors;
+  EXPECT_NE(errors.find("a second YAML document starts here"), std::string::npos) << errors;
+  EXPECT_NE(parseErrors(rules + "...\ndeny: [203.0.113.0/24]\n").find("second YAML document"),
+            std::string::npos);
+  // a leading marker, an end marker with nothing after it, or comments after one: one document
+  EXPECT_EQ(parseClean("---\n" + rules + "...\n# the end\n").rules.size(), 1u);
+}
+
 TEST(ConfigParser, DefaultsWhenLeftOut) {
   FloodgateConfig config = parseClean("rules:\n  - {name: r, limit: {pps: 100}}\n");
   EXPECT_EQ(config.defaults.table_slots, static_cast<uint32_t>(FG_DEFAULT_TABLE_SLOTS));

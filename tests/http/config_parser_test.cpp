@@ -84,6 +84,17 @@ TEST(HttpConfig, UnknownAlgorithmPointsAtTheValue) {
             "sliding_window_counter, token_bucket, gcra or leaky_bucket)");
 }
 
+// A second document would be dropped whole, and with it the policies pasted after it.
+TEST(HttpConfig, ASecondYamlDocumentIsAnError) {
+  const std::string policy =
+      "http:\n  policies:\n    - name: a\n      key: ip\n"
+      "      algorithm: gcra\n      capacity: 1\n      rate_per_s: 1\n";
+  EXPECT_EQ(firstError(policy + "---\nhttp: {policies: []}\n").substr(0, 48),
+            "f.yaml:9:1: a second YAML document starts here; ");
+  // a marker with nothing after it, or only comments, is one document still
+  EXPECT_EQ(firstError("---\n" + policy + "...\n# end\n"), "(no error)");
+}
+
 TEST(HttpConfig, WrongParameterForTheAlgorithm) {
   EXPECT_EQ(firstError("http:\n  policies:\n    - name: a\n      key: ip\n"
                        "      algorithm: gcra\n      limit: 5\n      capacity: 1\n"

@@ -84,7 +84,7 @@ FloodgateConfig parseConfig(const std::string& text, const std::string& file_nam
   YamlReader reader(file_name, found);
   std::optional<YAML::Node> root;
   try {
-    root.emplace(YAML::Load(text));
+    root.emplace(loadOneDocument(text));
   } catch (const YAML::Exception& e) {
     addAt(diagnostics, file_name, e, "YAML syntax error: ");
     return config;

@@ -18,6 +18,23 @@ const YamlEntry* YamlFields::find(std::string_view name) const {
   return nullptr;
 }
 
+YAML::Node loadOneDocument(const std::string& text) {
+  const std::vector<YAML::Node> documents = YAML::LoadAll(text);
+  // by index: a YAML::Node assigned to rewrites the node it refers to (see YamlEntry)
+  size_t first = documents.size();
+  for (size_t i = 0; i < documents.size(); ++i) {
+    if (documents[i].IsNull()) continue;
+    if (first != documents.size()) {
+      throw YAML::ParserException(documents[i].Mark(),
+                                  "a second YAML document starts here; floodgate reads one "
+                                  "document a file: merge it into the first or remove the "
+                                  "'---' (or '...') line before it");
+    }
+    first = i;
+  }
+  return first == documents.size() ? YAML::Node() : documents[first];
+}
+
 std::vector<YamlEntry> itemsOf(const YamlEntry& list) {
   std::vector<YamlEntry> items;
   if (!list.value.IsSequence()) return items;

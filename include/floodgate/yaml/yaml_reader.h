@@ -49,6 +49,11 @@ class YamlFields {
 // item is reported at the list.
 std::vector<YamlEntry> itemsOf(const YamlEntry& list);
 
+// The file's one YAML document. A second one (after a `---` or `...` line) would be dropped
+// by YAML::Load, and with it whatever a pasted or concatenated config put there, so it is a
+// YAML::ParserException at its first node; empty documents (only comments) do not count.
+YAML::Node loadOneDocument(const std::string& text);
+
 // "a mapping", "a list", "nothing", "'text'": what a node is, for "got ..." in messages.
 std::string describeNode(const YAML::Node& node);
 

@@ -948,7 +948,7 @@ Result<HttpConfig> parseHttpConfigText(const std::string& text, const std::strin
   config::Diagnostics diagnostics;
   YAML::Node root;
   try {
-    root = YAML::Load(text);
+    root = config::loadOneDocument(text);
   } catch (const YAML::Exception& e) {
     config::addAt(diagnostics, file, e);
     return finish({}, diagnostics);
