@@ -105,6 +105,25 @@ TEST(CheckCommand, AFileWithTensOfThousandsOfProblemsShowsTheFirstFewHundred) {
   std::remove(file.c_str());
 }
 
+// Diagnostics quote the file, whose bytes need not be UTF-8 (a name in Latin-1): --json
+// still answers, with such a byte as U+FFFD, where nlohmann's dump would throw and abort.
+TEST(CheckCommand, JsonOfAFileWithBytesThatAreNotUtf8) {
+  const std::string file = ::testing::TempDir() + "floodgate-latin1.yaml";
+  {
+    std::ofstream out(file);
+    out << "rules:\n  - name: r\n    limit: {pps: 10}\n    caf\xe9: 1\n";
+  }
+  CommandResult run = check({file, "--json"});
+  EXPECT_EQ(run.exit_code, 1) << run.err;
+  nlohmann::json json = nlohmann::json::parse(run.out);
+  EXPECT_EQ(json["valid"], false);
+  ASSERT_EQ(json["diagnostics"].size(), 1u) << run.out;
+  EXPECT_NE(json["diagnostics"][0]["message"].get<std::string>().find("caf\xef\xbf\xbd"),
+            std::string::npos)
+      << run.out;
+  std::remove(file.c_str());
+}
+
 // The shape docs/config.md documents: the same top-level keys, valid or not, and no others.
 TEST(CheckCommand, JsonHasTheDocumentedKeysWhetherValidOrNot) {
   const std::vector<std::string> documented{

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "common/json_text.h"
 #include "config/floodgate_config.h"
 #include "controller/xdp_limiter.h"
 #include "daemon/fleet_bans.h"
@@ -126,7 +127,7 @@ Status listBans(const BanFlags& flags) {
           ban.forever ? nlohmann::json(nullptr) : nlohmann::json(ban.remaining_ns / 1000000000.0);
       out.push_back(entry);
     }
-    std::cout << nlohmann::json{{"interface", flags.interface}, {"bans", out}}.dump(2) << "\n";
+    std::cout << jsonText({{"interface", flags.interface}, {"bans", out}}) << "\n";
     return okStatus();
   }
   std::printf("%-40s %-12s %s\n", "banned", "time left", "by");

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "common/json_text.h"
 #include "config/floodgate_config.h"
 #include "floodgate/common/text.h"
 
@@ -39,7 +40,7 @@ Status runCheck(const CheckFlags& flags) {
     }
     out["diagnostics"] = std::move(list);
     out["diagnostics_omitted"] = diagnostics.omitted();
-    std::cout << out.dump(2) << "\n";
+    std::cout << jsonText(out) << "\n";
   } else if (valid) {
     std::string summary = flags.file + ": ok, " + counted(cfg.rules.size(), "rule", "rules") +
                           ", " + counted(cfg.interfaces.size(), "interface", "interfaces");

@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "cli/commands.h"
+#include "common/json_text.h"
 #include "flood/flood.h"
 #include "floodgate/common/units.h"
 
@@ -100,7 +101,7 @@ Status runFloodCommand(const FloodFlags& flags) {
   auto report = flood::runFlood(*options, &interrupted);
   if (!report) return report.error();
   if (flags.json) {
-    std::cout << flood::floodJson(*report).dump(2) << "\n";
+    std::cout << jsonText(flood::floodJson(*report)) << "\n";
   } else {
     std::cout << flood::floodText(*report);
   }

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "common/json_text.h"
 #include "controller/xdp_limiter.h"
 #include "floodgate/common/cidr.h"
 #include "kernel/system.h"
@@ -40,8 +41,7 @@ Status show(ListKind kind, const ListFlags& flags) {
   if (flags.json) {
     nlohmann::json out = nlohmann::json::array();
     for (const Cidr& cidr : *entries) out.push_back(cidr.toString());
-    std::cout << nlohmann::json{{"interface", flags.interface}, {listKindName(kind), out}}.dump(2)
-              << "\n";
+    std::cout << jsonText({{"interface", flags.interface}, {listKindName(kind), out}}) << "\n";
   } else {
     for (const Cidr& cidr : *entries) std::cout << cidr.toString() << "\n";
   }

@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "cli/commands.h"
+#include "common/json_text.h"
 #include "controller/status_views.h"
 #include "controller/xdp_limiter.h"
 #include "kernel/system.h"
@@ -25,7 +26,7 @@ Status showStats(const StatsFlags& flags) {
   auto rules = limiter->ruleCounters();
   if (!rules) return rules.error();
   if (flags.json) {
-    std::cout << statsJson(flags.interface, *rows, *rules).dump(2) << "\n";
+    std::cout << jsonText(statsJson(flags.interface, *rows, *rules)) << "\n";
   } else {
     std::cout << statsText(flags.interface, *rows, *rules);
   }

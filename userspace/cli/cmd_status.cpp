@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "cli/commands.h"
+#include "common/json_text.h"
 #include "controller/status_views.h"
 #include "controller/xdp_limiter.h"
 #include "kernel/system.h"
@@ -33,7 +34,7 @@ Status showStatus(const StatusFlags& flags) {
     }
   }
   if (flags.json) {
-    std::cout << nlohmann::json{{"interfaces", all}}.dump(2) << "\n";
+    std::cout << jsonText({{"interfaces", all}}) << "\n";
   } else if (interfaces.empty()) {
     std::cout << "floodgate is not attached to any interface\n";
   }

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "cli/commands.h"
+#include "common/json_text.h"
 #include "controller/top.h"
 #include "controller/xdp_limiter.h"
 #include "floodgate/common/units.h"
@@ -112,7 +113,7 @@ Status showTop(const TopFlags& flags) {
     const double elapsed = static_cast<double>(after->jiffies - before->jiffies) / *hz;
     auto rows = rankTop(*before, *after, elapsed > 0 ? elapsed : seconds, *hz, *bans, flags.rows);
     if (flags.json) {
-      std::cout << topJson(flags.interface, rows, seconds).dump(2) << "\n";
+      std::cout << jsonText(topJson(flags.interface, rows, seconds)) << "\n";
       return okStatus();
     }
     if (!live) {

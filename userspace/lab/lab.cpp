@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "common/json_text.h"
+
 namespace floodgate::http::lab {
 
 namespace {
@@ -248,7 +250,7 @@ std::string formatJson(const LabReport& report) {
   }
   nlohmann::ordered_json root;
   root["results"] = std::move(results);
-  return root.dump() + "\n";
+  return jsonText(root, -1) + "\n";
 }
 
 }  // namespace floodgate::http::lab

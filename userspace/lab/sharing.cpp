@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "common/json_text.h"
 #include "lab/lab.h"
 
 namespace floodgate::http::lab {
@@ -274,7 +275,7 @@ std::string formatSharingJson(const SharingReport& report) {
   root["batch"] = report.batch;
   root["rtt_ms"] = report.rtt_ms;
   root["modes"] = std::move(modes);
-  return root.dump() + "\n";
+  return jsonText(root, -1) + "\n";
 }
 
 }  // namespace floodgate::http::lab

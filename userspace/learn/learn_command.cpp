@@ -9,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/json_text.h"
 #include "config/floodgate_config.h"
 #include "floodgate/common/text.h"
 #include "floodgate/common/units.h"
@@ -161,7 +162,7 @@ Status runLearnCommand(const LearnFlags& flags, std::ostream& out, const std::at
     nlohmann::json json = reportJson(request->interface, *report);
     if (config) json["diff"] = proposalDiff(*config, *report);
     json["apply"] = request->apply;  // asked for: applied after this is printed
-    out << json.dump(2) << "\n";
+    out << jsonText(json) << "\n";
   } else {
     out << reportText(request->interface, *report);
     if (config) out << "\n" << proposalDiff(*config, *report);
