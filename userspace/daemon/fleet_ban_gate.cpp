@@ -56,7 +56,7 @@ FleetBanVerdict FleetBanGate::check(const Result<http::StreamReport>& entry,
                    "its signature does not match: not signed with this fleet's secret (give "
                    "every host the same fleet.bans.secret_file)");
   }
-  if (seen_.contains(signed_entry.mac)) {
+  if (seen_.remembers(signed_entry.mac)) {
     return refused(verdict, metrics::kFleetBanReplayed,
                    "the same record was read before (a copy added again)");
   }
@@ -75,24 +75,14 @@ FleetBanVerdict FleetBanGate::check(const Result<http::StreamReport>& entry,
   }
   // Remembered from here on, for as long as a copy could pass the time checks above.
   const int64_t forget_at = signed_entry.time_ms + max_ban_ms + 2 * skew_ms;
-  if (forget_at <= evicted_through_) {
+  if (seen_.pastDropped(forget_at)) {
     return refused(verdict, metrics::kFleetBanReplayed,
                    "signed no later than a record forgotten to keep the " +
                        std::to_string(kMaxRemembered) +
                        " most recent ones: it may be a copy added again (re-sign it: floodgate "
                        "ban add or ban del --config)");
   }
-  if (seen_.size() >= kMaxRemembered) {
-    evicted_through_ = std::max(evicted_through_, seen_by_forget_.begin()->first);
-    seen_.erase(seen_by_forget_.begin()->second);
-    seen_by_forget_.erase(seen_by_forget_.begin());
-  }
-  seen_.emplace(signed_entry.mac, forget_at);
-  seen_by_forget_.emplace(forget_at, signed_entry.mac);
-  while (!seen_by_forget_.empty() && seen_by_forget_.begin()->first < now_ms) {
-    seen_.erase(seen_by_forget_.begin()->second);
-    seen_by_forget_.erase(seen_by_forget_.begin());
-  }
+  seen_.remember(signed_entry.mac, forget_at, now_ms);
 
   if (report::isLiftRecord(signed_entry.line)) {
     return checkLift(std::move(verdict), signed_entry, rules, now_ms);

@@ -15,6 +15,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "daemon/replay_memory.h"
 #include "floodgate/common/cidr.h"
 #include "floodgate/common/result.h"
 #include "floodgate/fleet/report_stream.h"
@@ -75,12 +76,8 @@ class FleetBanGate {
   FleetBanVerdict checkLift(FleetBanVerdict verdict, const http::StreamReport& entry,
                             const FleetBanRules& rules, int64_t now_ms);
 
-  // The MAC of each record let through, and when a copy of it would be stale anyway.
-  std::map<std::string, int64_t> seen_;
-  std::multimap<int64_t, std::string> seen_by_forget_;
-  // The latest forget time of a record dropped from seen_ to make room: one at or before it
-  // may be a copy of a record forgotten, so it is refused.
-  int64_t evicted_through_ = INT64_MIN;
+  // The MAC of each record let through, until a copy of it would be stale anyway.
+  ReplayMemory seen_{kMaxRemembered};
 };
 
 // What a start's replay of the stream's past leads to, once all of it is read. Its records

@@ -1,0 +1,24 @@
+// SPDX-License-Identifier: MIT
+// ReplayMemory: bounded, oldest forget time dropped first.
+#include "daemon/replay_memory.h"
+
+#include <algorithm>
+
+namespace floodgate::daemon {
+
+void ReplayMemory::remember(const std::string& mac, int64_t forget_at, int64_t now_ms) {
+  if (seen_.count(mac) != 0) return;
+  if (seen_.size() >= max_ && !by_forget_.empty()) {
+    evicted_through_ = std::max(evicted_through_, by_forget_.begin()->first);
+    seen_.erase(by_forget_.begin()->second);
+    by_forget_.erase(by_forget_.begin());
+  }
+  seen_.emplace(mac, forget_at);
+  by_forget_.emplace(forget_at, mac);
+  while (!by_forget_.empty() && by_forget_.begin()->first < now_ms) {
+    seen_.erase(by_forget_.begin()->second);
+    by_forget_.erase(by_forget_.begin());
+  }
+}
+
+}  // namespace floodgate::daemon
