@@ -193,6 +193,22 @@ TEST_F(ReportStreamReaderTest, ACopyAddedAgainIsUnauthorisedAndAFutureIdBlocksNo
   EXPECT_EQ(reports[3].report->address.toString(), "192.0.2.10");
 }
 
+// Entries signed with the fleet's secret that are not reports become nothing however many
+// come, so they take no room in the memory of reports read.
+TEST_F(ReportStreamReaderTest, SignedEntriesThatAreNotReportsAreNotRemembered) {
+  auto reader = startReader();
+  ASSERT_NE(reader, nullptr);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  const int64_t now = redisNowMs();
+  for (int i = 0; i < 20; ++i) addSigned("junk " + std::to_string(i), now);
+  addSigned("offender 192.0.2.11 rejections=5 within_ms=1", now);
+  auto reports = collect(*reader, 21);
+  ASSERT_EQ(reports.size(), 21u);
+  EXPECT_FALSE(reports[0].report.ok());
+  EXPECT_TRUE(reports[20].report.ok());
+  EXPECT_EQ(reader->remembered(), 1u);
+}
+
 TEST_F(ReportStreamReaderTest, WhatOneDrainLeavesKeepsTheDescriptorReadable) {
   const int64_t now = redisNowMs();
   for (int i = 0; i < 5; ++i) {

@@ -21,23 +21,23 @@ ReceivedReport StreamReportReader::receive(const TailEntry& entry) {
   }
   const auto lookback_ms = static_cast<int64_t>(source_.lookback_ns / 1'000'000);
   Status checked = http::checkStreamReport(source_.secret, *report, now_ms, lookback_ms);
-  if (checked && seen_.count(report->mac) != 0) {
+  // remembered for as long as a copy could pass the time check
+  const int64_t forget_at = report->time_ms + lookback_ms + 2 * http::kReportClockSkewMs;
+  if (checked && seen_.remembers(report->mac)) {
     checked = Error::usage("the same report was read before (a copy added again)");
+  } else if (checked && seen_.pastDropped(forget_at)) {
+    checked = Error::usage("signed no later than a report forgotten to keep the " +
+                           std::to_string(kMaxRemembered) +
+                           " most recent ones: it may be a copy added again");
   }
   if (!checked) {
     received.unauthorised = true;
     received.report = checked.error();
     return received;
   }
-  // remember it for as long as a copy could pass the time check
-  seen_.emplace(report->mac, report->time_ms);
-  seen_by_time_.emplace(report->time_ms, report->mac);
-  const int64_t forget_before = now_ms - lookback_ms - 2 * http::kReportClockSkewMs;
-  while (!seen_by_time_.empty() && seen_by_time_.begin()->first < forget_before) {
-    seen_.erase(seen_by_time_.begin()->second);
-    seen_by_time_.erase(seen_by_time_.begin());
-  }
   received.report = parseReport(report->line);
+  // what does not parse becomes nothing, a copy of it too: only reports take room
+  if (received.report) seen_.remember(report->mac, forget_at, now_ms);
   // the quota counts a host, not each of its processes (a restart or a new worker is a new PID)
   const std::string& reporter = report->reporter;
   received.reporter = printable(reporter.substr(0, reporter.rfind(':')), 80);

@@ -7,11 +7,11 @@
 #pragma once
 
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "daemon/replay_memory.h"
 #include "daemon/report_listener.h"
 #include "daemon/stream_tail.h"
 #include "floodgate/common/result.h"
@@ -31,6 +31,9 @@ struct ReportStreamSource {
 class StreamReportReader {
  public:
   static constexpr size_t kCapacity = StreamTail::kCapacity;
+  // Reports remembered at most, as FleetBanGate's records: a secret holder adding signed
+  // reports without end no longer grows the daemon without end.
+  static constexpr size_t kMaxRemembered = 200'000;
 
   static Result<std::unique_ptr<StreamReportReader>> start(ReportStreamSource source);
   // See StreamTail: stop() asks its thread to end, stopped() says it has.
@@ -42,6 +45,8 @@ class StreamReportReader {
   int fd() const { return tail_->fd(); }
   // The reports waiting, at most `max`; never blocks.
   std::vector<ReceivedReport> drain(size_t max);
+  // The reports remembered against copies.
+  size_t remembered() const { return seen_.size(); }
 
  private:
   StreamReportReader(ReportStreamSource source, std::unique_ptr<StreamTail> tail)
@@ -51,10 +56,9 @@ class StreamReportReader {
 
   ReportStreamSource source_;
   std::unique_ptr<StreamTail> tail_;
-  // MACs of the entries read, by signed time, for refusing a copy added again; entries
-  // older than the look-back are forgotten (a copy of one is refused as too old).
-  std::map<std::string, int64_t> seen_;
-  std::multimap<int64_t, std::string> seen_by_time_;
+  // MACs of the reports read, for refusing a copy added again, until a copy of one is
+  // refused as too old anyway; at most kMaxRemembered (see ReplayMemory).
+  ReplayMemory seen_{kMaxRemembered};
 };
 
 }  // namespace floodgate::daemon
