@@ -32,6 +32,7 @@ EscalationRules rules() {
   EscalationRules r;
   r.allow = {cidr("192.0.2.0/24")};
   r.trusted_proxies = {cidr("10.0.0.0/8"), cidr("2001:db8:ffff::/48")};
+  r.services = {cidr("198.51.100.200"), cidr("2001:db8:5:5::6")};
   r.rejections = 50;
   r.within_ms = 10000;
   r.ipv6_prefix = 64;
@@ -64,6 +65,9 @@ TEST(EscalationGuard, AddressesThatMustNeverBeBannedAreRefusedByReason) {
   EXPECT_EQ(refusalFor(report("10.1.2.3"), rules(), own), Refusal::kTrustedProxy);
   EXPECT_EQ(refusalFor(report("2001:db8:ffff:1::/64"), rules(), own), Refusal::kTrustedProxy);
   EXPECT_EQ(refusalFor(report("192.0.2.77"), rules(), own), Refusal::kAllowListed);
+  // the config's Redis servers: a report naming one would cut the fleet off its limits
+  EXPECT_EQ(refusalFor(report("198.51.100.200"), rules(), own), Refusal::kService);
+  EXPECT_EQ(refusalFor(report("2001:db8:5:5::/64"), rules(), own), Refusal::kService);
 }
 
 TEST(EscalationGuard, AReportMayNotNameMoreThanOneClientNorClaimLess) {
@@ -73,6 +77,23 @@ TEST(EscalationGuard, AReportMayNotNameMoreThanOneClientNorClaimLess) {
   EXPECT_EQ(refusalFor(report("198.51.100.7", 49), rules(), {}), Refusal::kBelowThreshold);
   EXPECT_EQ(refusalFor(report("198.51.100.7", 50, 10001), rules(), {}), Refusal::kBelowThreshold);
   EXPECT_EQ(refusalFor(report("198.51.100.7", 500, 1000), rules(), {}), Refusal::kNone);
+}
+
+// A store's servers by address, by name as they resolve now, and no Unix socket.
+TEST(EscalationGuard, AStoresServersAreListedByAddressAndByName) {
+  http::StoreConfig store;
+  store.type = "redis";
+  store.address = "198.51.100.200:6379";
+  store.cluster = {"[2001:db8:5:5::6]:7000", "unix:/run/redis.sock", "localhost:7001"};
+  const std::vector<Cidr> servers = storeServerAddresses(store);
+  auto holds = [&](const char* text) {
+    return std::find(servers.begin(), servers.end(), cidr(text)) != servers.end();
+  };
+  EXPECT_TRUE(holds("198.51.100.200"));
+  EXPECT_TRUE(holds("2001:db8:5:5::6"));
+  EXPECT_TRUE(holds("127.0.0.1") || holds("::1")) << "localhost resolves to loopback";
+  store.type = "memory";
+  EXPECT_TRUE(storeServerAddresses(store).empty());
 }
 
 TEST(EscalationGuard, TheHostsOwnAddressesAreListed) {

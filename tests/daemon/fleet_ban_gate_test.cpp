@@ -31,6 +31,7 @@ class FleetBanGateTest : public ::testing::Test {
     rules_.widest_ipv6 = 48;
     rules_.allow = {cidr("192.0.2.0/24")};
     rules_.trusted_proxies = {cidr("10.0.0.0/8")};
+    rules_.services = {cidr("172.16.0.9")};
     own_ = {cidr("203.0.113.5"), cidr("2001:db8:ffff::5")};
   }
 
@@ -181,6 +182,9 @@ TEST_F(FleetBanGateTest, AddressesNeverBannedAreRefused) {
       {"2001:db8:ffff::/48", metrics::kFleetBanOwnAddress},
       {"10.1.2.3", metrics::kFleetBanTrustedProxy},
       {"192.0.2.77", metrics::kFleetBanAllowListed},
+      // the fleet's Redis: every host banning it would go deaf to the stream
+      {"172.16.0.9", metrics::kFleetBanService},
+      {"172.16.0.0/24", metrics::kFleetBanService},
   };
   for (const auto& c : kCases) {
     FleetBanVerdict verdict = check(signedBan(c.address, 60'000));

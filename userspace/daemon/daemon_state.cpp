@@ -99,9 +99,16 @@ Status DaemonState::applyLocked(bool& publish) {
   }
   escalator_.config().rules =
       escalationRules(cfg.allow.value_or(std::vector<Cidr>{}), cfg.http ? &*cfg.http : nullptr);
+  // the Redis servers this config relies on: a report or a fleet record naming one (a
+  // spoofed flood through a rule that bans and shares) must not cut the fleet off them
+  std::vector<Cidr> services = storeServerAddresses(cfg.fleet_bans.redis);
+  if (cfg.http) {
+    for (const Cidr& cidr : storeServerAddresses(cfg.http->store)) services.push_back(cidr);
+  }
+  escalator_.config().rules.services = services;
   syncReports(cfg.http ? &*cfg.http : nullptr, std::move(access));
   fleet_bans_.sync(cfg.fleet_bans, escalator_.config().rules.allow,
-                   escalator_.config().rules.trusted_proxies);
+                   escalator_.config().rules.trusted_proxies, services);
   publish = cfg.http && cfg.http->publish.enabled();
   monitor_ = cfg.defaults.monitor;
   return okStatus();

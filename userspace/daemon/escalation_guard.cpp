@@ -4,6 +4,7 @@
 
 #include <grp.h>
 #include <ifaddrs.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <pwd.h>
 #include <unistd.h>
@@ -13,6 +14,7 @@
 #include <cstring>
 
 #include "daemon/log.h"
+#include "floodgate/core/redis_address.h"
 
 namespace floodgate::daemon {
 namespace {
@@ -96,6 +98,7 @@ Refusal addressRefusal(const Cidr& address, const NeverBanned& never) {
   }
   if (overlapsAny(address, never.own)) return Refusal::kOwnAddress;
   if (overlapsAny(address, never.trusted_proxies)) return Refusal::kTrustedProxy;
+  if (overlapsAny(address, never.services)) return Refusal::kService;
   if (overlapsAny(address, never.allow)) return Refusal::kAllowListed;
   return Refusal::kNone;
 }
@@ -103,12 +106,49 @@ Refusal addressRefusal(const Cidr& address, const NeverBanned& never) {
 Refusal refusalFor(const OffenderReport& report, const EscalationRules& rules,
                    const std::vector<Cidr>& own) {
   const Refusal refusal = addressRefusal(
-      report.address, {32, rules.ipv6_prefix, rules.allow, rules.trusted_proxies, own});
+      report.address,
+      {32, rules.ipv6_prefix, rules.allow, rules.trusted_proxies, own, rules.services});
   if (refusal != Refusal::kNone) return refusal;
   if (report.rejections < rules.rejections || report.within_ms > rules.within_ms) {
     return Refusal::kBelowThreshold;
   }
   return Refusal::kNone;
+}
+
+std::vector<Cidr> storeServerAddresses(const http::StoreConfig& store) {
+  std::vector<Cidr> out;
+  if (store.type != "redis") return out;
+  std::vector<std::string> servers = store.cluster;
+  if (!store.address.empty()) servers.push_back(store.address);
+  for (const std::string& text : servers) {
+    auto server = http::redis::Address::parse(text);
+    if (!server || !server->unix_path.empty()) continue;
+    if (auto cidr = parseCidr(server->host); cidr) {
+      out.push_back(*cidr);
+      continue;
+    }
+    addrinfo hints{};
+    hints.ai_socktype = SOCK_STREAM;
+    addrinfo* found = nullptr;
+    if (getaddrinfo(server->host.c_str(), nullptr, &hints, &found) != 0) continue;
+    for (addrinfo* a = found; a != nullptr; a = a->ai_next) {
+      Cidr cidr;
+      if (a->ai_family == AF_INET) {
+        cidr.family = Family::kV4;
+        cidr.prefix = 32;
+        std::memcpy(cidr.addr.data(), &reinterpret_cast<sockaddr_in*>(a->ai_addr)->sin_addr, 4);
+      } else if (a->ai_family == AF_INET6) {
+        cidr.family = Family::kV6;
+        cidr.prefix = 128;
+        std::memcpy(cidr.addr.data(), &reinterpret_cast<sockaddr_in6*>(a->ai_addr)->sin6_addr, 16);
+      } else {
+        continue;
+      }
+      out.push_back(cidr);
+    }
+    freeaddrinfo(found);
+  }
+  return out;
 }
 
 Result<std::vector<Cidr>> hostAddresses() {

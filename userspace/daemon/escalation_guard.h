@@ -28,6 +28,8 @@ enum class Refusal {
   kMulticast,       // 224.0.0.0/4, 255.255.255.255, ff00::/8: no packet comes from one
   kOwnAddress,      // an address of this host
   kTrustedProxy,    // inside http.trusted_proxies: banning one takes the whole site down
+  kService,         // a Redis server of the config (http.store, fleet.bans): banning one cuts
+                    // the fleet off its shared limits and its bans
   kAllowListed,     // inside the config's allow list
   kTooWide,         // an IPv4 prefix, or an IPv6 prefix wider than http.ipv6_prefix
   kBelowThreshold,  // claims fewer rejections, or a longer window, than http.escalate says
@@ -37,6 +39,7 @@ enum class Refusal {
 struct EscalationRules {
   std::vector<Cidr> allow;
   std::vector<Cidr> trusted_proxies;
+  std::vector<Cidr> services;  // storeServerAddresses of the config's Redis servers
   int64_t rejections = 0;
   int64_t within_ms = 0;
   int ipv6_prefix = http::kDefaultIpv6Prefix;
@@ -51,15 +54,22 @@ Refusal refusalFor(const OffenderReport& report, const EscalationRules& rules,
 
 // What must never be banned whoever asks (a report, the fleet), kNone when `address` may
 // be: a prefix wider than `widest_ipv4` / `widest_ipv6`, the ranges no client comes from,
-// this host (`own`), its trusted proxies, and the allow list. Pure.
+// this host (`own`), its trusted proxies, the servers it depends on, and the allow list.
+// Pure.
 struct NeverBanned {
   int widest_ipv4 = 32;
   int widest_ipv6 = 128;
   const std::vector<Cidr>& allow;
   const std::vector<Cidr>& trusted_proxies;
   const std::vector<Cidr>& own;
+  const std::vector<Cidr>& services;
 };
 Refusal addressRefusal(const Cidr& address, const NeverBanned& never);
+
+// The addresses of a `type: redis` store's servers (address and cluster seeds), as host
+// prefixes: an address as it is, a name as it resolves now (none when it does not); none
+// for a Unix socket or another store type.
+std::vector<Cidr> storeServerAddresses(const http::StoreConfig& store);
 
 // Every address on this host's interfaces (getifaddrs), as host prefixes.
 Result<std::vector<Cidr>> hostAddresses();

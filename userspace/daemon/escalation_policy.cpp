@@ -42,6 +42,8 @@ EscalationDecision decideEscalation(const ReceivedReport& received, const Escala
       {Refusal::kMulticast, metrics::kEscalationMulticast, "a multicast or broadcast address"},
       {Refusal::kOwnAddress, metrics::kEscalationOwnAddress, "an address of this host"},
       {Refusal::kTrustedProxy, metrics::kEscalationTrustedProxy, "inside http.trusted_proxies"},
+      {Refusal::kService, metrics::kEscalationService,
+       "a Redis server of this config (http.store, fleet.bans)"},
       {Refusal::kAllowListed, metrics::kEscalationAllowListed, "inside the allow list"},
       {Refusal::kTooWide, metrics::kEscalationTooWide,
        "a prefix wider than a client is keyed by (IPv4 /32, IPv6 http.ipv6_prefix)"},

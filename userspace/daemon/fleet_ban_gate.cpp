@@ -31,6 +31,8 @@ metrics::FleetBanResult resultOf(Refusal refusal) {
       return metrics::kFleetBanOwnAddress;
     case Refusal::kTrustedProxy:
       return metrics::kFleetBanTrustedProxy;
+    case Refusal::kService:
+      return metrics::kFleetBanService;
     case Refusal::kAllowListed:
       return metrics::kFleetBanAllowListed;
     case Refusal::kTooWide:
@@ -110,9 +112,9 @@ FleetBanVerdict FleetBanGate::checkBan(FleetBanVerdict verdict, const http::Stre
                        formatDuration(static_cast<uint64_t>(left_ms) * 1'000'000) +
                        ", beyond fleet.bans.max_ban (" + formatDuration(rules.max_ban_ns) + ")");
   }
-  const Refusal refusal = addressRefusal(
-      record->address,
-      {rules.widest_ipv4, rules.widest_ipv6, rules.allow, rules.trusted_proxies, own});
+  const Refusal refusal =
+      addressRefusal(record->address, {rules.widest_ipv4, rules.widest_ipv6, rules.allow,
+                                       rules.trusted_proxies, own, rules.services});
   if (refusal != Refusal::kNone) {
     const metrics::FleetBanResult result = resultOf(refusal);
     // the operator's own choice: counted, not worth a warning

@@ -32,6 +32,7 @@ struct FleetBanRules {
   int widest_ipv6 = 48;
   std::vector<Cidr> allow;
   std::vector<Cidr> trusted_proxies;  // http.trusted_proxies, when there is an http: section
+  std::vector<Cidr> services;         // the config's Redis servers (storeServerAddresses)
 };
 
 struct FleetBanVerdict {

@@ -130,9 +130,9 @@ Status liftBans(const config::FleetBansConfig* config, const std::vector<Cidr>& 
 }
 
 void FleetBans::sync(const config::FleetBansConfig& config, const std::vector<Cidr>& allow,
-                     const std::vector<Cidr>& trusted_proxies) {
-  rules_ = {config.secret, config.max_ban_ns, config.widest_ipv4, config.widest_ipv6,
-            allow,         trusted_proxies};
+                     const std::vector<Cidr>& trusted_proxies, const std::vector<Cidr>& services) {
+  rules_ = {config.secret,   config.max_ban_ns, config.widest_ipv4, config.widest_ipv6, allow,
+            trusted_proxies, services};
   const bool same = sameStream(config, config_);
   config_ = config;
   if (same && (tail_ || !config.enabled)) return;

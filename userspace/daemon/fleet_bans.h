@@ -67,11 +67,12 @@ class FleetBans {
  public:
   using Clock = std::chrono::steady_clock;
 
-  // Matches `config` (disabled: neither publishes nor reads). `allow` and `trusted_proxies`
-  // are never banned from the fleet. A changed stream, server or secret starts reading
-  // again from max_ban back (a record read before is applied again with its own end).
+  // Matches `config` (disabled: neither publishes nor reads). `allow`, `trusted_proxies`
+  // and `services` (the config's Redis servers) are never banned from the fleet. A changed stream,
+  // server or secret starts reading again from max_ban back (a record read before is applied again
+  // with its own end).
   void sync(const config::FleetBansConfig& config, const std::vector<Cidr>& allow,
-            const std::vector<Cidr>& trusted_proxies);
+            const std::vector<Cidr>& trusted_proxies, const std::vector<Cidr>& services);
   // Publishes a ban this host started, if fleet.bans.share lists its kind; never blocks.
   // The record sent, or nothing (not shared, or the send queue full: counted).
   std::optional<report::BanRecord> publish(report::BanKind kind, const Cidr& address,

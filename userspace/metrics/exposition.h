@@ -51,15 +51,16 @@ enum EscalationResult {
   kEscalationMulticast,
   kEscalationOwnAddress,
   kEscalationTrustedProxy,
+  kEscalationService,
   kEscalationTooWide,
   kEscalationBelowThreshold,
   kEscalationRateLimited,  // the reporter's max_bans_per_minute was reached
   kEscalationResults
 };
 inline constexpr const char* kEscalationResultNames[kEscalationResults] = {
-    "banned",      "allowlisted",   "repeat",      "invalid",         "unauthorised",
-    "expired",     "loopback",      "unspecified", "link_local",      "multicast",
-    "own_address", "trusted_proxy", "too_wide",    "below_threshold", "rate_limited"};
+    "banned",   "allowlisted", "repeat",          "invalid",     "unauthorised", "expired",
+    "loopback", "unspecified", "link_local",      "multicast",   "own_address",  "trusted_proxy",
+    "service",  "too_wide",    "below_threshold", "rate_limited"};
 
 // What became of a ban or lift record read from the fleet's stream (fleet.bans); the
 // `result` label of floodgate_fleet_bans_received_total, in the order of kFleetBanResultNames.
@@ -80,6 +81,7 @@ enum FleetBanResult {
   kFleetBanMulticast,
   kFleetBanOwnAddress,
   kFleetBanTrustedProxy,
+  kFleetBanService,
   kFleetBanAllowListed,
   kFleetBanLifted,  // a lift record: the bans of its prefix removed on every held interface
   // read back at a start, older in the stream than a record of the same prefix that decides
@@ -88,9 +90,10 @@ enum FleetBanResult {
   kFleetBanResults
 };
 inline constexpr const char* kFleetBanResultNames[kFleetBanResults] = {
-    "applied",   "expired",     "failed",        "forged",      "replayed",    "stale",
-    "too_long",  "malformed",   "too_wide",      "loopback",    "unspecified", "link_local",
-    "multicast", "own_address", "trusted_proxy", "allowlisted", "lifted",      "superseded"};
+    "applied",     "expired",     "failed",    "forged",      "replayed",
+    "stale",       "too_long",    "malformed", "too_wide",    "loopback",
+    "unspecified", "link_local",  "multicast", "own_address", "trusted_proxy",
+    "service",     "allowlisted", "lifted",    "superseded"};
 
 // What became of the bans this host published to the fleet (fleet.bans.share).
 struct FleetBansPublished {
