@@ -50,7 +50,7 @@ class FleetBansTest : public ::testing::Test {
 
   std::unique_ptr<FleetBans> host(const config::FleetBansConfig& config) {
     auto bans = std::make_unique<FleetBans>();
-    bans->sync(config, {cidr("192.0.2.0/24")}, {});
+    bans->sync(config, {cidr("192.0.2.0/24")}, {}, {});
     return bans;
   }
 
@@ -425,12 +425,12 @@ TEST_F(FleetBansTest, WithRedisGonePublishingFailsBoundedAndReadingResumes) {
 TEST_F(FleetBansTest, AChangedConfigStopsOrMovesTheStream) {
   auto b = host(config_);
   EXPECT_EQ(b->fds().size(), 1u);
-  b->sync(config::FleetBansConfig{}, {}, {});
+  b->sync(config::FleetBansConfig{}, {}, {}, {});
   EXPECT_TRUE(b->fds().empty());
   EXPECT_FALSE(b->publish(report::BanKind::kManual, cidr("198.51.100.7"), kMinuteNs));
   config::FleetBansConfig moved = config_;
   moved.stream = "fg:bans:other";
-  b->sync(moved, {}, {});
+  b->sync(moved, {}, {}, {});
   ASSERT_EQ(b->fds().size(), 1u);
   std::this_thread::sleep_for(milliseconds(300));
   auto a = host(config_);
