@@ -7,8 +7,6 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
-#include "common/json_text.h"
-
 namespace floodgate::http::lab {
 
 namespace {
@@ -250,7 +248,7 @@ std::string formatJson(const LabReport& report) {
   }
   nlohmann::ordered_json root;
   root["results"] = std::move(results);
-  return jsonText(root, -1) + "\n";
+  return root.dump() + "\n";
 }
 
 }  // namespace floodgate::http::lab

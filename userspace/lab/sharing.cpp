@@ -6,7 +6,6 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
-#include "common/json_text.h"
 #include "lab/lab.h"
 
 namespace floodgate::http::lab {
@@ -275,7 +274,7 @@ std::string formatSharingJson(const SharingReport& report) {
   root["batch"] = report.batch;
   root["rtt_ms"] = report.rtt_ms;
   root["modes"] = std::move(modes);
-  return jsonText(root, -1) + "\n";
+  return root.dump() + "\n";
 }
 
 }  // namespace floodgate::http::lab
