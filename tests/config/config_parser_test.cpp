@@ -388,6 +388,32 @@ TEST(ConfigParser, ListFilesAreRelativeToTheConfig) {
   EXPECT_EQ(config.allow->size(), 3u);  // an absolute path works too
 }
 
+// A blocklist feed that failed to download leaves an empty file; taken as it is, a reload
+// would empty the running deny list. Only an entry that says so may be empty.
+TEST(ConfigParser, AListFileWithNoCidrIsAnErrorUnlessItMayBeEmpty) {
+  TempDir dir;
+  std::ofstream(dir.path() / "empty.txt") << "";
+  std::ofstream(dir.path() / "comments.txt") << "# nothing today\n\n";
+  const std::string config = (dir.path() / "floodgate.yaml").string();
+  std::ofstream(config) << "deny:\n  - file: empty.txt\nallow:\n  - file: comments.txt\n";
+  Diagnostics diagnostics;
+  loadConfig(config, diagnostics);
+  const std::string errors = diagnostics.format();
+  EXPECT_EQ(diagnostics.size(), 2u) << errors;
+  EXPECT_NE(errors.find("floodgate.yaml:2:11: CIDR file '"), std::string::npos) << errors;
+  EXPECT_NE(errors.find("empty.txt' holds no CIDR, which would empty the running list"),
+            std::string::npos)
+      << errors;
+  EXPECT_NE(errors.find("comments.txt' holds no CIDR"), std::string::npos) << errors;
+  std::ofstream(config) << "deny:\n  - file: empty.txt\n    may_be_empty: true\n"
+                           "allow: [{file: comments.txt, may_be_empty: true}]\n";
+  Diagnostics allowed;
+  FloodgateConfig loaded = loadConfig(config, allowed);
+  EXPECT_TRUE(allowed.empty()) << allowed.format();
+  EXPECT_TRUE(loaded.deny && loaded.deny->empty());
+  EXPECT_TRUE(loaded.allow && loaded.allow->empty());
+}
+
 TEST(ConfigParser, LoadsAHundredThousandPrefixFile) {
   TempDir dir;
   {

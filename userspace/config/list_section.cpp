@@ -20,7 +20,8 @@ std::string resolvePath(const std::string& base_dir, const std::string& path) {
 
 void readFileEntry(YamlReader& reader, const YamlEntry& item, const std::string& what,
                    const std::string& base_dir, size_t most, std::vector<Cidr>& out) {
-  std::optional<YamlFields> fields = reader.mapping(item, what + " entry", {"file"});
+  std::optional<YamlFields> fields =
+      reader.mapping(item, what + " entry", {"file", "may_be_empty"});
   if (!fields) return;
   const YamlEntry* file = fields->find("file");
   if (!file) {
@@ -29,11 +30,22 @@ void readFileEntry(YamlReader& reader, const YamlEntry& item, const std::string&
   }
   std::optional<std::string> name = reader.text(*file, "file");
   if (!name) return;
+  bool may_be_empty = false;
+  if (const YamlEntry* e = fields->find("may_be_empty")) {
+    may_be_empty = reader.boolean(*e, "may_be_empty").value_or(false);
+  }
   std::string path = resolvePath(base_dir, *name);
   std::string error;
   const size_t first = reader.errorCount();
+  const size_t before = out.size();
   if (!readCidrFile(path, out, reader.diagnostics(), &error, most)) {
     reader.error(*file, "cannot read CIDR file '" + path + "': " + error);
+  } else if (out.size() == before && reader.errorCount() == first && !may_be_empty) {
+    // a feed that failed to download leaves an empty file: applied, it would empty the
+    // running list (every blocked source let in, or every allowed one limited)
+    reader.error(*file, "CIDR file '" + path +
+                            "' holds no CIDR, which would empty the running list: fix the file, "
+                            "or add may_be_empty: true to this entry if it may be empty");
   }
   reader.anchorSince(first, file->value);
 }
