@@ -3,6 +3,7 @@
 #include "daemon/daemon_state.h"
 
 #include "config/floodgate_config.h"
+#include "config/read_file.h"
 #include "controller/frame_size_warnings.h"
 #include "daemon/log.h"
 #include "floodgate/common/units.h"
@@ -22,10 +23,11 @@ void logDiagnostics(const std::string& text) {
   }
 }
 
-// Hands the http: policies to services (http.publish). A failure leaves the XDP side as
-// applied and the services on the policies they have: logged, never fatal.
-void publishHttpPolicies(const std::string& config_path) {
-  auto report = http::publishHttpPolicies(config_path);
+// Hands the http: policies of the config text applied to services (http.publish). A failure
+// leaves the XDP side as applied and the services on the policies they have: logged, never
+// fatal.
+void publishHttpPolicies(const std::string& text, const std::string& config_path) {
+  auto report = http::publishHttpPolicyText(text, config_path);
   if (!report) {
     logError(report.error().message + " (services keep the policies they have)");
     return;
@@ -43,7 +45,7 @@ uint64_t steadyNowNs() {
 
 Status DaemonState::apply(bool initial) {
   Status status;
-  bool publish = false;
+  std::optional<std::string> publish;
   {
     std::lock_guard lock(mutex_);
     status = applyLocked(publish);
@@ -58,13 +60,21 @@ Status DaemonState::apply(bool initial) {
   }
   // Outside the lock: a slow Redis must not hold up scrapes. apply() runs on the event loop
   // only, so publishes happen in the order of the configs applied.
-  if (status && publish) publishHttpPolicies(config_path_);
+  if (status && publish) publishHttpPolicies(*publish, config_path_);
   return status;
 }
 
-Status DaemonState::applyLocked(bool& publish) {
+Status DaemonState::applyLocked(std::optional<std::string>& publish) {
+  // one read: what is applied and what is published are the same text, whatever is
+  // written to the file meanwhile
+  Result<std::string> text = config::readWholeFile(config_path_, config::kMaxConfigBytes);
   config::Diagnostics diagnostics;
-  config::FloodgateConfig cfg = config::loadConfig(config_path_, diagnostics);
+  config::FloodgateConfig cfg;
+  if (text) {
+    cfg = config::parseConfig(*text, config_path_, diagnostics);
+  } else {
+    diagnostics.add(config_path_, 0, 0, "cannot read the config file: " + text.error().message);
+  }
   if (!diagnostics.empty()) {
     logDiagnostics(diagnostics.format());
     return Error::failure(config_path_ + " is not valid (" +
@@ -109,7 +119,7 @@ Status DaemonState::applyLocked(bool& publish) {
   syncReports(cfg.http ? &*cfg.http : nullptr, std::move(access));
   fleet_bans_.sync(cfg.fleet_bans, escalator_.config().rules.allow,
                    escalator_.config().rules.trusted_proxies, services);
-  publish = cfg.http && cfg.http->publish.enabled();
+  if (cfg.http && cfg.http->publish.enabled()) publish = std::move(*text);
   monitor_ = cfg.defaults.monitor;
   return okStatus();
 }

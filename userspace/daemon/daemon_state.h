@@ -73,8 +73,8 @@ class DaemonState {
   void housekeep();
 
  private:
-  // `publish`: the config asks for its http: section to be published (http.publish).
-  Status applyLocked(bool& publish);
+  // `publish`: the config text applied, when its http.publish asks for it to be published.
+  Status applyLocked(std::optional<std::string>& publish);
   // Follows the config's http.escalate: what reports lead to and where they come from.
   void syncReports(const http::HttpConfig* http, ReporterAccess access);
   void handleReports();

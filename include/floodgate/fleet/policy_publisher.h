@@ -31,8 +31,12 @@ struct PublishReport {
 // failed. Blocking (two Redis round trips, bounded by a few seconds each).
 Result<PublishReport> publishPolicies(const YAML::Node& http, const HttpConfig& config);
 
-// Reads `config_path`, validates its `http:` section and publishes it. An error when the
-// file is invalid or has no `http.publish`.
+// Validates the `http:` section of `text` (the file `source`) and publishes it: exactly the
+// text the caller checked, never a second read of a file that may have changed since. An
+// error when the section is invalid or has no `http.publish`.
+Result<PublishReport> publishHttpPolicyText(const std::string& text, const std::string& source);
+
+// Reads `config_path` and publishes its `http:` section (publishHttpPolicyText).
 Result<PublishReport> publishHttpPolicies(const std::string& config_path);
 
 }  // namespace floodgate::http

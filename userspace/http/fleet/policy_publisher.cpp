@@ -120,20 +120,24 @@ Result<PublishReport> publishPolicies(const YAML::Node& http, const HttpConfig& 
   return report;
 }
 
+Result<PublishReport> publishHttpPolicyText(const std::string& text, const std::string& source) {
+  // One text for both: what is published is exactly what was validated.
+  auto config = parseHttpConfigText(text, source);
+  if (!config) return config.error();
+  if (!config->publish.enabled()) {
+    return Error::failure(source +
+                          ": http.publish is not set; add e.g. publish: {file: "
+                          "/run/floodgate/http-policies.yaml} under http:");
+  }
+  return publishPolicies(YAML::Load(text)["http"], *config);
+}
+
 Result<PublishReport> publishHttpPolicies(const std::string& config_path) {
   std::ifstream in(config_path);
   if (!in) return Error::failure(config_path + ": cannot read the config file (check the path)");
   std::stringstream text;
   text << in.rdbuf();
-  // One read for both: what is published is exactly what was validated.
-  auto config = parseHttpConfigText(text.str(), config_path);
-  if (!config) return config.error();
-  if (!config->publish.enabled()) {
-    return Error::failure(config_path +
-                          ": http.publish is not set; add e.g. publish: {file: "
-                          "/run/floodgate/http-policies.yaml} under http:");
-  }
-  return publishPolicies(YAML::Load(text.str())["http"], *config);
+  return publishHttpPolicyText(text.str(), config_path);
 }
 
 }  // namespace floodgate::http
