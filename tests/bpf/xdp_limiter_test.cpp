@@ -110,25 +110,34 @@ TEST_F(XdpLimiterTest, DenyDropsAndAllowBypassesTheLimit) {
 }
 
 // The program skips a list whose family's count is 0, so the count must never fall below
-// the trie's entries: not after a list that fills up, nor after removing what went in.
-TEST_F(XdpLimiterTest, AFullListSaysSoAndCountsWhatWentIn) {
+// the trie's entries: not after a list that fills up, nor after removing what went in. A
+// list add is all or none: what a full list leaves half-done is taken out again.
+TEST_F(XdpLimiterTest, AFullListSaysSoAndAddsNoneOfWhatWasGiven) {
   AttachOptions options;
   options.list_max_entries = 2;  // a trie each for IPv4 and IPv6
   load({sourceRule(100, 100)}, options);
-  auto added = limiter().listAdd(ListKind::kDeny, cidrs({"192.0.2.0/24", "2001:db8:bad::/48",
-                                                         "203.0.113.0/24", "198.51.100.0/24"}));
+  ASSERT_EQ(*limiter().listAdd(ListKind::kDeny, cidrs({"192.0.2.0/24"})), 1u);
+  auto added = limiter().listAdd(ListKind::kDeny, cidrs({"2001:db8:bad::/48", "203.0.113.0/24",
+                                                         "192.0.2.0/24", "198.51.100.0/24"}));
   ASSERT_FALSE(added.ok());
-  EXPECT_EQ(added.error().message, "the deny list is full: raise the list size at attach");
+  EXPECT_EQ(added.error().message,
+            "the deny list is full: raise the list size at attach; none of the 4 given was added");
   auto settings = limiter().settings();
   ASSERT_TRUE(settings.ok());
-  EXPECT_EQ(settings->deny_entries[FG_FAMILY_V4], 2u);
-  EXPECT_EQ(settings->deny_entries[FG_FAMILY_V6], 1u);
-  EXPECT_EQ(run(udpFrom("192.0.2.55")), XDP_DROP);
-  EXPECT_EQ(run(udpFrom("203.0.113.9")), XDP_DROP);
-  EXPECT_EQ(run(udpFrom("2001:db8:bad::1")), XDP_DROP);
+  EXPECT_EQ(settings->deny_entries[FG_FAMILY_V4], 1u);
+  EXPECT_EQ(settings->deny_entries[FG_FAMILY_V6], 0u);
+  EXPECT_EQ(run(udpFrom("192.0.2.55")), XDP_DROP) << "what was there before stays";
+  EXPECT_EQ(run(udpFrom("203.0.113.9")), XDP_PASS);
+  EXPECT_EQ(run(udpFrom("2001:db8:bad::1")), XDP_PASS);
   EXPECT_EQ(run(udpFrom("198.51.100.1")), XDP_PASS);
-  // again, with one already there: counted once
+  auto listed = limiter().listEntries(ListKind::kDeny);
+  ASSERT_TRUE(listed.ok());
+  EXPECT_EQ(listed->size(), 1u);
+  // what fits goes in; again, with one already there: counted once
+  ASSERT_EQ(*limiter().listAdd(ListKind::kDeny, cidrs({"203.0.113.0/24", "2001:db8:bad::/48"})),
+            2u);
   EXPECT_EQ(*limiter().listAdd(ListKind::kDeny, cidrs({"192.0.2.0/24"})), 0u);
+  EXPECT_EQ(run(udpFrom("2001:db8:bad::1")), XDP_DROP);
   ASSERT_EQ(*limiter().listRemove(ListKind::kDeny,
                                   cidrs({"192.0.2.0/24", "203.0.113.0/24", "2001:db8:bad::/48"})),
             3u);

@@ -368,7 +368,7 @@ void XdpLimiter::updateListCounts(ListKind kind, const int64_t (&delta)[2]) {
 Result<size_t> XdpLimiter::listAdd(ListKind kind, const std::vector<Cidr>& cidrs) {
   auto writing = writer_.acquire(interface_);
   if (!writing) return writing.error();
-  size_t added = 0;
+  std::vector<Cidr> added;
   for (const Cidr& cidr : cidrs) {
     if (cidr.family == Family::kV4) {
       // the filter first: the program never meets a prefix whose /24s it does not mark
@@ -389,21 +389,31 @@ Result<size_t> XdpLimiter::listAdd(ListKind kind, const std::vector<Cidr>& cidrs
       updateListCounts(kind, one);
     }
     if (!inserted) {
+      // all or none: a deny of half the prefixes asked for is not what was asked
+      const bool undone = eraseListEntries(kind, added).ok();
+      const std::string what =
+          undone ? "; none of the " + std::to_string(cidrs.size()) + " given was added"
+                 : "; " + std::to_string(added.size()) +
+                       " of them were added and could not be taken out";
       if (inserted.error().message.find("No space") != std::string::npos ||
           inserted.error().message.find("Argument list too long") != std::string::npos) {
         return Error::failure(std::string("the ") + listKindName(kind) +
-                              " list is full: raise the list size at attach");
+                              " list is full: raise the list size at attach" + what);
       }
-      return inserted.error();
+      return Error::failure(inserted.error().message + what);
     }
-    added += *inserted ? 1 : 0;
+    if (*inserted) added.push_back(cidr);
   }
-  return added;
+  return added.size();
 }
 
 Result<size_t> XdpLimiter::listRemove(ListKind kind, const std::vector<Cidr>& cidrs) {
   auto writing = writer_.acquire(interface_);
   if (!writing) return writing.error();
+  return eraseListEntries(kind, cidrs);
+}
+
+Result<size_t> XdpLimiter::eraseListEntries(ListKind kind, const std::vector<Cidr>& cidrs) {
   size_t removed = 0;
   int64_t delta[2] = {0, 0};
   for (const Cidr& cidr : cidrs) {

@@ -271,7 +271,8 @@ class XdpLimiter {
   // an expired ban of a source that never comes back does not hold a slot of the table.
   Result<size_t> sweepExpiredBans();
 
-  // Adds CIDRs to a list; returns how many were new.
+  // Adds CIDRs to a list; returns how many were new. All or none: when one cannot go in (the
+  // list is full), those this call added are taken out again and the error says so.
   Result<size_t> listAdd(ListKind kind, const std::vector<Cidr>& cidrs);
   // Rebuilds both lists' IPv4 filters from their tries (after a load, whose new program
   // may find lists a program without filters kept).
@@ -297,6 +298,8 @@ class XdpLimiter {
   static Result<XdpLimiter> openMaps(const std::string& interface);
   // Adds `delta` (by family: [0] IPv4, [1] IPv6) to the program's entry counts of the list.
   void updateListCounts(ListKind kind, const int64_t (&delta)[2]);
+  // listRemove's work, under a writer lock the caller holds.
+  Result<size_t> eraseListEntries(ListKind kind, const std::vector<Cidr>& cidrs);
   // Makes `rules` the active set with `sources` (prefix → rule-id bits) as its source sets.
   Status publish(const std::vector<fg_rule>& rules,
                  const std::vector<std::pair<Cidr, uint64_t>>& sources);
