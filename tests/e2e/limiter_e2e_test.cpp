@@ -154,6 +154,19 @@ TEST_F(LimiterE2eTest, DenyAndAllowChangeALiveLimiter) {
   ASSERT_TRUE(limited.ok());
   usleep(100000);
   EXPECT_GT(packets(stats(), "drop", "rate"), 0u);
+
+  // what a config's lists would be warned of, the commands warn of too
+  EXPECT_TRUE(allow.err.empty()) << allow.err;
+  CommandResult mapped =
+      net_->floodgate({"allow", "add", net_->targetInterface(), "::ffff:192.0.2.9"});
+  EXPECT_EQ(mapped.exit_code, 0) << mapped.err;
+  EXPECT_NE(mapped.err.find("warning: the allow list holds ::ffff:192.0.2.9, an IPv4-mapped"),
+            std::string::npos)
+      << mapped.err;
+  CommandResult ban =
+      net_->floodgate({"ban", "add", net_->targetInterface(), "::ffff:192.0.2.9", "--for", "1s"});
+  EXPECT_EQ(ban.exit_code, 0) << ban.err;
+  EXPECT_NE(ban.err.find("warning: this ban holds ::ffff:192.0.2.9"), std::string::npos) << ban.err;
 }
 
 TEST_F(LimiterE2eTest, TheLimiterOutlivesTheCliAndAttachingTwiceNeedsReplace) {

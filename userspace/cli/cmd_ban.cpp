@@ -81,6 +81,10 @@ Status addBans(const BanFlags& flags) {
   }
   auto cidrs = parseCidrs(flags.cidrs);
   if (!cidrs) return cidrs.error();
+  // said before the ban: one of every source also cuts off the session that typed it
+  for (const std::string& warning : config::cidrWarnings(*cidrs, "this ban", "drops")) {
+    std::cerr << "warning: " << warning << "\n";
+  }
   auto fleet = fleetBansToShare(flags.config, duration_ns);
   if (!fleet) return fleet.error();
   auto limiter = openXdpLimiter(flags.interface);

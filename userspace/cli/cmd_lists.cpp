@@ -6,6 +6,7 @@
 
 #include "cli/commands.h"
 #include "common/json_text.h"
+#include "config/floodgate_config.h"
 #include "controller/xdp_limiter.h"
 #include "floodgate/common/cidr.h"
 #include "kernel/system.h"
@@ -25,6 +26,13 @@ Status change(ListKind kind, bool add, const ListFlags& flags) {
   if (Status s = checkPrivileges(); !s) return s;
   auto limiter = XdpLimiter::open(flags.interface);
   if (!limiter) return limiter.error();
+  if (add) {
+    const char* verb = kind == ListKind::kAllow ? "lets through, unlimited," : "drops";
+    for (const std::string& warning :
+         config::cidrWarnings(*cidrs, std::string("the ") + listKindName(kind) + " list", verb)) {
+      std::cerr << "warning: " << warning << "\n";
+    }
+  }
   auto changed = add ? limiter->listAdd(kind, *cidrs) : limiter->listRemove(kind, *cidrs);
   if (!changed) return changed.error();
   std::cout << (add ? "added " : "removed ") << *changed << " of " << cidrs->size() << " to "

@@ -112,24 +112,35 @@ bool ipv4Mapped(const Cidr& cidr) {
   return cidr.addr[10] == 0xff && cidr.addr[11] == 0xff;
 }
 
-void listWarnings(const std::optional<std::vector<Cidr>>& list, const char* name, const char* verb,
-                  std::vector<std::string>& out) {
-  if (!list) return;
-  for (const Cidr& cidr : *list) {
+}  // namespace
+
+std::vector<std::string> cidrWarnings(const std::vector<Cidr>& list, const std::string& name,
+                                      const std::string& verb) {
+  std::vector<std::string> out;
+  for (const Cidr& cidr : list) {
     if (cidr.prefix == 0) {
-      out.push_back(std::string(name) + " holds " + cidr.toString() + ": it " + verb + " every " +
+      out.push_back(name + " holds " + cidr.toString() + ": it " + verb + " every " +
                     (cidr.family == Family::kV4 ? "IPv4" : "IPv6") + " source");
     } else if (ipv4Mapped(cidr)) {
       Cidr v4;
       v4.family = Family::kV4;
       v4.prefix = static_cast<uint8_t>(cidr.prefix - 96);
       std::copy(cidr.addr.begin() + 12, cidr.addr.end(), v4.addr.begin());
-      out.push_back(std::string(name) + " holds " + cidr.toString() +
+      out.push_back(name + " holds " + cidr.toString() +
                     ", an IPv4-mapped IPv6 prefix: no packet carries one as its source, so it "
                     "never matches (for IPv4 sources write " +
                     v4.toString() + ")");
     }
   }
+  return out;
+}
+
+namespace {
+
+void listWarnings(const std::optional<std::vector<Cidr>>& list, const char* name, const char* verb,
+                  std::vector<std::string>& out) {
+  if (!list) return;
+  for (std::string& warning : cidrWarnings(*list, name, verb)) out.push_back(std::move(warning));
 }
 
 // Frames that `policy` passes with their L4 header unread (`what`, under `setting`) carry

@@ -66,6 +66,12 @@ FloodgateConfig loadConfig(const std::string& path, Diagnostics& diagnostics);
 // source and so never match.
 std::vector<std::string> configWarnings(const FloodgateConfig& config);
 
+// Warnings for prefixes of a list named `name` that `verb` its sources: a /0 (every source of
+// a family) and an IPv4-mapped IPv6 prefix (no packet's source: it never matches). For the
+// config's allow and deny lists and for `floodgate allow|deny add` and `ban add`.
+std::vector<std::string> cidrWarnings(const std::vector<Cidr>& list, const std::string& name,
+                                      const std::string& verb);
+
 // Same for YAML `text`; `file_name` names it in diagnostics and its directory anchors
 // relative `file:` paths.
 FloodgateConfig parseConfig(const std::string& text, const std::string& file_name,
