@@ -159,6 +159,57 @@ TEST(LearnerTest, PercentilesProposalAndReplayOfRecordedSources) {
   EXPECT_EQ(rule.replay_dropped, 0u);
 }
 
+// A report of one token-bucket rule whose limit is `now` and whose proposal is `proposed`.
+LearnReport reportOf(LimitSpec now, LimitSpec proposed) {
+  LearnReport report;
+  report.max_sources = 1000;
+  RuleLearned rule;
+  rule.rule.name = "per-source";
+  rule.rule.current = now;
+  rule.proposal = proposed;
+  report.rules.push_back(rule);
+  return report;
+}
+
+// --apply sets what a few flooding sources can steer: it refuses, without --force, a limit
+// raised more than 4 times and a run whose source cap kept the typical sources out.
+TEST(LearnApply, RefusesWhatAFewSourcesCouldHaveSteered) {
+  EXPECT_TRUE(applyRefusal(reportOf({50, 100}, {177, 45})).ok());
+  EXPECT_TRUE(applyRefusal(reportOf({50, 100}, {200, 400})).ok()) << "4 times is allowed";
+  Status up = applyRefusal(reportOf({51, 100}, {150000, 90}));
+  ASSERT_FALSE(up.ok());
+  EXPECT_NE(up.error().message.find("rule 'per-source' raises its limit from {pps: 51, burst: "
+                                    "100} to {pps: 150000, burst: 90}, more than 4 times"),
+            std::string::npos)
+      << up.error().message;
+  EXPECT_NE(up.error().message.find("--apply --force"), std::string::npos);
+  EXPECT_FALSE(applyRefusal(reportOf({50, 10}, {50, 90})).ok()) << "the burst too";
+  // learning under generous limits lowers them: that is what it is for
+  EXPECT_TRUE(applyRefusal(reportOf({1000000, 100000}, {600, 90})).ok());
+  // a window rule has no burst to compare
+  LearnReport window = reportOf({50, 0}, {60, 500});
+  window.rules[0].rule.algorithm = Algorithm::kFixedWindow;
+  EXPECT_TRUE(applyRefusal(window).ok());
+  LearnReport capped = reportOf({50, 100}, {60, 90});
+  capped.sources_beyond_cap = 1;
+  Status over = applyRefusal(capped);
+  ASSERT_FALSE(over.ok());
+  EXPECT_NE(over.error().message.find("more sources than --max-sources (1000)"), std::string::npos)
+      << over.error().message;
+}
+
+TEST(LearnApply, ForceGoesWithApply) {
+  LearnFlags flags;
+  flags.interface = "eth0";
+  flags.duration = "10s";
+  flags.force = true;
+  auto request = parseLearnFlags(flags);
+  ASSERT_FALSE(request.ok());
+  EXPECT_EQ(request.error().message, "--force goes with --apply");
+  flags.apply = true;
+  EXPECT_TRUE(parseLearnFlags(flags).ok());
+}
+
 // A clock that always wakes 3 ms late, as a real one does.
 class LateClock : public SteppedClock {
  public:

@@ -53,7 +53,9 @@ void addLearnCommand(CLI::App& app, Action& selected) {
   cmd->add_option("--diff", flags->diff, "Print the proposal as a diff of limits against CONFIG");
   cmd->add_flag("--apply", flags->apply,
                 "After printing, set the proposed limits on the running limiter (as 'floodgate "
-                "set' does: buckets kept)");
+                "set' does: buckets kept); refused if the run met more sources than "
+                "--max-sources or a limit would rise more than 4 times");
+  cmd->add_flag("--force", flags->force, "With --apply: apply past those two checks");
   cmd->callback([flags, &selected] { selected = [flags] { return runLearn(*flags); }; });
 }
 

@@ -63,6 +63,10 @@ Result<ConfigRules> readConfigRules(const std::string& path) {
   return out;
 }
 
+// `from` → `to` raises a limit more than kMostApplyFactor times (a limit not set, 0, is
+// not raised).
+bool raisesTooFar(uint64_t from, uint64_t to) { return from != 0 && to / kMostApplyFactor > from; }
+
 Status applyProposal(XdpLimiter& limiter, const LearnReport& report, std::ostream& out,
                      bool quiet) {
   for (const RuleLearned& rule : report.rules) {
@@ -87,6 +91,38 @@ Status applyProposal(XdpLimiter& limiter, const LearnReport& report, std::ostrea
 
 }  // namespace
 
+Status applyRefusal(const LearnReport& report) {
+  const std::string force =
+      "; check the report and apply with --apply --force, or set the "
+      "limits yourself (floodgate set, or the config)";
+  if (report.sources_beyond_cap > 0) {
+    return Error::failure(
+        "not applied: the run met more sources than --max-sources (" +
+        std::to_string(report.max_sources) +
+        "), so its proposals come from the sources that came first, not the typical ones; "
+        "learn again with a larger --max-sources" +
+        force);
+  }
+  for (const RuleLearned& rule : report.rules) {
+    if (!rule.proposal) continue;
+    const LimitSpec& now = rule.rule.current;
+    const LimitSpec& proposed = *rule.proposal;
+    const bool burst = rule.rule.algorithm == Algorithm::kTokenBucket;
+    if (raisesTooFar(now.pps, proposed.pps) || (burst && raisesTooFar(now.burst, proposed.burst))) {
+      return Error::failure("not applied: the proposal for rule '" + rule.rule.name +
+                            "' raises its limit from {pps: " + std::to_string(now.pps) +
+                            ", burst: " + std::to_string(now.burst) +
+                            "} to {pps: " + std::to_string(proposed.pps) +
+                            ", burst: " + std::to_string(proposed.burst) + "}, more than " +
+                            std::to_string(kMostApplyFactor) +
+                            " times (a few sources flooding during the run move a "
+                            "high percentile that far)" +
+                            force);
+    }
+  }
+  return okStatus();
+}
+
 Result<LearnRequest> parseLearnFlags(const LearnFlags& flags) {
   LearnRequest request;
   request.interface = flags.interface;
@@ -94,6 +130,8 @@ Result<LearnRequest> parseLearnFlags(const LearnFlags& flags) {
   request.output = flags.output;
   request.diff = flags.diff;
   request.apply = flags.apply;
+  request.force = flags.force;
+  if (flags.force && !flags.apply) return Error::usage("--force goes with --apply");
   auto duration = parseDuration(flags.duration);
   if (flags.duration.empty() || !duration || *duration == 0 || *duration % kWindowNs != 0 ||
       *duration > kLongestLearnNs) {
@@ -173,8 +211,11 @@ Status runLearnCommand(const LearnFlags& flags, std::ostream& out, const std::at
       return s;
     }
   }
-  if (request->apply) return applyProposal(*limiter, *report, out, request->json);
-  return okStatus();
+  if (!request->apply) return okStatus();
+  if (!request->force) {
+    if (Status s = applyRefusal(*report); !s) return s;
+  }
+  return applyProposal(*limiter, *report, out, request->json);
 }
 
 }  // namespace floodgate::learn

@@ -24,6 +24,7 @@ struct LearnFlags {
   std::string output;  // a YAML fragment of the proposal
   std::string diff;    // a config to diff the proposal against
   bool apply = false;
+  bool force = false;  // --apply past applyRefusal's checks
 };
 
 struct LearnRequest {
@@ -33,6 +34,7 @@ struct LearnRequest {
   std::string output;
   std::string diff;
   bool apply = false;
+  bool force = false;
 };
 
 inline constexpr uint64_t kLongestLearnNs = 3600ULL * 1000000000ULL;
@@ -42,6 +44,18 @@ inline constexpr size_t kMostSources = 10000000;
 // to 1h, --percentile not above 0 and at most 100 (three decimals at most), --margin not
 // from 1 to 100, --max-sources not from 1 to 10M.
 Result<LearnRequest> parseLearnFlags(const LearnFlags& flags);
+
+// The most a proposal may raise a limit for --apply without --force.
+inline constexpr uint64_t kMostApplyFactor = 4;
+
+// Why --apply should not set `report`'s proposals without --force, or ok: the run met more
+// sources than it could follow (those it followed are the first to come, not the typical
+// ones: spoofed sources filling the cap first drive the proposal down), or a proposal raises
+// a rule's pps or burst more than kMostApplyFactor times (a few sources flooding during the
+// run move a high percentile that far: two of 1800 at 100k pps took a p99.9 from 34 to
+// 100000). Lowering is what learning under generous limits is for, so it is not bounded.
+// One line naming the rule and the fix.
+Status applyRefusal(const LearnReport& report);
 
 // Runs `floodgate learn`: root and an attached limiter on an existing interface are
 // checked before anything is sampled. Prints to `out`; `stop` ends the sampling early.
