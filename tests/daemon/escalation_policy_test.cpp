@@ -49,6 +49,9 @@ class EscalationPolicyTest : public ::testing::Test {
   // What the daemon does with a ban: remembers it and counts it against the reporter.
   void remember(const ReceivedReport& report, const EscalationDecision& decision) {
     memory_.quota.take(report.reporter, config_.escalate.max_bans_per_minute, now_);
+    if (!report.over_socket) {
+      memory_.stream_quota.take(kStreamQuotaKey, config_.escalate.max_stream_bans_per_minute, now_);
+    }
     memory_.banned_until[report.report->address.toString()] =
         now_ + std::chrono::nanoseconds(decision.ban_ns);
   }
@@ -80,6 +83,38 @@ TEST_F(EscalationPolicyTest, AReportFromTheStreamsPastBansForWhatIsLeftOrIsExpir
   auto expired = decide(received("offender 198.51.100.7 rejections=50 within_ms=10000", kBanNs));
   EXPECT_EQ(expired.result, metrics::kEscalationExpired);
   EXPECT_TRUE(expired.why.empty()) << "counted, not logged";
+}
+
+// A stream reporter names itself, so one secret holder signing under new names would get a
+// fresh quota for each: the stream as a whole has its own, and a socket report is apart.
+TEST_F(EscalationPolicyTest, MadeUpStreamReporterNamesShareTheStreamsQuota) {
+  config_.escalate.max_stream_bans_per_minute = 5;
+  int banned = 0, limited = 0;
+  for (int i = 0; i < 20; ++i) {
+    auto report =
+        received(("offender 198.51.100." + std::to_string(i + 1) + " rejections=50 within_ms=10000")
+                     .c_str());
+    report.reporter = "svc-" + std::to_string(i);
+    auto decision = decide(report);
+    if (decision.result == metrics::kEscalationBanned) {
+      ++banned;
+      remember(report, decision);
+    } else {
+      EXPECT_EQ(decision.result, metrics::kEscalationRateLimited);
+      EXPECT_NE(decision.why.find("max_stream_bans_per_minute"), std::string::npos);
+      ++limited;
+    }
+  }
+  EXPECT_EQ(banned, 5);
+  EXPECT_EQ(limited, 15);
+  auto local = received("offender 198.51.100.99 rejections=50 within_ms=10000");
+  local.over_socket = true;
+  local.uid = 0;
+  EXPECT_EQ(decide(local).result, metrics::kEscalationBanned) << "the socket is not the stream";
+  now_ += seconds(60);
+  auto next = received("offender 198.51.100.50 rejections=50 within_ms=10000");
+  next.reporter = "svc-99";
+  EXPECT_EQ(decide(next).result, metrics::kEscalationBanned) << "a new minute";
 }
 
 TEST_F(EscalationPolicyTest, TheQuotaPerReporterStartsAgainEachMinute) {

@@ -253,13 +253,15 @@ TEST(HttpConfig, AdaptiveConcurrencyBoundsAreChecked) {
 TEST(HttpConfig, EscalateNamesWhoMayReportAndHowOften) {
   auto config = parseHttpConfigText(
       "http:\n  escalate: {rejections: 5, within: 10s, ban: 1m, socket_group: floodgate,\n"
-      "    reporter_users: [www-data], reporter_groups: [web], max_bans_per_minute: 7}\n",
+      "    reporter_users: [www-data], reporter_groups: [web], max_bans_per_minute: 7,\n"
+      "    max_stream_bans_per_minute: 30}\n",
       "f.yaml");
   ASSERT_TRUE(config.ok()) << config.error().message;
   EXPECT_EQ(config->escalate.socket_group, "floodgate");
   EXPECT_EQ(config->escalate.reporter_users, std::vector<std::string>{"www-data"});
   EXPECT_EQ(config->escalate.reporter_groups, std::vector<std::string>{"web"});
   EXPECT_EQ(config->escalate.max_bans_per_minute, 7);
+  EXPECT_EQ(config->escalate.max_stream_bans_per_minute, 30);
   EXPECT_EQ(
       firstError("http:\n  escalate: {rejections: 5, within: 10s, ban: 1m,\n"
                  "    reporter_users: [\"root;rm\"]}\n"),

@@ -67,6 +67,14 @@ EscalationDecision decideEscalation(const ReceivedReport& received, const Escala
                    "more than " + std::to_string(per_minute) +
                        " bans in a minute (http.escalate.max_bans_per_minute)");
   }
+  const int64_t stream_per_minute = config.escalate.max_stream_bans_per_minute;
+  if (!received.over_socket &&
+      !memory.stream_quota.allows(kStreamQuotaKey, stream_per_minute, now)) {
+    return refused(metrics::kEscalationRateLimited,
+                   "more than " + std::to_string(stream_per_minute) +
+                       " bans in a minute from the report stream as a whole "
+                       "(http.escalate.max_stream_bans_per_minute)");
+  }
   // what is left of the ban time: all of it, unless read from the stream's past
   return {metrics::kEscalationBanned, ban_time_ns - received.age_ns, ""};
 }

@@ -31,7 +31,12 @@ struct EscalationConfig {
 struct EscalationMemory {
   std::map<std::string, std::chrono::steady_clock::time_point> banned_until;
   BanQuota quota;
+  // The report stream's bans as a whole (key kStreamQuotaKey), apart from `quota`, whose
+  // oldest reporters made-up names could push out.
+  BanQuota stream_quota;
 };
+
+inline constexpr const char* kStreamQuotaKey = "stream";
 
 struct EscalationDecision {
   metrics::EscalationResult result = metrics::kEscalationInvalid;
@@ -44,7 +49,8 @@ struct EscalationDecision {
 // Decides, in this order: a socket sender allowed to report, a report that parsed and is
 // signed, one not read from the stream's past (its ban over), a client that may be banned
 // (escalation_guard.h's refusals, `own` being this host's addresses), not banned by an
-// escalation still running, and within its reporter's quota. Pure but for
+// escalation still running, and within its reporter's quota (and, read from the stream, the
+// stream's). Pure but for
 // ReporterAccess::allows, which reads the group database for a uid it does not list.
 EscalationDecision decideEscalation(const ReceivedReport& received, const EscalationConfig& config,
                                     const std::vector<Cidr>& own, const EscalationMemory& memory,

@@ -41,6 +41,9 @@ uint64_t Escalator::handle(const ReceivedReport& received, HeldInterfaces& inter
     return 0;
   }
   memory_.quota.take(received.reporter, config_.escalate.max_bans_per_minute, now);
+  if (!received.over_socket) {
+    memory_.stream_quota.take(kStreamQuotaKey, config_.escalate.max_stream_bans_per_minute, now);
+  }
   const Cidr& address = received.report->address;
   const std::string text = address.toString();
   // An escalation never shortens a ban already running (a manual one, or a longer one

@@ -29,6 +29,9 @@ struct EscalateConfig {
   // Bans one reporter (a socket user, a stream's reporting host) may cause per minute; reports
   // beyond it are counted as rate_limited.
   int64_t max_bans_per_minute = 60;
+  // Bans the report stream as a whole may cause per minute: a stream reporter names itself,
+  // and whoever holds the secret can sign under any number of names.
+  int64_t max_stream_bans_per_minute = 600;
   std::string redis_stream;  // empty: services report over the socket
   std::string secret_file;
   std::string secret;  // read from secret_file when the config is parsed
