@@ -161,6 +161,31 @@ TEST_F(ReloadE2eTest, AnInvalidReloadSaysWhereAndLeavesTheOldRulesEnforcing) {
   EXPECT_GT(packets("drop", "rate"), 0u);
 }
 
+// The list size and the XDP mode are fixed at attach: a reload that asks for others applies
+// the rest of the file and says what it kept, rather than leaving the operator to find the
+// deny list full at the next add.
+TEST_F(ReloadE2eTest, AReloadSaysWhichAttachSettingsItKept) {
+  std::string small = dir_ + "/small.yaml";
+  std::ofstream(small) << "defaults: {list_size: 4}\nrules:\n" << ruleYaml("per-source", 100, 10);
+  ASSERT_EQ(run({"attach", net_->targetInterface(), "--config", small}).exit_code, 0);
+  const std::string mode = run({"status", net_->targetInterface(), "--json"}).out;
+  const bool native = mode.find("\"native\"") != std::string::npos;
+  std::string bigger = dir_ + "/bigger.yaml";
+  std::ofstream(bigger) << "defaults: {list_size: 1000}\ninterfaces:\n  - name: "
+                        << net_->targetInterface()
+                        << "\n    mode: " << (native ? "generic" : "native") << "\nrules:\n"
+                        << ruleYaml("per-source", 200, 10);
+  CommandResult r = run({"reload", net_->targetInterface(), "--config", bigger});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("warning: the list size (1000) takes effect only on a fresh attach"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("keeps 4 entries a list"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(std::string("warning: the XDP mode (") + (native ? "generic" : "native")),
+            std::string::npos)
+      << r.err << mode;
+}
+
 TEST_F(ReloadE2eTest, SetAndBanTakeEffectAtOnce) {
   std::string config = writeConfig("config.yaml", ruleYaml("per-source", 100, 10));
   ASSERT_EQ(run({"attach", net_->targetInterface(), "--config", config}).exit_code, 0);

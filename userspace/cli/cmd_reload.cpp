@@ -6,6 +6,7 @@
 
 #include "cli/commands.h"
 #include "cli/config_loading.h"
+#include "controller/reload_warnings.h"
 #include "controller/xdp_limiter.h"
 #include "floodgate/common/text.h"
 #include "kernel/system.h"
@@ -23,11 +24,10 @@ Status reload(const ReloadFlags& flags) {
   if (Status s = checkPrivileges(); !s) return s;
   auto limiter = XdpLimiter::open(flags.interface);
   if (!limiter) return limiter.error();
-  auto status = limiter->status();
-  if (status && status->table_slots != options->table_slots) {
-    std::cerr << "floodgate: warning: the table size (" << options->table_slots
-              << ") takes effect only on a new attach; the running limiter keeps "
-              << status->table_slots << " slots\n";
+  if (auto status = limiter->status(); status) {
+    for (const std::string& warning : reloadKeepsWarnings(*status, *options)) {
+      std::cerr << "floodgate: warning: " << warning << "\n";
+    }
   }
   if (Status s = limiter->reload(*options); !s) return s;
   std::cout << "reloaded " << flags.interface << " from " << flags.config << " ("

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <set>
 
+#include "controller/reload_warnings.h"
 #include "daemon/adaptive_steps.h"
 #include "daemon/log.h"
 #include "floodgate/common/units.h"
@@ -112,6 +113,11 @@ Status HeldInterfaces::apply(const std::vector<WantedInterface>& wanted) {
       std::vector<LogLine> lines;
       std::optional<AdaptiveGovernor> adaptive =
           reconcileAdaptive(holding.adaptive, one.adaptive, options, lines);
+      if (auto status = holding.limiter.status(); status) {
+        for (const std::string& warning : reloadKeepsWarnings(*status, options)) {
+          logWarning(name + ": " + warning);
+        }
+      }
       if (Status s = holding.limiter.reload(options); !s)
         return Error::failure(name + ": " + s.error().message);
       holding.adaptive = std::move(adaptive);
