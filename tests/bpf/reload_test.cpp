@@ -73,7 +73,7 @@ TEST_F(ReloadTest, SetChangesOneThresholdLiveAndKeepsTheBucket) {
 }
 
 // A rate so high that one tick of it is more than the burst gets a burst of a tick's worth;
-// that burst was never chosen, so a rate set back without a burst gets its own default and is
+// a rate set back without a burst gets the least burst again (a tick's worth of it), and is
 // not refused for the burst of the mistake (10G for 10k: a burst of 40M packets).
 TEST_F(ReloadTest, ARateSetBackDropsTheBurstTheMistakenRateWasGiven) {
   AttachOptions options;
@@ -92,7 +92,7 @@ TEST_F(ReloadTest, ARateSetBackDropsTheBurstTheMistakenRateWasGiven) {
   rules = limiter().activeRules();
   ASSERT_TRUE(rules.ok());
   EXPECT_EQ(describeLimits((*rules)[0]).pps, 10000u);
-  EXPECT_EQ(describeLimits((*rules)[0]).burst, 1000u) << "the default burst of 10k";
+  EXPECT_EQ(describeLimits((*rules)[0]).burst, 41u) << "a tick of 10k at 250 Hz, and one";
   // a burst the operator chose stays through a change of rate (above a tick's worth of both)
   LimitChange chosen;
   chosen.burst = 100;
@@ -102,24 +102,6 @@ TEST_F(ReloadTest, ARateSetBackDropsTheBurstTheMistakenRateWasGiven) {
   rules = limiter().activeRules();
   ASSERT_TRUE(rules.ok());
   EXPECT_EQ(describeLimits((*rules)[0]).burst, 100u);
-}
-
-// A window admits rate x window and has no burst: setting one is refused, not ignored.
-TEST_F(ReloadTest, ABurstForAWindowRuleIsRefused) {
-  RuleSpec window = sourceRule(10, 0);
-  window.algorithm = Algorithm::kSlidingWindow;
-  window.window_ns = 1'000'000'000ULL;
-  window.limit.burst = 0;
-  load({window});
-  LimitChange change;
-  change.burst = 10;
-  Status refused = limiter().setLimits("rule0", change);
-  ASSERT_FALSE(refused.ok());
-  EXPECT_NE(refused.error().message.find("limits by window, which has no burst"), std::string::npos)
-      << refused.error().message;
-  change = {};
-  change.pps = 20;
-  EXPECT_TRUE(limiter().setLimits("rule0", change).ok());
 }
 
 // A debt run up under a larger burst is more than the new capacity plus a second ahead of

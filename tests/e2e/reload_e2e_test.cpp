@@ -186,6 +186,19 @@ TEST_F(ReloadE2eTest, AReloadSaysWhichAttachSettingsItKept) {
       << r.err << mode;
 }
 
+// A window admits rate x window: `set --burst` on a window rule is refused, not ignored.
+TEST_F(ReloadE2eTest, SetRefusesABurstForAWindowRule) {
+  std::string config = writeConfig(
+      "window.yaml", "  - name: win\n    algorithm: sliding_window\n    limit: {pps: 10}\n");
+  ASSERT_EQ(run({"attach", net_->targetInterface(), "--config", config}).exit_code, 0);
+  CommandResult burst = run({"set", net_->targetInterface(), "win", "--burst", "10"});
+  EXPECT_EQ(burst.exit_code, 2) << burst.err;
+  EXPECT_NE(burst.err.find("rule 'win' limits by window, which has no burst"), std::string::npos)
+      << burst.err;
+  CommandResult rate = run({"set", net_->targetInterface(), "win", "--pps", "20"});
+  EXPECT_EQ(rate.exit_code, 0) << rate.err;
+}
+
 TEST_F(ReloadE2eTest, SetAndBanTakeEffectAtOnce) {
   std::string config = writeConfig("config.yaml", ruleYaml("per-source", 100, 10));
   ASSERT_EQ(run({"attach", net_->targetInterface(), "--config", config}).exit_code, 0);

@@ -43,6 +43,17 @@ Status setRule(const SetFlags& flags) {
   if (Status s = checkPrivileges(); !s) return s;
   auto limiter = XdpLimiter::open(flags.interface);
   if (!limiter) return limiter.error();
+  if (change->burst || change->burst_bytes) {
+    auto rules = limiter->activeRules();
+    if (!rules) return rules.error();
+    for (const fg_rule& rule : *rules) {
+      if (flags.rule == rule.name && rule.algorithm != FG_ALG_TOKEN_BUCKET) {
+        return Error::usage("rule '" + flags.rule +
+                            "' limits by window, which has no burst (a window admits rate x "
+                            "window): set its rate only (--pps, --bps)");
+      }
+    }
+  }
   if (Status s = limiter->setLimits(flags.rule, *change); !s) return s;
   std::cout << "set " << flags.rule << " on " << flags.interface << "\n";
   return okStatus();

@@ -307,24 +307,22 @@ Result<bool> XdpLimiter::changeLimits(const std::string& rule_name, const LimitS
       if (!expected) return expected.error();
       if (std::memcmp(rule.limits, expected->limits, sizeof(rule.limits)) != 0) return false;
     }
-    if (spec.algorithm != Algorithm::kTokenBucket && (change.burst || change.burst_bytes)) {
-      return Error::usage("rule '" + rule_name +
-                          "' limits by window, which has no burst (a window admits rate x "
-                          "window): set its rate only (--pps, --bps)");
-    }
     spec.limit = describeLimits(rule);
-    // A burst the compiler raised to one tick's worth of the old rate was never chosen: a
-    // new rate without a burst gets its own default, as at attach. Kept, the burst of a
-    // rate set by mistake (10G for 10k) would outlive it, and refuse the rate set back.
+    // A burst at one tick's worth of the old rate (the least the program needs, which the
+    // compiler raises a smaller one to) is not kept as a number for a new rate without a
+    // burst: kept, the burst of a rate set by mistake (10G for 10k) would outlive it and
+    // refuse the rate set back.
     const fg_limit& old_pps = rule.limits[FG_LIMIT_PPS];
     const fg_limit& old_bps = rule.limits[FG_LIMIT_BPS];
+    // The least burst is asked for, which the compiler raises to a tick's worth of the new
+    // rate: a burst chosen at or below the old tick's worth stays as tight as it can be.
     if (change.pps && !change.burst && old_pps.interval &&
         old_pps.capacity <= tick_units_ + old_pps.interval) {
-      spec.limit.burst = 0;
+      spec.limit.burst = 1;
     }
     if (change.bits_per_s && !change.burst_bytes && old_bps.interval &&
         old_bps.capacity <= tick_units_ + old_bps.interval * kMinBurstBytes) {
-      spec.limit.burst_bytes = 0;
+      spec.limit.burst_bytes = kMinBurstBytes;
     }
     if (change.pps) {
       spec.limit.pps = *change.pps;
