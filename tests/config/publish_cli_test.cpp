@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -51,6 +52,23 @@ TEST_F(PublishCommand, PublishesFromAValidConfig) {
   CommandResult run = publish(config("rules:\n  - name: r\n    limit: {pps: 10}\n"));
   EXPECT_EQ(run.exit_code, 0) << run.err;
   EXPECT_TRUE(fs::exists(dir_ / "policies.yaml"));
+}
+
+// An empty document before the config is no document: what is published is the http:
+// section that was checked, not the empty first document's nothing.
+TEST_F(PublishCommand, AnEmptyFirstDocumentPublishesTheConfigsPolicies) {
+  const std::string path = config("");
+  std::string text;
+  {
+    std::ifstream in(path);
+    text.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  std::ofstream(path) << "---\n---\n" << text;
+  CommandResult run = publish(path);
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  std::ifstream in(dir_ / "policies.yaml");
+  const std::string published((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_NE(published.find("name: ip"), std::string::npos) << published;
 }
 
 // The controller refuses this file (a bad rule, a misspelt key): its services must not be

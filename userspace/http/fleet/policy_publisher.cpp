@@ -129,7 +129,8 @@ Result<PublishReport> publishHttpPolicyText(const std::string& text, const std::
                           ": http.publish is not set; add e.g. publish: {file: "
                           "/run/floodgate/http-policies.yaml} under http:");
   }
-  return publishPolicies(YAML::Load(text)["http"], *config);
+  // the document parseHttpConfigText checked (YAML::Load would take an empty first one)
+  return publishPolicies(config::loadOneDocument(text)["http"], *config);
 }
 
 Result<PublishReport> publishHttpPolicies(const std::string& config_path) {
