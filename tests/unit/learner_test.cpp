@@ -176,6 +176,7 @@ LearnReport reportOf(LimitSpec now, LimitSpec proposed) {
 TEST(LearnApply, RefusesWhatAFewSourcesCouldHaveSteered) {
   EXPECT_TRUE(applyRefusal(reportOf({50, 100}, {177, 45})).ok());
   EXPECT_TRUE(applyRefusal(reportOf({50, 100}, {200, 400})).ok()) << "4 times is allowed";
+  EXPECT_FALSE(applyRefusal(reportOf({1, 100}, {5, 100})).ok()) << "5 times is not";
   Status up = applyRefusal(reportOf({51, 100}, {150000, 90}));
   ASSERT_FALSE(up.ok());
   EXPECT_NE(up.error().message.find("rule 'per-source' raises its limit from {pps: 51, burst: "

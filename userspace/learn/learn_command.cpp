@@ -65,7 +65,9 @@ Result<ConfigRules> readConfigRules(const std::string& path) {
 
 // `from` → `to` raises a limit more than kMostApplyFactor times (a limit not set, 0, is
 // not raised).
-bool raisesTooFar(uint64_t from, uint64_t to) { return from != 0 && to / kMostApplyFactor > from; }
+bool raisesTooFar(uint64_t from, uint64_t to) {
+  return from != 0 && from <= UINT64_MAX / kMostApplyFactor && to > from * kMostApplyFactor;
+}
 
 Status applyProposal(XdpLimiter& limiter, const LearnReport& report, std::ostream& out,
                      bool quiet) {
