@@ -130,7 +130,12 @@ std::vector<Cidr> storeServerAddresses(const http::StoreConfig& store) {
     addrinfo hints{};
     hints.ai_socktype = SOCK_STREAM;
     addrinfo* found = nullptr;
-    if (getaddrinfo(server->host.c_str(), nullptr, &hints, &found) != 0) continue;
+    if (int error = getaddrinfo(server->host.c_str(), nullptr, &hints, &found); error != 0) {
+      logWarning("cannot resolve the Redis server '" + server->host + "' (" + gai_strerror(error) +
+                 "): reports and fleet records naming its address are not refused as 'service' "
+                 "until a reload resolves it");
+      continue;
+    }
     for (addrinfo* a = found; a != nullptr; a = a->ai_next) {
       Cidr cidr;
       if (a->ai_family == AF_INET) {
