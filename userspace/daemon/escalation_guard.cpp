@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <optional>
 
 #include "daemon/log.h"
 #include "floodgate/core/redis_address.h"
@@ -59,6 +60,23 @@ std::vector<gid_t> groupsOf(uid_t uid) {
   }
   groups.resize(static_cast<size_t>(count));
   return groups;
+}
+
+// The host prefix of an IPv4 or IPv6 socket address; none for another family.
+std::optional<Cidr> hostPrefixOf(const sockaddr* address) {
+  Cidr cidr;
+  if (address->sa_family == AF_INET) {
+    cidr.family = Family::kV4;
+    cidr.prefix = 32;
+    std::memcpy(cidr.addr.data(), &reinterpret_cast<const sockaddr_in*>(address)->sin_addr, 4);
+  } else if (address->sa_family == AF_INET6) {
+    cidr.family = Family::kV6;
+    cidr.prefix = 128;
+    std::memcpy(cidr.addr.data(), &reinterpret_cast<const sockaddr_in6*>(address)->sin6_addr, 16);
+  } else {
+    return std::nullopt;
+  }
+  return cidr;
 }
 
 }  // namespace
@@ -137,19 +155,7 @@ std::vector<Cidr> storeServerAddresses(const http::StoreConfig& store) {
       continue;
     }
     for (addrinfo* a = found; a != nullptr; a = a->ai_next) {
-      Cidr cidr;
-      if (a->ai_family == AF_INET) {
-        cidr.family = Family::kV4;
-        cidr.prefix = 32;
-        std::memcpy(cidr.addr.data(), &reinterpret_cast<sockaddr_in*>(a->ai_addr)->sin_addr, 4);
-      } else if (a->ai_family == AF_INET6) {
-        cidr.family = Family::kV6;
-        cidr.prefix = 128;
-        std::memcpy(cidr.addr.data(), &reinterpret_cast<sockaddr_in6*>(a->ai_addr)->sin6_addr, 16);
-      } else {
-        continue;
-      }
-      out.push_back(cidr);
+      if (auto cidr = hostPrefixOf(a->ai_addr)) out.push_back(*cidr);
     }
     freeaddrinfo(found);
   }
@@ -165,19 +171,7 @@ Result<std::vector<Cidr>> hostAddresses() {
   std::vector<Cidr> out;
   for (ifaddrs* a = list; a != nullptr; a = a->ifa_next) {
     if (a->ifa_addr == nullptr) continue;
-    Cidr cidr;
-    if (a->ifa_addr->sa_family == AF_INET) {
-      cidr.family = Family::kV4;
-      cidr.prefix = 32;
-      std::memcpy(cidr.addr.data(), &reinterpret_cast<sockaddr_in*>(a->ifa_addr)->sin_addr, 4);
-    } else if (a->ifa_addr->sa_family == AF_INET6) {
-      cidr.family = Family::kV6;
-      cidr.prefix = 128;
-      std::memcpy(cidr.addr.data(), &reinterpret_cast<sockaddr_in6*>(a->ifa_addr)->sin6_addr, 16);
-    } else {
-      continue;
-    }
-    out.push_back(cidr);
+    if (auto cidr = hostPrefixOf(a->ifa_addr)) out.push_back(*cidr);
   }
   freeifaddrs(list);
   return out;
