@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "controller/reload_warnings.h"
 #include "controller/syn_cookie_host.h"
 #include "controller/xdp_limiter.h"
 #include "floodgate/common/text.h"
@@ -240,13 +241,6 @@ Status XdpLimiter::fitToRunning(AttachOptions& options, std::vector<std::string>
   if (!slots) return slots.error();
   auto lists = listMaxEntries();
   if (!lists) return lists.error();
-  const std::string fresh = "takes effect only on a fresh attach ('floodgate detach " + interface_ +
-                            "' first; bucket state starts over)";
-  if (options.table_slots != *slots) {
-    warnings.push_back("the table size (" + std::to_string(options.table_slots) + ") " + fresh +
-                       ": the running limiter keeps " + std::to_string(*slots) + " slots");
-    options.table_slots = *slots;
-  }
   if (options.mode != XdpMode::kAuto) {
     auto ifindex = interfaceIndex(interface_);
     std::string running = ifindex ? queryXdp(*ifindex).mode : "unknown";
@@ -258,11 +252,15 @@ Status XdpLimiter::fitToRunning(AttachOptions& options, std::vector<std::string>
                           "' and attach again (bucket state starts over)");
     }
   }
-  if (options.list_max_entries != *lists) {
-    warnings.push_back("the list size (" + std::to_string(options.list_max_entries) + ") " + fresh +
-                       ": the running limiter keeps " + std::to_string(*lists) + " entries a list");
-    options.list_max_entries = *lists;
+  XdpLimiterStatus kept;  // the sizes alone: a mode other than the link's is refused above
+  kept.interface = interface_;
+  kept.table_slots = *slots;
+  kept.list_max_entries = *lists;
+  for (std::string& warning : reloadKeepsWarnings(kept, options)) {
+    warnings.push_back(std::move(warning));
   }
+  options.table_slots = *slots;
+  options.list_max_entries = *lists;
   return okStatus();
 }
 
