@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
 // reloadKeepsWarnings: what a config asks that a reload (or attach --replace) cannot give a
-// running limiter. The
-// table and list sizes are the maps' sizes and the XDP mode the program's attachment, all
-// fixed at attach; a reload that takes the rest of the file says which it kept, so an
-// operator does not learn it from the next `deny add` that finds the list full.
+// running limiter. The table and list sizes are the maps' sizes and the XDP mode the
+// program's attachment, all fixed at attach; a reload that takes the rest of the file says
+// which it kept, so an operator does not learn it from the next `deny add` that finds the
+// list full.
 #pragma once
 
 #include <string>
