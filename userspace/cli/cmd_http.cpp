@@ -6,7 +6,6 @@
 
 #include "cli/commands.h"
 #include "config/floodgate_config.h"
-#include "config/read_file.h"
 #include "floodgate/common/text.h"
 #include "floodgate/fleet/policy_publisher.h"
 
@@ -16,19 +15,16 @@ namespace {
 // The whole of floodgate.yaml is checked first, as `run` would: services are never handed
 // policies from a file whose other sections the controller refuses.
 Status publish(const std::string& config) {
-  Result<std::string> text = config::readWholeFile(config, config::kMaxConfigBytes);
-  if (!text) {
-    return Error::failure(config + ": cannot read the config file: " + text.error().message);
-  }
+  std::string text;
   config::Diagnostics diagnostics;
-  config::parseConfig(*text, config, diagnostics);
+  config::loadConfig(config, diagnostics, &text);
   if (!diagnostics.empty()) {
     std::cerr << diagnostics.format();
     return Error::failure(config + " is not valid (" +
                           counted(diagnostics.size(), "problem", "problems") +
                           ", above): nothing was published");
   }
-  auto report = http::publishHttpPolicyText(*text, config);
+  auto report = http::publishHttpPolicyText(text, config);
   if (!report) return report.error();
   std::cout << report->describe() << "\n";
   return okStatus();

@@ -200,13 +200,15 @@ std::vector<std::string> configWarnings(const FloodgateConfig& config) {
   return out;
 }
 
-FloodgateConfig loadConfig(const std::string& path, Diagnostics& diagnostics) {
-  Result<std::string> text = readWholeFile(path, kMaxConfigBytes);
-  if (!text) {
-    diagnostics.add(path, 0, 0, "cannot read the config file: " + text.error().message);
+FloodgateConfig loadConfig(const std::string& path, Diagnostics& diagnostics, std::string* text) {
+  Result<std::string> read = readWholeFile(path, kMaxConfigBytes);
+  if (!read) {
+    diagnostics.add(path, 0, 0, "cannot read the config file: " + read.error().message);
     return {};
   }
-  return parseConfig(*text, path, diagnostics);
+  FloodgateConfig config = parseConfig(*read, path, diagnostics);
+  if (text != nullptr) *text = std::move(*read);
+  return config;
 }
 
 Result<FloodgateConfig> loadValidConfig(const std::string& path) {

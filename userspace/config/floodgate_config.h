@@ -57,8 +57,10 @@ struct FloodgateConfig {
 // Reads and validates the config at `path`. Every problem is added to `diagnostics` as
 // `file:line:column: message` (an unreadable file or a YAML syntax error too); the result
 // is meaningful only when none were added. `file:` list paths are relative to path's
-// directory. Never throws. Thread-safe (no shared state).
-FloodgateConfig loadConfig(const std::string& path, Diagnostics& diagnostics);
+// directory. Never throws. Thread-safe (no shared state). `text`, when given, gets the bytes
+// read, so a caller can hand on exactly what was validated (the http: policies to publish).
+FloodgateConfig loadConfig(const std::string& path, Diagnostics& diagnostics,
+                           std::string* text = nullptr);
 
 // What a valid config holds that is probably not what its author meant, one line each:
 // a catch-all prefix in allow or deny (0.0.0.0/0 or ::/0 allows or drops every source of a

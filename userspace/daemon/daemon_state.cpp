@@ -3,7 +3,6 @@
 #include "daemon/daemon_state.h"
 
 #include "config/floodgate_config.h"
-#include "config/read_file.h"
 #include "controller/frame_size_warnings.h"
 #include "daemon/log.h"
 #include "floodgate/common/units.h"
@@ -67,14 +66,9 @@ Status DaemonState::apply(bool initial) {
 Status DaemonState::applyLocked(std::optional<std::string>& publish) {
   // one read: what is applied and what is published are the same text, whatever is
   // written to the file meanwhile
-  Result<std::string> text = config::readWholeFile(config_path_, config::kMaxConfigBytes);
+  std::string text;
   config::Diagnostics diagnostics;
-  config::FloodgateConfig cfg;
-  if (text) {
-    cfg = config::parseConfig(*text, config_path_, diagnostics);
-  } else {
-    diagnostics.add(config_path_, 0, 0, "cannot read the config file: " + text.error().message);
-  }
+  config::FloodgateConfig cfg = config::loadConfig(config_path_, diagnostics, &text);
   if (!diagnostics.empty()) {
     logDiagnostics(diagnostics.format());
     return Error::failure(config_path_ + " is not valid (" +
@@ -119,7 +113,7 @@ Status DaemonState::applyLocked(std::optional<std::string>& publish) {
   syncReports(cfg.http ? &*cfg.http : nullptr, std::move(access));
   fleet_bans_.sync(cfg.fleet_bans, escalator_.config().rules.allow,
                    escalator_.config().rules.trusted_proxies, services);
-  if (cfg.http && cfg.http->publish.enabled()) publish = std::move(*text);
+  if (cfg.http && cfg.http->publish.enabled()) publish = std::move(text);
   monitor_ = cfg.defaults.monitor;
   return okStatus();
 }
