@@ -35,6 +35,11 @@ TEST(IpPrefix, ContainsByPrefix) {
   EXPECT_FALSE(IpPrefix::parse("10.0.0.0/33"));
   EXPECT_FALSE(IpPrefix::parse("10.0.0/8"));
   EXPECT_FALSE(IpPrefix::parse("10.0.0.0/"));
+  // A sign or leading zero is a typo in a trusted-proxy list, not a /0 or a /8.
+  EXPECT_FALSE(IpPrefix::parse("0.0.0.0/-0"));
+  EXPECT_FALSE(IpPrefix::parse("10.0.0.0/08"));
+  EXPECT_FALSE(IpPrefix::parse("::/+0"));
+  ASSERT_TRUE(IpPrefix::parse("0.0.0.0/0"));
 }
 
 TEST(IpAddress, PrintsAsInetNtopDoes) {

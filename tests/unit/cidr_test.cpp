@@ -93,7 +93,9 @@ TEST(ParseCidr, PrefixOutOfRangeNamesTheFamilyLimit) {
 
 TEST(ParseCidr, MalformedPrefixesAreRejected) {
   for (const char* text : {"192.0.2.0/", "192.0.2.0/-1", "192.0.2.0/+8", "192.0.2.0/24x",
-                           "192.0.2.0/ 24", "192.0.2.0/24/24", "192.0.2.0/99999999999"}) {
+                           "192.0.2.0/ 24", "192.0.2.0/24/24", "192.0.2.0/99999999999",
+                           // A sign or leading zero is a typo, not a /0 or a /24.
+                           "0.0.0.0/-0", "192.0.2.0/024", "::/-0", "2001:db8::/032"}) {
     auto cidr = parseCidr(text);
     ASSERT_FALSE(cidr.ok()) << text;
     EXPECT_EQ(cidr.error().kind, ErrorKind::kUsage) << text;

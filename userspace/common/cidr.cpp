@@ -4,8 +4,6 @@
 
 #include <arpa/inet.h>
 
-#include <charconv>
-
 namespace floodgate {
 
 void maskAddress(std::array<uint8_t, 16>& addr, int prefix) {
@@ -47,6 +45,20 @@ Result<Cidr> parseAddress(std::string_view text) {
                       "' is not an IP address (expected e.g. 192.0.2.1 or 2001:db8::1)");
 }
 
+std::optional<int> parsePrefixLength(std::string_view digits, int max_prefix) {
+  // from_chars alone takes "-0" and "024": a sign or a leading zero is no prefix length here.
+  if (digits.empty() || digits.size() > 3 || (digits.size() > 1 && digits[0] == '0')) {
+    return std::nullopt;
+  }
+  int prefix = 0;
+  for (char c : digits) {
+    if (c < '0' || c > '9') return std::nullopt;
+    prefix = prefix * 10 + (c - '0');
+  }
+  if (prefix > max_prefix) return std::nullopt;
+  return prefix;
+}
+
 Result<Cidr> parseCidr(std::string_view text) {
   auto slash = text.find('/');
   auto address = parseAddress(text.substr(0, slash));
@@ -58,17 +70,14 @@ Result<Cidr> parseCidr(std::string_view text) {
   Cidr cidr = *address;
   if (slash == std::string_view::npos) return cidr;
 
-  std::string_view digits = text.substr(slash + 1);
-  int prefix = -1;
-  auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), prefix);
-  if (ec != std::errc() || end != digits.data() + digits.size() || digits.empty() || prefix < 0 ||
-      prefix > cidr.maxPrefix()) {
+  auto prefix = parsePrefixLength(text.substr(slash + 1), cidr.maxPrefix());
+  if (!prefix) {
     return Error::usage("'" + std::string(text) + "' has a bad prefix length (expected 0 to " +
                         std::to_string(cidr.maxPrefix()) + ")");
   }
-  cidr.prefix = static_cast<uint8_t>(prefix);
+  cidr.prefix = static_cast<uint8_t>(*prefix);
   auto masked = cidr.addr;
-  maskAddress(masked, prefix);
+  maskAddress(masked, *prefix);
   if (masked != cidr.addr) {
     Cidr network = cidr;
     network.addr = masked;

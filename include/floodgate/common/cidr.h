@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -28,6 +29,10 @@ struct Cidr {
 // Parses "192.0.2.1", "192.0.2.0/24", "2001:db8::/32". A bare address is a host prefix.
 // Host bits set below the prefix are an error: "10.0.0.1/8" is a typo more often than not.
 Result<Cidr> parseCidr(std::string_view text);
+
+// The prefix length after a '/': decimal digits only, at most `max_prefix`, and no sign or
+// leading zero, so "-0" and "024" are refused rather than read as 0 and 24.
+std::optional<int> parsePrefixLength(std::string_view digits, int max_prefix);
 
 // Parses every entry of `texts` with parseCidr; the first bad one is the error.
 Result<std::vector<Cidr>> parseCidrs(const std::vector<std::string>& texts);

@@ -4,8 +4,9 @@
 
 #include <arpa/inet.h>
 
-#include <charconv>
 #include <cstring>
+
+#include "floodgate/common/cidr.h"
 
 namespace floodgate::http {
 
@@ -53,12 +54,9 @@ std::optional<IpPrefix> IpPrefix::parse(std::string_view text) {
   int max_len = address->v4 ? 32 : 128;
   int len = max_len;
   if (slash != std::string_view::npos) {
-    std::string_view digits = text.substr(slash + 1);
-    auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), len);
-    if (ec != std::errc() || end != digits.data() + digits.size() || digits.empty() || len < 0 ||
-        len > max_len) {
-      return std::nullopt;
-    }
+    auto parsed = parsePrefixLength(text.substr(slash + 1), max_len);
+    if (!parsed) return std::nullopt;
+    len = *parsed;
   }
   return IpPrefix{*address, len};
 }
