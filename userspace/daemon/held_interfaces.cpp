@@ -302,7 +302,10 @@ size_t HeldInterfaces::banEverywhere(const Cidr& address, uint64_t ban_ns, BanOr
   size_t banned_on = 0;
   for (auto& [name, held] : held_) {
     if (Status s = held.limiter.banAdd(address, ban_ns, BanUpdate::kExtend, origin); !s) {
-      logError("could not ban " + address.toString() + " on " + name + ": " + s.error().message);
+      if (auto held_back = held.ban_errors.admit(LogThrottle::Clock::now())) {
+        logError("could not ban " + address.toString() + " on " + name + ": " + s.error().message +
+                 heldBackNote(*held_back));
+      }
     } else {
       ++banned_on;
     }
@@ -315,8 +318,10 @@ HeldInterfaces::Lifted HeldInterfaces::liftEverywhere(const Cidr& address, uint6
   for (auto& [name, held] : held_) {
     Result<bool> removed = held.limiter.banRemoveStartedBefore(address, age_ns);
     if (!removed) {
-      logError("could not lift the ban of " + address.toString() + " on " + name + ": " +
-               removed.error().message);
+      if (auto held_back = held.ban_errors.admit(LogThrottle::Clock::now())) {
+        logError("could not lift the ban of " + address.toString() + " on " + name + ": " +
+                 removed.error().message + heldBackNote(*held_back));
+      }
       continue;
     }
     ++out.answered;

@@ -19,6 +19,7 @@
 #include "controller/xdp_limiter.h"
 #include "daemon/adaptive_governor.h"
 #include "daemon/event_log.h"
+#include "daemon/log_throttle.h"
 #include "floodgate/common/cidr.h"
 #include "floodgate/common/result.h"
 #include "metrics/exposition.h"
@@ -40,6 +41,9 @@ struct HeldInterface {
   uint64_t adaptive_next_ns = 0;             // when the load is read next (steady clock)
   uint64_t adaptive_tightened = 0;           // rule changes made, for floodgate_events_total
   uint64_t adaptive_relaxed = 0;
+  // Bans and lifts the fleet or the services ask for that fail (a full table): logged at
+  // most once per interval, as an attacker can drive them at any rate.
+  LogThrottle ban_errors;
 };
 
 // What a config asks of one interface.
