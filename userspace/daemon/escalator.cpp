@@ -18,14 +18,12 @@ void Escalator::forgetEnded(Clock::time_point now) {
 void Escalator::refuse(metrics::EscalationResult result, const ReceivedReport& received,
                        const std::string& why, Clock::time_point now) {
   ++counts_[result];
-  auto& logged = refusal_logged_[result];
-  if (logged != Clock::time_point{} && now - logged < std::chrono::seconds(10)) {
-    return;  // a flood of one kind is one line per 10 s; the counter has every one
-  }
-  logged = now;
+  // a flood of one kind is one line per 10 s; the counter has every one
+  auto held_back = refusal_logs_[result].admit(now);
+  if (!held_back) return;
   logWarning(std::string("event=escalation_refused result=") +
              metrics::kEscalationResultNames[result] + " reporter=\"" + printable(received.sender) +
-             "\" why=\"" + printable(why) + "\"");
+             "\" why=\"" + printable(why) + "\"" + heldBackNote(*held_back));
 }
 
 uint64_t Escalator::handle(const ReceivedReport& received, HeldInterfaces& interfaces,

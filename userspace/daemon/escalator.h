@@ -13,6 +13,7 @@
 
 #include "daemon/escalation_policy.h"
 #include "daemon/held_interfaces.h"
+#include "daemon/log_throttle.h"
 #include "daemon/report_listener.h"
 #include "floodgate/common/cidr.h"
 #include "metrics/exposition.h"
@@ -42,7 +43,7 @@ class Escalator {
   EscalationConfig config_;
   EscalationMemory memory_;
   HostAddresses own_addresses_;
-  std::array<Clock::time_point, metrics::kEscalationResults> refusal_logged_{};
+  std::array<LogThrottle, metrics::kEscalationResults> refusal_logs_;
   std::array<uint64_t, metrics::kEscalationResults> counts_{};
 };
 

@@ -187,13 +187,13 @@ std::vector<FleetBanVerdict> FleetBans::drain(size_t max, Clock::time_point now)
     }
     ++received_[verdict.result];
     if (verdict.why.empty()) continue;
-    auto& logged = refusal_logged_[verdict.result];
-    if (logged != Clock::time_point{} && now - logged < std::chrono::seconds(10)) continue;
-    logged = now;  // a flood of one kind is one line per 10 s; the counter has every one
+    // a flood of one kind is one line per 10 s; the counter has every one
+    auto held_back = refusal_logs_[verdict.result].admit(now);
+    if (!held_back) continue;
     logWarning(std::string("event=fleet_ban_refused result=") +
                metrics::kFleetBanResultNames[verdict.result] + " entry=\"" +
                printable(entry.id, 40) + "\" publisher=\"" + verdict.publisher + "\" why=\"" +
-               printable(verdict.why) + "\"");
+               printable(verdict.why) + "\"" + heldBackNote(*held_back));
   }
   return apply;
 }

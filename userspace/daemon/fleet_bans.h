@@ -22,6 +22,7 @@
 #include "config/fleet_bans_config.h"
 #include "daemon/escalation_guard.h"
 #include "daemon/fleet_ban_gate.h"
+#include "daemon/log_throttle.h"
 #include "daemon/stream_tail.h"
 #include "floodgate/common/cidr.h"
 #include "floodgate/common/result.h"
@@ -113,7 +114,7 @@ class FleetBans {
   std::unique_ptr<http::RedisReportQueue> queue_;
   metrics::FleetBansPublished published_before_;  // by queues closed since the start
   std::array<uint64_t, metrics::kFleetBanResults> received_{};
-  std::array<Clock::time_point, metrics::kFleetBanResults> refusal_logged_{};
+  std::array<LogThrottle, metrics::kFleetBanResults> refusal_logs_;
 };
 
 }  // namespace floodgate::daemon
