@@ -9,7 +9,7 @@
 
 #include "config/cidr_file.h"
 #include "config/floodgate_config.h"
-#include "config/read_file.h"
+#include "floodgate/common/read_file.h"
 
 namespace floodgate::config {
 namespace {

@@ -4,7 +4,7 @@
 
 #include <string_view>
 
-#include "config/read_file.h"
+#include "floodgate/common/read_file.h"
 
 namespace floodgate::config {
 namespace {

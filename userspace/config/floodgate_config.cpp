@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <filesystem>
 
-#include "config/read_file.h"
+#include "floodgate/common/read_file.h"
 #include "config/sections.h"
 #include "controller/source_sets.h"
 #include "floodgate/core/config_parser.h"

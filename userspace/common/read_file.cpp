@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // readWholeFile: open without blocking, look at what the path is, then read at most the cap.
-#include "config/read_file.h"
+#include "floodgate/common/read_file.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -9,10 +9,16 @@
 #include <cerrno>
 #include <cstring>
 
-#include "kernel/unique_fd.h"
-
-namespace floodgate::config {
+namespace floodgate {
 namespace {
+
+// Closes the descriptor on every way out.
+struct ClosedOnExit {
+  int fd;
+  ~ClosedOnExit() {
+    if (fd >= 0) close(fd);
+  }
+};
 
 const char* kindOf(mode_t mode) {
   if (S_ISDIR(mode)) return "a directory";
@@ -32,10 +38,10 @@ std::string sizeText(uint64_t bytes) {
 
 Result<std::string> readWholeFile(const std::string& path, uint64_t max_bytes) {
   // O_NONBLOCK: opening a FIFO with no writer must not hang the caller
-  UniqueFd fd(open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY));
-  if (!fd.valid()) return Error::failure(std::strerror(errno));
+  const ClosedOnExit fd{open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY)};
+  if (fd.fd < 0) return Error::failure(std::strerror(errno));
   struct stat info {};
-  if (fstat(fd.get(), &info) != 0) return Error::failure(std::strerror(errno));
+  if (fstat(fd.fd, &info) != 0) return Error::failure(std::strerror(errno));
   if (!S_ISREG(info.st_mode)) {
     return Error::failure(std::string("not a regular file (") + kindOf(info.st_mode) + ")");
   }
@@ -44,7 +50,7 @@ Result<std::string> readWholeFile(const std::string& path, uint64_t max_bytes) {
   std::string text;
   char buffer[1 << 16];
   for (;;) {
-    ssize_t n = read(fd.get(), buffer, sizeof(buffer));
+    ssize_t n = read(fd.fd, buffer, sizeof(buffer));
     if (n < 0) {
       if (errno == EINTR) continue;
       return Error::failure(std::strerror(errno));
@@ -58,4 +64,4 @@ Result<std::string> readWholeFile(const std::string& path, uint64_t max_bytes) {
   return text;
 }
 
-}  // namespace floodgate::config
+}  // namespace floodgate

@@ -9,9 +9,9 @@
 
 #include "floodgate/common/result.h"
 
-namespace floodgate::config {
+namespace floodgate {
 
-// The most bytes a config file may have.
+// The most bytes a config file may have (floodgate.yaml, or a service's own http: config).
 constexpr uint64_t kMaxConfigBytes = 4ULL << 20;  // 4 MiB
 // The most bytes a CIDR list file may have: a million IPv6 prefixes with room for comments.
 constexpr uint64_t kMaxListFileBytes = 64ULL << 20;  // 64 MiB
@@ -20,4 +20,4 @@ constexpr uint64_t kMaxListFileBytes = 64ULL << 20;  // 64 MiB
 // "not a regular file (a FIFO)", "larger than 4 MiB"), for the caller to put in context.
 Result<std::string> readWholeFile(const std::string& path, uint64_t max_bytes);
 
-}  // namespace floodgate::config
+}  // namespace floodgate
