@@ -502,7 +502,7 @@ TEST(HttpConfig, MissingSectionAndMissingFile) {
   auto missing = loadHttpConfig("/nonexistent/floodgate.yaml");
   ASSERT_FALSE(missing.ok());
   EXPECT_EQ(missing.error().message,
-            "/nonexistent/floodgate.yaml: cannot read the config file (check the path)");
+            "/nonexistent/floodgate.yaml: cannot read the config file: No such file or directory");
 }
 
 TEST(HttpConfig, ParseSectionDirectlyCollectsDiagnostics) {

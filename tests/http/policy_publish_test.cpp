@@ -10,6 +10,7 @@
 #include <fstream>
 #include <optional>
 #include <sstream>
+#include <vector>
 
 #include "floodgate/core/config_parser.h"
 #include "floodgate/fleet/atomic_file.h"
@@ -296,6 +297,31 @@ TEST(PublishHttpPolicies, WritesTheDocumentWhereTheConfigSays) {
   auto unset = publishHttpPolicies(config);
   ASSERT_FALSE(unset.ok());
   EXPECT_NE(unset.error().message.find("http.publish is not set"), std::string::npos);
+}
+
+// A service's config path is not always a file it controls: a FIFO would block the read with
+// no writer, and a huge file would be read whole. Both loaders refuse either, in one line.
+TEST(PublishHttpPolicies, TheLoadersRefuseAFifoAndAnOversizedFileWithoutReadingThem) {
+  TempDir dir;
+  const std::string fifo = dir.path + "/floodgate.yaml";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  const std::string huge = dir.path + "/huge.yaml";
+  std::ofstream(huge) << "http: {}\n";
+  std::filesystem::resize_file(huge, (4u << 20) + 1);
+
+  // each loader's error for `path`, or "read" when it read the file
+  const auto errors = [](const std::string& path) {
+    auto loaded = loadHttpConfig(path);
+    auto published = publishHttpPolicies(path);
+    return std::vector<std::string>{loaded ? "read" : loaded.error().message,
+                                    published ? "read" : published.error().message};
+  };
+  for (const std::string& error : errors(fifo)) {
+    EXPECT_EQ(error, fifo + ": cannot read the config file: not a regular file (a FIFO)");
+  }
+  for (const std::string& error : errors(huge)) {
+    EXPECT_EQ(error, huge + ": cannot read the config file: larger than 4 MiB, the most it may be");
+  }
 }
 
 }  // namespace

@@ -64,4 +64,10 @@ Result<std::string> readWholeFile(const std::string& path, uint64_t max_bytes) {
   return text;
 }
 
+Result<std::string> readConfigFile(const std::string& path) {
+  Result<std::string> text = readWholeFile(path, kMaxConfigBytes);
+  if (!text) return Error::failure(path + ": cannot read the config file: " + text.error().message);
+  return text;
+}
+
 }  // namespace floodgate

@@ -6,9 +6,9 @@
 #include <algorithm>
 #include <filesystem>
 
-#include "floodgate/common/read_file.h"
 #include "config/sections.h"
 #include "controller/source_sets.h"
+#include "floodgate/common/read_file.h"
 #include "floodgate/core/config_parser.h"
 #include "floodgate/yaml/yaml_mark.h"
 
@@ -211,9 +211,9 @@ FloodgateConfig loadConfig(const std::string& path, Diagnostics& diagnostics, st
   return config;
 }
 
-Result<FloodgateConfig> loadValidConfig(const std::string& path) {
+Result<FloodgateConfig> loadValidConfig(const std::string& path, std::string* text) {
   Diagnostics diagnostics;
-  FloodgateConfig config = loadConfig(path, diagnostics);
+  FloodgateConfig config = loadConfig(path, diagnostics, text);
   if (diagnostics.empty()) return config;
   std::string message = diagnostics.format();
   message.pop_back();  // the last newline

@@ -80,8 +80,8 @@ FloodgateConfig parseConfig(const std::string& text, const std::string& file_nam
                             Diagnostics& diagnostics);
 
 // loadConfig for callers that want one value: the config, or an Error (kFailure) whose
-// message is every diagnostic, one per line.
-Result<FloodgateConfig> loadValidConfig(const std::string& path);
+// message is every diagnostic, one per line. `text`, when given, gets the bytes read.
+Result<FloodgateConfig> loadValidConfig(const std::string& path, std::string* text = nullptr);
 
 // The options to attach `interface` with: the config's rules, defaults and the interface's
 // mode (auto when `interfaces:` is empty). An error when `interfaces:` lists others only.

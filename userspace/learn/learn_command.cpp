@@ -7,7 +7,6 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
-#include <sstream>
 
 #include "common/json_text.h"
 #include "config/floodgate_config.h"
@@ -51,14 +50,12 @@ Status writeFile(const std::string& path, const std::string& text) {
 }
 
 Result<ConfigRules> readConfigRules(const std::string& path) {
-  auto config = config::loadValidConfig(path);
-  if (!config) return config.error();
   ConfigRules out;
   out.path = path;
-  std::ifstream file(path);
-  std::ostringstream text;
-  text << file.rdbuf();
-  out.text = text.str();
+  // the rules and the text the proposal edits come from one read: an edit landing between
+  // two reads would otherwise pair the rules of one file with the text of another
+  auto config = config::loadValidConfig(path, &out.text);
+  if (!config) return config.error();
   out.rules = config->rules;
   return out;
 }

@@ -20,4 +20,8 @@ constexpr uint64_t kMaxListFileBytes = 64ULL << 20;  // 64 MiB
 // "not a regular file (a FIFO)", "larger than 4 MiB"), for the caller to put in context.
 Result<std::string> readWholeFile(const std::string& path, uint64_t max_bytes);
 
+// A config file's bytes (at most kMaxConfigBytes), or a failure that says
+// "PATH: cannot read the config file: WHY".
+Result<std::string> readConfigFile(const std::string& path);
+
 }  // namespace floodgate

@@ -4,10 +4,9 @@
 
 #include <algorithm>
 #include <cctype>
-#include <fstream>
 #include <set>
-#include <sstream>
 
+#include "floodgate/common/read_file.h"
 #include "floodgate/common/units.h"
 #include "floodgate/core/redis_address.h"
 #include "floodgate/core/secret_file.h"
@@ -977,11 +976,9 @@ Result<HttpConfig> parseHttpConfigText(const std::string& text, const std::strin
 }
 
 Result<HttpConfig> loadHttpConfig(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return Error::failure(path + ": cannot read the config file (check the path)");
-  std::stringstream text;
-  text << in.rdbuf();
-  return parseHttpConfigText(text.str(), path);
+  Result<std::string> text = readConfigFile(path);
+  if (!text) return text.error();
+  return parseHttpConfigText(*text, path);
 }
 
 }  // namespace floodgate::http

@@ -4,10 +4,9 @@
 #include "floodgate/fleet/policy_publisher.h"
 
 #include <charconv>
-#include <fstream>
 #include <optional>
-#include <sstream>
 
+#include "floodgate/common/read_file.h"
 #include "floodgate/core/config_parser.h"
 #include "floodgate/fleet/atomic_file.h"
 #include "floodgate/fleet/policy_document.h"
@@ -134,11 +133,9 @@ Result<PublishReport> publishHttpPolicyText(const std::string& text, const std::
 }
 
 Result<PublishReport> publishHttpPolicies(const std::string& config_path) {
-  std::ifstream in(config_path);
-  if (!in) return Error::failure(config_path + ": cannot read the config file (check the path)");
-  std::stringstream text;
-  text << in.rdbuf();
-  return publishHttpPolicyText(text.str(), config_path);
+  Result<std::string> text = readConfigFile(config_path);
+  if (!text) return text.error();
+  return publishHttpPolicyText(*text, config_path);
 }
 
 }  // namespace floodgate::http
