@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: MIT
 // floodgate.yaml parsing: every field into FloodgateConfig and RuleSpec, units, list files.
+#include "floodgate/core/config_parser.h"
+
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -467,6 +469,19 @@ TEST(ConfigParser, ABadLineOfAListFileIsReportedWithoutItsText) {
   EXPECT_NE(text.find("secret.txt:2:1: not a CIDR"), std::string::npos) << text;
   EXPECT_EQ(text.find("root"), std::string::npos) << text;
   EXPECT_EQ(text.find("hash"), std::string::npos) << text;
+}
+
+// `--config /etc/floodgate/fleet.key` by mistake: the daemon logs the error, and the key must
+// not be in the journal.
+TEST(ConfigParser, AFileOfPlainTextIsRefusedWithoutItsText) {
+  const std::string errors = parseErrors("0123456789abcdef0123456789abcdef\n");
+  EXPECT_EQ(errors,
+            "test.yaml:1:1: the config must be a mapping of interfaces, defaults, allow, deny, "
+            "rules, http, fleet (got plain text: is this the right file?)\n");
+  // the http: loader, given the same file
+  auto http = http::parseHttpConfigText("hunter2hunter2\n", "key.txt");
+  ASSERT_FALSE(http.ok());
+  EXPECT_EQ(http.error().message.find("hunter2"), std::string::npos) << http.error().message;
 }
 
 TEST(ConfigParser, ACatchAllOrAMappedPrefixIsWarnedAbout) {

@@ -123,9 +123,13 @@ std::optional<YamlFields> YamlReader::mapping(const YamlEntry& entry, std::strin
   const YAML::Node& node = entry.value;
   if (!spend(node, 1 + (node.IsMap() ? node.size() : 0))) return std::nullopt;
   if (!node.IsMap()) {
-    std::string name = what.empty() ? "the config" : std::string(what);
-    error(entry,
-          name + " must be a mapping of " + joinNames(known) + " (got " + describeNode(node) + ")");
+    // A whole file that is one scalar is most likely not a config at all (a key or a
+    // password file given by mistake): its text is not repeated into a terminal or a log.
+    const bool whole_file = what.empty();
+    const std::string got =
+        whole_file && node.IsScalar() ? "plain text: is this the right file?" : describeNode(node);
+    std::string name = whole_file ? "the config" : std::string(what);
+    error(entry, name + " must be a mapping of " + joinNames(known) + " (got " + got + ")");
     return std::nullopt;
   }
   YamlFields fields;
