@@ -1,17 +1,13 @@
 // SPDX-License-Identifier: MIT
-// MetricsServer: /metrics and /healthz over cpp-httplib on its own threads.
+// MetricsServer: /metrics and /healthz of the daemon's state, over a ScrapeServer.
 #pragma once
 
 #include <memory>
-#include <thread>
 
 #include "daemon/daemon_state.h"
 #include "daemon/listen_address.h"
+#include "daemon/scrape_server.h"
 #include "floodgate/common/result.h"
-
-namespace httplib {
-class Server;
-}
 
 namespace floodgate::daemon {
 
@@ -21,14 +17,10 @@ class MetricsServer {
   // `state` must outlive the server.
   static Result<std::unique_ptr<MetricsServer>> start(const ListenAddress& address,
                                                       DaemonState& state);
-  ~MetricsServer();
-  MetricsServer(const MetricsServer&) = delete;
-  MetricsServer& operator=(const MetricsServer&) = delete;
 
  private:
-  MetricsServer() = default;
-  std::unique_ptr<httplib::Server> server_;
-  std::thread thread_;
+  explicit MetricsServer(std::unique_ptr<ScrapeServer> server) : server_(std::move(server)) {}
+  std::unique_ptr<ScrapeServer> server_;
 };
 
 }  // namespace floodgate::daemon

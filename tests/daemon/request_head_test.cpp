@@ -1,0 +1,50 @@
+// SPDX-License-Identifier: MIT
+// readRequestHead: complete at the blank line, bad at a request line that is not HTTP/1.x.
+#include "daemon/request_head.h"
+
+#include <gtest/gtest.h>
+
+namespace floodgate::daemon {
+namespace {
+
+using State = RequestHead::State;
+
+TEST(RequestHead, CompleteAtTheBlankLineWithThePathWithoutItsQuery) {
+  const RequestHead head =
+      readRequestHead("GET /metrics?name[]=x HTTP/1.1\r\nHost: a\r\nAccept: */*\r\n\r\n");
+  EXPECT_EQ(head.state, State::kComplete);
+  EXPECT_EQ(head.method, "GET");
+  EXPECT_EQ(head.path, "/metrics");
+  EXPECT_EQ(readRequestHead("HEAD /healthz HTTP/1.0\n\n").state, State::kComplete);
+  EXPECT_EQ(readRequestHead("GET / HTTP/1.1\r\n\r\n").path, "/");
+}
+
+TEST(RequestHead, KeepAliveByVersionAndConnectionHeader) {
+  EXPECT_TRUE(readRequestHead("GET / HTTP/1.1\r\n\r\n").keep_alive);
+  EXPECT_FALSE(readRequestHead("GET / HTTP/1.1\r\nConnection: close\r\n\r\n").keep_alive);
+  EXPECT_FALSE(readRequestHead("GET / HTTP/1.1\r\nconnection:Close\r\n\r\n").keep_alive);
+  EXPECT_FALSE(readRequestHead("GET / HTTP/1.0\r\n\r\n").keep_alive);
+  EXPECT_TRUE(readRequestHead("GET / HTTP/1.0\r\nConnection: Keep-Alive\r\n\r\n").keep_alive);
+  // the head's length, for a request sent right behind it
+  EXPECT_EQ(readRequestHead("GET / HTTP/1.1\r\nA: b\r\n\r\nGET /x HTTP/1.1\r\n").length, 24u);
+}
+
+TEST(RequestHead, IncompleteUntilTheBlankLine) {
+  for (const char* part :
+       {"", "GET /met", "GET /metrics HTTP/1.1", "GET /metrics HTTP/1.1\r\n",
+        "GET /metrics HTTP/1.1\r\nHost: a\r\n", "GET /metrics HTTP/1.1\r\nHost: a\r\n\r"}) {
+    EXPECT_EQ(readRequestHead(part).state, State::kIncomplete) << part;
+  }
+}
+
+TEST(RequestHead, ARequestLineThatIsNotHttp1IsBad) {
+  for (const char* line :
+       {"GET\r\n", "GET /metrics\r\n", "GET metrics HTTP/1.1\r\n", "get /metrics HTTP/1.1\r\n",
+        "GET /metrics HTTP/2\r\n", "GET  /metrics HTTP/1.1\r\n", "GET /met\x01rics HTTP/1.1\r\n",
+        "\x16\x03\x01\x02\x01\xfc\x03\x03\n", "GET /a b HTTP/1.1\n"}) {
+    EXPECT_EQ(readRequestHead(line).state, State::kBad) << line;
+  }
+}
+
+}  // namespace
+}  // namespace floodgate::daemon

@@ -1,0 +1,172 @@
+// SPDX-License-Identifier: MIT
+// ScrapeServer on loopback: what it answers, and that no client holds up another: slow
+// request heads, a client that never reads its answer, a silent connection.
+#include "daemon/scrape_server.h"
+
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+
+#include <cerrno>
+#include <string>
+#include <vector>
+
+namespace floodgate::daemon {
+namespace {
+
+// A client connection to the server on 127.0.0.1; reads wait at most a minute.
+UniqueFd connectTo(uint16_t port) {
+  UniqueFd fd(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  timeval minute{60, 0};
+  setsockopt(fd.get(), SOL_SOCKET, SO_RCVTIMEO, &minute, sizeof(minute));
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(port);
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  EXPECT_EQ(connect(fd.get(), reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
+  return fd;
+}
+
+void sendAll(int fd, const std::string& bytes) {
+  EXPECT_EQ(send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL), static_cast<ssize_t>(bytes.size()));
+}
+
+// Everything the server sends until it closes.
+std::string readToClose(int fd) {
+  std::string out;
+  char buffer[65536];
+  for (;;) {
+    const ssize_t n = recv(fd, buffer, sizeof(buffer), 0);
+    if (n <= 0) break;
+    out.append(buffer, static_cast<size_t>(n));
+  }
+  return out;
+}
+
+std::string ask(uint16_t port, const std::string& request) {
+  UniqueFd fd = connectTo(port);
+  sendAll(fd.get(), request);
+  return readToClose(fd.get());
+}
+
+// Whether the server closed `fd` (an end of file or a reset), without waiting.
+bool closedByServer(int fd) {
+  char byte;
+  const ssize_t n = recv(fd, &byte, 1, MSG_DONTWAIT);
+  return n == 0 || (n < 0 && errno == ECONNRESET);
+}
+
+std::map<std::string, ScrapeRoute> routes() {
+  std::map<std::string, ScrapeRoute> out;
+  out["/metrics"] = [] { return ScrapeAnswer{200, "text/plain; version=0.0.4", "up 1\n"}; };
+  out["/healthz"] = [] { return ScrapeAnswer{503, "text/plain", "eth0: not attached\n"}; };
+  out["/big"] = [] { return ScrapeAnswer{200, "text/plain", std::string(16 << 20, 'x')}; };
+  return out;
+}
+
+ListenAddress anyLoopbackPort() { return ListenAddress{"127.0.0.1", 0}; }
+
+TEST(ScrapeServer, AnswersGetAndHeadOfItsRoutesAndClosesEachConnection) {
+  ScrapeLimits limits;
+  limits.max_head_bytes = 1024;
+  auto server = ScrapeServer::start(anyLoopbackPort(), routes(), limits);
+  ASSERT_TRUE(server.ok()) << server.error().message;
+  const uint16_t port = (*server)->port();
+  ASSERT_NE(port, 0);
+
+  EXPECT_EQ(ask(port, "GET /metrics?x=1 HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n"),
+            "HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: "
+            "5\r\nConnection: close\r\n\r\nup 1\n");
+  EXPECT_EQ(ask(port, "HEAD /metrics HTTP/1.0\r\n\r\n"),
+            "HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: "
+            "5\r\nConnection: close\r\n\r\n");
+  EXPECT_EQ(ask(port, "GET /healthz HTTP/1.0\r\n\r\n").substr(0, 36),
+            "HTTP/1.1 503 Service Unavailable\r\nCo");
+  EXPECT_EQ(ask(port, "GET /nothing HTTP/1.0\r\n\r\n").substr(0, 24), "HTTP/1.1 404 Not Found\r\n");
+  const std::string post = ask(port, "POST /metrics HTTP/1.0\r\n\r\n");
+  EXPECT_EQ(post.substr(0, 33), "HTTP/1.1 405 Method Not Allowed\r\n");
+  EXPECT_NE(post.find("\r\nAllow: GET, HEAD\r\n"), std::string::npos) << post;
+  EXPECT_EQ(ask(port, "\x16\x03\x01 hello\n").substr(0, 26), "HTTP/1.1 400 Bad Request\r\n");
+  EXPECT_EQ(
+      ask(port, "GET /metrics HTTP/1.1\r\nX: " + std::string(2000, 'a') + "\r\n\r\n").substr(0, 46),
+      "HTTP/1.1 431 Request Header Fields Too Large\r\n");
+}
+
+// Slowloris: connections that send part of a request and wait. With the connections at
+// their cap, each new one closes the oldest, so a request sent at once is always answered,
+// and a client that never reads a large answer holds no one up either.
+TEST(ScrapeServer, SlowAndStalledClientsDoNotHoldUpARequestSentAtOnce) {
+  ScrapeLimits limits;
+  limits.max_connections = 16;
+  limits.deadline = std::chrono::minutes(10);  // no deadline passes during the test
+  auto server = ScrapeServer::start(anyLoopbackPort(), routes(), limits);
+  ASSERT_TRUE(server.ok()) << server.error().message;
+  const uint16_t port = (*server)->port();
+
+  UniqueFd stalled = connectTo(port);  // asks for 16 MiB and never reads it
+  sendAll(stalled.get(), "GET /big HTTP/1.1\r\n\r\n");
+  std::vector<UniqueFd> slow;
+  for (int i = 0; i < 40; ++i) {
+    slow.push_back(connectTo(port));
+    sendAll(slow.back().get(), "GET /metr");
+  }
+  EXPECT_EQ(ask(port, "GET /metrics HTTP/1.0\r\n\r\n").substr(0, 17), "HTTP/1.1 200 OK\r\n");
+
+  // 42 connections through a cap of 16: the oldest 26 went (the stalled one among them),
+  // the newest 15 slow ones are still held open
+  // (what the stalled one was sent before it went is in its buffers: it ends short)
+  EXPECT_LT(readToClose(stalled.get()).size(), size_t{16} << 20);
+  for (int i = 0; i < 40; ++i) {
+    EXPECT_EQ(closedByServer(slow[i].get()), i < 25) << "slow connection " << i;
+  }
+}
+
+// A scraper keeps its connection (HTTP/1.1): each request is answered on it, those sent
+// back to back too, until it asks for the close.
+TEST(ScrapeServer, AKeptConnectionIsAnsweredRequestAfterRequest) {
+  auto server = ScrapeServer::start(anyLoopbackPort(), routes());
+  ASSERT_TRUE(server.ok()) << server.error().message;
+  UniqueFd fd = connectTo((*server)->port());
+  const std::string answer =
+      "HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: "
+      "5\r\nConnection: keep-alive\r\n\r\nup 1\n";
+  sendAll(fd.get(), "GET /metrics HTTP/1.1\r\n\r\n");
+  std::string got(answer.size(), '\0');
+  ASSERT_EQ(recv(fd.get(), got.data(), got.size(), MSG_WAITALL),
+            static_cast<ssize_t>(answer.size()));
+  EXPECT_EQ(got, answer);
+  // two more in one send, the last asking for the close
+  sendAll(fd.get(),
+          "GET /metrics HTTP/1.1\r\n\r\nHEAD /metrics HTTP/1.1\r\nConnection: close\r\n\r\n");
+  std::string closing = answer.substr(0, answer.size() - 5);
+  closing.replace(closing.find("keep-alive"), 10, "close");
+  EXPECT_EQ(readToClose(fd.get()), answer + closing);
+}
+
+TEST(ScrapeServer, AConnectionThatSendsNothingIsClosedAtItsDeadline) {
+  ScrapeLimits limits;
+  limits.deadline = std::chrono::milliseconds(50);
+  auto server = ScrapeServer::start(anyLoopbackPort(), routes(), limits);
+  ASSERT_TRUE(server.ok()) << server.error().message;
+  UniqueFd silent = connectTo((*server)->port());
+  // readToClose waits at most a minute; the server closes it long before, whatever the timer
+  EXPECT_EQ(readToClose(silent.get()), "");
+  EXPECT_TRUE(closedByServer(silent.get()));
+}
+
+TEST(ScrapeServer, ATakenPortFailsTheStartSayingWhatToDo) {
+  auto first = ScrapeServer::start(anyLoopbackPort(), routes());
+  ASSERT_TRUE(first.ok()) << first.error().message;
+  const ListenAddress taken{"127.0.0.1", (*first)->port()};
+  auto second = ScrapeServer::start(taken, routes());
+  ASSERT_FALSE(second.ok());
+  EXPECT_EQ(second.error().message,
+            "cannot listen for metrics on 127.0.0.1:" + std::to_string(taken.port) +
+                " (in use, or not an address of this host): choose another with "
+                "--metrics-listen");
+}
+
+}  // namespace
+}  // namespace floodgate::daemon

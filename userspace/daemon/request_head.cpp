@@ -1,0 +1,85 @@
+// SPDX-License-Identifier: MIT
+// The request line parsed; the headers after it only looked through for their end.
+#include "daemon/request_head.h"
+
+#include <cctype>
+
+namespace floodgate::daemon {
+namespace {
+
+bool isToken(std::string_view text) {
+  if (text.empty()) return false;
+  for (char c : text) {
+    if (c < 'A' || c > 'Z') return false;  // methods are upper-case letters
+  }
+  return true;
+}
+
+// METHOD SP /TARGET SP HTTP/1.x, without its line end.
+bool readRequestLine(std::string_view line, RequestHead& head) {
+  const size_t first = line.find(' ');
+  if (first == std::string_view::npos) return false;
+  const size_t second = line.find(' ', first + 1);
+  if (second == std::string_view::npos) return false;
+  const std::string_view method = line.substr(0, first);
+  const std::string_view target = line.substr(first + 1, second - first - 1);
+  const std::string_view version = line.substr(second + 1);
+  if (!isToken(method) || target.empty() || target.front() != '/') return false;
+  if (version != "HTTP/1.1" && version != "HTTP/1.0") return false;
+  head.keep_alive = version == "HTTP/1.1";
+  for (char c : target) {
+    if (c <= ' ' || c == 0x7f) return false;
+  }
+  head.method = std::string(method);
+  head.path = std::string(target.substr(0, target.find('?')));
+  return true;
+}
+
+std::string lower(std::string_view text) {
+  std::string out(text);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// A "Connection:" header line (without its line end) changes whether the connection is kept.
+void readConnectionHeader(std::string_view line, RequestHead& head) {
+  const size_t colon = line.find(':');
+  if (colon == std::string_view::npos || lower(line.substr(0, colon)) != "connection") return;
+  const std::string value = lower(line.substr(colon + 1));
+  if (value.find("close") != std::string::npos) {
+    head.keep_alive = false;
+  } else if (value.find("keep-alive") != std::string::npos) {
+    head.keep_alive = true;
+  }
+}
+
+}  // namespace
+
+RequestHead readRequestHead(std::string_view bytes) {
+  RequestHead head;
+  const size_t line_end = bytes.find('\n');
+  if (line_end == std::string_view::npos) return head;
+  std::string_view line = bytes.substr(0, line_end);
+  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  if (!readRequestLine(line, head)) {
+    head.state = RequestHead::State::kBad;
+    return head;
+  }
+  // the headers end at an empty line: "\n" right after a line's "\n" (its "\r" optional)
+  for (size_t start = line_end + 1; start < bytes.size();) {
+    const size_t end = bytes.find('\n', start);
+    if (end == std::string_view::npos) break;
+    std::string_view header = bytes.substr(start, end - start);
+    if (!header.empty() && header.back() == '\r') header.remove_suffix(1);
+    if (header.empty()) {
+      head.state = RequestHead::State::kComplete;
+      head.length = end + 1;
+      return head;
+    }
+    readConnectionHeader(header, head);
+    start = end + 1;
+  }
+  return head;
+}
+
+}  // namespace floodgate::daemon

@@ -1,0 +1,30 @@
+// SPDX-License-Identifier: MIT
+// readRequestHead: what an HTTP/1.x request head read so far asks for. The metrics endpoint
+// answers GET (and HEAD) of a path and needs nothing else of a request but whether the
+// connection is kept: other headers are skipped, and a head that is not one is refused
+// rather than guessed at.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+namespace floodgate::daemon {
+
+struct RequestHead {
+  enum class State { kIncomplete, kComplete, kBad };
+  State state = State::kIncomplete;
+  std::string method;  // as sent: "GET"
+  std::string path;    // the target without its query: "/metrics"
+  // Whether the client keeps the connection for another request: HTTP/1.1 unless it sent
+  // "Connection: close", HTTP/1.0 only when it sent "Connection: keep-alive".
+  bool keep_alive = false;
+  size_t length = 0;  // bytes of the head, its blank line included (kComplete)
+};
+
+// Reads `bytes`, all a connection sent so far. Complete once the blank line after the
+// headers has arrived ("\r\n\r\n", or "\n\n" from a lax client); bad as soon as the request
+// line is complete and is not METHOD SP /TARGET SP HTTP/1.x.
+RequestHead readRequestHead(std::string_view bytes);
+
+}  // namespace floodgate::daemon

@@ -1,0 +1,66 @@
+// SPDX-License-Identifier: MIT
+// ScrapeServer: answers GET of a few fixed paths (/metrics, /healthz) on one thread that
+// polls every connection, so no client can hold it up: each connection has one deadline for
+// its whole request and answer, a request head has a size cap, and when the connections
+// are at their cap the oldest is closed for the new one. A scraper or health check sends
+// its request at once and is answered at once, however many slow (slowloris) connections
+// are open alongside it. Every answer closes its connection (Connection: close).
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "daemon/listen_address.h"
+#include "floodgate/common/result.h"
+#include "kernel/unique_fd.h"
+
+namespace floodgate::daemon {
+
+struct ScrapeAnswer {
+  int status = 200;
+  std::string content_type = "text/plain";
+  std::string body;
+};
+
+// What a path answers. Called on the server's thread, one request at a time.
+using ScrapeRoute = std::function<ScrapeAnswer()>;
+
+struct ScrapeLimits {
+  size_t max_connections = 128;
+  size_t max_head_bytes = 8192;
+  // From accept to the last byte of the answer sent.
+  std::chrono::milliseconds deadline{10000};
+};
+
+class ScrapeServer {
+ public:
+  // Binds at once (a taken port fails the start; port 0 takes a free one) and serves
+  // `routes` until destroyed.
+  static Result<std::unique_ptr<ScrapeServer>> start(const ListenAddress& address,
+                                                     std::map<std::string, ScrapeRoute> routes,
+                                                     ScrapeLimits limits = {});
+  ~ScrapeServer();
+  ScrapeServer(const ScrapeServer&) = delete;
+  ScrapeServer& operator=(const ScrapeServer&) = delete;
+
+  uint16_t port() const { return port_; }
+
+ private:
+  ScrapeServer() = default;
+  void serve();
+
+  UniqueFd listener_;
+  UniqueFd stop_;  // an eventfd: written to end serve()
+  uint16_t port_ = 0;
+  std::map<std::string, ScrapeRoute> routes_;
+  ScrapeLimits limits_;
+  std::thread thread_;
+};
+
+}  // namespace floodgate::daemon
