@@ -133,6 +133,24 @@ TEST(SlidingWindowLog, RefundRemovesTheRequest) {
   EXPECT_FALSE(key.at(20).allowed());
 }
 
+// A request held past the window that then ends in a refund (a 400 after a slow body): its
+// units aged out, and the earliest units at or after its arrival are newer requests'.
+// Removing those would admit more than the limit within one window.
+TEST(SlidingWindowLog, ARefundAfterTheRequestsUnitsAgedOutGivesNothingBack) {
+  OneKey key(window(AlgorithmKind::kSlidingWindowLog, 10, 1000));
+  EXPECT_TRUE(key.at(0, 5).allowed());
+  for (int i = 0; i < 10; ++i) EXPECT_TRUE(key.at(1000 + i).allowed()) << i;
+  key.refund(0, 5);
+  EXPECT_FALSE(key.at(1020).allowed()) << "the refund freed units of later requests";
+  // the same once the log was pruned empty in between
+  OneKey emptied(window(AlgorithmKind::kSlidingWindowLog, 10, 1000));
+  EXPECT_TRUE(emptied.at(0, 5).allowed());
+  EXPECT_FALSE(emptied.at(5000, 20).allowed());  // prunes the log empty, admits nothing
+  for (int i = 0; i < 10; ++i) EXPECT_TRUE(emptied.at(5100 + i).allowed()) << i;
+  emptied.refund(0, 5);
+  EXPECT_FALSE(emptied.at(5200).allowed());
+}
+
 // ---- sliding window counter: limit 10 per 1000 ms ----
 
 TEST(SlidingWindowCounter, PreviousWindowWeighsByTheTimeLeft) {

@@ -2,9 +2,14 @@
 // Each Redis script decides exactly as its in-memory algorithm on the same arrivals.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <random>
+#include <set>
+#include <thread>
 
 #include "floodgate/core/algorithm.h"
+#include "floodgate/core/clock.h"
+#include "floodgate/redis/client.h"
 #include "floodgate/redis/redis_store.h"
 #include "floodgate/redis/scripts.h"
 #include "floodgate/stores/memory_store.h"
@@ -88,6 +93,32 @@ void compareOnArrivals(const RedisServer& server, RedisStore& redis, const Algor
   // The arrivals must exercise both answers, or the comparison proves little.
   EXPECT_GT(allowed, 100);
   EXPECT_GT(rejected, 50);
+}
+
+// As SlidingWindowLog.ARefundAfterTheRequestsUnitsAgedOutGivesNothingBack, on Redis's own
+// clock: a refund whose request is a window old removes none of the units logged since,
+// however long the decisions in between took.
+TEST_F(RedisScriptsTest, ASlidingLogRefundAfterTheUnitsAgedOutGivesNothingBack) {
+  RedisStore store(client_, "late", window(AlgorithmKind::kSlidingWindowLog, 10, 1000),
+                   RedisStoreOptions{});
+  SteadyClock clock;
+  const int64_t first_ns = clock.nowNs();
+  ASSERT_TRUE(store.decide("k", first_ns, 5)->allowed());
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));  // at least: the units aged out
+  int admitted = 0;
+  for (int i = 0; i < 5; ++i) admitted += store.decide("k", clock.nowNs(), 1)->allowed();
+  EXPECT_GE(admitted, 1);
+  auto logged = [&] { return server_->command({"ZCARD", "fg:{late:k}:log"})->integer; };
+  const int64_t before = logged();
+  ASSERT_GE(before, 1);
+  store.refund("k", first_ns, 5);
+  EXPECT_EQ(logged(), before) << "the late refund removed units of later requests";
+  // a refund within the window still gives back (a second is far more than these calls take)
+  const int64_t now_ns = clock.nowNs();
+  ASSERT_TRUE(store.decide("k", now_ns, 1)->allowed());
+  const int64_t with_it = logged();
+  store.refund("k", now_ns, 1);
+  EXPECT_EQ(logged(), with_it - 1);
 }
 
 TEST_F(RedisScriptsTest, FixedWindowMatchesMemory) {
@@ -185,6 +216,27 @@ TEST_F(RedisScriptsTest, AKeyNamedLikeAHashedOneHasItsOwnState) {
   keys = server_->command({"KEYS", "*"});
   ASSERT_TRUE(keys);
   EXPECT_EQ(keys->elements.size(), 2u);
+}
+
+// A client key with a brace would end the hash tag early: "x}1", "x}2", ... would all be
+// tagged "<policy>:x" and land in one cluster slot of the client's choosing. Such keys are
+// hashed, and their slots spread as any keys' do.
+TEST_F(RedisScriptsTest, AKeyWithABraceIsHashedSoItCannotChooseItsSlot) {
+  auto store = virtualTimeStore(window(AlgorithmKind::kFixedWindow, 3, 60'000));
+  for (int i = 0; i < 50; ++i)
+    ASSERT_TRUE(store->decide("x}" + std::to_string(i), 0, 1)->allowed());
+  auto keys = server_->command({"KEYS", "*"});
+  ASSERT_TRUE(keys);
+  ASSERT_EQ(keys->elements.size(), 50u);
+  std::set<uint16_t> slots;
+  for (const auto& key : keys->elements) {
+    EXPECT_EQ(key.str.find("x}"), std::string::npos) << key.str;
+    slots.insert(redis::keySlot(key.str));
+  }
+  EXPECT_GT(slots.size(), 40u) << "50 keys hashed into so few slots";
+  std::string scratch;
+  EXPECT_EQ(RedisStore::boundedKey("a{b", scratch), "sha1:" + redis::sha1Hex("a{b"));
+  EXPECT_EQ(RedisStore::boundedKey("plain-key", scratch), "plain-key");
 }
 
 // After SCRIPT FLUSH (as after a restart) a store on scripts finds NOSCRIPT, sends the script

@@ -50,7 +50,12 @@ RedisStore::RedisStore(std::shared_ptr<redis::Client> client, std::string policy
 std::string_view RedisStore::boundedKey(std::string_view key, std::string& scratch) {
   // A key that itself starts as a hashed one does is hashed too, so no client can name the
   // state of a client whose long key was hashed (it would take a SHA1 collision).
-  if (key.size() <= kMaxKeyBytes && !key.starts_with(kHashedKeyMark)) return key;
+  // A brace would end the "{...}" hash tag early: "x}1", "x}2", ... would all be tagged
+  // "policy:x" and land in one cluster slot, the attacker's choice. Hashed, they spread.
+  if (key.size() <= kMaxKeyBytes && !key.starts_with(kHashedKeyMark) &&
+      key.find_first_of("{}") == std::string_view::npos) {
+    return key;
+  }
   scratch = std::string(kHashedKeyMark) + redis::sha1Hex(key);
   return scratch;
 }
@@ -378,9 +383,13 @@ Result<std::vector<Result<RedisStore::Synced>>> RedisStore::sync(const std::vect
 
 Status RedisStore::giveBack(std::string_view key, int64_t redis_at_ns, int64_t units) {
   const redis::Script& script = redis::refundScript(params_.kind);
-  auto replies =
-      evalAll(*client_, {command(script, key, std::to_string(redis_at_ns / kNsPerUs), units, 0)},
-              {&script});
+  // The refund's "now" for the scripts that need one: Redis's clock (-1), or under virtual
+  // time, where no later reading is known, the admission's own.
+  const int64_t at_us = redis_at_ns / kNsPerUs;
+  auto replies = evalAll(
+      *client_,
+      {command(script, key, std::to_string(at_us), units, options_.virtual_time ? at_us : -1)},
+      {&script});
   if (!replies) return replies.error();
   if ((*replies)[0].isError()) return Error::failure("redis refund failed: " + (*replies)[0].str);
   return {};

@@ -236,8 +236,12 @@ end
 )lua";
 
 constexpr std::string_view kSlidingLogRefund = R"lua(
-local at, cost = tonumber(ARGV[1]), tonumber(ARGV[2])
--- The request's units are the earliest logged at or after its arrival.
+local at, cost, now, w = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[5])
+if now < 0 then now = now_us('') end
+-- The request's units are the earliest logged at or after its arrival, while they cannot
+-- have aged out: once the arrival is a window old, those would be later requests' units
+-- (or a log started since), and nothing is given back.
+if at <= now - w then return 0 end
 local ids = redis.call('ZRANGEBYSCORE', KEYS[1], at, '+inf', 'LIMIT', 0, cost)
 if #ids > 0 then redis.call('ZREM', KEYS[1], unpack(ids)) end
 return 0
@@ -664,7 +668,7 @@ Catalog buildCatalog() {
                      kSlidingCounterDecide, kTokenBucketDecide, kGcraDecide, kDecideTable},
                     std::string(kDecideTogether));
   c.refund[0] = make("refund_fixed_window", {kPrelude}, std::string(kFixedWindowRefund));
-  c.refund[1] = make("refund_sliding_window_log", {}, std::string(kSlidingLogRefund));
+  c.refund[1] = make("refund_sliding_window_log", {kPrelude}, std::string(kSlidingLogRefund));
   c.refund[2] =
       make("refund_sliding_window_counter", {kPrelude}, std::string(kSlidingCounterRefund));
   c.refund[3] = make("refund_token_bucket", {kPrelude}, std::string(kTokenBucketRefund));

@@ -6,7 +6,8 @@
 
 namespace floodgate::http {
 
-// State: log = arrival times of admitted units, oldest first, from index word[0] on.
+// State: log = arrival times of admitted units, oldest first, from index word[0] on;
+// word[1] = the earliest admission a refund still applies to.
 // A unit whose age equals the window is outside it. A stale reading is logged at the newest
 // logged time, so it never expires earlier than the request really happened.
 class SlidingWindowLog final : public Algorithm {

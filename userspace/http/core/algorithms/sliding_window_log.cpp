@@ -8,12 +8,18 @@ namespace floodgate::http {
 
 namespace {
 int64_t& head(KeyState& s) { return s.word[0]; }
+// The earliest admission a refund may still find its units for: within a window of every
+// pruning, as an older admission's units (logged at or after it) may have been pruned, and
+// the earliest units at or after it would then be a later request's. A log pruned empty
+// is covered too: its units were all at least a window old.
+int64_t& refundFloor(KeyState& s) { return s.word[1]; }
 int64_t logged(const KeyState& s) {
   return s.log ? static_cast<int64_t>(s.log->size()) - s.word[0] : 0;
 }
 }  // namespace
 
 void SlidingWindowLog::prune(KeyState& state, int64_t now_ns) const {
+  refundFloor(state) = std::max(refundFloor(state), now_ns - window_ns_ + 1);
   if (!state.log) return;
   auto& log = *state.log;
   int64_t size = static_cast<int64_t>(log.size());
@@ -64,8 +70,9 @@ int64_t SlidingWindowLog::used(const KeyState& state, int64_t now_ns) const {
 
 void SlidingWindowLog::refund(KeyState& state, int64_t admitted_ns, int64_t cost) const {
   // The request's units are the earliest logged at or after admitted_ns (a stale reading was
-  // logged later, never earlier). Removing the earliest such units never frees more than ours.
-  if (!state.log) return;
+  // logged later, never earlier), as long as they cannot have been pruned: removing the
+  // earliest such units then never frees more than ours. A later refund gives nothing back.
+  if (!state.log || admitted_ns < refundFloor(state)) return;
   auto& log = *state.log;
   auto first = std::lower_bound(log.begin() + head(state), log.end(), admitted_ns);
   auto last = first + std::min<int64_t>(cost, log.end() - first);
