@@ -59,7 +59,11 @@ class PrefetchStore final : public Store {
  private:
   struct Lease {
     std::mutex mutex;
-    int64_t units = 0;        // leased, not yet spent
+    int64_t units = 0;  // leased, not yet spent
+    // our clock: when the units held began to be leased (a window's first lease, a
+    // bucket's last); a request admitted before is not one of theirs, and its refund is
+    // Redis's to make
+    int64_t since_ns = 0;
     int64_t expires_ns = 0;   // our clock
     int64_t redis_at_ns = 0;  // Redis's clock when leased (names the window to refund)
     int64_t remote_remaining = 0;

@@ -93,9 +93,13 @@ class SyncStore final : public Store {
 
  private:
   struct Entry {
-    int64_t share = 0;           // units this instance may still admit on its own
-    int64_t spent = 0;           // admitted here, not yet reported
-    int64_t reporting = 0;       // spent units in a sync under way
+    int64_t share = 0;      // units this instance may still admit on its own
+    int64_t spent = 0;      // admitted here, not yet reported
+    int64_t reporting = 0;  // spent units in a sync under way
+    // our clock: what was admitted before this is not in `spent` (reported, or reporting),
+    // so its refund is Redis's to make; and the same for `reporting`, should its sync fail
+    int64_t spent_since_ns = 0;
+    int64_t reporting_since_ns = 0;
     int64_t window_index = 0;    // fixed_window: Redis's window of the share
     int64_t fresh_until_ns = 0;  // our clock: the share is not spent after this
     int64_t reset_at_ns = 0;     // our clock: Redis's reset at the last sync

@@ -174,6 +174,34 @@ TEST_F(RedisFleetTest, FixedWindowLeasesEndWithTheirWindow) {
   EXPECT_EQ(store.stats().units_lapsed, 7);
 }
 
+// A request admitted in window 0 and refunded in window 1 (a slow body ending in a 400):
+// its unit counted in window 0, so it must not be given to window 1's lease, or window 1
+// admits more than its limit (the exact store's refund ignores a past window alike).
+TEST_F(RedisFleetTest, ARefundFromAnEndedWindowDoesNotGrowTheNextWindowsLease) {
+  auto client = newClient();
+  RedisStoreOptions virtual_time;
+  virtual_time.virtual_time = true;
+  AlgorithmParams p = params(AlgorithmKind::kFixedWindow);
+  p.limit = 10;
+  p.window_ms = 1000;
+  PrefetchOptions options;
+  options.batch = 4;
+  options.hot_keys = {"k"};
+  PrefetchStore store(std::make_unique<RedisStore>(client, "late", p, virtual_time), p.kind,
+                      options);
+  const int64_t ms = 1'000'000;
+  std::vector<int64_t> held;  // admissions of window 0 whose requests are still running
+  for (int i = 0; i < 8; ++i) {
+    ASSERT_TRUE(store.decide("k", 900 * ms, 1)->allowed());
+    held.push_back(900 * ms);
+  }
+  ASSERT_TRUE(store.decide("k", 1100 * ms, 1)->allowed());  // window 1's first lease
+  for (int64_t admitted : held) store.refund("k", admitted, 1);
+  int admitted_in_window_1 = 1;
+  for (int i = 0; i < 30; ++i) admitted_in_window_1 += store.decide("k", 1200 * ms, 1)->allowed();
+  EXPECT_EQ(admitted_in_window_1, 10);
+}
+
 // `floodgate lab --sharing` against the store it models: the same requests played through
 // one PrefetchStore (and one plain RedisStore) per node on this Redis give the lab's
 // figures, node by node. Every decision is made at the same instant of Redis's virtual

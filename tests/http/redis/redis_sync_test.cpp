@@ -123,6 +123,35 @@ TEST_F(RedisSyncTest, AShareEndsWithItsWindowAndGoesStaleWithoutSyncs) {
   EXPECT_EQ(stateField(state->str, 1), "1");
 }
 
+// A refund of a request admitted before the last sync (reported, here in a window since
+// ended) goes to Redis, which ignores it for a past window: given to the new share instead,
+// it would admit the unit twice and never report it.
+TEST_F(RedisSyncTest, ARefundFromBeforeTheLastSyncIsNotGivenToTheShare) {
+  AlgorithmParams p = fixedWindow(10, 1000);
+  clock_->setMs(1'000'000'000);  // at a window's start
+  auto a = manualStore(p, 1);
+  std::vector<int64_t> held;
+  for (int i = 0; i < 10; ++i) {
+    held.push_back(clock_->nowNs());
+    ASSERT_TRUE(a->decide("k", held.back(), 1)->allowed());
+  }
+  clock_->advanceMs(1000);  // the next window: a new share of 10
+  ASSERT_TRUE(a->decide("k", clock_->nowNs(), 1)->allowed());
+  for (int64_t admitted : held) a->refund("k", admitted, 1);
+  int admitted = 1;
+  for (int i = 0; i < 30; ++i) admitted += a->decide("k", clock_->nowNs(), 1)->allowed();
+  EXPECT_EQ(admitted, 10);
+  ASSERT_TRUE(a->syncNow().ok());
+  auto state = server_->command({"GET", "fg:{sync:k}:fixed_window:v3"});
+  ASSERT_TRUE(state);
+  EXPECT_EQ(stateField(state->str, 1), "10") << "every unit admitted in the window is reported";
+  // a refund of this window's request, reported already, is given back in Redis
+  a->refund("k", held.back() + 1000 * 1'000'000, 1);
+  state = server_->command({"GET", "fg:{sync:k}:fixed_window:v3"});
+  ASSERT_TRUE(state);
+  EXPECT_EQ(stateField(state->str, 1), "9");
+}
+
 TEST_F(RedisSyncTest, DistinctKeysStayWithinMaxKeys) {
   // An attacker's flood of keys: the local state holds at most max_keys; beyond, a key is
   // decided by Redis exactly, and every decision is still right.

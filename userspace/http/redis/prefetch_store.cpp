@@ -85,6 +85,8 @@ Result<Decision> PrefetchStore::decide(std::string_view key, int64_t now_ns, int
     // Older units of a bucket lease are given back first so every unit held here is
     // younger than lease_ms; a window's older units are of this same window.
     if (kind_ != AlgorithmKind::kFixedWindow) dropUnits(key, *lease);
+    // a window's further leases add to its units; anything else starts them over
+    if (kind_ != AlgorithmKind::kFixedWindow || lease->units == 0) lease->since_ns = now_ns;
     lease->units += answer->leased;
     lease->redis_at_ns = answer->redis_now_ns;
     lease->remote_remaining = d.remaining;
@@ -114,7 +116,7 @@ void PrefetchStore::refund(std::string_view key, int64_t admitted_ns, int64_t co
   {
     // Back into the local lease while it lasts: it returns to Redis with the rest of it.
     std::lock_guard lock(lease->mutex);
-    if (admitted_ns < lease->expires_ns) {
+    if (admitted_ns >= lease->since_ns && admitted_ns < lease->expires_ns) {
       lease->units += cost;
       return;
     }

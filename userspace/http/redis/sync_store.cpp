@@ -141,7 +141,11 @@ void SyncStore::refund(std::string_view key, int64_t admitted_ns, int64_t cost) 
     Shard& shard = shardFor(key);
     std::lock_guard lock(shard.mutex);
     auto it = shard.entries.find(key);
-    if (it != shard.entries.end() && it->second.spent >= cost) {
+    // Only a request admitted since the last report is in `spent`: an older one's units
+    // were reported (and may be of a window since ended), so giving them to the share
+    // would admit them twice.
+    if (it != shard.entries.end() && admitted_ns >= it->second.spent_since_ns &&
+        it->second.spent >= cost) {
       it->second.spent -= cost;
       it->second.share += cost;
       return;
@@ -163,6 +167,7 @@ Status SyncStore::syncKeys(const std::vector<std::string>& keys, int64_t now_ns)
     e.syncing = true;
     e.used = false;
     e.reporting = std::exchange(e.spent, 0);
+    e.reporting_since_ns = std::exchange(e.spent_since_ns, clock_->nowNs());
     items.push_back({key, e.reporting, e.window_index});
   }
   if (items.empty()) return {};
@@ -178,6 +183,7 @@ Status SyncStore::syncKeys(const std::vector<std::string>& keys, int64_t now_ns)
     e.syncing = false;
     if (!answers || !(*answers)[i]) {
       e.spent += std::exchange(e.reporting, 0);  // for the next sync
+      e.spent_since_ns = e.reporting_since_ns;
       continue;
     }
     e.reporting = 0;
