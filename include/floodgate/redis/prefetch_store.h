@@ -68,12 +68,19 @@ class PrefetchStore final : public Store {
     int64_t redis_at_ns = 0;  // Redis's clock when leased (names the window to refund)
     int64_t remote_remaining = 0;
     int64_t reset_at_ns = 0;  // our clock
+    bool refilling = false;   // a thread is asking Redis for more units
   };
 
   // The key's lease if it is hot (marking it hot if it is decided often enough).
   Lease* hotLease(std::string_view key, int64_t now_ns);
-  // Gives back or writes off what `lease` holds; lease->mutex held.
-  void dropUnits(std::string_view key, Lease& lease);
+  // Units taken out of a lease (lease->mutex held) to give back after (without it).
+  struct Taken {
+    int64_t units = 0;
+    int64_t redis_at_ns = 0;
+  };
+  static Taken takeUnits(Lease& lease);
+  // Gives back or writes off `taken`; no lease's mutex held (it calls Redis).
+  void giveBack(std::string_view key, Taken taken);
 
   std::unique_ptr<RedisStore> remote_;
   AlgorithmKind kind_;

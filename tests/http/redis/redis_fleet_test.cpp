@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <thread>
 
 #include "floodgate/core/limiter.h"
@@ -200,6 +201,48 @@ TEST_F(RedisFleetTest, ARefundFromAnEndedWindowDoesNotGrowTheNextWindowsLease) {
   int admitted_in_window_1 = 1;
   for (int i = 0; i < 30; ++i) admitted_in_window_1 += store.decide("k", 1200 * ms, 1)->allowed();
   EXPECT_EQ(admitted_in_window_1, 10);
+}
+
+// With Redis stalled, a thread refilling a hot key's lease must not make the others queue
+// behind it (each then waiting out its own timeout in turn): they ask Redis directly, side
+// by side. Redis's writes are paused (CLIENT PAUSE WRITE), so each call stays in Redis,
+// counted as a blocked client, until the pause is lifted.
+TEST_F(RedisFleetTest, AStalledLeaseRefillDoesNotQueueTheOtherThreadsBehindIt) {
+  redis::ClientOptions client_options;
+  client_options.seeds = {server_->address()};
+  client_options.timeout_ms = 60'000;  // longer than the test waits: no call times out
+  client_options.pool_size = 4;
+  auto client = std::make_shared<redis::Client>(client_options);
+  AlgorithmParams p = params(AlgorithmKind::kTokenBucket);
+  PrefetchOptions options;
+  options.batch = 4;
+  options.hot_keys = {"k"};
+  PrefetchStore store(std::make_unique<RedisStore>(client, "stall", p), p.kind, options);
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE(store.decide("k", 0, 1)->allowed());  // lease spent
+
+  auto blocked = [&] {
+    auto info = server_->command({"INFO", "clients"});
+    const size_t at = info ? info->str.find("blocked_clients:") : std::string::npos;
+    return at == std::string::npos ? -1 : std::stoi(info->str.substr(at + 16));
+  };
+  auto waitForBlocked = [&](int want) {
+    for (int i = 0; i < 2000 && blocked() < want; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    return blocked();
+  };
+  ASSERT_TRUE(server_->command({"CLIENT", "PAUSE", "60000", "WRITE"}));
+  std::atomic<int> answered{0};
+  std::thread refilling([&] { answered += store.decide("k", 0, 1).ok(); });
+  const int first = waitForBlocked(1);
+  std::thread other([&] { answered += store.decide("k", 0, 1).ok(); });
+  const int both = waitForBlocked(2);
+  ASSERT_TRUE(server_->command({"CLIENT", "UNPAUSE"}));
+  refilling.join();
+  other.join();
+  EXPECT_EQ(first, 1);
+  EXPECT_EQ(both, 2) << "the second thread waited for the refill instead of asking Redis";
+  EXPECT_EQ(answered.load(), 2);
 }
 
 // `floodgate lab --sharing` against the store it models: the same requests played through

@@ -42,64 +42,86 @@ PrefetchStore::Lease* PrefetchStore::hotLease(std::string_view key, int64_t now_
   return lease.get();
 }
 
-void PrefetchStore::dropUnits(std::string_view key, Lease& lease) {
-  if (lease.units == 0) return;
-  int64_t units = std::exchange(lease.units, 0);
-  // Best effort: units that cannot be given back (Redis down) lapse when the state expires.
-  bool given = remote_->giveBack(key, lease.redis_at_ns, units).ok();
-  std::lock_guard lock(stats_mutex_);
-  (given ? stats_.units_returned : stats_.units_lapsed) += units;
+PrefetchStore::Taken PrefetchStore::takeUnits(Lease& lease) {
+  return Taken{std::exchange(lease.units, 0), lease.redis_at_ns};
 }
 
+void PrefetchStore::giveBack(std::string_view key, Taken taken) {
+  if (taken.units == 0) return;
+  // Best effort: units that cannot be given back (Redis down) lapse when the state expires.
+  bool given = remote_->giveBack(key, taken.redis_at_ns, taken.units).ok();
+  std::lock_guard lock(stats_mutex_);
+  (given ? stats_.units_returned : stats_.units_lapsed) += taken.units;
+}
+
+// Redis is never called with the lease's lock held: with Redis slow or gone, threads queued
+// on the lock would each wait out their own timeout in turn. One thread refills the lease;
+// the others meanwhile decide in Redis directly, side by side.
 Result<Decision> PrefetchStore::decide(std::string_view key, int64_t now_ns, int64_t cost) {
   Lease* lease = hotLease(key, now_ns);
   if (lease == nullptr) return remote_->decide(key, now_ns, cost);
 
-  std::lock_guard lock(lease->mutex);
-  if (lease->units > 0 && now_ns >= lease->expires_ns) {
-    if (kind_ == AlgorithmKind::kFixedWindow) {
-      // The window is over in Redis too: the units lapse (the refund script would ignore
-      // them anyway, as they name a past window).
-      std::lock_guard stats_lock(stats_mutex_);
-      stats_.units_lapsed += std::exchange(lease->units, 0);
-    } else {
-      dropUnits(key, *lease);
+  Taken expired;
+  bool refill = false;
+  {
+    std::lock_guard lock(lease->mutex);
+    if (lease->units > 0 && now_ns >= lease->expires_ns) {
+      if (kind_ == AlgorithmKind::kFixedWindow) {
+        // The window is over in Redis too: the units lapse (the refund script would ignore
+        // them anyway, as they name a past window).
+        std::lock_guard stats_lock(stats_mutex_);
+        stats_.units_lapsed += std::exchange(lease->units, 0);
+      } else {
+        expired = takeUnits(*lease);
+      }
     }
+    if (lease->units >= cost) {
+      lease->units -= cost;
+      Decision d;
+      d.limit = remote_->quota();
+      d.outcome = Outcome::kAllowed;
+      d.remaining = lease->remote_remaining + lease->units;
+      d.reset_ns = std::max<int64_t>(0, lease->reset_at_ns - now_ns);
+      return d;
+    }
+    refill = !std::exchange(lease->refilling, true);
   }
-  if (lease->units >= cost) {
-    lease->units -= cost;
-    Decision d;
-    d.limit = remote_->quota();
-    d.outcome = Outcome::kAllowed;
-    d.remaining = lease->remote_remaining + lease->units;
-    d.reset_ns = std::max<int64_t>(0, lease->reset_at_ns - now_ns);
-    return d;
-  }
+  giveBack(key, expired);
+  if (!refill) return remote_->decide(key, now_ns, cost);
+
   auto answers =
       remote_->decideMany({{key, cost, std::max<int64_t>(0, options_.batch - cost)}}, now_ns);
-  if (!answers) return answers.error();
-  Result<RedisStore::Answer>& answer = (*answers)[0];
-  if (!answer) return answer.error();
-  const Decision& d = answer->decision;
-  if (d.allowed() && answer->leased > 0) {
-    // Older units of a bucket lease are given back first so every unit held here is
-    // younger than lease_ms; a window's older units are of this same window.
-    if (kind_ != AlgorithmKind::kFixedWindow) dropUnits(key, *lease);
-    // a window's further leases add to its units; anything else starts them over
-    if (kind_ != AlgorithmKind::kFixedWindow || lease->units == 0) lease->since_ns = now_ns;
-    lease->units += answer->leased;
-    lease->redis_at_ns = answer->redis_now_ns;
-    lease->remote_remaining = d.remaining;
-    lease->reset_at_ns = now_ns + d.reset_ns;
-    // now_ns was read before the request left, so our window end is never past Redis's.
-    lease->expires_ns = kind_ == AlgorithmKind::kFixedWindow
-                            ? now_ns + d.reset_ns
-                            : now_ns + options_.lease_ms * 1'000'000;
-    std::lock_guard stats_lock(stats_mutex_);
-    ++stats_.leases;
-    stats_.units_leased += answer->leased;
+  Taken older;
+  Result<Decision> out = Error::failure("no answer");
+  {
+    std::lock_guard lock(lease->mutex);
+    lease->refilling = false;
+    if (!answers) return answers.error();
+    Result<RedisStore::Answer>& answer = (*answers)[0];
+    if (!answer) return answer.error();
+    const Decision& d = answer->decision;
+    out = d;
+    if (d.allowed() && answer->leased > 0) {
+      // Older units of a bucket lease are given back first so every unit held here is
+      // younger than lease_ms; a window's older units are of this same window.
+      if (kind_ != AlgorithmKind::kFixedWindow) older = takeUnits(*lease);
+      // a window's further leases add to its units; anything else starts them over
+      if (kind_ != AlgorithmKind::kFixedWindow || lease->units == 0) lease->since_ns = now_ns;
+      lease->units += answer->leased;
+      lease->redis_at_ns = answer->redis_now_ns;
+      lease->remote_remaining = d.remaining;
+      lease->reset_at_ns = now_ns + d.reset_ns;
+      // now_ns was read before the request left, so our window end is never past Redis's.
+      lease->expires_ns = kind_ == AlgorithmKind::kFixedWindow
+                              ? now_ns + d.reset_ns
+                              : now_ns + options_.lease_ms * 1'000'000;
+      std::lock_guard stats_lock(stats_mutex_);
+      ++stats_.leases;
+      stats_.units_leased += answer->leased;
+    }
   }
-  return d;
+  giveBack(key, older);
+  return out;
 }
 
 void PrefetchStore::refund(std::string_view key, int64_t admitted_ns, int64_t cost) {
@@ -127,8 +149,12 @@ void PrefetchStore::refund(std::string_view key, int64_t admitted_ns, int64_t co
 void PrefetchStore::returnLeases() {
   std::shared_lock lock(leases_mutex_);
   for (auto& [key, lease] : leases_) {
-    std::lock_guard lease_lock(lease->mutex);
-    dropUnits(key, *lease);
+    Taken taken;
+    {
+      std::lock_guard lease_lock(lease->mutex);
+      taken = takeUnits(*lease);
+    }
+    giveBack(key, taken);
   }
 }
 
