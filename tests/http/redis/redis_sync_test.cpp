@@ -152,6 +152,27 @@ TEST_F(RedisSyncTest, ARefundFromBeforeTheLastSyncIsNotGivenToTheShare) {
   EXPECT_EQ(stateField(state->str, 1), "9");
 }
 
+// A bucket with nothing left for the fleet tells a rejected client when the cost will be
+// back (a token a minute, 0.017 a second as the scripts count it: the empty bucket is full
+// in 588 s, and one token is back 9 tokens' time, 529 s, before that: after 59 s), not the
+// next sync's 200 ms, which it would spend on retries refused for nothing.
+TEST_F(RedisSyncTest, ARejectionWithTheFleetsBucketEmptySaysWhenTheCostIsBack) {
+  AlgorithmParams p;
+  p.kind = AlgorithmKind::kTokenBucket;
+  p.capacity = 10;
+  p.rate_per_s = 1.0 / 60;
+  auto a = manualStore(p, 1);
+  int admitted = 0;
+  for (int i = 0; i < 12; ++i) admitted += a->decide("k", clock_->nowNs(), 1)->allowed();
+  EXPECT_EQ(admitted, 10);
+  ASSERT_TRUE(a->syncNow().ok());  // reports the 10: the fleet has none left
+  Result<Decision> d = a->decide("k", clock_->nowNs(), 1);
+  ASSERT_TRUE(d.ok());
+  ASSERT_EQ(d->outcome, Outcome::kRejected);
+  EXPECT_GT(d->retry_after_ns, 58 * kNsPerS);
+  EXPECT_LE(d->retry_after_ns, 59 * kNsPerS);
+}
+
 TEST_F(RedisSyncTest, DistinctKeysStayWithinMaxKeys) {
   // An attacker's flood of keys: the local state holds at most max_keys; beyond, a key is
   // decided by Redis exactly, and every decision is still right.

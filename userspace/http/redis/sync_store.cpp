@@ -78,12 +78,22 @@ Decision SyncStore::spend(Entry& entry, int64_t now_ns, int64_t cost) {
   }
   d.outcome = Outcome::kRejected;
   d.remaining = entry.share;
-  // A window with nothing left for the fleet resets with the window; otherwise the next
-  // sync may grant a new share.
-  const bool window_spent = params_.kind == AlgorithmKind::kFixedWindow &&
-                            entry.fleet_remaining < cost && entry.reset_at_ns > now_ns;
-  d.retry_after_ns = window_spent ? entry.reset_at_ns - now_ns
-                                  : std::max<int64_t>(options_.interval_ms, 1) * kNsPerMs;
+  // The next sync may grant a new share; but with nothing left for the fleet, the units
+  // come back only with the window's end, or as the bucket refills the cost: told the next
+  // sync instead, a client would retry (each a round trip once the share is stale) for
+  // nothing.
+  const int64_t next_sync_ns = std::max<int64_t>(options_.interval_ms, 1) * kNsPerMs;
+  d.retry_after_ns = next_sync_ns;
+  if (entry.fleet_remaining < cost && entry.reset_at_ns > now_ns) {
+    int64_t back_ns = entry.reset_at_ns - now_ns;  // the window's end; a bucket full again
+    if (params_.kind != AlgorithmKind::kFixedWindow && params_.rate_per_s > 0) {
+      // a bucket has the cost back (capacity - cost) units before it is full, at the rate
+      // the scripts refill at (whole thousandths of a unit per second)
+      const double unit_ns = 1e12 / static_cast<double>(rateMilliPerS(params_.rate_per_s));
+      back_ns -= static_cast<int64_t>(static_cast<double>(params_.capacity - cost) * unit_ns);
+    }
+    d.retry_after_ns = std::max(next_sync_ns, back_ns);
+  }
   return d;
 }
 
