@@ -21,6 +21,10 @@ struct RedisStoreOptions {
   // so a Redis decision can be compared exactly with the in-memory one at the same instant.
   // Key expiry still runs on Redis's real clock: virtual time must not run slower than it.
   bool virtual_time = false;
+  // A sync store's (SyncStore): a token bucket's or GCRA's units used beyond its capacity
+  // are the debt its syncs recorded (the fleet admitted more than the bucket held), which a
+  // decision keeps; otherwise they are read as a lowered capacity's and capped at it.
+  bool keeps_debt = false;
 };
 
 // Each decision is one FCALL of the algorithm's function, or one for all of a request's

@@ -42,6 +42,7 @@ class RedisSyncTest : public ::testing::Test {
                                          int64_t max_keys = 1000) {
     RedisStoreOptions options;
     options.virtual_time = true;
+    options.keeps_debt = true;  // as the store factory makes a sync store's
     return std::make_unique<SyncStore>(
         std::make_unique<RedisStore>(newClient(), "sync", p, options),
         [instances] { return instances; }, breaker_, clock_,
@@ -171,6 +172,36 @@ TEST_F(RedisSyncTest, ARejectionWithTheFleetsBucketEmptySaysWhenTheCostIsBack) {
   ASSERT_EQ(d->outcome, Outcome::kRejected);
   EXPECT_GT(d->retry_after_ns, 58 * kNsPerS);
   EXPECT_LE(d->retry_after_ns, 59 * kNsPerS);
+}
+
+// Two instances each spend a full share before either reports: the bucket owes 10 tokens
+// beyond its capacity, and the fleet waits for them (the bound's accounting). A decision
+// made in Redis exactly (a stale share being synced, or no room for the key) must keep
+// that debt, not read it as a lowered capacity and write the bucket back merely empty.
+TEST_F(RedisSyncTest, AnExactDecisionKeepsTheDebtTheSyncsRecorded) {
+  for (AlgorithmKind kind : {AlgorithmKind::kTokenBucket, AlgorithmKind::kGcra}) {
+    ASSERT_TRUE(server_->command({"FLUSHALL"}));
+    AlgorithmParams p;
+    p.kind = kind;
+    p.capacity = 10;
+    p.rate_per_s = 1;
+    auto a = manualStore(p, 1);
+    auto b = manualStore(p, 1);
+    int admitted = 0;
+    for (int i = 0; i < 10; ++i) admitted += a->decide("k", clock_->nowNs(), 1)->allowed();
+    for (int i = 0; i < 10; ++i) admitted += b->decide("k", clock_->nowNs(), 1)->allowed();
+    ASSERT_EQ(admitted, 20) << algorithmName(kind);
+    ASSERT_TRUE(a->syncNow().ok());
+    ASSERT_TRUE(b->syncNow().ok());
+    // 20 tokens missing from a bucket of 10: a token is back after 11 s, decided exactly
+    // twice at the same instant
+    for (int i = 0; i < 2; ++i) {
+      Result<Decision> d = a->remote().decide("k", clock_->nowNs(), 1);
+      ASSERT_TRUE(d.ok()) << d.error().message;
+      EXPECT_EQ(d->outcome, Outcome::kRejected) << algorithmName(kind) << " #" << i;
+      EXPECT_GE(d->retry_after_ns, 10 * kNsPerS) << algorithmName(kind) << " #" << i;
+    }
+  }
 }
 
 TEST_F(RedisSyncTest, DistinctKeysStayWithinMaxKeys) {

@@ -225,8 +225,11 @@ std::string RedisStore::nowArg(int64_t now_ns) const {
 }
 
 redis::RoutedCommand RedisStore::decideCommand(const Request& r, int64_t now_ns) const {
-  return command(redis::decideScript(params_.kind), r.key, nowArg(now_ns), r.cost,
-                 canLease(params_.kind) ? r.extra : 0);
+  // extra < 0 tells a bucket's script to keep a sync's debt (it leases nothing then)
+  const bool debt = options_.keeps_debt && (params_.kind == AlgorithmKind::kTokenBucket ||
+                                            params_.kind == AlgorithmKind::kGcra);
+  const int64_t extra = debt ? -1 : canLease(params_.kind) ? r.extra : 0;
+  return command(redis::decideScript(params_.kind), r.key, nowArg(now_ns), r.cost, extra);
 }
 
 Result<RedisStore::Answer> RedisStore::answer(const redis::Reply& reply, int64_t now_ns) {

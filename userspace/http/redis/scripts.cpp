@@ -324,6 +324,10 @@ constexpr std::string_view kTokenBucketDecide = R"lua(
 local function token_bucket(key, _, read, now, cost, extra, capacity, rate)
   capacity, rate = tonumber(capacity), tonumber(rate)
   local UNIT = 1000000000
+  -- extra < 0: a sync store's decision, where tokens missing beyond the capacity are the
+  -- fleet's debt (its sync admitted more than the bucket held), not a lowered capacity
+  local debt = extra < 0
+  if debt then extra = 0 end
   local missing, at = read_bucket(key, read)
   if not missing then missing = 0; at = 0 end
   if now > at then
@@ -332,7 +336,7 @@ local function token_bucket(key, _, read, now, cost, extra, capacity, rate)
     at = now
   end
   local capped = false
-  if missing > capacity * UNIT then missing = capacity * UNIT; capped = true end
+  if missing > capacity * UNIT and not debt then missing = capacity * UNIT; capped = true end
   local available = capacity * UNIT - missing
   local need = cost * UNIT
   local outcome, retry, leased, taken = 0, 0, 0, 0
@@ -354,8 +358,8 @@ local function token_bucket(key, _, read, now, cost, extra, capacity, rate)
     keep = struct.pack('<i8i8', missing, at)
     keep_ms = ms(math.max(0, at + ceildiv(missing, rate) - now))
   end
-  return {outcome, 0, math.floor((available - taken) / UNIT), reset, retry, now, leased}, put,
-         ms(reset), keep, keep_ms
+  return {outcome, 0, math.max(0, math.floor((available - taken) / UNIT)), reset, retry, now,
+          leased}, put, ms(reset), keep, keep_ms
 end
 )lua";
 
@@ -399,7 +403,11 @@ local function gcra(key, _, read, now, cost, extra, capacity, rate, interval, mo
     tat = now + math.max(0, math.floor((tat - now) * interval / was) - 1)
     carried = true
   end
-  if tat > now + tolerance then  -- a lowered capacity: at most all of it is used
+  -- extra < 0: a sync store's decision, where a tat beyond the tolerance is the fleet's
+  -- debt (its sync admitted more than the burst), not a lowered capacity
+  local debt = extra < 0
+  if debt then extra = 0 end
+  if tat > now + tolerance and not debt then  -- a lowered capacity: at most all of it is used
     tat = now + tolerance
     carried = true
   end

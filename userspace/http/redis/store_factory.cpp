@@ -60,8 +60,9 @@ StoreFactory makeStoreFactory(const StoreConfig& store, std::shared_ptr<const Cl
 
   return [=](const PolicyConfig& policy,
              std::shared_ptr<const Algorithm> /*algorithm*/) -> std::unique_ptr<Store> {
-    auto redis_store =
-        std::make_unique<RedisStore>(client, policy.name, policy.algorithm, redis_options);
+    RedisStoreOptions options = redis_options;
+    options.keeps_debt = policy.sync.enabled;
+    auto redis_store = std::make_unique<RedisStore>(client, policy.name, policy.algorithm, options);
     std::unique_ptr<Store> remote;
     if (policy.sync.enabled) {
       remote = std::make_unique<SyncStore>(
