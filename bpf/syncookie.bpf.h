@@ -352,22 +352,28 @@ static __always_inline void fg_cookie_mark(struct xdp_md *ctx, __u16 mss)
 }
 
 /* Whether a SYN of a new source meets a cookie under `rule` now. Always, or in auto mode
- * while the new-source cap or the untracked bucket has refused in the past second: auto
- * keeps charging the cap, so it stays on while new sources come faster than the cap. */
-static __always_inline int fg_cookie_wanted(const struct fg_rule *rule, struct fg_rule_state *state,
-					    __u64 now, __u64 jiffies)
+ * while the new-source cap or the untracked bucket has refused in the past second. */
+static __always_inline int fg_cookie_wanted(const struct fg_rule *rule,
+					    const struct fg_rule_state *state, __u64 jiffies)
 {
 	if (rule->syn_cookies == FG_SYN_COOKIES_ALWAYS)
 		return 1;
 	if (rule->syn_cookies != FG_SYN_COOKIES_AUTO || !state)
 		return 0;
-	if (!fg_refused_lately(FG_READ_ONCE(state->last_capped), jiffies) &&
-	    !fg_refused_lately(FG_READ_ONCE(state->last_untracked_drop), jiffies))
-		return 0;
-	if (rule->new_sources.interval &&
-	    !fg_gcra_take(&state->new_source_state, now, &rule->new_sources))
+	return fg_refused_lately(FG_READ_ONCE(state->last_capped), jiffies) ||
+	       fg_refused_lately(FG_READ_ONCE(state->last_untracked_drop), jiffies);
+}
+
+/* An auto-mode cookie is charged to the new-source cap, as the SYN would have been, so
+ * auto stays on while new sources come faster than the cap. Only a SYN that gets its
+ * cookie: one that goes on to the rules is charged there, and must not pay twice. */
+static __always_inline void fg_cookie_charge(const struct fg_rule *rule,
+					     struct fg_rule_state *state, __u64 now, __u64 jiffies)
+{
+	if (rule->syn_cookies != FG_SYN_COOKIES_AUTO || !rule->new_sources.interval)
+		return;
+	if (!fg_gcra_take(&state->new_source_state, now, &rule->new_sources))
 		state->last_capped = (__u32)jiffies | 1;
-	return 1;
 }
 
 /* A search of the cookie rules for the first one a packet meets, one rule per bpf_loop
@@ -493,11 +499,12 @@ __attribute__((noinline)) int fg_cookie_path(struct xdp_md *ctx, const struct fg
 		return FG_COOKIE_CONTINUE;
 
 	if (is_syn) {
-		if (!fg_cookie_wanted(rule, state, now, jiffies))
+		if (!fg_cookie_wanted(rule, state, jiffies))
 			return FG_COOKIE_CONTINUE;
 		if (fg_cookie_headers(ctx, s) || !fg_cookie_unicast_destination(s) ||
 		    !fg_cookie_for_listener(ctx, s))
 			return FG_COOKIE_CONTINUE;
+		fg_cookie_charge(rule, state, now, jiffies);
 		made = fg_cookie_make(s, s->tcp, s->tcp_len);
 		if (made < 0 || fg_cookie_answer(ctx, s, (__u32)made, (__u16)(made >> 32)))
 			return FG_COOKIE_CONTINUE;

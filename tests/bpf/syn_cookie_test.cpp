@@ -425,6 +425,34 @@ TEST_F(SynCookieTest, AutoSendsCookiesOnlyWhileTheNewSourceCapRefuses) {
   EXPECT_EQ(stat(FG_TABLE_COOKIE_SENT), 1u);
 }
 
+// In auto mode a SYN that gets no cookie (no listener for it here) goes on to the rules,
+// which charge it to the new-source cap: the cookie step must not have charged it first,
+// or each such SYN takes two of the cap's admissions and new sources are refused early.
+TEST_F(SynCookieTest, AutoChargesASynThatGetsNoCookieToTheCapOnce) {
+  PortSocket unheard("0.0.0.0", false);
+  RuleSpec rule = cookieRule(SynCookies::kAuto);
+  rule.dst_ports.push_back({unheard.port(), unheard.port()});
+  rule.new_sources_per_s = 2;  // one each half second
+  AttachOptions options;
+  options.test_clock_hz = 250;
+  load({rule}, options);
+  setClock(100000);
+  std::vector<uint8_t> out;
+  for (const char* source : {"192.0.2.70", "192.0.2.71"}) {
+    runOut(segment(source, kSyn, 1, 0, 1460), out);
+  }
+  ASSERT_EQ(stat(FG_TABLE_NEW_SOURCE), 1u);
+  ASSERT_EQ(stat(FG_TABLE_CAPPED), 1u);  // auto is on from here
+  // half a second on: one admission is back, and auto is still on
+  setClock(100000 + 125);
+  PacketBuilder builder;
+  builder.eth().ipv4("192.0.2.73", kServerV4);
+  runOut(builder.tcp(unheard.port(), kSyn).tcpSeq(1, 0).tcpMss(1460).build(), out);
+  EXPECT_EQ(stat(FG_TABLE_COOKIE_SENT), 0u);
+  EXPECT_EQ(stat(FG_TABLE_NEW_SOURCE), 2u) << "the cookie step took the admission first";
+  EXPECT_EQ(stat(FG_TABLE_CAPPED), 1u);
+}
+
 TEST_F(SynCookieTest, MonitorModeSendsNoCookies) {
   AttachOptions options;
   options.monitor = true;
