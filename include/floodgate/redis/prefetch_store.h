@@ -79,6 +79,8 @@ class PrefetchStore final : public Store {
     int64_t redis_at_ns = 0;
   };
   static Taken takeUnits(Lease& lease);
+  // fixed_window: the index of the window a time of Redis's clock falls in.
+  int64_t windowOf(int64_t redis_ns) const;
   // Gives back or writes off `taken`; no lease's mutex held (it calls Redis).
   void giveBack(std::string_view key, Taken taken);
 

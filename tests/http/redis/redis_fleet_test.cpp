@@ -203,6 +203,31 @@ TEST_F(RedisFleetTest, ARefundFromAnEndedWindowDoesNotGrowTheNextWindowsLease) {
   EXPECT_EQ(admitted_in_window_1, 10);
 }
 
+// A refill that Redis answers in a window after the lease's (our clock has not seen the
+// window end: here it stands still at 0, on Redis's own clock two seconds pass) finds the
+// units left of the last window worthless: they lapse rather than join the new lease, or
+// the new window would admit them on top of its limit.
+TEST_F(RedisFleetTest, UnitsLeftOfAnEarlierWindowLapseWhenARefillIsAnsweredInANewOne) {
+  auto client = newClient();
+  AlgorithmParams p = params(AlgorithmKind::kFixedWindow);
+  p.limit = 10;
+  p.window_ms = 2000;
+  PrefetchOptions options;
+  options.batch = 4;
+  options.hot_keys = {"k"};
+  PrefetchStore store(std::make_unique<RedisStore>(client, "carry", p), p.kind, options);
+  ASSERT_TRUE(store.decide("k", 0, 1)->allowed());               // leases 3
+  ASSERT_TRUE(store.decide("k", 0, 1)->allowed());               // 2 left
+  std::this_thread::sleep_for(std::chrono::milliseconds(2100));  // at least: Redis's next window
+  int admitted = 0;
+  Result<Decision> refill = store.decide("k", 0, 3);  // more than is left: a refill
+  ASSERT_TRUE(refill.ok()) << refill.error().message;
+  admitted += refill->allowed() ? 3 : 0;
+  for (int i = 0; i < 20; ++i) admitted += store.decide("k", 0, 1)->allowed();
+  EXPECT_EQ(admitted, 10) << "units of the last window were spent in this one";
+  EXPECT_EQ(store.stats().units_lapsed, 2);
+}
+
 // With Redis stalled, a thread refilling a hot key's lease must not make the others queue
 // behind it (each then waiting out its own timeout in turn): they ask Redis directly, side
 // by side. Redis's writes are paused (CLIENT PAUSE WRITE), so each call stays in Redis,

@@ -42,6 +42,10 @@ PrefetchStore::Lease* PrefetchStore::hotLease(std::string_view key, int64_t now_
   return lease.get();
 }
 
+int64_t PrefetchStore::windowOf(int64_t redis_ns) const {
+  return redis_ns / (std::max<int64_t>(1, remote_->algorithm().window_ms) * 1'000'000);
+}
+
 PrefetchStore::Taken PrefetchStore::takeUnits(Lease& lease) {
   return Taken{std::exchange(lease.units, 0), lease.redis_at_ns};
 }
@@ -103,8 +107,16 @@ Result<Decision> PrefetchStore::decide(std::string_view key, int64_t now_ns, int
     out = d;
     if (d.allowed() && answer->leased > 0) {
       // Older units of a bucket lease are given back first so every unit held here is
-      // younger than lease_ms; a window's older units are of this same window.
-      if (kind_ != AlgorithmKind::kFixedWindow) older = takeUnits(*lease);
+      // younger than lease_ms. A window's older units are kept if they are of the window
+      // Redis answered in: a refill sent at a window's end may be answered in the next,
+      // where the units left of the last (or refunded into it meanwhile) are worth nothing.
+      if (kind_ != AlgorithmKind::kFixedWindow) {
+        older = takeUnits(*lease);
+      } else if (lease->units > 0 &&
+                 windowOf(lease->redis_at_ns) != windowOf(answer->redis_now_ns)) {
+        std::lock_guard stats_lock(stats_mutex_);
+        stats_.units_lapsed += std::exchange(lease->units, 0);
+      }
       // a window's further leases add to its units; anything else starts them over
       if (kind_ != AlgorithmKind::kFixedWindow || lease->units == 0) lease->since_ns = now_ns;
       lease->units += answer->leased;
