@@ -318,7 +318,7 @@ HeldInterfaces::Lifted HeldInterfaces::liftEverywhere(const Cidr& address, uint6
   for (auto& [name, held] : held_) {
     Result<bool> removed = held.limiter.banRemoveStartedBefore(address, age_ns);
     if (!removed) {
-      if (auto held_back = held.ban_errors.admit(LogThrottle::Clock::now())) {
+      if (auto held_back = held.lift_errors.admit(LogThrottle::Clock::now())) {
         logError("could not lift the ban of " + address.toString() + " on " + name + ": " +
                  removed.error().message + heldBackNote(*held_back));
       }

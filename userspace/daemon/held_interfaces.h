@@ -41,9 +41,10 @@ struct HeldInterface {
   uint64_t adaptive_next_ns = 0;             // when the load is read next (steady clock)
   uint64_t adaptive_tightened = 0;           // rule changes made, for floodgate_events_total
   uint64_t adaptive_relaxed = 0;
-  // Bans and lifts the fleet or the services ask for that fail (a full table): logged at
-  // most once per interval, as an attacker can drive them at any rate.
+  // Bans and lifts the fleet or the services ask for that fail (a full table, a locked
+  // one): logged at most once per interval each, as an attacker can drive them at any rate.
   LogThrottle ban_errors;
+  LogThrottle lift_errors;  // apart, so failing lifts never hide a failing ban
 };
 
 // What a config asks of one interface.
