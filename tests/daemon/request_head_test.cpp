@@ -29,6 +29,14 @@ TEST(RequestHead, KeepAliveByVersionAndConnectionHeader) {
   EXPECT_EQ(readRequestHead("GET / HTTP/1.1\r\nA: b\r\n\r\nGET /x HTTP/1.1\r\n").length, 24u);
 }
 
+TEST(RequestHead, ABodyIsMarkedByItsLengthOrEncoding) {
+  EXPECT_FALSE(readRequestHead("GET / HTTP/1.1\r\n\r\n").has_body);
+  EXPECT_FALSE(readRequestHead("GET / HTTP/1.1\r\nContent-Length: 0\r\n\r\n").has_body);
+  EXPECT_TRUE(readRequestHead("GET / HTTP/1.1\r\nContent-Length: 5\r\n\r\n").has_body);
+  EXPECT_TRUE(readRequestHead("GET / HTTP/1.1\r\ncontent-length: 00\r\n\r\n").has_body);
+  EXPECT_TRUE(readRequestHead("GET / HTTP/1.1\r\nTransfer-Encoding: x\r\n\r\n").has_body);
+}
+
 TEST(RequestHead, IncompleteUntilTheBlankLine) {
   for (const char* part :
        {"", "GET /met", "GET /metrics HTTP/1.1", "GET /metrics HTTP/1.1\r\n",

@@ -249,9 +249,20 @@ void DaemonState::releaseAfterFailedStart() {
   fleet_bans_.close();
 }
 
+bool DaemonState::lockToAnswer(std::unique_lock<std::timed_mutex>& lock) {
+  if (lock.try_lock()) {
+    busy_ = false;
+    return true;
+  }
+  if (busy_) return false;
+  if (lock.try_lock_for(kBusyWait)) return true;
+  busy_ = true;
+  return false;
+}
+
 std::string DaemonState::scrape() {
   std::unique_lock lock(mutex_, std::defer_lock);
-  if (!lock.try_lock_for(kBusyWait)) {
+  if (!lockToAnswer(lock)) {
     {
       std::lock_guard last(last_mutex_);
       if (!last_scrape_.empty()) {
@@ -278,7 +289,7 @@ std::string DaemonState::scrape() {
 
 std::vector<std::string> DaemonState::problems() {
   std::unique_lock lock(mutex_, std::defer_lock);
-  if (!lock.try_lock_for(kBusyWait)) {
+  if (!lockToAnswer(lock)) {
     {
       std::lock_guard last(last_mutex_);
       if (last_problems_) return *last_problems_;

@@ -9,6 +9,7 @@
 // one, so Prometheus keeps its series through the reload that an incident calls for.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <mutex>
@@ -81,6 +82,12 @@ class DaemonState {
   void handleFleetBans();
 
   static constexpr std::chrono::milliseconds kBusyWait{500};
+  // Locks `lock` for a scrape or a health answer: at once, or within kBusyWait; but not at
+  // all while a wait for it already ran out (busy_) and it has not been taken since, so
+  // that requests one after another during a long apply each answer at once from the last
+  // answer instead of waiting kBusyWait in turn.
+  bool lockToAnswer(std::unique_lock<std::timed_mutex>& lock);
+  std::atomic<bool> busy_{false};
 
   std::timed_mutex mutex_;
   std::string config_path_;

@@ -41,15 +41,27 @@ std::string lower(std::string_view text) {
   return out;
 }
 
-// A "Connection:" header line (without its line end) changes whether the connection is kept.
-void readConnectionHeader(std::string_view line, RequestHead& head) {
+std::string_view trimmed(std::string_view text) {
+  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
+  while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) text.remove_suffix(1);
+  return text;
+}
+
+// The header lines that matter here (each without its line end): "Connection:" changes
+// whether the connection is kept, and a body's length or encoding marks a body.
+void readHeader(std::string_view line, RequestHead& head) {
   const size_t colon = line.find(':');
-  if (colon == std::string_view::npos || lower(line.substr(0, colon)) != "connection") return;
-  const std::string value = lower(line.substr(colon + 1));
-  if (value.find("close") != std::string::npos) {
-    head.keep_alive = false;
-  } else if (value.find("keep-alive") != std::string::npos) {
-    head.keep_alive = true;
+  if (colon == std::string_view::npos) return;
+  const std::string name = lower(trimmed(line.substr(0, colon)));
+  const std::string value = lower(trimmed(line.substr(colon + 1)));
+  if (name == "connection") {
+    if (value.find("close") != std::string::npos) {
+      head.keep_alive = false;
+    } else if (value.find("keep-alive") != std::string::npos) {
+      head.keep_alive = true;
+    }
+  } else if (name == "transfer-encoding" || (name == "content-length" && value != "0")) {
+    head.has_body = true;
   }
 }
 
@@ -76,7 +88,7 @@ RequestHead readRequestHead(std::string_view bytes) {
       head.length = end + 1;
       return head;
     }
-    readConnectionHeader(header, head);
+    readHeader(header, head);
     start = end + 1;
   }
   return head;

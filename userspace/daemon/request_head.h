@@ -20,6 +20,10 @@ struct RequestHead {
   // "Connection: close", HTTP/1.0 only when it sent "Connection: keep-alive".
   bool keep_alive = false;
   size_t length = 0;  // bytes of the head, its blank line included (kComplete)
+  // A Content-Length other than 0, or a Transfer-Encoding: the request has a body, which
+  // the endpoint does not read, so it is refused rather than left to be read as the next
+  // request on the connection.
+  bool has_body = false;
 };
 
 // Reads `bytes`, all a connection sent so far. Complete once the blank line after the

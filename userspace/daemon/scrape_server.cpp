@@ -28,6 +28,8 @@ using Clock = std::chrono::steady_clock;
 // How long a connection whose answer is sent is read on for the client's close: closing
 // with its bytes unread would send a reset that can cut the answer short.
 constexpr auto kLinger = std::chrono::seconds(1);
+// How long the listener rests when the process is out of descriptors or memory.
+constexpr auto kRest = std::chrono::milliseconds(100);
 // Connections taken from the listener per loop turn, so a connect flood cannot starve the
 // ones already open.
 constexpr int kAcceptsPerTurn = 64;
@@ -167,24 +169,33 @@ void ScrapeServer::serve() {
     }
   };
 
+  // An answer after which the connection is closed, whatever was asked.
+  const auto refuse = [](Connection& connection, int status, const std::string& why) {
+    connection.out = response(plain(status, why), true, false);
+    connection.keep_alive = false;
+    connection.answered = true;
+  };
+
   // Answers the request `in` holds, if it holds one whole (or one that cannot be answered).
   const auto process = [&](Connection& connection) {
     // over the cap is refused even when complete: the cap is on what is read, not waited for
     if (connection.in.size() > limits_.max_head_bytes) {
-      connection.out = response(plain(431, "request head too large\n"), true, false);
-      connection.answered = true;
+      refuse(connection, 431, "request head too large\n");
       return;
     }
     const RequestHead head = readRequestHead(connection.in);
     if (head.state == RequestHead::State::kIncomplete) return;
     if (head.state == RequestHead::State::kBad) {
-      connection.out = response(plain(400, "not an HTTP/1.x request\n"), true, false);
+      refuse(connection, 400, "not an HTTP/1.x request\n");
+    } else if (head.has_body) {
+      // not read, a body would be taken for the next request (smuggled past a proxy)
+      refuse(connection, 400, "a request with a body is not answered here\n");
     } else {
       connection.out = answer(head);
       connection.keep_alive = head.keep_alive;
       connection.head_length = head.length;
+      connection.answered = true;
     }
-    connection.answered = true;
   };
 
   // Reads what is waiting; false when the connection is done with (closed, or failed).
@@ -194,8 +205,19 @@ void ScrapeServer::serve() {
     if (n == 0) return false;
     if (n < 0) return errno == EAGAIN || errno == EINTR;
     if (connection.draining || connection.answered) return true;
+    const size_t old_size = connection.in.size();
     connection.in.append(buffer, static_cast<size_t>(n));
-    process(connection);
+    // A head read a byte at a time is parsed again only when it may have become complete or
+    // bad: its first line ended, or a blank line may have (the last bytes and these).
+    const size_t first_end = connection.in.find('\n');
+    const std::string_view fresh =
+        std::string_view(connection.in).substr(old_size >= 2 ? old_size - 2 : 0);
+    if (connection.in.size() > limits_.max_head_bytes ||
+        (first_end != std::string::npos && first_end >= old_size) ||
+        fresh.find("\n\n") != std::string_view::npos ||
+        fresh.find("\n\r\n") != std::string_view::npos) {
+      process(connection);
+    }
     return true;
   };
 
@@ -224,11 +246,15 @@ void ScrapeServer::serve() {
     return true;
   };
 
+  // Out of descriptors (EMFILE), the listener stays readable with nothing to accept: it
+  // rests until then instead of waking every poll.
+  Clock::time_point listen_again{};
   for (;;) {
     polled.clear();
     polled.push_back({stop_.get(), POLLIN, 0});
-    polled.push_back({listener_.get(), POLLIN, 0});
-    Clock::time_point next_deadline = Clock::time_point::max();
+    const bool listening = Clock::now() >= listen_again;
+    polled.push_back({listener_.get(), static_cast<short>(listening ? POLLIN : 0), 0});
+    Clock::time_point next_deadline = listening ? Clock::time_point::max() : listen_again;
     for (const Connection& connection : connections) {
       const bool sending = connection.answered && !connection.draining;
       polled.push_back({connection.fd.get(), static_cast<short>(sending ? POLLOUT : POLLIN), 0});
@@ -241,9 +267,12 @@ void ScrapeServer::serve() {
       timeout_ms = static_cast<int>(
           std::max<int64_t>(0, std::chrono::ceil<std::chrono::milliseconds>(left).count()));
     }
-    if (poll(polled.data(), polled.size(), timeout_ms) < 0 && errno != EINTR) {
+    if (poll(polled.data(), polled.size(), timeout_ms) < 0) {
+      if (errno == EINTR) continue;
+      // ENOMEM: the next turn may do; the endpoint must not go deaf while still bound
       logError("metrics: poll failed: " + std::string(std::strerror(errno)));
-      return;
+      std::this_thread::sleep_for(kRest);
+      continue;
     }
     if (polled[0].revents != 0) return;
     const Clock::time_point now = Clock::now();
@@ -273,7 +302,12 @@ void ScrapeServer::serve() {
     if ((polled[1].revents & POLLIN) == 0) continue;
     for (int turn = 0; turn < kAcceptsPerTurn; ++turn) {
       UniqueFd fd(accept4(listener_.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
-      if (!fd.valid()) break;  // EAGAIN: none left (or a connection that failed meanwhile)
+      if (!fd.valid()) {
+        if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+          listen_again = now + kRest;
+        }
+        break;  // EAGAIN: none left (or a connection that failed meanwhile)
+      }
       if (connections.size() >= limits_.max_connections) {
         // the oldest makes room: a client that sends its request at once is never it
         auto oldest = std::min_element(
