@@ -17,26 +17,14 @@
 #include <thread>
 
 #include "daemon/listen_address.h"
+#include "daemon/scrape_connection.h"
 #include "floodgate/common/result.h"
 #include "kernel/unique_fd.h"
 
 namespace floodgate::daemon {
 
-struct ScrapeAnswer {
-  int status = 200;
-  std::string content_type = "text/plain";
-  std::string body;
-};
-
 // What a path answers. Called on the server's thread, one request at a time.
 using ScrapeRoute = std::function<ScrapeAnswer()>;
-
-struct ScrapeLimits {
-  size_t max_connections = 128;
-  size_t max_head_bytes = 8192;
-  // From accept to the last byte of the answer sent.
-  std::chrono::milliseconds deadline{10000};
-};
 
 class ScrapeServer {
  public:

@@ -1,0 +1,134 @@
+// SPDX-License-Identifier: MIT
+// A connection's request read, answered and written back, without ever blocking.
+#include "daemon/scrape_connection.h"
+
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <string_view>
+#include <utility>
+
+namespace floodgate::daemon {
+namespace {
+
+// How long a connection whose answer is sent is read on for the client's close: closing
+// with its bytes unread would send a reset that can cut the answer short.
+constexpr auto kLinger = std::chrono::seconds(1);
+
+const char* reasonOf(int status) {
+  switch (status) {
+    case 200:
+      return "OK";
+    case 400:
+      return "Bad Request";
+    case 404:
+      return "Not Found";
+    case 405:
+      return "Method Not Allowed";
+    case 431:
+      return "Request Header Fields Too Large";
+    case 500:
+      return "Internal Server Error";
+    case 503:
+      return "Service Unavailable";
+    default:
+      return "Unknown";
+  }
+}
+
+}  // namespace
+
+std::string httpResponse(const ScrapeAnswer& answer, bool with_body, bool keep_alive,
+                         const std::string& extra) {
+  std::string out = "HTTP/1.1 " + std::to_string(answer.status) + " " + reasonOf(answer.status) +
+                    "\r\nContent-Type: " + answer.content_type +
+                    "\r\nContent-Length: " + std::to_string(answer.body.size()) + "\r\n" + extra +
+                    (keep_alive ? "Connection: keep-alive\r\n\r\n" : "Connection: close\r\n\r\n");
+  if (with_body) out += answer.body;
+  return out;
+}
+
+ScrapeConnection::ScrapeConnection(UniqueFd fd, const Answerer& answer, const ScrapeLimits& limits,
+                                   uint64_t order, Clock::time_point now)
+    : fd_(std::move(fd)),
+      answer_(&answer),
+      limits_(&limits),
+      order_(order),
+      deadline_(now + limits.deadline) {}
+
+short ScrapeConnection::events() const { return answered_ && !draining_ ? POLLOUT : POLLIN; }
+
+void ScrapeConnection::refuse(int status, const std::string& why) {
+  out_ = httpResponse(ScrapeAnswer{status, "text/plain", why}, true, false);
+  keep_alive_ = false;
+  answered_ = true;
+}
+
+void ScrapeConnection::process() {
+  // over the cap is refused even when complete: the cap is on what is read, not waited for
+  if (in_.size() > limits_->max_head_bytes) {
+    refuse(431, "request head too large\n");
+    return;
+  }
+  const RequestHead head = readRequestHead(in_);
+  if (head.state == RequestHead::State::kIncomplete) return;
+  if (head.state == RequestHead::State::kBad) {
+    refuse(400, "not an HTTP/1.x request\n");
+  } else if (head.has_body) {
+    // not read, a body would be taken for the next request (smuggled past a proxy)
+    refuse(400, "a request with a body is not answered here\n");
+  } else {
+    out_ = (*answer_)(head);
+    keep_alive_ = head.keep_alive;
+    head_length_ = head.length;
+    answered_ = true;
+  }
+}
+
+bool ScrapeConnection::read() {
+  char buffer[16384];
+  const ssize_t n = recv(fd_.get(), buffer, sizeof(buffer), 0);
+  if (n == 0) return false;
+  if (n < 0) return errno == EAGAIN || errno == EINTR;
+  if (draining_ || answered_) return true;
+  const size_t old_size = in_.size();
+  in_.append(buffer, static_cast<size_t>(n));
+  // A head read a byte at a time is parsed again only when it may have become complete or
+  // bad: its first line ended, or a blank line may have (the last bytes and these).
+  const size_t first_end = in_.find('\n');
+  const std::string_view fresh = std::string_view(in_).substr(old_size >= 2 ? old_size - 2 : 0);
+  if (in_.size() > limits_->max_head_bytes ||
+      (first_end != std::string::npos && first_end >= old_size) ||
+      fresh.find("\n\n") != std::string_view::npos ||
+      fresh.find("\n\r\n") != std::string_view::npos) {
+    process();
+  }
+  return true;
+}
+
+bool ScrapeConnection::write(Clock::time_point now, uint64_t& next_order) {
+  if (!answered_ || draining_) return true;
+  const ssize_t n = send(fd_.get(), out_.data() + sent_, out_.size() - sent_, MSG_NOSIGNAL);
+  if (n < 0) return errno == EAGAIN || errno == EINTR;
+  sent_ += static_cast<size_t>(n);
+  if (sent_ < out_.size()) return true;
+  out_ = std::string();
+  sent_ = 0;
+  if (!keep_alive_) {
+    shutdown(fd_.get(), SHUT_WR);
+    draining_ = true;
+    deadline_ = std::min(deadline_, now + kLinger);
+    return true;
+  }
+  // so a scraper's connection lasts as long as it scrapes
+  in_.erase(0, head_length_);
+  answered_ = false;
+  order_ = next_order++;
+  deadline_ = now + limits_->deadline;
+  process();  // a request sent behind the last one
+  return true;
+}
+
+}  // namespace floodgate::daemon
