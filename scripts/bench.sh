@@ -157,6 +157,12 @@ flood_row() {  # name sources counters baseline detail [count]  (counters: X for
   done
   median=$(printf '%s\n' "${rounds[@]}" | sort -n -k1,1 | sed -n "$(((FLOOD_ROUNDS + 1) / 2))p")
   read -r mpps arrived dropped FLOOD_JSON <<<"$median"
+  # a receiver that handled nothing is a broken row, not a figure: say so and stop
+  if ((arrived == 0)); then
+    echo "error: row '$name': the receiver counted no frame of the $(jq .sent <<<"$FLOOD_JSON") sent;" \
+      "check that its program is attached and the row's counters ($counters) read the right thing" >&2
+    exit 1
+  fi
   before=0 after=$arrived dropped_before=0 dropped_after=$dropped
   seconds=$(jq .seconds <<<"$FLOOD_JSON")
   sent=$(jq .sent <<<"$FLOOD_JSON")
@@ -223,10 +229,12 @@ sender_xdp_drop_on
 receiver_xdp_tx_on
 flood_row "bare XDP_TX, SYN flood, 1M sources" 1048576 xdp_tx "" "every frame sent back unchanged"
 receiver_xdp_tx_off
+target_listener_on 80
 receiver_floodgate_on_config "$WORK/cookies.yaml"
 flood_row "floodgate SYN cookies, 1M sources" 1048576 cookie "bare XDP_TX, SYN flood, 1M sources" \
   "syn_cookies: always; every SYN of a source without a slot answered with a SYN-ACK"
 receiver_floodgate_off
+target_listener_off
 sender_xdp_drop_off
 FLOOD_ARGS=()
 

@@ -16,6 +16,7 @@ in_sender() { nsenter --net=/run/netns/"$NS_S" "$@"; }
 in_target() { nsenter --net=/run/netns/"$NS_T" "$@"; }
 
 veth_cleanup() {
+  target_listener_off
   if [[ -e /run/netns/$NS_T ]]; then
     in_target "$FG" detach "$IF_T" >/dev/null 2>&1 || true
     in_target nft delete table netdev "$NFT_TABLE" 2>/dev/null || true
@@ -126,6 +127,30 @@ receiver_floodgate_on_config() {  # config.yaml
   target_napi_threaded
 }
 receiver_floodgate_off() { in_target "$FG" detach "$IF_T" >/dev/null; }
+
+# A listening socket on the target at PORT: floodgate answers a SYN with a cookie only where a
+# socket of the host listens for its destination (docs/config.md), as a real server would.
+TARGET_LISTENER_PID=
+target_listener_on() {  # port
+  local i
+  printf 'http:\n' >"$WORK/listener.yaml"
+  nsenter --net=/run/netns/"$NS_T" "$HTTP_EXAMPLE" --config "$WORK/listener.yaml" \
+    --listen "$TARGET_IP:$1" >"$WORK/listener.out" 2>&1 &
+  TARGET_LISTENER_PID=$!
+  for ((i = 0; i < 100; i++)); do
+    grep -q '^listening on ' "$WORK/listener.out" && return 0
+    kill -0 "$TARGET_LISTENER_PID" 2>/dev/null || break
+    sleep 0.1
+  done
+  echo "error: the target's listener on port $1 did not start: $(head -c 500 "$WORK/listener.out")" >&2
+  return 1
+}
+target_listener_off() {
+  [[ -n $TARGET_LISTENER_PID ]] || return 0
+  kill "$TARGET_LISTENER_PID" 2>/dev/null || true
+  wait "$TARGET_LISTENER_PID" 2>/dev/null || true
+  TARGET_LISTENER_PID=
+}
 
 # The same per-source limit as floodgate's, as an nftables meter at netdev ingress.
 receiver_nft_on() {
