@@ -655,6 +655,45 @@ TEST_F(RunE2eTest, MetricsAndHealthAnswerWhileAReloadWaits) {
   EXPECT_EQ(net_->floodgate({"stats", added}).exit_code, 0) << "attached once the lock was free";
 }
 
+// The first /metrics request of all may come while a reload holds the state: it answers at
+// once from the values the daemon took when it started, rather than waiting for the reload.
+TEST_F(RunE2eTest, FirstScrapeDuringAReloadAnswersAtOnce) {
+  const std::string added = "fgw" + net_->targetInterface().substr(3);
+  const PinsGone pins_gone{added};
+  ASSERT_EQ(net_->inTarget({"ip", "link", "add", added, "type", "veth", "peer", "name",
+                            "fgv" + net_->targetInterface().substr(3)})
+                .exit_code,
+            0);
+  const std::string rule = "rules:\n  - name: per-source\n    limit: {pps: 100}\n";
+  std::ofstream(config_) << "interfaces: [" << net_->targetInterface() << "]\n" << rule;
+  startDaemon();  // asks /healthz only: no scrape before the reload
+
+  std::filesystem::create_directories("/run/floodgate");
+  const int lock_fd = open("/run/floodgate/attach.lock", O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  ASSERT_GE(lock_fd, 0);
+  ASSERT_EQ(flock(lock_fd, LOCK_EX), 0);
+  std::ofstream(dir_ + "/.new.yaml")
+      << "interfaces: [" << net_->targetInterface() << ", " << added << "]\n"
+      << rule;
+  ASSERT_EQ(std::rename((dir_ + "/.new.yaml").c_str(), config_.c_str()), 0);
+  usleep(1500000);  // the change is seen after 200 ms; the attach then waits for the lock
+  HttpReply metrics = httpGetIn(net_->targetNetns(), kMetricsPort, "/metrics");
+  EXPECT_NE(net_->floodgate({"stats", added}).exit_code, 0) << "the reload is still waiting";
+  close(lock_fd);
+
+  EXPECT_EQ(metrics.status, 200) << daemon_.log();
+  EXPECT_EQ(metrics.body.rfind("# floodgate is applying a config: these are the values of the "
+                               "last scrape\n",
+                               0),
+            0u)
+      << metrics.body.substr(0, 200);
+  EXPECT_EQ(sampleValue(metrics.body, "floodgate_config_generation"), 1);
+  EXPECT_EQ(waitFor(
+                "floodgate_config_generation", [](double v) { return v >= 2; }, 20),
+            2)
+      << daemon_.log();
+}
+
 // What `floodgate check` warns of is logged as a warning when the daemon applies the config.
 TEST_F(RunE2eTest, ConfigWarningsAreLoggedWhenTheConfigIsApplied) {
   std::ofstream(config_) << "interfaces:\n  - name: " << net_->targetInterface()
