@@ -88,6 +88,7 @@ ROWS=$WORK/rows.tsv
 : >"$ROWS"
 source "$FLOODGATE_ROOT/scripts/lib/bench_veth.sh"
 source "$FLOODGATE_ROOT/scripts/lib/bench_report.sh"
+source "$FLOODGATE_ROOT/scripts/lib/bench_flood.sh"
 source "$FLOODGATE_ROOT/scripts/lib/bench_http.sh"
 COST_PID=
 cleanup() {
@@ -132,52 +133,6 @@ done <"$WORK/cost.tsv"
 echo "==> flood throughput through a veth pair, ${FLOOD_SECONDS}s per row"
 veth_cleanup
 veth_create
-
-# Floods and records one row: the receiver's own count of arrivals per second, and the share
-# it dropped (what passes goes on into the kernel's stack, which costs far more than a drop).
-# The rate sent stands next to the rate handled. When the receiver took nearly every frame
-# sent (its veth queue was full for under 1% of them), the sender was the bottleneck: the row
-# says so and gives no ratio, since the program could have handled more.
-# Each row is the median of FLOOD_ROUNDS floods (the round whose rate is the median one).
-FLOOD_ROUNDS=3
-flood_row() {  # name sources counters baseline detail [count]  (counters: X for X_arrivals, X_drops)
-  local name=$1 sources=$2 counters=$3 baseline=$4 detail=$5 count=${6:-}
-  local before dropped_before after dropped_after seconds mpps sent sent_mpps queue_full bound=
-  local round rounds=() median
-  for ((round = 0; round < FLOOD_ROUNDS; round++)); do
-    before=$("${counters}_arrivals")
-    dropped_before=$("${counters}_drops")
-    run_flood "$sources" "$count"
-    sleep 0.2  # let the receiver's queue drain into its counters
-    after=$("${counters}_arrivals")
-    dropped_after=$("${counters}_drops")
-    seconds=$(jq .seconds <<<"$FLOOD_JSON")
-    mpps=$(awk -v n=$((after - before)) -v s="$seconds" 'BEGIN { printf "%.3f", n / s / 1e6 }')
-    rounds+=("$mpps $((after - before)) $((dropped_after - dropped_before)) $(jq -c . <<<"$FLOOD_JSON")")
-  done
-  median=$(printf '%s\n' "${rounds[@]}" | sort -n -k1,1 | sed -n "$(((FLOOD_ROUNDS + 1) / 2))p")
-  read -r mpps arrived dropped FLOOD_JSON <<<"$median"
-  # a receiver that handled nothing is a broken row, not a figure: say so and stop
-  if ((arrived == 0)); then
-    echo "error: row '$name': the receiver counted no frame of the $(jq .sent <<<"$FLOOD_JSON") sent;" \
-      "check that its program is attached and the row's counters ($counters) read the right thing" >&2
-    exit 1
-  fi
-  before=0 after=$arrived dropped_before=0 dropped_after=$dropped
-  seconds=$(jq .seconds <<<"$FLOOD_JSON")
-  sent=$(jq .sent <<<"$FLOOD_JSON")
-  queue_full=$(jq .peer_queue_full <<<"$FLOOD_JSON")
-  sent_mpps=$(awk -v n="$sent" -v s="$seconds" 'BEGIN { printf "%.3f", n / s / 1e6 }')
-  if awk -v q="$queue_full" -v n="$sent" 'BEGIN { exit !(q < 0.01 * n) }'; then
-    bound=sender
-    detail="sender-bound: it handled all $sent_mpps Mpps sent, so it can handle more; $detail"
-  fi
-  detail+="; sent $sent_mpps Mpps, handled $mpps Mpps"
-  detail+=" ($(awk -v d=$((dropped_after - dropped_before)) -v n=$((after - before)) \
-    'BEGIN { printf "%.0f", n ? 100 * d / n : 0 }')% dropped), peer queue full for $queue_full"
-  add_row "flood" "$name" "$mpps" "Mpps" "$baseline" "$detail" "$bound"
-  echo "    $name: sent $sent_mpps Mpps, $mpps Mpps arrived${bound:+ (sender-bound)} (median of: ${rounds[*]%% *})"
-}
 
 receiver_xdp_drop_on
 flood_row "bare XDP_DROP" 1 xdp "" "1 source"
@@ -278,6 +233,7 @@ receiver_iptables_on
 flood_row "iptables raw hashlimit, 64k sources" 65536 iptables "bare XDP_DROP" \
   "$LIMIT_PPS pps/source, $(iptables -V | awk '{print $2, $3}'), GRO on"
 receiver_iptables_off
+
 veth_cleanup
 
 echo "==> library decisions per second (Google Benchmark, one hot key)"
