@@ -4,13 +4,18 @@
 #include "daemon/scrape_server.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/time.h>
+#include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace floodgate::daemon {
@@ -187,6 +192,55 @@ TEST(ScrapeServer, AConnectionThatSendsNothingIsClosedAtItsDeadline) {
   // readToClose waits at most a minute; the server closes it long before, whatever the timer
   EXPECT_EQ(readToClose(silent.get()), "");
   EXPECT_TRUE(closedByServer(silent.get()));
+}
+
+// The CPU time this process has used, user and system.
+std::chrono::microseconds cpuUsed() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  auto micros = [](const timeval& t) {
+    return std::chrono::seconds(t.tv_sec) + std::chrono::microseconds(t.tv_usec);
+  };
+  return micros(usage.ru_utime) + micros(usage.ru_stime);
+}
+
+// Puts the process's descriptor limit back when the test ends, however it ends.
+struct DescriptorLimit {
+  rlimit saved{};
+  DescriptorLimit() { getrlimit(RLIMIT_NOFILE, &saved); }
+  ~DescriptorLimit() { setrlimit(RLIMIT_NOFILE, &saved); }
+};
+
+// Out of descriptors, accept fails (EMFILE) while the connection stays in the listener's
+// queue, so the listener stays readable: the server rests instead of waking at once again
+// and again, and answers the connection that waited once a descriptor is free.
+TEST(ScrapeServer, OutOfDescriptorsItRestsAndThenAnswersTheConnectionThatWaited) {
+  auto server = ScrapeServer::start(anyLoopbackPort(), routes());
+  ASSERT_TRUE(server.ok()) << server.error().message;
+  const DescriptorLimit limit;
+  // every descriptor below the lowest free one is taken: with the limit just above it, the
+  // client's socket is the last descriptor the process may open, and accept gets none
+  const int lowest_free = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(lowest_free, 0);
+  close(lowest_free);
+  rlimit tight = limit.saved;
+  tight.rlim_cur = static_cast<rlim_t>(lowest_free) + 1;
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &tight), 0);
+  UniqueFd client = connectTo((*server)->port());
+  ASSERT_EQ(client.get(), lowest_free);
+
+  const auto cpu_before = cpuUsed();
+  const auto wall_before = std::chrono::steady_clock::now();
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  const auto cpu = cpuUsed() - cpu_before;
+  const auto wall = std::chrono::steady_clock::now() - wall_before;
+  // a server waking on the readable listener again and again would use a CPU for the wait;
+  // resting, it wakes a few times a second, whatever the timers' resolution
+  EXPECT_LT(cpu * 10, wall) << "CPU " << cpu.count() << " us over the wait";
+
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &limit.saved), 0);
+  sendAll(client.get(), "GET /metrics HTTP/1.0\r\n\r\n");
+  EXPECT_EQ(readToClose(client.get()).substr(0, 17), "HTTP/1.1 200 OK\r\n");
 }
 
 TEST(ScrapeServer, ATakenPortFailsTheStartSayingWhatToDo) {
