@@ -13,6 +13,8 @@
 #     baselines), floodgate with 1 source, 64k tracked sources (no new-source cap), 64k
 #     and 1M sources under the default cap, an nftables netdev-ingress meter and iptables
 #     hashlimit with the same per-source limit; and floodgate against nftables;
+#   - the flood goals again as paired rounds: in each round the baseline and then floodgate,
+#     the row the median of the rounds' ratios (a shared VM's speed swings within minutes);
 #   - the library's decisions per second per algorithm (memory store; fixed window is the
 #     baseline); the Redis store per connection against redis-benchmark's EVALSHA rate, and
 #     the round trips hot-key prefetch saves (with its over-admission, which must be 0) and
@@ -41,7 +43,7 @@ while (($#)); do
       ONLY=http
       shift
       ;;
-    -h | --help) sed -n '3,27p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '3,29p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "error: unknown argument '$1': the options are --quick and --only http" >&2; exit 2 ;;
   esac
   shift
@@ -234,6 +236,23 @@ flood_row "iptables raw hashlimit, 64k sources" 65536 iptables "bare XDP_DROP" \
   "$LIMIT_PPS pps/source, $(iptables -V | awk '{print $2, $3}'), GRO on"
 receiver_iptables_off
 
+# The goals of docs/performance.md as paired rounds (bench_flood.sh): each ratio from floods
+# of its baseline and of floodgate one after the other, round by round.
+echo "==> paired rounds: baseline, then floodgate, ${FLOOD_SECONDS}s each, $FLOOD_ROUNDS rounds"
+receiver_tracked_on() { receiver_floodgate_on_config "$WORK/tracked.yaml"; }
+paired_rows_start
+paired_row "floodgate / bare XDP_DROP, 1 source" 1 receiver_xdp_drop_on receiver_xdp_drop_off \
+  xdp receiver_floodgate_on receiver_floodgate_off floodgate "goal: at least 0.9"
+paired_row "floodgate / bare XDP_DROP, 64k tracked sources" 65536 receiver_xdp_drop_on \
+  receiver_xdp_drop_off xdp receiver_tracked_on receiver_floodgate_off floodgate \
+  "every source has a slot and is over its limit; goal: at least 0.75"
+paired_row "floodgate / bare XDP_DROP, 1M sources" 1048576 receiver_xdp_drop_on \
+  receiver_xdp_drop_off xdp receiver_floodgate_on receiver_floodgate_off floodgate \
+  "default new-source cap; goal: at least 0.6"
+paired_row "floodgate / nftables meter, 1 source" 1 receiver_nft_on receiver_nft_off nft \
+  receiver_floodgate_on receiver_floodgate_off floodgate "goal: at least 4"
+paired_row "floodgate / nftables meter, 64k sources" 65536 receiver_nft_on receiver_nft_off nft \
+  receiver_floodgate_on receiver_floodgate_off floodgate "default new-source cap; goal: at least 4"
 veth_cleanup
 
 echo "==> library decisions per second (Google Benchmark, one hot key)"

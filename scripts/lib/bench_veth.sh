@@ -92,6 +92,16 @@ target_napi_threaded() {
   done
 }
 
+# CPU time the target's NAPI threads have run, in ns (their schedstat): the receiver's own
+# work, whatever the sender's pace: the program, veth's part, and the stack for what passes.
+receiver_cpu_ns() {
+  local pid sum=0
+  for pid in $(pgrep "^napi/${IF_T:0:10}"); do
+    sum=$((sum + $(cut -d' ' -f1 "/proc/$pid/schedstat")))
+  done
+  echo "$sum"
+}
+
 # GRO gives a veth NAPI without an XDP program, so it takes XDP_TX frames for the stack.
 target_gro() { ip netns exec "$NS_T" ethtool -K "$IF_T" gro "$1"; }
 
