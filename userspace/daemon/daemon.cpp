@@ -71,11 +71,6 @@ Status runDaemon(const RunOptions& options) {
     state.releaseAfterFailedStart();
     return s;
   }
-  // The answers kept for requests that come while a later apply holds the state, taken
-  // now: the first scrape or health check during a reload then answers at once from them
-  // instead of waiting for the reload, however long it takes.
-  state.scrape();
-  state.problems();
   auto server = MetricsServer::start(options.listen, state);
   if (!server) {
     state.releaseAfterFailedStart();

@@ -56,6 +56,10 @@ Status DaemonState::apply(bool initial) {
       }
     }
     if (status) ++generation_;
+    // the answers kept for requests while a later apply holds the state: as of this one, so
+    // the first request of all, or one after a quiet spell, is not answered from older ones
+    keepScrapeLocked();
+    keepProblemsLocked();
   }
   // Outside the lock: a slow Redis must not hold up scrapes. apply() runs on the event loop
   // only, so publishes happen in the order of the configs applied.
@@ -121,6 +125,7 @@ Status DaemonState::applyLocked(std::optional<std::string>& publish) {
 void DaemonState::attachAppeared() {
   std::lock_guard lock(mutex_);
   interfaces_.attachAppeared();
+  keepProblemsLocked();  // an interface that appeared and was attached is healthy now
 }
 
 void DaemonState::syncReports(const http::HttpConfig* http, ReporterAccess access) {
@@ -270,8 +275,12 @@ std::string DaemonState::scrape() {
                last_scrape_;
       }
     }
-    lock.lock();  // nothing to answer with yet: the first scrape waits
+    lock.lock();  // nothing kept yet (before the first apply): wait
   }
+  return keepScrapeLocked();
+}
+
+std::string DaemonState::keepScrapeLocked() {
   metrics::Snapshot snapshot;
   snapshot.version = FLOODGATE_VERSION;
   snapshot.reloads_success = reloads_success_;
@@ -296,6 +305,10 @@ std::vector<std::string> DaemonState::problems() {
     }
     lock.lock();
   }
+  return keepProblemsLocked();
+}
+
+std::vector<std::string> DaemonState::keepProblemsLocked() {
   std::vector<std::string> found = interfaces_.problems();
   std::lock_guard last(last_mutex_);
   last_problems_ = found;

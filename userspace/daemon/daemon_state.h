@@ -49,12 +49,13 @@ class DaemonState {
   // enforcing as it found it.
   void releaseAfterFailedStart();
 
-  // The Prometheus exposition of every held interface; the last one, marked by a comment
-  // line, when the state is busy longer than kBusyWait.
+  // The Prometheus exposition of every held interface; when the state is busy longer than
+  // kBusyWait, the last one made (by a scrape or an apply), marked by a comment line.
   std::string scrape();
   // What keeps the daemon from being healthy, one line per configured interface that does
   // not exist or has no limiter attached; empty when every one has its limiter. The last
-  // answer when the state is busy longer than kBusyWait.
+  // answer made (by a health check, an apply or an attach of an interface that appeared)
+  // when the state is busy longer than kBusyWait.
   std::vector<std::string> problems();
   bool healthy() { return problems().empty(); }
 
@@ -88,6 +89,10 @@ class DaemonState {
   // answer instead of waiting kBusyWait in turn.
   bool lockToAnswer(std::unique_lock<std::timed_mutex>& lock);
   std::atomic<bool> busy_{false};
+  // Make the answers of a scrape and of a health check, keep them for when mutex_ is busy,
+  // and return them; mutex_ held.
+  std::string keepScrapeLocked();
+  std::vector<std::string> keepProblemsLocked();
 
   std::timed_mutex mutex_;
   std::string config_path_;
