@@ -25,6 +25,7 @@
 #include "e2e/netns_http.h"
 #include "e2e/veth_network.h"
 #include "http/socket_probe.h"
+#include "kernel/unique_fd.h"
 #include "udp_traffic/udp_traffic.h"
 
 namespace floodgate::test {
@@ -145,6 +146,36 @@ class RunE2eTest : public ::testing::Test {
       usleep(50000);
     }
     return value;
+  }
+
+  // Takes the lock `floodgate attach` and the daemon's attaches wait for (released when the
+  // returned descriptor closes, however the test ends).
+  static UniqueFd holdAttachLock() {
+    std::filesystem::create_directories("/run/floodgate");
+    UniqueFd fd(open("/run/floodgate/attach.lock", O_RDWR | O_CREAT | O_CLOEXEC, 0600));
+    EXPECT_TRUE(fd.valid());
+    if (fd.valid()) {
+      EXPECT_EQ(flock(fd.get(), LOCK_EX), 0);
+    }
+    return fd;
+  }
+
+  // Whether the daemon came to have the attach lock's file open within 20 s: it opens it only
+  // to attach or detach, so with the lock held here an apply of it is waiting for the lock.
+  bool daemonWaitsForAttachLock() {
+    const std::string dir = "/proc/" + std::to_string(daemon_.pid()) + "/fd";
+    for (int i = 0; i < 400; ++i) {
+      std::error_code ec;
+      for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end;
+           it.increment(ec)) {
+        std::error_code link_ec;
+        if (std::filesystem::read_symlink(it->path(), link_ec) == "/run/floodgate/attach.lock") {
+          return true;
+        }
+      }
+      usleep(50000);
+    }
+    return false;
   }
 
   uint64_t flood(double seconds, uint64_t rate) {
@@ -626,19 +657,17 @@ TEST_F(RunE2eTest, MetricsAndHealthAnswerWhileAReloadWaits) {
   ASSERT_EQ(waitFor("floodgate_config_generation", [](double v) { return v >= 1; }), 1);
 
   // another attach holds the lock: the reload's attach of `added` waits for it
-  std::filesystem::create_directories("/run/floodgate");
-  const int lock_fd = open("/run/floodgate/attach.lock", O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-  ASSERT_GE(lock_fd, 0);
-  ASSERT_EQ(flock(lock_fd, LOCK_EX), 0);
+  UniqueFd lock = holdAttachLock();
+  ASSERT_TRUE(lock.valid());
   std::ofstream(dir_ + "/.new.yaml")
       << "interfaces: [" << net_->targetInterface() << ", " << added << "]\n"
       << rule;
   ASSERT_EQ(std::rename((dir_ + "/.new.yaml").c_str(), config_.c_str()), 0);
-  usleep(1500000);  // the change is seen after 200 ms; the attach then waits for the lock
+  ASSERT_TRUE(daemonWaitsForAttachLock()) << daemon_.log();
   HttpReply metrics = httpGetIn(net_->targetNetns(), kMetricsPort, "/metrics");
   HttpReply health = httpGetIn(net_->targetNetns(), kMetricsPort, "/healthz");
   EXPECT_NE(net_->floodgate({"stats", added}).exit_code, 0) << "the reload is still waiting";
-  close(lock_fd);
+  lock = UniqueFd();
 
   EXPECT_EQ(metrics.status, 200) << daemon_.log();
   EXPECT_EQ(metrics.body.rfind("# floodgate is applying a config: these are the values of the "
@@ -655,9 +684,10 @@ TEST_F(RunE2eTest, MetricsAndHealthAnswerWhileAReloadWaits) {
   EXPECT_EQ(net_->floodgate({"stats", added}).exit_code, 0) << "attached once the lock was free";
 }
 
-// The first /metrics request of all may come while a reload holds the state: it answers at
-// once from the values the daemon took when it started, rather than waiting for the reload.
-TEST_F(RunE2eTest, FirstScrapeDuringAReloadAnswersAtOnce) {
+// The first /metrics request of all may come while a reload holds the state: it answers,
+// within the half second it waits for the state, with the values kept at the last apply,
+// rather than waiting for the reload.
+TEST_F(RunE2eTest, FirstScrapeDuringAReloadAnswersFromTheLastApply) {
   const std::string added = "fgw" + net_->targetInterface().substr(3);
   const PinsGone pins_gone{added};
   ASSERT_EQ(net_->inTarget({"ip", "link", "add", added, "type", "veth", "peer", "name",
@@ -668,18 +698,16 @@ TEST_F(RunE2eTest, FirstScrapeDuringAReloadAnswersAtOnce) {
   std::ofstream(config_) << "interfaces: [" << net_->targetInterface() << "]\n" << rule;
   startDaemon();  // asks /healthz only: no scrape before the reload
 
-  std::filesystem::create_directories("/run/floodgate");
-  const int lock_fd = open("/run/floodgate/attach.lock", O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-  ASSERT_GE(lock_fd, 0);
-  ASSERT_EQ(flock(lock_fd, LOCK_EX), 0);
+  UniqueFd lock = holdAttachLock();
+  ASSERT_TRUE(lock.valid());
   std::ofstream(dir_ + "/.new.yaml")
       << "interfaces: [" << net_->targetInterface() << ", " << added << "]\n"
       << rule;
   ASSERT_EQ(std::rename((dir_ + "/.new.yaml").c_str(), config_.c_str()), 0);
-  usleep(1500000);  // the change is seen after 200 ms; the attach then waits for the lock
+  ASSERT_TRUE(daemonWaitsForAttachLock()) << daemon_.log();
   HttpReply metrics = httpGetIn(net_->targetNetns(), kMetricsPort, "/metrics");
   EXPECT_NE(net_->floodgate({"stats", added}).exit_code, 0) << "the reload is still waiting";
-  close(lock_fd);
+  lock = UniqueFd();
 
   EXPECT_EQ(metrics.status, 200) << daemon_.log();
   EXPECT_EQ(metrics.body.rfind("# floodgate is applying a config: these are the values of the "
