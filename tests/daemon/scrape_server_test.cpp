@@ -237,9 +237,17 @@ TEST(ScrapeServer, OutOfDescriptorsItRestsAndThenAnswersTheConnectionThatWaited)
   // a server waking on the readable listener again and again would use a CPU for the wait;
   // resting, it wakes a few times a second, whatever the timers' resolution
   EXPECT_LT(cpu * 10, wall) << "CPU " << cpu.count() << " us over the wait";
+  // and that while the process was out of descriptors: none to open, the request unanswered
+  const int none = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  const int open_errno = errno;
+  EXPECT_EQ(none, -1);
+  EXPECT_EQ(open_errno, EMFILE);
+  if (none >= 0) close(none);
+  sendAll(client.get(), "GET /metrics HTTP/1.0\r\n\r\n");
+  char byte;
+  EXPECT_EQ(recv(client.get(), &byte, 1, MSG_DONTWAIT), -1) << "answered without an accept";
 
   ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &limit.saved), 0);
-  sendAll(client.get(), "GET /metrics HTTP/1.0\r\n\r\n");
   EXPECT_EQ(readToClose(client.get()).substr(0, 17), "HTTP/1.1 200 OK\r\n");
 }
 
