@@ -10,11 +10,12 @@ FLOOD_ROUNDS=3
 # receiver_cpu_ns), and the sender's report (one line of JSON). COUNTERS names the
 # receiver's counters (X for X_arrivals, X_drops).
 flood_round() {  # counters sources [count]
+  set -e  # run in a command substitution, which bash runs without it
   local counters=$1 before dropped_before after dropped_after seconds cpu_before cpu_after
   before=$("${counters}_arrivals")
   dropped_before=$("${counters}_drops")
   cpu_before=$(receiver_cpu_ns)
-  run_flood "$2" "${3:-}" || exit 1  # a subshell: its caller stops on the status (set -e)
+  run_flood "$2" "${3:-}"
   sleep 0.2  # let the receiver's queue drain into its counters
   cpu_after=$(receiver_cpu_ns)
   after=$("${counters}_arrivals")
@@ -50,10 +51,11 @@ flood_row() {  # name sources counters baseline detail [count]
   local round rounds=() median
   for ((round = 0; round < FLOOD_ROUNDS; round++)); do
     rounds+=("$(flood_round "$counters" "$sources" "$count")")
+    read -r _ arrived _ _ FLOOD_JSON <<<"${rounds[round]}"
+    check_arrivals "$name" "$counters" "$arrived" "$FLOOD_JSON"
   done
   median=$(printf '%s\n' "${rounds[@]}" | sort -n -k1,1 | sed -n "$(((FLOOD_ROUNDS + 1) / 2))p")
   read -r mpps arrived dropped cpu_ns FLOOD_JSON <<<"$median"
-  check_arrivals "$name" "$counters" "$arrived" "$FLOOD_JSON"
   seconds=$(jq .seconds <<<"$FLOOD_JSON")
   sent_mpps=$(awk -v n="$(jq .sent <<<"$FLOOD_JSON")" -v s="$seconds" 'BEGIN { printf "%.3f", n / s / 1e6 }')
   if sender_bound "$FLOOD_JSON"; then
@@ -104,6 +106,10 @@ paired_row() {  # name sources baseline-on baseline-off baseline-counters candid
     sender_bound "$json" && base_bound=$((base_bound + 1))
     read -r cand_mpps arrived _ cand_cpu json <<<"$cand"
     check_arrivals "$name" "$cand_counters" "$arrived" "$json"
+    if ((base_cpu == 0 || cand_cpu == 0)); then
+      echo "error: row '$name': no receiver CPU time was read (no NAPI thread of $IF_T?)" >&2
+      exit 1
+    fi
     ratios+=("$(awk -v c="$cand_mpps" -v b="$base_mpps" 'BEGIN { printf "%.3f", c / b }')")
     figures+=("$cand_mpps/$base_mpps")
     cpu_figures+=("$cand_cpu/$base_cpu")
