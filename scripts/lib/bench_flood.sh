@@ -26,6 +26,10 @@ flood_round() {  # counters sources [count]
   jq -c . <<<"$FLOOD_JSON"
 }
 
+# The median of its arguments, each a line that starts with a number (the middle one of an
+# odd count, the upper middle of an even one).
+median() { printf '%s\n' "$@" | sort -n -k1,1 | sed -n "$((($# + 1) / 2))p"; }
+
 # Stops the bench when a round's receiver counted nothing: a broken row, not a figure.
 check_arrivals() {  # row-name counters arrived flood-json
   ((${3} > 0)) && return 0
@@ -48,14 +52,14 @@ sender_bound() {  # flood-json
 flood_row() {  # name sources counters baseline detail [count]
   local name=$1 sources=$2 counters=$3 baseline=$4 detail=$5 count=${6:-}
   local mpps arrived dropped cpu_ns seconds sent_mpps bound=
-  local round rounds=() median
+  local round rounds=() middle
   for ((round = 0; round < FLOOD_ROUNDS; round++)); do
     rounds+=("$(flood_round "$counters" "$sources" "$count")")
     read -r _ arrived _ _ FLOOD_JSON <<<"${rounds[round]}"
     check_arrivals "$name" "$counters" "$arrived" "$FLOOD_JSON"
   done
-  median=$(printf '%s\n' "${rounds[@]}" | sort -n -k1,1 | sed -n "$(((FLOOD_ROUNDS + 1) / 2))p")
-  read -r mpps arrived dropped cpu_ns FLOOD_JSON <<<"$median"
+  middle=$(median "${rounds[@]}")
+  read -r mpps arrived dropped cpu_ns FLOOD_JSON <<<"$middle"
   seconds=$(jq .seconds <<<"$FLOOD_JSON")
   sent_mpps=$(awk -v n="$(jq .sent <<<"$FLOOD_JSON")" -v s="$seconds" 'BEGIN { printf "%.3f", n / s / 1e6 }')
   if sender_bound "$FLOOD_JSON"; then
@@ -113,10 +117,10 @@ paired_row() {  # name sources baseline-on baseline-off baseline-counters candid
     ratios+=("$(awk -v c="$cand_mpps" -v b="$base_mpps" 'BEGIN { printf "%.3f", c / b }')")
     figures+=("$cand_mpps/$base_mpps")
     cpu_figures+=("$cand_cpu/$base_cpu")
-    cpu_ratios+=("$(awk -v c="$cand_cpu" -v b="$base_cpu" 'BEGIN { printf "%.3f", c ? b / c : 0 }')")
+    cpu_ratios+=("$(awk -v c="$cand_cpu" -v b="$base_cpu" 'BEGIN { printf "%.3f", b / c }')")
   done
-  ratio=$(printf '%s\n' "${ratios[@]}" | sort -n | sed -n "$(((FLOOD_ROUNDS + 1) / 2))p")
-  cpu_ratio=$(printf '%s\n' "${cpu_ratios[@]}" | sort -n | sed -n "$(((FLOOD_ROUNDS + 1) / 2))p")
+  ratio=$(median "${ratios[@]}")
+  cpu_ratio=$(median "${cpu_ratios[@]}")
   # a baseline that took all its sender sent, in most rounds, was not measured: no ratio
   if ((2 * base_bound > FLOOD_ROUNDS)); then
     bound=sender
