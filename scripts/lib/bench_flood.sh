@@ -26,9 +26,10 @@ flood_round() {  # counters sources [count]
   jq -c . <<<"$FLOOD_JSON"
 }
 
-# The median of its arguments, each a line that starts with a number (the middle one of an
-# odd count, the upper middle of an even one).
-median() { printf '%s\n' "$@" | sort -n -k1,1 | sed -n "$((($# + 1) / 2))p"; }
+# The median line of its arguments, each a line that starts with a number: the middle one by
+# that number of an odd count, the upper middle of an even one. (Not `median`: bench_http.sh's
+# takes numbers on stdin, and the one sourced last would serve both.)
+median_line() { printf '%s\n' "$@" | sort -n -k1,1 | sed -n "$((($# + 1) / 2))p"; }
 
 # Stops the bench when a round's receiver counted nothing: a broken row, not a figure.
 check_arrivals() {  # row-name counters arrived flood-json
@@ -58,7 +59,7 @@ flood_row() {  # name sources counters baseline detail [count]
     read -r _ arrived _ _ FLOOD_JSON <<<"${rounds[round]}"
     check_arrivals "$name" "$counters" "$arrived" "$FLOOD_JSON"
   done
-  middle=$(median "${rounds[@]}")
+  middle=$(median_line "${rounds[@]}")
   read -r mpps arrived dropped cpu_ns FLOOD_JSON <<<"$middle"
   seconds=$(jq .seconds <<<"$FLOOD_JSON")
   sent_mpps=$(awk -v n="$(jq .sent <<<"$FLOOD_JSON")" -v s="$seconds" 'BEGIN { printf "%.3f", n / s / 1e6 }')
@@ -119,8 +120,8 @@ paired_row() {  # name sources baseline-on baseline-off baseline-counters candid
     cpu_figures+=("$cand_cpu/$base_cpu")
     cpu_ratios+=("$(awk -v c="$cand_cpu" -v b="$base_cpu" 'BEGIN { printf "%.3f", b / c }')")
   done
-  ratio=$(median "${ratios[@]}")
-  cpu_ratio=$(median "${cpu_ratios[@]}")
+  ratio=$(median_line "${ratios[@]}")
+  cpu_ratio=$(median_line "${cpu_ratios[@]}")
   # a baseline that took all its sender sent, in most rounds, was not measured: no ratio
   if ((2 * base_bound > FLOOD_ROUNDS)); then
     bound=sender
