@@ -3,7 +3,22 @@
 # target namespace, the receivers the rows compare (bare XDP_DROP, floodgate, nftables, iptables),
 # their arrival counters, and the tear-down. Sourced; expects FG, DROP_OBJ, TX_OBJ and WORK set.
 
-BENCH_TAG=${BENCH_TAG:-$$}
+# The tag in every name: the process id in base 36, at most 5 characters. A NAPI thread is
+# named napi/<interface>-<id>, cut at 15 characters, so an interface name of at most 9 keeps
+# the dash, and one bench's threads are told from another's whose tag begins the same.
+bench_tag() {
+  local n=$1 digits=0123456789abcdefghijklmnopqrstuvwxyz tag=
+  while ((n > 0)); do
+    tag=${digits:n%36:1}$tag
+    n=$((n / 36))
+  done
+  echo "${tag:-0}"
+}
+BENCH_TAG=${BENCH_TAG:-$(bench_tag $$)}
+if [[ ! $BENCH_TAG =~ ^[0-9a-z]{1,5}$ ]]; then
+  echo "error: BENCH_TAG '$BENCH_TAG' must be 1 to 5 lower-case letters or digits (it names the bench's interfaces)" >&2
+  exit 2
+fi
 NS_S=fgbench-s-$BENCH_TAG
 NS_T=fgbench-t-$BENCH_TAG
 IF_S=fgbs$BENCH_TAG
@@ -86,8 +101,7 @@ RECEIVER_CPU=$(($(nproc) > 1 ? 1 : 0))
 target_napi_threaded() {
   ip netns exec "$NS_T" sh -c "echo 1 > /sys/class/net/$IF_T/threaded"
   local pid
-  # a thread's name is cut at 15 characters: napi/ and the first 10 of the interface's
-  for pid in $(pgrep "^napi/${IF_T:0:10}"); do
+  for pid in $(pgrep "^napi/$IF_T-"); do
     taskset -pc "$RECEIVER_CPU" "$pid" >/dev/null
   done
 }
@@ -96,7 +110,7 @@ target_napi_threaded() {
 # work, whatever the sender's pace: the program, veth's part, and the stack for what passes.
 receiver_cpu_ns() {
   local pid sum=0
-  for pid in $(pgrep "^napi/${IF_T:0:10}"); do
+  for pid in $(pgrep "^napi/$IF_T-"); do
     sum=$((sum + $(cut -d' ' -f1 "/proc/$pid/schedstat")))
   done
   echo "$sum"
@@ -203,6 +217,7 @@ FLOOD_ARGS=()  # more flags of floodgate flood (protocol, port), for the rows th
 run_flood() {  # sources [count]
   local count=()
   [[ -n ${2:-} ]] && count=(--count "$2")
+  # shellcheck disable=SC2034  # the sourcing scripts read it
   FLOOD_JSON=$(in_sender timeout $((FLOOD_SECONDS + 60)) "$FG" flood "$IF_S" --dst "$TARGET_IP" \
     --dst-mac "$TARGET_MAC" --sources "$1" --duration "${FLOOD_SECONDS}s" "${count[@]}" \
     "${FLOOD_ARGS[@]}" \
