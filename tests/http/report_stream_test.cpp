@@ -131,6 +131,26 @@ TEST(ReportStream, AnotherSecretATamperedFieldOrAStaleOrFutureTimeIsRefused) {
   EXPECT_NE(ahead.error().message.find("ahead of Redis's clock"), std::string::npos);
 }
 
+// Read before the signature is checked: a time near the ends of int64 would overflow the
+// time checks of the readers (undefined, and an abort under the sanitizers).
+TEST(ReportStream, AnEntryWhoseTimeNoHostSignsIsRefusedBeforeAnyArithmetic) {
+  StreamReport report = signStreamReport(kSecret, kLine, "web-3:812", kNowMs);
+  for (const std::string& time :
+       {std::string("9223372036854775807"), std::string("-9223372036854775808"), std::string("-1"),
+        std::to_string(kMaxReportTimeMs + 1)}) {
+    redis::Command xadd = streamAddCommand("fg:reports", report);
+    xadd[11] = time;  // the value after "time_ms"
+    ASSERT_EQ(xadd[10], "time_ms");
+    auto read = streamReportFromFields(fieldsOf(xadd));
+    ASSERT_FALSE(read.ok()) << time;
+    EXPECT_EQ(
+        read.error().message,
+        "its time_ms " + time + " is no time a host signs (ms since 1970, before the year 3000)");
+  }
+  report = signStreamReport(kSecret, kLine, "web-3:812", kMaxReportTimeMs);
+  EXPECT_TRUE(streamReportFromFields(fieldsOf(streamAddCommand("fg:reports", report))).ok());
+}
+
 TEST(ReportStream, AnEntryWithoutTheFieldsSaysWhatItNeeds) {
   redis::Reply fields;
   fields.type = redis::Reply::Type::kArray;

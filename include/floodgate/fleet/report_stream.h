@@ -27,6 +27,10 @@ namespace floodgate::http {
 constexpr size_t kMinReportSecretBytes = kMinFleetSecretBytes;
 // How far a report's signed time may be ahead of Redis's clock (clock skew between hosts).
 constexpr int64_t kReportClockSkewMs = 60'000;
+// The latest signed time an entry may hold, in ms since 1970 (the year 3000): every check of
+// an entry's time adds to it or subtracts from it, and a time no host signs must not
+// overflow them, even before the signature is checked.
+constexpr int64_t kMaxReportTimeMs = 32'503'680'000'000;
 // The stream is trimmed to about this many entries on every add (XADD MAXLEN ~).
 constexpr int64_t kReportStreamMaxLen = 100'000;
 
@@ -49,7 +53,7 @@ StreamReport signStreamReport(std::string_view secret, std::string line, std::st
 redis::Command streamAddCommand(const std::string& stream, const StreamReport& report);
 
 // The report in an entry's field list (the [field, value, ...] array XREAD returns); a
-// usage error naming what is missing otherwise.
+// usage error naming what is missing otherwise, or a time_ms outside 0..kMaxReportTimeMs.
 Result<StreamReport> streamReportFromFields(const redis::Reply& fields);
 
 // Whether `report` is signed with `secret` (its time not looked at).

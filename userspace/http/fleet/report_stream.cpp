@@ -72,6 +72,10 @@ Result<StreamReport> streamReportFromFields(const redis::Reply& fields) {
   if (!have_line || !have_time) {
     return Error::usage("a report entry needs the fields report, reporter, time_ms and mac");
   }
+  if (report.time_ms < 0 || report.time_ms > kMaxReportTimeMs) {
+    return Error::usage("its time_ms " + std::to_string(report.time_ms) +
+                        " is no time a host signs (ms since 1970, before the year 3000)");
+  }
   return report;
 }
 
