@@ -75,6 +75,22 @@ TEST_F(EscalationPolicyTest, BansForTheBanTimeThenRepeatsUntilItEnds) {
   EXPECT_EQ(decide(report).result, metrics::kEscalationBanned);
 }
 
+// A ban lifted before its end (a fleet lift) is no longer a reason to take the address's
+// next report for a repeat: the next offence bans it again.
+TEST_F(EscalationPolicyTest, ALiftedBanIsForgottenAndTheNextReportBansAgain) {
+  const ReceivedReport report = received("offender 198.51.100.7 rejections=80 within_ms=5000");
+  const EscalationDecision first = decide(report);
+  ASSERT_EQ(first.result, metrics::kEscalationBanned);
+  remember(report, first);
+  EXPECT_EQ(decide(report).result, metrics::kEscalationRepeat);
+  memory_.forgetBan(cidr("198.51.100.7/32"));
+  EXPECT_EQ(decide(report).result, metrics::kEscalationBanned);
+  // another address's lift leaves this one's ban remembered
+  remember(report, first);
+  memory_.forgetBan(cidr("198.51.100.8/32"));
+  EXPECT_EQ(decide(report).result, metrics::kEscalationRepeat);
+}
+
 TEST_F(EscalationPolicyTest, AReportFromTheStreamsPastBansForWhatIsLeftOrIsExpired) {
   auto old = decide(
       received("offender 198.51.100.7 rejections=50 within_ms=10000", kBanNs - 1'000'000'000ULL));

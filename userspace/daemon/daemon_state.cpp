@@ -160,6 +160,7 @@ void DaemonState::handleFleetBans() {
         continue;
       }
       fleet_bans_.count(metrics::kFleetBanLifted);
+      escalator_.forgetBan(address);
       logInfo("event=fleet_lift source=" + address.toString() + " lifted_on=" +
               std::to_string(lifted.lifted) + " publisher=\"" + ban.publisher + "\"");
       continue;

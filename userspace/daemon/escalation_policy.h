@@ -30,6 +30,9 @@ struct EscalationConfig {
 // (as text) and when each ends, and the bans each reporter caused this minute.
 struct EscalationMemory {
   std::map<std::string, std::chrono::steady_clock::time_point> banned_until;
+  // A ban of `address` lifted before its end (a fleet lift): its next report bans it again
+  // rather than being taken for a repeat of a ban that no longer runs.
+  void forgetBan(const Cidr& address) { banned_until.erase(address.toString()); }
   BanQuota quota;
   // The report stream's bans as a whole (key kStreamQuotaKey), apart from `quota`, whose
   // oldest reporters made-up names could push out.

@@ -32,6 +32,8 @@ class Escalator {
                   Clock::time_point now);
   // Forgets the bans escalations started that are over.
   void forgetEnded(Clock::time_point now);
+  // Forgets the ban of `address`, lifted before its end: its next report bans it again.
+  void forgetBan(const Cidr& address) { memory_.forgetBan(address); }
   // How many reports led to each EscalationResult.
   const std::array<uint64_t, metrics::kEscalationResults>& counts() const { return counts_; }
 
