@@ -213,6 +213,31 @@ TEST_F(ReportSocketTest, ASocketPathHeldByAnotherKindOfFileIsNeverReplaced) {
       << listener.error().message;
 }
 
+// A second listener on the path (another daemon, or a restart's new one before the old one
+// ends) renames its socket over the first's: the first, ending, leaves the second's in place.
+TEST_F(ReportSocketTest, AListenerEndingLeavesASocketMadeOverItsPathByAnother) {
+  auto first = ReportListener::bind(path_);
+  ASSERT_TRUE(first.ok()) << first.error().message;
+  auto second = ReportListener::bind(path_);
+  ASSERT_TRUE(second.ok()) << second.error().message;
+  { ReportListener ending = std::move(*first); }
+  struct stat st {};
+  ASSERT_EQ(lstat(path_.c_str(), &st), 0) << "the second listener's socket was removed";
+  const std::string line = "offender 198.51.100.7 rejections=80 within_ms=5000";
+  const int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  std::strcpy(address.sun_path, path_.c_str());
+  const ssize_t sent = sendto(fd, line.data(), line.size(), 0,
+                              reinterpret_cast<sockaddr*>(&address), sizeof(address));
+  close(fd);
+  ASSERT_EQ(sent, static_cast<ssize_t>(line.size())) << std::strerror(errno);
+  EXPECT_EQ(second->drain(8).size(), 1u) << "the path no longer reaches the second listener";
+  { ReportListener ending = std::move(*second); }
+  EXPECT_NE(lstat(path_.c_str(), &st), 0) << "the second listener, ending, leaves its socket";
+}
+
 TEST_F(ReportSocketTest, EveryDatagramCarriesTheSendersCredentialsFromTheKernel) {
   if (geteuid() != 0) GTEST_SKIP() << "sending as another user needs root";
   auto listener = ReportListener::bind(path_, 65534);  // nogroup may write to it

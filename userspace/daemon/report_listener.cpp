@@ -57,6 +57,9 @@ Result<ReportListener> ReportListener::bind(const std::string& path, gid_t gid) 
     return fail("cannot set the owner and mode of the report socket " + path);
   }
   struct stat st {};
+  if (lstat(staged.c_str(), &st) != 0) return fail("cannot read back the report socket " + path);
+  out.dev_ = st.st_dev;  // a rename keeps the file's identity
+  out.ino_ = st.st_ino;
   if (lstat(path.c_str(), &st) == 0 && !S_ISSOCK(st.st_mode)) {
     errno = EEXIST;
     return fail(path +
@@ -77,6 +80,8 @@ ReportListener& ReportListener::operator=(ReportListener&& other) noexcept {
     fd_ = std::move(other.fd_);
     path_ = std::move(other.path_);
     other.path_.clear();
+    dev_ = other.dev_;
+    ino_ = other.ino_;
   }
   return *this;
 }
@@ -84,7 +89,11 @@ ReportListener& ReportListener::operator=(ReportListener&& other) noexcept {
 ReportListener::~ReportListener() { removeFile(); }
 
 void ReportListener::removeFile() {
-  if (!path_.empty() && fd_.valid()) unlink(path_.c_str());
+  struct stat st {};
+  if (!path_.empty() && fd_.valid() && lstat(path_.c_str(), &st) == 0 && st.st_dev == dev_ &&
+      st.st_ino == ino_) {
+    unlink(path_.c_str());
+  }
   path_.clear();
 }
 

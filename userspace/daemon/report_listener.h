@@ -52,10 +52,15 @@ class ReportListener {
   std::vector<ReceivedReport> drain(size_t max);
 
  private:
+  // Removes the socket file, if it is still the one this listener made.
   void removeFile();
 
   UniqueFd fd_;
   std::string path_;
+  // The socket file's identity: another run (a second daemon, or a restart's new one) may
+  // have renamed its own socket over path_ since, and that one is not ours to remove.
+  dev_t dev_ = 0;
+  ino_t ino_ = 0;
 };
 
 }  // namespace floodgate::daemon
