@@ -39,6 +39,40 @@ class FleetSectionTest : public ::testing::Test {
   std::string secret_;
 };
 
+// The report secret signs what every service host may send; the fleet's signs bans every
+// host applies. One secret for both hands the second to the first.
+TEST_F(FleetSectionTest, TheReportSecretReusedForFleetBansIsWarnedOf) {
+  const std::string copy = (dir_ / "reports.secret").string();
+  std::ofstream(copy) << "0123456789abcdef0123456789abcdef\n";  // the same secret, another file
+  chmod(copy.c_str(), 0600);
+  const std::string other = (dir_ / "other.secret").string();
+  std::ofstream(other) << "fedcba9876543210fedcba9876543210\n";
+  chmod(other.c_str(), 0600);
+  const std::string bans =
+      "fleet:\n  bans:\n    address: 10.0.0.5:6379\n    stream: fb\n"
+      "    secret_file: " +
+      secret_ + "\n";
+  auto withReportSecret = [&](const std::string& file) {
+    Diagnostics diagnostics;
+    FloodgateConfig config =
+        parseConfig(bans +
+                        "http:\n  store: {type: redis, address: 10.0.0.5:6379}\n"
+                        "  escalate: {rejections: 5, within: 10s, ban: 1m, redis_stream: fr, "
+                        "secret_file: " +
+                        file + "}\n",
+                    "test.yaml", diagnostics);
+    EXPECT_TRUE(diagnostics.empty()) << diagnostics.format();
+    return configWarnings(config);
+  };
+  const std::vector<std::string> warned = {
+      "fleet.bans.secret_file holds the secret of http.escalate.secret_file: every service "
+      "host that reports offenders can then sign fleet-wide bans and lifts, past the report "
+      "thresholds and per-reporter limits; give fleet.bans a secret of its own"};
+  EXPECT_EQ(withReportSecret(secret_), warned);
+  EXPECT_EQ(withReportSecret(copy), warned);
+  EXPECT_TRUE(withReportSecret(other).empty());
+}
+
 TEST_F(FleetSectionTest, EveryKeyAndTheDefaults) {
   Diagnostics diagnostics;
   FloodgateConfig config = parse(

@@ -189,6 +189,14 @@ std::vector<std::string> configWarnings(const FloodgateConfig& config) {
         "hides a malformed frame's ports from every port or flag rule; use it only to watch "
         "such frames, then set defaults.malformed: drop");
   }
+  // the same secret, whichever file holds it: compared by content
+  if (config.fleet_bans.enabled && config.http && !config.http->escalate.secret.empty() &&
+      config.http->escalate.secret == config.fleet_bans.secret) {
+    out.push_back(
+        "fleet.bans.secret_file holds the secret of http.escalate.secret_file: every service "
+        "host that reports offenders can then sign fleet-wide bans and lifts, past the report "
+        "thresholds and per-reporter limits; give fleet.bans a secret of its own");
+  }
   if (config.http) {
     for (const http::IpPrefix& proxy : config.http->trusted_proxies) {
       if (proxy.prefix_len != 0) continue;
