@@ -328,6 +328,40 @@ TEST_F(FleetBansE2eTest, AnEscalationOnAHostInMonitorModeIsNotShared) {
   EXPECT_EQ(redisCli({"XLEN", "fg:bans"}).out, "1\n");
 }
 
+// An address the host's operator allow-listed by hand (`floodgate allow add`, no `allow:` in
+// the config) is trusted here: a report of it bans nothing and shares nothing, where the
+// fleet's hosts would drop what this host lets through.
+TEST_F(FleetBansE2eTest, AReportOfAnAddressAllowListedByHandIsNeitherBannedNorShared) {
+  const std::string socket_path = dir_ + "/reports.sock";
+  config_a_ = writeConfig("a", a_->targetInterface(),
+                          "http:\n  policies:\n    - name: per-ip\n      key: ip\n"
+                          "      algorithm: fixed_window\n      limit: 5\n      window_ms: 1000\n"
+                          "  escalate: {rejections: 10, within: 10s, ban: 10m, socket: " +
+                              socket_path + "}\n");
+  daemon_a_ = startDaemon(*a_, config_a_, "daemon-a.log");
+  daemon_b_ = startDaemon(*b_, config_b_, "daemon-b.log");
+  for (int i = 0; i < 100 && !std::ifstream(socket_path); ++i) usleep(50000);
+  CommandResult allowed = a_->floodgate({"allow", "add", a_->targetInterface(), kBanned});
+  ASSERT_EQ(allowed.exit_code, 0) << allowed.err;
+
+  const UniqueFd fd(socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+  sockaddr_un to{};
+  to.sun_family = AF_UNIX;
+  socket_path.copy(to.sun_path, sizeof(to.sun_path) - 1);
+  for (const char* address : {kBanned, kInnocent}) {
+    const std::string report = std::string("offender ") + address + " rejections=50 within_ms=1000";
+    ASSERT_EQ(sendto(fd.get(), report.data(), report.size(), 0, reinterpret_cast<sockaddr*>(&to),
+                     sizeof(to)),
+              static_cast<ssize_t>(report.size()))
+        << strerror(errno);
+  }
+  // the reports are read in order: once the second one's ban reached B, the first was decided
+  ASSERT_EQ(waitForBan(*b_, kInnocent).first, "fleet") << daemon_a_.log() << daemon_b_.log();
+  EXPECT_FALSE(bans(*a_).contains(kBanned)) << daemon_a_.log();
+  EXPECT_FALSE(bans(*b_).contains(kBanned)) << daemon_b_.log();
+  EXPECT_EQ(redisCli({"XLEN", "fg:bans"}).out, "1\n") << "only the second report's ban shared";
+}
+
 TEST_F(FleetBansE2eTest, ALiftOnOneHostLiftsTheBanEverywhereAndARestartKeepsItLifted) {
   daemon_a_ = startDaemon(*a_, config_a_, "daemon-a.log");
   daemon_b_ = startDaemon(*b_, config_b_, "daemon-b.log");

@@ -463,4 +463,9 @@ Result<std::vector<Cidr>> XdpLimiter::listEntries(ListKind kind) const {
   return maps_.lists[listIndex(kind)].keys();
 }
 
+bool XdpLimiter::allowListed(const Cidr& address) const {
+  // a trie lookup of a prefix finds the longest entry that contains it
+  return maps_.lists[listIndex(ListKind::kAllow)].find(address).has_value();
+}
+
 }  // namespace floodgate

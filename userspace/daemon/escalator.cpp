@@ -38,6 +38,13 @@ uint64_t Escalator::handle(const ReceivedReport& received, HeldInterfaces& inter
     }
     return 0;
   }
+  // The config's allow list is in the decision; one `floodgate allow add` put on a limiter
+  // since is not: its ban would drop nothing here, and the fleet's hosts would drop a source
+  // this host's operator trusts.
+  if (interfaces.allowListedAnywhere(received.report->address)) {
+    ++counts_[metrics::kEscalationAllowListed];
+    return 0;
+  }
   memory_.quota.take(received.reporter, config_.escalate.max_bans_per_minute, now);
   if (!received.over_socket) {
     memory_.stream_quota.take(kStreamQuotaKey, config_.escalate.max_stream_bans_per_minute, now);

@@ -313,6 +313,13 @@ size_t HeldInterfaces::banEverywhere(const Cidr& address, uint64_t ban_ns, BanOr
   return banned_on;
 }
 
+bool HeldInterfaces::allowListedAnywhere(const Cidr& address) const {
+  for (const auto& [name, held] : held_) {
+    if (held.limiter.allowListed(address)) return true;
+  }
+  return false;
+}
+
 HeldInterfaces::Lifted HeldInterfaces::liftEverywhere(const Cidr& address, uint64_t age_ns) {
   Lifted out;
   for (auto& [name, held] : held_) {

@@ -101,6 +101,9 @@ class HeldInterfaces {
   };
   Lifted liftEverywhere(const Cidr& address, uint64_t age_ns = 0);
   bool empty() const { return held_.empty(); }
+  // Whether the allow list of any one held holds a prefix that contains `address`: the
+  // config's, or one `floodgate allow add` put there since.
+  bool allowListedAnywhere(const Cidr& address) const;
 
   // The configured interfaces, up or not, and the metrics of every one held.
   void collect(metrics::Snapshot& snapshot);
