@@ -109,6 +109,24 @@ TEST_F(XdpLimiterTest, DenyDropsAndAllowBypassesTheLimit) {
   EXPECT_EQ(listed->size(), 2u);
 }
 
+// What escalation asks before it bans a reported client: whether the allow list overlaps
+// it. An entry that holds the address or prefix (the trie's own lookup), and for a prefix
+// wider than an address, an entry inside it too (a ban of the prefix would drop it).
+TEST_F(XdpLimiterTest, TheAllowListIsFoundAroundAndInsideAReportedPrefix) {
+  load({sourceRule(1, 1)});
+  ASSERT_EQ(*limiter().listAdd(ListKind::kAllow,
+                               cidrs({"198.18.0.0/24", "2001:db8:600d::/48", "2001:db8:1:2::5"})),
+            3u);
+  auto listed = [&](const char* text) { return limiter().allowListed(cidrs({text})[0]); };
+  EXPECT_TRUE(listed("198.18.0.7"));
+  EXPECT_FALSE(listed("198.18.1.7"));
+  EXPECT_TRUE(listed("2001:db8:600d:7::/64"));  // inside an entry
+  EXPECT_TRUE(listed("2001:db8:1:2::/64"));     // an entry (one address) inside it
+  EXPECT_TRUE(listed("2001:db8:1:2::5"));
+  EXPECT_FALSE(listed("2001:db8:1:3::/64"));
+  EXPECT_FALSE(listed("2001:db8:1:2::6"));
+}
+
 // The program skips a list whose family's count is 0, so the count must never fall below
 // the trie's entries: not after a list that fills up, nor after removing what went in. A
 // list add is all or none: what a full list leaves half-done is taken out again.

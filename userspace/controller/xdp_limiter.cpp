@@ -464,8 +464,18 @@ Result<std::vector<Cidr>> XdpLimiter::listEntries(ListKind kind) const {
 }
 
 bool XdpLimiter::allowListed(const Cidr& address) const {
+  const auto& allow = maps_.lists[listIndex(ListKind::kAllow)];
   // a trie lookup of a prefix finds the longest entry that contains it
-  return maps_.lists[listIndex(ListKind::kAllow)].find(address).has_value();
+  if (allow.find(address)) return true;
+  if (address.prefix == (address.family == Family::kV4 ? 32 : 128)) return false;
+  // A prefix wider than an address (an IPv6 /64 a report names) may hold a narrower entry,
+  // whose source a ban of the prefix would drop: found by reading the list, which only
+  // such a lookup pays for. A list that cannot be read is taken to hold it: a ban may wait,
+  // a trusted source must not be dropped.
+  auto entries = allow.keys();
+  if (!entries) return true;
+  return std::any_of(entries->begin(), entries->end(),
+                     [&](const Cidr& entry) { return covers(address, entry); });
 }
 
 }  // namespace floodgate

@@ -280,8 +280,9 @@ class XdpLimiter {
   // Removes CIDRs; returns how many were there.
   Result<size_t> listRemove(ListKind kind, const std::vector<Cidr>& cidrs);
   Result<std::vector<Cidr>> listEntries(ListKind kind) const;
-  // Whether the allow list holds a prefix that contains `address`, one trie lookup: the
-  // program lets such a source through before it looks at any ban.
+  // Whether the allow list holds a prefix that overlaps `address` (one that contains it: a
+  // trie lookup; for a prefix wider than an address, one inside it too: a read of the list).
+  // The program lets such a source through before it looks at any ban.
   bool allowListed(const Cidr& address) const;
 
  private:

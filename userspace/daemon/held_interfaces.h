@@ -101,7 +101,7 @@ class HeldInterfaces {
   };
   Lifted liftEverywhere(const Cidr& address, uint64_t age_ns = 0);
   bool empty() const { return held_.empty(); }
-  // Whether the allow list of any one held holds a prefix that contains `address`: the
+  // Whether the allow list of any one held holds a prefix that overlaps `address`: the
   // config's, or one `floodgate allow add` put there since.
   bool allowListedAnywhere(const Cidr& address) const;
 
