@@ -123,6 +123,17 @@ class FleetBansE2eTest : public ::testing::Test {
     return runCommand(argv);
   }
 
+  // Waits (5 s at most) until the daemon's report socket is there: an ifstream cannot open
+  // a socket, so it is looked at with lstat.
+  static void waitForSocket(const std::string& path) {
+    struct stat st {};
+    for (int i = 0; i < 100; ++i) {
+      if (lstat(path.c_str(), &st) == 0 && S_ISSOCK(st.st_mode)) return;
+      usleep(50000);
+    }
+    ADD_FAILURE() << "no report socket at " << path;
+  }
+
   // `more`: further top-level sections of the host's config.
   std::string writeConfig(const std::string& host, const std::string& interface,
                           const std::string& more = "") {
@@ -302,7 +313,7 @@ TEST_F(FleetBansE2eTest, AnEscalationOnAHostInMonitorModeIsNotShared) {
                               socket_path + "}\n");
   daemon_a_ = startDaemon(*a_, config_a_, "daemon-a.log");
   daemon_b_ = startDaemon(*b_, config_b_, "daemon-b.log");
-  for (int i = 0; i < 100 && !std::ifstream(socket_path); ++i) usleep(50000);
+  waitForSocket(socket_path);
 
   // a service's report, as the library sends it
   const UniqueFd fd(socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0));
@@ -340,7 +351,7 @@ TEST_F(FleetBansE2eTest, AReportOfAnAddressAllowListedByHandIsNeitherBannedNorSh
                               socket_path + "}\n");
   daemon_a_ = startDaemon(*a_, config_a_, "daemon-a.log");
   daemon_b_ = startDaemon(*b_, config_b_, "daemon-b.log");
-  for (int i = 0; i < 100 && !std::ifstream(socket_path); ++i) usleep(50000);
+  waitForSocket(socket_path);
   CommandResult allowed = a_->floodgate({"allow", "add", a_->targetInterface(), kBanned});
   ASSERT_EQ(allowed.exit_code, 0) << allowed.err;
 
@@ -360,6 +371,52 @@ TEST_F(FleetBansE2eTest, AReportOfAnAddressAllowListedByHandIsNeitherBannedNorSh
   EXPECT_FALSE(bans(*a_).contains(kBanned)) << daemon_a_.log();
   EXPECT_FALSE(bans(*b_).contains(kBanned)) << daemon_b_.log();
   EXPECT_EQ(redisCli({"XLEN", "fg:bans"}).out, "1\n") << "only the second report's ban shared";
+}
+
+// A lift ends what escalation remembers of the ban too: the source's next offence bans it
+// again, on the host whose operator lifted it as well, where the command lifted the ban
+// before the daemon read the lift.
+TEST_F(FleetBansE2eTest, AnEscalatedBanLiftedByTheFleetIsMadeAgainAtTheNextReport) {
+  const std::string socket_path = dir_ + "/reports.sock";
+  config_a_ = writeConfig("a", a_->targetInterface(),
+                          "http:\n  policies:\n    - name: per-ip\n      key: ip\n"
+                          "      algorithm: fixed_window\n      limit: 5\n      window_ms: 1000\n"
+                          "  escalate: {rejections: 10, within: 10s, ban: 10m, socket: " +
+                              socket_path + "}\n");
+  daemon_a_ = startDaemon(*a_, config_a_, "daemon-a.log");
+  daemon_b_ = startDaemon(*b_, config_b_, "daemon-b.log");
+  waitForSocket(socket_path);
+  const UniqueFd fd(socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+  sockaddr_un to{};
+  to.sun_family = AF_UNIX;
+  socket_path.copy(to.sun_path, sizeof(to.sun_path) - 1);
+  const std::string report = std::string("offender ") + kBanned + " rejections=50 within_ms=1000";
+  auto sendReport = [&] {
+    return sendto(fd.get(), report.data(), report.size(), 0, reinterpret_cast<sockaddr*>(&to),
+                  sizeof(to)) == static_cast<ssize_t>(report.size());
+  };
+  // A's ban may show as the fleet's once A has read its own record back: the count says
+  // what escalation did
+  const std::string banned = "floodgate_http_escalations_total{result=\"banned\"} ";
+  ASSERT_TRUE(sendReport()) << strerror(errno);
+  EXPECT_NE(waitForMetric(*a_, banned + "1").find(banned + "1"), std::string::npos);
+  ASSERT_EQ(waitForBan(*b_, kBanned).first, "fleet") << daemon_b_.log();
+
+  CommandResult lifted =
+      a_->floodgate({"ban", "del", a_->targetInterface(), kBanned, "--config", config_a_});
+  ASSERT_EQ(lifted.exit_code, 0) << lifted.err;
+  // A's daemon has read its own lift
+  const std::string lift = "floodgate_fleet_bans_received_total{result=\"lifted\"} 1";
+  ASSERT_NE(waitForMetric(*a_, lift).find(lift), std::string::npos) << daemon_a_.log();
+  ASSERT_TRUE(waitForNoBan(*a_, kBanned)) << daemon_a_.log();
+  ASSERT_TRUE(waitForNoBan(*b_, kBanned)) << daemon_b_.log();
+
+  ASSERT_TRUE(sendReport()) << strerror(errno);
+  EXPECT_NE(waitForMetric(*a_, banned + "2").find(banned + "2"), std::string::npos)
+      << "taken for a repeat of the lifted ban:\n"
+      << daemon_a_.log();
+  EXPECT_NE(waitForBan(*a_, kBanned).first, "") << daemon_a_.log();
+  EXPECT_EQ(waitForBan(*b_, kBanned).first, "fleet") << daemon_b_.log();
 }
 
 TEST_F(FleetBansE2eTest, ALiftOnOneHostLiftsTheBanEverywhereAndARestartKeepsItLifted) {

@@ -160,6 +160,9 @@ void DaemonState::handleFleetBans() {
         continue;
       }
       fleet_bans_.count(metrics::kFleetBanLifted);
+      // Whether or not a ban was lifted here: on the host whose `ban del --config` made the
+      // lift, the command lifted it already. An escalation's ban started after the lift was
+      // signed (a lift read late) stands, and the next report of it extends it again.
       escalator_.forgetBan(address);
       logInfo("event=fleet_lift source=" + address.toString() + " lifted_on=" +
               std::to_string(lifted.lifted) + " publisher=\"" + ban.publisher + "\"");
