@@ -71,6 +71,22 @@ TEST_F(FleetSectionTest, TheReportSecretReusedForFleetBansIsWarnedOf) {
   EXPECT_EQ(withReportSecret(secret_), warned);
   EXPECT_EQ(withReportSecret(copy), warned);
   EXPECT_TRUE(withReportSecret(other).empty());
+
+  // the secret that signs the published policies, which every following service holds
+  Diagnostics diagnostics;
+  FloodgateConfig published =
+      parseConfig(bans +
+                      "http:\n  store: {type: redis, address: 10.0.0.5:6379}\n"
+                      "  publish: {redis_key: fg:policies, secret_file: " +
+                      copy + "}\n",
+                  "test.yaml", diagnostics);
+  ASSERT_TRUE(diagnostics.empty()) << diagnostics.format();
+  EXPECT_EQ(configWarnings(published),
+            std::vector<std::string>{
+                "fleet.bans.secret_file holds the secret of http.publish.secret_file: every "
+                "service host that follows the published policies can then sign fleet-wide bans "
+                "and lifts, past the report thresholds and per-reporter limits; give fleet.bans "
+                "a secret of its own"});
 }
 
 TEST_F(FleetSectionTest, EveryKeyAndTheDefaults) {

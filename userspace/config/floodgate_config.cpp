@@ -190,12 +190,25 @@ std::vector<std::string> configWarnings(const FloodgateConfig& config) {
         "such frames, then set defaults.malformed: drop");
   }
   // the same secret, whichever file holds it: compared by content
-  if (config.fleet_bans.enabled && config.http && !config.http->escalate.secret.empty() &&
-      config.http->escalate.secret == config.fleet_bans.secret) {
-    out.push_back(
-        "fleet.bans.secret_file holds the secret of http.escalate.secret_file: every service "
-        "host that reports offenders can then sign fleet-wide bans and lifts, past the report "
-        "thresholds and per-reporter limits; give fleet.bans a secret of its own");
+  if (config.fleet_bans.enabled && config.http) {
+    const struct {
+      const std::string& secret;
+      const char* file;
+      const char* holders;
+    } services[] = {
+        {config.http->escalate.secret, "http.escalate.secret_file",
+         "every service host that reports offenders"},
+        {config.http->publish.secret, "http.publish.secret_file",
+         "every service host that follows the published policies"},
+    };
+    for (const auto& service : services) {
+      if (service.secret.empty() || service.secret != config.fleet_bans.secret) continue;
+      out.push_back(std::string("fleet.bans.secret_file holds the secret of ") + service.file +
+                    ": " + service.holders +
+                    " can then sign fleet-wide bans and lifts, past the report thresholds and "
+                    "per-reporter limits; give fleet.bans a secret of its own");
+      break;
+    }
   }
   if (config.http) {
     for (const http::IpPrefix& proxy : config.http->trusted_proxies) {
