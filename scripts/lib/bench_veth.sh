@@ -97,11 +97,20 @@ iptables_drops() { iptables_counter 4; }
 # the sender's queue fill, so no row could tell which of the two was the bottleneck.
 SENDER_CPU=0
 RECEIVER_CPU=$(($(nproc) > 1 ? 1 : 0))
+# The PIDs of the target's NAPI threads, by their name napi/<interface>-<id> (cut at 15
+# characters). Read from /proc: pgrep warns of any pattern over 15 characters.
+napi_threads() {
+  local comm
+  for comm in /proc/[0-9]*/comm; do
+    [[ $(cat "$comm" 2>/dev/null) == "napi/$IF_T-"* ]] && echo "${comm//[^0-9]/}"
+  done
+  return 0
+}
 # After a receiver is on: a veth has NAPI only while it has an XDP program or GRO.
 target_napi_threaded() {
   ip netns exec "$NS_T" sh -c "echo 1 > /sys/class/net/$IF_T/threaded"
   local pid
-  for pid in $(pgrep "^napi/$IF_T-"); do
+  for pid in $(napi_threads); do
     taskset -pc "$RECEIVER_CPU" "$pid" >/dev/null
   done
 }
@@ -110,7 +119,7 @@ target_napi_threaded() {
 # work, whatever the sender's pace: the program, veth's part, and the stack for what passes.
 receiver_cpu_ns() {
   local pid sum=0
-  for pid in $(pgrep "^napi/$IF_T-"); do
+  for pid in $(napi_threads); do
     sum=$((sum + $(cut -d' ' -f1 "/proc/$pid/schedstat")))
   done
   echo "$sum"

@@ -15,6 +15,7 @@ defined() { grep -oE '^[A-Za-z_][A-Za-z0-9_]*\(\)' "$1" | sed 's/()$//'; }
 # the libraries a file sources, by their path from the source tree's root
 sourced() { grep -oE 'scripts/lib/[A-Za-z0-9_]+\.sh' "$1" | sort -u; }
 for script in scripts/*.sh scripts/lib/*.sh; do
+  [ -f "$script" ] || continue  # a pattern that matched nothing
   files=$script
   for lib in $(sourced "$script"); do
     [ -f "$lib" ] || { echo "FAIL: $script sources $lib, which does not exist"; failed=1; continue; }
