@@ -134,6 +134,29 @@ class FleetBansE2eTest : public ::testing::Test {
     ADD_FAILURE() << "no report socket at " << path;
   }
 
+  // Sends a service's report of `address` to the report socket at `path`, as the library
+  // sends it; whether it went.
+  static bool reportOffender(const std::string& path, const std::string& address) {
+    const UniqueFd fd(socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+    sockaddr_un to{};
+    to.sun_family = AF_UNIX;
+    path.copy(to.sun_path, sizeof(to.sun_path) - 1);
+    const std::string report = "offender " + address + " rejections=50 within_ms=1000";
+    return sendto(fd.get(), report.data(), report.size(), 0, reinterpret_cast<sockaddr*>(&to),
+                  sizeof(to)) == static_cast<ssize_t>(report.size());
+  }
+
+  // Host A's config with a service's policy and offender reports over `socket`; `more`:
+  // further top-level sections.
+  std::string escalatingConfigA(const std::string& socket, const std::string& more = "") {
+    return writeConfig("a", a_->targetInterface(),
+                       more +
+                           "http:\n  policies:\n    - name: per-ip\n      key: ip\n"
+                           "      algorithm: fixed_window\n      limit: 5\n      window_ms: 1000\n"
+                           "  escalate: {rejections: 10, within: 10s, ban: 10m, socket: " +
+                           socket + "}\n");
+  }
+
   // `more`: further top-level sections of the host's config.
   std::string writeConfig(const std::string& host, const std::string& interface,
                           const std::string& more = "") {
@@ -305,26 +328,12 @@ TEST_F(FleetBansE2eTest, ABanOnOneHostIsDroppedByTheOtherWithTheSameEnd) {
 // a report on its socket stays on it, where the fleet's hosts would drop the source.
 TEST_F(FleetBansE2eTest, AnEscalationOnAHostInMonitorModeIsNotShared) {
   const std::string socket_path = dir_ + "/reports.sock";
-  config_a_ = writeConfig("a", a_->targetInterface(),
-                          "defaults: {monitor: true}\n"
-                          "http:\n  policies:\n    - name: per-ip\n      key: ip\n"
-                          "      algorithm: fixed_window\n      limit: 5\n      window_ms: 1000\n"
-                          "  escalate: {rejections: 10, within: 10s, ban: 10m, socket: " +
-                              socket_path + "}\n");
+  config_a_ = escalatingConfigA(socket_path, "defaults: {monitor: true}\n");
   daemon_a_ = startDaemon(*a_, config_a_, "daemon-a.log");
   daemon_b_ = startDaemon(*b_, config_b_, "daemon-b.log");
   waitForSocket(socket_path);
 
-  // a service's report, as the library sends it
-  const UniqueFd fd(socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0));
-  sockaddr_un to{};
-  to.sun_family = AF_UNIX;
-  socket_path.copy(to.sun_path, sizeof(to.sun_path) - 1);
-  const std::string report = std::string("offender ") + kBanned + " rejections=50 within_ms=1000";
-  ASSERT_EQ(sendto(fd.get(), report.data(), report.size(), 0, reinterpret_cast<sockaddr*>(&to),
-                   sizeof(to)),
-            static_cast<ssize_t>(report.size()))
-      << strerror(errno);
+  ASSERT_TRUE(reportOffender(socket_path, kBanned)) << strerror(errno);
   auto [by, left] = waitForBan(*a_, kBanned);
   ASSERT_EQ(by, "escalation") << daemon_a_.log();
   EXPECT_EQ(redisCli({"XLEN", "fg:bans"}).out, "0\n") << "nothing published";
@@ -344,27 +353,15 @@ TEST_F(FleetBansE2eTest, AnEscalationOnAHostInMonitorModeIsNotShared) {
 // fleet's hosts would drop what this host lets through.
 TEST_F(FleetBansE2eTest, AReportOfAnAddressAllowListedByHandIsNeitherBannedNorShared) {
   const std::string socket_path = dir_ + "/reports.sock";
-  config_a_ = writeConfig("a", a_->targetInterface(),
-                          "http:\n  policies:\n    - name: per-ip\n      key: ip\n"
-                          "      algorithm: fixed_window\n      limit: 5\n      window_ms: 1000\n"
-                          "  escalate: {rejections: 10, within: 10s, ban: 10m, socket: " +
-                              socket_path + "}\n");
+  config_a_ = escalatingConfigA(socket_path);
   daemon_a_ = startDaemon(*a_, config_a_, "daemon-a.log");
   daemon_b_ = startDaemon(*b_, config_b_, "daemon-b.log");
   waitForSocket(socket_path);
   CommandResult allowed = a_->floodgate({"allow", "add", a_->targetInterface(), kBanned});
   ASSERT_EQ(allowed.exit_code, 0) << allowed.err;
 
-  const UniqueFd fd(socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0));
-  sockaddr_un to{};
-  to.sun_family = AF_UNIX;
-  socket_path.copy(to.sun_path, sizeof(to.sun_path) - 1);
   for (const char* address : {kBanned, kInnocent}) {
-    const std::string report = std::string("offender ") + address + " rejections=50 within_ms=1000";
-    ASSERT_EQ(sendto(fd.get(), report.data(), report.size(), 0, reinterpret_cast<sockaddr*>(&to),
-                     sizeof(to)),
-              static_cast<ssize_t>(report.size()))
-        << strerror(errno);
+    ASSERT_TRUE(reportOffender(socket_path, address)) << strerror(errno);
   }
   // the reports are read in order: once the second one's ban reached B, the first was decided
   ASSERT_EQ(waitForBan(*b_, kInnocent).first, "fleet") << daemon_a_.log() << daemon_b_.log();
@@ -378,27 +375,14 @@ TEST_F(FleetBansE2eTest, AReportOfAnAddressAllowListedByHandIsNeitherBannedNorSh
 // before the daemon read the lift.
 TEST_F(FleetBansE2eTest, AnEscalatedBanLiftedByTheFleetIsMadeAgainAtTheNextReport) {
   const std::string socket_path = dir_ + "/reports.sock";
-  config_a_ = writeConfig("a", a_->targetInterface(),
-                          "http:\n  policies:\n    - name: per-ip\n      key: ip\n"
-                          "      algorithm: fixed_window\n      limit: 5\n      window_ms: 1000\n"
-                          "  escalate: {rejections: 10, within: 10s, ban: 10m, socket: " +
-                              socket_path + "}\n");
+  config_a_ = escalatingConfigA(socket_path);
   daemon_a_ = startDaemon(*a_, config_a_, "daemon-a.log");
   daemon_b_ = startDaemon(*b_, config_b_, "daemon-b.log");
   waitForSocket(socket_path);
-  const UniqueFd fd(socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0));
-  sockaddr_un to{};
-  to.sun_family = AF_UNIX;
-  socket_path.copy(to.sun_path, sizeof(to.sun_path) - 1);
-  const std::string report = std::string("offender ") + kBanned + " rejections=50 within_ms=1000";
-  auto sendReport = [&] {
-    return sendto(fd.get(), report.data(), report.size(), 0, reinterpret_cast<sockaddr*>(&to),
-                  sizeof(to)) == static_cast<ssize_t>(report.size());
-  };
   // A's ban may show as the fleet's once A has read its own record back: the count says
   // what escalation did
   const std::string banned = "floodgate_http_escalations_total{result=\"banned\"} ";
-  ASSERT_TRUE(sendReport()) << strerror(errno);
+  ASSERT_TRUE(reportOffender(socket_path, kBanned)) << strerror(errno);
   EXPECT_NE(waitForMetric(*a_, banned + "1").find(banned + "1"), std::string::npos);
   ASSERT_EQ(waitForBan(*b_, kBanned).first, "fleet") << daemon_b_.log();
 
@@ -411,7 +395,7 @@ TEST_F(FleetBansE2eTest, AnEscalatedBanLiftedByTheFleetIsMadeAgainAtTheNextRepor
   ASSERT_TRUE(waitForNoBan(*a_, kBanned)) << daemon_a_.log();
   ASSERT_TRUE(waitForNoBan(*b_, kBanned)) << daemon_b_.log();
 
-  ASSERT_TRUE(sendReport()) << strerror(errno);
+  ASSERT_TRUE(reportOffender(socket_path, kBanned)) << strerror(errno);
   EXPECT_NE(waitForMetric(*a_, banned + "2").find(banned + "2"), std::string::npos)
       << "taken for a repeat of the lifted ban:\n"
       << daemon_a_.log();
