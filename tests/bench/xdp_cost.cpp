@@ -6,6 +6,12 @@
 // as every packet of a spoofed flood), and 1 rule chained by a tail call to a
 // next program that returns XDP_PASS (against 1 rule, whose pass falls through the empty
 // slot). Prints one line per case, "name<TAB>ns_per_packet", the best of --runs runs.
+// Three cases run each of many frames once instead of one frame many times, so the lines a
+// source's packet reads are as cold as a flood leaves them: a spoofed flood from 262,144
+// sources under the new-source cap, 65,536 tracked sources each over its limit (the first
+// run takes their slots, the best run is one of the later ones), and the bare drop on the
+// spoofed frames as their baseline (each run then also pays the kernel's clock reads around
+// it, the baseline too).
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <unistd.h>
@@ -64,6 +70,52 @@ Result<double> nsPerPacket(int program_fd, const std::vector<uint8_t>& frame, ui
   return best;
 }
 
+// One frame from each of `count` sources (counted up from 100.64.0.0), else as `spec`.
+Result<std::vector<std::vector<uint8_t>>> framesFromSources(flood::FrameSpec spec, uint32_t count) {
+  std::vector<std::vector<uint8_t>> frames;
+  frames.reserve(count);
+  const uint32_t first = 0x64400000u;
+  for (uint32_t i = 0; i < count; ++i) {
+    const uint32_t address = first + i;
+    for (int b = 0; b < 4; ++b) spec.source.addr[b] = static_cast<uint8_t>(address >> (24 - 8 * b));
+    auto frame = flood::buildFrame(spec);
+    if (!frame) return frame.error();
+    frames.push_back(std::move(frame->frame));
+  }
+  return frames;
+}
+
+// Frames of a spoofed-source case between two calls of its `before_run` (which re-arms the
+// new-source cap well within the second it refuses for, however slow a run is).
+constexpr size_t kFramesPerArming = 16384;
+
+// The average ns of one run of `program_fd` on each of the first `count` of `frames` in
+// turn, best of `runs`. One run a frame: a source's lines are as cold as in a flood.
+Result<double> nsPerColdPacket(int program_fd, const std::vector<std::vector<uint8_t>>& frames,
+                               size_t count, int runs,
+                               const std::function<Status()>& before_run = {}) {
+  double best = 1e300;
+  count = std::min(count, frames.size());
+  for (int i = 0; i < runs; ++i) {
+    uint64_t total = 0;
+    for (size_t f = 0; f < count; ++f) {
+      if (before_run && f % kFramesPerArming == 0) {
+        if (Status s = before_run(); !s) return s.error();
+      }
+      LIBBPF_OPTS(bpf_test_run_opts, opts);
+      opts.data_in = frames[f].data();
+      opts.data_size_in = static_cast<uint32_t>(frames[f].size());
+      opts.repeat = 1;
+      if (bpf_prog_test_run_opts(program_fd, &opts) != 0) {
+        return Error::failure(std::string("BPF_PROG_TEST_RUN failed: ") + std::strerror(errno));
+      }
+      total += opts.duration;
+    }
+    best = std::min(best, static_cast<double>(total) / static_cast<double>(count));
+  }
+  return best;
+}
+
 // A per-source rule high enough that every packet passes and updates its bucket.
 RuleSpec passingRule(const std::string& name) {
   RuleSpec rule;
@@ -106,8 +158,14 @@ struct Case {
   std::vector<RuleSpec> rules;
   size_t list_prefixes = 0;
   bool chained = false;
-  bool cap_refuses = false;  // the new-source cap refuses every source for the whole run
+  bool cap_refuses = false;   // the new-source cap refuses every source for the whole run
+  uint32_t cold_sources = 0;  // > 0: a frame from each of as many sources, once a run
 };
+
+// Sources of the spoofed cold case: a table's worth, so their sets and memory entries are
+// spread over the whole of both tables; and of the tracked one, as in bench.sh's 64k row.
+constexpr uint32_t kSpoofedColdSources = FG_DEFAULT_TABLE_SLOTS;
+constexpr uint32_t kTrackedColdSources = 65536;
 
 // Runs the new-source cap of every rule of the limiter pinned as `name` into the debt of a
 // second past its burst, which it can only owe after a limit was lowered: it then refuses
@@ -183,6 +241,13 @@ std::vector<Case> cases() {
   // a source without a slot that the new-source cap refuses: the path of a spoofed flood's
   // packets, each from a source never seen (here with every line it reads in the cache)
   out.push_back({"floodgate_1_rule_new_source_capped", {passingRule("r0")}, 0, false, true});
+  // the same, a new source each packet: the lines it reads are as cold as in a flood
+  out.push_back(
+      {"floodgate_spoofed_cold", {passingRule("r0")}, 0, false, true, kSpoofedColdSources});
+  // every source owns a slot (no new-source cap) and is over its limit
+  RuleSpec tracked = strict;
+  tracked.new_sources_per_s = 0;
+  out.push_back({"floodgate_tracked_cold", {tracked}, 0, false, false, kTrackedColdSources});
   Case one_of_16{"floodgate_16_rules_1_matches", {}};
   for (int i = 0; i < 15; ++i) one_of_16.rules.push_back(otherRule("other" + std::to_string(i)));
   one_of_16.rules.push_back(passingRule("match"));
@@ -227,10 +292,16 @@ int main(int argc, char** argv) {
   auto frame = flood::buildFrame(spec);
   if (!frame) return std::cerr << frame.error().message << "\n", 1;
 
+  auto cold_frames = framesFromSources(spec, kSpoofedColdSources);
+  if (!cold_frames) return std::cerr << cold_frames.error().message << "\n", 1;
+
   auto report = [&](const char* name, int program_fd,
-                    const std::function<Status()>& before_run = {}, int case_runs = 0) -> bool {
-    auto ns =
-        nsPerPacket(program_fd, frame->frame, repeat, case_runs ? case_runs : runs, before_run);
+                    const std::function<Status()>& before_run = {}, int case_runs = 0,
+                    uint32_t cold_sources = 0) -> bool {
+    const int n = case_runs ? case_runs : runs;
+    auto ns = cold_sources ? nsPerColdPacket(program_fd, *cold_frames, cold_sources, std::min(n, 3),
+                                             before_run)
+                           : nsPerPacket(program_fd, frame->frame, repeat, n, before_run);
     if (!ns) {
       std::cerr << "floodgate_xdp_cost: error: " << name << ": " << ns.error().message << "\n";
       return false;
@@ -246,6 +317,12 @@ int main(int argc, char** argv) {
   // scripts/profile_xdp.sh, which waits for its program while the bare drop runs)
   if (!report("bare_xdp_drop", bpf_program__fd(drop->progs.xdp_drop), {},
               only.empty() ? runs : std::min(runs, 3)))
+    return 1;
+  const bool any_cold = only.empty() || std::any_of(only.begin(), only.end(), [](auto& name) {
+                          return name.find("_cold") != std::string::npos;
+                        });
+  if (any_cold && !report("bare_xdp_drop_cold", bpf_program__fd(drop->progs.xdp_drop), {}, 0,
+                          kSpoofedColdSources))
     return 1;
 
   for (const Case& c : cases()) {
@@ -275,10 +352,13 @@ int main(int argc, char** argv) {
       }
     }
     if (!c.cap_refuses) {
-      if (!report(c.name, loaded->programFd())) return 1;
+      if (!report(c.name, loaded->programFd(), {}, 0, c.cold_sources)) return 1;
       continue;
     }
-    if (!report(c.name, loaded->programFd(), [&] { return capRefusesAll(pins.name); })) return 1;
+    if (!report(
+            c.name, loaded->programFd(), [&] { return capRefusesAll(pins.name); }, 0,
+            c.cold_sources))
+      return 1;
     // a source that took a slot after all would have made later runs measure another path
     auto taken = newSourcesTaken(pins.name);
     if (!taken || *taken != 0) {
