@@ -165,14 +165,15 @@ struct fg_slot_query {
 	__u64 victim_owner;
 };
 
-/* The first slot of the set of ways a fingerprint's key may be in. */
+/* The first slot of the set of ways a fingerprint's key may be in: bits 18 and up of the
+ * fingerprint (FG_SET_SHIFT), as many as the table has sets, pick the set. */
 static __always_inline __u32 fg_set_base(__u64 fp)
 {
-	return (__u32)(fp >> 16) & table_slot_mask & ~(FG_TABLE_WAYS - 1);
+	return (__u32)(fp >> (FG_SET_SHIFT - 2)) & table_slot_mask & ~(FG_TABLE_WAYS - 1);
 }
 
-/* The tag of fingerprint `fp` in its set's word of `slot_tags`: its top 16 bits, which the
- * set index (bits 16 and up, as many as the table has sets) leaves alone. */
+/* The tag of fingerprint `fp` in its set's tag word: its top 16 bits, which the set index
+ * (bits 18 and up, as many as the table has sets) leaves alone. */
 static __always_inline __u16 fg_slot_tag(__u64 fp) { return (__u16)(fp >> 48); }
 
 /* Where way `way`'s tag sits in its set's word, which is written as four 2-byte tags: the
@@ -195,13 +196,14 @@ static __always_inline __u32 fg_tag_shift(__u32 way)
 static __always_inline struct fg_slot *fg_owned_slot(__u64 fp, __u32 *index)
 {
 	__u32 i, base = fg_set_base(fp), set = base / FG_TABLE_WAYS;
-	__u64 *tags = bpf_map_lookup_elem(&slot_tags, &set), word;
+	struct fg_set *index_of_set = bpf_map_lookup_elem(&sets, &set);
 	__u16 tag = fg_slot_tag(fp);
 	struct fg_slot *slot;
+	__u64 word;
 
-	if (!tags)
+	if (!index_of_set)
 		return NULL;
-	word = FG_READ_ONCE(*tags);
+	word = FG_READ_ONCE(index_of_set->tags);
 	for (i = 0; i < FG_TABLE_WAYS; i++) {
 		if ((__u16)(word >> fg_tag_shift(i)) != tag)
 			continue;
@@ -219,11 +221,12 @@ static __always_inline struct fg_slot *fg_owned_slot(__u64 fp, __u32 *index)
 static __always_inline void fg_set_slot_tag(__u32 index, __u64 fp)
 {
 	__u32 set = index / FG_TABLE_WAYS;
-	__u16 *tags = bpf_map_lookup_elem(&slot_tags, &set), *tag;
+	struct fg_set *index_of_set = bpf_map_lookup_elem(&sets, &set);
+	__u16 *tag;
 
-	if (!tags)
+	if (!index_of_set)
 		return;
-	tag = &tags[index & (FG_TABLE_WAYS - 1)];
+	tag = (__u16 *)&index_of_set->tags + (index & (FG_TABLE_WAYS - 1));
 	if (FG_READ_ONCE(*tag) != fg_slot_tag(fp))
 		FG_WRITE_ONCE(*tag, fg_slot_tag(fp));
 }

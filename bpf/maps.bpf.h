@@ -46,6 +46,11 @@ struct {
 
 /* Slots in `buckets` - 1 (a power of two), set at load by the controller. */
 const volatile __u32 table_slot_mask = 0;
+/* Elements in `sets` - 1 (a power of two, at least the table's sets - 1), set at load. */
+const volatile __u32 sets_mask = 0;
+/* The bits of a fingerprint below those that pick its set (and its element of `sets`): 16
+ * for the tag's independence from the set, and 2 for the ways of a set. */
+#define FG_SET_SHIFT 18
 
 /* Per-source bucket table; max_entries set at load (a power of two, multiple of the ways).
  * Mmapable: `top` reads the per-slot counters without a syscall per slot. */
@@ -57,16 +62,17 @@ struct {
 	__type(value, struct fg_slot);
 } buckets SEC(".maps");
 
-/* A 16-bit tag per slot, the four ways of a set in one 8-byte word (`buckets` / 4 entries,
- * set at load): a lookup reads its set's word, in a table 1/32 the size of `buckets`, and
- * reads a slot only where the tag matches. A source never seen (every packet of a spoofed
- * flood) then costs one read of a small table instead of four cache misses in a large one. */
+/* The sets' index (struct fg_set; `buckets` / 4 elements and at least FG_MIN_SET_ELEMENTS,
+ * set at load): a set's four 16-bit tags, by which a lookup reads a slot only where the tag
+ * matches, and entries of the memory of returning sources (returning.bpf.h). A source never
+ * seen (every packet of a spoofed flood) then costs one line of a table 1/8 the size of
+ * `buckets`, for its tags and its memory both, instead of four misses in the large one. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, FG_DEFAULT_TABLE_SLOTS / FG_TABLE_WAYS);
 	__type(key, __u32);
-	__type(value, __u64);
-} slot_tags SEC(".maps");
+	__type(value, struct fg_set);
+} sets SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -74,15 +80,6 @@ struct {
 	__type(key, __u32);
 	__type(value, struct fg_rule_state);
 } rule_state SEC(".maps");
-
-/* Sources that held a slot within their limits lately (returning.bpf.h); max_entries set at
- * load (the table's slots, at least FG_RETURNING_MIN_ENTRIES). */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, FG_DEFAULT_TABLE_SLOTS);
-	__type(key, __u32);
-	__type(value, __u64);
-} returning SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);

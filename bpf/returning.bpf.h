@@ -3,13 +3,14 @@
  * limits are remembered for a while, so that during a flood of spoofed sources, which keeps
  * the new-source cap refusing, they get a slot again from a reserve of their own.
  *
- * The memory is direct-mapped, an 8-byte entry per slot of the bucket table and at least
- * FG_RETURNING_MIN_ENTRIES (sources remembered may be many more than a small table holds at
- * once). The entry at the low bits of a source's fingerprint (rule, epoch and masked
- * address, keyed with the table's secret seed) holds the fingerprint's high 32 bits as a
- * tag and the tick it was last refreshed. A source never seen is taken for a remembered
- * one only when its entry holds another source's tag equal to its own: at most 2^-32 per
- * lookup, and the seed keeps a flooder from aiming at either.
+ * The memory is FG_MEMORY_WAYS 8-byte entries in each element of `sets`, beside the tags of
+ * the set of the same index: a source whose set has no way for it (every packet of a
+ * spoofed flood) reads its tags and its memory in one cache line. A source's element is
+ * picked by the bits of its fingerprint (rule, epoch and masked address, keyed with the
+ * table's secret seed) that pick its set, and an entry holds 32 other bits of it as a tag
+ * and the tick it was last refreshed. A source never seen is taken for a remembered one only
+ * when an entry of its element holds another source's tag equal to its own: at most
+ * FG_MEMORY_WAYS × 2^-32 per lookup, and the seed keeps a flooder from aiming at either.
  *
  * What a flood cannot do with it: an entry still fresh is never given to another source,
  * so sources remembered first keep their place; and while the rule's new-source cap is
@@ -21,12 +22,19 @@
 #include "events.bpf.h"
 #include "maps.bpf.h"
 
-#define FG_TAG_MASK 0xffffffff00000000ULL
+/* The element of `sets` whose memory entries may hold the source of fingerprint `fp`: its
+ * set's own, for a table of at least FG_MIN_SET_ELEMENTS sets. */
+static __always_inline __u32 fg_memory_element(__u64 fp)
+{
+	return (__u32)(fp >> FG_SET_SHIFT) & sets_mask;
+}
 
-/* Entries in `returning` - 1 (a power of two), set at load by the controller. */
-const volatile __u32 returning_mask = 0;
-
-static __always_inline __u32 fg_memory_index(__u64 fp) { return (__u32)fp & returning_mask; }
+/* The tag of `fp` in an entry: its low 16 bits and its top 16, none of which pick the element
+ * (bits 18 to 41 at most do); the top 16 are also its slot tag, which is no matter here. */
+static __always_inline __u64 fg_memory_tag(__u64 fp)
+{
+	return ((fp >> 32) & 0xffff0000ULL) | (fp & 0xffffULL);
+}
 
 /* An entry's stamp is the tick | 1, never 0 (which marks an empty entry); ages compare
  * stamps alike, so an entry stamped this tick is 0 ticks old. */
@@ -37,35 +45,49 @@ static __always_inline __u32 fg_entry_age(__u64 entry, __u64 jiffies)
 	return fg_stamp(jiffies) - (__u32)entry;
 }
 
-/* Remembers the source of fingerprint `fp` under rule `rule_id` as good at `jiffies`.
- * Called once a tick at most per source, so a global function: its keys stay off the
- * frames of the rule loop, which are at the stack's cap. */
+static __always_inline __u64 fg_memory_entry(__u64 tag, __u64 jiffies)
+{
+	return (tag << 32) | fg_stamp(jiffies);
+}
+
+/* Remembers the source of fingerprint `fp` under rule `rule_id` as good at `jiffies`: its
+ * own entry refreshed, else an empty one or the one lapsed longest ago taken. Called once a
+ * tick at most per source, so a global function: its keys stay off the frames of the rule
+ * loop, which are at the stack's cap. */
 __attribute__((noinline)) int fg_remember_source(__u64 fp, __u64 jiffies, __u32 rule_id,
 						 __u32 remember_ticks)
 {
-	__u32 index = fg_memory_index(fp);
-	__u64 *entry = bpf_map_lookup_elem(&returning, &index);
+	__u32 element = fg_memory_element(fp), i, free = FG_MEMORY_WAYS, age, oldest = 0;
+	struct fg_set *set = bpf_map_lookup_elem(&sets, &element);
+	__u64 tag = fg_memory_tag(fp), seen;
 	struct fg_rule_state *state;
-	__u64 seen;
 
-	if (!entry)
+	if (!set)
 		return 0;
-	seen = FG_READ_ONCE(*entry);
-	if ((seen & FG_TAG_MASK) == (fp & FG_TAG_MASK) && seen) {
-		/* its own entry: refreshed once a second is enough, and spares the line a store
-		 * from every CPU on every tick */
-		if (fg_entry_age(seen, jiffies) >= ticks_per_second)
-			*entry = (fp & FG_TAG_MASK) | fg_stamp(jiffies);
-		return 0;
+	for (i = 0; i < FG_MEMORY_WAYS; i++) {
+		seen = FG_READ_ONCE(set->memory[i]);
+		if (seen && (seen >> 32) == tag) {
+			/* its own entry: refreshed once a second is enough, and spares the line a
+			 * store from every CPU on every tick */
+			if (fg_entry_age(seen, jiffies) >= ticks_per_second)
+				FG_WRITE_ONCE(set->memory[i], fg_memory_entry(tag, jiffies));
+			return 0;
+		}
+		/* another source's entry is free once it lapsed; an empty one is the best */
+		age = seen ? fg_entry_age(seen, jiffies) : 0xffffffffU;
+		if (age >= remember_ticks && (free == FG_MEMORY_WAYS || age > oldest)) {
+			free = i;
+			oldest = age;
+		}
 	}
-	/* another source's entry, still fresh: the one remembered first keeps its place */
-	if (seen && fg_entry_age(seen, jiffies) < remember_ticks)
+	/* every entry another source's, still fresh: the ones remembered first keep their place */
+	if (free >= FG_MEMORY_WAYS)
 		return 0;
 	/* no new memories while the cap refuses: those would be the flood's */
 	state = bpf_map_lookup_elem(&rule_state, &rule_id);
 	if (!state || fg_refused_lately(FG_READ_ONCE(state->last_capped), jiffies))
 		return 0;
-	*entry = (fp & FG_TAG_MASK) | fg_stamp(jiffies);
+	FG_WRITE_ONCE(set->memory[free], fg_memory_entry(tag, jiffies));
 	return 0;
 }
 
@@ -74,14 +96,18 @@ __attribute__((noinline)) int fg_remember_source(__u64 fp, __u64 jiffies, __u32 
  * is no map key for kernels before 6.1. */
 static __always_inline int fg_source_returns(__u64 fp, __u64 jiffies, __u32 remember_ticks)
 {
-	__u32 index = fg_memory_index(fp);
-	__u64 *entry = bpf_map_lookup_elem(&returning, &index), seen;
+	__u32 element = fg_memory_element(fp), i;
+	struct fg_set *set = bpf_map_lookup_elem(&sets, &element);
+	__u64 tag = fg_memory_tag(fp), seen;
 
-	if (!entry)
+	if (!set)
 		return 0;
-	seen = FG_READ_ONCE(*entry);
-	return seen && (seen & FG_TAG_MASK) == (fp & FG_TAG_MASK) &&
-	       fg_entry_age(seen, jiffies) < remember_ticks;
+	for (i = 0; i < FG_MEMORY_WAYS; i++) {
+		seen = FG_READ_ONCE(set->memory[i]);
+		if (seen && (seen >> 32) == tag && fg_entry_age(seen, jiffies) < remember_ticks)
+			return 1;
+	}
+	return 0;
 }
 
 #endif /* FLOODGATE_RETURNING_BPF_H */

@@ -20,8 +20,11 @@
  * the controller sizes: 64M slots, 4 GiB of struct fg_slot. */
 #define FG_TABLE_WAYS 4
 #define FG_DEFAULT_TABLE_SLOTS 262144
-/* The memory of returning sources has an entry per table slot, and at least this many. */
-#define FG_RETURNING_MIN_ENTRIES 65536
+/* A set's index: an element of `sets` per set of the table (struct fg_set), and at least
+ * this many, whose memory entries a small table's sources share. */
+#define FG_MIN_SET_ELEMENTS 32768
+/* Entries of the memory of returning sources in each element of `sets`. */
+#define FG_MEMORY_WAYS 3
 #define FG_LARGEST_TABLE_SLOTS (1U << 26)
 /* Entries of each allow and deny trie by default, and at most: tries this large take
  * about a gigabyte of kernel memory, so a larger size is a typo. */
@@ -88,10 +91,11 @@ struct fg_settings {
 };
 
 /* How the bucket table is laid out and where a source's slot is (struct fg_slot, the
- * fingerprint, the tags of `slot_tags` a program finds a slot by): a program of another
+ * fingerprint, the sets' index of `sets` a program finds a slot by): a program of another
  * layout would not find the slots of the running one, so `attach --replace` over a table of
- * another layout is refused. Bumped with any of them (2: the tags). */
-#define FG_TABLE_LAYOUT 2
+ * another layout is refused. Bumped with any of them (2: the tags; 3: the tags and the
+ * memory of returning sources together, struct fg_set). */
+#define FG_TABLE_LAYOUT 3
 
 enum fg_list {
 	FG_LIST_ALLOW = 0,
@@ -225,6 +229,18 @@ enum fg_packet_class {
 struct fg_rule_index {
 	__u32 rules[FG_PACKET_CLASSES];
 	__u32 syn_cookie_rules; /* bit i: the rule at position i has syn_cookies on */
+};
+
+/* An element of `sets`: a set's index, 32 bytes, so a source's look at both halves is one
+ * cache line. The element of set n is the set's own, and for a table of fewer sets than
+ * FG_MIN_SET_ELEMENTS the memory entries of the elements past its sets are used too. */
+struct fg_set {
+	/* the set's four ways' 16-bit tags (the top bits of their owners' fingerprints), way
+	 * 0 first in memory: a lookup reads a slot only where the tag matches */
+	__u64 tags;
+	/* the memory of returning sources (bpf/returning.bpf.h): 32 bits of a source's
+	 * fingerprint as a tag over the tick it was refreshed, 0 an empty entry */
+	__u64 memory[FG_MEMORY_WAYS];
 };
 
 /* One slot of the bucket table (`buckets` ARRAY, mmapable so `top` reads it in place).

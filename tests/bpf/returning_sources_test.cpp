@@ -5,6 +5,8 @@
 #include <arpa/inet.h>
 
 #include <cstring>
+#include <string>
+#include <vector>
 
 #include "bpf/xdp_fixture.h"
 #include "fg_gcra.h"
@@ -144,10 +146,11 @@ TEST_F(ReturningSourcesTest, NoSourceIsNewlyRememberedWhileTheCapRefuses) {
   EXPECT_EQ(stat(FG_TABLE_RETURNING_SLOT), 0u);
 }
 
-TEST_F(ReturningSourcesTest, ARememberedSourceKeepsItsEntryFromAnotherThatWouldShareIt) {
+TEST_F(ReturningSourcesTest, RememberedSourcesKeepTheirEntriesFromAnotherThatWouldShareThem) {
   loadOneSet(rule());
-  // a source whose memory entry is the one of 192.0.2.19, found with the table's seed (a
-  // flooder does not know it)
+  // sources whose memory entries are the element of 192.0.2.19's, found with the table's
+  // seed (a flooder does not know it): two that fill the element's other entries, and one
+  // more that finds every entry taken
   auto settings = limiter().settings();
   auto rules = limiter().activeRules();
   ASSERT_TRUE(settings.ok() && rules.ok() && rules->size() == 1);
@@ -156,26 +159,33 @@ TEST_F(ReturningSourcesTest, ARememberedSourceKeepsItsEntryFromAnotherThatWouldS
         fg_addr_hash(settings->hash_seed, FG_FAMILY_V4, static_cast<uint64_t>(host_order) << 32, 0);
     return fg_key_fingerprint(hash, rules->front().id, rules->front().epoch, FG_FAMILY_V4);
   };
-  const uint64_t mask = FG_RETURNING_MIN_ENTRIES - 1;  // a 4-slot table has the fewest
-  const uint64_t first = fingerprint(0xc0000213);      // 192.0.2.19
-  std::string other;
-  for (uint32_t host = 0x0a000001; host < 0x0a000001 + (64u << 20) && other.empty(); ++host) {
-    const uint64_t fp = fingerprint(host);
-    if ((fp & mask) == (first & mask) && (fp >> 32) != (first >> 32)) {
-      other = "10." + std::to_string((host >> 16) & 255) + "." + std::to_string((host >> 8) & 255) +
-              "." + std::to_string(host & 255);
+  // a 4-slot table has one set, and the fewest elements: FG_MIN_SET_ELEMENTS
+  auto element = [](uint64_t fp) { return (fp >> 18) & (FG_MIN_SET_ELEMENTS - 1); };
+  const uint64_t first = fingerprint(0xc0000213);  // 192.0.2.19
+  std::vector<std::string> others;
+  for (uint32_t host = 0x0a000001; host < 0x0a000001 + (64u << 20) && others.size() < 3; ++host) {
+    if (element(fingerprint(host)) == element(first)) {
+      others.push_back("10." + std::to_string((host >> 16) & 255) + "." +
+                       std::to_string((host >> 8) & 255) + "." + std::to_string(host & 255));
     }
   }
-  ASSERT_FALSE(other.empty());
+  ASSERT_EQ(others.size(), 3u);
+  static_assert(FG_MEMORY_WAYS == 3, "the element's entries: 192.0.2.19 and two others");
   seenGood("192.0.2.19");
-  seenGood(other);  // would take the entry: it is still fresh, so it stays 192.0.2.19's
+  seenGood(others[0]);
+  seenGood(others[1]);
+  seenGood(others[2]);  // would take an entry: each is still fresh, so it is remembered not
   fillWithNewSources();
   later(1);
   run(udpFrom("192.0.2.19"));
-  run(udpFrom(other));
+  run(udpFrom(others[2]));
   EXPECT_TRUE(holdsSlot("192.0.2.19"));
-  EXPECT_FALSE(holdsSlot(other)) << other;
+  EXPECT_FALSE(holdsSlot(others[2])) << others[2];
   EXPECT_EQ(stat(FG_TABLE_RETURNING_SLOT), 1u);
+  // one of the element's first three is remembered as well as 192.0.2.19
+  run(udpFrom(others[0]));
+  EXPECT_TRUE(holdsSlot(others[0])) << others[0];
+  EXPECT_EQ(stat(FG_TABLE_RETURNING_SLOT), 2u);
 }
 
 TEST_F(ReturningSourcesTest, ASourceIsForgottenAfterRememberFor) {

@@ -39,6 +39,14 @@ class SourceTableTest : public XdpProgramTest {
   }
 
   static void sleepMs(int ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); }
+
+  // Writes `tags` as set 0's tag word, its memory entries as they are.
+  static bool withTags(BpfMap<uint32_t, fg_set>& sets, uint64_t tags) {
+    auto set = sets.lookup(0);
+    if (!set) return false;
+    set->tags = tags;
+    return sets.update(0, *set).ok();
+  }
 };
 
 TEST_F(SourceTableTest, ASlotCountsItsPacketsAndDrops) {
@@ -130,18 +138,17 @@ TEST_F(SourceTableTest, TheCapDecidesBeforeTheSetIsSearched) {
 // rather than giving it a second slot.
 TEST_F(SourceTableTest, ASourceWhoseTagIsWrongStillFindsItsSlotAndMendsTheTag) {
   AttachOptions options;
-  options.table_slots = 4;  // one set of four ways: the tags are word 0
+  options.table_slots = 4;  // one set of four ways: its tags are element 0's
   options.test_clock_hz = 1000;
   load({sourceRule(1, 3)}, options);
   setClock(100000);
-  auto tags =
-      BpfMap<uint32_t, uint64_t>::openPinned(mapPinPath(pin_name_, "slot_tags"), "slot_tags");
-  ASSERT_TRUE(tags.ok()) << tags.error().message;
+  auto sets = BpfMap<uint32_t, fg_set>::openPinned(mapPinPath(pin_name_, "sets"), "sets");
+  ASSERT_TRUE(sets.ok()) << sets.error().message;
   ASSERT_EQ(run(udpFrom("192.0.2.7")), XDP_PASS);
-  auto written = tags->lookup(0);
+  auto written = sets->lookup(0);
   ASSERT_TRUE(written.ok());
-  ASSERT_NE(*written, 0u) << "taking a slot writes its tag";
-  ASSERT_TRUE(tags->update(0, ~*written).ok());  // every way's tag now another's
+  ASSERT_NE(written->tags, 0u) << "taking a slot writes its tag";
+  ASSERT_TRUE(withTags(*sets, ~written->tags));  // every way's tag now another's
 
   // burst 3: the second and third packets are charged to its own slot, the fourth refused
   EXPECT_EQ(passes(udpFrom("192.0.2.7"), 4), 2);
@@ -149,10 +156,11 @@ TEST_F(SourceTableTest, ASourceWhoseTagIsWrongStillFindsItsSlotAndMendsTheTag) {
   ASSERT_TRUE(slot.has_value());
   EXPECT_EQ(slot->packets, 5u);
   EXPECT_EQ(tableStat(FG_TABLE_NEW_SOURCE), 1u) << "no second slot";
-  auto mended = tags->lookup(0);
+  auto mended = sets->lookup(0);
   ASSERT_TRUE(mended.ok());
-  EXPECT_EQ(*mended & 0xffff, *written & 0xffff) << "way 0's tag is the source's again";
-  EXPECT_EQ(*mended & ~0xffffULL, ~*written & ~0xffffULL) << "the other ways' tags untouched";
+  EXPECT_EQ(mended->tags & 0xffff, written->tags & 0xffff) << "way 0's tag is the source's again";
+  EXPECT_EQ(mended->tags & ~0xffffULL, ~written->tags & ~0xffffULL)
+      << "the other ways' tags untouched";
 }
 
 // While the cap refuses, a source whose tag is wrong is not looked for among the slots: that
@@ -168,13 +176,12 @@ TEST_F(SourceTableTest, WhileTheCapRefusesASourceWhoseTagIsWrongIsUntrackedUntil
   load({rule}, options);
   uint64_t now = 100000;
   setClock(now);
-  auto tags =
-      BpfMap<uint32_t, uint64_t>::openPinned(mapPinPath(pin_name_, "slot_tags"), "slot_tags");
-  ASSERT_TRUE(tags.ok()) << tags.error().message;
+  auto sets = BpfMap<uint32_t, fg_set>::openPinned(mapPinPath(pin_name_, "sets"), "sets");
+  ASSERT_TRUE(sets.ok()) << sets.error().message;
   ASSERT_EQ(run(udpFrom("192.0.2.7")), XDP_PASS);  // takes a slot and the cap's one source
-  auto written = tags->lookup(0);
+  auto written = sets->lookup(0);
   ASSERT_TRUE(written.ok());
-  ASSERT_TRUE(tags->update(0, ~*written).ok());
+  ASSERT_TRUE(withTags(*sets, ~written->tags));
 
   EXPECT_EQ(passes(udpFrom("192.0.2.7"), 3), 1) << "the untracked bucket's burst of 1";
   EXPECT_EQ(tableStat(FG_TABLE_CAPPED), 3u);
@@ -185,9 +192,9 @@ TEST_F(SourceTableTest, WhileTheCapRefusesASourceWhoseTagIsWrongIsUntrackedUntil
   EXPECT_EQ(passes(udpFrom("192.0.2.7"), 3), 3);
   EXPECT_EQ(slotOf("192.0.2.7")->packets, 4u);
   EXPECT_EQ(tableStat(FG_TABLE_NEW_SOURCE), 1u) << "no second slot";
-  auto mended = tags->lookup(0);
+  auto mended = sets->lookup(0);
   ASSERT_TRUE(mended.ok());
-  EXPECT_EQ(*mended & 0xffff, *written & 0xffff);
+  EXPECT_EQ(mended->tags & 0xffff, written->tags & 0xffff);
 }
 
 // Each packet from a source never seen before, as a spoofed flood sends them.

@@ -119,12 +119,12 @@ Result<Skeleton> openProgram(const LoadSettings& settings, bool older) {
   skeleton->rodata->ticks_per_second = settings.ticks_per_second;
   skeleton->rodata->clock_is_test = settings.test_clock ? 1 : 0;
   bpf_map__set_max_entries(skeleton->maps.buckets, settings.table_slots);
-  bpf_map__set_max_entries(skeleton->maps.slot_tags, settings.table_slots / FG_TABLE_WAYS);
-  // the memory of returning sources: an 8-byte entry per slot (bpf/returning.bpf.h)
-  const uint32_t memory_entries =
-      std::max<uint32_t>(settings.table_slots, FG_RETURNING_MIN_ENTRIES);
-  skeleton->rodata->returning_mask = memory_entries - 1;
-  bpf_map__set_max_entries(skeleton->maps.returning, memory_entries);
+  // a set's tags and memory entries of returning sources (struct fg_set), and at least
+  // FG_MIN_SET_ELEMENTS elements' memory, so a small table remembers sources enough
+  const uint32_t set_elements =
+      std::max<uint32_t>(settings.table_slots / FG_TABLE_WAYS, FG_MIN_SET_ELEMENTS);
+  skeleton->rodata->sets_mask = set_elements - 1;
+  bpf_map__set_max_entries(skeleton->maps.sets, set_elements);
   for (bpf_map* list : {skeleton->maps.allow_v4, skeleton->maps.allow_v6, skeleton->maps.deny_v4,
                         skeleton->maps.deny_v6}) {
     bpf_map__set_max_entries(list, settings.list_max_entries);
