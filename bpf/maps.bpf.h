@@ -70,6 +70,10 @@ struct {
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, FG_DEFAULT_TABLE_SLOTS / FG_TABLE_WAYS);
+	/* mmapable for the alignment, not for a reader: a plain array's elements start where
+	 * the kernel's struct bpf_array ends (312 bytes in on 6.x), which puts half of the 32-byte
+	 * elements across two cache lines; an mmapable one's start on a page */
+	__uint(map_flags, BPF_F_MMAPABLE);
 	__type(key, __u32);
 	__type(value, struct fg_set);
 } sets SEC(".maps");

@@ -59,25 +59,32 @@ __attribute__((noinline)) int fg_remember_source(__u64 fp, __u64 jiffies, __u32 
 {
 	__u32 element = fg_memory_element(fp), i, free = FG_MEMORY_WAYS, age, oldest = 0;
 	struct fg_set *set = bpf_map_lookup_elem(&sets, &element);
-	__u64 tag = fg_memory_tag(fp), seen;
+	__u64 tag = fg_memory_tag(fp), seen, replaced = 0;
 	struct fg_rule_state *state;
 
 	if (!set)
 		return 0;
 	for (i = 0; i < FG_MEMORY_WAYS; i++) {
 		seen = FG_READ_ONCE(set->memory[i]);
+		age = seen ? fg_entry_age(seen, jiffies) : 0xffffffffU;
 		if (seen && (seen >> 32) == tag) {
 			/* its own entry: refreshed once a second is enough, and spares the line a
-			 * store from every CPU on every tick */
-			if (fg_entry_age(seen, jiffies) >= ticks_per_second)
+			 * store from every CPU on every tick; lapsed, it is a new memory */
+			if (age < ticks_per_second)
+				return 0;
+			if (age < remember_ticks) {
 				FG_WRITE_ONCE(set->memory[i], fg_memory_entry(tag, jiffies));
-			return 0;
+				return 0;
+			}
+			free = i;
+			replaced = seen;
+			break;
 		}
 		/* another source's entry is free once it lapsed; an empty one is the best */
-		age = seen ? fg_entry_age(seen, jiffies) : 0xffffffffU;
 		if (age >= remember_ticks && (free == FG_MEMORY_WAYS || age > oldest)) {
 			free = i;
 			oldest = age;
+			replaced = seen;
 		}
 	}
 	/* every entry another source's, still fresh: the ones remembered first keep their place */
@@ -87,7 +94,8 @@ __attribute__((noinline)) int fg_remember_source(__u64 fp, __u64 jiffies, __u32 
 	state = bpf_map_lookup_elem(&rule_state, &rule_id);
 	if (!state || fg_refused_lately(FG_READ_ONCE(state->last_capped), jiffies))
 		return 0;
-	FG_WRITE_ONCE(set->memory[free], fg_memory_entry(tag, jiffies));
+	/* only the entry as it was read: one another CPU took for its source meanwhile is fresh */
+	__sync_val_compare_and_swap(&set->memory[free], replaced, fg_memory_entry(tag, jiffies));
 	return 0;
 }
 

@@ -162,8 +162,8 @@ struct Case {
   uint32_t cold_sources = 0;  // > 0: a frame from each of as many sources, once a run
 };
 
-// Sources of the spoofed cold case: a table's worth, so their sets and memory entries are
-// spread over the whole of both tables; and of the tracked one, as in bench.sh's 64k row.
+// Sources of the spoofed cold case: a table's worth, so their sets (and memory entries) are
+// spread over the whole of the sets' index; and of the tracked one, as in bench.sh's 64k row.
 constexpr uint32_t kSpoofedColdSources = FG_DEFAULT_TABLE_SLOTS;
 constexpr uint32_t kTrackedColdSources = 65536;
 

@@ -10,6 +10,7 @@
 
 #include "bpf/xdp_fixture.h"
 #include "fg_gcra.h"
+#include "kernel/bpf_map.h"
 
 namespace floodgate::test {
 namespace {
@@ -186,6 +187,39 @@ TEST_F(ReturningSourcesTest, RememberedSourcesKeepTheirEntriesFromAnotherThatWou
   run(udpFrom(others[0]));
   EXPECT_TRUE(holdsSlot(others[0])) << others[0];
   EXPECT_EQ(stat(FG_TABLE_RETURNING_SLOT), 2u);
+}
+
+// A table of FG_MIN_SET_ELEMENTS sets or more keeps a source's memory entry in the element
+// of its own set, beside the set's tags: the one cache line a new source reads.
+TEST_F(ReturningSourcesTest, ASourceIsRememberedBesideItsSetsTags) {
+  AttachOptions options;
+  options.table_slots = FG_MIN_SET_ELEMENTS * FG_TABLE_WAYS;
+  options.test_clock_hz = kHz;
+  load({rule()}, options);
+  now_ = kStart;
+  setClock(now_);
+  seenGood("192.0.2.30");
+  auto slots = limiter().slots();
+  ASSERT_TRUE(slots.ok()) << slots.error().message;
+  in_addr want{};
+  inet_pton(AF_INET, "192.0.2.30", &want);
+  size_t index = slots->size();
+  for (size_t i = 0; i < slots->size(); ++i) {
+    if ((*slots)[i].fingerprint && std::memcmp((*slots)[i].addr, &want, 4) == 0) index = i;
+  }
+  ASSERT_LT(index, slots->size());
+  const uint64_t fp = (*slots)[index].fingerprint;
+  auto sets = BpfMap<uint32_t, fg_set>::openPinned(mapPinPath(pin_name_, "sets"), "sets");
+  ASSERT_TRUE(sets.ok()) << sets.error().message;
+  auto set = sets->lookup(static_cast<uint32_t>(index / FG_TABLE_WAYS));
+  ASSERT_TRUE(set.ok()) << set.error().message;
+  uint16_t tags[FG_TABLE_WAYS];
+  std::memcpy(tags, &set->tags, sizeof(tags));
+  EXPECT_EQ(tags[index % FG_TABLE_WAYS], static_cast<uint16_t>(fp >> 48)) << "its slot's tag";
+  const uint64_t memory_tag = ((fp >> 32) & 0xffff0000ULL) | (fp & 0xffffULL);
+  int entries = 0;
+  for (uint64_t entry : set->memory) entries += entry && (entry >> 32) == memory_tag;
+  EXPECT_EQ(entries, 1) << "its memory entry, in the same element";
 }
 
 TEST_F(ReturningSourcesTest, ASourceIsForgottenAfterRememberFor) {

@@ -303,6 +303,17 @@ TEST_F(AttachE2eTest, ReplacingOverABucketTableOfAnotherLayoutIsRefusedSayingWha
   EXPECT_EQ(settings.table_layout, FG_TABLE_LAYOUT);
   settings.table_layout = 0;
   ASSERT_EQ(bpf_map_update_elem(settings_fd, &zero, &settings, BPF_ANY), 0);
+  // a reload by this build (as a daemon that adopts the limiter does) changes the rules and
+  // policies, not the program: the table is still of the other layout after it
+  char dir[] = "/tmp/fg-layout-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string config = std::string(dir) + "/layout.yaml";
+  std::ofstream(config) << "rules:\n  - {name: r, limit: {pps: 1k}}\n";
+  CommandResult reloaded = run({"reload", iface, "--config", config});
+  std::filesystem::remove_all(dir);
+  ASSERT_EQ(reloaded.exit_code, 0) << reloaded.err;
+  ASSERT_EQ(bpf_map_lookup_elem(settings_fd, &zero, &settings), 0);
+  EXPECT_EQ(settings.table_layout, 0u);
   close(settings_fd);
 
   CommandResult refused = run({"attach", iface, "--replace", "--rate", "2k"});

@@ -169,6 +169,11 @@ Result<LoadedXdpLimiter> XdpLimiter::load(const AttachOptions& options) {
   limiter->tick_units_ = load.tick_units;  // the test clock's tick, if it has one
   if (Status s = limiter->rebuildListFilters(); !s) return s.error();
   if (Status s = limiter->reload(options); !s) return s.error();
+  // A fresh table, or one a replace found of this layout (fitToRunning); only a program of
+  // this build loaded over the table says so: a reload leaves the mark of the program that
+  // runs, so a replace later still sees a table of another layout.
+  auto marked = limiter->settings_value_.get();
+  std::atomic_ref<uint32_t>(marked->table_layout).store(FG_TABLE_LAYOUT);
   return LoadedXdpLimiter{std::move(*skeleton), std::move(*limiter)};
 }
 
@@ -193,8 +198,6 @@ Status XdpLimiter::writePolicies(const AttachOptions& options) {
   std::atomic_ref<uint32_t>(settings.monitor).store(options.monitor ? 1 : 0);
   __u64 expected = 0;
   std::atomic_ref<__u64>(settings.hash_seed).compare_exchange_strong(expected, randomSeed());
-  // a fresh table, or one a replace found of this layout (fitToRunning)
-  std::atomic_ref<uint32_t>(settings.table_layout).store(FG_TABLE_LAYOUT);
   return okStatus();
 }
 
