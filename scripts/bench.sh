@@ -6,8 +6,10 @@
 #   - ns/packet under BPF_PROG_TEST_RUN: bare XDP_DROP (baseline), floodgate with 1 rule,
 #     16 rules of which one matches, 16 that all match, 100k-prefix allow and deny lists,
 #     and the cases docs/performance.md splits the cost by (no rule, a global rule, a
-#     source over its limit); each also as ns over the bare drop; and 1 rule chained by a
-#     tail call to a next XDP program (a bare XDP_PASS), against 1 rule attached alone;
+#     source over its limit); each also as ns over the bare drop; 1 rule chained by a
+#     tail call to a next XDP program (a bare XDP_PASS), against 1 rule attached alone; and
+#     spoofed and tracked sources with their lines cold (each frame run once), against the
+#     bare drop run the same way;
 #   - flood throughput through a veth pair into a network namespace, `floodgate flood` as
 #     the sender, the median of 3 rounds: bare XDP_DROP with 1, 64k and 1M sources (the
 #     baselines), floodgate with 1 source, 64k tracked sources (no new-source cap), 64k
@@ -43,7 +45,7 @@ while (($#)); do
       ONLY=http
       shift
       ;;
-    -h | --help) sed -n '3,29p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '3,31p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "error: unknown argument '$1': the options are --quick and --only http" >&2; exit 2 ;;
   esac
   shift
@@ -122,6 +124,17 @@ while IFS=$'\t' read -r name ns; do
     floodgate_16_rules_1_matches) label="floodgate, 16 rules, 1 matches" detail="15 rules for TCP port 80" ;;
     floodgate_16_rules) label="floodgate, 16 rules, all match" detail="every rule charges the packet" ;;
     floodgate_lists_100k) label="floodgate, 100k-prefix allow+deny lists" detail="1 rule; source on neither list" ;;
+    bare_xdp_drop_cold)
+      add_row "test_run" "bare XDP_DROP, cold" "$ns" "ns/packet" "" \
+        "each of 262,144 sources' frames run once, the kernel's clock reads included"
+      continue ;;
+    floodgate_spoofed_cold | floodgate_tracked_cold)
+      label="floodgate, 262,144 spoofed sources, cold" detail="a new source under a refusing cap"
+      [[ $name == floodgate_tracked_cold ]] &&
+        label="floodgate, 64k tracked sources, cold" detail="each owns its slot, over its limit"
+      add_row "test_run" "$label" "$ns" "ns/packet" "bare XDP_DROP, cold" \
+        "$detail; each frame run once, so its lines are as cold as in a flood"
+      continue ;;
     floodgate_1_rule_chained)
       add_row "test_run" "floodgate, 1 rule, chained" "$ns" "ns/packet" "floodgate, 1 rule" \
         "$(over_bare "$ns"); its pass tail-calls a next program (a bare XDP_PASS)"
