@@ -60,6 +60,11 @@ __attribute__((noinline)) int fg_remember_source(__u64 fp, __u64 jiffies, __u32 
 	__u32 element = fg_memory_element(fp), i, free = FG_MEMORY_WAYS, age, oldest = 0;
 	struct fg_set *set = bpf_map_lookup_elem(&sets, &element);
 	__u64 tag = fg_memory_tag(fp), seen, replaced = 0;
+	/* an own entry is refreshed once a second, which spares the line a store from every
+	 * CPU on every tick, or twice within a shorter remember_for, so it never lapses while
+	 * its source keeps coming */
+	__u32 refresh =
+	    remember_ticks / 2 < ticks_per_second ? remember_ticks / 2 : ticks_per_second;
 	struct fg_rule_state *state;
 
 	if (!set)
@@ -68,9 +73,8 @@ __attribute__((noinline)) int fg_remember_source(__u64 fp, __u64 jiffies, __u32 
 		seen = FG_READ_ONCE(set->memory[i]);
 		age = seen ? fg_entry_age(seen, jiffies) : 0xffffffffU;
 		if (seen && (seen >> 32) == tag) {
-			/* its own entry: refreshed once a second is enough, and spares the line a
-			 * store from every CPU on every tick; lapsed, it is a new memory */
-			if (age < ticks_per_second)
+			/* its own entry; lapsed, it is a new memory */
+			if (age < refresh)
 				return 0;
 			if (age < remember_ticks) {
 				FG_WRITE_ONCE(set->memory[i], fg_memory_entry(tag, jiffies));

@@ -222,6 +222,46 @@ TEST_F(ReturningSourcesTest, ASourceIsRememberedBesideItsSetsTags) {
   EXPECT_EQ(entries, 1) << "its memory entry, in the same element";
 }
 
+// A remember_for shorter than the once-a-second refresh: a source that keeps coming is
+// refreshed within it, so its entry stays fresh through a flood (while the cap refuses, a
+// lapsed entry would be a new memory, which a flood does not get).
+TEST_F(ReturningSourcesTest, AShortRememberForIsRefreshedInTimeThroughAFlood) {
+  RuleSpec spec = rule();
+  spec.remember_ns = 200'000'000ULL;  // 200 ticks
+  loadOneSet(spec);
+  seenGood("192.0.2.31");
+  auto settings = limiter().settings();
+  auto rules = limiter().activeRules();
+  ASSERT_TRUE(settings.ok() && rules.ok() && rules->size() == 1);
+  const uint64_t hash = fg_addr_hash(settings->hash_seed, FG_FAMILY_V4, 0xc000021fULL << 32, 0);
+  const uint64_t fp =
+      fg_key_fingerprint(hash, rules->front().id, rules->front().epoch, FG_FAMILY_V4);
+  auto sets = BpfMap<uint32_t, fg_set>::openPinned(mapPinPath(pin_name_, "sets"), "sets");
+  ASSERT_TRUE(sets.ok()) << sets.error().message;
+  // a 4-slot table: the source's element is one of the FG_MIN_SET_ELEMENTS past its set
+  const uint32_t element = static_cast<uint32_t>(fp >> 18) & (FG_MIN_SET_ELEMENTS - 1);
+  const uint64_t memory_tag = ((fp >> 32) & 0xffff0000ULL) | (fp & 0xffffULL);
+  auto stamp = [&]() -> uint32_t {
+    auto set = sets->lookup(element);
+    EXPECT_TRUE(set.ok());
+    for (uint64_t entry : set->memory) {
+      if (entry && (entry >> 32) == memory_tag) return static_cast<uint32_t>(entry);
+    }
+    return 0;
+  };
+  ASSERT_NE(stamp(), 0u) << "remembered";
+  // 3 s of a flood: a spoofed source every 90 ms keeps the cap refusing, and the source
+  // keeps sending within its limit
+  for (int i = 0; i < 33; ++i) {
+    later(90);
+    run(udpFrom("198.18.1." + std::to_string(i + 1)));
+    run(udpFrom("192.0.2.31"));
+  }
+  EXPECT_GT(stat(FG_TABLE_CAPPED), 20u);
+  const uint32_t now_stamp = static_cast<uint32_t>(now_) | 1;
+  EXPECT_LT(now_stamp - stamp(), 200u) << "its entry is fresh";
+}
+
 TEST_F(ReturningSourcesTest, ASourceIsForgottenAfterRememberFor) {
   RuleSpec spec = rule();
   spec.remember_ns = 5'000'000'000ULL;  // 5 s; filling the set takes 8
