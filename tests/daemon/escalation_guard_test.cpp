@@ -14,6 +14,9 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <string>
+
+#include "floodgate/report/offender_report.h"
 
 namespace floodgate::daemon {
 namespace {
@@ -68,6 +71,24 @@ TEST(EscalationGuard, AddressesThatMustNeverBeBannedAreRefusedByReason) {
   // the config's Redis servers: a report naming one would cut the fleet off its limits
   EXPECT_EQ(refusalFor(report("198.51.100.200"), rules(), own), Refusal::kService);
   EXPECT_EQ(refusalFor(report("2001:db8:5:5::/64"), rules(), own), Refusal::kService);
+}
+
+// An IPv4-mapped address is judged as the IPv4 one it names: ::ffff:127.0.0.1 is loopback,
+// not an IPv6 host no guard covers.
+TEST(EscalationGuard, AnIpv4MappedReportMeetsTheIpv4Guards) {
+  const std::vector<Cidr> own = {cidr("203.0.113.1")};
+  auto judged = [&](const char* address) {
+    auto parsed =
+        parseReport(std::string("offender ") + address + " rejections=50 within_ms=10000");
+    EXPECT_TRUE(parsed.ok()) << address;
+    return refusalFor(*parsed, rules(), own);
+  };
+  EXPECT_EQ(judged("::ffff:127.0.0.1"), Refusal::kLoopback);
+  EXPECT_EQ(judged("::ffff:203.0.113.1"), Refusal::kOwnAddress);
+  EXPECT_EQ(judged("::ffff:10.1.2.3"), Refusal::kTrustedProxy);
+  EXPECT_EQ(judged("::ffff:192.0.2.77"), Refusal::kAllowListed);
+  EXPECT_EQ(judged("::ffff:198.51.100.0/120"), Refusal::kTooWide);
+  EXPECT_EQ(judged("::ffff:198.51.100.7"), Refusal::kNone);
 }
 
 TEST(EscalationGuard, AReportMayNotNameMoreThanOneClientNorClaimLess) {

@@ -39,6 +39,21 @@ TEST(BanRecordFormat, ReadsBackWhatItWrites) {
   }
 }
 
+// A record naming an IPv4-mapped address bans (or lifts) the IPv4 address its packets carry,
+// which the fleet's guards then judge as IPv4.
+TEST(BanRecordParsing, AnIpv4MappedAddressIsTheIpv4One) {
+  auto ban = parseBanRecord("ban v1 ::ffff:198.51.100.7 expires_ms=1 kind=manual nonce=ab");
+  ASSERT_TRUE(ban.ok()) << ban.error().message;
+  EXPECT_EQ(ban->address.family, Family::kV4);
+  EXPECT_EQ(ban->address.toString(), "198.51.100.7");
+  auto wide = parseBanRecord("ban v1 ::ffff:10.0.0.0/104 expires_ms=1 kind=rule nonce=ab");
+  ASSERT_TRUE(wide.ok()) << wide.error().message;
+  EXPECT_EQ(wide->address.toString(), "10.0.0.0/8");
+  auto lift = parseLiftRecord("unban v1 ::ffff:198.51.100.7 nonce=ab");
+  ASSERT_TRUE(lift.ok()) << lift.error().message;
+  EXPECT_EQ(lift->address.toString(), "198.51.100.7");
+}
+
 TEST(BanRecordParsing, AnotherVersionIsRefusedByName) {
   auto future = parseBanRecord("ban v2 198.51.100.7 expires_ms=1 kind=manual nonce=ab extra=1");
   ASSERT_FALSE(future.ok());

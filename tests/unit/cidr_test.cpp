@@ -147,6 +147,20 @@ TEST(ParseAddress, ParsesBothFamilies) {
   EXPECT_EQ(mapped->prefix, 128);
 }
 
+TEST(MappedIpv4, IsTheIpv4PrefixInsideTheMappedBlockOnly) {
+  auto v4 = [](const char* text) { return mappedIpv4(*parseCidr(text)); };
+  ASSERT_TRUE(v4("::ffff:192.0.2.1").has_value());
+  EXPECT_EQ(v4("::ffff:192.0.2.1")->toString(), "192.0.2.1");
+  EXPECT_EQ(v4("::ffff:192.0.2.0/120")->toString(), "192.0.2.0/24");
+  EXPECT_EQ(v4("::ffff:0.0.0.0/96")->toString(), "0.0.0.0/0");
+  // wider than the block, next to it, or IPv4 already: not a mapped prefix
+  EXPECT_FALSE(v4("::fffe:0:0/95").has_value());  // holds the block
+  EXPECT_FALSE(v4("::fffe:c000:201").has_value());
+  EXPECT_FALSE(v4("1::ffff:c000:201").has_value());
+  EXPECT_FALSE(v4("::c000:201").has_value());
+  EXPECT_FALSE(v4("192.0.2.1").has_value());
+}
+
 TEST(MaskAddress, ClearsEverythingBelowThePrefix) {
   Bytes ones;
   ones.fill(0xff);

@@ -31,6 +31,23 @@ TEST(ReportParsing, AcceptsTheLineAndNamesWhatIsWrong) {
   EXPECT_FALSE(parseReport("").ok());
 }
 
+// A service on a dual-stack socket sees an IPv4 client as ::ffff:a.b.c.d; the client's
+// packets carry the IPv4 address, so that is what the report names, for the ban and the
+// guards (a mapped ::ffff:127.0.0.1 must be judged as loopback, not as some IPv6 host).
+TEST(ReportParsing, AnIpv4MappedAddressIsTheIpv4One) {
+  auto mapped = parseReport("offender ::ffff:198.51.100.7 rejections=50 within_ms=10000");
+  ASSERT_TRUE(mapped.ok()) << mapped.error().message;
+  EXPECT_EQ(mapped->address.family, Family::kV4);
+  EXPECT_EQ(mapped->address.toString(), "198.51.100.7");
+  auto prefix = parseReport("offender ::ffff:198.51.100.0/120 rejections=50 within_ms=10000");
+  ASSERT_TRUE(prefix.ok()) << prefix.error().message;
+  EXPECT_EQ(prefix->address.toString(), "198.51.100.0/24");
+  // outside the mapped block an address stays IPv6
+  auto v6 = parseReport("offender ::fffe:c633:6407 rejections=50 within_ms=10000");
+  ASSERT_TRUE(v6.ok()) << v6.error().message;
+  EXPECT_EQ(v6->address.family, Family::kV6);
+}
+
 TEST(ReportFormat, WritesTheLineParseReportReads) {
   EXPECT_EQ(formatReport("198.51.100.7", 50, 10000),
             "offender 198.51.100.7 rejections=50 within_ms=10000");

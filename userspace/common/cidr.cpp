@@ -4,6 +4,8 @@
 
 #include <arpa/inet.h>
 
+#include <algorithm>
+
 namespace floodgate {
 
 void maskAddress(std::array<uint8_t, 16>& addr, int prefix) {
@@ -103,6 +105,18 @@ bool covers(const Cidr& prefix, const Cidr& inner) {
   std::array<uint8_t, 16> masked = inner.addr;
   maskAddress(masked, prefix.prefix);
   return masked == prefix.addr;
+}
+
+std::optional<Cidr> mappedIpv4(const Cidr& cidr) {
+  static constexpr std::array<uint8_t, 12> kMappedBlock = {0, 0, 0, 0, 0,    0,
+                                                           0, 0, 0, 0, 0xff, 0xff};
+  if (cidr.family != Family::kV6 || cidr.prefix < 96) return std::nullopt;
+  if (!std::equal(kMappedBlock.begin(), kMappedBlock.end(), cidr.addr.begin())) return std::nullopt;
+  Cidr v4;
+  v4.family = Family::kV4;
+  v4.prefix = static_cast<uint8_t>(cidr.prefix - 96);
+  std::copy(cidr.addr.begin() + 12, cidr.addr.end(), v4.addr.begin());
+  return v4;
 }
 
 }  // namespace floodgate

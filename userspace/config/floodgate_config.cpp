@@ -101,19 +101,6 @@ FloodgateConfig parseConfig(const std::string& text, const std::string& file_nam
   return config;
 }
 
-namespace {
-
-// Within ::ffff:0:0/96, the IPv4-mapped block.
-bool ipv4Mapped(const Cidr& cidr) {
-  if (cidr.family != Family::kV6 || cidr.prefix < 96) return false;
-  for (int i = 0; i < 10; ++i) {
-    if (cidr.addr[i] != 0) return false;
-  }
-  return cidr.addr[10] == 0xff && cidr.addr[11] == 0xff;
-}
-
-}  // namespace
-
 std::vector<std::string> cidrWarnings(const std::vector<Cidr>& list, const std::string& name,
                                       const std::string& verb) {
   std::vector<std::string> out;
@@ -121,15 +108,11 @@ std::vector<std::string> cidrWarnings(const std::vector<Cidr>& list, const std::
     if (cidr.prefix == 0) {
       out.push_back(name + " holds " + cidr.toString() + ": it " + verb + " every " +
                     (cidr.family == Family::kV4 ? "IPv4" : "IPv6") + " source");
-    } else if (ipv4Mapped(cidr)) {
-      Cidr v4;
-      v4.family = Family::kV4;
-      v4.prefix = static_cast<uint8_t>(cidr.prefix - 96);
-      std::copy(cidr.addr.begin() + 12, cidr.addr.end(), v4.addr.begin());
+    } else if (std::optional<Cidr> v4 = mappedIpv4(cidr)) {
       out.push_back(name + " holds " + cidr.toString() +
                     ", an IPv4-mapped IPv6 prefix: no packet carries one as its source, so it "
                     "never matches (for IPv4 sources write " +
-                    v4.toString() + ")");
+                    v4->toString() + ")");
     }
   }
   return out;

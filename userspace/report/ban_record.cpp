@@ -41,6 +41,16 @@ bool isNonce(std::string_view text) {
   return true;
 }
 
+// A record's ADDRESS word; an IPv4-mapped one (::ffff:a.b.c.d, as a host on a dual-stack
+// socket may write it) is the IPv4 address its packets carry, which the fleet's guards judge.
+Result<Cidr> recordAddress(std::string_view word, const char* shape) {
+  auto address = parseCidr(word);
+  if (!address) {
+    return Error::usage("'" + printable(word, 80) + "' is not an IP address or prefix; " + shape);
+  }
+  return mappedIpv4(*address).value_or(*address);
+}
+
 }  // namespace
 
 const char* banKindName(BanKind kind) {
@@ -74,11 +84,8 @@ Result<BanRecord> parseBanRecord(std::string_view text) {
   if (words.size() < 2 || words[0] != "ban") return Error::usage(kShape);
   if (Status s = checkVersion(words[1], "ban record"); !s) return s.error();
   if (words.size() != 6) return Error::usage(kShape);
-  auto address = parseCidr(words[2]);
-  if (!address) {
-    return Error::usage("'" + printable(words[2], 80) + "' is not an IP address or prefix; " +
-                        kShape);
-  }
+  auto address = recordAddress(words[2], kShape);
+  if (!address) return address.error();
   auto expires = fieldValue(words[3], "expires_ms");
   std::optional<std::string_view> kind_name = fieldText(words[4], "kind");
   std::optional<std::string_view> nonce = fieldText(words[5], "nonce");
@@ -103,11 +110,8 @@ Result<LiftRecord> parseLiftRecord(std::string_view text) {
   if (words.size() < 2 || words[0] != "unban") return Error::usage(kLiftShape);
   if (Status s = checkVersion(words[1], "lift record"); !s) return s.error();
   if (words.size() != 4) return Error::usage(kLiftShape);
-  auto address = parseCidr(words[2]);
-  if (!address) {
-    return Error::usage("'" + printable(words[2], 80) + "' is not an IP address or prefix; " +
-                        kLiftShape);
-  }
+  auto address = recordAddress(words[2], kLiftShape);
+  if (!address) return address.error();
   std::optional<std::string_view> nonce = fieldText(words[3], "nonce");
   if (!nonce) return Error::usage(kLiftShape);
   if (!isNonce(*nonce))

@@ -29,7 +29,9 @@ Result<OffenderReport> parseReport(std::string_view text) {
   auto rejections = fieldValue(words[2], "rejections");
   auto within = fieldValue(words[3], "within_ms");
   if (!rejections || !within) return Error::usage(std::string(shape));
-  return OffenderReport{*address, *rejections, *within};
+  // a service on a dual-stack socket sees an IPv4 client as ::ffff:a.b.c.d: its packets carry
+  // the IPv4 address, which is what a ban must hold and what the guards must judge
+  return OffenderReport{mappedIpv4(*address).value_or(*address), *rejections, *within};
 }
 
 }  // namespace floodgate::report

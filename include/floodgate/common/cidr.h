@@ -49,4 +49,10 @@ void maskAddress(std::array<uint8_t, 16>& addr, int prefix);
 // Whether `prefix` covers `inner` (an address or a longer prefix of the same family).
 bool covers(const Cidr& prefix, const Cidr& inner);
 
+// The IPv4 prefix an IPv4-mapped IPv6 prefix (inside ::ffff:0:0/96) stands for:
+// ::ffff:192.0.2.0/120 is 192.0.2.0/24. No packet carries a mapped address as its source,
+// so an address a peer names this way (a service on a dual-stack socket) means the IPv4
+// one. nullopt for any other prefix.
+std::optional<Cidr> mappedIpv4(const Cidr& cidr);
+
 }  // namespace floodgate

@@ -51,6 +51,7 @@ std::string formatBanRecord(const BanRecord& record);
 
 // Parses the line formatBanRecord writes. A usage error naming what is wrong otherwise;
 // a record of another version says which, and that this floodgate reads only version 1.
+// An IPv4-mapped address (::ffff:198.51.100.7) is read as the IPv4 one.
 Result<BanRecord> parseBanRecord(std::string_view text);
 
 // The lift record's line, without a newline.

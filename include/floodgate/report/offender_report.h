@@ -27,7 +27,7 @@ std::string formatReport(std::string_view client_key, int64_t rejections, int64_
 
 // Parses "offender ADDRESS rejections=N within_ms=N" (ADDRESS may be a prefix such as
 // 2001:db8:1:2::/64; a trailing newline is fine); a usage error naming what is wrong
-// otherwise.
+// otherwise. An IPv4-mapped address (::ffff:198.51.100.7) is read as the IPv4 one.
 Result<OffenderReport> parseReport(std::string_view text);
 
 }  // namespace floodgate::report
