@@ -230,6 +230,38 @@ TEST_F(FleetBansTest, ForgedCopiedAndGarbledEntriesAreRefusedAndCounted) {
   EXPECT_EQ(b->received()[metrics::kFleetBanApplied], 2u);  // the marker's, then 198.51.100.30
 }
 
+// Bytes Redis has sent to all its clients so far (INFO stats).
+int64_t redisBytesSent(const RedisServer& server) {
+  auto info = server.command({"INFO", "stats"});
+  EXPECT_TRUE(info.ok());
+  const std::string field = "total_net_output_bytes:";
+  const size_t at = info->str.find(field);
+  EXPECT_NE(at, std::string::npos) << info->str;
+  return at == std::string::npos ? 0 : std::stoll(info->str.substr(at + field.size()));
+}
+
+// Whoever can write the stream, with no secret, must not stall its readers or swamp their
+// memory with a huge entry (in bytes, or in fields): each is counted malformed without being
+// sent, live and in a later host's replay, and the records after them are read.
+TEST_F(FleetBansTest, HugeEntriesAreNotSentAndTheRecordsAfterThemAreRead) {
+  auto b = host(config_);
+  markerRead({b.get()});
+  ASSERT_TRUE(server_->command({"XADD", kStream, "*", "report", std::string(32 << 20, 'x')}).ok());
+  http::redis::Command many_fields = {"XADD", kStream, "*"};
+  for (int i = 0; i < 100; ++i)
+    many_fields.insert(many_fields.end(), {"f" + std::to_string(i), "v"});
+  ASSERT_TRUE(server_->command(many_fields).ok());
+  const int64_t sent_before = redisBytesSent(*server_);
+  markerRead({b.get()});  // the record after them
+  EXPECT_EQ(b->received()[metrics::kFleetBanMalformed], 2u);
+  auto late = host(config_);
+  // its replay: the two markers read above, around the huge entries
+  EXPECT_EQ(collect(*late, 2).size(), 2u);
+  EXPECT_EQ(late->received()[metrics::kFleetBanMalformed], 2u);
+  // two hosts read past a 32 MiB entry (the one starting later in its replay too)
+  EXPECT_LT(redisBytesSent(*server_) - sent_before, 1 << 20) << "a huge entry was sent";
+}
+
 // "ADDRESS" for a ban, "-ADDRESS" for a lift: what a host was handed, in order.
 std::vector<std::string> described(const std::vector<FleetBanVerdict>& verdicts) {
   std::vector<std::string> out;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
-// The stream's reading thread: XREAD BLOCK in a loop, with Redis's TIME read in the same
-// round trip to age what it got; a lost Redis is logged once and retried every second.
+// The stream's reading thread: a script reads the entries after the last one, with Redis's
+// clock to age them, in a loop (at once while a batch comes full, else every kPollMs); a
+// lost Redis is logged once and retried every second.
 #include "daemon/stream_tail.h"
 
 #include <sys/eventfd.h>
@@ -12,13 +13,18 @@
 #include <utility>
 
 #include "daemon/log.h"
+#include "floodgate/redis/redis_store.h"
+#include "floodgate/redis/scripts.h"
 
 namespace floodgate::daemon {
 namespace {
 
 namespace redis = http::redis;
 
-constexpr int64_t kBlockMs = 500;
+// Not XREAD BLOCK: it would send an entry whatever its size, and one huge entry, written by
+// anyone who can write the stream, would stall every reader (retried from the same ID) or
+// swamp its memory. The script sends such an entry as its ID alone (streamReadScript).
+constexpr int64_t kPollMs = 200;
 constexpr int64_t kRetryMs = 1000;
 constexpr int64_t kSliceMs = 100;
 constexpr size_t kReadCount = 256;
@@ -48,7 +54,14 @@ std::pair<uint64_t, uint64_t> idParts(const std::string& id) {
   return {ms, seq};
 }
 
-// The ID just before `id` in the stream's order, so that XREAD after it starts at `id`.
+// The ID just after `id` in the stream's order, where a read after `id` starts.
+std::string idAfter(const std::string& id) {
+  const auto [ms, seq] = idParts(id);
+  if (seq < UINT64_MAX) return std::to_string(ms) + "-" + std::to_string(seq + 1);
+  return std::to_string(ms + 1) + "-0";
+}
+
+// The ID just before `id` in the stream's order, so that a read after it starts at `id`.
 std::string idBefore(const std::string& id) {
   const auto [ms, seq] = idParts(id);
   if (seq > 0) return std::to_string(ms) + "-" + std::to_string(seq - 1);
@@ -130,7 +143,7 @@ void StreamTail::run() {
       sleepUnlessStopped(kSliceMs);
       continue;
     }
-    Status read = readOnce();
+    Result<bool> read = readOnce();
     if (read && failing) {
       logInfo("reading " + source_.what + " from redis stream " + source_.stream + " again");
     } else if (!read && !failing) {
@@ -139,18 +152,18 @@ void StreamTail::run() {
                  read.error().message);
     }
     failing = !read;
-    if (failing) sleepUnlessStopped(kRetryMs);
+    if (failing) {
+      sleepUnlessStopped(kRetryMs);
+    } else if (!*read) {
+      sleepUnlessStopped(kPollMs);  // read up to the end: wait for more
+    }
   }
 }
 
-Status StreamTail::readOnce() {
+Result<bool> StreamTail::readOnce() {
   const std::string& stream = source_.stream;
-  auto deadline = [this](int64_t extra_ms) {
-    return std::chrono::steady_clock::now() +
-           std::chrono::milliseconds(source_.client.timeout_ms + extra_ms);
-  };
   if (last_id_.empty()) {
-    auto time = client_.run({{stream, {"TIME"}}}, deadline(0));
+    auto time = client_.run({{stream, {"TIME"}}});
     if (!time) return time.error();
     auto now_ms = timeReplyMs((*time)[0]);
     if (!now_ms) return now_ms.error();
@@ -160,61 +173,71 @@ Status StreamTail::readOnce() {
     replaying_ = source_.max_replay > 0;
     replay_from_ = last_id_;
   }
-  if (replaying_) return replayOnce();
-  auto replies = client_.run({{stream,
-                               {"XREAD", "COUNT", std::to_string(kReadCount), "BLOCK",
-                                std::to_string(kBlockMs), "STREAMS", stream, last_id_}},
-                              {stream, {"TIME"}}},
-                             deadline(kBlockMs));
+  if (replaying_) {
+    if (Status s = replayOnce(); !s) return s.error();
+    return true;
+  }
+  const redis::Script& script = redis::streamReadScript();
+  auto replies = http::RedisStore::evalAll(
+      client_,
+      {{stream,
+        {"EVALSHA", script.sha1, "1", stream, idAfter(last_id_), std::to_string(kReadCount),
+         std::to_string(redis::kStreamEntryMostBytes),
+         std::to_string(redis::kStreamEntryMostFields)}}},
+      {&script});
   if (!replies) return replies.error();
-  if ((*replies)[0].isError()) return Error::failure((*replies)[0].str);
   const redis::Reply& result = (*replies)[0];
-  auto now_ms = timeReplyMs((*replies)[1]);
-  if (!now_ms) return now_ms.error();
+  if (result.isError()) return Error::failure(result.str);
+  if (result.type != redis::Reply::Type::kArray || result.elements.size() != 2 ||
+      result.elements[0].type != redis::Reply::Type::kInteger) {
+    return Error::failure("the stream's read did not answer with the time and the entries");
+  }
+  const int64_t now_ms = result.elements[0].integer;
+  const redis::Reply& entries = result.elements[1];  // [[id, [field, value, ...]], ...]
   std::vector<TailEntry> batch;
-  if (result.type != redis::Reply::Type::kArray || result.elements.empty()) {
+  if (entries.elements.empty()) {
     // nothing after last_id_: whatever of the past was left is gone (trimmed)
-    if (!replay_until_.empty()) batch.push_back(replayEnd(*now_ms));
+    if (!replay_until_.empty()) batch.push_back(replayEnd(now_ms));
     replay_until_.clear();
     hand(std::move(batch));
-    return okStatus();
+    return false;
   }
-  // [[stream, [[id, [field, value, ...]], ...]]]
-  const redis::Reply& entries =
-      result.elements[0].elements.size() == 2 ? result.elements[0].elements[1] : redis::Reply{};
   for (const redis::Reply& entry : entries.elements) {
     if (entry.elements.size() != 2) continue;
     const std::string& id = entry.elements[0].str;
     last_id_ = id;
     if (!replay_until_.empty() && idParts(id) > idParts(replay_until_)) {
-      batch.push_back(replayEnd(*now_ms));  // the newest of the past is gone (trimmed)
+      batch.push_back(replayEnd(now_ms));  // the newest of the past is gone (trimmed)
       replay_until_.clear();
     }
-    batch.push_back({id, entry.elements[1], *now_ms, !replay_until_.empty()});
+    batch.push_back({id, entry.elements[1], now_ms, !replay_until_.empty()});
     if (id == replay_until_) {
-      batch.push_back(replayEnd(*now_ms));
+      batch.push_back(replayEnd(now_ms));
       replay_until_.clear();
     }
   }
+  const bool full = entries.elements.size() >= kReadCount;
   hand(std::move(batch));
-  return okStatus();
+  return full;
 }
 
 Status StreamTail::replayOnce() {
   const std::string& stream = source_.stream;
   const size_t count = std::min(kReadCount, source_.max_replay - replayed_);
-  auto replies = client_.run(
+  const redis::Script& script = redis::streamIdsBackScript();
+  auto replies = http::RedisStore::evalAll(
+      client_,
       {{stream,
-        {"XREVRANGE", stream, replay_below_, replay_from_, "COUNT", std::to_string(count)}}},
-      std::chrono::steady_clock::now() + std::chrono::milliseconds(source_.client.timeout_ms));
+        {"EVALSHA", script.sha1, "1", stream, replay_below_, replay_from_, std::to_string(count)}}},
+      {&script});
   if (!replies) return replies.error();
   if ((*replies)[0].isError()) return Error::failure((*replies)[0].str);
   size_t read = 0;
-  for (const redis::Reply& entry : (*replies)[0].elements) {  // [[id, [field, value, ...]], ...]
-    if (entry.elements.size() != 2) continue;
-    if (replay_below_ == "+") replay_until_ = entry.elements[0].str;  // the newest
-    replay_below_ = "(" + entry.elements[0].str;
-    replay_start_ = entry.elements[0].str;
+  for (const redis::Reply& id : (*replies)[0].elements) {  // [id, ...], newest first
+    if (id.type != redis::Reply::Type::kString) continue;
+    if (replay_below_ == "+") replay_until_ = id.str;  // the newest
+    replay_below_ = "(" + id.str;
+    replay_start_ = id.str;
     ++read;
   }
   replayed_ += read;

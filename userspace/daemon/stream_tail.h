@@ -72,8 +72,9 @@ class StreamTail {
  private:
   StreamTail(StreamTailSource source, UniqueFd event);
   void run();
-  // Reads one batch after last_id_ (blocking up to half a second for one to come).
-  Status readOnce();
+  // Reads one batch after last_id_ (or looks back one batch of the past); whether more may
+  // wait at once (a full batch, or the look back).
+  Result<bool> readOnce();
   // Looks back one batch of the past, newest first, below replay_below_, for the oldest
   // entry a start reads (max_replay only); reads none of them.
   Status replayOnce();

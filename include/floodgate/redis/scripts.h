@@ -72,6 +72,24 @@ const Script& refundScript(AlgorithmKind kind);
 // the members left (this one included).
 const Script& heartbeatScript();
 
+// A stream entry holding more than this, in field and value strings or in their bytes, is
+// more than any report or ban record: streamReadScript() sends it as its ID and the fields
+// {kOversizedField, its bytes}, so whoever can write the stream cannot stall or swamp the
+// hosts that read it with one huge entry.
+inline constexpr int kStreamEntryMostFields = 16;
+inline constexpr int kStreamEntryMostBytes = 16384;
+inline constexpr const char* kOversizedField = "oversized";
+
+// Reading a stream: KEYS = the stream; ARGV = the first ID to read (XRANGE's start), how
+// many at most, the most bytes and the most strings an entry's fields may hold. Returns
+// {Redis's clock in ms, [[id, [field, value, ...]], ...]} oldest first, each entry over
+// either bound with its fields {kOversizedField, bytes}.
+const Script& streamReadScript();
+
+// The IDs only of a stream's entries, newest first: KEYS = the stream; ARGV = XREVRANGE's
+// end and start, and how many at most. Returns [id, ...].
+const Script& streamIdsBackScript();
+
 // Sync (local buckets reconciled with Redis): one call for a batch of keys of one policy
 // (in a cluster, keys of one slot). KEYS = the keys' Redis keys (the decide scripts' own,
 // so state is shared with the exact store); ARGV = now_us ('' reads Redis TIME), then the

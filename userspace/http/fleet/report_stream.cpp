@@ -4,7 +4,9 @@
 
 #include <charconv>
 
+#include "floodgate/common/text.h"
 #include "floodgate/fleet/fleet_secret.h"
+#include "floodgate/redis/scripts.h"
 #include "floodgate/redis/store_factory.h"
 
 namespace floodgate::http {
@@ -51,6 +53,13 @@ redis::Command streamAddCommand(const std::string& stream, const StreamReport& r
 Result<StreamReport> streamReportFromFields(const redis::Reply& fields) {
   if (fields.type != redis::Reply::Type::kArray || fields.elements.size() % 2 != 0) {
     return Error::usage("a stream entry is a list of field and value pairs");
+  }
+  if (fields.elements.size() == 2 && fields.elements[0].str == redis::kOversizedField) {
+    return Error::usage("an entry larger than any report or record (" +
+                        printable(fields.elements[1].str, 20) + " bytes in its fields, at most " +
+                        std::to_string(redis::kStreamEntryMostBytes) + ", or more than " +
+                        std::to_string(redis::kStreamEntryMostFields) +
+                        " fields and values): not read; the entries after it are");
   }
   StreamReport report;
   bool have_line = false, have_time = false;

@@ -513,6 +513,28 @@ expire_after(KEYS[1], 2 * expire)
 return redis.call('ZCARD', KEYS[1])
 )lua";
 
+constexpr std::string_view kStreamRead = R"lua(
+local t = redis.call('TIME')
+local entries = redis.call('XRANGE', KEYS[1], ARGV[1], '+', 'COUNT', ARGV[2])
+local most_bytes, most_fields = tonumber(ARGV[3]), tonumber(ARGV[4])
+for _, entry in ipairs(entries) do
+  local fields, size = entry[2], 0
+  for _, text in ipairs(fields) do size = size + #text end
+  -- the entry is not sent: a writer of the stream must not stall or swamp its readers
+  if #fields > most_fields or size > most_bytes then
+    entry[2] = {'oversized', tostring(size)}
+  end
+end
+return {tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000), entries}
+)lua";
+
+constexpr std::string_view kStreamIdsBack = R"lua(
+local entries = redis.call('XREVRANGE', KEYS[1], ARGV[1], ARGV[2], 'COUNT', ARGV[3])
+local ids = {}
+for i, entry in ipairs(entries) do ids[i] = entry[1] end
+return ids
+)lua";
+
 constexpr std::string_view kSyncHead = R"lua(
 local now = now_us(ARGV[1])
 local p1, p2, p3 = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
@@ -625,6 +647,8 @@ struct Catalog {
   Script refund[6];
   Script sync_fixed, sync_bucket, sync_gcra;
   Script heartbeat;
+  Script stream_read;
+  Script stream_ids_back;
   FunctionLibrary library;
 
   std::vector<Script*> all() {
@@ -632,7 +656,9 @@ struct Catalog {
     for (Script& s : decide) out.push_back(&s);
     out.push_back(&together);
     for (Script& s : refund) out.push_back(&s);
-    for (Script* s : {&sync_fixed, &sync_bucket, &sync_gcra, &heartbeat}) out.push_back(s);
+    for (Script* s :
+         {&sync_fixed, &sync_bucket, &sync_gcra, &heartbeat, &stream_read, &stream_ids_back})
+      out.push_back(s);
     return out;
   }
 };
@@ -689,6 +715,8 @@ Catalog buildCatalog() {
   c.sync_gcra =
       make("sync_gcra", {kPrelude, kGcraState}, std::string(kSyncHead) + std::string(kGcraSync));
   c.heartbeat = make("heartbeat", {kPrelude}, std::string(kHeartbeat));
+  c.stream_read = make("stream_read", {}, std::string(kStreamRead));
+  c.stream_ids_back = make("stream_ids_back", {}, std::string(kStreamIdsBack));
 
   // The library: every definition once at its top level (run once, when loaded), then each
   // script's main part as a registered function. Its version is a hash of that text: a
@@ -759,6 +787,8 @@ const Script& syncScript(AlgorithmKind kind) {
 }
 
 const Script& heartbeatScript() { return catalog().heartbeat; }
+const Script& streamReadScript() { return catalog().stream_read; }
+const Script& streamIdsBackScript() { return catalog().stream_ids_back; }
 
 const FunctionLibrary& functionLibrary() { return catalog().library; }
 
