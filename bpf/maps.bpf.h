@@ -48,9 +48,6 @@ struct {
 const volatile __u32 table_slot_mask = 0;
 /* Elements in `sets` - 1 (a power of two, at least the table's sets - 1), set at load. */
 const volatile __u32 sets_mask = 0;
-/* The bits of a fingerprint below those that pick its set (and its element of `sets`): 16
- * for the tag's independence from the set, and 2 for the ways of a set. */
-#define FG_SET_SHIFT 18
 
 /* Per-source bucket table; max_entries set at load (a power of two, multiple of the ways).
  * Mmapable: `top` reads the per-slot counters without a syscall per slot. */

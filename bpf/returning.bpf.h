@@ -20,20 +20,14 @@
 #define FLOODGATE_RETURNING_BPF_H
 
 #include "events.bpf.h"
+#include "fg_gcra.h"
 #include "maps.bpf.h"
 
 /* The element of `sets` whose memory entries may hold the source of fingerprint `fp`: its
  * set's own, for a table of at least FG_MIN_SET_ELEMENTS sets. */
 static __always_inline __u32 fg_memory_element(__u64 fp)
 {
-	return (__u32)(fp >> FG_SET_SHIFT) & sets_mask;
-}
-
-/* The tag of `fp` in an entry: its low 16 bits and its top 16, none of which pick the element
- * (bits 18 to 41 at most do); the top 16 are also its slot tag, which is no matter here. */
-static __always_inline __u64 fg_memory_tag(__u64 fp)
-{
-	return ((fp >> 32) & 0xffff0000ULL) | (fp & 0xffffULL);
+	return fg_memory_element_of(fp, sets_mask);
 }
 
 /* An entry's stamp is the tick | 1, never 0 (which marks an empty entry); ages compare

@@ -135,4 +135,20 @@ FG_INLINE __u64 fg_key_fingerprint(__u64 addr_hash, __u32 rule_id, __u32 rule_ep
 	return h ? h : 1; /* 0 marks a slot never used */
 }
 
+/* The bits of a fingerprint below those that pick its set (and its element of `sets`): 16
+ * for the tag's independence from the set, and 2 for the ways of a set. */
+#define FG_SET_SHIFT 18
+
+/* The element of `sets` (of `mask` + 1, a power of two) whose memory entries may hold the
+ * source of fingerprint `fp`: its set's own, for a table of at least as many sets. */
+FG_INLINE __u32 fg_memory_element_of(__u64 fp, __u32 mask)
+{
+	return (__u32)(fp >> FG_SET_SHIFT) & mask;
+}
+
+/* The tag of `fp` in a memory entry: its low 16 bits and its top 16, none of which pick the
+ * element (bits 18 to 41 at most do); the top 16 are also its slot tag, which is no matter
+ * there. */
+FG_INLINE __u64 fg_memory_tag(__u64 fp) { return ((fp >> 32) & 0xffff0000ULL) | (fp & 0xffffULL); }
+
 #endif /* FLOODGATE_GCRA_H */

@@ -44,6 +44,30 @@ class ReturningSourcesTest : public XdpProgramTest {
     setClock(now_);
   }
 
+  // The fingerprint of IPv4 source `host_order` under the one rule loaded, with the table's
+  // seed (which a flooder does not know).
+  uint64_t fingerprintOf(uint32_t host_order) {
+    auto settings = limiter().settings();
+    auto rules = limiter().activeRules();
+    EXPECT_TRUE(settings.ok() && rules.ok() && rules->size() == 1);
+    const uint64_t hash =
+        fg_addr_hash(settings->hash_seed, FG_FAMILY_V4, static_cast<uint64_t>(host_order) << 32, 0);
+    return fg_key_fingerprint(hash, rules->front().id, rules->front().epoch, FG_FAMILY_V4);
+  }
+
+  // The element of `sets` holding the memory entry of fingerprint `fp` in a table of fewer
+  // sets than FG_MIN_SET_ELEMENTS (as loadOneSet's), which has that many elements.
+  static uint32_t memoryElement(uint64_t fp) {
+    return fg_memory_element_of(fp, FG_MIN_SET_ELEMENTS - 1);
+  }
+
+  // How many memory entries of `set` hold fingerprint `fp`'s tag.
+  static int memoryEntriesOf(const fg_set& set, uint64_t fp) {
+    int entries = 0;
+    for (uint64_t entry : set.memory) entries += entry && (entry >> 32) == fg_memory_tag(fp);
+    return entries;
+  }
+
   bool holdsSlot(const std::string& address) {
     auto slots = limiter().slots();
     EXPECT_TRUE(slots.ok()) << slots.error().message;
@@ -152,20 +176,10 @@ TEST_F(ReturningSourcesTest, RememberedSourcesKeepTheirEntriesFromAnotherThatWou
   // sources whose memory entries are the element of 192.0.2.19's, found with the table's
   // seed (a flooder does not know it): two that fill the element's other entries, and one
   // more that finds every entry taken
-  auto settings = limiter().settings();
-  auto rules = limiter().activeRules();
-  ASSERT_TRUE(settings.ok() && rules.ok() && rules->size() == 1);
-  auto fingerprint = [&](uint32_t host_order) {
-    const uint64_t hash =
-        fg_addr_hash(settings->hash_seed, FG_FAMILY_V4, static_cast<uint64_t>(host_order) << 32, 0);
-    return fg_key_fingerprint(hash, rules->front().id, rules->front().epoch, FG_FAMILY_V4);
-  };
-  // a 4-slot table has one set, and the fewest elements: FG_MIN_SET_ELEMENTS
-  auto element = [](uint64_t fp) { return (fp >> 18) & (FG_MIN_SET_ELEMENTS - 1); };
-  const uint64_t first = fingerprint(0xc0000213);  // 192.0.2.19
+  const uint32_t first = memoryElement(fingerprintOf(0xc0000213));  // 192.0.2.19
   std::vector<std::string> others;
   for (uint32_t host = 0x0a000001; host < 0x0a000001 + (64u << 20) && others.size() < 3; ++host) {
-    if (element(fingerprint(host)) == element(first)) {
+    if (memoryElement(fingerprintOf(host)) == first) {
       others.push_back("10." + std::to_string((host >> 16) & 255) + "." +
                        std::to_string((host >> 8) & 255) + "." + std::to_string(host & 255));
     }
@@ -216,10 +230,13 @@ TEST_F(ReturningSourcesTest, ASourceIsRememberedBesideItsSetsTags) {
   uint16_t tags[FG_TABLE_WAYS];
   std::memcpy(tags, &set->tags, sizeof(tags));
   EXPECT_EQ(tags[index % FG_TABLE_WAYS], static_cast<uint16_t>(fp >> 48)) << "its slot's tag";
-  const uint64_t memory_tag = ((fp >> 32) & 0xffff0000ULL) | (fp & 0xffffULL);
-  int entries = 0;
-  for (uint64_t entry : set->memory) entries += entry && (entry >> 32) == memory_tag;
-  EXPECT_EQ(entries, 1) << "its memory entry, in the same element";
+  EXPECT_EQ(memoryEntriesOf(*set, fp), 1) << "its memory entry, in the same element";
+  // one cache line only if the 32-byte elements start on one: a plain array's values start
+  // partway into a line, an mmapable one's on a page
+  auto info = mapInfo(sets->fd(), "sets");
+  ASSERT_TRUE(info.ok()) << info.error().message;
+  EXPECT_NE(info->map_flags & BPF_F_MMAPABLE, 0u) << "sets must be mmapable, for its alignment";
+  static_assert(sizeof(fg_set) == 32 && 64 % sizeof(fg_set) == 0, "no element across two lines");
 }
 
 // A remember_for shorter than the once-a-second refresh: a source that keeps coming is
@@ -230,22 +247,14 @@ TEST_F(ReturningSourcesTest, AShortRememberForIsRefreshedInTimeThroughAFlood) {
   spec.remember_ns = 200'000'000ULL;  // 200 ticks
   loadOneSet(spec);
   seenGood("192.0.2.31");
-  auto settings = limiter().settings();
-  auto rules = limiter().activeRules();
-  ASSERT_TRUE(settings.ok() && rules.ok() && rules->size() == 1);
-  const uint64_t hash = fg_addr_hash(settings->hash_seed, FG_FAMILY_V4, 0xc000021fULL << 32, 0);
-  const uint64_t fp =
-      fg_key_fingerprint(hash, rules->front().id, rules->front().epoch, FG_FAMILY_V4);
+  const uint64_t fp = fingerprintOf(0xc000021f);  // 192.0.2.31
   auto sets = BpfMap<uint32_t, fg_set>::openPinned(mapPinPath(pin_name_, "sets"), "sets");
   ASSERT_TRUE(sets.ok()) << sets.error().message;
-  // a 4-slot table: the source's element is one of the FG_MIN_SET_ELEMENTS past its set
-  const uint32_t element = static_cast<uint32_t>(fp >> 18) & (FG_MIN_SET_ELEMENTS - 1);
-  const uint64_t memory_tag = ((fp >> 32) & 0xffff0000ULL) | (fp & 0xffffULL);
   auto stamp = [&]() -> uint32_t {
-    auto set = sets->lookup(element);
+    auto set = sets->lookup(memoryElement(fp));
     EXPECT_TRUE(set.ok());
     for (uint64_t entry : set->memory) {
-      if (entry && (entry >> 32) == memory_tag) return static_cast<uint32_t>(entry);
+      if (entry && (entry >> 32) == fg_memory_tag(fp)) return static_cast<uint32_t>(entry);
     }
     return 0;
   };
