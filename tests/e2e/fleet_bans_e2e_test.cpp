@@ -157,6 +157,17 @@ class FleetBansE2eTest : public ::testing::Test {
                            socket + "}\n");
   }
 
+  // Starts both hosts' daemons, A's with escalatingConfigA(`more`), and waits for A's report
+  // socket; its path.
+  std::string startWithEscalationOnA(const std::string& more = "") {
+    const std::string socket_path = dir_ + "/reports.sock";
+    config_a_ = escalatingConfigA(socket_path, more);
+    daemon_a_ = startDaemon(*a_, config_a_, "daemon-a.log");
+    daemon_b_ = startDaemon(*b_, config_b_, "daemon-b.log");
+    waitForSocket(socket_path);
+    return socket_path;
+  }
+
   // `more`: further top-level sections of the host's config.
   std::string writeConfig(const std::string& host, const std::string& interface,
                           const std::string& more = "") {
@@ -327,11 +338,7 @@ TEST_F(FleetBansE2eTest, ABanOnOneHostIsDroppedByTheOtherWithTheSameEnd) {
 // A host in monitor mode only counts what its bans would drop: an escalation it makes for
 // a report on its socket stays on it, where the fleet's hosts would drop the source.
 TEST_F(FleetBansE2eTest, AnEscalationOnAHostInMonitorModeIsNotShared) {
-  const std::string socket_path = dir_ + "/reports.sock";
-  config_a_ = escalatingConfigA(socket_path, "defaults: {monitor: true}\n");
-  daemon_a_ = startDaemon(*a_, config_a_, "daemon-a.log");
-  daemon_b_ = startDaemon(*b_, config_b_, "daemon-b.log");
-  waitForSocket(socket_path);
+  const std::string socket_path = startWithEscalationOnA("defaults: {monitor: true}\n");
 
   ASSERT_TRUE(reportOffender(socket_path, kBanned)) << strerror(errno);
   auto [by, left] = waitForBan(*a_, kBanned);
@@ -352,11 +359,7 @@ TEST_F(FleetBansE2eTest, AnEscalationOnAHostInMonitorModeIsNotShared) {
 // the config) is trusted here: a report of it bans nothing and shares nothing, where the
 // fleet's hosts would drop what this host lets through.
 TEST_F(FleetBansE2eTest, AReportOfAnAddressAllowListedByHandIsNeitherBannedNorShared) {
-  const std::string socket_path = dir_ + "/reports.sock";
-  config_a_ = escalatingConfigA(socket_path);
-  daemon_a_ = startDaemon(*a_, config_a_, "daemon-a.log");
-  daemon_b_ = startDaemon(*b_, config_b_, "daemon-b.log");
-  waitForSocket(socket_path);
+  const std::string socket_path = startWithEscalationOnA();
   CommandResult allowed = a_->floodgate({"allow", "add", a_->targetInterface(), kBanned});
   ASSERT_EQ(allowed.exit_code, 0) << allowed.err;
 
@@ -370,15 +373,21 @@ TEST_F(FleetBansE2eTest, AReportOfAnAddressAllowListedByHandIsNeitherBannedNorSh
   EXPECT_EQ(redisCli({"XLEN", "fg:bans"}).out, "1\n") << "only the second report's ban shared";
 }
 
+// A service on a dual-stack socket sees an IPv4 client as ::ffff:a.b.c.d and may report it
+// so: the ban is of the IPv4 address its packets carry, here and across the fleet.
+TEST_F(FleetBansE2eTest, AReportOfAnIpv4MappedAddressBansTheIpv4Source) {
+  const std::string socket_path = startWithEscalationOnA();
+  ASSERT_TRUE(reportOffender(socket_path, std::string("::ffff:") + kBanned)) << strerror(errno);
+  ASSERT_EQ(waitForBan(*b_, kBanned).first, "fleet") << daemon_a_.log() << daemon_b_.log();
+  EXPECT_TRUE(bans(*a_).contains(kBanned)) << daemon_a_.log();
+  EXPECT_GT(sendAndCountBanDrops(*b_, kBanned).dropped, 0u) << "its packets dropped";
+}
+
 // A lift ends what escalation remembers of the ban too: the source's next offence bans it
 // again, on the host whose operator lifted it as well, where the command lifted the ban
 // before the daemon read the lift.
 TEST_F(FleetBansE2eTest, AnEscalatedBanLiftedByTheFleetIsMadeAgainAtTheNextReport) {
-  const std::string socket_path = dir_ + "/reports.sock";
-  config_a_ = escalatingConfigA(socket_path);
-  daemon_a_ = startDaemon(*a_, config_a_, "daemon-a.log");
-  daemon_b_ = startDaemon(*b_, config_b_, "daemon-b.log");
-  waitForSocket(socket_path);
+  const std::string socket_path = startWithEscalationOnA();
   // A's ban may show as the fleet's once A has read its own record back: the count says
   // what escalation did
   const std::string banned = "floodgate_http_escalations_total{result=\"banned\"} ";
