@@ -257,7 +257,7 @@ static __always_inline int fg_cap_refuses(const struct fg_rule *rule,
 	*returning = 0;
 	if (!state || !rule->new_sources.interval)
 		return 0;
-	*returning = rule->remember_ticks && fg_source_returns(fp, jiffies, rule->remember_ticks);
+	*returning = rule->remember_ticks && fg_source_returns(fp, jiffies);
 	return !*returning && !fg_cap_has_room(state, &rule->new_sources, fg_units(jiffies));
 }
 

@@ -8,7 +8,7 @@
  * spoofed flood) reads its tags and its memory in one cache line. A source's element is
  * picked by the bits of its fingerprint (rule, epoch and masked address, keyed with the
  * table's secret seed) that pick its set, and an entry holds 32 other bits of it as a tag
- * and the tick it was last refreshed. A source never seen is taken for a remembered one only
+ * and the tick until which it is fresh. A source never seen is taken for a remembered one only
  * when an entry of its element holds another source's tag equal to its own: at most
  * FG_MEMORY_WAYS × 2^-32 per lookup, and the seed keeps a flooder from aiming at either.
  *
@@ -30,58 +30,69 @@ static __always_inline __u32 fg_memory_element(__u64 fp)
 	return fg_memory_element_of(fp, sets_mask);
 }
 
-/* An entry's stamp is the tick | 1, never 0 (which marks an empty entry); ages compare
- * stamps alike, so an entry stamped this tick is 0 ticks old. */
+/* An entry's stamp is the tick until which it is fresh, | 1 so never 0 (which marks an empty
+ * entry): the writer's remember_for goes into it, so a rule remembering for less cannot take
+ * an entry that another rule's longer remember_for still holds. */
 static __always_inline __u32 fg_stamp(__u64 jiffies) { return (__u32)jiffies | 1; }
 
-static __always_inline __u32 fg_entry_age(__u64 entry, __u64 jiffies)
+/* Ticks left before `entry` lapses, 0 once it has. More than the longest remember_for (and a
+ * tick for the stamps' low bit) is an entry so old that its stamp wrapped around. */
+static __always_inline __u32 fg_entry_left(__u64 entry, __u64 jiffies)
 {
-	return fg_stamp(jiffies) - (__u32)entry;
+	__s32 left = (__s32)((__u32)entry - fg_stamp(jiffies));
+
+	if (left <= 0 || left > (__s32)(FG_MAX_REMEMBER_SECONDS * ticks_per_second + 1))
+		return 0;
+	return (__u32)left;
 }
 
-static __always_inline __u64 fg_memory_entry(__u64 tag, __u64 jiffies)
+static __always_inline __u64 fg_memory_entry(__u64 tag, __u64 jiffies, __u32 remember_ticks)
 {
-	return (tag << 32) | fg_stamp(jiffies);
+	return (tag << 32) | fg_stamp(jiffies + remember_ticks);
 }
 
-/* Remembers the source of fingerprint `fp` under rule `rule_id` as good at `jiffies`: its
- * own entry refreshed, else an empty one or the one lapsed longest ago taken. Called once a
- * tick at most per source, so a global function: its keys stay off the frames of the rule
- * loop, which are at the stack's cap. */
+/* Remembers the source of fingerprint `fp` under rule `rule_id` as good at `jiffies` for
+ * `remember_ticks`: its own entry refreshed, else an empty or a lapsed one taken. Called
+ * once a tick at most per source, so a global function: its keys stay off the frames of the
+ * rule loop, which are at the stack's cap. */
 __attribute__((noinline)) int fg_remember_source(__u64 fp, __u64 jiffies, __u32 rule_id,
 						 __u32 remember_ticks)
 {
-	__u32 element = fg_memory_element(fp), i, free = FG_MEMORY_WAYS, age, oldest = 0;
+	__u32 element = fg_memory_element(fp), i, free = FG_MEMORY_WAYS, left;
 	struct fg_set *set = bpf_map_lookup_elem(&sets, &element);
 	__u64 tag = fg_memory_tag(fp), seen, replaced = 0;
 	/* an own entry is refreshed once a second, which spares the line a store from every
 	 * CPU on every tick, or twice within a shorter remember_for, so it never lapses while
-	 * its source keeps coming */
-	__u32 refresh =
-	    remember_ticks / 2 < ticks_per_second ? remember_ticks / 2 : ticks_per_second;
+	 * its source keeps coming: refreshed once it has no more ticks left than this */
+	__u32 refresh_at =
+	    remember_ticks -
+	    (remember_ticks / 2 < ticks_per_second ? remember_ticks / 2 : ticks_per_second);
 	struct fg_rule_state *state;
 
 	if (!set)
 		return 0;
 	for (i = 0; i < FG_MEMORY_WAYS; i++) {
 		seen = FG_READ_ONCE(set->memory[i]);
-		age = seen ? fg_entry_age(seen, jiffies) : 0xffffffffU;
+		left = seen ? fg_entry_left(seen, jiffies) : 0;
 		if (seen && (seen >> 32) == tag) {
 			/* its own entry; lapsed, it is a new memory */
-			if (age < refresh)
+			if (left > refresh_at)
 				return 0;
-			if (age < remember_ticks) {
-				FG_WRITE_ONCE(set->memory[i], fg_memory_entry(tag, jiffies));
+			if (left) {
+				/* as read: another CPU may take it the tick it lapses */
+				__sync_val_compare_and_swap(
+				    &set->memory[i], seen,
+				    fg_memory_entry(tag, jiffies, remember_ticks));
 				return 0;
 			}
 			free = i;
 			replaced = seen;
 			break;
 		}
-		/* another source's entry is free once it lapsed; an empty one is the best */
-		if (age >= remember_ticks && (free == FG_MEMORY_WAYS || age > oldest)) {
+		/* another source's entry is free once it lapsed by its writer's remember_for; an
+		 * empty one is the best */
+		if (!left && (free == FG_MEMORY_WAYS || (replaced && !seen))) {
 			free = i;
-			oldest = age;
 			replaced = seen;
 		}
 	}
@@ -93,14 +104,17 @@ __attribute__((noinline)) int fg_remember_source(__u64 fp, __u64 jiffies, __u32 
 	if (!state || fg_refused_lately(FG_READ_ONCE(state->last_capped), jiffies))
 		return 0;
 	/* only the entry as it was read: one another CPU took for its source meanwhile is fresh */
-	__sync_val_compare_and_swap(&set->memory[free], replaced, fg_memory_entry(tag, jiffies));
+	__sync_val_compare_and_swap(&set->memory[free], replaced,
+				    fg_memory_entry(tag, jiffies, remember_ticks));
 	return 0;
 }
 
-/* Whether the source of fingerprint `fp` was seen good within `remember_ticks` of
- * `jiffies`. The key is on the caller's frame: a pointer into a global function's argument
- * is no map key for kernels before 6.1. */
-static __always_inline int fg_source_returns(__u64 fp, __u64 jiffies, __u32 remember_ticks)
+/* Whether the source of fingerprint `fp` was seen good within its rule's remember_for of
+ * `jiffies`: its entry is fresh (an entry keeps the remember_for it was refreshed with, so a
+ * reload's new remember_for applies from an entry's next refresh). The key is on the
+ * caller's frame: a pointer into a global function's argument is no map key for kernels
+ * before 6.1. */
+static __always_inline int fg_source_returns(__u64 fp, __u64 jiffies)
 {
 	__u32 element = fg_memory_element(fp), i;
 	struct fg_set *set = bpf_map_lookup_elem(&sets, &element);
@@ -110,7 +124,7 @@ static __always_inline int fg_source_returns(__u64 fp, __u64 jiffies, __u32 reme
 		return 0;
 	for (i = 0; i < FG_MEMORY_WAYS; i++) {
 		seen = FG_READ_ONCE(set->memory[i]);
-		if (seen && (seen >> 32) == tag && fg_entry_age(seen, jiffies) < remember_ticks)
+		if (seen && (seen >> 32) == tag && fg_entry_left(seen, jiffies))
 			return 1;
 	}
 	return 0;

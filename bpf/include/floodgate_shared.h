@@ -25,6 +25,9 @@
 #define FG_MIN_SET_ELEMENTS 32768
 /* Entries of the memory of returning sources in each element of `sets`. */
 #define FG_MEMORY_WAYS 3
+/* The longest a rule's `remember_for` may be: an entry fresh for longer than this is one
+ * whose stamp wrapped around, as stale as can be. */
+#define FG_MAX_REMEMBER_SECONDS 86400
 #define FG_LARGEST_TABLE_SLOTS (1U << 26)
 /* Entries of each allow and deny trie by default, and at most: tries this large take
  * about a gigabyte of kernel memory, so a larger size is a typo. */
@@ -239,7 +242,7 @@ struct fg_set {
 	 * 0 first in memory: a lookup reads a slot only where the tag matches */
 	__u64 tags;
 	/* the memory of returning sources (bpf/returning.bpf.h): 32 bits of a source's
-	 * fingerprint as a tag over the tick it was refreshed, 0 an empty entry */
+	 * fingerprint as a tag over the tick until which it is fresh, 0 an empty entry */
 	__u64 memory[FG_MEMORY_WAYS];
 };
 

@@ -46,8 +46,8 @@ inline constexpr uint64_t kDefaultVerifiedSourcesPerS = 10000;
 // Remembered sources a second (ones that held a slot within their limits lately) that may
 // take a slot ahead of the new-source cap, and how long a source stays remembered.
 inline constexpr uint64_t kDefaultReturningSourcesPerS = 10000;
-inline constexpr uint64_t kDefaultRememberNs = 3'600'000'000'000ULL;  // 1h
-inline constexpr uint64_t kMaxRememberNs = 86'400'000'000'000ULL;     // 1d
+inline constexpr uint64_t kDefaultRememberNs = 3'600'000'000'000ULL;                    // 1h
+inline constexpr uint64_t kMaxRememberNs = FG_MAX_REMEMBER_SECONDS * 1'000'000'000ULL;  // 1d
 
 // Whether a rule answers the SYNs of sources without a slot with SYN cookies.
 enum class SynCookies : uint8_t {
