@@ -262,6 +262,36 @@ TEST_F(FleetBansTest, HugeEntriesAreNotSentAndTheRecordsAfterThemAreRead) {
   EXPECT_LT(redisBytesSent(*server_) - sent_before, 1 << 20) << "a huge entry was sent";
 }
 
+// An entry given the largest ID there is ends the stream (nothing can be added after it):
+// it is read once, and the reader does not start over from the stream's beginning.
+TEST_F(FleetBansTest, AnEntryOfTheLargestIdIsReadOnce) {
+  auto b = host(config_);
+  markerRead({b.get()});
+  auto added = server_->command(
+      {"XADD", kStream, "18446744073709551615-18446744073709551615", "ban", "everyone"});
+  ASSERT_TRUE(added.ok());
+  ASSERT_FALSE(added->isError()) << added->str;
+  settle(*b);
+  EXPECT_EQ(b->received()[metrics::kFleetBanMalformed], 1u);
+  EXPECT_EQ(b->received()[metrics::kFleetBanReplayed], 0u) << "the marker read again";
+}
+
+// A Redis over its maxmemory refuses writes; reading the stream writes nothing, so a host
+// started then still reads the fleet's bans (a writer who fills Redis must not make every
+// restarted host deaf to them).
+TEST_F(FleetBansTest, AHostReadsTheStreamWhileRedisRefusesWrites) {
+  auto b = host(config_);
+  markerRead({b.get()});  // the functions are loaded: loading is a write
+  ASSERT_TRUE(server_->command({"CONFIG", "SET", "maxmemory-policy", "noeviction"}).ok());
+  ASSERT_TRUE(server_->command({"CONFIG", "SET", "maxmemory", "1"}).ok());
+  auto refused = server_->command({"SET", "fg:probe", "1"});
+  ASSERT_TRUE(refused.ok());
+  EXPECT_TRUE(refused->isError("OOM")) << "Redis refuses writes: " << refused->str;
+  auto late = host(config_);
+  EXPECT_EQ(collect(*late, 1).size(), 1u) << "the marker, read back while Redis is full";
+  ASSERT_TRUE(server_->command({"CONFIG", "SET", "maxmemory", "0"}).ok());
+}
+
 // "ADDRESS" for a ban, "-ADDRESS" for a lift: what a host was handed, in order.
 std::vector<std::string> described(const std::vector<FleetBanVerdict>& verdicts) {
   std::vector<std::string> out;

@@ -6,6 +6,7 @@
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "cli/commands.h"
 #include "common/json_text.h"
@@ -62,6 +63,21 @@ Result<std::optional<config::FleetBansConfig>> fleetBansToLift(const std::string
   return std::optional<config::FleetBansConfig>(config->fleet_bans);
 }
 
+// The CIDRs named on the command line, an IPv4-mapped one (::ffff:a.b.c.d) as the IPv4 one its
+// packets carry, said on stderr: what a report or a fleet record naming it bans or lifts too.
+Result<std::vector<Cidr>> banCidrs(const std::vector<std::string>& texts) {
+  auto cidrs = parseCidrs(texts);
+  if (!cidrs) return cidrs.error();
+  for (Cidr& cidr : *cidrs) {
+    if (std::optional<Cidr> v4 = mappedIpv4(cidr)) {
+      std::cerr << "note: " << cidr.toString() << " is IPv4-mapped; no packet carries it: taken as "
+                << v4->toString() << "\n";
+      cidr = *v4;
+    }
+  }
+  return cidrs;
+}
+
 Result<XdpLimiter> openXdpLimiter(const std::string& interface) {
   if (Status s = checkPrivileges(); !s) return s.error();
   return XdpLimiter::open(interface);
@@ -79,7 +95,7 @@ Status addBans(const BanFlags& flags) {
     }
     duration_ns = *parsed;
   }
-  auto cidrs = parseCidrs(flags.cidrs);
+  auto cidrs = banCidrs(flags.cidrs);
   if (!cidrs) return cidrs.error();
   // said before the ban: one of every source also cuts off the session that typed it
   for (const std::string& warning : config::cidrWarnings(*cidrs, "this ban", "drops")) {
@@ -107,7 +123,7 @@ Status addBans(const BanFlags& flags) {
 }
 
 Status removeBans(const BanFlags& flags) {
-  auto cidrs = parseCidrs(flags.cidrs);
+  auto cidrs = banCidrs(flags.cidrs);
   if (!cidrs) return cidrs.error();
   auto fleet = fleetBansToLift(flags.config, *cidrs);
   if (!fleet) return fleet.error();

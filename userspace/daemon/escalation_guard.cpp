@@ -141,8 +141,9 @@ std::vector<Cidr> storeServerAddresses(const http::StoreConfig& store) {
   for (const std::string& text : servers) {
     auto server = http::redis::Address::parse(text);
     if (!server || !server->unix_path.empty()) continue;
+    // a server written ::ffff:a.b.c.d is the IPv4 one, as a report naming it is read
     if (auto cidr = parseCidr(server->host); cidr) {
-      out.push_back(*cidr);
+      out.push_back(mappedIpv4(*cidr).value_or(*cidr));
       continue;
     }
     addrinfo hints{};
@@ -155,7 +156,7 @@ std::vector<Cidr> storeServerAddresses(const http::StoreConfig& store) {
       continue;
     }
     for (addrinfo* a = found; a != nullptr; a = a->ai_next) {
-      if (auto cidr = hostPrefixOf(a->ai_addr)) out.push_back(*cidr);
+      if (auto cidr = hostPrefixOf(a->ai_addr)) out.push_back(mappedIpv4(*cidr).value_or(*cidr));
     }
     freeaddrinfo(found);
   }

@@ -10,6 +10,7 @@
 #include <charconv>
 #include <chrono>
 #include <cstring>
+#include <optional>
 #include <utility>
 
 #include "daemon/log.h"
@@ -27,7 +28,6 @@ namespace redis = http::redis;
 constexpr int64_t kPollMs = 200;
 constexpr int64_t kRetryMs = 1000;
 constexpr int64_t kSliceMs = 100;
-constexpr size_t kReadCount = 256;
 
 // Redis's clock from a TIME reply ([seconds, microseconds]).
 Result<int64_t> timeReplyMs(const redis::Reply& reply) {
@@ -54,11 +54,13 @@ std::pair<uint64_t, uint64_t> idParts(const std::string& id) {
   return {ms, seq};
 }
 
-// The ID just after `id` in the stream's order, where a read after `id` starts.
-std::string idAfter(const std::string& id) {
+// The ID just after `id` in the stream's order, where a read after `id` starts; none after
+// the largest ID there is (an entry may be given it, and nothing can follow it).
+std::optional<std::string> idAfter(const std::string& id) {
   const auto [ms, seq] = idParts(id);
   if (seq < UINT64_MAX) return std::to_string(ms) + "-" + std::to_string(seq + 1);
-  return std::to_string(ms + 1) + "-0";
+  if (ms < UINT64_MAX) return std::to_string(ms + 1) + "-0";
+  return std::nullopt;
 }
 
 // The ID just before `id` in the stream's order, so that a read after it starts at `id`.
@@ -152,6 +154,9 @@ void StreamTail::run() {
                  read.error().message);
     }
     failing = !read;
+    // after a failed call (a timeout: entries that take Redis long to copy, which a writer
+    // of the stream may make), one entry a call, then twice as many after each that works
+    read_count_ = read ? std::min(kReadCount, read_count_ * 2) : 1;
     if (failing) {
       sleepUnlessStopped(kRetryMs);
     } else if (!*read) {
@@ -177,11 +182,13 @@ Result<bool> StreamTail::readOnce() {
     if (Status s = replayOnce(); !s) return s.error();
     return true;
   }
+  const std::optional<std::string> first = idAfter(last_id_);
+  if (!first) return false;
   const redis::Script& script = redis::streamReadScript();
   auto replies = http::RedisStore::evalAll(
       client_,
       {{stream,
-        {"EVALSHA", script.sha1, "1", stream, idAfter(last_id_), std::to_string(kReadCount),
+        {"EVALSHA", script.sha1, "1", stream, *first, std::to_string(read_count_),
          std::to_string(redis::kStreamEntryMostBytes),
          std::to_string(redis::kStreamEntryMostFields)}}},
       {&script});
@@ -216,14 +223,14 @@ Result<bool> StreamTail::readOnce() {
       replay_until_.clear();
     }
   }
-  const bool full = entries.elements.size() >= kReadCount;
+  const bool full = entries.elements.size() >= read_count_;
   hand(std::move(batch));
   return full;
 }
 
 Status StreamTail::replayOnce() {
   const std::string& stream = source_.stream;
-  const size_t count = std::min(kReadCount, source_.max_replay - replayed_);
+  const size_t count = std::min(read_count_, source_.max_replay - replayed_);
   const redis::Script& script = redis::streamIdsBackScript();
   auto replies = http::RedisStore::evalAll(
       client_,

@@ -55,8 +55,8 @@ class StreamTail {
   static constexpr size_t kCapacity = 4096;
 
   static Result<std::unique_ptr<StreamTail>> start(StreamTailSource source);
-  // Joins the thread: waits for the Redis call in progress (up to the client's timeout
-  // plus half a second). Call stop() first and destroy it once stopped() to never wait.
+  // Joins the thread: waits for the Redis call in progress (up to the client's timeout).
+  // Call stop() first and destroy it once stopped() to never wait.
   ~StreamTail();
   void stop() { stop_ = true; }
   bool stopped() const { return finished_; }
@@ -95,6 +95,9 @@ class StreamTail {
   // The newest entry of the past, the last one read_back; empty once the replay is over.
   std::string replay_until_;
   size_t replayed_ = 0;
+  // Entries a call asks for: kReadCount, and 1 after a failed call.
+  static constexpr size_t kReadCount = 256;
+  size_t read_count_ = kReadCount;
   bool replaying_ = false;
   std::mutex mutex_;
   std::deque<TailEntry> queue_;

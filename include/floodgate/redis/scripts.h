@@ -16,6 +16,9 @@ struct Script {
   std::string sha1;      // lower-case hex
   std::string function;  // "fg_<version>_<name>"
   std::string main;      // what runs per call; the rest of body is definitions
+  // Writes nothing: registered with the no-writes flag, so Redis runs it when it refuses
+  // writes (over maxmemory, a failed save), as it runs the reads the script makes.
+  bool reads_only = false;
 };
 
 // Every script as one Redis function library (Redis 7): what the scripts share is defined

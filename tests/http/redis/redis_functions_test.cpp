@@ -226,8 +226,9 @@ TEST_F(RedisFunctionsTest, ARedisThatPacksEightByteIntegersShortIsRefused) {
     return n;
   };
   EXPECT_EQ(count(redis::wordSizeCheck()), 1u);
-  EXPECT_GT(count("redis.register_function("), 0u);
-  EXPECT_EQ(count("redis.register_function("), count("function(KEYS, ARGV)\ncheck_word_size()\n"));
+  EXPECT_GT(count("redis.register_function{"), 0u);
+  EXPECT_EQ(count("redis.register_function{"), count("function(KEYS, ARGV)\ncheck_word_size()\n"));
+  EXPECT_EQ(count("flags = {'no-writes'}"), 2u) << "the stream's reads, and they alone";
   const redis::Script* scripts[] = {
       &redis::decideScript(AlgorithmKind::kGcra), &redis::decideTogetherScript(),
       &redis::refundScript(AlgorithmKind::kTokenBucket),

@@ -717,6 +717,7 @@ Catalog buildCatalog() {
   c.heartbeat = make("heartbeat", {kPrelude}, std::string(kHeartbeat));
   c.stream_read = make("stream_read", {}, std::string(kStreamRead));
   c.stream_ids_back = make("stream_ids_back", {}, std::string(kStreamIdsBack));
+  c.stream_read.reads_only = c.stream_ids_back.reads_only = true;
 
   // The library: every definition once at its top level (run once, when loaded), then each
   // script's main part as a registered function. Its version is a hash of that text: a
@@ -729,8 +730,9 @@ Catalog buildCatalog() {
   for (Script* s : c.all()) {
     if (std::find(seen.begin(), seen.end(), s->function) != seen.end()) continue;
     seen.push_back(s->function);
-    registrations += "redis.register_function('@V@_" + s->function + "', function(KEYS, ARGV)\n" +
-                     s->main + "\nend)\n";
+    registrations += "redis.register_function{function_name = '@V@_" + s->function +
+                     "', callback = function(KEYS, ARGV)\n" + s->main + "\nend" +
+                     (s->reads_only ? ", flags = {'no-writes'}" : "") + "}\n";
   }
   text += registrations;
   std::string version = sha1Hex(text).substr(0, 16);
