@@ -35,13 +35,15 @@ static __always_inline __u32 fg_memory_element(__u64 fp)
  * an entry that another rule's longer remember_for still holds. */
 static __always_inline __u32 fg_stamp(__u64 jiffies) { return (__u32)jiffies | 1; }
 
-/* Ticks left before `entry` lapses, 0 once it has. More than the longest remember_for (and a
- * tick for the stamps' low bit) is an entry so old that its stamp wrapped around. */
+/* Ticks left before `entry` lapses, 0 once it has. More than twice the longest remember_for
+ * is an entry so old that its stamp wrapped around (twice: a remember_for in ticks is
+ * rounded up from a tick length that need not divide a second, and the stamps' low bit adds
+ * one). */
 static __always_inline __u32 fg_entry_left(__u64 entry, __u64 jiffies)
 {
 	__s32 left = (__s32)((__u32)entry - fg_stamp(jiffies));
 
-	if (left <= 0 || left > (__s32)(FG_MAX_REMEMBER_SECONDS * ticks_per_second + 1))
+	if (left <= 0 || left > (__s32)(2 * FG_MAX_REMEMBER_SECONDS * ticks_per_second))
 		return 0;
 	return (__u32)left;
 }
@@ -75,8 +77,9 @@ __attribute__((noinline)) int fg_remember_source(__u64 fp, __u64 jiffies, __u32 
 		seen = FG_READ_ONCE(set->memory[i]);
 		left = seen ? fg_entry_left(seen, jiffies) : 0;
 		if (seen && (seen >> 32) == tag) {
-			/* its own entry; lapsed, it is a new memory */
-			if (left > refresh_at)
+			/* its own entry; lapsed, it is a new memory. Fresher than this rule's
+			 * remember_for allows (a reload shortened it), it is written again now */
+			if (left > refresh_at && left <= remember_ticks + 1)
 				return 0;
 			if (left) {
 				/* as read: another CPU may take it the tick it lapses */
@@ -110,8 +113,8 @@ __attribute__((noinline)) int fg_remember_source(__u64 fp, __u64 jiffies, __u32 
 }
 
 /* Whether the source of fingerprint `fp` was seen good within its rule's remember_for of
- * `jiffies`: its entry is fresh (an entry keeps the remember_for it was refreshed with, so a
- * reload's new remember_for applies from an entry's next refresh). The key is on the
+ * `jiffies`: its entry is fresh (an entry keeps the remember_for it was written with until
+ * its source is next seen within its limits). The key is on the
  * caller's frame: a pointer into a global function's argument is no map key for kernels
  * before 6.1. */
 static __always_inline int fg_source_returns(__u64 fp, __u64 jiffies)

@@ -339,6 +339,39 @@ TEST_F(ReturningSourcesTest, ASourceIsForgottenAfterRememberFor) {
   EXPECT_EQ(stat(FG_TABLE_RETURNING_SLOT), 0u);
 }
 
+// The longest remember_for, at a tick rate whose tick is no whole number of nanoseconds
+// (HZ 300): its ticks, rounded up, are more than a day's, and the entry must still be fresh.
+TEST_F(ReturningSourcesTest, ADaysRememberForHoldsAtAnyTickRate) {
+  RuleSpec spec = rule();
+  spec.remember_ns = 86'400'000'000'000ULL;
+  AttachOptions options;
+  options.table_slots = 4;
+  options.test_clock_hz = 300;
+  load({spec}, options);
+  now_ = kStart;
+  setClock(now_);
+  seenGood("192.0.2.15");
+  EXPECT_TRUE(getsASlotBack("192.0.2.15"));
+  EXPECT_EQ(stat(FG_TABLE_RETURNING_SLOT), 1u);
+}
+
+// A reload that shortens remember_for applies to a remembered source at its next packet
+// within its limits, not only once the remember_for it was written with has run out.
+TEST_F(ReturningSourcesTest, AShortenedRememberForAppliesAtTheSourcesNextPacket) {
+  RuleSpec spec = rule();
+  spec.remember_ns = 60'000'000'000ULL;  // a minute
+  loadOneSet(spec);
+  seenGood("192.0.2.16");
+  spec.remember_ns = 1'000'000'000ULL;  // a second; filling the set takes 8
+  AttachOptions options;
+  options.test_clock_hz = kHz;
+  reload({spec}, options);
+  later(10);
+  ASSERT_EQ(run(udpFrom("192.0.2.16")), XDP_PASS);
+  EXPECT_FALSE(getsASlotBack("192.0.2.16"));
+  EXPECT_EQ(stat(FG_TABLE_RETURNING_SLOT), 0u);
+}
+
 TEST_F(ReturningSourcesTest, OffRemembersNoSource) {
   RuleSpec spec = rule();
   spec.remember_ns = 0;
