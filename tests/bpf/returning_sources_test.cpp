@@ -29,14 +29,17 @@ class ReturningSourcesTest : public XdpProgramTest {
     return spec;
   }
 
-  void loadOneSet(const RuleSpec& spec) {
+  // Loads `rules` over a table of one set of four ways, on a test clock of `hz` ticks a
+  // second.
+  void loadOneSet(std::vector<RuleSpec> rules, uint64_t hz = kHz) {
     AttachOptions options;
     options.table_slots = 4;
-    options.test_clock_hz = kHz;
-    load({spec}, options);
+    options.test_clock_hz = hz;
+    load(std::move(rules), options);
     now_ = kStart;
     setClock(now_);
   }
+  void loadOneSet(const RuleSpec& spec) { loadOneSet(std::vector<RuleSpec>{spec}); }
 
   // Moves the clock on by `ms`.
   void later(uint64_t ms) {
@@ -60,6 +63,21 @@ class ReturningSourcesTest : public XdpProgramTest {
   // sets than FG_MIN_SET_ELEMENTS (as loadOneSet's), which has that many elements.
   static uint32_t memoryElement(uint64_t fp) {
     return fg_memory_element_of(fp, FG_MIN_SET_ELEMENTS - 1);
+  }
+
+  // Three sources of 10.0.0.0/8 (host order) whose memory entries under the rule at
+  // `position` are in `element`, found with the table's seed (a flooder does not know it).
+  std::vector<uint32_t> sourcesInElement(uint32_t element, size_t position = 0) {
+    std::vector<uint32_t> out;
+    for (uint32_t host = 0x0a000001; host < 0x0a000001 + (64u << 20) && out.size() < 3; ++host) {
+      if (memoryElement(fingerprintOf(host, position)) == element) out.push_back(host);
+    }
+    return out;
+  }
+
+  static std::string dotted(uint32_t host) {
+    return std::to_string(host >> 24) + "." + std::to_string((host >> 16) & 255) + "." +
+           std::to_string((host >> 8) & 255) + "." + std::to_string(host & 255);
   }
 
   // How many memory entries of `set` hold fingerprint `fp`'s tag.
@@ -174,17 +192,11 @@ TEST_F(ReturningSourcesTest, NoSourceIsNewlyRememberedWhileTheCapRefuses) {
 
 TEST_F(ReturningSourcesTest, RememberedSourcesKeepTheirEntriesFromAnotherThatWouldShareThem) {
   loadOneSet(rule());
-  // sources whose memory entries are the element of 192.0.2.19's, found with the table's
-  // seed (a flooder does not know it): two that fill the element's other entries, and one
-  // more that finds every entry taken
-  const uint32_t first = memoryElement(fingerprintOf(0xc0000213));  // 192.0.2.19
+  // sources whose memory entries are the element of 192.0.2.19's: two that fill the
+  // element's other entries, and one more that finds every entry taken
   std::vector<std::string> others;
-  for (uint32_t host = 0x0a000001; host < 0x0a000001 + (64u << 20) && others.size() < 3; ++host) {
-    if (memoryElement(fingerprintOf(host)) == first) {
-      others.push_back("10." + std::to_string((host >> 16) & 255) + "." +
-                       std::to_string((host >> 8) & 255) + "." + std::to_string(host & 255));
-    }
-  }
+  for (uint32_t host : sourcesInElement(memoryElement(fingerprintOf(0xc0000213))))  // 192.0.2.19
+    others.push_back(dotted(host));
   ASSERT_EQ(others.size(), 3u);
   static_assert(FG_MEMORY_WAYS == 3, "the element's entries: 192.0.2.19 and two others");
   seenGood("192.0.2.19");
@@ -215,25 +227,14 @@ TEST_F(ReturningSourcesTest, ARuleRememberingForLessTakesNoEntryAnotherStillHold
   short_memory.name = "short";
   short_memory.dst_ports = {PortRange{80, 80}};
   short_memory.remember_ns = 500'000'000ULL;
-  AttachOptions options;
-  options.table_slots = 4;
-  options.test_clock_hz = kHz;
-  load({long_memory, short_memory}, options);
-  now_ = kStart;
-  setClock(now_);
+  loadOneSet({long_memory, short_memory});
   auto to80 = [](const std::string& src) {
     return PacketBuilder().eth().ipv4(src, "198.51.100.1").udp(80).payload(32).build();
   };
   // 192.0.2.20 remembered by the long rule; three sources whose entries under the short
   // rule are in the same element
   const uint64_t first = fingerprintOf(0xc0000214);  // 192.0.2.20
-  std::vector<std::string> others;
-  for (uint32_t host = 0x0a000001; host < 0x0a000001 + (64u << 20) && others.size() < 3; ++host) {
-    if (memoryElement(fingerprintOf(host, 1)) == memoryElement(first)) {
-      others.push_back("10." + std::to_string((host >> 16) & 255) + "." +
-                       std::to_string((host >> 8) & 255) + "." + std::to_string(host & 255));
-    }
-  }
+  const std::vector<uint32_t> others = sourcesInElement(memoryElement(first), 1);
   ASSERT_EQ(others.size(), 3u);
   auto sets = BpfMap<uint32_t, fg_set>::openPinned(mapPinPath(pin_name_, "sets"), "sets");
   ASSERT_TRUE(sets.ok()) << sets.error().message;
@@ -245,19 +246,15 @@ TEST_F(ReturningSourcesTest, ARuleRememberingForLessTakesNoEntryAnotherStillHold
   // each seen good, two seconds apart (the cap's pace): by the third, the short rule's first
   // two have lapsed by its half second, the long rule's entry not by its minute
   seenGood("192.0.2.20");
-  for (const std::string& other : others) {
+  for (uint32_t other : others) {
     later(2000);
-    ASSERT_EQ(run(to80(other)), XDP_PASS);
+    ASSERT_EQ(run(to80(dotted(other))), XDP_PASS);
     later(10);
-    ASSERT_EQ(run(to80(other)), XDP_PASS);
+    ASSERT_EQ(run(to80(dotted(other))), XDP_PASS);
   }
   EXPECT_TRUE(remembered(first)) << "the long rule's entry, fresh, was taken";
   int shorts = 0;
-  for (size_t i = 0; i < others.size(); ++i) {
-    in_addr address{};
-    inet_pton(AF_INET, others[i].c_str(), &address);
-    shorts += remembered(fingerprintOf(ntohl(address.s_addr), 1));
-  }
+  for (uint32_t other : others) shorts += remembered(fingerprintOf(other, 1));
   EXPECT_EQ(shorts, 2) << "the last took the entry of a lapsed one of its own rule";
 }
 
@@ -344,12 +341,7 @@ TEST_F(ReturningSourcesTest, ASourceIsForgottenAfterRememberFor) {
 TEST_F(ReturningSourcesTest, ADaysRememberForHoldsAtAnyTickRate) {
   RuleSpec spec = rule();
   spec.remember_ns = 86'400'000'000'000ULL;
-  AttachOptions options;
-  options.table_slots = 4;
-  options.test_clock_hz = 300;
-  load({spec}, options);
-  now_ = kStart;
-  setClock(now_);
+  loadOneSet(std::vector<RuleSpec>{spec}, 300);
   seenGood("192.0.2.15");
   EXPECT_TRUE(getsASlotBack("192.0.2.15"));
   EXPECT_EQ(stat(FG_TABLE_RETURNING_SLOT), 1u);
