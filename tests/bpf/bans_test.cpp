@@ -261,6 +261,55 @@ TEST_F(BansTest, RuleBansStopShortOfTheRoomKeptForManualBans) {
   EXPECT_EQ(counted(FG_VERDICT_DROP, FG_REASON_BAN), 1u);
 }
 
+// Fleet bans fill half the table at most, so other hosts' bans never crowd out this host's
+// own: a new entry is refused once the family's trie holds that many, whoever started them
+// (a wider ban holding the address is no entry of its own); a running ban of the prefix is
+// still extended, and a manual ban and the other family still fit.
+TEST_F(BansTest, FleetBansStopAtHalfTheTableAndLeaveTheRestToThisHost) {
+  load({sourceRule(1000, 1000)});
+  const BanOrigin fleet = BanOrigin::kFleet;
+  ASSERT_TRUE(
+      limiter().banAdd(*parseCidr("192.0.2.40"), 600 * kSecond, BanUpdate::kExtend, fleet).ok());
+  ASSERT_TRUE(limiter().banAdd(*parseCidr("192.0.2.0/24"), 600 * kSecond).ok());  // manual
+  // as if the fleet had shared bans up to the room it may fill
+  auto settings = limiter().settings();
+  ASSERT_TRUE(settings.ok());
+  settings->ban_entries[0] = kFleetBanRoom;
+  auto settings_map = BpfMap<uint32_t, fg_settings>::openPinned(
+      mapPinPath(pin_name_, "settings_map"), "settings_map");
+  ASSERT_TRUE(settings_map.ok()) << settings_map.error().message;
+  ASSERT_TRUE(settings_map->update(0, *settings).ok());
+
+  EXPECT_FALSE(limiter().fleetBanHasRoom(*parseCidr("192.0.2.41")));
+  Status refused =
+      limiter().banAdd(*parseCidr("192.0.2.41"), 600 * kSecond, BanUpdate::kExtend, fleet);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message.find("as many as fleet bans may fill"), std::string::npos)
+      << refused.error().message;
+  EXPECT_EQ(banTrie().find(hostKey(41))->prefixlen, 24u) << "no /32 entry was added";
+
+  EXPECT_TRUE(limiter().fleetBanHasRoom(*parseCidr("192.0.2.40")));
+  ASSERT_TRUE(
+      limiter().banAdd(*parseCidr("192.0.2.40"), 1200 * kSecond, BanUpdate::kExtend, fleet).ok());
+  auto bans = limiter().bans();
+  ASSERT_TRUE(bans.ok());
+  std::map<std::string, BanEntry> by_source;
+  for (const BanEntry& ban : *bans) by_source[ban.cidr.toString()] = ban;
+  EXPECT_GT(by_source["192.0.2.40"].remaining_ns, 600 * kSecond) << "extended in place";
+
+  ASSERT_TRUE(limiter().banAdd(*parseCidr("198.51.100.7"), 600 * kSecond).ok());  // manual
+  EXPECT_EQ(run(udpFrom("198.51.100.7")), XDP_DROP);
+  ASSERT_TRUE(
+      limiter().banAdd(*parseCidr("2001:db8::7"), 600 * kSecond, BanUpdate::kExtend, fleet).ok())
+      << "the IPv6 table holds none";
+  EXPECT_EQ(banCount(), kFleetBanRoom + 1) << "the manual ban counted in";
+
+  settings->ban_entries[0] = kFleetBanRoom - 1;
+  ASSERT_TRUE(settings_map->update(0, *settings).ok());
+  EXPECT_TRUE(
+      limiter().banAdd(*parseCidr("203.0.113.9"), 600 * kSecond, BanUpdate::kExtend, fleet).ok());
+}
+
 // A rule bans a source over its own limit, never one its untracked bucket refused: while a
 // spoofed flood keeps the new-source cap refusing, that is every real client's first packet.
 // On the program's test clock, so the cap does not refill between runs.

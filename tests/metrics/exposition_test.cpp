@@ -128,6 +128,7 @@ TEST(Exposition, FleetBanSeriesByResultZerosToo) {
   s.fleet_bans_received[kFleetBanApplied] = 7;
   s.fleet_bans_received[kFleetBanForged] = 2;
   s.fleet_bans_received[kFleetBanLifted] = 4;
+  s.fleet_bans_received[kFleetBanNoRoom] = 3;
   s.fleet_bans_published.sent = 3;
   s.fleet_bans_published.failed = 1;
   std::string text = render(s);
@@ -137,6 +138,7 @@ TEST(Exposition, FleetBanSeriesByResultZerosToo) {
   EXPECT_TRUE(has(text, R"(floodgate_fleet_bans_received_total{result="allowlisted"} 0)"));
   EXPECT_TRUE(has(text, R"(floodgate_fleet_bans_received_total{result="lifted"} 4)"));
   EXPECT_TRUE(has(text, R"(floodgate_fleet_bans_received_total{result="superseded"} 0)"));
+  EXPECT_TRUE(has(text, R"(floodgate_fleet_bans_received_total{result="no_room"} 3)"));
   EXPECT_TRUE(has(text, R"(floodgate_fleet_bans_published_total{result="sent"} 3)"));
   EXPECT_TRUE(has(text, R"(floodgate_fleet_bans_published_total{result="failed"} 1)"));
   EXPECT_TRUE(has(text, R"(floodgate_fleet_bans_published_total{result="dropped"} 0)"));

@@ -96,6 +96,12 @@ enum class BanOrigin : uint32_t {
   kFleet = FG_BAN_FLEET
 };
 
+// The most entries a ban trie may hold for a fleet ban to take a new one: half of it. Bans
+// other hosts shared never take the room this host's own need (its rules', `ban add`'s,
+// its escalations'): a rogue host of the fleet, or whoever stole the fleet's secret, fills
+// half of every host's table at most. A fleet ban of a prefix banned already extends it.
+inline constexpr uint32_t kFleetBanRoom = FG_BAN_MAX_ENTRIES / 2;
+
 // How `ban list` and the event log name whoever started a ban with `rule_id`: "manual",
 // "escalation", the rule's name in `rules`, or "rule#N" for a rule no longer there (one
 // word, for the event log).
@@ -257,8 +263,13 @@ class XdpLimiter {
   // it is replaced (kReplace, what an operator asks), or kept if it ends later (kExtend,
   // what an automatic ban does). The ban ends on the program's clock, rounded up to a tick.
   // `origin` is what `ban list` shows it was started by.
+  // A fleet ban that would be a new entry is refused while the trie of its family holds
+  // kFleetBanRoom entries or more (fleetBanHasRoom).
   Status banAdd(const Cidr& cidr, uint64_t duration_ns, BanUpdate update = BanUpdate::kReplace,
                 BanOrigin origin = BanOrigin::kManual);
+  // Whether a fleet ban of `cidr` may be made: the trie of its family holds fewer than
+  // kFleetBanRoom entries, or a ban of exactly `cidr` is there to extend.
+  bool fleetBanHasRoom(const Cidr& cidr) const;
   Result<bool> banRemove(const Cidr& cidr);
   // Removes the ban of `cidr` if it is a fleet ban, or else only if it started (or was last
   // replaced) at least `age_ns` ago on the program's clock: a lift signed that long ago

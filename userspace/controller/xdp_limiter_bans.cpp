@@ -81,9 +81,26 @@ Status XdpLimiter::banAdd(const Cidr& cidr, uint64_t duration_ns, BanUpdate upda
   if (duration_ns) ban.expires = *now + (duration_ns + tickNs() - 1) / tickNs();
   ban.prefixlen = cidr.prefix;
   ban.rule_id = static_cast<uint32_t>(origin);
+  if (origin == BanOrigin::kFleet && !fleetBanHasRoom(cidr)) {
+    return Error::failure("the ban table of " + interface_ + " holds " +
+                          std::to_string(kFleetBanRoom) + " or more of its " +
+                          std::to_string(FG_BAN_MAX_ENTRIES) +
+                          " entries, as many as fleet bans may fill: the rest is kept for this "
+                          "host's own bans (remove bans to make room)");
+  }
   const uint64_t second = 1'000'000'000ULL / tickNs();
   uint32_t& count = settings_value_.get()->ban_entries[static_cast<int>(cidr.family)];
   return putBan(maps_.bans, cidr, ban, update, *now, second, count, interface_);
+}
+
+bool XdpLimiter::fleetBanHasRoom(const Cidr& cidr) const {
+  const uint32_t entries =
+      std::atomic_ref<uint32_t>(settings_value_.get()->ban_entries[static_cast<int>(cidr.family)])
+          .load();
+  if (entries < kFleetBanRoom) return true;
+  // the trie finds the longest prefix holding `cidr`: a wider ban is not this one's entry
+  const std::optional<fg_ban> running = maps_.bans.find(cidr);
+  return running && running->prefixlen == static_cast<uint32_t>(cidr.prefix);
 }
 
 Result<bool> XdpLimiter::banRemove(const Cidr& cidr) {

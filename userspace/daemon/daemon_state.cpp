@@ -168,9 +168,10 @@ void DaemonState::handleFleetBans() {
               std::to_string(lifted.lifted) + " publisher=\"" + ban.publisher + "\"");
       continue;
     }
-    if (interfaces_.banEverywhere(address, ban.ban_ns, BanOrigin::kFleet) == 0 &&
-        !interfaces_.empty()) {
-      fleet_bans_.count(metrics::kFleetBanFailed);
+    const HeldInterfaces::Banned banned =
+        interfaces_.banEverywhere(address, ban.ban_ns, BanOrigin::kFleet);
+    if (banned.on == 0 && !interfaces_.empty()) {
+      fleet_bans_.count(banned.no_room ? metrics::kFleetBanNoRoom : metrics::kFleetBanFailed);
       continue;
     }
     fleet_bans_.count(metrics::kFleetBanApplied);

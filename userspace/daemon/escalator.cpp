@@ -54,7 +54,7 @@ uint64_t Escalator::handle(const ReceivedReport& received, HeldInterfaces& inter
   // An escalation never shortens a ban already running (a manual one, or a longer one
   // from another report): it only extends. Not banned anywhere (a table full, a writer
   // holding the lock): the next report of it tries again instead of being taken for a repeat.
-  if (interfaces.banEverywhere(address, decision.ban_ns, BanOrigin::kEscalation) == 0 &&
+  if (interfaces.banEverywhere(address, decision.ban_ns, BanOrigin::kEscalation).on == 0 &&
       !interfaces.empty()) {
     return 0;
   }

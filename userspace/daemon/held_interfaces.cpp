@@ -298,19 +298,21 @@ void HeldInterfaces::housekeep(std::vector<std::string>& warnings) {
   }
 }
 
-size_t HeldInterfaces::banEverywhere(const Cidr& address, uint64_t ban_ns, BanOrigin origin) {
-  size_t banned_on = 0;
+HeldInterfaces::Banned HeldInterfaces::banEverywhere(const Cidr& address, uint64_t ban_ns,
+                                                     BanOrigin origin) {
+  Banned out;
   for (auto& [name, held] : held_) {
     if (Status s = held.limiter.banAdd(address, ban_ns, BanUpdate::kExtend, origin); !s) {
+      if (origin == BanOrigin::kFleet && !held.limiter.fleetBanHasRoom(address)) ++out.no_room;
       if (auto held_back = held.ban_errors.admit(LogThrottle::Clock::now())) {
         logError("could not ban " + address.toString() + " on " + name + ": " + s.error().message +
                  heldBackNote(*held_back));
       }
     } else {
-      ++banned_on;
+      ++out.on;
     }
   }
-  return banned_on;
+  return out;
 }
 
 bool HeldInterfaces::allowListedAnywhere(const Cidr& address) const {

@@ -87,13 +87,16 @@ enum FleetBanResult {
   // read back at a start, older in the stream than a record of the same prefix that decides
   // instead: a ban older than a lift (not applied), a lift older than a ban (nothing lifted)
   kFleetBanSuperseded,
+  // no held interface took it, as their ban tables hold as many entries as fleet bans may
+  // fill (kFleetBanRoom: half, the rest kept for the host's own bans)
+  kFleetBanNoRoom,
   kFleetBanResults
 };
 inline constexpr const char* kFleetBanResultNames[kFleetBanResults] = {
     "applied",     "expired",     "failed",    "forged",      "replayed",
     "stale",       "too_long",    "malformed", "too_wide",    "loopback",
     "unspecified", "link_local",  "multicast", "own_address", "trusted_proxy",
-    "service",     "allowlisted", "lifted",    "superseded"};
+    "service",     "allowlisted", "lifted",    "superseded",  "no_room"};
 
 // What became of the bans this host published to the fleet (fleet.bans.share).
 struct FleetBansPublished {
