@@ -24,9 +24,12 @@
 #include <thread>
 
 #include "common/command.h"
+#include "controller/xdp_limiter.h"
 #include "e2e/child_process.h"
 #include "e2e/netns_http.h"
 #include "e2e/veth_network.h"
+#include "kernel/bpf_map.h"
+#include "kernel/pins.h"
 #include "kernel/unique_fd.h"
 #include "udp_traffic/udp_traffic.h"
 
@@ -333,6 +336,38 @@ TEST_F(FleetBansE2eTest, ABanOnOneHostIsDroppedByTheOtherWithTheSameEnd) {
   const Sent again = sendAndCountBanDrops(*b_, kBanned);
   ASSERT_GT(again.sent, 0u);
   EXPECT_EQ(again.dropped, again.sent);
+}
+
+// Fleet bans fill half of a host's ban table at most: on a host whose table holds that
+// many bans already, a shared ban is not made (counted no_room, logged), and the host's
+// own bans still are.
+TEST_F(FleetBansE2eTest, AFleetBanFindsNoRoomInAHalfFullTableWhereTheHostsOwnBansStillFit) {
+  daemon_a_ = startDaemon(*a_, config_a_, "daemon-a.log");
+  daemon_b_ = startDaemon(*b_, config_b_, "daemon-b.log");
+  // as if B's IPv4 ban table held as many bans as the fleet may fill
+  auto settings_map = BpfMap<uint32_t, fg_settings>::openPinned(
+      mapPinPath(b_->targetInterface(), "settings_map"), "settings_map");
+  ASSERT_TRUE(settings_map.ok()) << settings_map.error().message;
+  std::optional<fg_settings> settings = settings_map->find(0);
+  ASSERT_TRUE(settings.has_value());
+  settings->ban_entries[0] = kFleetBanRoom;
+  ASSERT_TRUE(settings_map->update(0, *settings).ok());
+
+  CommandResult added = a_->floodgate(
+      {"ban", "add", a_->targetInterface(), kBanned, "--for", "10m", "--config", config_a_});
+  ASSERT_EQ(added.exit_code, 0) << added.err;
+  const std::string no_room = "floodgate_fleet_bans_received_total{result=\"no_room\"} 1";
+  EXPECT_NE(waitForMetric(*b_, no_room).find(no_room), std::string::npos) << daemon_b_.log();
+  EXPECT_FALSE(bans(*b_).contains(kBanned));
+  EXPECT_EQ(sendAndCountBanDrops(*b_, kBanned).dropped, 0u);
+  EXPECT_NE(daemon_b_.log().find("as many as fleet bans may fill"), std::string::npos)
+      << daemon_b_.log();
+
+  CommandResult own = b_->floodgate({"ban", "add", b_->targetInterface(), kBanned, "--for", "10m"});
+  ASSERT_EQ(own.exit_code, 0) << own.err;
+  const Sent banned = sendAndCountBanDrops(*b_, kBanned);
+  ASSERT_GT(banned.sent, 0u);
+  EXPECT_EQ(banned.dropped, banned.sent) << "B's own ban fits";
 }
 
 // A host in monitor mode only counts what its bans would drop: an escalation it makes for
