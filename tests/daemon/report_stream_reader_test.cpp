@@ -193,6 +193,32 @@ TEST_F(ReportStreamReaderTest, ACopyAddedAgainIsUnauthorisedAndAFutureIdBlocksNo
   EXPECT_EQ(reports[3].report->address.toString(), "192.0.2.10");
 }
 
+// Anyone who can write the stream could add an entry of a future ID (the largest there is,
+// after which no ID can follow; or one 30 s ahead, again and again), let the readers read
+// it, and delete the stream: every later entry would come before it and be skipped, for
+// good or until the clock passes it. The reader sees the stream went back and reads it again
+// from its look back.
+TEST_F(ReportStreamReaderTest, AStreamDeletedAfterAnEntryOfAFutureIdIsReadAgain) {
+  auto reader = startReader();
+  ASSERT_NE(reader, nullptr);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  int address = 30;
+  const std::string soon = std::to_string(redisNowMs() + 30'000) + "-0";
+  for (const std::string& future :
+       {std::string("18446744073709551615-18446744073709551615"), soon}) {
+    SCOPED_TRACE(future);
+    ASSERT_TRUE(server_->command({"XADD", kStream, future, "ban", "everyone"}).ok());
+    ASSERT_EQ(collect(*reader, 1).size(), 1u) << "the entry of the future ID is read";
+    ASSERT_TRUE(server_->command({"DEL", kStream}).ok());
+    const std::string source = "192.0.2." + std::to_string(address++);
+    addSigned("offender " + source + " rejections=5 within_ms=1", redisNowMs());
+    auto reports = collect(*reader, 1, std::chrono::seconds(15));
+    ASSERT_EQ(reports.size(), 1u) << "read again after the stream went back";
+    ASSERT_TRUE(reports[0].report.ok()) << reports[0].report.error().message;
+    EXPECT_EQ(reports[0].report->address.toString(), source);
+  }
+}
+
 // Entries signed with the fleet's secret that are not reports become nothing however many
 // come, so they take no room in the memory of reports read.
 TEST_F(ReportStreamReaderTest, SignedEntriesThatAreNotReportsAreNotRemembered) {

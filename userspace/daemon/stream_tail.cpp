@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "daemon/log.h"
+#include "floodgate/common/text.h"
 #include "floodgate/redis/redis_store.h"
 #include "floodgate/redis/scripts.h"
 
@@ -183,7 +184,7 @@ Result<bool> StreamTail::readOnce() {
     return true;
   }
   const std::optional<std::string> first = idAfter(last_id_);
-  if (!first) return false;
+  if (!first) return readAgainIfBehind();
   const redis::Script& script = redis::streamReadScript();
   auto replies = http::RedisStore::evalAll(
       client_,
@@ -207,6 +208,9 @@ Result<bool> StreamTail::readOnce() {
     if (!replay_until_.empty()) batch.push_back(replayEnd(now_ms));
     replay_until_.clear();
     hand(std::move(batch));
+    // the last entry read is ahead of Redis's clock: not a publisher's, whose "*" IDs follow
+    // that clock (or the stream's newest, past an entry such as this one)
+    if (idParts(last_id_).first > static_cast<uint64_t>(now_ms)) return readAgainIfBehind();
     return false;
   }
   for (const redis::Reply& entry : entries.elements) {
@@ -226,6 +230,43 @@ Result<bool> StreamTail::readOnce() {
   const bool full = entries.elements.size() >= read_count_;
   hand(std::move(batch));
   return full;
+}
+
+Result<std::string> StreamTail::newestId() {
+  const redis::Script& script = redis::streamIdsBackScript();
+  auto replies = http::RedisStore::evalAll(
+      client_, {{source_.stream, {"EVALSHA", script.sha1, "1", source_.stream, "+", "-", "1"}}},
+      {&script});
+  if (!replies) return replies.error();
+  const redis::Reply& ids = (*replies)[0];
+  if (ids.isError()) return Error::failure(ids.str);
+  if (ids.elements.empty()) return std::string();
+  return ids.elements[0].str;
+}
+
+Result<bool> StreamTail::readAgainIfBehind() {
+  const auto now = std::chrono::steady_clock::now();
+  if (now < next_behind_check_) return false;
+  next_behind_check_ = now + std::chrono::milliseconds(kBehindCheckMs);
+  Result<std::string> newest = newestId();
+  if (!newest) return newest.error();
+  if (newest->empty() || idParts(*newest) >= idParts(last_id_)) return false;
+  // Its newest entry comes before the last one read: the stream was deleted (after an
+  // entry with an ID in the future) and written again. Whatever comes after its newest
+  // would be skipped until the clock passes that ID, for good after the largest ID; so it
+  // is read again as at a start, which finds what was skipped. Entries read again are
+  // refused as read before.
+  logWarning("redis stream " + source_.stream + " went back: its newest entry " +
+             printable(*newest, 48) + " comes before " + printable(last_id_, 48) +
+             ", the last one read (deleted and written again after an entry of a future ID); "
+             "reading " +
+             source_.what + " again from the look back");
+  last_id_.clear();
+  replay_below_ = "+";
+  replay_start_.clear();
+  replay_until_.clear();
+  replayed_ = 0;
+  return true;
 }
 
 Status StreamTail::replayOnce() {

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -75,6 +76,15 @@ class StreamTail {
   // Reads one batch after last_id_ (or looks back one batch of the past); whether more may
   // wait at once (a full batch, or the look back).
   Result<bool> readOnce();
+  // The ID of the stream's newest entry ("" for none). It reads that entry whole (Redis
+  // has no read of an ID alone), so it is only called as readAgainIfBehind says.
+  Result<std::string> newestId();
+  // Whether the stream went back below last_id_ (its newest entry before it), looked at
+  // once every kBehindCheckMs at most: then it is read again as at a start, and true.
+  // False while it did not; an error passed on. For a last_id_ ahead of Redis's clock only,
+  // where no publisher's entry is (so a writer can make the check copy a huge entry at most
+  // once every kBehindCheckMs).
+  Result<bool> readAgainIfBehind();
   // Looks back one batch of the past, newest first, below replay_below_, for the oldest
   // entry a start reads (max_replay only); reads none of them.
   Status replayOnce();
@@ -98,6 +108,8 @@ class StreamTail {
   // Entries a call asks for: kReadCount, and 1 after a failed call.
   static constexpr size_t kReadCount = 256;
   size_t read_count_ = kReadCount;
+  static constexpr int64_t kBehindCheckMs = 5000;
+  std::chrono::steady_clock::time_point next_behind_check_{};
   bool replaying_ = false;
   std::mutex mutex_;
   std::deque<TailEntry> queue_;
