@@ -261,53 +261,46 @@ TEST_F(BansTest, RuleBansStopShortOfTheRoomKeptForManualBans) {
   EXPECT_EQ(counted(FG_VERDICT_DROP, FG_REASON_BAN), 1u);
 }
 
-// Fleet bans fill half the table at most, so other hosts' bans never crowd out this host's
-// own: a new entry is refused once the family's trie holds that many, whoever started them
-// (a wider ban holding the address is no entry of its own); a running ban of the prefix is
-// still extended, and a manual ban and the other family still fit.
-TEST_F(BansTest, FleetBansStopAtHalfTheTableAndLeaveTheRestToThisHost) {
+// Fleet bans hold at most their room (fleet.bans.max_entries) of a family's table, counted
+// by who started each ban: a manual ban takes none of it, nor does a wider ban holding the
+// address make room for a ban of it; a fleet ban running is still extended, a lift makes
+// room, and a fleet ban that ended does once the sweep has counted again.
+TEST_F(BansTest, FleetBansStopAtTheirRoomAndLeaveTheRestToThisHost) {
   load({sourceRule(1000, 1000)});
-  const BanOrigin fleet = BanOrigin::kFleet;
-  ASSERT_TRUE(
-      limiter().banAdd(*parseCidr("192.0.2.40"), 600 * kSecond, BanUpdate::kExtend, fleet).ok());
-  ASSERT_TRUE(limiter().banAdd(*parseCidr("192.0.2.0/24"), 600 * kSecond).ok());  // manual
-  // as if the fleet had shared bans up to the room it may fill
-  auto settings = limiter().settings();
-  ASSERT_TRUE(settings.ok());
-  settings->ban_entries[0] = kFleetBanRoom;
-  auto settings_map = BpfMap<uint32_t, fg_settings>::openPinned(
-      mapPinPath(pin_name_, "settings_map"), "settings_map");
-  ASSERT_TRUE(settings_map.ok()) << settings_map.error().message;
-  ASSERT_TRUE(settings_map->update(0, *settings).ok());
+  constexpr uint32_t kRoom = 2;
+  auto fleetBan = [&](const char* cidr) {
+    return limiter().banAdd(*parseCidr(cidr), 600 * kSecond, BanUpdate::kExtend, BanOrigin::kFleet);
+  };
+  auto room = [&](const char* cidr) { return limiter().fleetBanHasRoom(*parseCidr(cidr), kRoom); };
+  ASSERT_TRUE(limiter().banAdd(*parseCidr("198.51.100.0/24"), 600 * kSecond).ok());  // manual
+  EXPECT_TRUE(room("192.0.2.40"));
+  ASSERT_TRUE(fleetBan("192.0.2.40").ok());
+  ASSERT_TRUE(fleetBan("192.0.2.41").ok());
+  EXPECT_FALSE(room("192.0.2.42"));
+  EXPECT_FALSE(room("198.51.100.7")) << "the wider manual ban is no entry of its own";
+  EXPECT_TRUE(room("192.0.2.40")) << "a running fleet ban is extended";
+  EXPECT_TRUE(room("2001:db8::7")) << "the other family holds none";
+  ASSERT_TRUE(limiter().banAdd(*parseCidr("192.0.2.50"), 600 * kSecond).ok()) << "manual";
+  EXPECT_EQ(banCount(), 4u);
 
-  EXPECT_FALSE(limiter().fleetBanHasRoom(*parseCidr("192.0.2.41")));
-  Status refused =
-      limiter().banAdd(*parseCidr("192.0.2.41"), 600 * kSecond, BanUpdate::kExtend, fleet);
-  ASSERT_FALSE(refused.ok());
-  EXPECT_NE(refused.error().message.find("as many as fleet bans may fill"), std::string::npos)
-      << refused.error().message;
-  EXPECT_EQ(banTrie().find(hostKey(41))->prefixlen, 24u) << "no /32 entry was added";
+  auto lifted = limiter().banRemoveStartedBefore(*parseCidr("192.0.2.41"), 0);
+  ASSERT_TRUE(lifted.ok() && *lifted);
+  EXPECT_TRUE(room("192.0.2.42")) << "the lift made room";
+  ASSERT_TRUE(fleetBan("192.0.2.42").ok());
+  EXPECT_FALSE(room("192.0.2.43"));
 
-  EXPECT_TRUE(limiter().fleetBanHasRoom(*parseCidr("192.0.2.40")));
-  ASSERT_TRUE(
-      limiter().banAdd(*parseCidr("192.0.2.40"), 1200 * kSecond, BanUpdate::kExtend, fleet).ok());
-  auto bans = limiter().bans();
-  ASSERT_TRUE(bans.ok());
-  std::map<std::string, BanEntry> by_source;
-  for (const BanEntry& ban : *bans) by_source[ban.cidr.toString()] = ban;
-  EXPECT_GT(by_source["192.0.2.40"].remaining_ns, 600 * kSecond) << "extended in place";
-
-  ASSERT_TRUE(limiter().banAdd(*parseCidr("198.51.100.7"), 600 * kSecond).ok());  // manual
-  EXPECT_EQ(run(udpFrom("198.51.100.7")), XDP_DROP);
-  ASSERT_TRUE(
-      limiter().banAdd(*parseCidr("2001:db8::7"), 600 * kSecond, BanUpdate::kExtend, fleet).ok())
-      << "the IPv6 table holds none";
-  EXPECT_EQ(banCount(), kFleetBanRoom + 1) << "the manual ban counted in";
-
-  settings->ban_entries[0] = kFleetBanRoom - 1;
-  ASSERT_TRUE(settings_map->update(0, *settings).ok());
-  EXPECT_TRUE(
-      limiter().banAdd(*parseCidr("203.0.113.9"), 600 * kSecond, BanUpdate::kExtend, fleet).ok());
+  // 192.0.2.42's ban ended a minute and more ago: counted until the sweep counts again
+  auto trie = banTrie();
+  auto ended = trie.find(hostKey(42));
+  ASSERT_TRUE(ended.has_value());
+  ASSERT_EQ(ended->rule_id, FG_BAN_FLEET);
+  ended->expires = jiffies() - 120ULL * *kernelHz();
+  ASSERT_TRUE(trie.update(hostKey(42), *ended).ok());
+  EXPECT_FALSE(room("192.0.2.43"));
+  auto swept = limiter().sweepExpiredBans();
+  ASSERT_TRUE(swept.ok()) << swept.error().message;
+  EXPECT_EQ(*swept, 1u);
+  EXPECT_TRUE(room("192.0.2.43"));
 }
 
 // A rule bans a source over its own limit, never one its untracked bucket refused: while a

@@ -109,6 +109,7 @@ TEST_F(FleetSectionTest, EveryKeyAndTheDefaults) {
   EXPECT_FALSE(bans.share_rule) << "rule bans are shared only when asked for";
   EXPECT_EQ(bans.max_ban_ns, 86'400'000'000'000ULL);
   EXPECT_EQ(bans.max_replay, 100'000);
+  EXPECT_EQ(bans.max_entries, 131'072) << "half the ban table";
   EXPECT_EQ(bans.widest_ipv4, 24);
   EXPECT_EQ(bans.widest_ipv6, 48);
 
@@ -122,6 +123,7 @@ TEST_F(FleetSectionTest, EveryKeyAndTheDefaults) {
           "    share: [rule]\n"
           "    max_ban: 2h\n"
           "    max_replay: 500\n"
+          "    max_entries: 1000\n"
           "    widest_ipv4: 32\n"
           "    widest_ipv6: 64\n",
       more);
@@ -132,6 +134,7 @@ TEST_F(FleetSectionTest, EveryKeyAndTheDefaults) {
   EXPECT_TRUE(full.fleet_bans.share_rule);
   EXPECT_EQ(full.fleet_bans.max_ban_ns, 7'200'000'000'000ULL);
   EXPECT_EQ(full.fleet_bans.max_replay, 500);
+  EXPECT_EQ(full.fleet_bans.max_entries, 1000);
   EXPECT_EQ(full.fleet_bans.widest_ipv4, 32);
 }
 
@@ -162,6 +165,13 @@ TEST_F(FleetSectionTest, MistakesAreReportedAtTheirPlace) {
                    "\n    max_ban: 60d\n")
                 .find("fleet.bans.max_ban"),
             std::string::npos);
+  for (const char* entries : {"0", "245761"}) {
+    EXPECT_NE(errors("    address: 10.0.0.5:6379\n    stream: s\n    secret_file: " + secret_ +
+                     "\n    max_entries: " + entries + "\n")
+                  .find("fleet.bans.max_entries"),
+              std::string::npos)
+        << entries << ": 1 up to the table less the room kept for manual bans";
+  }
   EXPECT_NE(errors("    address: 10.0.0.5:6379\n    stream: s\n    secret_file: " + secret_ +
                    "\n    streams: s\n")
                 .find("streams"),

@@ -24,12 +24,9 @@
 #include <thread>
 
 #include "common/command.h"
-#include "controller/xdp_limiter.h"
 #include "e2e/child_process.h"
 #include "e2e/netns_http.h"
 #include "e2e/veth_network.h"
-#include "kernel/bpf_map.h"
-#include "kernel/pins.h"
 #include "kernel/unique_fd.h"
 #include "udp_traffic/udp_traffic.h"
 
@@ -171,9 +168,9 @@ class FleetBansE2eTest : public ::testing::Test {
     return socket_path;
   }
 
-  // `more`: further top-level sections of the host's config.
+  // `more`: further top-level sections of the host's config; `more_bans`: of fleet.bans.
   std::string writeConfig(const std::string& host, const std::string& interface,
-                          const std::string& more = "") {
+                          const std::string& more = "", const std::string& more_bans = "") {
     const std::string path = dir_ + "/floodgate-" + host + ".yaml";
     std::ofstream(path) << "interfaces: [" << interface << "]\n"
                         << more << "rules:\n  - name: per-source\n    limit: {pps: 100k}\n"
@@ -181,7 +178,8 @@ class FleetBansE2eTest : public ::testing::Test {
                         << "    address: " << kLinkA << ":" << kRedisPort << "\n"
                         << "    stream: fg:bans\n"
                         << "    secret_file: " << secret_ << "\n"
-                        << "    max_ban: 1h\n";
+                        << "    max_ban: 1h\n"
+                        << more_bans;
     return path;
   }
 
@@ -338,36 +336,32 @@ TEST_F(FleetBansE2eTest, ABanOnOneHostIsDroppedByTheOtherWithTheSameEnd) {
   EXPECT_EQ(again.dropped, again.sent);
 }
 
-// Fleet bans fill half of a host's ban table at most: on a host whose table holds that
-// many bans already, a shared ban is not made (counted no_room, logged), and the host's
-// own bans still are.
-TEST_F(FleetBansE2eTest, AFleetBanFindsNoRoomInAHalfFullTableWhereTheHostsOwnBansStillFit) {
+// Fleet bans hold at most fleet.bans.max_entries of a host's ban table: past it a shared
+// ban is not made (counted no_room, logged), and the host's own bans still are.
+TEST_F(FleetBansE2eTest, AFleetBanPastMaxEntriesIsNotMadeWhereTheHostsOwnBansStillAre) {
+  config_b_ = writeConfig("b", b_->targetInterface(), "", "    max_entries: 1\n");
   daemon_a_ = startDaemon(*a_, config_a_, "daemon-a.log");
   daemon_b_ = startDaemon(*b_, config_b_, "daemon-b.log");
-  // as if B's IPv4 ban table held as many bans as the fleet may fill
-  auto settings_map = BpfMap<uint32_t, fg_settings>::openPinned(
-      mapPinPath(b_->targetInterface(), "settings_map"), "settings_map");
-  ASSERT_TRUE(settings_map.ok()) << settings_map.error().message;
-  std::optional<fg_settings> settings = settings_map->find(0);
-  ASSERT_TRUE(settings.has_value());
-  settings->ban_entries[0] = kFleetBanRoom;
-  ASSERT_TRUE(settings_map->update(0, *settings).ok());
-
-  CommandResult added = a_->floodgate(
-      {"ban", "add", a_->targetInterface(), kBanned, "--for", "10m", "--config", config_a_});
-  ASSERT_EQ(added.exit_code, 0) << added.err;
+  for (const char* address : {"203.0.113.7", kBanned}) {
+    CommandResult added = a_->floodgate(
+        {"ban", "add", a_->targetInterface(), address, "--for", "10m", "--config", config_a_});
+    ASSERT_EQ(added.exit_code, 0) << added.err;
+  }
   const std::string no_room = "floodgate_fleet_bans_received_total{result=\"no_room\"} 1";
-  EXPECT_NE(waitForMetric(*b_, no_room).find(no_room), std::string::npos) << daemon_b_.log();
+  const std::string metrics = waitForMetric(*b_, no_room);
+  EXPECT_NE(metrics.find(no_room), std::string::npos) << metrics << daemon_b_.log();
+  EXPECT_NE(metrics.find("floodgate_fleet_bans_received_total{result=\"applied\"} 1"),
+            std::string::npos);
+  EXPECT_EQ(waitForBan(*b_, "203.0.113.7").first, "fleet");
   EXPECT_FALSE(bans(*b_).contains(kBanned));
   EXPECT_EQ(sendAndCountBanDrops(*b_, kBanned).dropped, 0u);
-  EXPECT_NE(daemon_b_.log().find("as many as fleet bans may fill"), std::string::npos)
-      << daemon_b_.log();
+  EXPECT_NE(daemon_b_.log().find("fleet.bans.max_entries"), std::string::npos) << daemon_b_.log();
 
   CommandResult own = b_->floodgate({"ban", "add", b_->targetInterface(), kBanned, "--for", "10m"});
   ASSERT_EQ(own.exit_code, 0) << own.err;
   const Sent banned = sendAndCountBanDrops(*b_, kBanned);
   ASSERT_GT(banned.sent, 0u);
-  EXPECT_EQ(banned.dropped, banned.sent) << "B's own ban fits";
+  EXPECT_EQ(banned.dropped, banned.sent) << "B's own ban is made";
 }
 
 // A host in monitor mode only counts what its bans would drop: an escalation it makes for

@@ -29,6 +29,9 @@ struct FleetBansConfig {
   uint64_t max_ban_ns = 86'400'000'000'000ULL;
   // Records a starting host reads back at most: the newest ones of the last max_ban.
   int64_t max_replay = 100'000;
+  // The most fleet bans each family's ban table holds (of its 262144 entries): half, the
+  // rest kept for this host's own bans (its rules', `ban add`'s, its escalations').
+  int64_t max_entries = 131'072;
   // The widest prefixes a record may ban (a wider one is refused as too wide).
   int widest_ipv4 = 24;
   int widest_ipv6 = 48;

@@ -4,6 +4,7 @@
 #include "floodgate/common/units.h"
 #include "floodgate/core/redis_address.h"
 #include "floodgate/core/secret_file.h"
+#include "floodgate_shared.h"
 
 namespace floodgate::config {
 namespace {
@@ -100,14 +101,14 @@ void parseShare(YamlReader& reader, const YamlEntry& entry, FleetBansConfig& ban
   }
 }
 
-// bans: {address | cluster, stream, secret_file, share, max_ban, max_replay, widest_ipv4,
-//        widest_ipv6}
+// bans: {address | cluster, stream, secret_file, share, max_ban, max_replay, max_entries,
+//        widest_ipv4, widest_ipv6}
 FleetBansConfig parseBans(YamlReader& reader, const YamlEntry& entry) {
   FleetBansConfig bans;
   std::optional<YamlFields> fields =
       reader.mapping(entry, "fleet.bans",
                      {"address", "cluster", "stream", "secret_file", "share", "max_ban",
-                      "max_replay", "widest_ipv4", "widest_ipv6"});
+                      "max_replay", "max_entries", "widest_ipv4", "widest_ipv6"});
   if (!fields) return bans;
   bool complete = parseServers(reader, entry, *fields, bans.redis);
   if (const YamlEntry* e = fields->find("stream")) {
@@ -130,6 +131,13 @@ FleetBansConfig parseBans(YamlReader& reader, const YamlEntry& entry) {
   }
   if (const YamlEntry* e = fields->find("max_replay")) {
     if (auto v = reader.integer(*e, "fleet.bans.max_replay", 1, 10'000'000)) bans.max_replay = *v;
+  }
+  if (const YamlEntry* e = fields->find("max_entries")) {
+    // up to the table less the entries rule bans leave to manual bans and escalations
+    if (auto v =
+            reader.integer(*e, "fleet.bans.max_entries", 1, FG_BAN_MAX_ENTRIES - FG_BAN_RESERVE)) {
+      bans.max_entries = *v;
+    }
   }
   if (const YamlEntry* e = fields->find("widest_ipv4")) {
     if (auto v = reader.integer(*e, "fleet.bans.widest_ipv4", 8, 32)) {

@@ -4,6 +4,7 @@
 // Not thread-safe; separate processes may each hold one for the same interface.
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <optional>
@@ -95,12 +96,6 @@ enum class BanOrigin : uint32_t {
   kEscalation = FG_BAN_ESCALATION,
   kFleet = FG_BAN_FLEET
 };
-
-// The most entries a ban trie may hold for a fleet ban to take a new one: half of it. Bans
-// other hosts shared never take the room this host's own need (its rules', `ban add`'s,
-// its escalations'): a rogue host of the fleet, or whoever stole the fleet's secret, fills
-// half of every host's table at most. A fleet ban of a prefix banned already extends it.
-inline constexpr uint32_t kFleetBanRoom = FG_BAN_MAX_ENTRIES / 2;
 
 // How `ban list` and the event log name whoever started a ban with `rule_id`: "manual",
 // "escalation", the rule's name in `rules`, or "rule#N" for a rule no longer there (one
@@ -263,13 +258,14 @@ class XdpLimiter {
   // it is replaced (kReplace, what an operator asks), or kept if it ends later (kExtend,
   // what an automatic ban does). The ban ends on the program's clock, rounded up to a tick.
   // `origin` is what `ban list` shows it was started by.
-  // A fleet ban that would be a new entry is refused while the trie of its family holds
-  // kFleetBanRoom entries or more (fleetBanHasRoom).
   Status banAdd(const Cidr& cidr, uint64_t duration_ns, BanUpdate update = BanUpdate::kReplace,
                 BanOrigin origin = BanOrigin::kManual);
-  // Whether a fleet ban of `cidr` may be made: the trie of its family holds fewer than
-  // kFleetBanRoom entries, or a ban of exactly `cidr` is there to extend.
-  bool fleetBanHasRoom(const Cidr& cidr) const;
+  // Whether a fleet ban of `cidr` may be made where fleet bans may hold `room` entries of
+  // each family's trie (fleet.bans.max_entries): fewer are there, or a ban of exactly
+  // `cidr` is there to extend. The fleet bans are counted once, then kept count of by
+  // banAdd, and counted again by each sweepExpiredBans (which the daemon runs every 10 s):
+  // between two, a ban that ended or that another process removed is still counted.
+  bool fleetBanHasRoom(const Cidr& cidr, uint32_t room);
   Result<bool> banRemove(const Cidr& cidr);
   // Removes the ban of `cidr` if it is a fleet ban, or else only if it started (or was last
   // replaced) at least `age_ns` ago on the program's clock: a lift signed that long ago
@@ -297,6 +293,8 @@ class XdpLimiter {
   bool allowListed(const Cidr& address) const;
 
  private:
+  // The fleet bans running in each family's trie, read from the tries.
+  Result<std::array<uint32_t, 2>> countFleetBans() const;
   // Slots in the source table (the buckets map's size).
   Result<uint32_t> tableSlots() const;
   // Entries each allow and deny list may hold (their maps' size).
@@ -344,6 +342,9 @@ class XdpLimiter {
   std::optional<NextProgramChange> next_change_;
   XdpLimiterMaps maps_;
   MappedValue<fg_settings> settings_value_;
+  // Fleet bans running in each family's trie, once counted (fleetBanHasRoom).
+  std::array<uint32_t, 2> fleet_bans_{};
+  bool fleet_bans_counted_ = false;
   MappedValue<fg_active> active_value_;
   // When publish last flipped the active set, so that the next waits before rewriting the
   // set the flip left (see publish).

@@ -11,6 +11,13 @@
 namespace floodgate {
 namespace {
 
+// What putBan did: added an entry, replaced one (started by `replaced`: a rule id or an
+// FG_BAN_* origin), or kept one running that outlasts the new ban.
+struct BanPut {
+  enum What { kAdded, kReplaced, kKept } what = kAdded;
+  uint32_t replaced = 0;
+};
+
 // Puts `ban` at `cidr` of the ban tries, keeping `count` (the program's ban_entries of its
 // family) equal to the number of entries whoever adds or deletes.
 //
@@ -18,8 +25,8 @@ namespace {
 // is over, or about to be (within `margin` ticks), is not replaced in place: the program
 // could delete the new ban a moment later, taking it for the old one. It is deleted here
 // (counted out by whichever delete succeeds) and the new ban inserted as a new entry.
-Status putBan(LpmPair<fg_ban>& trie, const Cidr& cidr, const fg_ban& ban, BanUpdate update,
-              uint64_t now, uint64_t margin, uint32_t& count, const std::string& what) {
+Result<BanPut> putBan(LpmPair<fg_ban>& trie, const Cidr& cidr, const fg_ban& ban, BanUpdate update,
+                      uint64_t now, uint64_t margin, uint32_t& count, const std::string& what) {
   std::atomic_ref<uint32_t> entries(count);
   for (int attempt = 0; attempt < 8; ++attempt) {
     Result<bool> inserted = trie.insertNew(cidr, ban);
@@ -33,7 +40,7 @@ Status putBan(LpmPair<fg_ban>& trie, const Cidr& cidr, const fg_ban& ban, BanUpd
     }
     if (*inserted) {
       entries.fetch_add(1);
-      return okStatus();
+      return BanPut{};
     }
     auto existing = trie.find(cidr);
     if (!existing) continue;  // deleted since: insert again
@@ -45,10 +52,10 @@ Status putBan(LpmPair<fg_ban>& trie, const Cidr& cidr, const fg_ban& ban, BanUpd
     }
     const bool outlasts =
         existing->expires == 0 || (ban.expires != 0 && existing->expires >= ban.expires);
-    if (update == BanUpdate::kExtend && outlasts) return okStatus();
+    if (update == BanUpdate::kExtend && outlasts) return BanPut{BanPut::kKept};
     Result<bool> replaced = trie.replaceExisting(cidr, ban);
     if (!replaced) return replaced.error();
-    if (*replaced) return okStatus();
+    if (*replaced) return BanPut{BanPut::kReplaced, existing->rule_id};
   }
   return Error::failure("a ban on " + what + " kept changing under this command: try again");
 }
@@ -81,23 +88,28 @@ Status XdpLimiter::banAdd(const Cidr& cidr, uint64_t duration_ns, BanUpdate upda
   if (duration_ns) ban.expires = *now + (duration_ns + tickNs() - 1) / tickNs();
   ban.prefixlen = cidr.prefix;
   ban.rule_id = static_cast<uint32_t>(origin);
-  if (origin == BanOrigin::kFleet && !fleetBanHasRoom(cidr)) {
-    return Error::failure("the ban table of " + interface_ + " holds " +
-                          std::to_string(kFleetBanRoom) + " or more of its " +
-                          std::to_string(FG_BAN_MAX_ENTRIES) +
-                          " entries, as many as fleet bans may fill: the rest is kept for this "
-                          "host's own bans (remove bans to make room)");
-  }
   const uint64_t second = 1'000'000'000ULL / tickNs();
-  uint32_t& count = settings_value_.get()->ban_entries[static_cast<int>(cidr.family)];
-  return putBan(maps_.bans, cidr, ban, update, *now, second, count, interface_);
+  const int family = static_cast<int>(cidr.family);
+  uint32_t& count = settings_value_.get()->ban_entries[family];
+  Result<BanPut> put = putBan(maps_.bans, cidr, ban, update, *now, second, count, interface_);
+  if (!put) return put.error();
+  // keeps the count of fleet bans: an entry a fleet ban added or took over, or one it held
+  // that another ban took over
+  const bool was_fleet = put->what == BanPut::kReplaced && put->replaced == FG_BAN_FLEET;
+  const bool is_fleet = origin == BanOrigin::kFleet && put->what != BanPut::kKept;
+  if (is_fleet && !was_fleet) ++fleet_bans_[family];
+  if (was_fleet && !is_fleet && fleet_bans_[family] > 0) --fleet_bans_[family];
+  return okStatus();
 }
 
-bool XdpLimiter::fleetBanHasRoom(const Cidr& cidr) const {
-  const uint32_t entries =
-      std::atomic_ref<uint32_t>(settings_value_.get()->ban_entries[static_cast<int>(cidr.family)])
-          .load();
-  if (entries < kFleetBanRoom) return true;
+bool XdpLimiter::fleetBanHasRoom(const Cidr& cidr, uint32_t room) {
+  if (!fleet_bans_counted_) {
+    auto counted = countFleetBans();
+    if (!counted) return false;  // unread: no room, as this host's own bans come first
+    fleet_bans_ = *counted;
+    fleet_bans_counted_ = true;
+  }
+  if (fleet_bans_[static_cast<int>(cidr.family)] < room) return true;
   // the trie finds the longest prefix holding `cidr`: a wider ban is not this one's entry
   const std::optional<fg_ban> running = maps_.bans.find(cidr);
   return running && running->prefixlen == static_cast<uint32_t>(cidr.prefix);
@@ -129,7 +141,12 @@ Result<bool> XdpLimiter::banRemoveStartedBefore(const Cidr& cidr, uint64_t age_n
   // A fleet ban came from a stream record read before the lift (the stream's order), so it
   // is older than the lift whatever its start says: the lift's age, from its signer's
   // clock, may be a minute off.
-  if (ban->rule_id == FG_BAN_FLEET) return banRemove(cidr);
+  if (ban->rule_id == FG_BAN_FLEET) {
+    Result<bool> removed = banRemove(cidr);
+    const int family = static_cast<int>(cidr.family);
+    if (removed.ok() && *removed && fleet_bans_[family] > 0) --fleet_bans_[family];
+    return removed;
+  }
   const uint64_t age_ticks = age_ns / tickNs();
   // started later than `age_ns` ago (the program's own bans may start on a tick ahead)
   if (ban->since > *now || *now - ban->since < age_ticks) return false;
@@ -154,6 +171,19 @@ bool banOver(const fg_ban& ban, uint64_t now_jiffies) {
 }
 
 }  // namespace
+
+Result<std::array<uint32_t, 2>> XdpLimiter::countFleetBans() const {
+  auto now = currentJiffies();
+  if (!now) return now.error();
+  std::array<uint32_t, 2> counted{};
+  auto count = [&](const Cidr& cidr, const fg_ban& ban) {
+    if (ban.rule_id == FG_BAN_FLEET && !banOver(ban, *now)) {
+      ++counted[static_cast<int>(cidr.family)];
+    }
+  };
+  if (Status s = eachBan(maps_.bans, count); !s) return s.error();
+  return counted;
+}
 
 Result<std::vector<BanEntry>> XdpLimiter::bans() const {
   auto now = currentJiffies();
@@ -196,6 +226,11 @@ Result<size_t> XdpLimiter::sweepExpiredBans() {
     auto erased = banRemove(cidr);  // counted out only if this call deleted it
     if (!erased) return erased.error();
     removed += *erased;
+  }
+  // counted again, now that what ended is gone (and what another process removed)
+  if (auto counted = countFleetBans()) {
+    fleet_bans_ = *counted;
+    fleet_bans_counted_ = true;
   }
   return removed;
 }

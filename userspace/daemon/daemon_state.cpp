@@ -169,7 +169,7 @@ void DaemonState::handleFleetBans() {
       continue;
     }
     const HeldInterfaces::Banned banned =
-        interfaces_.banEverywhere(address, ban.ban_ns, BanOrigin::kFleet);
+        interfaces_.banEverywhere(address, ban.ban_ns, BanOrigin::kFleet, fleet_bans_.maxEntries());
     if (banned.on == 0 && !interfaces_.empty()) {
       fleet_bans_.count(banned.no_room ? metrics::kFleetBanNoRoom : metrics::kFleetBanFailed);
       continue;

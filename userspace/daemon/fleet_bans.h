@@ -88,6 +88,8 @@ class FleetBans {
   // What became of a verdict drain() returned: kFleetBanApplied or kFleetBanLifted, or
   // kFleetBanFailed when no interface took it.
   void count(metrics::FleetBanResult result) { ++received_[result]; }
+  // The most fleet bans a ban table of one family holds (fleet.bans.max_entries).
+  uint32_t maxEntries() const { return static_cast<uint32_t>(config_.max_entries); }
   // Stops publishing (what is queued is sent first, for at most one Redis timeout) and
   // reading.
   void close();

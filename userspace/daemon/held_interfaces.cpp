@@ -299,11 +299,19 @@ void HeldInterfaces::housekeep(std::vector<std::string>& warnings) {
 }
 
 HeldInterfaces::Banned HeldInterfaces::banEverywhere(const Cidr& address, uint64_t ban_ns,
-                                                     BanOrigin origin) {
+                                                     BanOrigin origin, uint32_t fleet_room) {
   Banned out;
   for (auto& [name, held] : held_) {
-    if (Status s = held.limiter.banAdd(address, ban_ns, BanUpdate::kExtend, origin); !s) {
-      if (origin == BanOrigin::kFleet && !held.limiter.fleetBanHasRoom(address)) ++out.no_room;
+    Status s = okStatus();
+    if (origin == BanOrigin::kFleet && !held.limiter.fleetBanHasRoom(address, fleet_room)) {
+      ++out.no_room;
+      s = Error::failure(std::to_string(fleet_room) +
+                         " fleet bans of its family are there, fleet.bans.max_entries: the rest "
+                         "of the ban table is kept for this host's own bans");
+    } else {
+      s = held.limiter.banAdd(address, ban_ns, BanUpdate::kExtend, origin);
+    }
+    if (!s) {
       if (auto held_back = held.ban_errors.admit(LogThrottle::Clock::now())) {
         logError("could not ban " + address.toString() + " on " + name + ": " + s.error().message +
                  heldBackNote(*held_back));

@@ -90,13 +90,15 @@ class HeldInterfaces {
   // Deletes the bans that are over; a warning when rule bans found the ban table full.
   void housekeep(std::vector<std::string>& warnings);
   // Bans `address` for `ban_ns` on every one held (extending, never shortening, a ban
-  // running), as started by `origin`: on how many it was made, and on how many a fleet ban
-  // was refused for want of room (kFleetBanRoom; a failure is logged).
+  // running), as started by `origin`: on how many it was made, and, for a fleet ban, on how
+  // many it was not for want of room (`fleet_room` fleet bans held already; logged as a
+  // failure is).
   struct Banned {
     size_t on = 0;
     size_t no_room = 0;
   };
-  Banned banEverywhere(const Cidr& address, uint64_t ban_ns, BanOrigin origin);
+  Banned banEverywhere(const Cidr& address, uint64_t ban_ns, BanOrigin origin,
+                       uint32_t fleet_room = 0);
   // Lifts the ban of exactly `address` on every one held, whoever started it (what `ban del`
   // does on one), if it started at least `age_ns` ago (0: whenever): how many answered (a
   // failure is logged), and on how many a ban was lifted.

@@ -279,7 +279,7 @@ std::string render(const Snapshot& snapshot) {
          "applied on every held interface, lifted (a lift record: the bans of its prefix "
          "removed everywhere), expired (over before it was read), superseded (replayed at a "
          "start, made needless by a later record of the same prefix), failed (no interface "
-         "took it), no_room (the ban tables hold as many entries as fleet bans may fill, half), "
+         "took it), no_room (the ban tables hold fleet.bans.max_entries fleet bans), "
          "and refused: forged (bad signature), replayed (read before), stale (signed too long "
          "ago or ahead of Redis's clock), too_long (ends beyond fleet.bans.max_ban), "
          "malformed, too_wide, and addresses never banned (loopback, unspecified, link_local, "

@@ -87,8 +87,8 @@ enum FleetBanResult {
   // read back at a start, older in the stream than a record of the same prefix that decides
   // instead: a ban older than a lift (not applied), a lift older than a ban (nothing lifted)
   kFleetBanSuperseded,
-  // no held interface took it, as their ban tables hold as many entries as fleet bans may
-  // fill (kFleetBanRoom: half, the rest kept for the host's own bans)
+  // no held interface took it, as their ban tables hold as many fleet bans as they may
+  // (fleet.bans.max_entries: half by default, the rest kept for the host's own bans)
   kFleetBanNoRoom,
   kFleetBanResults
 };
