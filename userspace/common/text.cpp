@@ -18,7 +18,7 @@ std::string counted(size_t n, std::string_view one, std::string_view many) {
 std::string printable(std::string_view text, size_t max) {
   std::string out(text.substr(0, max));
   for (char& c : out) {
-    if (isControl(c)) c = '?';
+    if (isControl(c) || c == '"' || c == '\\' || static_cast<unsigned char>(c) >= 0x80) c = '?';
   }
   return out;
 }

@@ -11,8 +11,10 @@
 
 namespace floodgate {
 
-// `text` fit for one line of a log or an error: control characters, which could forge
-// lines or hide text, as '?', and at most `max` characters.
+// `text` fit for one line of a log or an error, and for a quoted value of a log line
+// (`reporter="..."`): control characters, which could forge lines or hide text, quotes and
+// backslashes, which could end the value and forge fields after it, and bytes past ASCII
+// (line separators and marks that turn text around, in UTF-8) as '?'; at most `max` bytes.
 std::string printable(std::string_view text, size_t max = 200);
 
 // `n` and the noun that agrees with it: "1 problem", "2 problems", "0 problems".
