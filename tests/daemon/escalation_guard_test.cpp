@@ -14,6 +14,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <memory>
 #include <string>
 
 #include "floodgate/report/offender_report.h"
@@ -157,6 +159,42 @@ TEST(ReporterAccess, RootAlwaysListedUsersAndGroupMembersOnly) {
   groups.groups = {65534};
   EXPECT_TRUE(groups.allows(4242, 65534));  // by the datagram's primary group
   EXPECT_FALSE(groups.allows(4242, 4242));  // no passwd entry: no other groups
+}
+
+// A sender's supplementary groups are read from the user database once per user every
+// 10 s, not for each datagram: a reporter flooding the socket makes no lookup per report.
+TEST(ReporterAccess, GroupsAreLookedUpOncePerUserEveryTenSeconds) {
+  std::map<uid_t, int> lookups;
+  GroupMemberships memberships([&](uid_t uid) {
+    ++lookups[uid];
+    return std::vector<gid_t>{static_cast<gid_t>(uid + 1)};
+  });
+  const auto t0 = GroupMemberships::Clock::time_point{} + std::chrono::hours(1);
+  for (int i = 0; i < 1000; ++i) {
+    EXPECT_EQ(memberships.of(33, t0 + std::chrono::milliseconds(i)), std::vector<gid_t>{34});
+  }
+  EXPECT_EQ(lookups[33], 1);
+  memberships.of(33, t0 + GroupMemberships::kFreshFor);
+  EXPECT_EQ(lookups[33], 2) << "a membership changed since is seen within 10 s";
+  // bounded: as many users as it keeps, and one more, which forgets the one read first
+  for (uid_t uid = 1000; uid < 1000 + GroupMemberships::kMaxUsers; ++uid) {
+    memberships.of(uid, t0 + GroupMemberships::kFreshFor + std::chrono::seconds(1));
+  }
+  memberships.of(33, t0 + GroupMemberships::kFreshFor + std::chrono::seconds(2));
+  EXPECT_EQ(lookups[33], 3) << "33, read first, was forgotten";
+  memberships.of(1001, t0 + GroupMemberships::kFreshFor + std::chrono::seconds(2));
+  EXPECT_EQ(lookups[1001], 1) << "1001 is still kept";
+
+  ReporterAccess access;
+  access.groups = {34};
+  access.memberships = std::make_shared<GroupMemberships>([&](uid_t uid) {
+    ++lookups[uid];
+    return std::vector<gid_t>{static_cast<gid_t>(uid + 1)};
+  });
+  EXPECT_TRUE(access.allows(33, 33)) << "a member by a supplementary group";
+  EXPECT_TRUE(access.allows(33, 33));
+  EXPECT_FALSE(access.allows(40, 40));
+  EXPECT_EQ(lookups[33], 4);
 }
 
 TEST(ReporterAccess, NamesResolveOrTheConfigIsRefusedWithTheFix) {

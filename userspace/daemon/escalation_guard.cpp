@@ -227,12 +227,28 @@ Result<ReporterAccess> ReporterAccess::resolve(const http::EscalateConfig& escal
   return access;
 }
 
+GroupMemberships::GroupMemberships(Lookup lookup)
+    : lookup_(lookup ? std::move(lookup) : Lookup(groupsOf)) {}
+
+const std::vector<gid_t>& GroupMemberships::of(uid_t uid, Clock::time_point now) {
+  auto it = entries_.find(uid);
+  if (it != entries_.end() && now - it->second.read < kFreshFor) return it->second.groups;
+  if (it == entries_.end() && entries_.size() >= kMaxUsers) {
+    entries_.erase(std::min_element(
+        entries_.begin(), entries_.end(),
+        [](const auto& a, const auto& b) { return a.second.read < b.second.read; }));
+  }
+  Entry& entry = entries_[uid];
+  entry = {now, lookup_(uid)};
+  return entry.groups;
+}
+
 bool ReporterAccess::allows(uid_t uid, gid_t gid) const {
   if (uid == 0) return true;
   if (std::find(users.begin(), users.end(), uid) != users.end()) return true;
   if (groups.empty()) return false;
   if (std::find(groups.begin(), groups.end(), gid) != groups.end()) return true;
-  for (gid_t member_of : groupsOf(uid)) {
+  for (gid_t member_of : memberships->of(uid, GroupMemberships::Clock::now())) {
     if (std::find(groups.begin(), groups.end(), member_of) != groups.end()) return true;
   }
   return false;

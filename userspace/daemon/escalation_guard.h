@@ -8,7 +8,9 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -87,12 +89,38 @@ class HostAddresses {
   Clock::time_point read_{};
 };
 
+// The groups of a user, as the user database says, read at most once every kFreshFor per
+// user: a report over the socket is checked on the daemon's loop, where a lookup (through
+// LDAP or sssd) may take long, so a reporter sending datagram after datagram must not
+// make one each. Bounded: when full, the entry read longest ago goes.
+class GroupMemberships {
+ public:
+  using Clock = std::chrono::steady_clock;
+  using Lookup = std::function<std::vector<gid_t>(uid_t)>;
+  static constexpr size_t kMaxUsers = 256;
+  static constexpr Clock::duration kFreshFor = std::chrono::seconds(10);
+
+  // `lookup`: the user database's (getpwuid_r and getgrouplist), or a test's.
+  explicit GroupMemberships(Lookup lookup = {});
+  const std::vector<gid_t>& of(uid_t uid, Clock::time_point now);
+
+ private:
+  struct Entry {
+    Clock::time_point read;
+    std::vector<gid_t> groups;
+  };
+  Lookup lookup_;
+  std::map<uid_t, Entry> entries_;
+};
+
 // Who may report over the socket: resolved from http.escalate's names when a config is
 // applied, so an unknown name rejects the config instead of locking reporters out later.
 struct ReporterAccess {
   gid_t socket_gid = 0;
   std::vector<uid_t> users;
   std::vector<gid_t> groups;  // the socket's group is one of them
+  // the supplementary groups of senders, shared by the copies of this access
+  std::shared_ptr<GroupMemberships> memberships = std::make_shared<GroupMemberships>();
 
   static Result<ReporterAccess> resolve(const http::EscalateConfig& escalate);
   // Root, a listed user, or a member (primary or supplementary) of a listed group.
