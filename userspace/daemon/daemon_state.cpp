@@ -271,6 +271,10 @@ bool DaemonState::lockToAnswer(std::unique_lock<std::timed_mutex>& lock) {
 }
 
 std::string DaemonState::scrape() {
+  {
+    std::lock_guard last(last_mutex_);
+    if (!last_scrape_.empty() && !scrape_pace_.due(ScrapePace::Clock::now())) return last_scrape_;
+  }
   std::unique_lock lock(mutex_, std::defer_lock);
   if (!lockToAnswer(lock)) {
     {

@@ -23,6 +23,7 @@
 #include "daemon/fleet_bans.h"
 #include "daemon/held_interfaces.h"
 #include "daemon/report_sources.h"
+#include "daemon/scrape_pace.h"
 #include "floodgate/common/result.h"
 #include "floodgate/core/policy.h"
 
@@ -50,7 +51,8 @@ class DaemonState {
   void releaseAfterFailedStart();
 
   // The Prometheus exposition of every held interface; when the state is busy longer than
-  // kBusyWait, the last one made (by a scrape or an apply), marked by a comment line.
+  // kBusyWait, the last one made (by a scrape or an apply), marked by a comment line; and
+  // the last one as it was past ScrapePace's pace.
   std::string scrape();
   // What keeps the daemon from being healthy, one line per configured interface that does
   // not exist or has no limiter attached; empty when every one has its limiter. The last
@@ -99,6 +101,7 @@ class DaemonState {
   // The last scrape and health answer, for when mutex_ is busy (guarded by last_mutex_).
   std::mutex last_mutex_;
   std::string last_scrape_;
+  ScrapePace scrape_pace_;  // guarded by last_mutex_
   std::optional<std::vector<std::string>> last_problems_;
   HeldInterfaces interfaces_;
   ReportSources report_sources_;  // http.escalate: the report socket and stream
