@@ -219,6 +219,20 @@ TEST_F(ReportStreamReaderTest, AStreamDeletedAfterAnEntryOfAFutureIdIsReadAgain)
   }
 }
 
+// The quota counts a stream reporter by the host it names, apart from the socket's reporters:
+// one that names itself "uid 33" spends no quota of the local user 33.
+TEST_F(ReportStreamReaderTest, AStreamReporterIsCountedApartFromTheSocketsUsers) {
+  auto reader = startReader();
+  ASSERT_NE(reader, nullptr);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  add("*", http::signStreamReport(kSecret, "offender 192.0.2.14 rejections=5 within_ms=1",
+                                  "uid 33:811", redisNowMs()));
+  auto reports = collect(*reader, 1);
+  ASSERT_EQ(reports.size(), 1u);
+  ASSERT_TRUE(reports[0].report.ok()) << reports[0].report.error().message;
+  EXPECT_EQ(reports[0].reporter, "stream uid 33");
+}
+
 // Entries signed with the fleet's secret that are not reports become nothing however many
 // come, so they take no room in the memory of reports read.
 TEST_F(ReportStreamReaderTest, SignedEntriesThatAreNotReportsAreNotRemembered) {

@@ -28,7 +28,7 @@ struct ReceivedReport {
   Result<OffenderReport> report = Error::usage("empty");
   bool unauthorised = false;  // a stream entry not signed with the fleet's secret
   std::string sender;         // "pid 812 uid 33", or "redis entry ID from HOST:PID"
-  std::string reporter;       // who the ban quota counts: "uid 33", or the stream's HOST
+  std::string reporter;       // who the ban quota counts: "uid 33", or "stream HOST"
   bool over_socket = false;   // then uid and gid are the sender's, from the kernel
   uid_t uid = static_cast<uid_t>(-1);
   gid_t gid = static_cast<gid_t>(-1);

@@ -38,9 +38,11 @@ ReceivedReport StreamReportReader::receive(const TailEntry& entry) {
   received.report = parseReport(report->line);
   // what does not parse becomes nothing, a copy of it too: only reports take room
   if (received.report) seen_.remember(report->mac, forget_at, now_ms);
-  // the quota counts a host, not each of its processes (a restart or a new worker is a new PID)
+  // the quota counts a host, not each of its processes (a restart or a new worker is a new
+  // PID); a name of its own making, kept apart from the socket's ("uid 33"), so a stream
+  // reporter naming itself "uid 33:1" does not spend the quota of the local www-data
   const std::string& reporter = report->reporter;
-  received.reporter = printable(reporter.substr(0, reporter.rfind(':')), 80);
+  received.reporter = "stream " + printable(reporter.substr(0, reporter.rfind(':')), 80);
   // Under a second it is a report just made: hosts' clocks agree no better than that, and
   // the ban is the configured one. Older, it was read from the stream's past.
   if (now_ms - report->time_ms >= 1000) {
