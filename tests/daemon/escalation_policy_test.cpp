@@ -62,6 +62,26 @@ class EscalationPolicyTest : public ::testing::Test {
   Clock::time_point now_ = Clock::time_point{} + seconds(1000);
 };
 
+// The bans that are over are forgotten, looked through at most once a second however often
+// the loop asks; one over and not yet forgotten is no repeat.
+TEST_F(EscalationPolicyTest, EndedBansAreForgottenAtMostOnceASecond) {
+  auto report = received("offender 198.51.100.7 rejections=50 within_ms=10000");
+  remember(report, decide(report));
+  memory_.forgetEnded(now_);
+  EXPECT_EQ(memory_.banned_until.size(), 1u) << "running";
+  now_ += seconds(60);  // over
+  memory_.forgetEnded(now_);
+  EXPECT_TRUE(memory_.banned_until.empty());
+  remember(report, decide(report));
+  now_ += seconds(60);
+  memory_.forgetEnded(now_ - std::chrono::milliseconds(1));  // a look a moment before
+  memory_.forgetEnded(now_);
+  EXPECT_EQ(memory_.banned_until.size(), 1u) << "looked through less than a second ago";
+  EXPECT_EQ(decide(report).result, metrics::kEscalationBanned) << "over: no repeat";
+  memory_.forgetEnded(now_ + seconds(1));
+  EXPECT_TRUE(memory_.banned_until.empty());
+}
+
 TEST_F(EscalationPolicyTest, BansForTheBanTimeThenRepeatsUntilItEnds) {
   auto report = received("offender 198.51.100.7 rejections=50 within_ms=10000");
   auto first = decide(report);

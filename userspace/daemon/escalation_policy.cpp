@@ -13,6 +13,14 @@ EscalationDecision refused(metrics::EscalationResult result, std::string why) {
 
 }  // namespace
 
+void EscalationMemory::forgetEnded(std::chrono::steady_clock::time_point now) {
+  if (now < next_forget) return;
+  next_forget = now + std::chrono::seconds(1);
+  for (auto it = banned_until.begin(); it != banned_until.end();) {
+    it = now >= it->second ? banned_until.erase(it) : std::next(it);
+  }
+}
+
 EscalationDecision decideEscalation(const ReceivedReport& received, const EscalationConfig& config,
                                     const std::vector<Cidr>& own, const EscalationMemory& memory,
                                     std::chrono::steady_clock::time_point now) {

@@ -33,6 +33,11 @@ struct EscalationMemory {
   // A ban of `address` lifted before its end (a fleet lift): its next report bans it again
   // rather than being taken for a repeat of a ban that no longer runs.
   void forgetBan(const Cidr& address) { banned_until.erase(address.toString()); }
+  // Forgets the bans that are over, looking through them at most once a second: the daemon
+  // asks at every turn of its loop, and they may be hundreds of thousands (a day's bans at
+  // the quotas). One over and not yet forgotten is no repeat (decideEscalation).
+  void forgetEnded(std::chrono::steady_clock::time_point now);
+  std::chrono::steady_clock::time_point next_forget{};
   BanQuota quota;
   // The report stream's bans as a whole (key kStreamQuotaKey), apart from `quota`, whose
   // oldest reporters made-up names could push out.

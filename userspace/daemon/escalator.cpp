@@ -8,12 +8,7 @@
 
 namespace floodgate::daemon {
 
-void Escalator::forgetEnded(Clock::time_point now) {
-  auto& banned_until = memory_.banned_until;
-  for (auto it = banned_until.begin(); it != banned_until.end();) {
-    it = now >= it->second ? banned_until.erase(it) : std::next(it);
-  }
-}
+void Escalator::forgetEnded(Clock::time_point now) { memory_.forgetEnded(now); }
 
 void Escalator::refuse(metrics::EscalationResult result, const ReceivedReport& received,
                        const std::string& why, Clock::time_point now) {
