@@ -384,8 +384,9 @@ void HeldInterfaces::collect(metrics::Snapshot& snapshot) {
       one->adaptive_tightened = held.adaptive_tightened;
       one->adaptive_relaxed = held.adaptive_relaxed;
       snapshot.interfaces.push_back(std::move(*one));
-    } else {
-      logWarning("metrics of " + name + " unavailable: " + one.error().message);
+    } else if (auto held_back = held.metrics_errors.admit(LogThrottle::Clock::now())) {
+      logWarning("metrics of " + name + " unavailable: " + one.error().message +
+                 heldBackNote(*held_back));
     }
   }
 }

@@ -44,7 +44,8 @@ struct HeldInterface {
   // Bans and lifts the fleet or the services ask for that fail (a full table, a locked
   // one): logged at most once per interval each, as an attacker can drive them at any rate.
   LogThrottle ban_errors;
-  LogThrottle lift_errors;  // apart, so failing lifts never hide a failing ban
+  LogThrottle lift_errors;     // apart, so failing lifts never hide a failing ban
+  LogThrottle metrics_errors;  // a failing collect, asked at every scrape
 };
 
 // What a config asks of one interface.
