@@ -264,7 +264,8 @@ TEST_F(BansTest, RuleBansStopShortOfTheRoomKeptForManualBans) {
 // Fleet bans hold at most their room (fleet.bans.max_entries) of a family's table, counted
 // by who started each ban: a manual ban takes none of it, nor does a wider ban holding the
 // address make room for a ban of it; a fleet ban running is still extended, a lift makes
-// room, and a fleet ban that ended does once the sweep has counted again.
+// room, a fleet ban that ended does once it is deleted, and no fleet ban takes the entries
+// kept for manual bans and escalations.
 TEST_F(BansTest, FleetBansStopAtTheirRoomAndLeaveTheRestToThisHost) {
   load({sourceRule(1000, 1000)});
   constexpr uint32_t kRoom = 2;
@@ -289,23 +290,37 @@ TEST_F(BansTest, FleetBansStopAtTheirRoomAndLeaveTheRestToThisHost) {
   ASSERT_TRUE(fleetBan("192.0.2.42").ok());
   EXPECT_FALSE(room("192.0.2.43"));
 
-  // 192.0.2.42's ban ended a minute and more ago: counted until the sweep counts again
+  // 192.0.2.42's ban ended 10 s ago: over, it holds its entry still, and counts
   auto trie = banTrie();
   auto ended = trie.find(hostKey(42));
   ASSERT_TRUE(ended.has_value());
   ASSERT_EQ(ended->rule_id, FG_BAN_FLEET);
+  ended->expires = jiffies() - 10ULL * *kernelHz();
+  ASSERT_TRUE(trie.update(hostKey(42), *ended).ok());
+  auto swept = limiter().sweepExpiredBans();
+  ASSERT_TRUE(swept.ok()) << swept.error().message;
+  EXPECT_EQ(*swept, 0u) << "over for less than a minute";
+  EXPECT_FALSE(room("192.0.2.43")) << "an entry over still takes room";
+  // over for two minutes: the sweep deletes it, and the room is back
   ended->expires = jiffies() - 120ULL * *kernelHz();
   ASSERT_TRUE(trie.update(hostKey(42), *ended).ok());
-  EXPECT_FALSE(room("192.0.2.43"));
-  auto swept = limiter().sweepExpiredBans();
+  swept = limiter().sweepExpiredBans();
   ASSERT_TRUE(swept.ok()) << swept.error().message;
   EXPECT_EQ(*swept, 1u);
   EXPECT_TRUE(room("192.0.2.43"));
+
+  // nor do fleet bans take the entries rule bans leave to manual bans and escalations
+  auto settings = limiter().settings();
+  ASSERT_TRUE(settings.ok());
+  settings->ban_entries[0] = FG_BAN_MAX_ENTRIES - FG_BAN_RESERVE;
+  auto settings_map = BpfMap<uint32_t, fg_settings>::openPinned(
+      mapPinPath(pin_name_, "settings_map"), "settings_map");
+  ASSERT_TRUE(settings_map.ok()) << settings_map.error().message;
+  ASSERT_TRUE(settings_map->update(0, *settings).ok());
+  EXPECT_FALSE(room("192.0.2.43")) << "rule bans filled the table up to the reserve";
+  EXPECT_TRUE(room("192.0.2.40")) << "extended in place";
 }
 
-// A rule bans a source over its own limit, never one its untracked bucket refused: while a
-// spoofed flood keeps the new-source cap refusing, that is every real client's first packet.
-// On the program's test clock, so the cap does not refill between runs.
 TEST_F(BansTest, OnlyASourceOverItsOwnLimitIsBanned) {
   RuleSpec banning = sourceRule(1, 1);
   banning.action = ExceedAction::kBan;

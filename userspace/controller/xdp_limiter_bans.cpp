@@ -104,12 +104,17 @@ Status XdpLimiter::banAdd(const Cidr& cidr, uint64_t duration_ns, BanUpdate upda
 
 bool XdpLimiter::fleetBanHasRoom(const Cidr& cidr, uint32_t room) {
   if (!fleet_bans_counted_) {
+    // unread, the tries fail banAdd too, which counts the ban failed
     auto counted = countFleetBans();
-    if (!counted) return false;  // unread: no room, as this host's own bans come first
+    if (!counted) return true;
     fleet_bans_ = *counted;
     fleet_bans_counted_ = true;
   }
-  if (fleet_bans_[static_cast<int>(cidr.family)] < room) return true;
+  const int family = static_cast<int>(cidr.family);
+  const uint32_t entries =
+      std::atomic_ref<uint32_t>(settings_value_.get()->ban_entries[family]).load();
+  // nor the room rule bans leave to manual bans and escalations, which the fleet's are not
+  if (fleet_bans_[family] < room && entries < FG_BAN_MAX_ENTRIES - FG_BAN_RESERVE) return true;
   // the trie finds the longest prefix holding `cidr`: a wider ban is not this one's entry
   const std::optional<fg_ban> running = maps_.bans.find(cidr);
   return running && running->prefixlen == static_cast<uint32_t>(cidr.prefix);
@@ -172,14 +177,13 @@ bool banOver(const fg_ban& ban, uint64_t now_jiffies) {
 
 }  // namespace
 
+// Every fleet entry there is, over or not: one over holds its entry until the program meets
+// its source or the sweep deletes it, and bans short enough would otherwise fill the table
+// under a count that stays low.
 Result<std::array<uint32_t, 2>> XdpLimiter::countFleetBans() const {
-  auto now = currentJiffies();
-  if (!now) return now.error();
   std::array<uint32_t, 2> counted{};
   auto count = [&](const Cidr& cidr, const fg_ban& ban) {
-    if (ban.rule_id == FG_BAN_FLEET && !banOver(ban, *now)) {
-      ++counted[static_cast<int>(cidr.family)];
-    }
+    if (ban.rule_id == FG_BAN_FLEET) ++counted[static_cast<int>(cidr.family)];
   };
   if (Status s = eachBan(maps_.bans, count); !s) return s.error();
   return counted;
@@ -214,10 +218,14 @@ Result<size_t> XdpLimiter::sweepExpiredBans() {
   const uint64_t grace = 60 * 1'000'000'000ULL / tickNs();
   const uint64_t a_minute_ago = *jiffies > grace ? *jiffies - grace : 0;
   std::vector<Cidr> over;
+  std::array<uint32_t, 2> fleet{};  // counted again on the way (what another process did too)
   auto collect = [&](const Cidr& cidr, const fg_ban& ban) {
+    if (ban.rule_id == FG_BAN_FLEET) ++fleet[static_cast<int>(cidr.family)];
     if (banOver(ban, a_minute_ago)) over.push_back(cidr);
   };
   if (Status s = eachBan(maps_.bans, collect); !s) return s.error();
+  fleet_bans_ = fleet;
+  fleet_bans_counted_ = true;
   size_t removed = 0;
   for (const Cidr& cidr : over) {
     // read again just before deleting: a ban started since the listing is left alone
@@ -226,11 +234,8 @@ Result<size_t> XdpLimiter::sweepExpiredBans() {
     auto erased = banRemove(cidr);  // counted out only if this call deleted it
     if (!erased) return erased.error();
     removed += *erased;
-  }
-  // counted again, now that what ended is gone (and what another process removed)
-  if (auto counted = countFleetBans()) {
-    fleet_bans_ = *counted;
-    fleet_bans_counted_ = true;
+    uint32_t& fleet_count = fleet_bans_[static_cast<int>(cidr.family)];
+    if (*erased && ban->rule_id == FG_BAN_FLEET && fleet_count > 0) --fleet_count;
   }
   return removed;
 }
