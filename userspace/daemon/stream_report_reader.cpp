@@ -2,6 +2,8 @@
 // The report reader: a stream entry checked and parsed into the daemon's report.
 #include "daemon/stream_report_reader.h"
 
+#include <algorithm>
+
 #include "floodgate/common/text.h"
 #include "floodgate/fleet/report_stream.h"
 
@@ -42,7 +44,7 @@ ReceivedReport StreamReportReader::receive(const TailEntry& entry) {
   // PID); a name of its own making, kept apart from the socket's ("uid 33"), so a stream
   // reporter naming itself "uid 33:1" does not spend the quota of the local www-data
   const std::string& reporter = report->reporter;
-  received.reporter = "stream " + printable(reporter.substr(0, reporter.rfind(':')), 80);
+  received.reporter = "stream " + reporter.substr(0, std::min<size_t>(reporter.rfind(':'), 80));
   // Under a second it is a report just made: hosts' clocks agree no better than that, and
   // the ban is the configured one. Older, it was read from the stream's past.
   if (now_ms - report->time_ms >= 1000) {
