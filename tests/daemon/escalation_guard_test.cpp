@@ -195,6 +195,18 @@ TEST(ReporterAccess, GroupsAreLookedUpOncePerUserEveryTenSeconds) {
   EXPECT_TRUE(access.allows(33, 33));
   EXPECT_FALSE(access.allows(40, 40));
   EXPECT_EQ(lookups[33], 4);
+
+  // a lookup that found nothing (a directory that timed out) is asked again after a second
+  std::vector<gid_t> answer;
+  GroupMemberships flaky([&](uid_t uid) {
+    ++lookups[uid];
+    return answer;
+  });
+  EXPECT_TRUE(flaky.of(50, t0).empty());
+  answer = {51};
+  EXPECT_TRUE(flaky.of(50, t0 + std::chrono::milliseconds(999)).empty());
+  EXPECT_EQ(flaky.of(50, t0 + GroupMemberships::kNoGroupsFreshFor), std::vector<gid_t>{51});
+  EXPECT_EQ(lookups[50], 2);
 }
 
 TEST(ReporterAccess, NamesResolveOrTheConfigIsRefusedWithTheFix) {

@@ -232,7 +232,10 @@ GroupMemberships::GroupMemberships(Lookup lookup)
 
 const std::vector<gid_t>& GroupMemberships::of(uid_t uid, Clock::time_point now) {
   auto it = entries_.find(uid);
-  if (it != entries_.end() && now - it->second.read < kFreshFor) return it->second.groups;
+  if (it != entries_.end() &&
+      now - it->second.read < (it->second.groups.empty() ? kNoGroupsFreshFor : kFreshFor)) {
+    return it->second.groups;
+  }
   if (it == entries_.end() && entries_.size() >= kMaxUsers) {
     entries_.erase(std::min_element(
         entries_.begin(), entries_.end(),

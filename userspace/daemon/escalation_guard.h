@@ -99,6 +99,9 @@ class GroupMemberships {
   using Lookup = std::function<std::vector<gid_t>(uid_t)>;
   static constexpr size_t kMaxUsers = 256;
   static constexpr Clock::duration kFreshFor = std::chrono::seconds(10);
+  // No groups at all (no such user, or the lookup failed, as a directory that timed out):
+  // asked again sooner, so a failed lookup keeps a real reporter out a second at most.
+  static constexpr Clock::duration kNoGroupsFreshFor = std::chrono::seconds(1);
 
   // `lookup`: the user database's (getpwuid_r and getgrouplist), or a test's.
   explicit GroupMemberships(Lookup lookup = {});
