@@ -124,6 +124,10 @@ TEST_F(FleetSectionTest, EveryKeyAndTheDefaults) {
           "    max_ban: 2h\n"
           "    max_replay: 500\n"
           "    max_entries: 1000\n"
+          "    username: fleet\n"
+          "    password_file: " +
+          secret_ +
+          "\n"
           "    widest_ipv4: 32\n"
           "    widest_ipv6: 64\n",
       more);
@@ -135,6 +139,9 @@ TEST_F(FleetSectionTest, EveryKeyAndTheDefaults) {
   EXPECT_EQ(full.fleet_bans.max_ban_ns, 7'200'000'000'000ULL);
   EXPECT_EQ(full.fleet_bans.max_replay, 500);
   EXPECT_EQ(full.fleet_bans.max_entries, 1000);
+  EXPECT_EQ(full.fleet_bans.redis.username, "fleet");
+  EXPECT_EQ(full.fleet_bans.redis.password, "0123456789abcdef0123456789abcdef")
+      << "the login to a Redis that asks for one";
   EXPECT_EQ(full.fleet_bans.widest_ipv4, 32);
 }
 

@@ -3,6 +3,7 @@
 #include "config/sections.h"
 #include "floodgate/common/units.h"
 #include "floodgate/core/redis_address.h"
+#include "floodgate/core/redis_login.h"
 #include "floodgate/core/secret_file.h"
 #include "floodgate_shared.h"
 
@@ -102,15 +103,16 @@ void parseShare(YamlReader& reader, const YamlEntry& entry, FleetBansConfig& ban
 }
 
 // bans: {address | cluster, stream, secret_file, share, max_ban, max_replay, max_entries,
-//        widest_ipv4, widest_ipv6}
+//        widest_ipv4, widest_ipv6, username, password_file}
 FleetBansConfig parseBans(YamlReader& reader, const YamlEntry& entry) {
   FleetBansConfig bans;
-  std::optional<YamlFields> fields =
-      reader.mapping(entry, "fleet.bans",
-                     {"address", "cluster", "stream", "secret_file", "share", "max_ban",
-                      "max_replay", "max_entries", "widest_ipv4", "widest_ipv6"});
+  std::optional<YamlFields> fields = reader.mapping(
+      entry, "fleet.bans",
+      {"address", "cluster", "stream", "secret_file", "share", "max_ban", "max_replay",
+       "max_entries", "widest_ipv4", "widest_ipv6", "username", "password_file"});
   if (!fields) return bans;
   bool complete = parseServers(reader, entry, *fields, bans.redis);
+  complete &= http::parseRedisLogin(reader, *fields, "fleet.bans", bans.redis);
   if (const YamlEntry* e = fields->find("stream")) {
     auto key = reader.text(*e, "fleet.bans.stream");
     complete &= key.has_value();

@@ -102,6 +102,11 @@ struct StoreConfig {
   int64_t breaker_failures = 3;
   int64_t breaker_open_ms = 1000;
   std::string prefix = "fg";  // Redis key prefix
+  // A Redis that asks for a login: the ACL user (empty: requirepass's default user), and the
+  // file of the password, read when the config is parsed.
+  std::string username;
+  std::string password_file;
+  std::string password;
 
   bool operator==(const StoreConfig&) const = default;
 };

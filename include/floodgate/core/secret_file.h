@@ -17,6 +17,10 @@ constexpr size_t kMinFleetSecretBytes = 16;
 // cannot be read, is shorter than kMinFleetSecretBytes, or every user may read it.
 Result<std::string> loadFleetSecret(const std::string& path, const std::string& field);
 
+// The password in `path` for a Redis that asks for one (requirepass, or an ACL user's),
+// read with the same checks as a secret but any length; `field` names the setting.
+Result<std::string> loadRedisPassword(const std::string& path, const std::string& field);
+
 // The secret of http.escalate.secret_file, which signs offender reports.
 Result<std::string> loadReportSecret(const std::string& path);
 

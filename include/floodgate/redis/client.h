@@ -22,6 +22,7 @@ struct ClientOptions {
   bool cluster = false;
   int64_t timeout_ms = 50;  // per call: connecting, sending and reading all of its replies
   int pool_size = 16;       // idle connections kept per server; more open while busy
+  Credentials credentials;  // every connection logs in with them
 };
 
 // A command and the key that decides which cluster node runs it.

@@ -36,13 +36,23 @@ struct Reply {
 // One command's arguments, binary-safe.
 using Command = std::vector<std::string>;
 
+// Who a connection logs in as on a Redis that asks (requirepass, or an ACL user): nothing
+// sent when the password is empty; the username only for an ACL user.
+struct Credentials {
+  std::string username;
+  std::string password;
+
+  bool operator==(const Credentials&) const = default;
+};
+
 // Not thread-safe: a pool hands each connection to one thread at a time. After an I/O
 // error or a timeout the connection is broken for good (a late reply would be read as the
 // answer to the next command), and the pool drops it.
 class Connection {
  public:
-  // Connects before `deadline`.
-  static Result<std::unique_ptr<Connection>> open(const Address& address, Deadline deadline);
+  // Connects before `deadline`, and logs in with `credentials` if they hold a password.
+  static Result<std::unique_ptr<Connection>> open(const Address& address, Deadline deadline,
+                                                  const Credentials& credentials = {});
   ~Connection();
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;

@@ -181,7 +181,7 @@ bool RedisServer::restart() {
 
 Result<redis::Reply> RedisServer::command(const redis::Command& command) const {
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
-  auto connection = redis::Connection::open(address(), deadline);
+  auto connection = redis::Connection::open(address(), deadline, credentials_);
   if (!connection) return connection.error();
   auto replies = (*connection)->pipeline({command}, deadline);
   if (!replies) return replies.error();

@@ -31,8 +31,12 @@ class RedisServer {
   // once the process has stopped.
   void freeze();
   void thaw();
-  // Runs one command on its own connection (2 s timeout); an Error if it could not.
+  // Runs one command on its own connection (2 s timeout), logged in as loginAs() says; an
+  // Error if it could not.
   Result<redis::Reply> command(const redis::Command& command) const;
+  // The login command() uses from now on, once the server asks for one (CONFIG SET
+  // requirepass, ACL SETUSER).
+  void loginAs(redis::Credentials credentials) { credentials_ = std::move(credentials); }
   // Takes the expiry off every key matching one of `patterns` (KEYS patterns). A test on a
   // virtual clock needs it: the scripts set each key's expiry in Redis's real time, so a
   // key whose state still counts on the test's clock would vanish when the machine is slow.
@@ -46,6 +50,7 @@ class RedisServer {
   int port_;
   std::string dir_;
   std::vector<std::string> args_;
+  redis::Credentials credentials_;
   int pid_ = -1;
 };
 

@@ -9,6 +9,7 @@
 #include "floodgate/common/read_file.h"
 #include "floodgate/common/units.h"
 #include "floodgate/core/redis_address.h"
+#include "floodgate/core/redis_login.h"
 #include "floodgate/core/secret_file.h"
 #include "floodgate/yaml/yaml_mark.h"
 
@@ -176,10 +177,10 @@ bool Parser::redisAddress(const YamlEntry& entry, const std::string& address,
 }
 
 void Parser::parseStore(const YamlEntry& entry, StoreConfig& store) {
-  std::optional<YamlFields> fields =
-      reader_.mapping(entry, "http.store",
-                      {"type", "max_keys", "shards", "address", "cluster", "timeout_ms",
-                       "pool_size", "instances", "heartbeat", "breaker", "prefix"});
+  std::optional<YamlFields> fields = reader_.mapping(
+      entry, "http.store",
+      {"type", "max_keys", "shards", "address", "cluster", "timeout_ms", "pool_size", "instances",
+       "heartbeat", "breaker", "prefix", "username", "password_file"});
   if (!fields) return;
   if (const YamlEntry* e = fields->find("type")) {
     if (auto type = reader_.text(*e, "http.store.type")) {
@@ -200,7 +201,7 @@ void Parser::parseStore(const YamlEntry& entry, StoreConfig& store) {
   }
   const bool redis = store.type == "redis";
   for (const char* key : {"address", "cluster", "timeout_ms", "pool_size", "instances", "heartbeat",
-                          "breaker", "prefix"}) {
+                          "breaker", "prefix", "username", "password_file"}) {
     const YamlEntry* e = fields->find(key);
     if (e && !redis)
       reader_.error(*e, std::string("http.store.") + key + " applies only to type: redis");
@@ -229,6 +230,7 @@ void Parser::parseStore(const YamlEntry& entry, StoreConfig& store) {
       if (redisAddress(node.entry, node.text, "a cluster node")) store.cluster.push_back(node.text);
     }
   }
+  parseRedisLogin(reader_, *fields, "http.store", store);
   if (const YamlEntry* e = fields->find("timeout_ms")) {
     if (auto v = reader_.integer(*e, "http.store.timeout_ms", 1, 60'000)) store.timeout_ms = *v;
   }

@@ -26,13 +26,14 @@ std::string trimmed(const std::string& text) {
   return text.substr(begin, text.find_last_not_of(space) - begin + 1);
 }
 
-}  // namespace
-
-Result<std::string> loadFleetSecret(const std::string& path, const std::string& field) {
+// The trimmed text of `path`, a regular file only its owner (and group) may write and not
+// every user may read; `hint` ends the error of a file that does not exist.
+Result<std::string> readProtectedFile(const std::string& path, const std::string& field,
+                                      const std::string& hint) {
   // One descriptor for the checks and the read: what is read is the file that was checked.
   const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
-    if (errno == ENOENT) return Error::usage(field + " " + path + " does not exist" + kMakeSecret);
+    if (errno == ENOENT) return Error::usage(field + " " + path + " does not exist" + hint);
     return Error::usage("cannot read " + field + " " + path + ": " + std::strerror(errno) +
                         " (give this user access: chgrp the file to its group and chmod 640)");
   }
@@ -42,13 +43,13 @@ Result<std::string> loadFleetSecret(const std::string& path, const std::string& 
     problem = " is not a regular file; write the secret to a file";
   } else if ((st.st_mode & S_IROTH) != 0) {
     problem =
-        " is readable by every user: anyone could sign with it; chmod 600 (or 640 for a "
-        "group of services) " +
+        " is readable by every user: anyone could use it; chmod 600 (or 640 for a group of "
+        "services) " +
         path;
   } else if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
     problem =
-        " is writable by others than its owner: they could change the fleet's secret; "
-        "chmod 600 (or 640 for a group of services) " +
+        " is writable by others than its owner: they could change it; chmod 600 (or 640 for "
+        "a group of services) " +
         path;
   }
   std::string raw;
@@ -62,13 +63,29 @@ Result<std::string> loadFleetSecret(const std::string& path, const std::string& 
   }
   close(fd);
   if (!problem.empty()) return Error::usage(field + " " + path + problem);
-  std::string secret = trimmed(raw);
-  if (secret.size() < kMinFleetSecretBytes) {
-    return Error::usage(field + " " + path + " holds " + std::to_string(secret.size()) +
+  return trimmed(raw);
+}
+
+}  // namespace
+
+Result<std::string> loadFleetSecret(const std::string& path, const std::string& field) {
+  Result<std::string> secret = readProtectedFile(path, field, kMakeSecret);
+  if (!secret) return secret;
+  if (secret->size() < kMinFleetSecretBytes) {
+    return Error::usage(field + " " + path + " holds " + std::to_string(secret->size()) +
                         " characters; a secret needs at least " +
                         std::to_string(kMinFleetSecretBytes) + kMakeSecret);
   }
   return secret;
+}
+
+Result<std::string> loadRedisPassword(const std::string& path, const std::string& field) {
+  const std::string hint =
+      " (write the password of Redis's requirepass, or of its ACL user, to a file and chmod "
+      "600 it)";
+  Result<std::string> password = readProtectedFile(path, field, hint);
+  if (password && password->empty()) return Error::usage(field + " " + path + " is empty" + hint);
+  return password;
 }
 
 Result<std::string> loadReportSecret(const std::string& path) {

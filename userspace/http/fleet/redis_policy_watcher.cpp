@@ -85,7 +85,7 @@ void RedisPolicyWatcher::run() {
     if (!subscription) {
       const redis::Address& server = source_.client.seeds.at(0);
       auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
-      auto opened = redis::Connection::open(server, deadline);
+      auto opened = redis::Connection::open(server, deadline, source_.client.credentials);
       Result<std::vector<redis::Reply>> subscribed =
           opened ? (*opened)->pipeline({{"SUBSCRIBE", source_.channel}}, deadline)
                  : Result<std::vector<redis::Reply>>(opened.error());

@@ -50,7 +50,8 @@ uint16_t keySlot(std::string_view key) {
 // One server: its idle connections, and the calls waiting to share the next round trip.
 class Client::Node {
  public:
-  Node(Address address, size_t max_idle) : address_(std::move(address)), max_idle_(max_idle) {}
+  Node(Address address, size_t max_idle, Credentials credentials)
+      : address_(std::move(address)), max_idle_(max_idle), credentials_(std::move(credentials)) {}
 
   const Address& address() const { return address_; }
 
@@ -233,7 +234,7 @@ class Client::Node {
         return c;
       }
     }
-    return Connection::open(address_, deadline);
+    return Connection::open(address_, deadline, credentials_);
   }
 
   void release(std::unique_ptr<Connection> connection) {
@@ -252,6 +253,7 @@ class Client::Node {
 
   Address address_;
   size_t max_idle_;
+  Credentials credentials_;
   std::mutex mutex_;  // idle_
   std::vector<std::unique_ptr<Connection>> idle_;
   std::mutex queue_mutex_;  // queue_, in_flight_ and the waiters' fields
@@ -285,7 +287,8 @@ Client::Node& Client::nodeFor(const Address& address) {
   for (auto& node : nodes_) {
     if (node->address() == address) return *node;
   }
-  nodes_.push_back(std::make_unique<Node>(address, static_cast<size_t>(options_.pool_size)));
+  nodes_.push_back(std::make_unique<Node>(address, static_cast<size_t>(options_.pool_size),
+                                          options_.credentials));
   return *nodes_.back();
 }
 

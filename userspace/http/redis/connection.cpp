@@ -82,7 +82,8 @@ Reply copyReply(const redisReply* r) {
 
 }  // namespace
 
-Result<std::unique_ptr<Connection>> Connection::open(const Address& address, Deadline deadline) {
+Result<std::unique_ptr<Connection>> Connection::open(const Address& address, Deadline deadline,
+                                                     const Credentials& credentials) {
   const bool unix_socket = !address.unix_path.empty();
   redisContext* c =
       unix_socket
@@ -100,6 +101,17 @@ Result<std::unique_ptr<Connection>> Connection::open(const Address& address, Dea
   if (!unix_socket) setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
   auto connection = std::unique_ptr<Connection>(new Connection(address, c));
   connection->arm(deadline);
+  if (credentials.password.empty()) return connection;
+  Command auth = {"AUTH"};
+  if (!credentials.username.empty()) auth.push_back(credentials.username);
+  auth.push_back(credentials.password);
+  auto replies = connection->pipeline({auth}, deadline);
+  if (!replies) return replies.error();
+  if ((*replies)[0].isError()) {
+    return Error::failure("redis " + address.text() + " refused the login (" + (*replies)[0].str +
+                          "): give its password (requirepass, or its ACL user's) in "
+                          "password_file, and the user in username for an ACL user");
+  }
   return connection;
 }
 

@@ -25,6 +25,7 @@ redis::ClientOptions redisClientOptions(const StoreConfig& store) {
   }
   options.timeout_ms = store.timeout_ms;
   options.pool_size = static_cast<int>(store.pool_size);
+  options.credentials = {store.username, store.password};
   return options;
 }
 

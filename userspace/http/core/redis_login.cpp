@@ -1,0 +1,41 @@
+// SPDX-License-Identifier: MIT
+// parseRedisLogin: a section's username and password_file.
+#include "floodgate/core/redis_login.h"
+
+#include "floodgate/core/secret_file.h"
+
+namespace floodgate::http {
+
+bool parseRedisLogin(config::YamlReader& reader, const config::YamlFields& fields,
+                     const std::string& section, StoreConfig& store) {
+  bool ok = true;
+  const config::YamlEntry* username = fields.find("username");
+  const config::YamlEntry* file = fields.find("password_file");
+  if (username) {
+    auto text = reader.text(*username, section + ".username");
+    if (text) store.username = *text;
+    ok &= text.has_value();
+    if (!file) {
+      reader.error(*username, section + ".username needs password_file: PATH, its password");
+      ok = false;
+    }
+  }
+  if (!file) return ok;
+  auto path = reader.text(*file, section + ".password_file");
+  if (!path) return false;
+  if (path->front() != '/') {
+    // published to services on other hosts: only an absolute path means the same file there
+    reader.error(*file, section + ".password_file must be an absolute path, got '" + *path + "'");
+    return false;
+  }
+  auto password = loadRedisPassword(*path, section + ".password_file");
+  if (!password) {
+    reader.error(*file, password.error().message);
+    return false;
+  }
+  store.password_file = *path;
+  store.password = std::move(*password);
+  return ok;
+}
+
+}  // namespace floodgate::http
