@@ -55,7 +55,8 @@ ReceivedReport StreamReportReader::receive(const TailEntry& entry) {
 
 bool ReportStreamSource::operator==(const ReportStreamSource& other) const {
   return client.seeds == other.client.seeds && client.cluster == other.client.cluster &&
-         stream == other.stream && secret == other.secret && lookback_ns == other.lookback_ns;
+         client.credentials == other.client.credentials && stream == other.stream &&
+         secret == other.secret && lookback_ns == other.lookback_ns;
 }
 
 Result<std::unique_ptr<StreamReportReader>> StreamReportReader::start(ReportStreamSource source) {

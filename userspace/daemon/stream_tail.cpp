@@ -83,8 +83,8 @@ TailEntry replayEnd(int64_t now_ms) {
 
 bool StreamTailSource::operator==(const StreamTailSource& other) const {
   return client.seeds == other.client.seeds && client.cluster == other.client.cluster &&
-         stream == other.stream && lookback_ns == other.lookback_ns && what == other.what &&
-         max_replay == other.max_replay;
+         client.credentials == other.client.credentials && stream == other.stream &&
+         lookback_ns == other.lookback_ns && what == other.what && max_replay == other.max_replay;
 }
 
 Result<std::unique_ptr<StreamTail>> StreamTail::start(StreamTailSource source) {

@@ -68,6 +68,8 @@ std::shared_ptr<FleetMembership> FleetMembership::shared(const redis::ClientOpti
                      std::to_string(options.floor) + "|" + std::to_string(options.heartbeat_ms) +
                      "|" + std::to_string(options.expire_ms);
   for (const redis::Address& seed : client_options.seeds) name += "|" + seed.text();
+  // another login is another client (kept in memory only)
+  name += "|" + client_options.credentials.username + "|" + client_options.credentials.password;
   std::lock_guard lock(mutex);
   if (auto existing = memberships[name].lock()) return existing;
   for (auto it = memberships.begin(); it != memberships.end();) {
