@@ -105,6 +105,28 @@ TEST_F(RedisFunctionsTest, ARestartedServerGetsTheLibraryAgain) {
   EXPECT_FALSE(client_->scriptsOnly());
 }
 
+// A decision's answer of another shape (nils, text: a Redis, or a proxy, that is not what
+// it should be) is a store failure, never an admission (an absent integer would read 0,
+// "allowed").
+TEST_F(RedisFunctionsTest, AnAnswerOfAnotherShapeIsAFailureNotAnAdmission) {
+  const std::string name = redis::functionLibrary().name;
+  const std::string function = redis::decideScript(AlgorithmKind::kFixedWindow).function;
+  for (const char* answer :
+       {"{false, false, false, false, false, false, false}", "{'0', '0', '0', '0', '0', '0', '0'}",
+        "{0, 0, 0, 0, 0, 0}", "{7, 0, 0, 0, 0, 0, 0}", "{0, 0, 0, 0, 0, 9223372036854775, 0}"}) {
+    SCOPED_TRACE(answer);
+    const std::string library = "#!lua name=" + name + "\nredis.register_function('" + function +
+                                "', function(KEYS, ARGV) return " + answer + " end)\n";
+    auto loaded = server_->command({"FUNCTION", "LOAD", "REPLACE", library});
+    ASSERT_TRUE(loaded.ok() && !loaded->isError()) << (loaded.ok() ? loaded->str : "");
+    RedisStore store(client_, "p", window(AlgorithmKind::kFixedWindow, 5, 60'000), onWindowZero());
+    auto decided = store.decide("k", 0, 1);
+    ASSERT_FALSE(decided.ok()) << "admitted on an answer of another shape";
+    EXPECT_NE(decided.error().message.find("something unexpected"), std::string::npos)
+        << decided.error().message;
+  }
+}
+
 // Two versions of floodgate in one fleet share a Redis: each has its own library, named by
 // its version, and its own function names; loading one replaces nothing of the other's.
 TEST_F(RedisFunctionsTest, TwoVersionsKeepTheirOwnLibraries) {

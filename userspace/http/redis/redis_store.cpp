@@ -16,9 +16,26 @@ constexpr int64_t kNsPerUs = 1000;
 constexpr size_t kMaxKeyBytes = 200;
 constexpr std::string_view kHashedKeyMark = "sha1:";  // then the SHA1 of the key, in hex
 
+// Whether elements [from, to) of `reply` are integers a count of microseconds may be (so
+// that one in nanoseconds does not overflow). A reply of another shape (nils, text, from
+// a Redis or a proxy that is not what it should be) is a store failure, which the policy's
+// failure_mode handles, never an admission: an integer field that is absent reads 0.
+bool microsecondsAt(const redis::Reply& reply, size_t from, size_t to) {
+  constexpr int64_t kMost = INT64_MAX / kNsPerUs;
+  for (size_t i = from; i < to; ++i) {
+    const redis::Reply& e = reply.elements[i];
+    if (e.type != redis::Reply::Type::kInteger || e.integer > kMost || e.integer < -kMost) {
+      return false;
+    }
+  }
+  return true;
+}
+
 Result<RedisStore::Answer> readAnswer(const redis::Reply& reply, int64_t quota) {
   if (reply.isError()) return Error::failure("redis script failed: " + reply.str);
-  if (reply.type != redis::Reply::Type::kArray || reply.elements.size() != 7) {
+  if (reply.type != redis::Reply::Type::kArray || reply.elements.size() != 7 ||
+      !microsecondsAt(reply, 0, 7) || reply.elements[0].integer < 0 ||
+      reply.elements[0].integer > 2) {
     return Error::failure("redis script answered something unexpected");
   }
   auto at = [&](size_t i) { return reply.elements[i].integer; };
@@ -301,7 +318,8 @@ Result<std::vector<Result<RedisStore::Answer>>> RedisStore::decideAtomically(
   auto replies = evalAll(*first.client_, {std::move(rc)}, {&script});
   if (!replies) return replies.error();
   const redis::Reply& reply = (*replies)[0];
-  if (reply.type != redis::Reply::Type::kArray || reply.elements.size() != 1 + items.size()) {
+  if (reply.type != redis::Reply::Type::kArray || reply.elements.size() != 1 + items.size() ||
+      !microsecondsAt(reply, 0, 1)) {
     Error error = Error::failure(reply.isError() ? "redis script failed: " + reply.str
                                                  : "redis script answered something unexpected");
     return std::vector<Result<Answer>>(items.size(), error);
@@ -369,7 +387,8 @@ Result<std::vector<Result<RedisStore::Synced>>> RedisStore::sync(const std::vect
   for (size_t b = 0; b < batches.size(); ++b) {
     const redis::Reply& reply = (*replies)[b];
     if (reply.type != redis::Reply::Type::kArray ||
-        reply.elements.size() != 1 + 2 * batches[b].size()) {
+        reply.elements.size() != 1 + 2 * batches[b].size() ||
+        !microsecondsAt(reply, 0, reply.elements.size())) {
       Error error = Error::failure(reply.isError() ? "redis sync failed: " + reply.str
                                                    : "redis sync answered something unexpected");
       for (size_t i : batches[b]) out[i] = error;
