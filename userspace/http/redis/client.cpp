@@ -318,9 +318,19 @@ Result<void> Client::refreshSlots(Deadline deadline) {
     std::unique_lock lock(topology_);
     slots_.fill(-1);
     for (const Reply& range : reply.elements) {
-      // [start, end, [host, port, id], replicas...]: the first address is the master.
+      // [start, end, [host, port, id], replicas...]: the first address is the master. A
+      // range of another shape, or past the slots there are, is left out: a node that
+      // answers nonsense must not keep this lock (and every caller) in a loop.
       if (range.elements.size() < 3 || range.elements[2].elements.size() < 2) continue;
+      const Reply& start = range.elements[0];
+      const Reply& end = range.elements[1];
       const Reply& master = range.elements[2];
+      if (start.type != Reply::Type::kInteger || end.type != Reply::Type::kInteger ||
+          master.elements[0].type != Reply::Type::kString ||
+          master.elements[1].type != Reply::Type::kInteger || start.integer < 0 ||
+          end.integer >= static_cast<int64_t>(kSlots) || start.integer > end.integer) {
+        continue;
+      }
       Address address{master.elements[0].str, static_cast<int>(master.elements[1].integer)};
       if (address.host.empty()) address.host = node->address().host;
       nodeFor(address);
@@ -328,9 +338,7 @@ Result<void> Client::refreshSlots(Deadline deadline) {
           std::find_if(nodes_.begin(), nodes_.end(),
                        [&](const auto& n) { return n->address() == address; }) -
           nodes_.begin());
-      for (int64_t s = range.elements[0].integer; s <= range.elements[1].integer; ++s) {
-        if (s >= 0 && s < static_cast<int64_t>(kSlots)) slots_[s] = index;
-      }
+      for (int64_t s = start.integer; s <= end.integer; ++s) slots_[s] = index;
     }
     slots_known_ = true;
     return {};
