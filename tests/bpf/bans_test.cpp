@@ -42,6 +42,17 @@ class BansTest : public XdpProgramTest {
     return now.ok() ? *now : 0;
   }
 
+  // As if rule bans had filled the IPv4 ban table up to the room kept for manual bans.
+  void fillBansUpToTheReserve() {
+    auto settings = limiter().settings();
+    ASSERT_TRUE(settings.ok());
+    settings->ban_entries[0] = FG_BAN_MAX_ENTRIES - FG_BAN_RESERVE;
+    auto settings_map = BpfMap<uint32_t, fg_settings>::openPinned(
+        mapPinPath(pin_name_, "settings_map"), "settings_map");
+    ASSERT_TRUE(settings_map.ok()) << settings_map.error().message;
+    ASSERT_TRUE(settings_map->update(0, *settings).ok());
+  }
+
   uint32_t banCount() {
     auto settings = limiter().settings();
     EXPECT_TRUE(settings.ok());
@@ -238,14 +249,7 @@ TEST_F(BansTest, RuleBansStopShortOfTheRoomKeptForManualBans) {
   banning.action = ExceedAction::kBan;
   banning.ban_ns = 600 * kSecond;
   load({banning});
-  // as if a spoofed flood had banned all but the reserve already
-  auto settings = limiter().settings();
-  ASSERT_TRUE(settings.ok());
-  settings->ban_entries[0] = FG_BAN_MAX_ENTRIES - FG_BAN_RESERVE;
-  auto settings_map = BpfMap<uint32_t, fg_settings>::openPinned(
-      mapPinPath(pin_name_, "settings_map"), "settings_map");
-  ASSERT_TRUE(settings_map.ok()) << settings_map.error().message;
-  ASSERT_TRUE(settings_map->update(0, *settings).ok());
+  fillBansUpToTheReserve();  // as a spoofed flood would have
   auto frame = udpFrom("192.0.2.40");
   EXPECT_EQ(run(frame), XDP_PASS);
   EXPECT_EQ(run(frame), XDP_DROP);  // over its limit: the rule would ban it, but may not
@@ -310,13 +314,7 @@ TEST_F(BansTest, FleetBansStopAtTheirRoomAndLeaveTheRestToThisHost) {
   EXPECT_TRUE(room("192.0.2.43"));
 
   // nor do fleet bans take the entries rule bans leave to manual bans and escalations
-  auto settings = limiter().settings();
-  ASSERT_TRUE(settings.ok());
-  settings->ban_entries[0] = FG_BAN_MAX_ENTRIES - FG_BAN_RESERVE;
-  auto settings_map = BpfMap<uint32_t, fg_settings>::openPinned(
-      mapPinPath(pin_name_, "settings_map"), "settings_map");
-  ASSERT_TRUE(settings_map.ok()) << settings_map.error().message;
-  ASSERT_TRUE(settings_map->update(0, *settings).ok());
+  fillBansUpToTheReserve();
   EXPECT_FALSE(room("192.0.2.43")) << "rule bans filled the table up to the reserve";
   EXPECT_TRUE(room("192.0.2.40")) << "extended in place";
 }
