@@ -305,9 +305,10 @@ HeldInterfaces::Banned HeldInterfaces::banEverywhere(const Cidr& address, uint64
     Status s = okStatus();
     if (origin == BanOrigin::kFleet && !held.limiter.fleetBanHasRoom(address, fleet_room)) {
       ++out.no_room;
-      s = Error::failure(std::to_string(fleet_room) +
-                         " fleet bans of its family are there, fleet.bans.max_entries: the rest "
-                         "of the ban table is kept for this host's own bans");
+      s = Error::failure("its ban table holds fleet.bans.max_entries (" +
+                         std::to_string(fleet_room) +
+                         ") fleet bans of the family, or is full up to the entries kept for "
+                         "manual bans and escalations: the rest is kept for this host's own bans");
     } else {
       s = held.limiter.banAdd(address, ban_ns, BanUpdate::kExtend, origin);
     }
