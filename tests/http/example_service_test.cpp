@@ -45,6 +45,33 @@ constexpr const char* kConfig = R"(http:
       window_ms: 3600000
 )";
 
+// The holder of key alpha adding a second, junk key line is answered 400 over HTTP and
+// charged nothing: alpha and the address keep their whole quotas.
+TEST(ExampleService, AKeyHeaderSentTwiceWithDifferentValuesIs400AndChargesNothing) {
+  ExampleService service(kConfig);
+  ASSERT_GT(service.port(), 0) << service.stderrText();
+  httplib::Client client("127.0.0.1", service.port());
+  client.set_connection_timeout(5);
+  client.set_read_timeout(5);
+  for (int i = 0; i < 5; ++i) {
+    httplib::Headers twice{{"X-API-Key", "alpha"},
+                           {"X-API-Key", "junk-" + std::to_string(i)},
+                           {"X-Forwarded-For", "198.51.100.1"}};
+    auto refused = client.Get("/api/reports", twice);
+    ASSERT_TRUE(refused);
+    EXPECT_EQ(refused->status, 400);
+    EXPECT_EQ(refused->get_header_value("Content-Type"), "application/problem+json");
+    EXPECT_FALSE(refused->has_header("Retry-After"));
+    EXPECT_EQ(nlohmann::json::parse(refused->body)["title"], "Bad Request");
+  }
+  httplib::Headers once{{"X-API-Key", "alpha"}, {"X-Forwarded-For", "198.51.100.1"}};
+  auto first = client.Get("/api/reports", once);
+  ASSERT_TRUE(first);
+  EXPECT_EQ(first->status, 200);
+  EXPECT_EQ(first->get_header_value("RateLimit").substr(0, 16), R"("per-key";r=6;t=)");
+  EXPECT_NE(first->get_header_value("RateLimit").find(R"("per-ip";r=2;)"), std::string::npos);
+}
+
 TEST(ExampleService, RateLimitHeadersThen429WithRetryAfterAndProblemJson) {
   ExampleService service(kConfig);
   ASSERT_GT(service.port(), 0) << service.stderrText();

@@ -146,5 +146,27 @@ TEST(ProblemJson, EscapesQuotesBackslashesAndControlCharacters) {
   EXPECT_NE(body["detail"].get<std::string>().find(name), std::string::npos);
 }
 
+TEST(ProblemJson, AnAmbiguousKeyIsABadRequestWithNoRetryAndNoQuotaFields) {
+  PolicyConfig policy;
+  policy.name = "per-key";
+  auto algorithm = makeAlgorithm({AlgorithmKind::kGcra, 0, 0, 2, 1.0});
+  ASSERT_TRUE(algorithm.ok());
+  Verdict v;
+  v.binding.outcome = Outcome::kAmbiguousKey;
+  v.binding.policy = "per-key";
+  v.binding.limit = 2;
+  v.decisions.push_back({&policy, algorithm->get(), "k", 1, v.binding, false});
+  v.violated.push_back("per-key");
+  EXPECT_EQ(statusFor(v), 400);
+  EXPECT_TRUE(responseHeaders(v).empty());
+  auto body = nlohmann::json::parse(problemJson(v));
+  EXPECT_EQ(body["title"], "Bad Request");
+  EXPECT_EQ(body["status"], 400);
+  EXPECT_EQ(body["detail"],
+            "the request sends the key header of policy 'per-key' more than once, with "
+            "different values; send it once");
+  EXPECT_FALSE(body.contains("retry-after"));
+}
+
 }  // namespace
 }  // namespace floodgate::http

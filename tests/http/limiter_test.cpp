@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "floodgate/core/config_parser.h"
+#include "floodgate/core/headers.h"
 #include "floodgate/stores/memory_store.h"
 #include "floodgate/stores/store_backend.h"
 
@@ -227,9 +228,50 @@ TEST(Limiter, HeadIsLimitedAndChargedAsGet) {
   EXPECT_FALSE(f.limiter->check(request("POST", "/api/items", "192.0.2.1")).limited());
 }
 
-// A key header sent twice: whichever line the service reads, the request is charged to one
-// key all such requests share, not to a fresh key made of the lines.
-TEST(Limiter, AKeyHeaderSentTwiceIsChargedToOneSharedKey) {
+// A key header sent twice with different values: whichever line the service reads, the
+// holder of k1 adding a junk line must not be charged anywhere but k1, so the request is
+// refused and charges nothing (k1 keeps its whole quota).
+TEST(Limiter, AKeyHeaderSentTwiceWithDifferentValuesIsRefusedAndChargesNothing) {
+  Fixture f(R"(http:
+  policies:
+    - name: per-key
+      key: header:X-API-Key
+      algorithm: fixed_window
+      limit: 2
+      window_ms: 60000
+    - name: per-ip
+      key: ip
+      algorithm: fixed_window
+      limit: 100
+      window_ms: 60000
+)");
+  for (int i = 0; i < 10; ++i) {
+    const std::string junk = "junk-" + std::to_string(i);
+    for (const auto& [first, second] :
+         {std::pair<std::string, std::string>{"k1", junk}, {junk, "k1"}}) {
+      Verdict v = f.limiter->check(
+          request("GET", "/", "192.0.2.1", {{"X-API-Key", first}, {"x-api-key", second}}));
+      EXPECT_FALSE(v.allowed());
+      EXPECT_EQ(v.binding.outcome, Outcome::kAmbiguousKey);
+      EXPECT_EQ(v.binding.policy, "per-key");
+      EXPECT_EQ(statusFor(v), 400);
+      EXPECT_FALSE(v.reportable());
+    }
+  }
+  // nothing was charged: k1 sent once has its 2, and the address its 100
+  EXPECT_TRUE(
+      f.limiter->check(request("GET", "/", "192.0.2.1", {{"X-API-Key", " k1 "}})).allowed());
+  EXPECT_TRUE(f.limiter->check(request("GET", "/", "192.0.2.1", {{"X-API-Key", "k1"}})).allowed());
+  EXPECT_EQ(
+      f.limiter->check(request("GET", "/", "192.0.2.1", {{"X-API-Key", "k1"}})).binding.outcome,
+      Outcome::kRejected);
+  Verdict by_address = f.limiter->check(request("GET", "/", "192.0.2.1"));
+  ASSERT_EQ(by_address.decisions.size(), 1u);
+  EXPECT_EQ(by_address.decisions[0].decision.remaining, 97);
+}
+
+// The same key sent twice names one key: it is charged once, to that key.
+TEST(Limiter, AKeyHeaderSentTwiceWithOneValueIsChargedToIt) {
   Fixture f(R"(http:
   policies:
     - name: per-key
@@ -238,19 +280,41 @@ TEST(Limiter, AKeyHeaderSentTwiceIsChargedToOneSharedKey) {
       limit: 2
       window_ms: 60000
 )");
+  Verdict v = f.limiter->check(
+      request("GET", "/", "192.0.2.1", {{"X-API-Key", "k1"}, {"X-API-Key", " k1"}}));
+  ASSERT_TRUE(v.allowed());
+  ASSERT_EQ(v.decisions.size(), 1u);
+  EXPECT_EQ(v.decisions[0].key, "k1");
+  EXPECT_EQ(v.decisions[0].decision.remaining, 1);
+}
+
+// An Authorization scheme is case-insensitive and its spaces are one or more: a server takes
+// `Bearer T`, `bearer T` and `BEARER  T` for one token, so they are one key, not a bucket each.
+TEST(Limiter, AuthorizationSpelledAnotherWayIsTheSameKey) {
+  Fixture f(R"(http:
+  policies:
+    - name: per-token
+      key: header:Authorization
+      algorithm: fixed_window
+      limit: 2
+      window_ms: 60000
+)");
   int admitted = 0;
-  for (int i = 0; i < 10; ++i) {
-    const std::string junk = "junk-" + std::to_string(i);
-    Verdict v = f.limiter->check(
-        request("GET", "/", "192.0.2.1", {{"X-API-Key", "k1"}, {"x-api-key", junk}}));
-    admitted += v.allowed();
-    ASSERT_EQ(v.decisions.size(), 1u);
-    EXPECT_EQ(v.decisions[0].key, kAmbiguousHeaderKey);
+  for (const char* spelling : {"Bearer T0k", "bearer T0k", "BEARER \t T0k", " beAreR T0k "}) {
+    admitted +=
+        f.limiter->check(request("GET", "/", "192.0.2.1", {{"authorization", spelling}})).allowed();
   }
   EXPECT_EQ(admitted, 2);
-  // k1 sent once keeps its own quota
-  EXPECT_TRUE(
-      f.limiter->check(request("GET", "/", "192.0.2.1", {{"X-API-Key", " k1 "}})).allowed());
+  // the token itself is case-sensitive: another token has its own quota
+  EXPECT_TRUE(f.limiter->check(request("GET", "/", "192.0.2.1", {{"Authorization", "Bearer t0k"}}))
+                  .allowed());
+  // and two spellings of one token sent together are one key, not an ambiguous request
+  EXPECT_EQ(
+      f.limiter
+          ->check(request("GET", "/", "192.0.2.1",
+                          {{"Authorization", "Bearer t0k"}, {"Authorization", "bearer  t0k"}}))
+          .binding.outcome,
+      Outcome::kAllowed);
 }
 
 TEST(Limiter, CostAboveTheBurstIsItsOwnOutcome) {

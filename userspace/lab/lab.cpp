@@ -25,6 +25,8 @@ std::string_view outcomeWord(Outcome outcome) {
       return "unavailable";
     case Outcome::kOverloaded:
       return "overloaded";
+    case Outcome::kAmbiguousKey:
+      return "ambiguous";
   }
   return "?";
 }

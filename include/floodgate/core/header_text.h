@@ -3,6 +3,7 @@
 // names and tokens.
 #pragma once
 
+#include <string>
 #include <string_view>
 
 namespace floodgate::http {
@@ -12,5 +13,11 @@ std::string_view trimOws(std::string_view s);
 
 // Whether `a` and `b` are equal ignoring ASCII case.
 bool equalsIgnoreCase(std::string_view a, std::string_view b);
+
+// The key a `key: header:NAME` policy charges for one line `value` of header `name`: the
+// value without OWS, and for Authorization and Proxy-Authorization the credentials as a
+// server reads them (RFC 9110 11.4: a case-insensitive scheme, then one or more spaces), so
+// `Bearer T`, `bearer T` and `BEARER  T` are one key, not three buckets for one token.
+std::string headerKey(std::string_view name, std::string_view value);
 
 }  // namespace floodgate::http

@@ -20,4 +20,23 @@ bool equalsIgnoreCase(std::string_view a, std::string_view b) {
          });
 }
 
+std::string headerKey(std::string_view name, std::string_view value) {
+  value = trimOws(value);
+  if (!equalsIgnoreCase(name, "Authorization") && !equalsIgnoreCase(name, "Proxy-Authorization")) {
+    return std::string(value);
+  }
+  const size_t scheme_end = std::min(value.find_first_of(" \t"), value.size());
+  std::string key;
+  key.reserve(value.size());
+  for (char c : value.substr(0, scheme_end)) {
+    key += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  }
+  const std::string_view credentials = trimOws(value.substr(scheme_end));
+  if (!credentials.empty()) {
+    key += ' ';
+    key += credentials;
+  }
+  return key;
+}
+
 }  // namespace floodgate::http

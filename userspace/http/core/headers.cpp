@@ -101,6 +101,8 @@ int statusFor(const Verdict& verdict) {
     case Outcome::kRejected:
     case Outcome::kCostExceedsBurst:
       return 429;
+    case Outcome::kAmbiguousKey:
+      return 400;
   }
   return 429;
 }
@@ -115,7 +117,9 @@ std::string problemJson(const Verdict& verdict) {
   std::string out;
   out.reserve(256);
   out += R"({"type":"about:blank","title":)";
-  out += unavailable ? R"("Service Unavailable")" : R"("Too Many Requests")";
+  out += unavailable                           ? R"("Service Unavailable")"
+         : b.outcome == Outcome::kAmbiguousKey ? R"("Bad Request")"
+                                               : R"("Too Many Requests")";
   out += R"(,"status":)";
   appendInt(out, statusFor(verdict));
   out += R"(,"detail":")";
@@ -126,6 +130,11 @@ std::string problemJson(const Verdict& verdict) {
       out += "' can ever admit at once (burst ";
       appendInt(out, b.limit);
       out += "); retrying will not help";
+      break;
+    case Outcome::kAmbiguousKey:
+      out += "the request sends the key header of policy '";
+      appendJsonEscaped(out, b.policy);
+      out += "' more than once, with different values; send it once";
       break;
     case Outcome::kStoreUnavailable:
       out += "the rate-limit store of policy '";
@@ -171,7 +180,8 @@ std::string problemJson(const Verdict& verdict) {
 std::vector<std::pair<std::string, std::string>> responseHeaders(const Verdict& verdict) {
   std::vector<std::pair<std::string, std::string>> headers;
   headers.reserve(3);
-  if (verdict.limited()) {
+  // an ambiguous key's quota is nobody's: no fields to tell of it
+  if (verdict.limited() && verdict.binding.outcome != Outcome::kAmbiguousKey) {
     headers.emplace_back("RateLimit-Policy", rateLimitPolicyHeader(verdict));
     headers.emplace_back("RateLimit", rateLimitHeader(verdict));
   }

@@ -17,6 +17,8 @@ namespace {
 // Rank of a rejection for choosing the binding policy: can-never-succeed first.
 int severity(Outcome outcome) {
   switch (outcome) {
+    case Outcome::kAmbiguousKey:
+      return 4;
     case Outcome::kCostExceedsBurst:
       return 3;
     case Outcome::kOverloaded:
@@ -149,12 +151,17 @@ std::string Limiter::keyFor(const PolicyConfig& policy, const RequestInfo& reque
     case KeyKind::kHeader: {
       const std::vector<std::string_view> lines = headerValues(request, policy.key.header);
       if (lines.empty()) return {};
-      // Two lines of the key header: which one the service authenticates is its framework's
-      // choice (the first, for cpp-httplib), so a key made of them all would let a junk
-      // second line give every request a fresh bucket. They share one key instead, which
-      // no single line can spell (a header value holds no line break).
-      if (lines.size() > 1) return std::string(kAmbiguousHeaderKey);
-      return std::string(trimOws(lines.front()));
+      std::string key = headerKey(policy.key.header, lines.front());
+      // Two different lines of the key header: which one the service authenticates is its
+      // framework's choice (the first, for cpp-httplib), so charging any one of them, or a
+      // key made of them, or a key all such requests share, lets the holder of one key add
+      // a junk line and be charged elsewhere. Such a request is refused (kAmbiguousKey).
+      for (size_t i = 1; i < lines.size(); ++i) {
+        if (headerKey(policy.key.header, lines[i]) != key) {
+          return std::string(kAmbiguousHeaderKey);
+        }
+      }
+      return key;
     }
   }
   return {};
@@ -202,6 +209,14 @@ Verdict Limiter::check(const RequestInfo& request) {
     pd.cost = config.costFor(request.method, request.path);
     pd.decision.policy = config.name;
     pd.key = std::move(key);
+    if (pd.key == kAmbiguousHeaderKey) {
+      Decision ambiguous;
+      ambiguous.outcome = Outcome::kAmbiguousKey;
+      ambiguous.limit = policy.algorithm->quota();
+      settle(pd, ambiguous);
+      known_rejections.push_back(std::move(pd));
+      continue;
+    }
     if (policy.shared != nullptr) {
       if (auto known = policy.shared->knownRejection(pd.key, now_ns, pd.cost)) {
         settle(pd, *known);

@@ -22,6 +22,8 @@ std::string_view outcomeLabel(Outcome outcome) {
       return "store_unavailable";
     case Outcome::kOverloaded:
       return "overloaded";
+    case Outcome::kAmbiguousKey:
+      return "ambiguous_key";
   }
   return "unknown";
 }
