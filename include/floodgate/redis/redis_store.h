@@ -25,6 +25,11 @@ struct RedisStoreOptions {
   // are the debt its syncs recorded (the fleet admitted more than the bucket held), which a
   // decision keeps; otherwise they are read as a lowered capacity's and capped at it.
   bool keeps_debt = false;
+  // Every key is written as "sha1:" and its SHA1, short or not: for keys that are secrets
+  // or identities (an API key header, a user id), so whoever can read Redis (a replica, a
+  // backup, MONITOR, a key listing) does not read them there. Hashing costs a decision
+  // about a microsecond at most, beside its round trip.
+  bool hide_keys = false;
 };
 
 // Each decision is one FCALL of the algorithm's function, or one for all of a request's
@@ -36,8 +41,8 @@ struct RedisStoreOptions {
 // under "<algorithm>:v2", GCRA's under "gcra", and a hash before that, under the name alone:
 // none of which this version reads, nor an older one this one's). Keys longer than 200 bytes, and
 // keys that start with "sha1:", are replaced by "sha1:" and their SHA1 (stable across the
-// fleet), so no key a client sends names another's hashed one. Times in the answer are Redis's, in
-// µs, converted to ns. Thread-safe.
+// fleet), so no key a client sends names another's hashed one; with hide_keys every key is. Times
+// in the answer are Redis's, in µs, converted to ns. Thread-safe.
 class RedisStore final : public Store {
  public:
   RedisStore(std::shared_ptr<redis::Client> client, std::string policy,
@@ -52,6 +57,8 @@ class RedisStore final : public Store {
   // written to `scratch`: the bound on what a client-chosen key makes Redis, or a store
   // that keeps keys in front of it, hold. The same on every instance of a fleet.
   static std::string_view boundedKey(std::string_view key, std::string& scratch);
+  // "sha1:" and the SHA1 of `key` in hex, whatever `key` is (see hide_keys).
+  static std::string hiddenKey(std::string_view key);
 
   // One request of a batch.
   struct Request {

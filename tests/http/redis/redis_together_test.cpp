@@ -11,6 +11,7 @@
 #include "floodgate/core/limiter.h"
 #include "floodgate/redis/failover_store.h"
 #include "floodgate/redis/redis_store.h"
+#include "floodgate/redis/scripts.h"
 #include "floodgate/redis/store_factory.h"
 #include "floodgate/stores/local_share_store.h"
 #include "http/algorithm_harness.h"
@@ -463,6 +464,55 @@ TEST(RedisTogetherOutage, RedisDyingMidRunFollowsEachPolicysFailureMode) {
   ASSERT_TRUE(back.allowed());
   // the new server counts from zero: the closed request that got through, and this one
   EXPECT_EQ(back.decisions[0].decision.remaining, 1000 - 2);
+}
+
+// An API key and a user id are secrets or identities: whoever can read Redis (a replica, a
+// backup, a key listing) finds only their SHA1 in its key names. An address is neither, and
+// an operator looks for it, so it is written as it is.
+TEST(RedisTogetherKeys, ApiKeysAndUserIdsAreHiddenInRedisAddressesAreNot) {
+  if (!testing::haveRedis()) GTEST_SKIP() << "redis-server is not installed";
+  auto server = RedisServer::start();
+  if (!server) GTEST_SKIP() << "redis-server did not start";
+  HttpConfig config = threePolicies(window(AlgorithmKind::kFixedWindow, 10, 600'000),
+                                    bucket(AlgorithmKind::kGcra, 10, 1),
+                                    window(AlgorithmKind::kSlidingWindowLog, 10, 600'000));
+  config.store.type = "redis";
+  config.store.address = server->address().text();
+  auto clock = std::make_shared<SteadyClock>();
+  FleetMembershipOptions membership;
+  membership.heartbeat_ms = 0;
+  redis::ClientOptions options;
+  options.seeds = {server->address()};
+  auto made = Limiter::create(
+      config, clock,
+      makeStoreFactory(config.store, clock,
+                       std::make_shared<FleetMembership>(std::make_shared<redis::Client>(options),
+                                                         membership, clock)));
+  ASSERT_TRUE(made.ok()) << made.error().message;
+  Limiter& limiter = **made;
+  // a short key, and one that spells the hashed form (hashed either way, never confused)
+  for (const std::string api_key : {"s3cret-Key", "sha1:0000"}) {
+    Verdict v = check(limiter, {"/", "192.0.2.7", api_key, "alice@example.com"});
+    ASSERT_TRUE(v.allowed());
+    EXPECT_EQ(v.decisions[1].decision.remaining, 9) << api_key << ": a key of its own";
+  }
+  auto keys = server->command({"KEYS", "*"});
+  ASSERT_TRUE(keys.ok());
+  std::vector<std::string> names;
+  for (const redis::Reply& e : keys->elements) names.push_back(e.str);
+  auto has = [&](const std::string& name) {
+    return std::find(names.begin(), names.end(), name) != names.end();
+  };
+  EXPECT_TRUE(has("fg:{per-ip:192.0.2.7}:fixed_window:v3"));
+  for (const std::string api_key : {"s3cret-Key", "sha1:0000"}) {
+    EXPECT_TRUE(has("fg:{per-key:" + RedisStore::hiddenKey(api_key) + "}:gcra:v3")) << api_key;
+  }
+  EXPECT_TRUE(has("fg:{per-user:" + RedisStore::hiddenKey("alice@example.com") + "}:log"));
+  for (const std::string& name : names) {
+    EXPECT_EQ(name.find("s3cret"), std::string::npos) << name;
+    EXPECT_EQ(name.find("alice"), std::string::npos) << name;
+  }
+  EXPECT_EQ(RedisStore::hiddenKey("s3cret-Key"), "sha1:" + redis::sha1Hex("s3cret-Key"));
 }
 
 // A cluster: keys of one slot are decided in one script; keys of several slots (the usual

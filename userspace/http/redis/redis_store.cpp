@@ -73,15 +73,19 @@ std::string_view RedisStore::boundedKey(std::string_view key, std::string& scrat
       key.find_first_of("{}") == std::string_view::npos) {
     return key;
   }
-  scratch = std::string(kHashedKeyMark) + redis::sha1Hex(key);
+  scratch = hiddenKey(key);
   return scratch;
+}
+
+std::string RedisStore::hiddenKey(std::string_view key) {
+  return std::string(kHashedKeyMark) + redis::sha1Hex(key);
 }
 
 std::vector<std::string> RedisStore::redisKeys(std::string_view key) const {
   // Keys are client-chosen (an API key header): bound what one can make Redis store.
   std::string scratch;
   std::string base = options_.prefix + ":{" + policy_ + ":";
-  base += boundedKey(key, scratch);
+  base += options_.hide_keys ? hiddenKey(key) : boundedKey(key, scratch);
   base += "}";
   if (params_.kind == AlgorithmKind::kSlidingWindowLog) return {base + ":log", base + ":seq"};
   // named after the algorithm: a policy that changes algorithm starts its keys fresh (its

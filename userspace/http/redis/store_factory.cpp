@@ -63,6 +63,8 @@ StoreFactory makeStoreFactory(const StoreConfig& store, std::shared_ptr<const Cl
              std::shared_ptr<const Algorithm> /*algorithm*/) -> std::unique_ptr<Store> {
     RedisStoreOptions options = redis_options;
     options.keeps_debt = policy.sync.enabled;
+    // an address is no secret and an operator looks for it; an API key or user id is one
+    options.hide_keys = policy.key.kind != KeyKind::kIp;
     auto redis_store = std::make_unique<RedisStore>(client, policy.name, policy.algorithm, options);
     std::unique_ptr<Store> remote;
     if (policy.sync.enabled) {
