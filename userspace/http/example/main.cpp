@@ -13,6 +13,7 @@
 #include "floodgate/adapters/httplib_adapter.h"
 #include "floodgate/core/config_parser.h"
 #include "floodgate/core/headers.h"
+#include "floodgate/core/secret_file.h"
 #include "floodgate/fleet/fleet_secret.h"
 #include "floodgate/fleet/live_reporter.h"
 #include "floodgate/fleet/policy_watcher.h"
@@ -104,6 +105,8 @@ struct PolicySource {
   std::string redis_key;
   std::string secret_file;  // with redis_key: the fleet's secret the controller signs with
   std::string secret;
+  redis::Credentials login;  // with redis_key: for a Redis that asks for a login
+  std::string password_file;
 
   bool followed() const { return !policies_path.empty() || !redis_key.empty(); }
 };
@@ -113,6 +116,7 @@ RedisPolicySource redisSource(const PolicySource& source) {
   redis.client.seeds = {*redis::Address::parse(source.redis_address)};  // checked in main
   redis.key = source.redis_key;
   redis.secret = source.secret;
+  redis.client.credentials = source.login;
   return redis;
 }
 
@@ -247,6 +251,14 @@ int main(int argc, char** argv) {
                  "The fleet's secret the controller signs the policies with (its "
                  "http.publish.secret_file or http.escalate.secret_file; with --policy-redis)")
       ->needs(redis);
+  app.add_option("--policy-redis-user", source.login.username,
+                 "The ACL user to log in to that Redis as (with --policy-redis-password-file)")
+      ->needs(redis);
+  auto* password = app.add_option("--policy-redis-password-file", source.password_file,
+                                  "A file (chmod 600) holding the password of that Redis's "
+                                  "requirepass or ACL user (with --policy-redis)")
+                       ->needs(redis);
+  app.get_option("--policy-redis-user")->needs(password);
   config->excludes(policies);
   config->excludes(redis);
   policies->excludes(redis);
@@ -289,6 +301,14 @@ int main(int argc, char** argv) {
       return 2;
     }
     source.secret = std::move(*secret);
+    if (!source.password_file.empty()) {
+      auto login = loadRedisPassword(source.password_file, "--policy-redis-password-file");
+      if (!login) {
+        std::cerr << "floodgate-http-example: error: " << login.error().message << "\n";
+        return 2;
+      }
+      source.login.password = std::move(*login);
+    }
   }
   if (source.config_path.empty() && !source.followed()) {
     std::cerr << "floodgate-http-example: error: give --config FILE (read once), or --policies "
