@@ -123,6 +123,37 @@ TEST_F(BansTest, ALiftRemovesAFleetBanWhateverItsAgeAndAnOwnBanOnlyIfOlder) {
   EXPECT_EQ(banCount(), 1u);
 }
 
+// A fleet ban meeting this host's own ban extends it and no more: the ban stays this host's
+// (its start, who started it, none of the fleet's room), so a lift signed before this host
+// banned cannot lift it by way of a fleet ban read first.
+TEST_F(BansTest, AFleetBanExtendsAnOwnBanWhichStaysTheHosts) {
+  load({sourceRule(1000, 1000)});
+  const Cidr own = *parseCidr("192.0.2.41");
+  ASSERT_TRUE(limiter().banAdd(own, 60 * kSecond).ok());  // manual, started just now
+  const fg_ban before = *banTrie().find(hostKey(41));
+  ASSERT_TRUE(limiter().banAdd(own, 600 * kSecond, BanUpdate::kExtend, BanOrigin::kFleet).ok());
+  const fg_ban after = *banTrie().find(hostKey(41));
+  EXPECT_EQ(after.rule_id, FG_BAN_MANUAL);
+  EXPECT_EQ(after.since, before.since);
+  EXPECT_GE(after.expires, before.expires + 500ULL * *kernelHz()) << "extended";
+  EXPECT_TRUE(limiter().fleetBanHasRoom(*parseCidr("192.0.2.42"), 1))
+      << "the extended ban takes none of the fleet's room";
+  // a lift signed a minute ago: older than this host's ban, which stands
+  auto lifted = limiter().banRemoveStartedBefore(own, 60 * kSecond);
+  ASSERT_TRUE(lifted.ok()) << lifted.error().message;
+  EXPECT_FALSE(*lifted);
+  EXPECT_EQ(run(udpFrom("192.0.2.41")), XDP_DROP);
+  // a fleet ban this host then bans for longer becomes this host's, out of the fleet's room
+  ASSERT_TRUE(
+      limiter()
+          .banAdd(*parseCidr("192.0.2.42"), 60 * kSecond, BanUpdate::kExtend, BanOrigin::kFleet)
+          .ok());
+  EXPECT_FALSE(limiter().fleetBanHasRoom(*parseCidr("192.0.2.43"), 1));
+  ASSERT_TRUE(limiter().banAdd(*parseCidr("192.0.2.42"), 600 * kSecond).ok());
+  EXPECT_EQ(banTrie().find(hostKey(42))->rule_id, FG_BAN_MANUAL);
+  EXPECT_TRUE(limiter().fleetBanHasRoom(*parseCidr("192.0.2.43"), 1));
+}
+
 TEST_F(BansTest, ALiftLeavesABanThatIsOverToTheProgram) {
   load({sourceRule(1000, 1000)});
   ASSERT_TRUE(limiter().banAdd(*parseCidr("192.0.2.42"), 600 * kSecond).ok());

@@ -53,7 +53,15 @@ Result<BanPut> putBan(LpmPair<fg_ban>& trie, const Cidr& cidr, const fg_ban& ban
     const bool outlasts =
         existing->expires == 0 || (ban.expires != 0 && existing->expires >= ban.expires);
     if (update == BanUpdate::kExtend && outlasts) return BanPut{BanPut::kKept};
-    Result<bool> replaced = trie.replaceExisting(cidr, ban);
+    fg_ban put = ban;
+    // A fleet ban extends this host's own ban, and no more: it stays the host's (its start
+    // and who started it), so a fleet lift treats it as this host's ban, by its age, and
+    // cannot lift one this host started after the lift was signed by extending it first.
+    if (ban.rule_id == FG_BAN_FLEET && existing->rule_id != FG_BAN_FLEET) {
+      put.rule_id = existing->rule_id;
+      put.since = existing->since;
+    }
+    Result<bool> replaced = trie.replaceExisting(cidr, put);
     if (!replaced) return replaced.error();
     if (*replaced) return BanPut{BanPut::kReplaced, existing->rule_id};
   }
@@ -96,7 +104,8 @@ Status XdpLimiter::banAdd(const Cidr& cidr, uint64_t duration_ns, BanUpdate upda
   // keeps the count of fleet bans: an entry a fleet ban added or took over, or one it held
   // that another ban took over
   const bool was_fleet = put->what == BanPut::kReplaced && put->replaced == FG_BAN_FLEET;
-  const bool is_fleet = origin == BanOrigin::kFleet && put->what != BanPut::kKept;
+  // a fleet ban that extended this host's own ban left it this host's (putBan)
+  const bool is_fleet = origin == BanOrigin::kFleet && (put->what == BanPut::kAdded || was_fleet);
   if (is_fleet && !was_fleet) ++fleet_bans_[family];
   if (was_fleet && !is_fleet && fleet_bans_[family] > 0) --fleet_bans_[family];
   return okStatus();
