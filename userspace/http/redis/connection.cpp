@@ -15,6 +15,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "floodgate/redis/host_resolver.h"
+
 namespace floodgate::http::redis {
 
 namespace {
@@ -85,10 +87,15 @@ Reply copyReply(const redisReply* r) {
 Result<std::unique_ptr<Connection>> Connection::open(const Address& address, Deadline deadline,
                                                      const Credentials& credentials) {
   const bool unix_socket = !address.unix_path.empty();
-  redisContext* c =
-      unix_socket
-          ? redisConnectUnixWithTimeout(address.unix_path.c_str(), remaining(deadline))
-          : redisConnectWithTimeout(address.host.c_str(), address.port, remaining(deadline));
+  redisContext* c = nullptr;
+  if (unix_socket) {
+    c = redisConnectUnixWithTimeout(address.unix_path.c_str(), remaining(deadline));
+  } else {
+    // hiredis would look a name up itself, with no bound on how long that takes
+    Result<std::string> numeric = HostResolver::shared().resolve(address.host, deadline);
+    if (!numeric) return Error::failure("redis " + address.text() + ": " + numeric.error().message);
+    c = redisConnectWithTimeout(numeric->c_str(), address.port, remaining(deadline));
+  }
   if (c == nullptr) return Error::failure("redis " + address.text() + ": out of memory");
   if (c->err != 0) {
     std::string why = c->errstr;

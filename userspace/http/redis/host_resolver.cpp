@@ -1,0 +1,113 @@
+// SPDX-License-Identifier: MIT
+// Host name lookups on threads of their own, waited for no longer than a call's deadline.
+#include "floodgate/redis/host_resolver.h"
+
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <sys/socket.h>
+
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+namespace floodgate::http::redis {
+
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+bool numeric(const std::string& host) {
+  unsigned char buffer[sizeof(in6_addr)];
+  return inet_pton(AF_INET, host.c_str(), buffer) == 1 ||
+         inet_pton(AF_INET6, host.c_str(), buffer) == 1;
+}
+
+std::string addressText(const addrinfo& info) {
+  char text[INET6_ADDRSTRLEN] = {};
+  const void* address =
+      info.ai_family == AF_INET
+          ? static_cast<const void*>(&reinterpret_cast<const sockaddr_in*>(info.ai_addr)->sin_addr)
+          : static_cast<const void*>(
+                &reinterpret_cast<const sockaddr_in6*>(info.ai_addr)->sin6_addr);
+  inet_ntop(info.ai_family, address, text, sizeof text);
+  return text;
+}
+
+}  // namespace
+
+Result<std::string> lookUpHost(const std::string& host) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (int error = getaddrinfo(host.c_str(), nullptr, &hints, &found); error != 0) {
+    return Error::failure("cannot resolve " + host + ": " + gai_strerror(error));
+  }
+  std::optional<std::string> v4, v6;
+  for (const addrinfo* info = found; info != nullptr; info = info->ai_next) {
+    if (info->ai_family == AF_INET && !v4) v4 = addressText(*info);
+    if (info->ai_family == AF_INET6 && !v6) v6 = addressText(*info);
+  }
+  freeaddrinfo(found);
+  if (v4) return *v4;
+  if (v6) return *v6;
+  return Error::failure("cannot resolve " + host + ": it has no IPv4 or IPv6 address");
+}
+
+struct HostResolver::State {
+  struct Name {
+    std::optional<Result<std::string>> answer;
+    Clock::time_point answered;
+    bool looking = false;
+  };
+  HostLookup lookup;
+  std::mutex mutex;
+  std::condition_variable answered;
+  std::map<std::string, Name> names;
+};
+
+HostResolver::HostResolver(HostLookup lookup) : state_(std::make_shared<State>()) {
+  state_->lookup = std::move(lookup);
+}
+
+Result<std::string> HostResolver::resolve(const std::string& host, Clock::time_point deadline) {
+  if (numeric(host)) return host;
+  std::unique_lock lock(state_->mutex);
+  State::Name& name = state_->names[host];
+  const Clock::time_point now = Clock::now();
+  if (name.answer) {
+    const auto kept = name.answer->ok() ? kFresh : kRetry;
+    if (now - name.answered < kept) return *name.answer;
+  }
+  if (!name.looking) {
+    name.looking = true;
+    // detached: a lookup that hangs must hold up nobody, the process's exit included
+    std::thread([state = state_, host] {
+      Result<std::string> answer = state->lookup(host);
+      std::lock_guard done(state->mutex);
+      State::Name& looked = state->names[host];
+      looked.answer = std::move(answer);
+      looked.answered = Clock::now();
+      looked.looking = false;
+      state->answered.notify_all();
+    }).detach();
+  }
+  // an address found before is still the likeliest one: no call waits for its refresh
+  if (name.answer && name.answer->ok()) return *name.answer;
+  if (!state_->answered.wait_until(lock, deadline, [&] { return !name.looking; })) {
+    return Error::failure("cannot resolve " + host +
+                          ": no answer within the call's timeout (a DNS server that does not "
+                          "answer?); the lookup goes on for the next call");
+  }
+  return *name.answer;
+}
+
+HostResolver& HostResolver::shared() {
+  // never destroyed: a lookup thread still running at exit finds its state there
+  static HostResolver* resolver = new HostResolver();
+  return *resolver;
+}
+
+}  // namespace floodgate::http::redis
