@@ -108,6 +108,14 @@ TEST(HttpPublishConfig, RedisPublishingNeedsASecretToSignWith) {
                                       " is readable by every user"),
             std::string::npos)
       << open.error().message;
+  // a relative path means another file to each command that reads the config
+  auto relative = parseHttpConfigText(
+      "http:\n  store: {type: redis, address: 127.0.0.1:6379}\n"
+      "  publish: {redis_key: fg:policies, secret_file: fleet.key}\n",
+      "t.yaml");
+  ASSERT_FALSE(relative.ok());
+  EXPECT_EQ(relative.error().message,
+            "t.yaml:3:50: http.publish.secret_file must be an absolute path, got 'fleet.key'");
 }
 
 TEST(HttpPublishConfig, MistakesPointAtTheValueAndSayWhatToDo) {

@@ -2,6 +2,7 @@
 // `fleet:`: bans shared by the fleet through a signed Redis stream (`fleet.bans`).
 #include "config/sections.h"
 #include "floodgate/common/units.h"
+#include "floodgate/core/file_setting.h"
 #include "floodgate/core/redis_address.h"
 #include "floodgate/core/redis_login.h"
 #include "floodgate/core/secret_file.h"
@@ -68,19 +69,11 @@ bool parseSecret(YamlReader& reader, const YamlEntry& entry, const YamlFields& f
                  "every ban (anyone able to write to Redis could ban addresses otherwise)");
     return false;
   }
-  auto path = reader.text(*file, "fleet.bans.secret_file");
-  if (!path) return false;
-  if (path->front() != '/') {
-    reader.error(*file, "fleet.bans.secret_file must be an absolute path, got '" + *path + "'");
-    return false;
-  }
-  auto secret = http::loadFleetSecret(*path, "fleet.bans.secret_file");
-  if (!secret) {
-    reader.error(*file, secret.error().message);
-    return false;
-  }
-  bans.secret_file = *path;
-  bans.secret = std::move(*secret);
+  auto secret =
+      http::readFileSetting(reader, *file, "fleet.bans.secret_file", http::loadFleetSecret);
+  if (!secret) return false;
+  bans.secret_file = std::move(secret->path);
+  bans.secret = std::move(secret->text);
   return true;
 }
 

@@ -8,6 +8,7 @@
 
 #include "floodgate/common/read_file.h"
 #include "floodgate/common/units.h"
+#include "floodgate/core/file_setting.h"
 #include "floodgate/core/redis_address.h"
 #include "floodgate/core/redis_login.h"
 #include "floodgate/core/secret_file.h"
@@ -481,23 +482,13 @@ bool Parser::parseReportStream(const YamlEntry& entry, const YamlFields& fields,
                   "addresses otherwise)");
     return false;
   }
-  auto path = reader_.text(*secret_file, "http.escalate.secret_file");
-  if (!path) return false;
-  if (path->front() != '/') {
-    // the policies are published to services on other hosts: only an absolute path means
-    // the same file everywhere
-    reader_.error(*secret_file,
-                  "http.escalate.secret_file must be an absolute path, got '" + *path + "'");
-    return false;
-  }
-  auto secret = loadReportSecret(*path);
-  if (!secret) {
-    reader_.error(*secret_file, secret.error().message);
-    return false;
-  }
+  auto secret = readFileSetting(
+      reader_, *secret_file, "http.escalate.secret_file",
+      [](const std::string& path, const std::string&) { return loadReportSecret(path); });
+  if (!secret) return false;
   escalate.redis_stream = *key;
-  escalate.secret_file = *path;
-  escalate.secret = std::move(*secret);
+  escalate.secret_file = std::move(secret->path);
+  escalate.secret = std::move(secret->text);
   return true;
 }
 
@@ -558,14 +549,10 @@ void Parser::parsePublishSecret(const YamlFields& fields, const EscalateConfig& 
       reader_.error(*e,
                     "http.publish.secret_file signs the policies published to Redis: add "
                     "redis_key: KEY, or drop secret_file");
-    } else if (auto path = reader_.text(*e, "http.publish.secret_file")) {
-      auto secret = loadFleetSecret(*path, "http.publish.secret_file");
-      if (!secret) {
-        reader_.error(*e, secret.error().message);
-      } else {
-        publish.secret_file = *path;
-        publish.secret = std::move(*secret);
-      }
+    } else if (auto secret =
+                   readFileSetting(reader_, *e, "http.publish.secret_file", loadFleetSecret)) {
+      publish.secret_file = std::move(secret->path);
+      publish.secret = std::move(secret->text);
     }
   } else if (!publish.redis_key.empty()) {
     if (escalate.secret.empty()) {

@@ -2,6 +2,7 @@
 // parseRedisLogin: a section's username and password_file.
 #include "floodgate/core/redis_login.h"
 
+#include "floodgate/core/file_setting.h"
 #include "floodgate/core/secret_file.h"
 
 namespace floodgate::http {
@@ -21,20 +22,10 @@ bool parseRedisLogin(config::YamlReader& reader, const config::YamlFields& field
     }
   }
   if (!file) return ok;
-  auto path = reader.text(*file, section + ".password_file");
-  if (!path) return false;
-  if (path->front() != '/') {
-    // published to services on other hosts: only an absolute path means the same file there
-    reader.error(*file, section + ".password_file must be an absolute path, got '" + *path + "'");
-    return false;
-  }
-  auto password = loadRedisPassword(*path, section + ".password_file");
-  if (!password) {
-    reader.error(*file, password.error().message);
-    return false;
-  }
-  store.password_file = *path;
-  store.password = std::move(*password);
+  auto password = readFileSetting(reader, *file, section + ".password_file", loadRedisPassword);
+  if (!password) return false;
+  store.password_file = std::move(password->path);
+  store.password = std::move(password->text);
   return ok;
 }
 
