@@ -152,6 +152,20 @@ TEST_F(BansTest, AFleetBanExtendsAnOwnBanWhichStaysTheHosts) {
   ASSERT_TRUE(limiter().banAdd(*parseCidr("192.0.2.42"), 600 * kSecond).ok());
   EXPECT_EQ(banTrie().find(hostKey(42))->rule_id, FG_BAN_MANUAL);
   EXPECT_TRUE(limiter().fleetBanHasRoom(*parseCidr("192.0.2.43"), 1));
+  // a fleet ban that is over is deleted to make way for this host's new ban: counted out
+  ASSERT_TRUE(
+      limiter()
+          .banAdd(*parseCidr("192.0.2.44"), 60 * kSecond, BanUpdate::kExtend, BanOrigin::kFleet)
+          .ok());
+  EXPECT_FALSE(limiter().fleetBanHasRoom(*parseCidr("192.0.2.45"), 1));
+  auto trie = banTrie();
+  auto over = trie.find(hostKey(44));
+  ASSERT_TRUE(over.has_value());
+  over->expires = jiffies() - 10ULL * *kernelHz();
+  ASSERT_TRUE(trie.update(hostKey(44), *over).ok());
+  ASSERT_TRUE(limiter().banAdd(*parseCidr("192.0.2.44"), 600 * kSecond).ok());
+  EXPECT_EQ(trie.find(hostKey(44))->rule_id, FG_BAN_MANUAL);
+  EXPECT_TRUE(limiter().fleetBanHasRoom(*parseCidr("192.0.2.45"), 1));
 }
 
 TEST_F(BansTest, ALiftLeavesABanThatIsOverToTheProgram) {

@@ -129,6 +129,22 @@ TEST(HttpConfig, BadKeyProxyAndUnknownField) {
             "retry_after_jitter, adaptive_concurrency)");
 }
 
+TEST(HttpConfig, PrefixesGroupClientsOfAnIpKeyOnly) {
+  auto config = parseHttpConfigText(
+      "http:\n  policies:\n    - {name: a, key: ip, ipv4_prefix: 24, ipv6_prefix: 48,\n"
+      "       algorithm: gcra, capacity: 1, rate_per_s: 1}\n",
+      "f.yaml");
+  ASSERT_TRUE(config.ok()) << config.error().message;
+  EXPECT_EQ(config->policies[0].key.ipv4_prefix, 24);
+  EXPECT_EQ(config->policies[0].key.ipv6_prefix, 48);
+  EXPECT_EQ(firstError("http:\n  policies:\n    - {name: a, key: user, ipv4_prefix: 24,\n"
+                       "       algorithm: gcra, capacity: 1, rate_per_s: 1}\n"),
+            "f.yaml:3:41: policy 'a'.ipv4_prefix groups clients by address: it needs key: ip");
+  EXPECT_EQ(firstError("http:\n  policies:\n    - {name: a, key: ip, ipv6_prefix: 16,\n"
+                       "       algorithm: gcra, capacity: 1, rate_per_s: 1}\n"),
+            "f.yaml:3:39: policy 'a'.ipv6_prefix must be from 32 to 128, got 16");
+}
+
 TEST(HttpConfig, TheClientHeaderIsChosenNeverGuessed) {
   auto config = parseHttpConfigText(
       "http:\n  trusted_proxies: [10.0.0.0/8]\n  client_header: Forwarded\n  ipv6_prefix: 56\n",

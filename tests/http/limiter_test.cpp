@@ -230,8 +230,9 @@ TEST(Limiter, HeadIsLimitedAndChargedAsGet) {
 
 // A key header sent twice with different values: whichever line the service reads, the
 // holder of k1 adding a junk line must not be charged anywhere but k1, so the request is
-// refused and charges nothing (k1 keeps its whole quota).
-TEST(Limiter, AKeyHeaderSentTwiceWithDifferentValuesIsRefusedAndChargesNothing) {
+// refused (400) and charges the key nothing; the address is charged one unit, as for a
+// malformed request, so that sending such requests without end meets the per-IP limit.
+TEST(Limiter, AKeyHeaderSentTwiceWithDifferentValuesIsRefusedAndChargesTheKeyNothing) {
   Fixture f(R"(http:
   policies:
     - name: per-key
@@ -242,8 +243,9 @@ TEST(Limiter, AKeyHeaderSentTwiceWithDifferentValuesIsRefusedAndChargesNothing) 
     - name: per-ip
       key: ip
       algorithm: fixed_window
-      limit: 100
+      limit: 25
       window_ms: 60000
+      cost: 3
 )");
   for (int i = 0; i < 10; ++i) {
     const std::string junk = "junk-" + std::to_string(i);
@@ -256,18 +258,27 @@ TEST(Limiter, AKeyHeaderSentTwiceWithDifferentValuesIsRefusedAndChargesNothing) 
       EXPECT_EQ(v.binding.policy, "per-key");
       EXPECT_EQ(statusFor(v), 400);
       EXPECT_FALSE(v.reportable());
+      EXPECT_EQ(v.violated, std::vector<std::string_view>{"per-key"});
     }
   }
-  // nothing was charged: k1 sent once has its 2, and the address its 100
+  // k1 sent once has its 2; the address was charged a unit a request (20 of 25), not 3
   EXPECT_TRUE(
-      f.limiter->check(request("GET", "/", "192.0.2.1", {{"X-API-Key", " k1 "}})).allowed());
-  EXPECT_TRUE(f.limiter->check(request("GET", "/", "192.0.2.1", {{"X-API-Key", "k1"}})).allowed());
+      f.limiter->check(request("GET", "/", "192.0.2.2", {{"X-API-Key", " k1 "}})).allowed());
+  EXPECT_TRUE(f.limiter->check(request("GET", "/", "192.0.2.2", {{"X-API-Key", "k1"}})).allowed());
   EXPECT_EQ(
-      f.limiter->check(request("GET", "/", "192.0.2.1", {{"X-API-Key", "k1"}})).binding.outcome,
+      f.limiter->check(request("GET", "/", "192.0.2.2", {{"X-API-Key", "k1"}})).binding.outcome,
       Outcome::kRejected);
   Verdict by_address = f.limiter->check(request("GET", "/", "192.0.2.1"));
   ASSERT_EQ(by_address.decisions.size(), 1u);
-  EXPECT_EQ(by_address.decisions[0].decision.remaining, 97);
+  EXPECT_EQ(by_address.decisions[0].decision.remaining, 25 - 20 - 3);
+  // with 2 of 25 left and a cost of 3, such a request is the address's excess: 429, and
+  // reportable, whatever its key header says
+  Verdict over = f.limiter->check(
+      request("GET", "/", "192.0.2.1", {{"X-API-Key", "a"}, {"X-API-Key", "b"}}));
+  EXPECT_EQ(over.binding.outcome, Outcome::kRejected);
+  EXPECT_EQ(over.binding.policy, "per-ip");
+  EXPECT_EQ(statusFor(over), 429);
+  EXPECT_TRUE(over.reportable());
 }
 
 // The same key sent twice names one key: it is charged once, to that key.
@@ -315,6 +326,69 @@ TEST(Limiter, AuthorizationSpelledAnotherWayIsTheSameKey) {
                           {{"Authorization", "Bearer t0k"}, {"Authorization", "bearer  t0k"}}))
           .binding.outcome,
       Outcome::kAllowed);
+}
+
+// A policy over prefixes of clients: a /24 of IPv4 clients, a /48 of IPv6 ones (one
+// subscriber rotating /64s) share one key, beside the per-client policy. Only the
+// per-client policy's refusal is the client's own excess, worth reporting.
+TEST(Limiter, APolicyOverPrefixesKeysEachPrefixOnce) {
+  Fixture f(R"(http:
+  policies:
+    - name: per-client
+      key: ip
+      algorithm: fixed_window
+      limit: 100
+      window_ms: 60000
+    - name: per-prefix
+      key: ip
+      ipv4_prefix: 24
+      ipv6_prefix: 48
+      algorithm: fixed_window
+      limit: 2
+      window_ms: 60000
+)");
+  Verdict first = f.limiter->check(request("GET", "/", "192.0.2.1"));
+  ASSERT_TRUE(first.allowed());
+  ASSERT_EQ(first.decisions.size(), 2u);
+  EXPECT_EQ(first.decisions[0].key, "192.0.2.1");
+  EXPECT_EQ(first.decisions[1].key, "192.0.2.0/24");
+  EXPECT_TRUE(f.limiter->check(request("GET", "/", "192.0.2.200")).allowed());
+  Verdict third = f.limiter->check(request("GET", "/", "192.0.2.77"));
+  EXPECT_EQ(third.binding.outcome, Outcome::kRejected);
+  EXPECT_EQ(third.binding.policy, "per-prefix");
+  EXPECT_FALSE(third.reportable()) << "the /24 as a whole drained it, not this client";
+  EXPECT_TRUE(f.limiter->check(request("GET", "/", "192.0.3.1")).allowed()) << "another /24";
+
+  for (const char* rotated : {"2001:db8:1:1::1", "2001:db8:1:ffff::9"}) {
+    Verdict v = f.limiter->check(request("GET", "/", rotated));
+    ASSERT_TRUE(v.allowed()) << rotated;
+    EXPECT_EQ(v.decisions[1].key, "2001:db8:1::/48");
+  }
+  Verdict v6 = f.limiter->check(request("GET", "/", "2001:db8:1:7::1"));
+  EXPECT_EQ(v6.binding.policy, "per-prefix") << "a fresh /64 of the same /48";
+  EXPECT_FALSE(v6.allowed());
+  EXPECT_EQ(v6.client_key, "2001:db8:1:7::/64");
+}
+
+TEST(Limiter, AClientOverItsOwnLimitIsReportableBesideAPrefixPolicy) {
+  Fixture f(R"(http:
+  policies:
+    - name: per-client
+      key: ip
+      algorithm: fixed_window
+      limit: 1
+      window_ms: 60000
+    - name: per-prefix
+      key: ip
+      ipv4_prefix: 24
+      algorithm: fixed_window
+      limit: 100
+      window_ms: 60000
+)");
+  ASSERT_TRUE(f.limiter->check(request("GET", "/", "192.0.2.1")).allowed());
+  Verdict over = f.limiter->check(request("GET", "/", "192.0.2.1"));
+  EXPECT_EQ(over.binding.policy, "per-client");
+  EXPECT_TRUE(over.reportable());
 }
 
 TEST(Limiter, CostAboveTheBurstIsItsOwnOutcome) {

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Bans of a running limiter from the controller's side (the program starts and retires its
 // own), and syncing a list to what a config file says.
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <set>
@@ -16,6 +17,7 @@ namespace {
 struct BanPut {
   enum What { kAdded, kReplaced, kKept } what = kAdded;
   uint32_t replaced = 0;
+  uint32_t erased_fleet = 0;  // fleet bans over (or nearly) that were deleted to make way
 };
 
 // Puts `ban` at `cidr` of the ban tries, keeping `count` (the program's ban_entries of its
@@ -28,6 +30,7 @@ struct BanPut {
 Result<BanPut> putBan(LpmPair<fg_ban>& trie, const Cidr& cidr, const fg_ban& ban, BanUpdate update,
                       uint64_t now, uint64_t margin, uint32_t& count, const std::string& what) {
   std::atomic_ref<uint32_t> entries(count);
+  uint32_t erased_fleet = 0;
   for (int attempt = 0; attempt < 8; ++attempt) {
     Result<bool> inserted = trie.insertNew(cidr, ban);
     if (!inserted) {
@@ -40,19 +43,22 @@ Result<BanPut> putBan(LpmPair<fg_ban>& trie, const Cidr& cidr, const fg_ban& ban
     }
     if (*inserted) {
       entries.fetch_add(1);
-      return BanPut{};
+      return BanPut{BanPut::kAdded, 0, erased_fleet};
     }
     auto existing = trie.find(cidr);
     if (!existing) continue;  // deleted since: insert again
     if (existing->expires != 0 && now + margin >= existing->expires) {
       Result<bool> erased = trie.erase(cidr);
       if (!erased) return erased.error();
-      if (*erased) entries.fetch_sub(1);
+      if (*erased) {
+        entries.fetch_sub(1);
+        erased_fleet += existing->rule_id == FG_BAN_FLEET;
+      }
       continue;
     }
     const bool outlasts =
         existing->expires == 0 || (ban.expires != 0 && existing->expires >= ban.expires);
-    if (update == BanUpdate::kExtend && outlasts) return BanPut{BanPut::kKept};
+    if (update == BanUpdate::kExtend && outlasts) return BanPut{BanPut::kKept, 0, erased_fleet};
     fg_ban put = ban;
     // A fleet ban extends this host's own ban, and no more: it stays the host's (its start
     // and who started it), so a fleet lift treats it as this host's ban, by its age, and
@@ -63,7 +69,7 @@ Result<BanPut> putBan(LpmPair<fg_ban>& trie, const Cidr& cidr, const fg_ban& ban
     }
     Result<bool> replaced = trie.replaceExisting(cidr, put);
     if (!replaced) return replaced.error();
-    if (*replaced) return BanPut{BanPut::kReplaced, existing->rule_id};
+    if (*replaced) return BanPut{BanPut::kReplaced, existing->rule_id, erased_fleet};
   }
   return Error::failure("a ban on " + what + " kept changing under this command: try again");
 }
@@ -108,6 +114,7 @@ Status XdpLimiter::banAdd(const Cidr& cidr, uint64_t duration_ns, BanUpdate upda
   const bool is_fleet = origin == BanOrigin::kFleet && (put->what == BanPut::kAdded || was_fleet);
   if (is_fleet && !was_fleet) ++fleet_bans_[family];
   if (was_fleet && !is_fleet && fleet_bans_[family] > 0) --fleet_bans_[family];
+  fleet_bans_[family] -= std::min(fleet_bans_[family], put->erased_fleet);
   return okStatus();
 }
 

@@ -118,7 +118,8 @@ struct HttplibOptions {
 // bad_request_cost (replacing any set before), and turns TCP_NODELAY on (tcp_nodelay above):
 // call it before the server binds. Every response under a policy gets RateLimit-Policy and
 // RateLimit; a rejection is answered right there with 429 (503 for a fail-closed store that
-// is down, or a priority class shed under http.shedding), Retry-After when a retry can
+// is down, or a priority class shed under http.shedding; 400 without the RateLimit fields
+// for a key header sent twice with different values), Retry-After when a retry can
 // succeed, and an application/problem+json body naming the violated policies (or saying
 // "overloaded"). An admitted request holds its place in flight (http.shedding) until its
 // response has been written (the response's resource releaser; a streaming route that

@@ -23,7 +23,8 @@ int64_t retryAfterSeconds(int64_t retry_after_ns);
 
 // The status of a response to `verdict`: 200 (the caller's own) if allowed, 429 if over a
 // limit (including a cost that can never fit), 503 if a fail-closed store is unavailable or
-// the request's priority class is shed (overloaded).
+// the request's priority class is shed (overloaded), 400 if the request names its key two
+// ways (a key header sent twice with different values).
 int statusFor(const Verdict& verdict);
 
 // The application/problem+json body (RFC 9457) of a rejection, naming the violated
@@ -31,8 +32,9 @@ int statusFor(const Verdict& verdict);
 std::string problemJson(const Verdict& verdict);
 
 // Every header a response to `verdict` should carry, as (name, value) pairs: the two
-// RateLimit fields when a policy applied, and Retry-After on a rejection that a retry can
-// fix (never for a cost larger than the burst), a shed request's included.
+// RateLimit fields when a policy applied (but for a 400 for an ambiguous key, whose quota
+// is nobody's), and Retry-After on a rejection that a retry can fix (never for a cost
+// larger than the burst), a shed request's included.
 std::vector<std::pair<std::string, std::string>> responseHeaders(const Verdict& verdict);
 
 }  // namespace floodgate::http

@@ -82,10 +82,13 @@ struct Verdict {
   // reporting for a ban (http.escalate): a `key: ip` policy rejected it, and the client is
   // known. An API key or user bucket drained by someone else, a store that is down, or a
   // server with no thread free (shed) says nothing about the address that sent it.
+  // A policy over a prefix of clients (ipv4_prefix, ipv6_prefix) drained by the prefix as
+  // a whole says nothing of this client's own excess either.
   bool reportable() const {
     if (allowed() || shed || client_key.empty()) return false;
     for (const PolicyDecision& pd : decisions) {
-      if (pd.decision.outcome == Outcome::kRejected && pd.policy->key.kind == KeyKind::kIp) {
+      if (pd.decision.outcome == Outcome::kRejected && pd.policy->key.kind == KeyKind::kIp &&
+          pd.key == client_key) {
         return true;
       }
     }
@@ -100,8 +103,6 @@ using StoreFactory = std::function<std::unique_ptr<Store>(
 
 // The `key: ip` key of every request whose client cannot be told (see clientAddress()).
 inline constexpr std::string_view kUnknownClientKey = "unknown-client";
-// The key of a `key: header:NAME` policy for every request that sends NAME more than once.
-inline constexpr std::string_view kAmbiguousHeaderKey = "\nrepeated-header";
 
 // Thread-safe: check() may be called from any number of threads at once.
 class Limiter {
@@ -166,9 +167,14 @@ class Limiter {
   bool enterShedding(const RequestInfo& request, Verdict& verdict) const;
   // Spreads a refusal's retry-after over whole seconds (http.retry_after_jitter).
   void jitterRetryAfter(Decision& binding) const;
-  // The key `policy` uses for `request`; empty if the request has none (header missing).
-  std::string keyFor(const PolicyConfig& policy, const RequestInfo& request,
-                     const std::string& client_key) const;
+  // The key `policy` uses for `request`: empty if the request has none (header missing),
+  // ambiguous if it names two (a key header sent twice with different values).
+  struct PolicyKey {
+    std::string key;
+    bool ambiguous = false;
+  };
+  PolicyKey keyFor(const PolicyConfig& policy, const RequestInfo& request,
+                   const std::optional<IpAddress>& client, const std::string& client_key) const;
 
   HttpConfig config_;
   std::shared_ptr<const Clock> clock_;

@@ -33,6 +33,11 @@ enum class KeyKind { kIp, kHeader, kUser };
 struct KeySpec {
   KeyKind kind = KeyKind::kIp;
   std::string header;  // kHeader only
+  // kIp only: a policy over whole prefixes of clients (a /24 of a botnet, an IPv6 /48 one
+  // subscriber rotates /64s in), keyed "192.0.2.0/24"; 32, and 0 (http.ipv6_prefix): each
+  // client on its own
+  int ipv4_prefix = 32;
+  int ipv6_prefix = 0;
 
   bool operator==(const KeySpec&) const = default;
 };

@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <future>
+#include <thread>
 
 #include "floodgate/redis/client.h"
 #include "redis/redis_server.h"
@@ -75,6 +76,42 @@ TEST(HostResolver, AFailedLookupIsGivenUntilItsRetryAndANumericAddressIsNotLooke
     EXPECT_EQ(*resolver.resolve(numeric, steady_clock::now()), numeric);
   }
   EXPECT_LE(calls.load(), 2);
+}
+
+// A DNS server that stops answering, or answers with a failure, takes away no address that
+// worked: a refresh (after 30 s, or after a server could not be reached) hands out the kept
+// address at once, and keeps it when the lookup fails.
+TEST(HostResolver, AFailedRefreshKeepsTheAddressThatWorked) {
+  auto refresh_answer = std::make_shared<std::promise<Result<std::string>>>();
+  std::shared_future<Result<std::string>> refreshed = refresh_answer->get_future().share();
+  std::atomic<int> calls = 0;
+  HostResolver resolver([&calls, refreshed](const std::string&) -> Result<std::string> {
+    if (++calls == 1) return std::string("192.0.2.10");
+    return refreshed.get();
+  });
+  const auto later = steady_clock::now() + std::chrono::seconds(10);
+  ASSERT_EQ(*resolver.resolve("redis.internal", later), "192.0.2.10");
+  resolver.refresh("redis.internal");
+  // the refresh is held: the kept address comes back at once all the same
+  auto during = resolver.resolve("redis.internal", steady_clock::now());
+  ASSERT_TRUE(during.ok()) << during.error().message;
+  EXPECT_EQ(*during, "192.0.2.10");
+  for (int i = 0; i < 500 && calls.load() < 2; ++i) std::this_thread::sleep_for(milliseconds(10));
+  ASSERT_EQ(calls.load(), 2) << "the refresh's lookup started";
+  refresh_answer->set_value(Error::failure("cannot resolve redis.internal: SERVFAIL"));
+  for (int i = 0; i < 50; ++i) {
+    auto after = resolver.resolve("redis.internal", steady_clock::now());
+    ASSERT_TRUE(after.ok()) << i << ": " << after.error().message;
+    EXPECT_EQ(*after, "192.0.2.10");
+    std::this_thread::sleep_for(milliseconds(10));
+  }
+}
+
+TEST(HostResolver, AScopedLinkLocalAddressIsNumeric) {
+  HostResolver resolver([](const std::string& host) -> Result<std::string> {
+    return Error::failure("looked up " + host);
+  });
+  EXPECT_EQ(*resolver.resolve("fe80::1%eth0", steady_clock::now()), "fe80::1%eth0");
 }
 
 TEST(HostResolver, TheSystemLookupFindsLocalhost) {

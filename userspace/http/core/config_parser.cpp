@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <set>
+#include <tuple>
 
 #include "floodgate/common/read_file.h"
 #include "floodgate/common/units.h"
@@ -58,6 +59,7 @@ class Parser {
   void parseSync(const YamlEntry& entry, const std::string& what, const PolicyConfig& policy,
                  SyncConfig& sync);
   RouteMatch parseMatch(const YamlEntry& entry, const std::string& what);
+  void parseKeyPrefixes(const YamlFields& fields, const std::string& what, KeySpec& key);
   std::optional<PolicyConfig> parsePolicy(const YamlEntry& entry, size_t index);
   void parseRoutes(const YamlEntry& entry, const std::string& what, PolicyConfig& policy);
   void parseAlgorithm(const YamlEntry& entry, const YamlFields& fields, const std::string& what,
@@ -856,12 +858,27 @@ void Parser::parseRoutes(const YamlEntry& entry, const std::string& what, Policy
   }
 }
 
+// ipv4_prefix: N, ipv6_prefix: N: a `key: ip` policy over whole prefixes of clients.
+void Parser::parseKeyPrefixes(const YamlFields& fields, const std::string& what, KeySpec& key) {
+  for (const auto& [field, least, most, out] :
+       {std::tuple{"ipv4_prefix", 8, 32, &key.ipv4_prefix},
+        std::tuple{"ipv6_prefix", 32, 128, &key.ipv6_prefix}}) {
+    const YamlEntry* e = fields.find(field);
+    if (e == nullptr) continue;
+    if (key.kind != KeyKind::kIp) {
+      reader_.error(*e, what + "." + field + " groups clients by address: it needs key: ip");
+    } else if (auto v = reader_.integer(*e, what + "." + field, least, most)) {
+      *out = static_cast<int>(*v);
+    }
+  }
+}
+
 std::optional<PolicyConfig> Parser::parsePolicy(const YamlEntry& entry, size_t index) {
   std::string what = "http.policies[" + std::to_string(index) + "]";
-  std::optional<YamlFields> fields =
-      reader_.mapping(entry, what,
-                      {"name", "match", "key", "algorithm", "limit", "window_ms", "capacity",
-                       "rate_per_s", "cost", "routes", "failure_mode", "prefetch", "sync"});
+  std::optional<YamlFields> fields = reader_.mapping(
+      entry, what,
+      {"name", "match", "key", "ipv4_prefix", "ipv6_prefix", "algorithm", "limit", "window_ms",
+       "capacity", "rate_per_s", "cost", "routes", "failure_mode", "prefetch", "sync"});
   if (!fields) return std::nullopt;
   const size_t errors_before = reader_.errorCount();
   PolicyConfig policy;
@@ -896,6 +913,7 @@ std::optional<PolicyConfig> Parser::parsePolicy(const YamlEntry& entry, size_t i
     }
   }
 
+  parseKeyPrefixes(*fields, what, policy.key);
   parseAlgorithm(entry, *fields, what, policy.algorithm);
 
   if (const YamlEntry* e = fields->find("cost")) {

@@ -14,18 +14,20 @@ namespace floodgate::http {
 
 namespace {
 
-// Rank of a rejection for choosing the binding policy: can-never-succeed first.
+// Rank of a rejection for choosing the binding policy: can-never-succeed first. An
+// ambiguous key is last: a request over another policy's limit is answered as such (429,
+// and reportable when it is the client's own excess).
 int severity(Outcome outcome) {
   switch (outcome) {
-    case Outcome::kAmbiguousKey:
-      return 4;
     case Outcome::kCostExceedsBurst:
-      return 3;
+      return 4;
     case Outcome::kOverloaded:
-      return 2;
+      return 3;
     case Outcome::kStoreUnavailable:
-      return 2;
+      return 3;
     case Outcome::kRejected:
+      return 2;
+    case Outcome::kAmbiguousKey:
       return 1;
     case Outcome::kAllowed:
       return 0;
@@ -141,13 +143,21 @@ void Limiter::migrateInto(const PolicyConfig& policy, const Algorithm& algorithm
   migrateStore(*from, *old->algorithm, *to, algorithm, now_ns);
 }
 
-std::string Limiter::keyFor(const PolicyConfig& policy, const RequestInfo& request,
-                            const std::string& client_key) const {
+Limiter::PolicyKey Limiter::keyFor(const PolicyConfig& policy, const RequestInfo& request,
+                                   const std::optional<IpAddress>& client,
+                                   const std::string& client_key) const {
   switch (policy.key.kind) {
-    case KeyKind::kIp:
-      return client_key.empty() ? std::string(kUnknownClientKey) : client_key;
+    case KeyKind::kIp: {
+      if (!client) return {std::string(kUnknownClientKey)};
+      const int prefix = client->v4               ? policy.key.ipv4_prefix
+                         : policy.key.ipv6_prefix ? policy.key.ipv6_prefix
+                                                  : config_.ipv6_prefix;
+      // the client's own key unless the policy groups clients by a prefix of their own
+      if (prefix == (client->v4 ? 32 : config_.ipv6_prefix)) return {client_key};
+      return {IpPrefix::of(*client, prefix).toString()};
+    }
     case KeyKind::kUser:
-      return std::string(request.user);
+      return {std::string(request.user)};
     case KeyKind::kHeader: {
       const std::vector<std::string_view> lines = headerValues(request, policy.key.header);
       if (lines.empty()) return {};
@@ -157,11 +167,9 @@ std::string Limiter::keyFor(const PolicyConfig& policy, const RequestInfo& reque
       // key made of them, or a key all such requests share, lets the holder of one key add
       // a junk line and be charged elsewhere. Such a request is refused (kAmbiguousKey).
       for (size_t i = 1; i < lines.size(); ++i) {
-        if (headerKey(policy.key.header, lines[i]) != key) {
-          return std::string(kAmbiguousHeaderKey);
-        }
+        if (headerKey(policy.key.header, lines[i]) != key) return {{}, true};
       }
-      return key;
+      return {std::move(key)};
     }
   }
   return {};
@@ -200,21 +208,24 @@ Verdict Limiter::check(const RequestInfo& request) {
   for (CompiledPolicy& policy : policies_) {
     const PolicyConfig& config = *policy.config;
     if (!config.match.matches(request.method, request.path)) continue;
-    std::string key = keyFor(config, request, verdict.client_key);
-    if (key.empty()) continue;  // e.g. no API key header: this policy does not apply
+    PolicyKey key = keyFor(config, request, client, verdict.client_key);
+    // e.g. no API key header: this policy does not apply
+    if (key.key.empty() && !key.ambiguous) continue;
 
     PolicyDecision pd;
     pd.policy = &config;
     pd.algorithm = policy.algorithm.get();
     pd.cost = config.costFor(request.method, request.path);
     pd.decision.policy = config.name;
-    pd.key = std::move(key);
-    if (pd.key == kAmbiguousHeaderKey) {
+    pd.key = std::move(key.key);
+    if (key.ambiguous) {
+      // refused, charged nothing; the other policies are decided still, so that a client
+      // sending such requests without end meets its per-IP limit (see below)
       Decision ambiguous;
       ambiguous.outcome = Outcome::kAmbiguousKey;
       ambiguous.limit = policy.algorithm->quota();
       settle(pd, ambiguous);
-      known_rejections.push_back(std::move(pd));
+      verdict.decisions.push_back(std::move(pd));
       continue;
     }
     if (policy.shared != nullptr) {
@@ -295,8 +306,10 @@ Verdict Limiter::check(const RequestInfo& request) {
     return verdict;
   }
   // All-or-nothing: give back what the admitting policies took. A refused request does no
-  // work, so it holds no place in flight either.
-  refund(verdict);
+  // work, so it holds no place in flight either. A request refused for an ambiguous key
+  // alone keeps a unit of each, as a malformed one does: else sending the key header twice
+  // would be a way to ask without end that no per-IP limit counts.
+  refund(verdict, verdict.binding.outcome == Outcome::kAmbiguousKey ? 1 : 0);
   verdict.in_flight.reset();
   if (verdict.binding.outcome == Outcome::kRejected) jitterRetryAfter(verdict.binding);
   return verdict;

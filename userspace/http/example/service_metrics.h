@@ -17,7 +17,8 @@ namespace floodgate::http::example {
 // Thread-safe counters:
 //   floodgate_http_requests_total{route,code}      every response the service sent
 //   floodgate_http_decisions_total{policy,outcome} every policy decision (outcome:
-//       allowed | rejected | cost_exceeds_burst | store_unavailable)
+//       allowed | rejected | cost_exceeds_burst | store_unavailable | overloaded |
+//       ambiguous_key)
 //   floodgate_http_store_keys{policy}              keys held per policy (read at scrape)
 // with http.shedding:
 //   floodgate_http_priority_requests_total{class,result}  admitted | shed, per class

@@ -100,6 +100,7 @@ Result<std::unique_ptr<Connection>> Connection::open(const Address& address, Dea
   if (c->err != 0) {
     std::string why = c->errstr;
     redisFree(c);
+    if (!unix_socket) HostResolver::shared().refresh(address.host);
     return Error::failure("redis " + address.text() + ": cannot connect: " + why);
   }
   // Small requests and replies, one at a time: never wait to coalesce them (hiredis sets

@@ -10,6 +10,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <system_error>
 #include <thread>
 
 namespace floodgate::http::redis {
@@ -19,6 +20,8 @@ using Clock = std::chrono::steady_clock;
 namespace {
 
 bool numeric(const std::string& host) {
+  // a scoped link-local address (fe80::1%eth0) is one too, which hiredis takes as it is
+  if (host.find('%') != std::string::npos) return true;
   unsigned char buffer[sizeof(in6_addr)];
   return inet_pton(AF_INET, host.c_str(), buffer) == 1 ||
          inet_pton(AF_INET6, host.c_str(), buffer) == 1;
@@ -58,8 +61,12 @@ Result<std::string> lookUpHost(const std::string& host) {
 
 struct HostResolver::State {
   struct Name {
-    std::optional<Result<std::string>> answer;
-    Clock::time_point answered;
+    // the last address found, kept through failed lookups: a DNS server that stops
+    // answering must not take away an address that worked
+    std::optional<std::string> address;
+    Clock::time_point found;
+    std::optional<Error> failure;   // of the last lookup, when no address was ever found
+    Clock::time_point next_lookup;  // no lookup before this, after a failed one
     bool looking = false;
   };
   HostLookup lookup;
@@ -77,31 +84,48 @@ Result<std::string> HostResolver::resolve(const std::string& host, Clock::time_p
   std::unique_lock lock(state_->mutex);
   State::Name& name = state_->names[host];
   const Clock::time_point now = Clock::now();
-  if (name.answer) {
-    const auto kept = name.answer->ok() ? kFresh : kRetry;
-    if (now - name.answered < kept) return *name.answer;
-  }
-  if (!name.looking) {
+  if (name.address && now - name.found < kFresh) return *name.address;
+  if (!name.looking && now >= name.next_lookup) {
     name.looking = true;
-    // detached: a lookup that hangs must hold up nobody, the process's exit included
-    std::thread([state = state_, host] {
-      Result<std::string> answer = state->lookup(host);
-      std::lock_guard done(state->mutex);
-      State::Name& looked = state->names[host];
-      looked.answer = std::move(answer);
-      looked.answered = Clock::now();
-      looked.looking = false;
-      state->answered.notify_all();
-    }).detach();
+    try {
+      // detached: a lookup that hangs must hold up nobody, the process's exit included
+      std::thread([state = state_, host] {
+        Result<std::string> answer = state->lookup(host);
+        std::lock_guard done(state->mutex);
+        State::Name& looked = state->names[host];
+        if (answer) {
+          looked.address = std::move(*answer);
+          looked.found = Clock::now();
+          looked.failure.reset();
+        } else {
+          looked.failure = answer.error();
+          looked.next_lookup = Clock::now() + kRetry;
+        }
+        looked.looking = false;
+        state->answered.notify_all();
+      }).detach();
+    } catch (const std::system_error& e) {
+      name.looking = false;
+      return Error::failure("cannot resolve " + host + ": no thread to look it up on (" + e.what() +
+                            ")");
+    }
   }
   // an address found before is still the likeliest one: no call waits for its refresh
-  if (name.answer && name.answer->ok()) return *name.answer;
+  if (name.address) return *name.address;
+  if (!name.looking) return *name.failure;
   if (!state_->answered.wait_until(lock, deadline, [&] { return !name.looking; })) {
     return Error::failure("cannot resolve " + host +
                           ": no answer within the call's timeout (a DNS server that does not "
                           "answer?); the lookup goes on for the next call");
   }
-  return *name.answer;
+  if (name.address) return *name.address;
+  return *name.failure;
+}
+
+void HostResolver::refresh(const std::string& host) {
+  std::lock_guard lock(state_->mutex);
+  auto found = state_->names.find(host);
+  if (found != state_->names.end()) found->second.found = {};
 }
 
 HostResolver& HostResolver::shared() {
