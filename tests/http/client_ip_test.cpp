@@ -174,5 +174,19 @@ TEST(ClientKey, Ipv6ClientsAreKeyedByTheirPrefix) {
   EXPECT_EQ(clientKey(*IpAddress::parse("198.51.100.7"), 64), "198.51.100.7");
 }
 
+// Behind a NAT46 translator every IPv4 client is an address of 64:ff9b::/96, all in one /64:
+// each is keyed (and reported, and banned) by its whole address, never by that /64.
+TEST(ClientKey, Nat64AddressesAreKeyedByTheWholeAddress) {
+  auto a = *IpAddress::parse("64:ff9b::198.51.100.7");
+  auto b = *IpAddress::parse("64:ff9b::198.51.100.8");
+  EXPECT_FALSE(a.v4);
+  EXPECT_EQ(clientKey(a, 64), a.toString());
+  EXPECT_NE(clientKey(a, 64), clientKey(b, 64));
+  EXPECT_EQ(keyPrefixLength(a, 24, 64), 120);
+  EXPECT_EQ(IpPrefix::of(a, 120).toString(), IpPrefix::of(b, 120).toString());
+  // only the well-known prefix: a neighbour of it is an IPv6 client as any other
+  EXPECT_EQ(clientKey(*IpAddress::parse("64:ff9b:1::1"), 64), "64:ff9b:1::/64");
+}
+
 }  // namespace
 }  // namespace floodgate::http

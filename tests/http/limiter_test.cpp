@@ -273,8 +273,8 @@ TEST(Limiter, AKeyHeaderSentTwiceWithDifferentValuesIsRefusedAndChargesTheKeyNot
   EXPECT_EQ(by_address.decisions[0].decision.remaining, 25 - 20 - 3);
   // with 2 of 25 left and a cost of 3, such a request is the address's excess: 429, and
   // reportable, whatever its key header says
-  Verdict over = f.limiter->check(
-      request("GET", "/", "192.0.2.1", {{"X-API-Key", "a"}, {"X-API-Key", "b"}}));
+  Verdict over =
+      f.limiter->check(request("GET", "/", "192.0.2.1", {{"X-API-Key", "a"}, {"X-API-Key", "b"}}));
   EXPECT_EQ(over.binding.outcome, Outcome::kRejected);
   EXPECT_EQ(over.binding.policy, "per-ip");
   EXPECT_EQ(statusFor(over), 429);
@@ -368,6 +368,13 @@ TEST(Limiter, APolicyOverPrefixesKeysEachPrefixOnce) {
   EXPECT_EQ(v6.binding.policy, "per-prefix") << "a fresh /64 of the same /48";
   EXPECT_FALSE(v6.allowed());
   EXPECT_EQ(v6.client_key, "2001:db8:1:7::/64");
+
+  // IPv4 clients through a NAT46 translator: each its own client, their /24 one prefix
+  Verdict nat = f.limiter->check(request("GET", "/", "64:ff9b::203.0.113.7"));
+  ASSERT_TRUE(nat.allowed());
+  EXPECT_EQ(nat.client_key, "64:ff9b::cb00:7107");
+  EXPECT_EQ(nat.decisions[0].key, "64:ff9b::cb00:7107");
+  EXPECT_EQ(nat.decisions[1].key, "64:ff9b::cb00:7100/120");
 }
 
 TEST(Limiter, AClientOverItsOwnLimitIsReportableBesideAPrefixPolicy) {

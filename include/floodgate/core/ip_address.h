@@ -40,9 +40,16 @@ struct IpPrefix {
 // IpPrefix's former name, kept so that services that name it still build.
 using Cidr [[deprecated("floodgate::http::Cidr is now IpPrefix")]] = IpPrefix;
 
+// The prefix length a client is keyed by: `ipv4_prefix` of an IPv4 address, `ipv6_prefix`
+// of an IPv6 one, and 96 + `ipv4_prefix` of an address of the NAT64 well-known prefix
+// 64:ff9b::/96 (RFC 6052), which holds one IPv4 client in its last 32 bits: a service
+// behind a NAT46 translator sees every IPv4 client there, and a /64 of them would be one key
+// (and one report, one ban) for all of them.
+int keyPrefixLength(const IpAddress& address, int ipv4_prefix, int ipv6_prefix);
+
 // What a client is keyed (and reported) by: an IPv4 address, an IPv6 address's prefix of
-// `ipv6_prefix` bits ("2001:db8:1:2::/64"; the address alone at 128). A client rotating
-// addresses inside its prefix is one client.
+// `ipv6_prefix` bits ("2001:db8:1:2::/64"; the address alone at 128), the whole address of
+// one in 64:ff9b::/96. A client rotating addresses inside its prefix is one client.
 std::string clientKey(const IpAddress& address, int ipv6_prefix);
 
 }  // namespace floodgate::http

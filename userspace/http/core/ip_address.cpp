@@ -75,9 +75,18 @@ std::string IpPrefix::toString() const {
   return base.toString() + "/" + std::to_string(prefix_len);
 }
 
+int keyPrefixLength(const IpAddress& address, int ipv4_prefix, int ipv6_prefix) {
+  static constexpr uint8_t kNat64Prefix[12] = {0, 0x64, 0xff, 0x9b, 0, 0, 0, 0, 0, 0, 0, 0};
+  if (address.v4) return ipv4_prefix;
+  if (std::memcmp(address.bytes.data(), kNat64Prefix, sizeof kNat64Prefix) == 0) {
+    return 96 + ipv4_prefix;
+  }
+  return ipv6_prefix;
+}
+
 std::string clientKey(const IpAddress& address, int ipv6_prefix) {
   if (address.v4) return address.toString();
-  return IpPrefix::of(address, ipv6_prefix).toString();
+  return IpPrefix::of(address, keyPrefixLength(address, 32, ipv6_prefix)).toString();
 }
 
 bool IpPrefix::contains(const IpAddress& address) const {

@@ -149,11 +149,11 @@ Limiter::PolicyKey Limiter::keyFor(const PolicyConfig& policy, const RequestInfo
   switch (policy.key.kind) {
     case KeyKind::kIp: {
       if (!client) return {std::string(kUnknownClientKey)};
-      const int prefix = client->v4               ? policy.key.ipv4_prefix
-                         : policy.key.ipv6_prefix ? policy.key.ipv6_prefix
-                                                  : config_.ipv6_prefix;
+      const int prefix =
+          keyPrefixLength(*client, policy.key.ipv4_prefix,
+                          policy.key.ipv6_prefix ? policy.key.ipv6_prefix : config_.ipv6_prefix);
       // the client's own key unless the policy groups clients by a prefix of their own
-      if (prefix == (client->v4 ? 32 : config_.ipv6_prefix)) return {client_key};
+      if (prefix == keyPrefixLength(*client, 32, config_.ipv6_prefix)) return {client_key};
       return {IpPrefix::of(*client, prefix).toString()};
     }
     case KeyKind::kUser:
