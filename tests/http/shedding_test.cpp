@@ -324,6 +324,32 @@ TEST(AdaptiveConcurrency, OverTheLimitIsA503AndFinishedRequestsTeachIt) {
   EXPECT_LT(adaptive->limit(), grown * 3 / 4);
 }
 
+// A refused request did no work: its few microseconds are no latency sample. A flood of
+// refusals (an exhausted key, a repeated key header) must not teach the limit a no-load
+// latency of nothing, which would switch overload protection off.
+TEST(AdaptiveConcurrency, RefusedRequestsTeachItNothing) {
+  Fixture f(R"(http:
+  adaptive_concurrency:
+    {floor: 2, ceiling: 50, initial: 10, window: 10, window_ms: 10, probe_every: 0}
+  policies:
+    - {name: per-ip, key: ip, algorithm: fixed_window, limit: 30, window_ms: 600000}
+)");
+  const AdaptiveLimit* adaptive = f.limiter->shedder()->adaptive();
+  ASSERT_NE(adaptive, nullptr);
+  for (int i = 0; i < 30; ++i) {
+    Verdict v = f.check("GET", "/x");
+    ASSERT_TRUE(v.allowed()) << i;
+    f.clock->advanceNs(kMs);  // each takes 1 ms
+  }
+  ASSERT_EQ(adaptive->noLoadLatencyNs(), kMs);
+  for (int i = 0; i < 200; ++i) {
+    Verdict refused = f.check("GET", "/x");  // over the per-IP limit, in no time
+    ASSERT_EQ(refused.binding.outcome, Outcome::kRejected) << i;
+    if (i % 10 == 9) f.clock->advanceNs(kMs);  // windows close
+  }
+  EXPECT_EQ(adaptive->noLoadLatencyNs(), kMs);
+}
+
 TEST(AdaptiveConcurrency, ClassThresholdsFollowTheLimitAndKeepTheirShares) {
   Fixture f(R"(http:
   adaptive_concurrency: {floor: 2, ceiling: 500, initial: 40}

@@ -65,6 +65,10 @@ class InFlight {
 
   // The request failed on the service's side (a 5xx): the adaptive limit counts it an error.
   void failed() { failed_.store(true, std::memory_order_relaxed); }
+  // The request was refused before it did any work: its time says nothing of the service's
+  // latency, and is no sample for the adaptive limit (a flood of cheap refusals would else
+  // teach it a no-load latency of microseconds, and overload protection would be off).
+  void abandon() { abandoned_.store(true, std::memory_order_relaxed); }
 
  private:
   std::shared_ptr<SheddingState> state_;
@@ -72,6 +76,7 @@ class InFlight {
   std::shared_ptr<const Clock> clock_;
   int64_t entered_ns_;
   std::atomic<bool> failed_{false};
+  std::atomic<bool> abandoned_{false};
 };
 
 // Counts requests in flight and refuses those of a class whose threshold they have

@@ -310,6 +310,7 @@ Verdict Limiter::check(const RequestInfo& request) {
   // alone keeps a unit of each, as a malformed one does: else sending the key header twice
   // would be a way to ask without end that no per-IP limit counts.
   refund(verdict, verdict.binding.outcome == Outcome::kAmbiguousKey ? 1 : 0);
+  if (verdict.in_flight) verdict.in_flight->abandon();
   verdict.in_flight.reset();
   if (verdict.binding.outcome == Outcome::kRejected) jitterRetryAfter(verdict.binding);
   return verdict;

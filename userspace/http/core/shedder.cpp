@@ -27,7 +27,7 @@ std::shared_ptr<AdaptiveLimit> SheddingState::adaptiveFor(const AdaptiveConcurre
 
 InFlight::~InFlight() {
   state_->in_flight.fetch_sub(1, std::memory_order_acq_rel);
-  if (adaptive_) {
+  if (adaptive_ && !abandoned_.load(std::memory_order_relaxed)) {
     const int64_t now_ns = clock_->nowNs();
     adaptive_->record(now_ns - entered_ns_, failed_.load(std::memory_order_relaxed), now_ns);
   }
