@@ -29,6 +29,8 @@ void refuseDelay(Verdict& verdict, int64_t retry_after_ns, bool shed,
   verdict.binding = refused;
   verdict.violated = {refused.policy};
   verdict.shed = shed;
+  // it did no work: no latency sample for the adaptive limit
+  if (verdict.in_flight) verdict.in_flight->abandon();
 }
 
 // The admitted verdict of the request this server thread is serving, kept from the
