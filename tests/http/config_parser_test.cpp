@@ -143,6 +143,12 @@ TEST(HttpConfig, PrefixesGroupClientsOfAnIpKeyOnly) {
   EXPECT_EQ(firstError("http:\n  policies:\n    - {name: a, key: ip, ipv6_prefix: 16,\n"
                        "       algorithm: gcra, capacity: 1, rate_per_s: 1}\n"),
             "f.yaml:3:39: policy 'a'.ipv6_prefix must be from 32 to 128, got 16");
+  EXPECT_EQ(firstError("http:\n  ipv6_prefix: 56\n  policies:\n"
+                       "    - {name: a, key: ip, ipv6_prefix: 64,\n"
+                       "       algorithm: gcra, capacity: 1, rate_per_s: 1}\n"),
+            "f.yaml:4:39: policy 'a'.ipv6_prefix 64 is longer than http.ipv6_prefix (56): a "
+            "client rotating addresses inside its /56 would get a bucket per address; give at "
+            "most 56");
 }
 
 TEST(HttpConfig, TheClientHeaderIsChosenNeverGuessed) {

@@ -67,6 +67,7 @@ class Parser {
 
   YamlReader& reader_;
   std::string store_type_ = "memory";
+  int ipv6_prefix_ = kDefaultIpv6Prefix;  // http.ipv6_prefix, read before the policies
 };
 
 bool isNameChar(char c) {
@@ -89,6 +90,7 @@ HttpConfig Parser::parse(const YamlEntry& http) {
   if (!fields) return config;
   if (const YamlEntry* e = fields->find("trusted_proxies")) parseTrustedProxies(*e, config);
   parseClientAddress(*fields, config);
+  ipv6_prefix_ = config.ipv6_prefix;
   if (const YamlEntry* e = fields->find("store")) parseStore(*e, config.store);
   store_type_ = config.store.type;
   if (const YamlEntry* e = fields->find("escalate")) parseEscalate(*e, config.escalate);
@@ -868,6 +870,13 @@ void Parser::parseKeyPrefixes(const YamlFields& fields, const std::string& what,
     if (key.kind != KeyKind::kIp) {
       reader_.error(*e, what + "." + field + " groups clients by address: it needs key: ip");
     } else if (auto v = reader_.integer(*e, what + "." + field, least, most)) {
+      if (out == &key.ipv6_prefix && *v > ipv6_prefix_) {
+        const std::string most_text = std::to_string(ipv6_prefix_);
+        reader_.error(*e, what + ".ipv6_prefix " + std::to_string(*v) +
+                              " is longer than http.ipv6_prefix (" + most_text +
+                              "): a client rotating addresses inside its /" + most_text +
+                              " would get a bucket per address; give at most " + most_text);
+      }
       *out = static_cast<int>(*v);
     }
   }
