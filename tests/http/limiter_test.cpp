@@ -271,10 +271,15 @@ TEST(Limiter, AKeyHeaderSentTwiceWithDifferentValuesIsRefusedAndChargesTheKeyNot
   Verdict by_address = f.limiter->check(request("GET", "/", "192.0.2.1"));
   ASSERT_EQ(by_address.decisions.size(), 1u);
   EXPECT_EQ(by_address.decisions[0].decision.remaining, 25 - 20 - 3);
-  // with 2 of 25 left and a cost of 3, such a request is the address's excess: 429, and
-  // reportable, whatever its key header says
-  Verdict over =
-      f.limiter->check(request("GET", "/", "192.0.2.1", {{"X-API-Key", "a"}, {"X-API-Key", "b"}}));
+  // with 2 of 25 left, two more such requests take them; the next is the address's
+  // excess: 429, and reportable, whatever its key header says
+  auto twice = [&] {
+    return f.limiter->check(
+        request("GET", "/", "192.0.2.1", {{"X-API-Key", "a"}, {"X-API-Key", "b"}}));
+  };
+  EXPECT_EQ(twice().binding.outcome, Outcome::kAmbiguousKey);
+  EXPECT_EQ(twice().binding.outcome, Outcome::kAmbiguousKey);
+  Verdict over = twice();
   EXPECT_EQ(over.binding.outcome, Outcome::kRejected);
   EXPECT_EQ(over.binding.policy, "per-ip");
   EXPECT_EQ(statusFor(over), 429);

@@ -32,8 +32,8 @@ int statusFor(const Verdict& verdict);
 std::string problemJson(const Verdict& verdict);
 
 // Every header a response to `verdict` should carry, as (name, value) pairs: the two
-// RateLimit fields when a policy applied (but for a 400 for an ambiguous key, whose quota
-// is nobody's), and Retry-After on a rejection that a retry can fix (never for a cost
+// RateLimit fields when a policy applied (no item for a policy whose key was ambiguous: its
+// quota is nobody's), and Retry-After on a rejection that a retry can fix (never for a cost
 // larger than the burst), a shed request's included.
 std::vector<std::pair<std::string, std::string>> responseHeaders(const Verdict& verdict);
 

@@ -63,6 +63,7 @@ std::string rateLimitPolicyHeader(const Verdict& verdict) {
   std::string out;
   out.reserve(48 * verdict.decisions.size());
   for (const PolicyDecision& pd : verdict.decisions) {
+    if (pd.decision.outcome == Outcome::kAmbiguousKey) continue;  // nobody's quota
     if (!out.empty()) out += ", ";
     appendSfString(out, pd.policy->name);
     out += ";q=";
@@ -77,6 +78,7 @@ std::string rateLimitHeader(const Verdict& verdict) {
   std::string out;
   out.reserve(48 * verdict.decisions.size());
   for (const PolicyDecision& pd : verdict.decisions) {
+    if (pd.decision.outcome == Outcome::kAmbiguousKey) continue;  // nobody's quota
     if (!out.empty()) out += ", ";
     appendSfString(out, pd.policy->name);
     out += ";r=";
@@ -180,9 +182,9 @@ std::string problemJson(const Verdict& verdict) {
 std::vector<std::pair<std::string, std::string>> responseHeaders(const Verdict& verdict) {
   std::vector<std::pair<std::string, std::string>> headers;
   headers.reserve(3);
-  // an ambiguous key's quota is nobody's: no fields to tell of it
-  if (verdict.limited() && verdict.binding.outcome != Outcome::kAmbiguousKey) {
-    headers.emplace_back("RateLimit-Policy", rateLimitPolicyHeader(verdict));
+  // an ambiguous key's quota is nobody's: no item tells of it, nor a field of no item
+  if (std::string policies = rateLimitPolicyHeader(verdict); !policies.empty()) {
+    headers.emplace_back("RateLimit-Policy", std::move(policies));
     headers.emplace_back("RateLimit", rateLimitHeader(verdict));
   }
   if (verdict.binding.outcome == Outcome::kRejected ||

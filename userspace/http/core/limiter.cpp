@@ -202,6 +202,7 @@ Verdict Limiter::check(const RequestInfo& request) {
   // asked at all: nothing is taken anywhere, nothing needs a refund, and a client hammering
   // a rejected key costs Redis nothing until its retry-after.
   std::vector<PolicyDecision> known_rejections;
+  bool ambiguous = false;  // a policy's key header was sent twice with different values
   // one allocation each rather than one per doubling (none when there is no policy)
   verdict.decisions.reserve(policies_.size());
   local.reserve(policies_.size());
@@ -219,6 +220,7 @@ Verdict Limiter::check(const RequestInfo& request) {
     pd.decision.policy = config.name;
     pd.key = std::move(key.key);
     if (key.ambiguous) {
+      ambiguous = true;
       // refused, charged nothing; the other policies are decided still, so that a client
       // sending such requests without end meets its per-IP limit (see below)
       Decision ambiguous;
@@ -253,6 +255,11 @@ Verdict Limiter::check(const RequestInfo& request) {
     verdict.decisions = std::move(known_rejections);
     local.clear();
     together.clear();
+  } else if (ambiguous) {
+    // Refused for its key whatever the rest decide: every other policy is charged one unit,
+    // not the route's cost, and keeps it (below), so that a client sending such requests
+    // without end meets its per-IP limit, at one decision per policy.
+    for (PolicyDecision& pd : verdict.decisions) pd.cost = std::min<int64_t>(pd.cost, 1);
   }
   bool refused = false;  // by a policy decided so far
   for (const auto& [index, store] : local) {
@@ -307,9 +314,9 @@ Verdict Limiter::check(const RequestInfo& request) {
   }
   // All-or-nothing: give back what the admitting policies took. A refused request does no
   // work, so it holds no place in flight either. A request refused for an ambiguous key
-  // alone keeps a unit of each, as a malformed one does: else sending the key header twice
-  // would be a way to ask without end that no per-IP limit counts.
-  refund(verdict, verdict.binding.outcome == Outcome::kAmbiguousKey ? 1 : 0);
+  // alone keeps the unit each policy took: else sending the key header twice would be a
+  // way to ask without end that no per-IP limit counts.
+  if (verdict.binding.outcome != Outcome::kAmbiguousKey) refund(verdict);
   if (verdict.in_flight) verdict.in_flight->abandon();
   verdict.in_flight.reset();
   if (verdict.binding.outcome == Outcome::kRejected) jitterRetryAfter(verdict.binding);
