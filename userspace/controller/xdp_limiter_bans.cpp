@@ -17,7 +17,6 @@ namespace {
 struct BanPut {
   enum What { kAdded, kReplaced, kKept } what = kAdded;
   uint32_t replaced = 0;
-  uint32_t erased_fleet = 0;  // fleet bans over (or nearly) that were deleted to make way
 };
 
 // Puts `ban` at `cidr` of the ban tries, keeping `count` (the program's ban_entries of its
@@ -26,11 +25,12 @@ struct BanPut {
 // The program deletes an entry it finds over and counts it out itself. So an entry that
 // is over, or about to be (within `margin` ticks), is not replaced in place: the program
 // could delete the new ban a moment later, taking it for the old one. It is deleted here
-// (counted out by whichever delete succeeds) and the new ban inserted as a new entry.
+// (counted out by whichever delete succeeds) and the new ban inserted as a new entry;
+// `erased_fleet` counts the fleet bans deleted so, whether or not the put then succeeds.
 Result<BanPut> putBan(LpmPair<fg_ban>& trie, const Cidr& cidr, const fg_ban& ban, BanUpdate update,
-                      uint64_t now, uint64_t margin, uint32_t& count, const std::string& what) {
+                      uint64_t now, uint64_t margin, uint32_t& count, const std::string& what,
+                      uint32_t& erased_fleet) {
   std::atomic_ref<uint32_t> entries(count);
-  uint32_t erased_fleet = 0;
   for (int attempt = 0; attempt < 8; ++attempt) {
     Result<bool> inserted = trie.insertNew(cidr, ban);
     if (!inserted) {
@@ -43,7 +43,7 @@ Result<BanPut> putBan(LpmPair<fg_ban>& trie, const Cidr& cidr, const fg_ban& ban
     }
     if (*inserted) {
       entries.fetch_add(1);
-      return BanPut{BanPut::kAdded, 0, erased_fleet};
+      return BanPut{};
     }
     auto existing = trie.find(cidr);
     if (!existing) continue;  // deleted since: insert again
@@ -58,7 +58,7 @@ Result<BanPut> putBan(LpmPair<fg_ban>& trie, const Cidr& cidr, const fg_ban& ban
     }
     const bool outlasts =
         existing->expires == 0 || (ban.expires != 0 && existing->expires >= ban.expires);
-    if (update == BanUpdate::kExtend && outlasts) return BanPut{BanPut::kKept, 0, erased_fleet};
+    if (update == BanUpdate::kExtend && outlasts) return BanPut{BanPut::kKept};
     fg_ban put = ban;
     // A fleet ban extends this host's own ban, and no more: it stays the host's (its start
     // and who started it), so a fleet lift treats it as this host's ban, by its age, and
@@ -69,7 +69,7 @@ Result<BanPut> putBan(LpmPair<fg_ban>& trie, const Cidr& cidr, const fg_ban& ban
     }
     Result<bool> replaced = trie.replaceExisting(cidr, put);
     if (!replaced) return replaced.error();
-    if (*replaced) return BanPut{BanPut::kReplaced, existing->rule_id, erased_fleet};
+    if (*replaced) return BanPut{BanPut::kReplaced, existing->rule_id};
   }
   return Error::failure("a ban on " + what + " kept changing under this command: try again");
 }
@@ -105,7 +105,11 @@ Status XdpLimiter::banAdd(const Cidr& cidr, uint64_t duration_ns, BanUpdate upda
   const uint64_t second = 1'000'000'000ULL / tickNs();
   const int family = static_cast<int>(cidr.family);
   uint32_t& count = settings_value_.get()->ban_entries[family];
-  Result<BanPut> put = putBan(maps_.bans, cidr, ban, update, *now, second, count, interface_);
+  // fleet bans over (or nearly) that were deleted to make way, counted out whatever follows
+  uint32_t erased_fleet = 0;
+  Result<BanPut> put =
+      putBan(maps_.bans, cidr, ban, update, *now, second, count, interface_, erased_fleet);
+  fleet_bans_[family] -= std::min(fleet_bans_[family], erased_fleet);
   if (!put) return put.error();
   // keeps the count of fleet bans: an entry a fleet ban added or took over, or one it held
   // that another ban took over
@@ -114,7 +118,6 @@ Status XdpLimiter::banAdd(const Cidr& cidr, uint64_t duration_ns, BanUpdate upda
   const bool is_fleet = origin == BanOrigin::kFleet && (put->what == BanPut::kAdded || was_fleet);
   if (is_fleet && !was_fleet) ++fleet_bans_[family];
   if (was_fleet && !is_fleet && fleet_bans_[family] > 0) --fleet_bans_[family];
-  fleet_bans_[family] -= std::min(fleet_bans_[family], put->erased_fleet);
   return okStatus();
 }
 

@@ -92,6 +92,11 @@ TEST(HostResolver, AFailedRefreshKeepsTheAddressThatWorked) {
   const auto later = steady_clock::now() + std::chrono::seconds(10);
   ASSERT_EQ(*resolver.resolve("redis.internal", later), "192.0.2.10");
   resolver.refresh("redis.internal");
+  EXPECT_EQ(*resolver.resolve("redis.internal", later), "192.0.2.10");
+  EXPECT_EQ(calls.load(), 1) << "a refresh within kRetry of the lookup asks nothing again";
+  // (a sleep lasts at least what it is asked for: past kRetry whatever the timer)
+  std::this_thread::sleep_for(HostResolver::kRetry + milliseconds(10));
+  resolver.refresh("redis.internal");
   // the refresh is held: the kept address comes back at once all the same
   auto during = resolver.resolve("redis.internal", steady_clock::now());
   ASSERT_TRUE(during.ok()) << during.error().message;

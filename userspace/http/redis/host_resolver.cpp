@@ -20,11 +20,11 @@ using Clock = std::chrono::steady_clock;
 namespace {
 
 bool numeric(const std::string& host) {
-  // a scoped link-local address (fe80::1%eth0) is one too, which hiredis takes as it is
-  if (host.find('%') != std::string::npos) return true;
   unsigned char buffer[sizeof(in6_addr)];
-  return inet_pton(AF_INET, host.c_str(), buffer) == 1 ||
-         inet_pton(AF_INET6, host.c_str(), buffer) == 1;
+  if (inet_pton(AF_INET, host.c_str(), buffer) == 1) return true;
+  // a scoped link-local address (fe80::1%eth0) is one too, which hiredis takes as it is
+  const std::string address = host.substr(0, host.find('%'));
+  return inet_pton(AF_INET6, address.c_str(), buffer) == 1;
 }
 
 std::string addressText(const addrinfo& info) {
@@ -106,6 +106,8 @@ Result<std::string> HostResolver::resolve(const std::string& host, Clock::time_p
       }).detach();
     } catch (const std::system_error& e) {
       name.looking = false;
+      name.next_lookup = now + kRetry;
+      if (name.address) return *name.address;
       return Error::failure("cannot resolve " + host + ": no thread to look it up on (" + e.what() +
                             ")");
     }
@@ -125,7 +127,10 @@ Result<std::string> HostResolver::resolve(const std::string& host, Clock::time_p
 void HostResolver::refresh(const std::string& host) {
   std::lock_guard lock(state_->mutex);
   auto found = state_->names.find(host);
-  if (found != state_->names.end()) found->second.found = {};
+  // a server that is down, not moved, fails every connect: one lookup per kRetry at most
+  if (found != state_->names.end() && Clock::now() - found->second.found >= kRetry) {
+    found->second.found = {};
+  }
 }
 
 HostResolver& HostResolver::shared() {
