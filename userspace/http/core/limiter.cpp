@@ -223,10 +223,10 @@ Verdict Limiter::check(const RequestInfo& request) {
       ambiguous = true;
       // refused, charged nothing; the other policies are decided still, so that a client
       // sending such requests without end meets its per-IP limit (see below)
-      Decision ambiguous;
-      ambiguous.outcome = Outcome::kAmbiguousKey;
-      ambiguous.limit = policy.algorithm->quota();
-      settle(pd, ambiguous);
+      Decision refused;
+      refused.outcome = Outcome::kAmbiguousKey;
+      refused.limit = policy.algorithm->quota();
+      settle(pd, refused);
       verdict.decisions.push_back(std::move(pd));
       continue;
     }
