@@ -72,6 +72,22 @@ struct Arrival {
   std::string path, ip, api_key, user;
 };
 
+// A limiter on `config`'s Redis store (`server`), as a service makes it: the store factory
+// with a fleet membership of its own that sends no heartbeat.
+Result<std::unique_ptr<Limiter>> redisStoreLimiter(const HttpConfig& config,
+                                                   const RedisServer& server) {
+  auto clock = std::make_shared<SteadyClock>();
+  FleetMembershipOptions membership;
+  membership.heartbeat_ms = 0;
+  redis::ClientOptions options;
+  options.seeds = {server.address()};
+  return Limiter::create(
+      config, clock,
+      makeStoreFactory(config.store, clock,
+                       std::make_shared<FleetMembership>(std::make_shared<redis::Client>(options),
+                                                         membership, clock)));
+}
+
 Verdict check(Limiter& limiter, const Arrival& a) {
   return limiter.check(RequestInfo{"GET", a.path, a.ip, {{"X-API-Key", a.api_key}}, a.user, {}});
 }
@@ -419,16 +435,7 @@ TEST(RedisTogetherOutage, RedisDyingMidRunFollowsEachPolicysFailureMode) {
   config.store.instances = 2;
   config.store.breaker_failures = 2;
   config.store.breaker_open_ms = 200;
-  auto clock = std::make_shared<SteadyClock>();
-  FleetMembershipOptions membership;
-  membership.heartbeat_ms = 0;
-  redis::ClientOptions options;
-  options.seeds = {server->address()};
-  auto made = Limiter::create(
-      config, clock,
-      makeStoreFactory(config.store, clock,
-                       std::make_shared<FleetMembership>(std::make_shared<redis::Client>(options),
-                                                         membership, clock)));
+  auto made = redisStoreLimiter(config, *server);
   ASSERT_TRUE(made.ok()) << made.error().message;
   Limiter& limiter = **made;
   const Arrival open{"/", "192.0.2.1", "key", "user"};
@@ -478,16 +485,7 @@ TEST(RedisTogetherKeys, ApiKeysAndUserIdsAreHiddenInRedisAddressesAreNot) {
                                     window(AlgorithmKind::kSlidingWindowLog, 10, 600'000));
   config.store.type = "redis";
   config.store.address = server->address().text();
-  auto clock = std::make_shared<SteadyClock>();
-  FleetMembershipOptions membership;
-  membership.heartbeat_ms = 0;
-  redis::ClientOptions options;
-  options.seeds = {server->address()};
-  auto made = Limiter::create(
-      config, clock,
-      makeStoreFactory(config.store, clock,
-                       std::make_shared<FleetMembership>(std::make_shared<redis::Client>(options),
-                                                         membership, clock)));
+  auto made = redisStoreLimiter(config, *server);
   ASSERT_TRUE(made.ok()) << made.error().message;
   Limiter& limiter = **made;
   // a short key, and one that spells the hashed form (hashed either way, never confused)
