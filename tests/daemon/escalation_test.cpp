@@ -87,6 +87,33 @@ TEST_F(EscalationTest, NoControllerListeningIsCountedNotFatal) {
   EXPECT_EQ(sender->reportErrors(), 1u);
 }
 
+// A report the controller was not there for (restarting, say) is sent again on a rejection
+// a second later, not after a whole ban time in which the abuser would go unbanned.
+TEST_F(EscalationTest, AReportNobodyReceivedIsSentAgainOnALaterRejection) {
+  auto sender = reporter();
+  for (int i = 0; i < 5; ++i) sender->noteRejection("192.0.2.1");
+  ASSERT_EQ(sender->reportErrors(), 1u);
+  sender->noteRejection("192.0.2.1");
+  EXPECT_EQ(sender->reportErrors(), 1u) << "not a datagram a rejection while nobody listens";
+  clock_->advanceNs(http::OffenderReporter::kResendNs);
+  sender->noteRejection("192.0.2.1");
+  EXPECT_EQ(sender->reportErrors(), 2u) << "tried again a second later";
+
+  auto listener = ReportListener::bind(config_.socket);
+  ASSERT_TRUE(listener.ok()) << listener.error().message;
+  clock_->advanceNs(http::OffenderReporter::kResendNs);
+  sender->noteRejection("192.0.2.1");
+  auto reports = listener->drain(10);
+  ASSERT_EQ(reports.size(), 1u) << "the first rejection once the controller is back reports";
+  ASSERT_TRUE(reports[0].report.ok());
+  EXPECT_EQ(reports[0].report->address.toString(), "192.0.2.1");
+  for (int i = 0; i < 10; ++i) sender->noteRejection("192.0.2.1");
+  clock_->advanceNs(http::OffenderReporter::kResendNs);
+  sender->noteRejection("192.0.2.1");
+  EXPECT_TRUE(listener->drain(10).empty()) << "once sent, quiet for the ban time again";
+  EXPECT_EQ(sender->reportsSent(), 1u);
+}
+
 TEST_F(EscalationTest, GarbageOnTheSocketIsReportedAsInvalid) {
   auto listener = ReportListener::bind(config_.socket);
   ASSERT_TRUE(listener.ok());

@@ -7,7 +7,9 @@
 //   offender 2001:db8:1:2::/64 rejections=50 within_ms=10000
 // sent as a datagram over the controller's Unix socket or, with http.escalate.redis_stream,
 // signed and added to a Redis stream every controller of the fleet reads (report_stream.h).
-// An IP is reported once per ban period, so a flood of rejections is one report.
+// An IP is reported once per ban period, so a flood of rejections is one report; a report
+// that could not be sent (no controller on the socket, the Redis queue full) is sent again
+// on the client's next rejection a second later or after, not a ban period later.
 #pragma once
 
 #include <atomic>
@@ -31,6 +33,9 @@ class OffenderReporter {
   // At most this many client IPs are counted at once; past it, rejections of new IPs wait
   // until a window ends (`dropped()` counts them).
   static constexpr size_t kMaxTracked = 65536;
+  // After a report that could not be sent, the client's next rejection this much later
+  // sends it again: a controller restarting must not let an abuser go a whole ban time.
+  static constexpr int64_t kResendNs = 1'000'000'000;
 
   // Reports as `config.escalate` says, to the Redis of `config.store` for a stream.
   static Result<std::unique_ptr<OffenderReporter>> create(const HttpConfig& config,
@@ -54,11 +59,13 @@ class OffenderReporter {
     int64_t window_start_ns = 0;
     int64_t rejections = 0;
     int64_t quiet_until_ns = 0;  // reported: not again before the ban is over
+    bool unsent = false;         // its report could not be sent: send it again when quiet ends
   };
 
   OffenderReporter(const EscalateConfig& config, std::shared_ptr<const Clock> clock, int fd,
                    std::unique_ptr<RedisReportQueue> stream);
-  void send(const std::string& client_key);
+  bool send(const std::string& client_key);  // false: not sent (counted)
+  void resendLater(const std::string& client_key);
   void evictOld(int64_t now_ns);
 
   EscalateConfig config_;

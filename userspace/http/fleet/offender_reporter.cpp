@@ -86,25 +86,34 @@ void OffenderReporter::noteRejection(std::string_view client_key) {
     }
     Client& c = it->second;
     if (now < c.quiet_until_ns) return;  // reported already; the ban will catch up
-    if (now - c.window_start_ns >= window_ns) {
+    if (c.unsent) {
+      report = true;
+      c.unsent = false;
+      c.quiet_until_ns = now + static_cast<int64_t>(config_.ban_ns);
+    } else if (now - c.window_start_ns >= window_ns) {
       c.window_start_ns = now;
       c.rejections = 0;
     }
-    if (++c.rejections >= config_.rejections) {
+    if (!report && ++c.rejections >= config_.rejections) {
       report = true;
       c.quiet_until_ns = now + static_cast<int64_t>(config_.ban_ns);
       c.rejections = 0;
     }
   }
-  if (report) send(std::string(client_key));
+  if (report && !send(std::string(client_key))) resendLater(std::string(client_key));
 }
 
-void OffenderReporter::send(const std::string& client_key) {
+void OffenderReporter::resendLater(const std::string& client_key) {
+  std::lock_guard lock(mutex_);
+  auto it = clients_.find(client_key);
+  if (it == clients_.end()) return;  // evicted meanwhile: it counts from nothing again
+  it->second.unsent = true;
+  it->second.quiet_until_ns = clock_->nowNs() + kResendNs;
+}
+
+bool OffenderReporter::send(const std::string& client_key) {
   const std::string line = report::formatReport(client_key, config_.rejections, config_.within_ms);
-  if (stream_) {
-    stream_->push(line);
-    return;
-  }
+  if (stream_) return stream_->push(line);
   sockaddr_un address{};
   address.sun_family = AF_UNIX;
   std::memcpy(address.sun_path, config_.socket.c_str(), config_.socket.size());
@@ -113,9 +122,10 @@ void OffenderReporter::send(const std::string& client_key) {
                      reinterpret_cast<const sockaddr*>(&address), sizeof(address));
   if (n == static_cast<ssize_t>(datagram.size())) {
     sent_.fetch_add(1);
-  } else {
-    errors_.fetch_add(1);
+    return true;
   }
+  errors_.fetch_add(1);
+  return false;
 }
 
 }  // namespace floodgate::http
