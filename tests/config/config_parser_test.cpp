@@ -498,6 +498,20 @@ TEST(ConfigParser, ACatchAllOrAMappedPrefixIsWarnedAbout) {
   EXPECT_TRUE(configWarnings(parseClean("allow: [10.0.0.0/8]\n")).empty());
 }
 
+// A rule's source set takes IPv6 prefixes as written: a mapped one limits nobody.
+TEST(ConfigParser, AMappedPrefixInARulesSourcesIsWarnedAbout) {
+  FloodgateConfig config = parseClean(
+      "rules:\n"
+      "  - {name: nets, match: {src: [\"::ffff:10.0.0.0/104\", \"::/0\", 192.0.2.0/24]},\n"
+      "     limit: {pps: 10}}\n"
+      "  - {name: everyone, limit: {pps: 1000}}\n");
+  EXPECT_EQ(configWarnings(config),
+            (std::vector<std::string>{
+                "match.src of rule nets holds ::ffff:10.0.0.0/104, an IPv4-mapped IPv6 prefix: no "
+                "packet carries one as its source, so it never matches (for IPv4 sources write "
+                "10.0.0.0/8)"}));
+}
+
 // Non-first fragments carry no ports: where every rule needs them, fragments meet no rule.
 TEST(ConfigParser, CheckWarnsWhenFragmentsMeetNoRule) {
   const std::string port_rule =

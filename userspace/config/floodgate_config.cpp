@@ -101,6 +101,20 @@ FloodgateConfig parseConfig(const std::string& text, const std::string& file_nam
   return config;
 }
 
+namespace {
+
+// An IPv4-mapped prefix (::ffff:a.b.c.d/n) in `name`: no packet carries one as its source.
+std::optional<std::string> mappedWarning(const Cidr& cidr, const std::string& name) {
+  std::optional<Cidr> v4 = mappedIpv4(cidr);
+  if (!v4) return std::nullopt;
+  return name + " holds " + cidr.toString() +
+         ", an IPv4-mapped IPv6 prefix: no packet carries one as its source, so it "
+         "never matches (for IPv4 sources write " +
+         v4->toString() + ")";
+}
+
+}  // namespace
+
 std::vector<std::string> cidrWarnings(const std::vector<Cidr>& list, const std::string& name,
                                       const std::string& verb) {
   std::vector<std::string> out;
@@ -108,11 +122,8 @@ std::vector<std::string> cidrWarnings(const std::vector<Cidr>& list, const std::
     if (cidr.prefix == 0) {
       out.push_back(name + " holds " + cidr.toString() + ": it " + verb + " every " +
                     (cidr.family == Family::kV4 ? "IPv4" : "IPv6") + " source");
-    } else if (std::optional<Cidr> v4 = mappedIpv4(cidr)) {
-      out.push_back(name + " holds " + cidr.toString() +
-                    ", an IPv4-mapped IPv6 prefix: no packet carries one as its source, so it "
-                    "never matches (for IPv4 sources write " +
-                    v4->toString() + ")");
+    } else if (std::optional<std::string> mapped = mappedWarning(cidr, name)) {
+      out.push_back(std::move(*mapped));
     }
   }
   return out;
@@ -161,6 +172,13 @@ std::vector<std::string> configWarnings(const FloodgateConfig& config) {
   std::vector<std::string> out;
   listWarnings(config.allow, "allow", "lets through, unlimited,", out);
   listWarnings(config.deny, "deny", "drops", out);
+  for (const RuleSpec& rule : config.rules) {
+    for (const Cidr& cidr : rule.sources) {
+      if (auto mapped = mappedWarning(cidr, "match.src of rule " + rule.name)) {
+        out.push_back(std::move(*mapped));
+      }
+    }
+  }
   unreadPortsWarnings(config, config.defaults.fragments, "defaults.fragments",
                       "non-first fragments", out);
   unreadPortsWarnings(config, config.defaults.unknown_ext, "defaults.unknown_ipv6_ext",
