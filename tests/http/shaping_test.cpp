@@ -87,14 +87,16 @@ class Gate {
 // out on `gate`.
 class Service {
  public:
-  Service(HttplibOptions options, int pool_threads) {
-    auto config = parseHttpConfigText(kQueue, "test.yaml");
+  Service(HttplibOptions options, int pool_threads, const std::string& yaml = kQueue) {
+    auto config = parseHttpConfigText(yaml, "test.yaml");
     EXPECT_TRUE(config.ok()) << config.error().message;
     auto made = Limiter::create(std::move(*config), clock_);
     EXPECT_TRUE(made.ok());
     limiter_ = std::move(*made);
     server_.new_task_queue = [pool_threads] { return new httplib::ThreadPool(pool_threads); };
-    server_.Get(R"(/.*)", [](const httplib::Request&, httplib::Response& res) {
+    // /work takes a millisecond of the test's clock, as a route that does something
+    server_.Get(R"(/.*)", [this](const httplib::Request& req, httplib::Response& res) {
+      if (req.path == "/work") clock_->advanceNs(kS / 1000);
       res.set_content("ok", "text/plain");
     });
     options.wait_for = [this](nanoseconds delay) { gate_.wait(delay); };
@@ -120,6 +122,7 @@ class Service {
   }
 
   ManualClock& clock() { return *clock_; }
+  const Limiter& limiter() { return *limiter_; }
   Gate& gate() { return gate_; }
   const DelayedThreads& delayed() { return *delayed_; }
   // Refusals for want of a free thread (Verdict::shed: never reported as the client's own).
@@ -253,6 +256,39 @@ TEST(Shaping, DelayBeyondMaxIsRefusedAtOnceWithRetryAfterAndRefunded) {
   EXPECT_EQ(service.gate().lastDelay(), nanoseconds(2 * kS));
   EXPECT_EQ(remaining(on_time), 20 - 3);
   EXPECT_EQ(service.delayed().held(), 0u);
+}
+
+// A request refused for its delay is refunded, so it costs its client nothing: were its
+// few microseconds a latency sample, a flood of them would teach the adaptive limit a
+// no-load latency of nothing and shed honest requests for it.
+TEST(Shaping, ARequestRefusedForItsDelayTeachesTheAdaptiveLimitNothing) {
+  const std::string yaml = std::string(kQueue) + R"(
+  adaptive_concurrency:
+    {floor: 2, ceiling: 50, initial: 10, window: 10, window_ms: 10, probe_every: 0}
+)";
+  HttplibOptions options;
+  options.max_delay = std::chrono::seconds(2);
+  Service service(options, 4, yaml);
+  service.gate().open();
+  const AdaptiveLimit* adaptive = service.limiter().shedder()->adaptive();
+  ASSERT_NE(adaptive, nullptr);
+  for (int i = 0; i < 30; ++i) {  // a queue each, so none waits: each takes 1 ms
+    auto honest = service.get("/work", "honest-" + std::to_string(i));
+    ASSERT_TRUE(honest);
+    ASSERT_EQ(honest->status, 200) << i;
+  }
+  ASSERT_EQ(adaptive->noLoadLatencyNs(), kS / 1000);
+  auto first = service.get("/heavy");  // 6 units: the next would wait 6 s, over the 2 s
+  ASSERT_TRUE(first);
+  ASSERT_EQ(first->status, 200);
+  for (int i = 0; i < 100; ++i) {
+    auto refused = service.get("/heavy");
+    ASSERT_TRUE(refused);
+    ASSERT_EQ(refused->status, 429) << i;
+    if (i % 10 == 9) service.clock().advanceNs(kS / 1000);  // windows close
+  }
+  EXPECT_EQ(adaptive->noLoadLatencyNs(), kS / 1000);
+  EXPECT_EQ(remaining(service.get("/heavy")), 20 - 6) << "every refusal was refunded";
 }
 
 TEST(Shaping, ApplyDelayOffReportsTheDelayAndRefusesNothing) {

@@ -14,7 +14,7 @@ namespace {
 // Turns the admitted `verdict`, whose longest delay will not be waited out, into a
 // rejection by the policy that asked for that delay, which a retry after `retry_after_ns`
 // can pass. `refund` gives back what the verdict took, so the request consumes nothing.
-void refuseDelay(Verdict& verdict, int64_t retry_after_ns, bool shed,
+void refuseDelay(Verdict& verdict, InFlight* ticket, int64_t retry_after_ns, bool shed,
                  const std::function<void(Verdict&, int64_t)>& refund) {
   size_t longest = 0;
   for (size_t i = 1; i < verdict.decisions.size(); ++i) {
@@ -30,7 +30,7 @@ void refuseDelay(Verdict& verdict, int64_t retry_after_ns, bool shed,
   verdict.violated = {refused.policy};
   verdict.shed = shed;
   // it did no work: no latency sample for the adaptive limit
-  if (verdict.in_flight) verdict.in_flight->abandon();
+  if (ticket) ticket->abandon();
 }
 
 // The admitted verdict of the request this server thread is serving, kept from the
@@ -111,7 +111,8 @@ std::shared_ptr<const DelayedThreads> install(httplib::Server& server,
         // The place in flight goes with the response: cpp-httplib destroys it once it is
         // written, whatever the route did, and calls its resource releaser then. Not kept
         // in the verdict, whose copies (on_verdict's) could outlive the request.
-        if (verdict.in_flight) holdUntilWritten(res, std::move(verdict.in_flight));
+        std::shared_ptr<InFlight> ticket = std::move(verdict.in_flight);
+        if (ticket) holdUntilWritten(res, ticket);
         if (!verdict.limited() && verdict.allowed()) {
           return httplib::Server::HandlerResponse::Unhandled;
         }
@@ -124,10 +125,10 @@ std::shared_ptr<const DelayedThreads> install(httplib::Server& server,
           const int64_t max_delay_ns = options.max_delay.count();
           if (delay_ns > max_delay_ns) {
             // a queue drains at its rate: the delay is max_delay once the excess has drained
-            refuseDelay(verdict, delay_ns - max_delay_ns, /*shed=*/false, refund);
+            refuseDelay(verdict, ticket.get(), delay_ns - max_delay_ns, /*shed=*/false, refund);
           } else if (slot = delayed->tryTake(); !slot) {
             // once the delay has passed, the queue ahead has drained and it needs no thread
-            refuseDelay(verdict, delay_ns, /*shed=*/true, refund);
+            refuseDelay(verdict, ticket.get(), delay_ns, /*shed=*/true, refund);
           }
         }
 
