@@ -488,14 +488,27 @@ __attribute__((noinline)) int fg_cookie_path(struct xdp_md *ctx, const struct fg
 	fg_make_key(pkt, rule, &q->key);
 	fp = fg_key_fingerprint(fg_addr_hash(seed, q->key.family, q->key.hi, q->key.lo),
 				q->key.rule_id, q->key.rule_epoch, q->key.family);
-	if (fg_owned_slot(fp, &slot_index))
+	s = bpf_map_lookup_elem(&cookie_scratch, &zero);
+	if (!s)
 		return FG_COOKIE_CONTINUE;
+	if (fg_owned_slot(fp, &slot_index)) {
+		/* Its SYN goes to its bucket. Its ACK may still return a cookie sent before
+		 * it had a slot: a second connection opened with the first, whose ACK came
+		 * after the first's took the slot. The kernel, whose SYN queue never filled,
+		 * would answer that ACK with a reset: it is marked for the TC handover, then
+		 * charged by the rules as any packet of the source. */
+		if (is_syn || fg_cookie_headers(ctx, s) || !fg_cookie_valid(s) ||
+		    !fg_cookie_for_listener(ctx, s))
+			return FG_COOKIE_CONTINUE;
+		fg_count_table(id, FG_TABLE_COOKIE_VERIFIED);
+		fg_cookie_mark(ctx, fg_cookie_mss(s));
+		return FG_COOKIE_CONTINUE;
+	}
 
 	state = bpf_map_lookup_elem(&rule_state, &id);
 	jiffies = fg_jiffies();
 	now = fg_units(jiffies);
-	s = bpf_map_lookup_elem(&cookie_scratch, &zero);
-	if (!s || !state)
+	if (!state)
 		return FG_COOKIE_CONTINUE;
 
 	if (is_syn) {

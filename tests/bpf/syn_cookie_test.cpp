@@ -8,6 +8,8 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
+#include <cstring>
+
 #include "bpf/xdp_fixture.h"
 #include "controller/rule_compiler.h"
 #include "floodgate.skel.h"
@@ -223,6 +225,34 @@ TEST_F(SynCookieTest, Ipv6SynGetsACookieAndItsAckVerifiesTheSource) {
 TEST_F(SynCookieTest, SynWithoutMssGetsTheSmallestCookieMss) {
   load({cookieRule(SynCookies::kAlways)});
   handshake("192.0.2.12", 0, 536);
+}
+
+// A client opens two connections at once: both SYNs meet cookies, and the second ACK comes
+// after the first took the source a slot. Both ACKs must reach the TC handover marked, or
+// the kernel, whose SYN queue never filled, answers the second with a reset.
+TEST_F(SynCookieTest, TheSecondOfTwoConnectionsOpenedAtOnceIsMarkedToo) {
+  load({cookieRule(SynCookies::kAlways)});
+  std::vector<uint8_t> synack1, synack2, out1, out2, out3;
+  ASSERT_EQ(runOut(segment("192.0.2.70", kSyn, 1000, 0, 1460, 42000), synack1), XDP_TX);
+  ASSERT_EQ(runOut(segment("192.0.2.70", kSyn, 3000, 0, 1460, 42001), synack2), XDP_TX);
+  const uint32_t cookie1 = get32(synack1, 14 + 20 + 4), cookie2 = get32(synack2, 14 + 20 + 4);
+  const auto ack1 = segment("192.0.2.70", kAck, 1001, cookie1 + 1, 0, 42000);
+  const auto ack2 = segment("192.0.2.70", kAck, 3001, cookie2 + 1, 0, 42001);
+  ASSERT_EQ(runOut(ack1, out1), XDP_PASS);
+  ASSERT_EQ(stat(FG_TABLE_VERIFIED_SLOT), 1u) << "the first ACK takes the source a slot";
+  ASSERT_EQ(runOut(ack2, out2), XDP_PASS);
+  EXPECT_EQ(stat(FG_TABLE_COOKIE_VERIFIED), 2u);
+  for (const auto* out : {&out1, &out2}) {
+    ASSERT_EQ(out->size(), ack1.size() + sizeof(fg_cookie_meta)) << "metadata before the frame";
+    fg_cookie_meta meta{};
+    std::memcpy(&meta, out->data(), sizeof(meta));
+    EXPECT_EQ(meta.magic, FG_COOKIE_META_MAGIC);
+    EXPECT_EQ(meta.mss, 1460);
+  }
+  // an ACK of the source's connection, whose number is no cookie, is not marked
+  ASSERT_EQ(runOut(segment("192.0.2.70", kAck, 1500, cookie1 + 400, 0, 42000), out3), XDP_PASS);
+  EXPECT_EQ(out3.size(), ack1.size());
+  EXPECT_EQ(stat(FG_TABLE_COOKIE_VERIFIED), 2u);
 }
 
 TEST_F(SynCookieTest, ForgedAcksFailAreCountedAndLimitedByTheUntrackedBucket) {
