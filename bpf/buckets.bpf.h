@@ -80,7 +80,7 @@ static __always_inline int fg_word_idle(__u64 word, __u8 algorithm, __u32 window
 		return fg_bucket_ahead(word, now, 0) == 0;
 	if (!window_ms)
 		return 1;
-	return fg_window_idle(word, now >> FG_TIME_SHIFT, window_ms * 1000000ULL);
+	return fg_window_idle(word, algorithm, now >> FG_TIME_SHIFT, window_ms * 1000000ULL);
 }
 
 /* A slot is idle when none of its state still limits anyone: it is full, so a new source
@@ -276,9 +276,6 @@ __attribute__((noinline)) int fg_find_slot(struct fg_slot_query *q, const struct
 
 	if (!q || !rule)
 		return 0;
-	/* a new source, not one a SYN cookie verified, of a rule with a new-source cap */
-	under_cap = !q->verified && state && rule->new_sources.interval;
-	returning = under_cap && rule->remember_ticks && q->returning;
 	fp = q->fp;
 	base = fg_set_base(fp);
 	/* the slots themselves, not their tags: a source that took a slot on another CPU an
@@ -326,6 +323,10 @@ __attribute__((noinline)) int fg_find_slot(struct fg_slot_query *q, const struct
 	slot = bpf_map_lookup_elem(&buckets, &victim);
 	if (!slot)
 		return 0;
+	/* a new source, not one a SYN cookie verified, of a rule with a new-source cap (worked
+	 * out here rather than first: two values fewer live through the search) */
+	under_cap = !q->verified && state && rule->new_sources.interval;
+	returning = under_cap && rule->remember_ticks && q->returning;
 	if (q->verified) {
 		if (state && rule->verified_sources.interval &&
 		    !fg_gcra_take(&state->verified_state, q->now, &rule->verified_sources)) {

@@ -29,13 +29,18 @@ FG_INLINE int fg_window_is_prev(__u64 stored, __u64 absolute, __u64 window_ns)
 		stored == (((FG_WINDOW_CLOCK_PERIOD_NS - 1) / window_ns) & FG_WINDOW_ID_MASK));
 }
 
-/* Counters of a window that is neither the current nor the previous one count for nothing:
- * such a word is idle (and so is the empty word). */
-FG_INLINE int fg_window_idle(__u64 word, __u64 now_ns, __u64 window_ns)
+/* Whether a word of `algorithm` limits nobody any more (and the empty word). A fixed
+ * window reads the current window's count alone, so a word of an earlier window is idle; a
+ * sliding window reads the previous one's too, so only a word older than that is. Holding
+ * a fixed window's slot through the next window as well would halve what a spoofed flood
+ * pays to keep the table's slots from new sources. */
+FG_INLINE int fg_window_idle(__u64 word, __u8 algorithm, __u64 now_ns, __u64 window_ns)
 {
 	__u64 current = fg_window_id(now_ns, window_ns), stored = word >> FG_WINDOW_ID_SHIFT;
+	/* the oldest window whose count still counts: the current one, or the one before */
+	__u64 oldest = (current - (algorithm == FG_ALG_SLIDING_WINDOW)) & FG_WINDOW_ID_MASK;
 
-	return word == 0 || (stored != current && stored != ((current - 1) & FG_WINDOW_ID_MASK));
+	return word == 0 || (stored != current && stored != oldest);
 }
 
 /* Fixed window: admits `cost` if the window holding now_ns stays within `limit`. */

@@ -40,6 +40,33 @@ class SourceTableTest : public XdpProgramTest {
 
   static void sleepMs(int ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); }
 
+  // Four sources fill a one-set table under a rule of a minute's window, one packet each;
+  // then a new source in the same window, in the next one and in the one after.
+  void expectWindowSlotsIdle(Algorithm algorithm) {
+    RuleSpec rule = sourceRule(100, 0);
+    rule.algorithm = algorithm;
+    rule.window_ns = 60'000'000'000ULL;
+    rule.new_sources_per_s = 0;
+    AttachOptions options;
+    options.table_slots = 4;  // one set of four ways
+    options.test_clock_hz = 1000;
+    load({rule}, options);
+    setClock(100'000);  // 100 s: window 1
+    for (const char* source : {"192.0.2.1", "192.0.2.2", "192.0.2.3", "192.0.2.4"}) {
+      ASSERT_EQ(run(udpFrom(source)), XDP_PASS);
+    }
+    setClock(119'000);  // the same window: every way still counts
+    ASSERT_EQ(run(udpFrom("192.0.2.8")), XDP_PASS);
+    EXPECT_FALSE(slotOf("192.0.2.8").has_value());
+    EXPECT_EQ(tableStat(FG_TABLE_FULL), 1u);
+    setClock(150'000);  // window 2: a fixed window's counts are over, a sliding one's not
+    ASSERT_EQ(run(udpFrom("192.0.2.9")), XDP_PASS);
+    EXPECT_EQ(slotOf("192.0.2.9").has_value(), algorithm == Algorithm::kFixedWindow);
+    setClock(190'000);  // window 3: over for both
+    ASSERT_EQ(run(udpFrom("192.0.2.10")), XDP_PASS);
+    EXPECT_TRUE(slotOf("192.0.2.10").has_value());
+  }
+
   // Writes `tags` as set 0's tag word, its memory entries as they are.
   static bool withTags(BpfMap<uint32_t, fg_set>& sets, uint64_t tags) {
     auto set = sets.lookup(0);
@@ -48,6 +75,17 @@ class SourceTableTest : public XdpProgramTest {
     return sets.update(0, *set).ok();
   }
 };
+
+// A window rule's slot is idle once its count no longer limits anyone: a fixed window's
+// when its window is over, a sliding window's when the window after it is over too. A slot
+// held a window longer than that would let one packet a window keep it from new sources.
+TEST_F(SourceTableTest, AFixedWindowSlotIsIdleOnceItsWindowIsOver) {
+  expectWindowSlotsIdle(Algorithm::kFixedWindow);
+}
+
+TEST_F(SourceTableTest, ASlidingWindowSlotIsIdleOnceTheWindowAfterItIsOver) {
+  expectWindowSlotsIdle(Algorithm::kSlidingWindow);
+}
 
 TEST_F(SourceTableTest, ASlotCountsItsPacketsAndDrops) {
   load({sourceRule(1, 3)});

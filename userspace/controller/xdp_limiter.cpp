@@ -42,8 +42,8 @@ bool slotIdle(const fg_slot& slot, uint64_t now) {
   for (uint64_t word : slot.state) {
     if (slot.algorithm == FG_ALG_TOKEN_BUCKET) {
       if (fg_bucket_ahead(word, now, 0) != 0) return false;
-    } else if (slot.window_ms &&
-               !fg_window_idle(word, now >> FG_TIME_SHIFT, slot.window_ms * 1000000ULL)) {
+    } else if (slot.window_ms && !fg_window_idle(word, slot.algorithm, now >> FG_TIME_SHIFT,
+                                                 slot.window_ms * 1000000ULL)) {
       return false;
     }
   }
