@@ -155,6 +155,23 @@ TEST(ClientIp, PeerWithPortAndMappedAddressesAreNormalised) {
   EXPECT_EQ(client("10.0.0.2", kXff, {"198.51.100.3:5555"}, trusted), "198.51.100.3");
 }
 
+// A server's socket names a link-local peer with the zone of its own interface: each such
+// client is its address, not one "unknown client" for all, and a link-local proxy can be
+// trusted. A zone in a header is nobody's socket: such a hop is not an address.
+TEST(ClientIp, ALinkLocalPeerIsItsAddressWithoutTheZone) {
+  EXPECT_EQ(client("fe80::1%eth0", kXff, {}, TrustedProxies()), "fe80::1");
+  EXPECT_EQ(client("fe80::2%eth0", kXff, {}, TrustedProxies()), "fe80::2");
+  EXPECT_EQ(client("[fe80::3%2]:4433", kXff, {}, TrustedProxies()), "fe80::3");
+  TrustedProxies trusted = proxies({"fe80::/64"});
+  EXPECT_EQ(client("fe80::9%eth0", kXff, {"198.51.100.7"}, trusted), "198.51.100.7");
+  EXPECT_EQ(client("fe80::9%eth0", kXff, {"fe80::5%eth1"}, trusted), "?");
+  // and keyed whole: every host of the link is in fe80::/64
+  EXPECT_EQ(clientKey(*peerAddress("fe80::1%eth0"), 64), "fe80::1");
+  EXPECT_NE(clientKey(*peerAddress("fe80::1%eth0"), 48), clientKey(*peerAddress("fe80::2"), 48));
+  EXPECT_FALSE(peerAddress("192.0.2.1%eth0").has_value()) << "IPv4 has no zones";
+  EXPECT_FALSE(peerAddress("%eth0").has_value());
+}
+
 TEST(ClientIp, HeaderNamesParseAsTheConfigSpellsThem) {
   EXPECT_EQ(parseClientHeader("x-forwarded-for"), kXff);
   EXPECT_EQ(parseClientHeader("X-Real-IP"), kReal);

@@ -31,6 +31,11 @@ class TrustedProxies {
   std::vector<IpPrefix> prefixes_;
 };
 
+// The address of the connection's peer as the server's socket names it: with a port or
+// not, and an IPv6 link-local peer with its zone ("fe80::1%eth0"), which is dropped: the
+// zone is the server's interface, not part of the client's address. nullopt: no address.
+std::optional<IpAddress> peerAddress(std::string_view peer);
+
 // The client of a request, or nullopt when it cannot be told.
 //  - A peer that is not a trusted proxy is the client: no header is read (anyone can send
 //    one).

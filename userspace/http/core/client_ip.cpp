@@ -122,10 +122,18 @@ std::optional<ClientHeader> parseClientHeader(std::string_view text) {
   return std::nullopt;
 }
 
+std::optional<IpAddress> peerAddress(std::string_view peer) {
+  std::string node = stripPort(peer);
+  if (size_t zone = node.find('%'); zone != std::string::npos && node.find(':') < zone) {
+    node.resize(zone);
+  }
+  return IpAddress::parse(node);
+}
+
 std::optional<IpAddress> clientAddress(std::string_view peer, ClientHeader header,
                                        const std::vector<std::string_view>& values,
                                        const TrustedProxies& trusted) {
-  std::optional<IpAddress> address = IpAddress::parse(stripPort(peer));
+  std::optional<IpAddress> address = peerAddress(peer);
   if (!address) return std::nullopt;
   if (!trusted.trusts(*address)) return address;
 
