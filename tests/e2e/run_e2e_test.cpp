@@ -451,16 +451,24 @@ TEST_F(RunE2eTest, TheConfigsNextProgramKeepsItsStateThroughReloadsAndRestartsAn
   EXPECT_EQ(shown["xdp"]["prog"]["id"].get<uint32_t>(), first) << "stop took floodgate alone out";
 }
 
-TEST_F(RunE2eTest, ASecondRunThatCannotListenExitsOneAndLeavesTheAdoptedLimiterEnforcing) {
+// A second daemon in the same network namespace, with a config of its own and a port of its
+// own, changes nothing: it would adopt the first one's limiter and apply its rules to it.
+TEST_F(RunE2eTest, ASecondRunInTheSameNamespaceExitsOneAndChangesNothing) {
   startDaemon();
+  const std::string other = dir_ + "/other.yaml";
+  std::ofstream(other) << "interfaces:\n  - name: " << net_->targetInterface()
+                       << "\nrules:\n  - name: intruder\n    limit: {pps: 1}\n";
   auto second = ChildProcess::start(
-      {"nsenter", "--net=" + net_->targetNetns(), FLOODGATE_BIN, "run", "--config", config_,
-       "--metrics-listen", "127.0.0.1:" + std::to_string(kMetricsPort)},
+      {"nsenter", "--net=" + net_->targetNetns(), FLOODGATE_BIN, "run", "--config", other,
+       "--metrics-listen", "127.0.0.1:" + std::to_string(kMetricsPort + 1)},
       dir_ + "/second.log");
   ASSERT_TRUE(second.ok()) << second.error().message;
   EXPECT_EQ(second->wait(10), 1) << second->log();
-  EXPECT_NE(second->log().find("cannot listen for metrics"), std::string::npos) << second->log();
-  EXPECT_TRUE(attached()) << "a failed start took away a limiter it had only adopted";
+  EXPECT_NE(second->log().find("another floodgate run (pid "), std::string::npos) << second->log();
+  EXPECT_TRUE(attached());
+  CommandResult status = net_->floodgate({"status", net_->targetInterface(), "--json"});
+  EXPECT_EQ(status.out.find("intruder"), std::string::npos) << status.out;
+  EXPECT_NE(status.out.find("per-source"), std::string::npos) << status.out;
   EXPECT_EQ(httpGetIn(net_->targetNetns(), kMetricsPort, "/healthz").status, 200);
 }
 

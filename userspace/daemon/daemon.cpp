@@ -18,6 +18,7 @@
 #include "daemon/daemon_state.h"
 #include "daemon/log.h"
 #include "daemon/metrics_server.h"
+#include "daemon/run_lock.h"
 #include "kernel/unique_fd.h"
 
 namespace floodgate::daemon {
@@ -61,6 +62,8 @@ void reload(DaemonState& state, const std::string& why) {
 }  // namespace
 
 Status runDaemon(const RunOptions& options) {
+  auto lock = RunLock::acquire();  // held to the end: a second daemon changes nothing
+  if (!lock) return lock.error();
   auto signals = blockSignals();
   if (!signals) return signals.error();
   auto watch = ConfigWatch::start(options.config_path);
