@@ -131,32 +131,46 @@ static __always_inline int fg_cookie_headers(struct xdp_md *ctx, struct fg_cooki
 	return 0;
 }
 
-/* Whether the SYN in `s` is to an address a host answers from: not multicast, broadcast,
- * loopback, unspecified or reserved. A SYN-ACK takes the SYN's destination as its source,
- * so answering those would send frames from addresses no host owns, at the SYN's sender's
- * choice; the stack behind drops such SYNs itself. */
-static __always_inline int fg_cookie_unicast_destination(const struct fg_cookie_scratch *s)
+/* Whether an IPv4 address (network order) may be one end of a connection: not this
+ * network (0/8), loopback, multicast, reserved (240/4) or broadcast. */
+static __always_inline int fg_cookie_unicast_v4(__u32 address)
 {
-	if (s->family == FG_FAMILY_V4) {
-		__u32 dst = bpf_ntohl(s->ip4.daddr);
-		__u32 top = dst >> 24;
+	__u32 top = bpf_ntohl(address) >> 24;
 
-		/* 0/8 this network, 127/8 loopback, 224/4 multicast, 240/4 reserved and
-		 * 255.255.255.255 broadcast */
-		return top != 0 && top != 127 && top < 224;
-	}
+	return top != 0 && top != 127 && top < 224;
+}
+
+/* The same of an IPv6 address: not multicast, ::, ::1 or IPv4-mapped (which no IPv6 frame
+ * carries). */
+static __always_inline int fg_cookie_unicast_v6(const struct in6_addr *address)
+{
+	const __u32 *a = (const __u32 *)address;
+	__u32 first = bpf_ntohl(a[0]);
+
+	if ((first >> 24) == 0xff)
+		return 0;
+	return first || a[1] || (a[2] != bpf_htonl(0xffff) && (a[2] || bpf_ntohl(a[3]) > 1));
+}
+
+/* Whether the SYN in `s` is between two addresses a connection can have, and from a
+ * station's MAC. A SYN-ACK takes the SYN's destination as its source and goes to the SYN's
+ * source, IP and MAC: answering a SYN from a broadcast, multicast, loopback or the host's
+ * own address (the destination), or from a group MAC, would send frames where no host
+ * asked for them, at the SYN's sender's choice. The stack behind drops such SYNs itself. */
+static __always_inline int fg_cookie_unicast_ends(const struct fg_cookie_scratch *s)
+{
+	if (s->eth[6] & 1) /* the source MAC's group bit */
+		return 0;
+	if (s->family == FG_FAMILY_V4)
+		return fg_cookie_unicast_v4(s->ip4.daddr) && fg_cookie_unicast_v4(s->ip4.saddr) &&
+		       s->ip4.saddr != s->ip4.daddr;
 	{
-		const __u32 *dst = (const __u32 *)&s->ip6.daddr;
-		__u32 first = bpf_ntohl(dst[0]);
+		const __u64 *src = (const __u64 *)&s->ip6.saddr,
+			    *dst = (const __u64 *)&s->ip6.daddr;
 
-		if ((first >> 24) == 0xff) /* multicast */
-			return 0;
-		/* ::, ::1 and ::ffff:0:0/96 (IPv4-mapped, which no IPv6 frame carries) */
-		if (!first && !dst[1] &&
-		    (dst[2] == bpf_htonl(0xffff) || (!dst[2] && bpf_ntohl(dst[3]) <= 1)))
-			return 0;
+		return fg_cookie_unicast_v6(&s->ip6.daddr) && fg_cookie_unicast_v6(&s->ip6.saddr) &&
+		       (src[0] != dst[0] || src[1] != dst[1]);
 	}
-	return 1;
 }
 
 /* The cookie for the SYN in `s` (low 32 bits) and the MSS it encodes (high), or < 0. */
@@ -514,7 +528,7 @@ __attribute__((noinline)) int fg_cookie_path(struct xdp_md *ctx, const struct fg
 	if (is_syn) {
 		if (!fg_cookie_wanted(rule, state, jiffies))
 			return FG_COOKIE_CONTINUE;
-		if (fg_cookie_headers(ctx, s) || !fg_cookie_unicast_destination(s) ||
+		if (fg_cookie_headers(ctx, s) || !fg_cookie_unicast_ends(s) ||
 		    !fg_cookie_for_listener(ctx, s))
 			return FG_COOKIE_CONTINUE;
 		fg_cookie_charge(rule, state, now, jiffies);

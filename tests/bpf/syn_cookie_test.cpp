@@ -377,6 +377,35 @@ TEST_F(SynCookieTest, SynsToAddressesNoHostAnswersFromGetNoCookie) {
   EXPECT_EQ(stat(FG_TABLE_COOKIE_SENT), 3u);
 }
 
+// A SYN-ACK goes to the SYN's source: one from a broadcast, multicast, loopback or reserved
+// address, from the host's own address, or from a group MAC, gets no cookie (a sender on
+// the link would otherwise have floodgate answer to every host, or to itself).
+TEST_F(SynCookieTest, SynsFromAddressesNoHostSendsFromGetNoCookie) {
+  load({cookieRule(SynCookies::kAlways)});
+  std::vector<uint8_t> out;
+  auto synFrom = [&](const std::string& src) {
+    PacketBuilder syn;
+    syn.eth();
+    if (src.find(':') != std::string::npos) {
+      syn.ipv6(src, kServerV6);
+    } else {
+      syn.ipv4(src, kServerV4);
+    }
+    return syn.tcp(listener_.port(), kSyn).tcpSeq(1, 0).tcpMss(1460).build();
+  };
+  for (const char* src : {"224.0.0.1", "255.255.255.255", "240.0.0.1", "127.0.0.1", "0.0.0.0",
+                          kServerV4, "ff02::1", "::1", "::", "::ffff:192.0.2.1", kServerV6}) {
+    EXPECT_NE(runOut(synFrom(src), out), XDP_TX) << src;
+  }
+  std::vector<uint8_t> group_mac = synFrom("192.0.2.78");
+  group_mac[6] |= 1;
+  EXPECT_NE(runOut(group_mac, out), XDP_TX) << "a group MAC as the source";
+  EXPECT_EQ(stat(FG_TABLE_COOKIE_SENT), 0u);
+  EXPECT_EQ(runOut(synFrom("192.0.2.77"), out), XDP_TX);
+  EXPECT_EQ(runOut(synFrom("2001:db8:77::1"), out), XDP_TX);
+  EXPECT_EQ(stat(FG_TABLE_COOKIE_SENT), 2u);
+}
+
 // A TCP socket on one port: listening on one address (IP_FREEBIND, so the address need not
 // be this namespace's), or bound and not listening, which holds the port with no listener.
 class PortSocket {
