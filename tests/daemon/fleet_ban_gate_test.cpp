@@ -359,6 +359,49 @@ TEST_F(FleetBanReplayTest, OfBansAndLiftsAfterEachOtherTheLastDecide) {
   EXPECT_EQ(out[0].ban_ns, 0u);
 }
 
+// Anyone who can write to the stream can add a copy of an old record after newer ones; once
+// its original has left the replay's window, the gate cannot tell it is a copy. Records
+// signed further apart than the clock skew are then taken in the order they were signed.
+TEST_F(FleetBanReplayTest, ACopyOfAnOldLiftReadLastLiftsNoBanSignedAfterIt) {
+  const int64_t lift_signed = now_ms_;
+  const http::StreamReport old_lift = signedLift("198.51.100.7");
+  now_ms_ += 10 * http::kReportClockSkewMs;
+  // the stream a starting host reads: a newer ban, then the old lift added again
+  EXPECT_EQ(replayed(signedBan("198.51.100.7", 900'000)), 0u);
+  EXPECT_EQ(replayed(old_lift), 0u) << "the ban was signed after it";
+  std::vector<FleetBanVerdict> out = replay_.take(now_ms_);
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_TRUE(out[0].lift) << "it still lifts what predates it, the host's own bans";
+  EXPECT_EQ(out[0].lift_age_ns, static_cast<uint64_t>(now_ms_ - lift_signed) * 1'000'000);
+  EXPECT_FALSE(out[1].lift) << "and the ban is applied after it";
+  EXPECT_EQ(out[1].ban_ns, 900'000'000'000ULL);
+}
+
+TEST_F(FleetBanReplayTest, ACopyOfABanReadAfterItsLiftIsNotApplied) {
+  const http::StreamReport old_ban = signedBan("198.51.100.7", 30 * http::kReportClockSkewMs);
+  now_ms_ += 10 * http::kReportClockSkewMs;
+  EXPECT_EQ(replayed(signedLift("198.51.100.7")), 0u);
+  EXPECT_EQ(replayed(old_ban), 1u) << "signed before the lift: lifted";
+  EXPECT_EQ(taken(), (std::vector<std::string>{"-198.51.100.7"}));
+  // nor does an older lift read last replace a newer one
+  const http::StreamReport older_lift = signedLift("198.51.100.8");
+  now_ms_ += 10 * http::kReportClockSkewMs;
+  EXPECT_EQ(replayed(signedLift("198.51.100.8")), 0u);
+  EXPECT_EQ(replayed(older_lift), 1u);
+  std::vector<FleetBanVerdict> out = replay_.take(now_ms_);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].lift_age_ns, 0u) << "the newer lift, signed just now";
+}
+
+// Within the clock skew the signers' clocks cannot order two records: the stream's order does.
+TEST_F(FleetBanReplayTest, RecordsSignedWithinTheSkewFollowTheStreamsOrder) {
+  const http::StreamReport lift = signedLift("198.51.100.7");
+  now_ms_ += http::kReportClockSkewMs / 2;
+  EXPECT_EQ(replayed(signedBan("198.51.100.7", 600'000)), 0u);
+  EXPECT_EQ(replayed(lift), 1u) << "read after the ban: lifts it";
+  EXPECT_EQ(taken(), (std::vector<std::string>{"-198.51.100.7"}));
+}
+
 TEST_F(FleetBanReplayTest, AFullReplaySaysSo) {
   auto nth = [](size_t i) {
     return "100." + std::to_string(64 + i / 65536) + "." + std::to_string(i / 256 % 256) + "." +

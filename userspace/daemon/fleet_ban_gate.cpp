@@ -85,6 +85,7 @@ FleetBanVerdict FleetBanGate::check(const Result<http::StreamReport>& entry,
                        "ban add or ban del --config)");
   }
   seen_.remember(signed_entry.mac, forget_at, now_ms);
+  verdict.signed_ms = signed_entry.time_ms;
 
   if (report::isLiftRecord(signed_entry.line)) {
     return checkLift(std::move(verdict), signed_entry, rules, now_ms);
@@ -163,15 +164,29 @@ bool FleetBanReplay::full(const FleetBanVerdict& verdict) const {
 
 size_t FleetBanReplay::add(FleetBanVerdict verdict, int64_t now_ms) {
   Kept& kept = kept_[verdict.record.address.toString()];
-  kept.order = next_++;
-  size_t superseded = 0;
+  // `a` signed before `b` whatever the signers' clocks say
+  auto signedBefore = [](const FleetBanVerdict& a, const FleetBanVerdict& b) {
+    return a.signed_ms + http::kReportClockSkewMs < b.signed_ms;
+  };
   if (verdict.lift) {
-    // lifts every ban before it, and what an older lift lifted this one lifts too
-    superseded += kept.ban.has_value() + kept.lift.has_value();
-    kept.ban.reset();
+    if (kept.lift && signedBefore(verdict, kept.lift->verdict)) {
+      return 1;  // an older lift than the one kept, which lifts all it would
+    }
+    kept.order = next_++;
+    size_t superseded = kept.lift.has_value();
+    // lifts the ban before it, but not one signed after it, read first
+    if (kept.ban && !signedBefore(verdict, kept.ban->verdict)) {
+      ++superseded;
+      kept.ban.reset();
+    }
     kept.lift = Read{std::move(verdict), now_ms};
     return superseded;
   }
+  if (kept.lift && signedBefore(verdict, kept.lift->verdict)) {
+    return 1;  // a ban the kept lift lifted, read after it
+  }
+  kept.order = next_++;
+  size_t superseded = 0;
   if (kept.ban && kept.ban->verdict.record.expires_ms >= verdict.record.expires_ms) {
     return 1;  // a ban is only ever extended: the longer one stands
   }

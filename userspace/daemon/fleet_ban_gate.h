@@ -43,6 +43,7 @@ struct FleetBanVerdict {
   // kFleetBanLifted: how long ago it was signed, on Redis's clock; a ban this host started
   // on its own since is newer than the lift (not shared, so not in the stream) and stays.
   uint64_t lift_age_ns = 0;
+  int64_t signed_ms = 0;  // when it was signed, on its signer's clock (once the MAC holds)
   std::string publisher;  // HOST:PID of the signed entry, printable
   // A refusal worth a warning: why. Empty: counted, not logged (applied, expired, allow-listed).
   std::string why;
@@ -85,7 +86,12 @@ class FleetBanGate {
 // come through the gate oldest first; of each prefix it keeps what a host running all along
 // ends with: the last lift, and the longest ban made after it. So a ban lifted within the
 // replay is never applied, and an older fleet ban never replaces (extending it, as `fleet`)
-// a ban this host made on its own after the lift. Not thread-safe.
+// a ban this host made on its own after the lift. "After" is the stream's order, but for
+// records signed further apart than the clock skew, which are taken in the order signed:
+// anyone who can write to the stream can add a copy of an old record after a newer one (a
+// copy whose original has left the replay's window passes the gate), and a copy of a lift
+// must not lift a ban signed after it, nor a copy of a ban come back after its lift.
+// Not thread-safe.
 class FleetBanReplay {
  public:
   // Prefixes kept at most: a replay of more records than that (max_replay above it) may
