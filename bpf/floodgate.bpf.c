@@ -114,6 +114,9 @@ static __always_inline int fg_xdp(struct xdp_md *ctx, enum fg_walk_kind kind)
 			return fg_finish(ctx, settings, FG_VERDICT_PASS, FG_REASON_DEFAULT, len);
 		case FG_COOKIE_DROP:
 			return fg_finish(ctx, settings, FG_VERDICT_DROP, FG_REASON_RATE, len);
+		case FG_COOKIE_AS_SYN:
+			pkt->tcp_flags = FG_TCP_SYN;
+			break;
 		}
 	}
 

@@ -34,6 +34,9 @@ enum fg_cookie_outcome {
 	FG_COOKIE_TX = 1,	/* the frame is now the SYN-ACK: send it back */
 	FG_COOKIE_PASS = 2,	/* a valid cookie ACK: up to the listener */
 	FG_COOKIE_DROP = 3,	/* a bad cookie the untracked bucket refused */
+	/* a valid cookie ACK of a source with a slot, marked for the listener: the rules
+	 * decide it as the SYN it completes, which its source's bucket has not paid for */
+	FG_COOKIE_AS_SYN = 4,
 };
 
 /* The largest TCP header (doff 15). */
@@ -509,14 +512,15 @@ __attribute__((noinline)) int fg_cookie_path(struct xdp_md *ctx, const struct fg
 		/* Its SYN goes to its bucket. Its ACK may still return a cookie sent before
 		 * it had a slot: a second connection opened with the first, whose ACK came
 		 * after the first's took the slot. The kernel, whose SYN queue never filled,
-		 * would answer that ACK with a reset: it is marked for the TC handover, then
-		 * charged by the rules as any packet of the source. */
+		 * would answer that ACK with a reset: it is marked for the TC handover, and
+		 * the rules decide it as the SYN it completes (each such ACK opens a
+		 * connection: uncharged, a source could open any number past its limit). */
 		if (is_syn || fg_cookie_headers(ctx, s) || !fg_cookie_valid(s) ||
 		    !fg_cookie_for_listener(ctx, s))
 			return FG_COOKIE_CONTINUE;
 		fg_count_table(id, FG_TABLE_COOKIE_VERIFIED);
 		fg_cookie_mark(ctx, fg_cookie_mss(s));
-		return FG_COOKIE_CONTINUE;
+		return FG_COOKIE_AS_SYN;
 	}
 
 	state = bpf_map_lookup_elem(&rule_state, &id);

@@ -227,32 +227,43 @@ TEST_F(SynCookieTest, SynWithoutMssGetsTheSmallestCookieMss) {
   handshake("192.0.2.12", 0, 536);
 }
 
-// A client opens two connections at once: both SYNs meet cookies, and the second ACK comes
-// after the first took the source a slot. Both ACKs must reach the TC handover marked, or
-// the kernel, whose SYN queue never filled, answers the second with a reset.
-TEST_F(SynCookieTest, TheSecondOfTwoConnectionsOpenedAtOnceIsMarkedToo) {
-  load({cookieRule(SynCookies::kAlways)});
-  std::vector<uint8_t> synack1, synack2, out1, out2, out3;
-  ASSERT_EQ(runOut(segment("192.0.2.70", kSyn, 1000, 0, 1460, 42000), synack1), XDP_TX);
-  ASSERT_EQ(runOut(segment("192.0.2.70", kSyn, 3000, 0, 1460, 42001), synack2), XDP_TX);
-  const uint32_t cookie1 = get32(synack1, 14 + 20 + 4), cookie2 = get32(synack2, 14 + 20 + 4);
-  const auto ack1 = segment("192.0.2.70", kAck, 1001, cookie1 + 1, 0, 42000);
-  const auto ack2 = segment("192.0.2.70", kAck, 3001, cookie2 + 1, 0, 42001);
-  ASSERT_EQ(runOut(ack1, out1), XDP_PASS);
+// A client opens connections at once: every SYN meets a cookie, and the later ACKs come after
+// the first took the source a slot. They must reach the TC handover marked, or the kernel,
+// whose SYN queue never filled, answers them with resets; and each is charged as the SYN it
+// completes, or one source could open any number of connections past its limit.
+TEST_F(SynCookieTest, ConnectionsOpenedAtOnceAreMarkedAndChargedAsTheirSyns) {
+  RuleSpec rule = cookieRule(SynCookies::kAlways);
+  rule.limit.burst = 1;  // one SYN at once, a tenth of a second apart
+  AttachOptions options;
+  options.test_clock_hz = 250;
+  load({rule}, options);
+  setClock(100000);  // still: nothing refills
+  std::vector<uint8_t> synacks[3], outs[3];
+  std::vector<uint8_t> acks[3];
+  for (uint16_t i = 0; i < 3; ++i) {
+    const uint32_t seq = 1000 + 2000 * i;
+    ASSERT_EQ(runOut(segment("192.0.2.70", kSyn, seq, 0, 1460, 42000 + i), synacks[i]), XDP_TX);
+    acks[i] =
+        segment("192.0.2.70", kAck, seq + 1, get32(synacks[i], 14 + 20 + 4) + 1, 0, 42000 + i);
+  }
+  ASSERT_EQ(runOut(acks[0], outs[0]), XDP_PASS);
   ASSERT_EQ(stat(FG_TABLE_VERIFIED_SLOT), 1u) << "the first ACK takes the source a slot";
-  ASSERT_EQ(runOut(ack2, out2), XDP_PASS);
-  EXPECT_EQ(stat(FG_TABLE_COOKIE_VERIFIED), 2u);
-  for (const auto* out : {&out1, &out2}) {
-    ASSERT_EQ(out->size(), ack1.size() + sizeof(fg_cookie_meta)) << "metadata before the frame";
+  ASSERT_EQ(runOut(acks[1], outs[1]), XDP_PASS) << "its SYN fits the burst of one";
+  EXPECT_EQ(runOut(acks[2], outs[2]), XDP_DROP) << "the burst is spent: no third connection";
+  EXPECT_EQ(stat(FG_TABLE_COOKIE_VERIFIED), 3u);
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_EQ(outs[i].size(), acks[i].size() + sizeof(fg_cookie_meta)) << "metadata, " << i;
     fg_cookie_meta meta{};
-    std::memcpy(&meta, out->data(), sizeof(meta));
+    std::memcpy(&meta, outs[i].data(), sizeof(meta));
     EXPECT_EQ(meta.magic, FG_COOKIE_META_MAGIC);
     EXPECT_EQ(meta.mss, 1460);
   }
-  // an ACK of the source's connection, whose number is no cookie, is not marked
-  ASSERT_EQ(runOut(segment("192.0.2.70", kAck, 1500, cookie1 + 400, 0, 42000), out3), XDP_PASS);
-  EXPECT_EQ(out3.size(), ack1.size());
-  EXPECT_EQ(stat(FG_TABLE_COOKIE_VERIFIED), 2u);
+  // an ACK of the source's connection, whose number is no cookie, is not marked nor charged
+  std::vector<uint8_t> out;
+  const uint32_t not_a_cookie = get32(synacks[0], 14 + 20 + 4) + 400;
+  ASSERT_EQ(runOut(segment("192.0.2.70", kAck, 1500, not_a_cookie, 0, 42000), out), XDP_PASS);
+  EXPECT_EQ(out.size(), acks[0].size());
+  EXPECT_EQ(stat(FG_TABLE_COOKIE_VERIFIED), 3u);
 }
 
 TEST_F(SynCookieTest, ForgedAcksFailAreCountedAndLimitedByTheUntrackedBucket) {
