@@ -155,19 +155,18 @@ TEST(ClientIp, PeerWithPortAndMappedAddressesAreNormalised) {
   EXPECT_EQ(client("10.0.0.2", kXff, {"198.51.100.3:5555"}, trusted), "198.51.100.3");
 }
 
-// A server's socket names a link-local peer with the zone of its own interface: each such
-// client is its address, not one "unknown client" for all, and a link-local proxy can be
-// trusted. A zone in a header is nobody's socket: such a hop is not an address.
-TEST(ClientIp, ALinkLocalPeerIsItsAddressWithoutTheZone) {
+// A server's socket names a link-local peer with the zone of its own interface: such a
+// client is its address (keyed by its /64 as any IPv6 client: a host of the link chooses
+// its addresses), not "unknown". A zoned peer is never a trusted proxy: the same address is
+// another host on each link, so it is the client, whatever it sends.
+TEST(ClientIp, ALinkLocalPeerIsItsAddressAndNeverATrustedProxy) {
   EXPECT_EQ(client("fe80::1%eth0", kXff, {}, TrustedProxies()), "fe80::1");
-  EXPECT_EQ(client("fe80::2%eth0", kXff, {}, TrustedProxies()), "fe80::2");
   EXPECT_EQ(client("[fe80::3%2]:4433", kXff, {}, TrustedProxies()), "fe80::3");
+  EXPECT_EQ(clientKey(*peerAddress("fe80::1%eth0"), 64), "fe80::/64");
   TrustedProxies trusted = proxies({"fe80::/64"});
-  EXPECT_EQ(client("fe80::9%eth0", kXff, {"198.51.100.7"}, trusted), "198.51.100.7");
-  EXPECT_EQ(client("fe80::9%eth0", kXff, {"fe80::5%eth1"}, trusted), "?");
-  // and keyed whole: every host of the link is in fe80::/64
-  EXPECT_EQ(clientKey(*peerAddress("fe80::1%eth0"), 64), "fe80::1");
-  EXPECT_NE(clientKey(*peerAddress("fe80::1%eth0"), 48), clientKey(*peerAddress("fe80::2"), 48));
+  EXPECT_EQ(client("fe80::9%eth0", kXff, {"198.51.100.7"}, trusted), "fe80::9");
+  EXPECT_FALSE(trustedPeer("fe80::9%eth1", trusted));
+  EXPECT_TRUE(trustedPeer("fe80::9", trusted)) << "a peer named without a zone is as written";
   EXPECT_FALSE(peerAddress("192.0.2.1%eth0").has_value()) << "IPv4 has no zones";
   EXPECT_FALSE(peerAddress("%eth0").has_value());
 }

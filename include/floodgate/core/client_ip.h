@@ -36,6 +36,10 @@ class TrustedProxies {
 // zone is the server's interface, not part of the client's address. nullopt: no address.
 std::optional<IpAddress> peerAddress(std::string_view peer);
 
+// Whether the connection's peer is one of `trusted`: never a peer named with a zone, whose
+// address (link-local) is another host's on each link, a trusted proxy's on one of them.
+bool trustedPeer(std::string_view peer, const TrustedProxies& trusted);
+
 // The client of a request, or nullopt when it cannot be told.
 //  - A peer that is not a trusted proxy is the client: no header is read (anyone can send
 //    one).

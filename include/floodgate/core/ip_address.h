@@ -44,8 +44,7 @@ using Cidr [[deprecated("floodgate::http::Cidr is now IpPrefix")]] = IpPrefix;
 // of an IPv6 one, and 96 + `ipv4_prefix` of an address of the NAT64 well-known prefix
 // 64:ff9b::/96 (RFC 6052), which holds one IPv4 client in its last 32 bits: a service
 // behind a NAT46 translator sees every IPv4 client there, and a /64 of them would be one key
-// (and one report, one ban) for all of them. A link-local address (fe80::/10, a client on
-// the server's own link) is keyed whole: every such host is in fe80::/64.
+// (and one report, one ban) for all of them.
 int keyPrefixLength(const IpAddress& address, int ipv4_prefix, int ipv6_prefix);
 
 // What a client is keyed (and reported) by: an IPv4 address, an IPv6 address's prefix of

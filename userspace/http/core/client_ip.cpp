@@ -130,12 +130,18 @@ std::optional<IpAddress> peerAddress(std::string_view peer) {
   return IpAddress::parse(node);
 }
 
+bool trustedPeer(std::string_view peer, const TrustedProxies& trusted) {
+  std::optional<IpAddress> address = peerAddress(peer);
+  return address && peer.find('%') == std::string_view::npos && trusted.trusts(*address);
+}
+
 std::optional<IpAddress> clientAddress(std::string_view peer, ClientHeader header,
                                        const std::vector<std::string_view>& values,
                                        const TrustedProxies& trusted) {
   std::optional<IpAddress> address = peerAddress(peer);
   if (!address) return std::nullopt;
-  if (!trusted.trusts(*address)) return address;
+  // as trustedPeer(), the address parsed once
+  if (peer.find('%') != std::string_view::npos || !trusted.trusts(*address)) return address;
 
   std::vector<std::string> hops;
   switch (header) {

@@ -81,7 +81,6 @@ int keyPrefixLength(const IpAddress& address, int ipv4_prefix, int ipv6_prefix) 
   if (std::memcmp(address.bytes.data(), kNat64Prefix, sizeof kNat64Prefix) == 0) {
     return 96 + ipv4_prefix;
   }
-  if (address.bytes[0] == 0xfe && (address.bytes[1] & 0xc0) == 0x80) return 128;  // fe80::/10
   return ipv6_prefix;
 }
 

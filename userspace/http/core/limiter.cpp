@@ -334,8 +334,7 @@ bool Limiter::enterShedding(const RequestInfo& request, Verdict& verdict) const 
   // The priority header is a proxy's word: from anyone else it is ignored.
   std::vector<std::string_view> header_values;
   if (!shedding.priority_header.empty()) {
-    std::optional<IpAddress> peer = peerAddress(request.peer);
-    if (peer && trusted_.trusts(*peer)) {
+    if (trustedPeer(request.peer, trusted_)) {
       header_values = headerValues(request, shedding.priority_header);
     }
   }
