@@ -155,14 +155,16 @@ static __always_inline int fg_cookie_unicast_v6(const struct in6_addr *address)
 	return first || a[1] || (a[2] != bpf_htonl(0xffff) && (a[2] || bpf_ntohl(a[3]) > 1));
 }
 
-/* Whether the SYN in `s` is between two addresses a connection can have, and from a
- * station's MAC. A SYN-ACK takes the SYN's destination as its source and goes to the SYN's
+/* Whether the SYN in `s` is between two addresses a connection can have, and between two
+ * stations' MACs. A SYN-ACK takes the SYN's destination as its source and goes to the SYN's
  * source, IP and MAC: answering a SYN from a broadcast, multicast, loopback or the host's
  * own address (the destination), or from a group MAC, would send frames where no host
  * asked for them, at the SYN's sender's choice. The stack behind drops such SYNs itself. */
 static __always_inline int fg_cookie_unicast_ends(const struct fg_cookie_scratch *s)
 {
-	if (s->eth[6] & 1) /* the source MAC's group bit */
+	/* the group bit of either MAC: a SYN-ACK would go out from a broadcast or multicast
+	 * MAC (the SYN's destination), or to one; the stack drops TCP not sent to the host */
+	if ((s->eth[0] | s->eth[6]) & 1)
 		return 0;
 	if (s->family == FG_FAMILY_V4)
 		return fg_cookie_unicast_v4(s->ip4.daddr) && fg_cookie_unicast_v4(s->ip4.saddr) &&

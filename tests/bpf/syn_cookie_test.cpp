@@ -389,7 +389,7 @@ TEST_F(SynCookieTest, SynsToAddressesNoHostAnswersFromGetNoCookie) {
 }
 
 // A SYN-ACK goes to the SYN's source: one from a broadcast, multicast, loopback or reserved
-// address, from the host's own address, or from a group MAC, gets no cookie (a sender on
+// address, from the host's own address, from a group MAC or to one, gets no cookie (a sender on
 // the link would otherwise have floodgate answer to every host, or to itself).
 TEST_F(SynCookieTest, SynsFromAddressesNoHostSendsFromGetNoCookie) {
   load({cookieRule(SynCookies::kAlways)});
@@ -411,6 +411,9 @@ TEST_F(SynCookieTest, SynsFromAddressesNoHostSendsFromGetNoCookie) {
   std::vector<uint8_t> group_mac = synFrom("192.0.2.78");
   group_mac[6] |= 1;
   EXPECT_NE(runOut(group_mac, out), XDP_TX) << "a group MAC as the source";
+  std::vector<uint8_t> broadcast = synFrom("192.0.2.79");
+  std::fill(broadcast.begin(), broadcast.begin() + 6, 0xff);
+  EXPECT_NE(runOut(broadcast, out), XDP_TX) << "a SYN sent to every station";
   EXPECT_EQ(stat(FG_TABLE_COOKIE_SENT), 0u);
   EXPECT_EQ(runOut(synFrom("192.0.2.77"), out), XDP_TX);
   EXPECT_EQ(runOut(synFrom("2001:db8:77::1"), out), XDP_TX);
