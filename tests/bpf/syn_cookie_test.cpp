@@ -394,16 +394,7 @@ TEST_F(SynCookieTest, SynsToAddressesNoHostAnswersFromGetNoCookie) {
 TEST_F(SynCookieTest, SynsFromAddressesNoHostSendsFromGetNoCookie) {
   load({cookieRule(SynCookies::kAlways)});
   std::vector<uint8_t> out;
-  auto synFrom = [&](const std::string& src) {
-    PacketBuilder syn;
-    syn.eth();
-    if (src.find(':') != std::string::npos) {
-      syn.ipv6(src, kServerV6);
-    } else {
-      syn.ipv4(src, kServerV4);
-    }
-    return syn.tcp(listener_.port(), kSyn).tcpSeq(1, 0).tcpMss(1460).build();
-  };
+  auto synFrom = [&](const std::string& src) { return segment(src, kSyn, 1, 0, 1460); };
   for (const char* src : {"224.0.0.1", "255.255.255.255", "240.0.0.1", "127.0.0.1", "0.0.0.0",
                           kServerV4, "ff02::1", "::1", "::", "::ffff:192.0.2.1", kServerV6}) {
     EXPECT_NE(runOut(synFrom(src), out), XDP_TX) << src;
