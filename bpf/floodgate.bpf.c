@@ -107,11 +107,8 @@ static __always_inline int fg_xdp(struct xdp_md *ctx, enum fg_walk_kind kind)
 
 	/* a SYN or bare ACK may be a SYN cookie's; nothing to do unless a rule gives them */
 	if (parsed == FG_PARSE_OK && fg_cookie_candidate(pkt) && !settings->monitor) {
-		switch (fg_cookie_path(ctx, pkt, settings->hash_seed, len)) {
-		case FG_COOKIE_TX:
-			return XDP_TX;
-		case FG_COOKIE_PASS:
-			return fg_finish(ctx, settings, FG_VERDICT_PASS, FG_REASON_DEFAULT, len);
+		walk.cookie = fg_cookie_path(ctx, pkt, settings->hash_seed, len);
+		switch (FG_COOKIE_OUTCOME(walk.cookie)) {
 		case FG_COOKIE_DROP:
 			return fg_finish(ctx, settings, FG_VERDICT_DROP, FG_REASON_RATE, len);
 		case FG_COOKIE_AS_SYN:
@@ -120,7 +117,13 @@ static __always_inline int fg_xdp(struct xdp_md *ctx, enum fg_walk_kind kind)
 		}
 	}
 
-	verdict = fg_apply_rules(settings, &walk, len, jiffies, &reason, kind);
+	/* the walk leaves out the cookie rule that let a SYN-ACK or cookie ACK through */
+	verdict = fg_apply_rules(settings, &walk, len, jiffies, &reason,
+				 FG_COOKIE_SKIP(walk.cookie), kind);
+	if (FG_COOKIE_OUTCOME(walk.cookie) == FG_COOKIE_TX && verdict != FG_VERDICT_DROP) {
+		fg_count_table(FG_COOKIE_RULE_ID(walk.cookie), FG_TABLE_COOKIE_SENT);
+		return XDP_TX;
+	}
 	return fg_finish(ctx, settings, verdict, reason, len);
 }
 

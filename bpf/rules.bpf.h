@@ -341,6 +341,7 @@ struct fg_walk {
 	__u32 untracked; /* those visited that charged their untracked bucket */
 	__u32 verdict;
 	__u32 reason;
+	__u32 cookie; /* the SYN-cookie step's answer (syncookie.bpf.h), in what was padding */
 };
 
 /* Hands back what the earlier rules of this packet's walk took, when a later one drops it:
@@ -574,13 +575,19 @@ enum fg_walk_kind {
 	FG_WALK_BPF_LOOP,
 };
 
+/* A rule fg_apply_rules leaves out, one that decided the packet already (the SYN-cookie
+ * rule): bit 6, then the rule set in bit 5 and the position in the set below it. A walk of
+ * another set (a reload came between) leaves nothing out. 0 is none. */
+#define FG_SKIP_RULE(set, pos) (1U << 6 | ((set)&1) << 5 | ((pos) & (FG_MAX_RULES - 1)))
+
 /* Runs the active rule set over `walk->pkt`, the frame the parser filled in place (a walk
  * of its own would copy it, and the bytes of that copy are what the verifier's 512-byte cap
  * on a chain of frames leaves the rule step and the charge); returns the verdict and sets
- * *reason. `jiffies` is the clock reading if one was taken already (0 if not); `kind`, a
- * constant of the program, says how several rules are walked. */
+ * *reason. `jiffies` is the clock reading if one was taken already (0 if not); `skip` a rule
+ * left out (FG_SKIP_RULE, 0 none); `kind`, a constant of the program, says how several
+ * rules are walked. */
 static __always_inline __u32 fg_apply_rules(struct fg_settings *settings, struct fg_walk *walk,
-					    __u32 len, __u64 jiffies, __u32 *reason,
+					    __u32 len, __u64 jiffies, __u32 *reason, __u32 skip,
 					    enum fg_walk_kind kind)
 {
 	const struct fg_packet *pkt = &walk->pkt;
@@ -605,10 +612,16 @@ static __always_inline __u32 fg_apply_rules(struct fg_settings *settings, struct
 		count = snapshot.rule_count;
 		if (!count)
 			return FG_VERDICT_PASS;
+		if (skip)
+			skip = skip == FG_SKIP_RULE(walk->set, skip)
+				   ? 1U << (skip & (FG_MAX_RULES - 1))
+				   : 0;
 		/* one rule, the usual config: matched as it is, without the index (a filter by
 		 * protocol, which fg_rule_matches applies too) or a search for its position; a
 		 * drop by the only rule has nothing to refund */
 		if (count == 1) {
+			if (skip & 1)
+				return FG_VERDICT_PASS;
 			if (snapshot.has_sources)
 				walk->source_sets = fg_source_sets(walk->set, pkt);
 			walk->start = 1;
@@ -622,7 +635,7 @@ static __always_inline __u32 fg_apply_rules(struct fg_settings *settings, struct
 		class = fg_packet_class(pkt);
 		if (class >= FG_PACKET_CLASSES)
 			return FG_VERDICT_PASS;
-		walk->pending = index->rules[class];
+		walk->pending = index->rules[class] & ~skip;
 		if (count < FG_MAX_RULES)
 			walk->pending &= (1U << count) - 1;
 		if (!walk->pending)

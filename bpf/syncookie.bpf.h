@@ -31,13 +31,24 @@
 /* What fg_cookie_path decided: go on to the rules, or a verdict of its own. */
 enum fg_cookie_outcome {
 	FG_COOKIE_CONTINUE = 0, /* not a cookie packet: the rules decide as without cookies */
-	FG_COOKIE_TX = 1,	/* the frame is now the SYN-ACK: send it back */
-	FG_COOKIE_PASS = 2,	/* a valid cookie ACK: up to the listener */
-	FG_COOKIE_DROP = 3,	/* a bad cookie the untracked bucket refused */
+	/* The cookie rule admits the packet; every other rule it meets decides next, as for
+	 * any packet (a global SYN cap or a per-prefix rule sees cookie-answered SYNs too),
+	 * and a drop by one of them stands: */
+	FG_COOKIE_TX = 1,   /* the frame is now the SYN-ACK: send it back */
+	FG_COOKIE_PASS = 2, /* a valid cookie ACK, marked: up to the listener */
+	FG_COOKIE_DROP = 3, /* a bad cookie the untracked bucket refused */
 	/* a valid cookie ACK of a source with a slot, marked for the listener: the rules
 	 * decide it as the SYN it completes, which its source's bucket has not paid for */
 	FG_COOKIE_AS_SYN = 4,
 };
+
+/* fg_cookie_path's answer: the outcome in the low byte; for FG_COOKIE_TX and FG_COOKIE_PASS
+ * also the cookie rule, as the walk skips it (FG_SKIP_RULE) and by its id, for its counters. */
+#define FG_COOKIE_ANSWER(outcome, set, pos, id)                                                    \
+	((outcome) | FG_SKIP_RULE(set, pos) << 8 | (id) << 16)
+#define FG_COOKIE_OUTCOME(answer) ((answer)&0xff)
+#define FG_COOKIE_SKIP(answer) (((answer) >> 8) & 0xff)
+#define FG_COOKIE_RULE_ID(answer) (((answer) >> 16) & (FG_MAX_RULE_IDS - 1))
 
 /* The largest TCP header (doff 15). */
 #define FG_TCP_MAX_HEADER 60
@@ -541,8 +552,7 @@ __attribute__((noinline)) int fg_cookie_path(struct xdp_md *ctx, const struct fg
 		made = fg_cookie_make(s, s->tcp, s->tcp_len);
 		if (made < 0 || fg_cookie_answer(ctx, s, (__u32)made, (__u16)(made >> 32)))
 			return FG_COOKIE_CONTINUE;
-		fg_count_table(id, FG_TABLE_COOKIE_SENT);
-		return FG_COOKIE_TX;
+		return FG_COOKIE_ANSWER(FG_COOKIE_TX, set, pos, id);
 	}
 
 	if (fg_cookie_headers(ctx, s) || !fg_cookie_for_listener(ctx, s))
@@ -587,7 +597,7 @@ __attribute__((noinline)) int fg_cookie_path(struct xdp_md *ctx, const struct fg
 		}
 	}
 	fg_cookie_mark(ctx, fg_cookie_mss(s));
-	return FG_COOKIE_PASS;
+	return FG_COOKIE_ANSWER(FG_COOKIE_PASS, set, pos, id);
 }
 
 /* Whether `pkt` may be a cookie's SYN or its ACK: worth fg_cookie_path's look. */

@@ -266,6 +266,75 @@ TEST_F(SynCookieTest, ConnectionsOpenedAtOnceAreMarkedAndChargedAsTheirSyns) {
   EXPECT_EQ(stat(FG_TABLE_COOKIE_VERIFIED), 3u);
 }
 
+// The cookie rule admits a SYN or a cookie ACK of a source without a slot; every other rule
+// the packet meets still decides it, or a global SYN cap (or any rule next to the cookie
+// rule) would never see the SYNs a flood of new sources sends, nor the SYN-ACKs they draw.
+TEST_F(SynCookieTest, OtherRulesDecideCookieAnsweredSynsAndTheirAcks) {
+  RuleSpec syn_cap = cookieRule(SynCookies::kOff);
+  syn_cap.name = "syn_cap";
+  syn_cap.key = KeyKind::kGlobal;
+  syn_cap.limit.burst = 3;
+  RuleSpec ack_cap = syn_cap;
+  ack_cap.name = "ack_cap";
+  ack_cap.tcp_flags_set = kAck;
+  ack_cap.tcp_flags_clear = kSyn;
+  ack_cap.limit.burst = 1;
+  AttachOptions options;
+  options.test_clock_hz = 250;
+  load({cookieRule(SynCookies::kAlways), syn_cap, ack_cap}, options);
+  setClock(100000);  // still: nothing refills
+  std::vector<uint8_t> synack, out;
+  std::vector<std::vector<uint8_t>> acks;
+  for (int i = 0; i < 6; ++i) {
+    const std::string src = "192.0.2." + std::to_string(80 + i);
+    const int verdict = runOut(segment(src, kSyn, 1000, 0, 1460), synack);
+    if (i < 3) {
+      ASSERT_EQ(verdict, XDP_TX) << "SYN " << i << " fits the global cap";
+      acks.push_back(segment(src, kAck, 1001, get32(synack, 14 + 20 + 4) + 1));
+    } else {
+      EXPECT_EQ(verdict, XDP_DROP) << "SYN " << i << " is over the global cap: no SYN-ACK";
+    }
+  }
+  EXPECT_EQ(stat(FG_TABLE_COOKIE_SENT), 3u) << "only the SYN-ACKs that went out";
+  EXPECT_EQ(stat(FG_TABLE_NEW_SOURCE), 0u) << "the walk leaves the cookie rule out";
+  auto rules = limiter().ruleCounters();
+  ASSERT_TRUE(rules.ok() && rules->size() == 3);
+  EXPECT_EQ((*rules)[1].by_verdict[FG_VERDICT_PASS].packets, 3u);
+  EXPECT_EQ((*rules)[1].by_verdict[FG_VERDICT_DROP].packets, 3u);
+
+  EXPECT_EQ(runOut(acks[0], out), XDP_PASS);
+  EXPECT_EQ(out.size(), acks[0].size() + sizeof(fg_cookie_meta)) << "marked for the listener";
+  EXPECT_EQ(runOut(acks[1], out), XDP_DROP) << "the ACK cap's burst is spent";
+  EXPECT_EQ(stat(FG_TABLE_COOKIE_VERIFIED), 2u);
+  rules = limiter().ruleCounters();
+  ASSERT_TRUE(rules.ok() && rules->size() == 3);
+  EXPECT_EQ((*rules)[2].by_verdict[FG_VERDICT_PASS].packets, 1u);
+  EXPECT_EQ((*rules)[2].by_verdict[FG_VERDICT_DROP].packets, 1u);
+}
+
+// A source that never answers its SYN-ACKs has no slot in the cookie rule, so each of its
+// SYNs meets a cookie; a per-source rule that bans SYN floods next to it still counts them.
+TEST_F(SynCookieTest, ASynFloodOfOneSourceIsBannedNextToACookieRule) {
+  RuleSpec ban = cookieRule(SynCookies::kOff);
+  ban.name = "syn_ban";
+  ban.limit.burst = 2;
+  ban.action = ExceedAction::kBan;
+  ban.ban_ns = 600'000'000'000ULL;
+  AttachOptions options;
+  options.test_clock_hz = 250;
+  load({ban, cookieRule(SynCookies::kAlways)}, options);
+  setClock(100000);
+  std::vector<uint8_t> out;
+  int answered = 0;
+  for (uint16_t i = 0; i < 10; ++i) {
+    answered += runOut(segment("192.0.2.90", kSyn, 1000 + i, 0, 1460, 43000 + i), out) == XDP_TX;
+  }
+  EXPECT_EQ(answered, 2) << "the ban rule's burst, then the ban";
+  auto settings = limiter().settings();
+  ASSERT_TRUE(settings.ok()) << settings.error().message;
+  EXPECT_EQ(settings->ban_entries[0], 1u);
+}
+
 TEST_F(SynCookieTest, ForgedAcksFailAreCountedAndLimitedByTheUntrackedBucket) {
   AttachOptions options;
   options.test_clock_hz = 250;
