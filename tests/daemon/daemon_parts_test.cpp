@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: MIT
-// --metrics-listen parsing, inotify seeing in-place writes and renames over the config (and
-// ignoring its neighbours), and configs the daemon refuses before it changes anything.
+// --metrics-listen parsing, inotify seeing in-place writes and renames over the config, its
+// symlink's target and ConfigMap updates (and ignoring its neighbours), and configs the daemon
+// refuses before it changes anything.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <poll.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -73,6 +76,77 @@ TEST_F(ConfigWatchTest, SeesInPlaceWritesAndRenamesOverButNotOtherFiles) {
   EXPECT_FALSE(changed(*watch));
   ASSERT_EQ(std::rename((dir_ + "/new").c_str(), (dir_ + "/floodgate.yaml").c_str()), 0);
   EXPECT_TRUE(changed(*watch)) << "an editor's rename over the file";
+}
+
+// A file made anew under the config's name is read when its writer closes it: read at its
+// creation it could be a valid prefix of the config, with only some of its rules.
+TEST_F(ConfigWatchTest, AFileCreatedUnderTheNameIsSeenOnceClosed) {
+  ASSERT_EQ(unlink((dir_ + "/floodgate.yaml").c_str()), 0);
+  auto watch = ConfigWatch::start(dir_ + "/floodgate.yaml");
+  ASSERT_TRUE(watch.ok()) << watch.error().message;
+  int fd = open((dir_ + "/floodgate.yaml").c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(write(fd, "rules: []\n", 10), 10);
+  EXPECT_FALSE(changed(*watch)) << "still being written";
+  close(fd);
+  EXPECT_TRUE(changed(*watch));
+  ASSERT_EQ(link((dir_ + "/floodgate.yaml").c_str(), (dir_ + "/second").c_str()), 0);
+  ASSERT_EQ(unlink((dir_ + "/floodgate.yaml").c_str()), 0);
+  EXPECT_FALSE(changed(*watch));
+  ASSERT_EQ(link((dir_ + "/second").c_str(), (dir_ + "/floodgate.yaml").c_str()), 0);
+  EXPECT_TRUE(changed(*watch)) << "a second name of a whole file";
+}
+
+// A config that is a link to a file elsewhere: edits of the target, renames over it and the
+// link pointed at another file are all changes of the config.
+TEST_F(ConfigWatchTest, SeesTheTargetOfASymlinkedConfigChange) {
+  const std::string conf = dir_ + "/conf";
+  ASSERT_EQ(mkdir(conf.c_str(), 0755), 0);
+  std::ofstream(conf + "/real.yaml") << "rules: []\n";
+  std::ofstream(conf + "/other.yaml") << "rules: [] # other\n";
+  ASSERT_EQ(unlink((dir_ + "/floodgate.yaml").c_str()), 0);
+  ASSERT_EQ(symlink("conf/real.yaml", (dir_ + "/floodgate.yaml").c_str()), 0);
+  auto watch = ConfigWatch::start(dir_ + "/floodgate.yaml");
+  ASSERT_TRUE(watch.ok()) << watch.error().message;
+
+  std::ofstream(conf + "/real.yaml") << "rules: [] # edited\n";
+  EXPECT_TRUE(changed(*watch)) << "the target written in place";
+  std::ofstream(conf + "/neighbour") << "x";
+  EXPECT_FALSE(changed(*watch)) << "a neighbour of the target";
+  std::ofstream(conf + "/new") << "rules: []\n";
+  EXPECT_FALSE(changed(*watch));
+  ASSERT_EQ(std::rename((conf + "/new").c_str(), (conf + "/real.yaml").c_str()), 0);
+  EXPECT_TRUE(changed(*watch)) << "an editor's rename over the target";
+
+  ASSERT_EQ(symlink("conf/other.yaml", (dir_ + "/link.tmp").c_str()), 0);
+  ASSERT_EQ(std::rename((dir_ + "/link.tmp").c_str(), (dir_ + "/floodgate.yaml").c_str()), 0);
+  EXPECT_TRUE(changed(*watch)) << "the link pointed at another file";
+  std::ofstream(conf + "/other.yaml") << "rules: [] # edited\n";
+  EXPECT_TRUE(changed(*watch)) << "the new target written in place";
+}
+
+// A Kubernetes ConfigMap volume: the config is a link through `..data`, a link to a
+// timestamped directory that an update replaces (a new directory, `..data` renamed over).
+TEST_F(ConfigWatchTest, SeesAConfigMapUpdate) {
+  auto version = [&](const std::string& name, const std::string& text) {
+    ASSERT_EQ(mkdir((dir_ + "/" + name).c_str(), 0755), 0);
+    std::ofstream(dir_ + "/" + name + "/floodgate.yaml") << text;
+    ASSERT_EQ(symlink(name.c_str(), (dir_ + "/..data_tmp").c_str()), 0);
+    ASSERT_EQ(std::rename((dir_ + "/..data_tmp").c_str(), (dir_ + "/..data").c_str()), 0);
+  };
+  ASSERT_EQ(unlink((dir_ + "/floodgate.yaml").c_str()), 0);
+  version("..2026_12_05_10_00_00.1", "rules: []\n");
+  ASSERT_EQ(symlink("..data/floodgate.yaml", (dir_ + "/floodgate.yaml").c_str()), 0);
+  auto watch = ConfigWatch::start(dir_ + "/floodgate.yaml");
+  ASSERT_TRUE(watch.ok()) << watch.error().message;
+  EXPECT_FALSE(changed(*watch));
+
+  version("..2026_12_05_10_01_00.2", "rules: [] # second\n");
+  EXPECT_TRUE(changed(*watch)) << "the first update";
+  std::system(("rm -rf '" + dir_ + "/..2026_12_05_10_00_00.1'").c_str());
+  EXPECT_FALSE(changed(*watch)) << "the old version removed";
+  version("..2026_12_05_10_02_00.3", "rules: [] # third\n");
+  EXPECT_TRUE(changed(*watch)) << "the next update";
 }
 
 TEST_F(ConfigWatchTest, AMissingDirectoryIsOneClearError) {
