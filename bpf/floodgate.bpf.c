@@ -120,9 +120,15 @@ static __always_inline int fg_xdp(struct xdp_md *ctx, enum fg_walk_kind kind)
 	/* the walk leaves out the cookie rule that let a SYN-ACK or cookie ACK through */
 	verdict = fg_apply_rules(settings, &walk, len, jiffies, &reason,
 				 FG_COOKIE_SKIP(walk.cookie), kind);
-	if (FG_COOKIE_OUTCOME(walk.cookie) == FG_COOKIE_TX && verdict != FG_VERDICT_DROP) {
-		fg_count_table(FG_COOKIE_RULE_ID(walk.cookie), FG_TABLE_COOKIE_SENT);
-		return XDP_TX;
+	if (FG_COOKIE_OUTCOME(walk.cookie) == FG_COOKIE_TX) {
+		/* the frame is the SYN-ACK now: out, or nowhere (monitor mode, if it came on
+		 * since the cookie step, drops nothing, and so sends it) */
+		if (verdict != FG_VERDICT_DROP || settings->monitor) {
+			fg_count_table(FG_COOKIE_RULE_ID(walk.cookie), FG_TABLE_COOKIE_SENT);
+			return XDP_TX;
+		}
+		fg_count(FG_VERDICT_DROP, reason, len);
+		return XDP_DROP;
 	}
 	return fg_finish(ctx, settings, verdict, reason, len);
 }

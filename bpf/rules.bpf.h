@@ -576,9 +576,13 @@ enum fg_walk_kind {
 };
 
 /* A rule fg_apply_rules leaves out, one that decided the packet already (the SYN-cookie
- * rule): bit 6, then the rule set in bit 5 and the position in the set below it. A walk of
- * another set (a reload came between) leaves nothing out. 0 is none. */
+ * rule): bit 6, then the rule set in bit 5 and the position in the set below it. 0 is none.
+ * With FG_SKIP_UNVERIFIED the rules keyed by source are left out too (a SYN answered with a
+ * cookie, whose source may be spoofed: no slot, no ban for it; global rules still count it).
+ * The packet was decided against that set: if a reload made another one active since, it
+ * is dropped (one packet, which its sender sends again). */
 #define FG_SKIP_RULE(set, pos) (1U << 6 | ((set)&1) << 5 | ((pos) & (FG_MAX_RULES - 1)))
+#define FG_SKIP_UNVERIFIED (1U << 7)
 
 /* Runs the active rule set over `walk->pkt`, the frame the parser filled in place (a walk
  * of its own would copy it, and the bytes of that copy are what the verifier's 512-byte cap
@@ -593,7 +597,7 @@ static __always_inline __u32 fg_apply_rules(struct fg_settings *settings, struct
 	const struct fg_packet *pkt = &walk->pkt;
 	struct fg_rule_index *index;
 	struct fg_active *act;
-	__u32 zero = 0, count, class;
+	__u32 zero = 0, count, class, unverified = 0;
 
 	walk->eval.seed = settings->hash_seed;
 	walk->eval.len = len;
@@ -610,12 +614,14 @@ static __always_inline __u32 fg_apply_rules(struct fg_settings *settings, struct
 		*(__u64 *)&snapshot = FG_READ_ONCE(*(__u64 *)act);
 		walk->set = snapshot.set & 1;
 		count = snapshot.rule_count;
+		if (skip) {
+			if ((skip & ~FG_SKIP_UNVERIFIED) != FG_SKIP_RULE(walk->set, skip))
+				return FG_VERDICT_DROP;
+			unverified = skip & FG_SKIP_UNVERIFIED;
+			skip = 1U << (skip & (FG_MAX_RULES - 1));
+		}
 		if (!count)
 			return FG_VERDICT_PASS;
-		if (skip)
-			skip = skip == FG_SKIP_RULE(walk->set, skip)
-				   ? 1U << (skip & (FG_MAX_RULES - 1))
-				   : 0;
 		/* one rule, the usual config: matched as it is, without the index (a filter by
 		 * protocol, which fg_rule_matches applies too) or a search for its position; a
 		 * drop by the only rule has nothing to refund */
@@ -636,6 +642,8 @@ static __always_inline __u32 fg_apply_rules(struct fg_settings *settings, struct
 		if (class >= FG_PACKET_CLASSES)
 			return FG_VERDICT_PASS;
 		walk->pending = index->rules[class] & ~skip;
+		if (unverified)
+			walk->pending &= ~index->source_rules;
 		if (count < FG_MAX_RULES)
 			walk->pending &= (1U << count) - 1;
 		if (!walk->pending)

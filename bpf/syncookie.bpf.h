@@ -43,7 +43,8 @@ enum fg_cookie_outcome {
 };
 
 /* fg_cookie_path's answer: the outcome in the low byte; for FG_COOKIE_TX and FG_COOKIE_PASS
- * also the cookie rule, as the walk skips it (FG_SKIP_RULE) and by its id, for its counters. */
+ * also the cookie rule, as the walk skips it (FG_SKIP_RULE, with FG_SKIP_UNVERIFIED for a
+ * SYN: its source is not verified) and by its id, for its counters. */
 #define FG_COOKIE_ANSWER(outcome, set, pos, id)                                                    \
 	((outcome) | FG_SKIP_RULE(set, pos) << 8 | (id) << 16)
 #define FG_COOKIE_OUTCOME(answer) ((answer)&0xff)
@@ -548,11 +549,11 @@ __attribute__((noinline)) int fg_cookie_path(struct xdp_md *ctx, const struct fg
 		if (fg_cookie_headers(ctx, s) || !fg_cookie_unicast_ends(s) ||
 		    !fg_cookie_for_listener(ctx, s))
 			return FG_COOKIE_CONTINUE;
-		fg_cookie_charge(rule, state, now, jiffies);
 		made = fg_cookie_make(s, s->tcp, s->tcp_len);
 		if (made < 0 || fg_cookie_answer(ctx, s, (__u32)made, (__u16)(made >> 32)))
 			return FG_COOKIE_CONTINUE;
-		return FG_COOKIE_ANSWER(FG_COOKIE_TX, set, pos, id);
+		fg_cookie_charge(rule, state, now, jiffies);
+		return FG_COOKIE_ANSWER(FG_COOKIE_TX, set, pos, id) | FG_SKIP_UNVERIFIED << 8;
 	}
 
 	if (fg_cookie_headers(ctx, s) || !fg_cookie_for_listener(ctx, s))

@@ -232,6 +232,9 @@ enum fg_packet_class {
 struct fg_rule_index {
 	__u32 rules[FG_PACKET_CLASSES];
 	__u32 syn_cookie_rules; /* bit i: the rule at position i has syn_cookies on */
+	/* bit i: the rule at position i keys by source (FG_KEY_SOURCE): its slots and bans
+	 * are for a source that is who it says, which a SYN answered with a cookie is not yet */
+	__u32 source_rules;
 };
 
 /* An element of `sets`: a set's index, 32 bytes, so a source's look at both halves is one

@@ -312,9 +312,11 @@ TEST_F(SynCookieTest, OtherRulesDecideCookieAnsweredSynsAndTheirAcks) {
   EXPECT_EQ((*rules)[2].by_verdict[FG_VERDICT_DROP].packets, 1u);
 }
 
-// A source that never answers its SYN-ACKs has no slot in the cookie rule, so each of its
-// SYNs meets a cookie; a per-source rule that bans SYN floods next to it still counts them.
-TEST_F(SynCookieTest, ASynFloodOfOneSourceIsBannedNextToACookieRule) {
+// A source that never answers its SYN-ACKs may be anyone's address: the other rules keyed by
+// source keep no slot and start no ban for its SYNs (a spoofed flood would fill their tables
+// and use up their new-source caps, which real clients need, or ban the address it forges).
+// Once the source is verified, they limit and ban it as any source.
+TEST_F(SynCookieTest, OtherSourceRulesTrackAndBanOnlyVerifiedSources) {
   RuleSpec ban = cookieRule(SynCookies::kOff);
   ban.name = "syn_ban";
   ban.limit.burst = 2;
@@ -324,15 +326,27 @@ TEST_F(SynCookieTest, ASynFloodOfOneSourceIsBannedNextToACookieRule) {
   options.test_clock_hz = 250;
   load({ban, cookieRule(SynCookies::kAlways)}, options);
   setClock(100000);
-  std::vector<uint8_t> out;
-  int answered = 0;
+  std::vector<uint8_t> synack, out;
   for (uint16_t i = 0; i < 10; ++i) {
-    answered += runOut(segment("192.0.2.90", kSyn, 1000 + i, 0, 1460, 43000 + i), out) == XDP_TX;
+    EXPECT_EQ(runOut(segment("192.0.2.90", kSyn, 1000 + i, 0, 1460, 43000 + i), synack), XDP_TX)
+        << "SYN " << i;
   }
-  EXPECT_EQ(answered, 2) << "the ban rule's burst, then the ban";
+  EXPECT_EQ(stat(FG_TABLE_NEW_SOURCE), 0u) << "no slot in the other rule";
   auto settings = limiter().settings();
   ASSERT_TRUE(settings.ok()) << settings.error().message;
-  EXPECT_EQ(settings->ban_entries[0], 1u);
+  EXPECT_EQ(settings->ban_entries[0], 0u);
+
+  // verified: its SYNs meet every rule
+  ASSERT_EQ(
+      runOut(segment("192.0.2.90", kAck, 1010, get32(synack, 14 + 20 + 4) + 1, 0, 43009), out),
+      XDP_PASS);
+  EXPECT_EQ(runOut(segment("192.0.2.90", kSyn, 5000, 0, 1460, 44000), out), XDP_PASS);
+  EXPECT_EQ(runOut(segment("192.0.2.90", kSyn, 5000, 0, 1460, 44001), out), XDP_PASS);
+  EXPECT_EQ(runOut(segment("192.0.2.90", kSyn, 5000, 0, 1460, 44002), out), XDP_DROP);
+  EXPECT_EQ(stat(FG_TABLE_NEW_SOURCE), 1u);
+  settings = limiter().settings();
+  ASSERT_TRUE(settings.ok()) << settings.error().message;
+  EXPECT_EQ(settings->ban_entries[0], 1u) << "over the ban rule's burst";
 }
 
 TEST_F(SynCookieTest, ForgedAcksFailAreCountedAndLimitedByTheUntrackedBucket) {

@@ -319,6 +319,7 @@ fg_rule_index indexRules(const std::vector<fg_rule>& rules) {
         for (uint32_t c = 0; c < FG_PACKET_CLASSES; ++c) index.rules[c] |= bit;
     }
     if (rules[i].syn_cookies != FG_SYN_COOKIES_OFF) index.syn_cookie_rules |= bit;
+    if (rules[i].key_kind == FG_KEY_SOURCE) index.source_rules |= bit;
   }
   return index;
 }
