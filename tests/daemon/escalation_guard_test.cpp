@@ -97,6 +97,11 @@ TEST(EscalationGuard, AReportMayNotNameMoreThanOneClientNorClaimLess) {
   EXPECT_EQ(refusalFor(report("198.51.100.0/24"), rules(), {}), Refusal::kTooWide);
   EXPECT_EQ(refusalFor(report("2001:db8::/32"), rules(), {}), Refusal::kTooWide);
   EXPECT_EQ(refusalFor(report("2001:db8:5::/48"), rules(), {}), Refusal::kTooWide);
+  // NAT64: each address one IPv4 client behind the translator, its /64 all of them
+  EXPECT_EQ(refusalFor(report("64:ff9b::/64"), rules(), {}), Refusal::kTooWide);
+  EXPECT_EQ(refusalFor(report("64:ff9b::/96"), rules(), {}), Refusal::kTooWide);
+  EXPECT_EQ(refusalFor(report("64:ff9b::c633:6400/120"), rules(), {}), Refusal::kTooWide);
+  EXPECT_EQ(refusalFor(report("64:ff9b::c633:6407", 500, 1000), rules(), {}), Refusal::kNone);
   EXPECT_EQ(refusalFor(report("198.51.100.7", 49), rules(), {}), Refusal::kBelowThreshold);
   EXPECT_EQ(refusalFor(report("198.51.100.7", 50, 10001), rules(), {}), Refusal::kBelowThreshold);
   EXPECT_EQ(refusalFor(report("198.51.100.7", 500, 1000), rules(), {}), Refusal::kNone);

@@ -109,7 +109,12 @@ Refusal addressRefusal(const Cidr& address, const NeverBanned& never) {
       {prefixOf("255.255.255.255"), Refusal::kMulticast},
       {prefixOf("ff00::/8"), Refusal::kMulticast},
   };
-  const int widest = address.family == Family::kV4 ? never.widest_ipv4 : never.widest_ipv6;
+  // An address of the NAT64 prefix is one IPv4 client each, keyed (and reported) whole: a
+  // shorter prefix over it, however long for IPv6, is every client behind the translator.
+  static const Cidr kNat64 = prefixOf("64:ff9b::/96");
+  const int widest = address.family == Family::kV4 ? never.widest_ipv4
+                     : overlaps(kNat64, address)   ? 128
+                                                   : never.widest_ipv6;
   if (address.prefix < widest) return Refusal::kTooWide;
   for (const auto& range : kNeverBanned) {
     if (overlaps(range.prefix, address)) return range.why;

@@ -33,7 +33,8 @@ enum class Refusal {
   kService,         // a Redis server of the config (http.store, fleet.bans): banning one cuts
                     // the fleet off its shared limits and its bans
   kAllowListed,     // inside the config's allow list
-  kTooWide,         // an IPv4 prefix, or an IPv6 prefix wider than http.ipv6_prefix
+  kTooWide,         // an IPv4 prefix, an IPv6 prefix wider than http.ipv6_prefix, or a
+                    // prefix over NAT64's 64:ff9b::/96 (an IPv4 client per address)
   kBelowThreshold,  // claims fewer rejections, or a longer window, than http.escalate says
 };
 

@@ -54,7 +54,8 @@ EscalationDecision decideEscalation(const ReceivedReport& received, const Escala
        "a Redis server of this config (http.store, fleet.bans)"},
       {Refusal::kAllowListed, metrics::kEscalationAllowListed, "inside the allow list"},
       {Refusal::kTooWide, metrics::kEscalationTooWide,
-       "a prefix wider than a client is keyed by (IPv4 /32, IPv6 http.ipv6_prefix)"},
+       "a prefix wider than a client is keyed by (IPv4 /32, IPv6 http.ipv6_prefix, NAT64 "
+       "64:ff9b::/96 /128)"},
       {Refusal::kBelowThreshold, metrics::kEscalationBelowThreshold,
        "fewer rejections or a longer window than http.escalate asks for"},
   };
