@@ -9,10 +9,21 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 
 namespace floodgate::daemon {
+namespace {
+
+std::string octalMode(mode_t mode) {
+  char text[8];
+  std::snprintf(text, sizeof(text), "%04o", static_cast<unsigned>(mode & 07777));
+  return text;
+}
+
+}  // namespace
+
 Result<ReportListener> ReportListener::bind(const std::string& path, gid_t gid) {
   sockaddr_un address{};
   const std::filesystem::path parent = std::filesystem::path(path).parent_path();
@@ -25,6 +36,22 @@ Result<ReportListener> ReportListener::bind(const std::string& path, gid_t gid) 
   }
   std::error_code ec;
   std::filesystem::create_directories(parent, ec);
+  // Whoever else may write the directory could swap the private one below for their own
+  // between its steps, or replace the socket afterwards and read every report (a sticky
+  // directory, /tmp, lets nobody move what another made).
+  struct stat dir {};
+  if (stat(parent.c_str(), &dir) != 0) {
+    return Error::failure("cannot use the directory of the report socket " + path + ": " +
+                          std::strerror(errno));
+  }
+  if ((dir.st_uid != 0 && dir.st_uid != geteuid()) ||
+      ((dir.st_mode & (S_IWGRP | S_IWOTH)) && !(dir.st_mode & S_ISVTX))) {
+    return Error::usage("the directory of the report socket " + path +
+                        " may be written by another user (owner uid " + std::to_string(dir.st_uid) +
+                        ", mode " + octalMode(dir.st_mode) +
+                        "): put http.escalate.socket in a directory only root writes, such as "
+                        "/run/floodgate");
+  }
   ReportListener out;
   out.fd_ = UniqueFd(socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
   if (!out.fd_.valid()) {
