@@ -5,11 +5,14 @@
 // nothing and is counted); detaches on SIGTERM, or with --keep-attached leaves the limiter
 // to a second run that adopts it with its counters; a listed interface that does not exist
 // is reported unhealthy and attached once it appears, without a restart.
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/file.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -470,6 +473,63 @@ TEST_F(RunE2eTest, ASecondRunInTheSameNamespaceExitsOneAndChangesNothing) {
   EXPECT_EQ(status.out.find("intruder"), std::string::npos) << status.out;
   EXPECT_NE(status.out.find("per-source"), std::string::npos) << status.out;
   EXPECT_EQ(httpGetIn(net_->targetNetns(), kMetricsPort, "/healthz").status, 200);
+}
+
+// A restart that adopts the limiter a --keep-attached run left, then cannot listen for
+// metrics (another program took the port meanwhile), exits 1 and leaves that limiter
+// enforcing: it only adopted it, and a flood must not get through a failed restart.
+TEST_F(RunE2eTest, ARestartThatCannotListenLeavesTheAdoptedLimiterEnforcing) {
+  startDaemon({"--keep-attached"});
+  daemon_.signal(SIGTERM);
+  ASSERT_EQ(daemon_.wait(5), 0) << daemon_.log();
+  ASSERT_TRUE(attached());
+
+  UniqueFd squatter;
+  std::thread in_target([&] {  // a socket stays in the namespace it was made in
+    int fd = open(net_->targetNetns().c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0 || setns(fd, CLONE_NEWNET) != 0) return;
+    close(fd);
+    squatter = UniqueFd(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_port = htons(kMetricsPort);
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    int on = 1;  // past the scrapes' connections in TIME_WAIT
+    setsockopt(squatter.get(), SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on));
+    if (bind(squatter.get(), reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0 ||
+        listen(squatter.get(), 1) != 0) {
+      squatter.reset();
+    }
+  });
+  in_target.join();
+  ASSERT_TRUE(squatter.valid()) << "cannot take the metrics port in the namespace";
+
+  auto restart = ChildProcess::start(
+      {"nsenter", "--net=" + net_->targetNetns(), FLOODGATE_BIN, "run", "--config", config_,
+       "--metrics-listen", "127.0.0.1:" + std::to_string(kMetricsPort)},
+      dir_ + "/restart.log");
+  ASSERT_TRUE(restart.ok()) << restart.error().message;
+  EXPECT_EQ(restart->wait(20), 1) << restart->log();
+  EXPECT_NE(restart->log().find("adopted"), std::string::npos) << restart->log();
+  EXPECT_NE(restart->log().find("cannot listen for metrics"), std::string::npos) << restart->log();
+  ASSERT_TRUE(attached()) << "a failed start took away a limiter it had only adopted";
+  auto rate_drops = [&] {
+    CommandResult stats = net_->floodgate({"stats", net_->targetInterface(), "--json"});
+    EXPECT_EQ(stats.exit_code, 0) << stats.err;
+    uint64_t drops = 0;
+    const nlohmann::json parsed = nlohmann::json::parse(stats.out);
+    for (const auto& row : parsed["counters"]) {
+      if (row["verdict"] == "drop" && row["reason"] == "rate")
+        drops += row["packets"].get<uint64_t>();
+    }
+    return drops;
+  };
+  const uint64_t before = rate_drops();
+  flood(0.3, 2000);
+  uint64_t after = before;
+  for (int i = 0; i < 40 && after == before; ++i, usleep(50000)) after = rate_drops();
+  EXPECT_GT(after, before) << "the flood is no longer held back";
+  EXPECT_EQ(net_->floodgate({"detach", net_->targetInterface()}).exit_code, 0);
 }
 
 TEST_F(RunE2eTest, AMissingInterfaceIsReportedUnhealthyAndAttachedWhenItAppears) {
