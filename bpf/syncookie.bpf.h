@@ -562,11 +562,17 @@ __attribute__((noinline)) int fg_cookie_path(struct xdp_md *ctx, const struct fg
 		/* every check costs a hash: a flood of made-up cookies pays into the bucket
 		 * of sources nobody vouches for, and what it refuses never reaches the kernel */
 		fg_count_table(id, FG_TABLE_COOKIE_FAILED);
-		/* admitted, or refused by a rule that only monitors: the rules count it */
+		/* admitted, or refused by a rule that only monitors: on to the other rules, but
+		 * not this one again (one without flags meets the ACK, and would charge it twice) */
 		if (fg_cookie_untracked(rule, state, state->overflow_state, now, jiffies,
-					pkt->family, len) ||
-		    rule->action == FG_ACTION_MONITOR)
-			return FG_COOKIE_CONTINUE;
+					pkt->family, len)) {
+			fg_count_table(id, FG_TABLE_UNTRACKED_PASS);
+			return FG_COOKIE_ANSWER(FG_COOKIE_CONTINUE, set, pos, id);
+		}
+		if (rule->action == FG_ACTION_MONITOR) {
+			fg_count_rule(id, FG_VERDICT_MONITOR, len);
+			return FG_COOKIE_ANSWER(FG_COOKIE_CONTINUE, set, pos, id);
+		}
 		fg_count_rule(id, FG_VERDICT_DROP, len);
 		return FG_COOKIE_DROP;
 	}

@@ -371,6 +371,29 @@ TEST_F(SynCookieTest, ForgedAcksFailAreCountedAndLimitedByTheUntrackedBucket) {
   EXPECT_EQ(passed, 10) << "the untracked bucket's burst, on a clock that stands still";
 }
 
+// A cookie rule without flags meets ACKs too: a forged ACK its untracked bucket admitted is
+// not charged again by it in the walk (as a new source, it would take a slot there).
+TEST_F(SynCookieTest, AForgedAckIsChargedOnceUnderACookieRuleWithoutFlags) {
+  RuleSpec rule = cookieRule(SynCookies::kAlways);
+  rule.tcp_flags_set = 0;
+  rule.tcp_flags_clear = 0;
+  AttachOptions options;
+  options.test_clock_hz = 250;
+  load({rule}, options);
+  setClock(100000);
+  std::vector<uint8_t> out;
+  int passed = 0;
+  for (uint32_t i = 0; i < 40; ++i) {
+    std::string src = "192.0.2." + std::to_string(100 + i);
+    passed += runOut(segment(src, kAck, 7000 + i, 0x12345678 + i * 7919), out) == XDP_PASS;
+  }
+  EXPECT_EQ(stat(FG_TABLE_COOKIE_FAILED), 40u);
+  EXPECT_EQ(passed, 10) << "the untracked bucket's burst, on a clock that stands still";
+  EXPECT_EQ(stat(FG_TABLE_UNTRACKED_PASS), 10u);
+  EXPECT_EQ(stat(FG_TABLE_UNTRACKED_DROP), 30u);
+  EXPECT_EQ(stat(FG_TABLE_NEW_SOURCE), 0u) << "no slot for a forged ACK's source";
+}
+
 TEST_F(SynCookieTest, AVerifiedSourceWithoutASlotIsHeldToTheUntrackedBucket) {
   // the cap refuses the next verified source a slot: each of its SYNs meets a cookie
   // again, and each valid ACK would open one more connection past the rule's limit
@@ -394,7 +417,7 @@ TEST_F(SynCookieTest, MadeUpCookiesCannotStarveAVerifiedSourceWithoutASlot) {
   EXPECT_EQ(stat(FG_TABLE_COOKIE_FAILED), 40u);
   EXPECT_EQ(passed, 10) << "the verified sources' bucket is full whatever the forged ACKs did";
   EXPECT_EQ(dropped, 20);
-  EXPECT_EQ(stat(FG_TABLE_UNTRACKED_PASS), 10u) << "the verified ACKs the bucket admitted";
+  EXPECT_EQ(stat(FG_TABLE_UNTRACKED_PASS), 10u + 10u) << "forged ACKs, then verified ones";
   EXPECT_EQ(stat(FG_TABLE_UNTRACKED_DROP), 30u + 20u) << "forged ones and verified ones";
 }
 
