@@ -10,6 +10,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 
 #include "daemon/config_watch.h"
@@ -95,6 +96,21 @@ TEST_F(ConfigWatchTest, AFileCreatedUnderTheNameIsSeenOnceClosed) {
   EXPECT_FALSE(changed(*watch));
   ASSERT_EQ(link((dir_ + "/second").c_str(), (dir_ + "/floodgate.yaml").c_str()), 0);
   EXPECT_TRUE(changed(*watch)) << "a second name of a whole file";
+
+  // written unnamed (O_TMPFILE), then linked in whole under the name: its creation has one
+  // link, as a file still being written has, and the close that follows says it is whole
+  ASSERT_EQ(unlink((dir_ + "/floodgate.yaml").c_str()), 0);
+  EXPECT_FALSE(changed(*watch)) << "a config gone has nothing to reload";
+  fd = open(dir_.c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0644);
+  ASSERT_GE(fd, 0) << strerror(errno);
+  ASSERT_EQ(write(fd, "rules: [] # tmp\n", 16), 16);
+  const std::string proc = "/proc/self/fd/" + std::to_string(fd);
+  ASSERT_EQ(linkat(AT_FDCWD, proc.c_str(), AT_FDCWD, (dir_ + "/floodgate.yaml").c_str(),
+                   AT_SYMLINK_FOLLOW),
+            0)
+      << strerror(errno);
+  close(fd);
+  EXPECT_TRUE(changed(*watch)) << "an O_TMPFILE linked in";
 }
 
 // A config that is a link to a file elsewhere: edits of the target, renames over it and the

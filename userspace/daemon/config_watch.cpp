@@ -16,6 +16,8 @@ namespace {
 
 // CLOSE_WRITE: written in place; MOVED_TO/CREATE: a new file or link renamed or made there.
 constexpr uint32_t kWatchMask = IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE;
+// Buffers of events read per drain at most.
+constexpr int kMaxReads = 16;
 
 ConfigWatch::Identity identify(const std::string& path) {
   ConfigWatch::Identity out;
@@ -60,52 +62,62 @@ void ConfigWatch::followTarget() {
   target_name_ = target.filename().string();
   if (target_dir == target_dir_) return;
   if (target_wd_ >= 0 && target_wd_ != dir_wd_) inotify_rm_watch(fd_.get(), target_wd_);
-  target_dir_ = target_dir;
-  // the same directory as the config's gives back its watch descriptor
-  target_wd_ = inotify_add_watch(fd_.get(), target_dir_.c_str(), kWatchMask);
+  // the same directory as the config's gives back its watch descriptor; one that cannot be
+  // watched is tried again at the next event
+  target_wd_ = inotify_add_watch(fd_.get(), target_dir.c_str(), kWatchMask);
+  target_dir_ = target_wd_ >= 0 ? target_dir : std::string();
 }
 
-// An event for the config's own name, in its directory or its target's. A file created
-// under that name is complete only when it is a link or a second name of an existing file;
-// a new regular file is still being written, and its CLOSE_WRITE is the event to act on.
-bool ConfigWatch::ownEvent(const std::string& dir, uint32_t mask, const char* name,
-                           bool* being_written) const {
-  if (!(mask & IN_CREATE)) return true;
+// Whether an event for the config's own name, in its directory or its target's, is a new
+// regular file still being written: one created under that name that is neither a link nor
+// a second name of an existing file. Its CLOSE_WRITE is the event to act on.
+bool ConfigWatch::beingWritten(const std::string& dir, uint32_t mask, const char* name) const {
+  if (!(mask & IN_CREATE)) return false;
   struct stat st {};
   const std::string at = dir + "/" + name;
-  if (lstat(at.c_str(), &st) == 0 && !S_ISLNK(st.st_mode) && st.st_nlink < 2) {
-    *being_written = true;
-    return false;
-  }
-  return true;
+  return lstat(at.c_str(), &st) == 0 && !S_ISLNK(st.st_mode) && st.st_nlink < 2;
 }
 
 bool ConfigWatch::drain() {
-  bool ours = false, other = false, being_written = false;
+  bool ours = false, other = false;
   alignas(inotify_event) char buf[8192];
-  while (true) {
+  // bounded: a directory written without pause cannot hold the daemon's loop here (what is
+  // left is read at the next poll)
+  for (int reads = 0; reads < kMaxReads; ++reads) {
     ssize_t n = read(fd_.get(), buf, sizeof(buf));
     if (n <= 0) break;  // EAGAIN: drained
     for (char* p = buf; p < buf + n;) {
       auto* event = reinterpret_cast<inotify_event*>(p);
       p += sizeof(inotify_event) + event->len;
+      if (event->mask & IN_Q_OVERFLOW) {  // events were lost: the file's identity tells
+        other = true;
+        being_written_ = false;
+        continue;
+      }
       if (event->len == 0) continue;  // about a directory itself (IN_IGNORED)
       const bool in_dir = event->wd == dir_wd_ && name_ == event->name;
       const bool in_target = event->wd == target_wd_ && target_name_ == event->name;
       if (!in_dir && !in_target) {
         other = true;
-      } else if (ownEvent(in_dir ? dir_ : target_dir_, event->mask, event->name, &being_written)) {
+        // a file closed: one made with O_TMPFILE and linked in under the name is whole
+        if (event->mask & IN_CLOSE_WRITE) being_written_ = false;
+      } else if (beingWritten(in_dir ? dir_ : target_dir_, event->mask, event->name)) {
+        being_written_ = true;
+      } else {
         ours = true;
+        being_written_ = false;
       }
     }
   }
   // Another name changed: a link on the way to the file may now point elsewhere. The file
   // the path names is then another one, or changed; a neighbour's write leaves it as it was.
-  // A path that names nothing now has nothing to reload; its return is a change.
-  Identity now = identify(path_);
-  if (other && !being_written && now != seen_ && now.size >= 0) ours = true;
-  seen_ = now;
+  // A path that names nothing now has nothing to reload; its return is a change. While a
+  // new file is written, what was read before stays the file to compare with.
   followTarget();
+  if (being_written_) return ours;
+  Identity now = identify(path_);
+  if (other && now != seen_ && now.size >= 0) ours = true;
+  seen_ = now;
   return ours;
 }
 

@@ -35,7 +35,7 @@ class ConfigWatch {
   };
 
  private:
-  bool ownEvent(const std::string& dir, uint32_t mask, const char* name, bool* being_written) const;
+  bool beingWritten(const std::string& dir, uint32_t mask, const char* name) const;
   void followTarget();
 
   UniqueFd fd_;
@@ -47,6 +47,7 @@ class ConfigWatch {
   std::string target_name_;
   int target_wd_ = -1;  // dir_wd_ when the two directories are one
   Identity seen_;
+  bool being_written_ = false;  // a new file under the config's name, not yet closed
 };
 
 }  // namespace floodgate::daemon
