@@ -284,8 +284,8 @@ TEST_F(ReportSocketTest, TheSocketIsBornWithItsModeAndGroupAndNothingIsLeftBesid
   EXPECT_EQ(entries, 1u) << "the private directory it was made in is gone";
 }
 
-// A directory another user may write: they could swap the directory the socket is made in
-// for their own, or replace the socket and read every report.
+// A directory on the way that another user may write: they could swap the directory the
+// socket is made in for their own, or replace the socket and read every report.
 TEST_F(ReportSocketTest, ADirectoryAnotherUserMayWriteIsRefused) {
   if (geteuid() != 0) GTEST_SKIP() << "giving a directory to another user needs root";
   ASSERT_EQ(chmod(dir_.c_str(), 0777), 0);
@@ -294,14 +294,21 @@ TEST_F(ReportSocketTest, ADirectoryAnotherUserMayWriteIsRefused) {
   EXPECT_NE(listener.error().message.find("mode 0777"), std::string::npos)
       << listener.error().message;
   ASSERT_EQ(chmod(dir_.c_str(), 01777), 0);
-  EXPECT_TRUE(ReportListener::bind(path_).ok()) << "sticky, as /tmp: nobody moves what is ours";
+  EXPECT_FALSE(ReportListener::bind(path_).ok()) << "sticky, as /tmp: another could hold the path";
+  const std::string below = dir_ + "/below";
+  ASSERT_EQ(mkdir(below.c_str(), 0755), 0);
+  EXPECT_TRUE(ReportListener::bind(below + "/reports.sock").ok())
+      << "under a sticky directory nobody moves what is ours";
+
   ASSERT_EQ(chmod(dir_.c_str(), 0755), 0);
   ASSERT_EQ(chown(dir_.c_str(), 65534, 65534), 0);
-  listener = ReportListener::bind(dir_ + "/other.sock");
-  ASSERT_FALSE(listener.ok());
+  listener = ReportListener::bind(below + "/reports.sock");
+  ASSERT_FALSE(listener.ok()) << "another user's directory on the way";
+  EXPECT_NE(listener.error().message.find("the directory " + dir_ + " "), std::string::npos)
+      << listener.error().message;
   EXPECT_NE(listener.error().message.find("owner uid 65534"), std::string::npos)
       << listener.error().message;
-  EXPECT_FALSE(std::filesystem::exists(dir_ + "/other.sock"));
+  EXPECT_FALSE(std::filesystem::exists(below + "/reports.sock"));
 }
 
 TEST_F(ReportSocketTest, ASocketPathHeldByAnotherKindOfFileIsNeverReplaced) {

@@ -36,21 +36,26 @@ Result<ReportListener> ReportListener::bind(const std::string& path, gid_t gid) 
   }
   std::error_code ec;
   std::filesystem::create_directories(parent, ec);
-  // Whoever else may write the directory could swap the private one below for their own
-  // between its steps, or replace the socket afterwards and read every report (a sticky
-  // directory, /tmp, lets nobody move what another made).
-  struct stat dir {};
-  if (stat(parent.c_str(), &dir) != 0) {
-    return Error::failure("cannot use the directory of the report socket " + path + ": " +
-                          std::strerror(errno));
-  }
-  if ((dir.st_uid != 0 && dir.st_uid != geteuid()) ||
-      ((dir.st_mode & (S_IWGRP | S_IWOTH)) && !(dir.st_mode & S_ISVTX))) {
-    return Error::usage("the directory of the report socket " + path +
-                        " may be written by another user (owner uid " + std::to_string(dir.st_uid) +
-                        ", mode " + octalMode(dir.st_mode) +
-                        "): put http.escalate.socket in a directory only root writes, such as "
-                        "/run/floodgate");
+  // Whoever else may write a directory on the way could swap it, or the private directory
+  // below, for their own, or replace the socket afterwards and read every report. A sticky
+  // directory (/tmp) lets nobody move what another made, but is no place for the socket
+  // itself: another user could hold its path while floodgate is down.
+  for (std::filesystem::path dir = parent;; dir = dir.parent_path()) {
+    struct stat st {};
+    if (stat(dir.c_str(), &st) != 0) {
+      return Error::failure("cannot use the directory " + dir.string() + " of the report socket " +
+                            path + ": " + std::strerror(errno));
+    }
+    const bool others_write = st.st_mode & (S_IWGRP | S_IWOTH);
+    if ((st.st_uid != 0 && st.st_uid != geteuid()) ||
+        (others_write && (dir == parent || !(st.st_mode & S_ISVTX)))) {
+      return Error::usage("the directory " + dir.string() + " of the report socket " + path +
+                          " may be written by another user (owner uid " +
+                          std::to_string(st.st_uid) + ", mode " + octalMode(st.st_mode) +
+                          "): put http.escalate.socket in a directory only root writes, such "
+                          "as /run/floodgate");
+    }
+    if (dir == dir.parent_path()) break;
   }
   ReportListener out;
   out.fd_ = UniqueFd(socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
