@@ -562,8 +562,8 @@ __attribute__((noinline)) int fg_cookie_path(struct xdp_md *ctx, const struct fg
 		/* every check costs a hash: a flood of made-up cookies pays into the bucket
 		 * of sources nobody vouches for, and what it refuses never reaches the kernel */
 		fg_count_table(id, FG_TABLE_COOKIE_FAILED);
-		/* admitted, or refused by a rule that only monitors: on to the other rules, but
-		 * not this one again (one without flags meets the ACK, and would charge it twice) */
+		/* admitted, or refused by a rule that only monitors: on to the other rules, not
+		 * this one again (one without flags meets the ACK: it would charge it twice) */
 		if (fg_cookie_untracked(rule, state, state->overflow_state, now, jiffies,
 					pkt->family, len)) {
 			fg_count_table(id, FG_TABLE_UNTRACKED_PASS);
