@@ -31,9 +31,8 @@
 /* What fg_cookie_path decided: go on to the rules, or a verdict of its own. */
 enum fg_cookie_outcome {
 	FG_COOKIE_CONTINUE = 0, /* not a cookie packet: the rules decide as without cookies */
-	/* The cookie rule admits the packet; every other rule it meets decides next, as for
-	 * any packet (a global SYN cap or a per-prefix rule sees cookie-answered SYNs too),
-	 * and a drop by one of them stands: */
+	/* The cookie rule admits the packet; the other rules it meets decide next (for a SYN
+	 * only the global ones: its source is not verified), and a drop by one stands: */
 	FG_COOKIE_TX = 1,   /* the frame is now the SYN-ACK: send it back */
 	FG_COOKIE_PASS = 2, /* a valid cookie ACK, marked: up to the listener */
 	FG_COOKIE_DROP = 3, /* a bad cookie the untracked bucket refused */
