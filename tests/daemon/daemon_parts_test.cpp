@@ -59,6 +59,19 @@ class ConfigWatchTest : public ::testing::Test {
     return watch.drain();
   }
 
+  // The file `name` in `dir` written in place, then a neighbour written, then a new file
+  // renamed over it (an editor's save): the first and the last are changes of the config.
+  static void editsAreSeen(ConfigWatch& watch, const std::string& dir, const std::string& name) {
+    std::ofstream(dir + "/" + name) << "rules: [] # edited\n";
+    EXPECT_TRUE(changed(watch)) << name << " written in place";
+    std::ofstream(dir + "/." + name + ".swp") << "x";
+    EXPECT_FALSE(changed(watch)) << "a neighbour's change is not the config's";
+    std::ofstream(dir + "/new") << "rules: []\n";
+    EXPECT_FALSE(changed(watch));
+    ASSERT_EQ(std::rename((dir + "/new").c_str(), (dir + "/" + name).c_str()), 0);
+    EXPECT_TRUE(changed(watch)) << "an editor's rename over " << name;
+  }
+
   std::string dir_;
 };
 
@@ -67,16 +80,7 @@ TEST_F(ConfigWatchTest, SeesInPlaceWritesAndRenamesOverButNotOtherFiles) {
   ASSERT_TRUE(watch.ok()) << watch.error().message;
   EXPECT_FALSE(changed(*watch));
 
-  std::ofstream(dir_ + "/floodgate.yaml") << "rules: [] # edited\n";
-  EXPECT_TRUE(changed(*watch));
-
-  std::ofstream(dir_ + "/.floodgate.yaml.swp") << "x";
-  EXPECT_FALSE(changed(*watch)) << "a neighbour's change is not the config's";
-
-  std::ofstream(dir_ + "/new") << "rules: []\n";
-  EXPECT_FALSE(changed(*watch));
-  ASSERT_EQ(std::rename((dir_ + "/new").c_str(), (dir_ + "/floodgate.yaml").c_str()), 0);
-  EXPECT_TRUE(changed(*watch)) << "an editor's rename over the file";
+  editsAreSeen(*watch, dir_, "floodgate.yaml");
 }
 
 // A file made anew under the config's name is read when its writer closes it: read at its
@@ -125,14 +129,7 @@ TEST_F(ConfigWatchTest, SeesTheTargetOfASymlinkedConfigChange) {
   auto watch = ConfigWatch::start(dir_ + "/floodgate.yaml");
   ASSERT_TRUE(watch.ok()) << watch.error().message;
 
-  std::ofstream(conf + "/real.yaml") << "rules: [] # edited\n";
-  EXPECT_TRUE(changed(*watch)) << "the target written in place";
-  std::ofstream(conf + "/neighbour") << "x";
-  EXPECT_FALSE(changed(*watch)) << "a neighbour of the target";
-  std::ofstream(conf + "/new") << "rules: []\n";
-  EXPECT_FALSE(changed(*watch));
-  ASSERT_EQ(std::rename((conf + "/new").c_str(), (conf + "/real.yaml").c_str()), 0);
-  EXPECT_TRUE(changed(*watch)) << "an editor's rename over the target";
+  editsAreSeen(*watch, conf, "real.yaml");
 
   ASSERT_EQ(symlink("conf/other.yaml", (dir_ + "/link.tmp").c_str()), 0);
   ASSERT_EQ(std::rename((dir_ + "/link.tmp").c_str(), (dir_ + "/floodgate.yaml").c_str()), 0);
