@@ -147,21 +147,23 @@ class FleetBansE2eTest : public ::testing::Test {
   }
 
   // Host A's config with a service's policy and offender reports over `socket`; `more`:
-  // further top-level sections.
-  std::string escalatingConfigA(const std::string& socket, const std::string& more = "") {
+  // further top-level sections; `escalate_more`: further keys of http.escalate.
+  std::string escalatingConfigA(const std::string& socket, const std::string& more = "",
+                                const std::string& escalate_more = "") {
     return writeConfig("a", a_->targetInterface(),
                        more +
                            "http:\n  policies:\n    - name: per-ip\n      key: ip\n"
                            "      algorithm: fixed_window\n      limit: 5\n      window_ms: 1000\n"
                            "  escalate: {rejections: 10, within: 10s, ban: 10m, socket: " +
-                           socket + "}\n");
+                           socket + escalate_more + "}\n");
   }
 
-  // Starts both hosts' daemons, A's with escalatingConfigA(`more`), and waits for A's report
-  // socket; its path.
-  std::string startWithEscalationOnA(const std::string& more = "") {
+  // Starts both hosts' daemons, A's with escalatingConfigA(`more`, `escalate_more`), and
+  // waits for A's report socket; its path.
+  std::string startWithEscalationOnA(const std::string& more = "",
+                                     const std::string& escalate_more = "") {
     const std::string socket_path = dir_ + "/reports.sock";
-    config_a_ = escalatingConfigA(socket_path, more);
+    config_a_ = escalatingConfigA(socket_path, more, escalate_more);
     daemon_a_ = startDaemon(*a_, config_a_, "daemon-a.log");
     daemon_b_ = startDaemon(*b_, config_b_, "daemon-b.log");
     waitForSocket(socket_path);
@@ -400,6 +402,28 @@ TEST_F(FleetBansE2eTest, AReportOfAnAddressAllowListedByHandIsNeitherBannedNorSh
   EXPECT_FALSE(bans(*a_).contains(kBanned)) << daemon_a_.log();
   EXPECT_FALSE(bans(*b_).contains(kBanned)) << daemon_b_.log();
   EXPECT_EQ(redisCli({"XLEN", "fg:bans"}).out, "1\n") << "only the second report's ban shared";
+}
+
+// Finding a report's client on a hand-made allow list reads the list (all of it, for a
+// prefix): each such report costs the reporter one ban of its quota, so a reporter naming an
+// allow-listed client over and over cannot keep the daemon reading, and it runs out of bans
+// as it would banning.
+TEST_F(FleetBansE2eTest, AReportOfAnAllowListedAddressCostsTheReporterItsQuota) {
+  const std::string socket_path = startWithEscalationOnA("", ", max_bans_per_minute: 2");
+  CommandResult allowed = a_->floodgate({"allow", "add", a_->targetInterface(), kBanned});
+  ASSERT_EQ(allowed.exit_code, 0) << allowed.err;
+
+  for (const char* address : {kBanned, kBanned, kBanned, kInnocent}) {
+    ASSERT_TRUE(reportOffender(socket_path, address)) << strerror(errno);
+  }
+  const std::string limited = "floodgate_http_escalations_total{result=\"rate_limited\"} 2";
+  const std::string metrics = waitForMetric(*a_, limited);
+  EXPECT_NE(metrics.find(limited), std::string::npos) << metrics << daemon_a_.log();
+  EXPECT_NE(metrics.find("floodgate_http_escalations_total{result=\"allowlisted\"} 2"),
+            std::string::npos)
+      << metrics;
+  EXPECT_FALSE(bans(*a_).contains(kInnocent)) << "the reporter's quota was spent";
+  EXPECT_FALSE(bans(*a_).contains(kBanned));
 }
 
 // A service on a dual-stack socket sees an IPv4 client as ::ffff:a.b.c.d and may report it

@@ -473,9 +473,10 @@ bool XdpLimiter::allowListed(const Cidr& address) const {
   if (address.prefix == (address.family == Family::kV4 ? 32 : 128)) return false;
   // A prefix wider than an address (an IPv6 /64 a report names) may hold a narrower entry,
   // whose source a ban of the prefix would drop: found by reading the list, which only
-  // such a lookup pays for. A list that cannot be read is taken to hold it: a ban may wait,
-  // a trusted source must not be dropped.
-  auto entries = allow.keys();
+  // such a lookup pays for, and only of the prefix's family (an IPv6 report does not read
+  // a long IPv4 list). A list that cannot be read is taken to hold it: a ban may wait, a
+  // trusted source must not be dropped.
+  auto entries = allow.keys(address.family);
   if (!entries) return true;
   return std::any_of(entries->begin(), entries->end(),
                      [&](const Cidr& entry) { return covers(address, entry); });

@@ -78,6 +78,14 @@ class LpmPair {
     return out;
   }
 
+  // Every prefix of one family, in its trie's order.
+  Result<std::vector<Cidr>> keys(Family family) const {
+    std::vector<Cidr> out;
+    Status read = family == Family::kV4 ? appendKeys(v4_, out) : appendKeys(v6_, out);
+    if (!read) return read.error();
+    return out;
+  }
+
   // Removes every prefix of both tries.
   Status clear() {
     auto all = keys();
