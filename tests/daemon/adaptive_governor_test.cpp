@@ -280,5 +280,71 @@ TEST(AdaptiveGovernor, ARuleSetByHandIsLeftAloneWhileTheOthersMoveOn) {
   EXPECT_EQ(again->changes.size(), 2u) << "governed again after governAll()";
 }
 
+// A change the daemon could not write (the writer lock held, a map write refused) leaves
+// the rule at the limits it ran: the governor is told so, and the next reading writes the
+// rule's limits for the level it is at, from what runs, whether the level moves then or not
+// (over capacity at the deepest level, in the dead band, calm but not yet long enough).
+TEST(AdaptiveGovernor, AChangeThatCouldNotBeWrittenIsMadeAgainFromWhatTheRuleRuns) {
+  AdaptiveGovernor governor(testConfig(), testRules());
+  Host host(governor);
+  auto first = host.tick(5000);
+  ASSERT_TRUE(first);
+  ASSERT_EQ(first->changes.size(), 1u);
+  governor.stillAt("per-source", first->changes[0].from_level);  // 100 -> 50 failed
+  auto second = host.tick(5000);
+  ASSERT_TRUE(second);
+  ASSERT_EQ(second->changes.size(), 1u);
+  EXPECT_EQ(second->changes[0].from, (LimitSpec{100, 10, 0, 0})) << "from what the rule runs";
+  EXPECT_EQ(second->changes[0].to, (LimitSpec{25, 3, 0, 0}));
+  EXPECT_EQ(second->level_to, 2u);
+
+  // over capacity at the deepest level: the failed step is made again, floors said after
+  host.run(2, [](uint64_t) { return 5000.0; });
+  ASSERT_EQ(governor.level(), governor.maxLevel());
+  const AdaptiveChange last = host.decisions.back().changes.at(0);
+  governor.stillAt("per-source", last.from_level);
+  auto again = host.tick(5000);
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->action, AdaptiveAction::kTighten);
+  EXPECT_EQ(again->level_from, again->level_to);
+  ASSERT_EQ(again->changes.size(), 1u);
+  EXPECT_EQ(again->changes[0].from, last.from);
+  EXPECT_EQ(again->changes[0].to, (LimitSpec{10, 1, 0, 0}));
+  auto floors = host.tick(5000);
+  ASSERT_TRUE(floors);
+  EXPECT_EQ(floors->action, AdaptiveAction::kFloorsReached);
+
+  // in the dead band (between capacity x relax_below and capacity), and in a calm not yet
+  // long enough to relax: nothing moves but a failed change
+  for (double load : {700.0, 100.0}) {
+    governor.stillAt("per-source", governor.level() - 1);
+    auto retried = host.tick(load);
+    ASSERT_TRUE(retried) << load;
+    EXPECT_EQ(retried->action, AdaptiveAction::kTighten);
+    ASSERT_EQ(retried->changes.size(), 1u);
+    EXPECT_EQ(retried->changes[0].to, (LimitSpec{10, 1, 0, 0}));
+    EXPECT_FALSE(host.tick(load)) << "written once: nothing to make again";
+  }
+}
+
+// A relax that could not be written is made again at the next calm reading.
+TEST(AdaptiveGovernor, AFailedRelaxIsMadeAgain) {
+  AdaptiveGovernor governor(testConfig(), testRules());
+  Host host(governor);
+  host.tick(5000);  // level 1: 50
+  host.run(60, [](uint64_t) { return 0.0; });
+  ASSERT_EQ(governor.level(), 0u);
+  const AdaptiveDecision relax = host.decisions.back();
+  ASSERT_EQ(relax.action, AdaptiveAction::kRelax);
+  governor.stillAt("per-source", relax.changes.at(0).from_level);  // 50 -> 100 failed
+  auto retried = host.tick(0);
+  ASSERT_TRUE(retried);
+  EXPECT_EQ(retried->action, AdaptiveAction::kRelax);
+  ASSERT_EQ(retried->changes.size(), 1u);
+  EXPECT_EQ(retried->changes[0].from, (LimitSpec{50, 5, 0, 0}));
+  EXPECT_EQ(retried->changes[0].to, (LimitSpec{100, 10, 0, 0}));
+  EXPECT_FALSE(host.tick(0)) << "written once: nothing to make again";
+}
+
 }  // namespace
 }  // namespace floodgate::daemon

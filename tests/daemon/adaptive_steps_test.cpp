@@ -64,7 +64,7 @@ TEST(AdaptiveSteps, AReloadGovernsARuleSetByHandAgain) {
   std::vector<LogLine> lines;
   auto kept = reconcileAdaptive(std::move(governor), section(), o, lines);
   ASSERT_TRUE(kept);
-  EXPECT_FALSE(kept->released(0)) << "the reload wrote its limits from the config again";
+  EXPECT_FALSE(kept->released(0)) << "the reload wrote its limits again";
   EXPECT_EQ(o.rules[0].limit, (LimitSpec{25, 3, 0, 0}));
 }
 

@@ -44,7 +44,10 @@ std::string factor(double value) {
 
 AdaptiveGovernor::AdaptiveGovernor(const config::AdaptiveConfig& config,
                                    std::vector<AdaptiveRule> rules)
-    : config_(config), rules_(std::move(rules)), released_(rules_.size(), false) {
+    : config_(config),
+      rules_(std::move(rules)),
+      released_(rules_.size(), false),
+      running_(rules_.size(), 0) {
   // Every level down to the first that no step changes: each rule on its floor (or, with a
   // step close to 1, a small limit that rounding up keeps where it is).
   std::vector<LimitSpec> level;
@@ -93,6 +96,12 @@ void AdaptiveGovernor::release(const std::string& name) {
   }
 }
 
+void AdaptiveGovernor::stillAt(const std::string& name, uint32_t level) {
+  for (size_t i = 0; i < rules_.size(); ++i) {
+    if (rules_[i].name == name) running_[i] = std::min(level, max_level_);
+  }
+}
+
 AdaptiveDecision AdaptiveGovernor::move(uint32_t to, double pps, double bps) {
   AdaptiveDecision decision;
   decision.action = to > level_ ? AdaptiveAction::kTighten : AdaptiveAction::kRelax;
@@ -101,11 +110,28 @@ AdaptiveDecision AdaptiveGovernor::move(uint32_t to, double pps, double bps) {
   decision.passed_pps = pps;
   decision.passed_bps = bps;
   for (size_t i = 0; i < rules_.size(); ++i) {
-    LimitSpec from = limitsAt(i, level_), next = limitsAt(i, to);
-    if (!released_[i] && !(from == next)) decision.changes.push_back({rules_[i].name, from, next});
+    // from what the rule runs, which a failed change left at an earlier level
+    const LimitSpec from = limitsAt(i, running_[i]), next = limitsAt(i, to);
+    if (released_[i]) continue;
+    if (!(from == next)) decision.changes.push_back({rules_[i].name, from, next, running_[i]});
+    if (to == level_ && running_[i] > to) decision.action = AdaptiveAction::kRelax;
+    if (to == level_ && running_[i] < to) decision.action = AdaptiveAction::kTighten;
+    running_[i] = to;  // until stillAt() says the write failed
   }
   level_ = to;
   return decision;
+}
+
+bool AdaptiveGovernor::behind() const {
+  for (size_t i = 0; i < rules_.size(); ++i) {
+    if (!released_[i] && !(limitsAt(i, running_[i]) == limitsAt(i, level_))) return true;
+  }
+  return false;
+}
+
+std::optional<AdaptiveDecision> AdaptiveGovernor::catchUp(double pps, double bps) {
+  if (!behind()) return std::nullopt;
+  return move(level_, pps, bps);
 }
 
 std::optional<AdaptiveDecision> AdaptiveGovernor::observe(uint64_t now_ns,
@@ -142,6 +168,7 @@ std::optional<AdaptiveDecision> AdaptiveGovernor::observe(uint64_t now_ns,
       last_change_ns_ = now_ns;
       return move(level_ + 1, pps, bps);
     }
+    if (behind()) return move(level_, pps, bps);
     if (floors_reported_) return std::nullopt;
     floors_reported_ = true;
     AdaptiveDecision decision;
@@ -155,7 +182,7 @@ std::optional<AdaptiveDecision> AdaptiveGovernor::observe(uint64_t now_ns,
     // The dead band between capacity × relax_below and capacity: nothing moves, and the
     // calm needed for a relax starts over.
     calm_ = false;
-    return std::nullopt;
+    return catchUp(pps, bps);
   }
   floors_reported_ = false;
   if (!calm_) {
@@ -164,7 +191,7 @@ std::optional<AdaptiveDecision> AdaptiveGovernor::observe(uint64_t now_ns,
   }
   const bool held = now_ns - calm_since_ns_ >= config_.relax_after_ns &&
                     (!changed_ || now_ns - last_change_ns_ >= config_.relax_after_ns);
-  if (level_ == 0 || !held) return std::nullopt;
+  if (level_ == 0 || !held) return catchUp(pps, bps);
   changed_ = true;
   last_change_ns_ = now_ns;
   calm_since_ns_ = now_ns;  // the next relax needs a whole calm stretch under these limits
@@ -184,6 +211,10 @@ bool AdaptiveGovernor::sameAs(const config::AdaptiveConfig& config,
 }
 
 std::string AdaptiveGovernor::describeLoad(const AdaptiveDecision& decision) const {
+  if (decision.action != AdaptiveAction::kFloorsReached &&
+      decision.level_from == decision.level_to) {
+    return "the level's limits could not be written before: written again";
+  }
   std::string out;
   auto add = [&](const std::string& part) { out += (out.empty() ? "" : ", ") + part; };
   const bool relax = decision.action == AdaptiveAction::kRelax;

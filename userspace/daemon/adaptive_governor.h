@@ -33,6 +33,7 @@ struct AdaptiveRule {
 struct AdaptiveChange {
   std::string rule;
   LimitSpec from, to;
+  uint32_t from_level = 0;  // the level whose limits `from` are
 };
 
 enum class AdaptiveAction { kTighten, kRelax, kFloorsReached };
@@ -69,8 +70,16 @@ class AdaptiveGovernor {
   // operator's now, and no later decision changes them. Levels move on for the other rules.
   void release(const std::string& name);
   bool released(size_t index) const { return released_[index]; }
-  // A reload wrote every rule's limits again from the config: each is governed again.
-  void governAll() { released_.assign(rules_.size(), false); }
+  // A reload wrote every rule's limits again from the config, at the current level: each
+  // is governed again.
+  void governAll() {
+    released_.assign(rules_.size(), false);
+    running_.assign(rules_.size(), level_);
+  }
+  // A change of rule `name` could not be written (the writer lock held, a map write
+  // refused): it still runs the limits of `level`. The next reading makes the change again,
+  // from those limits, whatever else it decides.
+  void stillAt(const std::string& name, uint32_t level);
 
   // Whether a governor for `config` and `rules` would decide exactly as this one does, so a
   // reload may keep this one (and its level) in its place.
@@ -85,6 +94,10 @@ class AdaptiveGovernor {
  private:
   LimitSpec limitsAt(size_t index, uint32_t level) const;
   AdaptiveDecision move(uint32_t to, double pps, double bps);
+  // A rule governed whose running limits are not its level's (a change that failed).
+  bool behind() const;
+  // The changes behind() finds, made again; none when there are none.
+  std::optional<AdaptiveDecision> catchUp(double pps, double bps);
   bool over(double pps, double bps) const;
   bool calm(double pps, double bps) const;
 
@@ -92,6 +105,7 @@ class AdaptiveGovernor {
   std::vector<AdaptiveRule> rules_;
   std::vector<std::vector<LimitSpec>> levels_;  // [level][rule]
   std::vector<bool> released_;                  // [rule]: set by hand, left alone
+  std::vector<uint32_t> running_;               // [rule]: the level whose limits it runs
   uint32_t level_ = 0;
   uint32_t max_level_ = 0;
 

@@ -87,8 +87,8 @@ PassedCounters passedOf(const std::vector<CounterRow>& counters) {
   return out;
 }
 
-void applyDecision(XdpLimiter& limiter, AdaptiveGovernor& governor,
-                   const AdaptiveDecision& decision, std::vector<LogLine>& lines) {
+size_t applyDecision(XdpLimiter& limiter, AdaptiveGovernor& governor,
+                     const AdaptiveDecision& decision, std::vector<LogLine>& lines) {
   const std::string head = std::string("event=") + adaptiveEventName(decision.action) +
                            " interface=" + limiter.interface();
   const std::string tail = " level=" + std::to_string(decision.level_to) + "/" +
@@ -96,8 +96,9 @@ void applyDecision(XdpLimiter& limiter, AdaptiveGovernor& governor,
                            governor.describeLoad(decision);
   if (decision.action == AdaptiveAction::kFloorsReached) {
     lines.push_back({true, head + tail + "; every rule it names is at its floor\""});
-    return;
+    return 0;
   }
+  size_t made = 0;
   const bool warning = decision.action == AdaptiveAction::kTighten;
   for (const AdaptiveChange& change : decision.changes) {
     // Only the rates the rule has: an unset one keeps its value (none, for a rate it lacks).
@@ -111,8 +112,10 @@ void applyDecision(XdpLimiter& limiter, AdaptiveGovernor& governor,
     // operator's, and an adaptive step must not undo it in the middle of an attack.
     auto applied = limiter.setLimitsIfRunning(change.rule, change.from, set);
     if (!applied) {
+      // the rule runs what it ran: the next change starts from there
+      governor.stillAt(change.rule, change.from_level);
       lines.push_back({true, head + " rule=" + change.rule + " failed: " + applied.error().message +
-                                 " (tried again at the next step)"});
+                                 " (tried again at the next reading)"});
       continue;
     }
     if (!*applied) {
@@ -123,9 +126,11 @@ void applyDecision(XdpLimiter& limiter, AdaptiveGovernor& governor,
                                  "leaves them as they are until the next reload\""});
       continue;
     }
+    ++made;
     lines.push_back(
         {warning, head + " rule=" + change.rule + moved(change.from, change.to) + tail + "\""});
   }
+  return made;
 }
 
 }  // namespace floodgate::daemon

@@ -263,8 +263,7 @@ void HeldInterfaces::adapt(uint64_t now_ns, std::vector<LogLine>& lines) {
     }
     auto decision = held.adaptive->observe(now_ns, passedOf(*counters));
     if (!decision) continue;
-    applyDecision(held.limiter, *held.adaptive, *decision, lines);
-    const uint64_t changed = decision->changes.size();
+    const uint64_t changed = applyDecision(held.limiter, *held.adaptive, *decision, lines);
     if (decision->action == AdaptiveAction::kTighten) held.adaptive_tightened += changed;
     if (decision->action == AdaptiveAction::kRelax) held.adaptive_relaxed += changed;
   }
