@@ -72,6 +72,39 @@ TEST(AdaptiveGovernor, LevelsStepDownByTheFactorRoundedUpToTheFloors) {
   EXPECT_EQ(governor.limitsOf(0), (LimitSpec{100, 10, 0, 0}));
 }
 
+// A step close to 1 would, rounded up, keep a small limit where it is (10 x 0.95 is 9.5, up
+// to 10): such a step is one unit, so the deepest level is the floors whatever the step.
+TEST(AdaptiveGovernor, TheDeepestLevelIsTheFloorsWhateverTheStep) {
+  for (double step : {0.5, 0.75, 0.9, 0.95}) {
+    config::AdaptiveConfig config = testConfig();
+    config.step = step;
+    config.relax_below = std::min(step, 0.5);
+    AdaptiveGovernor governor(config, {{"per-source", {100, 10, 0, 0}, {1, 1, 0, 0}}});
+    Host host(governor);
+    for (int i = 0; i < 1000 && governor.level() < governor.maxLevel(); ++i) host.tick(5000);
+    EXPECT_EQ(governor.limitsOf(0), (LimitSpec{1, 1, 0, 0})) << step;
+  }
+}
+
+// Where a level's way back up is a step of one unit (2 -> 1 is a factor of 2, more than
+// 1 / step), calm is a load that stays under capacity after that growth too, so such a
+// level does not flip either.
+TEST(AdaptiveGovernor, AOneUnitStepRelaxesOnlyOnALoadThatFitsAfterIt) {
+  config::AdaptiveConfig config = testConfig();
+  config.step = 0.9;
+  config.relax_below = 0.9;
+  AdaptiveGovernor governor(config, {{"per-source", {3, 3, 0, 0}, {1, 1, 0, 0}}});
+  ASSERT_EQ(governor.maxLevel(), 2u);  // 3 -> 2 -> 1, each one unit
+  Host host(governor);
+  host.run(2, [](uint64_t) { return 5000.0; });
+  ASSERT_EQ(governor.level(), 2u);
+  // 800 pps is under capacity x relax_below (900), but not after the limits double
+  host.run(30, [](uint64_t) { return 800.0; });
+  EXPECT_EQ(governor.level(), 2u);
+  host.run(30, [](uint64_t) { return 400.0; });
+  EXPECT_EQ(governor.level(), 0u) << "under capacity / 2: relaxed";
+}
+
 TEST(AdaptiveGovernor, AnAttackTightensToTheFloorsHoldsThemAndCalmRelaxesBackExactly) {
   AdaptiveGovernor governor(testConfig(), testRules());
   Host host(governor);

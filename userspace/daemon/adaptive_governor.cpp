@@ -17,12 +17,28 @@ constexpr uint32_t kMaxLevels = 4096;
 
 // One step down from `value`: × step rounded up, never below `floor`. Rounded up so that one
 // step back up (to `value`) multiplies a limit by at most 1 / step, which the relax rule
-// counts on.
+// counts on. Where rounding up would keep a small value where it is (10 × 0.95), the step is
+// one unit, so the floors are reached whatever the step; such a level's way back up is a
+// larger factor, which calm() accounts for.
 uint64_t stepDown(uint64_t value, uint64_t floor, double step) {
+  if (value <= floor) return value;
   const long double scaled = std::ceil(static_cast<long double>(value) * step);
   const uint64_t next =
-      scaled >= static_cast<long double>(value) ? value : static_cast<uint64_t>(scaled);
-  return std::max(next, std::min(floor, value));
+      scaled >= static_cast<long double>(value) ? value - 1 : static_cast<uint64_t>(scaled);
+  return std::max(next, floor);
+}
+
+// The most one step up from `lower` to `upper` multiplies a limit by (1 for none).
+double growth(const LimitSpec& upper, const LimitSpec& lower) {
+  double most = 1;
+  auto one = [&](uint64_t up, uint64_t down) {
+    if (down) most = std::max(most, static_cast<double>(up) / static_cast<double>(down));
+  };
+  one(upper.pps, lower.pps);
+  one(upper.burst, lower.burst);
+  one(upper.bits_per_s, lower.bits_per_s);
+  one(upper.burst_bytes, lower.burst_bytes);
+  return most;
 }
 
 std::string rate(double value) {
@@ -73,6 +89,12 @@ AdaptiveGovernor::AdaptiveGovernor(const config::AdaptiveConfig& config,
     levels_.push_back(level);
   }
   max_level_ = static_cast<uint32_t>(levels_.size() - 1);
+  growth_.assign(levels_.size(), 1);
+  for (size_t l = 1; l < levels_.size(); ++l) {
+    for (size_t i = 0; i < rules_.size(); ++i) {
+      growth_[l] = std::max(growth_[l], growth(levels_[l - 1][i], levels_[l][i]));
+    }
+  }
 }
 
 LimitSpec AdaptiveGovernor::limitsAt(size_t index, uint32_t level) const {
@@ -85,9 +107,15 @@ bool AdaptiveGovernor::over(double pps, double bps) const {
 }
 
 bool AdaptiveGovernor::calm(double pps, double bps) const {
-  const double low = config_.relax_below;
-  return (!config_.capacity_pps || pps < static_cast<double>(config_.capacity_pps) * low) &&
-         (!config_.capacity_bps || bps < static_cast<double>(config_.capacity_bps) * low);
+  // Below capacity × relax_below, and under capacity still once the limits grow by the next
+  // relax step's factor: with relax_below at most step, the second only tells where a step
+  // of one unit (stepDown) grows a limit by more than 1 / step.
+  const double low = config_.relax_below, grows = growth_[level_];
+  auto under = [&](double load, uint64_t capacity) {
+    const auto cap = static_cast<double>(capacity);
+    return !capacity || (load < cap * low && load * grows < cap);
+  };
+  return under(pps, config_.capacity_pps) && under(bps, config_.capacity_bps);
 }
 
 void AdaptiveGovernor::release(const std::string& name) {

@@ -58,7 +58,7 @@ class AdaptiveGovernor {
   std::optional<AdaptiveDecision> observe(uint64_t now_ns, PassedCounters counters);
 
   // Level 0 is the configured limits; each level multiplies them by `step` once more
-  // (rounded up, and never below a floor), down to maxLevel(), where no step changes them.
+  // (rounded up, by at least one unit, never below a floor), down to maxLevel(): the floors.
   uint32_t level() const { return level_; }
   uint32_t maxLevel() const { return max_level_; }
   // The limits of rule `index` at the current level.
@@ -104,8 +104,9 @@ class AdaptiveGovernor {
   config::AdaptiveConfig config_;
   std::vector<AdaptiveRule> rules_;
   std::vector<std::vector<LimitSpec>> levels_;  // [level][rule]
-  std::vector<bool> released_;                  // [rule]: set by hand, left alone
-  std::vector<uint32_t> running_;               // [rule]: the level whose limits it runs
+  std::vector<double> growth_;     // [level]: the most a relax from it multiplies a limit by
+  std::vector<bool> released_;     // [rule]: set by hand, left alone
+  std::vector<uint32_t> running_;  // [rule]: the level whose limits it runs
   uint32_t level_ = 0;
   uint32_t max_level_ = 0;
 
