@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -14,6 +15,7 @@
 #include <sstream>
 #include <thread>
 
+#include "e2e/child_process.h"
 #include "e2e/veth_network.h"
 #include "udp_traffic/udp_traffic.h"
 
@@ -167,6 +169,57 @@ TEST_F(LearnE2eTest, LearnsThreeSourcesProposesWithinTheMarginAndApplies) {
   const auto limit = nlohmann::json::parse(status.out)["interfaces"][0]["rules"][0]["limit"];
   EXPECT_EQ(limit["pps"], pps);
   EXPECT_EQ(limit["burst"], burst);
+}
+
+// Whether `pid` has a handler for `signo` (its SigCgt mask in /proc): the command is past
+// installing it, however slow the machine is to start it.
+bool catches(pid_t pid, int signo) {
+  std::istringstream status(readText("/proc/" + std::to_string(pid) + "/status"));
+  for (std::string line; std::getline(status, line);) {
+    if (line.rfind("SigCgt:", 0) != 0) continue;
+    return (std::stoull(line.substr(7), nullptr, 16) >> (signo - 1)) & 1;
+  }
+  return false;
+}
+
+// An operator who stops a run that was to apply limits wants none applied: a run cut short by
+// Ctrl-C prints what it saw but writes no --output and applies nothing, --force or not.
+TEST_F(LearnE2eTest, ARunStoppedByCtrlCWritesAndAppliesNothing) {
+  const std::string iface = net_->targetInterface();
+  CommandResult attach = net_->floodgate({"attach", iface, "--config", config_});
+  ASSERT_EQ(attach.exit_code, 0) << attach.err;
+  const std::string output = (dir_ / "proposal.yaml").string();
+  auto learn =
+      ChildProcess::start({"nsenter", "--net=" + net_->targetNetns(), FLOODGATE_BIN, "learn", iface,
+                           "--for", "1h", "--output", output, "--apply", "--force"},
+                          (dir_ / "learn.log").string());
+  ASSERT_TRUE(learn.ok()) << learn.error().message;
+  for (int i = 0; i < 200 && !catches(learn->pid(), SIGINT); ++i) usleep(50000);
+  ASSERT_TRUE(catches(learn->pid(), SIGINT)) << learn->log();
+  learn->signal(SIGINT);
+  EXPECT_EQ(learn->wait(30), 1) << learn->log();
+  EXPECT_NE(learn->log().find("floodgate: error: stopped after "), std::string::npos)
+      << learn->log();
+  EXPECT_NE(learn->log().find("of 1h: nothing written or applied"), std::string::npos)
+      << learn->log();
+  EXPECT_FALSE(std::filesystem::exists(output));
+}
+
+// The proposal is written as root: never through a link planted where the file should be.
+TEST_F(LearnE2eTest, TheProposalIsNeverWrittenThroughASymbolicLink) {
+  const std::string iface = net_->targetInterface();
+  CommandResult attach = net_->floodgate({"attach", iface, "--config", config_});
+  ASSERT_EQ(attach.exit_code, 0) << attach.err;
+  const std::string victim = (dir_ / "precious").string(), link = (dir_ / "out.yaml").string();
+  std::ofstream(victim) << "keep me\n";
+  std::filesystem::create_symlink(victim, link);
+  CommandResult r = net_->floodgate({"learn", iface, "--for", "1s", "--output", link});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("cannot write the proposal to '" + link +
+                       "': it is a symbolic link; give the path of a file itself"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(readText(victim), "keep me\n");
 }
 
 }  // namespace

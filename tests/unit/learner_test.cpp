@@ -250,6 +250,22 @@ TEST(LearnerTest, AStoppedRunReportsWhatItSaw) {
   EXPECT_EQ(report->rules[0].source_windows, 1u);
   EXPECT_EQ(report->rules[0].pps.max, 100u);
   EXPECT_EQ(report->rules[0].replayed_packets, 100u);
+  // neither written nor applied, --force or not: 1 s seen of the 3 asked for
+  EXPECT_TRUE(report->stopped);
+  Status refused = stoppedRefusal(*report);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().message,
+            "stopped after 1s of 3s: nothing written or applied (a run cut short is no measure "
+            "of normal); learn again for the whole time");
+}
+
+TEST(LearnerTest, AWholeRunIsNotStopped) {
+  RecordedSampler sampler(3, {{10, 1, steady(10)}});
+  SteppedClock clock;
+  auto report = runLearning(sampler, clock, threeSeconds(), {perSourceRule()});
+  ASSERT_TRUE(report.ok());
+  EXPECT_FALSE(report->stopped);
+  EXPECT_TRUE(stoppedRefusal(*report).ok());
 }
 
 TEST(LearnerTest, AProposalBelowTheFastestSourceDropsOnlyItsExcess) {

@@ -19,6 +19,7 @@ Status runLearn(const learn::LearnFlags& flags) {
   learn_interrupted = false;
   struct sigaction action {};
   action.sa_handler = [](int) { learn_interrupted = true; };
+  action.sa_flags = SA_RESETHAND;  // a second Ctrl-C ends the command at once
   sigaction(SIGINT, &action, nullptr);
   return learn::runLearnCommand(flags, std::cout, &learn_interrupted);
 }

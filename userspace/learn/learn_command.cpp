@@ -2,17 +2,19 @@
 // `floodgate learn`: checks, sampling, printing, writing, applying.
 #include "learn/learn_command.h"
 
+#include <fcntl.h>
 #include <net/if.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 
 #include "common/json_text.h"
 #include "config/floodgate_config.h"
 #include "floodgate/common/text.h"
 #include "floodgate/common/units.h"
 #include "kernel/system.h"
+#include "kernel/unique_fd.h"
 #include "learn/learn_output.h"
 #include "learn/limiter_sampler.h"
 
@@ -40,11 +42,23 @@ std::optional<uint64_t> parseMilli(const std::string& text) {
   return whole * 1000 + fraction;
 }
 
+// Written by root, so never through a link at `path`: one planted in a directory others may
+// write would have root truncate whatever file it points to.
 Status writeFile(const std::string& path, const std::string& text) {
-  std::ofstream file(path, std::ios::trunc);
-  if (file) file << text;
-  if (!file) {
-    return Error::failure("cannot write the proposal to '" + path + "': " + std::strerror(errno));
+  auto failed = [&](const std::string& why) {
+    return Error::failure("cannot write the proposal to '" + path + "': " + why);
+  };
+  const UniqueFd fd(
+      open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644));
+  if (fd.get() < 0 && errno == ELOOP) {
+    return failed("it is a symbolic link; give the path of a file itself");
+  }
+  if (fd.get() < 0) return failed(std::strerror(errno));
+  for (size_t done = 0; done < text.size();) {
+    const ssize_t n = write(fd.get(), text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return failed(std::strerror(errno));
+    done += static_cast<size_t>(n);
   }
   return okStatus();
 }
@@ -89,6 +103,15 @@ Status applyProposal(XdpLimiter& limiter, const LearnReport& report, std::ostrea
 }
 
 }  // namespace
+
+Status stoppedRefusal(const LearnReport& report) {
+  if (!report.stopped) return okStatus();
+  const uint64_t seen_ns = report.samples > 1 ? (report.samples - 1) * report.sample_ns : 0;
+  return Error::failure("stopped after " + formatDuration(seen_ns) + " of " +
+                        formatDuration(report.duration_ns) +
+                        ": nothing written or applied (a run cut short is no measure of "
+                        "normal); learn again for the whole time");
+}
 
 Status applyRefusal(const LearnReport& report) {
   const std::string force =
@@ -205,6 +228,9 @@ Status runLearnCommand(const LearnFlags& flags, std::ostream& out, const std::at
     if (config) out << "\n" << proposalDiff(*config, *report);
   }
   out.flush();
+  if (!request->output.empty() || request->apply) {
+    if (Status s = stoppedRefusal(*report); !s) return s;
+  }
   if (!request->output.empty()) {
     if (Status s = writeFile(request->output, proposalYaml(request->interface, *report)); !s) {
       return s;

@@ -57,6 +57,11 @@ inline constexpr uint64_t kMostApplyFactor = 4;
 // One line naming the rule and the fix.
 Status applyRefusal(const LearnReport& report);
 
+// Why a run's proposals are neither written (--output) nor applied (--apply), --force or not:
+// it was stopped early (Ctrl-C), so it saw less than the time asked for, and an operator who
+// stops a run that was to apply limits wants none applied. Ok for a whole run.
+Status stoppedRefusal(const LearnReport& report);
+
 // Runs `floodgate learn`: root and an attached limiter on an existing interface are
 // checked before anything is sampled. Prints to `out`; `stop` ends the sampling early.
 Status runLearnCommand(const LearnFlags& flags, std::ostream& out, const std::atomic<bool>* stop);

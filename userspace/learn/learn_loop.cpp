@@ -11,12 +11,16 @@ Result<LearnReport> runLearning(Sampler& sampler, LearnClock& clock, const Learn
   std::vector<SlotReading> slots;
   const uint64_t start = clock.nowNs();
   const uint64_t end = start + options.duration_ns;
+  bool stopped = false;
   if (Status s = sampler.read(rule_readings, slots); !s) return s.error();
   learner.addSample(start, rule_readings, slots);
   uint64_t target = start;
   while (target < end) {
     target += options.sample_ns;
-    if (!clock.sleepUntil(target)) break;
+    if (!clock.sleepUntil(target)) {
+      stopped = true;
+      break;
+    }
     rule_readings.clear();
     slots.clear();
     const uint64_t now = clock.nowNs();
@@ -25,7 +29,9 @@ Result<LearnReport> runLearning(Sampler& sampler, LearnClock& clock, const Learn
     // a sampler slower than the interval: go on from the next target still ahead
     while (target + options.sample_ns <= now && target < end) target += options.sample_ns;
   }
-  return learner.finish();
+  LearnReport report = learner.finish();
+  report.stopped = stopped;
+  return report;
 }
 
 }  // namespace floodgate::learn

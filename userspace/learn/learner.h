@@ -100,6 +100,7 @@ struct LearnReport {
   uint64_t margin_milli = 0;
   size_t max_sources = 0;
   uint64_t sources_beyond_cap = 0;  // source sightings not tracked: the cap was reached
+  bool stopped = false;             // ended early (Ctrl-C): samples cover less than duration_ns
   std::vector<RuleLearned> rules;
 };
 
