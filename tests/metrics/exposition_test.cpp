@@ -59,6 +59,24 @@ TEST(Exposition, EscapesBackslashQuoteAndNewline) {
   EXPECT_EQ(escapeLabelValue("plain-name_1"), "plain-name_1");
 }
 
+// Prometheus refuses the whole scrape over one label value that is not UTF-8, and an
+// interface name may hold any byte: each byte outside well-formed UTF-8 is U+FFFD.
+TEST(Exposition, ALabelValueIsAlwaysUtf8) {
+  const std::string replacement = "\xEF\xBF\xBD";
+  EXPECT_EQ(escapeLabelValue("eth\xff"), "eth" + replacement);
+  EXPECT_EQ(escapeLabelValue("caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80"),
+            "caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80")
+      << "well-formed UTF-8 as it is";
+  EXPECT_EQ(escapeLabelValue("a\xC3"), "a" + replacement) << "cut short";
+  EXPECT_EQ(escapeLabelValue("\xC0\xAF"), replacement + replacement) << "overlong";
+  EXPECT_EQ(escapeLabelValue("\xED\xA0\x80"), replacement + replacement + replacement)
+      << "a surrogate";
+  EXPECT_EQ(escapeLabelValue("\xF4\x90\x80\x80"),
+            replacement + replacement + replacement + replacement)
+      << "above U+10FFFF";
+  EXPECT_EQ(escapeLabelValue("\x80\"\xE2\x82"), replacement + "\\\"" + replacement + replacement);
+}
+
 TEST(Exposition, EveryVerdictAndReasonOfEveryInterfaceIsPresentZerosToo) {
   std::string text = render(twoInterfaces());
   const char* verdicts[] = {"pass", "drop", "monitor"};

@@ -69,12 +69,54 @@ Matrix matrixOf(const InterfaceMetrics& iface) {
   return m;
 }
 
+// The length of the well-formed UTF-8 sequence at value[i], or 0 (RFC 3629: no overlong
+// form, no surrogate, nothing above U+10FFFF).
+size_t utf8Length(std::string_view value, size_t i) {
+  auto byte = [&](size_t k) { return static_cast<unsigned char>(value[k]); };
+  const unsigned char lead = byte(i);
+  if (lead < 0x80) return 1;
+  size_t length = 0;
+  unsigned char low = 0x80, high = 0xBF;  // the second byte's range
+  if (lead >= 0xC2 && lead <= 0xDF) {
+    length = 2;
+  } else if (lead >= 0xE0 && lead <= 0xEF) {
+    length = 3;
+    if (lead == 0xE0) low = 0xA0;
+    if (lead == 0xED) high = 0x9F;
+  } else if (lead >= 0xF0 && lead <= 0xF4) {
+    length = 4;
+    if (lead == 0xF0) low = 0x90;
+    if (lead == 0xF4) high = 0x8F;
+  } else {
+    return 0;
+  }
+  if (i + length > value.size() || byte(i + 1) < low || byte(i + 1) > high) return 0;
+  for (size_t k = 2; k < length; ++k) {
+    if (byte(i + k) < 0x80 || byte(i + k) > 0xBF) return 0;
+  }
+  return length;
+}
+
 }  // namespace
 
 std::string escapeLabelValue(std::string_view value) {
   std::string out;
   out.reserve(value.size());
-  for (char c : value) {
+  for (size_t i = 0; i < value.size();) {
+    // Prometheus refuses a whole scrape over one label value that is not UTF-8 (an interface
+    // name may hold any byte): such a byte is written as U+FFFD, as --json writes it
+    const size_t length = utf8Length(value, i);
+    if (length == 0) {
+      out += "\xEF\xBF\xBD";
+      ++i;
+      continue;
+    }
+    if (length > 1) {
+      out.append(value.substr(i, length));
+      i += length;
+      continue;
+    }
+    const char c = value[i++];
     if (c == '\\') {
       out += "\\\\";
     } else if (c == '"') {

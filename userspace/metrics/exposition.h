@@ -126,7 +126,8 @@ struct Snapshot {
   std::string version;
 };
 
-// Escapes a label value: backslash, double quote and newline.
+// Escapes a label value: backslash, double quote and newline; a byte that is not part of
+// well-formed UTF-8 becomes U+FFFD.
 std::string escapeLabelValue(std::string_view value);
 
 // The text exposition: each family once with its HELP and TYPE, every (verdict, reason)
