@@ -306,6 +306,11 @@ std::string DaemonState::keepScrapeLocked() {
 }
 
 std::vector<std::string> DaemonState::problems() {
+  {
+    // at the pace of /metrics: each fresh answer looks at every interface under the lock
+    std::lock_guard last(last_mutex_);
+    if (last_problems_ && !health_pace_.due(ScrapePace::Clock::now())) return *last_problems_;
+  }
   std::unique_lock lock(mutex_, std::defer_lock);
   if (!lockToAnswer(lock)) {
     {

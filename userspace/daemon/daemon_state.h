@@ -102,6 +102,7 @@ class DaemonState {
   std::mutex last_mutex_;
   std::string last_scrape_;
   ScrapePace scrape_pace_;  // guarded by last_mutex_
+  ScrapePace health_pace_;  // guarded by last_mutex_
   std::optional<std::vector<std::string>> last_problems_;
   HeldInterfaces interfaces_;
   ReportSources report_sources_;  // http.escalate: the report socket and stream

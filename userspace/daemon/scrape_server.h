@@ -4,7 +4,9 @@
 // its whole request and answer, a request head has a size cap, and when the connections
 // are at their cap the oldest is closed for the new one. A scraper or health check sends
 // its request at once and is answered at once, however many slow (slowloris) connections
-// are open alongside it. Every answer closes its connection (Connection: close).
+// are open alongside it. A client that asks for it keeps its connection for its next request
+// (HTTP/1.1 keep-alive, each request with a deadline of its own); any other is closed
+// after its answer.
 #pragma once
 
 #include <chrono>
