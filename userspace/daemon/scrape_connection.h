@@ -48,6 +48,8 @@ class ScrapeConnection {
   int fd() const { return fd_.get(); }
   uint64_t order() const { return order_; }
   Clock::time_point deadline() const { return deadline_; }
+  // Whether an answer is on its way (made, not yet all sent).
+  bool sending() const { return answered_ && !draining_; }
   // What to poll for: writing an answer made, or reading more (or the client's close).
   short events() const;
 

@@ -181,9 +181,13 @@ void ScrapeServer::serve() {
         break;  // EAGAIN: none left (or a connection that failed meanwhile)
       }
       if (connections.size() >= limits_.max_connections) {
-        // the oldest makes room: a client that sends its request at once is never it
+        // The oldest makes room, of those not being sent an answer if there are any: a
+        // client that sends its request at once is never it, nor is a scraper reading a
+        // large answer while a flood of connections comes in (cut short, the whole scrape
+        // would fail). One that asked and never reads keeps its place until its deadline.
         auto oldest = std::min_element(connections.begin(), connections.end(),
                                        [](const ScrapeConnection& a, const ScrapeConnection& b) {
+                                         if (a.sending() != b.sending()) return !a.sending();
                                          return a.order() < b.order();
                                        });
         connections.erase(oldest);
