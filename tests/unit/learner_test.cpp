@@ -199,6 +199,28 @@ TEST(LearnApply, RefusesWhatAFewSourcesCouldHaveSteered) {
       << over.error().message;
 }
 
+// Many sources at a low rate (spoofed ones under the cap: 30k at 1 pps against 20 real
+// clients at 100 pps) pull a percentile below the clients carrying the traffic: a proposal
+// whose replay drops more than 1% of the run's packets is not applied without --force.
+TEST(LearnApply, RefusesAProposalThatWouldHaveDroppedMoreThanOnePercent) {
+  LearnReport report = reportOf({1000, 100}, {2, 2});
+  report.rules[0].replayed_packets = 1000;
+  report.rules[0].replay_dropped = 10;
+  EXPECT_TRUE(applyRefusal(report).ok()) << "1% is allowed";
+  report.rules[0].replay_dropped = 11;
+  Status refused = applyRefusal(report);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message.find("the proposal for rule 'per-source' ({pps: 2, burst: "
+                                         "2}) would have dropped 11 of the 1000 packets the run "
+                                         "saw, more than 1%"),
+            std::string::npos)
+      << refused.error().message;
+  EXPECT_NE(refused.error().message.find("--apply --force"), std::string::npos);
+  report.rules[0].replayed_packets = UINT64_MAX;
+  report.rules[0].replay_dropped = UINT64_MAX / 50;
+  EXPECT_FALSE(applyRefusal(report).ok()) << "no overflow";
+}
+
 TEST(LearnApply, ForceGoesWithApply) {
   LearnFlags flags;
   flags.interface = "eth0";

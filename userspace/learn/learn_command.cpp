@@ -141,6 +141,18 @@ Status applyRefusal(const LearnReport& report) {
                             "high percentile that far)" +
                             force);
     }
+    const auto dropped = static_cast<unsigned __int128>(rule.replay_dropped) * 1000;
+    if (dropped > static_cast<unsigned __int128>(rule.replayed_packets) * kMostAppliedDropMilli) {
+      return Error::failure(
+          "not applied: the proposal for rule '" + rule.rule.name +
+          "' ({pps: " + std::to_string(proposed.pps) +
+          ", burst: " + std::to_string(proposed.burst) + "}) would have dropped " +
+          std::to_string(rule.replay_dropped) + " of the " + std::to_string(rule.replayed_packets) +
+          " packets the run saw, more than " + std::to_string(kMostAppliedDropMilli / 10) +
+          "% (a limit for what is normal drops almost none; many sources at a low rate, "
+          "spoofed ones among them, pull a percentile below the clients carrying the traffic)" +
+          force);
+    }
   }
   return okStatus();
 }

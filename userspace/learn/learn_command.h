@@ -47,14 +47,20 @@ Result<LearnRequest> parseLearnFlags(const LearnFlags& flags);
 
 // The most a proposal may raise a limit for --apply without --force.
 inline constexpr uint64_t kMostApplyFactor = 4;
+// The most of a run's traffic a proposal may have dropped, replayed, for --apply without
+// --force, in thousandths (1%).
+inline constexpr uint64_t kMostAppliedDropMilli = 10;
 
 // Why --apply should not set `report`'s proposals without --force, or ok: the run met more
 // sources than it could follow (those it followed are the first to come, not the typical
 // ones: spoofed sources filling the cap first drive the proposal down), or a proposal raises
 // a rule's pps or burst more than kMostApplyFactor times (a few sources flooding during the
 // run move a high percentile that far: two of 1800 at 100k pps took a p99.9 from 34 to
-// 100000). Lowering is what learning under generous limits is for, so it is not bounded.
-// One line naming the rule and the fix.
+// 100000). Lowering is what learning under generous limits is for, so it is not bounded,
+// but a proposal that, replayed, would have dropped more than kMostAppliedDropMilli of the
+// run's packets is refused: a limit for what is normal drops almost none of it, and many
+// sources at a low rate during the run (spoofed ones under the cap) pull a percentile down
+// below the few real clients that carry the traffic. One line naming the rule and the fix.
 Status applyRefusal(const LearnReport& report);
 
 // Why a run's proposals are neither written (--output) nor applied (--apply), --force or not:
