@@ -119,6 +119,10 @@ TEST(Exposition, GaugesAndDaemonSeries) {
   EXPECT_TRUE(has(text, "floodgate_bans_active{interface=\"eth0\"} 3"));
   EXPECT_TRUE(has(text, "floodgate_bans_failed_total{interface=\"eth0\"} 5"));
   EXPECT_TRUE(has(text, "floodgate_bans_failed_total{interface=\"eth1\"} 0"));
+  // the daemon's running total, where it keeps one, over the running rules' sum
+  Snapshot kept = twoInterfaces();
+  kept.interfaces[0].bans_failed = 9;
+  EXPECT_TRUE(has(render(kept), "floodgate_bans_failed_total{interface=\"eth0\"} 9"));
   EXPECT_TRUE(has(text, "floodgate_config_reloads_total{result=\"success\"} 4"));
   EXPECT_TRUE(has(text, "floodgate_config_reloads_total{result=\"failure\"} 1"));
   EXPECT_TRUE(has(text, "floodgate_config_generation 5"));

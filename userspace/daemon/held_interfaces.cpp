@@ -284,8 +284,7 @@ void HeldInterfaces::housekeep(std::vector<std::string>& warnings) {
     }
     auto rules = held.limiter.ruleCounters();
     if (!rules) continue;
-    uint64_t failed = 0;
-    for (const RuleCounters& rule : *rules) failed += rule.table[FG_TABLE_BAN_FAILED];
+    const uint64_t failed = metrics::bansFailed(*rules);
     uint64_t& seen = held.bans_failed_seen;
     if (failed > seen) {
       warnings.push_back(
@@ -383,6 +382,7 @@ void HeldInterfaces::collect(metrics::Snapshot& snapshot) {
       one->events = held.events_read;
       one->adaptive_tightened = held.adaptive_tightened;
       one->adaptive_relaxed = held.adaptive_relaxed;
+      one->bans_failed = held.bans_failed_total.read(metrics::bansFailed(one->rules));
       snapshot.interfaces.push_back(std::move(*one));
     } else if (auto held_back = held.metrics_errors.admit(LogThrottle::Clock::now())) {
       logWarning("metrics of " + name + " unavailable: " + one.error().message +

@@ -23,6 +23,7 @@
 #include "floodgate/common/cidr.h"
 #include "floodgate/common/result.h"
 #include "metrics/exposition.h"
+#include "metrics/running_total.h"
 
 namespace floodgate::daemon {
 
@@ -36,7 +37,8 @@ struct HeldInterface {
   uint32_t sample_cursor = 0;         // where the next metrics sample of sources starts
   std::array<uint64_t, FG_EVENT_TYPES> events_read{};
   uint64_t bans_failed_seen = 0;  // rule bans that found the ban table full, at the last look
-  bool adopted = false;           // found attached and enforcing, not attached by this run
+  metrics::RunningTotal bans_failed_total;  // floodgate_bans_failed_total
+  bool adopted = false;  // found attached and enforcing, not attached by this run
   std::optional<AdaptiveGovernor> adaptive;  // none: nothing moves the limits but the config
   uint64_t adaptive_next_ns = 0;             // when the load is read next (steady clock)
   uint64_t adaptive_tightened = 0;           // rule changes made, for floodgate_events_total

@@ -99,6 +99,12 @@ size_t utf8Length(std::string_view value, size_t i) {
 
 }  // namespace
 
+uint64_t bansFailed(const std::vector<RuleCounters>& rules) {
+  uint64_t failed = 0;
+  for (const RuleCounters& rule : rules) failed += rule.table[FG_TABLE_BAN_FAILED];
+  return failed;
+}
+
 std::string escapeLabelValue(std::string_view value) {
   std::string out;
   out.reserve(value.size());
@@ -287,9 +293,8 @@ std::string render(const Snapshot& snapshot) {
          "Bans a rule would have started but did not: rule bans had filled the ban table up "
          "to the room kept for manual bans and HTTP escalations.");
   for (const auto& iface : snapshot.interfaces) {
-    uint64_t failed = 0;
-    for (const RuleCounters& rule : iface.rules) failed += rule.table[FG_TABLE_BAN_FAILED];
-    sample(out, "floodgate_bans_failed_total", {{"interface", iface.interface}}, number(failed));
+    sample(out, "floodgate_bans_failed_total", {{"interface", iface.interface}},
+           number(iface.bans_failed ? *iface.bans_failed : bansFailed(iface.rules)));
   }
 
   family(out, "floodgate_interface_up", "gauge",

@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -32,6 +33,9 @@ struct InterfaceMetrics {
   // Rule limits the daemon's adaptive: governor tightened and relaxed (one per rule moved).
   uint64_t adaptive_tightened = 0;
   uint64_t adaptive_relaxed = 0;
+  // floodgate_bans_failed_total as the daemon keeps it (a RunningTotal, never lower than
+  // before); none: the sum of the running rules' counts, as a one-off reading has it.
+  std::optional<uint64_t> bans_failed;
 };
 
 // Everything a scrape renders.
@@ -125,6 +129,9 @@ struct Snapshot {
   FleetBansPublished fleet_bans_published;
   std::string version;
 };
+
+// The failed bans of `rules` (FG_TABLE_BAN_FAILED), summed.
+uint64_t bansFailed(const std::vector<RuleCounters>& rules);
 
 // Escapes a label value: backslash, double quote and newline; a byte that is not part of
 // well-formed UTF-8 becomes U+FFFD.
