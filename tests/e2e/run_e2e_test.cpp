@@ -475,6 +475,27 @@ TEST_F(RunE2eTest, ASecondRunInTheSameNamespaceExitsOneAndChangesNothing) {
   EXPECT_EQ(httpGetIn(net_->targetNetns(), kMetricsPort, "/healthz").status, 200);
 }
 
+// With port 0 the kernel picks the port: the start's line names that one, which answers.
+TEST_F(RunE2eTest, ThePortTheKernelChoseIsTheOneLogged) {
+  auto daemon = ChildProcess::start({"nsenter", "--net=" + net_->targetNetns(), FLOODGATE_BIN,
+                                     "run", "--config", config_, "--metrics-listen", "127.0.0.1:0"},
+                                    dir_ + "/port-zero.log");
+  ASSERT_TRUE(daemon.ok()) << daemon.error().message;
+  const std::string head = "serving metrics on http://127.0.0.1:";
+  size_t at = std::string::npos;
+  for (int i = 0; i < 200 && at == std::string::npos; ++i) {
+    at = daemon->log().find(head);
+    if (at == std::string::npos) usleep(50000);
+  }
+  ASSERT_NE(at, std::string::npos) << daemon->log();
+  const int port = std::atoi(daemon->log().c_str() + at + head.size());
+  EXPECT_GT(port, 0) << daemon->log();
+  EXPECT_EQ(daemon->log().substr(at + head.size() + std::to_string(port).size(), 9), "/metrics\n");
+  EXPECT_EQ(httpGetIn(net_->targetNetns(), port, "/healthz").status, 200) << daemon->log();
+  daemon->signal(SIGTERM);  // detaches what it attached
+  EXPECT_EQ(daemon->wait(10), 0) << daemon->log();
+}
+
 // A restart that adopts the limiter a --keep-attached run left, then cannot listen for
 // metrics (another program took the port meanwhile), exits 1 and leaves that limiter
 // enforcing: it only adopted it, and a flood must not get through a failed restart.

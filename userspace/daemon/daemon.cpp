@@ -79,8 +79,11 @@ Status runDaemon(const RunOptions& options) {
     state.releaseAfterFailedStart();
     return server.error();
   }
-  logInfo("serving metrics on http://" + options.listen.host + ":" +
-          std::to_string(options.listen.port) + "/metrics");
+  // the port bound (the kernel's choice for :0), an IPv6 address in brackets as in a URL
+  const bool v6 = options.listen.host.find(':') != std::string::npos;
+  logInfo("serving metrics on http://" +
+          (v6 ? "[" + options.listen.host + "]" : options.listen.host) + ":" +
+          std::to_string((*server)->port()) + "/metrics");
 
   // A plain flag and time (not std::optional: g++ 12 warns falsely on it here).
   bool reload_pending = false;

@@ -17,6 +17,8 @@ class MetricsServer {
   // `state` must outlive the server.
   static Result<std::unique_ptr<MetricsServer>> start(const ListenAddress& address,
                                                       DaemonState& state);
+  // The port it listens on (the one the kernel chose, for a port of 0).
+  uint16_t port() const { return server_->port(); }
 
  private:
   explicit MetricsServer(std::unique_ptr<ScrapeServer> server) : server_(std::move(server)) {}
