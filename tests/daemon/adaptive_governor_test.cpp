@@ -360,6 +360,47 @@ TEST(AdaptiveGovernor, AChangeThatCouldNotBeWrittenIsMadeAgainFromWhatTheRuleRun
   }
 }
 
+// Two tightens that failed, then a relax of the level: the rule, still at level 0, is
+// tightened to the level it relaxes to; each change says its own way.
+TEST(AdaptiveGovernor, EachChangeSaysItsOwnWay) {
+  AdaptiveGovernor governor(testConfig(), testRules());
+  Host host(governor);
+  for (int i = 0; i < 2; ++i) {
+    auto step = host.tick(5000);
+    ASSERT_TRUE(step);
+    governor.stillAt("per-source", 0);
+  }
+  ASSERT_EQ(governor.level(), 2u);
+  governor.stillAt("per-source", 0);
+  std::optional<AdaptiveDecision> relax;
+  for (int i = 0; i < 60 && !relax; ++i) {
+    auto d = host.tick(0);
+    if (d && d->level_to < d->level_from) relax = d;
+    if (d && d->level_to == d->level_from) governor.stillAt("per-source", 0);  // fails again
+  }
+  ASSERT_TRUE(relax);
+  ASSERT_EQ(relax->changes.size(), 1u);
+  EXPECT_EQ(relax->changes[0].from_level, 0u);
+  EXPECT_EQ(relax->changes[0].to_level, 1u);
+  EXPECT_GT(relax->changes[0].to_level, relax->changes[0].from_level) << "a tighten";
+}
+
+// Bursts do not bound the load a relax lets through, rates do: a burst that halves
+// (2 -> 1) with a rate that grows by less than 1 / step keeps the usual calm.
+TEST(AdaptiveGovernor, OnlyTheRatesGrowthBoundsTheCalm) {
+  config::AdaptiveConfig config = testConfig();
+  config.step = 0.95;
+  config.relax_below = 0.9;
+  AdaptiveGovernor governor(config, {{"per-source", {1000, 20, 0, 0}, {10, 1, 0, 0}}});
+  Host host(governor);
+  for (int i = 0; i < 100 && governor.limitsOf(0).burst > 1; ++i) host.tick(5000);
+  ASSERT_EQ(governor.limitsOf(0).burst, 1u);
+  ASSERT_GT(governor.limitsOf(0).pps, 100u) << "the rate still far from a one-unit step";
+  const uint32_t level = governor.level();
+  host.run(30, [](uint64_t) { return 600.0; });  // under 1000 x 0.9, and under 1000 / 1.06
+  EXPECT_LT(governor.level(), level) << "relaxed";
+}
+
 // A relax that could not be written is made again at the next calm reading.
 TEST(AdaptiveGovernor, AFailedRelaxIsMadeAgain) {
   AdaptiveGovernor governor(testConfig(), testRules());

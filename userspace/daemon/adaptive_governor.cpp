@@ -28,16 +28,16 @@ uint64_t stepDown(uint64_t value, uint64_t floor, double step) {
   return std::max(next, floor);
 }
 
-// The most one step up from `lower` to `upper` multiplies a limit by (1 for none).
-double growth(const LimitSpec& upper, const LimitSpec& lower) {
+// The most one step up from `lower` to `upper` multiplies a rate by (1 for none): what the
+// load a rule passes can grow by. Bursts are left out: they move what passes in an instant,
+// not in an interval's reading.
+double rateGrowth(const LimitSpec& upper, const LimitSpec& lower) {
   double most = 1;
   auto one = [&](uint64_t up, uint64_t down) {
     if (down) most = std::max(most, static_cast<double>(up) / static_cast<double>(down));
   };
   one(upper.pps, lower.pps);
-  one(upper.burst, lower.burst);
   one(upper.bits_per_s, lower.bits_per_s);
-  one(upper.burst_bytes, lower.burst_bytes);
   return most;
 }
 
@@ -89,12 +89,6 @@ AdaptiveGovernor::AdaptiveGovernor(const config::AdaptiveConfig& config,
     levels_.push_back(level);
   }
   max_level_ = static_cast<uint32_t>(levels_.size() - 1);
-  growth_.assign(levels_.size(), 1);
-  for (size_t l = 1; l < levels_.size(); ++l) {
-    for (size_t i = 0; i < rules_.size(); ++i) {
-      growth_[l] = std::max(growth_[l], growth(levels_[l - 1][i], levels_[l][i]));
-    }
-  }
 }
 
 LimitSpec AdaptiveGovernor::limitsAt(size_t index, uint32_t level) const {
@@ -107,10 +101,15 @@ bool AdaptiveGovernor::over(double pps, double bps) const {
 }
 
 bool AdaptiveGovernor::calm(double pps, double bps) const {
-  // Below capacity × relax_below, and under capacity still once the limits grow by the next
-  // relax step's factor: with relax_below at most step, the second only tells where a step
-  // of one unit (stepDown) grows a limit by more than 1 / step.
-  const double low = config_.relax_below, grows = growth_[level_];
+  // Below capacity × relax_below, and under capacity still once the governed rules' rates
+  // grow by the next relax step's factor: with relax_below at most step, the second only
+  // tells where a step of one unit (stepDown) grows a rate by more than 1 / step.
+  double grows = 1;
+  for (size_t i = 0; level_ > 0 && i < rules_.size(); ++i) {
+    if (!released_[i])
+      grows = std::max(grows, rateGrowth(limitsAt(i, level_ - 1), limitsAt(i, level_)));
+  }
+  const double low = config_.relax_below;
   auto under = [&](double load, uint64_t capacity) {
     const auto cap = static_cast<double>(capacity);
     return !capacity || (load < cap * low && load * grows < cap);
@@ -141,9 +140,11 @@ AdaptiveDecision AdaptiveGovernor::move(uint32_t to, double pps, double bps) {
     // from what the rule runs, which a failed change left at an earlier level
     const LimitSpec from = limitsAt(i, running_[i]), next = limitsAt(i, to);
     if (released_[i]) continue;
-    if (!(from == next)) decision.changes.push_back({rules_[i].name, from, next, running_[i]});
-    if (to == level_ && running_[i] > to) decision.action = AdaptiveAction::kRelax;
-    if (to == level_ && running_[i] < to) decision.action = AdaptiveAction::kTighten;
+    if (!(from == next)) decision.changes.push_back({rules_[i].name, from, next, running_[i], to});
+    // a catch-up is named by the first change (each change's own way is from_level to `to`)
+    if (to == level_ && decision.changes.size() == 1 && running_[i] != to) {
+      decision.action = running_[i] < to ? AdaptiveAction::kTighten : AdaptiveAction::kRelax;
+    }
     running_[i] = to;  // until stillAt() says the write failed
   }
   level_ = to;

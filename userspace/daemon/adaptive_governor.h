@@ -34,6 +34,7 @@ struct AdaptiveChange {
   std::string rule;
   LimitSpec from, to;
   uint32_t from_level = 0;  // the level whose limits `from` are
+  uint32_t to_level = 0;    // and `to`: a tighten when deeper than from_level
 };
 
 enum class AdaptiveAction { kTighten, kRelax, kFloorsReached };
@@ -104,9 +105,8 @@ class AdaptiveGovernor {
   config::AdaptiveConfig config_;
   std::vector<AdaptiveRule> rules_;
   std::vector<std::vector<LimitSpec>> levels_;  // [level][rule]
-  std::vector<double> growth_;     // [level]: the most a relax from it multiplies a limit by
-  std::vector<bool> released_;     // [rule]: set by hand, left alone
-  std::vector<uint32_t> running_;  // [rule]: the level whose limits it runs
+  std::vector<bool> released_;                  // [rule]: set by hand, left alone
+  std::vector<uint32_t> running_;               // [rule]: the level whose limits it runs
   uint32_t level_ = 0;
   uint32_t max_level_ = 0;
 

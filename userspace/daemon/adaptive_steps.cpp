@@ -87,20 +87,31 @@ PassedCounters passedOf(const std::vector<CounterRow>& counters) {
   return out;
 }
 
-size_t applyDecision(XdpLimiter& limiter, AdaptiveGovernor& governor,
-                     const AdaptiveDecision& decision, std::vector<LogLine>& lines) {
-  const std::string head = std::string("event=") + adaptiveEventName(decision.action) +
-                           " interface=" + limiter.interface();
+AppliedChanges applyDecision(XdpLimiter& limiter, AdaptiveGovernor& governor,
+                             const AdaptiveDecision& decision, std::vector<LogLine>& lines) {
+  AppliedChanges made;
   const std::string tail = " level=" + std::to_string(decision.level_to) + "/" +
                            std::to_string(governor.maxLevel()) + " reason=\"" +
                            governor.describeLoad(decision);
   if (decision.action == AdaptiveAction::kFloorsReached) {
-    lines.push_back({true, head + tail + "; every rule it names is at its floor\""});
-    return 0;
+    lines.push_back({true, std::string("event=") + adaptiveEventName(decision.action) +
+                               " interface=" + limiter.interface() + tail +
+                               "; every rule it names is at its floor\""});
+    return made;
   }
-  size_t made = 0;
-  const bool warning = decision.action == AdaptiveAction::kTighten;
+  auto released = [&](const std::string& rule, const std::string& why) {
+    governor.release(rule);
+    lines.push_back({true, "event=adaptive_released interface=" + limiter.interface() +
+                               " rule=" + rule + " reason=\"" + why +
+                               "; adaptive leaves it as it is until the next reload\""});
+  };
   for (const AdaptiveChange& change : decision.changes) {
+    // each change its own way: a catch-up of a failed one may go either
+    const bool tighten = change.to_level > change.from_level;
+    const std::string head =
+        std::string("event=") +
+        adaptiveEventName(tighten ? AdaptiveAction::kTighten : AdaptiveAction::kRelax) +
+        " interface=" + limiter.interface();
     // Only the rates the rule has: an unset one keeps its value (none, for a rate it lacks).
     LimitChange set;
     if (change.to.pps) set.pps = change.to.pps, set.burst = change.to.burst;
@@ -111,24 +122,25 @@ size_t applyDecision(XdpLimiter& limiter, AdaptiveGovernor& governor,
     // Only over the limits this governor put there: a rule set by hand since is the
     // operator's, and an adaptive step must not undo it in the middle of an attack.
     auto applied = limiter.setLimitsIfRunning(change.rule, change.from, set);
+    if (!applied && applied.error().kind == ErrorKind::kUsage) {
+      // no rule of that name any more, or limits it cannot take: no retry would do better
+      released(change.rule, "its change cannot be made: " + applied.error().message);
+      continue;
+    }
     if (!applied) {
-      // the rule runs what it ran: the next change starts from there
+      // the rule runs what it ran: the next reading makes the change again from there
       governor.stillAt(change.rule, change.from_level);
       lines.push_back({true, head + " rule=" + change.rule + " failed: " + applied.error().message +
                                  " (tried again at the next reading)"});
       continue;
     }
     if (!*applied) {
-      governor.release(change.rule);
-      lines.push_back({true, "event=adaptive_released interface=" + limiter.interface() +
-                                 " rule=" + change.rule +
-                                 " reason=\"its limits were set by hand (floodgate set); adaptive "
-                                 "leaves them as they are until the next reload\""});
+      released(change.rule, "its limits were set by hand (floodgate set)");
       continue;
     }
-    ++made;
+    ++(tighten ? made.tightened : made.relaxed);
     lines.push_back(
-        {warning, head + " rule=" + change.rule + moved(change.from, change.to) + tail + "\""});
+        {tighten, head + " rule=" + change.rule + moved(change.from, change.to) + tail + "\""});
   }
   return made;
 }

@@ -31,10 +31,15 @@ PassedCounters passedOf(const std::vector<CounterRow>& counters);
 // changed ("event=adaptive_tighten interface=eth0 rule=per-source pps=50->25 ..."). A rule
 // whose running limits are no longer the ones `governor` set (`floodgate set` changed them)
 // is left as it is and released from `governor` (event=adaptive_released); one whose write
-// failed is marked as still running its limits before (tried again at the next reading).
-// How many rules it changed.
-size_t applyDecision(XdpLimiter& limiter, AdaptiveGovernor& governor,
-                     const AdaptiveDecision& decision, std::vector<LogLine>& lines);
+// failed is marked as still running its limits before (tried again at the next reading),
+// and one whose change can never be made (no rule of that name any more) is released.
+// How many rules it tightened and relaxed (each change its own way).
+struct AppliedChanges {
+  uint64_t tightened = 0;
+  uint64_t relaxed = 0;
+};
+AppliedChanges applyDecision(XdpLimiter& limiter, AdaptiveGovernor& governor,
+                             const AdaptiveDecision& decision, std::vector<LogLine>& lines);
 
 // The event names of the log lines and of floodgate_events_total.
 const char* adaptiveEventName(AdaptiveAction action);

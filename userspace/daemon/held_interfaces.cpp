@@ -263,9 +263,9 @@ void HeldInterfaces::adapt(uint64_t now_ns, std::vector<LogLine>& lines) {
     }
     auto decision = held.adaptive->observe(now_ns, passedOf(*counters));
     if (!decision) continue;
-    const uint64_t changed = applyDecision(held.limiter, *held.adaptive, *decision, lines);
-    if (decision->action == AdaptiveAction::kTighten) held.adaptive_tightened += changed;
-    if (decision->action == AdaptiveAction::kRelax) held.adaptive_relaxed += changed;
+    const AppliedChanges made = applyDecision(held.limiter, *held.adaptive, *decision, lines);
+    held.adaptive_tightened += made.tightened;
+    held.adaptive_relaxed += made.relaxed;
   }
 }
 
