@@ -4,11 +4,13 @@
 // Only what holds whatever the machine's timing is asserted: the sources counted, the
 // proposal against the distribution it came from, the shape of the JSON, the files.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmath>
 #include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -220,6 +222,15 @@ TEST_F(LearnE2eTest, TheProposalIsNeverWrittenThroughASymbolicLink) {
             std::string::npos)
       << r.err;
   EXPECT_EQ(readText(victim), "keep me\n");
+  // nor into a FIFO planted there, which would hold the command until someone read it
+  const std::string fifo = (dir_ / "fifo.yaml").string();
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0) << strerror(errno);
+  CommandResult into_fifo = net_->floodgate({"learn", iface, "--for", "1s", "--output", fifo});
+  EXPECT_EQ(into_fifo.exit_code, 1);
+  EXPECT_NE(into_fifo.err.find("cannot write the proposal to '" + fifo +
+                               "': it is not a regular file; give the path of a file"),
+            std::string::npos)
+      << into_fifo.err;
 }
 
 }  // namespace

@@ -199,9 +199,9 @@ TEST(LearnApply, RefusesWhatAFewSourcesCouldHaveSteered) {
       << over.error().message;
 }
 
-// Many sources at a low rate (spoofed ones under the cap: 30k at 1 pps against 20 real
-// clients at 100 pps) pull a percentile below the clients carrying the traffic: a proposal
-// whose replay drops more than 1% of the run's packets is not applied without --force.
+// A few sources carrying much of the traffic (clients behind a NAT) are above a percentile
+// of sources: a proposal whose replay drops more than 1% of the run's packets is not
+// applied without --force.
 TEST(LearnApply, RefusesAProposalThatWouldHaveDroppedMoreThanOnePercent) {
   LearnReport report = reportOf({1000, 100}, {2, 2});
   report.rules[0].replayed_packets = 1000;

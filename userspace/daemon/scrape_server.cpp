@@ -181,15 +181,21 @@ void ScrapeServer::serve() {
         break;  // EAGAIN: none left (or a connection that failed meanwhile)
       }
       if (connections.size() >= limits_.max_connections) {
-        // The oldest makes room, of those not being sent an answer if there are any: a
-        // client that sends its request at once is never it, nor is a scraper reading a
-        // large answer while a flood of connections comes in (cut short, the whole scrape
-        // would fail). One that asked and never reads keeps its place until its deadline.
-        auto oldest = std::min_element(connections.begin(), connections.end(),
-                                       [](const ScrapeConnection& a, const ScrapeConnection& b) {
-                                         if (a.sending() != b.sending()) return !a.sending();
-                                         return a.order() < b.order();
-                                       });
+        // The oldest makes room, of those not being sent an answer while they are at most
+        // half the cap: a client that sends its request at once is never it, nor is a
+        // scraper reading a large answer while a flood of connections comes in (cut short,
+        // the whole scrape would fail). Past half, answers that are not read would leave
+        // too little room for new connections to be read at all: the oldest goes, as any.
+        const auto sending = static_cast<size_t>(
+            std::count_if(connections.begin(), connections.end(),
+                          [](const ScrapeConnection& c) { return c.sending(); }));
+        const bool spare_sending = sending * 2 <= limits_.max_connections;
+        auto oldest =
+            std::min_element(connections.begin(), connections.end(),
+                             [spare_sending](const ScrapeConnection& a, const ScrapeConnection& b) {
+                               if (spare_sending && a.sending() != b.sending()) return !a.sending();
+                               return a.order() < b.order();
+                             });
         connections.erase(oldest);
       }
       connections.emplace_back(std::move(fd), answer, limits_, next_order++, now);

@@ -4,6 +4,7 @@
 
 #include <fcntl.h>
 #include <net/if.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -48,12 +49,18 @@ Status writeFile(const std::string& path, const std::string& text) {
   auto failed = [&](const std::string& why) {
     return Error::failure("cannot write the proposal to '" + path + "': " + why);
   };
+  // O_NONBLOCK: a FIFO planted there fails at once (ENXIO) rather than hold the command
   const UniqueFd fd(
-      open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644));
+      open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644));
   if (fd.get() < 0 && errno == ELOOP) {
     return failed("it is a symbolic link; give the path of a file itself");
   }
-  if (fd.get() < 0) return failed(std::strerror(errno));
+  const bool fifo_without_reader = fd.get() < 0 && errno == ENXIO;
+  if (fd.get() < 0 && !fifo_without_reader) return failed(std::strerror(errno));
+  struct stat st {};
+  if (fifo_without_reader || fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
+    return failed("it is not a regular file; give the path of a file");
+  }
   for (size_t done = 0; done < text.size();) {
     const ssize_t n = write(fd.get(), text.data() + done, text.size() - done);
     if (n < 0 && errno == EINTR) continue;
@@ -149,8 +156,8 @@ Status applyRefusal(const LearnReport& report) {
           ", burst: " + std::to_string(proposed.burst) + "}) would have dropped " +
           std::to_string(rule.replay_dropped) + " of the " + std::to_string(rule.replayed_packets) +
           " packets the run saw, more than " + std::to_string(kMostAppliedDropMilli / 10) +
-          "% (a limit for what is normal drops almost none; many sources at a low rate, "
-          "spoofed ones among them, pull a percentile below the clients carrying the traffic)" +
+          "% (a limit for what is normal drops almost none; a few sources carrying much of "
+          "the traffic, as clients behind a NAT, are above a percentile of sources)" +
           force);
     }
   }
@@ -229,6 +236,8 @@ Status runLearnCommand(const LearnFlags& flags, std::ostream& out, const std::at
   SteadyLearnClock clock(stop);
   auto report = runLearning(sampler, clock, request->options, *rules);
   if (!report) return report.error();
+  // a Ctrl-C during the last sample or the replay stops the run as well
+  if (stop && stop->load()) report->stopped = true;
 
   if (request->json) {
     nlohmann::json json = reportJson(request->interface, *report);
@@ -241,6 +250,8 @@ Status runLearnCommand(const LearnFlags& flags, std::ostream& out, const std::at
   }
   out.flush();
   if (!request->output.empty() || request->apply) {
+    // and one while the report was printed
+    if (stop && stop->load()) report->stopped = true;
     if (Status s = stoppedRefusal(*report); !s) return s;
   }
   if (!request->output.empty()) {

@@ -58,9 +58,11 @@ inline constexpr uint64_t kMostAppliedDropMilli = 10;
 // run move a high percentile that far: two of 1800 at 100k pps took a p99.9 from 34 to
 // 100000). Lowering is what learning under generous limits is for, so it is not bounded,
 // but a proposal that, replayed, would have dropped more than kMostAppliedDropMilli of the
-// run's packets is refused: a limit for what is normal drops almost none of it, and many
-// sources at a low rate during the run (spoofed ones under the cap) pull a percentile down
-// below the few real clients that carry the traffic. One line naming the rule and the fix.
+// run's packets is refused: a limit for what is normal drops almost none of it, and the
+// sources it would limit are then a share of the traffic (clients behind one NAT, a few
+// heavy users) that a percentile of sources leaves out. It is no defence against a run an
+// attacker shaped: spoofed sources at a low rate that outnumber the real ones pull the
+// percentile down and dilute the share alike. One line naming the rule and the fix.
 Status applyRefusal(const LearnReport& report);
 
 // Why a run's proposals are neither written (--output) nor applied (--apply), --force or not:
