@@ -262,5 +262,46 @@ TEST_F(AdaptiveE2eTest, ALimitSetByHandHoldsThroughTheAdaptiveSteps) {
       << daemon_.log();
 }
 
+// Another writer holding the limiter's lock (a `floodgate` command, here flock(1) on its pin
+// directory) for longer than the daemon waits makes a step fail: the rule keeps the limits
+// it ran, the governor knows it, and once the lock is free the steps go on from there. The
+// rule is not taken for one set by hand (released), which would leave it where it was.
+TEST_F(AdaptiveE2eTest, AStepThatFindsTheLimiterLockedIsMadeOnceItIsFree) {
+  const std::string config = dir_ + "/floodgate.yaml";
+  std::ofstream(config) << "interfaces:\n"
+                        << "  - name: " << net_->targetInterface() << "\n"
+                        << "    adaptive:\n"
+                        << "      capacity: {pps: 2000}\n"
+                        << "      floors: {per-source: {pps: 2, burst: 2}}\n"
+                        << "      step: 0.9\n"
+                        << "      interval: 250ms\n"
+                        << "      relax_after: 60s\n"
+                        << "rules:\n  - name: per-source\n    match: {protocol: udp}\n"
+                        << "    limit: {pps: " << kLimitPps << ", burst: 10}\n";
+  startDaemon(config);
+  for (int i = 0; i < 200 && limit("pps") != kLimitPps; ++i) usleep(50000);
+  ASSERT_EQ(limit("pps"), kLimitPps) << daemon_.log();
+
+  // 1000 sources at 10 a second each, five times the capacity, for longer than the test
+  flood_ = startFlood("flood", {"--dst-port", std::to_string(kFloodPort), "--src", "10.0.0.1",
+                                "--sources", "1000", "--rate", "10k", "--duration", "60s"});
+  for (int i = 0; i < 200 && limit("pps") >= kLimitPps; ++i) usleep(50000);
+  ASSERT_LT(limit("pps"), kLimitPps) << "the flood tightened the rule\n" << daemon_.log();
+
+  auto holder = ChildProcess::start(
+      {"flock", "-x", "/sys/fs/bpf/floodgate/" + net_->targetInterface(), "sleep", "5"},
+      dir_ + "/flock.log");
+  ASSERT_TRUE(holder.ok()) << holder.error().message;
+  const std::string failed = "rule=per-source failed: ";
+  for (int i = 0; i < 200 && daemon_.log().find(failed) == std::string::npos; ++i) usleep(50000);
+  ASSERT_NE(daemon_.log().find(failed), std::string::npos) << daemon_.log();
+  const double held = limit("pps");
+  EXPECT_EQ(holder->wait(30), 0) << holder->log();
+
+  for (int i = 0; i < 200 && limit("pps") >= held; ++i) usleep(50000);
+  EXPECT_LT(limit("pps"), held) << "the steps went on once the lock was free\n" << daemon_.log();
+  EXPECT_EQ(daemon_.log().find("adaptive_released"), std::string::npos) << daemon_.log();
+}
+
 }  // namespace
 }  // namespace floodgate::test
