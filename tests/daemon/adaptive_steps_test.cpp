@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include "controller/rule_compiler.h"
+
 namespace floodgate::daemon {
 namespace {
 
@@ -106,6 +108,31 @@ TEST(AdaptiveSteps, PassedLoadIsPassAndMonitorOfEveryReason) {
   PassedCounters passed = passedOf(rows);
   EXPECT_EQ(passed.packets, 115u);
   EXPECT_EQ(passed.bytes, 6900u);
+}
+
+// A level whose limits the rule could not run (a burst of 9000 at 2 pps takes over an hour
+// to refill, which no rule may) is never offered: the rule's way down stops before it, so
+// no step fails to compile and no rule is released for it.
+TEST(AdaptiveSteps, EveryLevelOfferedCompiles) {
+  AttachOptions o = options(4);
+  o.rules[0].limit = {4, 9000, 0, 0};
+  config::AdaptiveConfig c = section();
+  c.step = 0.9;
+  c.relax_below = 0.5;
+  c.floors = {{"per-source", {1, 2250, 0, 0}}};
+  std::vector<LogLine> lines;
+  AdaptiveGovernor governor = *reconcileAdaptive(std::nullopt, c, o, lines);
+  uint64_t now = 0, packets = 0;
+  governor.observe(now, {packets, 0});
+  for (uint32_t i = 0; i < 100 && governor.level() < governor.maxLevel(); ++i) {
+    now += kSecond;
+    packets += 5000;
+    governor.observe(now, {packets, 0});
+    RuleSpec spec = o.rules[0];
+    spec.limit = governor.limitsOf(0);
+    EXPECT_TRUE(compileRule(spec).ok()) << "level " << governor.level();
+  }
+  EXPECT_GE(governor.maxLevel(), 1u) << "the levels it can run are still offered";
 }
 
 }  // namespace

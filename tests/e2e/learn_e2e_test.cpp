@@ -200,9 +200,9 @@ TEST_F(LearnE2eTest, ARunStoppedByCtrlCWritesAndAppliesNothing) {
   ASSERT_TRUE(catches(learn->pid(), SIGINT)) << learn->log();
   learn->signal(SIGINT);
   EXPECT_EQ(learn->wait(30), 1) << learn->log();
-  EXPECT_NE(learn->log().find("floodgate: error: stopped after "), std::string::npos)
+  EXPECT_NE(learn->log().find("floodgate: error: stopped by Ctrl-C after "), std::string::npos)
       << learn->log();
-  EXPECT_NE(learn->log().find("of 1h: nothing written or applied"), std::string::npos)
+  EXPECT_NE(learn->log().find("of 1h sampled: nothing written or applied"), std::string::npos)
       << learn->log();
   EXPECT_FALSE(std::filesystem::exists(output));
 }

@@ -277,8 +277,8 @@ TEST(LearnerTest, AStoppedRunReportsWhatItSaw) {
   Status refused = stoppedRefusal(*report);
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.error().message,
-            "stopped after 1s of 3s: nothing written or applied (a run cut short is no measure "
-            "of normal); learn again for the whole time");
+            "stopped by Ctrl-C after 1s of 3s sampled: nothing written or applied (a stopped "
+            "run is not to be used); learn again to write or apply");
 }
 
 TEST(LearnerTest, AWholeRunIsNotStopped) {

@@ -187,6 +187,10 @@ const char* reasonName(uint32_t reason);
 
 struct LoadedXdpLimiter;
 
+// How setLimits' error for a rule the running set does not have begins: a caller that
+// governs rules (adaptive) tells it from a write that failed.
+inline const std::string kNoRuleNamed = "no rule named '";
+
 class XdpLimiter {
  public:
   // Loads and configures the program (policies, rules) with maps pinned under

@@ -346,8 +346,8 @@ Result<bool> XdpLimiter::changeLimits(const std::string& rule_name, const LimitS
     if (Status s = publish(*rules, *sources); !s) return s.error();
     return true;
   }
-  return Error::usage("no rule named '" + rule_name +
-                      "' (rules: " + (names.empty() ? "none" : names) + ")");
+  return Error::usage(kNoRuleNamed + rule_name + "' (rules: " + (names.empty() ? "none" : names) +
+                      ")");
 }
 
 Result<uint64_t> XdpLimiter::nowUnits() const {

@@ -59,7 +59,7 @@ std::string factor(double value) {
 }  // namespace
 
 AdaptiveGovernor::AdaptiveGovernor(const config::AdaptiveConfig& config,
-                                   std::vector<AdaptiveRule> rules)
+                                   std::vector<AdaptiveRule> rules, const Runnable& runnable)
     : config_(config),
       rules_(std::move(rules)),
       released_(rules_.size(), false),
@@ -83,6 +83,7 @@ AdaptiveGovernor::AdaptiveGovernor(const config::AdaptiveConfig& config,
         limit.bits_per_s = stepDown(limit.bits_per_s, floor.bits_per_s, config_.step);
         limit.burst_bytes = stepDown(limit.burst_bytes, floor.burst_bytes, config_.step);
       }
+      if (runnable && !(before == limit) && !runnable(i, limit)) limit = before;
       moved = moved || !(before == limit);
     }
     if (!moved) break;
@@ -140,10 +141,12 @@ AdaptiveDecision AdaptiveGovernor::move(uint32_t to, double pps, double bps) {
     // from what the rule runs, which a failed change left at an earlier level
     const LimitSpec from = limitsAt(i, running_[i]), next = limitsAt(i, to);
     if (released_[i]) continue;
-    if (!(from == next)) decision.changes.push_back({rules_[i].name, from, next, running_[i], to});
-    // a catch-up is named by the first change (each change's own way is from_level to `to`)
-    if (to == level_ && decision.changes.size() == 1 && running_[i] != to) {
-      decision.action = running_[i] < to ? AdaptiveAction::kTighten : AdaptiveAction::kRelax;
+    if (!(from == next)) {
+      decision.changes.push_back({rules_[i].name, from, next, running_[i], to});
+      // a catch-up is named by its first change (each change's own way: from_level to `to`)
+      if (to == level_ && decision.changes.size() == 1) {
+        decision.action = running_[i] < to ? AdaptiveAction::kTighten : AdaptiveAction::kRelax;
+      }
     }
     running_[i] = to;  // until stillAt() says the write failed
   }

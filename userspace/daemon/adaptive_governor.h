@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -49,8 +50,14 @@ struct AdaptiveDecision {
 
 class AdaptiveGovernor {
  public:
+  // Whether rule `index` can run `limits` (they compile as its own would).
+  using Runnable = std::function<bool(size_t index, const LimitSpec& limits)>;
+
   // `rules` in the order of `config.floors`; each rule's floor at most its configured limits.
-  AdaptiveGovernor(const config::AdaptiveConfig& config, std::vector<AdaptiveRule> rules);
+  // A level a rule could not run (`runnable`: a burst that a lower rate would take over an
+  // hour to refill) stops that rule's way down where it is, so no step is one it cannot take.
+  AdaptiveGovernor(const config::AdaptiveConfig& config, std::vector<AdaptiveRule> rules,
+                   const Runnable& runnable = {});
 
   // One reading of the counters at `now_ns` (any monotonic clock). A decision when limits
   // change (or, once per attack, when every floor is reached and the load is still over).

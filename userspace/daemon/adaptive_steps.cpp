@@ -2,17 +2,21 @@
 // The daemon's side of `adaptive:`: config → governor, counters → load, decision → rules.
 #include "daemon/adaptive_steps.h"
 
+#include "controller/rule_compiler.h"
 #include "floodgate/common/units.h"
 
 namespace floodgate::daemon {
 namespace {
 
 std::vector<AdaptiveRule> governedRules(const config::AdaptiveConfig& adaptive,
-                                        const std::vector<RuleSpec>& rules) {
+                                        const std::vector<RuleSpec>& rules,
+                                        std::vector<RuleSpec>* specs = nullptr) {
   std::vector<AdaptiveRule> out;
   for (const config::AdaptiveFloor& floor : adaptive.floors) {
     for (const RuleSpec& rule : rules) {
-      if (rule.name == floor.rule) out.push_back({rule.name, rule.limit, floor.floor});
+      if (rule.name != floor.rule) continue;
+      out.push_back({rule.name, rule.limit, floor.floor});
+      if (specs) specs->push_back(rule);
     }
   }
   return out;
@@ -30,6 +34,13 @@ std::string moved(const LimitSpec& from, const LimitSpec& to) {
   part("bps", from.bits_per_s, to.bits_per_s, formatBitRate);
   part("burst_bytes", from.burst_bytes, to.burst_bytes, plain);
   return out;
+}
+
+// The end of the line of a change made from another level than the decision's: the rule ran
+// an earlier level's limits, as a write before could not be made.
+std::string catchUp(const AdaptiveChange& change) {
+  return " level=" + std::to_string(change.to_level) + " reason=\"it ran level " +
+         std::to_string(change.from_level) + "'s limits: a change before could not be written\"";
 }
 
 }  // namespace
@@ -51,7 +62,8 @@ std::optional<AdaptiveGovernor> reconcileAdaptive(
     AttachOptions& options, std::vector<LogLine>& lines) {
   const bool had_moved = held && held->level() > 0;
   if (adaptive) {
-    std::vector<AdaptiveRule> rules = governedRules(*adaptive, options.rules);
+    std::vector<RuleSpec> specs;  // of `rules`, index for index
+    std::vector<AdaptiveRule> rules = governedRules(*adaptive, options.rules, &specs);
     if (held && held->sameAs(*adaptive, rules)) {
       for (size_t i = 0; i < held->rules().size(); ++i) {
         for (RuleSpec& spec : options.rules) {
@@ -67,7 +79,13 @@ std::optional<AdaptiveGovernor> reconcileAdaptive(
                                   " starts over at the configured limits (its adaptive section "
                                   "or the limits of the rules it names changed)"});
     }
-    return AdaptiveGovernor(*adaptive, std::move(rules));
+    // each level compiled as the rule's own limits would be, before it is ever offered
+    return AdaptiveGovernor(*adaptive, std::move(rules),
+                            [&specs](size_t index, const LimitSpec& limits) {
+                              RuleSpec spec = specs[index];
+                              spec.limit = limits;
+                              return compileRule(spec).ok();
+                            });
   }
   if (had_moved) {
     lines.push_back({false, "adaptive: " + options.interface +
@@ -122,8 +140,8 @@ AppliedChanges applyDecision(XdpLimiter& limiter, AdaptiveGovernor& governor,
     // Only over the limits this governor put there: a rule set by hand since is the
     // operator's, and an adaptive step must not undo it in the middle of an attack.
     auto applied = limiter.setLimitsIfRunning(change.rule, change.from, set);
-    if (!applied && applied.error().kind == ErrorKind::kUsage) {
-      // no rule of that name any more, or limits it cannot take: no retry would do better
+    if (!applied && applied.error().message.rfind(kNoRuleNamed, 0) == 0) {
+      // a reload with another config took the rule away: no retry would find it
       released(change.rule, "its change cannot be made: " + applied.error().message);
       continue;
     }
@@ -140,7 +158,8 @@ AppliedChanges applyDecision(XdpLimiter& limiter, AdaptiveGovernor& governor,
     }
     ++(tighten ? made.tightened : made.relaxed);
     lines.push_back(
-        {tighten, head + " rule=" + change.rule + moved(change.from, change.to) + tail + "\""});
+        {tighten, head + " rule=" + change.rule + moved(change.from, change.to) +
+                      (change.from_level == decision.level_from ? tail + "\"" : catchUp(change))});
   }
   return made;
 }

@@ -114,10 +114,10 @@ Status applyProposal(XdpLimiter& limiter, const LearnReport& report, std::ostrea
 Status stoppedRefusal(const LearnReport& report) {
   if (!report.stopped) return okStatus();
   const uint64_t seen_ns = report.samples > 1 ? (report.samples - 1) * report.sample_ns : 0;
-  return Error::failure("stopped after " + formatDuration(seen_ns) + " of " +
+  return Error::failure("stopped by Ctrl-C after " + formatDuration(seen_ns) + " of " +
                         formatDuration(report.duration_ns) +
-                        ": nothing written or applied (a run cut short is no measure of "
-                        "normal); learn again for the whole time");
+                        " sampled: nothing written or applied (a stopped run is not to be used); "
+                        "learn again to write or apply");
 }
 
 Status applyRefusal(const LearnReport& report) {
