@@ -64,8 +64,8 @@ AdaptiveGovernor::AdaptiveGovernor(const config::AdaptiveConfig& config,
       rules_(std::move(rules)),
       released_(rules_.size(), false),
       running_(rules_.size(), 0) {
-  // Every level down to the first that no step changes: each rule on its floor (or, with a
-  // step close to 1, a small limit that rounding up keeps where it is).
+  // Every level down to the first that no step changes: each rule on its floor, or where its
+  // next level would be limits it cannot run.
   std::vector<LimitSpec> level;
   for (const AdaptiveRule& rule : rules_) level.push_back(rule.configured);
   levels_.push_back(level);
