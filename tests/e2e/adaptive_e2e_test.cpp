@@ -267,9 +267,9 @@ TEST_F(AdaptiveE2eTest, ALimitSetByHandHoldsThroughTheAdaptiveSteps) {
       << daemon_.log();
 }
 
-// Another writer holding the limiter's lock (a `floodgate` command, here flock(1) on its pin
-// directory) for longer than the daemon waits makes a step fail: the rule keeps the limits
-// it ran, the governor knows it, and once the lock is free the steps go on from there. The
+// Another writer holding the limiter's lock (a `floodgate` command, here the test's own flock
+// on its pin directory) for longer than the daemon waits makes a step fail: the rule keeps the
+// limits it ran, the governor knows it, and once the lock is free the steps go on from there. The
 // rule is not taken for one set by hand (released), which would leave it where it was.
 TEST_F(AdaptiveE2eTest, AStepThatFindsTheLimiterLockedIsMadeOnceItIsFree) {
   const std::string config = dir_ + "/floodgate.yaml";
