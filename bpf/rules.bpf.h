@@ -170,16 +170,18 @@ static __always_inline __u64 *fg_rule_bucket(const struct fg_rule *rule,
 	return fg_shared_bucket(rule, state, eval);
 }
 
-/* Copies the limits a charge at `ref` is made under (the rule's own, or its untracked
- * ones). A copy rather than a pointer into either: both branches then leave the same kind
- * of state behind, which the verifier merges instead of checking the charge twice. */
-static __always_inline void fg_ref_limits(const struct fg_rule *rule, __u32 ref,
-					  struct fg_limit *out)
+/* The limits a charge at `ref` is made under: the rule's untracked ones, else its own. One
+ * pointer at an offset computed without a branch, so the verifier sees one pointer whose
+ * offset is one of the two and checks the charge once, rather than once for each; and a
+ * pointer rather than a copy, whose bytes the frames down to fg_find_slot cannot spare. */
+static __always_inline const struct fg_limit *fg_ref_limits(const struct fg_rule *rule, __u32 ref)
 {
-	if ((ref & FG_REF_KIND_MASK) == FG_REF_OVERFLOW)
-		__builtin_memcpy(out, rule->untracked, sizeof(rule->untracked));
-	else
-		__builtin_memcpy(out, rule->limits, sizeof(rule->limits));
+	__u64 overflow = ((ref >> 31) & ~(ref >> 30)) & 1; /* kind FG_REF_OVERFLOW (0b10) */
+
+	_Static_assert(FG_REF_OVERFLOW == 2U << 30, "the kind test above reads bits 31 and 30");
+	return (const void *)rule + __builtin_offsetof(struct fg_rule, limits) +
+	       overflow * (__builtin_offsetof(struct fg_rule, untracked) -
+			   __builtin_offsetof(struct fg_rule, limits));
 }
 
 /* Keeps a slot's counters for `top`, and reports when its source starts being limited.
@@ -236,7 +238,6 @@ static __always_inline int fg_note_slot(struct fg_slot *slot, int admitted, __u6
 __attribute__((noinline)) int fg_rule_admits(const struct fg_rule *rule,
 					     const struct fg_packet *pkt, struct fg_eval *eval)
 {
-	struct fg_limit limits[FG_LIMIT_KINDS];
 	struct fg_rule_state *state = NULL;
 	struct fg_slot *slot = NULL;
 	__u64 *bucket;
@@ -248,9 +249,8 @@ __attribute__((noinline)) int fg_rule_admits(const struct fg_rule *rule,
 	/* no bucket at all can only mean a broken table: do not limit on it */
 	if (!bucket)
 		return 1;
-	fg_ref_limits(rule, eval->ref, limits);
-	admitted =
-	    fg_charge(bucket, rule, rule->algorithm, limits, fg_units(eval->jiffies), eval->len);
+	admitted = fg_charge(bucket, rule, rule->algorithm, fg_ref_limits(rule, eval->ref),
+			     fg_units(eval->jiffies), eval->len);
 	if (slot) {
 		admitted = fg_note_slot(slot, admitted, eval->jiffies, rule);
 	} else if ((eval->ref & FG_REF_KIND_MASK) == FG_REF_OVERFLOW) {
@@ -339,7 +339,8 @@ struct fg_walk {
 	__u32 pending;	 /* those still to visit */
 	__u32 uncharged; /* those visited that match but took nothing (refused it) */
 	__u32 untracked; /* those visited that charged their untracked bucket */
-	__u32 verdict;
+	__u16 verdict;
+	__u16 next; /* the position fg_rule_walk looks at next (in memory: its frame is full) */
 	__u32 reason;
 	__u32 cookie; /* the SYN-cookie step's answer (syncookie.bpf.h), in what was padding */
 };
@@ -358,7 +359,6 @@ __attribute__((noinline)) int fg_refund_rules(const struct fg_packet *pkt, struc
 	if (!pkt || !eval)
 		return 0;
 	for (i = 0; i < FG_MAX_RULES; i++) {
-		struct fg_limit limits[FG_LIMIT_KINDS];
 		struct fg_rule *rule;
 		__u32 pos, bit;
 		__u64 *state;
@@ -374,8 +374,7 @@ __attribute__((noinline)) int fg_refund_rules(const struct fg_packet *pkt, struc
 		state = fg_charged_bucket(rule, pkt, eval, (untracked & bit) != 0);
 		if (!state)
 			continue;
-		fg_ref_limits(rule, eval->ref, limits);
-		fg_refund(state, rule, limits, eval->len);
+		fg_refund(state, rule, fg_ref_limits(rule, eval->ref), eval->len);
 	}
 	return 0;
 }
@@ -394,11 +393,11 @@ static __always_inline __u32 fg_last_visited(const struct fg_walk *walk)
 	return x ^ (x >> 1);
 }
 
-/* The rule at the lowest position of `pending` (rules are charged in their order in the
- * config) if the packet matches it, else NULL; with the clock read for its charge. */
-static __always_inline struct fg_rule *fg_pending_rule(struct fg_walk *walk, __u32 pending)
+/* The rule at position `index` of the walk's set if the packet matches it, else NULL; with
+ * the clock read for its charge. */
+static __always_inline struct fg_rule *fg_pending_rule(struct fg_walk *walk, __u32 index)
 {
-	__u32 pos = walk->set * FG_MAX_RULES + (fg_lowest_bit(pending) & (FG_MAX_RULES - 1));
+	__u32 pos = walk->set * FG_MAX_RULES + (index & (FG_MAX_RULES - 1));
 	struct fg_rule *rule = bpf_map_lookup_elem(&rules, &pos);
 
 	if (!rule || !fg_rule_matches(rule, &walk->pkt, walk->source_sets))
@@ -456,19 +455,28 @@ static __always_inline int fg_rule_charge(struct fg_walk *walk, const struct fg_
 	return admitted;
 }
 
+/* Visits the rule at position `index`, the lowest pending (rules are charged in their order
+ * in the config); returns 1 when its refusal ends the walk. */
+static __always_inline int fg_rule_visit_at(struct fg_walk *walk, struct fg_settings *settings,
+					    __u32 index)
+{
+	struct fg_rule *rule;
+
+	walk->pending &= ~(1U << (index & (FG_MAX_RULES - 1)));
+	rule = fg_pending_rule(walk, index);
+	if (!rule)
+		return 0;
+	return fg_rule_outcome(walk, settings, rule, fg_rule_charge(walk, rule));
+}
+
 /* Visits the next rule pending; returns 1 when the walk is over. */
 static __always_inline int fg_rule_visit(struct fg_walk *walk, struct fg_settings *settings)
 {
 	__u32 pending = walk->pending;
-	struct fg_rule *rule;
 
 	if (!pending)
 		return 1;
-	walk->pending = pending & (pending - 1);
-	rule = fg_pending_rule(walk, pending);
-	if (!rule)
-		return 0;
-	return fg_rule_outcome(walk, settings, rule, fg_rule_charge(walk, rule));
+	return fg_rule_visit_at(walk, settings, fg_lowest_bit(pending));
 }
 
 /* The settings, for a walk of several rules: looked up, not carried in the walk, as a global
@@ -494,8 +502,17 @@ __attribute__((noinline)) int fg_rule_walk(struct fg_walk *walk)
 	settings = fg_walk_settings();
 	if (!settings)
 		return 0;
+	/* position by position rather than a search for the lowest pending bit each turn: with
+	 * every rule matching, the search cost more than a skipped position does. No pending
+	 * bit is below `next`: those were visited. */
 	while (fg_can_loop) {
-		if (fg_rule_visit(walk, settings))
+		__u32 index = walk->next & (FG_MAX_RULES - 1);
+		__u32 pending = walk->pending >> index;
+
+		if (!pending)
+			break;
+		walk->next = index + 1;
+		if ((pending & 1) && fg_rule_visit_at(walk, settings, index))
 			break;
 	}
 	return 0;
@@ -528,7 +545,7 @@ static int fg_rule_step(__u32 i, struct fg_walk *walk) { return fg_rule_visit_on
 static __always_inline void fg_single_rule(struct fg_walk *walk, struct fg_settings *settings,
 					   __u32 pending)
 {
-	struct fg_rule *rule = fg_pending_rule(walk, pending);
+	struct fg_rule *rule = fg_pending_rule(walk, fg_lowest_bit(pending));
 
 	walk->pending = 0;
 	if (rule)

@@ -490,6 +490,39 @@ TEST_F(XdpLimiterTest, TheWalkReachesTheLastOfTheMostRules) {
   EXPECT_EQ(passes(other, 3), 2);
 }
 
+// The walk visits the rules a packet meets among others it does not: UDP rules at positions
+// 2, 9 and the last, TCP rules everywhere else. A UDP query is charged by those three alone,
+// in order, and the last one's drop hands back what 2 and 9 took; no TCP rule is touched.
+TEST_F(XdpLimiterTest, TheWalkVisitsOnlyTheRulesAPacketMeetsWithGapsBetween) {
+  std::vector<RuleSpec> rules;
+  for (int i = 0; i + 1 < FG_MAX_RULES; ++i) {
+    RuleSpec rule = sourceRule(1, 3);
+    rule.name = "r" + std::to_string(i);
+    rule.protocol = (i == 2 || i == 9) ? Protocol::kUdp : Protocol::kTcp;
+    rules.push_back(rule);
+  }
+  rules.push_back(dnsRule("last", 1, 1));
+  loadOnTestClock(rules);
+  auto query = udpFrom("192.0.2.1");
+  EXPECT_EQ(run(query), XDP_PASS);
+  EXPECT_EQ(passes(query, 2), 0);  // the last rule's burst of 1 is spent
+  auto counters = limiter().ruleCounters();
+  ASSERT_TRUE(counters.ok());
+  ASSERT_EQ(counters->size(), static_cast<size_t>(FG_MAX_RULES));
+  for (int i = 0; i < FG_MAX_RULES; ++i) {
+    const auto& by_verdict = (*counters)[i].by_verdict;
+    const bool met = i == 2 || i == 9 || i + 1 == FG_MAX_RULES;
+    // 2 and 9 admit all three (their charges handed back); the last admits one, drops two
+    EXPECT_EQ(by_verdict[FG_VERDICT_PASS].packets, met ? (i == 2 || i == 9 ? 3u : 1u) : 0u)
+        << "position " << i;
+    EXPECT_EQ(by_verdict[FG_VERDICT_DROP].packets, i + 1 == FG_MAX_RULES ? 2u : 0u)
+        << "position " << i;
+  }
+  // 2 and 9 each have two of their three left, for any UDP packet of the source
+  auto ntp = PacketBuilder().eth().ipv4("192.0.2.1", "198.51.100.1").udp(123).build();
+  EXPECT_EQ(passes(ntp, 3), 2);
+}
+
 // The program loaded is the one for this kernel: floodgate_xdp where the kernel has
 // may_goto (6.9 and later), floodgate_older where it has not or a test asks for it.
 TEST_F(XdpLimiterTest, TheProgramForTheKernelIsLoaded) {
