@@ -304,6 +304,33 @@ TEST(Limiter, AKeyHeaderSentTwiceWithOneValueIsChargedToIt) {
   EXPECT_EQ(v.decisions[0].decision.remaining, 1);
 }
 
+// One Basic password spelled several ways a lenient server decodes alike (padding, the last
+// character's unused bits, the URL-safe alphabet) is one quota, not a quota per spelling.
+TEST(Limiter, BasicCredentialsSpelledAnotherWayShareOneQuota) {
+  Fixture f(R"(http:
+  policies:
+    - name: per-login
+      key: header:Authorization
+      algorithm: fixed_window
+      limit: 2
+      window_ms: 60000
+)");
+  int admitted = 0;
+  // "ab?" as 3 bytes, then with variations: YWI/ is the standard spelling, YWI_ URL-safe
+  for (const char* spelling : {"Basic YWI/", "Basic YWI_", "Basic YWI/=", "basic  YW I/"}) {
+    admitted +=
+        f.limiter->check(request("GET", "/", "192.0.2.1", {{"Authorization", spelling}})).allowed();
+  }
+  EXPECT_EQ(admitted, 2);
+  // "a": four spellings of one byte
+  admitted = 0;
+  for (const char* spelling : {"Basic YQ==", "Basic YR==", "Basic YQ", "Basic Yf"}) {
+    admitted +=
+        f.limiter->check(request("GET", "/", "192.0.2.1", {{"Authorization", spelling}})).allowed();
+  }
+  EXPECT_EQ(admitted, 2);
+}
+
 // An Authorization scheme is case-insensitive and its spaces are one or more: a server takes
 // `Bearer T`, `bearer T` and `BEARER  T` for one token, so they are one key, not a bucket each.
 TEST(Limiter, AuthorizationSpelledAnotherWayIsTheSameKey) {
