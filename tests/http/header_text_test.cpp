@@ -49,8 +49,35 @@ TEST(HeaderKey, BasicTextThatIsNotBase64IsKeptAsItIs) {
   EXPECT_EQ(headerKey("Authorization", "Basic user:pass"), "basic user:pass");
   EXPECT_EQ(headerKey("Authorization", "Basic YWJjZ"), "basic YWJjZ");  // a lone 6 bits
   EXPECT_EQ(headerKey("Authorization", "Basic ===="), "basic ====");
-  // the other schemes are not decoded: a token's bytes are what its issuer checks
+  // an opaque Bearer token is not decoded: its text is what its issuer looks up
   EXPECT_EQ(headerKey("Authorization", "Bearer YR=="), "bearer YR==");
+}
+
+// A JWT's segments are keyed by what they decode to: the unused bits of each segment's last
+// character, or padding, make no token of their own.
+TEST(HeaderKey, AJwtIsKeyedByWhatItsSegmentsDecodeTo) {
+  const std::string header = "eyJhbGciOiJIUzI1NiJ9";  // {"alg":"HS256"}
+  const std::string payload = "eyJzdWIiOiIxIn";       // {"sub":"1"} but its last character
+  const std::string signature = "LXEWQrcmsEQBYnyp-6wy9chTD7GQPMTbAiWHF5IaSI";  // the same
+  // the last characters: payload 0 to 3, signature E to H, the same bytes (2 unused bits)
+  const std::string key = "bearer " + header + "." + payload + "0." + signature + "E";
+  for (const std::string& spelling : {header + "." + payload + "0." + signature + "E",
+                                      header + "." + payload + "3." + signature + "H",
+                                      header + "." + payload + "1." + signature + "F",
+                                      header + "==." + payload + "2=." + signature + "G="}) {
+    EXPECT_EQ(headerKey("Authorization", "Bearer " + spelling), key) << spelling;
+  }
+  // another signature is another key
+  EXPECT_NE(headerKey("Authorization", "Bearer " + header + "." + payload + "0." + signature + "I"),
+            key);
+  // an unsigned JWT's empty signature stays empty; a JWE has five segments
+  EXPECT_EQ(headerKey("Authorization", "Bearer " + header + "." + payload + "1."),
+            "bearer " + header + "." + payload + "0.");
+  EXPECT_EQ(headerKey("Authorization", "Bearer " + header + ".." + payload + "1.." + header),
+            "bearer " + header + ".." + payload + "0.." + header);
+  EXPECT_EQ(headerKey("Authorization", "Bearer a.b.c.d"), "bearer a.b.c.d");  // four: as it is
+  EXPECT_EQ(headerKey("Authorization", "Bearer " + header + ".x!." + signature + "F"),
+            "bearer " + header + ".x!." + signature + "F");  // not base64: as it is
 }
 
 }  // namespace

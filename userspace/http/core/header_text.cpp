@@ -34,20 +34,20 @@ int base64Digit(char c) {
   return -1;
 }
 
-// Basic credentials (RFC 7617) as the bytes a lenient decoder reads, encoded again the one
-// standard way: with or without padding, in either alphabet, with spaces or line breaks
-// among them, and whatever the unused low bits of the last character, one credential is one
-// text. Many servers decode that leniently, so each spelling would otherwise be a bucket of
-// its own for one password. Empty when the text is not base64 at all: then it is its key as
-// it is (a server refuses it either way).
-std::string canonicalBasic(std::string_view credentials) {
-  static constexpr char kAlphabet[] =
+// The bytes base64 `text` holds as a lenient decoder reads them (either alphabet, padding or
+// none, spaces and line breaks skipped, the last character's unused bits ignored), encoded
+// again the one way: the standard alphabet with padding, or with `url` the URL-safe one
+// without. Empty when `text` holds no whole byte or a character no alphabet has.
+std::string canonicalBase64(std::string_view text, bool url) {
+  static constexpr char kStandard[] =
       "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  static constexpr char kUrl[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+  const char* alphabet = url ? kUrl : kStandard;
   std::string bytes;
   uint32_t bits = 0;
   int held = 0;
   size_t digits = 0;
-  for (char c : credentials) {
+  for (char c : text) {
     if (c == '=' || c == ' ' || c == '\t' || c == '\r' || c == '\n') continue;
     const int digit = base64Digit(c);
     if (digit < 0) return {};
@@ -65,12 +65,44 @@ std::string canonicalBasic(std::string_view credentials) {
     uint32_t group = static_cast<uint8_t>(bytes[i]) << 16;
     if (i + 1 < bytes.size()) group |= static_cast<uint8_t>(bytes[i + 1]) << 8;
     if (i + 2 < bytes.size()) group |= static_cast<uint8_t>(bytes[i + 2]);
-    out += kAlphabet[(group >> 18) & 63];
-    out += kAlphabet[(group >> 12) & 63];
-    out += i + 1 < bytes.size() ? kAlphabet[(group >> 6) & 63] : '=';
-    out += i + 2 < bytes.size() ? kAlphabet[group & 63] : '=';
+    out += alphabet[(group >> 18) & 63];
+    out += alphabet[(group >> 12) & 63];
+    if (i + 1 < bytes.size()) {
+      out += alphabet[(group >> 6) & 63];
+    } else if (!url) {
+      out += '=';
+    }
+    if (i + 2 < bytes.size()) {
+      out += alphabet[group & 63];
+    } else if (!url) {
+      out += '=';
+    }
   }
   return out;
+}
+
+// Bearer credentials that are a JWS or JWE in compact form (RFC 7515, 7516: 3 or 5 base64url
+// segments joined by dots), each segment encoded again the one way (canonicalBase64): many
+// JWT libraries decode leniently, so the unused bits of a segment's last character would make
+// several spellings of one signed token, a quota each. An empty segment (an unsigned JWS's
+// signature) stays empty. Empty when the credentials are not such a token.
+std::string canonicalCompactToken(std::string_view credentials) {
+  std::string out;
+  size_t segments = 0;
+  for (;;) {
+    const size_t dot = credentials.find('.');
+    const std::string_view segment = credentials.substr(0, dot);
+    if (!segment.empty()) {
+      const std::string canonical = canonicalBase64(segment, true);
+      if (canonical.empty()) return {};
+      out += canonical;
+    }
+    ++segments;
+    if (dot == std::string_view::npos) break;
+    out += '.';
+    credentials.remove_prefix(dot + 1);
+  }
+  return segments == 3 || segments == 5 ? out : std::string();
 }
 
 }  // namespace
@@ -89,7 +121,15 @@ std::string headerKey(std::string_view name, std::string_view value) {
   const std::string_view credentials = trimOws(value.substr(scheme_end));
   if (!credentials.empty()) {
     key += ' ';
-    const std::string canonical = key == "basic " ? canonicalBasic(credentials) : std::string();
+    // Basic credentials (RFC 7617) and JWTs as the bytes they decode to: many servers decode
+    // them leniently, so each spelling would otherwise be a quota of its own for one secret.
+    // Text that is not what the scheme says is its key as it is (a server refuses it).
+    std::string canonical;
+    if (key == "basic ") {
+      canonical = canonicalBase64(credentials, false);
+    } else if (key == "bearer ") {
+      canonical = canonicalCompactToken(credentials);
+    }
     key += canonical.empty() ? std::string(credentials) : canonical;
   }
   return key;
