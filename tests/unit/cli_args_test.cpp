@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/command.h"
@@ -77,6 +78,25 @@ TEST(CliArgs, RateBeyondADoublesRange) {
 }
 
 TEST(CliArgs, BadBitRate) { expectUsageError({"attach", "lo", "--bps", "fast"}, "'fast'"); }
+
+// With --config, a flag for what the config sets is refused, not dropped without a word:
+// before the config is read, with the config key to set instead.
+TEST(CliArgs, AttachWithAConfigRefusesTheFlagsTheConfigSets) {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases{
+      {{"--ipv4-prefix", "24"}, "key.ipv4_prefix"},
+      {{"--ipv6-prefix", "48"}, "key.ipv6_prefix"},
+      {{"--table-size", "1M"}, "defaults.table_size"},
+      {{"--malformed", "pass"}, "defaults.malformed"},
+      {{"--fragments", "drop"}, "defaults.fragments"},
+      {{"--unknown-ipv6-ext", "pass"}, "defaults.unknown_ipv6_ext"},
+  };
+  for (const auto& [flag, key] : cases) {
+    std::vector<std::string> args{"attach", "lo", "--config", "/nonexistent/floodgate.yaml"};
+    args.insert(args.end(), flag.begin(), flag.end());
+    expectUsageError(args, "drop " + flag.front() + " and set it in the config");
+    expectUsageError(args, key);
+  }
+}
 
 TEST(CliArgs, BadBurst) {
   expectUsageError({"attach", "lo", "--rate", "10k", "--burst", "1.5"}, "'1.5'");

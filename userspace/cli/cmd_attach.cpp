@@ -3,6 +3,7 @@
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <tuple>
 
 #include "cli/commands.h"
 #include "cli/config_loading.h"
@@ -112,6 +113,22 @@ Result<AttachOptions> toOptions(const AttachFlags& flags) {
     if (!flags.rate.empty() || !flags.bps.empty() || !flags.burst.empty() ||
         !flags.burst_bytes.empty()) {
       return Error::usage("--config sets the rules: drop --rate, --burst, --bps and --burst-bytes");
+    }
+    // What the config sets is set there: a flag beside it would otherwise be dropped without
+    // a word, and a limiter keyed per /32 where --ipv4-prefix 24 was asked lets a /24 through
+    // 256 times over.
+    for (auto [given, flag, key] :
+         {std::tuple{flags.ipv4_prefix.has_value(), "--ipv4-prefix", "a rule's key.ipv4_prefix"},
+          std::tuple{flags.ipv6_prefix.has_value(), "--ipv6-prefix", "a rule's key.ipv6_prefix"},
+          std::tuple{flags.table_size.has_value(), "--table-size", "defaults.table_size"},
+          std::tuple{flags.malformed.has_value(), "--malformed", "defaults.malformed"},
+          std::tuple{flags.fragments.has_value(), "--fragments", "defaults.fragments"},
+          std::tuple{flags.unknown_ext.has_value(), "--unknown-ipv6-ext",
+                     "defaults.unknown_ipv6_ext"}}) {
+      if (given) {
+        return Error::usage(std::string("--config sets ") + key + ": drop " + flag +
+                            " and set it in the config");
+      }
     }
     auto options = optionsFromConfig(flags.config, flags.interface);
     if (!options) return options.error();
