@@ -137,6 +137,10 @@ enum fg_limit_kind {
 	FG_LIMIT_KINDS = 2,
 };
 
+/* fg_rule.untracked_own: which of the untracked bucket's rates are its own. */
+#define FG_UNTRACKED_OWN_PPS 1
+#define FG_UNTRACKED_OWN_BPS 2
+
 struct fg_limit {
 	__u64 interval; /* bucket time units one unit of cost takes to refill; 0 = no limit */
 	__u64 capacity; /* burst × interval: how far a bucket time may run ahead of now */
@@ -177,7 +181,8 @@ struct fg_rule {
 	struct fg_port_range ports[FG_MAX_PORT_RANGES];
 	__u8 algorithm;	    /* enum fg_algorithm */
 	__u8 has_sources;   /* 1: only sources in this rule's set (src_* maps, bit `id`) match */
-	__u8 untracked_own; /* 1: `untracked` was set apart from `limits` (else it follows them) */
+	__u8 untracked_own; /* FG_UNTRACKED_OWN_*: the rates of `untracked` set apart from `limits`
+			     * (each other one follows the rule's own) */
 	__u8 syn_cookies;   /* enum fg_syn_cookies (a source rule that matches TCP SYNs) */
 	__u32 window_ms;    /* window algorithms */
 	__u64 ban_ticks;    /* FG_ACTION_BAN: how long a ban lasts, jiffies (rounded up) */

@@ -72,6 +72,27 @@ TEST_F(ReloadTest, SetChangesOneThresholdLiveAndKeepsTheBucket) {
   EXPECT_NE(unknown.error().message.find("no rule named 'nope' (rules: rule0)"), std::string::npos);
 }
 
+// An untracked bucket with a pps of its own keeps the rule's bps, and a `set` of the rule's
+// bps moves that one with it while the untracked pps stays its own.
+TEST_F(ReloadTest, SetMovesTheUntrackedRatesThatFollowTheRulesAndNoOther) {
+  RuleSpec rule = sourceRule(10, 20);
+  rule.limit.bits_per_s = 1'000'000;
+  rule.limit.burst_bytes = 10'000;
+  rule.untracked = {.pps = 500, .burst = 1000};
+  load({rule});
+  LimitChange change;
+  change.bits_per_s = 2'000'000;
+  change.pps = 40;
+  ASSERT_TRUE(limiter().setLimits("rule0", change).ok());
+  auto rules = limiter().activeRules();
+  ASSERT_TRUE(rules.ok());
+  const fg_rule& running = (*rules)[0];
+  EXPECT_EQ(describeLimits(running).bits_per_s, 2'000'000u);
+  EXPECT_EQ(describeLimits(running, running.untracked).bits_per_s, 2'000'000u) << "follows";
+  EXPECT_EQ(describeLimits(running, running.untracked).pps, 500u) << "its own";
+  EXPECT_EQ(running.untracked[FG_LIMIT_BPS].capacity, running.limits[FG_LIMIT_BPS].capacity);
+}
+
 // A rate so high that one tick of it is more than the burst gets a burst of a tick's worth;
 // a rate set back without a burst gets the least burst again (a tick's worth of it), and is
 // not refused for the burst of the mistake (10G for 10k: a burst of 40M packets).

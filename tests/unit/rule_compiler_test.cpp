@@ -78,10 +78,34 @@ TEST(CompileRule, TheUntrackedBucketFollowsTheLimitUnlessSetApart) {
   spec.untracked = {.pps = 50000, .burst = 5000};
   rule = compileRule(spec);
   ASSERT_TRUE(rule.ok()) << rule.error().message;
-  EXPECT_EQ(rule->untracked_own, 1);
+  EXPECT_EQ(rule->untracked_own, FG_UNTRACKED_OWN_PPS);
   EXPECT_EQ(rule->untracked[FG_LIMIT_PPS].interval, packetInterval(50000));
   EXPECT_EQ(rule->untracked[FG_LIMIT_PPS].capacity, 5000 * packetInterval(50000));
   EXPECT_EQ(describeLimits(*rule, rule->untracked).pps, 50000u);
+}
+
+// A rate untracked leaves out is the rule's own: an untracked pps alone does not lift the
+// rule's bps off the sources without a slot, nor an untracked bps its pps.
+TEST(CompileRule, ARateTheUntrackedBucketLeavesOutIsTheRules) {
+  RuleSpec spec = ppsRule(1000, 100);
+  spec.limit.bits_per_s = 10'000'000;
+  spec.limit.burst_bytes = 20'000;
+  spec.untracked = {.pps = 50000, .burst = 5000};
+  auto rule = compileRule(spec);
+  ASSERT_TRUE(rule.ok()) << rule.error().message;
+  EXPECT_EQ(rule->untracked_own, FG_UNTRACKED_OWN_PPS);
+  EXPECT_EQ(rule->untracked[FG_LIMIT_PPS].interval, packetInterval(50000));
+  EXPECT_EQ(rule->untracked[FG_LIMIT_BPS].interval, rule->limits[FG_LIMIT_BPS].interval);
+  EXPECT_NE(rule->untracked[FG_LIMIT_BPS].interval, 0u);
+  EXPECT_EQ(rule->untracked[FG_LIMIT_BPS].capacity, rule->limits[FG_LIMIT_BPS].capacity);
+
+  spec.untracked = {.bits_per_s = 100'000'000, .burst_bytes = 200'000};
+  rule = compileRule(spec);
+  ASSERT_TRUE(rule.ok()) << rule.error().message;
+  EXPECT_EQ(rule->untracked_own, FG_UNTRACKED_OWN_BPS);
+  EXPECT_EQ(rule->untracked[FG_LIMIT_PPS].interval, rule->limits[FG_LIMIT_PPS].interval);
+  EXPECT_EQ(rule->untracked[FG_LIMIT_PPS].capacity, rule->limits[FG_LIMIT_PPS].capacity);
+  EXPECT_EQ(describeLimits(*rule, rule->untracked).bits_per_s, 100'000'000u);
 }
 
 TEST(CompileRule, NewSourcesCapIsAGcraWithATenthOfASecondOfBurst) {

@@ -149,13 +149,25 @@ Result<fg_rule> compileRule(const RuleSpec& spec, uint64_t tick_units) {
                                                      : compileWindowLimits(spec, from, into);
   };
   if (Status s = compileLimits(limit, rule.limits); !s) return s.error();
-  if (Status s = compileLimits(untracked_own ? spec.untracked : limit, rule.untracked); !s) {
+  // A rate untracked leaves out is the rule's own, as without untracked rates at all: an
+  // untracked pps alone must not lift the rule's bps off every source without a slot.
+  LimitSpec untracked = spec.untracked;
+  if (untracked_own && !untracked.pps) {
+    untracked.pps = limit.pps;
+    untracked.burst = limit.burst;
+  }
+  if (untracked_own && !untracked.bits_per_s) {
+    untracked.bits_per_s = limit.bits_per_s;
+    untracked.burst_bytes = limit.burst_bytes;
+  }
+  if (Status s = compileLimits(untracked_own ? untracked : limit, rule.untracked); !s) {
     return Error::usage("untracked: " + s.error().message);
   }
   if (spec.algorithm != Algorithm::kTokenBucket) {
     rule.window_ms = static_cast<uint32_t>(spec.window_ns / 1000000);
   }
-  rule.untracked_own = untracked_own ? 1 : 0;
+  rule.untracked_own = (spec.untracked.pps ? FG_UNTRACKED_OWN_PPS : 0) |
+                       (spec.untracked.bits_per_s ? FG_UNTRACKED_OWN_BPS : 0);
   if (spec.key == KeyKind::kSource) {
     compileNewSources(spec.new_sources_per_s, tick_units, rule.new_sources);
     if (Status s = compileReturningSources(spec, tick_units, rule); !s) return s.error();

@@ -339,8 +339,11 @@ Result<bool> XdpLimiter::changeLimits(const std::string& rule_name, const LimitS
     auto compiled = compileRule(spec, tick_units_);
     if (!compiled) return compiled.error();
     std::memcpy(rule.limits, compiled->limits, sizeof(rule.limits));
-    // an untracked bucket that follows the rule's limits follows the change too
-    if (!rule.untracked_own) std::memcpy(rule.untracked, compiled->limits, sizeof(rule.untracked));
+    // an untracked rate that follows the rule's own follows the change too
+    for (auto [kind, own] : {std::pair{FG_LIMIT_PPS, FG_UNTRACKED_OWN_PPS},
+                             std::pair{FG_LIMIT_BPS, FG_UNTRACKED_OWN_BPS}}) {
+      if (!(rule.untracked_own & own)) rule.untracked[kind] = compiled->limits[kind];
+    }
     auto sources = activeSources();
     if (!sources) return sources.error();
     if (Status s = publish(*rules, *sources); !s) return s.error();
