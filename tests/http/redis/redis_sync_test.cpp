@@ -323,6 +323,42 @@ TEST_F(RedisSyncTest, FourInstancesAtThreeTimesTheLimitStayWithinTheBound) {
   EXPECT_GT(admitted.load(), 0);
 }
 
+// A request its sync share refuses, locally and for nothing, costs Redis nothing either: the
+// exact policy beside it is not asked. A client refused without end would otherwise load
+// Redis with a call per request, none of which its per-IP limit counts.
+TEST_F(RedisSyncTest, ARequestASyncShareRefusesAsksRedisNothingForTheOtherPolicies) {
+  HttpConfig config;
+  config.store.type = "redis";
+  config.store.address = server_->address().text();
+  config.store.instances = 1;
+  config.retry_after_jitter = 0;
+  PolicyConfig per_ip;
+  per_ip.name = "per-ip";
+  per_ip.algorithm = fixedWindow(4, 600'000);
+  per_ip.sync.enabled = true;
+  per_ip.sync.interval_ms = 600'000;  // no sync during the test: the share decides
+  PolicyConfig per_key;
+  per_key.name = "per-key";
+  per_key.key = {KeyKind::kHeader, "X-API-Key"};
+  per_key.algorithm = fixedWindow(1000, 600'000);
+  config.policies = {per_ip, per_key};
+  auto made = Limiter::create(config, std::make_shared<SteadyClock>());
+  ASSERT_TRUE(made.ok()) << made.error().message;
+  Limiter& limiter = **made;
+  auto check = [&] {
+    return limiter.check(RequestInfo{"GET", "/", "192.0.2.1", {{"X-API-Key", "k1"}}, {}, {}});
+  };
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE(check().allowed()) << i;
+  auto& exact = dynamic_cast<RedisStore&>(dynamic_cast<FailoverStore&>(limiter.store(1)).remote());
+  const int64_t trips = exact.client().roundTrips();
+  for (int i = 0; i < 50; ++i) {
+    Verdict refused = check();
+    ASSERT_FALSE(refused.allowed());
+    EXPECT_EQ(refused.binding.policy, "per-ip");
+  }
+  EXPECT_EQ(exact.client().roundTrips(), trips);
+}
+
 TEST_F(RedisSyncTest, AnOutageFollowsEachFailureModeAndRecovers) {
   HttpConfig config;
   config.store.type = "redis";

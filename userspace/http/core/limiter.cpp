@@ -267,20 +267,31 @@ Verdict Limiter::check(const RequestInfo& request) {
     settle(pd, store->decide(pd.key, now_ns, pd.cost));
     refused = refused || !pd.decision.allowed();
   }
-  if (together.size() == 1 && !refused) {
+  if (refused && !together.empty()) {
+    // Refused already, for nothing (a local decision, a sync share): the shared store is not
+    // asked at all, as for a known rejection, and the answer is the policies decided. An
+    // uncharged look would cost the store a call per request of a client it refuses, who
+    // could then load it at will and never meet the limit that refuses it there.
+    std::vector<PolicyDecision> decided;
+    decided.reserve(verdict.decisions.size() - together.size());
+    for (size_t i = 0; i < verdict.decisions.size(); ++i) {
+      if (std::find(together.begin(), together.end(), i) == together.end()) {
+        decided.push_back(std::move(verdict.decisions[i]));
+      }
+    }
+    verdict.decisions = std::move(decided);
+  } else if (together.size() == 1) {
     PolicyDecision& pd = verdict.decisions[together[0]];
     settle(pd, first_together->decide(pd.key, now_ns, pd.cost));
   } else if (!together.empty()) {
-    // All or nothing in the store: a refusal there charges none of them, and when the
-    // request is refused already none is charged at all, so none needs a refund.
+    // All or nothing in the store: a refusal there charges none of them.
     std::vector<SharedStore::Item> items;
     items.reserve(together.size());
     for (size_t j = 0; j < together.size(); ++j) {
       const PolicyDecision& pd = verdict.decisions[together[j]];
       items.push_back({together_stores[j], pd.key, pd.cost});
     }
-    std::vector<SharedStore::Answer> decided =
-        first_together->decideTogether(items, now_ns, !refused);
+    std::vector<SharedStore::Answer> decided = first_together->decideTogether(items, now_ns, true);
     for (size_t j = 0; j < together.size(); ++j) {
       PolicyDecision& pd = verdict.decisions[together[j]];
       settle(pd, std::move(decided[j].decision));
