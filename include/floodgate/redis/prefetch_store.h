@@ -2,6 +2,7 @@
 // PrefetchStore: hot keys lease a batch of units from Redis in one step and spend it locally.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -10,6 +11,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "floodgate/core/clock.h"
 #include "floodgate/core/keyed_hash.h"
 #include "floodgate/redis/redis_store.h"
 
@@ -19,15 +21,18 @@ struct PrefetchOptions {
   int64_t batch = 8;                  // units leased per round trip (at most what remains)
   std::vector<std::string> hot_keys;  // keys that always lease
   int64_t detect_per_s = 0;           // a key decided this often per second turns hot; 0: off
-  int64_t lease_ms = 1000;            // bucket algorithms: unspent units go back after this
+  int64_t lease_ms = 1000;            // bucket algorithms: unspent units lapse after this
+  // The limiter's clock, which returnLeases() reads to tell a lease that expired from one that
+  // did not; without one, the time of the last decision is taken for now.
+  std::shared_ptr<const Clock> clock;
 };
 
 struct PrefetchStats {
   int64_t hot_keys = 0;
   int64_t leases = 0;          // round trips that leased
   int64_t units_leased = 0;    // beyond the cost of the request that leased them
-  int64_t units_returned = 0;  // given back to Redis (lease expiry, shutdown)
-  int64_t units_lapsed = 0;    // window leases whose window ended before they were spent
+  int64_t units_returned = 0;  // given back to Redis (a younger lease, shutdown)
+  int64_t units_lapsed = 0;    // leases that ended (their window, lease_ms) before spent
   int64_t stranded = 0;        // units held here now, unusable by the rest of the fleet
 };
 
@@ -95,6 +100,7 @@ class PrefetchStore final : public Store {
   // Hot-key detection: decisions per key in the current second, bounded.
   std::mutex counts_mutex_;
   int64_t counts_second_ = 0;
+  std::atomic<int64_t> latest_now_ns_{0};  // of the decisions so far
   std::unordered_map<std::string, int64_t, KeyedHasher> counts_;
 
   mutable std::mutex stats_mutex_;

@@ -52,6 +52,8 @@ class RedisStore final : public Store {
   // Best effort: a refund that fails leaves the units used until the state expires.
   void refund(std::string_view key, int64_t admitted_ns, int64_t cost) override;
 
+  // The longest key written as it is (a longer one is written as its hash).
+  static constexpr size_t kMaxKeyBytes = 200;
   // `key` if it is short, not of the hashed form and has no brace (which would end the hash
   // tag the key is written in), else "sha1:" and its SHA1 in hex,
   // written to `scratch`: the bound on what a client-chosen key makes Redis, or a store

@@ -155,6 +155,60 @@ TEST_F(RedisFleetTest, PrefetchSavesRoundTripsAndDetectsHotKeys) {
   EXPECT_EQ(store.stats().units_returned, 9);
 }
 
+// A bucket lease decided again long after it ended: its units lapse. Given back then, they
+// would be counted twice (the bucket refilled meanwhile as if they were spent), and with the
+// bucket drained elsewhere each instance would admit its lease's worth again at once.
+TEST_F(RedisFleetTest, ABucketLeaseDecidedLongAfterItEndedLapsesInsteadOfGoingBack) {
+  RedisStoreOptions virtual_time;
+  virtual_time.virtual_time = true;
+  AlgorithmParams p;
+  p.kind = AlgorithmKind::kGcra;
+  p.capacity = 20;
+  p.rate_per_s = 1;
+  PrefetchOptions options;
+  options.batch = 16;
+  options.hot_keys = {"k"};
+  options.lease_ms = 1000;
+  PrefetchStore held(std::make_unique<RedisStore>(newClient(), "late-lease", p, virtual_time),
+                     p.kind, options);
+  ASSERT_TRUE(held.decide("k", 0, 1)->allowed());  // leases 15 more, held here
+  ASSERT_EQ(held.stats().stranded, 15);
+  // an hour on, the bucket is full again in Redis; another instance drains it
+  const int64_t hour_ns = 3600LL * 1'000'000'000;
+  RedisStore other(newClient(), "late-lease", p, virtual_time);
+  int drained = 0;
+  while (drained < 100 && other.decide("k", hour_ns, 1)->allowed()) ++drained;
+  EXPECT_EQ(drained, 20);
+  int admitted = 0;
+  for (int i = 0; i < 10; ++i) admitted += held.decide("k", hour_ns, 1)->allowed();
+  EXPECT_EQ(admitted, 0) << "units of an hour-old lease were admitted on a drained bucket";
+  EXPECT_EQ(held.stats().units_lapsed, 15);
+  EXPECT_EQ(held.stats().units_returned, 0);
+}
+
+// At shutdown a lease that ended lapses too, by the limiter's clock; one still running goes
+// back. A key longer than Redis keeps as it is never turns hot: no table here holds it.
+TEST_F(RedisFleetTest, ShutdownReturnsOnlyLeasesStillRunningAndLongKeysAreNeverHot) {
+  auto clock = std::make_shared<ManualClock>(0);
+  AlgorithmParams p = params(AlgorithmKind::kTokenBucket);
+  PrefetchOptions options;
+  options.batch = 8;
+  options.hot_keys = {"ended", "running"};
+  options.detect_per_s = 2;
+  options.lease_ms = 1000;
+  options.clock = clock;
+  PrefetchStore store(std::make_unique<RedisStore>(newClient(), "shutdown", p), p.kind, options);
+  ASSERT_TRUE(store.decide("ended", 0, 1)->allowed());              // ends at 1 s
+  ASSERT_TRUE(store.decide("running", 900'000'000, 1)->allowed());  // ends at 1.9 s
+  const std::string long_key(RedisStore::kMaxKeyBytes + 1, 'x');
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(store.decide(long_key, 900'000'000, 1)->allowed());
+  EXPECT_EQ(store.stats().hot_keys, 2) << "the long key turned hot";
+  clock->setMs(1500);
+  store.returnLeases();
+  EXPECT_EQ(store.stats().units_lapsed, 7);
+  EXPECT_EQ(store.stats().units_returned, 7);
+}
+
 TEST_F(RedisFleetTest, FixedWindowLeasesEndWithTheirWindow) {
   auto client = newClient();
   RedisStoreOptions virtual_time;

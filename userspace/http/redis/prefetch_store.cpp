@@ -20,6 +20,9 @@ PrefetchStore::PrefetchStore(std::unique_ptr<RedisStore> remote, AlgorithmKind k
 PrefetchStore::~PrefetchStore() { returnLeases(); }
 
 PrefetchStore::Lease* PrefetchStore::hotLease(std::string_view key, int64_t now_ns) {
+  // Clients choose keys: one longer than Redis keeps as it is (RedisStore::kMaxKeyBytes) is
+  // never hot, so no table here holds more than that a key.
+  if (key.size() > RedisStore::kMaxKeyBytes) return nullptr;
   {
     std::shared_lock lock(leases_mutex_);
     auto it = leases_.find(std::string(key));
@@ -62,22 +65,23 @@ void PrefetchStore::giveBack(std::string_view key, Taken taken) {
 // on the lock would each wait out their own timeout in turn. One thread refills the lease;
 // the others meanwhile decide in Redis directly, side by side.
 Result<Decision> PrefetchStore::decide(std::string_view key, int64_t now_ns, int64_t cost) {
+  for (int64_t seen = latest_now_ns_.load(std::memory_order_relaxed);
+       now_ns > seen && !latest_now_ns_.compare_exchange_weak(seen, now_ns);) {
+  }
   Lease* lease = hotLease(key, now_ns);
   if (lease == nullptr) return remote_->decide(key, now_ns, cost);
 
-  Taken expired;
   bool refill = false;
   {
     std::lock_guard lock(lease->mutex);
     if (lease->units > 0 && now_ns >= lease->expires_ns) {
-      if (kind_ == AlgorithmKind::kFixedWindow) {
-        // The window is over in Redis too: the units lapse (the refund script would ignore
-        // them anyway, as they name a past window).
-        std::lock_guard stats_lock(stats_mutex_);
-        stats_.units_lapsed += std::exchange(lease->units, 0);
-      } else {
-        expired = takeUnits(*lease);
-      }
+      // The lease is over: its units lapse. A window's is over in Redis too (the refund
+      // script would ignore units of a past window). A bucket's, given back now, would be
+      // counted twice: the bucket refilled since they were taken, as if they were spent,
+      // and handed back on top of that, however long ago, they would let the fleet admit
+      // them again (each instance its lease's worth, at once).
+      std::lock_guard stats_lock(stats_mutex_);
+      stats_.units_lapsed += std::exchange(lease->units, 0);
     }
     if (lease->units >= cost) {
       lease->units -= cost;
@@ -90,7 +94,6 @@ Result<Decision> PrefetchStore::decide(std::string_view key, int64_t now_ns, int
     }
     refill = !std::exchange(lease->refilling, true);
   }
-  giveBack(key, expired);
   if (!refill) return remote_->decide(key, now_ns, cost);
 
   auto answers =
@@ -159,11 +162,17 @@ void PrefetchStore::refund(std::string_view key, int64_t admitted_ns, int64_t co
 }
 
 void PrefetchStore::returnLeases() {
+  const int64_t now_ns = options_.clock ? options_.clock->nowNs() : latest_now_ns_.load();
   std::shared_lock lock(leases_mutex_);
   for (auto& [key, lease] : leases_) {
     Taken taken;
     {
       std::lock_guard lease_lock(lease->mutex);
+      if (now_ns >= lease->expires_ns) {  // over: its units lapse, as in decide()
+        std::lock_guard stats_lock(stats_mutex_);
+        stats_.units_lapsed += std::exchange(lease->units, 0);
+        continue;
+      }
       taken = takeUnits(*lease);
     }
     giveBack(key, taken);

@@ -13,7 +13,6 @@ namespace floodgate::http {
 namespace {
 
 constexpr int64_t kNsPerUs = 1000;
-constexpr size_t kMaxKeyBytes = 200;
 constexpr std::string_view kHashedKeyMark = "sha1:";  // then the SHA1 of the key, in hex
 
 // Whether elements [from, to) of `reply` are integers a count of microseconds may be (so

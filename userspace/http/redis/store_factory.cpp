@@ -73,7 +73,7 @@ StoreFactory makeStoreFactory(const StoreConfig& store, std::shared_ptr<const Cl
           SyncOptions{policy.sync.interval_ms, store.max_keys});
     } else if (policy.prefetch.enabled) {
       PrefetchOptions prefetch{policy.prefetch.batch, policy.prefetch.hot_keys,
-                               policy.prefetch.detect_per_s, policy.prefetch.lease_ms};
+                               policy.prefetch.detect_per_s, policy.prefetch.lease_ms, clock};
       remote = std::make_unique<PrefetchStore>(std::move(redis_store), policy.algorithm.kind,
                                                std::move(prefetch));
     } else {
