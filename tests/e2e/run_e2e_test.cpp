@@ -17,6 +17,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -728,6 +729,67 @@ TEST_F(RunE2eTest, AReloadWhoseNewInterfaceCannotBeAttachedChangesNone) {
     EXPECT_EQ(nlohmann::json::parse(held.out)["interfaces"][0]["rules"][0]["limit"]["pps"], 100)
         << name << " kept its rule";
   }
+}
+
+// A reload that fails part way (another writer holds the second interface's lock for longer
+// than the daemon waits) puts the interface it reloaded before back on its rules, and lets
+// go of none it was to detach: every interface still runs the config before. Once the lock is
+// free, the same config is applied whole.
+TEST_F(RunE2eTest, AReloadThatFailsPartWayPutsBackWhatItChanged) {
+  const std::string tag = net_->targetInterface().substr(3);
+  const std::string second = "fgs" + tag, gone = "fgg" + tag;
+  const PinsGone second_pins{second}, gone_pins{gone};
+  for (const auto& [name, peer] : {std::pair{second, "fgq" + tag}, std::pair{gone, "fgh" + tag}}) {
+    ASSERT_EQ(
+        net_->inTarget({"ip", "link", "add", name, "type", "veth", "peer", "name", peer}).exit_code,
+        0);
+  }
+  auto configOf = [&](const std::vector<std::string>& names, uint64_t pps) {
+    std::string text = "interfaces:\n";
+    for (const std::string& name : names) text += "  - name: " + name + "\n";
+    return text + "rules:\n  - name: per-source\n    limit: {pps: " + std::to_string(pps) +
+           ", burst: 10}\n";
+  };
+  auto reloadTo = [&](const std::string& text) {
+    std::ofstream(dir_ + "/.new.yaml") << text;
+    ASSERT_EQ(std::rename((dir_ + "/.new.yaml").c_str(), config_.c_str()), 0);
+  };
+  auto pps = [&](const std::string& name) -> int {
+    CommandResult status = net_->floodgate({"status", name, "--json"});
+    if (status.exit_code != 0) return -1;
+    return nlohmann::json::parse(status.out)["interfaces"][0]["rules"][0]["limit"]["pps"];
+  };
+  std::ofstream(config_) << configOf({net_->targetInterface(), second, gone}, 100);
+  startDaemon();
+  for (int i = 0; i < 200 && pps(gone) != 100; ++i) usleep(50000);
+  ASSERT_EQ(pps(gone), 100) << daemon_.log();
+
+  {
+    const std::string pins = "/sys/fs/bpf/floodgate/" + second;
+    UniqueFd lock(open(pins.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    ASSERT_TRUE(lock.valid()) << pins << ": " << strerror(errno);
+    ASSERT_EQ(flock(lock.get(), LOCK_EX), 0) << strerror(errno);
+    reloadTo(configOf({net_->targetInterface(), second}, 200));
+    EXPECT_EQ(waitFor(
+                  "floodgate_config_reloads_total{result=\"failure\"}",
+                  [](double v) { return v >= 1; }, 30),
+              1)
+        << daemon_.log();
+  }
+  EXPECT_EQ(linesWith(daemon_.log(), "(the interfaces it changed before were put back)"), 1u)
+      << daemon_.log();
+  EXPECT_EQ(pps(net_->targetInterface()), 100) << "put back\n" << daemon_.log();
+  EXPECT_EQ(pps(second), 100) << daemon_.log();
+  EXPECT_EQ(pps(gone), 100) << "not let go for a config that was not applied\n" << daemon_.log();
+
+  reloadTo(configOf({net_->targetInterface(), second}, 200));
+  EXPECT_EQ(waitFor(
+                "floodgate_config_generation", [](double v) { return v >= 2; }, 30),
+            2)
+      << daemon_.log();
+  EXPECT_EQ(pps(net_->targetInterface()), 200) << daemon_.log();
+  EXPECT_EQ(pps(second), 200) << daemon_.log();
+  EXPECT_EQ(pps(gone), -1) << "detached once the config was applied\n" << daemon_.log();
 }
 
 // A reload can take seconds (the verifier; here, another attach holding the host's attach

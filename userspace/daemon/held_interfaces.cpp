@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <set>
+#include <utility>
 
 #include "controller/reload_warnings.h"
 #include "daemon/adaptive_steps.h"
@@ -85,16 +86,35 @@ Status HeldInterfaces::apply(const std::vector<WantedInterface>& wanted) {
     }
     fresh.insert(name);
   }
-  for (auto it = held_.begin(); it != held_.end();) {
-    bool listed = false;
-    for (const auto& one : wanted) listed |= one.options.interface == it->first;
-    if (listed) {
-      ++it;
-      continue;
+  // Each interface reloaded, with the config and governor it ran before: where a failure
+  // further on puts it back, so no interface runs the new config while another keeps the old.
+  struct Reloaded {
+    std::string name;
+    WantedInterface before;
+    std::optional<AdaptiveGovernor> governor;
+  };
+  std::vector<Reloaded> reloaded;
+  auto undo = [&](const Error& error) {
+    for (auto it = reloaded.rbegin(); it != reloaded.rend(); ++it) {
+      HeldInterface& holding = held_.at(it->name);
+      AttachOptions back = it->before.options;
+      std::vector<LogLine> unused;  // the limits its governor had moved them to
+      std::optional<AdaptiveGovernor> governor =
+          reconcileAdaptive(it->governor, it->before.adaptive, back, unused);
+      if (Status s = holding.limiter.reload(back); !s) {
+        logError(it->name + ": could not go back to the config it ran: " + s.error().message);
+        continue;
+      }
+      holding.applied = std::move(it->before);
+      holding.adaptive = std::move(governor);
+      logWarning(it->name + ": back on the config it ran before the reload that failed");
     }
-    detachLogged(it->first, ": no longer in the config");
-    it = held_.erase(it);
-  }
+    for (const std::string& done : fresh) {
+      detachLogged(done, ": the config that attached it was refused");
+      held_.erase(done);
+    }
+    return Error::failure(error.message + " (the interfaces it changed before were put back)");
+  };
 
   std::map<std::string, WantedInterface> waiting;
   for (const WantedInterface& one : wanted) {
@@ -118,8 +138,12 @@ Status HeldInterfaces::apply(const std::vector<WantedInterface>& wanted) {
           logWarning(name + ": " + warning);
         }
       }
-      if (Status s = holding.limiter.reload(options); !s)
-        return Error::failure(name + ": " + s.error().message);
+      if (Status s = holding.limiter.reload(options); !s) {
+        // its own rules may run already (a write after them failed): back on the old too
+        reloaded.push_back({name, holding.applied, holding.adaptive});
+        return undo(Error::failure(name + ": " + s.error().message));
+      }
+      reloaded.push_back({name, std::exchange(holding.applied, one), holding.adaptive});
       holding.adaptive = std::move(adaptive);
       logInfo("reloaded " + name + " (" + counted(options.rules.size(), "rule", "rules") + ")");
       logNextProgram(name, holding.limiter);
@@ -138,7 +162,18 @@ Status HeldInterfaces::apply(const std::vector<WantedInterface>& wanted) {
       waiting.emplace(name, one);
       continue;
     }
-    if (Status s = attachOrAdopt(one, ""); !s) return s;
+    if (Status s = attachOrAdopt(one, ""); !s) return undo(s.error());
+  }
+  // Let go last, once every other change was made: a failure above leaves them attached.
+  for (auto it = held_.begin(); it != held_.end();) {
+    bool listed = false;
+    for (const auto& one : wanted) listed |= one.options.interface == it->first;
+    if (listed) {
+      ++it;
+      continue;
+    }
+    detachLogged(it->first, ": no longer in the config");
+    it = held_.erase(it);
   }
   waiting_ = std::move(waiting);
   std::erase_if(attach_failures_, [&](const auto& f) { return !waiting_.contains(f.first); });
@@ -172,6 +207,7 @@ Status HeldInterfaces::attachOrAdopt(const WantedInterface& wanted, const std::s
             counted(options.rules.size(), "rule", "rules") + "; its state is kept)" + why);
     logNextProgram(name, *limiter);
     hold(name, std::move(*limiter), true, std::move(adaptive));
+    held_.at(name).applied = wanted;
     return okStatus();
   }
   auto report = XdpLimiter::attach(options);
@@ -182,6 +218,7 @@ Status HeldInterfaces::attachOrAdopt(const WantedInterface& wanted, const std::s
   logInfo("attached to " + name + " (" + counted(options.rules.size(), "rule", "rules") +
           (report->prog_array_slot.empty() ? "" : "; in " + report->prog_array_slot) + ")" + why);
   hold(name, std::move(*limiter), false, std::move(adaptive));
+  held_.at(name).applied = wanted;
   return okStatus();
 }
 

@@ -28,6 +28,12 @@
 namespace floodgate::daemon {
 
 // One interface the daemon holds: its limiter and what the daemon keeps of it.
+// What a config asks of one interface.
+struct WantedInterface {
+  AttachOptions options;
+  std::optional<config::AdaptiveConfig> adaptive;
+};
+
 struct HeldInterface {
   HeldInterface(XdpLimiter held, bool was_adopted)
       : limiter(std::move(held)), adopted(was_adopted) {}
@@ -38,7 +44,8 @@ struct HeldInterface {
   std::array<uint64_t, FG_EVENT_TYPES> events_read{};
   uint64_t bans_failed_seen = 0;  // rule bans that found the ban table full, at the last look
   metrics::RunningTotal bans_failed_total;  // floodgate_bans_failed_total
-  bool adopted = false;  // found attached and enforcing, not attached by this run
+  bool adopted = false;     // found attached and enforcing, not attached by this run
+  WantedInterface applied;  // the config it runs: where a reload that fails part way goes back
   std::optional<AdaptiveGovernor> adaptive;  // none: nothing moves the limits but the config
   uint64_t adaptive_next_ns = 0;             // when the load is read next (steady clock)
   uint64_t adaptive_tightened = 0;           // rule changes made, for floodgate_events_total
@@ -50,19 +57,15 @@ struct HeldInterface {
   LogThrottle metrics_errors;  // a failing collect, asked at every scrape
 };
 
-// What a config asks of one interface.
-struct WantedInterface {
-  AttachOptions options;
-  std::optional<config::AdaptiveConfig> adaptive;
-};
-
 class HeldInterfaces {
  public:
   // Brings the interfaces in line with `wanted` (every one's options already valid):
-  // detaches those no longer listed, reloads the ones held, attaches or adopts the others,
-  // and waits for those that do not exist (logged once). A config that an attached limiter
-  // cannot take, or a new interface that cannot be attached, changes none; a failure past
-  // those checks (the kernel refusing a map write) stops there.
+  // reloads the ones held, attaches or adopts the others, waits for those that do not exist
+  // (logged once), and then detaches those no longer listed. A config that an attached
+  // limiter cannot take, or a new interface that cannot be attached, changes none; a failure
+  // past those checks (another writer holding a limiter's lock, the kernel refusing a map
+  // write) puts the interfaces reloaded before it back on the config they ran, detaches those
+  // it attached, and detaches none it was to let go.
   // An interface's adaptive state is kept or started over as reconcileAdaptive() says.
   Status apply(const std::vector<WantedInterface>& wanted);
   // Attaches the listed interfaces that did not exist and now do. A failure is logged once
