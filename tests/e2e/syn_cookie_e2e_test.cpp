@@ -409,5 +409,44 @@ TEST_F(SynCookieE2eTest, TheHandoverIsAttachedOnlyWhileARuleUsesCookies) {
   EXPECT_FALSE(handoverAttached());
 }
 
+// net.ipv4.tcp_syncookies is the network namespace's: floodgate turns it on from 0 for the
+// first interface that gives cookies, and puts the 0 back only when the last one goes, not
+// when the first is detached while another still needs the kernel to check its cookies.
+TEST_F(SynCookieE2eTest, TheSysctlIsPutBackWhenTheLastInterfaceWithCookiesGoes) {
+  const std::string other = "fgc" + net_->targetInterface().substr(3);
+  ASSERT_EQ(net_->inTarget({"ip", "link", "add", other, "type", "veth", "peer", "name",
+                            "fgd" + net_->targetInterface().substr(3)})
+                .exit_code,
+            0);
+  ASSERT_EQ(net_->inTarget({"ip", "link", "set", other, "up"}).exit_code, 0);
+  auto sysctl = [&] {
+    CommandResult read = net_->inTarget({"cat", "/proc/sys/net/ipv4/tcp_syncookies"});
+    EXPECT_EQ(read.exit_code, 0) << read.err;
+    return read.out;
+  };
+  ASSERT_EQ(net_->inTarget({"sh", "-c", "echo 0 > /proc/sys/net/ipv4/tcp_syncookies"}).exit_code,
+            0);
+  attach("always");
+  const std::string config = "/tmp/fg-cookies-other-" + std::to_string(getpid()) + ".yaml";
+  std::ofstream(config) << "rules:\n  - name: syn\n"
+                        << "    match: {protocol: tcp, dst_ports: [80], tcp_flags: {syn: set, "
+                           "ack: clear}}\n"
+                        << "    limit: {pps: 50, burst: 100}\n    syn_cookies: always\n";
+  CommandResult second = net_->floodgate({"attach", other, "--config", config});
+  std::remove(config.c_str());
+  // detached however the test ends: its pins outlive the namespace
+  struct Detach {
+    VethNetwork* net;
+    std::string name;
+    ~Detach() { (void)net->floodgate({"detach", name}); }
+  } detach_other{net_.get(), other};
+  ASSERT_EQ(second.exit_code, 0) << second.err;
+  EXPECT_EQ(sysctl(), "1\n");
+  ASSERT_EQ(net_->floodgate({"detach", net_->targetInterface()}).exit_code, 0);
+  EXPECT_EQ(sysctl(), "1\n") << "the other interface still gives cookies";
+  ASSERT_EQ(net_->floodgate({"detach", other}).exit_code, 0);
+  EXPECT_EQ(sysctl(), "0\n") << "put back with the last one";
+}
+
 }  // namespace
 }  // namespace floodgate::test

@@ -7,8 +7,10 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <optional>
 
 #include "kernel/pins.h"
 #include "kernel/system.h"
@@ -86,6 +88,16 @@ Status pinHandover(const std::string& interface) {
   return okStatus();
 }
 
+// Another interface of this network namespace whose limiter gives SYN cookies (its handover
+// program is pinned), if there is one.
+std::optional<std::string> otherCookieInterface(const std::string& interface) {
+  for (const std::string& other : pinnedInterfaces()) {
+    if (other == interface || !interfaceIndex(other)) continue;
+    if (access(tcProgramPinPath(other).c_str(), F_OK) == 0) return other;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 bool usesSynCookies(const std::vector<fg_rule>& rules) {
@@ -127,6 +139,20 @@ Status takeDownSynCookieHost(const std::string& interface) {
   std::ifstream saved(savedPath(interface));
   int value = -1;
   if (saved >> value) {
+    // The sysctl is the network namespace's, not the interface's: while another interface of
+    // it still gives cookies, that one keeps the value to put back, and the kernel keeps
+    // checking cookies for it (put back now, it would reset every cookie ACK there).
+    if (auto heir = otherCookieInterface(interface)) {
+      if (access(savedPath(*heir).c_str(), F_OK) == 0) {  // it holds the same value already
+        unlink(savedPath(interface).c_str());
+        return status;
+      }
+      if (std::rename(savedPath(interface).c_str(), savedPath(*heir).c_str()) != 0 && status) {
+        status = Error::failure("cannot hand " + savedPath(interface) + " to " + *heir + ": " +
+                                std::strerror(errno));
+      }
+      return status;
+    }
     if (Status s = writeSyncookies(value); !s && status) status = s;
     unlink(savedPath(interface).c_str());
   }
