@@ -416,6 +416,38 @@ TEST(ConfigParser, AListFileWithNoCidrIsAnErrorUnlessItMayBeEmpty) {
   EXPECT_TRUE(loaded.allow && loaded.allow->empty());
 }
 
+// A file named again in the same list (by a YAML alias, or another spelling of its path)
+// is read once: its prefixes are in already, and a hostile config repeating one large file
+// by aliases must not make every parse read it hundreds of thousands of times.
+TEST(ConfigParser, AFileNamedAgainInOneListIsReadOnce) {
+  TempDir dir;
+  std::ofstream(dir.path() / "deny.txt") << "192.0.2.1\n192.0.2.2\n2001:db8::/48\n";
+  const std::string config = (dir.path() / "floodgate.yaml").string();
+  std::ofstream(config) << "deny: [&f {file: deny.txt}, *f, *f, {file: ./deny.txt}, {file: "
+                        << (dir.path() / "deny.txt").string() << "}]\nallow: [*f]\n";
+  Diagnostics diagnostics;
+  FloodgateConfig loaded = loadConfig(config, diagnostics);
+  ASSERT_TRUE(diagnostics.empty()) << diagnostics.format();
+  ASSERT_TRUE(loaded.deny);
+  EXPECT_EQ(loaded.deny->size(), 3u);
+  ASSERT_TRUE(loaded.allow);
+  EXPECT_EQ(loaded.allow->size(), 3u) << "each list reads it once";
+}
+
+// More interfaces than any host attaches XDP to is refused in one line, before any is looked
+// at (each apply of the daemon goes through all of them).
+TEST(ConfigParser, TooManyInterfacesAreRefused) {
+  std::string text = "interfaces:\n";
+  for (int i = 0; i < 4097; ++i) text += "  - e" + std::to_string(i) + "\n";
+  Diagnostics diagnostics;
+  parseConfig(text, "test.yaml", diagnostics);
+  const std::string errors = diagnostics.format();
+  EXPECT_EQ(diagnostics.size(), 1u) << errors;
+  EXPECT_NE(errors.find("interfaces lists 4097 interfaces, more than the 4096 floodgate takes"),
+            std::string::npos)
+      << errors;
+}
+
 TEST(ConfigParser, LoadsAHundredThousandPrefixFile) {
   TempDir dir;
   {
@@ -579,17 +611,17 @@ TEST(ConfigParser, ListLargerThanListSizeIsAnError) {
       "to 16777216) or merge prefixes into shorter ones\n");
 }
 
-// A file named again and again (an alias costs a few bytes a use) is read only until the list
-// is past its bound: reading stops there, so a config of a few lines cannot stand for more
-// prefixes than memory holds. The entry after the stop is never read (its file is missing).
+// A list of many files is read only until the list is past its bound: reading stops there, so
+// a config of a few lines cannot stand for more prefixes than memory holds. The entry after
+// the stop is never read (its file is missing).
 TEST(ConfigParser, AListStopsBeingReadAtItsBound) {
   TempDir dir;
-  {
-    std::ofstream out(dir.path() / "feed.txt");
-    for (int i = 0; i < 1000; ++i) out << "10.0." << (i >> 8) << "." << (i & 255) << "\n";
+  for (int f = 0; f < 6; ++f) {
+    std::ofstream out(dir.path() / ("feed" + std::to_string(f) + ".txt"));
+    for (int i = 0; i < 1000; ++i) out << "10." << f << "." << (i >> 8) << "." << (i & 255) << "\n";
   }
-  std::string deny = "deny: [&feed {file: feed.txt}";
-  for (int i = 0; i < 5; ++i) deny += ", *feed";
+  std::string deny = "deny: [&feed {file: feed0.txt}";
+  for (int f = 1; f < 6; ++f) deny += ", {file: feed" + std::to_string(f) + ".txt}";
   std::ofstream(dir.path() / "floodgate.yaml") << "defaults: {list_size: 2500}\n"
                                                << deny << ", {file: missing.txt}]\n"
                                                << "rules:\n  - {name: r, match: {src: ["

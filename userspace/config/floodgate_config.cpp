@@ -247,13 +247,15 @@ Result<AttachOptions> attachOptionsFor(const FloodgateConfig& config,
   AttachOptions options;
   options.interface = interface;
   if (!config.interfaces.empty()) {
-    std::string listed;
     const InterfaceConfig* found = nullptr;
     for (const InterfaceConfig& entry : config.interfaces) {
-      listed += (listed.empty() ? "" : ", ") + entry.name;
       if (entry.name == interface) found = &entry;
     }
     if (!found) {
+      std::string listed;  // only here: a daemon asks this for each of thousands
+      for (const InterfaceConfig& entry : config.interfaces) {
+        listed += (listed.empty() ? "" : ", ") + entry.name;
+      }
       return Error::usage("interface '" + interface + "' is not in the config's interfaces (" +
                           listed + "): add it there, or name one of those");
     }

@@ -3,6 +3,7 @@
 // its `adaptive:` section (adaptive_section.cpp).
 #include <algorithm>
 #include <cstdint>
+#include <map>
 
 #include "config/sections.h"
 #include "floodgate/common/text.h"
@@ -81,15 +82,25 @@ bool parseIntoProgArray(YamlReader& reader, const YamlEntry& entry, InterfaceCon
   return true;
 }
 
+constexpr size_t kMaxInterfaces = 4096;
+
 }  // namespace
 
 std::vector<InterfaceConfig> parseInterfaces(YamlReader& reader, const YamlEntry& entry,
                                              const std::vector<RuleSpec>& rules,
                                              bool rules_complete) {
   std::vector<InterfaceConfig> out;
-  std::vector<int> lines;  // where each name in `out` was given, for duplicates
+  std::map<std::string, int> lines;  // where each name in `out` was given, for duplicates
   if (entry.value.IsNull()) return out;
   if (!reader.list(entry, "interfaces", "names or {name, mode} mappings")) {
+    return out;
+  }
+  // far more than a host attaches XDP to; a list longer still is a mistake or an attack on
+  // the daemon, whose every apply goes through each one
+  if (entry.value.size() > kMaxInterfaces) {
+    reader.error(entry, "interfaces lists " + std::to_string(entry.value.size()) +
+                            " interfaces, more than the " + std::to_string(kMaxInterfaces) +
+                            " floodgate takes: list only the interfaces to protect");
     return out;
   }
   for (const YAML::Node& value : entry.value) {
@@ -130,17 +141,14 @@ std::vector<InterfaceConfig> parseInterfaces(YamlReader& reader, const YamlEntry
       reader.error(*name_entry, valid.error().message);
       continue;
     }
-    int line = name_entry->value.Mark().line + 1;
-    auto first = std::find_if(out.begin(), out.end(),
-                              [&](const InterfaceConfig& i) { return i.name == *name; });
-    if (first != out.end()) {
+    const int line = name_entry->value.Mark().line + 1;
+    if (auto [first, added] = lines.emplace(*name, line); !added) {
       reader.error(*name_entry, "interface '" + *name + "' is listed twice (first at line " +
-                                    std::to_string(lines[first - out.begin()]) + ")");
+                                    std::to_string(first->second) + ")");
       continue;
     }
     interface.name = *name;
     out.push_back(interface);
-    lines.push_back(line);
   }
   return out;
 }

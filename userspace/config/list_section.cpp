@@ -2,6 +2,7 @@
 // CIDR lists (`allow:`, `deny:`, a rule's `match.src`): inline CIDRs and {file: PATH} entries.
 #include <array>
 #include <filesystem>
+#include <set>
 
 #include "config/cidr_file.h"
 #include "config/sections.h"
@@ -18,8 +19,12 @@ std::string resolvePath(const std::string& base_dir, const std::string& path) {
   return (std::filesystem::path(base_dir) / file).lexically_normal().string();
 }
 
+// Reads the file a `file:` entry names into `out`, once per list: `read` holds the paths read
+// for this list so far, and a path read already adds nothing (its prefixes are in), so an
+// entry repeated by a YAML alias cannot make the parse read one large file without end.
 void readFileEntry(YamlReader& reader, const YamlEntry& item, const std::string& what,
-                   const std::string& base_dir, size_t most, std::vector<Cidr>& out) {
+                   const std::string& base_dir, size_t most, std::vector<Cidr>& out,
+                   std::set<std::string>& read) {
   std::optional<YamlFields> fields =
       reader.mapping(item, what + " entry", {"file", "may_be_empty"});
   if (!fields) return;
@@ -35,6 +40,7 @@ void readFileEntry(YamlReader& reader, const YamlEntry& item, const std::string&
     may_be_empty = reader.boolean(*e, "may_be_empty").value_or(false);
   }
   std::string path = resolvePath(base_dir, *name);
+  if (!read.insert(path).second) return;
   std::string error;
   const size_t first = reader.errorCount();
   const size_t before = out.size();
@@ -57,12 +63,13 @@ std::vector<Cidr> parseCidrList(YamlReader& reader, const YamlEntry& entry, cons
   std::vector<Cidr> out;
   if (!reader.list(entry, what, kListShape)) return out;
   std::array<size_t, 2> count{};  // IPv4, IPv6
+  std::set<std::string> files;    // read for this list
   for (const YAML::Node& value : entry.value) {
     YamlEntry item{entry.value, value};
     const size_t before = out.size();
     if (value.IsMap()) {
       // past twice the bound, one family is past it: the file is read no further
-      readFileEntry(reader, item, what, base_dir, 2 * bound.per_family, out);
+      readFileEntry(reader, item, what, base_dir, 2 * bound.per_family, out, files);
     } else if (!value.IsScalar()) {
       reader.error(
           item, what + " entries must be CIDRs or {file: PATH} (got " + describeNode(value) + ")");
