@@ -153,6 +153,27 @@ TEST_F(RedisSyncTest, ARefundFromBeforeTheLastSyncIsNotGivenToTheShare) {
   EXPECT_EQ(stateField(state->str, 1), "9");
 }
 
+// On Redis's own clock (no virtual time), a refund of units a sync reported names the
+// admission's time as Redis counts it, which the sync read: with no decision ever made in
+// Redis, the refund would name a time of its own clock and miss the window. The window is a
+// day long, so none ends in the few milliseconds between the sync and the refund.
+TEST_F(RedisSyncTest, ARefundOfReportedUnitsIsGivenBackOnRedissClock) {
+  RedisStoreOptions options;
+  options.keeps_debt = true;
+  SyncStore a(
+      std::make_unique<RedisStore>(newClient(), "sync-real", fixedWindow(10, 86'400'000), options),
+      [] { return int64_t{1}; }, breaker_, clock_, SyncOptions{200, 1000, false});
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(a.decide("k", clock_->nowNs(), 1)->allowed());
+  ASSERT_TRUE(a.syncNow().ok());
+  auto state = server_->command({"GET", "fg:{sync-real:k}:fixed_window:v3"});
+  ASSERT_TRUE(state);
+  ASSERT_EQ(stateField(state->str, 1), "3");
+  a.refund("k", clock_->nowNs(), 1);
+  state = server_->command({"GET", "fg:{sync-real:k}:fixed_window:v3"});
+  ASSERT_TRUE(state);
+  EXPECT_EQ(stateField(state->str, 1), "2") << "the refund was given back in Redis";
+}
+
 // A bucket with nothing left for the fleet tells a rejected client when the cost will be
 // back (a token a minute, 0.017 a second as the scripts count it: the empty bucket is full
 // in 588 s, and one token is back 9 tokens' time, 529 s, before that: after 59 s), not the

@@ -398,6 +398,9 @@ Result<std::vector<Result<RedisStore::Synced>>> RedisStore::sync(const std::vect
       continue;
     }
     const int64_t redis_now_ns = reply.elements[0].integer * kNsPerUs;
+    // a sync's reading of Redis's clock, as a decision's: what a refund's time is turned
+    // into (a store that syncs may never decide in Redis, and its refunds would name time 0)
+    clock_offset_ns_.store(redis_now_ns - now_ns, std::memory_order_relaxed);
     for (size_t j = 0; j < batches[b].size(); ++j) {
       out[batches[b][j]] = Synced{reply.elements[1 + 2 * j].integer,
                                   reply.elements[2 + 2 * j].integer * kNsPerUs, redis_now_ns};
