@@ -66,6 +66,9 @@ class Client {
   // Pipelines sent so far (for benchmarks: round trips saved by batching, leases and calls
   // of several threads sharing one).
   int64_t roundTrips() const { return round_trips_.load(std::memory_order_relaxed); }
+  // Calls (run()) this thread has made of any client: whether a decision asked Redis at all
+  // or was answered without it (a lease, a share), which says nothing of Redis's health.
+  static int64_t callsOnThisThread();
   // Calls queued for the next shared round trip, over every server.
   size_t waitingCalls();
   // Whether scripts run by EVALSHA rather than as Redis functions (FCALL): set once a server

@@ -31,10 +31,12 @@ class CircuitBreaker {
   CircuitBreaker(CircuitBreakerOptions options, std::shared_ptr<const Clock> clock);
 
   // Whether this call may go to the store. Every true must be followed by onSuccess() or
-  // onFailure().
+  // onFailure(), or by notAsked() when the call was answered without the store (a lease, a
+  // share), which says nothing of its health.
   bool allow();
   void onSuccess();
   void onFailure();
+  void notAsked();
 
   BreakerState state() const { return static_cast<BreakerState>(state_.load()); }
   int64_t timesOpened() const { return times_opened_.load(); }

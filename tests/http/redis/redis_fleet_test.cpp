@@ -14,6 +14,7 @@
 #include "floodgate/redis/failover_store.h"
 #include "floodgate/redis/prefetch_store.h"
 #include "floodgate/redis/redis_store.h"
+#include "floodgate/stores/circuit_breaker.h"
 #include "lab/sharing.h"
 #include "redis/redis_fixture.h"
 
@@ -207,6 +208,38 @@ TEST_F(RedisFleetTest, ShutdownReturnsOnlyLeasesStillRunningAndLongKeysAreNeverH
   store.returnLeases();
   EXPECT_EQ(store.stats().units_lapsed, 7);
   EXPECT_EQ(store.stats().units_returned, 7);
+}
+
+// A hot key's lease answers without Redis: with Redis gone, those answers must not clear the
+// failures of the calls that do reach it, or the breaker never opens while a hot key is busy
+// and every other decision waits out its timeout.
+TEST_F(RedisFleetTest, LeaseAnswersDoNotKeepTheBreakerFromOpening) {
+  redis::ClientOptions client_options;
+  client_options.seeds = {server_->address()};
+  client_options.timeout_ms = 100;
+  auto client = std::make_shared<redis::Client>(client_options);
+  AlgorithmParams p = params(AlgorithmKind::kTokenBucket);
+  PrefetchOptions options;
+  options.batch = 50;
+  options.hot_keys = {"hot"};
+  options.lease_ms = 600'000;
+  auto breaker = std::make_shared<CircuitBreaker>(CircuitBreakerOptions{3, 60'000},
+                                                  std::make_shared<SteadyClock>());
+  FailoverStore store(std::make_unique<PrefetchStore>(
+                          std::make_unique<RedisStore>(client, "breaker", p), p.kind, options),
+                      nullptr, FailureMode::kClosed, breaker);
+  ASSERT_TRUE(store.decide("hot", 0, 1)->allowed());  // leases 49 more
+  server_->freeze();
+  struct Thaw {
+    ~Thaw() { server_->thaw(); }
+  } thaw;
+  for (int i = 0; i < 3; ++i) {
+    Result<Decision> hot = store.decide("hot", 0, 1);
+    EXPECT_TRUE(hot.ok() && hot->allowed()) << "the lease answers";
+    Result<Decision> cold = store.decide("cold" + std::to_string(i), 0, 1);
+    EXPECT_FALSE(cold.ok() && cold->allowed()) << "Redis is gone: closed mode refuses";
+  }
+  EXPECT_EQ(breaker->state(), BreakerState::kOpen) << "three calls to Redis failed";
 }
 
 TEST_F(RedisFleetTest, FixedWindowLeasesEndWithTheirWindow) {

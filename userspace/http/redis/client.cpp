@@ -380,8 +380,15 @@ Result<std::vector<Reply>> Client::run(const std::vector<RoutedCommand>& command
   return run(commands, deadline());
 }
 
+namespace {
+thread_local int64_t t_calls = 0;
+}  // namespace
+
+int64_t Client::callsOnThisThread() { return t_calls; }
+
 Result<std::vector<Reply>> Client::run(const std::vector<RoutedCommand>& commands,
                                        Deadline deadline) {
+  ++t_calls;
   bool known;
   {
     std::shared_lock lock(topology_);

@@ -71,13 +71,17 @@ Result<Decision> FailoverStore::decide(std::string_view key, int64_t now_ns, int
     return failed(key, now_ns, cost,
                   Error::failure("shared store unavailable (circuit breaker open)"));
   }
+  const int64_t calls = redis::Client::callsOnThisThread();
   Result<Decision> decided = remote_->decide(key, now_ns, cost);
+  // A decision made without Redis (a prefetch lease, a fresh sync share) tells nothing of its
+  // health: it neither closes a half-open breaker nor clears the failures that open one.
+  const bool asked = redis::Client::callsOnThisThread() != calls;
   if (decided) {
-    breaker_->onSuccess();
+    asked ? breaker_->onSuccess() : breaker_->notAsked();
     if (sync_ == nullptr) rejections_.remember(key, now_ns, cost, *decided);
     return decided;
   }
-  breaker_->onFailure();
+  asked ? breaker_->onFailure() : breaker_->notAsked();
   store_errors_.fetch_add(1, std::memory_order_relaxed);
   return failed(key, now_ns, cost, decided.error());
 }

@@ -41,6 +41,12 @@ void CircuitBreaker::onSuccess() {
   state_.store(static_cast<int>(BreakerState::kClosed));
 }
 
+void CircuitBreaker::notAsked() {
+  if (state() == BreakerState::kClosed) return;
+  std::lock_guard lock(mutex_);
+  probe_in_flight_ = false;  // the next call is the probe
+}
+
 void CircuitBreaker::open(int64_t now_ns) {
   open_until_ns_ = now_ns + options_.open_ms * 1'000'000;
   if (state() != BreakerState::kOpen) times_opened_.fetch_add(1);
