@@ -380,6 +380,46 @@ TEST_F(RedisSyncTest, ARequestASyncShareRefusesAsksRedisNothingForTheOtherPolici
   EXPECT_EQ(exact.client().roundTrips(), trips);
 }
 
+// A request a local share refuses still has its `key: ip` policy looked at in Redis
+// (uncharged): a client whose per-IP limit is spent is reported to the packet layer whatever
+// refused it first. The rejection is remembered, so asking again costs Redis nothing.
+TEST_F(RedisSyncTest, ARequestASyncShareRefusesIsStillReportedForItsSpentPerIpLimit) {
+  HttpConfig config;
+  config.store.type = "redis";
+  config.store.address = server_->address().text();
+  config.store.instances = 1;
+  config.retry_after_jitter = 0;
+  PolicyConfig per_key;
+  per_key.name = "per-key";
+  per_key.key = {KeyKind::kHeader, "X-API-Key"};
+  per_key.algorithm = fixedWindow(2, 600'000);
+  per_key.sync.enabled = true;
+  per_key.sync.interval_ms = 600'000;  // no sync during the test: the share decides
+  PolicyConfig per_ip;
+  per_ip.name = "per-ip";
+  per_ip.algorithm = fixedWindow(4, 600'000);
+  config.policies = {per_key, per_ip};
+  auto made = Limiter::create(config, std::make_shared<SteadyClock>());
+  ASSERT_TRUE(made.ok()) << made.error().message;
+  Limiter& limiter = **made;
+  auto check = [&](const std::string& api_key) {
+    return limiter.check(RequestInfo{"GET", "/", "192.0.2.1", {{"X-API-Key", api_key}}, {}, {}});
+  };
+  // the per-IP limit of 4 spent over two keys, each at its own limit of 2
+  for (const char* key : {"a", "a", "b", "b"}) ASSERT_TRUE(check(key).allowed()) << key;
+  Verdict refused = check("a");  // a's share refuses it first
+  ASSERT_FALSE(refused.allowed());
+  EXPECT_TRUE(refused.reportable()) << "its per-IP limit is spent: handed to the packet layer";
+  auto& exact = dynamic_cast<RedisStore&>(dynamic_cast<FailoverStore&>(limiter.store(1)).remote());
+  const int64_t trips = exact.client().roundTrips();
+  for (int i = 0; i < 20; ++i) {
+    Verdict again = check("a");
+    ASSERT_FALSE(again.allowed());
+    EXPECT_TRUE(again.reportable()) << i;
+  }
+  EXPECT_EQ(exact.client().roundTrips(), trips) << "the rejection was remembered";
+}
+
 TEST_F(RedisSyncTest, AnOutageFollowsEachFailureModeAndRecovers) {
   HttpConfig config;
   config.store.type = "redis";

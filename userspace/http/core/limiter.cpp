@@ -268,14 +268,32 @@ Verdict Limiter::check(const RequestInfo& request) {
     refused = refused || !pd.decision.allowed();
   }
   if (refused && !together.empty()) {
-    // Refused already, for nothing (a local decision, a sync share): the shared store is not
-    // asked at all, as for a known rejection, and the answer is the policies decided. An
-    // uncharged look would cost the store a call per request of a client it refuses, who
-    // could then load it at will and never meet the limit that refuses it there.
+    // Refused already, for nothing (a local decision, a sync share). Of the shared policies
+    // only the `key: ip` ones are looked at, uncharged: a client their limit refuses is the
+    // one handed to the packet layer (Verdict::reportable), and the store remembers such a
+    // rejection, so a client refused without end costs it a call per retry-after, not per
+    // request. The others are not asked at all, nor listed in the verdict.
+    std::vector<SharedStore::Item> items;
+    std::vector<size_t> looked;  // indices into verdict.decisions, in config order
+    for (size_t j = 0; j < together.size(); ++j) {
+      const PolicyDecision& pd = verdict.decisions[together[j]];
+      if (pd.policy->key.kind != KeyKind::kIp) continue;
+      items.push_back({together_stores[j], pd.key, pd.cost});
+      looked.push_back(together[j]);
+    }
+    if (!items.empty()) {
+      std::vector<SharedStore::Answer> answers =
+          first_together->decideTogether(items, now_ns, false);
+      for (size_t k = 0; k < looked.size(); ++k) {
+        PolicyDecision& pd = verdict.decisions[looked[k]];
+        settle(pd, std::move(answers[k].decision));
+        if (pd.reserved && !answers[k].charged) giveBackInDecision(pd, pd.cost);
+      }
+    }
     std::vector<PolicyDecision> decided;
-    decided.reserve(verdict.decisions.size() - together.size());
     for (size_t i = 0; i < verdict.decisions.size(); ++i) {
-      if (std::find(together.begin(), together.end(), i) == together.end()) {
+      const bool shared = std::find(together.begin(), together.end(), i) != together.end();
+      if (!shared || std::find(looked.begin(), looked.end(), i) != looked.end()) {
         decided.push_back(std::move(verdict.decisions[i]));
       }
     }
