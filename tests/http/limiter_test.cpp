@@ -316,8 +316,8 @@ TEST(Limiter, BasicCredentialsSpelledAnotherWayShareOneQuota) {
       window_ms: 60000
 )");
   int admitted = 0;
-  // "ab?" as 3 bytes, then with variations: YWI/ is the standard spelling, YWI_ URL-safe
-  for (const char* spelling : {"Basic YWI/", "Basic YWI_", "Basic YWI/=", "basic  YW I/"}) {
+  // "ab?" as 3 bytes, then with variations: YWI/ is the standard spelling
+  for (const char* spelling : {"Basic YWI/", "Basic YW!I/", "Basic YWI/=", "basic  YW I/"}) {
     admitted +=
         f.limiter->check(request("GET", "/", "192.0.2.1", {{"Authorization", spelling}})).allowed();
   }

@@ -19,9 +19,9 @@ bool equalsIgnoreCase(std::string_view a, std::string_view b);
 // server reads them (RFC 9110 11.4: a case-insensitive scheme, then one or more spaces), so
 // `Bearer T`, `bearer T` and `BEARER  T` are one key, not three buckets for one token; and
 // Basic credentials and JWTs (a Bearer token of 3 or 5 base64url segments) as the bytes
-// they decode to, encoded again one way, so no spelling of one secret that a lenient
-// decoder reads alike (padding, the other alphabet, inner line breaks, the last character's
-// unused bits) is a bucket of its own.
+// the most lenient decoders read, encoded again one way, so no spelling of one secret that
+// such a decoder reads alike (padding, characters outside the alphabet, text after the
+// padding, the last character's unused bits) is a bucket of its own.
 std::string headerKey(std::string_view name, std::string_view value);
 
 }  // namespace floodgate::http

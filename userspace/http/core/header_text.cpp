@@ -23,21 +23,23 @@ bool equalsIgnoreCase(std::string_view a, std::string_view b) {
 
 namespace {
 
-// The 6 bits base64 character `c` stands for, in the standard or the URL-safe alphabet
-// (RFC 4648), or -1.
-int base64Digit(char c) {
+// The 6 bits base64 character `c` stands for in the standard alphabet (RFC 4648), and with
+// `url` in the URL-safe one too; else -1.
+int base64Digit(char c, bool url) {
   if (c >= 'A' && c <= 'Z') return c - 'A';
   if (c >= 'a' && c <= 'z') return c - 'a' + 26;
   if (c >= '0' && c <= '9') return c - '0' + 52;
-  if (c == '+' || c == '-') return 62;
-  if (c == '/' || c == '_') return 63;
+  if (c == '+' || (url && c == '-')) return 62;
+  if (c == '/' || (url && c == '_')) return 63;
   return -1;
 }
 
-// The bytes base64 `text` holds as a lenient decoder reads them (either alphabet, padding or
-// none, spaces and line breaks skipped, the last character's unused bits ignored), encoded
-// again the one way: the standard alphabet with padding, or with `url` the URL-safe one
-// without. Empty when `text` holds no whole byte or a character no alphabet has.
+// The bytes base64 `text` holds as the most lenient decoders read them, encoded again the one
+// way: the standard alphabet with padding, or with `url` (which reads the URL-safe alphabet
+// too) the URL-safe one without. Lenient decoders (Python's b64decode, for one) skip every
+// character outside the alphabet, stop at the padding that ends a group, and ignore the
+// last character's unused bits: each of those spellings of one secret is one text here.
+// Empty when `text` holds no whole byte.
 std::string canonicalBase64(std::string_view text, bool url) {
   static constexpr char kStandard[] =
       "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -48,9 +50,9 @@ std::string canonicalBase64(std::string_view text, bool url) {
   int held = 0;
   size_t digits = 0;
   for (char c : text) {
-    if (c == '=' || c == ' ' || c == '\t' || c == '\r' || c == '\n') continue;
-    const int digit = base64Digit(c);
-    if (digit < 0) return {};
+    if (c == '=' && digits % 4 >= 2) break;  // the padding of a last, partial group
+    const int digit = base64Digit(c, url);
+    if (digit < 0) continue;
     bits = (bits << 6) | static_cast<uint32_t>(digit);
     held += 6;
     ++digits;
