@@ -435,6 +435,14 @@ TEST(HttpConfig, HeartbeatAndSyncMistakesPointAtTheValue) {
                        "      prefetch: {hot_keys: [k]}\n      sync: {interval_ms: 100}\n"),
             "f.yaml:12:13: policy 'a'.sync and prefetch do not go together (every decision "
             "is local already)");
+  // a hot key longer than a prefetch table holds would never be hot: refused, not ignored
+  const std::string long_key(201, 'k');
+  EXPECT_EQ(firstError(redis + policy +
+                       "      algorithm: gcra\n      capacity: 5\n      rate_per_s: 1\n"
+                       "      prefetch: {hot_keys: [" +
+                       long_key + "]}\n"),
+            "f.yaml:11:29: policy 'a'.prefetch.hot_keys holds a key of 201 bytes, more than the "
+            "200 a hot key may have: leave it out (it is decided in Redis)");
 }
 
 TEST(HttpConfig, RedisStoreMistakesPointAtTheValue) {

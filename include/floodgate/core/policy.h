@@ -52,13 +52,17 @@ struct RouteCost {
 // rejects. The in-memory store always answers.
 enum class FailureMode { kOpen, kClosed };
 
+// The longest key that can be hot (the longest Redis keeps as it is): the prefetch tables
+// hold no more a key, whatever keys clients send.
+inline constexpr size_t kMaxHotKeyBytes = 200;
+
 // Hot-key prefetch (Redis store only): lease `batch` units per round trip for hot keys.
 struct PrefetchConfig {
   bool enabled = false;
   int64_t batch = 8;
   std::vector<std::string> hot_keys;  // always hot
   int64_t detect_per_s = 0;           // also hot: keys decided this often per second; 0 off
-  int64_t lease_ms = 1000;            // buckets: unspent leased units go back after this
+  int64_t lease_ms = 1000;            // buckets: unspent leased units lapse after this
 
   bool operator==(const PrefetchConfig&) const = default;
 };

@@ -307,6 +307,13 @@ void Parser::parsePrefetch(const YamlEntry& entry, const std::string& what,
   }
   if (const YamlEntry* e = fields->find("hot_keys")) {
     for (const YamlString& key : reader_.strings(*e, what + ".hot_keys", "keys", "a hot key")) {
+      if (key.text.size() > kMaxHotKeyBytes) {
+        reader_.error(key.entry, what + ".hot_keys holds a key of " +
+                                     std::to_string(key.text.size()) + " bytes, more than the " +
+                                     std::to_string(kMaxHotKeyBytes) +
+                                     " a hot key may have: leave it out (it is decided in Redis)");
+        continue;
+      }
       prefetch.hot_keys.push_back(key.text);
     }
   }

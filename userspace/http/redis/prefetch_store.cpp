@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "floodgate/core/policy.h"
+
 namespace floodgate::http {
 
 namespace {
@@ -20,9 +22,10 @@ PrefetchStore::PrefetchStore(std::unique_ptr<RedisStore> remote, AlgorithmKind k
 PrefetchStore::~PrefetchStore() { returnLeases(); }
 
 PrefetchStore::Lease* PrefetchStore::hotLease(std::string_view key, int64_t now_ns) {
-  // Clients choose keys: one longer than Redis keeps as it is (RedisStore::kMaxKeyBytes) is
-  // never hot, so no table here holds more than that a key.
-  if (key.size() > RedisStore::kMaxKeyBytes) return nullptr;
+  // Clients choose keys: one longer than Redis keeps as it is is never hot, so no table here
+  // holds more than that a key (the config refuses a longer hot key).
+  static_assert(kMaxHotKeyBytes == RedisStore::kMaxKeyBytes);
+  if (key.size() > kMaxHotKeyBytes) return nullptr;
   {
     std::shared_lock lock(leases_mutex_);
     auto it = leases_.find(std::string(key));
