@@ -187,6 +187,7 @@ class SynCookieE2eTest : public ::testing::Test {
 
   void TearDown() override {
     if (net_) (void)net_->floodgateInSender({"detach", net_->senderInterface()});
+    if (net_ && !other_.empty()) (void)net_->floodgate({"detach", other_});
   }
 
   // Attaches floodgate to the target with the test's SYN rule, or reloads the running one.
@@ -268,6 +269,34 @@ class SynCookieE2eTest : public ::testing::Test {
   }
 
   // Whether floodgate's TC handover is at ingress of the target interface.
+  // A second interface in the target's namespace (other_), detached when the test ends: its
+  // pins outlive the namespace.
+  void addOtherInterface() {
+    other_ = "fgc" + net_->targetInterface().substr(3);
+    ASSERT_EQ(net_->inTarget({"ip", "link", "add", other_, "type", "veth", "peer", "name",
+                              "fgd" + net_->targetInterface().substr(3)})
+                  .exit_code,
+              0);
+    ASSERT_EQ(net_->inTarget({"ip", "link", "set", other_, "up"}).exit_code, 0);
+  }
+  // Attaches (or reloads) other_ with one SYN rule whose syn_cookies is `mode`.
+  bool attachOther(const std::string& mode, const char* command = "attach") {
+    const std::string config = "/tmp/fg-cookies-other-" + std::to_string(getpid()) + ".yaml";
+    std::ofstream(config) << "rules:\n  - name: syn\n"
+                          << "    match: {protocol: tcp, dst_ports: [80], tcp_flags: {syn: set, "
+                             "ack: clear}}\n"
+                          << "    limit: {pps: 50, burst: 100}\n    syn_cookies: " << mode << "\n";
+    CommandResult r = net_->floodgate({command, other_, "--config", config});
+    std::remove(config.c_str());
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return r.exit_code == 0;
+  }
+  std::string sysctl() {
+    CommandResult read = net_->inTarget({"cat", "/proc/sys/net/ipv4/tcp_syncookies"});
+    EXPECT_EQ(read.exit_code, 0) << read.err;
+    return read.out;
+  }
+
   bool handoverAttached() {
     CommandResult filters =
         net_->inTarget({"tc", "filter", "show", "dev", net_->targetInterface(), "ingress"});
@@ -298,6 +327,7 @@ class SynCookieE2eTest : public ::testing::Test {
 
   std::unique_ptr<VethNetwork> net_;
   std::string target_mac_;
+  std::string other_;  // addOtherInterface()'s, if the test made one
   ChildProcess flood_;
 };
 
@@ -413,39 +443,30 @@ TEST_F(SynCookieE2eTest, TheHandoverIsAttachedOnlyWhileARuleUsesCookies) {
 // first interface that gives cookies, and puts the 0 back only when the last one goes, not
 // when the first is detached while another still needs the kernel to check its cookies.
 TEST_F(SynCookieE2eTest, TheSysctlIsPutBackWhenTheLastInterfaceWithCookiesGoes) {
-  const std::string other = "fgc" + net_->targetInterface().substr(3);
-  ASSERT_EQ(net_->inTarget({"ip", "link", "add", other, "type", "veth", "peer", "name",
-                            "fgd" + net_->targetInterface().substr(3)})
-                .exit_code,
-            0);
-  ASSERT_EQ(net_->inTarget({"ip", "link", "set", other, "up"}).exit_code, 0);
-  auto sysctl = [&] {
-    CommandResult read = net_->inTarget({"cat", "/proc/sys/net/ipv4/tcp_syncookies"});
-    EXPECT_EQ(read.exit_code, 0) << read.err;
-    return read.out;
-  };
+  ASSERT_NO_FATAL_FAILURE(addOtherInterface());
   ASSERT_EQ(net_->inTarget({"sh", "-c", "echo 0 > /proc/sys/net/ipv4/tcp_syncookies"}).exit_code,
             0);
   attach("always");
-  const std::string config = "/tmp/fg-cookies-other-" + std::to_string(getpid()) + ".yaml";
-  std::ofstream(config) << "rules:\n  - name: syn\n"
-                        << "    match: {protocol: tcp, dst_ports: [80], tcp_flags: {syn: set, "
-                           "ack: clear}}\n"
-                        << "    limit: {pps: 50, burst: 100}\n    syn_cookies: always\n";
-  CommandResult second = net_->floodgate({"attach", other, "--config", config});
-  std::remove(config.c_str());
-  // detached however the test ends: its pins outlive the namespace
-  struct Detach {
-    VethNetwork* net;
-    std::string name;
-    ~Detach() { (void)net->floodgate({"detach", name}); }
-  } detach_other{net_.get(), other};
-  ASSERT_EQ(second.exit_code, 0) << second.err;
+  ASSERT_TRUE(attachOther("always"));
   EXPECT_EQ(sysctl(), "1\n");
   ASSERT_EQ(net_->floodgate({"detach", net_->targetInterface()}).exit_code, 0);
   EXPECT_EQ(sysctl(), "1\n") << "the other interface still gives cookies";
-  ASSERT_EQ(net_->floodgate({"detach", other}).exit_code, 0);
+  ASSERT_EQ(net_->floodgate({"detach", other_}).exit_code, 0);
   EXPECT_EQ(sysctl(), "0\n") << "put back with the last one";
+}
+
+// An interface whose cookie rule a reload took away gives no cookies: the first one's detach
+// then puts the sysctl back rather than handing it to that one.
+TEST_F(SynCookieE2eTest, AnInterfaceWhoseCookiesAReloadTookAwayDoesNotKeepTheSysctl) {
+  ASSERT_NO_FATAL_FAILURE(addOtherInterface());
+  ASSERT_EQ(net_->inTarget({"sh", "-c", "echo 0 > /proc/sys/net/ipv4/tcp_syncookies"}).exit_code,
+            0);
+  attach("always");
+  ASSERT_TRUE(attachOther("always"));
+  ASSERT_TRUE(attachOther("off", "reload"));
+  EXPECT_EQ(sysctl(), "1\n") << "the target still gives cookies";
+  ASSERT_EQ(net_->floodgate({"detach", net_->targetInterface()}).exit_code, 0);
+  EXPECT_EQ(sysctl(), "0\n") << "no interface gives cookies any more";
 }
 
 }  // namespace

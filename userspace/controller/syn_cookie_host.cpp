@@ -136,6 +136,9 @@ Status takeDownSynCookieHost(const std::string& interface) {
   if (auto ifindex = interfaceIndex(interface); ifindex) {
     status = detachTcIngress(*ifindex, interface);
   }
+  // its pin goes too: a pinned handover program is what says an interface gives cookies
+  // (otherCookieInterface), and the next rule that wants them loads it again
+  if (Status s = forgetSynCookieHandover(interface); !s && status) status = s;
   std::ifstream saved(savedPath(interface));
   int value = -1;
   if (saved >> value) {
