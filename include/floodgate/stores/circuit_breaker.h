@@ -30,13 +30,14 @@ class CircuitBreaker {
  public:
   CircuitBreaker(CircuitBreakerOptions options, std::shared_ptr<const Clock> clock);
 
-  // Whether this call may go to the store. Every true must be followed by onSuccess() or
-  // onFailure(), or by notAsked() when the call was answered without the store (a lease, a
-  // share), which says nothing of its health.
-  bool allow();
+  // Whether this call may go to the store; *probe (if given) says whether it is the one
+  // call of a half-open breaker. Every true must be followed by onSuccess() or onFailure(),
+  // or by notAsked(probe) when the call was answered without the store (a lease, a share),
+  // which says nothing of its health.
+  bool allow(bool* probe = nullptr);
   void onSuccess();
   void onFailure();
-  void notAsked();
+  void notAsked(bool probe);
 
   BreakerState state() const { return static_cast<BreakerState>(state_.load()); }
   int64_t timesOpened() const { return times_opened_.load(); }

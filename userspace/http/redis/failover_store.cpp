@@ -67,7 +67,8 @@ Result<Decision> FailoverStore::decide(std::string_view key, int64_t now_ns, int
   } else if (auto known = rejections_.lookup(key, now_ns, cost)) {
     return *known;
   }
-  if (!breaker_->allow()) {
+  bool probe = false;
+  if (!breaker_->allow(&probe)) {
     return failed(key, now_ns, cost,
                   Error::failure("shared store unavailable (circuit breaker open)"));
   }
@@ -77,11 +78,11 @@ Result<Decision> FailoverStore::decide(std::string_view key, int64_t now_ns, int
   // health: it neither closes a half-open breaker nor clears the failures that open one.
   const bool asked = redis::Client::callsOnThisThread() != calls;
   if (decided) {
-    asked ? breaker_->onSuccess() : breaker_->notAsked();
+    asked ? breaker_->onSuccess() : breaker_->notAsked(probe);
     if (sync_ == nullptr) rejections_.remember(key, now_ns, cost, *decided);
     return decided;
   }
-  asked ? breaker_->onFailure() : breaker_->notAsked();
+  asked ? breaker_->onFailure() : breaker_->notAsked(probe);
   store_errors_.fetch_add(1, std::memory_order_relaxed);
   return failed(key, now_ns, cost, decided.error());
 }

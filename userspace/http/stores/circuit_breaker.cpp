@@ -19,7 +19,8 @@ std::string_view breakerStateName(BreakerState state) {
 CircuitBreaker::CircuitBreaker(CircuitBreakerOptions options, std::shared_ptr<const Clock> clock)
     : options_(options), clock_(std::move(clock)) {}
 
-bool CircuitBreaker::allow() {
+bool CircuitBreaker::allow(bool* probe) {
+  if (probe != nullptr) *probe = false;
   if (state() == BreakerState::kClosed) return true;
   std::lock_guard lock(mutex_);
   if (state() == BreakerState::kClosed) return true;
@@ -27,6 +28,7 @@ bool CircuitBreaker::allow() {
   if (state() == BreakerState::kOpen && clock_->nowNs() < open_until_ns_) return false;
   state_.store(static_cast<int>(BreakerState::kHalfOpen));
   probe_in_flight_ = true;  // this caller is the probe
+  if (probe != nullptr) *probe = true;
   return true;
 }
 
@@ -41,8 +43,8 @@ void CircuitBreaker::onSuccess() {
   state_.store(static_cast<int>(BreakerState::kClosed));
 }
 
-void CircuitBreaker::notAsked() {
-  if (state() == BreakerState::kClosed) return;
+void CircuitBreaker::notAsked(bool probe) {
+  if (!probe) return;  // a call let through while closed holds no probe
   std::lock_guard lock(mutex_);
   probe_in_flight_ = false;  // the next call is the probe
 }
