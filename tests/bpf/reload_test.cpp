@@ -6,6 +6,8 @@
 #include "bpf/xdp_fixture.h"
 #include "controller/rule_compiler.h"
 #include "floodgate/common/cidr.h"
+#include "kernel/bpf_map.h"
+#include "kernel/pins.h"
 
 namespace floodgate::test {
 namespace {
@@ -91,6 +93,37 @@ TEST_F(ReloadTest, SetMovesTheUntrackedRatesThatFollowTheRulesAndNoOther) {
   EXPECT_EQ(describeLimits(running, running.untracked).bits_per_s, 2'000'000u) << "follows";
   EXPECT_EQ(describeLimits(running, running.untracked).pps, 500u) << "its own";
   EXPECT_EQ(running.untracked[FG_LIMIT_BPS].capacity, running.limits[FG_LIMIT_BPS].capacity);
+}
+
+// A rule an older floodgate wrote has untracked_own 1 for "both rates its own": a `set` of the
+// rule's bps then leaves an untracked bps that differs from the rule's as it is, rather than
+// taking it for one that follows.
+TEST_F(ReloadTest, SetLeavesAnUntrackedBpsOfItsOwnThatAnOlderFloodgateWrote) {
+  RuleSpec rule = sourceRule(10, 20);
+  rule.limit.bits_per_s = 1'000'000;
+  rule.limit.burst_bytes = 10'000;
+  rule.untracked = {.pps = 500, .burst = 1000, .bits_per_s = 50'000'000, .burst_bytes = 100'000};
+  load({rule});
+  auto rules_map = BpfMap<uint32_t, fg_rule>::openPinned(mapPinPath(pin_name_, "rules"), "rules");
+  ASSERT_TRUE(rules_map.ok()) << rules_map.error().message;
+  auto active = limiter().activeRules();
+  ASSERT_TRUE(active.ok());
+  ASSERT_EQ(active->size(), 1u);
+  for (uint32_t pos : {0u, static_cast<uint32_t>(FG_MAX_RULES)}) {  // whichever set is active
+    auto written = rules_map->lookup(pos);
+    ASSERT_TRUE(written.ok());
+    if (std::string(written->name) != "rule0") continue;
+    written->untracked_own = 1;  // as an older floodgate wrote it
+    ASSERT_TRUE(rules_map->update(pos, *written).ok());
+  }
+  LimitChange change;
+  change.bits_per_s = 2'000'000;
+  ASSERT_TRUE(limiter().setLimits("rule0", change).ok());
+  active = limiter().activeRules();
+  ASSERT_TRUE(active.ok());
+  const fg_rule& running = (*active)[0];
+  EXPECT_EQ(describeLimits(running).bits_per_s, 2'000'000u);
+  EXPECT_EQ(describeLimits(running, running.untracked).bits_per_s, 50'000'000u) << "its own";
 }
 
 // A rate so high that one tick of it is more than the burst gets a burst of a tick's worth;

@@ -338,12 +338,17 @@ Result<bool> XdpLimiter::changeLimits(const std::string& rule_name, const LimitS
     if (change.burst_bytes) spec.limit.burst_bytes = *change.burst_bytes;
     auto compiled = compileRule(spec, tick_units_);
     if (!compiled) return compiled.error();
-    std::memcpy(rule.limits, compiled->limits, sizeof(rule.limits));
-    // an untracked rate that follows the rule's own follows the change too
+    // An untracked rate that follows the rule's own follows the change too: one not its own
+    // and equal to the rule's. Equal as well, since a rule an older floodgate wrote has 1 for
+    // both rates its own, and a bps of its own must not be taken for one that follows.
     for (auto [kind, own] : {std::pair{FG_LIMIT_PPS, FG_UNTRACKED_OWN_PPS},
                              std::pair{FG_LIMIT_BPS, FG_UNTRACKED_OWN_BPS}}) {
-      if (!(rule.untracked_own & own)) rule.untracked[kind] = compiled->limits[kind];
+      if (!(rule.untracked_own & own) &&
+          std::memcmp(&rule.untracked[kind], &rule.limits[kind], sizeof(fg_limit)) == 0) {
+        rule.untracked[kind] = compiled->limits[kind];
+      }
     }
+    std::memcpy(rule.limits, compiled->limits, sizeof(rule.limits));
     auto sources = activeSources();
     if (!sources) return sources.error();
     if (Status s = publish(*rules, *sources); !s) return s.error();
