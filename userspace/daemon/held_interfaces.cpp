@@ -162,7 +162,11 @@ Status HeldInterfaces::apply(const std::vector<WantedInterface>& wanted) {
       waiting.emplace(name, one);
       continue;
     }
+    const bool was_attached = attached(name);
     if (Status s = attachOrAdopt(one, ""); !s) return undo(s.error());
+    // attached here (one that was detached behind the daemon's back, too): taken back by a
+    // failure further on, as the new interfaces are
+    if (!was_attached) fresh.insert(name);
   }
   // Let go last, once every other change was made: a failure above leaves them attached.
   for (auto it = held_.begin(); it != held_.end();) {
