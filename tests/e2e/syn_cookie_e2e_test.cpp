@@ -279,6 +279,14 @@ class SynCookieE2eTest : public ::testing::Test {
               0);
     ASSERT_EQ(net_->inTarget({"ip", "link", "set", other_, "up"}).exit_code, 0);
   }
+  // The sysctl at 0, then the target and other_ (made here) both giving cookies.
+  void cookiesOnBothFromASysctlOfZero() {
+    ASSERT_NO_FATAL_FAILURE(addOtherInterface());
+    ASSERT_EQ(net_->inTarget({"sh", "-c", "echo 0 > /proc/sys/net/ipv4/tcp_syncookies"}).exit_code,
+              0);
+    attach("always");
+    ASSERT_TRUE(attachOther("always"));
+  }
   // Attaches (or reloads) other_ with one SYN rule whose syn_cookies is `mode`.
   bool attachOther(const std::string& mode, const char* command = "attach") {
     const std::string config = "/tmp/fg-cookies-other-" + std::to_string(getpid()) + ".yaml";
@@ -443,11 +451,7 @@ TEST_F(SynCookieE2eTest, TheHandoverIsAttachedOnlyWhileARuleUsesCookies) {
 // first interface that gives cookies, and puts the 0 back only when the last one goes, not
 // when the first is detached while another still needs the kernel to check its cookies.
 TEST_F(SynCookieE2eTest, TheSysctlIsPutBackWhenTheLastInterfaceWithCookiesGoes) {
-  ASSERT_NO_FATAL_FAILURE(addOtherInterface());
-  ASSERT_EQ(net_->inTarget({"sh", "-c", "echo 0 > /proc/sys/net/ipv4/tcp_syncookies"}).exit_code,
-            0);
-  attach("always");
-  ASSERT_TRUE(attachOther("always"));
+  ASSERT_NO_FATAL_FAILURE(cookiesOnBothFromASysctlOfZero());
   EXPECT_EQ(sysctl(), "1\n");
   ASSERT_EQ(net_->floodgate({"detach", net_->targetInterface()}).exit_code, 0);
   EXPECT_EQ(sysctl(), "1\n") << "the other interface still gives cookies";
@@ -458,11 +462,7 @@ TEST_F(SynCookieE2eTest, TheSysctlIsPutBackWhenTheLastInterfaceWithCookiesGoes) 
 // An interface whose cookie rule a reload took away gives no cookies: the first one's detach
 // then puts the sysctl back rather than handing it to that one.
 TEST_F(SynCookieE2eTest, AnInterfaceWhoseCookiesAReloadTookAwayDoesNotKeepTheSysctl) {
-  ASSERT_NO_FATAL_FAILURE(addOtherInterface());
-  ASSERT_EQ(net_->inTarget({"sh", "-c", "echo 0 > /proc/sys/net/ipv4/tcp_syncookies"}).exit_code,
-            0);
-  attach("always");
-  ASSERT_TRUE(attachOther("always"));
+  ASSERT_NO_FATAL_FAILURE(cookiesOnBothFromASysctlOfZero());
   ASSERT_TRUE(attachOther("off", "reload"));
   EXPECT_EQ(sysctl(), "1\n") << "the target still gives cookies";
   ASSERT_EQ(net_->floodgate({"detach", net_->targetInterface()}).exit_code, 0);

@@ -304,50 +304,41 @@ TEST(Limiter, AKeyHeaderSentTwiceWithOneValueIsChargedToIt) {
   EXPECT_EQ(v.decisions[0].decision.remaining, 1);
 }
 
-// One Basic password spelled several ways a lenient server decodes alike (padding, the last
-// character's unused bits, the URL-safe alphabet) is one quota, not a quota per spelling.
-TEST(Limiter, BasicCredentialsSpelledAnotherWayShareOneQuota) {
-  Fixture f(R"(http:
+// A limiter with one policy keyed by Authorization, 2 requests a minute.
+constexpr const char* kPerAuthorization = R"(http:
   policies:
     - name: per-login
       key: header:Authorization
       algorithm: fixed_window
       limit: 2
       window_ms: 60000
-)");
+)";
+
+// How many of the requests, one per Authorization value of `spellings`, are admitted.
+int admittedOf(Fixture& f, std::initializer_list<const char*> spellings) {
   int admitted = 0;
+  for (const char* spelling : spellings) {
+    admitted +=
+        f.limiter->check(request("GET", "/", "192.0.2.1", {{"authorization", spelling}})).allowed();
+  }
+  return admitted;
+}
+
+// One Basic password spelled several ways a lenient server decodes alike (padding, junk
+// characters, the last character's unused bits) is one quota, not a quota per spelling.
+TEST(Limiter, BasicCredentialsSpelledAnotherWayShareOneQuota) {
+  Fixture f(kPerAuthorization);
   // "ab?" as 3 bytes, then with variations: YWI/ is the standard spelling
-  for (const char* spelling : {"Basic YWI/", "Basic YW!I/", "Basic YWI/=", "basic  YW I/"}) {
-    admitted +=
-        f.limiter->check(request("GET", "/", "192.0.2.1", {{"Authorization", spelling}})).allowed();
-  }
-  EXPECT_EQ(admitted, 2);
+  EXPECT_EQ(admittedOf(f, {"Basic YWI/", "Basic YW!I/", "Basic YWI/=", "basic  YW I/"}), 2);
   // "a": four spellings of one byte
-  admitted = 0;
-  for (const char* spelling : {"Basic YQ==", "Basic YR==", "Basic YQ", "Basic Yf"}) {
-    admitted +=
-        f.limiter->check(request("GET", "/", "192.0.2.1", {{"Authorization", spelling}})).allowed();
-  }
-  EXPECT_EQ(admitted, 2);
+  EXPECT_EQ(admittedOf(f, {"Basic YQ==", "Basic YR==", "Basic YQ", "Basic Yf"}), 2);
 }
 
 // An Authorization scheme is case-insensitive and its spaces are one or more: a server takes
 // `Bearer T`, `bearer T` and `BEARER  T` for one token, so they are one key, not a bucket each.
 TEST(Limiter, AuthorizationSpelledAnotherWayIsTheSameKey) {
-  Fixture f(R"(http:
-  policies:
-    - name: per-token
-      key: header:Authorization
-      algorithm: fixed_window
-      limit: 2
-      window_ms: 60000
-)");
-  int admitted = 0;
-  for (const char* spelling : {"Bearer T0k", "bearer T0k", "BEARER \t T0k", " beAreR T0k "}) {
-    admitted +=
-        f.limiter->check(request("GET", "/", "192.0.2.1", {{"authorization", spelling}})).allowed();
-  }
-  EXPECT_EQ(admitted, 2);
+  Fixture f(kPerAuthorization);
+  EXPECT_EQ(admittedOf(f, {"Bearer T0k", "bearer T0k", "BEARER \t T0k", " beAreR T0k "}), 2);
   // the token itself is case-sensitive: another token has its own quota
   EXPECT_TRUE(f.limiter->check(request("GET", "/", "192.0.2.1", {{"Authorization", "Bearer t0k"}}))
                   .allowed());

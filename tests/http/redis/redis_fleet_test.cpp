@@ -30,6 +30,14 @@ constexpr int kRequestsPerThread = 60;  // 960 in all, against limits of 200
 class RedisFleetTest : public testing::RedisServerTest {
  protected:
   static std::shared_ptr<redis::Client> newClient() { return RedisServerTest::newClient(kThreads); }
+  // A client of 4 connections whose calls give up after `timeout_ms`.
+  static std::shared_ptr<redis::Client> clientWithTimeout(int timeout_ms) {
+    redis::ClientOptions options;
+    options.seeds = {server_->address()};
+    options.timeout_ms = timeout_ms;
+    options.pool_size = 4;
+    return std::make_shared<redis::Client>(options);
+  }
 };
 
 AlgorithmParams params(AlgorithmKind kind) {
@@ -214,10 +222,7 @@ TEST_F(RedisFleetTest, ShutdownReturnsOnlyLeasesStillRunningAndLongKeysAreNeverH
 // failures of the calls that do reach it, or the breaker never opens while a hot key is busy
 // and every other decision waits out its timeout.
 TEST_F(RedisFleetTest, LeaseAnswersDoNotKeepTheBreakerFromOpening) {
-  redis::ClientOptions client_options;
-  client_options.seeds = {server_->address()};
-  client_options.timeout_ms = 100;
-  auto client = std::make_shared<redis::Client>(client_options);
+  auto client = clientWithTimeout(100);
   AlgorithmParams p = params(AlgorithmKind::kTokenBucket);
   PrefetchOptions options;
   options.batch = 50;
@@ -320,11 +325,7 @@ TEST_F(RedisFleetTest, UnitsLeftOfAnEarlierWindowLapseWhenARefillIsAnsweredInANe
 // by side. Redis's writes are paused (CLIENT PAUSE WRITE), so each call stays in Redis,
 // counted as a blocked client, until the pause is lifted.
 TEST_F(RedisFleetTest, AStalledLeaseRefillDoesNotQueueTheOtherThreadsBehindIt) {
-  redis::ClientOptions client_options;
-  client_options.seeds = {server_->address()};
-  client_options.timeout_ms = 60'000;  // longer than the test waits: no call times out
-  client_options.pool_size = 4;
-  auto client = std::make_shared<redis::Client>(client_options);
+  auto client = clientWithTimeout(60'000);  // longer than the test waits: no call times out
   AlgorithmParams p = params(AlgorithmKind::kTokenBucket);
   PrefetchOptions options;
   options.batch = 4;

@@ -49,6 +49,16 @@ class RedisSyncTest : public ::testing::Test {
         SyncOptions{200, max_keys, /*background=*/false});
   }
 
+  // A config of the Redis store on the test's server, one instance, no retry jitter.
+  HttpConfig oneInstanceOnRedis() const {
+    HttpConfig config;
+    config.store.type = "redis";
+    config.store.address = server_->address().text();
+    config.store.instances = 1;
+    config.retry_after_jitter = 0;
+    return config;
+  }
+
   std::unique_ptr<RedisServer> server_;
   std::shared_ptr<ManualClock> clock_ = std::make_shared<ManualClock>(1'000'000'000'000);
   std::shared_ptr<CircuitBreaker> breaker_ =
@@ -348,11 +358,7 @@ TEST_F(RedisSyncTest, FourInstancesAtThreeTimesTheLimitStayWithinTheBound) {
 // exact policy beside it is not asked. A client refused without end would otherwise load
 // Redis with a call per request, none of which its per-IP limit counts.
 TEST_F(RedisSyncTest, ARequestASyncShareRefusesAsksRedisNothingForTheOtherPolicies) {
-  HttpConfig config;
-  config.store.type = "redis";
-  config.store.address = server_->address().text();
-  config.store.instances = 1;
-  config.retry_after_jitter = 0;
+  HttpConfig config = oneInstanceOnRedis();
   PolicyConfig per_ip;
   per_ip.name = "per-ip";
   per_ip.algorithm = fixedWindow(4, 600'000);
@@ -384,11 +390,7 @@ TEST_F(RedisSyncTest, ARequestASyncShareRefusesAsksRedisNothingForTheOtherPolici
 // (uncharged): a client whose per-IP limit is spent is reported to the packet layer whatever
 // refused it first. The rejection is remembered, so asking again costs Redis nothing.
 TEST_F(RedisSyncTest, ARequestASyncShareRefusesIsStillReportedForItsSpentPerIpLimit) {
-  HttpConfig config;
-  config.store.type = "redis";
-  config.store.address = server_->address().text();
-  config.store.instances = 1;
-  config.retry_after_jitter = 0;
+  HttpConfig config = oneInstanceOnRedis();
   PolicyConfig per_key;
   per_key.name = "per-key";
   per_key.key = {KeyKind::kHeader, "X-API-Key"};
