@@ -84,6 +84,8 @@ class PrefetchStore final : public Store {
     int64_t redis_at_ns = 0;
   };
   static Taken takeUnits(Lease& lease);
+  // Writes off a lease's units, which can no longer be spent or given back (lease->mutex held).
+  void lapse(Lease& lease);
   // fixed_window: the index of the window a time of Redis's clock falls in.
   int64_t windowOf(int64_t redis_ns) const;
   // Gives back or writes off `taken`; no lease's mutex held (it calls Redis).
@@ -100,7 +102,7 @@ class PrefetchStore final : public Store {
   // Hot-key detection: decisions per key in the current second, bounded.
   std::mutex counts_mutex_;
   int64_t counts_second_ = 0;
-  std::atomic<int64_t> latest_now_ns_{0};  // of the decisions so far
+  std::atomic<int64_t> latest_now_ns_{0};  // of the decisions so far, without options_.clock
   std::unordered_map<std::string, int64_t, KeyedHasher> counts_;
 
   mutable std::mutex stats_mutex_;

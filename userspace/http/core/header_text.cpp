@@ -125,7 +125,7 @@ std::string headerKey(std::string_view name, std::string_view value) {
     key += ' ';
     // Basic credentials (RFC 7617) and JWTs as the bytes they decode to: many servers decode
     // them leniently, so each spelling would otherwise be a quota of its own for one secret.
-    // Text that is not what the scheme says is its key as it is (a server refuses it).
+    // Text that holds no whole byte, or a Bearer token that is no JWT, is its key as it is.
     std::string canonical;
     if (key == "basic ") {
       canonical = canonicalBase64(credentials, false);

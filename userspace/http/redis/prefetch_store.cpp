@@ -52,6 +52,11 @@ int64_t PrefetchStore::windowOf(int64_t redis_ns) const {
   return redis_ns / (std::max<int64_t>(1, remote_->algorithm().window_ms) * 1'000'000);
 }
 
+void PrefetchStore::lapse(Lease& lease) {
+  std::lock_guard stats_lock(stats_mutex_);
+  stats_.units_lapsed += std::exchange(lease.units, 0);
+}
+
 PrefetchStore::Taken PrefetchStore::takeUnits(Lease& lease) {
   return Taken{std::exchange(lease.units, 0), lease.redis_at_ns};
 }
@@ -68,8 +73,11 @@ void PrefetchStore::giveBack(std::string_view key, Taken taken) {
 // on the lock would each wait out their own timeout in turn. One thread refills the lease;
 // the others meanwhile decide in Redis directly, side by side.
 Result<Decision> PrefetchStore::decide(std::string_view key, int64_t now_ns, int64_t cost) {
-  for (int64_t seen = latest_now_ns_.load(std::memory_order_relaxed);
-       now_ns > seen && !latest_now_ns_.compare_exchange_weak(seen, now_ns);) {
+  // returnLeases()'s clock where the store has none of its own (a shared line written only then)
+  if (!options_.clock) {
+    for (int64_t seen = latest_now_ns_.load(std::memory_order_relaxed);
+         now_ns > seen && !latest_now_ns_.compare_exchange_weak(seen, now_ns);) {
+    }
   }
   Lease* lease = hotLease(key, now_ns);
   if (lease == nullptr) return remote_->decide(key, now_ns, cost);
@@ -83,8 +91,7 @@ Result<Decision> PrefetchStore::decide(std::string_view key, int64_t now_ns, int
       // counted twice: the bucket refilled since they were taken, as if they were spent,
       // and handed back on top of that, however long ago, they would let the fleet admit
       // them again (each instance its lease's worth, at once).
-      std::lock_guard stats_lock(stats_mutex_);
-      stats_.units_lapsed += std::exchange(lease->units, 0);
+      lapse(*lease);
     }
     if (lease->units >= cost) {
       lease->units -= cost;
@@ -120,8 +127,7 @@ Result<Decision> PrefetchStore::decide(std::string_view key, int64_t now_ns, int
         older = takeUnits(*lease);
       } else if (lease->units > 0 &&
                  windowOf(lease->redis_at_ns) != windowOf(answer->redis_now_ns)) {
-        std::lock_guard stats_lock(stats_mutex_);
-        stats_.units_lapsed += std::exchange(lease->units, 0);
+        lapse(*lease);
       }
       // a window's further leases add to its units; anything else starts them over
       if (kind_ != AlgorithmKind::kFixedWindow || lease->units == 0) lease->since_ns = now_ns;
@@ -172,8 +178,7 @@ void PrefetchStore::returnLeases() {
     {
       std::lock_guard lease_lock(lease->mutex);
       if (now_ns >= lease->expires_ns) {  // over: its units lapse, as in decide()
-        std::lock_guard stats_lock(stats_mutex_);
-        stats_.units_lapsed += std::exchange(lease->units, 0);
+        lapse(*lease);
         continue;
       }
       taken = takeUnits(*lease);
