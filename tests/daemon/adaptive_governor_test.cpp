@@ -273,14 +273,30 @@ TEST(AdaptiveGovernor, OneStepPerReadingEachMeasuredUnderTheLimitsBeforeIt) {
 
 TEST(AdaptiveGovernor, AReloadKeepsAGovernorOnlyForTheSameSectionAndLimits) {
   AdaptiveGovernor governor(testConfig(), testRules());
-  EXPECT_TRUE(governor.sameAs(testConfig(), testRules()));
+  EXPECT_TRUE(governor.sameAs(testConfig(), testRules(), false));
   config::AdaptiveConfig other = testConfig();
   other.step = 0.4;
   other.relax_below = 0.4;
-  EXPECT_FALSE(governor.sameAs(other, testRules()));
+  EXPECT_FALSE(governor.sameAs(other, testRules(), false));
   std::vector<AdaptiveRule> raised = testRules();
   raised[0].configured.pps = 200;
-  EXPECT_FALSE(governor.sameAs(testConfig(), raised));
+  EXPECT_FALSE(governor.sameAs(testConfig(), raised, false));
+}
+
+// A level reached while the packets over the limits only passed (a dry run) is not one to
+// enforce: a change of monitor mode or of a named rule's on_exceed is another governor.
+TEST(AdaptiveGovernor, ADryRunIsNotTheSameAsEnforcing) {
+  AdaptiveGovernor dry(testConfig(), testRules(), true);
+  EXPECT_TRUE(dry.sameAs(testConfig(), testRules(), true));
+  EXPECT_FALSE(dry.sameAs(testConfig(), testRules(), false)) << "monitor: true -> false";
+  std::vector<AdaptiveRule> monitored = testRules();
+  monitored[0].on_exceed = ExceedAction::kMonitor;
+  AdaptiveGovernor rule_dry(testConfig(), monitored);
+  EXPECT_FALSE(rule_dry.sameAs(testConfig(), testRules(), false)) << "on_exceed: monitor -> drop";
+  std::vector<AdaptiveRule> banning = testRules();
+  banning[0].on_exceed = ExceedAction::kBan;
+  AdaptiveGovernor enforcing(testConfig(), testRules());
+  EXPECT_FALSE(enforcing.sameAs(testConfig(), banning, false)) << "drop -> ban";
 }
 
 TEST(AdaptiveGovernor, ARuleSetByHandIsLeftAloneWhileTheOthersMoveOn) {

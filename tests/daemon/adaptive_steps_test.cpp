@@ -33,9 +33,8 @@ AttachOptions options(uint64_t pps) {
   return o;
 }
 
-// A governor two steps down.
-AdaptiveGovernor tightened() {
-  AttachOptions o = options(100);
+// A governor two steps down, for `o` (options(100) unless given).
+AdaptiveGovernor tightened(AttachOptions o = options(100)) {
   std::vector<LogLine> lines;
   AdaptiveGovernor governor = *reconcileAdaptive(std::nullopt, section(), o, lines);
   governor.observe(0, {0, 0});
@@ -88,6 +87,30 @@ TEST(AdaptiveSteps, AChangedLimitOrSectionStartsOverAtTheConfiguredLimits) {
   EXPECT_EQ(same.rules[0].limit, (LimitSpec{100, 10, 0, 0}));
 }
 
+// The reload that ends a dry run (defaults.monitor, or a named rule's on_exceed: monitor)
+// enforces the configured limits, not the floors the dry run reached.
+TEST(AdaptiveSteps, EnforcingAfterADryRunStartsOverAtTheConfiguredLimits) {
+  AttachOptions monitor = options(100);
+  monitor.monitor = true;
+  AttachOptions rule_monitor = options(100);
+  rule_monitor.rules[0].action = ExceedAction::kMonitor;
+  for (const AttachOptions& dry : {monitor, rule_monitor}) {
+    AttachOptions enforce = options(100);
+    std::vector<LogLine> lines;
+    auto fresh = reconcileAdaptive(tightened(dry), section(), enforce, lines);
+    ASSERT_TRUE(fresh);
+    EXPECT_EQ(fresh->level(), 0u);
+    EXPECT_EQ(enforce.rules[0].limit, (LimitSpec{100, 10, 0, 0}));
+    ASSERT_EQ(lines.size(), 1u);
+    EXPECT_NE(lines[0].text.find("monitor mode"), std::string::npos) << lines[0].text;
+  }
+  // a dry run that goes on keeps its level, and so does a rule it does not name changing
+  AttachOptions still = monitor;
+  still.rules[1].action = ExceedAction::kMonitor;
+  std::vector<LogLine> lines;
+  EXPECT_EQ(reconcileAdaptive(tightened(monitor), section(), still, lines)->level(), 2u);
+}
+
 TEST(AdaptiveSteps, NoSectionNoGovernor) {
   AttachOptions o = options(100);
   std::vector<LogLine> lines;
@@ -98,7 +121,9 @@ TEST(AdaptiveSteps, NoSectionNoGovernor) {
   ASSERT_EQ(lines.size(), 1u) << "the section went away while it had moved the limits";
 }
 
-TEST(AdaptiveSteps, PassedLoadIsPassAndMonitorOfEveryReason) {
+// Monitor verdicts pass packets enforcing would drop: left out, so that in a dry run
+// tightening lowers the load it measures as enforcing would, and stops where enforcing would.
+TEST(AdaptiveSteps, PassedLoadIsWhatEnforcingWouldPassOfEveryReason) {
   std::vector<CounterRow> rows = {
       {FG_VERDICT_PASS, FG_REASON_DEFAULT, 100, 6000},
       {FG_VERDICT_PASS, FG_REASON_ALLOW, 10, 600},
@@ -106,8 +131,8 @@ TEST(AdaptiveSteps, PassedLoadIsPassAndMonitorOfEveryReason) {
       {FG_VERDICT_DROP, FG_REASON_RATE, 1000, 60000},
   };
   PassedCounters passed = passedOf(rows);
-  EXPECT_EQ(passed.packets, 115u);
-  EXPECT_EQ(passed.bytes, 6900u);
+  EXPECT_EQ(passed.packets, 110u);
+  EXPECT_EQ(passed.bytes, 6600u);
 }
 
 // A level whose limits the rule could not run (a burst of 9000 at 2 pps takes over an hour

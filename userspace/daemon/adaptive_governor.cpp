@@ -59,9 +59,11 @@ std::string factor(double value) {
 }  // namespace
 
 AdaptiveGovernor::AdaptiveGovernor(const config::AdaptiveConfig& config,
-                                   std::vector<AdaptiveRule> rules, const Runnable& runnable)
+                                   std::vector<AdaptiveRule> rules, bool monitor,
+                                   const Runnable& runnable)
     : config_(config),
       rules_(std::move(rules)),
+      monitor_(monitor),
       released_(rules_.size(), false),
       running_(rules_.size(), 0) {
   // Every level down to the first that no step changes: each rule on its floor, or where its
@@ -231,11 +233,11 @@ std::optional<AdaptiveDecision> AdaptiveGovernor::observe(uint64_t now_ns,
 }
 
 bool AdaptiveGovernor::sameAs(const config::AdaptiveConfig& config,
-                              const std::vector<AdaptiveRule>& rules) const {
-  if (!(config == config_) || rules.size() != rules_.size()) return false;
+                              const std::vector<AdaptiveRule>& rules, bool monitor) const {
+  if (!(config == config_) || monitor != monitor_ || rules.size() != rules_.size()) return false;
   for (size_t i = 0; i < rules.size(); ++i) {
     if (rules[i].name != rules_[i].name || !(rules[i].configured == rules_[i].configured) ||
-        !(rules[i].floor == rules_[i].floor)) {
+        !(rules[i].floor == rules_[i].floor) || rules[i].on_exceed != rules_[i].on_exceed) {
       return false;
     }
   }

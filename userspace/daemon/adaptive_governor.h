@@ -18,17 +18,19 @@
 namespace floodgate::daemon {
 
 // The program's pass counters as read at one time (packets and frame bytes, since the
-// program was loaded; monitor verdicts included, as they pass too).
+// program was loaded). Verdict pass only: a monitor verdict is a packet enforcing would
+// drop, so a dry run measures the load enforcing would let through and moves as it would.
 struct PassedCounters {
   uint64_t packets = 0;
   uint64_t bytes = 0;
 };
 
-// One named rule: its limits as configured, and its floor.
+// One named rule: its limits as configured, its floor, and what it does over its limits.
 struct AdaptiveRule {
   std::string name;
   LimitSpec configured;
   LimitSpec floor;  // a rate of 0: that rate is not squeezed
+  ExceedAction on_exceed = ExceedAction::kDrop;
 };
 
 struct AdaptiveChange {
@@ -54,10 +56,11 @@ class AdaptiveGovernor {
   using Runnable = std::function<bool(size_t index, const LimitSpec& limits)>;
 
   // `rules` in the order of `config.floors`; each rule's floor at most its configured limits.
-  // A level a rule could not run (`runnable`: a burst that a lower rate would take over an
-  // hour to refill) stops that rule's way down where it is, so no step is one it cannot take.
+  // `monitor`: the interface only counts what it would drop (defaults.monitor). A level a
+  // rule could not run (`runnable`: a burst that a lower rate would take over an hour to
+  // refill) stops that rule's way down where it is, so no step is one it cannot take.
   AdaptiveGovernor(const config::AdaptiveConfig& config, std::vector<AdaptiveRule> rules,
-                   const Runnable& runnable = {});
+                   bool monitor = false, const Runnable& runnable = {});
 
   // One reading of the counters at `now_ns` (any monotonic clock). A decision when limits
   // change (or, once per attack, when every floor is reached and the load is still over).
@@ -89,9 +92,12 @@ class AdaptiveGovernor {
   // from those limits, whatever else it decides.
   void stillAt(const std::string& name, uint32_t level);
 
-  // Whether a governor for `config` and `rules` would decide exactly as this one does, so a
-  // reload may keep this one (and its level) in its place.
-  bool sameAs(const config::AdaptiveConfig& config, const std::vector<AdaptiveRule>& rules) const;
+  // Whether a governor for `config`, `rules` and `monitor` would decide exactly as this one
+  // does, so a reload may keep this one (and its level) in its place. A level reached in a
+  // dry run (monitor mode, or a rule's on_exceed: monitor) is not the same as one enforced:
+  // the reload that starts or ends enforcing starts over at the configured limits.
+  bool sameAs(const config::AdaptiveConfig& config, const std::vector<AdaptiveRule>& rules,
+              bool monitor) const;
   // After a reload or a restart of the program: the counters start over, so the next reading
   // only sets a baseline. The level and the timers are kept.
   void rebaseline() { have_baseline_ = false; }
@@ -111,6 +117,7 @@ class AdaptiveGovernor {
 
   config::AdaptiveConfig config_;
   std::vector<AdaptiveRule> rules_;
+  bool monitor_ = false;
   std::vector<std::vector<LimitSpec>> levels_;  // [level][rule]
   std::vector<bool> released_;                  // [rule]: set by hand, left alone
   std::vector<uint32_t> running_;               // [rule]: the level whose limits it runs

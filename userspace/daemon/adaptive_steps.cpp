@@ -15,7 +15,7 @@ std::vector<AdaptiveRule> governedRules(const config::AdaptiveConfig& adaptive,
   for (const config::AdaptiveFloor& floor : adaptive.floors) {
     for (const RuleSpec& rule : rules) {
       if (rule.name != floor.rule) continue;
-      out.push_back({rule.name, rule.limit, floor.floor});
+      out.push_back({rule.name, rule.limit, floor.floor, rule.action});
       if (specs) specs->push_back(rule);
     }
   }
@@ -64,7 +64,7 @@ std::optional<AdaptiveGovernor> reconcileAdaptive(
   if (adaptive) {
     std::vector<RuleSpec> specs;  // of `rules`, index for index
     std::vector<AdaptiveRule> rules = governedRules(*adaptive, options.rules, &specs);
-    if (held && held->sameAs(*adaptive, rules)) {
+    if (held && held->sameAs(*adaptive, rules, options.monitor)) {
       for (size_t i = 0; i < held->rules().size(); ++i) {
         for (RuleSpec& spec : options.rules) {
           if (spec.name == held->rules()[i].name) spec.limit = held->limitsOf(i);
@@ -76,11 +76,12 @@ std::optional<AdaptiveGovernor> reconcileAdaptive(
     }
     if (had_moved) {
       lines.push_back({false, "adaptive: " + options.interface +
-                                  " starts over at the configured limits (its adaptive section "
-                                  "or the limits of the rules it names changed)"});
+                                  " starts over at the configured limits (its adaptive section, "
+                                  "the limits or on_exceed of the rules it names, or monitor "
+                                  "mode changed)"});
     }
     // each level compiled as the rule's own limits would be, before it is ever offered
-    return AdaptiveGovernor(*adaptive, std::move(rules),
+    return AdaptiveGovernor(*adaptive, std::move(rules), options.monitor,
                             [&specs](size_t index, const LimitSpec& limits) {
                               RuleSpec spec = specs[index];
                               spec.limit = limits;
@@ -98,7 +99,8 @@ std::optional<AdaptiveGovernor> reconcileAdaptive(
 PassedCounters passedOf(const std::vector<CounterRow>& counters) {
   PassedCounters out;
   for (const CounterRow& row : counters) {
-    if (row.verdict != FG_VERDICT_PASS && row.verdict != FG_VERDICT_MONITOR) continue;
+    // not monitor: what enforcing would have dropped, so a dry run moves as enforcing would
+    if (row.verdict != FG_VERDICT_PASS) continue;
     out.packets += row.packets;
     out.bytes += row.bytes;
   }

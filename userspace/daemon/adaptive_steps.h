@@ -16,15 +16,17 @@
 namespace floodgate::daemon {
 
 // The governor `adaptive` asks for over `options`' rules, in place of `held` (the one the
-// interface has, if any). `held` is kept, level and all, when the section and the limits of
-// the rules it names are unchanged: `options` then carries the limits it has squeezed them
-// to, so a reload does not loosen them mid-attack. Otherwise the governor starts over at
-// the configured limits (a line in `lines` says so if `held` had moved them).
+// interface has, if any). `held` is kept, level and all, when the section, monitor mode and
+// the limits and on_exceed of the rules it names are unchanged: `options` then carries the
+// limits it has squeezed them to, so a reload does not loosen them mid-attack. Otherwise the
+// governor starts over at the configured limits (a line in `lines` says so if `held` had
+// moved them), so a level reached in a dry run is never enforced at once.
 std::optional<AdaptiveGovernor> reconcileAdaptive(
     std::optional<AdaptiveGovernor> held, const std::optional<config::AdaptiveConfig>& adaptive,
     AttachOptions& options, std::vector<LogLine>& lines);
 
-// What the program passed on the interface: verdicts pass and monitor, every reason.
+// What the program passed on the interface: verdict pass, every reason. Not monitor: those
+// are the packets enforcing would drop, so a dry run measures what enforcing would pass.
 PassedCounters passedOf(const std::vector<CounterRow>& counters);
 
 // Applies `decision` to `limiter`'s running rules and says what it did, one line per rule
