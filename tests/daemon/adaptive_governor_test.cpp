@@ -230,6 +230,23 @@ TEST(AdaptiveGovernor, HugeJumpsMoveOneStepAtATime) {
   EXPECT_EQ(governor.level(), 0u);
 }
 
+// A reading an hour after the last (the daemon's loop fell behind) averages a flood inside
+// the gap down to nothing: inside a calm stretch it adds one interval of calm, not an hour.
+TEST(AdaptiveGovernor, ALateReadingInACalmStretchCountsAsOneReading) {
+  AdaptiveGovernor governor(testConfig(), testRules());
+  Host host(governor);
+  host.tick(5000);
+  ASSERT_EQ(governor.level(), 1u);
+  EXPECT_FALSE(host.tick(0)) << "the calm starts";
+  host.now_ns_ += 3600 * kSecond;
+  EXPECT_FALSE(governor.observe(host.now_ns_, host.counters_)) << "no relax on one reading";
+  EXPECT_EQ(governor.level(), 1u);
+  // 1 s of calm so far: relaxed once the readings after it make up the rest of the 5 s
+  for (int i = 0; i < 3; ++i) EXPECT_FALSE(host.tick(0)) << i;
+  EXPECT_TRUE(host.tick(0));
+  EXPECT_EQ(governor.level(), 0u);
+}
+
 TEST(AdaptiveGovernor, TimeGoingBackwardsStartsTheHoldsOver) {
   AdaptiveGovernor governor(testConfig(), testRules());
   Host host(governor);

@@ -14,6 +14,9 @@ namespace {
 constexpr double kNsPerS = 1e9;
 // Levels looked at for the deepest one: a step of 0.95 takes a 64-bit limit to 1 in ~870.
 constexpr uint32_t kMaxLevels = 4096;
+// A reading more than this many intervals after the last is late (the daemon's loop fell
+// behind, or it was stopped): its rate is an average over the gap.
+constexpr uint64_t kLateIntervals = 2;
 
 // One step down from `value`: × step rounded up, never below `floor`. Rounded up so that one
 // step back up (to `value`) multiplies a limit by at most 1 / step, which the relax rule
@@ -222,6 +225,10 @@ std::optional<AdaptiveDecision> AdaptiveGovernor::observe(uint64_t now_ns,
   if (!calm_) {
     calm_ = true;
     calm_since_ns_ = now_ns;
+  } else if (elapsed_ns > kLateIntervals * config_.interval_ns) {
+    // A late reading's low average may hide a flood inside the gap: it adds one interval to
+    // the calm, never the whole gap.
+    calm_since_ns_ += elapsed_ns - config_.interval_ns;
   }
   const bool held = now_ns - calm_since_ns_ >= config_.relax_after_ns &&
                     (!changed_ || now_ns - last_change_ns_ >= config_.relax_after_ns);
