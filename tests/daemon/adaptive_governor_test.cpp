@@ -247,6 +247,45 @@ TEST(AdaptiveGovernor, ALateReadingInACalmStretchCountsAsOneReading) {
   EXPECT_EQ(governor.level(), 0u);
 }
 
+// One second of flood every relax_after, the rest calm: each pulse tightens one level, and
+// the calm around it (the pulse forgiven) relaxes one level back, so the limits stay near
+// the configured ones instead of ratcheting to the floors and staying there.
+TEST(AdaptiveGovernor, APulseNowAndThenDoesNotRatchetToTheFloors) {
+  AdaptiveGovernor governor(testConfig(), testRules());
+  Host host(governor);
+  for (int i = 0; i < 20; ++i) {
+    host.tick(5000);
+    for (int j = 0; j < 4; ++j) host.tick(0);
+  }
+  EXPECT_LT(governor.level(), governor.maxLevel());
+  EXPECT_LE(governor.level(), 1u) << "each pulse's level given back";
+  EXPECT_GE(host.count(AdaptiveAction::kRelax), 15u);
+}
+
+// Only one pulse a calm stretch, and only a short one: two in a stretch, two readings in a
+// row, or a reading that is more than a quarter of relax_after start the calm over. A
+// reading in the dead band is forgiven as one over capacity is.
+TEST(AdaptiveGovernor, OnlyOneShortPulseAStretchIsForgiven) {
+  // the relaxes from the floors while `loads` repeat
+  auto relaxes = [](const config::AdaptiveConfig& config, std::vector<double> loads) {
+    AdaptiveGovernor governor(config, testRules());
+    Host host(governor);
+    host.run(4, [](uint64_t) { return 5000.0; });
+    EXPECT_EQ(governor.level(), governor.maxLevel());
+    for (int i = 0; i < 20; ++i) {
+      for (double load : loads) host.tick(load);
+    }
+    return host.count(AdaptiveAction::kRelax);
+  };
+  EXPECT_EQ(relaxes(testConfig(), {5000, 0, 0, 5000, 0}), 0u) << "two in 5 s";
+  EXPECT_EQ(relaxes(testConfig(), {5000, 5000, 0, 0, 0, 0}), 0u) << "two in a row";
+  EXPECT_EQ(relaxes(testConfig(), {700, 0, 0, 700, 0}), 0u) << "two in the dead band";
+  config::AdaptiveConfig quick = testConfig();
+  quick.relax_after_ns = 3 * kSecond;
+  EXPECT_EQ(relaxes(quick, {5000, 0, 0, 0}), 0u) << "1 s of 3 is no short pulse";
+  EXPECT_EQ(relaxes(testConfig(), {700, 0, 0, 0, 0}), 4u) << "one in the dead band: back to 0";
+}
+
 TEST(AdaptiveGovernor, TimeGoingBackwardsStartsTheHoldsOver) {
   AdaptiveGovernor governor(testConfig(), testRules());
   Host host(governor);
@@ -257,7 +296,7 @@ TEST(AdaptiveGovernor, TimeGoingBackwardsStartsTheHoldsOver) {
   host.now_ns_ -= 100 * kSecond;             // the clock steps back
   EXPECT_FALSE(governor.observe(host.now_ns_, host.counters_));
   // Calm again from the first reading after it: the 3 s before the step count for nothing,
-  // and the hold after the last change is measured from the new time, never across the jump.
+  // and the calm is measured from the new time, never across the jump.
   for (int i = 0; i < 5; ++i) EXPECT_FALSE(host.tick(0)) << i;
   EXPECT_TRUE(host.tick(0));
   EXPECT_EQ(governor.level(), 1u);

@@ -17,6 +17,9 @@ constexpr uint32_t kMaxLevels = 4096;
 // A reading more than this many intervals after the last is late (the daemon's loop fell
 // behind, or it was stopped): its rate is an average over the gap.
 constexpr uint64_t kLateIntervals = 2;
+// A pulse (a reading that is not calm inside a calm stretch) is forgiven only if it covers at
+// most 1 / kPulseShare of relax_after: one second of flood in 30 does not start the calm over.
+constexpr uint64_t kPulseShare = 4;
 
 // One step down from `value`: × step rounded up, never below `floor`. Rounded up so that one
 // step back up (to `value`) multiplies a limit by at most 1 / step, which the relax rule
@@ -123,6 +126,18 @@ bool AdaptiveGovernor::calm(double pps, double bps) const {
   return under(pps, config_.capacity_pps) && under(bps, config_.capacity_bps);
 }
 
+void AdaptiveGovernor::notCalm(uint64_t elapsed_ns) {
+  // One short pulse a stretch: a lone burst now and then must not hold the limits down while
+  // the load is low the rest of the time. A second one, or one that lasts, is a load.
+  const bool pulse = calm_ && !pulsed_ && elapsed_ns <= kLateIntervals * config_.interval_ns &&
+                     elapsed_ns * kPulseShare <= config_.relax_after_ns;
+  if (pulse) {
+    pulsed_ = true;
+  } else {
+    calm_ = false;
+  }
+}
+
 void AdaptiveGovernor::release(const std::string& name) {
   for (size_t i = 0; i < rules_.size(); ++i) {
     if (rules_[i].name == name) released_[i] = true;
@@ -179,10 +194,7 @@ std::optional<AdaptiveDecision> AdaptiveGovernor::observe(uint64_t now_ns,
     // No rate can be had from this reading: a first one, a program whose counters started
     // over (a reload that re-attached it), or a clock that stepped back. The hold times
     // start again from here rather than trust a time that moved the wrong way.
-    if (have_baseline_ && backwards) {
-      calm_ = false;
-      if (changed_ && last_change_ns_ > now_ns) last_change_ns_ = now_ns;
-    }
+    if (have_baseline_ && backwards) calm_ = false;
     have_baseline_ = true;
     baseline_ns_ = now_ns;
     baseline_ = counters;
@@ -199,10 +211,8 @@ std::optional<AdaptiveDecision> AdaptiveGovernor::observe(uint64_t now_ns,
   baseline_ = counters;
 
   if (over(pps, bps)) {
-    calm_ = false;
+    notCalm(elapsed_ns);
     if (level_ < max_level_) {
-      changed_ = true;
-      last_change_ns_ = now_ns;
       return move(level_ + 1, pps, bps);
     }
     if (behind()) return move(level_, pps, bps);
@@ -217,25 +227,26 @@ std::optional<AdaptiveDecision> AdaptiveGovernor::observe(uint64_t now_ns,
   }
   if (!calm(pps, bps)) {
     // The dead band between capacity × relax_below and capacity: nothing moves, and the
-    // calm needed for a relax starts over.
-    calm_ = false;
+    // calm needed for a relax starts over (unless this is its one pulse).
+    notCalm(elapsed_ns);
     return catchUp(pps, bps);
   }
   floors_reported_ = false;
   if (!calm_) {
     calm_ = true;
+    pulsed_ = false;
     calm_since_ns_ = now_ns;
   } else if (elapsed_ns > kLateIntervals * config_.interval_ns) {
     // A late reading's low average may hide a flood inside the gap: it adds one interval to
     // the calm, never the whole gap.
     calm_since_ns_ += elapsed_ns - config_.interval_ns;
   }
-  const bool held = now_ns - calm_since_ns_ >= config_.relax_after_ns &&
-                    (!changed_ || now_ns - last_change_ns_ >= config_.relax_after_ns);
+  // This is relax_after since the last change too, as a tighten ends the calm and a relax
+  // starts it over: all but a pulse's tighten, which a relax here gives back.
+  const bool held = now_ns - calm_since_ns_ >= config_.relax_after_ns;
   if (level_ == 0 || !held) return catchUp(pps, bps);
-  changed_ = true;
-  last_change_ns_ = now_ns;
   calm_since_ns_ = now_ns;  // the next relax needs a whole calm stretch under these limits
+  pulsed_ = false;
   return move(level_ - 1, pps, bps);
 }
 

@@ -65,7 +65,8 @@ class AdaptiveGovernor {
   // One reading of the counters at `now_ns` (any monotonic clock). A decision when limits
   // change (or, once per attack, when every floor is reached and the load is still over).
   // The first reading, one after the time or a counter went backwards, and one less than
-  // half an interval after the last only set the baseline.
+  // half an interval after the last only set the baseline. A relax waits for relax_after of
+  // calm readings; one short reading that is not calm (a pulse) does not start that over.
   std::optional<AdaptiveDecision> observe(uint64_t now_ns, PassedCounters counters);
 
   // Level 0 is the configured limits; each level multiplies them by `step` once more
@@ -114,6 +115,9 @@ class AdaptiveGovernor {
   std::optional<AdaptiveDecision> catchUp(double pps, double bps);
   bool over(double pps, double bps) const;
   bool calm(double pps, double bps) const;
+  // A reading over `elapsed_ns` that was not calm: the calm stretch ends, unless this is its
+  // one pulse (short, and a small share of relax_after).
+  void notCalm(uint64_t elapsed_ns);
 
   config::AdaptiveConfig config_;
   std::vector<AdaptiveRule> rules_;
@@ -127,9 +131,8 @@ class AdaptiveGovernor {
   bool have_baseline_ = false;
   uint64_t baseline_ns_ = 0;
   PassedCounters baseline_;
-  uint64_t last_change_ns_ = 0;
-  bool changed_ = false;  // last_change_ns_ means something
-  bool calm_ = false;     // the readings since calm_since_ns_ were all calm
+  bool calm_ = false;    // the readings since calm_since_ns_ were calm, but for one pulse
+  bool pulsed_ = false;  // and that pulse was forgiven already
   uint64_t calm_since_ns_ = 0;
   bool floors_reported_ = false;  // kFloorsReached said for this stretch over capacity
 };
