@@ -138,7 +138,10 @@ void DaemonState::syncReports(const http::HttpConfig* http, ReporterAccess acces
 // Acts on what services reported: bounded work per loop turn, whatever reporters send.
 void DaemonState::handleReports() {
   const auto now = std::chrono::steady_clock::now();
-  for (const ReceivedReport& received : report_sources_.drain(256)) {
+  const CouldBan could_ban = [&](const ReceivedReport& received) {
+    return escalator_.mayBan(received, now);
+  };
+  for (const ReceivedReport& received : report_sources_.drain(256, could_ban)) {
     const uint64_t ban_ns = escalator_.handle(received, interfaces_, now);
     // A report read from the stream reached every controller of the fleet already.
     if (ban_ns != 0 && received.over_socket && !monitor_) {

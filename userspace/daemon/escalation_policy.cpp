@@ -21,6 +21,12 @@ void EscalationMemory::forgetEnded(std::chrono::steady_clock::time_point now) {
   }
 }
 
+bool mayBan(const ReceivedReport& received, const EscalationConfig& config,
+            const std::vector<Cidr>& own) {
+  return received.report && received.age_ns < config.escalate.ban_ns &&
+         refusalFor(*received.report, config.rules, own) == Refusal::kNone;
+}
+
 EscalationDecision decideEscalation(const ReceivedReport& received, const EscalationConfig& config,
                                     const std::vector<Cidr>& own, const EscalationMemory& memory,
                                     std::chrono::steady_clock::time_point now) {

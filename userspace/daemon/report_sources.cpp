@@ -71,11 +71,13 @@ std::vector<int> ReportSources::fds() const {
   return fds;
 }
 
-std::vector<ReceivedReport> ReportSources::drain(size_t max_each) {
+std::vector<ReceivedReport> ReportSources::drain(size_t max_each, const CouldBan& could_ban) {
   std::vector<ReceivedReport> out;
   if (socket_) out = socket_->drain(max_each);
   if (stream_) {
-    for (ReceivedReport& received : stream_->drain(max_each)) out.push_back(std::move(received));
+    for (ReceivedReport& received : stream_->drain(max_each, could_ban)) {
+      out.push_back(std::move(received));
+    }
   }
   std::erase_if(retired_readers_, [](const auto& reader) { return reader->stopped(); });
   return out;

@@ -27,7 +27,8 @@ class ReportSources {
   // Descriptors that turn readable when reports wait.
   std::vector<int> fds() const;
   // The reports waiting, at most `max_each` from each source (the rest wait); never blocks.
-  std::vector<ReceivedReport> drain(size_t max_each);
+  // `could_ban` says which of the stream's are remembered against copies (StreamReportGate).
+  std::vector<ReceivedReport> drain(size_t max_each, const CouldBan& could_ban);
   // Stops taking reports.
   void close();
 

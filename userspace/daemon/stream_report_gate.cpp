@@ -1,0 +1,62 @@
+// SPDX-License-Identifier: MIT
+// StreamReportGate: a stream entry checked and parsed into the daemon's report.
+#include "daemon/stream_report_gate.h"
+
+#include <algorithm>
+
+#include "floodgate/common/text.h"
+
+namespace floodgate::daemon {
+
+ReceivedReport StreamReportGate::check(const std::string& id,
+                                       const Result<http::StreamReport>& entry, int64_t now_ms,
+                                       const CouldBan& could_ban) {
+  ReceivedReport received;
+  // the reporter field is not trusted until the signature is checked: keep it printable
+  received.sender =
+      "redis entry " + printable(id, 40) + (entry ? " from " + printable(entry->reporter, 80) : "");
+  if (!entry) {
+    received.report = entry.error();
+    return received;
+  }
+  const http::StreamReport& report = *entry;
+  const auto lookback_ms = static_cast<int64_t>(lookback_ns_ / 1'000'000);
+  Status checked = http::checkStreamReport(secret_, report, now_ms, lookback_ms);
+  // Remembered for as long as a copy could pass the time check (signed at most the skew ahead
+  // of Redis's clock, hence the second skew). A report signed further ahead than clocks agree
+  // counts from a moment after now: else a holder of the secret dating reports a skew ahead
+  // would have those forgotten to make room and every report signed before their date, true
+  // or not, refused as maybe one of them. A copy of such a report forgotten to make room may
+  // then pass, and bans no longer than its signed time plus the ban time.
+  const int64_t counted_from_ms = std::min(report.time_ms, now_ms + kClockAgreementMs);
+  const int64_t forget_at = counted_from_ms + lookback_ms + 2 * http::kReportClockSkewMs;
+  if (checked && seen_.remembers(report.mac)) {
+    checked = Error::usage("the same report was read before (a copy added again)");
+  } else if (checked && seen_.pastDropped(forget_at)) {
+    checked = Error::usage("signed no later than a report forgotten to keep the " +
+                           std::to_string(kMaxRemembered) +
+                           " most recent ones: it may be a copy added again");
+  }
+  if (!checked) {
+    received.unauthorised = true;
+    received.report = checked.error();
+    return received;
+  }
+  received.report = parseReport(report.line);
+  // the quota counts a host, not each of its processes (a restart or a new worker is a new
+  // PID); a name of its own making, kept apart from the socket's ("uid 33"), so a stream
+  // reporter naming itself "uid 33:1" does not spend the quota of the local www-data
+  const std::string& reporter = report.reporter;
+  received.reporter = "stream " + reporter.substr(0, std::min<size_t>(reporter.rfind(':'), 80));
+  // Just made, it is no older than clocks agree, and the ban is the configured one. Older,
+  // it was read from the stream's past.
+  if (now_ms - report.time_ms >= kClockAgreementMs) {
+    received.age_ns = static_cast<uint64_t>(now_ms - report.time_ms) * 1'000'000;
+  }
+  // What does not parse, or names a client the guard never bans, becomes nothing, a copy of
+  // it too: only reports that could ban take room.
+  if (received.report && could_ban(received)) seen_.remember(report.mac, forget_at, now_ms);
+  return received;
+}
+
+}  // namespace floodgate::daemon
