@@ -48,10 +48,7 @@ class EscalationPolicyTest : public ::testing::Test {
   }
   // What the daemon does with a ban: remembers it and counts it against the reporter.
   void remember(const ReceivedReport& report, const EscalationDecision& decision) {
-    memory_.quota.take(report.reporter, config_.escalate.max_bans_per_minute, now_);
-    if (!report.over_socket) {
-      memory_.stream_quota.take(kStreamQuotaKey, config_.escalate.max_stream_bans_per_minute, now_);
-    }
+    chargeBan(report, config_, memory_, now_);
     memory_.banned_until[report.report->address.toString()] =
         now_ + std::chrono::nanoseconds(decision.ban_ns);
   }
@@ -170,6 +167,56 @@ TEST_F(EscalationPolicyTest, TheQuotaPerReporterStartsAgainEachMinute) {
   EXPECT_EQ(decide(other).result, metrics::kEscalationBanned) << "each reporter has its own";
   now_ += seconds(60);
   EXPECT_EQ(decide(third).result, metrics::kEscalationBanned);
+}
+
+// A report of 198.51.100.N, read back by a start's replay 10 s after it was made or live.
+ReceivedReport fromTheStream(int n, bool replayed) {
+  const std::string line =
+      "offender 198.51.100." + std::to_string(n) + " rejections=50 within_ms=10000";
+  ReceivedReport r = received(line.c_str(), replayed ? 10'000'000'000ULL : 0);
+  r.replayed = replayed;
+  return r;
+}
+
+// A start reads back one ban time of the report stream, which the controllers running then
+// charged to their quotas as the reports came: the replay is charged to quotas of its own, so
+// it applies what the fleet applied and leaves the live quotas whole.
+TEST_F(EscalationPolicyTest, AStartsReplayIsNotChargedToTheLiveQuotas) {
+  config_.escalate.max_bans_per_minute = 60;
+  for (int n = 1; n <= 61; ++n) {
+    const ReceivedReport replayed = fromTheStream(n, true);
+    const EscalationDecision decision = decide(replayed);
+    ASSERT_EQ(decision.result, metrics::kEscalationBanned) << n << ": " << decision.why;
+    EXPECT_EQ(decision.ban_ns, kBanNs - 10'000'000'000ULL);
+    remember(replayed, decision);
+  }
+  for (int n = 101; n <= 160; ++n) {
+    const ReceivedReport live = fromTheStream(n, false);
+    const EscalationDecision decision = decide(live);
+    ASSERT_EQ(decision.result, metrics::kEscalationBanned) << n << ": " << decision.why;
+    remember(live, decision);
+  }
+  EXPECT_EQ(decide(fromTheStream(161, false)).result, metrics::kEscalationRateLimited)
+      << "the live quota is whole, and no more";
+}
+
+// The replay's quotas are bounded all the same: as many bans as the live ones let the fleet
+// apply over one ban time and a minute, whatever a holder of the secret added to the stream.
+TEST_F(EscalationPolicyTest, AStartsReplayBansNoMoreThanTheQuotasLetTheFleetInOneBanTime) {
+  EXPECT_EQ(replayPerMinute(2, kBanNs), 4);
+  EXPECT_EQ(replayPerMinute(60, 600'000'000'000ULL), 660);
+  EXPECT_EQ(replayPerMinute(60, 600'000'000'001ULL), 720);
+  for (int n = 1; n <= 4; ++n) {
+    const ReceivedReport replayed = fromTheStream(n, true);
+    const EscalationDecision decision = decide(replayed);
+    ASSERT_EQ(decision.result, metrics::kEscalationBanned) << n << ": " << decision.why;
+    remember(replayed, decision);
+  }
+  const EscalationDecision fifth = decide(fromTheStream(5, true));
+  EXPECT_EQ(fifth.result, metrics::kEscalationRateLimited);
+  EXPECT_NE(fifth.why.find("replay"), std::string::npos) << fifth.why;
+  EXPECT_EQ(decide(fromTheStream(5, false)).result, metrics::kEscalationBanned)
+      << "the live quota is untouched";
 }
 
 TEST_F(EscalationPolicyTest, EveryGuardIsAResultAndOnlyTheAllowListIsQuiet) {

@@ -108,6 +108,7 @@ TEST_F(ReportStreamReaderTest, AServicesReportReachesTheControllerSignedAndFresh
   EXPECT_NE(reports[0].sender.find("redis entry "), std::string::npos) << reports[0].sender;
   EXPECT_NE(reports[0].sender.find(":" + std::to_string(getpid())), std::string::npos);
   EXPECT_LT(reports[0].age_ns, 5'000'000'000ULL);
+  EXPECT_FALSE(reports[0].replayed) << "read live, charged to the live quotas";
   EXPECT_TRUE(waitFor([&] { return (*reporter)->reportsSent() == 1u; }));
   EXPECT_TRUE(collect(*reader, 1, std::chrono::milliseconds(700)).empty());
 }
@@ -151,6 +152,7 @@ TEST_F(ReportStreamReaderTest, AStartingControllerReadsBackOneBanTimeAndAgesWhat
   EXPECT_EQ(reports[0].report->address.toString(), "192.0.2.2");
   EXPECT_GE(reports[0].age_ns, 10'000'000'000ULL);
   EXPECT_LT(reports[0].age_ns, 20'000'000'000ULL);
+  EXPECT_TRUE(reports[0].replayed) << "the start's replay has quotas of its own";
 }
 
 TEST_F(ReportStreamReaderTest, ReadingGoesOnAfterRedisComesBack) {
@@ -218,6 +220,7 @@ TEST_F(ReportStreamReaderTest, AStreamDeletedAfterAnEntryOfAFutureIdIsReadAgain)
     ASSERT_EQ(reports.size(), 1u) << "read again after the stream went back";
     ASSERT_TRUE(reports[0].report.ok()) << reports[0].report.error().message;
     EXPECT_EQ(reports[0].report->address.toString(), source);
+    EXPECT_FALSE(reports[0].replayed) << "only the start's own replay is charged apart";
   }
 }
 

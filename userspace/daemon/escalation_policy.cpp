@@ -2,6 +2,8 @@
 // EscalationPolicy: from a received report to what to do about it.
 #include "daemon/escalation_policy.h"
 
+#include <utility>
+
 namespace floodgate::daemon {
 namespace {
 
@@ -11,7 +13,33 @@ EscalationDecision refused(metrics::EscalationResult result, std::string why) {
   return {result, 0, std::move(why)};
 }
 
+// How many bans a minute the quotas of `received` allow, its reporter's and the stream's.
+struct QuotaLimits {
+  int64_t reporter;
+  int64_t stream;
+};
+
+QuotaLimits quotaLimits(const ReceivedReport& received, const report::EscalateConfig& escalate) {
+  if (!received.replayed) {
+    return {escalate.max_bans_per_minute, escalate.max_stream_bans_per_minute};
+  }
+  return {replayPerMinute(escalate.max_bans_per_minute, escalate.ban_ns),
+          replayPerMinute(escalate.max_stream_bans_per_minute, escalate.ban_ns)};
+}
+
+// The quotas of `received`, its reporter's and the stream's: a start's replay has its own.
+template <class Memory>  // EscalationMemory, const or not
+auto quotasOf(const ReceivedReport& received, Memory& memory) {
+  return received.replayed ? std::pair{&memory.replay_quota, &memory.replay_stream_quota}
+                           : std::pair{&memory.quota, &memory.stream_quota};
+}
+
 }  // namespace
+
+int64_t replayPerMinute(int64_t per_minute, uint64_t ban_ns) {
+  constexpr uint64_t kMinuteNs = 60'000'000'000ULL;
+  return per_minute * static_cast<int64_t>((ban_ns + kMinuteNs - 1) / kMinuteNs + 1);
+}
 
 void EscalationMemory::forgetEnded(std::chrono::steady_clock::time_point now) {
   if (now < next_forget) return;
@@ -76,22 +104,32 @@ EscalationDecision decideEscalation(const ReceivedReport& received, const Escala
   if (banned != memory.banned_until.end() && now < banned->second) {
     return counted(metrics::kEscalationRepeat);
   }
-  const int64_t per_minute = config.escalate.max_bans_per_minute;
-  if (!memory.quota.allows(received.reporter, per_minute, now)) {
+  const QuotaLimits limits = quotaLimits(received, config.escalate);
+  const auto [quota, stream_quota] = quotasOf(received, memory);
+  const std::string replay = received.replayed ? " of a start's replay" : "";
+  const std::string over = received.replayed ? " over one ban time and a minute" : "";
+  if (!quota->allows(received.reporter, limits.reporter, now)) {
     return refused(metrics::kEscalationRateLimited,
-                   "more than " + std::to_string(per_minute) +
-                       " bans in a minute (http.escalate.max_bans_per_minute)");
+                   "more than " + std::to_string(limits.reporter) + " bans in a minute" + replay +
+                       " (http.escalate.max_bans_per_minute" + over + ")");
   }
-  const int64_t stream_per_minute = config.escalate.max_stream_bans_per_minute;
-  if (!received.over_socket &&
-      !memory.stream_quota.allows(kStreamQuotaKey, stream_per_minute, now)) {
+  if (!received.over_socket && !stream_quota->allows(kStreamQuotaKey, limits.stream, now)) {
     return refused(metrics::kEscalationRateLimited,
-                   "more than " + std::to_string(stream_per_minute) +
-                       " bans in a minute from the report stream as a whole "
-                       "(http.escalate.max_stream_bans_per_minute)");
+                   "more than " + std::to_string(limits.stream) + " bans in a minute" + replay +
+                       " from the report stream as a whole "
+                       "(http.escalate.max_stream_bans_per_minute" +
+                       over + ")");
   }
   // what is left of the ban time: all of it, unless read from the stream's past
   return {metrics::kEscalationBanned, ban_time_ns - received.age_ns, ""};
+}
+
+void chargeBan(const ReceivedReport& received, const EscalationConfig& config,
+               EscalationMemory& memory, std::chrono::steady_clock::time_point now) {
+  const QuotaLimits limits = quotaLimits(received, config.escalate);
+  const auto [quota, stream_quota] = quotasOf(received, memory);
+  quota->take(received.reporter, limits.reporter, now);
+  if (!received.over_socket) stream_quota->take(kStreamQuotaKey, limits.stream, now);
 }
 
 }  // namespace floodgate::daemon

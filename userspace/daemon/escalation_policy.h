@@ -27,7 +27,8 @@ struct EscalationConfig {
 };
 
 // What the daemon remembers between reports: the bans escalations started, by address
-// (as text) and when each ends, and the bans each reporter caused this minute.
+// (as text) and when each ends, and the bans each reporter caused this minute, live and in a
+// start's replay of the report stream apart.
 struct EscalationMemory {
   std::map<std::string, std::chrono::steady_clock::time_point> banned_until;
   // A ban of `address` lifted before its end (a fleet lift): its next report bans it again
@@ -42,7 +43,18 @@ struct EscalationMemory {
   // The report stream's bans as a whole (key kStreamQuotaKey), apart from `quota`, whose
   // oldest reporters made-up names could push out.
   BanQuota stream_quota;
+  // The same two for reports a start read back from the stream's past (`replayed`): the
+  // controllers running then charged them to theirs, and a restart must not take the live
+  // quota of its first minute. Each allows as many as the live one over one ban time and a
+  // minute (replayPerMinute), no more than the fleet could apply while they were made.
+  BanQuota replay_quota;
+  BanQuota replay_stream_quota;
 };
+
+// What a quota of `per_minute` bans lets a start's replay of `ban_ns` of reports ban in a
+// minute: the live quota over every minute those bans were made in (a window may straddle
+// one more).
+int64_t replayPerMinute(int64_t per_minute, uint64_t ban_ns);
 
 inline constexpr const char* kStreamQuotaKey = "stream";
 
@@ -64,10 +76,14 @@ bool mayBan(const ReceivedReport& received, const EscalationConfig& config,
 // signed, one not read from the stream's past (its ban over), a client that may be banned
 // (escalation_guard.h's refusals, `own` being this host's addresses), not banned by an
 // escalation still running, and within its reporter's quota (and, read from the stream, the
-// stream's). Pure but for
+// stream's; a start's replay has its own). Pure but for
 // ReporterAccess::allows, which reads the group database for a uid it does not list.
 EscalationDecision decideEscalation(const ReceivedReport& received, const EscalationConfig& config,
                                     const std::vector<Cidr>& own, const EscalationMemory& memory,
                                     std::chrono::steady_clock::time_point now);
+
+// Charges a ban of `received` to the quotas decideEscalation looked at.
+void chargeBan(const ReceivedReport& received, const EscalationConfig& config,
+               EscalationMemory& memory, std::chrono::steady_clock::time_point now);
 
 }  // namespace floodgate::daemon

@@ -41,10 +41,7 @@ uint64_t Escalator::handle(const ReceivedReport& received, HeldInterfaces& inter
   // read: reading a list costs the daemon (every entry, for a prefix), and a reporter that
   // names an allow-listed client again and again must not make it read them without end.
   // The library reports a client once a ban time, so a true report rarely pays for nothing.
-  memory_.quota.take(received.reporter, config_.escalate.max_bans_per_minute, now);
-  if (!received.over_socket) {
-    memory_.stream_quota.take(kStreamQuotaKey, config_.escalate.max_stream_bans_per_minute, now);
-  }
+  chargeBan(received, config_, memory_, now);
   // The config's allow list is in the decision; one `floodgate allow add` put on a limiter
   // since is not: its ban would drop nothing here, and the fleet's hosts would drop a source
   // this host's operator trusts.

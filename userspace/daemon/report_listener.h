@@ -33,6 +33,9 @@ struct ReceivedReport {
   uid_t uid = static_cast<uid_t>(-1);
   gid_t gid = static_cast<gid_t>(-1);
   uint64_t age_ns = 0;  // how long before it was read it was made (0 under a second)
+  // Read back by the stream reader's start from the stream's past: the fleet's controllers
+  // that were running applied it when it was made, charged to their per-minute quotas.
+  bool replayed = false;
 };
 
 class ReportListener {

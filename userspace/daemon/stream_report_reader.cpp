@@ -13,8 +13,11 @@ bool ReportStreamSource::operator==(const ReportStreamSource& other) const {
 }
 
 Result<std::unique_ptr<StreamReportReader>> StreamReportReader::start(ReportStreamSource source) {
+  // At most the newest entries the services' trimming keeps: whoever can write the stream
+  // may add more, and a start's replay is not charged to the live quotas.
   auto tail =
-      StreamTail::start({source.client, source.stream, source.lookback_ns, "offender reports"});
+      StreamTail::start({source.client, source.stream, source.lookback_ns, "offender reports",
+                         static_cast<size_t>(http::kReportStreamMaxLen)});
   if (!tail) return tail.error();
   return std::unique_ptr<StreamReportReader>(
       new StreamReportReader(std::move(source), std::move(*tail)));
@@ -23,8 +26,15 @@ Result<std::unique_ptr<StreamReportReader>> StreamReportReader::start(ReportStre
 std::vector<ReceivedReport> StreamReportReader::drain(size_t max, const CouldBan& could_ban) {
   std::vector<ReceivedReport> out;
   for (const TailEntry& entry : tail_->drain(max)) {
+    if (entry.replay_end) {
+      replay_over_ = true;
+      continue;
+    }
     out.push_back(
         gate_.check(entry.id, http::streamReportFromFields(entry.fields), entry.now_ms, could_ban));
+    // Only the start's own replay: whoever writes the stream can make it go back (read back
+    // again) as often as they like, and a holder of the secret add its reports to that.
+    out.back().replayed = entry.read_back && !replay_over_;
   }
   return out;
 }

@@ -2,7 +2,8 @@
 // StreamReportReader: the offender reports a fleet's services add to a Redis stream
 // (http.escalate.redis_stream), read by a StreamTail (stream_tail.h) and handed to the
 // daemon's poll loop. On start it reads back one ban time, so a restarted controller applies
-// the bans its fleet still holds. What each entry becomes is StreamReportGate's to say.
+// the bans its fleet still holds (at most the newest kReportStreamMaxLen entries), marked
+// `replayed`. What each entry becomes is StreamReportGate's to say.
 #pragma once
 
 #include <cstdint>
@@ -54,6 +55,7 @@ class StreamReportReader {
   ReportStreamSource source_;
   std::unique_ptr<StreamTail> tail_;
   StreamReportGate gate_;
+  bool replay_over_ = false;  // the start's replay of the stream's past was read
 };
 
 }  // namespace floodgate::daemon
