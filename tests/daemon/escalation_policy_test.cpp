@@ -169,6 +169,30 @@ TEST_F(EscalationPolicyTest, TheQuotaPerReporterStartsAgainEachMinute) {
   EXPECT_EQ(decide(third).result, metrics::kEscalationBanned);
 }
 
+// The fleet lifted a prefix (an operator's `ban del --config`): a report of it from the stream
+// signed before the lift, as a restarted controller reads back, does not ban it again; one
+// signed after it, a new offence, does, as does a report over the socket, made now.
+TEST_F(EscalationPolicyTest, AReportSignedBeforeTheFleetsLastLiftOfItsPrefixDoesNotBan) {
+  constexpr int64_t kLiftMs = 1'764'620'000'000;
+  memory_.noteLift(cidr("198.51.100.7"), kLiftMs);
+  memory_.noteLift(cidr("198.51.100.7"), kLiftMs - 5000);  // an older lift read later
+  ReceivedReport before = received("offender 198.51.100.7 rejections=50 within_ms=10000");
+  before.signed_ms = kLiftMs - 1;
+  const EscalationDecision lifted = decide(before);
+  EXPECT_EQ(lifted.result, metrics::kEscalationLifted);
+  EXPECT_TRUE(lifted.why.empty()) << "counted, not logged: every restart meets them";
+  ReceivedReport after = before;
+  after.signed_ms = kLiftMs;
+  EXPECT_EQ(decide(after).result, metrics::kEscalationBanned);
+  ReceivedReport socket = before;
+  socket.over_socket = true;
+  socket.uid = 0;
+  EXPECT_EQ(decide(socket).result, metrics::kEscalationBanned);
+  ReceivedReport other = received("offender 198.51.100.8 rejections=50 within_ms=10000");
+  other.signed_ms = kLiftMs - 1;
+  EXPECT_EQ(decide(other).result, metrics::kEscalationBanned) << "exactly the prefix lifted";
+}
+
 // A report of 198.51.100.N, read back by a start's replay 10 s after it was made or live.
 ReceivedReport fromTheStream(int n, bool replayed) {
   const std::string line =

@@ -338,6 +338,24 @@ TEST_F(FleetBansTest, AHostStartedLaterDoesNotApplyABanLiftedBefore) {
   EXPECT_EQ(late->received()[metrics::kFleetBanLifted], 1u);
 }
 
+// The offender reports a start reads back wait for the fleet's lifts it reads back: until its
+// replay is handed over, or a while at most (a Redis out of reach must not hold them for good).
+TEST_F(FleetBansTest, TheReplayIsPendingUntilItIsHandedOverOrAWhileAtMost) {
+  EXPECT_FALSE(FleetBans().replayPending(std::chrono::steady_clock::now())) << "no fleet.bans";
+  ASSERT_TRUE(publishFleetLifts(config_, {fleetLiftRecord(cidr("198.51.100.85"))}).ok());
+  auto late = host(config_);
+  const auto started = std::chrono::steady_clock::now();
+  EXPECT_TRUE(late->replayPending(started));
+  EXPECT_FALSE(late->replayPending(started + FleetBans::kReplayWait));
+  EXPECT_EQ(described(collect(*late, 1)), (std::vector<std::string>{"-198.51.100.85"}));
+  EXPECT_FALSE(late->replayPending(std::chrono::steady_clock::now()));
+  config::FleetBansConfig moved = config_;
+  moved.stream = "fg:bans:elsewhere";
+  late->sync(moved, {}, {}, {});
+  EXPECT_TRUE(late->replayPending(std::chrono::steady_clock::now()))
+      << "a new stream, a new replay";
+}
+
 TEST_F(FleetBansTest, AHostStartedLaterAppliesABanMadeAgainAfterALift) {
   const Cidr address = cidr("198.51.100.90");
   ASSERT_TRUE(

@@ -141,7 +141,10 @@ void DaemonState::handleReports() {
   const CouldBan could_ban = [&](const ReceivedReport& received) {
     return escalator_.mayBan(received, now);
   };
-  for (const ReceivedReport& received : report_sources_.drain(256, could_ban)) {
+  // The stream's reports wait for the fleet's lifts a start reads back: one signed before
+  // its prefix's last lift is refused (EscalationMemory::noteLift), once that lift is known.
+  const bool stream = !fleet_bans_.replayPending(now);
+  for (const ReceivedReport& received : report_sources_.drain(256, could_ban, stream)) {
     const uint64_t ban_ns = escalator_.handle(received, interfaces_, now);
     // A report read from the stream reached every controller of the fleet already.
     if (ban_ns != 0 && received.over_socket && !monitor_) {
@@ -157,6 +160,8 @@ void DaemonState::handleFleetBans() {
   for (const FleetBanVerdict& ban : fleet_bans_.drain(256, std::chrono::steady_clock::now())) {
     const Cidr& address = ban.record.address;
     if (ban.lift) {
+      // lifted here or not, the reports of it signed before the lift ban it no more
+      escalator_.noteLift(address, ban.signed_ms);
       const HeldInterfaces::Lifted lifted = interfaces_.liftEverywhere(address, ban.lift_age_ns);
       if (lifted.answered == 0 && !interfaces_.empty()) {
         fleet_bans_.count(metrics::kFleetBanFailed);
@@ -165,7 +170,8 @@ void DaemonState::handleFleetBans() {
       fleet_bans_.count(metrics::kFleetBanLifted);
       // Whether or not a ban was lifted here: on the host whose `ban del --config` made the
       // lift, the command lifted it already. An escalation's ban started after the lift was
-      // signed (a lift read late) stands, and the next report of it extends it again.
+      // signed (a lift read late) stands, and the next report of it signed after the lift
+      // extends it again.
       escalator_.forgetBan(address);
       logInfo("event=fleet_lift source=" + address.toString() + " lifted_on=" +
               std::to_string(lifted.lifted) + " publisher=\"" + ban.publisher + "\"");
@@ -187,7 +193,10 @@ void DaemonState::handleFleetBans() {
 std::vector<int> DaemonState::eventFds() {
   std::lock_guard lock(mutex_);
   std::vector<int> fds = interfaces_.eventFds();
-  for (int fd : report_sources_.fds()) fds.push_back(fd);
+  // not the report stream's while it waits (handleReports), or the loop would spin on it
+  for (int fd : report_sources_.fds(!fleet_bans_.replayPending(std::chrono::steady_clock::now()))) {
+    fds.push_back(fd);
+  }
   for (int fd : fleet_bans_.fds()) fds.push_back(fd);
   return fds;
 }

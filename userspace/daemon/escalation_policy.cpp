@@ -2,6 +2,7 @@
 // EscalationPolicy: from a received report to what to do about it.
 #include "daemon/escalation_policy.h"
 
+#include <algorithm>
 #include <utility>
 
 namespace floodgate::daemon {
@@ -55,6 +56,22 @@ bool mayBan(const ReceivedReport& received, const EscalationConfig& config,
          refusalFor(*received.report, config.rules, own) == Refusal::kNone;
 }
 
+void EscalationMemory::noteLift(const Cidr& address, int64_t signed_ms) {
+  const std::string text = address.toString();
+  auto it = lifted_at_ms.find(text);
+  if (it != lifted_at_ms.end()) {
+    it->second = std::max(it->second, signed_ms);
+    return;
+  }
+  if (lifted_at_ms.size() >= kMaxLifts) {
+    // a scan, only once 100000 distinct prefixes were lifted (as BanQuota does when full)
+    lifted_at_ms.erase(
+        std::min_element(lifted_at_ms.begin(), lifted_at_ms.end(),
+                         [](const auto& a, const auto& b) { return a.second < b.second; }));
+  }
+  lifted_at_ms.emplace(text, signed_ms);
+}
+
 EscalationDecision decideEscalation(const ReceivedReport& received, const EscalationConfig& config,
                                     const std::vector<Cidr>& own, const EscalationMemory& memory,
                                     std::chrono::steady_clock::time_point now) {
@@ -103,6 +120,14 @@ EscalationDecision decideEscalation(const ReceivedReport& received, const Escala
   auto banned = memory.banned_until.find(text);
   if (banned != memory.banned_until.end() && now < banned->second) {
     return counted(metrics::kEscalationRepeat);
+  }
+  // A socket's report is made now, after every lift read. One from the stream signed before
+  // the fleet's last lift of its prefix (a start replays them) would ban again what the
+  // operator lifted: counted, not logged, as a restart meets them every time.
+  auto lifted = memory.lifted_at_ms.find(text);
+  if (!received.over_socket && lifted != memory.lifted_at_ms.end() &&
+      received.signed_ms < lifted->second) {
+    return counted(metrics::kEscalationLifted);
   }
   const QuotaLimits limits = quotaLimits(received, config.escalate);
   const auto [quota, stream_quota] = quotasOf(received, memory);

@@ -34,6 +34,14 @@ struct EscalationMemory {
   // A ban of `address` lifted before its end (a fleet lift): its next report bans it again
   // rather than being taken for a repeat of a ban that no longer runs.
   void forgetBan(const Cidr& address) { banned_until.erase(address.toString()); }
+  // The fleet lifted every ban of exactly `address` by a record signed at `signed_ms` (its
+  // signer's clock): a report of it read from the stream and signed before then is of an
+  // offence the lift forgave, however late it is read (a start's replay).
+  void noteLift(const Cidr& address, int64_t signed_ms);
+  // The latest lift of each prefix (as text), at most kMaxLifts: past that, the lift signed
+  // first is forgotten.
+  static constexpr size_t kMaxLifts = 100'000;
+  std::map<std::string, int64_t> lifted_at_ms;
   // Forgets the bans that are over, looking through them at most once a second: the daemon
   // asks at every turn of its loop, and they may be hundreds of thousands (a day's bans at
   // the quotas). One over and not yet forgotten is no repeat (decideEscalation).
@@ -75,7 +83,8 @@ bool mayBan(const ReceivedReport& received, const EscalationConfig& config,
 // Decides, in this order: a socket sender allowed to report, a report that parsed and is
 // signed, one not read from the stream's past (its ban over), a client that may be banned
 // (escalation_guard.h's refusals, `own` being this host's addresses), not banned by an
-// escalation still running, and within its reporter's quota (and, read from the stream, the
+// escalation still running, not signed before the fleet's last lift of it (read from the
+// stream), and within its reporter's quota (and, read from the stream, the
 // stream's; a start's replay has its own). Pure but for
 // ReporterAccess::allows, which reads the group database for a uid it does not list.
 EscalationDecision decideEscalation(const ReceivedReport& received, const EscalationConfig& config,

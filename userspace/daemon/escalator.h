@@ -36,6 +36,9 @@ class Escalator {
   void forgetEnded(Clock::time_point now);
   // Forgets the ban of `address`, lifted before its end: its next report bans it again.
   void forgetBan(const Cidr& address) { memory_.forgetBan(address); }
+  // The fleet lifted `address` by a record signed at `signed_ms`: reports signed before then
+  // no longer ban it (EscalationMemory::noteLift).
+  void noteLift(const Cidr& address, int64_t signed_ms) { memory_.noteLift(address, signed_ms); }
   // How many reports led to each EscalationResult.
   const std::array<uint64_t, metrics::kEscalationResults>& counts() const { return counts_; }
 

@@ -148,6 +148,8 @@ void FleetBans::sync(const config::FleetBansConfig& config, const std::vector<Ci
     return;
   }
   tail_ = std::move(*tail);
+  tail_started_ = Clock::now();
+  replay_handed_ = false;
   replay_ = FleetBanReplay();  // of the stream followed before
   queue_ = queueFor(config);
 }
@@ -172,6 +174,7 @@ std::vector<FleetBanVerdict> FleetBans::drain(size_t max, Clock::time_point now)
   for (const TailEntry& entry : tail_->drain(max)) {
     if (entry.replay_end) {
       takeReplay(apply, entry.now_ms);
+      replay_handed_ = true;
       continue;
     }
     FleetBanVerdict verdict = gate_.check(http::streamReportFromFields(entry.fields), rules_,

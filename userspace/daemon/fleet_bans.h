@@ -67,6 +67,9 @@ Status liftBans(const config::FleetBansConfig* config, const std::vector<Cidr>& 
 class FleetBans {
  public:
   using Clock = std::chrono::steady_clock;
+  // How long replayPending() holds at most: a Redis of fleet.bans out of reach at the start
+  // must not hold the offender reports for as long as it is.
+  static constexpr Clock::duration kReplayWait = std::chrono::seconds(60);
 
   // Matches `config` (disabled: neither publishes nor reads). `allow`, `trusted_proxies`
   // and `services` (the config's Redis servers) are never banned from the fleet. A changed stream,
@@ -85,6 +88,12 @@ class FleetBans {
   // and kFleetBanLifted (lift every ban of the prefix) verdicts. Those of a start's replay
   // of the past come all at once when it is read (FleetBanReplay). Never blocks.
   std::vector<FleetBanVerdict> drain(size_t max, Clock::time_point now);
+  // Whether the start's replay of the stream (since the stream followed last changed) is not
+  // yet handed over by drain(), for at most kReplayWait: until then the lifts it holds are
+  // not known, and the offender reports' own replay waits, lest it ban again what they lift.
+  bool replayPending(Clock::time_point now) const {
+    return tail_ && !replay_handed_ && now - tail_started_ < kReplayWait;
+  }
   // What became of a verdict drain() returned: kFleetBanApplied or kFleetBanLifted, or
   // kFleetBanFailed when no interface took it.
   void count(metrics::FleetBanResult result) { ++received_[result]; }
@@ -110,6 +119,8 @@ class FleetBans {
   FleetBanReplay replay_;
   HostAddresses own_addresses_;
   std::unique_ptr<StreamTail> tail_;
+  Clock::time_point tail_started_{};
+  bool replay_handed_ = false;  // the replay of tail_'s start, by drain()
   // tails asked to stop, destroyed once their thread has ended, so the poll loop never
   // waits for a Redis call in progress
   std::vector<std::unique_ptr<StreamTail>> retired_tails_;

@@ -32,7 +32,8 @@ struct ReceivedReport {
   bool over_socket = false;   // then uid and gid are the sender's, from the kernel
   uid_t uid = static_cast<uid_t>(-1);
   gid_t gid = static_cast<gid_t>(-1);
-  uint64_t age_ns = 0;  // how long before it was read it was made (0 under a second)
+  uint64_t age_ns = 0;    // how long before it was read it was made (0 under a second)
+  int64_t signed_ms = 0;  // read from the stream: when its reporter signed it (its clock, ms)
   // Read back by the stream reader's start from the stream's past: the fleet's controllers
   // that were running applied it when it was made, charged to their per-minute quotas.
   bool replayed = false;

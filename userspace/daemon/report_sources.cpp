@@ -64,17 +64,18 @@ void ReportSources::syncSocket(const http::EscalateConfig& escalate, const Repor
   socket_.emplace(std::move(*listener));
 }
 
-std::vector<int> ReportSources::fds() const {
+std::vector<int> ReportSources::fds(bool stream) const {
   std::vector<int> fds;
   if (socket_) fds.push_back(socket_->fd());
-  if (stream_) fds.push_back(stream_->fd());
+  if (stream_ && stream) fds.push_back(stream_->fd());
   return fds;
 }
 
-std::vector<ReceivedReport> ReportSources::drain(size_t max_each, const CouldBan& could_ban) {
+std::vector<ReceivedReport> ReportSources::drain(size_t max_each, const CouldBan& could_ban,
+                                                 bool stream) {
   std::vector<ReceivedReport> out;
   if (socket_) out = socket_->drain(max_each);
-  if (stream_) {
+  if (stream_ && stream) {
     for (ReceivedReport& received : stream_->drain(max_each, could_ban)) {
       out.push_back(std::move(received));
     }

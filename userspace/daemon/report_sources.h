@@ -24,11 +24,12 @@ class ReportSources {
   // Matches the config's http.escalate (null http: no reports); `access` says the socket's
   // group, and who may report over it for the log line.
   void sync(const http::HttpConfig* http, const ReporterAccess& access);
-  // Descriptors that turn readable when reports wait.
-  std::vector<int> fds() const;
+  // Descriptors that turn readable when reports wait; the stream's only with `stream`.
+  std::vector<int> fds(bool stream = true) const;
   // The reports waiting, at most `max_each` from each source (the rest wait); never blocks.
   // `could_ban` says which of the stream's are remembered against copies (StreamReportGate).
-  std::vector<ReceivedReport> drain(size_t max_each, const CouldBan& could_ban);
+  // Without `stream`, the stream's wait (the fleet's lifts are not read back yet).
+  std::vector<ReceivedReport> drain(size_t max_each, const CouldBan& could_ban, bool stream = true);
   // Stops taking reports.
   void close();
 

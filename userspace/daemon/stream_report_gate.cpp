@@ -43,6 +43,7 @@ ReceivedReport StreamReportGate::check(const std::string& id,
     return received;
   }
   received.report = parseReport(report.line);
+  received.signed_ms = report.time_ms;
   // the quota counts a host, not each of its processes (a restart or a new worker is a new
   // PID); a name of its own making, kept apart from the socket's ("uid 33"), so a stream
   // reporter naming itself "uid 33:1" does not spend the quota of the local www-data

@@ -59,12 +59,13 @@ enum EscalationResult {
   kEscalationTooWide,
   kEscalationBelowThreshold,
   kEscalationRateLimited,  // the reporter's max_bans_per_minute was reached
+  kEscalationLifted,       // signed before the fleet's last lift of its prefix
   kEscalationResults
 };
 inline constexpr const char* kEscalationResultNames[kEscalationResults] = {
-    "banned",   "allowlisted", "repeat",          "invalid",     "unauthorised", "expired",
-    "loopback", "unspecified", "link_local",      "multicast",   "own_address",  "trusted_proxy",
-    "service",  "too_wide",    "below_threshold", "rate_limited"};
+    "banned",   "allowlisted", "repeat",          "invalid",      "unauthorised", "expired",
+    "loopback", "unspecified", "link_local",      "multicast",    "own_address",  "trusted_proxy",
+    "service",  "too_wide",    "below_threshold", "rate_limited", "lifted"};
 
 // What became of a ban or lift record read from the fleet's stream (fleet.bans); the
 // `result` label of floodgate_fleet_bans_received_total, in the order of kFleetBanResultNames.
