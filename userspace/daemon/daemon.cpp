@@ -19,6 +19,7 @@
 #include "daemon/log.h"
 #include "daemon/metrics_server.h"
 #include "daemon/run_lock.h"
+#include "daemon/scrape_server.h"
 #include "kernel/unique_fd.h"
 
 namespace floodgate::daemon {
@@ -69,12 +70,18 @@ Status runDaemon(const RunOptions& options) {
   auto watch = ConfigWatch::start(options.config_path);
   if (!watch) return watch.error();
 
+  // Bound before the first apply: a port someone else holds fails the start before anything
+  // is attached. Bound after it, the failed start would detach again, and every restart of
+  // Restart=on-failure too, leaving the host unprotected for as long as the port is held.
+  auto listener = ScrapeServer::openListener(options.listen);
+  if (!listener) return listener.error();
+
   DaemonState state(options.config_path);
   if (Status s = state.apply(true); !s) {
     state.releaseAfterFailedStart();
     return s;
   }
-  auto server = MetricsServer::start(options.listen, state);
+  auto server = MetricsServer::start(std::move(*listener), state);
   if (!server) {
     state.releaseAfterFailedStart();
     return server.error();

@@ -16,10 +16,10 @@ struct RunOptions {
   bool keep_attached = false;  // on exit, leave the limiters attached and enforcing
 };
 
-// Blocks until SIGTERM or SIGINT. Fails at start (invalid config, attach or bind failure)
-// with one line; a listed interface that does not exist is not a failure: it is reported
-// unhealthy and attached when it appears. Later reload failures are logged and counted,
-// never fatal.
+// Blocks until SIGTERM or SIGINT. Fails at start (a metrics address it cannot bind, found
+// before anything is attached; an invalid config; an attach failure) with one line; a listed
+// interface that does not exist is not a failure: it is reported unhealthy and attached when
+// it appears. Later reload failures are logged and counted, never fatal.
 // Blocks SIGHUP, SIGTERM and SIGINT in the calling thread (and threads it starts).
 Status runDaemon(const RunOptions& options);
 

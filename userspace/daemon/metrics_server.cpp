@@ -8,8 +8,7 @@
 
 namespace floodgate::daemon {
 
-Result<std::unique_ptr<MetricsServer>> MetricsServer::start(const ListenAddress& address,
-                                                            DaemonState& state) {
+Result<std::unique_ptr<MetricsServer>> MetricsServer::start(UniqueFd listener, DaemonState& state) {
   std::map<std::string, ScrapeRoute> routes;
   routes["/metrics"] = [&state] {
     return ScrapeAnswer{200, "text/plain; version=0.0.4; charset=utf-8", state.scrape()};
@@ -20,7 +19,7 @@ Result<std::unique_ptr<MetricsServer>> MetricsServer::start(const ListenAddress&
     if (body.empty()) return ScrapeAnswer{200, "text/plain", "ok\n"};
     return ScrapeAnswer{503, "text/plain", std::move(body)};
   };
-  auto server = ScrapeServer::start(address, std::move(routes));
+  auto server = ScrapeServer::start(std::move(listener), std::move(routes));
   if (!server) return server.error();
   return std::unique_ptr<MetricsServer>(new MetricsServer(std::move(*server)));
 }

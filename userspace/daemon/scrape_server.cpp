@@ -32,7 +32,19 @@ constexpr int kAcceptsPerTurn = 64;
 
 ScrapeAnswer plain(int status, const std::string& body) { return {status, "text/plain", body}; }
 
-Result<UniqueFd> bindListener(const ListenAddress& address) {
+uint16_t boundPort(int fd) {
+  sockaddr_storage bound{};
+  socklen_t size = sizeof(bound);
+  if (getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &size) != 0) return 0;
+  if (bound.ss_family == AF_INET6) {
+    return ntohs(reinterpret_cast<const sockaddr_in6*>(&bound)->sin6_port);
+  }
+  return ntohs(reinterpret_cast<const sockaddr_in*>(&bound)->sin_port);
+}
+
+}  // namespace
+
+Result<UniqueFd> ScrapeServer::openListener(const ListenAddress& address) {
   const std::string where = address.host + ":" + std::to_string(address.port);
   const Error taken = Error::failure(
       "cannot listen for metrics on " + where +
@@ -61,25 +73,19 @@ Result<UniqueFd> bindListener(const ListenAddress& address) {
   return taken;
 }
 
-uint16_t boundPort(int fd) {
-  sockaddr_storage bound{};
-  socklen_t size = sizeof(bound);
-  if (getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &size) != 0) return 0;
-  if (bound.ss_family == AF_INET6) {
-    return ntohs(reinterpret_cast<const sockaddr_in6*>(&bound)->sin6_port);
-  }
-  return ntohs(reinterpret_cast<const sockaddr_in*>(&bound)->sin_port);
-}
-
-}  // namespace
-
 Result<std::unique_ptr<ScrapeServer>> ScrapeServer::start(const ListenAddress& address,
                                                           std::map<std::string, ScrapeRoute> routes,
                                                           ScrapeLimits limits) {
-  auto listener = bindListener(address);
+  auto listener = openListener(address);
   if (!listener) return listener.error();
+  return start(std::move(*listener), std::move(routes), limits);
+}
+
+Result<std::unique_ptr<ScrapeServer>> ScrapeServer::start(UniqueFd listener,
+                                                          std::map<std::string, ScrapeRoute> routes,
+                                                          ScrapeLimits limits) {
   std::unique_ptr<ScrapeServer> out(new ScrapeServer());
-  out->listener_ = std::move(*listener);
+  out->listener_ = std::move(listener);
   out->stop_.reset(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   if (!out->stop_.valid()) {
     return Error::failure(std::string("cannot create an eventfd: ") + std::strerror(errno));

@@ -30,8 +30,15 @@ using ScrapeRoute = std::function<ScrapeAnswer()>;
 
 class ScrapeServer {
  public:
-  // Binds at once (a taken port fails the start; port 0 takes a free one) and serves
-  // `routes` until destroyed.
+  // Binds `address` and listens on it (a taken port fails; port 0 takes a free one), so a
+  // caller can fail before it does what a server that cannot listen would have to undo.
+  // Connections wait in the listener's queue until start() serves it.
+  static Result<UniqueFd> openListener(const ListenAddress& address);
+  // Serves `routes` on `listener` (from openListener) until destroyed.
+  static Result<std::unique_ptr<ScrapeServer>> start(UniqueFd listener,
+                                                     std::map<std::string, ScrapeRoute> routes,
+                                                     ScrapeLimits limits = {});
+  // openListener, then start.
   static Result<std::unique_ptr<ScrapeServer>> start(const ListenAddress& address,
                                                      std::map<std::string, ScrapeRoute> routes,
                                                      ScrapeLimits limits = {});
