@@ -47,6 +47,7 @@ Status DaemonState::apply(bool initial) {
   std::optional<std::string> publish;
   {
     std::lock_guard lock(mutex_);
+    const AnswerLock::LongHold long_hold(answer_lock_);
     status = applyLocked(publish);
     if (!initial) {
       if (status) {
@@ -124,6 +125,7 @@ Status DaemonState::applyLocked(std::optional<std::string>& publish) {
 
 void DaemonState::attachAppeared() {
   std::lock_guard lock(mutex_);
+  const AnswerLock::LongHold long_hold(answer_lock_);
   interfaces_.attachAppeared();
   keepProblemsLocked();  // an interface that appeared and was attached is healthy now
 }
@@ -271,24 +273,13 @@ void DaemonState::releaseAfterFailedStart() {
   fleet_bans_.close();
 }
 
-bool DaemonState::lockToAnswer(std::unique_lock<std::timed_mutex>& lock) {
-  if (lock.try_lock()) {
-    busy_ = false;
-    return true;
-  }
-  if (busy_) return false;
-  if (lock.try_lock_for(kBusyWait)) return true;
-  busy_ = true;
-  return false;
-}
-
 std::string DaemonState::scrape() {
   {
     std::lock_guard last(last_mutex_);
     if (!last_scrape_.empty() && !scrape_pace_.due(ScrapePace::Clock::now())) return last_scrape_;
   }
   std::unique_lock lock(mutex_, std::defer_lock);
-  if (!lockToAnswer(lock)) {
+  if (!answer_lock_.lock(lock)) {
     {
       std::lock_guard last(last_mutex_);
       if (!last_scrape_.empty()) {
@@ -324,7 +315,7 @@ std::vector<std::string> DaemonState::problems() {
     if (last_problems_ && !health_pace_.due(ScrapePace::Clock::now())) return *last_problems_;
   }
   std::unique_lock lock(mutex_, std::defer_lock);
-  if (!lockToAnswer(lock)) {
+  if (!answer_lock_.lock(lock)) {
     {
       std::lock_guard last(last_mutex_);
       if (last_problems_) return *last_problems_;

@@ -6,10 +6,10 @@
 // counters. Every public method is thread-safe (one mutex; a scrape holds it for a few map
 // reads). A reload or an attach can hold it for seconds (the verifier, another attach's
 // lock): a scrape or health check that waits too long meanwhile is answered from the last
-// one, so Prometheus keeps its series through the reload that an incident calls for.
+// one, so Prometheus keeps its series through the reload that an incident calls for; the
+// short holds of the event loop are waited for (answer_lock.h).
 #pragma once
 
-#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <mutex>
@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "daemon/answer_lock.h"
 #include "daemon/escalation_guard.h"
 #include "daemon/escalator.h"
 #include "daemon/event_log.h"
@@ -50,14 +51,14 @@ class DaemonState {
   // enforcing as it found it.
   void releaseAfterFailedStart();
 
-  // The Prometheus exposition of every held interface; when the state is busy longer than
-  // kBusyWait, the last one made (by a scrape or an apply), marked by a comment line; and
-  // the last one as it was past ScrapePace's pace.
+  // The Prometheus exposition of every held interface; when an apply or an attach holds the
+  // state longer than kBusyWait, the last one made (by a scrape or an apply), marked by a
+  // comment line; and the last one as it was past ScrapePace's pace.
   std::string scrape();
   // What keeps the daemon from being healthy, one line per configured interface that does
   // not exist or has no limiter attached; empty when every one has its limiter. The last
   // answer made (by a health check, an apply or an attach of an interface that appeared)
-  // when the state is busy longer than kBusyWait.
+  // when an apply or an attach holds the state longer than kBusyWait.
   std::vector<std::string> problems();
   bool healthy() { return problems().empty(); }
 
@@ -85,12 +86,10 @@ class DaemonState {
   void handleFleetBans();
 
   static constexpr std::chrono::milliseconds kBusyWait{500};
-  // Locks `lock` for a scrape or a health answer: at once, or within kBusyWait; but not at
-  // all while a wait for it already ran out (busy_) and it has not been taken since, so
-  // that requests one after another during a long apply each answer at once from the last
-  // answer instead of waiting kBusyWait in turn.
-  bool lockToAnswer(std::unique_lock<std::timed_mutex>& lock);
-  std::atomic<bool> busy_{false};
+  // Locks mutex_ for a scrape or a health answer (AnswerLock): apply() and attachAppeared(),
+  // which can hold it for seconds, mark themselves long sections; every other hold is
+  // waited for.
+  AnswerLock answer_lock_{kBusyWait};
   // Make the answers of a scrape and of a health check, keep them for when mutex_ is busy,
   // and return them; mutex_ held.
   std::string keepScrapeLocked();
