@@ -123,6 +123,8 @@ TEST(AdaptiveSteps, NoSectionNoGovernor) {
 
 // Monitor verdicts pass packets enforcing would drop: left out, so that in a dry run
 // tightening lowers the load it measures as enforcing would, and stops where enforcing would.
+// Enforcing, monitor verdicts pass (a rule's on_exceed: monitor, whose refusals the
+// governed rules may still pass); in monitor mode they are what enforcing would drop.
 TEST(AdaptiveSteps, PassedLoadIsWhatEnforcingWouldPassOfEveryReason) {
   std::vector<CounterRow> rows = {
       {FG_VERDICT_PASS, FG_REASON_DEFAULT, 100, 6000},
@@ -130,9 +132,12 @@ TEST(AdaptiveSteps, PassedLoadIsWhatEnforcingWouldPassOfEveryReason) {
       {FG_VERDICT_MONITOR, FG_REASON_RATE, 5, 300},
       {FG_VERDICT_DROP, FG_REASON_RATE, 1000, 60000},
   };
-  PassedCounters passed = passedOf(rows);
-  EXPECT_EQ(passed.packets, 110u);
-  EXPECT_EQ(passed.bytes, 6600u);
+  PassedCounters passed = passedOf(rows, false);
+  EXPECT_EQ(passed.packets, 115u);
+  EXPECT_EQ(passed.bytes, 6900u);
+  PassedCounters dry_run = passedOf(rows, true);
+  EXPECT_EQ(dry_run.packets, 110u);
+  EXPECT_EQ(dry_run.bytes, 6600u);
 }
 
 // A level whose limits the rule could not run (a burst of 9000 at 2 pps takes over an hour

@@ -99,6 +99,8 @@ class AdaptiveGovernor {
   // the reload that starts or ends enforcing starts over at the configured limits.
   bool sameAs(const config::AdaptiveConfig& config, const std::vector<AdaptiveRule>& rules,
               bool monitor) const;
+  // Whether the interface it governs only counts what it would drop (defaults.monitor).
+  bool monitor() const { return monitor_; }
   // After a reload or a restart of the program: the counters start over, so the next reading
   // only sets a baseline. The level and the timers are kept.
   void rebaseline() { have_baseline_ = false; }

@@ -96,11 +96,12 @@ std::optional<AdaptiveGovernor> reconcileAdaptive(
   return std::nullopt;
 }
 
-PassedCounters passedOf(const std::vector<CounterRow>& counters) {
+PassedCounters passedOf(const std::vector<CounterRow>& counters, bool monitor_mode) {
   PassedCounters out;
   for (const CounterRow& row : counters) {
-    // not monitor: what enforcing would have dropped, so a dry run moves as enforcing would
-    if (row.verdict != FG_VERDICT_PASS) continue;
+    const bool passed =
+        row.verdict == FG_VERDICT_PASS || (row.verdict == FG_VERDICT_MONITOR && !monitor_mode);
+    if (!passed) continue;
     out.packets += row.packets;
     out.bytes += row.bytes;
   }

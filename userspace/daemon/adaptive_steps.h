@@ -25,9 +25,12 @@ std::optional<AdaptiveGovernor> reconcileAdaptive(
     std::optional<AdaptiveGovernor> held, const std::optional<config::AdaptiveConfig>& adaptive,
     AttachOptions& options, std::vector<LogLine>& lines);
 
-// What the program passed on the interface: verdict pass, every reason. Not monitor: those
-// are the packets enforcing would drop, so a dry run measures what enforcing would pass.
-PassedCounters passedOf(const std::vector<CounterRow>& counters);
+// What the program passed on the interface, every reason. With `monitor_mode` (the
+// interface's defaults.monitor) verdict pass only: its monitor verdicts are the packets
+// enforcing would drop, so a dry run measures what enforcing would pass. Otherwise monitor
+// verdicts too: a rule's `on_exceed: monitor` passes what it refuses, and a packet one such
+// rule refused is still counted monitor when the governed rules after it pass it.
+PassedCounters passedOf(const std::vector<CounterRow>& counters, bool monitor_mode);
 
 // Applies `decision` to `limiter`'s running rules and says what it did, one line per rule
 // changed ("event=adaptive_tighten interface=eth0 rule=per-source pps=50->25 ..."). A rule

@@ -302,7 +302,7 @@ void HeldInterfaces::adapt(uint64_t now_ns, std::vector<LogLine>& lines) {
                                  counters.error().message});
       continue;
     }
-    auto decision = held.adaptive->observe(now_ns, passedOf(*counters));
+    auto decision = held.adaptive->observe(now_ns, passedOf(*counters, held.adaptive->monitor()));
     if (!decision) continue;
     const AppliedChanges made = applyDecision(held.limiter, *held.adaptive, *decision, lines);
     held.adaptive_tightened += made.tightened;
