@@ -4,10 +4,11 @@
 // verifier, another `floodgate attach`'s lock) marks itself with a LongHold for as long as
 // it holds it. A request waits a bounded time for the lock; once a wait has run out during
 // a long section, the requests after it answer at once until that section ends, instead of
-// each waiting in turn. Every other hold (the event pump, adapt, housekeeping: microseconds,
-// many times a second during a flood) is waited for, so a request never answers from the
-// last one merely because the lock was taken for an instant, as counters frozen through a
-// flood would read as no traffic.
+// each waiting in turn. Every other hold (the event pump, adapt, housekeeping: mostly
+// microseconds, many times a second during a flood, though a ban may wait seconds for another
+// command's writer lock) is waited for, so a request never answers from the last one merely
+// because the lock was taken for an instant, as counters frozen through a flood would read as
+// no traffic; a long one of those costs each request the whole wait.
 #pragma once
 
 #include <atomic>
