@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <sched.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/time.h>
@@ -14,6 +15,8 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
+#include <cstring>
 #include <string>
 #include <thread>
 #include <vector>
@@ -21,15 +24,15 @@
 namespace floodgate::daemon {
 namespace {
 
-// A client connection to the server on 127.0.0.1; reads wait at most a minute.
-UniqueFd connectTo(uint16_t port) {
+// A client connection to the server on `host` (an IPv4 address); reads wait at most a minute.
+UniqueFd connectTo(uint16_t port, const char* host = "127.0.0.1") {
   UniqueFd fd(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
   timeval minute{60, 0};
   setsockopt(fd.get(), SOL_SOCKET, SO_RCVTIMEO, &minute, sizeof(minute));
   sockaddr_in address{};
   address.sin_family = AF_INET;
   address.sin_port = htons(port);
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  inet_pton(AF_INET, host, &address.sin_addr);
   EXPECT_EQ(connect(fd.get(), reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
   return fd;
 }
@@ -93,7 +96,7 @@ TEST(ScrapeServer, AnswersGetAndHeadOfItsRoutesAndClosesEachConnection) {
   const uint16_t port = (*server)->port();
   ASSERT_NE(port, 0);
 
-  EXPECT_EQ(ask(port, "GET /metrics?x=1 HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n"),
+  EXPECT_EQ(ask(port, "GET /metrics?x=1 HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"),
             "HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: "
             "5\r\nConnection: close\r\n\r\nup 1\n");
   EXPECT_EQ(ask(port, "HEAD /metrics HTTP/1.0\r\n\r\n"),
@@ -109,6 +112,56 @@ TEST(ScrapeServer, AnswersGetAndHeadOfItsRoutesAndClosesEachConnection) {
   EXPECT_EQ(
       ask(port, "GET /metrics HTTP/1.1\r\nX: " + std::string(2000, 'a') + "\r\n\r\n").substr(0, 46),
       "HTTP/1.1 431 Request Header Fields Too Large\r\n");
+
+  // Prometheus's scrape names the target it was given: the address and port
+  const std::string prometheus =
+      "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(port) +
+      "\r\nUser-Agent: Prometheus/2.45.3\r\nAccept: text/plain;version=0.0.4;q=0.5,*/*;q=0.1\r\n"
+      "Accept-Encoding: gzip\r\nX-Prometheus-Scrape-Timeout-Seconds: 10\r\n"
+      "Connection: close\r\n\r\n";
+  EXPECT_EQ(ask(port, prometheus).substr(0, 17), "HTTP/1.1 200 OK\r\n");
+  for (const char* host : {"localhost:9477", "[::1]:9477"}) {
+    EXPECT_EQ(ask(port, "GET /healthz HTTP/1.1\r\nHost: " + std::string(host) +
+                            "\r\nConnection: close\r\n\r\n")
+                  .substr(0, 34),
+              "HTTP/1.1 503 Service Unavailable\r\n")
+        << host;
+  }
+  // a page whose name was rebound to 127.0.0.1 (DNS rebinding) reads nothing, and is told
+  // what to ask for
+  const std::string rebound =
+      ask(port, "GET /metrics HTTP/1.1\r\nHost: rebind.example:9477\r\n\r\n");
+  EXPECT_EQ(rebound.substr(0, 34), "HTTP/1.1 421 Misdirected Request\r\n") << rebound;
+  EXPECT_NE(rebound.find("Connection: close\r\n\r\non a loopback address, Host must be an IP "
+                         "address or localhost: ask for this endpoint by its address"),
+            std::string::npos)
+      << rebound;
+  EXPECT_EQ(rebound.find("up 1"), std::string::npos) << rebound;
+}
+
+// On an address other than loopback a Prometheus elsewhere may scrape by name, and is
+// answered; a browser on this host that a page rebound to 127.0.0.1 is not. The server
+// listens on 0.0.0.0 in a network namespace of the test's own, whose loopback also holds
+// 198.51.100.7: an address that is not a loopback one.
+TEST(ScrapeServer, AHostNameIsRefusedOnlyOnALoopbackAddress) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root for a network namespace of its own";
+  ASSERT_EQ(unshare(CLONE_NEWNET), 0) << std::strerror(errno);
+  ASSERT_EQ(std::system("ip link set lo up && ip addr add 198.51.100.7/32 dev lo"), 0);
+  auto server = ScrapeServer::start(ListenAddress{"0.0.0.0", 0}, routes(), ScrapeLimits{});
+  ASSERT_TRUE(server.ok()) << server.error().message;
+  const uint16_t port = (*server)->port();
+  const std::string by_name =
+      "GET /metrics HTTP/1.1\r\nHost: edge01.example:9477\r\nConnection: close\r\n\r\n";
+
+  UniqueFd other = connectTo(port, "198.51.100.7");
+  sendAll(other.get(), by_name);
+  const std::string answered = readToClose(other.get());
+  EXPECT_EQ(answered.substr(0, 17), "HTTP/1.1 200 OK\r\n") << answered;
+
+  UniqueFd loopback = connectTo(port, "127.0.0.1");
+  sendAll(loopback.get(), by_name);
+  const std::string refused = readToClose(loopback.get());
+  EXPECT_EQ(refused.substr(0, 34), "HTTP/1.1 421 Misdirected Request\r\n") << refused;
 }
 
 // Slowloris: connections that send part of a request and wait. With the connections at

@@ -1,8 +1,13 @@
 // SPDX-License-Identifier: MIT
-// The request line parsed; the headers after it only looked through for their end.
+// The request line parsed; of the headers after it, the few the endpoint needs, up to the
+// blank line that ends them.
 #include "daemon/request_head.h"
 
+#include <arpa/inet.h>
+
+#include <algorithm>
 #include <cctype>
+#include <cstdint>
 
 namespace floodgate::daemon {
 namespace {
@@ -48,13 +53,18 @@ std::string_view trimmed(std::string_view text) {
 }
 
 // The header lines that matter here (each without its line end): "Connection:" changes
-// whether the connection is kept, and a body's length or encoding marks a body.
-void readHeader(std::string_view line, RequestHead& head) {
+// whether the connection is kept, a body's length or encoding marks a body, and "Host:"
+// names the host asked for. False for a second Host header: which one a proxy in front
+// read cannot be known.
+bool readHeader(std::string_view line, RequestHead& head) {
   const size_t colon = line.find(':');
-  if (colon == std::string_view::npos) return;
+  if (colon == std::string_view::npos) return true;
   const std::string name = lower(trimmed(line.substr(0, colon)));
   const std::string value = lower(trimmed(line.substr(colon + 1)));
-  if (name == "connection") {
+  if (name == "host") {
+    if (head.host) return false;
+    head.host = value;
+  } else if (name == "connection") {
     if (value.find("close") != std::string::npos) {
       head.keep_alive = false;
     } else if (value.find("keep-alive") != std::string::npos) {
@@ -63,6 +73,19 @@ void readHeader(std::string_view line, RequestHead& head) {
   } else if (name == "transfer-encoding" || (name == "content-length" && value != "0")) {
     head.has_body = true;
   }
+  return true;
+}
+
+// ":PORT" (1 to 5 digits, at most 65535), or nothing.
+bool isPortOrNothing(std::string_view text) {
+  if (text.empty()) return true;
+  if (text.front() != ':' || text.size() < 2 || text.size() > 6) return false;
+  uint32_t port = 0;
+  for (char c : text.substr(1)) {
+    if (c < '0' || c > '9') return false;
+    port = port * 10 + static_cast<uint32_t>(c - '0');
+  }
+  return port <= 65535;
 }
 
 }  // namespace
@@ -88,10 +111,28 @@ RequestHead readRequestHead(std::string_view bytes) {
       head.length = end + 1;
       return head;
     }
-    readHeader(header, head);
+    if (!readHeader(header, head)) {
+      head.state = RequestHead::State::kBad;
+      return head;
+    }
     start = end + 1;
   }
   return head;
+}
+
+bool isAddressOrLocalhost(std::string_view host) {
+  if (!host.empty() && host.front() == '[') {
+    const size_t close = host.find(']');
+    if (close == std::string_view::npos) return false;
+    const std::string inside(host.substr(1, close - 1));
+    in6_addr v6{};
+    return inet_pton(AF_INET6, inside.c_str(), &v6) == 1 && isPortOrNothing(host.substr(close + 1));
+  }
+  const size_t colon = std::min(host.find(':'), host.size());
+  if (!isPortOrNothing(host.substr(colon))) return false;
+  const std::string name = lower(host.substr(0, colon));
+  in_addr v4{};
+  return name == "localhost" || inet_pton(AF_INET, name.c_str(), &v4) == 1;
 }
 
 }  // namespace floodgate::daemon

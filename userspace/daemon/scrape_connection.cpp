@@ -2,6 +2,7 @@
 // A connection's request read, answered and written back, without ever blocking.
 #include "daemon/scrape_connection.h"
 
+#include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 
@@ -17,6 +18,26 @@ namespace {
 // with its bytes unread would send a reset that can cut the answer short.
 constexpr auto kLinger = std::chrono::seconds(1);
 
+// Whether the connection on `fd` came in on a loopback address (127.0.0.0/8, ::1, or
+// ::ffff:127.0.0.0/104 on a dual-stack listener). Only there is a Host that names a host
+// refused: a browser on this host is the one a rebound page can turn on the endpoint, and no
+// Prometheus elsewhere reaches it. On another address a Prometheus may well scrape by name.
+bool cameInOnLoopback(int fd) {
+  sockaddr_storage local{};
+  socklen_t size = sizeof(local);
+  // unknown (a socket already reset): treated as loopback, the stricter side
+  if (getsockname(fd, reinterpret_cast<sockaddr*>(&local), &size) != 0) return true;
+  if (local.ss_family == AF_INET) {
+    const auto* v4 = reinterpret_cast<const sockaddr_in*>(&local);
+    return (ntohl(v4->sin_addr.s_addr) >> 24) == 127;
+  }
+  if (local.ss_family == AF_INET6) {
+    const in6_addr& v6 = reinterpret_cast<const sockaddr_in6*>(&local)->sin6_addr;
+    return IN6_IS_ADDR_LOOPBACK(&v6) || (IN6_IS_ADDR_V4MAPPED(&v6) && v6.s6_addr[12] == 127);
+  }
+  return true;
+}
+
 const char* reasonOf(int status) {
   switch (status) {
     case 200:
@@ -27,6 +48,8 @@ const char* reasonOf(int status) {
       return "Not Found";
     case 405:
       return "Method Not Allowed";
+    case 421:
+      return "Misdirected Request";
     case 431:
       return "Request Header Fields Too Large";
     case 500:
@@ -56,7 +79,8 @@ ScrapeConnection::ScrapeConnection(UniqueFd fd, const Answerer& answer, const Sc
       answer_(&answer),
       limits_(&limits),
       order_(order),
-      deadline_(now + limits.deadline) {}
+      deadline_(now + limits.deadline),
+      checks_host_(cameInOnLoopback(fd_.get())) {}
 
 short ScrapeConnection::events() const { return answered_ && !draining_ ? POLLOUT : POLLIN; }
 
@@ -79,6 +103,12 @@ void ScrapeConnection::process() {
   } else if (head.has_body) {
     // not read, a body would be taken for the next request (smuggled past a proxy)
     refuse(400, "a request with a body is not answered here\n");
+  } else if (checks_host_ && head.host && !isAddressOrLocalhost(*head.host)) {
+    // a browser sent it to a name rebound to loopback (DNS rebinding): the page asking must
+    // not read the rules and their limits
+    refuse(421,
+           "on a loopback address, Host must be an IP address or localhost: ask for this "
+           "endpoint by its address (as in http://127.0.0.1:9477/metrics), not by a name\n");
   } else {
     out_ = (*answer_)(head);
     keep_alive_ = head.keep_alive;

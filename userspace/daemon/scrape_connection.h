@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // ScrapeConnection: one client of the ScrapeServer: the request head it is sending, the
-// answer going back, and when it must be done by. A request with a body, a bad one or one
-// past the head cap is answered and the connection closed; a kept connection (HTTP/1.1)
+// answer going back, and when it must be done by. A request with a body, a bad one, one
+// past the head cap or, on a loopback address, one whose Host is a name
+// (isAddressOrLocalhost) is answered and the connection closed; a kept connection (HTTP/1.1)
 // starts over after each answer. Not thread-safe: the server's one thread drives it.
 #pragma once
 
@@ -80,6 +81,7 @@ class ScrapeConnection {
   bool keep_alive_ = false;  // once it is sent, the next request is read
   size_t head_length_ = 0;   // of the request answered, to drop from `in_` after
   bool draining_ = false;    // the last answer is sent; reading until the client closes
+  bool checks_host_;         // it came in on loopback: a Host that is a name is refused
 };
 
 }  // namespace floodgate::daemon
