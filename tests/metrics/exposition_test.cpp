@@ -184,6 +184,30 @@ TEST(Exposition, RuleLimitsShowEveryRateARuleHasAndAdaptiveStepsAreEvents) {
   EXPECT_TRUE(has(text, R"(floodgate_events_total{interface="eth1",event="adaptive_relax"} 0)"));
 }
 
+// Only a rule that gives SYN cookies has their series; the others' would be zeros forever.
+TEST(Exposition, SynCookieSeriesOnlyForRulesWithSynCookies) {
+  Snapshot s = twoInterfaces();
+  RuleCounters cookies;
+  cookies.name = "syn";
+  cookies.syn_cookies = true;
+  cookies.table[FG_TABLE_COOKIE_SENT] = 40;
+  cookies.table[FG_TABLE_COOKIE_VERIFIED] = 3;
+  s.interfaces[0].rules.push_back(cookies);
+  const std::string text = render(s);
+  EXPECT_TRUE(has(
+      text, "floodgate_rule_syn_cookies_total{interface=\"eth0\",rule=\"syn\",result=\"sent\"} 40"))
+      << text;
+  EXPECT_TRUE(has(text,
+                  "floodgate_rule_syn_cookies_total{interface=\"eth0\",rule=\"syn\",result="
+                  "\"verified\"} 3"));
+  EXPECT_TRUE(has(text,
+                  "floodgate_rule_syn_cookies_total{interface=\"eth0\",rule=\"syn\",result="
+                  "\"failed\"} 0"));
+  EXPECT_EQ(text.find("floodgate_rule_syn_cookies_total{interface=\"eth0\",rule=\"per"),
+            std::string::npos)
+      << text;
+}
+
 TEST(Exposition, HelpAndTypeOncePerFamilyBeforeItsSamples) {
   std::string text = render(twoInterfaces());
   std::map<std::string, int> help, type;

@@ -238,6 +238,7 @@ Result<std::vector<RuleCounters>> XdpLimiter::ruleCounters() const {
     RuleCounters entry;
     entry.id = rule.id;
     entry.name = rule.name;
+    entry.syn_cookies = rule.syn_cookies != FG_SYN_COOKIES_OFF;
     for (uint32_t verdict = 0; verdict < FG_VERDICT_COUNT; ++verdict) {
       auto values = maps_.rule_counters.lookup(FG_RULE_COUNTER_INDEX(rule.id, verdict));
       if (!values) return values.error();

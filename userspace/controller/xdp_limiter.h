@@ -145,6 +145,7 @@ struct RuleCounters {
   std::string name;
   CounterRow by_verdict[FG_VERDICT_COUNT];
   uint64_t table[FG_TABLE_STAT_COUNT] = {};
+  bool syn_cookies = false;  // the rule answers SYNs with cookies (always or auto)
 };
 
 // What became of the program's state-change events, summed over CPUs.

@@ -243,6 +243,7 @@ std::string render(const Snapshot& snapshot) {
          "and failed are the ACKs to a listener that returned a valid or a bad cookie.");
   for (const auto& iface : snapshot.interfaces) {
     for (const RuleCounters& rule : iface.rules) {
+      if (!rule.syn_cookies) continue;  // its counts stay 0: a series of zeros per rule
       for (auto [stat, result] : {std::pair{FG_TABLE_COOKIE_SENT, "sent"},
                                   std::pair{FG_TABLE_COOKIE_VERIFIED, "verified"},
                                   std::pair{FG_TABLE_COOKIE_FAILED, "failed"}}) {
