@@ -200,6 +200,60 @@ TEST(ScrapeServer, SlowAndStalledClientsDoNotHoldUpARequestSentAtOnce) {
       << "the answer it asked for, whole";
 }
 
+// A client with a small receive buffer (8 KiB, as the kernel doubles 4 KiB), whose unread
+// answer stalls at once rather than filling megabytes of buffers first.
+UniqueFd connectSmall(uint16_t port) {
+  UniqueFd fd(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  const int size = 4096;
+  setsockopt(fd.get(), SOL_SOCKET, SO_RCVBUF, &size, sizeof(size));
+  timeval minute{60, 0};
+  setsockopt(fd.get(), SOL_SOCKET, SO_RCVTIMEO, &minute, sizeof(minute));
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(port);
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  EXPECT_EQ(connect(fd.get(), reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
+  return fd;
+}
+
+// Clients that ask for an answer and never read it, past half the cap: a new connection
+// then closes the one whose bytes moved longest ago, one of theirs, not the scraper that
+// connected first and is still reading its answer.
+TEST(ScrapeServer, PastHalfTheCapInAnswersNotReadTheScraperStillReadingIsKept) {
+  ScrapeLimits limits;
+  limits.max_connections = 8;
+  limits.deadline = std::chrono::minutes(10);  // no deadline passes during the test
+  auto server = ScrapeServer::start(anyLoopbackPort(), routes(), limits);
+  ASSERT_TRUE(server.ok()) << server.error().message;
+  const uint16_t port = (*server)->port();
+
+  UniqueFd scraper = connectSmall(port);
+  sendAll(scraper.get(), "GET /big HTTP/1.0\r\n\r\n");
+  char first;
+  ASSERT_EQ(recv(scraper.get(), &first, 1, MSG_PEEK), 1);
+  std::vector<UniqueFd> stalled;  // 7: the cap, every one being sent an answer
+  for (int i = 0; i < 7; ++i) {
+    stalled.push_back(connectSmall(port));
+    sendAll(stalled.back().get(), "GET /big HTTP/1.0\r\n\r\n");
+    ASSERT_EQ(recv(stalled.back().get(), &first, 1, MSG_PEEK), 1) << i;
+  }
+  // more than the server's send buffer can hold (4 MiB at most here): bytes went out to the
+  // scraper after the stalled ones' last
+  const size_t head =
+      std::string("HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: " +
+                  std::to_string(16 << 20) + "\r\nConnection: close\r\n\r\n")
+          .size();
+  ASSERT_EQ(readExactly(scraper.get(), 5 << 20).size(), size_t{5 << 20});
+
+  EXPECT_EQ(ask(port, "GET /metrics HTTP/1.0\r\n\r\n").substr(0, 17), "HTTP/1.1 200 OK\r\n");
+  EXPECT_EQ(readToClose(scraper.get()).size(), head + (16 << 20) - (5 << 20))
+      << "the rest of the answer it asked for";
+  // one of the stalled ones made room: its answer is cut short, the others come whole
+  int cut = 0;
+  for (const UniqueFd& fd : stalled) cut += readToClose(fd.get()).size() < head + (16 << 20);
+  EXPECT_EQ(cut, 1);
+}
+
 // A scraper keeps its connection (HTTP/1.1): each request is answered on it, those sent
 // back to back too, until it asks for the close.
 TEST(ScrapeServer, AKeptConnectionIsAnsweredRequestAfterRequest) {

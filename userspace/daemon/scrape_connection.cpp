@@ -80,6 +80,7 @@ ScrapeConnection::ScrapeConnection(UniqueFd fd, const Answerer& answer, const Sc
       limits_(&limits),
       order_(order),
       deadline_(now + limits.deadline),
+      moved_(now),
       checks_host_(cameInOnLoopback(fd_.get())) {}
 
 short ScrapeConnection::events() const { return answered_ && !draining_ ? POLLOUT : POLLIN; }
@@ -143,6 +144,7 @@ bool ScrapeConnection::write(Clock::time_point now, uint64_t& next_order) {
   const ssize_t n = send(fd_.get(), out_.data() + sent_, out_.size() - sent_, MSG_NOSIGNAL);
   if (n < 0) return errno == EAGAIN || errno == EINTR;
   sent_ += static_cast<size_t>(n);
+  if (n > 0) moved_ = now;
   if (sent_ < out_.size()) return true;
   out_ = std::string();
   sent_ = 0;

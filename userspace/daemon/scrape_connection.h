@@ -49,6 +49,9 @@ class ScrapeConnection {
   int fd() const { return fd_.get(); }
   uint64_t order() const { return order_; }
   Clock::time_point deadline() const { return deadline_; }
+  // When bytes of an answer last went out on it, or it began (accepted, or a kept
+  // connection started over): a client that stopped reading its answer stops here.
+  Clock::time_point moved() const { return moved_; }
   // Whether an answer is on its way (made, not yet all sent).
   bool sending() const { return answered_ && !draining_; }
   // What to poll for: writing an answer made, or reading more (or the client's close).
@@ -74,6 +77,7 @@ class ScrapeConnection {
   const ScrapeLimits* limits_;
   uint64_t order_;
   Clock::time_point deadline_;
+  Clock::time_point moved_;
   std::string in_;
   std::string out_;
   size_t sent_ = 0;

@@ -105,6 +105,37 @@ ScrapeServer::~ScrapeServer() {
   if (thread_.joinable()) thread_.join();
 }
 
+namespace {
+
+// The connection that makes room for a new one. The oldest of those not being sent an
+// answer while those being sent are at most half of `cap`: a client that sends its request
+// at once is never it, nor is a scraper reading a large answer while a flood of connections
+// comes in (cut short, the whole scrape would fail). Past half, answers that are not read
+// would leave too little room for new connections to be read at all, so the one whose bytes
+// moved longest ago goes, whatever it is doing: a client that asked and stopped reading
+// (it would hold its place to its deadline) before a scraper still reading its answer,
+// however long ago that one connected.
+std::vector<ScrapeConnection>::iterator evictionVictim(std::vector<ScrapeConnection>& connections,
+                                                       size_t cap) {
+  const auto sending =
+      static_cast<size_t>(std::count_if(connections.begin(), connections.end(),
+                                        [](const ScrapeConnection& c) { return c.sending(); }));
+  if (sending * 2 <= cap) {
+    return std::min_element(connections.begin(), connections.end(),
+                            [](const ScrapeConnection& a, const ScrapeConnection& b) {
+                              if (a.sending() != b.sending()) return !a.sending();
+                              return a.order() < b.order();
+                            });
+  }
+  return std::min_element(connections.begin(), connections.end(),
+                          [](const ScrapeConnection& a, const ScrapeConnection& b) {
+                            if (a.moved() != b.moved()) return a.moved() < b.moved();
+                            return a.order() < b.order();
+                          });
+}
+
+}  // namespace
+
 void ScrapeServer::serve() {
   // The answer to a complete head: only GET and HEAD of a known path.
   const ScrapeConnection::Answerer answer = [this](const RequestHead& head) {
@@ -187,22 +218,7 @@ void ScrapeServer::serve() {
         break;  // EAGAIN: none left (or a connection that failed meanwhile)
       }
       if (connections.size() >= limits_.max_connections) {
-        // The oldest makes room, of those not being sent an answer while they are at most
-        // half the cap: a client that sends its request at once is never it, nor is a
-        // scraper reading a large answer while a flood of connections comes in (cut short,
-        // the whole scrape would fail). Past half, answers that are not read would leave
-        // too little room for new connections to be read at all: the oldest goes, as any.
-        const auto sending = static_cast<size_t>(
-            std::count_if(connections.begin(), connections.end(),
-                          [](const ScrapeConnection& c) { return c.sending(); }));
-        const bool spare_sending = sending * 2 <= limits_.max_connections;
-        auto oldest =
-            std::min_element(connections.begin(), connections.end(),
-                             [spare_sending](const ScrapeConnection& a, const ScrapeConnection& b) {
-                               if (spare_sending && a.sending() != b.sending()) return !a.sending();
-                               return a.order() < b.order();
-                             });
-        connections.erase(oldest);
+        connections.erase(evictionVictim(connections, limits_.max_connections));
       }
       connections.emplace_back(std::move(fd), answer, limits_, next_order++, now);
     }
