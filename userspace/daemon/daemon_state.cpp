@@ -46,8 +46,7 @@ Status DaemonState::apply(bool initial) {
   Status status;
   std::optional<std::string> publish;
   {
-    std::lock_guard lock(mutex_);
-    const AnswerLock::LongHold long_hold(answer_lock_);
+    const AnswerLock::Hold hold(answer_lock_);
     status = applyLocked(publish);
     if (!initial) {
       if (status) {
@@ -124,8 +123,7 @@ Status DaemonState::applyLocked(std::optional<std::string>& publish) {
 }
 
 void DaemonState::attachAppeared() {
-  std::lock_guard lock(mutex_);
-  const AnswerLock::LongHold long_hold(answer_lock_);
+  const AnswerLock::Hold hold(answer_lock_);
   interfaces_.attachAppeared();
   keepProblemsLocked();  // an interface that appeared and was attached is healthy now
 }
@@ -193,7 +191,7 @@ void DaemonState::handleFleetBans() {
 }
 
 std::vector<int> DaemonState::eventFds() {
-  std::lock_guard lock(mutex_);
+  const AnswerLock::Hold hold(answer_lock_);
   std::vector<int> fds = interfaces_.eventFds();
   // not the report stream's while it waits (handleReports), or the loop would spin on it
   for (int fd : report_sources_.fds(!fleet_bans_.replayPending(std::chrono::steady_clock::now()))) {
@@ -206,7 +204,7 @@ std::vector<int> DaemonState::eventFds() {
 void DaemonState::pumpEvents(EventLog& log) {
   std::vector<LogLine> lines;
   {
-    std::lock_guard lock(mutex_);
+    const AnswerLock::Hold hold(answer_lock_);
     const auto now = EventLog::Clock::now();
     std::vector<HeldInterfaces::RuleBan> rule_bans;
     interfaces_.pumpEvents(log, now, lines, rule_bans);
@@ -229,7 +227,7 @@ void DaemonState::pumpEvents(EventLog& log) {
 void DaemonState::adapt() {
   std::vector<LogLine> lines;
   {
-    std::lock_guard lock(mutex_);
+    const AnswerLock::Hold hold(answer_lock_);
     interfaces_.adapt(steadyNowNs(), lines);
   }
   for (const LogLine& line : lines) {
@@ -242,7 +240,7 @@ void DaemonState::adapt() {
 }
 
 std::chrono::milliseconds DaemonState::untilAdapt() {
-  std::lock_guard lock(mutex_);
+  const AnswerLock::Hold hold(answer_lock_);
   const uint64_t next = interfaces_.nextAdaptNs();
   if (next == UINT64_MAX) return std::chrono::milliseconds::max();
   const uint64_t now = steadyNowNs();
@@ -252,14 +250,14 @@ std::chrono::milliseconds DaemonState::untilAdapt() {
 void DaemonState::housekeep() {
   std::vector<std::string> warnings;
   {
-    std::lock_guard lock(mutex_);
+    const AnswerLock::Hold hold(answer_lock_);
     interfaces_.housekeep(warnings);
   }
   for (const std::string& line : warnings) logWarning(line);
 }
 
 void DaemonState::release(bool keep_attached) {
-  std::lock_guard lock(mutex_);
+  const AnswerLock::Hold hold(answer_lock_);
   interfaces_.closeEvents();
   report_sources_.close();
   fleet_bans_.close();
@@ -267,7 +265,7 @@ void DaemonState::release(bool keep_attached) {
 }
 
 void DaemonState::releaseAfterFailedStart() {
-  std::lock_guard lock(mutex_);
+  const AnswerLock::Hold hold(answer_lock_);
   interfaces_.releaseAfterFailedStart();
   report_sources_.close();
   fleet_bans_.close();
@@ -278,7 +276,7 @@ std::string DaemonState::scrape() {
     std::lock_guard last(last_mutex_);
     if (!last_scrape_.empty() && !scrape_pace_.due(ScrapePace::Clock::now())) return last_scrape_;
   }
-  std::unique_lock lock(mutex_, std::defer_lock);
+  std::unique_lock lock = answer_lock_.forRequest();
   if (!answer_lock_.lock(lock)) {
     {
       std::lock_guard last(last_mutex_);
@@ -314,7 +312,7 @@ std::vector<std::string> DaemonState::problems() {
     std::lock_guard last(last_mutex_);
     if (last_problems_ && !health_pace_.due(ScrapePace::Clock::now())) return *last_problems_;
   }
-  std::unique_lock lock(mutex_, std::defer_lock);
+  std::unique_lock lock = answer_lock_.forRequest();
   if (!answer_lock_.lock(lock)) {
     {
       std::lock_guard last(last_mutex_);

@@ -86,18 +86,17 @@ class DaemonState {
   void handleFleetBans();
 
   static constexpr std::chrono::milliseconds kBusyWait{500};
-  // Locks mutex_ for a scrape or a health answer (AnswerLock): apply() and attachAppeared(),
-  // which can hold it for seconds, mark themselves long sections; every other hold is
-  // waited for.
+  // The daemon's lock, over everything below but last_mutex_'s: a scrape or a health answer
+  // locks it through answer_lock_.lock(), every other section by an AnswerLock::Hold, so
+  // a request waits for one hold once, not each request in turn.
   AnswerLock answer_lock_{kBusyWait};
-  // Make the answers of a scrape and of a health check, keep them for when mutex_ is busy,
-  // and return them; mutex_ held.
+  // Make the answers of a scrape and of a health check, keep them for when the lock is busy,
+  // and return them; the lock held.
   std::string keepScrapeLocked();
   std::vector<std::string> keepProblemsLocked();
 
-  std::timed_mutex mutex_;
   std::string config_path_;
-  // The last scrape and health answer, for when mutex_ is busy (guarded by last_mutex_).
+  // The last scrape and health answer, for when the lock is busy (guarded by last_mutex_).
   std::mutex last_mutex_;
   std::string last_scrape_;
   ScrapePace scrape_pace_;  // guarded by last_mutex_
