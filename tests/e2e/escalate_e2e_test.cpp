@@ -5,19 +5,24 @@
 // ban); when the ban runs out it is served again. A second client under its limit is never
 // affected. The report goes over the controller's Unix socket, or, as in a fleet, through
 // a signed Redis stream (a private redis-server in the service's namespace).
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <thread>
 
 #include "common/command.h"
 #include "e2e/child_process.h"
 #include "e2e/netns_http.h"
 #include "e2e/veth_network.h"
+#include "kernel/unique_fd.h"
 #include "nlohmann/json.hpp"
 
 namespace floodgate::test {
@@ -141,7 +146,9 @@ class EscalateE2eTest : public ::testing::Test {
 
   // The abuser floods until its connections stop getting through; everything the test
   // name promises is checked, `reporter` is how the daemon's log names who reported it.
-  void floodUntilBannedThenServedAgain(const std::string& reporter) {
+  // `rejections`: the 429s it gets first (10 make a report; fewer when it was reported
+  // before, as the service then only waits out one ban time to report it again).
+  void floodUntilBannedThenServedAgain(const std::string& reporter, int rejections = 10) {
     // the abuser: 5 a second are allowed, the rest are 429s with Retry-After; until an
     // unanswered request is one XDP dropped for a ban (a busy machine may leave a request
     // unanswered for a second without any ban: that one is only counted)
@@ -156,7 +163,7 @@ class EscalateE2eTest : public ::testing::Test {
         stalled += !banned;
       }
     }
-    EXPECT_GE(limited, 10) << "the service rejected it before the ban";
+    EXPECT_GE(limited, rejections) << "the service rejected it before the ban";
     EXPECT_TRUE(banned) << "then its connections stopped getting through, dropped in XDP "
                         << "with reason ban (" << stalled << " requests stalled)\n"
                         << service_.log() << daemon_.log();
@@ -221,6 +228,34 @@ TEST_F(EscalateE2eTest, BehindAProxyForgedClientHeadersChooseNeitherTheKeyNorWho
   EXPECT_EQ(log.find("source=" + std::string(kClient)), std::string::npos) << log;
   EXPECT_EQ(log.find("source=127.0.0.1"), std::string::npos) << log;
   EXPECT_EQ(log.find("escalation_refused"), std::string::npos) << log;
+}
+
+// A report whose ban no interface took (another command holding the limiter's writer lock
+// past the daemon's 3 s wait) is counted `failed`, not banned nor taken for a repeat: once
+// the lock is free, the service's next report of the client bans it.
+TEST_F(EscalateE2eTest, ABanNoInterfaceTookIsCountedFailedAndTheNextReportBans) {
+  configureSocket();
+  startBoth();
+  // held until the daemon's ban has failed on it, however slow the machine is to get there
+  const std::string pins = "/sys/fs/bpf/floodgate/" + net_->targetInterface();
+  std::optional<UniqueFd> lock(UniqueFd(open(pins.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)));
+  ASSERT_TRUE(lock->valid()) << pins << ": " << strerror(errno);
+  ASSERT_EQ(flock(lock->get(), LOCK_EX), 0) << strerror(errno);
+  const std::string failed = std::string("could not ban ") + kAbuser + " on ";
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (std::chrono::steady_clock::now() < deadline &&
+         daemon_.log().find(failed) == std::string::npos) {
+    get(kAbuser, 1);
+  }
+  ASSERT_NE(daemon_.log().find(failed), std::string::npos) << daemon_.log();
+  lock.reset();  // free
+  HttpReply metrics = httpGetIn(net_->targetNetns(), kMetricsPort, "/metrics");
+  EXPECT_NE(metrics.body.find("floodgate_http_escalations_total{result=\"failed\"} 1"),
+            std::string::npos)
+      << metrics.body;
+  EXPECT_EQ(daemon_.log().find("event=escalated"), std::string::npos) << daemon_.log();
+
+  floodUntilBannedThenServedAgain("pid ", 1);
 }
 
 TEST_F(EscalateE2eTest, AFleetServiceReportsThroughTheSignedRedisStream) {

@@ -53,9 +53,11 @@ uint64_t Escalator::handle(const ReceivedReport& received, HeldInterfaces& inter
   const std::string text = address.toString();
   // An escalation never shortens a ban already running (a manual one, or a longer one
   // from another report): it only extends. Not banned anywhere (a table full, a writer
-  // holding the lock): the next report of it tries again instead of being taken for a repeat.
+  // holding the lock; each interface's failure is logged): counted, and the next report of
+  // it tries again instead of being taken for a repeat.
   if (interfaces.banEverywhere(address, decision.ban_ns, BanOrigin::kEscalation).on == 0 &&
       !interfaces.empty()) {
+    ++counts_[metrics::kEscalationFailed];
     return 0;
   }
   ++counts_[metrics::kEscalationBanned];

@@ -60,12 +60,15 @@ enum EscalationResult {
   kEscalationBelowThreshold,
   kEscalationRateLimited,  // the reporter's max_bans_per_minute was reached
   kEscalationLifted,       // signed before the fleet's last lift of its prefix
+  // passed every guard, but no held interface took the ban (its table full up to the
+  // entries kept, another command holding its writer lock past the wait)
+  kEscalationFailed,
   kEscalationResults
 };
 inline constexpr const char* kEscalationResultNames[kEscalationResults] = {
     "banned",   "allowlisted", "repeat",          "invalid",      "unauthorised", "expired",
     "loopback", "unspecified", "link_local",      "multicast",    "own_address",  "trusted_proxy",
-    "service",  "too_wide",    "below_threshold", "rate_limited", "lifted"};
+    "service",  "too_wide",    "below_threshold", "rate_limited", "lifted",       "failed"};
 
 // What became of a ban or lift record read from the fleet's stream (fleet.bans); the
 // `result` label of floodgate_fleet_bans_received_total, in the order of kFleetBanResultNames.
