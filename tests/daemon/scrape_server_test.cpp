@@ -25,8 +25,12 @@ namespace floodgate::daemon {
 namespace {
 
 // A client connection to the server on `host` (an IPv4 address); reads wait at most a minute.
-UniqueFd connectTo(uint16_t port, const char* host = "127.0.0.1") {
+// `receive_buffer`: the socket's, set before it connects (0: the kernel's, which grows).
+UniqueFd connectTo(uint16_t port, const char* host = "127.0.0.1", int receive_buffer = 0) {
   UniqueFd fd(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (receive_buffer != 0) {
+    setsockopt(fd.get(), SOL_SOCKET, SO_RCVBUF, &receive_buffer, sizeof(receive_buffer));
+  }
   timeval minute{60, 0};
   setsockopt(fd.get(), SOL_SOCKET, SO_RCVTIMEO, &minute, sizeof(minute));
   sockaddr_in address{};
@@ -202,19 +206,7 @@ TEST(ScrapeServer, SlowAndStalledClientsDoNotHoldUpARequestSentAtOnce) {
 
 // A client with a small receive buffer (8 KiB, as the kernel doubles 4 KiB), whose unread
 // answer stalls at once rather than filling megabytes of buffers first.
-UniqueFd connectSmall(uint16_t port) {
-  UniqueFd fd(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  const int size = 4096;
-  setsockopt(fd.get(), SOL_SOCKET, SO_RCVBUF, &size, sizeof(size));
-  timeval minute{60, 0};
-  setsockopt(fd.get(), SOL_SOCKET, SO_RCVTIMEO, &minute, sizeof(minute));
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_port = htons(port);
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  EXPECT_EQ(connect(fd.get(), reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
-  return fd;
-}
+UniqueFd connectSmall(uint16_t port) { return connectTo(port, "127.0.0.1", 4096); }
 
 // Clients that ask for an answer and never read it, past half the cap: a new connection
 // then closes the one whose bytes moved longest ago, one of theirs, not the scraper that
@@ -274,6 +266,31 @@ TEST(ScrapeServer, AKeptConnectionIsAnsweredRequestAfterRequest) {
   std::string closing = answer.substr(0, answer.size() - 5);
   closing.replace(closing.find("keep-alive"), 10, "close");
   EXPECT_EQ(readToClose(fd.get()), answer + closing);
+}
+
+// Requests pipelined on a kept connection, 19 KiB of them in one send, are each held to the
+// head cap on their own: every one is answered, none refused as too large.
+TEST(ScrapeServer, PipelinedRequestsPastTheHeadCapTogetherAreEachAnswered) {
+  ScrapeLimits limits;
+  limits.max_head_bytes = 1024;
+  auto server = ScrapeServer::start(anyLoopbackPort(), routes(), limits);
+  ASSERT_TRUE(server.ok()) << server.error().message;
+  UniqueFd fd = connectTo((*server)->port());
+  const std::string request =
+      "GET /metrics HTTP/1.1\r\nX-Padding: " + std::string(162, 'p') + "\r\n\r\n";  // 200 bytes
+  std::string batch;
+  for (int i = 0; i < 99; ++i) batch += request;
+  batch += "GET /metrics HTTP/1.1\r\nConnection: close\r\n\r\n";
+  ASSERT_GT(batch.size(), 16u * 1024);  // more than one read takes, too
+  sendAll(fd.get(), batch);
+  const std::string answers = readToClose(fd.get());
+  size_t ok = 0;
+  for (size_t at = answers.find("HTTP/1.1 200 OK\r\n"); at != std::string::npos;
+       at = answers.find("HTTP/1.1 200 OK\r\n", at + 1)) {
+    ++ok;
+  }
+  EXPECT_EQ(ok, 100u) << answers.substr(0, 400);
+  EXPECT_EQ(answers.find(" 431 "), std::string::npos);
 }
 
 // Nothing sent after a request the server does not read in full may be taken for a next

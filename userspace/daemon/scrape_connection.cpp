@@ -92,12 +92,15 @@ void ScrapeConnection::refuse(int status, const std::string& why) {
 }
 
 void ScrapeConnection::process() {
-  // over the cap is refused even when complete: the cap is on what is read, not waited for
-  if (in_.size() > limits_->max_head_bytes) {
+  // The cap is on the head being answered: requests a client sent behind it (pipelined on a
+  // kept connection) wait in `in_` and are each held to it in turn. A head that ends past the
+  // cap is refused even when complete, and one not yet complete once the cap is read.
+  const RequestHead head = readRequestHead(in_);
+  if (head.state == RequestHead::State::kIncomplete ? in_.size() > limits_->max_head_bytes
+                                                    : head.length > limits_->max_head_bytes) {
     refuse(431, "request head too large\n");
     return;
   }
-  const RequestHead head = readRequestHead(in_);
   if (head.state == RequestHead::State::kIncomplete) return;
   if (head.state == RequestHead::State::kBad) {
     refuse(400, "not an HTTP/1.x request\n");
