@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include "floodgate/fleet/report_stream.h"
+
 namespace floodgate::daemon {
 namespace {
 
@@ -174,8 +176,9 @@ TEST_F(EscalationPolicyTest, TheQuotaPerReporterStartsAgainEachMinute) {
 // signed after it, a new offence, does, as does a report over the socket, made now.
 TEST_F(EscalationPolicyTest, AReportSignedBeforeTheFleetsLastLiftOfItsPrefixDoesNotBan) {
   constexpr int64_t kLiftMs = 1'764'620'000'000;
-  memory_.noteLift(cidr("198.51.100.7"), kLiftMs);
-  memory_.noteLift(cidr("198.51.100.7"), kLiftMs - 5000);  // an older lift read later
+  memory_.noteLift(cidr("198.51.100.7"), kLiftMs, kLiftMs, kBanNs);
+  // an older lift read later
+  memory_.noteLift(cidr("198.51.100.7"), kLiftMs - 5000, kLiftMs + 1000, kBanNs);
   ReceivedReport before = received("offender 198.51.100.7 rejections=50 within_ms=10000");
   before.signed_ms = kLiftMs - 1;
   const EscalationDecision lifted = decide(before);
@@ -191,6 +194,60 @@ TEST_F(EscalationPolicyTest, AReportSignedBeforeTheFleetsLastLiftOfItsPrefixDoes
   ReceivedReport other = received("offender 198.51.100.8 rejections=50 within_ms=10000");
   other.signed_ms = kLiftMs - 1;
   EXPECT_EQ(decide(other).result, metrics::kEscalationBanned) << "exactly the prefix lifted";
+}
+
+// A lift is held while a report signed before it could still ban: for the ban time and twice
+// the clock skew (the report stream's Redis and the fleet's each within the skew of the
+// hosts') after it was signed, on the clock of the fleet's Redis that read the lifts since.
+TEST_F(EscalationPolicyTest, ALiftIsForgottenOnceNoReportSignedBeforeItCouldBan) {
+  constexpr int64_t kLiftMs = 1'764'620'000'000;
+  constexpr int64_t kKeepMs = kBanNs / 1'000'000 + 2 * http::kReportClockSkewMs;
+  memory_.noteLift(cidr("198.51.100.7"), kLiftMs, kLiftMs, kBanNs);
+  memory_.noteLift(cidr("198.51.100.8"), kLiftMs + 1, kLiftMs + 1, kBanNs);
+  memory_.noteLift(cidr("198.51.100.9"), kLiftMs + kKeepMs, kLiftMs + kKeepMs, kBanNs);
+  EXPECT_EQ(memory_.lifts.size(), 3u) << "read as old as it may be: held";
+  memory_.noteLift(cidr("198.51.100.10"), kLiftMs + kKeepMs, kLiftMs + kKeepMs + 1, kBanNs);
+  EXPECT_FALSE(memory_.lifts.signedAt("198.51.100.7").has_value());
+  EXPECT_EQ(memory_.lifts.signedAt("198.51.100.8"), kLiftMs + 1);
+  EXPECT_EQ(memory_.lifts.size(), 3u);
+  // what it refused: a report signed before it, read from then on, is over anyway
+  ReceivedReport before = received("offender 198.51.100.7 rejections=50 within_ms=10000",
+                                   static_cast<uint64_t>(kKeepMs + 2) * 1'000'000);
+  before.signed_ms = kLiftMs - 1;
+  EXPECT_EQ(decide(before).result, metrics::kEscalationExpired);
+  // a lift read back already that old is not held at all
+  memory_.noteLift(cidr("198.51.100.11"), kLiftMs, kLiftMs + kKeepMs + 1, kBanNs);
+  EXPECT_FALSE(memory_.lifts.signedAt("198.51.100.11").has_value());
+  EXPECT_EQ(memory_.lifts.size(), 3u);
+}
+
+// Whoever holds the fleet's secret can sign lifts of distinct prefixes without end, all
+// young: the memory stays at its bound and each costs a look-up, not a pass over it. The
+// lift signed first goes, so a report of its prefix signed before it bans again.
+TEST_F(EscalationPolicyTest, WhenFullOfYoungLiftsTheOneSignedFirstGoes) {
+  constexpr int64_t kLiftMs = 1'764'620'000'000;
+  auto nth = [](size_t i) {
+    return "100." + std::to_string(64 + i / 65536) + "." + std::to_string(i / 256 % 256) + "." +
+           std::to_string(i % 256);
+  };
+  // two lifts a millisecond, 100 s of them: younger than the ban time and the skews. A pass
+  // over the memory for each lift past its bound takes over a minute here; a look-up each,
+  // under a second.
+  const auto started = Clock::now();
+  for (size_t i = 0; i < 2 * LiftMemory::kMaxLifts; ++i) {
+    const int64_t at = kLiftMs + static_cast<int64_t>(i / 2);
+    memory_.noteLift(cidr(nth(i).c_str()), at, at, kBanNs);
+  }
+  EXPECT_LT(Clock::now() - started, seconds(20));
+  EXPECT_EQ(memory_.lifts.size(), LiftMemory::kMaxLifts);
+  EXPECT_FALSE(memory_.lifts.signedAt(nth(0)).has_value());
+  EXPECT_FALSE(memory_.lifts.signedAt(nth(LiftMemory::kMaxLifts - 1)).has_value());
+  EXPECT_TRUE(memory_.lifts.signedAt(nth(LiftMemory::kMaxLifts)).has_value());
+  EXPECT_TRUE(memory_.lifts.signedAt(nth(2 * LiftMemory::kMaxLifts - 1)).has_value());
+  ReceivedReport before =
+      received(("offender " + nth(0) + " rejections=50 within_ms=10000").c_str());
+  before.signed_ms = kLiftMs - 1;
+  EXPECT_EQ(decide(before).result, metrics::kEscalationBanned);
 }
 
 // A report of 198.51.100.N, read back by a start's replay 10 s after it was made or live.

@@ -161,7 +161,7 @@ void DaemonState::handleFleetBans() {
     const Cidr& address = ban.record.address;
     if (ban.lift) {
       // lifted here or not, the reports of it signed before the lift ban it no more
-      escalator_.noteLift(address, ban.signed_ms);
+      escalator_.noteLift(address, ban.signed_ms, ban.read_ms);
       const HeldInterfaces::Lifted lifted = interfaces_.liftEverywhere(address, ban.lift_age_ns);
       if (lifted.answered == 0 && !interfaces_.empty()) {
         fleet_bans_.count(metrics::kFleetBanFailed);

@@ -2,8 +2,11 @@
 // EscalationPolicy: from a received report to what to do about it.
 #include "daemon/escalation_policy.h"
 
-#include <algorithm>
+#include <iterator>
+#include <optional>
 #include <utility>
+
+#include "floodgate/fleet/report_stream.h"
 
 namespace floodgate::daemon {
 namespace {
@@ -56,20 +59,36 @@ bool mayBan(const ReceivedReport& received, const EscalationConfig& config,
          refusalFor(*received.report, config.rules, own) == Refusal::kNone;
 }
 
-void EscalationMemory::noteLift(const Cidr& address, int64_t signed_ms) {
-  const std::string text = address.toString();
-  auto it = lifted_at_ms.find(text);
-  if (it != lifted_at_ms.end()) {
-    it->second = std::max(it->second, signed_ms);
-    return;
+void LiftMemory::note(const std::string& prefix, int64_t signed_ms, int64_t forget_before_ms) {
+  auto [it, added] = signed_ms_.emplace(prefix, signed_ms);
+  if (!added && it->second < signed_ms) {
+    by_signed_.erase({it->second, prefix});
+    it->second = signed_ms;
+    added = true;
   }
-  if (lifted_at_ms.size() >= kMaxLifts) {
-    // a scan, only once 100000 distinct prefixes were lifted (as BanQuota does when full)
-    lifted_at_ms.erase(
-        std::min_element(lifted_at_ms.begin(), lifted_at_ms.end(),
-                         [](const auto& a, const auto& b) { return a.second < b.second; }));
+  if (added) by_signed_.emplace(signed_ms, prefix);
+  while (!by_signed_.empty() &&
+         (by_signed_.begin()->first < forget_before_ms || by_signed_.size() > kMaxLifts)) {
+    signed_ms_.erase(by_signed_.begin()->second);
+    by_signed_.erase(by_signed_.begin());
   }
-  lifted_at_ms.emplace(text, signed_ms);
+}
+
+std::optional<int64_t> LiftMemory::signedAt(const std::string& prefix) const {
+  auto it = signed_ms_.find(prefix);
+  if (it == signed_ms_.end()) return std::nullopt;
+  return it->second;
+}
+
+void EscalationMemory::noteLift(const Cidr& address, int64_t signed_ms, int64_t read_ms,
+                                uint64_t ban_ns) {
+  // A report bans only while younger than the ban time on its Redis's clock (its age,
+  // decideEscalation); one signed before a lift signed more than that before `read_ms` is over
+  // by the time it is read, if the report stream's Redis clock is not behind the fleet's by
+  // more than twice the skew: each is trusted within the skew of the hosts' clocks, so the
+  // two are within twice of it. Such a lift refuses nothing a ban would not.
+  const int64_t keep_ms = static_cast<int64_t>(ban_ns / 1'000'000) + 2 * http::kReportClockSkewMs;
+  lifts.note(address.toString(), signed_ms, read_ms - keep_ms);
 }
 
 EscalationDecision decideEscalation(const ReceivedReport& received, const EscalationConfig& config,
@@ -124,9 +143,8 @@ EscalationDecision decideEscalation(const ReceivedReport& received, const Escala
   // A socket's report is made now, after every lift read. One from the stream signed before
   // the fleet's last lift of its prefix (a start replays them) would ban again what the
   // operator lifted: counted, not logged, as a restart meets them every time.
-  auto lifted = memory.lifted_at_ms.find(text);
-  if (!received.over_socket && lifted != memory.lifted_at_ms.end() &&
-      received.signed_ms < lifted->second) {
+  const std::optional<int64_t> lifted = memory.lifts.signedAt(text);
+  if (!received.over_socket && lifted && received.signed_ms < *lifted) {
     return counted(metrics::kEscalationLifted);
   }
   const QuotaLimits limits = quotaLimits(received, config.escalate);

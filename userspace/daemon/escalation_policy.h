@@ -6,9 +6,13 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <map>
+#include <optional>
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "daemon/escalation_guard.h"
@@ -26,6 +30,28 @@ struct EscalationConfig {
   ReporterAccess access;            // who may report over the socket
 };
 
+// The fleet's latest lift of each prefix (as text), by the time it was signed on its signer's
+// clock: a report from the stream signed before it is of an offence the lift forgave. At most
+// kMaxLifts; when full, the lift signed first goes, whatever its age (a report of its prefix
+// signed before it then bans again), so that whoever floods the fleet's stream with lifts
+// costs the daemon a bounded memory and O(log n) per lift. Not thread-safe.
+class LiftMemory {
+ public:
+  static constexpr size_t kMaxLifts = 100'000;
+
+  // Notes a lift of `prefix` signed at `signed_ms` (a later one of it stays), then forgets
+  // every lift signed before `forget_before_ms`, and the one signed first while more than
+  // kMaxLifts are held.
+  void note(const std::string& prefix, int64_t signed_ms, int64_t forget_before_ms);
+  // When the latest lift of `prefix` held was signed; nothing when none is.
+  std::optional<int64_t> signedAt(const std::string& prefix) const;
+  size_t size() const { return signed_ms_.size(); }
+
+ private:
+  std::map<std::string, int64_t> signed_ms_;
+  std::set<std::pair<int64_t, std::string>> by_signed_;  // the same, signed first first
+};
+
 // What the daemon remembers between reports: the bans escalations started, by address
 // (as text) and when each ends, and the bans each reporter caused this minute, live and in a
 // start's replay of the report stream apart.
@@ -35,13 +61,12 @@ struct EscalationMemory {
   // rather than being taken for a repeat of a ban that no longer runs.
   void forgetBan(const Cidr& address) { banned_until.erase(address.toString()); }
   // The fleet lifted every ban of exactly `address` by a record signed at `signed_ms` (its
-  // signer's clock): a report of it read from the stream and signed before then is of an
-  // offence the lift forgave, however late it is read (a start's replay).
-  void noteLift(const Cidr& address, int64_t signed_ms);
-  // The latest lift of each prefix (as text), at most kMaxLifts: past that, the lift signed
-  // first is forgotten.
-  static constexpr size_t kMaxLifts = 100'000;
-  std::map<std::string, int64_t> lifted_at_ms;
+  // signer's clock), read when the fleet's Redis said `read_ms`: a report of it read from the
+  // stream and signed before then is of an offence the lift forgave, however late it is read
+  // (a start's replay). Lifts signed more than `ban_ns` (the escalation's ban time) and
+  // twice the clock skew before `read_ms` are forgotten: no report signed before them bans.
+  void noteLift(const Cidr& address, int64_t signed_ms, int64_t read_ms, uint64_t ban_ns);
+  LiftMemory lifts;
   // Forgets the bans that are over, looking through them at most once a second: the daemon
   // asks at every turn of its loop, and they may be hundreds of thousands (a day's bans at
   // the quotas). One over and not yet forgotten is no repeat (decideEscalation).

@@ -36,9 +36,12 @@ class Escalator {
   void forgetEnded(Clock::time_point now);
   // Forgets the ban of `address`, lifted before its end: its next report bans it again.
   void forgetBan(const Cidr& address) { memory_.forgetBan(address); }
-  // The fleet lifted `address` by a record signed at `signed_ms`: reports signed before then
-  // no longer ban it (EscalationMemory::noteLift).
-  void noteLift(const Cidr& address, int64_t signed_ms) { memory_.noteLift(address, signed_ms); }
+  // The fleet lifted `address` by a record signed at `signed_ms`, read when the fleet's Redis
+  // said `read_ms`: reports signed before then no longer ban it (EscalationMemory::noteLift,
+  // held for the ban time of the config applied).
+  void noteLift(const Cidr& address, int64_t signed_ms, int64_t read_ms) {
+    memory_.noteLift(address, signed_ms, read_ms, config_.escalate.ban_ns);
+  }
   // How many reports led to each EscalationResult.
   const std::array<uint64_t, metrics::kEscalationResults>& counts() const { return counts_; }
 

@@ -49,6 +49,7 @@ FleetBanVerdict FleetBanGate::check(const Result<http::StreamReport>& entry,
                                     const FleetBanRules& rules, const std::vector<Cidr>& own,
                                     int64_t now_ms) {
   FleetBanVerdict verdict;
+  verdict.read_ms = now_ms;
   if (!entry) return refused(verdict, metrics::kFleetBanMalformed, entry.error().message);
   const http::StreamReport& signed_entry = *entry;
   // not trusted until the signature is checked: kept printable

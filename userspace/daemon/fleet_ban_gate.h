@@ -44,6 +44,7 @@ struct FleetBanVerdict {
   // on its own since is newer than the lift (not shared, so not in the stream) and stays.
   uint64_t lift_age_ns = 0;
   int64_t signed_ms = 0;  // when it was signed, on its signer's clock (once the MAC holds)
+  int64_t read_ms = 0;    // Redis's clock when the gate read it
   std::string publisher;  // HOST:PID of the signed entry, printable
   // A refusal worth a warning: why. Empty: counted, not logged (applied, expired, allow-listed).
   std::string why;
