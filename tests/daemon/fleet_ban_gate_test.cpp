@@ -22,6 +22,12 @@ Cidr cidr(const char* text) {
   return *parsed;
 }
 
+// The i-th of as many addresses as a gate remembers records, in 100.64.0.0/10.
+std::string nth(size_t i) {
+  return "100." + std::to_string(64 + i / 65536) + "." + std::to_string(i / 256 % 256) + "." +
+         std::to_string(i % 256);
+}
+
 class FleetBanGateTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -104,10 +110,6 @@ TEST_F(FleetBanGateTest, ACopyOfALiftIsRefusedPastTheRecordsRemembered) {
   // a lift, then more signed records than a gate remembers, then a new ban of its prefix
   const http::StreamReport lift = signedLift("198.51.100.7");
   ASSERT_EQ(check(lift).result, metrics::kFleetBanLifted);
-  auto nth = [](size_t i) {
-    return "100." + std::to_string(64 + i / 65536) + "." + std::to_string(i / 256 % 256) + "." +
-           std::to_string(i % 256);
-  };
   for (size_t i = 0; i < FleetBanGate::kMaxRemembered; ++i) {
     if (i % 1000 == 0) now_ms_ += 1;  // 200 ms of records, well within max_ban
     ASSERT_EQ(check(signedBan(nth(i), 600'000)).result, metrics::kFleetBanApplied) << nth(i);
@@ -122,6 +124,72 @@ TEST_F(FleetBanGateTest, ACopyOfALiftIsRefusedPastTheRecordsRemembered) {
   now_ms_ += 1;
   EXPECT_EQ(check(signedLift("198.51.100.7")).result, metrics::kFleetBanLifted);
   EXPECT_EQ(gate_.remembered(), FleetBanGate::kMaxRemembered) << "no growth";
+}
+
+// A holder of the secret signs records the gate refuses (bans of addresses never banned, bans
+// over, lifts too wide, records of another version), dated as far ahead of Redis's clock as
+// it lets through, without end: a copy of one is refused again as it was, so none takes room
+// and a genuine record signed now still applies. A ban refused only as too long is
+// remembered: what is left of it shrinks, and a copy read later would apply.
+TEST_F(FleetBanGateTest, RecordsRefusedTakeNoRoom) {
+  const int64_t ahead = now_ms_ + 59'000;
+  for (size_t i = 0; i <= FleetBanGate::kMaxRemembered; ++i) {
+    http::StreamReport entry;
+    switch (i % 5) {
+      case 0:
+        entry = signedBan("127.0.0.1", 60'000, kSecret, ahead);
+        break;
+      case 1:
+        entry = signedBan("192.0.2.7", 60'000, kSecret, ahead);  // allow-listed
+        break;
+      case 2:
+        entry = signedBan(nth(i), -1, kSecret, ahead);  // over
+        break;
+      case 3:
+        entry = signedLift("198.51.0.0/16", kSecret, ahead);
+        break;
+      default:
+        entry = http::signStreamReport(
+            kSecret, "ban v2 198.51.100.7 nonce=" + std::to_string(i) + "ab", "host-a:1", ahead);
+        break;
+    }
+    const FleetBanVerdict verdict = check(entry);
+    ASSERT_TRUE(verdict.result != metrics::kFleetBanApplied &&
+                verdict.result != metrics::kFleetBanLifted &&
+                verdict.result != metrics::kFleetBanReplayed)
+        << i << ": " << metrics::kFleetBanResultNames[verdict.result];
+  }
+  EXPECT_EQ(gate_.remembered(), 0u);
+  EXPECT_EQ(check(signedBan("198.51.100.7", 600'000)).result, metrics::kFleetBanApplied);
+  EXPECT_EQ(check(signedLift("198.51.100.8")).result, metrics::kFleetBanLifted);
+  const http::StreamReport too_long = signedBan("198.51.100.9", kMaxBanMs + 70'000);
+  EXPECT_EQ(check(too_long).result, metrics::kFleetBanTooLong);
+  EXPECT_EQ(gate_.remembered(), 3u);
+  now_ms_ += 20'000;  // now it ends within max_ban and the skew
+  EXPECT_EQ(check(too_long).result, metrics::kFleetBanReplayed);
+}
+
+// The same flood of records that apply: the memory fills and forgets to make room, but a
+// record counts from no later than a moment after it was read, so what is forgotten says
+// nothing of the records signed since; else every controller would refuse the genuine bans
+// and lifts signed within the next minute as copies. A record signed when clocks agree is
+// still refused as maybe a copy once forgotten.
+TEST_F(FleetBanGateTest, AFloodSignedAheadForgetsNothingSignedSinceItBegan) {
+  const http::StreamReport first = signedBan("198.51.100.200", 600'000, kSecret, now_ms_ - 500);
+  ASSERT_EQ(check(first).result, metrics::kFleetBanApplied);
+  for (size_t i = 0; i <= FleetBanGate::kMaxRemembered; ++i) {
+    const FleetBanVerdict flood = check(signedBan(nth(i), 600'000, kSecret, now_ms_ + 59'000));
+    ASSERT_EQ(flood.result, metrics::kFleetBanApplied) << i << ": " << flood.why;
+  }
+  EXPECT_EQ(gate_.remembered(), FleetBanGate::kMaxRemembered);
+  now_ms_ += 2000;
+  const FleetBanVerdict genuine = check(signedBan("198.51.100.7", 600'000));
+  EXPECT_EQ(genuine.result, metrics::kFleetBanApplied) << genuine.why;
+  const FleetBanVerdict lift = check(signedLift("198.51.100.7"));
+  EXPECT_EQ(lift.result, metrics::kFleetBanLifted) << lift.why;
+  const FleetBanVerdict copy = check(first);
+  EXPECT_EQ(copy.result, metrics::kFleetBanReplayed) << "forgotten to make room, yet refused";
+  EXPECT_NE(copy.why.find("forgotten"), std::string::npos) << copy.why;
 }
 
 TEST_F(FleetBanGateTest, ACopyLongAfterIsStaleNotApplied) {
@@ -403,10 +471,6 @@ TEST_F(FleetBanReplayTest, RecordsSignedWithinTheSkewFollowTheStreamsOrder) {
 }
 
 TEST_F(FleetBanReplayTest, AFullReplaySaysSo) {
-  auto nth = [](size_t i) {
-    return "100." + std::to_string(64 + i / 65536) + "." + std::to_string(i / 256 % 256) + "." +
-           std::to_string(i % 256);
-  };
   for (size_t i = 0; i < FleetBanReplay::kMaxPrefixes; ++i) {
     ASSERT_EQ(replayed(signedLift(nth(i))), 0u) << nth(i);
   }

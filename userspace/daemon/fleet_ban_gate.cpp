@@ -76,8 +76,9 @@ FleetBanVerdict FleetBanGate::check(const Result<http::StreamReport>& entry,
                        " ms ago, longer than fleet.bans.max_ban (a replayed record, or clocks "
                        "out of step)");
   }
-  // Remembered from here on, for as long as a copy could pass the time checks above.
-  const int64_t forget_at = signed_entry.time_ms + max_ban_ms + 2 * skew_ms;
+  // For as long as a copy could pass the time checks above, a record dated ahead counted from
+  // a moment after it was read (ReplayMemory::forgetAt).
+  const int64_t forget_at = ReplayMemory::forgetAt(signed_entry.time_ms, now_ms, max_ban_ms);
   if (seen_.pastDropped(forget_at)) {
     return refused(verdict, metrics::kFleetBanReplayed,
                    "signed no later than a record forgotten to keep the " +
@@ -85,13 +86,17 @@ FleetBanVerdict FleetBanGate::check(const Result<http::StreamReport>& entry,
                        " most recent ones: it may be a copy added again (re-sign it: floodgate "
                        "ban add or ban del --config)");
   }
-  seen_.remember(signed_entry.mac, forget_at, now_ms);
   verdict.signed_ms = signed_entry.time_ms;
+  verdict = report::isLiftRecord(signed_entry.line)
+                ? checkLift(std::move(verdict), signed_entry, rules, now_ms)
+                : checkBan(std::move(verdict), signed_entry, rules, own, now_ms);
+  if (mayApplyLater(verdict.result)) seen_.remember(signed_entry.mac, forget_at, now_ms);
+  return verdict;
+}
 
-  if (report::isLiftRecord(signed_entry.line)) {
-    return checkLift(std::move(verdict), signed_entry, rules, now_ms);
-  }
-  return checkBan(std::move(verdict), signed_entry, rules, own, now_ms);
+bool FleetBanGate::mayApplyLater(metrics::FleetBanResult result) {
+  return result == metrics::kFleetBanApplied || result == metrics::kFleetBanLifted ||
+         result == metrics::kFleetBanTooLong;
 }
 
 FleetBanVerdict FleetBanGate::checkBan(FleetBanVerdict verdict, const http::StreamReport& entry,

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 // FleetBanGate: what one entry of the fleet's ban stream leads to, decided from the entry,
 // the config, this host's addresses and Redis's clock alone, so that tests step the clock
-// by hand. It remembers the records it let through (to refuse a copy added again); it
-// changes nothing else: the daemon bans, lifts, counts and logs what it returns. Entries
+// by hand. It remembers the records that could ban or lift (to refuse a copy added again);
+// it changes nothing else: the daemon bans, lifts, counts and logs what it returns. Entries
 // come in the stream's order, a start's replay of the past included, so a copy is refused
 // where a running host refused it; FleetBanReplay then keeps of the replay only what a host
 // running all along ends with.
@@ -52,10 +52,11 @@ struct FleetBanVerdict {
 
 class FleetBanGate {
  public:
-  // Signed records remembered at most; past it, the one that can be forgotten soonest goes,
-  // and from then on every record that could be forgotten no later than it (signed no later,
-  // give or take the skew) is refused as replayed, remembered or not: a copy of a record
-  // never passes, whatever was forgotten (a copy of a lift would undo a newer ban).
+  // Records remembered at most (mayApplyLater); past it, the one that can be forgotten
+  // soonest goes, and from then on every record that could be forgotten no later than it
+  // (ReplayMemory::forgetAt: signed no later, give or take the skew) is refused as replayed,
+  // remembered or not: a copy of a record never passes, whatever was forgotten (a copy of a
+  // lift would undo a newer ban).
   static constexpr size_t kMaxRemembered = 200'000;
 
   // Decides, in this order: an entry with the fields of a signed record, signed with the
@@ -72,6 +73,13 @@ class FleetBanGate {
 
   size_t remembered() const { return seen_.size(); }
 
+  // Whether a copy of a record checked as `result`, read later, could ban or lift: a ban or
+  // a lift let through, and a ban refused only as too long (what is left of it shrinks).
+  // Only those are remembered against copies: a copy of any other is refused again as it was
+  // (malformed, over, too wide, an address never banned, while the config says so), so one
+  // holder of the secret adding such records without end takes no room.
+  static bool mayApplyLater(metrics::FleetBanResult result);
+
  private:
   FleetBanVerdict checkBan(FleetBanVerdict verdict, const http::StreamReport& entry,
                            const FleetBanRules& rules, const std::vector<Cidr>& own,
@@ -79,7 +87,8 @@ class FleetBanGate {
   FleetBanVerdict checkLift(FleetBanVerdict verdict, const http::StreamReport& entry,
                             const FleetBanRules& rules, int64_t now_ms);
 
-  // The MAC of each record let through, until a copy of it would be stale anyway.
+  // The MAC of each record that may apply later (mayApplyLater), until a copy of it would be
+  // stale anyway.
   ReplayMemory seen_{kMaxRemembered};
 };
 

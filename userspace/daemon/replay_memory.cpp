@@ -4,7 +4,14 @@
 
 #include <algorithm>
 
+#include "floodgate/fleet/report_stream.h"
+
 namespace floodgate::daemon {
+
+int64_t ReplayMemory::forgetAt(int64_t signed_ms, int64_t now_ms, int64_t max_age_ms) {
+  return std::min(signed_ms, now_ms + kClockAgreementMs) + max_age_ms +
+         2 * http::kReportClockSkewMs;
+}
 
 void ReplayMemory::remember(const std::string& mac, int64_t forget_at, int64_t now_ms) {
   if (seen_.count(mac) != 0) return;

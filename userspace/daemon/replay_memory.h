@@ -15,7 +15,22 @@ namespace floodgate::daemon {
 
 class ReplayMemory {
  public:
+  // How far apart the hosts' clocks and Redis's are taken to be at most in the normal run of
+  // things: an entry signed up to this far ahead of Redis's clock is remembered as signed
+  // (forgetAt), and one under this old was just made.
+  static constexpr int64_t kClockAgreementMs = 1000;
+
   explicit ReplayMemory(size_t max) : max_(max) {}
+
+  // When an entry signed at `signed_ms` and read when Redis's clock said `now_ms` can be
+  // forgotten, for a reader that lets through entries signed up to `max_age_ms` and the skew
+  // before Redis's clock: once no copy of it passes that time check (one signed at most the
+  // skew ahead of Redis's clock, hence the second skew). An entry signed further ahead than
+  // clocks agree counts from a moment after it was read: else a holder of the secret dating
+  // entries the skew ahead would have those dropped to make room and every entry signed
+  // before their date, true or not, refused as maybe one of them (pastDropped). A copy of
+  // such an entry dropped to make room may then pass, up to its signed time and `max_age_ms`.
+  static int64_t forgetAt(int64_t signed_ms, int64_t now_ms, int64_t max_age_ms);
 
   // Whether the entry of this MAC is remembered.
   bool remembers(const std::string& mac) const { return seen_.count(mac) != 0; }

@@ -22,14 +22,10 @@ ReceivedReport StreamReportGate::check(const std::string& id,
   const http::StreamReport& report = *entry;
   const auto lookback_ms = static_cast<int64_t>(lookback_ns_ / 1'000'000);
   Status checked = http::checkStreamReport(secret_, report, now_ms, lookback_ms);
-  // Remembered for as long as a copy could pass the time check (signed at most the skew ahead
-  // of Redis's clock, hence the second skew). A report signed further ahead than clocks agree
-  // counts from a moment after now: else a holder of the secret dating reports a skew ahead
-  // would have those forgotten to make room and every report signed before their date, true
-  // or not, refused as maybe one of them. A copy of such a report forgotten to make room may
-  // then pass, and bans no longer than its signed time plus the ban time.
-  const int64_t counted_from_ms = std::min(report.time_ms, now_ms + kClockAgreementMs);
-  const int64_t forget_at = counted_from_ms + lookback_ms + 2 * http::kReportClockSkewMs;
+  // Remembered for as long as a copy could pass the time check, a report dated ahead counted
+  // from a moment after it was read (ReplayMemory::forgetAt): a copy of one forgotten to make
+  // room bans no longer than its signed time plus the ban time.
+  const int64_t forget_at = ReplayMemory::forgetAt(report.time_ms, now_ms, lookback_ms);
   if (checked && seen_.remembers(report.mac)) {
     checked = Error::usage("the same report was read before (a copy added again)");
   } else if (checked && seen_.pastDropped(forget_at)) {
@@ -51,7 +47,7 @@ ReceivedReport StreamReportGate::check(const std::string& id,
   received.reporter = "stream " + reporter.substr(0, std::min<size_t>(reporter.rfind(':'), 80));
   // Just made, it is no older than clocks agree, and the ban is the configured one. Older,
   // it was read from the stream's past.
-  if (now_ms - report.time_ms >= kClockAgreementMs) {
+  if (now_ms - report.time_ms >= ReplayMemory::kClockAgreementMs) {
     received.age_ns = static_cast<uint64_t>(now_ms - report.time_ms) * 1'000'000;
   }
   // What does not parse, or names a client the guard never bans, becomes nothing, a copy of

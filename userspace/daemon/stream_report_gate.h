@@ -28,11 +28,6 @@ class StreamReportGate {
   // Reports remembered at most, as FleetBanGate's records: a secret holder adding signed
   // reports without end no longer grows the daemon without end.
   static constexpr size_t kMaxRemembered = 200'000;
-  // How far apart the hosts' clocks and Redis's are taken to be at most in the normal run of
-  // things: a report under this old is one just made, and one signed up to this far ahead of
-  // Redis's clock is remembered as signed.
-  static constexpr int64_t kClockAgreementMs = 1000;
-
   // `lookback_ns`: how old a report may be (the ban time), plus the clock skew.
   StreamReportGate(std::string secret, uint64_t lookback_ns)
       : secret_(std::move(secret)), lookback_ns_(lookback_ns) {}
