@@ -89,6 +89,35 @@ TEST_F(FleetSectionTest, TheReportSecretReusedForFleetBansIsWarnedOf) {
                 "a secret of its own"});
 }
 
+// A restart reads back the offender reports of the last ban time and the fleet's lifts of the
+// last max_ban: with the first longer, a report older than the lifts read back bans again.
+TEST_F(FleetSectionTest, AFleetReplayShorterThanTheReportsIsWarnedOf) {
+  const std::string reports = (dir_ / "reports.secret").string();
+  std::ofstream(reports) << "fedcba9876543210fedcba9876543210\n";
+  chmod(reports.c_str(), 0600);
+  auto warnings = [&](const std::string& max_ban, const std::string& escalate) {
+    Diagnostics diagnostics;
+    FloodgateConfig config = parseConfig(
+        "fleet:\n  bans:\n    address: 10.0.0.5:6379\n    stream: fb\n    max_ban: " + max_ban +
+            "\n    secret_file: " + secret_ +
+            "\nhttp:\n  store: {type: redis, address: 10.0.0.5:6379}\n"
+            "  escalate: {rejections: 5, within: 10s, " +
+            escalate + "}\n",
+        "test.yaml", diagnostics);
+    EXPECT_TRUE(diagnostics.empty()) << diagnostics.format();
+    return configWarnings(config);
+  };
+  const std::string stream = ", redis_stream: fr, secret_file: " + reports;
+  EXPECT_EQ(warnings("30m", "ban: 1h" + stream),
+            std::vector<std::string>{
+                "http.escalate.ban (1h) is longer than fleet.bans.max_ban (30m): a restarted "
+                "controller reads back offender reports of the last 1h but the fleet's lifts of "
+                "the last 30m only, so it bans again an address the fleet lifted before then; "
+                "set fleet.bans.max_ban to at least http.escalate.ban"});
+  EXPECT_TRUE(warnings("1h", "ban: 1h" + stream).empty());
+  EXPECT_TRUE(warnings("30m", "ban: 1h").empty()) << "a socket's reports are not read back";
+}
+
 TEST_F(FleetSectionTest, EveryKeyAndTheDefaults) {
   Diagnostics diagnostics;
   FloodgateConfig config = parse(

@@ -9,6 +9,7 @@
 #include "config/sections.h"
 #include "controller/source_sets.h"
 #include "floodgate/common/read_file.h"
+#include "floodgate/common/units.h"
 #include "floodgate/core/config_parser.h"
 #include "floodgate/yaml/yaml_mark.h"
 
@@ -210,6 +211,19 @@ std::vector<std::string> configWarnings(const FloodgateConfig& config) {
                     "per-reporter limits; give fleet.bans a secret of its own");
       break;
     }
+  }
+  // A start reads back the report stream's last ban time but the fleet's last max_ban only: a
+  // report signed before a lift older than that is replayed without the lift, and bans.
+  if (config.fleet_bans.enabled && config.http && config.http->escalate.enabled &&
+      !config.http->escalate.redis_stream.empty() &&
+      config.http->escalate.ban_ns > config.fleet_bans.max_ban_ns) {
+    const std::string ban = formatDuration(config.http->escalate.ban_ns);
+    const std::string max_ban = formatDuration(config.fleet_bans.max_ban_ns);
+    out.push_back("http.escalate.ban (" + ban + ") is longer than fleet.bans.max_ban (" + max_ban +
+                  "): a restarted controller reads back offender reports of the last " + ban +
+                  " but the fleet's lifts of the last " + max_ban +
+                  " only, so it bans again an address the fleet lifted before then; set "
+                  "fleet.bans.max_ban to at least http.escalate.ban");
   }
   if (config.http) {
     for (const http::IpPrefix& proxy : config.http->trusted_proxies) {
