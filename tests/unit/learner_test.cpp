@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <map>
 
+#include "config/floodgate_config.h"
 #include "learn/learn_command.h"
 #include "learn/learn_loop.h"
 #include "learn/learn_output.h"
@@ -442,6 +443,87 @@ TEST(LearnerTest, OutputsCarryTheProposal) {
                       "limit: {pps: 150, burst: 15}\n"),
             std::string::npos)
       << diff;
+}
+
+// The `limit:` line of `text` that starts with `prefix`, without the prefix.
+std::string limitLine(const std::string& text, const std::string& prefix) {
+  const size_t at = text.find(prefix + "limit: ");
+  if (at == std::string::npos) return "";
+  const size_t start = at + prefix.size();
+  return text.substr(start, text.find('\n', start) - start);
+}
+
+// A window rule's proposal, pasted into the rule as the fragment (--output) or the diff
+// (--diff) shows it, loads through the config parser: it carries no burst, which a window
+// refuses, and admits at least one packet a window.
+TEST(LearnerTest, AWindowRulesProposalLoadsThroughTheConfigParser) {
+  std::vector<uint32_t> one_a_second(30, 0);
+  for (size_t i = 0; i < one_a_second.size(); i += 10) one_a_second[i] = 1;
+  std::vector<uint32_t> bursty = steady(30);
+  bursty[14] = 60;
+  const struct {
+    const char* algorithm;
+    const char* window;
+    const char* limit;  // in the config, as its author wrote it
+    std::vector<uint32_t> per_interval;
+  } cases[] = {
+      {"fixed_window", "1s", "{pps: 100k}", bursty},
+      {"fixed_window", "1s", "{pps: 100k, bps: 8Mbit}", bursty},
+      {"sliding_window", "1s", "{pps: 100k}", bursty},
+      // 1 packet a second x 1.5 is a fifth of a packet per 100ms window: raised to one
+      {"fixed_window", "100ms", "{pps: 100k}", one_a_second},
+      {"sliding_window", "100ms", "{pps: 100k}", one_a_second},
+  };
+  for (const auto& c : cases) {
+    const std::string head = std::string("rules:\n  - name: per-source\n    algorithm: ") +
+                             c.algorithm + "\n    window: " + c.window + "\n";
+    const std::string file = head + "    limit: " + c.limit + "\n";
+    config::Diagnostics diagnostics;
+    const config::FloodgateConfig parsed = config::parseConfig(file, "floodgate.yaml", diagnostics);
+    ASSERT_TRUE(diagnostics.empty()) << diagnostics.format();
+    ASSERT_EQ(parsed.rules.size(), 1u);
+    const RuleSpec& spec = parsed.rules[0];
+
+    // the rule as the running limiter describes it (describeLimits: a window has no bursts)
+    LearnRule rule = perSourceRule();
+    rule.algorithm = spec.algorithm;
+    rule.window_ns = spec.window_ns;
+    rule.current = LimitSpec{spec.limit.pps, 0, spec.limit.bits_per_s, 0};
+    RecordedSampler sampler(3, {{10, 1, c.per_interval}});
+    SteppedClock clock;
+    auto report = runLearning(sampler, clock, threeSeconds(), {rule});
+    ASSERT_TRUE(report.ok()) << report.error().message;
+    ASSERT_TRUE(report->rules[0].proposal.has_value()) << report->rules[0].note;
+
+    const std::string from_yaml = limitLine(proposalYaml("eth0", *report), "    ");
+    const std::string from_diff = limitLine(
+        proposalDiff(ConfigRules{"floodgate.yaml", file, parsed.rules}, *report), "+    ");
+    for (const std::string& line : {from_yaml, from_diff}) {
+      ASSERT_FALSE(line.empty()) << c.algorithm << " " << c.window;
+      config::Diagnostics pasted;
+      config::parseConfig(head + "    " + line + "\n", "floodgate.yaml", pasted);
+      EXPECT_TRUE(pasted.empty()) << c.algorithm << " " << c.window << ": " << line << ": "
+                                  << pasted.format();
+    }
+  }
+}
+
+// A sliding window counts at most 2^20 - 1 packets: a proposal past it would not load, so
+// there is none, and the note says why.
+TEST(LearnerTest, AProposalPastAWindowsCounterIsNone) {
+  LearnRule rule = perSourceRule();
+  rule.algorithm = Algorithm::kSlidingWindow;
+  rule.window_ns = 1000 * kMs;
+  rule.current = LimitSpec{1000000, 0, 0, 0};
+  RecordedSampler sampler(3, {{10, 1, steady(100000)}});  // 1M a second, x 1.5
+  SteppedClock clock;
+  auto report = runLearning(sampler, clock, threeSeconds(), {rule});
+  ASSERT_TRUE(report.ok()) << report.error().message;
+  EXPECT_FALSE(report->rules[0].proposal.has_value());
+  EXPECT_NE(report->rules[0].note.find("comes to pps 1500000, which the rule cannot take"),
+            std::string::npos)
+      << report->rules[0].note;
+  EXPECT_NE(proposalYaml("eth0", *report).find("[]"), std::string::npos);
 }
 
 TEST(LearnFlagsTest, OutOfRangeFlagsAreOneUsageLine) {

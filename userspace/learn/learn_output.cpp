@@ -216,16 +216,22 @@ std::string proposalDiff(const ConfigRules& config, const LearnReport& report) {
       out << "# rule " << rule.rule.name << " is running but not in " << config.path << "\n";
       continue;
     }
+    LimitSpec now = spec->limit;
     LimitSpec proposed = *rule.proposal;
     // the file's own bps limit stays what the file says
-    proposed.bits_per_s = spec->limit.bits_per_s;
-    proposed.burst_bytes = spec->limit.burst_bytes;
-    if (proposed.pps == spec->limit.pps && proposed.burst == spec->limit.burst) continue;
+    proposed.bits_per_s = now.bits_per_s;
+    proposed.burst_bytes = now.burst_bytes;
+    if (spec->algorithm != Algorithm::kTokenBucket) {
+      // the parser gives a window rule the default bursts it does not use, and refuses them
+      // written: the line to paste carries none
+      now.burst = now.burst_bytes = 0;
+      proposed.burst = proposed.burst_bytes = 0;
+    }
+    if (proposed.pps == now.pps && proposed.burst == now.burst) continue;
     const int line = ruleLine(config.text, spec->name);
     out << "@@ rule " << spec->name;
     if (line > 0) out << " (line " << line << ")";
-    out << " @@\n-    limit: " << limitFlow(spec->limit) << "\n+    limit: " << limitFlow(proposed)
-        << "\n";
+    out << " @@\n-    limit: " << limitFlow(now) << "\n+    limit: " << limitFlow(proposed) << "\n";
   }
   return out.str();
 }

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "controller/rule_compiler.h"
+
 namespace floodgate::learn {
 namespace {
 
@@ -182,7 +184,28 @@ void Learner::propose(RuleLearned& out) {
   }
   LimitSpec proposal = out.rule.current;
   proposal.pps = std::max<uint64_t>(1, scaleUp(out.pps.chosen, options_.margin_milli));
-  proposal.burst = std::max<uint64_t>(1, scaleUp(out.burst.chosen, options_.margin_milli));
+  if (out.rule.algorithm == Algorithm::kTokenBucket) {
+    proposal.burst = std::max<uint64_t>(1, scaleUp(out.burst.chosen, options_.margin_milli));
+  } else {
+    // A window admits pps × window and takes no burst: the config refuses one. Nor does it
+    // take a rate that admits no packet a window, so the least is one.
+    proposal.burst = 0;
+    proposal.burst_bytes = 0;
+    const uint64_t window_ms = out.rule.window_ns / 1000000ULL;
+    if (window_ms > 0) proposal.pps = std::max(proposal.pps, (1000 + window_ms - 1) / window_ms);
+  }
+  // A proposal the config would refuse is none: a sliding window counts at most 2^20 - 1
+  // packets, which a fast source times the margin can pass.
+  RuleSpec spec;
+  spec.name = out.rule.name;
+  spec.algorithm = out.rule.algorithm;
+  if (out.rule.algorithm != Algorithm::kTokenBucket) spec.window_ns = out.rule.window_ns;
+  spec.limit = proposal;
+  if (auto compiled = compileRule(spec); !compiled) {
+    out.note = "the percentile x margin comes to pps " + std::to_string(proposal.pps) +
+               ", which the rule cannot take: " + compiled.error().message;
+    return;
+  }
   out.proposal = proposal;
   // the pps limit alone is replayed: per-source byte counts are not kept by the program
   LimitSpec replayed{proposal.pps, proposal.burst, 0, 0};

@@ -85,11 +85,12 @@ struct RuleLearned {
   uint64_t tracked_packets = 0;       // counted per source
   uint64_t rule_packets = 0;          // everything the rule counted over the run
   uint64_t untracked_packets = 0;     // of them, sources without a slot in the program
-  std::optional<LimitSpec> proposal;  // none without traffic, or for a global rule
+  std::optional<LimitSpec> proposal;  // as the config takes it for the algorithm; none: `note`
   uint64_t replayed_sources = 0;
   uint64_t replayed_packets = 0;
   uint64_t replay_dropped = 0;  // of replayed_packets, what the proposal would have dropped
-  std::string note;             // why there is no proposal, when there is none
+  std::string note;             // why there is no proposal (no traffic, a global rule, a limit
+                                // the rule cannot take), when there is none
 };
 
 struct LearnReport {
