@@ -313,15 +313,87 @@ TEST(ReplayTest, ATicksPacketsMeetOneClockReadingAsInTheProgram) {
   // 100 packets in one second at 10 Hz: 10 a tick. pps 10 with a burst of 5: the first
   // tick takes the full bucket (5), every later one a single packet: 5 + 9 admitted.
   const std::vector<uint64_t> times = {0, 1000 * kMs};
-  EXPECT_EQ(replayDrops({100}, times, 1, LimitSpec{10, 5, 0, 0}, Algorithm::kTokenBucket, 0, 10),
-            86u);
+  EXPECT_EQ(
+      replayDrops({100}, times, 1, LimitSpec{10, 5, 0, 0}, Algorithm::kTokenBucket, 0, 10).value(),
+      86u);
   // under the limit: nothing dropped
-  EXPECT_EQ(replayDrops({10}, times, 1, LimitSpec{10, 5, 0, 0}, Algorithm::kTokenBucket, 0, 10),
-            0u);
+  EXPECT_EQ(
+      replayDrops({10}, times, 1, LimitSpec{10, 5, 0, 0}, Algorithm::kTokenBucket, 0, 10).value(),
+      0u);
   // a fixed window of 1 s admits 10 in [0, 1 s) (ticks 1..9) and 10 at the tick of 1 s
   EXPECT_EQ(
-      replayDrops({100}, times, 1, LimitSpec{10, 0, 0, 0}, Algorithm::kFixedWindow, 1000 * kMs, 10),
+      replayDrops({100}, times, 1, LimitSpec{10, 0, 0, 0}, Algorithm::kFixedWindow, 1000 * kMs, 10)
+          .value(),
       80u);
+}
+
+// A limit the replay cannot run is an error saying why, never 0 dropped.
+TEST(ReplayTest, ALimitItCannotRunIsNotEvaluated) {
+  const std::vector<uint64_t> times = {0, 1000 * kMs};
+  auto no_packet = replayDrops({100}, times, 1, LimitSpec{5, 0, 0, 0}, Algorithm::kFixedWindow,
+                               100 * kMs, 10);  // half a packet a window
+  ASSERT_FALSE(no_packet.ok());
+  EXPECT_NE(no_packet.error().message.find("admits no packet per window"), std::string::npos)
+      << no_packet.error().message;
+  auto bytes_only = replayDrops({100}, times, 1, LimitSpec{0, 0, 8000000, 100000},
+                                Algorithm::kTokenBucket, 0, 10);
+  ASSERT_FALSE(bytes_only.ok());
+  EXPECT_NE(bytes_only.error().message.find("no pps"), std::string::npos);
+  EXPECT_FALSE(
+      replayDrops({100}, times, 1, LimitSpec{10, 5, 0, 0}, Algorithm::kTokenBucket, 0, 0).ok());
+}
+
+// A rule whose sources all came after the replay's budget was spent has a proposal and no
+// replay: the report says the share was not evaluated, not 0%, and --apply refuses it.
+TEST(LearnerTest, AProposalTheReplayCouldNotEvaluateIsSaidSo) {
+  RecordedSampler sampler(3, {{10, 1, steady(10)}, {11, 2, steady(20)}});
+  SteppedClock clock;
+  LearnOptions options = threeSeconds();
+  options.replay_budget = 0;
+  auto report = runLearning(sampler, clock, options, {perSourceRule()});
+  ASSERT_TRUE(report.ok()) << report.error().message;
+  const RuleLearned& rule = report->rules[0];
+  ASSERT_TRUE(rule.proposal.has_value());
+  EXPECT_EQ(rule.replayed_sources, 0u);
+  EXPECT_NE(rule.not_replayed.find("no source of the rule was kept for the replay"),
+            std::string::npos)
+      << rule.not_replayed;
+
+  const std::string text = reportText("eth0", *report);
+  EXPECT_NE(text.find("would have dropped: not evaluated, no source of the rule was kept"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("(0.00%)"), std::string::npos) << text;
+  nlohmann::json json = reportJson("eth0", *report);
+  EXPECT_TRUE(json["rules"][0]["replay"]["dropped_share"].is_null());
+  EXPECT_EQ(json["rules"][0]["replay"]["not_evaluated"], rule.not_replayed);
+
+  Status refused = applyRefusal(*report);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message.find(
+                "the proposal for rule 'per-source' would have dropped is not known"),
+            std::string::npos)
+      << refused.error().message;
+  EXPECT_NE(refused.error().message.find("--apply --force"), std::string::npos);
+
+  // a replay that cannot run says why in place of a share
+  RecordedSampler no_clock_sampler(3, {{10, 1, steady(10)}});
+  LearnOptions no_clock = threeSeconds();
+  no_clock.hz = 0;
+  auto unclocked = runLearning(no_clock_sampler, clock, no_clock, {perSourceRule()});
+  ASSERT_TRUE(unclocked.ok());
+  EXPECT_EQ(unclocked->rules[0].replayed_sources, 1u);
+  EXPECT_EQ(unclocked->rules[0].not_replayed, "the kernel's clock rate (HZ) is not known");
+  EXPECT_FALSE(applyRefusal(*unclocked).ok());
+
+  // replayed, the share is a number and the reason null
+  RecordedSampler replayed_sampler(3, {{10, 1, steady(10)}});
+  auto replayed = runLearning(replayed_sampler, clock, threeSeconds(), {perSourceRule()});
+  ASSERT_TRUE(replayed.ok());
+  EXPECT_TRUE(replayed->rules[0].not_replayed.empty());
+  nlohmann::json evaluated = reportJson("eth0", *replayed);
+  EXPECT_EQ(evaluated["rules"][0]["replay"]["dropped_share"], 0.0);
+  EXPECT_TRUE(evaluated["rules"][0]["replay"]["not_evaluated"].is_null());
 }
 
 // A sampler replaying exact slot readings, one list per sample.

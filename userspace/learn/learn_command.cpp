@@ -148,6 +148,11 @@ Status applyRefusal(const LearnReport& report) {
                             "high percentile that far)" +
                             force);
     }
+    if (!rule.not_replayed.empty()) {
+      return Error::failure("not applied: what the proposal for rule '" + rule.rule.name +
+                            "' would have dropped is not known: the replay was not run (" +
+                            rule.not_replayed + ")" + force);
+    }
     const auto dropped = static_cast<unsigned __int128>(rule.replay_dropped) * 1000;
     if (dropped > static_cast<unsigned __int128>(rule.replayed_packets) * kMostAppliedDropMilli) {
       return Error::failure(

@@ -62,7 +62,8 @@ inline constexpr uint64_t kMostAppliedDropMilli = 10;
 // sources it would limit are then a share of the traffic (clients behind one NAT, a few
 // heavy users) that a percentile of sources leaves out. It is no defence against a run an
 // attacker shaped: spoofed sources at a low rate that outnumber the real ones pull the
-// percentile down and dilute the share alike. One line naming the rule and the fix.
+// percentile down and dilute the share alike. A proposal the replay could not evaluate is
+// refused too: its share is not known. One line naming the rule and the fix.
 Status applyRefusal(const LearnReport& report);
 
 // Why a run's proposals are neither written (--output) nor applied (--apply), --force or not:

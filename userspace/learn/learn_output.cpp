@@ -136,6 +136,11 @@ std::string reportText(const std::string& interface, const LearnReport& report) 
     }
     out << "  proposed: limit " << limitFlow(*rule.proposal) << "  (" << at << " x "
         << formatMilli(report.margin_milli) << ")\n";
+    if (!rule.not_replayed.empty()) {
+      // not "0 dropped": a share never computed must not read as a safe one
+      out << "  would have dropped: not evaluated, " << rule.not_replayed << "\n";
+      continue;
+    }
     char line[200];
     std::snprintf(line, sizeof(line),
                   "  would have dropped %llu of %llu packets (%.2f%%), %llu sources replayed\n",
@@ -180,7 +185,13 @@ nlohmann::json reportJson(const std::string& interface, const LearnReport& repor
       r["replay"] = {{"sources", rule.replayed_sources},
                      {"packets", rule.replayed_packets},
                      {"dropped", rule.replay_dropped},
-                     {"dropped_share", share(rule.replay_dropped, rule.replayed_packets)}};
+                     {"dropped_share", share(rule.replay_dropped, rule.replayed_packets)},
+                     {"not_evaluated", nullptr}};
+      if (!rule.not_replayed.empty()) {
+        r["replay"]["dropped"] = nullptr;
+        r["replay"]["dropped_share"] = nullptr;
+        r["replay"]["not_evaluated"] = rule.not_replayed;
+      }
     }
     out["rules"].push_back(r);
   }

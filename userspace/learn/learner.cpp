@@ -213,8 +213,22 @@ void Learner::propose(RuleLearned& out) {
     if (rules_[source.rule].id != out.rule.id || !source.replayed) continue;
     ++out.replayed_sources;
     for (uint32_t n : source.ticks) out.replayed_packets += n;
-    out.replay_dropped += replayDrops(source.ticks, times_, source.first_tick, replayed,
-                                      out.rule.algorithm, out.rule.window_ns, options_.hz);
+    if (!out.not_replayed.empty()) continue;
+    auto dropped = replayDrops(source.ticks, times_, source.first_tick, replayed,
+                               out.rule.algorithm, out.rule.window_ns, options_.hz);
+    if (!dropped) {
+      out.not_replayed = dropped.error().message;
+      out.replay_dropped = 0;
+      continue;
+    }
+    out.replay_dropped += *dropped;
+  }
+  if (out.not_replayed.empty() && out.replayed_packets == 0) {
+    // sources are kept for the replay in the order they come: a rule whose sources came
+    // after the budget was spent has none
+    out.not_replayed = "no source of the rule was kept for the replay (its budget of " +
+                       std::to_string(options_.replay_budget) +
+                       " sample counts went to sources seen before)";
   }
 }
 

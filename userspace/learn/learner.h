@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "controller/rule_spec.h"
+#include "floodgate/common/result.h"
 #include "learn/rate_histogram.h"
 
 namespace floodgate::learn {
@@ -91,6 +92,9 @@ struct RuleLearned {
   uint64_t replay_dropped = 0;  // of replayed_packets, what the proposal would have dropped
   std::string note;             // why there is no proposal (no traffic, a global rule, a limit
                                 // the rule cannot take), when there is none
+  // Why the replay could not evaluate the proposal, when it could not: replay_dropped is then
+  // not known (not 0), and --apply refuses the proposal without --force.
+  std::string not_replayed;
 };
 
 struct LearnReport {
@@ -175,9 +179,11 @@ class Learner {
 // `algorithm` would have refused, replayed through the program's own arithmetic (fg_gcra.h,
 // fg_window.h) on a clock of `hz` ticks a second: each interval's packets are spread evenly
 // over the ticks it spans, and each tick's share is charged at that tick, as the program
-// sees every packet of a tick at one time. The bucket starts full.
-uint64_t replayDrops(const std::vector<uint32_t>& ticks, const std::vector<uint64_t>& times_ns,
-                     uint64_t first_tick, const LimitSpec& limit, Algorithm algorithm,
-                     uint64_t window_ns, uint32_t hz);
+// sees every packet of a tick at one time. The bucket starts full. An error saying why when
+// the replay cannot be run (no pps limit, one that does not compile, no clock rate).
+Result<uint64_t> replayDrops(const std::vector<uint32_t>& ticks,
+                             const std::vector<uint64_t>& times_ns, uint64_t first_tick,
+                             const LimitSpec& limit, Algorithm algorithm, uint64_t window_ns,
+                             uint32_t hz);
 
 }  // namespace floodgate::learn

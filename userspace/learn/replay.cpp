@@ -30,10 +30,13 @@ bool admits(const fg_rule& rule, uint64_t word, uint64_t now, uint64_t increment
 
 }  // namespace
 
-uint64_t replayDrops(const std::vector<uint32_t>& ticks, const std::vector<uint64_t>& times_ns,
-                     uint64_t first_tick, const LimitSpec& limit, Algorithm algorithm,
-                     uint64_t window_ns, uint32_t hz) {
-  if (hz == 0 || first_tick == 0) return 0;
+Result<uint64_t> replayDrops(const std::vector<uint32_t>& ticks,
+                             const std::vector<uint64_t>& times_ns, uint64_t first_tick,
+                             const LimitSpec& limit, Algorithm algorithm, uint64_t window_ns,
+                             uint32_t hz) {
+  // each of these is a replay not run, never one that dropped nothing
+  if (hz == 0) return Error::failure("the kernel's clock rate (HZ) is not known");
+  if (first_tick == 0) return Error::failure("the source's counts start at the baseline");
   RuleSpec spec;
   spec.name = "learn";
   spec.limit = limit;
@@ -41,10 +44,12 @@ uint64_t replayDrops(const std::vector<uint32_t>& ticks, const std::vector<uint6
   if (algorithm != Algorithm::kTokenBucket) spec.window_ns = window_ns;
   const uint64_t tick_units = fg_tick_units(hz);
   auto compiled = compileRule(spec, tick_units);
-  if (!compiled) return 0;
+  if (!compiled) return Error::failure("the limit does not compile: " + compiled.error().message);
   const fg_rule& rule = *compiled;
   const fg_limit& pps = rule.limits[FG_LIMIT_PPS];
-  if (pps.interval == 0) return 0;
+  if (pps.interval == 0) {
+    return Error::failure("the limit has no pps, and the program counts no bytes per source");
+  }
 
   uint64_t word = 0, dropped = 0;  // 0: a full bucket, an empty window
   for (size_t i = 0; i < ticks.size(); ++i) {
