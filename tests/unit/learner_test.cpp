@@ -492,6 +492,32 @@ TEST(LearnerTest, AGlobalRuleAndASilentRuleGetNoProposal) {
   EXPECT_FALSE(silent->rules[0].proposal.has_value());
 }
 
+// A proposal only changes the limits a rule has: a rule limiting bits/s only gets no pps
+// limit (none to apply, write or diff), and one with both keeps its bps as it is.
+TEST(LearnerTest, ARuleLimitingBitsOnlyGetsNoPacketLimit) {
+  LearnRule bits_only = perSourceRule();
+  bits_only.current = LimitSpec{0, 0, 8000000, 100000};
+  RecordedSampler sampler(3, {{10, 1, steady(10)}});
+  SteppedClock clock;
+  auto report = runLearning(sampler, clock, threeSeconds(), {bits_only});
+  ASSERT_TRUE(report.ok()) << report.error().message;
+  EXPECT_FALSE(report->rules[0].proposal.has_value());
+  EXPECT_NE(report->rules[0].note.find("the rule limits bits/s only"), std::string::npos)
+      << report->rules[0].note;
+  EXPECT_NE(reportText("eth0", *report).find("no proposal: the rule limits bits/s only"),
+            std::string::npos);
+  EXPECT_EQ(proposalYaml("eth0", *report).find("name: per-source"), std::string::npos);
+  EXPECT_TRUE(applyRefusal(*report).ok()) << "nothing to apply, so nothing to refuse";
+
+  LearnRule both = perSourceRule();
+  both.current = LimitSpec{1000000, 100000, 8000000, 100000};
+  RecordedSampler both_sampler(3, {{10, 1, steady(10)}});
+  auto learned = runLearning(both_sampler, clock, threeSeconds(), {both});
+  ASSERT_TRUE(learned.ok());
+  ASSERT_TRUE(learned->rules[0].proposal.has_value());
+  EXPECT_EQ(*learned->rules[0].proposal, (LimitSpec{150, 15, 8000000, 100000}));
+}
+
 TEST(LearnerTest, OutputsCarryTheProposal) {
   RecordedSampler sampler(3, {{10, 1, steady(10)}});
   SteppedClock clock;

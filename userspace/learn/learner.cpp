@@ -178,6 +178,15 @@ void Learner::propose(RuleLearned& out) {
     out.note = "a global rule (key: global) has no per-source rates";
     return;
   }
+  if (out.rule.current.pps == 0) {
+    // A proposal is applied as it is (--apply): a pps limit here would be a new kind of limit
+    // on the rule, not a better one of its own. And its own, bits/s, is not learned: the
+    // program counts packets per source, so those rates are estimates no replay can check.
+    out.note =
+        "the rule limits bits/s only, and learning proposes pps limits (the program counts no "
+        "bytes per source: the bits/s above are estimates); set its bps from them yourself";
+    return;
+  }
   if (out.source_windows == 0) {
     out.note = "no source of this rule sent a packet";
     return;
