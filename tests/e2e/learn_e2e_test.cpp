@@ -207,7 +207,8 @@ TEST_F(LearnE2eTest, ARunStoppedByCtrlCWritesAndAppliesNothing) {
   EXPECT_FALSE(std::filesystem::exists(output));
 }
 
-// The proposal is written as root: never through a link planted where the file should be.
+// The proposal is written as root: never through a link planted where the file should be or
+// as a directory of its path.
 TEST_F(LearnE2eTest, TheProposalIsNeverWrittenThroughASymbolicLink) {
   const std::string iface = net_->targetInterface();
   CommandResult attach = net_->floodgate({"attach", iface, "--config", config_});
@@ -228,6 +229,13 @@ TEST_F(LearnE2eTest, TheProposalIsNeverWrittenThroughASymbolicLink) {
   const std::string fifo = (dir_ / "fifo.yaml").string();
   ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0) << strerror(errno);
   refused(fifo, "it is not a regular file; give the path of a file");
+  // nor through a link as a directory of the path, which would send it where that points
+  std::filesystem::create_directory(dir_ / "real");
+  std::filesystem::create_directory_symlink(dir_ / "real", dir_ / "planted");
+  refused((dir_ / "planted" / "out.yaml").string(),
+          "'" + (dir_ / "planted").string() + "' is a symbolic link (to '" +
+              (dir_ / "real").string() + "'); give a path with no link in it");
+  EXPECT_TRUE(std::filesystem::is_empty(dir_ / "real"));
 }
 
 }  // namespace

@@ -1,12 +1,17 @@
 // SPDX-License-Identifier: MIT
 // The learner of `floodgate learn` on recorded per-source samples and a clock stepped by
 // hand: percentiles, proposals and the replay checked exactly; counter wrap, slots changing
-// hands, sources appearing mid-run and the source cap.
+// hands, sources appearing mid-run and the source cap; proposals as the config parser takes
+// them, and the --output file written through no link.
 #include "learn/learner.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <map>
 
 #include "config/floodgate_config.h"
@@ -17,6 +22,8 @@
 
 namespace floodgate::learn {
 namespace {
+
+namespace fs = std::filesystem;
 
 constexpr uint64_t kMs = 1000000ULL;
 constexpr uint64_t kStart = 5000 * kMs;  // any clock: the learner only takes differences
@@ -622,6 +629,99 @@ TEST(LearnerTest, AProposalPastAWindowsCounterIsNone) {
             std::string::npos)
       << report->rules[0].note;
   EXPECT_NE(proposalYaml("eth0", *report).find("[]"), std::string::npos);
+}
+
+// A directory of its own under the system temp dir, removed with the test.
+class TempDir {
+ public:
+  TempDir() {
+    std::string pattern = (fs::temp_directory_path() / "fg-learn-XXXXXX").string();
+    path_ = mkdtemp(pattern.data());
+  }
+  ~TempDir() { fs::remove_all(path_); }
+  const fs::path& path() const { return path_; }
+
+ private:
+  fs::path path_;
+};
+
+std::string contentsOf(const fs::path& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// The names in `dir`, sorted: what a write left behind.
+std::vector<std::string> namesIn(const fs::path& dir) {
+  std::vector<std::string> names;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    names.push_back(entry.path().filename().string());
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+// --output is written as root: a link planted in a directory of the path (/tmp/x pointing
+// to /etc) must not send the file where it points, any more than a link at the file itself.
+TEST(LearnOutputFile, NoLinkInThePathIsFollowed) {
+  TempDir tmp;
+  const fs::path real = tmp.path() / "real";
+  fs::create_directory(real);
+  fs::create_directory_symlink(real, tmp.path() / "link");
+
+  Status through_dir = writeProposalFile((tmp.path() / "link" / "out.yaml").string(), "rules:\n");
+  ASSERT_FALSE(through_dir.ok());
+  EXPECT_EQ(through_dir.error().message,
+            "cannot write the proposal to '" + (tmp.path() / "link" / "out.yaml").string() +
+                "': '" + (tmp.path() / "link").string() + "' is a symbolic link (to '" +
+                real.string() + "'); give a path with no link in it (written as root, --output " +
+                "follows none)");
+  EXPECT_TRUE(namesIn(real).empty()) << "nothing written where the link points";
+
+  // a link deeper in the path, and one given relative to the working directory
+  fs::create_directory(real / "sub");
+  EXPECT_FALSE(writeProposalFile((tmp.path() / "link" / "sub" / "out.yaml").string(), "").ok());
+  const fs::path before = fs::current_path();
+  fs::current_path(tmp.path());
+  Status relative = writeProposalFile("link/out.yaml", "rules:\n");
+  Status plain = writeProposalFile("real/out.yaml", "rules:\n");
+  fs::current_path(before);
+  ASSERT_FALSE(relative.ok());
+  EXPECT_NE(relative.error().message.find("'link' is a symbolic link"), std::string::npos)
+      << relative.error().message;
+  EXPECT_TRUE(plain.ok()) << plain.error().message;
+  EXPECT_EQ(namesIn(real), (std::vector<std::string>{"out.yaml", "sub"}));
+
+  // the file itself: a link there is refused and what it points to left alone
+  std::ofstream(tmp.path() / "victim") << "kept\n";
+  fs::create_symlink(tmp.path() / "victim", real / "planted.yaml");
+  Status at_file = writeProposalFile((real / "planted.yaml").string(), "rules:\n");
+  ASSERT_FALSE(at_file.ok());
+  EXPECT_NE(at_file.error().message.find("it is a symbolic link; give the path of a file itself"),
+            std::string::npos);
+  EXPECT_EQ(contentsOf(tmp.path() / "victim"), "kept\n");
+}
+
+TEST(LearnOutputFile, AFileIsReplacedWholeAndAnythingElseRefused) {
+  TempDir tmp;
+  const fs::path out = tmp.path() / "learned.yaml";
+  ASSERT_TRUE(writeProposalFile(out.string(), "rules:\n  - name: a\n").ok());
+  EXPECT_EQ(contentsOf(out), "rules:\n  - name: a\n");
+  ASSERT_TRUE(writeProposalFile(out.string(), "rules:\n").ok());
+  EXPECT_EQ(contentsOf(out), "rules:\n");
+  EXPECT_EQ(namesIn(tmp.path()), (std::vector<std::string>{"learned.yaml"}))
+      << "no file of the write left beside it";
+
+  // a FIFO is refused at once, not waited on
+  ASSERT_EQ(mkfifo((tmp.path() / "fifo").c_str(), 0600), 0);
+  Status fifo = writeProposalFile((tmp.path() / "fifo").string(), "rules:\n");
+  ASSERT_FALSE(fifo.ok());
+  EXPECT_NE(fifo.error().message.find("it is not a regular file"), std::string::npos);
+  Status missing = writeProposalFile((tmp.path() / "none" / "out.yaml").string(), "rules:\n");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.error().message.find("No such file or directory"), std::string::npos)
+      << missing.error().message;
+  EXPECT_FALSE(writeProposalFile(tmp.path().string() + "/", "rules:\n").ok());
+  EXPECT_EQ(namesIn(tmp.path()), (std::vector<std::string>{"fifo", "learned.yaml"}));
 }
 
 TEST(LearnFlagsTest, OutOfRangeFlagsAreOneUsageLine) {

@@ -50,7 +50,8 @@ void addLearnCommand(CLI::App& app, Action& selected) {
       ->capture_default_str();
   cmd->add_flag("--json", flags->json, "The report as JSON");
   cmd->add_option("--output", flags->output,
-                  "Write the proposal to FILE as a YAML rules: fragment");
+                  "Write the proposal to FILE as a YAML rules: fragment (no symbolic link in "
+                  "its path is followed)");
   cmd->add_option("--diff", flags->diff, "Print the proposal as a diff of limits against CONFIG");
   cmd->add_flag("--apply", flags->apply,
                 "After printing, set the proposed limits on the running limiter (as 'floodgate "
