@@ -95,27 +95,52 @@ TEST_F(FleetSectionTest, AFleetReplayShorterThanTheReportsIsWarnedOf) {
   const std::string reports = (dir_ / "reports.secret").string();
   std::ofstream(reports) << "fedcba9876543210fedcba9876543210\n";
   chmod(reports.c_str(), 0600);
-  auto warnings = [&](const std::string& max_ban, const std::string& escalate) {
+  auto warnings = [&](const std::string& bans, const std::string& escalate) {
     Diagnostics diagnostics;
-    FloodgateConfig config = parseConfig(
-        "fleet:\n  bans:\n    address: 10.0.0.5:6379\n    stream: fb\n    max_ban: " + max_ban +
-            "\n    secret_file: " + secret_ +
-            "\nhttp:\n  store: {type: redis, address: 10.0.0.5:6379}\n"
-            "  escalate: {rejections: 5, within: 10s, " +
-            escalate + "}\n",
-        "test.yaml", diagnostics);
+    FloodgateConfig config =
+        parseConfig("fleet:\n  bans:\n    address: 10.0.0.5:6379\n    stream: fb\n" + bans +
+                        "    secret_file: " + secret_ +
+                        "\nhttp:\n  store: {type: redis, address: 10.0.0.5:6379}\n"
+                        "  escalate: {rejections: 5, within: 10s, " +
+                        escalate + "}\n",
+                    "test.yaml", diagnostics);
     EXPECT_TRUE(diagnostics.empty()) << diagnostics.format();
     return configWarnings(config);
   };
   const std::string stream = ", redis_stream: fr, secret_file: " + reports;
-  EXPECT_EQ(warnings("30m", "ban: 1h" + stream),
+  EXPECT_EQ(warnings("    max_ban: 30m\n    share: [manual]\n", "ban: 1h" + stream),
             std::vector<std::string>{
                 "http.escalate.ban (1h) is longer than fleet.bans.max_ban (30m): a restarted "
                 "controller reads back offender reports of the last 1h but the fleet's lifts of "
                 "the last 30m only, so it bans again an address the fleet lifted before then; "
                 "set fleet.bans.max_ban to at least http.escalate.ban"});
-  EXPECT_TRUE(warnings("1h", "ban: 1h" + stream).empty());
-  EXPECT_TRUE(warnings("30m", "ban: 1h").empty()) << "a socket's reports are not read back";
+  EXPECT_TRUE(warnings("    max_ban: 1h\n", "ban: 1h" + stream).empty());
+  EXPECT_TRUE(warnings("    max_ban: 30m\n    share: [manual]\n", "ban: 1h").empty())
+      << "a socket's reports are not read back, and escalations are not shared";
+}
+
+// A ban longer than fleet.bans.max_ban is never shared, every host would refuse it: a kind
+// the config shares with such a ban time is warned of, escalations and each rule's.
+TEST_F(FleetSectionTest, BansTooLongToBeSharedAreWarnedOf) {
+  Diagnostics diagnostics;
+  FloodgateConfig config = parseConfig(
+      "rules:\n"
+      "  - {name: short, limit: {pps: 10}, on_exceed: {ban: 10m}}\n"
+      "  - {name: long, limit: {pps: 10}, on_exceed: {ban: 2h}}\n"
+      "fleet:\n  bans:\n    address: 10.0.0.5:6379\n    stream: fb\n    max_ban: 30m\n"
+      "    share: [escalation, rule]\n    secret_file: " +
+          secret_ +
+          "\nhttp:\n  escalate: {rejections: 5, within: 10s, ban: 1h, socket: /run/r.sock}\n",
+      "test.yaml", diagnostics);
+  ASSERT_TRUE(diagnostics.empty()) << diagnostics.format();
+  EXPECT_EQ(configWarnings(config),
+            (std::vector<std::string>{
+                "http.escalate.ban (1h) is longer than fleet.bans.max_ban (30m): its bans are "
+                "not shared with the fleet, though fleet.bans.share lists escalation; set "
+                "fleet.bans.max_ban to at least http.escalate.ban",
+                "rule long bans for 2h, longer than fleet.bans.max_ban (30m): its bans are not "
+                "shared with the fleet, though fleet.bans.share lists rule; set "
+                "fleet.bans.max_ban to at least its ban, or shorten the ban"}));
 }
 
 TEST_F(FleetSectionTest, EveryKeyAndTheDefaults) {

@@ -167,6 +167,41 @@ void unreadPortsWarnings(const FloodgateConfig& config, FramePolicy policy, cons
   }
 }
 
+// Ban times past fleet.bans.max_ban: such bans are never shared (every host would refuse
+// them), and a start reads back the report stream's last ban time but the fleet's last max_ban
+// only, so a report signed before a lift older than that is replayed without it, and bans.
+void fleetBanTimeWarnings(const FloodgateConfig& config, std::vector<std::string>& out) {
+  const config::FleetBansConfig& fleet = config.fleet_bans;
+  const std::string max_ban = formatDuration(fleet.max_ban_ns);
+  if (config.http && config.http->escalate.enabled &&
+      config.http->escalate.ban_ns > fleet.max_ban_ns) {
+    const std::string ban = formatDuration(config.http->escalate.ban_ns);
+    std::string what;
+    if (fleet.share_escalation) {
+      what = "its bans are not shared with the fleet, though fleet.bans.share lists escalation";
+    }
+    if (!config.http->escalate.redis_stream.empty()) {
+      what += std::string(what.empty() ? "" : ", and ") +
+              "a restarted controller reads back offender reports of the last " + ban +
+              " but the fleet's lifts of the last " + max_ban +
+              " only, so it bans again an address the fleet lifted before then";
+    }
+    if (!what.empty()) {
+      out.push_back("http.escalate.ban (" + ban + ") is longer than fleet.bans.max_ban (" +
+                    max_ban + "): " + what +
+                    "; set fleet.bans.max_ban to at least http.escalate.ban");
+    }
+  }
+  if (!fleet.share_rule) return;
+  for (const RuleSpec& rule : config.rules) {
+    if (rule.action != ExceedAction::kBan || rule.ban_ns <= fleet.max_ban_ns) continue;
+    out.push_back("rule " + rule.name + " bans for " + formatDuration(rule.ban_ns) +
+                  ", longer than fleet.bans.max_ban (" + max_ban +
+                  "): its bans are not shared with the fleet, though fleet.bans.share lists "
+                  "rule; set fleet.bans.max_ban to at least its ban, or shorten the ban");
+  }
+}
+
 }  // namespace
 
 std::vector<std::string> configWarnings(const FloodgateConfig& config) {
@@ -212,19 +247,7 @@ std::vector<std::string> configWarnings(const FloodgateConfig& config) {
       break;
     }
   }
-  // A start reads back the report stream's last ban time but the fleet's last max_ban only: a
-  // report signed before a lift older than that is replayed without the lift, and bans.
-  if (config.fleet_bans.enabled && config.http && config.http->escalate.enabled &&
-      !config.http->escalate.redis_stream.empty() &&
-      config.http->escalate.ban_ns > config.fleet_bans.max_ban_ns) {
-    const std::string ban = formatDuration(config.http->escalate.ban_ns);
-    const std::string max_ban = formatDuration(config.fleet_bans.max_ban_ns);
-    out.push_back("http.escalate.ban (" + ban + ") is longer than fleet.bans.max_ban (" + max_ban +
-                  "): a restarted controller reads back offender reports of the last " + ban +
-                  " but the fleet's lifts of the last " + max_ban +
-                  " only, so it bans again an address the fleet lifted before then; set "
-                  "fleet.bans.max_ban to at least http.escalate.ban");
-  }
+  if (config.fleet_bans.enabled) fleetBanTimeWarnings(config, out);
   if (config.http) {
     for (const http::IpPrefix& proxy : config.http->trusted_proxies) {
       if (proxy.prefix_len != 0) continue;
