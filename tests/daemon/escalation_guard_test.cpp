@@ -18,16 +18,13 @@
 #include <memory>
 #include <string>
 
+#include "common/cidr_literal.h"
 #include "floodgate/report/offender_report.h"
 
 namespace floodgate::daemon {
 namespace {
 
-Cidr cidr(const char* text) {
-  auto parsed = parseCidr(text);
-  EXPECT_TRUE(parsed.ok()) << text;
-  return *parsed;
-}
+using test::cidr;
 
 OffenderReport report(const char* address, int64_t rejections = 50, int64_t within_ms = 10000) {
   return OffenderReport{cidr(address), rejections, within_ms};

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include "common/cidr_literal.h"
 #include "floodgate/fleet/report_stream.h"
 
 namespace floodgate::daemon {
@@ -15,11 +16,7 @@ using std::chrono::seconds;
 
 constexpr uint64_t kBanNs = 60'000'000'000ULL;
 
-Cidr cidr(const char* text) {
-  auto parsed = parseCidr(text);
-  EXPECT_TRUE(parsed.ok()) << text;
-  return *parsed;
-}
+using test::cidr;
 
 ReceivedReport received(const char* line, uint64_t age_ns = 0) {
   ReceivedReport r;

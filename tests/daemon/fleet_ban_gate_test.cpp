@@ -8,6 +8,8 @@
 
 #include <gtest/gtest.h>
 
+#include "common/cidr_literal.h"
+
 namespace floodgate::daemon {
 namespace {
 
@@ -16,11 +18,7 @@ constexpr int64_t kStartMs = 1'764'620'000'000;  // Redis's clock when the test 
 constexpr uint64_t kMaxBanNs = 3'600'000'000'000ULL;
 constexpr int64_t kMaxBanMs = 3'600'000;
 
-Cidr cidr(const char* text) {
-  auto parsed = parseCidr(text);
-  EXPECT_TRUE(parsed.ok()) << text;
-  return *parsed;
-}
+using test::cidr;
 
 // The i-th of as many addresses as a gate remembers records, in 100.64.0.0/10.
 std::string nth(size_t i) {

@@ -14,6 +14,7 @@
 #include <sstream>
 #include <thread>
 
+#include "common/cidr_literal.h"
 #include "floodgate/fleet/report_stream.h"
 #include "redis/redis_server.h"
 
@@ -28,11 +29,7 @@ constexpr const char* kSecret = "0123456789abcdef0123456789abcdef";
 constexpr const char* kStream = "fg:bans";
 constexpr uint64_t kMinuteNs = 60'000'000'000ULL;
 
-Cidr cidr(const char* text) {
-  auto parsed = parseCidr(text);
-  EXPECT_TRUE(parsed.ok()) << text;
-  return *parsed;
-}
+using test::cidr;
 
 class FleetBansTest : public ::testing::Test {
  protected:

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include "common/cidr_literal.h"
 #include "daemon/escalation_policy.h"
 
 namespace floodgate::daemon {
@@ -16,11 +17,7 @@ constexpr int64_t kStartMs = 1'764'620'000'000;  // Redis's clock when the test 
 constexpr uint64_t kBanNs = 600'000'000'000ULL;
 constexpr size_t kFlood = StreamReportGate::kMaxRemembered + 1;
 
-Cidr cidr(const char* text) {
-  auto parsed = parseCidr(text);
-  EXPECT_TRUE(parsed.ok()) << text;
-  return *parsed;
-}
+using test::cidr;
 
 class StreamReportGateTest : public ::testing::Test {
  protected:
