@@ -68,6 +68,58 @@ TEST_F(EscalationTest, AClientIsReportedOnceWhenItCrossesTheLimitWithinTheWindow
   EXPECT_EQ(listener->drain(10).size(), 1u);
 }
 
+// A report the controller refused (its quota for this reporter spent by other clients) must
+// not leave the client free for a ban time of a day: one still rejected past the threshold a
+// minute later is reported again. A banned one no longer reaches the service.
+TEST_F(EscalationTest, AClientStillRejectedAMinuteAfterItsReportIsReportedAgain) {
+  config_.ban_ns = 86'400'000'000'000ULL;  // a day
+  auto listener = ReportListener::bind(config_.socket);
+  ASSERT_TRUE(listener.ok()) << listener.error().message;
+  auto sender = reporter();
+  for (int i = 0; i < 5; ++i) sender->noteRejection("198.51.100.7");
+  ASSERT_EQ(listener->drain(10).size(), 1u);
+  clock_->advanceNs(http::OffenderReporter::kReportAgainNs - 1);
+  for (int i = 0; i < 5; ++i) sender->noteRejection("198.51.100.7");
+  EXPECT_TRUE(listener->drain(10).empty()) << "quiet for a minute";
+  clock_->advanceNs(1);
+  for (int i = 0; i < 4; ++i) sender->noteRejection("198.51.100.7");
+  EXPECT_TRUE(listener->drain(10).empty()) << "counted afresh: four are under the limit";
+  sender->noteRejection("198.51.100.7");
+  EXPECT_EQ(listener->drain(10).size(), 1u);
+}
+
+// Past its bound, the table takes a new client once an entry's window and quiet time are over,
+// the soonest first; an entry still quiet after its report stays.
+TEST_F(EscalationTest, AFullTableTakesANewClientOnceAnEntryIsOver) {
+  auto listener = ReportListener::bind(config_.socket);
+  ASSERT_TRUE(listener.ok()) << listener.error().message;
+  auto sender = reporter();
+  auto nth = [](size_t i) {
+    return "10." + std::to_string(i / 65536) + "." + std::to_string(i / 256 % 256) + "." +
+           std::to_string(i % 256);
+  };
+  const int64_t second = 1'000'000'000;
+  sender->noteRejection(nth(0));
+  clock_->advanceNs(second);
+  for (size_t i = 1; i < http::OffenderReporter::kMaxTracked; ++i) sender->noteRejection(nth(i));
+  for (int i = 0; i < 4; ++i) sender->noteRejection(nth(1));
+  ASSERT_EQ(listener->drain(10).size(), 1u) << "the second client reported: quiet for a minute";
+  sender->noteRejection("192.0.2.1");
+  EXPECT_EQ(sender->dropped(), 1u) << "full of clients within their windows";
+
+  clock_->advanceNs(config_.within_ms * 1'000'000 - second);  // the first one's window is over
+  sender->noteRejection("192.0.2.1");
+  EXPECT_EQ(sender->dropped(), 1u) << "the first client's entry made room";
+  sender->noteRejection("192.0.2.2");
+  EXPECT_EQ(sender->dropped(), 2u) << "no other entry is over";
+
+  clock_->advanceNs(second);  // every other window is over; the reported one is still quiet
+  sender->noteRejection("192.0.2.3");
+  EXPECT_EQ(sender->dropped(), 2u);
+  for (int i = 0; i < 5; ++i) sender->noteRejection(nth(1));
+  EXPECT_TRUE(listener->drain(10).empty()) << "its entry stayed, quiet: not reported again";
+}
+
 TEST_F(EscalationTest, RejectionsSpreadWiderThanTheWindowAreNotReported) {
   auto listener = ReportListener::bind(config_.socket);
   ASSERT_TRUE(listener.ok());

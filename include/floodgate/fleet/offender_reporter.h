@@ -7,18 +7,23 @@
 //   offender 2001:db8:1:2::/64 rejections=50 within_ms=10000
 // sent as a datagram over the controller's Unix socket or, with http.escalate.redis_stream,
 // signed and added to a Redis stream every controller of the fleet reads (report_stream.h).
-// An IP is reported once per ban period, so a flood of rejections is one report; a report
-// that could not be sent (no controller on the socket, the Redis queue full) is sent again
-// on the client's next rejection a second later or after, not a ban period later.
+// A client is reported at most once a minute (once a ban time, if shorter), so a flood of
+// rejections is one report; one still rejected past the threshold after that is reported
+// again, since the controller may have refused the report (another reporter's clients spent
+// the quota) and a client it banned no longer reaches the service. A report that could not be
+// sent (no controller on the socket, the Redis queue full) is sent again on the client's next
+// rejection a second later or after.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <queue>
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
 #include "floodgate/common/result.h"
 #include "floodgate/core/clock.h"
@@ -36,6 +41,10 @@ class OffenderReporter {
   // After a report that could not be sent, the client's next rejection this much later
   // sends it again: a controller restarting must not let an abuser go a whole ban time.
   static constexpr int64_t kResendNs = 1'000'000'000;
+  // After a report, the client's rejections are counted again this much later (or the ban
+  // time, if shorter): a report the controller refused does not leave an abuser a whole ban
+  // time, which may be a day.
+  static constexpr int64_t kReportAgainNs = 60'000'000'000;
 
   // Reports as `config.escalate` says, to the Redis of `config.store` for a stream.
   static Result<std::unique_ptr<OffenderReporter>> create(const HttpConfig& config,
@@ -58,8 +67,17 @@ class OffenderReporter {
   struct Client {
     int64_t window_start_ns = 0;
     int64_t rejections = 0;
-    int64_t quiet_until_ns = 0;  // reported: not again before the ban is over
+    int64_t quiet_until_ns = 0;  // reported: not counted again before then
     bool unsent = false;         // its report could not be sent: send it again when quiet ends
+  };
+  // When a client's entry may go: its window over and its quiet time too.
+  int64_t expiry(const Client& client) const;
+  // An entry of `expiries_`: a client's key and the time it was queued under, which is its
+  // expiry as of then (a later rejection may have moved the expiry on).
+  struct Queued {
+    int64_t at_ns;
+    std::string key;
+    bool operator>(const Queued& other) const { return at_ns > other.at_ns; }
   };
 
   OffenderReporter(const EscalateConfig& config, std::shared_ptr<const Clock> clock, int fd,
@@ -75,6 +93,9 @@ class OffenderReporter {
   std::mutex mutex_;
   // keyed hash: clients choose their addresses, and must not pile them on one chain
   std::unordered_map<std::string, Client, KeyedHasher> clients_;
+  // Every client once, soonest first: evictOld() looks only at those whose time has come,
+  // so a table kept full costs each new client a look at the front, not a pass over all.
+  std::priority_queue<Queued, std::vector<Queued>, std::greater<>> expiries_;
   std::atomic<uint64_t> sent_{0}, errors_{0}, dropped_{0};
 };
 

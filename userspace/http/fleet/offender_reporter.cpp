@@ -6,6 +6,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -56,14 +57,23 @@ OffenderReporter::~OffenderReporter() {
   if (fd_ >= 0) ::close(fd_);
 }
 
+int64_t OffenderReporter::expiry(const Client& client) const {
+  return std::max(client.window_start_ns + config_.within_ms * 1'000'000, client.quiet_until_ns);
+}
+
 void OffenderReporter::evictOld(int64_t now_ns) {
-  const int64_t window_ns = config_.within_ms * 1'000'000;
-  for (auto it = clients_.begin(); it != clients_.end();) {
-    const Client& c = it->second;
-    if (now_ns - c.window_start_ns >= window_ns && now_ns >= c.quiet_until_ns) {
-      it = clients_.erase(it);
+  while (!expiries_.empty() && expiries_.top().at_ns <= now_ns) {
+    Queued queued = expiries_.top();
+    expiries_.pop();
+    auto it = clients_.find(queued.key);
+    if (it == clients_.end()) continue;
+    const int64_t due = expiry(it->second);
+    if (due <= now_ns) {
+      clients_.erase(it);
     } else {
-      ++it;
+      // a rejection since moved it on: queued again under its new time
+      queued.at_ns = due;
+      expiries_.push(std::move(queued));
     }
   }
 }
@@ -83,20 +93,22 @@ void OffenderReporter::noteRejection(std::string_view client_key) {
         return;
       }
       it = clients_.emplace(std::string(client_key), Client{now, 0, 0}).first;
+      expiries_.push({expiry(it->second), it->first});
     }
     Client& c = it->second;
-    if (now < c.quiet_until_ns) return;  // reported already; the ban will catch up
+    if (now < c.quiet_until_ns) return;  // reported: the ban will catch up, or it is reported again
+    const int64_t quiet_ns = std::min(static_cast<int64_t>(config_.ban_ns), kReportAgainNs);
     if (c.unsent) {
       report = true;
       c.unsent = false;
-      c.quiet_until_ns = now + static_cast<int64_t>(config_.ban_ns);
+      c.quiet_until_ns = now + quiet_ns;
     } else if (now - c.window_start_ns >= window_ns) {
       c.window_start_ns = now;
       c.rejections = 0;
     }
     if (!report && ++c.rejections >= config_.rejections) {
       report = true;
-      c.quiet_until_ns = now + static_cast<int64_t>(config_.ban_ns);
+      c.quiet_until_ns = now + quiet_ns;
       c.rejections = 0;
     }
   }
