@@ -283,9 +283,27 @@ TEST(AtomicFile, AnUnwritablePlaceIsOneClearError) {
   Status s = writeFileAtomically("/proc/floodgate-no/p.yaml", "x");
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.error().message.find('\n'), std::string::npos);
-  EXPECT_NE(s.error().message.find("cannot create a temporary file in /proc/floodgate-no"),
+  EXPECT_NE(s.error().message.find("cannot write /proc/floodgate-no/p.yaml: '/proc/floodgate-no'"),
             std::string::npos)
       << s.error().message;
+}
+
+// The daemon publishes as root: a link planted as a directory of the path (or at the file)
+// would have it write wherever the link points, so none is followed, and nothing is written.
+TEST(AtomicFile, NoLinkInThePathIsFollowed) {
+  TempDir dir;
+  std::filesystem::create_directory(dir.path + "/real");
+  std::filesystem::create_directory_symlink(dir.path + "/real", dir.path + "/planted");
+  Status s = writeFileAtomically(dir.path + "/planted/sub/p.yaml", "x");
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().message, "cannot write " + dir.path + "/planted/sub/p.yaml: '" + dir.path +
+                                   "/planted' is a symbolic link (to '" + dir.path +
+                                   "/real'); give a path with no link in it (written as root, "
+                                   "no link is followed)");
+  EXPECT_TRUE(std::filesystem::is_empty(dir.path + "/real"));
+  std::filesystem::create_symlink(dir.path + "/real/target", dir.path + "/p.yaml");
+  EXPECT_FALSE(writeFileAtomically(dir.path + "/p.yaml", "x").ok());
+  EXPECT_FALSE(std::filesystem::exists(dir.path + "/real/target"));
 }
 
 TEST(PublishHttpPolicies, WritesTheDocumentWhereTheConfigSays) {

@@ -673,8 +673,8 @@ TEST(LearnOutputFile, NoLinkInThePathIsFollowed) {
   EXPECT_EQ(through_dir.error().message,
             "cannot write the proposal to '" + (tmp.path() / "link" / "out.yaml").string() +
                 "': '" + (tmp.path() / "link").string() + "' is a symbolic link (to '" +
-                real.string() + "'); give a path with no link in it (written as root, --output " +
-                "follows none)");
+                real.string() + "'); give a path with no link in it (written as root, no link is " +
+                "followed)");
   EXPECT_TRUE(namesIn(real).empty()) << "nothing written where the link points";
 
   // a link deeper in the path, and one given relative to the working directory

@@ -9,13 +9,13 @@
 
 #include <cerrno>
 #include <cstring>
-#include <random>
 #include <utility>
 
 #include "common/json_text.h"
 #include "config/floodgate_config.h"
 #include "floodgate/common/text.h"
 #include "floodgate/common/units.h"
+#include "floodgate/common/write_file.h"
 #include "kernel/system.h"
 #include "kernel/unique_fd.h"
 #include "learn/learn_output.h"
@@ -43,54 +43,6 @@ std::optional<uint64_t> parseMilli(const std::string& text) {
   }
   for (; places < 3; ++places) fraction *= 10;
   return whole * 1000 + fraction;
-}
-
-// The directory of `path`'s last component, opened one directory at a time without
-// following a link, from `/` or the working directory (which the path does not name, so it
-// is taken as it is); `name` gets the last component.
-Result<UniqueFd> openParentWithoutLinks(const std::string& path, std::string& name) {
-  UniqueFd dir(open(path[0] == '/' ? "/" : ".", O_PATH | O_DIRECTORY | O_CLOEXEC));
-  if (!dir.valid()) return Error::failure(std::strerror(errno));
-  size_t start = 0;
-  for (;;) {
-    start = path.find_first_not_of('/', start);
-    const size_t end = path.find('/', start);
-    if (end == std::string::npos) break;
-    const std::string component = path.substr(start, end - start);
-    UniqueFd next(
-        openat(dir.get(), component.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-    if (!next.valid()) {
-      const int error = errno;
-      const std::string walked = "'" + path.substr(0, end) + "'";
-      char target[256];
-      const ssize_t n = readlinkat(dir.get(), component.c_str(), target, sizeof(target) - 1);
-      if (n >= 0) {
-        return Error::failure(walked + " is a symbolic link (to '" + std::string(target, n) +
-                              "'); give a path with no link in it (written as root, --output "
-                              "follows none)");
-      }
-      return Error::failure(walked + ": " + std::strerror(error));
-    }
-    dir = std::move(next);
-    start = end;
-  }
-  name = path.substr(start);
-  return dir;
-}
-
-// A name no file of `dir` has, for the text before it is renamed into place.
-Result<std::pair<UniqueFd, std::string>> createTemporary(int dir, const std::string& name) {
-  std::random_device random;
-  for (int attempt = 0; attempt < 16; ++attempt) {
-    // a dot name, so a glob for the output's name does not pick it up half written
-    const std::string temporary =
-        "." + name + "." + std::to_string(getpid()) + "." + std::to_string(random());
-    UniqueFd fd(
-        openat(dir, temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
-    if (fd.valid()) return std::make_pair(std::move(fd), temporary);
-    if (errno != EEXIST) break;
-  }
-  return Error::failure(std::string("cannot create a file beside it: ") + std::strerror(errno));
 }
 
 Result<ConfigRules> readConfigRules(const std::string& path) {
@@ -135,40 +87,8 @@ Status applyProposal(XdpLimiter& limiter, const LearnReport& report, std::ostrea
 }  // namespace
 
 Status writeProposalFile(const std::string& path, const std::string& text) {
-  auto failed = [&](const std::string& why) {
-    return Error::failure("cannot write the proposal to '" + path + "': " + why);
-  };
-  if (path.empty() || path.back() == '/') {
-    return failed("it names a directory; give the path of a file");
-  }
-  std::string name;
-  auto dir = openParentWithoutLinks(path, name);
-  if (!dir) return failed(dir.error().message);
-  struct stat st {};
-  if (fstatat(dir->get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
-    if (S_ISLNK(st.st_mode)) return failed("it is a symbolic link; give the path of a file itself");
-    if (!S_ISREG(st.st_mode)) return failed("it is not a regular file; give the path of a file");
-  } else if (errno != ENOENT) {
-    return failed(std::strerror(errno));
-  }
-  auto temporary = createTemporary(dir->get(), name);
-  if (!temporary) return failed(temporary.error().message);
-  const UniqueFd fd = std::move(temporary->first);
-  const std::string& temporary_name = temporary->second;
-  auto discard = [&](const std::string& why) {
-    unlinkat(dir->get(), temporary_name.c_str(), 0);
-    return failed(why);
-  };
-  for (size_t done = 0; done < text.size();) {
-    const ssize_t n = write(fd.get(), text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return discard(std::strerror(errno));
-    done += static_cast<size_t>(n);
-  }
-  if (fsync(fd.get()) != 0) return discard(std::strerror(errno));
-  // a rename replaces the name itself, never what a link planted there since points to
-  if (renameat(dir->get(), temporary_name.c_str(), dir->get(), name.c_str()) != 0) {
-    return discard(std::strerror(errno));
+  if (Status s = replaceFile(path, text); !s) {
+    return Error::failure("cannot write the proposal to '" + path + "': " + s.error().message);
   }
   return okStatus();
 }

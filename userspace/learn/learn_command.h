@@ -71,12 +71,8 @@ Status applyRefusal(const LearnReport& report);
 // stops a run that was to apply limits wants none applied. Ok for a whole run.
 Status stoppedRefusal(const LearnReport& report);
 
-// Writes `text` to `path` (--output). It runs as root, so no link in the path is followed:
-// one planted where others may write (/tmp/x pointing to /etc) would have root write
-// wherever it points. The directories of the path are opened one by one without following
-// a link (where the path starts, / or the working directory, is taken as it is), and the
-// file must be a regular one or none. The text goes to a new file beside it, renamed over
-// it once whole, so a refusal or a failure leaves the file as it was. Thread-compatible.
+// Writes `text` to `path` (--output) by replaceFile (floodgate/common/write_file.h): as root,
+// following no link in the path, and whole or not at all. Thread-compatible.
 Status writeProposalFile(const std::string& path, const std::string& text);
 
 // Runs `floodgate learn`: root and an attached limiter on an existing interface are

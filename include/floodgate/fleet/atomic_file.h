@@ -8,9 +8,10 @@
 
 namespace floodgate::http {
 
-// Writes `text` to a temporary file in `path`'s directory (made if missing), fsyncs it,
-// renames it over `path` and fsyncs the directory: a reader that opens `path` at any moment,
-// even across a crash, reads a whole file. Mode 0644 (services read it as another user).
+// Writes `text` to `path` by replaceFile (floodgate/common/write_file.h), the directories on
+// the way made if missing: a reader that opens `path` at any moment, even across a crash,
+// reads a whole file, and no link in the path is followed. Mode 0644 (services read it as
+// another user). An error names the path.
 Status writeFileAtomically(const std::string& path, const std::string& text);
 
 }  // namespace floodgate::http
