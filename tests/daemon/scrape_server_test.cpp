@@ -168,16 +168,21 @@ TEST(ScrapeServer, AHostNameIsRefusedOnlyOnALoopbackAddress) {
   EXPECT_EQ(refused.substr(0, 34), "HTTP/1.1 421 Misdirected Request\r\n") << refused;
 }
 
+// A server on loopback holding at most `connections`, whose deadline no test outlasts.
+Result<std::unique_ptr<ScrapeServer>> startCapped(size_t connections) {
+  ScrapeLimits limits;
+  limits.max_connections = connections;
+  limits.deadline = std::chrono::minutes(10);
+  return ScrapeServer::start(anyLoopbackPort(), routes(), limits);
+}
+
 // Slowloris: connections that send part of a request and wait. With the connections at
 // their cap, each new one closes the oldest of those still waiting for their request, so a
 // request sent at once is always answered, and a client that never reads a large answer
 // holds no one up either; nor is an answer on its way cut short by the flood of connections
 // (a scraper reading a large answer slowly gets all of it).
 TEST(ScrapeServer, SlowAndStalledClientsDoNotHoldUpARequestSentAtOnce) {
-  ScrapeLimits limits;
-  limits.max_connections = 16;
-  limits.deadline = std::chrono::minutes(10);  // no deadline passes during the test
-  auto server = ScrapeServer::start(anyLoopbackPort(), routes(), limits);
+  auto server = startCapped(16);
   ASSERT_TRUE(server.ok()) << server.error().message;
   const uint16_t port = (*server)->port();
 
@@ -212,10 +217,7 @@ UniqueFd connectSmall(uint16_t port) { return connectTo(port, "127.0.0.1", 4096)
 // then closes the one whose bytes moved longest ago, one of theirs, not the scraper that
 // connected first and is still reading its answer.
 TEST(ScrapeServer, PastHalfTheCapInAnswersNotReadTheScraperStillReadingIsKept) {
-  ScrapeLimits limits;
-  limits.max_connections = 8;
-  limits.deadline = std::chrono::minutes(10);  // no deadline passes during the test
-  auto server = ScrapeServer::start(anyLoopbackPort(), routes(), limits);
+  auto server = startCapped(8);
   ASSERT_TRUE(server.ok()) << server.error().message;
   const uint16_t port = (*server)->port();
 
