@@ -199,6 +199,13 @@ TEST(LearnApply, RefusesWhatAFewSourcesCouldHaveSteered) {
   LearnReport window = reportOf({50, 0}, {60, 500});
   window.rules[0].rule.algorithm = Algorithm::kFixedWindow;
   EXPECT_TRUE(applyRefusal(window).ok());
+  LearnReport window_up = reportOf({50, 0}, {500, 0});
+  window_up.rules[0].rule.algorithm = Algorithm::kFixedWindow;
+  Status raised = applyRefusal(window_up);
+  ASSERT_FALSE(raised.ok());
+  EXPECT_NE(raised.error().message.find("raises its limit from {pps: 50} to {pps: 500}, more"),
+            std::string::npos)
+      << raised.error().message;
   LearnReport capped = reportOf({50, 100}, {60, 90});
   capped.sources_beyond_cap = 1;
   Status over = applyRefusal(capped);

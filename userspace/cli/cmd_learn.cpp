@@ -56,8 +56,9 @@ void addLearnCommand(CLI::App& app, Action& selected) {
   cmd->add_flag("--apply", flags->apply,
                 "After printing, set the proposed limits on the running limiter (as 'floodgate "
                 "set' does: buckets kept); refused if the run met more sources than "
-                "--max-sources or a limit would rise more than 4 times");
-  cmd->add_flag("--force", flags->force, "With --apply: apply past those two checks");
+                "--max-sources, a limit would rise more than 4 times, the replay could not "
+                "tell what a proposal drops, or it would have dropped more than 1% of the run");
+  cmd->add_flag("--force", flags->force, "With --apply: apply past those checks");
   cmd->callback([flags, &selected] { selected = [flags] { return runLearn(*flags); }; });
 }
 

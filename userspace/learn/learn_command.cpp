@@ -119,13 +119,15 @@ Status applyRefusal(const LearnReport& report) {
     const LimitSpec& now = rule.rule.current;
     const LimitSpec& proposed = *rule.proposal;
     const bool burst = rule.rule.algorithm == Algorithm::kTokenBucket;
+    // as the rule writes them: a window rule has no burst
+    auto limit = [burst](const LimitSpec& l) {
+      return "{pps: " + std::to_string(l.pps) +
+             (burst ? ", burst: " + std::to_string(l.burst) : std::string()) + "}";
+    };
     if (raisesTooFar(now.pps, proposed.pps) || (burst && raisesTooFar(now.burst, proposed.burst))) {
       return Error::failure("not applied: the proposal for rule '" + rule.rule.name +
-                            "' raises its limit from {pps: " + std::to_string(now.pps) +
-                            ", burst: " + std::to_string(now.burst) +
-                            "} to {pps: " + std::to_string(proposed.pps) +
-                            ", burst: " + std::to_string(proposed.burst) + "}, more than " +
-                            std::to_string(kMostApplyFactor) +
+                            "' raises its limit from " + limit(now) + " to " + limit(proposed) +
+                            ", more than " + std::to_string(kMostApplyFactor) +
                             " times (a few sources flooding during the run move a "
                             "high percentile that far)" +
                             force);
@@ -138,11 +140,10 @@ Status applyRefusal(const LearnReport& report) {
     const auto dropped = static_cast<unsigned __int128>(rule.replay_dropped) * 1000;
     if (dropped > static_cast<unsigned __int128>(rule.replayed_packets) * kMostAppliedDropMilli) {
       return Error::failure(
-          "not applied: the proposal for rule '" + rule.rule.name +
-          "' ({pps: " + std::to_string(proposed.pps) +
-          ", burst: " + std::to_string(proposed.burst) + "}) would have dropped " +
-          std::to_string(rule.replay_dropped) + " of the " + std::to_string(rule.replayed_packets) +
-          " packets the run saw, more than " + std::to_string(kMostAppliedDropMilli / 10) +
+          "not applied: the proposal for rule '" + rule.rule.name + "' (" + limit(proposed) +
+          ") would have dropped " + std::to_string(rule.replay_dropped) + " of the " +
+          std::to_string(rule.replayed_packets) + " packets the run saw, more than " +
+          std::to_string(kMostAppliedDropMilli / 10) +
           "% (a limit for what is normal drops almost none; a few sources carrying much of "
           "the traffic, as clients behind a NAT, are above a percentile of sources)" +
           force);
