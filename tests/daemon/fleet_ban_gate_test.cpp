@@ -124,37 +124,19 @@ TEST_F(FleetBanGateTest, ACopyOfALiftIsRefusedPastTheRecordsRemembered) {
   EXPECT_EQ(gate_.remembered(), FleetBanGate::kMaxRemembered) << "no growth";
 }
 
-// A holder of the secret signs records the gate refuses (bans of addresses never banned, bans
-// over, lifts too wide, records of another version), dated as far ahead of Redis's clock as
-// it lets through, without end: a copy of one is refused again as it was, so none takes room
-// and a genuine record signed now still applies. A ban refused only as too long is
-// remembered: what is left of it shrinks, and a copy read later would apply.
-TEST_F(FleetBanGateTest, RecordsRefusedTakeNoRoom) {
+// Records that can never pass (over before they were read, malformed) take no room: a holder
+// of the secret adding them without end pushes nothing out of the memory.
+TEST_F(FleetBanGateTest, RecordsThatCanNeverPassTakeNoRoom) {
   const int64_t ahead = now_ms_ + 59'000;
   for (size_t i = 0; i <= FleetBanGate::kMaxRemembered; ++i) {
-    http::StreamReport entry;
-    switch (i % 5) {
-      case 0:
-        entry = signedBan("127.0.0.1", 60'000, kSecret, ahead);
-        break;
-      case 1:
-        entry = signedBan("192.0.2.7", 60'000, kSecret, ahead);  // allow-listed
-        break;
-      case 2:
-        entry = signedBan(nth(i), -1, kSecret, ahead);  // over
-        break;
-      case 3:
-        entry = signedLift("198.51.0.0/16", kSecret, ahead);
-        break;
-      default:
-        entry = http::signStreamReport(
-            kSecret, "ban v2 198.51.100.7 nonce=" + std::to_string(i) + "ab", "host-a:1", ahead);
-        break;
-    }
+    const http::StreamReport entry =
+        i % 2 == 0 ? signedBan(nth(i), -1, kSecret, ahead)  // over
+                   : http::signStreamReport(kSecret,
+                                            "ban v2 198.51.100.7 nonce=" + std::to_string(i) + "ab",
+                                            "host-a:1", ahead);
     const FleetBanVerdict verdict = check(entry);
-    ASSERT_TRUE(verdict.result != metrics::kFleetBanApplied &&
-                verdict.result != metrics::kFleetBanLifted &&
-                verdict.result != metrics::kFleetBanReplayed)
+    ASSERT_TRUE(verdict.result == metrics::kFleetBanExpired ||
+                verdict.result == metrics::kFleetBanMalformed)
         << i << ": " << metrics::kFleetBanResultNames[verdict.result];
   }
   EXPECT_EQ(gate_.remembered(), 0u);
@@ -165,6 +147,22 @@ TEST_F(FleetBanGateTest, RecordsRefusedTakeNoRoom) {
   EXPECT_EQ(gate_.remembered(), 3u);
   now_ms_ += 20'000;  // now it ends within max_ban and the skew
   EXPECT_EQ(check(too_long).result, metrics::kFleetBanReplayed);
+}
+
+// A ban refused for its address passes once the config says otherwise (the allow list
+// edited, a reload): a copy of it added to the stream after the change must not ban what the
+// fleet lifted since, so it is remembered as the ones applied are.
+TEST_F(FleetBanGateTest, ACopyOfABanRefusedForItsAddressIsRefusedAfterTheConfigChanges) {
+  const http::StreamReport allowed = signedBan("192.0.2.7", 600'000);
+  ASSERT_EQ(check(allowed).result, metrics::kFleetBanAllowListed);
+  const http::StreamReport wide = signedLift("198.51.0.0/16");
+  ASSERT_EQ(check(wide).result, metrics::kFleetBanTooWide);
+  rules_.allow.clear();
+  rules_.widest_ipv4 = 16;
+  EXPECT_EQ(check(allowed).result, metrics::kFleetBanReplayed);
+  EXPECT_EQ(check(wide).result, metrics::kFleetBanReplayed);
+  EXPECT_EQ(check(signedBan("192.0.2.7", 600'000)).result, metrics::kFleetBanApplied)
+      << "a ban signed anew applies";
 }
 
 // The same flood of records that apply: the memory fills and forgets to make room, but a

@@ -229,7 +229,10 @@ TEST_F(LearnE2eTest, TheProposalIsNeverWrittenThroughASymbolicLink) {
   const std::string fifo = (dir_ / "fifo.yaml").string();
   ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0) << strerror(errno);
   refused(fifo, "it is not a regular file; give the path of a file");
-  // nor through a link as a directory of the path, which would send it where that points
+  // nor through a link as a directory of the path, which would send it where that points,
+  // planted where anyone may write, as /tmp
+  std::filesystem::permissions(dir_,
+                               std::filesystem::perms::all | std::filesystem::perms::sticky_bit);
   std::filesystem::create_directory(dir_ / "real");
   std::filesystem::create_directory_symlink(dir_ / "real", dir_ / "planted");
   refused((dir_ / "planted" / "out.yaml").string(),

@@ -289,9 +289,12 @@ TEST(AtomicFile, AnUnwritablePlaceIsOneClearError) {
 }
 
 // The daemon publishes as root: a link planted as a directory of the path (or at the file)
-// would have it write wherever the link points, so none is followed, and nothing is written.
+// would have it write wherever the link points, so such a link is not followed, and nothing
+// is written.
 TEST(AtomicFile, NoLinkInThePathIsFollowed) {
-  TempDir dir;
+  TempDir dir;  // where anyone may plant a link, as /tmp
+  std::filesystem::permissions(dir.path,
+                               std::filesystem::perms::all | std::filesystem::perms::sticky_bit);
   std::filesystem::create_directory(dir.path + "/real");
   std::filesystem::create_directory_symlink(dir.path + "/real", dir.path + "/planted");
   Status s = writeFileAtomically(dir.path + "/planted/sub/p.yaml", "x");
@@ -299,7 +302,8 @@ TEST(AtomicFile, NoLinkInThePathIsFollowed) {
   EXPECT_EQ(s.error().message, "cannot write " + dir.path + "/planted/sub/p.yaml: '" + dir.path +
                                    "/planted' is a symbolic link (to '" + dir.path +
                                    "/real'); give a path with no link in it (written as root, "
-                                   "no link is followed)");
+                                   "a link is followed only where root made it, in a directory "
+                                   "only root writes)");
   EXPECT_TRUE(std::filesystem::is_empty(dir.path + "/real"));
   std::filesystem::create_symlink(dir.path + "/real/target", dir.path + "/p.yaml");
   EXPECT_FALSE(writeFileAtomically(dir.path + "/p.yaml", "x").ok());

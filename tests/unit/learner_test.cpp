@@ -10,6 +10,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -671,6 +673,8 @@ std::vector<std::string> namesIn(const fs::path& dir) {
 // to /etc) must not send the file where it points, any more than a link at the file itself.
 TEST(LearnOutputFile, NoLinkInThePathIsFollowed) {
   TempDir tmp;
+  // where anyone may plant a link, as /tmp
+  fs::permissions(tmp.path(), fs::perms::all | fs::perms::sticky_bit);
   const fs::path real = tmp.path() / "real";
   fs::create_directory(real);
   fs::create_directory_symlink(real, tmp.path() / "link");
@@ -680,8 +684,9 @@ TEST(LearnOutputFile, NoLinkInThePathIsFollowed) {
   EXPECT_EQ(through_dir.error().message,
             "cannot write the proposal to '" + (tmp.path() / "link" / "out.yaml").string() +
                 "': '" + (tmp.path() / "link").string() + "' is a symbolic link (to '" +
-                real.string() + "'); give a path with no link in it (written as root, no link is " +
-                "followed)");
+                real.string() +
+                "'); give a path with no link in it (written as root, a link is followed only "
+                "where root made it, in a directory only root writes)");
   EXPECT_TRUE(namesIn(real).empty()) << "nothing written where the link points";
 
   // a link deeper in the path, and one given relative to the working directory
@@ -706,6 +711,30 @@ TEST(LearnOutputFile, NoLinkInThePathIsFollowed) {
   EXPECT_NE(at_file.error().message.find("it is a symbolic link; give the path of a file itself"),
             std::string::npos);
   EXPECT_EQ(contentsOf(tmp.path() / "victim"), "kept\n");
+}
+
+// A link only root could have made (root's, in a directory only root writes, as /var/run to
+// /run) is followed; the same link where another may write, or another's, is not.
+TEST(LearnOutputFile, ALinkOnlyRootCouldHaveMadeIsFollowed) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to own the link and its directory";
+  TempDir tmp;
+  const fs::path var = tmp.path() / "var", run = tmp.path() / "run";
+  fs::create_directory(var);
+  fs::create_directory(run);
+  fs::permissions(var, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                           fs::perms::others_read | fs::perms::others_exec);
+  fs::create_directory_symlink(run, var / "run");
+  const std::string out = (var / "run" / "out.yaml").string();
+  Status trusted = writeProposalFile(out, "rules:\n");
+  EXPECT_TRUE(trusted.ok()) << trusted.error().message;
+  EXPECT_EQ(contentsOf(run / "out.yaml"), "rules:\n");
+
+  fs::permissions(var, fs::perms::others_write, fs::perm_options::add);
+  EXPECT_FALSE(writeProposalFile(out, "x\n").ok()) << "its directory is one others may write";
+  fs::permissions(var, fs::perms::others_write, fs::perm_options::remove);
+  ASSERT_EQ(lchown((var / "run").c_str(), 65534, 65534), 0) << strerror(errno);
+  EXPECT_FALSE(writeProposalFile(out, "x\n").ok()) << "the link is another user's";
+  EXPECT_EQ(contentsOf(run / "out.yaml"), "rules:\n");
 }
 
 TEST(LearnOutputFile, AFileIsReplacedWholeAndAnythingElseRefused) {

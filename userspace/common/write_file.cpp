@@ -16,8 +16,18 @@
 namespace floodgate {
 namespace {
 
-// The directory of `path`'s last component, opened one directory at a time without following
-// a link; `name` gets the last component.
+// Whether the link `name` of `dir` is one only root could have made: root owns it, and the
+// directory it is in, which no one else may write (as /var/run, pointing to /run).
+bool madeByRoot(int dir, const std::string& name) {
+  struct stat link {};
+  struct stat in {};
+  return fstatat(dir, name.c_str(), &link, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(link.st_mode) &&
+         link.st_uid == 0 && fstat(dir, &in) == 0 && in.st_uid == 0 &&
+         (in.st_mode & (S_IWGRP | S_IWOTH)) == 0;
+}
+
+// The directory of `path`'s last component, opened one directory at a time following only
+// links root made (madeByRoot); `name` gets the last component.
 Result<UniqueFd> openParentWithoutLinks(const std::string& path, bool make, std::string& name) {
   UniqueFd dir(open(path[0] == '/' ? "/" : ".", O_PATH | O_DIRECTORY | O_CLOEXEC));
   if (!dir.valid()) return Error::failure(std::strerror(errno));
@@ -36,15 +46,22 @@ Result<UniqueFd> openParentWithoutLinks(const std::string& path, bool make, std:
         (mkdirat(dir.get(), component.c_str(), 0755) == 0 || errno == EEXIST)) {
       next = openNext();
     }
+    int error = next.valid() ? 0 : errno;
+    const bool trusted = !next.valid() && madeByRoot(dir.get(), component);
+    if (trusted) {
+      next = UniqueFd(openat(dir.get(), component.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+      error = errno;
+    }
     if (!next.valid()) {
-      const int error = errno;
       const std::string walked = "'" + path.substr(0, end) + "'";
       char target[256];
-      const ssize_t n = readlinkat(dir.get(), component.c_str(), target, sizeof(target) - 1);
+      const ssize_t n =
+          trusted ? -1 : readlinkat(dir.get(), component.c_str(), target, sizeof(target) - 1);
       if (n >= 0) {
         return Error::failure(
             walked + " is a symbolic link (to '" + std::string(target, n) +
-            "'); give a path with no link in it (written as root, no link is followed)");
+            "'); give a path with no link in it (written as root, a link is followed only "
+            "where root made it, in a directory only root writes)");
       }
       return Error::failure(walked + ": " + std::strerror(error));
     }

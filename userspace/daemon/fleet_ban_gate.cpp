@@ -95,8 +95,7 @@ FleetBanVerdict FleetBanGate::check(const Result<http::StreamReport>& entry,
 }
 
 bool FleetBanGate::mayApplyLater(metrics::FleetBanResult result) {
-  return result == metrics::kFleetBanApplied || result == metrics::kFleetBanLifted ||
-         result == metrics::kFleetBanTooLong;
+  return result != metrics::kFleetBanMalformed && result != metrics::kFleetBanExpired;
 }
 
 FleetBanVerdict FleetBanGate::checkBan(FleetBanVerdict verdict, const http::StreamReport& entry,

@@ -73,11 +73,11 @@ class FleetBanGate {
 
   size_t remembered() const { return seen_.size(); }
 
-  // Whether a copy of a record checked as `result`, read later, could ban or lift: a ban or
-  // a lift let through, and a ban refused only as too long (what is left of it shrinks).
-  // Only those are remembered against copies: a copy of any other is refused again as it was
-  // (malformed, over, too wide, an address never banned, while the config says so), so one
-  // holder of the secret adding such records without end takes no room.
+  // Whether a copy of a record checked as `result`, read later, could ban or lift: every
+  // record that passed the signature and time checks but those malformed or over, which no
+  // later read can change. A ban refused for its address or width passes once the config
+  // says otherwise (an allow list edited), and what is left of one too long shrinks, so
+  // those are remembered against copies as the ones applied and lifted are.
   static bool mayApplyLater(metrics::FleetBanResult result);
 
  private:
