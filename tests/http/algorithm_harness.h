@@ -24,7 +24,12 @@ class OneKey {
   }
   Decision at(int64_t t_ms, int64_t cost = 1) { return atNs(t_ms * kMs, cost); }
   Decision atNs(int64_t t_ns, int64_t cost = 1) { return algorithm_->decide(state_, t_ns, cost); }
-  void refund(int64_t t_ms, int64_t cost = 1) { algorithm_->refund(state_, t_ms * kMs, cost); }
+  // Refunds a request admitted at t_ms, at once (another policy rejected it).
+  void refund(int64_t t_ms, int64_t cost = 1) { refundLate(t_ms, t_ms, cost); }
+  // Refunds at now_ms a request admitted at admitted_ms (a 400 answered after a slow body).
+  void refundLate(int64_t admitted_ms, int64_t now_ms, int64_t cost) {
+    algorithm_->refund(state_, admitted_ms * kMs, now_ms * kMs, cost);
+  }
   const Algorithm& algorithm() const { return *algorithm_; }
   KeyState& state() { return state_; }
 

@@ -140,14 +140,14 @@ TEST(SlidingWindowLog, ARefundAfterTheRequestsUnitsAgedOutGivesNothingBack) {
   OneKey key(window(AlgorithmKind::kSlidingWindowLog, 10, 1000));
   EXPECT_TRUE(key.at(0, 5).allowed());
   for (int i = 0; i < 10; ++i) EXPECT_TRUE(key.at(1000 + i).allowed()) << i;
-  key.refund(0, 5);
+  key.refundLate(0, 1020, 5);
   EXPECT_FALSE(key.at(1020).allowed()) << "the refund freed units of later requests";
   // the same once the log was pruned empty in between
   OneKey emptied(window(AlgorithmKind::kSlidingWindowLog, 10, 1000));
   EXPECT_TRUE(emptied.at(0, 5).allowed());
   EXPECT_FALSE(emptied.at(5000, 20).allowed());  // prunes the log empty, admits nothing
   for (int i = 0; i < 10; ++i) EXPECT_TRUE(emptied.at(5100 + i).allowed()) << i;
-  emptied.refund(0, 5);
+  emptied.refundLate(0, 5200, 5);
   EXPECT_FALSE(emptied.at(5200).allowed());
 }
 
@@ -348,6 +348,48 @@ TEST(LeakyBucket, StaleReadingSeesAFullerQueueNeverAnEmptierOne) {
   EXPECT_FALSE(key.at(900).allowed());
   EXPECT_TRUE(key.at(1100).allowed());
 }
+
+// ---- every bucket: capacity 100, 10 per second ----
+
+class EveryBucket : public ::testing::TestWithParam<AlgorithmKind> {
+ protected:
+  AlgorithmParams params() const { return bucket(GetParam(), 100, 10); }
+};
+
+// Two requests of cost 50 admitted at 0 trickle their bodies; at 10 s the bucket is full
+// again and 100 more are spent; then both end in a 400 that keeps one unit each. The bucket
+// refilled their charge long ago: 49 given back twice would let 98 more through at once,
+// 198 units in an instant against a capacity of 100.
+TEST_P(EveryBucket, ARefundAfterTheBucketRefilledGivesNothingBack) {
+  OneKey key(params());
+  EXPECT_TRUE(key.at(0, 50).allowed());
+  EXPECT_TRUE(key.at(0, 50).allowed());
+  EXPECT_TRUE(key.at(10'000, 100).allowed());
+  key.refundLate(0, 10'000, 49);
+  key.refundLate(0, 10'000, 49);
+  EXPECT_FALSE(key.at(10'000, 1).allowed()) << "the late refunds gave back refilled units";
+}
+
+// By 1 s, 10 of a charge of 50 at 0 are back: of 49 given back then, 39 still count. The
+// bucket then holds 99, 1 short of where it would be had the request cost only the unit kept.
+TEST_P(EveryBucket, ARefundGivesBackWhatHasNotRefilledSince) {
+  OneKey key(params());
+  EXPECT_TRUE(key.at(0, 50).allowed());
+  key.refundLate(0, 1000, 49);
+  EXPECT_TRUE(key.at(1000, 99).allowed());
+  EXPECT_FALSE(key.at(1000, 1).allowed());
+  // a refund read on a clock behind the admission gives back the charge, no more
+  OneKey behind(params());
+  EXPECT_TRUE(behind.at(1000, 100).allowed());
+  behind.refundLate(1000, 900, 100);
+  EXPECT_TRUE(behind.at(1000, 100).allowed());
+  EXPECT_FALSE(behind.at(1000, 1).allowed());
+}
+
+INSTANTIATE_TEST_SUITE_P(All, EveryBucket,
+                         ::testing::Values(AlgorithmKind::kTokenBucket, AlgorithmKind::kGcra,
+                                           AlgorithmKind::kLeakyBucket),
+                         [](const auto& info) { return std::string(algorithmName(info.param)); });
 
 // ---- all algorithms ----
 

@@ -179,6 +179,39 @@ TEST(Limiter, ARefundThatKeepsUnitsGivesBackOnlyTheRestAndALaterOneTheRemainder)
       << "per-ip: 3 requests, the refunded one given back";
 }
 
+// A refund on the limiter's clock, not at the check's reading: two orders of cost 50 checked at
+// 0 trickle their bodies; at 10 s the bucket is full again and 100 are spent; then both end
+// in a 400 that keeps one unit each. Their charge refilled long ago, so nothing comes back,
+// where 49 each would let 98 more through at once.
+TEST(Limiter, ARefundLongAfterTheCheckGivesBackNothingTheBucketRefilled) {
+  for (std::string algorithm : {"gcra", "token_bucket", "leaky_bucket"}) {
+    SCOPED_TRACE(algorithm);
+    Fixture f(R"(http:
+  policies:
+    - name: api
+      key: ip
+      algorithm: )" +
+              algorithm + R"(
+      capacity: 100
+      rate_per_s: 10
+      routes:
+        - match: {methods: [POST], path_prefix: /api/orders}
+          cost: 50
+)");
+    auto order = [&f] { return f.limiter->check(request("POST", "/api/orders", "192.0.2.1")); };
+    Verdict first = order();
+    Verdict second = order();
+    ASSERT_TRUE(first.allowed() && second.allowed());
+    f.clock->advanceMs(10'000);
+    ASSERT_TRUE(order().allowed());
+    ASSERT_TRUE(order().allowed());
+    f.limiter->refund(first, 1);
+    f.limiter->refund(second, 1);
+    EXPECT_FALSE(f.limiter->check(request("GET", "/api/items", "192.0.2.1")).allowed())
+        << "the late refunds gave back units the bucket had refilled";
+  }
+}
+
 TEST(Limiter, MatchesMethodsAndPathsAndChargesRouteCosts) {
   Fixture f(R"(http:
   retry_after_jitter: 0  # the exact wait (jitter: retry_jitter_test.cpp)
@@ -578,7 +611,7 @@ class DownStore final : public Store {
   Result<Decision> decide(std::string_view, int64_t, int64_t) override {
     return Error::failure("store unreachable");
   }
-  void refund(std::string_view, int64_t, int64_t) override { ++refunds; }
+  void refund(std::string_view, int64_t, int64_t, int64_t) override { ++refunds; }
   int refunds = 0;
 };
 

@@ -141,7 +141,7 @@ TEST(MemoryStore, RefundOfAnEvictedKeyIsHarmless) {
   MemoryStore store(make(bucket(AlgorithmKind::kGcra, 1, 1)), {.max_keys = 1, .shards = 1});
   EXPECT_TRUE(store.decide("a", 0, 1)->allowed());
   EXPECT_TRUE(store.decide("b", 0, 1)->allowed());  // evicts a
-  store.refund("a", 0, 1);
+  store.refund("a", 0, 0, 1);
   EXPECT_EQ(store.stats().keys, 1);
 }
 

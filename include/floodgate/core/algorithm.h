@@ -2,6 +2,7 @@
 // The one interface every rate-limit algorithm implements, and the per-key state it updates.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -89,9 +90,12 @@ class Algorithm {
   // if admitted. Decision::policy is left empty (the limiter fills it in).
   virtual Decision decide(KeyState& state, int64_t now_ns, int64_t cost) const = 0;
 
-  // Gives back what an admitted decide(state, admitted_ns, cost) took, for a request that
-  // another policy rejected. Never makes the state more generous than before the request.
-  virtual void refund(KeyState& state, int64_t admitted_ns, int64_t cost) const = 0;
+  // Gives back, at `now_ns`, what an admitted decide(state, admitted_ns, cost) took, for a
+  // request that another policy rejected or that turned out to cost less. Never makes the
+  // state more generous than had the request never come: a window gives back only while
+  // the request's window still counts it, a bucket only the units it has not refilled
+  // (drained) since admitted_ns (see unrefilledNs()).
+  virtual void refund(KeyState& state, int64_t admitted_ns, int64_t now_ns, int64_t cost) const = 0;
 
   // True when `state` at `now_ns` is equivalent to an absent key, so forgetting it loses
   // nothing (the store evicts such keys first).
@@ -122,5 +126,15 @@ int64_t rateMilliPerS(double rate_per_s);
 // Nanoseconds per unit at `rate_milli_per_s`, rounded up (never faster than the rate).
 int64_t intervalNs(int64_t rate_milli_per_s);
 inline int64_t ceilDiv(int64_t a, int64_t b) { return a <= 0 ? 0 : (a + b - 1) / b; }
+// What a bucket's refund at `now_ns` may give back of a charge of `charge_ns` (its cost in
+// time at the bucket's rate) made at `admitted_ns`: the charge less the time since. The
+// bucket has been refilling all that time as though the request were served, so that much
+// of the charge is back already; given back on top, it would be admitted twice (a refund
+// arriving once the bucket is full again would lift it above its capacity). A bucket kept
+// busy all along, never full even without the request, could have taken all of it back:
+// that is the price of keeping no history; never more than the request left unrefilled.
+inline int64_t unrefilledNs(int64_t charge_ns, int64_t admitted_ns, int64_t now_ns) {
+  return std::max<int64_t>(0, charge_ns - std::max<int64_t>(0, now_ns - admitted_ns));
+}
 
 }  // namespace floodgate::http

@@ -133,7 +133,9 @@ class Limiter {
   // check() is; const because only the stores change, and they may be shared with other sets.
   // With `kept` above 0, each policy keeps up to `kept` units of what it took and gives back
   // the rest (a request that turned out to cost less than its route, e.g. a malformed one),
-  // and a later refund gives back what it kept.
+  // and a later refund gives back what it kept. A bucket takes back only what it has not
+  // refilled since the check (Algorithm::refund()): a refund long after it gives back
+  // little or nothing, though each decision's remaining reads as if all came back.
   void refund(Verdict& verdict, int64_t kept = 0) const;
 
   const HttpConfig& config() const { return config_; }
@@ -165,6 +167,8 @@ class Limiter {
   // Takes the request's place in flight for its priority class into `verdict`; false (and
   // `verdict` an overloaded refusal) when its class is shed.
   bool enterShedding(const RequestInfo& request, Verdict& verdict) const;
+  // refund() at `now_ns`: check() gives back a refused request's units at its own reading.
+  void refundAt(Verdict& verdict, int64_t kept, int64_t now_ns) const;
   // Spreads a refusal's retry-after over whole seconds (http.retry_after_jitter).
   void jitterRetryAfter(Decision& binding) const;
   // The key `policy` uses for `request`: empty if the request has none (header missing),

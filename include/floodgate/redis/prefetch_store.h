@@ -54,7 +54,7 @@ class PrefetchStore final : public Store {
   ~PrefetchStore() override;  // gives back unspent leases
 
   Result<Decision> decide(std::string_view key, int64_t now_ns, int64_t cost) override;
-  void refund(std::string_view key, int64_t admitted_ns, int64_t cost) override;
+  void refund(std::string_view key, int64_t admitted_ns, int64_t now_ns, int64_t cost) override;
 
   // Gives every unspent unit back to Redis (shutdown; also safe to call any time).
   void returnLeases();
@@ -88,8 +88,9 @@ class PrefetchStore final : public Store {
   void lapse(Lease& lease);
   // fixed_window: the index of the window a time of Redis's clock falls in.
   int64_t windowOf(int64_t redis_ns) const;
-  // Gives back or writes off `taken`; no lease's mutex held (it calls Redis).
-  void giveBack(std::string_view key, Taken taken);
+  // Gives back or writes off `taken` at `now_ns` (a bucket takes back only what it has not
+  // refilled since the lease); no lease's mutex held (it calls Redis).
+  void giveBack(std::string_view key, Taken taken, int64_t now_ns);
 
   std::unique_ptr<RedisStore> remote_;
   AlgorithmKind kind_;

@@ -50,7 +50,7 @@ class RedisStore final : public Store {
 
   Result<Decision> decide(std::string_view key, int64_t now_ns, int64_t cost) override;
   // Best effort: a refund that fails leaves the units used until the state expires.
-  void refund(std::string_view key, int64_t admitted_ns, int64_t cost) override;
+  void refund(std::string_view key, int64_t admitted_ns, int64_t now_ns, int64_t cost) override;
 
   // The longest key written as it is (a longer one is written as its hash).
   static constexpr size_t kMaxKeyBytes = 200;
@@ -117,8 +117,10 @@ class RedisStore final : public Store {
   // fixed_window, token_bucket and gcra only (canLease).
   Result<std::vector<Result<Synced>>> sync(const std::vector<SyncItem>& items, int64_t now_ns);
 
-  // Gives back `units` taken at `redis_at_ns` (a lease's unspent rest). Best effort.
-  Status giveBack(std::string_view key, int64_t redis_at_ns, int64_t units);
+  // Gives back `units` taken at `redis_at_ns` (a lease's unspent rest), at Redis's clock
+  // (`now_ns`, our clock, under virtual_time): as refund(), only what has not refilled
+  // since. Best effort.
+  Status giveBack(std::string_view key, int64_t redis_at_ns, int64_t now_ns, int64_t units);
 
   // Runs commands made as EVALSHA of scripts[i] (one pipeline per server), as FCALL of the
   // same script in functionLibrary(). A call the server answers "Function not found" (a

@@ -66,7 +66,9 @@ const Script& decideScript(AlgorithmKind kind);
 // slot.
 const Script& decideTogetherScript();
 
-// Refund: same KEYS; ARGV = admitted_us, cost, 0, then the same parameters. Returns 0.
+// Refund: same KEYS; ARGV = admitted_us, cost, now_us (-1 reads Redis TIME; tests pass a
+// virtual time), then the same parameters. A bucket gives back only what it has not
+// refilled since admitted_us (unrefilledNs()). Returns 0.
 const Script& refundScript(AlgorithmKind kind);
 
 // Heartbeat: KEYS = the fleet's sorted set; ARGV = now_us ('' reads Redis TIME), the

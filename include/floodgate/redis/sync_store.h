@@ -80,7 +80,7 @@ class SyncStore final : public Store {
   // From the share when the key has a fresh one; else a sync of the key (a round trip)
   // first. An Error when Redis could not be asked.
   Result<Decision> decide(std::string_view key, int64_t now_ns, int64_t cost) override;
-  void refund(std::string_view key, int64_t admitted_ns, int64_t cost) override;
+  void refund(std::string_view key, int64_t admitted_ns, int64_t now_ns, int64_t cost) override;
 
   // The decision from the key's fresh share, or nullopt when it has none (no call made).
   std::optional<Decision> decideLocally(std::string_view key, int64_t now_ns, int64_t cost);

@@ -25,7 +25,7 @@ class LocalShareStore final : public Store {
                   MemoryStoreOptions memory);
 
   Result<Decision> decide(std::string_view key, int64_t now_ns, int64_t cost) override;
-  void refund(std::string_view key, int64_t admitted_ns, int64_t cost) override;
+  void refund(std::string_view key, int64_t admitted_ns, int64_t now_ns, int64_t cost) override;
 
   // The divisor of the current share.
   int64_t divisor() const;

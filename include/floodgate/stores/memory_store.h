@@ -47,7 +47,7 @@ class MemoryStore final : public Store {
   MemoryStore& operator=(const MemoryStore&) = delete;
 
   Result<Decision> decide(std::string_view key, int64_t now_ns, int64_t cost) override;
-  void refund(std::string_view key, int64_t admitted_ns, int64_t cost) override;
+  void refund(std::string_view key, int64_t admitted_ns, int64_t now_ns, int64_t cost) override;
   // Prefetches the key's home slot without taking the shard's lock.
   void prefetch(std::string_view key) const override;
 

@@ -23,9 +23,10 @@ class Store {
   // records it if admitted.
   virtual Result<Decision> decide(std::string_view key, int64_t now_ns, int64_t cost) = 0;
 
-  // Gives back an admitted decide(key, admitted_ns, cost) whose request was rejected by
-  // another policy.
-  virtual void refund(std::string_view key, int64_t admitted_ns, int64_t cost) = 0;
+  // Gives back, at `now_ns` (the same clock), an admitted decide(key, admitted_ns, cost)
+  // whose request was rejected by another policy or turned out to cost less: what of it
+  // the algorithm has not refilled since (see Algorithm::refund()).
+  virtual void refund(std::string_view key, int64_t admitted_ns, int64_t now_ns, int64_t cost) = 0;
 
   // A hint that `key` is about to be decided, so its state can be on its way from memory
   // meanwhile: a caller with several keys to decide prefetches them all first, and their

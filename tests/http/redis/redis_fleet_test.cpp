@@ -289,7 +289,7 @@ TEST_F(RedisFleetTest, ARefundFromAnEndedWindowDoesNotGrowTheNextWindowsLease) {
     held.push_back(900 * ms);
   }
   ASSERT_TRUE(store.decide("k", 1100 * ms, 1)->allowed());  // window 1's first lease
-  for (int64_t admitted : held) store.refund("k", admitted, 1);
+  for (int64_t admitted : held) store.refund("k", admitted, 1100 * ms, 1);
   int admitted_in_window_1 = 1;
   for (int i = 0; i < 30; ++i) admitted_in_window_1 += store.decide("k", 1200 * ms, 1)->allowed();
   EXPECT_EQ(admitted_in_window_1, 10);

@@ -166,7 +166,7 @@ TEST_F(RedisRejectionTest, ARefundForgetsTheRejection) {
   ASSERT_FALSE(failover->decide("k", t, 1)->allowed());
   ASSERT_TRUE(failover->knownRejection("k", t, 1));
   // one admission is given back (another policy rejected its request): a unit is free again
-  failover->refund("k", t, 1);
+  failover->refund("k", t, t, 1);
   EXPECT_FALSE(failover->knownRejection("k", t, 1));
   EXPECT_TRUE(failover->decide("k", t, 1)->allowed());
 }
@@ -184,7 +184,7 @@ void expectSameOnArrivals(const RedisServer& server, FailoverStore& failover,
   int64_t rejected = 0;
   // the server caches both scripts, so that every call below counts once
   ASSERT_TRUE(failover.decide("warm", origin_ns, 1)->allowed());
-  failover.refund("warm", origin_ns, 1);
+  failover.refund("warm", origin_ns, origin_ns, 1);
   // The arrivals are decided by their clock alone: a key the scripts wrote to expire 1 ms
   // (real time) later must not vanish before the next arrival, or the refund, of the same
   // virtual instant when the machine is slow. Each persist is one EVAL, a script call.
@@ -213,8 +213,8 @@ void expectSameOnArrivals(const RedisServer& server, FailoverStore& failover,
     }
     (m.allowed() ? admitted : rejected) += cost;
     if (m.allowed() && rng() % 7 == 0) {
-      memory.refund(key, now_ns, cost);
-      failover.refund(key, now_ns, cost);
+      memory.refund(key, now_ns, now_ns, cost);
+      failover.refund(key, now_ns, now_ns, cost);
       ASSERT_NO_FATAL_FAILURE(persist());
       admitted -= cost;
       ++refunds;

@@ -54,8 +54,9 @@ void expectSame(const Decision& memory, const Decision& redis, const std::string
 }
 
 // Bursty arrivals on whole µs (the scripts' resolution), a few keys, costs 1-3, and a
-// refund now and then (as when another policy rejects); some readings are stale. The keys
-// are the only ones on `server`, which the fixture emptied.
+// refund now and then (as when another policy rejects, or later, as after a 400 that
+// came up to 0.9 s on); some readings are stale. The keys are the only ones on `server`,
+// which the fixture emptied.
 void compareOnArrivals(const RedisServer& server, RedisStore& redis, const AlgorithmParams& params,
                        uint32_t seed) {
   MemoryStore memory(*makeAlgorithm(params), MemoryStoreOptions{});
@@ -85,8 +86,10 @@ void compareOnArrivals(const RedisServer& server, RedisStore& redis, const Algor
     expectSame(m, *r, where);
     (m.allowed() ? allowed : rejected)++;
     if (m.allowed() && rng() % 7 == 0) {
-      memory.refund(key, at_ns, cost);
-      redis.refund(key, at_ns, cost);
+      const int64_t refund_ns =
+          rng() % 2 == 0 ? now_ns : now_ns + static_cast<int64_t>(rng() % 900'000) * kUs;
+      memory.refund(key, at_ns, refund_ns, cost);
+      redis.refund(key, at_ns, refund_ns, cost);
       ASSERT_NO_FATAL_FAILURE(persist());
     }
   }
@@ -111,14 +114,65 @@ TEST_F(RedisScriptsTest, ASlidingLogRefundAfterTheUnitsAgedOutGivesNothingBack) 
   auto logged = [&] { return server_->command({"ZCARD", "fg:{late:k}:log"})->integer; };
   const int64_t before = logged();
   ASSERT_GE(before, 1);
-  store.refund("k", first_ns, 5);
+  store.refund("k", first_ns, clock.nowNs(), 5);
   EXPECT_EQ(logged(), before) << "the late refund removed units of later requests";
   // a refund within the window still gives back (a second is far more than these calls take)
   const int64_t now_ns = clock.nowNs();
   ASSERT_TRUE(store.decide("k", now_ns, 1)->allowed());
   const int64_t with_it = logged();
-  store.refund("k", now_ns, 1);
+  store.refund("k", now_ns, now_ns, 1);
   EXPECT_EQ(logged(), with_it - 1);
+}
+
+// Two requests of cost 50 admitted at 0 trickle their bodies; at 10 s the bucket is full
+// again and 100 more are spent; then both end in a 400 that keeps one unit each. Their
+// charge refilled long ago: 49 given back twice would let 98 more through at once, 198
+// units in an instant against a capacity of 100. The same in memory and in Redis.
+TEST_F(RedisScriptsTest, ABucketRefundAfterTheBucketRefilledGivesNothingBack) {
+  for (AlgorithmKind kind :
+       {AlgorithmKind::kTokenBucket, AlgorithmKind::kGcra, AlgorithmKind::kLeakyBucket}) {
+    SCOPED_TRACE(std::string(algorithmName(kind)));
+    const AlgorithmParams p = bucket(kind, 100, 10);
+    MemoryStore memory(*makeAlgorithm(p), MemoryStoreOptions{});
+    auto redis = virtualTimeStore(p, "late-" + std::string(algorithmName(kind)));
+    for (Store* store : std::initializer_list<Store*>{&memory, redis.get()}) {
+      const int64_t origin_ns = 1'000'000 * kMs;
+      const int64_t later_ns = origin_ns + 10'000 * kMs;
+      EXPECT_TRUE(store->decide("k", origin_ns, 50)->allowed());
+      EXPECT_TRUE(store->decide("k", origin_ns, 50)->allowed());
+      EXPECT_TRUE(store->decide("k", later_ns, 100)->allowed());
+      store->refund("k", origin_ns, later_ns, 49);
+      store->refund("k", origin_ns, later_ns, 49);
+      auto next = store->decide("k", later_ns, 1);
+      ASSERT_TRUE(next.ok()) << next.error().message;
+      EXPECT_FALSE(next->allowed()) << (store == &memory ? "memory" : "redis");
+      // what has not refilled still comes back: 10 of a charge of 50 by 1 s, 39 of 49
+      const int64_t second_ns = later_ns + 20'000 * kMs;
+      EXPECT_TRUE(store->decide("j", second_ns, 50)->allowed());
+      store->refund("j", second_ns, second_ns + 1000 * kMs, 49);
+      EXPECT_TRUE(store->decide("j", second_ns + 1000 * kMs, 99)->allowed());
+      EXPECT_FALSE(store->decide("j", second_ns + 1000 * kMs, 1)->allowed());
+    }
+  }
+}
+
+// On Redis's own clock the refund reads Redis TIME: an admission named 10^4 s before now is
+// long refilled at one unit per 100 s (49 units took 4900 s), and nothing comes back; one
+// named now gives back all but the few µs since, at least 48 units, however long the
+// calls took (under 100 s).
+TEST_F(RedisScriptsTest, ABucketRefundOnRedissClockGivesBackOnlyWhatHasNotRefilled) {
+  for (AlgorithmKind kind : {AlgorithmKind::kTokenBucket, AlgorithmKind::kGcra}) {
+    SCOPED_TRACE(std::string(algorithmName(kind)));
+    RedisStore store(client_, "clock-" + std::string(algorithmName(kind)), bucket(kind, 100, 0.01),
+                     RedisStoreOptions{});
+    SteadyClock clock;
+    ASSERT_TRUE(store.decide("k", clock.nowNs(), 100)->allowed());
+    store.refund("k", clock.nowNs() - 10'000'000 * kMs, clock.nowNs(), 49);
+    EXPECT_FALSE(store.decide("k", clock.nowNs(), 1)->allowed()) << "the late refund gave back";
+    const int64_t now_ns = clock.nowNs();
+    store.refund("k", now_ns, now_ns, 49);
+    EXPECT_TRUE(store.decide("k", clock.nowNs(), 48)->allowed()) << "the prompt refund did not";
+  }
 }
 
 TEST_F(RedisScriptsTest, FixedWindowMatchesMemory) {
@@ -289,7 +343,7 @@ TEST_F(RedisScriptsTest, LeasesNeverTakeMoreThanRemains) {
   auto second = store->decideMany({{"k", 1, 7}}, kMs);
   EXPECT_EQ((*second)[0]->leased, 1);  // min(batch, remaining)
   EXPECT_EQ((*second)[0]->decision.remaining, 0);
-  ASSERT_TRUE(store->giveBack("k", kMs, 5).ok());
+  ASSERT_TRUE(store->giveBack("k", kMs, kMs, 5).ok());
   EXPECT_EQ(store->decide("k", kMs, 1)->remaining, 4);
 }
 
@@ -403,7 +457,7 @@ TEST_F(RedisScriptsTest, TwoWindowLengthsSideBySideCountOnInOneWindow) {
     auto d = new_length->decide("k", 3000 * kMs, 1);
     ASSERT_TRUE(d.ok());
     EXPECT_FALSE(d->allowed());
-    new_length->refund("k", 1000 * kMs, 1);
+    new_length->refund("k", 1000 * kMs, 3000 * kMs, 1);
     EXPECT_TRUE(old_length->decide("k", 3000 * kMs, 1)->allowed());
   }
 }

@@ -139,7 +139,7 @@ TEST_F(RedisStateFormatTest, ARefundLeavesAValueNotOfTheFormatAsItWas) {
           std::string(algorithmName(c.params.kind)) + " value #" + std::to_string(i);
       ASSERT_TRUE(server_->command({"FLUSHALL"}));
       ASSERT_TRUE(server_->command({"SET", key, c.hostile[i]}));
-      Status refunded = s->giveBack("k", kNowNs, 1);
+      Status refunded = s->giveBack("k", kNowNs, kNowNs, 1);
       ASSERT_TRUE(refunded) << what << ": " << refunded.error().message;
       auto kept = server_->command({"GET", key});
       ASSERT_TRUE(kept) << what;

@@ -148,7 +148,7 @@ TEST_F(RedisSyncTest, ARefundFromBeforeTheLastSyncIsNotGivenToTheShare) {
   }
   clock_->advanceMs(1000);  // the next window: a new share of 10
   ASSERT_TRUE(a->decide("k", clock_->nowNs(), 1)->allowed());
-  for (int64_t admitted : held) a->refund("k", admitted, 1);
+  for (int64_t admitted : held) a->refund("k", admitted, clock_->nowNs(), 1);
   int admitted = 1;
   for (int i = 0; i < 30; ++i) admitted += a->decide("k", clock_->nowNs(), 1)->allowed();
   EXPECT_EQ(admitted, 10);
@@ -157,7 +157,7 @@ TEST_F(RedisSyncTest, ARefundFromBeforeTheLastSyncIsNotGivenToTheShare) {
   ASSERT_TRUE(state);
   EXPECT_EQ(stateField(state->str, 1), "10") << "every unit admitted in the window is reported";
   // a refund of this window's request, reported already, is given back in Redis
-  a->refund("k", held.back() + 1000 * 1'000'000, 1);
+  a->refund("k", held.back() + 1000 * 1'000'000, clock_->nowNs(), 1);
   state = server_->command({"GET", "fg:{sync:k}:fixed_window:v3"});
   ASSERT_TRUE(state);
   EXPECT_EQ(stateField(state->str, 1), "9");
@@ -178,7 +178,7 @@ TEST_F(RedisSyncTest, ARefundOfReportedUnitsIsGivenBackOnRedissClock) {
   auto state = server_->command({"GET", "fg:{sync-real:k}:fixed_window:v3"});
   ASSERT_TRUE(state);
   ASSERT_EQ(stateField(state->str, 1), "3");
-  a.refund("k", clock_->nowNs(), 1);
+  a.refund("k", clock_->nowNs(), clock_->nowNs(), 1);
   state = server_->command({"GET", "fg:{sync-real:k}:fixed_window:v3"});
   ASSERT_TRUE(state);
   EXPECT_EQ(stateField(state->str, 1), "2") << "the refund was given back in Redis";
@@ -271,7 +271,7 @@ TEST_F(RedisSyncTest, LongKeysAreHeldByTheirHashAndStayDistinct) {
   }
   EXPECT_EQ(a->stats().keys, 2);
   EXPECT_LT(a->stats().key_bytes, 200) << "held by their hashes";
-  a->refund(first, clock_->nowNs(), 1);
+  a->refund(first, clock_->nowNs(), clock_->nowNs(), 1);
   EXPECT_TRUE(a->decide(first, clock_->nowNs(), 1)->allowed());
   EXPECT_FALSE(a->decide(second, clock_->nowNs(), 1)->allowed());
   ASSERT_TRUE(a->syncNow().ok());

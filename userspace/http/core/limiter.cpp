@@ -345,7 +345,7 @@ Verdict Limiter::check(const RequestInfo& request) {
   // work, so it holds no place in flight either. A request refused for an ambiguous key
   // alone keeps the unit each policy took: else sending the key header twice would be a
   // way to ask without end that no per-IP limit counts.
-  if (verdict.binding.outcome != Outcome::kAmbiguousKey) refund(verdict);
+  if (verdict.binding.outcome != Outcome::kAmbiguousKey) refundAt(verdict, 0, now_ns);
   if (verdict.in_flight) verdict.in_flight->abandon();
   verdict.in_flight.reset();
   if (verdict.binding.outcome == Outcome::kRejected) jitterRetryAfter(verdict.binding);
@@ -382,6 +382,10 @@ bool Limiter::enterShedding(const RequestInfo& request, Verdict& verdict) const 
 }
 
 void Limiter::refund(Verdict& verdict, int64_t kept) const {
+  refundAt(verdict, kept, clock_->nowNs());
+}
+
+void Limiter::refundAt(Verdict& verdict, int64_t kept, int64_t now_ns) const {
   kept = std::max<int64_t>(kept, 0);
   // decisions are in config order, as policies_ is
   for (size_t i = 0, p = 0; i < verdict.decisions.size(); ++i) {
@@ -389,7 +393,7 @@ void Limiter::refund(Verdict& verdict, int64_t kept) const {
     while (policies_[p].config != pd.policy) ++p;
     if (!pd.reserved || pd.cost <= kept) continue;
     const int64_t back = pd.cost - kept;
-    policies_[p].store->refund(pd.key, verdict.decided_ns, back);
+    policies_[p].store->refund(pd.key, verdict.decided_ns, now_ns, back);
     giveBackInDecision(pd, back);
     if (verdict.binding.policy == pd.decision.policy) {
       verdict.binding.remaining = pd.decision.remaining;

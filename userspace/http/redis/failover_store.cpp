@@ -173,15 +173,16 @@ Result<Decision> FailoverStore::failed(std::string_view key, int64_t now_ns, int
   return local;
 }
 
-void FailoverStore::refund(std::string_view key, int64_t admitted_ns, int64_t cost) {
+void FailoverStore::refund(std::string_view key, int64_t admitted_ns, int64_t now_ns,
+                           int64_t cost) {
   // Units come back: a rejection remembered for the key may no longer hold.
   rejections_.forget(key);
   if (takeFallback(this, admitted_ns, key)) {
-    fallback_->refund(key, admitted_ns, cost);
+    fallback_->refund(key, admitted_ns, now_ns, cost);
     return;
   }
   // A refund is a call too: skip it while the store is known to be down.
-  if (breaker_->state() == BreakerState::kClosed) remote_->refund(key, admitted_ns, cost);
+  if (breaker_->state() == BreakerState::kClosed) remote_->refund(key, admitted_ns, now_ns, cost);
 }
 
 FailoverStats FailoverStore::stats() const {

@@ -61,10 +61,10 @@ PrefetchStore::Taken PrefetchStore::takeUnits(Lease& lease) {
   return Taken{std::exchange(lease.units, 0), lease.redis_at_ns};
 }
 
-void PrefetchStore::giveBack(std::string_view key, Taken taken) {
+void PrefetchStore::giveBack(std::string_view key, Taken taken, int64_t now_ns) {
   if (taken.units == 0) return;
   // Best effort: units that cannot be given back (Redis down) lapse when the state expires.
-  bool given = remote_->giveBack(key, taken.redis_at_ns, taken.units).ok();
+  bool given = remote_->giveBack(key, taken.redis_at_ns, now_ns, taken.units).ok();
   std::lock_guard lock(stats_mutex_);
   (given ? stats_.units_returned : stats_.units_lapsed) += taken.units;
 }
@@ -87,10 +87,9 @@ Result<Decision> PrefetchStore::decide(std::string_view key, int64_t now_ns, int
     std::lock_guard lock(lease->mutex);
     if (lease->units > 0 && now_ns >= lease->expires_ns) {
       // The lease is over: its units lapse. A window's is over in Redis too (the refund
-      // script would ignore units of a past window). A bucket's, given back now, would be
-      // counted twice: the bucket refilled since they were taken, as if they were spent,
-      // and handed back on top of that, however long ago, they would let the fleet admit
-      // them again (each instance its lease's worth, at once).
+      // script would ignore units of a past window). A bucket has been refilling since
+      // they were taken, as if they were spent: only what it has not refilled could come
+      // back (the refund script's rule, unrefilledNs()), written off rather than sent.
       lapse(*lease);
     }
     if (lease->units >= cost) {
@@ -144,11 +143,12 @@ Result<Decision> PrefetchStore::decide(std::string_view key, int64_t now_ns, int
       stats_.units_leased += answer->leased;
     }
   }
-  giveBack(key, older);
+  giveBack(key, older, now_ns);
   return out;
 }
 
-void PrefetchStore::refund(std::string_view key, int64_t admitted_ns, int64_t cost) {
+void PrefetchStore::refund(std::string_view key, int64_t admitted_ns, int64_t now_ns,
+                           int64_t cost) {
   Lease* lease = nullptr;
   {
     std::shared_lock lock(leases_mutex_);
@@ -156,7 +156,7 @@ void PrefetchStore::refund(std::string_view key, int64_t admitted_ns, int64_t co
     if (it != leases_.end()) lease = it->second.get();
   }
   if (lease == nullptr) {
-    remote_->refund(key, admitted_ns, cost);
+    remote_->refund(key, admitted_ns, now_ns, cost);
     return;
   }
   {
@@ -167,7 +167,7 @@ void PrefetchStore::refund(std::string_view key, int64_t admitted_ns, int64_t co
       return;
     }
   }
-  remote_->refund(key, admitted_ns, cost);
+  remote_->refund(key, admitted_ns, now_ns, cost);
 }
 
 void PrefetchStore::returnLeases() {
@@ -183,7 +183,7 @@ void PrefetchStore::returnLeases() {
       }
       taken = takeUnits(*lease);
     }
-    giveBack(key, taken);
+    giveBack(key, taken, now_ns);
   }
 }
 

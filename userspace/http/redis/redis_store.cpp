@@ -409,25 +409,25 @@ Result<std::vector<Result<RedisStore::Synced>>> RedisStore::sync(const std::vect
   return out;
 }
 
-Status RedisStore::giveBack(std::string_view key, int64_t redis_at_ns, int64_t units) {
+Status RedisStore::giveBack(std::string_view key, int64_t redis_at_ns, int64_t now_ns,
+                            int64_t units) {
   const redis::Script& script = redis::refundScript(params_.kind);
-  // The refund's "now" for the scripts that need one: Redis's clock (-1), or under virtual
-  // time, where no later reading is known, the admission's own.
+  // The refund's "now": Redis's clock (-1), or under virtual time ours.
   const int64_t at_us = redis_at_ns / kNsPerUs;
-  auto replies = evalAll(
-      *client_,
-      {command(script, key, std::to_string(at_us), units, options_.virtual_time ? at_us : -1)},
-      {&script});
+  auto replies = evalAll(*client_,
+                         {command(script, key, std::to_string(at_us), units,
+                                  options_.virtual_time ? now_ns / kNsPerUs : -1)},
+                         {&script});
   if (!replies) return replies.error();
   if ((*replies)[0].isError()) return Error::failure("redis refund failed: " + (*replies)[0].str);
   return {};
 }
 
-void RedisStore::refund(std::string_view key, int64_t admitted_ns, int64_t cost) {
+void RedisStore::refund(std::string_view key, int64_t admitted_ns, int64_t now_ns, int64_t cost) {
   int64_t redis_ns = options_.virtual_time
                          ? admitted_ns
                          : admitted_ns + clock_offset_ns_.load(std::memory_order_relaxed);
-  (void)giveBack(key, redis_ns, cost);
+  (void)giveBack(key, redis_ns, now_ns, cost);
 }
 
 }  // namespace floodgate::http

@@ -363,11 +363,19 @@ local function token_bucket(key, _, read, now, cost, extra, capacity, rate)
 end
 )lua";
 
+// Only the nanotokens not refilled since the admission come back (unrefilledNs() in
+// algorithm.h): the bucket refilled meanwhile as if the request were served.
 constexpr std::string_view kTokenBucketRefund = R"lua(
-local cost = tonumber(ARGV[2])
+local at, cost, now, rate = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]),
+                            tonumber(ARGV[5])
 local m, t = read_bucket(KEYS[1])
 if not m then return 0 end
-write_state(KEYS[1], nil, struct.pack('<i8i8', math.max(0, m - cost * 1000000000), t))
+if now < 0 then now = now_us('') end
+local charged = cost * 1000000000
+local elapsed = math.max(0, now - at)
+-- compared before multiplying, so the product stays below the charge (exact)
+if elapsed >= ceildiv(charged, rate) then return 0 end
+write_state(KEYS[1], nil, struct.pack('<i8i8', math.max(0, m - (charged - elapsed * rate)), t))
 return 0
 )lua";
 
@@ -493,13 +501,19 @@ end
 return {charge and 1 or 0, unpack(replies)}
 )lua";
 
+// Only the time not drained since the admission comes back (unrefilledNs() in
+// algorithm.h), and a tat no earlier than now (a full bucket).
 constexpr std::string_view kGcraRefund = R"lua(
-local cost, interval = tonumber(ARGV[2]), tonumber(ARGV[6])
+local at, cost, now, interval = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]),
+                                tonumber(ARGV[6])
 local tat, was, found = read_tat(KEYS[1], interval)
 -- nothing to give back to a key that reads as absent (as in the other refunds)
 if not found then return 0 end
+if now < 0 then now = now_us('') end
 -- a refund right after a change of the rate: the units are given back at the old interval
-write_tat(KEYS[1], tat - cost * was, was, nil)
+local back = cost * was - math.max(0, now - at)
+if back <= 0 then return 0 end
+write_tat(KEYS[1], math.max(tat - back, math.min(tat, now)), was, nil)
 return 0
 )lua";
 

@@ -144,7 +144,7 @@ Result<Decision> SyncStore::decide(std::string_view key, int64_t now_ns, int64_t
   return remote_->decide(key, now_ns, cost);
 }
 
-void SyncStore::refund(std::string_view key, int64_t admitted_ns, int64_t cost) {
+void SyncStore::refund(std::string_view key, int64_t admitted_ns, int64_t now_ns, int64_t cost) {
   std::string scratch;
   key = RedisStore::boundedKey(key, scratch);
   {
@@ -162,7 +162,7 @@ void SyncStore::refund(std::string_view key, int64_t admitted_ns, int64_t cost) 
     }
   }
   // Reported already (or decided exactly): Redis holds the units.
-  remote_->refund(key, admitted_ns, cost);
+  remote_->refund(key, admitted_ns, now_ns, cost);
 }
 
 Status SyncStore::syncKeys(const std::vector<std::string>& keys, int64_t now_ns) {

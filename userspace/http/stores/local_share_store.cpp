@@ -45,13 +45,14 @@ Result<Decision> LocalShareStore::decide(std::string_view key, int64_t now_ns, i
   return share->store->decide(key, now_ns, cost);
 }
 
-void LocalShareStore::refund(std::string_view key, int64_t admitted_ns, int64_t cost) {
+void LocalShareStore::refund(std::string_view key, int64_t admitted_ns, int64_t now_ns,
+                             int64_t cost) {
   std::shared_ptr<const Share> share;
   {
     std::lock_guard lock(mutex_);
     share = share_;
   }
-  if (share) share->store->refund(key, admitted_ns, cost);
+  if (share) share->store->refund(key, admitted_ns, now_ns, cost);
 }
 
 int64_t LocalShareStore::divisor() const {

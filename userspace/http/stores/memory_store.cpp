@@ -198,7 +198,7 @@ void MemoryStore::prefetch(std::string_view key) const {
   if (table != nullptr && size != 0) __builtin_prefetch(&table[home(hash, size)], 1);
 }
 
-void MemoryStore::refund(std::string_view key, int64_t admitted_ns, int64_t cost) {
+void MemoryStore::refund(std::string_view key, int64_t admitted_ns, int64_t now_ns, int64_t cost) {
   std::string scratch;
   key = boundedKey(key, kMaxKeyBytes, scratch);
   uint64_t hash = hashOf(key);
@@ -206,7 +206,7 @@ void MemoryStore::refund(std::string_view key, int64_t admitted_ns, int64_t cost
   std::lock_guard lock(shard.mutex);
   // An evicted key has nothing to give back to.
   size_t i = probe(shard, hash, key);
-  if (!shard.slots[i].empty()) algorithm_->refund(shard.slots[i].state, admitted_ns, cost);
+  if (!shard.slots[i].empty()) algorithm_->refund(shard.slots[i].state, admitted_ns, now_ns, cost);
 }
 
 void MemoryStore::forEach(

@@ -16,7 +16,7 @@ class LeakyBucket final : public Algorithm {
 
   AlgorithmKind kind() const override { return AlgorithmKind::kLeakyBucket; }
   Decision decide(KeyState& state, int64_t now_ns, int64_t cost) const override;
-  void refund(KeyState& state, int64_t admitted_ns, int64_t cost) const override;
+  void refund(KeyState& state, int64_t admitted_ns, int64_t now_ns, int64_t cost) const override;
   bool idle(const KeyState& state, int64_t now_ns) const override;
   int64_t quota() const override;
   int64_t windowSeconds() const override;

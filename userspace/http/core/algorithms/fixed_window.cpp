@@ -35,7 +35,8 @@ Decision FixedWindow::decide(KeyState& state, int64_t now_ns, int64_t cost) cons
   return d;
 }
 
-void FixedWindow::refund(KeyState& state, int64_t admitted_ns, int64_t cost) const {
+void FixedWindow::refund(KeyState& state, int64_t admitted_ns, int64_t /*now_ns*/,
+                         int64_t cost) const {
   // Only while the request's window is still the current one; later it no longer matters.
   if (admitted_ns / window_ns_ != windowIndex(state)) return;
   admitted(state) = std::max<int64_t>(0, admitted(state) - cost);

@@ -28,8 +28,11 @@ Decision Gcra::decide(KeyState& state, int64_t now_ns, int64_t cost) const {
   return d;
 }
 
-void Gcra::refund(KeyState& state, int64_t /*admitted_ns*/, int64_t cost) const {
-  state.word[0] -= cost * interval_ns_;
+void Gcra::refund(KeyState& state, int64_t admitted_ns, int64_t now_ns, int64_t cost) const {
+  int64_t& tat_ns = state.word[0];
+  const int64_t back_ns = unrefilledNs(cost * interval_ns_, admitted_ns, now_ns);
+  // A tat at or before now is a full bucket: no fuller than that.
+  tat_ns = std::max(tat_ns - back_ns, std::min(tat_ns, now_ns));
 }
 
 bool Gcra::idle(const KeyState& state, int64_t now_ns) const { return state.word[0] <= now_ns; }

@@ -29,8 +29,11 @@ Decision LeakyBucket::decide(KeyState& state, int64_t now_ns, int64_t cost) cons
   return d;
 }
 
-void LeakyBucket::refund(KeyState& state, int64_t /*admitted_ns*/, int64_t cost) const {
-  state.word[0] -= cost * interval_ns_;
+void LeakyBucket::refund(KeyState& state, int64_t admitted_ns, int64_t now_ns, int64_t cost) const {
+  // As GCRA's: what has drained since admitted_ns left the queue as if the request were in it.
+  int64_t& drained_ns = state.word[0];
+  const int64_t back_ns = unrefilledNs(cost * interval_ns_, admitted_ns, now_ns);
+  drained_ns = std::max(drained_ns - back_ns, std::min(drained_ns, now_ns));
 }
 
 bool LeakyBucket::idle(const KeyState& state, int64_t now_ns) const {

@@ -72,7 +72,8 @@ Decision SlidingWindowCounter::decide(KeyState& state, int64_t now_ns, int64_t c
   return d;
 }
 
-void SlidingWindowCounter::refund(KeyState& state, int64_t admitted_ns, int64_t cost) const {
+void SlidingWindowCounter::refund(KeyState& state, int64_t admitted_ns, int64_t /*now_ns*/,
+                                  int64_t cost) const {
   int64_t index = admitted_ns / window_ns_;
   if (index == windowIndex(state)) {
     current(state) = std::max<int64_t>(0, current(state) - cost);

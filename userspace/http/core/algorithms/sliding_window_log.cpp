@@ -68,7 +68,8 @@ int64_t SlidingWindowLog::used(const KeyState& state, int64_t now_ns) const {
   return log.end() - inside;
 }
 
-void SlidingWindowLog::refund(KeyState& state, int64_t admitted_ns, int64_t cost) const {
+void SlidingWindowLog::refund(KeyState& state, int64_t admitted_ns, int64_t /*now_ns*/,
+                              int64_t cost) const {
   // The request's units are the earliest logged at or after admitted_ns (a stale reading was
   // logged later, never earlier), as long as they cannot have been pruned: removing the
   // earliest such units then never frees more than ours. A later refund gives nothing back.

@@ -47,8 +47,14 @@ Decision TokenBucket::decide(KeyState& state, int64_t now_ns, int64_t cost) cons
   return d;
 }
 
-void TokenBucket::refund(KeyState& state, int64_t /*admitted_ns*/, int64_t cost) const {
-  missing(state) = std::max<int64_t>(0, missing(state) - cost * kPicoPerUnit);
+void TokenBucket::refund(KeyState& state, int64_t admitted_ns, int64_t now_ns, int64_t cost) const {
+  // Only the tokens not refilled since admitted_ns (see unrefilledNs()), in picotokens.
+  const int64_t charged = cost * kPicoPerUnit;
+  const int64_t elapsed_ns = std::max<int64_t>(0, now_ns - admitted_ns);
+  // Compare before multiplying so a late refund cannot overflow.
+  if (elapsed_ns >= ceilDiv(charged, rate_milli_per_s_)) return;
+  const int64_t back = charged - elapsed_ns * rate_milli_per_s_;
+  missing(state) = std::max<int64_t>(0, missing(state) - back);
 }
 
 bool TokenBucket::idle(const KeyState& state, int64_t now_ns) const {
