@@ -98,12 +98,20 @@ struct HttplibOptions {
   // Called for every request a policy applied to or that was shed, after the decision (e.g.
   // for metrics). The verdict holds no place in flight: a copy kept longer costs nothing.
   std::function<void(const httplib::Request&, const Verdict&)> on_verdict;
-  // What an admitted request answered 400 Bad Request (by a route, or by cpp-httplib for a
-  // body it could not read) costs in each policy, at most its cost there: the rest is given
-  // back, and the response's RateLimit header says so. The route's work did not happen, so a
-  // dear route's price is not due; but a malformed request still counts as a request, or
-  // malformed ones would be free of every limit. A negative value: no refund.
+  // What an admitted request answered 400 Bad Request before any route ran (by cpp-httplib:
+  // a body it could not read, a method no route takes), or by a route that
+  // malformed_route_400 names, costs in each policy, at most its cost there: the rest is
+  // given back, and the response's RateLimit header says so. The route's work did not
+  // happen, so a dear route's price is not due; but a malformed request still counts as a
+  // request, or malformed ones would be free of every limit. A negative value: no refund.
   int64_t bad_request_cost = 1;
+  // Whether the 400 a route's handler answered to `req` refused it as malformed before the
+  // route did its work (a body it could not parse), so that bad_request_cost applies to it.
+  // Unset, or false: the route's 400 pays the route's cost. A route that does its work and
+  // then answers 400 must not be named: the client chooses that answer (an OAuth2 token
+  // endpoint's invalid_grant for a wrong password, RFC 6749 5.2), and every guess would
+  // cost bad_request_cost instead of the route's price.
+  std::function<bool(const httplib::Request&)> malformed_route_400;
   // true: turn Nagle's algorithm off on the server's connections (TCP_NODELAY); false: leave
   // the server's setting as it is. cpp-httplib sends a response in two writes, head then
   // body; with Nagle on, the body waits until the client acknowledges the head, which the
@@ -115,11 +123,11 @@ struct HttplibOptions {
 };
 
 // Installs `limiter` as `server`'s pre-routing handler, and as its post-routing handler for
-// bad_request_cost (replacing any set before), and turns TCP_NODELAY on (tcp_nodelay above):
-// call it before the server binds. Every response under a policy gets RateLimit-Policy and
-// RateLimit; a rejection is answered right there with 429 (503 for a fail-closed store that
-// is down, or a priority class shed under http.shedding; 400 without the RateLimit fields
-// for a key header sent twice with different values), Retry-After when a retry can
+// bad_request_cost and malformed_route_400 (replacing any set before), and turns TCP_NODELAY on
+// (tcp_nodelay above): call it before the server binds. Every response under a policy gets
+// RateLimit-Policy and RateLimit; a rejection is answered right there with 429 (503 for a
+// fail-closed store that is down, or a priority class shed under http.shedding; 400 without the
+// RateLimit fields for a key header sent twice with different values), Retry-After when a retry can
 // succeed, and an application/problem+json body naming the violated policies (or saying
 // "overloaded"). An admitted request holds its place in flight (http.shedding) until its
 // response has been written (the response's resource releaser; a streaming route that

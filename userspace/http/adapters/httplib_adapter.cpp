@@ -83,11 +83,18 @@ std::shared_ptr<const DelayedThreads> install(httplib::Server& server,
   const int64_t bad_request_cost = options.bad_request_cost;
   if (bad_request_cost >= 0) {
     server.set_post_routing_handler(
-        [refund, bad_request_cost, adapter](const httplib::Request&, httplib::Response& res) {
+        [refund, bad_request_cost, adapter, malformed_route_400 = options.malformed_route_400](
+            const httplib::Request& req, httplib::Response& res) {
           if (t_admitted.adapter != adapter.get()) return;
           Verdict verdict = std::move(t_admitted.verdict);
           t_admitted = {};  // no verdict (nor its policy set) is kept between requests
           if (res.status != 400) return;
+          // cpp-httplib fills req.matches only when it hands the request to a route's handler:
+          // empty, the 400 is its own, answered before any route ran. A route's 400 may come
+          // after its work, and its status is the client's choice (a wrong password), so it is
+          // discounted only where the service says it refuses malformed requests up front.
+          const bool by_route = !req.matches.empty();
+          if (by_route && !(malformed_route_400 && malformed_route_400(req))) return;
           refund(verdict, bad_request_cost);
           setRateLimitHeaders(res, verdict);
         });

@@ -76,8 +76,9 @@ void addRoutes(httplib::Server& server, example::ServiceMetrics& metrics,
     };
   };
   server.Get("/api/items", json("/api/items", R"({"items":["anvil","rope","kite"]})"));
-  // An order without a body is malformed: 400, and the limiter charges it one unit per
-  // policy instead of the route's cost (HttplibOptions::bad_request_cost).
+  // An order without a body is malformed: 400 before any work, and the limiter charges it one
+  // unit per policy instead of the route's cost (HttplibOptions::bad_request_cost; the
+  // route is named in malformed_route_400).
   server.Post("/api/orders", [&metrics, accept = json("/api/orders", R"({"order":"accepted"})")](
                                  const httplib::Request& req, httplib::Response& res) {
     if (!req.body.empty()) return accept(req, res);
@@ -194,6 +195,10 @@ int run(const PolicySource& source, const std::string& listen,
     if (verdict.allowed()) return;
     metrics.countResponse(routeLabel(req.path), statusFor(verdict));
     if (verdict.reportable()) reporter->noteRejection(verdict.client_key);
+  };
+  // Its 400 refuses an order before anything is done for it (see addRoutes).
+  options.malformed_route_400 = [](const httplib::Request& req) {
+    return req.method == "POST" && req.path == "/api/orders";
   };
   // before binding: it turns TCP_NODELAY on, which the listening socket hands to connections
   installRateLimiter(server, live, std::move(options));
