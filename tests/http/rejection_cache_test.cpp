@@ -54,14 +54,60 @@ TEST(RejectionCache, HoldsNoLongerThanMaxHold) {
   EXPECT_FALSE(cache.lookup("k", 50 * kMs, 1));
 }
 
-TEST(RejectionCache, OnlyTheCostThatWasRejected) {
+TEST(RejectionCache, ASmallerCostGoesToTheStoreALargerOnceThenItsAnswerIsHeld) {
   RejectionCache cache;
   cache.remember("k", 0, 3, rejected(100, 10, 2));
   EXPECT_FALSE(cache.lookup("k", 1, 2)) << "a smaller cost may fit";
   ASSERT_TRUE(cache.lookup("k", 1, 3));
   EXPECT_EQ(cache.lookup("k", 1, 3)->remaining, 2);
-  EXPECT_FALSE(cache.lookup("k", 1, 4)) << "the store would tell a later retry";
+  EXPECT_FALSE(cache.lookup("k", 1, 4)) << "the store tells its later retry, once";
+  cache.remember("k", 1 * kMs, 4, rejected(300, 10, 2));
+  ASSERT_TRUE(cache.lookup("k", 50 * kMs, 4));
+  EXPECT_EQ(cache.lookup("k", 50 * kMs, 4)->retry_after_ns, 251 * kMs);
+  EXPECT_EQ(cache.lookup("k", 50 * kMs, 3)->retry_after_ns, 50 * kMs) << "its own answer still";
+  EXPECT_FALSE(cache.lookup("k", 50 * kMs, 11)) << "above the limit: the store says it never fits";
   EXPECT_FALSE(cache.lookup("other", 1, 3));
+  // once cost 3's answer runs out, cost 4's still holds
+  EXPECT_FALSE(cache.lookup("k", 100 * kMs, 3));
+  EXPECT_TRUE(cache.lookup("k", 100 * kMs, 4));
+}
+
+// A client whose key is rejected alternates routes of cost 1 and 20: two round trips, one per
+// cost, then every request is answered here until the answers run out, where one answer per
+// key would be replaced at every request and send each to the store.
+TEST(RejectionCache, AlternatingCostsCostOneRoundTripEach) {
+  RejectionCache cache;
+  int64_t asked = 0;
+  int64_t now_ns = 0;
+  for (int i = 0; i < 1000; ++i, now_ns += kMs / 2) {
+    const int64_t cost = i % 2 == 0 ? 1 : 20;
+    if (cache.lookup("k", now_ns, cost)) continue;
+    ++asked;
+    cache.remember("k", now_ns, cost, rejected(cost == 1 ? 700 : 900, 100, 0));
+  }
+  // 500 ms in all: neither answer ran out
+  EXPECT_EQ(asked, 2);
+  EXPECT_EQ(cache.stats().answered, 998);
+}
+
+// With kCostsPerKey costs held, a larger cost still is refused here, told the retry of the
+// largest smaller cost held (maybe early, never an admission), not sent to the store.
+TEST(RejectionCache, BeyondTheCostsHeldALargerCostIsToldTheLargestSmallerOnesRetry) {
+  RejectionCache cache;
+  for (int64_t cost = 1; cost <= static_cast<int64_t>(RejectionCache::kCostsPerKey); ++cost) {
+    EXPECT_FALSE(cache.lookup("k", 0, cost + 10)) << cost;
+    cache.remember("k", 0, cost + 10, rejected(100 * cost, 50, 0));
+  }
+  const int64_t largest = 10 + static_cast<int64_t>(RejectionCache::kCostsPerKey);
+  std::optional<Decision> beyond = cache.lookup("k", 0, 40);
+  ASSERT_TRUE(beyond);
+  EXPECT_EQ(beyond->retry_after_ns, (largest - 10) * 100 * kMs);
+  EXPECT_FALSE(cache.lookup("k", 0, 5)) << "a cost below every one held may fit";
+  // a fifth cost's answer takes the place of the one that runs out first
+  cache.remember("k", 0, 40, rejected(1000, 50, 0));
+  EXPECT_EQ(cache.lookup("k", 0, 40)->retry_after_ns, 1000 * kMs);
+  EXPECT_FALSE(cache.lookup("k", 0, 11)) << "cost 11's answer, the first to run out, made room";
+  EXPECT_TRUE(cache.lookup("k", 0, 12));
 }
 
 TEST(RejectionCache, KeepsOnlyRejectionsWithARetry) {

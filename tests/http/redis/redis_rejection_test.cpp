@@ -158,6 +158,24 @@ TEST_F(RedisRejectionTest, AfterTheRetryTheNextRequestGoesToRedis) {
   EXPECT_EQ(scriptCalls() - calls, 2);
 }
 
+// A client whose key Redis rejected alternates routes of cost 1 and 20: one call per cost,
+// then every request is rejected here, where one answer held per key would be replaced at
+// every request and send each one to Redis.
+TEST_F(RedisRejectionTest, AlternatingCostsCostOneCallPerCost) {
+  auto failover = store(window(AlgorithmKind::kFixedWindow, 20, 60'000), "alternating");
+  const int64_t window_start = 20'000 * 60'000 * kMs;  // whole minutes: a window starts here
+  ASSERT_TRUE(failover->decide("k", window_start, 20)->allowed());
+  const int64_t calls = scriptCalls();
+  for (int i = 0; i < 200; ++i) {
+    const int64_t cost = i % 2 == 0 ? 1 : 20;
+    Decision d = *failover->decide("k", window_start + (1 + i) * kMs, cost);
+    ASSERT_EQ(d.outcome, Outcome::kRejected) << i;
+    ASSERT_EQ(d.retry_after_ns, (60'000 - 1 - i) * kMs) << i;
+  }
+  EXPECT_EQ(scriptCalls() - calls, 2) << "198 requests answered here";
+  EXPECT_EQ(failover->stats().rejected_locally, 198);
+}
+
 TEST_F(RedisRejectionTest, ARefundForgetsTheRejection) {
   auto failover = store(window(AlgorithmKind::kFixedWindow, 2, 1000), "refund");
   const int64_t t = 2'000'000 * kMs;
