@@ -118,8 +118,10 @@ class SyncStore final : public Store {
   Decision spend(Entry& entry, int64_t now_ns, int64_t cost);
   // The decision from the key's fresh share, or nullopt (uncounted: decideLocally counts).
   std::optional<Decision> fromShare(std::string_view key, int64_t now_ns, int64_t cost);
-  // Reports `keys`' spent units and grants each a fresh share. `now_ns` read before.
-  Status syncKeys(const std::vector<std::string>& keys, int64_t now_ns);
+  // Reports `keys`' spent units and grants each a fresh share. `now_ns` read before. Keys
+  // syncing already (on another thread) are left to that sync; *asked (if given) is set
+  // when Redis was called, so not when every key was.
+  Status syncKeys(const std::vector<std::string>& keys, int64_t now_ns, bool* asked = nullptr);
 
   std::unique_ptr<RedisStore> remote_;
   AlgorithmParams params_;

@@ -6,6 +6,9 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
+#include <future>
+#include <mutex>
 #include <thread>
 
 #include "floodgate/core/limiter.h"
@@ -63,6 +66,32 @@ class RedisSyncTest : public ::testing::Test {
   std::shared_ptr<ManualClock> clock_ = std::make_shared<ManualClock>(1'000'000'000'000);
   std::shared_ptr<CircuitBreaker> breaker_ =
       std::make_shared<CircuitBreaker>(CircuitBreakerOptions{3, 1000}, clock_);
+};
+
+// A clock that moves only when told to and runs a hook, once, at its next reading after
+// once(): the test acts at a point of the store's own sequence, with no race to lose.
+class HookClock final : public Clock {
+ public:
+  explicit HookClock(int64_t start_ns) : now_ns_(start_ns) {}
+  int64_t nowNs() const override {
+    std::function<void()> hook;
+    {
+      std::lock_guard lock(mutex_);
+      hook = std::exchange(hook_, nullptr);
+    }
+    if (hook) hook();
+    return now_ns_.load();
+  }
+  void advanceMs(int64_t ms) { now_ns_ += ms * 1'000'000; }
+  void once(std::function<void()> hook) {
+    std::lock_guard lock(mutex_);
+    hook_ = std::move(hook);
+  }
+
+ private:
+  std::atomic<int64_t> now_ns_;
+  mutable std::mutex mutex_;
+  mutable std::function<void()> hook_;
 };
 
 AlgorithmParams fixedWindow(int64_t limit, int64_t window_ms) {
@@ -420,6 +449,51 @@ TEST_F(RedisSyncTest, ARequestASyncShareRefusesIsStillReportedForItsSpentPerIpLi
     EXPECT_TRUE(again.reportable()) << i;
   }
   EXPECT_EQ(exact.client().roundTrips(), trips) << "the rejection was remembered";
+}
+
+// A background round whose every key began syncing on the request path in between calls
+// Redis for nothing, so it leaves a half-open breaker half-open (its probe free for the next
+// call) instead of closing it. Redis is stuck meanwhile: closed, the breaker would let
+// every decision wait out the timeout. The request's sync starts when the round asks the
+// breaker (its clock's hook), and the round goes on once the key is marked syncing (the
+// store's clock, read then); a frozen Redis keeps that sync under way until thawed.
+TEST_F(RedisSyncTest, ARoundWithNothingLeftToSyncDoesNotCloseAHalfOpenBreaker) {
+  auto breaker_clock = std::make_shared<HookClock>(1'000'000'000'000);
+  auto breaker = std::make_shared<CircuitBreaker>(CircuitBreakerOptions{1, 1000}, breaker_clock);
+  auto store_clock = std::make_shared<HookClock>(1'000'000'000'000);
+  redis::ClientOptions client;
+  client.seeds = {server_->address()};
+  client.timeout_ms = 60'000;  // the request's sync lasts until the thaw
+  client.pool_size = 4;
+  RedisStoreOptions options;
+  options.virtual_time = true;
+  options.keeps_debt = true;
+  SyncStore store(
+      std::make_unique<RedisStore>(std::make_shared<redis::Client>(client), "sync",
+                                   fixedWindow(100, 600'000), options),
+      [] { return int64_t{1}; }, breaker, store_clock, SyncOptions{200, 1000, false});
+  ASSERT_TRUE(store.decide("k", store_clock->nowNs(), 1)->allowed());  // "k" is active
+  breaker->onFailure();                                                // opens it
+  breaker_clock->advanceMs(1001);                                      // the next call is the probe
+  server_->freeze();
+
+  // its share gone stale by then, the key is synced on the request path
+  const int64_t stale_ns = store_clock->nowNs() + 10'000'000'000;
+  std::thread request;
+  breaker_clock->once([&] {
+    auto syncing = std::make_shared<std::promise<void>>();
+    std::future<void> marked = syncing->get_future();
+    store_clock->once([syncing] { syncing->set_value(); });
+    request = std::thread([&store, stale_ns] { (void)store.decide("k", stale_ns, 1); });
+    marked.wait();
+  });
+  EXPECT_TRUE(store.syncNow().ok());
+  EXPECT_NE(breaker->state(), BreakerState::kClosed) << "closed with no call to Redis";
+  server_->thaw();
+  if (request.joinable()) request.join();
+  // the probe was given back: the next round asks Redis, which answers, and closes it
+  ASSERT_TRUE(store.syncNow().ok());
+  EXPECT_EQ(breaker->state(), BreakerState::kClosed);
 }
 
 TEST_F(RedisSyncTest, AnOutageFollowsEachFailureModeAndRecovers) {

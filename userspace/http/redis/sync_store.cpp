@@ -165,7 +165,7 @@ void SyncStore::refund(std::string_view key, int64_t admitted_ns, int64_t now_ns
   remote_->refund(key, admitted_ns, now_ns, cost);
 }
 
-Status SyncStore::syncKeys(const std::vector<std::string>& keys, int64_t now_ns) {
+Status SyncStore::syncKeys(const std::vector<std::string>& keys, int64_t now_ns, bool* asked) {
   std::vector<RedisStore::SyncItem> items;
   items.reserve(keys.size());
   for (const std::string& key : keys) {
@@ -181,6 +181,7 @@ Status SyncStore::syncKeys(const std::vector<std::string>& keys, int64_t now_ns)
     items.push_back({key, e.reporting, e.window_index});
   }
   if (items.empty()) return {};
+  if (asked != nullptr) *asked = true;
   auto answers = remote_->sync(items, now_ns);
   const int64_t instances = std::max<int64_t>(1, instances_());
   const int64_t window_us = params_.window_ms * 1000;
@@ -227,12 +228,21 @@ Status SyncStore::syncNow() {
   }
   Status status;
   for (size_t from = 0; from < active.size(); from += kKeysPerRound) {
-    if (!breaker_->allow())
+    bool probe = false;
+    if (!breaker_->allow(&probe))
       return Error::failure("shared store unavailable (circuit breaker open)");
     size_t to = std::min(active.size(), from + kKeysPerRound);
     std::vector<std::string> round(active.begin() + static_cast<std::ptrdiff_t>(from),
                                    active.begin() + static_cast<std::ptrdiff_t>(to));
-    status = syncKeys(round, now_ns);
+    bool asked = false;
+    status = syncKeys(round, now_ns, &asked);
+    if (!asked) {
+      // Every key of the round began syncing on the request path meanwhile: Redis was not
+      // called, which says nothing of its health. Closing a half-open breaker on it would
+      // let decisions pay the timeout against a Redis still down.
+      breaker_->notAsked(probe);
+      continue;
+    }
     if (!status) {
       breaker_->onFailure();
       return status;
