@@ -70,7 +70,8 @@ TEST_F(EscalationTest, AClientIsReportedOnceWhenItCrossesTheLimitWithinTheWindow
 
 // A report the controller refused (its quota for this reporter spent by other clients) must
 // not leave the client free for a ban time of a day: one still rejected past the threshold a
-// minute later is reported again. A banned one no longer reaches the service.
+// minute later is reported again, two minutes after that report, and so on. A banned one no
+// longer reaches the service.
 TEST_F(EscalationTest, AClientStillRejectedAMinuteAfterItsReportIsReportedAgain) {
   config_.ban_ns = 86'400'000'000'000ULL;  // a day
   auto listener = ReportListener::bind(config_.socket);
@@ -85,6 +86,14 @@ TEST_F(EscalationTest, AClientStillRejectedAMinuteAfterItsReportIsReportedAgain)
   for (int i = 0; i < 4; ++i) sender->noteRejection("198.51.100.7");
   EXPECT_TRUE(listener->drain(10).empty()) << "counted afresh: four are under the limit";
   sender->noteRejection("198.51.100.7");
+  EXPECT_EQ(listener->drain(10).size(), 1u);
+  // a ban that does not keep it away (monitor mode, another way in): each report again
+  // doubles the quiet time, so it costs a few reports a ban time, not one a minute
+  clock_->advanceNs(2 * http::OffenderReporter::kReportAgainNs - 1);
+  for (int i = 0; i < 5; ++i) sender->noteRejection("198.51.100.7");
+  EXPECT_TRUE(listener->drain(10).empty()) << "quiet for two minutes after the second report";
+  clock_->advanceNs(1);
+  for (int i = 0; i < 5; ++i) sender->noteRejection("198.51.100.7");
   EXPECT_EQ(listener->drain(10).size(), 1u);
 }
 

@@ -7,10 +7,13 @@
 //   offender 2001:db8:1:2::/64 rejections=50 within_ms=10000
 // sent as a datagram over the controller's Unix socket or, with http.escalate.redis_stream,
 // signed and added to a Redis stream every controller of the fleet reads (report_stream.h).
-// A client is reported at most once a minute (once a ban time, if shorter), so a flood of
-// rejections is one report; one still rejected past the threshold after that is reported
-// again, since the controller may have refused the report (another reporter's clients spent
-// the quota) and a client it banned no longer reaches the service. A report that could not be
+// A client is reported, then not again for a minute (or the ban time, if shorter), so a
+// flood of rejections is one report; one still rejected past the threshold after that is
+// reported again, since the controller may have refused the report (another reporter's
+// clients spent the quota) and a client it banned no longer reaches the service. Each report
+// again doubles the quiet time, up to the ban time: a client whose ban does not keep it away
+// (a limiter in monitor mode, traffic that reaches the service another way) costs a few
+// reports a ban time, not one a minute. A report that could not be
 // sent (no controller on the socket, the Redis queue full) is sent again on the client's next
 // rejection a second later or after.
 #pragma once
@@ -41,9 +44,9 @@ class OffenderReporter {
   // After a report that could not be sent, the client's next rejection this much later
   // sends it again: a controller restarting must not let an abuser go a whole ban time.
   static constexpr int64_t kResendNs = 1'000'000'000;
-  // After a report, the client's rejections are counted again this much later (or the ban
-  // time, if shorter): a report the controller refused does not leave an abuser a whole ban
-  // time, which may be a day.
+  // After a client's first report, its rejections are counted again this much later (or the
+  // ban time, if shorter), twice that after its next, and so on up to the ban time: a report
+  // the controller refused does not leave an abuser a whole ban time, which may be a day.
   static constexpr int64_t kReportAgainNs = 60'000'000'000;
 
   // Reports as `config.escalate` says, to the Redis of `config.store` for a stream.
@@ -68,12 +71,17 @@ class OffenderReporter {
     int64_t window_start_ns = 0;
     int64_t rejections = 0;
     int64_t quiet_until_ns = 0;  // reported: not counted again before then
+    int reports = 0;             // sent since its entry began: each doubles the quiet time
     bool unsent = false;         // its report could not be sent: send it again when quiet ends
+    int64_t queued_at_ns = 0;    // its entry of `expiries_`; others with its key are stale
   };
   // When a client's entry may go: its window over and its quiet time too.
   int64_t expiry(const Client& client) const;
   // An entry of `expiries_`: a client's key and the time it was queued under, which is its
   // expiry as of then (a later rejection may have moved the expiry on).
+  void queue(Client& client, const std::string& key);
+  // The quiet time after a report of `client` (counted), up to the ban time.
+  int64_t quietAfterReport(Client& client) const;
   struct Queued {
     int64_t at_ns;
     std::string key;

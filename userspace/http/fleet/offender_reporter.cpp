@@ -61,19 +61,29 @@ int64_t OffenderReporter::expiry(const Client& client) const {
   return std::max(client.window_start_ns + config_.within_ms * 1'000'000, client.quiet_until_ns);
 }
 
+void OffenderReporter::queue(Client& client, const std::string& key) {
+  client.queued_at_ns = expiry(client);
+  expiries_.push({client.queued_at_ns, key});
+}
+
+int64_t OffenderReporter::quietAfterReport(Client& client) const {
+  const auto ban_ns = static_cast<int64_t>(config_.ban_ns);
+  // past 2^20 minutes any ban time (at most days) is reached: no shift overflows
+  const int shift = std::min(client.reports++, 20);
+  return std::min(ban_ns, kReportAgainNs << shift);
+}
+
 void OffenderReporter::evictOld(int64_t now_ns) {
   while (!expiries_.empty() && expiries_.top().at_ns <= now_ns) {
-    Queued queued = expiries_.top();
+    const Queued queued = expiries_.top();
     expiries_.pop();
     auto it = clients_.find(queued.key);
-    if (it == clients_.end()) continue;
-    const int64_t due = expiry(it->second);
-    if (due <= now_ns) {
+    // gone, or queued again since under an earlier time (resendLater)
+    if (it == clients_.end() || it->second.queued_at_ns != queued.at_ns) continue;
+    if (expiry(it->second) <= now_ns) {
       clients_.erase(it);
     } else {
-      // a rejection since moved it on: queued again under its new time
-      queued.at_ns = due;
-      expiries_.push(std::move(queued));
+      queue(it->second, it->first);  // a rejection since moved it on
     }
   }
 }
@@ -93,22 +103,21 @@ void OffenderReporter::noteRejection(std::string_view client_key) {
         return;
       }
       it = clients_.emplace(std::string(client_key), Client{now, 0, 0}).first;
-      expiries_.push({expiry(it->second), it->first});
+      queue(it->second, it->first);
     }
     Client& c = it->second;
     if (now < c.quiet_until_ns) return;  // reported: the ban will catch up, or it is reported again
-    const int64_t quiet_ns = std::min(static_cast<int64_t>(config_.ban_ns), kReportAgainNs);
     if (c.unsent) {
       report = true;
       c.unsent = false;
-      c.quiet_until_ns = now + quiet_ns;
+      c.quiet_until_ns = now + quietAfterReport(c);
     } else if (now - c.window_start_ns >= window_ns) {
       c.window_start_ns = now;
       c.rejections = 0;
     }
     if (!report && ++c.rejections >= config_.rejections) {
       report = true;
-      c.quiet_until_ns = now + quiet_ns;
+      c.quiet_until_ns = now + quietAfterReport(c);
       c.rejections = 0;
     }
   }
@@ -121,6 +130,9 @@ void OffenderReporter::resendLater(const std::string& client_key) {
   if (it == clients_.end()) return;  // evicted meanwhile: it counts from nothing again
   it->second.unsent = true;
   it->second.quiet_until_ns = clock_->nowNs() + kResendNs;
+  // not sent: the quiet time doubles only for reports that were
+  if (it->second.reports > 0) --it->second.reports;
+  if (expiry(it->second) < it->second.queued_at_ns) queue(it->second, it->first);
 }
 
 bool OffenderReporter::send(const std::string& client_key) {
