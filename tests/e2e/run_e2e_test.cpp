@@ -852,7 +852,8 @@ TEST_F(RunE2eTest, MetricsAndHealthAnswerWhileAReloadWaits) {
   lock = UniqueFd();
 
   EXPECT_EQ(metrics.status, 200) << daemon_.log();
-  EXPECT_EQ(metrics.body.rfind("# floodgate is applying a config: these are the values of the "
+  EXPECT_EQ(metrics.body.rfind("# floodgate is busy (applying a config, or waiting for another "
+                               "command's lock): these are the values of the "
                                "last scrape\n",
                                0),
             0u)

@@ -281,7 +281,9 @@ std::string DaemonState::scrape() {
     {
       std::lock_guard last(last_mutex_);
       if (!last_scrape_.empty()) {
-        return "# floodgate is applying a config: these are the values of the last scrape\n" +
+        return "# floodgate is busy (applying a config, or waiting for another command's lock): "
+               "these "
+               "are the values of the last scrape\n" +
                last_scrape_;
       }
     }
