@@ -102,6 +102,7 @@ class Service {
     options.wait_for = [this](nanoseconds delay) { gate_.wait(delay); };
     options.on_verdict = [this](const httplib::Request&, const Verdict& verdict) {
       if (verdict.shed) ++shed_;
+      if (verdict.reportable()) ++reportable_;
     };
     delayed_ = installRateLimiter(server_, limiter_, std::move(options));
     port_ = server_.bind_to_any_port("127.0.0.1");
@@ -127,6 +128,8 @@ class Service {
   const DelayedThreads& delayed() { return *delayed_; }
   // Refusals for want of a free thread (Verdict::shed: never reported as the client's own).
   int shed() const { return shed_; }
+  // Refusals counted against the client for a ban (http.escalate).
+  int reportable() const { return reportable_; }
 
  private:
   std::shared_ptr<ManualClock> clock_ = std::make_shared<ManualClock>(1'000 * kS);
@@ -135,6 +138,7 @@ class Service {
   httplib::Server server_;
   std::shared_ptr<const DelayedThreads> delayed_;
   std::atomic<int> shed_{0};
+  std::atomic<int> reportable_{0};
   int port_ = 0;
   std::thread thread_;
 };
@@ -289,6 +293,38 @@ TEST(Shaping, ARequestRefusedForItsDelayTeachesTheAdaptiveLimitNothing) {
   }
   EXPECT_EQ(adaptive->noLoadLatencyNs(), kS / 1000);
   EXPECT_EQ(remaining(service.get("/heavy")), 20 - 6) << "every refusal was refunded";
+}
+
+// A queue per client address, 10 s deep: a client within it is no offender, even when the
+// server will not hold its requests that long. Reported, a page of 60 parallel calls would
+// count 49 rejections towards a ban at the packet layer.
+TEST(Shaping, ARequestRefusedForADelayBeyondMaxDelayIsNotReportable) {
+  HttplibOptions options;
+  options.max_delay = std::chrono::seconds(1);
+  Service service(options, 4, R"(http:
+  retry_after_jitter: 0
+  policies:
+    - {name: per-ip-queue, key: ip, algorithm: leaky_bucket, capacity: 100, rate_per_s: 10}
+)");
+  service.gate().open();
+  int admitted = 0;
+  int refused = 0;
+  for (int i = 0; i < 60; ++i) {  // the clock stands still: the i-th waits i × 100 ms
+    auto response = service.get("/");
+    ASSERT_TRUE(response);
+    if (response->status == 200) {
+      ++admitted;
+      continue;
+    }
+    ASSERT_EQ(response->status, 429) << i;
+    ++refused;
+    // 100 ms of queue drains before its wait is 1 s again: told as the whole second
+    EXPECT_EQ(response->get_header_value("Retry-After"), "1") << i;
+  }
+  EXPECT_EQ(admitted, 11);  // waits of 0 to 1 s
+  EXPECT_EQ(refused, 49);
+  EXPECT_EQ(service.shed(), 0);
+  EXPECT_EQ(service.reportable(), 0) << "within its queue's capacity: not the client's excess";
 }
 
 TEST(Shaping, ApplyDelayOffReportsTheDelayAndRefusesNothing) {

@@ -65,6 +65,11 @@ struct Verdict {
   // too many requests in flight for its priority class (binding outcome kOverloaded): other
   // clients' doing, not this one's excess, so never a reason to report it (escalate).
   bool shed = false;
+  // Admitted by every policy, but refused because the server would not hold its shaping
+  // delay (HttplibOptions::max_delay, max_delayed_threads): the policy queued it within
+  // the capacity it was configured with, so the 429 is no excess of the client's and never
+  // a reason to report it either.
+  bool delay_refused = false;
   // With http.shedding: the request's priority class, and its place among the requests in
   // flight, held until this verdict (and every copy of it) is destroyed, so a caller keeps
   // the verdict until the response is sent. Null when shed, rejected, or without shedding.
@@ -81,11 +86,12 @@ struct Verdict {
   // Whether this rejection is the client's own excess at its address, the only kind worth
   // reporting for a ban (http.escalate): a `key: ip` policy rejected it, and the client is
   // known. An API key or user bucket drained by someone else, a store that is down, or a
-  // server with no thread free (shed) says nothing about the address that sent it.
+  // server with no thread free (shed) says nothing about the address that sent it; nor does
+  // a queue wait longer than the server holds (delay_refused), which the policy admitted.
   // A policy over a prefix of clients (ipv4_prefix, ipv6_prefix) drained by the prefix as
   // a whole says nothing of this client's own excess either.
   bool reportable() const {
-    if (allowed() || shed || client_key.empty()) return false;
+    if (allowed() || shed || delay_refused || client_key.empty()) return false;
     for (const PolicyDecision& pd : decisions) {
       if (pd.decision.outcome == Outcome::kRejected && pd.policy->key.kind == KeyKind::kIp &&
           pd.key == client_key) {

@@ -11,9 +11,10 @@ namespace floodgate::http {
 
 namespace {
 
-// Turns the admitted `verdict`, whose longest delay will not be waited out, into a
-// rejection by the policy that asked for that delay, which a retry after `retry_after_ns`
-// can pass. `refund` gives back what the verdict took, so the request consumes nothing.
+// Turns the admitted `verdict`, whose longest delay will not be waited out, into a 429 of
+// the policy that asked for that delay, which a retry after `retry_after_ns` can pass.
+// `refund` gives back what the verdict took, so the request consumes nothing. The policy
+// admitted it (delay_refused): the bound is the server's, so it is not reportable.
 void refuseDelay(Verdict& verdict, InFlight* ticket, int64_t retry_after_ns, bool shed,
                  const std::function<void(Verdict&, int64_t)>& refund) {
   size_t longest = 0;
@@ -29,6 +30,7 @@ void refuseDelay(Verdict& verdict, InFlight* ticket, int64_t retry_after_ns, boo
   verdict.binding = refused;
   verdict.violated = {refused.policy};
   verdict.shed = shed;
+  verdict.delay_refused = true;
   // it did no work: no latency sample for the adaptive limit
   if (ticket) ticket->abandon();
 }
