@@ -122,6 +122,16 @@ class Service {
     return client.Get(path.c_str(), {{"X-API-Key", key}});
   }
 
+  // Waits (10 s at most, so that a failing test cannot hang) until `count` requests are in
+  // flight.
+  bool awaitInFlight(int64_t count) {
+    for (int i = 0; i < 10'000; ++i) {
+      if (limiter_->shedder()->inFlight() == count) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    return false;
+  }
+
   ManualClock& clock() { return *clock_; }
   const Limiter& limiter() { return *limiter_; }
   Gate& gate() { return gate_; }
@@ -155,6 +165,7 @@ TEST(Shaping, DelaysHoldAtMostMaxDelayedThreadsAndTheRestAreRefusedAndRefunded) 
   constexpr int kRefused = 3;  // requests beyond it
   HttplibOptions options;
   options.max_delayed_threads = kHeld;
+  options.max_delayed_threads_per_key = kHeld;     // one queue: it may take them all
   options.max_delay = std::chrono::seconds(1000);  // only the thread bound applies
   // every request below is in the pool at once: none waits for a thread to free
   Service service(options, kHeld + kRefused + 2);
@@ -293,6 +304,80 @@ TEST(Shaping, ARequestRefusedForItsDelayTeachesTheAdaptiveLimitNothing) {
   }
   EXPECT_EQ(adaptive->noLoadLatencyNs(), kS / 1000);
   EXPECT_EQ(remaining(service.get("/heavy")), 20 - 6) << "every refusal was refunded";
+}
+
+// A request waiting out its shaping delay does no work, so it holds no place in flight:
+// clients keeping their queues deep would else fill the priority classes with sleepers and
+// have everyone else's requests shed.
+TEST(Shaping, AWaitingRequestHoldsNoPlaceInFlight) {
+  const std::string yaml = std::string(kQueue) + R"(
+  shedding:
+    classes:
+      - {name: critical, max_in_flight: 2, match: [{path_prefix: /critical}]}
+      - {name: bulk, max_in_flight: 1}
+)";
+  Service service({}, 4, yaml);
+  auto first = service.get("/");  // leaves at once: the next of "alpha" waits 1 s
+  ASSERT_TRUE(first);
+  ASSERT_EQ(first->status, 200);
+  std::atomic<int> waited{0};  // its status
+  std::thread client([&] {
+    auto response = service.get("/");
+    waited = response ? response->status : -1;
+  });
+  ASSERT_TRUE(service.gate().awaitWaiting([](int waiting) { return waiting == 1; }));
+  // the first's place is given back once the server has destroyed its written response
+  EXPECT_TRUE(service.awaitInFlight(0));
+  // bulk's one place is free for another client while "alpha" waits
+  auto other = service.get("/", "beta");
+  ASSERT_TRUE(other);
+  EXPECT_EQ(other->status, 200);
+  ASSERT_TRUE(service.awaitInFlight(0));  // so that the waiting one finds its place free
+  service.gate().open();
+  client.join();
+  EXPECT_EQ(waited, 200);
+  const std::vector<PriorityClassStats> stats = service.limiter().shedder()->stats();
+  EXPECT_EQ(stats[1].admitted, 3) << "a request that waited is counted once";
+  EXPECT_EQ(stats[1].shed, 0);
+}
+
+// One queue waits in at most its share of the delayed threads, so that a few clients each
+// keeping their own queue deep cannot take them all and have every other client's wait
+// refused. Past its share, a request of that queue is refused as its own doing (not shed),
+// and like every refusal of a wait, not reported.
+TEST(Shaping, OneQueueWaitsInAtMostItsShareOfTheDelayedThreads) {
+  HttplibOptions options;
+  options.max_delayed_threads = 4;
+  options.max_delayed_threads_per_key = 2;
+  options.max_delay = std::chrono::seconds(1000);  // only the thread bounds apply
+  Service service(options, 8);
+  EXPECT_EQ(service.delayed().maxPerKey(), 2u);
+  ASSERT_EQ(service.get("/")->status, 200);  // "alpha"'s first leaves at once
+  ASSERT_EQ(service.get("/", "beta")->status, 200);
+
+  std::atomic<int> too_many{0};
+  std::string retry_after;
+  std::vector<std::thread> clients;
+  for (int i = 0; i < 4; ++i) {  // three of "alpha", then one of "beta"
+    clients.emplace_back([&, i] {
+      auto response = service.get("/", i < 3 ? "alpha" : "beta");
+      if (response && response->status == 429) {
+        retry_after = response->get_header_value("Retry-After");
+        ++too_many;
+      }
+      service.gate().poke();
+    });
+  }
+  ASSERT_TRUE(service.gate().awaitWaiting([&](int waiting) { return waiting + too_many == 4; }));
+  EXPECT_EQ(service.gate().waiting(), 3) << "alpha's two and beta's one";
+  EXPECT_EQ(too_many, 1);
+  EXPECT_EQ(service.delayed().held(), 3u);
+  EXPECT_GE(std::atoi(retry_after.c_str()), 1) << "its own delay: then it needs no wait";
+  EXPECT_EQ(service.shed(), 0) << "its own queue's share was taken: not other clients' doing";
+  EXPECT_EQ(service.reportable(), 0);
+  service.gate().open();
+  for (std::thread& client : clients) client.join();
+  EXPECT_EQ(service.delayed().held(), 0u);
 }
 
 // A queue per client address, 10 s deep: a client within it is no offender, even when the

@@ -181,6 +181,52 @@ TEST(Shedding, ARequestAPolicyRejectsHoldsNoPlaceInFlight) {
   EXPECT_EQ(f.limiter->shedder()->inFlight(), 1);
 }
 
+// A request that gave its place back to wait out a shaping delay takes it again after, in
+// its class, or is shed then with everything it took refunded: it did no work.
+TEST(Shedding, ARequestTakingItsPlaceAgainAfterAWaitIsShedIfItsClassIsFull) {
+  Fixture f(R"(http:
+  retry_after_jitter: 0
+  shedding:
+    retry_after: 3s
+    classes:
+      - {name: critical, max_in_flight: 2, match: [{path_prefix: /payments}]}
+      - {name: bulk, max_in_flight: 1}
+  policies:
+    - {name: per-ip, key: ip, algorithm: fixed_window, limit: 5, window_ms: 60000}
+)");
+  Verdict waiting = f.check("GET", "/reports");
+  ASSERT_TRUE(waiting.allowed());
+  waiting.in_flight->abandon();
+  waiting.in_flight.reset();
+  EXPECT_EQ(f.limiter->shedder()->inFlight(), 0);
+  Verdict other = f.check("GET", "/other");  // bulk's one place, taken meanwhile
+  ASSERT_TRUE(other.allowed());
+  EXPECT_FALSE(f.limiter->reenter(waiting));
+  EXPECT_EQ(waiting.binding.outcome, Outcome::kOverloaded);
+  EXPECT_EQ(statusFor(waiting), 503);
+  EXPECT_TRUE(waiting.shed);
+  EXPECT_FALSE(waiting.reportable());
+  EXPECT_EQ(waiting.in_flight, nullptr);
+  EXPECT_EQ(waiting.binding.retry_after_ns, 3'000 * kMs);
+  EXPECT_EQ(f.limiter->shedder()->inFlight(), 1);
+
+  other = {};
+  Verdict again = f.check("GET", "/reports");
+  again.in_flight->abandon();
+  again.in_flight.reset();
+  EXPECT_TRUE(f.limiter->reenter(again));
+  ASSERT_NE(again.in_flight, nullptr);
+  EXPECT_EQ(f.limiter->shedder()->inFlight(), 1);
+  const PriorityClassStats bulk = f.limiter->shedder()->stats()[1];
+  EXPECT_EQ(bulk.admitted, 3) << "each request counted once";
+  EXPECT_EQ(bulk.shed, 1);
+  again = {};
+  // the shed one took nothing: 5 - other - again
+  int admitted = 0;
+  for (int i = 0; i < 10; ++i) admitted += f.check("GET", "/x").allowed();
+  EXPECT_EQ(admitted, 3);
+}
+
 TEST(Shedding, OnlyATrustedProxyOrTheServiceNamesAClassAndOnlyAClassItKnows) {
   Fixture f(kThreeClasses);
   using Headers = std::vector<std::pair<std::string_view, std::string_view>>;

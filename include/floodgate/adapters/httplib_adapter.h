@@ -10,8 +10,11 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <unordered_map>
 #include <utility>
 
 #include "floodgate/core/limiter.h"
@@ -19,22 +22,26 @@
 
 namespace floodgate::http {
 
-// The server threads held for a shaping delay, never more than `max` at once: a thread takes
-// a slot before it waits and gives it back when done. Thread-safe and lock-free.
+// The server threads held for a shaping delay: never more than `max` at once, nor more than
+// `max_per_key` waiting in one queue (one key of one policy), so that a few clients each
+// keeping their own queue deep cannot take every slot. A thread takes a slot before it
+// waits and gives it back when done. Thread-safe.
 class DelayedThreads {
  public:
-  explicit DelayedThreads(size_t max) : max_(max) {}
+  DelayedThreads(size_t max, size_t max_per_key) : max_(max), max_per_key_(max_per_key) {}
   DelayedThreads(const DelayedThreads&) = delete;
   DelayedThreads& operator=(const DelayedThreads&) = delete;
 
   // One held thread's slot, given back when destroyed.
   class Slot {
    public:
-    Slot(Slot&& other) noexcept : owner_(std::exchange(other.owner_, nullptr)) {}
+    Slot(Slot&& other) noexcept
+        : owner_(std::exchange(other.owner_, nullptr)), key_(std::move(other.key_)) {}
     Slot& operator=(Slot&& other) noexcept {
       if (this != &other) {
         giveBack();
         owner_ = std::exchange(other.owner_, nullptr);
+        key_ = std::move(other.key_);
       }
       return *this;
     }
@@ -42,29 +49,53 @@ class DelayedThreads {
 
    private:
     friend class DelayedThreads;
-    explicit Slot(DelayedThreads* owner) : owner_(owner) {}
+    Slot(DelayedThreads* owner, std::string key) : owner_(owner), key_(std::move(key)) {}
     void giveBack() {
-      if (owner_ != nullptr) owner_->held_.fetch_sub(1, std::memory_order_release);
+      if (owner_ != nullptr) owner_->giveBack(key_);
       owner_ = nullptr;
     }
     DelayedThreads* owner_;
+    std::string key_;
   };
 
-  // A slot, or none when `max` threads hold one already.
-  std::optional<Slot> tryTake() {
-    size_t held = held_.load(std::memory_order_relaxed);
-    do {
-      if (held >= max_) return std::nullopt;
-    } while (!held_.compare_exchange_weak(held, held + 1, std::memory_order_acquire,
-                                          std::memory_order_relaxed));
-    return Slot(this);
+  // What tryTake() gives: a slot, or why there is none.
+  struct Taken {
+    std::optional<Slot> slot;
+    // none because `max_per_key` threads wait in this queue already (else `max` in all)
+    bool queue_full = false;
+  };
+  // A slot for a wait in the queue `key`.
+  Taken tryTake(std::string_view key) {
+    std::string queue(key);
+    std::lock_guard lock(mutex_);
+    if (held_.load(std::memory_order_relaxed) >= max_) return {};
+    size_t& in_queue = by_queue_[queue];
+    if (in_queue >= max_per_key_) {
+      if (in_queue == 0) by_queue_.erase(queue);
+      return {std::nullopt, true};
+    }
+    ++in_queue;
+    held_.fetch_add(1, std::memory_order_relaxed);
+    return {Slot(this, std::move(queue))};
   }
   // Threads holding a slot right now.
-  size_t held() const { return held_.load(std::memory_order_acquire); }
+  size_t held() const { return held_.load(std::memory_order_relaxed); }
   size_t max() const { return max_; }
+  size_t maxPerKey() const { return max_per_key_; }
 
  private:
+  void giveBack(const std::string& key) {
+    std::lock_guard lock(mutex_);
+    auto in_queue = by_queue_.find(key);
+    if (--in_queue->second == 0) by_queue_.erase(in_queue);
+    held_.fetch_sub(1, std::memory_order_relaxed);
+  }
+
   const size_t max_;
+  const size_t max_per_key_;
+  std::mutex mutex_;  // guards by_queue_ and the changes of held_
+  // The slots held per queue: only queues holding one (at most `max` entries).
+  std::unordered_map<std::string, size_t> by_queue_;
   std::atomic<size_t> held_{0};
 };
 
@@ -87,6 +118,13 @@ struct HttplibOptions {
   // requests nobody queues however many are queued; give half of your pool if you set
   // the server's new_task_queue to another size.
   size_t max_delayed_threads = std::max<size_t>(1, CPPHTTPLIB_THREAD_POOL_COUNT / 2);
+  // At most this many of them wait in one queue (one key of the policy whose delay it is),
+  // so that a few clients each keeping their own queue deep (up to rate × max_delay waits
+  // each) cannot take them all and have every other client's wait refused: a request that
+  // would need one more is refused with 429 (its cost refunded), Retry-After its delay (by
+  // then its own queue ahead has drained). Unset: an eighth of max_delayed_threads, at
+  // least 1, so that at least eight queues share the slots (5 each of a pool of 80's 40).
+  std::optional<size_t> max_delayed_threads_per_key;
   // No request is held longer: one whose delay exceeds this is refused with 429 (its cost
   // refunded), Retry-After when its delay will have come down to max_delay. The default,
   // one second, is the finest a Retry-After can say: a longer wait is told to the client as
@@ -95,8 +133,9 @@ struct HttplibOptions {
   // How a delay is waited out; unset: std::this_thread::sleep_for. Tests pass a wait they
   // end themselves.
   std::function<void(std::chrono::nanoseconds)> wait_for;
-  // Called for every request a policy applied to or that was shed, after the decision (e.g.
-  // for metrics). The verdict holds no place in flight: a copy kept longer costs nothing.
+  // Called for every request a policy applied to or that was shed, after the decision and
+  // any shaping wait (e.g. for metrics). The verdict holds no place in flight: a copy kept
+  // longer costs nothing.
   std::function<void(const httplib::Request&, const Verdict&)> on_verdict;
   // What an admitted request answered 400 Bad Request before any route ran (by cpp-httplib:
   // a body it could not read, a method no route takes), or by a route that
@@ -131,7 +170,8 @@ struct HttplibOptions {
 // succeed, and an application/problem+json body naming the violated policies (or saying
 // "overloaded"). An admitted request holds its place in flight (http.shedding) until its
 // response has been written (the response's resource releaser; a streaming route that
-// sets its own gives the place back when the route returns).
+// sets its own gives the place back when the route returns), but none while it waits out
+// a shaping delay: it takes its place again after (Limiter::reenter()), or is shed then.
 // Thread-safe as the limiter is; `limiter` is kept alive by the server's handler. Returns
 // the threads held for a delay (for metrics and tests).
 std::shared_ptr<const DelayedThreads> installRateLimiter(httplib::Server& server,

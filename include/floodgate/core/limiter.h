@@ -144,6 +144,14 @@ class Limiter {
   // little or nothing, though each decision's remaining reads as if all came back.
   void refund(Verdict& verdict, int64_t kept = 0) const;
 
+  // Takes again the place in flight (http.shedding, adaptive_concurrency) of an admitted
+  // `verdict` of this limiter's check() whose caller gave it back to wait out the shaping
+  // delay (abandon() and drop Verdict::in_flight): a request that only waits does no work,
+  // so it holds no place others could use. true: admitted, its place in verdict.in_flight
+  // (none without shedding). false: its class is full now, and the verdict is a shed
+  // refusal (503, Verdict::shed) with everything it took refunded. Thread-safe as check().
+  bool reenter(Verdict& verdict) const;
+
   const HttpConfig& config() const { return config_; }
   // Per-policy store, in config order (for stats).
   Store& store(size_t policy_index) { return *policies_[policy_index].store; }
@@ -175,6 +183,8 @@ class Limiter {
   bool enterShedding(const RequestInfo& request, Verdict& verdict) const;
   // refund() at `now_ns`: check() gives back a refused request's units at its own reading.
   void refundAt(Verdict& verdict, int64_t kept, int64_t now_ns) const;
+  // Makes `verdict` the refusal of a request its priority class has no place for.
+  void shed(Verdict& verdict) const;
   // Spreads a refusal's retry-after over whole seconds (http.retry_after_jitter).
   void jitterRetryAfter(Decision& binding) const;
   // The key `policy` uses for `request`: empty if the request has none (header missing),

@@ -31,6 +31,8 @@ class LiveLimiter {
   Verdict check(const RequestInfo& request);
   // Limiter::refund() on the set that decided `verdict` (the current one or an earlier one).
   void refund(Verdict& verdict, int64_t kept = 0) const;
+  // Limiter::reenter() on the set that decided `verdict`.
+  bool reenter(Verdict& verdict) const;
 
   // The set deciding now (for stats and metrics); it stays valid while held.
   std::shared_ptr<Limiter> current() const { return current_.load(); }

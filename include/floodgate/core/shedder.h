@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -95,13 +96,18 @@ class Shedder {
   // is no class is ignored, so a forged or mistyped one cannot raise a request.
   size_t classify(std::string_view named, const std::vector<std::string_view>& header_values,
                   std::string_view method, std::string_view path) const;
+  // The index of the class named `name` (a Verdict::priority of this shedder's), else the
+  // default class.
+  size_t indexOf(std::string_view name) const;
 
   // A place in flight for a request of class `index`: held until the returned ticket (and
   // every copy) is destroyed. Null when the requests in flight have reached the class's
   // threshold: shed. With an adaptive limit, a class's threshold is its max_in_flight
   // scaled by the adaptive limit over the highest class's max_in_flight (so the reserve
-  // keeps its share), the highest's being the adaptive limit itself.
-  std::shared_ptr<InFlight> enter(size_t index);
+  // keeps its share), the highest's being the adaptive limit itself. `again`: a request
+  // admitted before, which gave its place back for a while (a shaping wait): it is not
+  // counted admitted a second time, only shed if it is refused now.
+  std::shared_ptr<InFlight> enter(size_t index, bool again = false);
   // The threshold of class `index` now.
   int64_t threshold(size_t index) const;
   // Null without http.adaptive_concurrency.
@@ -118,6 +124,7 @@ class Shedder {
     int64_t max_in_flight;
     std::shared_ptr<SheddingState::Counters> counters;
   };
+  std::optional<size_t> byName(std::string_view name) const;
 
   std::vector<CompiledClass> classes_;
   size_t default_class_;

@@ -11,18 +11,33 @@ namespace floodgate::http {
 
 namespace {
 
-// Turns the admitted `verdict`, whose longest delay will not be waited out, into a 429 of
-// the policy that asked for that delay, which a retry after `retry_after_ns` can pass.
-// `refund` gives back what the verdict took, so the request consumes nothing. The policy
-// admitted it (delay_refused): the bound is the server's, so it is not reportable.
-void refuseDelay(Verdict& verdict, InFlight* ticket, int64_t retry_after_ns, bool shed,
-                 const std::function<void(Verdict&, int64_t)>& refund) {
+// The decision of `verdict` whose delay is the longest: the queue the request waits in.
+size_t longestDelay(const Verdict& verdict) {
   size_t longest = 0;
   for (size_t i = 1; i < verdict.decisions.size(); ++i) {
     if (verdict.decisions[i].decision.delay_ns > verdict.decisions[longest].decision.delay_ns) {
       longest = i;
     }
   }
+  return longest;
+}
+
+// The queue `verdict` waits in, for DelayedThreads: its policy and key.
+std::string queueOf(const Verdict& verdict) {
+  const PolicyDecision& queue = verdict.decisions[longestDelay(verdict)];
+  std::string key(queue.decision.policy);
+  key += '\n';
+  key += queue.key;
+  return key;
+}
+
+// Turns the admitted `verdict`, whose longest delay will not be waited out, into a 429 of
+// the policy that asked for that delay, which a retry after `retry_after_ns` can pass.
+// `refund` gives back what the verdict took, so the request consumes nothing. The policy
+// admitted it (delay_refused): the bound is the server's, so it is not reportable.
+void refuseDelay(Verdict& verdict, int64_t retry_after_ns, bool shed,
+                 const std::function<void(Verdict&, int64_t)>& refund) {
+  const size_t longest = longestDelay(verdict);
   refund(verdict, 0);
   Decision& refused = verdict.decisions[longest].decision;
   refused.outcome = Outcome::kRejected;
@@ -31,8 +46,6 @@ void refuseDelay(Verdict& verdict, InFlight* ticket, int64_t retry_after_ns, boo
   verdict.violated = {refused.policy};
   verdict.shed = shed;
   verdict.delay_refused = true;
-  // it did no work: no latency sample for the adaptive limit
-  if (ticket) ticket->abandon();
 }
 
 // The admitted verdict of the request this server thread is serving, kept from the
@@ -68,15 +81,19 @@ void setRateLimitHeaders(httplib::Response& res, const Verdict& verdict) {
 }
 
 // `check` decides a request: a Limiter's or a LiveLimiter's check(); `refund` gives back
-// what an admitted verdict of it took beyond the units it keeps in each policy.
+// what an admitted verdict of it took beyond the units it keeps in each policy; `reenter`
+// takes its place in flight again after a shaping wait (Limiter::reenter()).
 std::shared_ptr<const DelayedThreads> install(httplib::Server& server,
                                               std::function<Verdict(const RequestInfo&)> check,
                                               std::function<void(Verdict&, int64_t)> refund,
+                                              std::function<bool(Verdict&)> reenter,
                                               HttplibOptions options) {
   // A rate-limited response, 429 or not, must not wait 40 ms on a delayed ACK (see
   // HttplibOptions::tcp_nodelay): the limiter's own cost is microseconds.
   if (options.tcp_nodelay) server.set_tcp_nodelay(true);
-  auto delayed = std::make_shared<DelayedThreads>(options.max_delayed_threads);
+  auto delayed = std::make_shared<DelayedThreads>(
+      options.max_delayed_threads, options.max_delayed_threads_per_key.value_or(
+                                       std::max<size_t>(1, options.max_delayed_threads / 8)));
   if (!options.wait_for) {
     options.wait_for = [](std::chrono::nanoseconds delay) { std::this_thread::sleep_for(delay); };
   }
@@ -102,8 +119,8 @@ std::shared_ptr<const DelayedThreads> install(httplib::Server& server,
         });
   }
   server.set_pre_routing_handler(
-      [check = std::move(check), refund, options = std::move(options), delayed, adapter,
-       bad_request_cost](const httplib::Request& req, httplib::Response& res) {
+      [check = std::move(check), refund, reenter = std::move(reenter), options = std::move(options),
+       delayed, adapter, bad_request_cost](const httplib::Request& req, httplib::Response& res) {
         t_admitted = {};
         std::string user = options.user_of ? options.user_of(req) : std::string();
         std::string priority = options.priority_of ? options.priority_of(req) : std::string();
@@ -121,12 +138,12 @@ std::shared_ptr<const DelayedThreads> install(httplib::Server& server,
         // written, whatever the route did, and calls its resource releaser then. Not kept
         // in the verdict, whose copies (on_verdict's) could outlive the request.
         std::shared_ptr<InFlight> ticket = std::move(verdict.in_flight);
-        if (ticket) holdUntilWritten(res, ticket);
         if (!verdict.limited() && verdict.allowed()) {
+          if (ticket) holdUntilWritten(res, std::move(ticket));
           return httplib::Server::HandlerResponse::Unhandled;
         }
 
-        // A delay is waited out only within both bounds; beyond either the request is refused,
+        // A delay is waited out only within the bounds; beyond one the request is refused,
         // and Retry-After is when it would be within them without any other thread's help.
         const int64_t delay_ns = verdict.binding.delay_ns;
         std::optional<DelayedThreads::Slot> slot;
@@ -134,11 +151,28 @@ std::shared_ptr<const DelayedThreads> install(httplib::Server& server,
           const int64_t max_delay_ns = options.max_delay.count();
           if (delay_ns > max_delay_ns) {
             // a queue drains at its rate: the delay is max_delay once the excess has drained
-            refuseDelay(verdict, ticket.get(), delay_ns - max_delay_ns, /*shed=*/false, refund);
-          } else if (slot = delayed->tryTake(); !slot) {
-            // once the delay has passed, the queue ahead has drained and it needs no thread
-            refuseDelay(verdict, ticket.get(), delay_ns, /*shed=*/true, refund);
+            refuseDelay(verdict, delay_ns - max_delay_ns, /*shed=*/false, refund);
+          } else {
+            DelayedThreads::Taken taken = delayed->tryTake(queueOf(verdict));
+            slot = std::move(taken.slot);
+            // Once the delay has passed, the queue ahead has drained and it needs no thread.
+            // No slot free is other clients' doing (shed); its own queue's share taken, its.
+            if (!slot) refuseDelay(verdict, delay_ns, /*shed=*/!taken.queue_full, refund);
           }
+        }
+        if (slot) {
+          // Waiting is no work: the place in flight is others' meanwhile, and is taken again
+          // after, when its class may be full (then shed, and refunded).
+          if (ticket) ticket->abandon();
+          ticket.reset();
+          options.wait_for(std::chrono::nanoseconds(delay_ns));
+          slot.reset();
+          if (reenter(verdict)) ticket = std::move(verdict.in_flight);
+        }
+        if (!verdict.allowed() && ticket) {
+          // it did no work: no latency sample for the adaptive limit
+          ticket->abandon();
+          ticket.reset();
         }
 
         if (options.on_verdict) options.on_verdict(req, verdict);
@@ -148,7 +182,7 @@ std::shared_ptr<const DelayedThreads> install(httplib::Server& server,
           res.set_content(problemJson(verdict), "application/problem+json");
           return httplib::Server::HandlerResponse::Handled;
         }
-        if (slot) options.wait_for(std::chrono::nanoseconds(delay_ns));
+        if (ticket) holdUntilWritten(res, std::move(ticket));
         if (bad_request_cost >= 0) t_admitted = {adapter.get(), std::move(verdict)};
         return httplib::Server::HandlerResponse::Unhandled;
       });
@@ -163,7 +197,7 @@ std::shared_ptr<const DelayedThreads> installRateLimiter(httplib::Server& server
   return install(
       server, [limiter](const RequestInfo& info) { return limiter->check(info); },
       [limiter](Verdict& verdict, int64_t kept) { limiter->refund(verdict, kept); },
-      std::move(options));
+      [limiter](Verdict& verdict) { return limiter->reenter(verdict); }, std::move(options));
 }
 
 std::shared_ptr<const DelayedThreads> installRateLimiter(httplib::Server& server,
@@ -172,7 +206,7 @@ std::shared_ptr<const DelayedThreads> installRateLimiter(httplib::Server& server
   return install(
       server, [limiter](const RequestInfo& info) { return limiter->check(info); },
       [limiter](Verdict& verdict, int64_t kept) { limiter->refund(verdict, kept); },
-      std::move(options));
+      [limiter](Verdict& verdict) { return limiter->reenter(verdict); }, std::move(options));
 }
 
 }  // namespace floodgate::http

@@ -372,12 +372,27 @@ bool Limiter::enterShedding(const RequestInfo& request, Verdict& verdict) const 
   verdict.priority = shedder_->name(index);
   verdict.in_flight = shedder_->enter(index);
   if (verdict.in_flight) return true;
+  shed(verdict);
+  return false;
+}
+
+void Limiter::shed(Verdict& verdict) const {
   verdict.shed = true;
   verdict.binding.outcome = Outcome::kOverloaded;
   // over a class's share of a fixed or adaptive limit: the retry-after of whichever set it
   verdict.binding.retry_after_ns = static_cast<int64_t>(
-      shedding.enabled() ? shedding.retry_after_ns : config_.adaptive_concurrency.retry_after_ns);
+      config_.shedding.enabled() ? config_.shedding.retry_after_ns
+                                 : config_.adaptive_concurrency.retry_after_ns);
   jitterRetryAfter(verdict.binding);
+}
+
+bool Limiter::reenter(Verdict& verdict) const {
+  if (shedder_ == nullptr || !verdict.allowed()) return verdict.allowed();
+  verdict.in_flight = shedder_->enter(shedder_->indexOf(verdict.priority), /*again=*/true);
+  if (verdict.in_flight) return true;
+  // it waited, and did no work: it keeps nothing of any policy's
+  refund(verdict);
+  shed(verdict);
   return false;
 }
 

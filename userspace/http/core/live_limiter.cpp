@@ -52,6 +52,13 @@ void LiveLimiter::refund(Verdict& verdict, int64_t kept) const {
   }
 }
 
+bool LiveLimiter::reenter(Verdict& verdict) const {
+  if (const auto* set = static_cast<const Limiter*>(verdict.policy_set.get())) {
+    return set->reenter(verdict);
+  }
+  return verdict.allowed();
+}
+
 std::string LiveLimiter::version() const {
   std::lock_guard lock(mutex_);
   return version_;

@@ -56,14 +56,19 @@ int64_t Shedder::threshold(size_t index) const {
   return index == 0 ? limit : std::max<int64_t>(1, limit * own / top);
 }
 
+std::optional<size_t> Shedder::byName(std::string_view name) const {
+  for (size_t i = 0; i < classes_.size(); ++i) {
+    if (classes_[i].name == name) return i;
+  }
+  return std::nullopt;
+}
+
+size_t Shedder::indexOf(std::string_view name) const {
+  return byName(name).value_or(default_class_);
+}
+
 size_t Shedder::classify(std::string_view named, const std::vector<std::string_view>& header_values,
                          std::string_view method, std::string_view path) const {
-  auto byName = [this](std::string_view name) -> std::optional<size_t> {
-    for (size_t i = 0; i < classes_.size(); ++i) {
-      if (classes_[i].name == name) return i;
-    }
-    return std::nullopt;
-  };
   if (!named.empty()) {
     if (auto i = byName(named)) return *i;
   }
@@ -80,7 +85,7 @@ size_t Shedder::classify(std::string_view named, const std::vector<std::string_v
   return default_class_;
 }
 
-std::shared_ptr<InFlight> Shedder::enter(size_t index) {
+std::shared_ptr<InFlight> Shedder::enter(size_t index, bool again) {
   CompiledClass& c = classes_[index];
   const int64_t max = threshold(index);
   std::atomic<int64_t>& in_flight = state_->in_flight;
@@ -92,7 +97,7 @@ std::shared_ptr<InFlight> Shedder::enter(size_t index) {
     }
   } while (!in_flight.compare_exchange_weak(now, now + 1, std::memory_order_acq_rel,
                                             std::memory_order_relaxed));
-  c.counters->admitted.fetch_add(1, std::memory_order_relaxed);
+  if (!again) c.counters->admitted.fetch_add(1, std::memory_order_relaxed);
   // The ticket keeps the state alive, so it can be given back after this shedder (and the
   // policy set that owns it) is gone.
   return std::make_shared<InFlight>(state_, adaptive_, clock_, adaptive_ ? clock_->nowNs() : 0);
