@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The adaptive concurrency limit on a stepped clock, against a fake downstream whose
-// latency rises with the requests in flight past its knee.
+// latency rises with the requests in flight past its knee, and against clients that try
+// to steer it.
 #include "floodgate/core/adaptive_limit.h"
 
 #include <gtest/gtest.h>
@@ -18,19 +19,37 @@ class FakeDownstream {
  public:
   explicit FakeDownstream(AdaptiveLimit& limit) : limit_(limit) {}
 
-  // Runs `windows` windows of 50 requests, each window at the concurrency the limit allows,
-  // 2 ms of clock apart; the latency is 10 ms up to the knee, then grows with the queue,
-  // times `slowdown`. Every `error_every`th request fails (0: none).
-  void run(int windows, double slowdown = 1, int error_every = 0) {
+  // Runs `windows` windows of 50 requests, each of another client, each window at the
+  // concurrency the limit allows, 2 ms of clock apart; the latency is 10 ms up to the knee,
+  // then grows with the queue, times `slowdown`. Every `error_every`th request fails (0:
+  // none). `each` runs after every request (e.g. an attacker's requests).
+  template <typename Each>
+  void run(int windows, double slowdown, int error_every, Each each) {
     for (int w = 0; w < windows; ++w) {
       const int64_t concurrency = limit_.limit();
+      const uint64_t probes = limit_.probes();  // the window's requests are admitted now
       const double queue = std::max(1.0, static_cast<double>(concurrency) / kKnee);
       const auto latency = static_cast<int64_t>(10 * kMs * queue * slowdown);
       for (int i = 0; i < 50; ++i) {
         now_ += 2 * kMs;
         ++n_;
-        limit_.record(latency, error_every > 0 && n_ % error_every == 0, now_);
+        limit_.record({latency, error_every > 0 && n_ % error_every == 0, n_, probes}, now_);
+        each(i, probes);
       }
+    }
+  }
+  void run(int windows, double slowdown = 1, int error_every = 0) {
+    run(windows, slowdown, error_every, [](int, uint64_t) {});
+  }
+  // Another request finishing at the same moment as the last.
+  void alsoRecord(int64_t latency_ns, uint64_t client, uint64_t probes) {
+    limit_.record({latency_ns, false, client, probes}, now_);
+  }
+  // `count` requests of `client` that take `latency_ns`, 2 ms apart, and nothing else.
+  void burst(int count, int64_t latency_ns, uint64_t client) {
+    for (int i = 0; i < count; ++i) {
+      now_ += 2 * kMs;
+      limit_.record({latency_ns, false, client, limit_.probes()}, now_);
     }
   }
   // The lowest and highest limit over `windows` more windows.
@@ -47,7 +66,7 @@ class FakeDownstream {
  private:
   AdaptiveLimit& limit_;
   int64_t now_ = 1'000 * kMs;
-  int64_t n_ = 0;
+  uint64_t n_ = 0;
 };
 
 AdaptiveConcurrencyConfig config() {
@@ -78,6 +97,52 @@ TEST(AdaptiveLimit, SettlesNearTheKneeDropsUnderInjectedLatencyAndRecovers) {
   auto [low_again, high_again] = downstream.range(50);
   EXPECT_GE(low_again, kKnee);
   EXPECT_LE(high_again, 2 * kKnee);
+}
+
+constexpr uint64_t kAttacker = 1ULL << 40;  // no client of the downstream's
+
+// A burst of cheap requests (a path no route serves, a cached one) from a quiet moment
+// fills a window of its own: were that window's latency the no-load latency, every window
+// of real traffic after it would seem overloaded and the limit would sink to its floor.
+TEST(AdaptiveLimit, ABurstOfCheapRequestsDoesNotSetTheNoLoadLatency) {
+  AdaptiveLimit limit(config());
+  FakeDownstream downstream(limit);
+  downstream.run(100);
+  downstream.burst(60, 10'000, kAttacker);  // 10 µs each, over 120 ms
+  auto [low, high] = downstream.range(50);
+  EXPECT_EQ(limit.noLoadLatencyNs(), 10 * kMs);
+  EXPECT_GE(low, kKnee) << "the limit sank under no load";
+  EXPECT_LE(high, 2 * kKnee);
+}
+
+// One client flooding cheap requests through ten windows gets a quarter of a window's
+// samples in each, not most of them.
+TEST(AdaptiveLimit, OneClientFloodingCheapRequestsDoesNotSetTheNoLoadLatency) {
+  AdaptiveLimit limit(config());
+  FakeDownstream downstream(limit);
+  downstream.run(100);
+  downstream.run(10, 1, 0, [&](int, uint64_t probes) {
+    for (int k = 0; k < 4; ++k) downstream.alsoRecord(10'000, kAttacker, probes);
+  });
+  auto [low, high] = downstream.range(50);
+  EXPECT_EQ(limit.noLoadLatencyNs(), 10 * kMs);
+  EXPECT_GE(low, kKnee) << "the limit sank under no load";
+  EXPECT_LE(high, 2 * kKnee);
+}
+
+// One slow request a window (a body trickled in, a client of its own stalling) would
+// triple a 10 ms window's mean; the median does not move.
+TEST(AdaptiveLimit, OneSlowRequestAWindowDoesNotShrinkIt) {
+  AdaptiveLimit limit(config());
+  FakeDownstream downstream(limit);
+  downstream.run(100);
+  downstream.run(50, 1, 0, [&](int i, uint64_t probes) {
+    if (i == 25) downstream.alsoRecord(1'000 * kMs, kAttacker, probes);
+  });
+  auto [low, high] = downstream.range(50);
+  EXPECT_GE(low, kKnee) << "a few slow requests shrank the limit";
+  EXPECT_LE(high, 2 * kKnee);
+  EXPECT_EQ(limit.noLoadLatencyNs(), 10 * kMs);
 }
 
 TEST(AdaptiveLimit, ErrorsShrinkItWhateverTheLatency) {
@@ -111,8 +176,8 @@ TEST(AdaptiveLimit, AProbeWindowAtTheFloorLearnsANewNormal) {
   // stay pressed down against the old 10 ms; the probe measures 20 ms at the floor and the
   // limit climbs back to the knee.
   downstream.run(200, 2.0);
-  // measured at the floor, give or take the one request of the window before it
-  EXPECT_NEAR(static_cast<double>(limit.noLoadLatencyNs()), 20.0 * kMs, 0.05 * 20 * kMs);
+  // measured at the floor, by the requests admitted there alone
+  EXPECT_EQ(limit.noLoadLatencyNs(), 20 * kMs);
   std::vector<int64_t> limits;  // over two probe periods, a probe window or two among them
   for (int w = 0; w < 40; ++w) {
     downstream.run(1, 2.0);

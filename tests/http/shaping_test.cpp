@@ -94,12 +94,21 @@ class Service {
     EXPECT_TRUE(made.ok());
     limiter_ = std::move(*made);
     server_.new_task_queue = [pool_threads] { return new httplib::ThreadPool(pool_threads); };
-    // /work takes a millisecond of the test's clock, as a route that does something
+    // /work takes a millisecond of the test's clock, as a route that does something, and
+    // so does /slow-read, whose response then takes a second to write, as to a client that
+    // reads it slowly (cpp-httplib calls the logger once the response is written).
     server_.Get(R"(/.*)", [this](const httplib::Request& req, httplib::Response& res) {
-      if (req.path == "/work") clock_->advanceNs(kS / 1000);
+      if (req.path == "/work" || req.path == "/slow-read") clock_->advanceNs(kS / 1000);
       res.set_content("ok", "text/plain");
     });
-    options.wait_for = [this](nanoseconds delay) { gate_.wait(delay); };
+    server_.set_logger([this](const httplib::Request& req, const httplib::Response&) {
+      if (req.path == "/slow-read") clock_->advanceNs(kS);
+      ++written_;
+    });
+    options.wait_for = [this](nanoseconds delay) {
+      if (!sleep_on_clock_) return gate_.wait(delay);
+      clock_->advanceNs(delay.count());
+    };
     options.on_verdict = [this](const httplib::Request&, const Verdict& verdict) {
       if (verdict.shed) ++shed_;
       if (verdict.reportable()) ++reportable_;
@@ -121,6 +130,24 @@ class Service {
     client.set_read_timeout(120);
     return client.Get(path.c_str(), {{"X-API-Key", key}});
   }
+  // A DELETE, which no route serves, without an API key, which no policy limits.
+  httplib::Result remove(const std::string& path) {
+    httplib::Client client("127.0.0.1", port_);
+    client.set_connection_timeout(30);
+    client.set_read_timeout(120);
+    return client.Delete(path.c_str());
+  }
+  // Waits (10 s at most, so that a failing test cannot hang) until `count` responses have
+  // been written.
+  bool awaitWritten(int count) {
+    for (int i = 0; i < 10'000 && written_ < count; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    return written_ >= count;
+  }
+  // From now on a delay is waited out by moving the test's clock on by it, as a sleep
+  // would take it, rather than on the gate.
+  void sleepOnClock() { sleep_on_clock_ = true; }
 
   // Waits (10 s at most, so that a failing test cannot hang) until `count` requests are in
   // flight.
@@ -145,6 +172,8 @@ class Service {
   std::shared_ptr<ManualClock> clock_ = std::make_shared<ManualClock>(1'000 * kS);
   std::shared_ptr<Limiter> limiter_;
   Gate gate_;
+  std::atomic<bool> sleep_on_clock_{false};
+  std::atomic<int> written_{0};
   httplib::Server server_;
   std::shared_ptr<const DelayedThreads> delayed_;
   std::atomic<int> shed_{0};
@@ -287,7 +316,7 @@ TEST(Shaping, ARequestRefusedForItsDelayTeachesTheAdaptiveLimitNothing) {
   service.gate().open();
   const AdaptiveLimit* adaptive = service.limiter().shedder()->adaptive();
   ASSERT_NE(adaptive, nullptr);
-  for (int i = 0; i < 30; ++i) {  // a queue each, so none waits: each takes 1 ms
+  for (int i = 0; i < 60; ++i) {  // a queue each, so none waits: each takes 1 ms
     auto honest = service.get("/work", "honest-" + std::to_string(i));
     ASSERT_TRUE(honest);
     ASSERT_EQ(honest->status, 200) << i;
@@ -300,7 +329,7 @@ TEST(Shaping, ARequestRefusedForItsDelayTeachesTheAdaptiveLimitNothing) {
     auto refused = service.get("/heavy");
     ASSERT_TRUE(refused);
     ASSERT_EQ(refused->status, 429) << i;
-    if (i % 10 == 9) service.clock().advanceNs(kS / 1000);  // windows close
+    if (i % 10 == 9) service.clock().advanceNs(10 * kS / 1000);  // windows close
   }
   EXPECT_EQ(adaptive->noLoadLatencyNs(), kS / 1000);
   EXPECT_EQ(remaining(service.get("/heavy")), 20 - 6) << "every refusal was refunded";
@@ -410,6 +439,70 @@ TEST(Shaping, ARequestRefusedForADelayBeyondMaxDelayIsNotReportable) {
   EXPECT_EQ(refused, 49);
   EXPECT_EQ(service.shed(), 0);
   EXPECT_EQ(service.reportable(), 0) << "within its queue's capacity: not the client's excess";
+}
+
+// The adaptive limit, learning in windows of 10 requests.
+const std::string kQueueAndAdaptive = std::string(kQueue) + R"(
+  adaptive_concurrency:
+    {floor: 2, ceiling: 50, initial: 10, window: 10, window_ms: 10, probe_every: 0}
+)";
+
+// A request no route serves is answered 404 by cpp-httplib in microseconds, under a policy
+// or none: as latency samples, a burst of them would teach the adaptive limit a no-load
+// latency of nothing, and every window of real traffic after would shrink it to its floor.
+TEST(Shaping, RequestsAnswered4xxTeachTheAdaptiveLimitNothing) {
+  Service service({}, 4, kQueueAndAdaptive);
+  const AdaptiveLimit* adaptive = service.limiter().shedder()->adaptive();
+  ASSERT_NE(adaptive, nullptr);
+  for (int i = 0; i < 60; ++i) {  // a queue each, so none waits: each takes 1 ms
+    auto honest = service.get("/work", "honest-" + std::to_string(i));
+    ASSERT_TRUE(honest);
+    ASSERT_EQ(honest->status, 200) << i;
+  }
+  ASSERT_EQ(adaptive->noLoadLatencyNs(), kS / 1000);
+  for (int i = 0; i < 200; ++i) {
+    auto missing = service.remove("/nothing");
+    ASSERT_TRUE(missing);
+    ASSERT_EQ(missing->status, 404) << i;
+    if (i % 10 == 9) service.clock().advanceNs(10 * kS / 1000);  // windows close
+  }
+  EXPECT_EQ(adaptive->noLoadLatencyNs(), kS / 1000);
+}
+
+// A queued request's wait is no work of the service's: its latency sample starts when the
+// wait ends, or a client keeping its own queue a second deep would make each of its
+// samples a second long.
+TEST(Shaping, TheAdaptiveLimitTimesAQueuedRequestFromTheEndOfItsWait) {
+  Service service({}, 4, kQueueAndAdaptive);
+  service.sleepOnClock();
+  const AdaptiveLimit* adaptive = service.limiter().shedder()->adaptive();
+  ASSERT_NE(adaptive, nullptr);
+  for (int i = 0; i < 60; ++i) {  // one queue: each but the first waits about a second
+    auto queued = service.get("/work");
+    ASSERT_TRUE(queued);
+    ASSERT_EQ(queued->status, 200) << i;
+  }
+  EXPECT_GT(service.clock().nowNs(), 1'000 * kS + 50 * kS) << "they waited";
+  EXPECT_EQ(adaptive->noLoadLatencyNs(), kS / 1000) << "1 ms of work each";
+  EXPECT_EQ(adaptive->recentLatencyNs(), kS / 1000);
+}
+
+// A client reading its response slowly (or not at all) holds a server thread, but says
+// nothing of how fast the service works: the sample ends when the route has answered,
+// before the response is written.
+TEST(Shaping, TheAdaptiveLimitTimesARequestUntilItsRouteAnswersNotItsWrite) {
+  Service service({}, 4, kQueueAndAdaptive);
+  const AdaptiveLimit* adaptive = service.limiter().shedder()->adaptive();
+  ASSERT_NE(adaptive, nullptr);
+  for (int i = 0; i < 60; ++i) {
+    auto read = service.get("/slow-read", "reader-" + std::to_string(i));
+    ASSERT_TRUE(read);
+    ASSERT_EQ(read->status, 200) << i;
+    // written (the clock moved on by it) before the next request starts
+    ASSERT_TRUE(service.awaitWritten(i + 1));
+  }
+  EXPECT_GT(service.clock().nowNs(), 1'000 * kS + 50 * kS) << "the writes took their time";
+  EXPECT_EQ(adaptive->noLoadLatencyNs(), kS / 1000) << "1 ms of work each";
 }
 
 TEST(Shaping, ApplyDelayOffReportsTheDelayAndRefusesNothing) {

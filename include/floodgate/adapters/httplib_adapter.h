@@ -162,11 +162,14 @@ struct HttplibOptions {
 };
 
 // Installs `limiter` as `server`'s pre-routing handler, and as its post-routing handler for
-// bad_request_cost and malformed_route_400 (replacing any set before), and turns TCP_NODELAY on
-// (tcp_nodelay above): call it before the server binds. Every response under a policy gets
-// RateLimit-Policy and RateLimit; a rejection is answered right there with 429 (503 for a
-// fail-closed store that is down, or a priority class shed under http.shedding; 400 without the
-// RateLimit fields for a key header sent twice with different values), Retry-After when a retry can
+// bad_request_cost, malformed_route_400 and the adaptive limit (replacing any set before; it
+// ends a request's latency sample when the route has answered, before the response is
+// written: one set after it leaves the sample running until the response is destroyed, 4xx
+// included), and turns TCP_NODELAY on (tcp_nodelay above): call it before the server binds.
+// Every response under a policy gets RateLimit-Policy and RateLimit; a rejection is answered
+// right there with 429 (503 for a fail-closed store that is down, or a priority class shed
+// under http.shedding; 400 without the RateLimit fields for a key header sent twice with
+// different values), Retry-After when a retry can
 // succeed, and an application/problem+json body naming the violated policies (or saying
 // "overloaded"). An admitted request holds its place in flight (http.shedding) until its
 // response has been written (the response's resource releaser; a streaming route that

@@ -50,34 +50,45 @@ class SheddingState {
   std::shared_ptr<AdaptiveLimit> adaptive_;
 };
 
-// A request's place in flight: given back when destroyed, and then, with an adaptive limit,
-// its latency (from entry to now) and whether it failed are what the limit learns from.
+// A request's place in flight: given back when destroyed. With an adaptive limit it is
+// also a latency sample, from entry to finish() (or to destruction, when not finished
+// before), and whether it failed, unless abandoned. Thread-safe.
 class InFlight {
  public:
+  // `client`: who sent it, for AdaptiveLimit::record().
   InFlight(std::shared_ptr<SheddingState> state, std::shared_ptr<AdaptiveLimit> adaptive,
-           std::shared_ptr<const Clock> clock, int64_t entered_ns)
+           std::shared_ptr<const Clock> clock, uint64_t client)
       : state_(std::move(state)),
         adaptive_(std::move(adaptive)),
         clock_(std::move(clock)),
-        entered_ns_(entered_ns) {}
+        entered_ns_(adaptive_ ? clock_->nowNs() : 0),
+        client_(client),
+        probes_(adaptive_ ? adaptive_->probes() : 0) {}
   InFlight(const InFlight&) = delete;
   InFlight& operator=(const InFlight&) = delete;
   ~InFlight();
 
   // The request failed on the service's side (a 5xx): the adaptive limit counts it an error.
   void failed() { failed_.store(true, std::memory_order_relaxed); }
-  // The request was refused before it did any work: its time says nothing of the service's
-  // latency, and is no sample for the adaptive limit (a flood of cheap refusals would else
-  // teach it a no-load latency of microseconds, and overload protection would be off).
+  // The request's time says nothing of the service's latency: it was refused before it did
+  // any work, by a policy or by the service (a 4xx). No sample for the adaptive limit (a
+  // flood of cheap refusals would else teach it a no-load latency of microseconds, and
+  // overload protection would be off).
   void abandon() { abandoned_.store(true, std::memory_order_relaxed); }
+  // The service's work is done: the sample ends now, though the place is held until the
+  // ticket is destroyed (e.g. while the response is written, at the client's pace). Once.
+  void finish();
 
  private:
   std::shared_ptr<SheddingState> state_;
   std::shared_ptr<AdaptiveLimit> adaptive_;
   std::shared_ptr<const Clock> clock_;
   int64_t entered_ns_;
+  uint64_t client_;
+  uint64_t probes_;  // the adaptive limit's probes() when it entered
   std::atomic<bool> failed_{false};
   std::atomic<bool> abandoned_{false};
+  std::atomic<bool> finished_{false};
 };
 
 // Counts requests in flight and refuses those of a class whose threshold they have
@@ -107,7 +118,8 @@ class Shedder {
   // keeps its share), the highest's being the adaptive limit itself. `again`: a request
   // admitted before, which gave its place back for a while (a shaping wait): it is not
   // counted admitted a second time, only shed if it is refused now.
-  std::shared_ptr<InFlight> enter(size_t index, bool again = false);
+  // `client` tells the adaptive limit who sent it (see AdaptiveLimit::record()).
+  std::shared_ptr<InFlight> enter(size_t index, uint64_t client, bool again = false);
   // The threshold of class `index` now.
   int64_t threshold(size_t index) const;
   // Null without http.adaptive_concurrency.

@@ -48,11 +48,14 @@ void refuseDelay(Verdict& verdict, int64_t retry_after_ns, bool shed,
   verdict.delay_refused = true;
 }
 
-// The admitted verdict of the request this server thread is serving, kept from the
-// pre-routing handler to the post-routing one (cpp-httplib runs both on the thread that
-// serves the request), and the adapter it belongs to.
+// The request this server thread is serving, kept from the pre-routing handler to the
+// post-routing one (cpp-httplib runs both on the thread that serves the request): the
+// adapter it belongs to, its place in flight (owned by the response: a post-routing
+// handler of the service's own, replacing the limiter's, must not keep it), and its
+// admitted verdict (for bad_request_cost; empty when no policy applied).
 struct AdmittedRequest {
   const void* adapter = nullptr;
+  std::weak_ptr<InFlight> ticket;
   Verdict verdict;
 };
 thread_local AdmittedRequest t_admitted;
@@ -63,7 +66,7 @@ thread_local AdmittedRequest t_admitted;
 // when the route returns: early, never late.
 void holdUntilWritten(httplib::Response& res, std::shared_ptr<InFlight> ticket) {
   // Run from ~Response, whose status is still there: a 5xx tells an adaptive limit the
-  // service is failing.
+  // service is failing, if the post-routing handler has not told it already.
   res.content_provider_resource_releaser_ =
       [before = std::move(res.content_provider_resource_releaser_), ticket = std::move(ticket),
        response = &res](bool success) {
@@ -100,24 +103,35 @@ std::shared_ptr<const DelayedThreads> install(httplib::Server& server,
   // One identity per installation, so a verdict is only ever refunded by its own adapter.
   auto adapter = std::make_shared<const char>('\0');
   const int64_t bad_request_cost = options.bad_request_cost;
-  if (bad_request_cost >= 0) {
-    server.set_post_routing_handler(
-        [refund, bad_request_cost, adapter, malformed_route_400 = options.malformed_route_400](
-            const httplib::Request& req, httplib::Response& res) {
-          if (t_admitted.adapter != adapter.get()) return;
-          Verdict verdict = std::move(t_admitted.verdict);
-          t_admitted = {};  // no verdict (nor its policy set) is kept between requests
-          if (res.status != 400) return;
-          // cpp-httplib fills req.matches only when it hands the request to a route's handler:
-          // empty, the 400 is its own, answered before any route ran. A route's 400 may come
-          // after its work, and its status is the client's choice (a wrong password), so it is
-          // discounted only where the service says it refuses malformed requests up front.
-          const bool by_route = !req.matches.empty();
-          if (by_route && !(malformed_route_400 && malformed_route_400(req))) return;
-          refund(verdict, bad_request_cost);
-          setRateLimitHeaders(res, verdict);
-        });
-  }
+  // Run once the route has answered, before the response is written.
+  server.set_post_routing_handler(
+      [refund, bad_request_cost, adapter, malformed_route_400 = options.malformed_route_400](
+          const httplib::Request& req, httplib::Response& res) {
+        if (t_admitted.adapter != adapter.get()) return;
+        AdmittedRequest admitted = std::move(t_admitted);
+        t_admitted = {};  // no verdict (nor its policy set) is kept between requests
+        if (std::shared_ptr<InFlight> ticket = admitted.ticket.lock()) {
+          // The latency sample of the adaptive limit ends here: the write that follows goes
+          // at the client's pace, and a client reading slowly must not teach the limit that
+          // the service is slow. A 4xx was refused, by the route or by cpp-httplib (a 404
+          // for no route at all, in microseconds), not served: no sample either.
+          if (res.status >= 500) {
+            ticket->failed();
+          } else if (res.status >= 400) {
+            ticket->abandon();
+          }
+          ticket->finish();
+        }
+        if (bad_request_cost < 0 || res.status != 400 || !admitted.verdict.limited()) return;
+        // cpp-httplib fills req.matches only when it hands the request to a route's handler:
+        // empty, the 400 is its own, answered before any route ran. A route's 400 may come
+        // after its work, and its status is the client's choice (a wrong password), so it is
+        // discounted only where the service says it refuses malformed requests up front.
+        const bool by_route = !req.matches.empty();
+        if (by_route && !(malformed_route_400 && malformed_route_400(req))) return;
+        refund(admitted.verdict, bad_request_cost);
+        setRateLimitHeaders(res, admitted.verdict);
+      });
   server.set_pre_routing_handler(
       [check = std::move(check), refund, reenter = std::move(reenter), options = std::move(options),
        delayed, adapter, bad_request_cost](const httplib::Request& req, httplib::Response& res) {
@@ -139,7 +153,8 @@ std::shared_ptr<const DelayedThreads> install(httplib::Server& server,
         // in the verdict, whose copies (on_verdict's) could outlive the request.
         std::shared_ptr<InFlight> ticket = std::move(verdict.in_flight);
         if (!verdict.limited() && verdict.allowed()) {
-          if (ticket) holdUntilWritten(res, std::move(ticket));
+          if (ticket) holdUntilWritten(res, ticket);
+          t_admitted = {adapter.get(), ticket, {}};
           return httplib::Server::HandlerResponse::Unhandled;
         }
 
@@ -182,8 +197,9 @@ std::shared_ptr<const DelayedThreads> install(httplib::Server& server,
           res.set_content(problemJson(verdict), "application/problem+json");
           return httplib::Server::HandlerResponse::Handled;
         }
-        if (ticket) holdUntilWritten(res, std::move(ticket));
-        if (bad_request_cost >= 0) t_admitted = {adapter.get(), std::move(verdict)};
+        if (ticket) holdUntilWritten(res, ticket);
+        t_admitted = {adapter.get(), ticket, {}};
+        if (bad_request_cost >= 0) t_admitted.verdict = std::move(verdict);
         return httplib::Server::HandlerResponse::Unhandled;
       });
   return delayed;

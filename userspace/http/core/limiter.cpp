@@ -3,6 +3,7 @@
 #include "floodgate/core/limiter.h"
 
 #include <algorithm>
+#include <functional>
 
 #include "floodgate/core/header_text.h"
 #include "floodgate/core/retry_jitter.h"
@@ -358,6 +359,11 @@ void Limiter::jitterRetryAfter(Decision& binding) const {
       jitteredRetryAfterNs(binding.retry_after_ns, config_.retry_after_jitter, jitterRandom());
 }
 
+uint64_t Limiter::clientId(const Verdict& verdict) const {
+  // the adaptive limit takes only so many samples of one client (those not told apart: one)
+  return shedder_->adaptive() != nullptr ? std::hash<std::string>{}(verdict.client_key) : 0;
+}
+
 bool Limiter::enterShedding(const RequestInfo& request, Verdict& verdict) const {
   const SheddingConfig& shedding = config_.shedding;
   // The priority header is a proxy's word: from anyone else it is ignored.
@@ -370,7 +376,7 @@ bool Limiter::enterShedding(const RequestInfo& request, Verdict& verdict) const 
   const size_t index =
       shedder_->classify(request.priority, header_values, request.method, request.path);
   verdict.priority = shedder_->name(index);
-  verdict.in_flight = shedder_->enter(index);
+  verdict.in_flight = shedder_->enter(index, clientId(verdict));
   if (verdict.in_flight) return true;
   shed(verdict);
   return false;
@@ -388,7 +394,8 @@ void Limiter::shed(Verdict& verdict) const {
 
 bool Limiter::reenter(Verdict& verdict) const {
   if (shedder_ == nullptr || !verdict.allowed()) return verdict.allowed();
-  verdict.in_flight = shedder_->enter(shedder_->indexOf(verdict.priority), /*again=*/true);
+  verdict.in_flight =
+      shedder_->enter(shedder_->indexOf(verdict.priority), clientId(verdict), /*again=*/true);
   if (verdict.in_flight) return true;
   // it waited, and did no work: it keeps nothing of any policy's
   refund(verdict);

@@ -25,12 +25,19 @@ std::shared_ptr<AdaptiveLimit> SheddingState::adaptiveFor(const AdaptiveConcurre
   return adaptive_;
 }
 
-InFlight::~InFlight() {
-  state_->in_flight.fetch_sub(1, std::memory_order_acq_rel);
-  if (adaptive_ && !abandoned_.load(std::memory_order_relaxed)) {
-    const int64_t now_ns = clock_->nowNs();
-    adaptive_->record(now_ns - entered_ns_, failed_.load(std::memory_order_relaxed), now_ns);
+void InFlight::finish() {
+  if (!adaptive_ || abandoned_.load(std::memory_order_relaxed) ||
+      finished_.exchange(true, std::memory_order_relaxed)) {
+    return;
   }
+  const int64_t now_ns = clock_->nowNs();
+  adaptive_->record(
+      {now_ns - entered_ns_, failed_.load(std::memory_order_relaxed), client_, probes_}, now_ns);
+}
+
+InFlight::~InFlight() {
+  finish();
+  state_->in_flight.fetch_sub(1, std::memory_order_acq_rel);
 }
 
 Shedder::Shedder(const SheddingConfig& config, const AdaptiveConcurrencyConfig& adaptive,
@@ -85,7 +92,7 @@ size_t Shedder::classify(std::string_view named, const std::vector<std::string_v
   return default_class_;
 }
 
-std::shared_ptr<InFlight> Shedder::enter(size_t index, bool again) {
+std::shared_ptr<InFlight> Shedder::enter(size_t index, uint64_t client, bool again) {
   CompiledClass& c = classes_[index];
   const int64_t max = threshold(index);
   std::atomic<int64_t>& in_flight = state_->in_flight;
@@ -100,7 +107,7 @@ std::shared_ptr<InFlight> Shedder::enter(size_t index, bool again) {
   if (!again) c.counters->admitted.fetch_add(1, std::memory_order_relaxed);
   // The ticket keeps the state alive, so it can be given back after this shedder (and the
   // policy set that owns it) is gone.
-  return std::make_shared<InFlight>(state_, adaptive_, clock_, adaptive_ ? clock_->nowNs() : 0);
+  return std::make_shared<InFlight>(state_, adaptive_, clock_, client);
 }
 
 std::vector<PriorityClassStats> Shedder::stats() const {
