@@ -121,7 +121,8 @@ class Service {
 TEST(BadRequest, ARoutes400AfterItsWorkPaysTheRoutesCost) {
   Service service({});
   for (int i = 0; i < 3; ++i) EXPECT_EQ(service.wrongPassword(), 400) << i;
-  EXPECT_EQ(service.wrongPassword(), 429) << "three wrong passwords took 3 units, not 30";
+  EXPECT_EQ(service.wrongPassword(), 429)
+      << "three wrong passwords took 3 units, where each should cost the route's 10";
 }
 
 // The orders route refuses an empty order before any work, and says so: each costs 1. Four

@@ -212,6 +212,25 @@ TEST(Limiter, ARefundLongAfterTheCheckGivesBackNothingTheBucketRefilled) {
   }
 }
 
+// A queued request's units drain only once its turn comes: shed after waiting out its delay
+// (its class full by then), it gets back all it took, not its cost less the wait.
+TEST(Limiter, ARefundAfterAQueuedRequestsWaitGivesBackWhatItsTurnHasNotDrained) {
+  Fixture f(R"(http:
+  policies:
+    - {name: queue, key: ip, algorithm: leaky_bucket, capacity: 10, rate_per_s: 1}
+)");
+  auto get = [&f] { return f.limiter->check(request("GET", "/api/items", "192.0.2.1")); };
+  for (int i = 0; i < 9; ++i) ASSERT_TRUE(get().allowed()) << i;
+  Verdict last = get();  // the tenth: its turn 9 s from now
+  ASSERT_TRUE(last.allowed());
+  ASSERT_EQ(last.binding.delay_ns, 9'000'000'000);
+  EXPECT_FALSE(get().allowed()) << "the queue is full";
+  f.clock->advanceMs(9'000);  // its wait is over: the nine before it drained, not its own
+  f.limiter->refund(last);
+  for (int i = 0; i < 10; ++i) EXPECT_TRUE(get().allowed()) << "room for " << i;
+  EXPECT_FALSE(get().allowed()) << "ten, no more: the whole queue";
+}
+
 TEST(Limiter, MatchesMethodsAndPathsAndChargesRouteCosts) {
   Fixture f(R"(http:
   retry_after_jitter: 0  # the exact wait (jitter: retry_jitter_test.cpp)

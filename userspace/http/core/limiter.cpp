@@ -415,7 +415,9 @@ void Limiter::refundAt(Verdict& verdict, int64_t kept, int64_t now_ns) const {
     while (policies_[p].config != pd.policy) ++p;
     if (!pd.reserved || pd.cost <= kept) continue;
     const int64_t back = pd.cost - kept;
-    policies_[p].store->refund(pd.key, verdict.decided_ns, now_ns, back);
+    // a queued request (leaky_bucket) takes its turn `delay_ns` after the check: its own
+    // units drain from then, not while it waits
+    policies_[p].store->refund(pd.key, verdict.decided_ns + pd.decision.delay_ns, now_ns, back);
     giveBackInDecision(pd, back);
     if (verdict.binding.policy == pd.decision.policy) {
       verdict.binding.remaining = pd.decision.remaining;
