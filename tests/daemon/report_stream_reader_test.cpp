@@ -54,7 +54,7 @@ class ReportStreamReaderTest : public ::testing::Test {
     while (out.size() < count && std::chrono::steady_clock::now() < end) {
       pollfd fd{reader.fd(), POLLIN, 0};
       if (poll(&fd, 1, 100) <= 0) continue;
-      for (ReceivedReport& r : reader.drain(per_drain, could_ban_)) out.push_back(std::move(r));
+      for (ReceivedReport& r : reader.drain(per_drain)) out.push_back(std::move(r));
     }
     return out;
   }
@@ -88,7 +88,6 @@ class ReportStreamReaderTest : public ::testing::Test {
   std::unique_ptr<RedisServer> server_;
   http::HttpConfig http_;
   // every report that parsed could ban, as the daemon's guard says of these test addresses
-  CouldBan could_ban_ = [](const ReceivedReport&) { return true; };
 };
 
 TEST_F(ReportStreamReaderTest, AServicesReportReachesTheControllerSignedAndFresh) {

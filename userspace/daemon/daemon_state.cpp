@@ -138,13 +138,10 @@ void DaemonState::syncReports(const http::HttpConfig* http, ReporterAccess acces
 // Acts on what services reported: bounded work per loop turn, whatever reporters send.
 void DaemonState::handleReports() {
   const auto now = std::chrono::steady_clock::now();
-  const CouldBan could_ban = [&](const ReceivedReport& received) {
-    return escalator_.mayBan(received, now);
-  };
   // The stream's reports wait for the fleet's lifts a start reads back: one signed before
   // its prefix's last lift is refused (EscalationMemory::noteLift), once that lift is known.
   const bool stream = !fleet_bans_.replayPending(now);
-  for (const ReceivedReport& received : report_sources_.drain(256, could_ban, stream)) {
+  for (const ReceivedReport& received : report_sources_.drain(256, stream)) {
     const uint64_t ban_ns = escalator_.handle(received, interfaces_, now);
     // A report read from the stream reached every controller of the fleet already.
     if (ban_ns != 0 && received.over_socket && !monitor_) {

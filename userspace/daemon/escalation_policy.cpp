@@ -53,12 +53,6 @@ void EscalationMemory::forgetEnded(std::chrono::steady_clock::time_point now) {
   }
 }
 
-bool mayBan(const ReceivedReport& received, const EscalationConfig& config,
-            const std::vector<Cidr>& own) {
-  return received.report && received.age_ns < config.escalate.ban_ns &&
-         refusalFor(*received.report, config.rules, own) == Refusal::kNone;
-}
-
 void LiftMemory::note(const std::string& prefix, int64_t signed_ms, int64_t forget_before_ms) {
   auto [it, added] = signed_ms_.emplace(prefix, signed_ms);
   if (!added && it->second < signed_ms) {

@@ -99,12 +99,6 @@ struct EscalationDecision {
   std::string why;
 };
 
-// Whether decideEscalation could ban `received` at some time: a report that parsed, its ban
-// not over, of a client the guard lets be banned. What changes with time (a ban running, the
-// quotas) is not looked at. Pure.
-bool mayBan(const ReceivedReport& received, const EscalationConfig& config,
-            const std::vector<Cidr>& own);
-
 // Decides, in this order: a socket sender allowed to report, a report that parsed and is
 // signed, one not read from the stream's past (its ban over), a client that may be banned
 // (escalation_guard.h's refusals, `own` being this host's addresses), not banned by an

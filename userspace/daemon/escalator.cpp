@@ -10,10 +10,6 @@ namespace floodgate::daemon {
 
 void Escalator::forgetEnded(Clock::time_point now) { memory_.forgetEnded(now); }
 
-bool Escalator::mayBan(const ReceivedReport& received, Clock::time_point now) {
-  return daemon::mayBan(received, config_, own_addresses_.get(now));
-}
-
 void Escalator::refuse(metrics::EscalationResult result, const ReceivedReport& received,
                        const std::string& why, Clock::time_point now) {
   ++counts_[result];

@@ -30,8 +30,6 @@ class Escalator {
   // How long the ban it started lasts; 0 when it started none.
   uint64_t handle(const ReceivedReport& received, HeldInterfaces& interfaces,
                   Clock::time_point now);
-  // Whether `received` could ban at some time (escalation_policy.h's mayBan).
-  bool mayBan(const ReceivedReport& received, Clock::time_point now);
   // Forgets the bans escalations started that are over.
   void forgetEnded(Clock::time_point now);
   // Forgets the ban of `address`, lifted before its end: its next report bans it again.

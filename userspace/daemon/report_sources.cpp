@@ -71,12 +71,11 @@ std::vector<int> ReportSources::fds(bool stream) const {
   return fds;
 }
 
-std::vector<ReceivedReport> ReportSources::drain(size_t max_each, const CouldBan& could_ban,
-                                                 bool stream) {
+std::vector<ReceivedReport> ReportSources::drain(size_t max_each, bool stream) {
   std::vector<ReceivedReport> out;
   if (socket_) out = socket_->drain(max_each);
   if (stream_ && stream) {
-    for (ReceivedReport& received : stream_->drain(max_each, could_ban)) {
+    for (ReceivedReport& received : stream_->drain(max_each)) {
       out.push_back(std::move(received));
     }
   }

@@ -27,9 +27,8 @@ class ReportSources {
   // Descriptors that turn readable when reports wait; the stream's only with `stream`.
   std::vector<int> fds(bool stream = true) const;
   // The reports waiting, at most `max_each` from each source (the rest wait); never blocks.
-  // `could_ban` says which of the stream's are remembered against copies (StreamReportGate).
   // Without `stream`, the stream's wait (the fleet's lifts are not read back yet).
-  std::vector<ReceivedReport> drain(size_t max_each, const CouldBan& could_ban, bool stream = true);
+  std::vector<ReceivedReport> drain(size_t max_each, bool stream = true);
   // Stops taking reports.
   void close();
 

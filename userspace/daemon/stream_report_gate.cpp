@@ -9,8 +9,7 @@
 namespace floodgate::daemon {
 
 ReceivedReport StreamReportGate::check(const std::string& id,
-                                       const Result<http::StreamReport>& entry, int64_t now_ms,
-                                       const CouldBan& could_ban) {
+                                       const Result<http::StreamReport>& entry, int64_t now_ms) {
   ReceivedReport received;
   // the reporter field is not trusted until the signature is checked: keep it printable
   received.sender =
@@ -50,9 +49,11 @@ ReceivedReport StreamReportGate::check(const std::string& id,
   if (now_ms - report.time_ms >= ReplayMemory::kClockAgreementMs) {
     received.age_ns = static_cast<uint64_t>(now_ms - report.time_ms) * 1'000'000;
   }
-  // What does not parse, or names a client the guard never bans, becomes nothing, a copy of
-  // it too: only reports that could ban take room.
-  if (received.report && could_ban(received)) seen_.remember(report.mac, forget_at, now_ms);
+  // What does not parse becomes nothing, a copy of it too, whatever the config. A report the
+  // guard refuses today is remembered all the same: the guard follows the config, and a copy
+  // read after its allow list shrank would otherwise ban what the fleet's services never
+  // meant to (a holder of the secret adding such reports takes room, as with any report).
+  if (received.report) seen_.remember(report.mac, forget_at, now_ms);
   return received;
 }
 

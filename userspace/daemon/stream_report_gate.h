@@ -3,12 +3,11 @@
 // becomes as the daemon's report, decided from the entry and Redis's clock alone, so that
 // tests step the clock by hand: an entry not signed with the fleet's secret, signed too long
 // ago, or read before (a copy added again) comes out as an unauthorised report. It remembers
-// the reports that could become a ban, to refuse their copies; it changes nothing else.
+// every signed, timely report that parses, to refuse its copies; it changes nothing else.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
-#include <functional>
 #include <string>
 
 #include "daemon/replay_memory.h"
@@ -17,11 +16,6 @@
 #include "floodgate/fleet/report_stream.h"
 
 namespace floodgate::daemon {
-
-// Whether a report let through could become a ban (the daemon's guard: escalation_policy.h's
-// mayBan). Only those are remembered against copies: a copy of one the guard refuses is
-// refused again, so one holder of the secret adding such reports without end takes no room.
-using CouldBan = std::function<bool(const ReceivedReport&)>;
 
 class StreamReportGate {
  public:
@@ -36,7 +30,7 @@ class StreamReportGate {
   // said `now_ms`, as the daemon's report: parsed, signature and time checked, not read
   // before. Entries come in the stream's order.
   ReceivedReport check(const std::string& id, const Result<http::StreamReport>& entry,
-                       int64_t now_ms, const CouldBan& could_ban);
+                       int64_t now_ms);
 
   // The reports remembered against copies.
   size_t remembered() const { return seen_.size(); }
@@ -44,8 +38,10 @@ class StreamReportGate {
  private:
   std::string secret_;
   uint64_t lookback_ns_;
-  // MACs of the reports that could ban, for refusing a copy added again, until a copy of one
-  // is refused as too old anyway; at most kMaxRemembered (see ReplayMemory).
+  // MACs of the reports let through, for refusing a copy added again, until a copy of one is
+  // refused as too old anyway; at most kMaxRemembered (see ReplayMemory). Also those the
+  // guard refused when read: the guard is the config's (its allow list, trusted proxies), so
+  // a copy re-added after the config changed must not ban what the original could not.
   ReplayMemory seen_{kMaxRemembered};
 };
 

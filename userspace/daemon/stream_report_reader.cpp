@@ -23,15 +23,14 @@ Result<std::unique_ptr<StreamReportReader>> StreamReportReader::start(ReportStre
       new StreamReportReader(std::move(source), std::move(*tail)));
 }
 
-std::vector<ReceivedReport> StreamReportReader::drain(size_t max, const CouldBan& could_ban) {
+std::vector<ReceivedReport> StreamReportReader::drain(size_t max) {
   std::vector<ReceivedReport> out;
   for (const TailEntry& entry : tail_->drain(max)) {
     if (entry.replay_end) {
       replay_over_ = true;
       continue;
     }
-    out.push_back(
-        gate_.check(entry.id, http::streamReportFromFields(entry.fields), entry.now_ms, could_ban));
+    out.push_back(gate_.check(entry.id, http::streamReportFromFields(entry.fields), entry.now_ms));
     // Only the start's own replay: whoever writes the stream can make it go back (read back
     // again) as often as they like, and a holder of the secret add its reports to that.
     out.back().replayed = entry.read_back && !replay_over_;

@@ -40,9 +40,8 @@ class StreamReportReader {
   const ReportStreamSource& source() const { return source_; }
   // Readable while reports wait.
   int fd() const { return tail_->fd(); }
-  // The reports waiting, at most `max`; never blocks. `could_ban` says which are remembered
-  // against copies (StreamReportGate).
-  std::vector<ReceivedReport> drain(size_t max, const CouldBan& could_ban);
+  // The reports waiting, at most `max`; never blocks.
+  std::vector<ReceivedReport> drain(size_t max);
   // The reports remembered against copies.
   size_t remembered() const { return gate_.remembered(); }
 
