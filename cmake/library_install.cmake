@@ -19,7 +19,7 @@ set(FG_COMPONENT_ratelimit "rate limits for HTTP services: algorithms, policies,
   "yaml-cpp" "")
 set(FG_COMPONENT_redis "the Redis store, publishing and following policies, fleet reports"
   "floodgate-ratelimit" "hiredis libcrypto")
-set(FG_COMPONENT_httplib "the cpp-httplib adapter" "floodgate-ratelimit cpp-httplib" "")
+set(FG_COMPONENT_httplib "the cpp-httplib adapter" "floodgate-ratelimit cpp-httplib < 0.13" "")
 foreach(component ratelimit redis httplib)
   install(TARGETS floodgate_${component} floodgate_${component}_shared
     EXPORT floodgate-${component}-targets

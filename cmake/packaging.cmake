@@ -94,7 +94,7 @@ set(CPACK_DEBIAN_DEV_PACKAGE_NAME libfloodgate-dev)
 set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)
 # Its .so links point into libfloodgate0 of exactly this version.
 set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS
-  "libfloodgate0 (= ${PROJECT_VERSION}-${CPACK_DEBIAN_PACKAGE_RELEASE}), libyaml-cpp-dev, libhiredis-dev, libssl-dev, libcpp-httplib-dev, pkgconf | pkg-config")
+  "libfloodgate0 (= ${PROJECT_VERSION}-${CPACK_DEBIAN_PACKAGE_RELEASE}), libyaml-cpp-dev, libhiredis-dev, libssl-dev, libcpp-httplib-dev (<< 0.13), pkgconf | pkg-config")
 set(CPACK_DEBIAN_DEV_DESCRIPTION "libfloodgate: per-key rate limits for HTTP services (development files)
 Headers, .so links, static libraries, CMake package and pkg-config files of
 libfloodgate: policies by route, client IP, API key or user; six algorithms;

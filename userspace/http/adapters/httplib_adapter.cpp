@@ -11,6 +11,25 @@ namespace floodgate::http {
 
 namespace {
 
+// The major and minor numbers of a "major.minor.patch" version string.
+constexpr int versionPart(const char* version, int part) {
+  int value = 0;
+  for (; *version != '\0'; ++version) {
+    if (*version == '.') {
+      if (part-- == 0) return value;
+      value = 0;
+    } else {
+      value = value * 10 + (*version - '0');
+    }
+  }
+  return part == 0 ? value : 0;
+}
+constexpr int kHttplibMinor = versionPart(CPPHTTPLIB_VERSION, 0) * 1000 +
+                              versionPart(CPPHTTPLIB_VERSION, 1);
+// The post-routing handler tells cpp-httplib's own 400s by an empty req.matches, which holds
+// up to 0.12; from 0.13 routes with path parameters clear it too (see the CMake check).
+static_assert(kHttplibMinor < 13, "floodgate's adapter needs cpp-httplib below 0.13");
+
 // The decision of `verdict` whose delay is the longest: the queue the request waits in.
 size_t longestDelay(const Verdict& verdict) {
   size_t longest = 0;
