@@ -185,8 +185,9 @@ class Limiter {
   void refundAt(Verdict& verdict, int64_t kept, int64_t now_ns) const;
   // Makes `verdict` the refusal of a request its priority class has no place for.
   void shed(Verdict& verdict) const;
-  // Who sent `verdict`'s request, for the adaptive limit (AdaptiveLimit::record()).
-  uint64_t clientId(const Verdict& verdict) const;
+  // The network that sent `verdict`'s request, for the adaptive limit
+  // (AdaptiveLimit::record()).
+  uint64_t adaptiveNetwork(const Verdict& verdict) const;
   // Spreads a refusal's retry-after over whole seconds (http.retry_after_jitter).
   void jitterRetryAfter(Decision& binding) const;
   // The key `policy` uses for `request`: empty if the request has none (header missing),
