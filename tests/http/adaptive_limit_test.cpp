@@ -171,6 +171,19 @@ TEST(AdaptiveLimit, AFewNetworksProvokingErrorsDoNotShrinkIt) {
   }
 }
 
+// One network flooding cheap successes weighs a quarter of a window, not four windows:
+// the service's errors, one request in five, still shrink the limit.
+TEST(AdaptiveLimit, OneNetworkFloodingSuccessesDoesNotHideErrors) {
+  AdaptiveLimit limit(config());
+  FakeDownstream downstream(limit);
+  downstream.run(100);
+  const int64_t settled = limit.limit();
+  downstream.run(10, 1, 5, [&](int, uint64_t probes) {
+    for (int k = 0; k < 4; ++k) downstream.alsoRecord(10'000, kAttacker, probes);
+  });
+  EXPECT_LT(limit.limit(), settled / 2) << "one network's successes hid the errors";
+}
+
 // Behind one proxy that forwards no client address, every request is of one network: its
 // own errors and latency are the service's, and still shrink the limit.
 TEST(AdaptiveLimit, BehindOneProxyErrorsAndLatencyStillShrinkIt) {
