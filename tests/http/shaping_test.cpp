@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: MIT
 // Shaping under a real cpp-httplib server on 127.0.0.1: delays hold at most
-// max_delayed_threads server threads and none longer than max_delay; what is refused is refunded.
+// max_delayed_threads server threads and none longer than max_delay; what is refused is refunded,
+// and reported for a ban only beyond what the queue gives the client.
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -411,7 +413,7 @@ TEST(Shaping, OneQueueWaitsInAtMostItsShareOfTheDelayedThreads) {
 
 // A queue per client address, 10 s deep: a client within it is no offender, even when the
 // server will not hold its requests that long. Reported, a page of 60 parallel calls would
-// count 49 rejections towards a ban at the packet layer.
+// count 49 rejections towards a ban at the packet layer. (Beyond it, see the next test.)
 TEST(Shaping, ARequestRefusedForADelayBeyondMaxDelayIsNotReportable) {
   HttplibOptions options;
   options.max_delay = std::chrono::seconds(1);
@@ -439,6 +441,67 @@ TEST(Shaping, ARequestRefusedForADelayBeyondMaxDelayIsNotReportable) {
   EXPECT_EQ(refused, 49);
   EXPECT_EQ(service.shed(), 0);
   EXPECT_EQ(service.reportable(), 0) << "within its queue's capacity: not the client's excess";
+}
+
+// The same queue flooded past its capacity: the server still refuses every wait beyond
+// max_delay, but the requests the policy itself would have refused as its queue being full,
+// had the server held every wait (its 100 plus what drains meanwhile: nothing, the clock
+// stands still), are the client's own excess and reported, as a full queue's refusals are.
+TEST(Shaping, ARefusedWaitBeyondWhatTheQueueGivesTheClientIsReportable) {
+  HttplibOptions options;
+  options.max_delay = std::chrono::seconds(1);
+  Service service(options, 4, R"(http:
+  retry_after_jitter: 0
+  policies:
+    - {name: per-ip-queue, key: ip, algorithm: leaky_bucket, capacity: 100, rate_per_s: 10}
+)");
+  service.gate().open();
+  int admitted = 0;
+  int refused = 0;
+  for (int i = 0; i < 150; ++i) {
+    auto response = service.get("/");
+    ASSERT_TRUE(response);
+    if (response->status == 200) {
+      ++admitted;
+      continue;
+    }
+    ASSERT_EQ(response->status, 429) << i;
+    EXPECT_EQ(response->get_header_value("Retry-After"), "1") << i;
+    ++refused;
+    EXPECT_EQ(service.reportable(), std::max(0, i + 1 - 100)) << i;
+  }
+  EXPECT_EQ(admitted, 11);
+  EXPECT_EQ(refused, 139);
+  EXPECT_EQ(service.shed(), 0);
+  EXPECT_EQ(service.reportable(), 50) << "the 50 beyond the queue's capacity of 100";
+}
+
+// A wait refused because every delayed thread is held by other queues (shed) is not the
+// client's doing, and counts for nothing, however many the client sends.
+TEST(Shaping, ARefusedWaitForWantOfAnyFreeThreadIsNeverReportable) {
+  HttplibOptions options;
+  options.max_delayed_threads = 1;
+  options.max_delayed_threads_per_key = 1;
+  options.max_delay = std::chrono::seconds(1000);  // only the thread bound applies
+  Service service(options, 4);
+  ASSERT_EQ(service.get("/")->status, 200);  // "alpha"'s first leaves at once
+  std::atomic<int> waited{0};
+  std::thread holder([&] {
+    auto response = service.get("/");  // waits its turn, holding the one delayed thread
+    waited = response ? response->status : -1;
+  });
+  ASSERT_TRUE(service.gate().awaitWaiting([](int waiting) { return waiting == 1; }));
+  ASSERT_EQ(service.get("/", "beta")->status, 200);  // its first needs no wait
+  for (int i = 0; i < 40; ++i) {                     // twice what its queue of 20 holds
+    auto response = service.get("/", "beta");
+    ASSERT_TRUE(response);
+    ASSERT_EQ(response->status, 429) << i;
+  }
+  EXPECT_EQ(service.shed(), 40);
+  EXPECT_EQ(service.reportable(), 0) << "no free thread is other clients' doing";
+  service.gate().open();
+  holder.join();
+  EXPECT_EQ(waited, 200);
 }
 
 // The adaptive limit, learning in windows of 10 requests.

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "floodgate/core/headers.h"
+#include "floodgate/core/shaping_demand.h"
 
 namespace floodgate::http {
 
@@ -53,8 +54,10 @@ std::string queueOf(const Verdict& verdict) {
 // Turns the admitted `verdict`, whose longest delay will not be waited out, into a 429 of
 // the policy that asked for that delay, which a retry after `retry_after_ns` can pass.
 // `refund` gives back what the verdict took, so the request consumes nothing. The policy
-// admitted it (delay_refused): the bound is the server's, so it is not reportable.
-void refuseDelay(Verdict& verdict, int64_t retry_after_ns, bool shed,
+// admitted it (delay_refused): the bound is the server's, so it is reportable only when the
+// client's own demand on the queue is beyond what the queue gives it (`excess`, from
+// ShapingDemand).
+void refuseDelay(Verdict& verdict, int64_t retry_after_ns, bool shed, bool excess,
                  const std::function<void(Verdict&, int64_t)>& refund) {
   const size_t longest = longestDelay(verdict);
   refund(verdict, 0);
@@ -65,6 +68,7 @@ void refuseDelay(Verdict& verdict, int64_t retry_after_ns, bool shed,
   verdict.violated = {refused.policy};
   verdict.shed = shed;
   verdict.delay_refused = true;
+  verdict.delay_excess = excess;
 }
 
 // The request this server thread is serving, kept from the pre-routing handler to the
@@ -116,6 +120,8 @@ std::shared_ptr<const DelayedThreads> install(httplib::Server& server,
   auto delayed = std::make_shared<DelayedThreads>(
       options.max_delayed_threads, options.max_delayed_threads_per_key.value_or(
                                        std::max<size_t>(1, options.max_delayed_threads / 8)));
+  // This server's own: the waits it refuses are its bounds' doing, and kept across policy sets.
+  auto demand = std::make_shared<ShapingDemand>();
   if (!options.wait_for) {
     options.wait_for = [](std::chrono::nanoseconds delay) { std::this_thread::sleep_for(delay); };
   }
@@ -153,7 +159,8 @@ std::shared_ptr<const DelayedThreads> install(httplib::Server& server,
       });
   server.set_pre_routing_handler(
       [check = std::move(check), refund, reenter = std::move(reenter), options = std::move(options),
-       delayed, adapter, bad_request_cost](const httplib::Request& req, httplib::Response& res) {
+       delayed, demand, adapter,
+       bad_request_cost](const httplib::Request& req, httplib::Response& res) {
         t_admitted = {};
         std::string user = options.user_of ? options.user_of(req) : std::string();
         std::string priority = options.priority_of ? options.priority_of(req) : std::string();
@@ -179,21 +186,30 @@ std::shared_ptr<const DelayedThreads> install(httplib::Server& server,
 
         // A delay is waited out only within the bounds; beyond one the request is refused,
         // and Retry-After is when it would be within them without any other thread's help.
+        // A refusal of the wait counts towards a ban only beyond what the queue gives the
+        // client (ShapingDemand), so every request the client asks of a queue is counted in
+        // its demand, served or refused, except one shed: no thread free is others' doing.
         const int64_t delay_ns = verdict.binding.delay_ns;
         std::optional<DelayedThreads::Slot> slot;
         if (verdict.allowed() && options.apply_delay && delay_ns > 0) {
           const int64_t max_delay_ns = options.max_delay.count();
           if (delay_ns > max_delay_ns) {
             // a queue drains at its rate: the delay is max_delay once the excess has drained
-            refuseDelay(verdict, delay_ns - max_delay_ns, /*shed=*/false, refund);
+            const bool excess = demand->offer(verdict);
+            refuseDelay(verdict, delay_ns - max_delay_ns, /*shed=*/false, excess, refund);
           } else {
             DelayedThreads::Taken taken = delayed->tryTake(queueOf(verdict));
             slot = std::move(taken.slot);
             // Once the delay has passed, the queue ahead has drained and it needs no thread.
             // No slot free is other clients' doing (shed); its own queue's share taken, its.
-            if (!slot) refuseDelay(verdict, delay_ns, /*shed=*/!taken.queue_full, refund);
+            if (!slot) {
+              const bool shed = !taken.queue_full;
+              const bool excess = !shed && demand->offer(verdict);
+              refuseDelay(verdict, delay_ns, shed, excess, refund);
+            }
           }
         }
+        if (verdict.allowed() && options.apply_delay) demand->offer(verdict);
         if (slot) {
           // Waiting is no work: the place in flight is others' meanwhile, and is taken again
           // after, when its class may be full (then shed, and refunded).
