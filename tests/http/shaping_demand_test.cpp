@@ -49,7 +49,7 @@ class ShapedService {
     request.headers = {{"X-API-Key", api_key}};
     Verdict verdict = limiter_->check(request);
     if (!verdict.allowed()) return verdict;
-    const bool excess = demand_.offer(verdict);
+    const bool excess = demand_.offer(verdict).excess;
     if (excess) ++excess_;
     if (verdict.binding.delay_ns > kMaxDelayNs) {
       limiter_->refund(verdict);

@@ -293,7 +293,10 @@ TEST(Shaping, DelayBeyondMaxIsRefusedAtOnceWithRetryAfterAndRefunded) {
   auto early = service.get("/");
   ASSERT_TRUE(early);
   EXPECT_EQ(early->status, 429);
-  EXPECT_EQ(early->get_header_value("Retry-After"), "1");
+  // The queue's wait is 1 ns over the max, but this client's own demand on it (ShapingDemand)
+  // holds the refused 6 units too: 8 s and 1 ns of it are ahead of this request, so it is
+  // told to come back when that is down to the max, in 6 s and 1 ns (as whole seconds: 7).
+  EXPECT_EQ(early->get_header_value("Retry-After"), "7");
   service.clock().advanceNs(1);
   auto on_time = service.get("/");
   ASSERT_TRUE(on_time);
@@ -434,13 +437,53 @@ TEST(Shaping, ARequestRefusedForADelayBeyondMaxDelayIsNotReportable) {
     }
     ASSERT_EQ(response->status, 429) << i;
     ++refused;
-    // 100 ms of queue drains before its wait is 1 s again: told as the whole second
-    EXPECT_EQ(response->get_header_value("Retry-After"), "1") << i;
+    // told to come back when its place among the client's 60 is within the 1 s the server
+    // holds (i × 100 ms less 1 s, as whole seconds): the refusals one after another at the
+    // queue's rate, not all at the same second
+    EXPECT_EQ(response->get_header_value("Retry-After"), std::to_string((i - 1) / 10)) << i;
   }
   EXPECT_EQ(admitted, 11);  // waits of 0 to 1 s
   EXPECT_EQ(refused, 49);
   EXPECT_EQ(service.shed(), 0);
   EXPECT_EQ(service.reportable(), 0) << "within its queue's capacity: not the client's excess";
+}
+
+// The same page of 60, its client resending every refused request at its Retry-After until
+// it is served, as a polite client does: the resends come at the queue's rate, so they fit
+// the client's demand, none is reportable, and the whole page is served. Were every refusal
+// told the same second, the resends would come back together, round after round, until the
+// demand overflowed and the polite client was reported.
+TEST(Shaping, AClientResendingItsRefusalsAtTheirRetryAfterIsServedAndNeverReportable) {
+  HttplibOptions options;
+  options.max_delay = std::chrono::seconds(1);
+  Service service(options, 4, R"(http:
+  retry_after_jitter: 0
+  policies:
+    - {name: per-ip-queue, key: ip, algorithm: leaky_bucket, capacity: 100, rate_per_s: 10}
+)");
+  service.gate().open();
+  std::vector<int64_t> due(60, 0);  // the second each request is (re)sent at; -1 served
+  int served = 0;
+  for (int64_t second = 0; second < 30 && served < 60; ++second) {
+    for (int64_t& at : due) {
+      if (at != second) continue;
+      auto response = service.get("/");
+      ASSERT_TRUE(response);
+      if (response->status == 200) {
+        ++served;
+        at = -1;
+        continue;
+      }
+      ASSERT_EQ(response->status, 429) << second;
+      const int retry_after = std::atoi(response->get_header_value("Retry-After").c_str());
+      ASSERT_GE(retry_after, 1) << second;
+      at = second + retry_after;
+    }
+    service.clock().advanceNs(kS);
+  }
+  EXPECT_EQ(served, 60);
+  EXPECT_EQ(service.shed(), 0);
+  EXPECT_EQ(service.reportable(), 0) << "a polite client resending at its Retry-After";
 }
 
 // The same queue flooded past its capacity: the server still refuses every wait beyond
@@ -466,7 +509,9 @@ TEST(Shaping, ARefusedWaitBeyondWhatTheQueueGivesTheClientIsReportable) {
       continue;
     }
     ASSERT_EQ(response->status, 429) << i;
-    EXPECT_EQ(response->get_header_value("Retry-After"), "1") << i;
+    // within the client's demand, its place in it (as above); beyond, the queue's own wait
+    EXPECT_EQ(response->get_header_value("Retry-After"), std::to_string(i < 100 ? (i - 1) / 10 : 1))
+        << i;
     ++refused;
     EXPECT_EQ(service.reportable(), std::max(0, i + 1 - 100)) << i;
   }

@@ -40,18 +40,28 @@ class ShapingDemand {
  public:
   static constexpr int64_t kDefaultMaxKeysPerPolicy = 65536;
 
+  // What offer() found.
+  struct Offer {
+    // It does not fit in the client's demand on some queue (and is not counted there): the
+    // client's excess, so a refusal of its wait is reportable (Verdict::delay_excess).
+    bool excess = false;
+    // Fitting, its wait in the longest of those demands: where it stands among all the
+    // client asked of the queue. A refusal of its wait tells it to come back when that wait
+    // is within the server's bound, so a burst's refusals are told to come back one after
+    // another at the queue's rate, not all at the same second; resent so, they fit again.
+    int64_t delay_ns = 0;
+  };
+
   explicit ShapingDemand(int64_t max_keys_per_policy = kDefaultMaxKeysPerPolicy, int shards = 16);
   ShapingDemand(const ShapingDemand&) = delete;
   ShapingDemand& operator=(const ShapingDemand&) = delete;
 
   // Counts the request of `verdict` (admitted by every policy, before any refund) in its
-  // client's demand on each shaping queue that admitted it, at verdict.decided_ns. Returns
-  // true when it does not fit in one of them (and is not counted there): the client's
-  // excess, so a refusal of its wait is reportable (Verdict::delay_excess). Call it for
+  // client's demand on each shaping queue that admitted it, at verdict.decided_ns. Call it for
   // every admitted request of a shaped route, waited for or not (else the demand misses
   // the requests that were served), but not for one refused because no thread was free at
   // all (Verdict::shed): that is other clients' doing. An unknown client counts nothing.
-  bool offer(const Verdict& verdict);
+  Offer offer(const Verdict& verdict);
 
   // The client/queue pairs held for `policy` (0 when it has none): for tests and metrics.
   int64_t keys(const std::string& policy) const;

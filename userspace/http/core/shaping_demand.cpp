@@ -2,6 +2,8 @@
 // ShapingDemand: each client's requests to each shaping queue, as the queue would hold them.
 #include "floodgate/core/shaping_demand.h"
 
+#include <algorithm>
+
 namespace floodgate::http {
 
 ShapingDemand::ShapingDemand(int64_t max_keys_per_policy, int shards)
@@ -21,10 +23,10 @@ std::shared_ptr<MemoryStore> ShapingDemand::storeFor(const PolicyConfig& policy)
   return demand.store;
 }
 
-bool ShapingDemand::offer(const Verdict& verdict) {
+ShapingDemand::Offer ShapingDemand::offer(const Verdict& verdict) {
+  Offer offer;
   // Nothing is reported of a client that cannot be told, so nothing is kept for it either.
-  if (!verdict.allowed() || verdict.client_key.empty()) return false;
-  bool excess = false;
+  if (!verdict.allowed() || verdict.client_key.empty()) return offer;
   std::string key;
   for (const PolicyDecision& pd : verdict.decisions) {
     if (pd.policy == nullptr || pd.policy->algorithm.kind != AlgorithmKind::kLeakyBucket) continue;
@@ -37,9 +39,14 @@ bool ShapingDemand::offer(const Verdict& verdict) {
     // A memory store always answers. Refused (the queue full), the request is not counted:
     // a client is held to what the policy gives, not to what it asked beyond it.
     Result<Decision> decision = store->decide(key, verdict.decided_ns, pd.cost);
-    if (decision.ok() && !decision->allowed()) excess = true;
+    if (!decision.ok()) continue;
+    if (!decision->allowed()) {
+      offer.excess = true;
+    } else {
+      offer.delay_ns = std::max(offer.delay_ns, decision->delay_ns);
+    }
   }
-  return excess;
+  return offer;
 }
 
 int64_t ShapingDemand::keys(const std::string& policy) const {
