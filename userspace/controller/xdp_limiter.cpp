@@ -5,7 +5,6 @@
 
 #include <bpf/bpf.h>
 #include <sys/mman.h>
-#include <sys/random.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -20,6 +19,7 @@
 #include "controller/syn_cookie_host.h"
 #include "fg_gcra.h"
 #include "fg_window.h"
+#include "floodgate/common/random_bytes.h"
 #include "floodgate/common/text.h"
 #include "kernel/pins.h"
 #include "kernel/system.h"
@@ -50,10 +50,15 @@ bool slotIdle(const fg_slot& slot, uint64_t now) {
   return true;
 }
 
-uint64_t randomSeed() {
+// The key of the source table's hash: secret and never 0 (0 is "not set yet"). With no
+// randomness there is no seed, rather than a known one, with which an attacker could aim
+// made-up sources at one set of the table and push an honest source out of it.
+Result<uint64_t> randomSeed() {
   uint64_t seed = 0;
   while (seed == 0) {
-    if (getrandom(&seed, sizeof(seed), 0) != sizeof(seed)) seed = 0x9e3779b97f4a7c15ULL;
+    if (Status s = randomBytes(&seed, sizeof(seed)); !s) {
+      return Error::failure("cannot key the source table: " + s.error().message);
+    }
   }
   return seed;
 }
@@ -197,7 +202,11 @@ Status XdpLimiter::writePolicies(const AttachOptions& options) {
       .store(static_cast<uint32_t>(options.unknown_ext));
   std::atomic_ref<uint32_t>(settings.monitor).store(options.monitor ? 1 : 0);
   __u64 expected = 0;
-  std::atomic_ref<__u64>(settings.hash_seed).compare_exchange_strong(expected, randomSeed());
+  if (std::atomic_ref<__u64>(settings.hash_seed).load() == 0) {
+    auto seed = randomSeed();
+    if (!seed) return seed.error();
+    std::atomic_ref<__u64>(settings.hash_seed).compare_exchange_strong(expected, *seed);
+  }
   return okStatus();
 }
 

@@ -2,13 +2,12 @@
 // SipHash-1-3 and -2-4, written from the paper, the process's random keys, and keyedHash().
 #include "floodgate/core/keyed_hash.h"
 
-#include <sys/random.h>
-
 #include <bit>
-#include <cerrno>
 #include <cstring>
 #include <iterator>
-#include <random>
+#include <stdexcept>
+
+#include "floodgate/common/random_bytes.h"
 
 namespace floodgate::http {
 
@@ -97,22 +96,6 @@ uint64_t sipHash(const SipKey& key, std::string_view data) {
   return s.v0 ^ s.v1 ^ s.v2 ^ s.v3;
 }
 
-// `size` random bytes into `out`: getrandom(), or std::random_device where there is none.
-void drawRandom(unsigned char* out, size_t size) {
-  size_t got = 0;
-  while (got < size) {
-    ssize_t n = getrandom(out + got, size - got, 0);
-    if (n > 0) {
-      got += static_cast<size_t>(n);
-    } else if (n < 0 && errno != EINTR) {
-      break;  // no getrandom (a kernel before 3.17): random_device below
-    }
-  }
-  if (got == size) return;
-  std::random_device device;  // /dev/urandom or RDRAND
-  for (size_t i = 0; i < size; ++i) out[i] = static_cast<unsigned char>(device());
-}
-
 // Both hashes' keys: keyedHash() uses one, and tests compare against both.
 struct ProcessKeys {
   SipKey sip;
@@ -121,7 +104,10 @@ struct ProcessKeys {
 
   ProcessKeys() {
     unsigned char bytes[16 + sizeof aes.words];
-    drawRandom(bytes, sizeof bytes);
+    // Keys an attacker could guess would let it aim keys at one bucket: no keys, no process.
+    if (Status drawn = randomBytes(bytes, sizeof bytes); !drawn) {
+      throw std::runtime_error(drawn.error().message);
+    }
     const char* p = reinterpret_cast<const char*>(bytes);
     sip.k0 = loadLittleEndian(p);
     sip.k1 = loadLittleEndian(p + 8);
