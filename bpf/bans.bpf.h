@@ -91,7 +91,7 @@ static __always_inline void fg_start_ban(struct fg_settings *settings, const str
 		fg_count_table(rule->id, FG_TABLE_BAN_FAILED);
 		return;
 	}
-	ban.prefixlen = pkt->family == FG_FAMILY_V4 ? rule->ipv4_prefix : rule->ipv6_prefix;
+	ban.prefixlen = fg_source_prefix(pkt, rule->ipv4_prefix, rule->ipv6_prefix);
 	fg_lpm_key(pkt, ban.prefixlen, &key);
 	/* an existing entry is a ban still running (an expired one was deleted on lookup) */
 	if (bpf_map_update_elem(fg_ban_map(pkt), &key, &ban, BPF_NOEXIST) != 0)

@@ -42,26 +42,42 @@ static __always_inline __u64 fg_prefix_mask(__u32 bits)
 	return ~0ULL << (64 - bits);
 }
 
-/* `pkt`'s source masked to the prefix of its family, into key (the rule fields untouched). */
+/* The prefix `pkt`'s source is keyed (and banned) by under a rule of prefixes `v4_prefix`
+ * and `v6_prefix`: the one of its family, but for the ranges fg_packet.has_source marks. */
+static __always_inline __u8 fg_source_prefix(const struct fg_packet *pkt, __u8 v4_prefix,
+					     __u8 v6_prefix)
+{
+	if (pkt->family == FG_FAMILY_V4)
+		return pkt->has_source & FG_SOURCE_WHOLE ? 32 : v4_prefix;
+	if (pkt->has_source & FG_SOURCE_WHOLE)
+		return 128;
+	if (pkt->has_source & FG_SOURCE_NAT64)
+		return 96 + v4_prefix;
+	return v6_prefix;
+}
+
+/* `pkt`'s source masked to the prefix of its family (fg_source_prefix), into key (the rule
+ * fields untouched). */
 static __always_inline void fg_mask_source(const struct fg_packet *pkt, __u8 v4_prefix,
 					   __u8 v6_prefix, struct fg_key *key)
 {
+	__u8 prefix = fg_source_prefix(pkt, v4_prefix, v6_prefix);
+
 	key->family = pkt->family;
+	key->prefix = prefix;
 	if (pkt->family == FG_FAMILY_V4) {
 		__u32 v4;
 
 		__builtin_memcpy(&v4, pkt->addr, 4);
-		key->prefix = v4_prefix;
-		key->hi = ((__u64)bpf_ntohl(v4) << 32) & fg_prefix_mask(v4_prefix);
+		key->hi = ((__u64)bpf_ntohl(v4) << 32) & fg_prefix_mask(prefix);
 		key->lo = 0;
 	} else {
 		__u64 hi, lo;
 
 		__builtin_memcpy(&hi, pkt->addr, 8);
 		__builtin_memcpy(&lo, pkt->addr + 8, 8);
-		key->prefix = v6_prefix;
-		key->hi = bpf_be64_to_cpu(hi) & fg_prefix_mask(v6_prefix);
-		key->lo = v6_prefix > 64 ? bpf_be64_to_cpu(lo) & fg_prefix_mask(v6_prefix - 64) : 0;
+		key->hi = bpf_be64_to_cpu(hi) & fg_prefix_mask(prefix);
+		key->lo = prefix > 64 ? bpf_be64_to_cpu(lo) & fg_prefix_mask(prefix - 64) : 0;
 	}
 }
 

@@ -55,6 +55,54 @@ TEST_F(XdpLimiterTest, TwoIpv6SourcesInOneSlash64ShareABucket) {
   EXPECT_EQ(passes(udpFrom("2001:db8:1:3::1"), 4), 4);
 }
 
+// Every neighbour's link-local address is in fe80::/64, every duplicate-address probe comes
+// from ::, and spoofed IPv4-mapped sources are in ::/64 as well: keyed at a rule's /64, one
+// neighbour's flood would empty the router's bucket (its neighbour and router
+// advertisements). Those sources are keyed as whole addresses whatever the rule's prefix.
+TEST_F(XdpLimiterTest, LinkLocalUnspecifiedAndMappedSourcesAreEachKeyedWhole) {
+  RuleSpec rule = sourceRule(1, 4);
+  rule.ipv4_prefix = 24;
+  load({rule});
+  EXPECT_EQ(passes(udpFrom("fe80::bad:1"), 10), 4);
+  EXPECT_EQ(passes(udpFrom("fe80::1"), 4), 4) << "the router's own bucket";
+  EXPECT_EQ(passes(udpFrom("::ffff:203.0.113.9"), 10), 4);
+  EXPECT_EQ(passes(udpFrom("::"), 4), 4) << "a duplicate-address probe's own bucket";
+  EXPECT_EQ(passes(udpFrom("0.0.0.1"), 10), 4);
+  EXPECT_EQ(passes(udpFrom("0.0.0.0"), 4), 4) << "a DHCP client's own bucket, not 0.0.0.0/24's";
+  // and the rest of the address space still by the rule's prefixes
+  EXPECT_EQ(passes(udpFrom("2001:db8:1:2::1"), 4), 4);
+  EXPECT_EQ(passes(udpFrom("2001:db8:1:2::2"), 4), 0);
+  EXPECT_EQ(passes(udpFrom("203.0.113.1"), 4), 4);
+  EXPECT_EQ(passes(udpFrom("203.0.113.2"), 4), 0);
+}
+
+// Behind a NAT64 translator every IPv4 client is in 64:ff9b::/96, one /64: each is keyed as
+// its IPv4 address would be, at the rule's IPv4 prefix.
+TEST_F(XdpLimiterTest, Nat64SourcesAreKeyedAsTheIpv4AddressTheyHold) {
+  RuleSpec rule = sourceRule(1, 4);
+  rule.ipv4_prefix = 24;
+  load({rule});
+  EXPECT_EQ(passes(udpFrom("64:ff9b::c000:201"), 10), 4);  // 192.0.2.1
+  EXPECT_EQ(passes(udpFrom("64:ff9b::c000:2c8"), 4), 0);   // 192.0.2.200: the same /24
+  EXPECT_EQ(passes(udpFrom("64:ff9b::c000:301"), 4), 4);   // 192.0.3.1: another
+}
+
+// A rule's ban of a link-local source bans that neighbour alone, not fe80::/64.
+TEST_F(XdpLimiterTest, ABanOfALinkLocalSourceBansThatNeighbourAlone) {
+  RuleSpec rule = sourceRule(1, 2);
+  rule.action = ExceedAction::kBan;
+  rule.ban_ns = 60'000'000'000ULL;
+  load({rule});
+  EXPECT_EQ(passes(udpFrom("fe80::bad:1"), 3), 2);
+  EXPECT_EQ(run(udpFrom("fe80::bad:1")), XDP_DROP);
+  EXPECT_EQ(counted(FG_VERDICT_DROP, FG_REASON_BAN), 1u);
+  auto bans = limiter().bans();
+  ASSERT_TRUE(bans.ok());
+  ASSERT_EQ(bans->size(), 1u);
+  EXPECT_EQ((*bans)[0].cidr.toString(), "fe80::bad:1");
+  EXPECT_EQ(run(udpFrom("fe80::1")), XDP_PASS);
+}
+
 TEST_F(XdpLimiterTest, Ipv4PrefixKeysGroupSources) {
   RuleSpec rule = sourceRule(1, 2);
   rule.ipv4_prefix = 24;
