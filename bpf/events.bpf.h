@@ -18,8 +18,12 @@ static __always_inline void fg_addr_halves(const __u8 *addr, __u64 *hi, __u64 *l
 const volatile __u32 ticks_per_second = 250; /* the kernel's HZ */
 const volatile __u32 event_budget = 200;     /* events per CPU per second */
 
-/* Whether this CPU may emit one more event now; counts a refusal. */
-static __always_inline int fg_event_allowed(struct fg_event_stats *stats, __u64 jiffies)
+/* Whether this CPU may emit one more event now; counts a refusal. A ban's start or end is
+ * always let through (counted in the budget all the same): the daemon shares a rule's bans
+ * with the fleet from their ban_start events, and a flood of limited sources spending the
+ * budget first would keep those bans from it. Their number needs no budget: each starts with
+ * an entry added to the ban trie (at most its size) or ends with one run out. */
+static __always_inline int fg_event_allowed(struct fg_event_stats *stats, __u64 jiffies, int ban)
 {
 	__u64 window = jiffies / (ticks_per_second ? ticks_per_second : 1);
 
@@ -28,7 +32,7 @@ static __always_inline int fg_event_allowed(struct fg_event_stats *stats, __u64 
 		stats->window = window;
 		stats->used = 0;
 	}
-	if (stats->used >= event_budget) {
+	if (stats->used >= event_budget && !ban) {
 		stats->suppressed++;
 		return 0;
 	}
@@ -46,7 +50,9 @@ __attribute__((noinline)) int fg_emit_event(__u64 what, __u64 addr_hi, __u64 add
 	__u32 zero = 0;
 
 	stats = bpf_map_lookup_elem(&event_stats, &zero);
-	if (!stats || !fg_event_allowed(stats, jiffies))
+	if (!stats || !fg_event_allowed(stats, jiffies,
+					(what & 0xff) == FG_EVENT_BAN_START ||
+					    (what & 0xff) == FG_EVENT_BAN_END))
 		return 0;
 	event = bpf_ringbuf_reserve(&events, sizeof(*event), 0);
 	if (!event) {

@@ -110,6 +110,35 @@ TEST_F(EventsTest, AFloodOfLimitedSourcesStaysWithinTheBudget) {
   EXPECT_EQ(events.size(), stats->emitted);
 }
 
+// A flood of limited sources spends the budget first, yet every ban a rule starts is still
+// reported: the daemon shares a rule's bans with the fleet from their ban_start events.
+TEST_F(EventsTest, BanEventsAreReportedBeyondTheBudget) {
+  RuleSpec rule = sourceRule(1, 1);
+  rule.new_sources_per_s = 0;
+  rule.action = ExceedAction::kBan;
+  rule.ban_ns = 600'000'000'000ULL;
+  AttachOptions options;
+  options.table_slots = 65536;
+  options.test_clock_hz = 1000;  // the clock stands still: one second's budget for all
+  load({rule}, options);
+  setClock(100000);
+  const int sources = static_cast<int>(event_budget_per_s);
+  for (int i = 0; i < sources; ++i) {
+    passes(udpFrom("10.2." + std::to_string(i / 250) + "." + std::to_string(i % 250 + 1)), 2);
+  }
+  auto stats = limiter().eventStats();
+  ASSERT_TRUE(stats.ok());
+  EXPECT_GT(stats->suppressed, 0u) << "the limited events did not spend the budget";
+  size_t ban_starts = 0;
+  for (const XdpLimiterEvent& event : drain()) {
+    if (std::string(eventTypeName(event.type)) == "ban_start") ++ban_starts;
+  }
+  // one per source (but for one whose set was full: it has no slot, and no ban); with ban
+  // events held to the budget, the limited events before them left room for half
+  EXPECT_GT(ban_starts, sources * 9u / 10);
+  EXPECT_LE(ban_starts, static_cast<size_t>(sources));
+}
+
 TEST_F(EventsTest, TheCapOnNewSourcesReportsOnceWhenItEngages) {
   RuleSpec rule = sourceRule(1, 5);
   rule.new_sources_per_s = 1;
