@@ -84,6 +84,11 @@ static __always_inline int fg_xdp(struct xdp_md *ctx, enum fg_walk_kind kind)
 		}
 	}
 
+	/* Neighbour Discovery and MLD that only this link can send meet no rule: a `protocol:
+	 * icmp` cap an echo flood drained must not take IPv6 neighbour resolution down too. */
+	if (parsed == FG_PARSE_LINK_CONTROL)
+		return fg_finish(ctx, settings, FG_VERDICT_PASS, FG_REASON_LINK_CONTROL, len);
+
 	/* What is odd about the frame has its policy; passed, it still meets every rule that
 	 * needs no field the parser could not read (no ports, no flags). */
 	if (parsed != FG_PARSE_OK) {

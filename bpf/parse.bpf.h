@@ -29,6 +29,8 @@ enum fg_parse_result {
 	FG_PARSE_NON_IP,      /* ARP, LLDP, ...: not ours to limit */
 	FG_PARSE_MALFORMED,   /* truncated or inconsistent headers */
 	FG_PARSE_UNKNOWN_EXT, /* an IPv6 extension chain longer or stranger than we parse */
+	/* well formed, and an NDP or MLD message from this link (fg_ipv6_link_control) */
+	FG_PARSE_LINK_CONTROL,
 };
 
 enum fg_fragment {
@@ -167,7 +169,8 @@ struct fg_chain_walk {
 	__u32 left;    /* payload bytes not yet walked */
 	__u8 next;     /* the next header's type */
 	__u8 fragment; /* 1: a non-first fragment was found (its protocol in `next`) */
-	__u8 pad[2];
+	__u8 headers;  /* extension headers walked */
+	__u8 pad;
 	int result; /* enum fg_parse_result once the walk ran into trouble; -1 before */
 };
 
@@ -204,6 +207,7 @@ static long fg_chain_step(__u32 index, void *data)
 		goto malformed;
 	w->left -= size;
 	w->off += size;
+	w->headers++;
 	if (w->off > FG_IPV6_CHAIN_MASK) {
 		w->result = FG_PARSE_UNKNOWN_EXT;
 		return 1;
@@ -227,12 +231,44 @@ static __always_inline __u8 fg_v6_source_kind(const __be32 *w)
 	return 0;
 }
 
+/* Whether the ICMPv6 message at `icmp` (4 bytes of it in the frame and the IP length),
+ * behind `headers` extension headers, is Neighbour Discovery or MLD that no sender off this
+ * link can make: such messages meet no rule, so a flood that drains a rule cannot take
+ * neighbour resolution down with it. Off the link is behind a router, and a router
+ * decrements the hop limit and forwards nothing from a link-local source (RFC 4291 2.5.6):
+ * - NDP (RS, RA, NS, NA, Redirect) arrives with hop limit 255 (RFC 4861), which only a
+ *   sender on this link can deliver, and code 0 (the kernel drops any other of either);
+ *   with no extension header, which no sender puts before it (RFC 6980 forbids fragments);
+ * - MLD (query, reports, done) comes from a link-local source with hop limit 1 (RFC 2710,
+ *   3810), behind at most the hop-by-hop header that carries its Router Alert.
+ * ICMPv6 errors and echo are not here: any sender anywhere can make them. */
+static __always_inline int fg_ipv6_link_control(const struct ipv6hdr *ip6, const __u8 *icmp,
+						void *end, __u8 headers)
+{
+	const __u8 *src = ip6->saddr.s6_addr;
+	__u8 type;
+
+	if (!FG_FITS(icmp, 2, end))
+		return 0;
+	type = icmp[0];
+	if (type >= 133 && type <= 137)
+		return ip6->hop_limit == 255 && icmp[1] == 0 && headers == 0;
+	if (type != 130 && type != 131 && type != 132 && type != 143)
+		return 0;
+	if (headers > 1 || (headers == 1 && ip6->nexthdr != IPPROTO_HOPOPTS))
+		return 0;
+	/* fe80::/10 */
+	return ip6->hop_limit == 1 && src[0] == 0xfe && (src[1] & 0xc0) == 0x80;
+}
+
 static __always_inline int fg_parse_ipv6(struct xdp_md *ctx, void *data, void *pos, void *end,
 					 struct fg_packet *pkt)
 {
 	struct ipv6hdr *ip6 = pos;
 	struct fg_chain_walk walk = {.ctx = ctx, .result = -1};
 	void *chain = pos + sizeof(*ip6);
+	void *l4;
+	int parsed;
 
 	if (!FG_FITS(ip6, sizeof(*ip6), end))
 		return FG_PARSE_MALFORMED;
@@ -268,8 +304,12 @@ static __always_inline int fg_parse_ipv6(struct xdp_md *ctx, void *data, void *p
 	case 254:
 		return FG_PARSE_UNKNOWN_EXT;
 	}
-	return fg_parse_l4(chain + (walk.off & FG_IPV6_CHAIN_MASK), end, walk.left & 0xffff,
-			   walk.next, pkt);
+	l4 = chain + (walk.off & FG_IPV6_CHAIN_MASK);
+	parsed = fg_parse_l4(l4, end, walk.left & 0xffff, walk.next, pkt);
+	if (parsed == FG_PARSE_OK && walk.next == IPPROTO_ICMPV6 &&
+	    fg_ipv6_link_control(ip6, l4, end, walk.headers))
+		return FG_PARSE_LINK_CONTROL;
+	return parsed;
 }
 
 /* The IPv6 header `offset` bytes into the frame of `ctx`, parsed into *pkt. A global

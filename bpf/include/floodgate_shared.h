@@ -59,7 +59,9 @@ enum fg_reason {
 	FG_REASON_FRAGMENT = 5,
 	FG_REASON_NON_IP = 6,
 	FG_REASON_DEFAULT = 7,
-	FG_REASON_COUNT = 8,
+	/* NDP and MLD from this link, which meet no rule (bpf/parse.bpf.h) */
+	FG_REASON_LINK_CONTROL = 8,
+	FG_REASON_COUNT = 9,
 };
 
 /* Index of the per-CPU counter for a (verdict, reason) pair. */

@@ -105,6 +105,15 @@ PacketBuilder& PacketBuilder::ipv6Fragment(uint16_t offset_units, bool more_frag
   return *this;
 }
 
+PacketBuilder& PacketBuilder::hopLimit(uint8_t hops) {
+  if (ipv6_at_ != SIZE_MAX) {
+    bytes_[ipv6_at_ + 7] = hops;
+  } else {
+    bytes_[ipv4_at_ + 8] = hops;
+  }
+  return *this;
+}
+
 PacketBuilder& PacketBuilder::udp(uint16_t dst_port, uint16_t src_port) {
   setNextHeader(17);
   udp_at_ = bytes_.size();
@@ -144,10 +153,15 @@ PacketBuilder& PacketBuilder::tcpMss(uint16_t mss) {
 }
 
 PacketBuilder& PacketBuilder::icmp() {
+  return icmp(ipv6_at_ != SIZE_MAX ? 128 : 8);  // echo request
+}
+
+PacketBuilder& PacketBuilder::icmp(uint8_t type, uint8_t code) {
   setNextHeader(ipv6_at_ != SIZE_MAX ? 58 : 1);
   size_t at = bytes_.size();
   bytes_.resize(at + 8);
-  bytes_[at] = ipv6_at_ != SIZE_MAX ? 128 : 8;  // echo request
+  bytes_[at] = type;
+  bytes_[at + 1] = code;
   return *this;
 }
 

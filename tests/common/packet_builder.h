@@ -26,6 +26,8 @@ class PacketBuilder {
   // 44 fragment (use ipv6Fragment for that one).
   PacketBuilder& ipv6Ext(uint8_t type, size_t length_bytes = 8);
   PacketBuilder& ipv6Fragment(uint16_t offset_units, bool more_fragments);
+  // The IPv6 hop limit, or the IPv4 TTL (64 unless set).
+  PacketBuilder& hopLimit(uint8_t hops);
 
   PacketBuilder& udp(uint16_t dst_port, uint16_t src_port = 40000);
   // TCP flags byte: FIN 0x01, SYN 0x02, RST 0x04, PSH 0x08, ACK 0x10.
@@ -34,7 +36,10 @@ class PacketBuilder {
   PacketBuilder& tcpSeq(uint32_t seq, uint32_t ack = 0);
   // Appends an MSS option to the last TCP header (before any payload).
   PacketBuilder& tcpMss(uint16_t mss);
+  // An echo request (ICMP or ICMPv6 by the IP layer).
   PacketBuilder& icmp();
+  // An ICMP or ICMPv6 message of `type` and `code`, 8 bytes with the rest zero.
+  PacketBuilder& icmp(uint8_t type, uint8_t code = 0);
   PacketBuilder& payload(size_t bytes);
 
   // Builds the frame, then cuts it to `length` bytes if given (for truncation tests).

@@ -80,8 +80,8 @@ TEST(Exposition, ALabelValueIsAlwaysUtf8) {
 TEST(Exposition, EveryVerdictAndReasonOfEveryInterfaceIsPresentZerosToo) {
   std::string text = render(twoInterfaces());
   const char* verdicts[] = {"pass", "drop", "monitor"};
-  const char* reasons[] = {"rate",      "deny",     "ban",    "allow",
-                           "malformed", "fragment", "non_ip", "default"};
+  const char* reasons[] = {"rate",     "deny",   "ban",     "allow",       "malformed",
+                           "fragment", "non_ip", "default", "link_control"};
   for (const char* iface : {"eth0", "eth1"}) {
     for (const char* v : verdicts) {
       for (const char* r : reasons) {

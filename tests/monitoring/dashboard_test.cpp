@@ -52,7 +52,9 @@ const std::set<std::string> kTargetLabels{"job", "instance"};
 const std::map<std::string, std::set<std::string>>& labelValues() {
   static const std::map<std::string, std::set<std::string>> values{
       {"verdict", {"pass", "drop", "monitor"}},
-      {"reason", {"rate", "deny", "ban", "allow", "malformed", "fragment", "non_ip", "default"}},
+      {"reason",
+       {"rate", "deny", "ban", "allow", "malformed", "fragment", "non_ip", "default",
+        "link_control"}},
       {"result", {"success", "failure"}},
       {"kind", {"pps", "burst", "bps", "burst_bytes"}},
   };

@@ -125,12 +125,12 @@ std::string statsText(const std::string& interface, const std::vector<CounterRow
   std::ostringstream out;
   out << "interface " << interface << "\n";
   char line[160];
-  std::snprintf(line, sizeof(line), "  %-8s %-10s %14s %16s\n", "verdict", "reason", "packets",
+  std::snprintf(line, sizeof(line), "  %-8s %-12s %14s %16s\n", "verdict", "reason", "packets",
                 "bytes");
   out << line;
   for (const CounterRow& row : rows) {
     if (row.packets == 0) continue;
-    std::snprintf(line, sizeof(line), "  %-8s %-10s %14llu %16llu\n", verdictName(row.verdict),
+    std::snprintf(line, sizeof(line), "  %-8s %-12s %14llu %16llu\n", verdictName(row.verdict),
                   reasonName(row.reason), static_cast<unsigned long long>(row.packets),
                   static_cast<unsigned long long>(row.bytes));
     out << line;

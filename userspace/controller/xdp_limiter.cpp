@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <iterator>
 #include <set>
 
 #include "controller/list_filter.h"
@@ -107,8 +108,9 @@ const char* verdictName(uint32_t verdict) {
 }
 
 const char* reasonName(uint32_t reason) {
-  static const char* const kNames[] = {"rate",      "deny",     "ban",    "allow",
-                                       "malformed", "fragment", "non_ip", "default"};
+  static const char* const kNames[] = {"rate",     "deny",   "ban",     "allow",       "malformed",
+                                       "fragment", "non_ip", "default", "link_control"};
+  static_assert(std::size(kNames) == FG_REASON_COUNT, "a name for every enum fg_reason");
   return reason < FG_REASON_COUNT ? kNames[reason] : "unknown";
 }
 
