@@ -82,5 +82,26 @@ TEST_F(PinnedMapsTest, APerCpuArrayOfAnotherLayoutIsRefused) {
       << message;
 }
 
+// A program of another version counts another number of reasons: its counters at this
+// build's indices would be misnamed (an older one's drop/rate read as pass/link_control), so
+// they are refused instead. A larger map, whose every index this build reads would be there.
+TEST_F(PinnedMapsTest, CountersOfAnotherNumberOfReasonsAreRefused) {
+  pin_name_ = "bpfc-" + std::to_string(getpid());  // XdpLimiter::open takes interface names
+  load({sourceRule(100, 100)});
+  pinInstead("counters", BPF_MAP_TYPE_PERCPU_ARRAY, sizeof(uint32_t), sizeof(fg_counter),
+             static_cast<uint32_t>(FG_VERDICT_COUNT) * (FG_REASON_COUNT + 1));
+  // the test never attaches: a pin where the link's goes makes the limiter open as attached
+  UniqueFd stand_in(bpf_obj_get(mapPinPath(pin_name_, "counters").c_str()));
+  ASSERT_TRUE(stand_in.valid()) << std::strerror(errno);
+  ASSERT_EQ(bpf_obj_pin(stand_in.get(), linkPinPath(pin_name_).c_str()), 0) << std::strerror(errno);
+  auto limiter = XdpLimiter::open(pin_name_);
+  ASSERT_TRUE(limiter.ok()) << limiter.error().message;
+  auto rows = limiter->counters();
+  ASSERT_FALSE(rows.ok());
+  EXPECT_NE(rows.error().message.find("floodgate detach " + pin_name_), std::string::npos)
+      << rows.error().message;
+  EXPECT_TRUE(limiter->ruleCounters().ok());  // the rest of the limiter still reads
+}
+
 }  // namespace
 }  // namespace floodgate::test

@@ -225,6 +225,18 @@ Result<std::vector<fg_rule>> XdpLimiter::activeRules() const {
 }
 
 Result<std::vector<CounterRow>> XdpLimiter::counters() const {
+  // A program of another version may count another number of reasons, and its (verdict,
+  // reason) pairs sit at other indices: read as this build's, they would be misnamed.
+  constexpr uint32_t kSlots = static_cast<uint32_t>(FG_VERDICT_COUNT) * FG_REASON_COUNT;
+  auto info = mapInfo(maps_.counters.fd(), maps_.counters.name());
+  if (!info) return info.error();
+  if (info->max_entries != kSlots) {
+    return Error::failure("the limiter on '" + interface_ + "' counts " +
+                          std::to_string(info->max_entries) +
+                          " verdict and reason pairs, this floodgate " + std::to_string(kSlots) +
+                          " (attached by another version): run 'floodgate detach " + interface_ +
+                          "', then attach again");
+  }
   std::vector<CounterRow> rows;
   for (uint32_t verdict = 0; verdict < FG_VERDICT_COUNT; ++verdict) {
     for (uint32_t reason = 0; reason < FG_REASON_COUNT; ++reason) {
