@@ -41,6 +41,13 @@ constexpr const char* kQueue = R"(http:
           cost: 6
 )";
 
+// A queue per client address 10 s deep, draining ten a second.
+constexpr const char* kPerIpQueue = R"(http:
+  retry_after_jitter: 0
+  policies:
+    - {name: per-ip-queue, key: ip, algorithm: leaky_bucket, capacity: 100, rate_per_s: 10}
+)";
+
 // The adapter's wait, ended by the test rather than by time: each held thread counts itself
 // and stays until open() (or a minute, so a failing test cannot hang).
 class Gate {
@@ -420,11 +427,7 @@ TEST(Shaping, OneQueueWaitsInAtMostItsShareOfTheDelayedThreads) {
 TEST(Shaping, ARequestRefusedForADelayBeyondMaxDelayIsNotReportable) {
   HttplibOptions options;
   options.max_delay = std::chrono::seconds(1);
-  Service service(options, 4, R"(http:
-  retry_after_jitter: 0
-  policies:
-    - {name: per-ip-queue, key: ip, algorithm: leaky_bucket, capacity: 100, rate_per_s: 10}
-)");
+  Service service(options, 4, kPerIpQueue);
   service.gate().open();
   int admitted = 0;
   int refused = 0;
@@ -456,11 +459,7 @@ TEST(Shaping, ARequestRefusedForADelayBeyondMaxDelayIsNotReportable) {
 TEST(Shaping, AClientResendingItsRefusalsAtTheirRetryAfterIsServedAndNeverReportable) {
   HttplibOptions options;
   options.max_delay = std::chrono::seconds(1);
-  Service service(options, 4, R"(http:
-  retry_after_jitter: 0
-  policies:
-    - {name: per-ip-queue, key: ip, algorithm: leaky_bucket, capacity: 100, rate_per_s: 10}
-)");
+  Service service(options, 4, kPerIpQueue);
   service.gate().open();
   std::vector<int64_t> due(60, 0);  // the second each request is (re)sent at; -1 served
   int served = 0;
@@ -493,11 +492,7 @@ TEST(Shaping, AClientResendingItsRefusalsAtTheirRetryAfterIsServedAndNeverReport
 TEST(Shaping, ARefusedWaitBeyondWhatTheQueueGivesTheClientIsReportable) {
   HttplibOptions options;
   options.max_delay = std::chrono::seconds(1);
-  Service service(options, 4, R"(http:
-  retry_after_jitter: 0
-  policies:
-    - {name: per-ip-queue, key: ip, algorithm: leaky_bucket, capacity: 100, rate_per_s: 10}
-)");
+  Service service(options, 4, kPerIpQueue);
   service.gate().open();
   int admitted = 0;
   int refused = 0;
