@@ -7,7 +7,6 @@
 #include <atomic>
 #include <barrier>
 #include <nlohmann/json.hpp>
-#include <string>
 #include <thread>
 #include <vector>
 
@@ -395,31 +394,6 @@ TEST(AdaptiveConcurrency, RefusedRequestsTeachItNothing) {
     if (i % 10 == 9) f.clock->advanceNs(10 * kMs);  // windows close
   }
   EXPECT_EQ(adaptive->noLoadLatencyNs(), kMs);
-}
-
-// The adaptive limit counts a /24 of IPv4 or a /48 of IPv6 as one client: an attacker's
-// many addresses there are one vote on its latency and one share of its errors.
-TEST(AdaptiveConcurrency, AddressesOfOneSlash24OrSlash48AreOneNetwork) {
-  Fixture f(R"(http:
-  adaptive_concurrency:
-    {floor: 2, ceiling: 500, initial: 50, window: 1000, window_ms: 60000, probe_every: 0}
-)");
-  const AdaptiveLimit* adaptive = f.limiter->shedder()->adaptive();
-  ASSERT_NE(adaptive, nullptr);
-  const auto finish = [&](const std::string& peer) {
-    Verdict v = f.check("GET", "/x", peer);
-    ASSERT_TRUE(v.allowed()) << peer;
-  };  // the sample is recorded as `v` goes; the clock stands still, the window stays open
-  for (int host = 1; host < 255; ++host) finish("198.51.100." + std::to_string(host));
-  EXPECT_EQ(adaptive->trackedNetworks(), 1u);
-  for (int subnet = 1; subnet < 1000; ++subnet) {
-    finish("2001:db8:7:" + std::to_string(subnet) + "::1");
-  }
-  finish("64:ff9b::198.51.100.9");  // NAT64: the /24 of the IPv4 client it holds
-  EXPECT_EQ(adaptive->trackedNetworks(), 3u);
-  finish("198.51.101.1");
-  finish("2001:db8:8::1");
-  EXPECT_EQ(adaptive->trackedNetworks(), 5u);
 }
 
 TEST(AdaptiveConcurrency, ClassThresholdsFollowTheLimitAndKeepTheirShares) {

@@ -66,14 +66,10 @@ struct Verdict {
   // clients' doing, not this one's excess, so never a reason to report it (escalate).
   bool shed = false;
   // Admitted by every policy, but refused because the server would not hold its shaping
-  // delay (HttplibOptions::max_delay, max_delayed_threads). Within what the queue gives the
-  // client, the bound is the server's and the 429 is no excess of the client's: not a reason
-  // to report it, unless delay_excess.
+  // delay (HttplibOptions::max_delay, max_delayed_threads): the policy queued it within
+  // the capacity it was configured with, so the 429 is no excess of the client's and never
+  // a reason to report it either.
   bool delay_refused = false;
-  // A delay refusal of a request the client's own demand on the queue (ShapingDemand) did
-  // not fit in: had the server held every wait, the policy would have refused it as its queue
-  // being full. The client's excess at its address, so reportable like that refusal.
-  bool delay_excess = false;
   // With http.shedding: the request's priority class, and its place among the requests in
   // flight, held until this verdict (and every copy of it) is destroyed, so a caller keeps
   // the verdict until the response is sent. Null when shed, rejected, or without shedding.
@@ -91,13 +87,11 @@ struct Verdict {
   // reporting for a ban (http.escalate): a `key: ip` policy rejected it, and the client is
   // known. An API key or user bucket drained by someone else, a store that is down, or a
   // server with no thread free (shed) says nothing about the address that sent it; nor does
-  // a queue wait longer than the server holds (delay_refused), which the policy admitted,
-  // unless this address alone asked the queue for more than it gives (delay_excess).
+  // a queue wait longer than the server holds (delay_refused), which the policy admitted.
   // A policy over a prefix of clients (ipv4_prefix, ipv6_prefix) drained by the prefix as
   // a whole says nothing of this client's own excess either.
   bool reportable() const {
-    if (allowed() || shed || client_key.empty()) return false;
-    if (delay_refused) return delay_excess;
+    if (allowed() || shed || delay_refused || client_key.empty()) return false;
     for (const PolicyDecision& pd : decisions) {
       if (pd.decision.outcome == Outcome::kRejected && pd.policy->key.kind == KeyKind::kIp &&
           pd.key == client_key) {
@@ -191,9 +185,8 @@ class Limiter {
   void refundAt(Verdict& verdict, int64_t kept, int64_t now_ns) const;
   // Makes `verdict` the refusal of a request its priority class has no place for.
   void shed(Verdict& verdict) const;
-  // The network that sent `verdict`'s request, for the adaptive limit
-  // (AdaptiveLimit::record()).
-  uint64_t adaptiveNetwork(const Verdict& verdict) const;
+  // Who sent `verdict`'s request, for the adaptive limit (AdaptiveLimit::record()).
+  uint64_t clientId(const Verdict& verdict) const;
   // Spreads a refusal's retry-after over whole seconds (http.retry_after_jitter).
   void jitterRetryAfter(Decision& binding) const;
   // The key `policy` uses for `request`: empty if the request has none (header missing),

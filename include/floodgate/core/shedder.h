@@ -55,14 +55,14 @@ class SheddingState {
 // before), and whether it failed, unless abandoned. Thread-safe.
 class InFlight {
  public:
-  // `network`: the network that sent it, for AdaptiveLimit::record().
+  // `client`: who sent it, for AdaptiveLimit::record().
   InFlight(std::shared_ptr<SheddingState> state, std::shared_ptr<AdaptiveLimit> adaptive,
-           std::shared_ptr<const Clock> clock, uint64_t network)
+           std::shared_ptr<const Clock> clock, uint64_t client)
       : state_(std::move(state)),
         adaptive_(std::move(adaptive)),
         clock_(std::move(clock)),
         entered_ns_(adaptive_ ? clock_->nowNs() : 0),
-        network_(network),
+        client_(client),
         probes_(adaptive_ ? adaptive_->probes() : 0) {}
   InFlight(const InFlight&) = delete;
   InFlight& operator=(const InFlight&) = delete;
@@ -84,7 +84,7 @@ class InFlight {
   std::shared_ptr<AdaptiveLimit> adaptive_;
   std::shared_ptr<const Clock> clock_;
   int64_t entered_ns_;
-  uint64_t network_;
+  uint64_t client_;
   uint64_t probes_;  // the adaptive limit's probes() when it entered
   std::atomic<bool> failed_{false};
   std::atomic<bool> abandoned_{false};
@@ -118,8 +118,8 @@ class Shedder {
   // keeps its share), the highest's being the adaptive limit itself. `again`: a request
   // admitted before, which gave its place back for a while (a shaping wait): it is not
   // counted admitted a second time, only shed if it is refused now.
-  // `network` tells the adaptive limit which network sent it (see AdaptiveLimit::record()).
-  std::shared_ptr<InFlight> enter(size_t index, uint64_t network, bool again = false);
+  // `client` tells the adaptive limit who sent it (see AdaptiveLimit::record()).
+  std::shared_ptr<InFlight> enter(size_t index, uint64_t client, bool again = false);
   // The threshold of class `index` now.
   int64_t threshold(size_t index) const;
   // Null without http.adaptive_concurrency.

@@ -2,12 +2,10 @@
 // The cpp-httplib adapter: request to RequestInfo, verdict to headers or a 429.
 #include "floodgate/adapters/httplib_adapter.h"
 
-#include <algorithm>
 #include <chrono>
 #include <thread>
 
 #include "floodgate/core/headers.h"
-#include "floodgate/core/shaping_demand.h"
 
 namespace floodgate::http {
 
@@ -55,10 +53,8 @@ std::string queueOf(const Verdict& verdict) {
 // Turns the admitted `verdict`, whose longest delay will not be waited out, into a 429 of
 // the policy that asked for that delay, which a retry after `retry_after_ns` can pass.
 // `refund` gives back what the verdict took, so the request consumes nothing. The policy
-// admitted it (delay_refused): the bound is the server's, so it is reportable only when the
-// client's own demand on the queue is beyond what the queue gives it (`excess`, from
-// ShapingDemand).
-void refuseDelay(Verdict& verdict, int64_t retry_after_ns, bool shed, bool excess,
+// admitted it (delay_refused): the bound is the server's, so it is not reportable.
+void refuseDelay(Verdict& verdict, int64_t retry_after_ns, bool shed,
                  const std::function<void(Verdict&, int64_t)>& refund) {
   const size_t longest = longestDelay(verdict);
   refund(verdict, 0);
@@ -69,7 +65,6 @@ void refuseDelay(Verdict& verdict, int64_t retry_after_ns, bool shed, bool exces
   verdict.violated = {refused.policy};
   verdict.shed = shed;
   verdict.delay_refused = true;
-  verdict.delay_excess = excess;
 }
 
 // The request this server thread is serving, kept from the pre-routing handler to the
@@ -121,8 +116,6 @@ std::shared_ptr<const DelayedThreads> install(httplib::Server& server,
   auto delayed = std::make_shared<DelayedThreads>(
       options.max_delayed_threads, options.max_delayed_threads_per_key.value_or(
                                        std::max<size_t>(1, options.max_delayed_threads / 8)));
-  // This server's own: the waits it refuses are its bounds' doing, and kept across policy sets.
-  auto demand = std::make_shared<ShapingDemand>();
   if (!options.wait_for) {
     options.wait_for = [](std::chrono::nanoseconds delay) { std::this_thread::sleep_for(delay); };
   }
@@ -158,89 +151,76 @@ std::shared_ptr<const DelayedThreads> install(httplib::Server& server,
         refund(admitted.verdict, bad_request_cost);
         setRateLimitHeaders(res, admitted.verdict);
       });
-  server.set_pre_routing_handler([check = std::move(check), refund, reenter = std::move(reenter),
-                                  options = std::move(options), delayed, demand, adapter,
-                                  bad_request_cost](const httplib::Request& req,
-                                                    httplib::Response& res) {
-    t_admitted = {};
-    std::string user = options.user_of ? options.user_of(req) : std::string();
-    std::string priority = options.priority_of ? options.priority_of(req) : std::string();
-    RequestInfo info;
-    info.method = req.method;
-    info.path = req.path;
-    info.peer = req.remote_addr;
-    info.user = user;
-    info.priority = priority;
-    info.headers.reserve(req.headers.size());
-    for (const auto& [name, value] : req.headers) info.headers.emplace_back(name, value);
+  server.set_pre_routing_handler(
+      [check = std::move(check), refund, reenter = std::move(reenter), options = std::move(options),
+       delayed, adapter, bad_request_cost](const httplib::Request& req, httplib::Response& res) {
+        t_admitted = {};
+        std::string user = options.user_of ? options.user_of(req) : std::string();
+        std::string priority = options.priority_of ? options.priority_of(req) : std::string();
+        RequestInfo info;
+        info.method = req.method;
+        info.path = req.path;
+        info.peer = req.remote_addr;
+        info.user = user;
+        info.priority = priority;
+        info.headers.reserve(req.headers.size());
+        for (const auto& [name, value] : req.headers) info.headers.emplace_back(name, value);
 
-    Verdict verdict = check(info);
-    // The place in flight goes with the response: cpp-httplib destroys it once it is
-    // written, whatever the route did, and calls its resource releaser then. Not kept
-    // in the verdict, whose copies (on_verdict's) could outlive the request.
-    std::shared_ptr<InFlight> ticket = std::move(verdict.in_flight);
-    if (!verdict.limited() && verdict.allowed()) {
-      if (ticket) holdUntilWritten(res, ticket);
-      t_admitted = {adapter.get(), ticket, {}};
-      return httplib::Server::HandlerResponse::Unhandled;
-    }
-
-    // A delay is waited out only within the bounds; beyond one the request is refused,
-    // and Retry-After is when it would be within them without any other thread's help.
-    // A refusal of the wait counts towards a ban only beyond what the queue gives the
-    // client (ShapingDemand), so every request the client asks of a queue is counted in
-    // its demand, served or refused, except one shed: no thread free is others' doing.
-    const int64_t delay_ns = verdict.binding.delay_ns;
-    std::optional<DelayedThreads::Slot> slot;
-    if (verdict.allowed() && options.apply_delay && delay_ns > 0) {
-      const int64_t max_delay_ns = options.max_delay.count();
-      if (delay_ns > max_delay_ns) {
-        // a queue drains at its rate: the delay is max_delay once the excess has drained,
-        // and the client's own requests before this one in its demand have too
-        const ShapingDemand::Offer offer = demand->offer(verdict);
-        const int64_t retry_ns = std::max(delay_ns, offer.delay_ns) - max_delay_ns;
-        refuseDelay(verdict, retry_ns, /*shed=*/false, offer.excess, refund);
-      } else {
-        DelayedThreads::Taken taken = delayed->tryTake(queueOf(verdict));
-        slot = std::move(taken.slot);
-        // Once the delay has passed, the queue ahead has drained and it needs no thread.
-        // No slot free is other clients' doing (shed); its own queue's share taken, its.
-        if (!slot) {
-          const bool shed = !taken.queue_full;
-          const ShapingDemand::Offer offer = shed ? ShapingDemand::Offer{} : demand->offer(verdict);
-          const int64_t retry_ns = std::max(delay_ns, offer.delay_ns - max_delay_ns);
-          refuseDelay(verdict, retry_ns, shed, offer.excess, refund);
+        Verdict verdict = check(info);
+        // The place in flight goes with the response: cpp-httplib destroys it once it is
+        // written, whatever the route did, and calls its resource releaser then. Not kept
+        // in the verdict, whose copies (on_verdict's) could outlive the request.
+        std::shared_ptr<InFlight> ticket = std::move(verdict.in_flight);
+        if (!verdict.limited() && verdict.allowed()) {
+          if (ticket) holdUntilWritten(res, ticket);
+          t_admitted = {adapter.get(), ticket, {}};
+          return httplib::Server::HandlerResponse::Unhandled;
         }
-      }
-    }
-    if (verdict.allowed() && options.apply_delay) demand->offer(verdict);
-    if (slot) {
-      // Waiting is no work: the place in flight is others' meanwhile, and is taken again
-      // after, when its class may be full (then shed, and refunded).
-      if (ticket) ticket->abandon();
-      ticket.reset();
-      options.wait_for(std::chrono::nanoseconds(delay_ns));
-      slot.reset();
-      if (reenter(verdict)) ticket = std::move(verdict.in_flight);
-    }
-    if (!verdict.allowed() && ticket) {
-      // it did no work: no latency sample for the adaptive limit
-      ticket->abandon();
-      ticket.reset();
-    }
 
-    if (options.on_verdict) options.on_verdict(req, verdict);
-    for (const auto& [name, value] : responseHeaders(verdict)) res.set_header(name, value);
-    if (!verdict.allowed()) {
-      res.status = statusFor(verdict);
-      res.set_content(problemJson(verdict), "application/problem+json");
-      return httplib::Server::HandlerResponse::Handled;
-    }
-    if (ticket) holdUntilWritten(res, ticket);
-    t_admitted = {adapter.get(), ticket, {}};
-    if (bad_request_cost >= 0) t_admitted.verdict = std::move(verdict);
-    return httplib::Server::HandlerResponse::Unhandled;
-  });
+        // A delay is waited out only within the bounds; beyond one the request is refused,
+        // and Retry-After is when it would be within them without any other thread's help.
+        const int64_t delay_ns = verdict.binding.delay_ns;
+        std::optional<DelayedThreads::Slot> slot;
+        if (verdict.allowed() && options.apply_delay && delay_ns > 0) {
+          const int64_t max_delay_ns = options.max_delay.count();
+          if (delay_ns > max_delay_ns) {
+            // a queue drains at its rate: the delay is max_delay once the excess has drained
+            refuseDelay(verdict, delay_ns - max_delay_ns, /*shed=*/false, refund);
+          } else {
+            DelayedThreads::Taken taken = delayed->tryTake(queueOf(verdict));
+            slot = std::move(taken.slot);
+            // Once the delay has passed, the queue ahead has drained and it needs no thread.
+            // No slot free is other clients' doing (shed); its own queue's share taken, its.
+            if (!slot) refuseDelay(verdict, delay_ns, /*shed=*/!taken.queue_full, refund);
+          }
+        }
+        if (slot) {
+          // Waiting is no work: the place in flight is others' meanwhile, and is taken again
+          // after, when its class may be full (then shed, and refunded).
+          if (ticket) ticket->abandon();
+          ticket.reset();
+          options.wait_for(std::chrono::nanoseconds(delay_ns));
+          slot.reset();
+          if (reenter(verdict)) ticket = std::move(verdict.in_flight);
+        }
+        if (!verdict.allowed() && ticket) {
+          // it did no work: no latency sample for the adaptive limit
+          ticket->abandon();
+          ticket.reset();
+        }
+
+        if (options.on_verdict) options.on_verdict(req, verdict);
+        for (const auto& [name, value] : responseHeaders(verdict)) res.set_header(name, value);
+        if (!verdict.allowed()) {
+          res.status = statusFor(verdict);
+          res.set_content(problemJson(verdict), "application/problem+json");
+          return httplib::Server::HandlerResponse::Handled;
+        }
+        if (ticket) holdUntilWritten(res, ticket);
+        t_admitted = {adapter.get(), ticket, {}};
+        if (bad_request_cost >= 0) t_admitted.verdict = std::move(verdict);
+        return httplib::Server::HandlerResponse::Unhandled;
+      });
   return delayed;
 }
 

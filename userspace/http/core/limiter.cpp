@@ -359,18 +359,9 @@ void Limiter::jitterRetryAfter(Decision& binding) const {
       jitteredRetryAfterNs(binding.retry_after_ns, config_.retry_after_jitter, jitterRandom());
 }
 
-uint64_t Limiter::adaptiveNetwork(const Verdict& verdict) const {
-  if (shedder_->adaptive() == nullptr) return 0;
-  // The adaptive limit counts each network as one client: a /24 of IPv4, a /48 of IPv6
-  // (and the /24 of the IPv4 client a NAT64 address holds), which one attacker does not
-  // hold many of. Clients not told apart are one network.
-  const std::optional<IpAddress> client = IpAddress::parse(verdict.client_ip);
-  if (!client) return std::hash<std::string>{}(verdict.client_key);
-  const IpPrefix network = IpPrefix::of(*client, keyPrefixLength(*client, 24, 48));
-  std::string bytes(reinterpret_cast<const char*>(network.base.bytes.data()),
-                    network.base.bytes.size());
-  bytes.push_back(client->v4 ? '4' : '6');
-  return std::hash<std::string>{}(bytes);
+uint64_t Limiter::clientId(const Verdict& verdict) const {
+  // the adaptive limit takes only so many samples of one client (those not told apart: one)
+  return shedder_->adaptive() != nullptr ? std::hash<std::string>{}(verdict.client_key) : 0;
 }
 
 bool Limiter::enterShedding(const RequestInfo& request, Verdict& verdict) const {
@@ -385,7 +376,7 @@ bool Limiter::enterShedding(const RequestInfo& request, Verdict& verdict) const 
   const size_t index =
       shedder_->classify(request.priority, header_values, request.method, request.path);
   verdict.priority = shedder_->name(index);
-  verdict.in_flight = shedder_->enter(index, adaptiveNetwork(verdict));
+  verdict.in_flight = shedder_->enter(index, clientId(verdict));
   if (verdict.in_flight) return true;
   shed(verdict);
   return false;
@@ -403,8 +394,8 @@ void Limiter::shed(Verdict& verdict) const {
 
 bool Limiter::reenter(Verdict& verdict) const {
   if (shedder_ == nullptr || !verdict.allowed()) return verdict.allowed();
-  verdict.in_flight = shedder_->enter(shedder_->indexOf(verdict.priority), adaptiveNetwork(verdict),
-                                      /*again=*/true);
+  verdict.in_flight =
+      shedder_->enter(shedder_->indexOf(verdict.priority), clientId(verdict), /*again=*/true);
   if (verdict.in_flight) return true;
   // it waited, and did no work: it keeps nothing of any policy's
   refund(verdict);

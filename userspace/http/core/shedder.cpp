@@ -32,7 +32,7 @@ void InFlight::finish() {
   }
   const int64_t now_ns = clock_->nowNs();
   adaptive_->record(
-      {now_ns - entered_ns_, failed_.load(std::memory_order_relaxed), network_, probes_}, now_ns);
+      {now_ns - entered_ns_, failed_.load(std::memory_order_relaxed), client_, probes_}, now_ns);
 }
 
 InFlight::~InFlight() {
@@ -92,7 +92,7 @@ size_t Shedder::classify(std::string_view named, const std::vector<std::string_v
   return default_class_;
 }
 
-std::shared_ptr<InFlight> Shedder::enter(size_t index, uint64_t network, bool again) {
+std::shared_ptr<InFlight> Shedder::enter(size_t index, uint64_t client, bool again) {
   CompiledClass& c = classes_[index];
   const int64_t max = threshold(index);
   std::atomic<int64_t>& in_flight = state_->in_flight;
@@ -107,7 +107,7 @@ std::shared_ptr<InFlight> Shedder::enter(size_t index, uint64_t network, bool ag
   if (!again) c.counters->admitted.fetch_add(1, std::memory_order_relaxed);
   // The ticket keeps the state alive, so it can be given back after this shedder (and the
   // policy set that owns it) is gone.
-  return std::make_shared<InFlight>(state_, adaptive_, clock_, network);
+  return std::make_shared<InFlight>(state_, adaptive_, clock_, client);
 }
 
 std::vector<PriorityClassStats> Shedder::stats() const {
