@@ -49,11 +49,7 @@ static __always_inline __u8 fg_source_prefix(const struct fg_packet *pkt, __u8 v
 {
 	if (pkt->family == FG_FAMILY_V4)
 		return pkt->has_source & FG_SOURCE_WHOLE ? 32 : v4_prefix;
-	if (pkt->has_source & FG_SOURCE_WHOLE)
-		return 128;
-	if (pkt->has_source & FG_SOURCE_NAT64)
-		return 96 + v4_prefix;
-	return v6_prefix;
+	return pkt->has_source & FG_SOURCE_WHOLE ? 128 : v6_prefix;
 }
 
 /* `pkt`'s source masked to the prefix of its family (fg_source_prefix), into key (the rule

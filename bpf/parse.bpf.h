@@ -43,17 +43,17 @@ enum fg_fragment {
 	FG_LATER_FRAGMENT_ANY_PROTOCOL = 2,
 };
 
-/* Bits of fg_packet.has_source beside its 1, for sources a rule's prefix must not lump
- * together with others (fg_source_prefix): */
-/* IPv4 in 0.0.0.0/8, IPv6 in ::/64 (::, ::1, IPv4-mapped and -compatible) or link-local
- * (fe80::/10): every neighbour's link-local address is in one /64, as is every host's
- * duplicate-address probe (from ::), so at a rule's /64 one neighbour's flood, or spoofed
+/* The bit of fg_packet.has_source, beside its 1, of a source a rule's prefix must not lump
+ * together with others, keyed and banned as its whole address whatever the rule's prefixes
+ * (fg_source_prefix): IPv4 in 0.0.0.0/8; IPv6 in ::/64 (::, ::1, IPv4-mapped and
+ * -compatible), link-local (fe80::/10) or the NAT64 prefix (64:ff9b::/96). Every neighbour's
+ * link-local address is in one /64, as is every host's duplicate-address probe (from ::)
+ * and every IPv4 client of a translator: at a rule's /64 one neighbour's flood, or spoofed
  * mapped sources, would empty the router's bucket (its neighbour and router advertisements)
- * or get every neighbour banned; keyed as the whole address */
+ * or get every neighbour banned, and a translator's clients would be one source. Whole, not
+ * at a prefix of their own: the walk hashes a source once for the rules of one prefix, so
+ * its key must not depend on anything else of the rule. */
 #define FG_SOURCE_WHOLE 2
-/* IPv6 in 64:ff9b::/96, the NAT64 prefix: every IPv4 client of a translator is in one /64,
- * so keyed as the IPv4 address it holds is, at the rule's IPv4 prefix */
-#define FG_SOURCE_NAT64 4
 
 /* What the limiter needs to know about a frame. A result other than FG_PARSE_OK may still
  * come with the source (has_source): deny and bans apply to it whatever else is wrong. */
@@ -61,7 +61,7 @@ struct fg_packet {
 	__u8 addr[16];	 /* source address; IPv4 in the first 4 bytes, the rest zero */
 	__u8 family;	 /* enum fg_family */
 	__u8 has_source; /* 1 once the IP header up to its addresses was in the frame, with
-			  * FG_SOURCE_WHOLE or FG_SOURCE_NAT64 for a source of those ranges */
+			  * FG_SOURCE_WHOLE for a source of those ranges */
 	__u8 l4_proto;	 /* IPPROTO_* of the payload, fragments too; 0 when the chain was lost */
 	__u8 l4_known;	 /* 1 when ports and TCP flags were read (or the protocol has none) */
 	__u8 tcp_flags;	 /* FIN..CWR in the order of the TCP header's flags byte */
@@ -218,17 +218,15 @@ malformed:
 	return 1;
 }
 
-/* FG_SOURCE_WHOLE, FG_SOURCE_NAT64 or 0 for the IPv6 source of words `w` (network order),
+/* Whether the IPv6 source of words `w` (network order) is keyed whole (FG_SOURCE_WHOLE),
  * read where it is rather than from a copy, so that nothing more is kept on the frame. */
-static __always_inline __u8 fg_v6_source_kind(const __be32 *w)
+static __always_inline int fg_v6_source_whole(const __be32 *w)
 {
 	__u32 first = bpf_ntohl(w[0]);
 
-	if ((first == 0 && w[1] == 0) || (first >> 22) == 0x3fa) /* ::/64, fe80::/10 */
-		return FG_SOURCE_WHOLE;
-	if (first == 0x0064ff9b && w[1] == 0 && w[2] == 0) /* 64:ff9b::/96 */
-		return FG_SOURCE_NAT64;
-	return 0;
+	return (first == 0 && w[1] == 0) ||			/* ::/64 */
+	       (first >> 22) == 0x3fa ||			/* fe80::/10 */
+	       (first == 0x0064ff9b && w[1] == 0 && w[2] == 0); /* 64:ff9b::/96 */
 }
 
 /* Whether the ICMPv6 message at `icmp` (4 bytes of it in the frame and the IP length),
@@ -275,7 +273,7 @@ static __always_inline int fg_parse_ipv6(struct xdp_md *ctx, void *data, void *p
 	/* the source first: whatever the rest says, deny and bans see it */
 	pkt->family = FG_FAMILY_V6;
 	__builtin_memcpy(pkt->addr, &ip6->saddr, 16);
-	pkt->has_source = 1 | fg_v6_source_kind(ip6->saddr.in6_u.u6_addr32);
+	pkt->has_source = fg_v6_source_whole(ip6->saddr.in6_u.u6_addr32) ? 1 | FG_SOURCE_WHOLE : 1;
 	walk.left = bpf_ntohs(ip6->payload_len);
 	if (ip6->version != 6 || chain + walk.left > end)
 		return FG_PARSE_MALFORMED;

@@ -70,8 +70,9 @@ struct fg_eval {
 
 /* The fingerprint of `pkt`'s source under the per-source `rule`. Rules keyed by the prefix
  * of the previous one share its address hash, and skip masking the source as well. (The
- * rule's prefix, not fg_source_prefix's: a source keyed whole whatever the prefix is hashed
- * again for a rule of another, to the same hash, and the walk's frame has no room for more.) */
+ * rule's prefix, not fg_source_prefix's: a source keyed whole whatever the prefixes is hashed
+ * again for a rule of another, to the same hash, and the walk's frame has no room for more.
+ * So a source's key may depend on the rule's prefix of its family and nothing else.) */
 static __always_inline __u64 fg_source_fingerprint(const struct fg_rule *rule,
 						   const struct fg_packet *pkt,
 						   struct fg_eval *eval)

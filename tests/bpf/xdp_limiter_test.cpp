@@ -77,14 +77,17 @@ TEST_F(XdpLimiterTest, LinkLocalUnspecifiedAndMappedSourcesAreEachKeyedWhole) {
 }
 
 // Behind a NAT64 translator every IPv4 client is in 64:ff9b::/96, one /64: each is keyed as
-// its IPv4 address would be, at the rule's IPv4 prefix.
-TEST_F(XdpLimiterTest, Nat64SourcesAreKeyedAsTheIpv4AddressTheyHold) {
+// its whole address, whatever the rule's prefixes, and so whatever other rules the packet
+// meets before (a rule keyed by another IPv4 prefix, the same IPv6 one, charges the same).
+TEST_F(XdpLimiterTest, Nat64SourcesAreEachKeyedWhole) {
+  RuleSpec first = sourceRule(1000, 1000);
+  first.ipv4_prefix = 32;
   RuleSpec rule = sourceRule(1, 4);
   rule.ipv4_prefix = 24;
-  load({rule});
+  load({first, rule});
   EXPECT_EQ(passes(udpFrom("64:ff9b::c000:201"), 10), 4);  // 192.0.2.1
-  EXPECT_EQ(passes(udpFrom("64:ff9b::c000:2c8"), 4), 0);   // 192.0.2.200: the same /24
-  EXPECT_EQ(passes(udpFrom("64:ff9b::c000:301"), 4), 4);   // 192.0.3.1: another
+  EXPECT_EQ(passes(udpFrom("64:ff9b::c000:202"), 4), 4);   // 192.0.2.2: its own
+  EXPECT_EQ(passes(udpFrom("64:ff9b::c000:201"), 1), 0);
 }
 
 // A rule's ban of a link-local source bans that neighbour alone, not fe80::/64.
