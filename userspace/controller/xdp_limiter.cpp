@@ -142,6 +142,9 @@ Result<XdpLimiter> XdpLimiter::openMaps(const std::string& interface) {
   if (!hz) return hz.error();
   limiter.tick_units_ = fg_tick_units(*hz);
   const XdpLimiterMaps& m = limiter.maps_;
+  auto counters = mapInfo(m.counters.fd(), m.counters.name());
+  if (!counters) return counters.error();
+  limiter.counter_slots_ = counters->max_entries;
   auto settings = MappedValue<fg_settings>::map(m.settings.fd(), m.settings.name());
   if (!settings) return settings.error();
   limiter.settings_value_ = std::move(*settings);
@@ -228,11 +231,9 @@ Result<std::vector<CounterRow>> XdpLimiter::counters() const {
   // A program of another version may count another number of reasons, and its (verdict,
   // reason) pairs sit at other indices: read as this build's, they would be misnamed.
   constexpr uint32_t kSlots = static_cast<uint32_t>(FG_VERDICT_COUNT) * FG_REASON_COUNT;
-  auto info = mapInfo(maps_.counters.fd(), maps_.counters.name());
-  if (!info) return info.error();
-  if (info->max_entries != kSlots) {
+  if (counter_slots_ != kSlots) {
     return Error::failure("the limiter on '" + interface_ + "' counts " +
-                          std::to_string(info->max_entries) +
+                          std::to_string(counter_slots_) +
                           " verdict and reason pairs, this floodgate " + std::to_string(kSlots) +
                           " (attached by another version): run 'floodgate detach " + interface_ +
                           "', then attach again");

@@ -344,6 +344,9 @@ class XdpLimiter {
   // Held by each method that writes, so commands and the daemon write one at a time.
   WriterLock writer_;
   uint64_t tick_units_ = 0;  // the program's clock step, for sizing buckets
+  // The counters map's entries, read once at open: a program of another version may count
+  // another number of (verdict, reason) pairs, which counters() then refuses to name.
+  uint32_t counter_slots_ = 0;
   std::optional<NextProgramChange> next_change_;
   XdpLimiterMaps maps_;
   MappedValue<fg_settings> settings_value_;
