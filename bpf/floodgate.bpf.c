@@ -122,9 +122,16 @@ static __always_inline int fg_xdp(struct xdp_md *ctx, enum fg_walk_kind kind)
 		}
 	}
 
+	/* a TCP segment may prove its source to rules that remember only those; the frame of a
+	 * SYN-ACK the cookie step made is ours, not the source's */
+	if (parsed == FG_PARSE_OK && pkt->l4_proto == IPPROTO_TCP && !pkt->fragment &&
+	    FG_COOKIE_OUTCOME(walk.cookie) != FG_COOKIE_TX)
+		walk.eval.asks = FG_ASK_PROVABLE;
 	/* the walk leaves out the cookie rule that let a SYN-ACK or cookie ACK through */
 	verdict = fg_apply_rules(settings, &walk, len, jiffies, &reason,
 				 FG_COOKIE_SKIP(walk.cookie), kind);
+	if (walk.eval.asks & FG_ASK_COUNT_MASK)
+		fg_remember_connected(ctx, walk.eval.asks & FG_ASK_COUNT_MASK, walk.eval.jiffies);
 	if (FG_COOKIE_OUTCOME(walk.cookie) == FG_COOKIE_TX) {
 		/* the frame is the SYN-ACK now: out, or nowhere (monitor mode, if it came on
 		 * since the cookie step, drops nothing, and so sends it) */

@@ -15,7 +15,9 @@
  * What a flood cannot do with it: an entry still fresh is never given to another source,
  * so sources remembered first keep their place; and while the rule's new-source cap is
  * refusing (a flood), no source is newly remembered, so the flood's sources that got a slot
- * by the cap cannot fill the memory, only sources remembered before it refresh theirs. */
+ * by the cap cannot fill the memory, only sources remembered before it refresh theirs.
+ * Spoofed addresses sent twice each before a flood can; under `remember: connected` a rule
+ * remembers only sources whose packet proves a return path (bpf/connected.bpf.h). */
 #ifndef FLOODGATE_RETURNING_BPF_H
 #define FLOODGATE_RETURNING_BPF_H
 
@@ -54,11 +56,12 @@ static __always_inline __u64 fg_memory_entry(__u64 tag, __u64 jiffies, __u32 rem
 }
 
 /* Remembers the source of fingerprint `fp` under rule `rule_id` as good at `jiffies` for
- * `remember_ticks`: its own entry refreshed, else an empty or a lapsed one taken. Called
- * once a tick at most per source, so a global function: its keys stay off the frames of the
- * rule loop, which are at the stack's cap. */
-__attribute__((noinline)) int fg_remember_source(__u64 fp, __u64 jiffies, __u32 rule_id,
-						 __u32 remember_ticks)
+ * `remember_ticks`: its own entry refreshed, else an empty or a lapsed one taken. Returns 1
+ * when it wrote an entry, or with `write` 0 when it would have (and wrote nothing): a rule
+ * that remembers only proven sources asks first, so a packet pays for its proof only when
+ * a memory is due. */
+static __always_inline int fg_memory_write(__u64 fp, __u64 jiffies, __u32 rule_id,
+					   __u32 remember_ticks, __u32 write)
 {
 	__u32 element = fg_memory_element(fp), i, free = FG_MEMORY_WAYS, left;
 	struct fg_set *set = bpf_map_lookup_elem(&sets, &element);
@@ -83,10 +86,11 @@ __attribute__((noinline)) int fg_remember_source(__u64 fp, __u64 jiffies, __u32 
 				return 0;
 			if (left) {
 				/* as read: another CPU may take it the tick it lapses */
-				__sync_val_compare_and_swap(
-				    &set->memory[i], seen,
-				    fg_memory_entry(tag, jiffies, remember_ticks));
-				return 0;
+				if (write)
+					__sync_val_compare_and_swap(
+					    &set->memory[i], seen,
+					    fg_memory_entry(tag, jiffies, remember_ticks));
+				return 1;
 			}
 			free = i;
 			replaced = seen;
@@ -107,9 +111,18 @@ __attribute__((noinline)) int fg_remember_source(__u64 fp, __u64 jiffies, __u32 
 	if (!state || fg_refused_lately(FG_READ_ONCE(state->last_capped), jiffies))
 		return 0;
 	/* only the entry as it was read: one another CPU took for its source meanwhile is fresh */
-	__sync_val_compare_and_swap(&set->memory[free], replaced,
-				    fg_memory_entry(tag, jiffies, remember_ticks));
-	return 0;
+	if (write)
+		__sync_val_compare_and_swap(&set->memory[free], replaced,
+					    fg_memory_entry(tag, jiffies, remember_ticks));
+	return 1;
+}
+
+/* fg_memory_write, writing. Called once a tick at most per source, so a global function:
+ * its keys stay off the frames of the rule loop, which are at the stack's cap. */
+__attribute__((noinline)) int fg_remember_source(__u64 fp, __u64 jiffies, __u32 rule_id,
+						 __u32 remember_ticks)
+{
+	return fg_memory_write(fp, jiffies, rule_id, remember_ticks, 1);
 }
 
 /* Whether the source of fingerprint `fp` was seen good within its rule's remember_for of

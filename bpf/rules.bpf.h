@@ -6,6 +6,7 @@
 
 #include "bans.bpf.h"
 #include "buckets.bpf.h"
+#include "connected.bpf.h"
 #include "counters.bpf.h"
 #include "events.bpf.h"
 #include "loop.bpf.h"
@@ -64,8 +65,8 @@ struct fg_eval {
 	__u64 addr_hash;     /* fg_addr_hash of the source masked to hashed_prefix - 1 */
 	__u32 hashed_prefix; /* 0: none yet */
 	__u32 len;
-	__u32 ref; /* out: where the packet was charged */
-	__u32 pad;
+	__u32 ref;  /* out: where the packet was charged */
+	__u32 asks; /* FG_ASK_*: memories the walk asked for (bpf/connected.bpf.h) */
 };
 
 /* The fingerprint of `pkt`'s source under the per-source `rule`. Rules keyed by the prefix
@@ -187,6 +188,23 @@ static __always_inline const struct fg_limit *fg_ref_limits(const struct fg_rule
 			   __builtin_offsetof(struct fg_rule, limits));
 }
 
+/* Under `remember: connected`: asks for a memory of the good source of fingerprint `fp`
+ * under `rule`, whose slot saw it last at tick `last`, if one is due; the program's end
+ * writes it if the packet proves its source. A global function, as fg_remember_source,
+ * whose place in the chain of frames it takes. */
+__attribute__((noinline)) int fg_remember_ask(__u64 fp, __u32 last, const struct fg_rule *rule,
+					      struct fg_eval *eval)
+{
+	if (!rule || !eval)
+		return 0;
+	if (!(eval->asks & FG_ASK_PROVABLE) || !fg_ask_due(eval->jiffies, last) ||
+	    !fg_memory_write(fp, eval->jiffies, rule->id, rule->remember_ticks, 0) ||
+	    !fg_ask_memory(fp, rule->id, rule->remember_ticks, eval->asks & FG_ASK_COUNT_MASK))
+		return 0;
+	eval->asks++;
+	return 1;
+}
+
 /* Keeps a slot's counters for `top`, and reports when its source starts being limited.
  * Plain increments, not atomics: a locked add on the slot's line costs more than the rest
  * of the charge, and stalls the loads behind it. The race costs only the count: two CPUs
@@ -194,22 +212,26 @@ static __always_inline const struct fg_limit *fg_ref_limits(const struct fg_rule
  * so `top` may show a source spread over several CPUs a little below its true rate (never
  * above). The bucket itself is exact: its charge is a compare-and-swap. */
 static __always_inline int fg_note_slot(struct fg_slot *slot, int admitted, __u64 jiffies,
-					const struct fg_rule *rule)
+					const struct fg_rule *rule, struct fg_eval *eval)
 {
-	__u32 idle = (__u32)jiffies - slot->last_seen;
+	__u32 last = slot->last_seen, idle = (__u32)jiffies - last;
 
 	slot->packets++;
 	/* at most once a tick: the clock moves every few ms, packets every few ns */
-	if (slot->last_seen != (__u32)jiffies) {
+	if (last != (__u32)jiffies) {
 		slot->last_seen = (__u32)jiffies;
 		/* a source that came back in a later tick than it took the slot and has not been
 		 * limited for a second is remembered: a spoofed source sends once, and a source
 		 * at its limit is not one to let in ahead of others (nor refreshed, so it lapses)
 		 */
 		if (rule->remember_ticks && admitted && slot->packets > 1 &&
-		    !fg_refused_lately(slot->last_drop, jiffies))
-			fg_remember_source(slot->fingerprint, jiffies, rule->id,
-					   rule->remember_ticks);
+		    !fg_refused_lately(slot->last_drop, jiffies)) {
+			if (rule->remember_connected)
+				fg_remember_ask(slot->fingerprint, last, rule, eval);
+			else
+				fg_remember_source(slot->fingerprint, jiffies, rule->id,
+						   rule->remember_ticks);
+		}
 	}
 	if (admitted)
 		return 1;
@@ -255,7 +277,7 @@ __attribute__((noinline)) int fg_rule_admits(const struct fg_rule *rule,
 	admitted = fg_charge(bucket, rule, rule->algorithm, fg_ref_limits(rule, eval->ref),
 			     fg_units(eval->jiffies), eval->len);
 	if (slot) {
-		admitted = fg_note_slot(slot, admitted, eval->jiffies, rule);
+		admitted = fg_note_slot(slot, admitted, eval->jiffies, rule, eval);
 	} else if ((eval->ref & FG_REF_KIND_MASK) == FG_REF_OVERFLOW) {
 		fg_count_table(rule->id,
 			       admitted ? FG_TABLE_UNTRACKED_PASS : FG_TABLE_UNTRACKED_DROP);
@@ -287,7 +309,7 @@ static __always_inline int fg_owned_admits(const struct fg_rule *rule, const str
 	eval->ref = FG_REF_SLOT | index;
 	admitted = fg_charge(slot->state, rule, FG_ALG_TOKEN_BUCKET, rule->limits,
 			     fg_units(eval->jiffies), eval->len);
-	return fg_note_slot(slot, admitted, eval->jiffies, rule);
+	return fg_note_slot(slot, admitted, eval->jiffies, rule, eval);
 }
 
 /* The position of the lowest bit set in `x` (not 0): clang 14 cannot lower cttz for BPF. */

@@ -200,8 +200,10 @@ struct fg_rule {
 	/* FG_KEY_SOURCE: a GCRA on remembered sources (fg_slot_query, `returning`) taking a
 	 * slot ahead of the new-source cap; interval 0 with remember_ticks set: no cap */
 	struct fg_limit returning_sources;
-	__u32 remember_ticks; /* how long a source stays remembered, jiffies; 0: none is */
-	__u32 pad_returning;
+	__u32 remember_ticks;	 /* how long a source stays remembered, jiffies; 0: none is */
+	__u8 remember_connected; /* 1: only a source whose packet belongs to a TCP connection
+				  * this host has established is remembered (bpf/connected.bpf.h) */
+	__u8 pad_returning[3];
 };
 
 /* When a rule answers a SYN from a source without a slot with a SYN cookie (a SYN-ACK sent

@@ -325,6 +325,29 @@ rules:
   EXPECT_EQ(config.rules[2].remember_ns, 0u);
   EXPECT_EQ(config.rules[3].returning_sources_per_s, kDefaultReturningSourcesPerS);
   EXPECT_EQ(config.rules[3].remember_ns, kDefaultRememberNs);
+  for (const RuleSpec& rule : config.rules) EXPECT_FALSE(rule.remember_connected) << rule.name;
+}
+
+TEST(ConfigParser, RememberOnlyConnectedSources) {
+  FloodgateConfig config = parseClean(R"(
+rules:
+  - name: web
+    match: {protocol: tcp, dst_ports: [443]}
+    limit: {pps: 30}
+    untracked: {remember: connected}
+  - name: any-protocol
+    limit: {pps: 30}
+    untracked: {remember: connected, remember_for: 10m}
+  - name: dns
+    match: {protocol: udp}
+    limit: {pps: 30}
+    untracked: {remember: seen}
+)");
+  ASSERT_EQ(config.rules.size(), 3u);
+  EXPECT_TRUE(config.rules[0].remember_connected);
+  EXPECT_TRUE(config.rules[1].remember_connected);
+  EXPECT_EQ(config.rules[1].remember_ns, 600'000'000'000ULL);
+  EXPECT_FALSE(config.rules[2].remember_connected);
 }
 
 TEST(ConfigParser, BadReturningSourcesSayWhatToWrite) {

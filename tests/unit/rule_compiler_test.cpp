@@ -130,6 +130,26 @@ TEST(CompileRule, UntrackedGoesWithASourceKey) {
   EXPECT_NE(usageError(spec).find("untracked goes with key: source"), std::string::npos);
 }
 
+TEST(CompileRule, RememberConnectedNeedsTcpPacketsOfAConnection) {
+  RuleSpec spec = ppsRule(1000, 100);
+  spec.remember_connected = true;
+  EXPECT_EQ(compileRule(spec)->remember_connected, 1u) << "any protocol: its TCP packets prove";
+  spec.protocol = Protocol::kTcp;
+  EXPECT_EQ(compileRule(spec)->remember_connected, 1u);
+  spec.remember_connected = false;
+  EXPECT_EQ(compileRule(spec)->remember_connected, 0u);
+  spec.remember_connected = true;
+  spec.tcp_flags_set = 0x02;
+  EXPECT_NE(usageError(spec).find("never meets a connection on a rule of SYNs"), std::string::npos);
+  spec.tcp_flags_set = 0;
+  for (Protocol other : {Protocol::kUdp, Protocol::kIcmp}) {
+    spec.protocol = other;
+    EXPECT_NE(usageError(spec).find("remember: connected needs TCP"), std::string::npos);
+  }
+  spec.remember_ns = 0;  // nothing remembered: nothing to prove
+  EXPECT_TRUE(compileRule(spec).ok());
+}
+
 TEST(CompileRule, BpsLimit) {
   auto rule = compileRule(bpsRule(1000000000, 12500000));
   ASSERT_TRUE(rule.ok()) << rule.error().message;

@@ -100,7 +100,11 @@ std::optional<RuleSpec> RuleParser::parse(const YamlEntry& item) {
   // compileRule is the program's own contract; a rule this parser let through and it
   // refuses is still reported, at the rule.
   if (Result<fg_rule> compiled = compileRule(spec_); !compiled) {
-    reader_.error(item, label() + ": " + compiled.error().message);
+    // its messages name the rule already, for callers without a file position
+    std::string message = compiled.error().message;
+    const std::string named = label() + ": ";
+    if (message.rfind(named, 0) == 0) message.erase(0, named.size());
+    reader_.error(item, named + message);
     return std::nullopt;
   }
   return spec_;
@@ -219,12 +223,12 @@ void RuleParser::parseLimit(const YamlEntry& entry) {
 }
 
 // untracked: {new_sources: N, verified_sources: N, returning_sources: N, remember_for: D,
-//             pps: .., burst: .., bps: .., burst_bytes: ..}
+//             remember: seen|connected, pps: .., burst: .., bps: .., burst_bytes: ..}
 void RuleParser::parseUntracked(const YamlEntry& entry) {
   std::optional<YamlFields> fields =
       reader_.mapping(entry, "untracked",
                       {"new_sources", "verified_sources", "returning_sources", "remember_for",
-                       "pps", "bps", "burst", "burst_bytes"});
+                       "remember", "pps", "bps", "burst", "burst_bytes"});
   if (!fields) return;
   if (spec_.key != KeyKind::kSource) {
     reader_.error(entry.key,
@@ -260,7 +264,9 @@ void RuleParser::parseUntracked(const YamlEntry& entry) {
   }
 }
 
-// returning_sources: N a second, unlimited, or off (nothing remembered); remember_for: D.
+// returning_sources: N a second, unlimited, or off (nothing remembered); remember_for: D;
+// remember: seen (every source seen good twice) or connected (only those with a TCP
+// connection to this host; compileRule checks that the rule matches TCP).
 void RuleParser::parseReturningSources(const YamlFields& fields) {
   if (const YamlEntry* cap = fields.find("returning_sources")) {
     const std::string text = cap->value.IsScalar() ? cap->value.Scalar() : std::string();
@@ -285,6 +291,18 @@ void RuleParser::parseReturningSources(const YamlFields& fields) {
       } else {
         spec_.remember_ns = *ns;
       }
+    }
+  }
+  if (const YamlEntry* remember = fields.find("remember")) {
+    const std::string text = remember->value.IsScalar() ? remember->value.Scalar() : std::string();
+    if (spec_.remember_ns == 0) {
+      reader_.error(*remember, "remember goes with returning_sources other than off");
+    } else if (text == "seen") {
+      spec_.remember_connected = false;
+    } else if (text == "connected") {
+      spec_.remember_connected = true;
+    } else {
+      reader_.error(*remember, "remember must be seen or connected");
     }
   }
 }

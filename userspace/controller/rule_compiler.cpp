@@ -263,11 +263,13 @@ Status compileWindowLimits(const RuleSpec& spec, const LimitSpec& limit, fg_limi
   return okStatus();
 }
 
+// The SYN bit of a TCP header's flags byte, as RuleSpec::tcp_flags_set holds it.
+constexpr uint8_t kSyn = 0x02;
+
 // A SYN cookie answers a SYN for its source's slot: the rule must be a source rule that
 // a TCP SYN (SYN set, ACK clear) can match.
 Status compileSynCookies(const RuleSpec& spec, uint64_t tick_units, fg_rule& rule) {
   if (spec.syn_cookies == SynCookies::kOff) return okStatus();
-  constexpr uint8_t kSyn = 0x02;
   if (spec.key != KeyKind::kSource) {
     return Error::usage("rule '" + spec.name +
                         "': syn_cookies goes with key: source (a cookie verifies one source)");
@@ -294,6 +296,20 @@ Status compileReturningSources(const RuleSpec& spec, uint64_t tick_units, fg_rul
   const uint64_t tick_ns = tick_units ? tick_units >> FG_TIME_SHIFT : 4'000'000;
   rule.remember_ticks = static_cast<uint32_t>((spec.remember_ns + tick_ns - 1) / tick_ns);
   compileNewSources(spec.returning_sources_per_s, tick_units, rule.returning_sources);
+  if (spec.remember_connected) {
+    if (spec.protocol != Protocol::kTcp && spec.protocol != Protocol::kAny) {
+      return Error::usage("rule '" + spec.name +
+                          "': remember: connected needs TCP (a source proves itself by a TCP "
+                          "connection to this host); use remember: seen, or protocol: tcp");
+    }
+    if (spec.tcp_flags_set & kSyn) {
+      return Error::usage("rule '" + spec.name +
+                          "': remember: connected never meets a connection on a rule of SYNs "
+                          "(a handshake is not made yet); put it on the rule for the "
+                          "connection's other packets, or use remember: seen");
+    }
+    rule.remember_connected = 1;
+  }
   return okStatus();
 }
 

@@ -85,6 +85,9 @@ struct RuleSpec {
   // new-source cap (0: no cap), and how long a source is remembered (0: none is).
   uint64_t returning_sources_per_s = kDefaultReturningSourcesPerS;
   uint64_t remember_ns = kDefaultRememberNs;
+  // Remember only a source whose packet belongs to a TCP connection this host established
+  // (remember: connected), not every source seen good twice (remember: seen).
+  bool remember_connected = false;
   Algorithm algorithm = Algorithm::kTokenBucket;
   uint64_t window_ns = 1000000000;  // fixed_window and sliding_window only
   ExceedAction action = ExceedAction::kDrop;

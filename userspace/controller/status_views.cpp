@@ -48,8 +48,10 @@ const char* const kTableStatNames[FG_TABLE_STAT_COUNT] = {
 std::string untrackedText(const fg_rule& rule) {
   if (rule.key_kind != FG_KEY_SOURCE) return "";
   auto capText = [](uint64_t cap) { return cap ? formatCount(cap) + "/s" : "unlimited"; };
-  const std::string returning =
-      rule.remember_ticks ? capText(describeReturningSources(rule)) : std::string("off");
+  const std::string returning = rule.remember_ticks
+                                    ? capText(describeReturningSources(rule)) +
+                                          (rule.remember_connected ? " (connected)" : "")
+                                    : std::string("off");
   return "; new sources " + capText(describeNewSources(rule)) + ", returning " + returning +
          ", untracked " + (rule.untracked_own ? limitsText(rule, rule.untracked) : "as one source");
 }
@@ -213,6 +215,9 @@ nlohmann::json statusJson(const XdpLimiterStatus& status) {
          {"syn_cookies", synCookiesName(static_cast<SynCookies>(rule.syn_cookies))},
          {"verified_sources_per_s", describeVerifiedSources(rule)},
          {"remembers_sources", rule.remember_ticks != 0},
+         {"remember", rule.remember_ticks == 0  ? "off"
+                      : rule.remember_connected ? "connected"
+                                                : "seen"},
          {"returning_sources_per_s", describeReturningSources(rule)},
          {"untracked", limitsJson(rule, rule.untracked)}});
   }
