@@ -269,7 +269,9 @@ static __always_inline int fg_cap_refuses(const struct fg_rule *rule,
 	*returning = 0;
 	if (!state || !rule->new_sources.interval)
 		return 0;
-	*returning = rule->remember_ticks && fg_source_returns(fp, jiffies);
+	*returning =
+	    rule->remember_ticks &&
+	    fg_source_returns(fp, jiffies, rule->remember_connected ? FG_MEMORY_PROVEN : 0);
 	return !*returning && !fg_cap_has_room(state, &rule->new_sources, fg_units(jiffies));
 }
 

@@ -6,11 +6,19 @@
  * honest clients it is for are not remembered.
  *
  * The proof is a socket lookup, which needs the frame (the rule walk has only the parsed
- * packet), so the walk asks and the program's end proves: a rule whose source is due a
- * memory (fg_remember_source says so without writing) leaves an ask here, and after the
- * walk fg_remember_connected looks the packet's connection up once and writes the asks
- * only if it is there. A source asks at most once a second, so a table of slot holders
- * that never connect costs at most a lookup a second each. */
+ * packet), so the walk asks and the program's end proves: a rule whose source it admits
+ * leaves an ask here (once a tick at most, as a rule that remembers every source seen
+ * writes), and after the walk fg_remember_connected, if a memory is due (fg_memory_due),
+ * looks the packet's connection up once and writes the asks only if it is there. A source asks only
+ * with a packet its rule admits, in a tick later than its previous packet's, and a remembered one
+ * only when its refresh is due (once a second): so never more often than the kernel's own stack
+ * looks the same connection up for the packets it is given, and never for the packets of a flood
+ * the rule refuses.
+ *
+ * The entries such a rule writes carry FG_MEMORY_PROVEN: only those let its sources back
+ * in (an entry the rule wrote before a reload made it need proof does not), and one may
+ * take the place of a fresh entry without it, so a rule that remembers every source seen
+ * cannot fill the shared entries against it. */
 #ifndef FLOODGATE_CONNECTED_BPF_H
 #define FLOODGATE_CONNECTED_BPF_H
 
@@ -24,11 +32,13 @@
 #include <bpf/bpf_endian.h>
 #include <bpf/bpf_helpers.h>
 
+#include "fg_tcp_state.h"
 #include "parse.bpf.h"
 #include "returning.bpf.h"
 
-/* fg_eval.asks: the packet may prove its source (a TCP segment, not a fragment, not turned
- * into a SYN-ACK), and below it how many asks the walk left in `remember_asks` */
+/* fg_eval.asks: the packet may prove its source (a TCP segment of a connection: ACK set,
+ * SYN clear, not a fragment, not turned into a SYN-ACK), and below it how many asks the
+ * walk left in `remember_asks` */
 #define FG_ASK_PROVABLE (1U << 31)
 #define FG_ASK_COUNT_MASK 0xffU
 
@@ -66,32 +76,6 @@ static __always_inline int fg_ask_memory(__u64 fp, __u32 rule_id, __u32 remember
 	asks->ask[count].rule_id = rule_id;
 	asks->ask[count].remember_ticks = remember_ticks;
 	return 1;
-}
-
-/* Whether a source that asked last at tick `last` may ask again at `jiffies`: once in each
- * second of the clock. */
-static __always_inline int fg_ask_due(__u64 jiffies, __u32 last)
-{
-	__u32 second = ticks_per_second ? ticks_per_second : 1;
-
-	return (__u32)jiffies / second != last / second;
-}
-
-/* TCP states of a connection that was established: the peer answered our SYN-ACK or SYN
- * (a listener, a SYN sent or received, or a closed socket prove nothing). */
-static __always_inline int fg_tcp_state_proves(__u32 state)
-{
-	switch (state) {
-	case BPF_TCP_ESTABLISHED:
-	case BPF_TCP_FIN_WAIT1:
-	case BPF_TCP_FIN_WAIT2:
-	case BPF_TCP_TIME_WAIT:
-	case BPF_TCP_CLOSE_WAIT:
-	case BPF_TCP_LAST_ACK:
-	case BPF_TCP_CLOSING:
-		return 1;
-	}
-	return 0;
 }
 
 /* The connection tuple of the TCP segment in `ctx`'s frame (Ethernet, up to two VLAN tags,
@@ -167,21 +151,27 @@ static __always_inline int fg_tcp_connected(struct xdp_md *ctx)
 	return fg_tcp_state_proves(state);
 }
 
-/* After the walk: writes the `count` memories its rules asked for, if the packet proves its
- * source. A global function: the lookup's tuple stays off the main program's frame. */
+/* After the walk: writes the `count` memories its rules asked for, if one is due and the
+ * packet proves its source. A global function: the lookup's tuple stays off the main
+ * program's frame. */
 __attribute__((noinline)) int fg_remember_connected(struct xdp_md *ctx, __u32 count, __u64 jiffies)
 {
 	struct fg_remember_asks *asks;
-	__u32 zero = 0, i;
+	__u32 zero = 0, i, due = 0;
 
-	if (!ctx || !count || !fg_tcp_connected(ctx))
+	if (!ctx || !count)
 		return 0;
 	asks = bpf_map_lookup_elem(&remember_asks, &zero);
 	if (!asks)
 		return 0;
+	for (i = 0; i < FG_MAX_RULES && i < count && !due; i++)
+		due = fg_memory_due(asks->ask[i].fp, jiffies, asks->ask[i].rule_id,
+				    asks->ask[i].remember_ticks);
+	if (!due || !fg_tcp_connected(ctx))
+		return 0;
 	for (i = 0; i < FG_MAX_RULES && i < count; i++)
 		fg_remember_source(asks->ask[i].fp, jiffies, asks->ask[i].rule_id,
-				   asks->ask[i].remember_ticks);
+				   asks->ask[i].remember_ticks, FG_MEMORY_PROVEN);
 	return 0;
 }
 

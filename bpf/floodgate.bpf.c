@@ -122,9 +122,10 @@ static __always_inline int fg_xdp(struct xdp_md *ctx, enum fg_walk_kind kind)
 		}
 	}
 
-	/* a TCP segment may prove its source to rules that remember only those; the frame of a
-	 * SYN-ACK the cookie step made is ours, not the source's */
+	/* a segment of a connection may prove its source to rules that remember only those (a
+	 * SYN is of none yet); the frame of a SYN-ACK the cookie step made is ours */
 	if (parsed == FG_PARSE_OK && pkt->l4_proto == IPPROTO_TCP && !pkt->fragment &&
+	    (pkt->tcp_flags & (FG_TCP_ACK | FG_TCP_SYN)) == FG_TCP_ACK &&
 	    FG_COOKIE_OUTCOME(walk.cookie) != FG_COOKIE_TX)
 		walk.eval.asks = FG_ASK_PROVABLE;
 	/* the walk leaves out the cookie rule that let a SYN-ACK or cookie ACK through */

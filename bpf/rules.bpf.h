@@ -189,16 +189,13 @@ static __always_inline const struct fg_limit *fg_ref_limits(const struct fg_rule
 }
 
 /* Under `remember: connected`: asks for a memory of the good source of fingerprint `fp`
- * under `rule`, whose slot saw it last at tick `last`, if one is due; the program's end
- * writes it if the packet proves its source. A global function, as fg_remember_source,
- * whose place in the chain of frames it takes. */
-__attribute__((noinline)) int fg_remember_ask(__u64 fp, __u32 last, const struct fg_rule *rule,
+ * under `rule`, which the program's end writes, if one is due, when the packet proves its
+ * source. A global function, as fg_remember_source, whose place in the chain of frames it
+ * takes. */
+__attribute__((noinline)) int fg_remember_ask(__u64 fp, const struct fg_rule *rule,
 					      struct fg_eval *eval)
 {
-	if (!rule || !eval)
-		return 0;
-	if (!(eval->asks & FG_ASK_PROVABLE) || !fg_ask_due(eval->jiffies, last) ||
-	    !fg_memory_write(fp, eval->jiffies, rule->id, rule->remember_ticks, 0) ||
+	if (!rule || !eval || !(eval->asks & FG_ASK_PROVABLE) ||
 	    !fg_ask_memory(fp, rule->id, rule->remember_ticks, eval->asks & FG_ASK_COUNT_MASK))
 		return 0;
 	eval->asks++;
@@ -227,10 +224,10 @@ static __always_inline int fg_note_slot(struct fg_slot *slot, int admitted, __u6
 		if (rule->remember_ticks && admitted && slot->packets > 1 &&
 		    !fg_refused_lately(slot->last_drop, jiffies)) {
 			if (rule->remember_connected)
-				fg_remember_ask(slot->fingerprint, last, rule, eval);
+				fg_remember_ask(slot->fingerprint, rule, eval);
 			else
 				fg_remember_source(slot->fingerprint, jiffies, rule->id,
-						   rule->remember_ticks);
+						   rule->remember_ticks, 0);
 		}
 	}
 	if (admitted)

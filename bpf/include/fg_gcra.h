@@ -146,9 +146,16 @@ FG_INLINE __u32 fg_memory_element_of(__u64 fp, __u32 mask)
 	return (__u32)(fp >> FG_SET_SHIFT) & mask;
 }
 
-/* The tag of `fp` in a memory entry: its low 16 bits and its top 16, none of which pick the
- * element (bits 18 to 41 at most do); the top 16 are also its slot tag, which is no matter
- * there. */
-FG_INLINE __u64 fg_memory_tag(__u64 fp) { return ((fp >> 32) & 0xffff0000ULL) | (fp & 0xffffULL); }
+/* The tag of `fp` in a memory entry: its low 16 bits and 15 of its top 16, none of which
+ * pick the element (bits 18 to 41 at most do); the top 16 are also its slot tag, which is no
+ * matter there. 31 bits: an entry's top bit says its source proved a return path. */
+FG_INLINE __u64 fg_memory_tag(__u64 fp) { return ((fp >> 32) & 0x7fff0000ULL) | (fp & 0xffffULL); }
+
+/* A memory entry's top bit: written by a rule that remembers only sources with a connection
+ * (`remember: connected`, bpf/connected.bpf.h), which alone count for such a rule. */
+#define FG_MEMORY_PROVEN (1ULL << 63)
+
+/* The tag a memory entry holds (fg_memory_tag of its source's fingerprint). */
+FG_INLINE __u64 fg_memory_entry_tag(__u64 entry) { return (entry >> 32) & 0x7fffffffULL; }
 
 #endif /* FLOODGATE_GCRA_H */

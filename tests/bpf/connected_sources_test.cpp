@@ -149,17 +149,55 @@ class ConnectedSourcesTest : public XdpProgramTest {
     auto sets = BpfMap<uint32_t, fg_set>::openPinned(mapPinPath(pin_name_, "sets"), "sets");
     EXPECT_TRUE(sets.ok()) << sets.error().message;
     if (!sets.ok() || !fp) return -1;
-    auto max = mapInfo(sets->fd(), "sets");
-    EXPECT_TRUE(max.ok());
-    if (!max.ok()) return -1;
-    auto set = sets->lookup(fg_memory_element_of(fp, max->max_entries - 1));
+    auto set = sets->lookup(memoryElement(fp));
     EXPECT_TRUE(set.ok());
     int entries = 0;
-    for (uint64_t entry : set->memory) entries += entry && (entry >> 32) == fg_memory_tag(fp);
+    for (uint64_t entry : set->memory)
+      entries += entry && fg_memory_entry_tag(entry) == fg_memory_tag(fp);
     return entries;
   }
 
+  // The fingerprint of IPv4 source `host_order` under the rule at `position`, with the
+  // table's seed (which a flooder does not know).
+  uint64_t fingerprintOf(uint32_t host_order, size_t position) {
+    if (rules_.empty()) {
+      auto settings = limiter().settings();
+      auto rules = limiter().activeRules();
+      EXPECT_TRUE(settings.ok() && rules.ok());
+      if (!settings.ok() || !rules.ok()) return 0;
+      seed_ = settings->hash_seed;
+      rules_ = *rules;
+    }
+    EXPECT_LT(position, rules_.size());
+    const fg_rule& rule = rules_.at(position);
+    const uint64_t hash =
+        fg_addr_hash(seed_, FG_FAMILY_V4, static_cast<uint64_t>(host_order) << 32, 0);
+    return fg_key_fingerprint(hash, rule.id, rule.epoch, FG_FAMILY_V4);
+  }
+
+  // The element of `sets` holding the memory entries of fingerprint `fp`.
+  uint32_t memoryElement(uint64_t fp) {
+    if (!sets_mask_) {
+      auto sets = BpfMap<uint32_t, fg_set>::openPinned(mapPinPath(pin_name_, "sets"), "sets");
+      EXPECT_TRUE(sets.ok());
+      if (!sets.ok()) return 0;
+      auto info = mapInfo(sets->fd(), "sets");
+      EXPECT_TRUE(info.ok());
+      if (!info.ok()) return 0;
+      sets_mask_ = info->max_entries - 1;
+    }
+    return fg_memory_element_of(fp, sets_mask_);
+  }
+
+  static std::string dotted(uint32_t host) {
+    return std::to_string(host >> 24) + "." + std::to_string((host >> 16) & 255) + "." +
+           std::to_string((host >> 8) & 255) + "." + std::to_string(host & 255);
+  }
+
   uint64_t now_ = kStart;
+  uint32_t sets_mask_ = 0;
+  uint64_t seed_ = 0;
+  std::vector<fg_rule> rules_;  // as loaded, for fingerprintOf
 };
 
 TEST_F(ConnectedSourcesTest, OnlyASourceWithAConnectionIsRemembered) {
@@ -199,22 +237,47 @@ TEST_F(ConnectedSourcesTest, AConnectionOverIpv6AndUnderAVlanTagProvesItsSource)
   EXPECT_EQ(rememberedEntries("127.0.0.6"), 1);
 }
 
-// A source asks for its proof once in a second of the clock at most: one whose slot was
-// taken this second is looked up from the next, so slot holders that never connect cost a
-// socket lookup a second each, not one a tick.
-TEST_F(ConnectedSourcesTest, ASourceAsksForItsProofOnceASecond) {
+// A SYN is of no connection yet: it neither proves its source nor keeps the segments of the
+// connection that follows in the same second from proving it.
+TEST_F(ConnectedSourcesTest, ASynProvesNothingAndTheConnectionsNextSegmentDoes) {
   Connection connection("127.0.0.2", "127.0.0.1");
   loadOnClock({rule()});
-  const auto frame =
-      segment("127.0.0.2", connection.clientPort(), "127.0.0.1", connection.serverPort());
+  const uint16_t client = connection.clientPort(), server = connection.serverPort();
   later(10);
-  ASSERT_EQ(run(frame), XDP_PASS);
+  ASSERT_EQ(run(segment("127.0.0.2", client, "127.0.0.1", server, 0x02)), XDP_PASS);
   later(10);
-  ASSERT_EQ(run(frame), XDP_PASS);  // a later tick of the same second
-  EXPECT_EQ(rememberedEntries("127.0.0.2"), 0);
-  later(990);
-  ASSERT_EQ(run(frame), XDP_PASS);  // the next second
-  EXPECT_EQ(rememberedEntries("127.0.0.2"), 1);
+  ASSERT_EQ(run(segment("127.0.0.2", client, "127.0.0.1", server, 0x12)), XDP_PASS);
+  EXPECT_EQ(rememberedEntries("127.0.0.2"), 0) << "a SYN, a SYN-ACK";
+  later(10);
+  ASSERT_EQ(run(segment("127.0.0.2", client, "127.0.0.1", server)), XDP_PASS);
+  EXPECT_EQ(rememberedEntries("127.0.0.2"), 1) << "the ACK that follows, in the same second";
+}
+
+// Rules share the memory's entries: one that remembers every source seen, spoofed ones
+// too, cannot fill them against the connected clients of one that remembers only those.
+TEST_F(ConnectedSourcesTest, EntriesOfARuleRememberingEverySourceGiveWayToAConnectedClient) {
+  Connection connection("127.0.0.2", "127.0.0.1");
+  RuleSpec connected = rule();
+  connected.name = "connected";
+  connected.protocol = Protocol::kTcp;
+  RuleSpec seen = rule();
+  seen.name = "seen";
+  seen.protocol = Protocol::kUdp;
+  seen.remember_connected = false;
+  loadOnClock({connected, seen});
+  // three made-up sources whose entries under the UDP rule are where the client's are
+  const uint32_t element = memoryElement(fingerprintOf(0x7f000002, 0));
+  std::vector<std::string> spoofed;
+  for (uint32_t host = 0x0a000001; host < 0x0a000001 + (64u << 20) && spoofed.size() < 3; ++host)
+    if (memoryElement(fingerprintOf(host, 1)) == element) spoofed.push_back(dotted(host));
+  ASSERT_EQ(spoofed.size(), 3u);
+  for (const std::string& source : spoofed) sendTwice(udpFrom(source));
+  for (const std::string& source : spoofed) ASSERT_EQ(rememberedEntries(source, 1), 1) << source;
+  sendTwice(segment("127.0.0.2", connection.clientPort(), "127.0.0.1", connection.serverPort()));
+  EXPECT_EQ(rememberedEntries("127.0.0.2", 0), 1);
+  int left = 0;
+  for (const std::string& source : spoofed) left += rememberedEntries(source, 1);
+  EXPECT_EQ(left, 2) << "one gave its entry up";
 }
 
 // Every rule that matches the packet and remembers connected sources is answered by its one

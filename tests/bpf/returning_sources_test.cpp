@@ -83,7 +83,8 @@ class ReturningSourcesTest : public XdpProgramTest {
   // How many memory entries of `set` hold fingerprint `fp`'s tag.
   static int memoryEntriesOf(const fg_set& set, uint64_t fp) {
     int entries = 0;
-    for (uint64_t entry : set.memory) entries += entry && (entry >> 32) == fg_memory_tag(fp);
+    for (uint64_t entry : set.memory)
+      entries += entry && fg_memory_entry_tag(entry) == fg_memory_tag(fp);
     return entries;
   }
 
@@ -309,7 +310,8 @@ TEST_F(ReturningSourcesTest, AShortRememberForIsRefreshedInTimeThroughAFlood) {
     auto set = sets->lookup(memoryElement(fp));
     EXPECT_TRUE(set.ok());
     for (uint64_t entry : set->memory) {
-      if (entry && (entry >> 32) == fg_memory_tag(fp)) return static_cast<uint32_t>(entry);
+      if (entry && fg_memory_entry_tag(entry) == fg_memory_tag(fp))
+        return static_cast<uint32_t>(entry);
     }
     return 0;
   };
@@ -361,6 +363,20 @@ TEST_F(ReturningSourcesTest, AShortenedRememberForAppliesAtTheSourcesNextPacket)
   later(10);
   ASSERT_EQ(run(udpFrom("192.0.2.16")), XDP_PASS);
   EXPECT_FALSE(getsASlotBack("192.0.2.16"));
+  EXPECT_EQ(stat(FG_TABLE_RETURNING_SLOT), 0u);
+}
+
+// A rule a reload makes remember only sources with a connection lets none back in by what
+// it remembered before, when every source seen good counted: those may have been spoofed.
+TEST_F(ReturningSourcesTest, MemoriesFromBeforeRememberConnectedLetNoSourceBackIn) {
+  RuleSpec spec = rule();
+  loadOneSet(spec);
+  seenGood("192.0.2.21");
+  spec.remember_connected = true;
+  AttachOptions options;
+  options.test_clock_hz = kHz;
+  reload({spec}, options);
+  EXPECT_FALSE(getsASlotBack("192.0.2.21"));
   EXPECT_EQ(stat(FG_TABLE_RETURNING_SLOT), 0u);
 }
 

@@ -140,8 +140,13 @@ TEST(CompileRule, RememberConnectedNeedsTcpPacketsOfAConnection) {
   EXPECT_EQ(compileRule(spec)->remember_connected, 0u);
   spec.remember_connected = true;
   spec.tcp_flags_set = 0x02;
-  EXPECT_NE(usageError(spec).find("never meets a connection on a rule of SYNs"), std::string::npos);
+  EXPECT_NE(usageError(spec).find("needs the segments of a connection"), std::string::npos);
   spec.tcp_flags_set = 0;
+  spec.tcp_flags_clear = 0x10;  // ack: clear
+  EXPECT_NE(usageError(spec).find("needs the segments of a connection"), std::string::npos);
+  spec.tcp_flags_clear = 0x04;  // rst: clear leaves the connection's segments
+  EXPECT_EQ(compileRule(spec)->remember_connected, 1u);
+  spec.tcp_flags_clear = 0;
   for (Protocol other : {Protocol::kUdp, Protocol::kIcmp}) {
     spec.protocol = other;
     EXPECT_NE(usageError(spec).find("remember: connected needs TCP"), std::string::npos);

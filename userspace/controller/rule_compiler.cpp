@@ -263,8 +263,9 @@ Status compileWindowLimits(const RuleSpec& spec, const LimitSpec& limit, fg_limi
   return okStatus();
 }
 
-// The SYN bit of a TCP header's flags byte, as RuleSpec::tcp_flags_set holds it.
+// The SYN and ACK bits of a TCP header's flags byte, as RuleSpec::tcp_flags_set holds them.
 constexpr uint8_t kSyn = 0x02;
+constexpr uint8_t kAck = 0x10;
 
 // A SYN cookie answers a SYN for its source's slot: the rule must be a source rule that
 // a TCP SYN (SYN set, ACK clear) can match.
@@ -302,11 +303,12 @@ Status compileReturningSources(const RuleSpec& spec, uint64_t tick_units, fg_rul
                           "': remember: connected needs TCP (a source proves itself by a TCP "
                           "connection to this host); use remember: seen, or protocol: tcp");
     }
-    if (spec.tcp_flags_set & kSyn) {
+    if ((spec.tcp_flags_set & kSyn) || (spec.tcp_flags_clear & kAck)) {
       return Error::usage("rule '" + spec.name +
-                          "': remember: connected never meets a connection on a rule of SYNs "
-                          "(a handshake is not made yet); put it on the rule for the "
-                          "connection's other packets, or use remember: seen");
+                          "': remember: connected needs the segments of a connection (ACK "
+                          "set, SYN clear), which a rule of SYNs or of ack: clear never meets; "
+                          "put it on the rule for the connection's other packets, or use "
+                          "remember: seen");
     }
     rule.remember_connected = 1;
   }
