@@ -131,7 +131,9 @@ static __always_inline int fg_xdp(struct xdp_md *ctx, enum fg_walk_kind kind)
 	/* the walk leaves out the cookie rule that let a SYN-ACK or cookie ACK through */
 	verdict = fg_apply_rules(settings, &walk, len, jiffies, &reason,
 				 FG_COOKIE_SKIP(walk.cookie), kind);
-	if (walk.eval.asks & FG_ASK_COUNT_MASK)
+	/* a frame dropped here never reaches the stack, whose own lookup bounds these */
+	if ((walk.eval.asks & FG_ASK_COUNT_MASK) &&
+	    (verdict != FG_VERDICT_DROP || settings->monitor))
 		fg_remember_connected(ctx, walk.eval.asks & FG_ASK_COUNT_MASK, walk.eval.jiffies);
 	if (FG_COOKIE_OUTCOME(walk.cookie) == FG_COOKIE_TX) {
 		/* the frame is the SYN-ACK now: out, or nowhere (monitor mode, if it came on

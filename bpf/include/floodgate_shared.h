@@ -99,8 +99,9 @@ struct fg_settings {
  * fingerprint, the sets' index of `sets` a program finds a slot by): a program of another
  * layout would not find the slots of the running one, so `attach --replace` over a table of
  * another layout is refused. Bumped with any of them (2: the tags; 3: the tags and the
- * memory of returning sources together, struct fg_set). */
-#define FG_TABLE_LAYOUT 3
+ * memory of returning sources together, struct fg_set; 4: the memory's proven mark, which an
+ * entry of layout 3 has at random in its tag). */
+#define FG_TABLE_LAYOUT 4
 
 enum fg_list {
 	FG_LIST_ALLOW = 0,
@@ -253,8 +254,9 @@ struct fg_set {
 	/* the set's four ways' 16-bit tags (the top bits of their owners' fingerprints), way
 	 * 0 first in memory: a lookup reads a slot only where the tag matches */
 	__u64 tags;
-	/* the memory of returning sources (bpf/returning.bpf.h): 32 bits of a source's
-	 * fingerprint as a tag over the tick until which it is fresh, 0 an empty entry */
+	/* the memory of returning sources (bpf/returning.bpf.h): FG_MEMORY_PROVEN and 31 bits
+	 * of a source's fingerprint as a tag over the tick until which it is fresh, 0 an empty
+	 * entry */
 	__u64 memory[FG_MEMORY_WAYS];
 };
 

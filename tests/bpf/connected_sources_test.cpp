@@ -130,8 +130,8 @@ class ConnectedSourcesTest : public XdpProgramTest {
   }
 
   // How many memory entries hold the source at `address` (as its slot under the rule at
-  // `position` keys it): 0 or 1.
-  int rememberedEntries(const std::string& address, size_t position = 0) {
+  // `position` keys it): 0 or 1; with `proven`, only entries marked proven.
+  int rememberedEntries(const std::string& address, size_t position = 0, bool proven = false) {
     auto slots = limiter().slots();
     auto rules = limiter().activeRules();
     EXPECT_TRUE(slots.ok() && rules.ok() && position < rules->size());
@@ -153,7 +153,8 @@ class ConnectedSourcesTest : public XdpProgramTest {
     EXPECT_TRUE(set.ok());
     int entries = 0;
     for (uint64_t entry : set->memory)
-      entries += entry && fg_memory_entry_tag(entry) == fg_memory_tag(fp);
+      entries += entry && fg_memory_entry_tag(entry) == fg_memory_tag(fp) &&
+                 (!proven || (entry & FG_MEMORY_PROVEN));
     return entries;
   }
 
@@ -210,7 +211,7 @@ TEST_F(ConnectedSourcesTest, OnlyASourceWithAConnectionIsRemembered) {
   sendTwice(segment("127.0.0.3", connection.clientPort(), "127.0.0.1", port));
   sendTwice(segment("127.0.0.4", 40004, "127.0.0.1", port, 0x02));
   sendTwice(udpFrom("127.0.0.5"));
-  EXPECT_EQ(rememberedEntries("127.0.0.2"), 1);
+  EXPECT_EQ(rememberedEntries("127.0.0.2", 0, true), 1) << "remembered, marked proven";
   EXPECT_EQ(rememberedEntries("127.0.0.3"), 0) << "no connection of its own";
   EXPECT_EQ(rememberedEntries("127.0.0.4"), 0) << "a listener proves nothing";
   EXPECT_EQ(rememberedEntries("127.0.0.5"), 0) << "UDP proves nothing";
@@ -225,6 +226,7 @@ TEST_F(ConnectedSourcesTest, ARuleThatRemembersEverySourceSeenStillDoes) {
   sendTwice(udpFrom("127.0.0.5"));
   EXPECT_EQ(rememberedEntries("127.0.0.3"), 1);
   EXPECT_EQ(rememberedEntries("127.0.0.5"), 1);
+  EXPECT_EQ(rememberedEntries("127.0.0.3", 0, true), 0) << "no proof asked, none marked";
 }
 
 TEST_F(ConnectedSourcesTest, AConnectionOverIpv6AndUnderAVlanTagProvesItsSource) {
