@@ -8,12 +8,10 @@
  * The proof is a socket lookup, which needs the frame (the rule walk has only the parsed
  * packet), so the walk asks and the program's end proves: a rule whose source it admits
  * leaves an ask here (once a tick at most, as a rule that remembers every source seen
- * writes), and after the walk fg_remember_connected, if a memory is due (fg_memory_due),
- * looks the packet's connection up once and writes the asks only if it is there. A source asks only
- * with a packet its rule admits, in a tick later than its previous packet's, and a remembered one
- * only when its refresh is due (once a second): so never more often than the kernel's own stack
- * looks the same connection up for the packets it is given, and never for the packets of a flood
- * the rule refuses.
+ * writes), and after the walk fg_remember_connected, if a memory is due (fg_memory_due)
+ * and no rule dropped the frame, looks its connection up once and writes the asks only if
+ * it is there: never more often than the kernel's own stack looks the same connection up
+ * for the frames it is given, and never for the packets of a flood the rule refuses.
  *
  * The entries such a rule writes carry FG_MEMORY_PROVEN: only those let its sources back
  * in (an entry the rule wrote before a reload made it need proof does not), and one may

@@ -15,9 +15,9 @@
  *
  * What a flood cannot do with it: an entry still fresh is never given to another source
  * (but for a proven source's over one that is not), so sources remembered first keep their
- * place; and while the rule's new-source cap is
- * refusing (a flood), no source is newly remembered, so the flood's sources that got a slot
- * by the cap cannot fill the memory, only sources remembered before it refresh theirs.
+ * place; and while the rule's new-source cap is refusing (a flood), no source is newly
+ * remembered, so the flood's sources that got a slot by the cap cannot fill the memory,
+ * only sources remembered before it refresh theirs.
  * Spoofed addresses sent twice each before a flood can; under `remember: connected` a rule
  * remembers only sources whose packet proves a return path (bpf/connected.bpf.h). */
 #ifndef FLOODGATE_RETURNING_BPF_H
