@@ -4,11 +4,9 @@
 // the rule's reserve during it: the program found the connection by a socket lookup in the
 // namespace of the interface it is attached to. A UDP client seen alike is not remembered.
 #include <arpa/inet.h>
-#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <poll.h>
-#include <sched.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -29,14 +27,6 @@ namespace {
 constexpr const char* kClient = "198.18.0.3";
 constexpr uint16_t kTcpPort = 8080;
 constexpr uint16_t kUdpPort = 9999;
-
-bool enterNetns(const std::string& netns) {
-  int fd = open(netns.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  int err = setns(fd, CLONE_NEWNET);
-  close(fd);
-  return err == 0;
-}
 
 // A TCP server in `netns` that takes one connection and counts the bytes it reads.
 class SinkServer {
