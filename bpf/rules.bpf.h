@@ -207,9 +207,13 @@ __attribute__((noinline)) int fg_remember_ask(__u64 fp, const struct fg_rule *ru
  * of the charge, and stalls the loads behind it. The race costs only the count: two CPUs
  * charging the same source in the same instant may count one packet where there were two,
  * so `top` may show a source spread over several CPUs a little below its true rate (never
- * above). The bucket itself is exact: its charge is a compare-and-swap. */
+ * above). The bucket itself is exact: its charge is a compare-and-swap. A good source is
+ * remembered by the fingerprint `pkt` was looked up by, worked out again from the walk's
+ * address hash rather than read from the slot: another CPU may have given the slot to
+ * another source since the charge, and this one's standing is not that source's. */
 static __always_inline int fg_note_slot(struct fg_slot *slot, int admitted, __u64 jiffies,
-					const struct fg_rule *rule, struct fg_eval *eval)
+					const struct fg_rule *rule, const struct fg_packet *pkt,
+					struct fg_eval *eval)
 {
 	__u32 last = slot->last_seen, idle = (__u32)jiffies - last;
 
@@ -223,11 +227,13 @@ static __always_inline int fg_note_slot(struct fg_slot *slot, int admitted, __u6
 		 */
 		if (rule->remember_ticks && admitted && slot->packets > 1 &&
 		    !fg_refused_lately(slot->last_drop, jiffies)) {
+			__u64 fp =
+			    fg_key_fingerprint(eval->addr_hash, rule->id, rule->epoch, pkt->family);
+
 			if (rule->remember_connected)
-				fg_remember_ask(slot->fingerprint, rule, eval);
+				fg_remember_ask(fp, rule, eval);
 			else
-				fg_remember_source(slot->fingerprint, jiffies, rule->id,
-						   rule->remember_ticks, 0);
+				fg_remember_source(fp, jiffies, rule->id, rule->remember_ticks, 0);
 		}
 	}
 	if (admitted)
@@ -274,7 +280,7 @@ __attribute__((noinline)) int fg_rule_admits(const struct fg_rule *rule,
 	admitted = fg_charge(bucket, rule, rule->algorithm, fg_ref_limits(rule, eval->ref),
 			     fg_units(eval->jiffies), eval->len);
 	if (slot) {
-		admitted = fg_note_slot(slot, admitted, eval->jiffies, rule, eval);
+		admitted = fg_note_slot(slot, admitted, eval->jiffies, rule, pkt, eval);
 	} else if ((eval->ref & FG_REF_KIND_MASK) == FG_REF_OVERFLOW) {
 		fg_count_table(rule->id,
 			       admitted ? FG_TABLE_UNTRACKED_PASS : FG_TABLE_UNTRACKED_DROP);
@@ -306,7 +312,7 @@ static __always_inline int fg_owned_admits(const struct fg_rule *rule, const str
 	eval->ref = FG_REF_SLOT | index;
 	admitted = fg_charge(slot->state, rule, FG_ALG_TOKEN_BUCKET, rule->limits,
 			     fg_units(eval->jiffies), eval->len);
-	return fg_note_slot(slot, admitted, eval->jiffies, rule, eval);
+	return fg_note_slot(slot, admitted, eval->jiffies, rule, pkt, eval);
 }
 
 /* The position of the lowest bit set in `x` (not 0): clang 14 cannot lower cttz for BPF. */
