@@ -336,5 +336,33 @@ TEST_F(AttachE2eTest, ReplacingOverABucketTableOfAnotherLayoutIsRefusedSayingWha
   EXPECT_EQ(status()["rules"][0]["limit"]["pps"], 3000);
 }
 
+// The kernel cuts an XDP link loose from a device it deletes, and the pinned link lives on: a
+// limiter whose interface was deleted and made again runs nowhere. status says so, and an
+// attach links its program to the new device, keeping its state (here a ban).
+TEST_F(AttachE2eTest, AnInterfaceMadeAgainIsShownCutOffAndAttachedAgainWithItsState) {
+  const std::string iface = net_->targetInterface();
+  CommandResult attach = run({"attach", iface, "--rate", "1k"});
+  ASSERT_EQ(attach.exit_code, 0) << attach.err;
+  ASSERT_EQ(run({"ban", "add", iface, "192.0.2.1", "--for", "10m"}).exit_code, 0);
+  ASSERT_TRUE(net_->remake().ok());
+  EXPECT_FALSE(xdpAttached());
+
+  EXPECT_EQ(status()["mode"], "severed");
+  CommandResult text = run({"status", iface});
+  EXPECT_NE(text.out.find("NOT RUNNING"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("'floodgate attach " + iface + "' with its config"), std::string::npos)
+      << text.out;
+
+  CommandResult again = run({"attach", iface, "--rate", "2k"});
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_NE(again.err.find("attached to it again, its state kept"), std::string::npos) << again.err;
+  EXPECT_TRUE(xdpAttached());
+  nlohmann::json now = status();
+  EXPECT_EQ(now["mode"], "native");
+  EXPECT_EQ(now["rules"][0]["limit"]["pps"], 2000) << "the config asked for replaces the rules";
+  CommandResult bans = run({"ban", "list", iface});
+  EXPECT_NE(bans.out.find("192.0.2.1"), std::string::npos) << "the ban was kept:\n" << bans.out;
+}
+
 }  // namespace
 }  // namespace floodgate::test

@@ -630,6 +630,63 @@ TEST_F(RunE2eTest, AMissingInterfaceIsReportedUnhealthyAndAttachedWhenItAppears)
   EXPECT_NE(net_->floodgate({"stats", late}).exit_code, 0) << "detached on SIGTERM";
 }
 
+// An interface the daemon holds, deleted and made again (a restarted network service, a
+// reloaded driver): the kernel cut the limiter's link loose with the old device, so until the
+// daemon attaches it again nothing runs there. It is reported while the interface is gone,
+// and attached again, its state kept, once it is back.
+TEST_F(RunE2eTest, AnInterfaceDeletedAndMadeAgainIsAttachedAgainWithItsState) {
+  const std::string iface = net_->targetInterface();
+  const std::string up = "floodgate_interface_up{interface=\"" + iface + "\"}";
+  startDaemon();
+  ASSERT_EQ(net_->floodgate({"ban", "add", iface, "192.0.2.1", "--for", "10m"}).exit_code, 0);
+  ASSERT_EQ(net_->inTarget({"ip", "link", "del", iface}).exit_code, 0);
+  const std::string gone = iface + " was deleted: its limiter runs nowhere";
+  for (int i = 0; i < 100 && daemon_.log().find(gone) == std::string::npos; ++i) usleep(50000);
+  EXPECT_EQ(metric(up), 0) << daemon_.log();
+  HttpReply health = httpGetIn(net_->targetNetns(), kMetricsPort, "/healthz");
+  EXPECT_EQ(health.status, 503);
+  EXPECT_EQ(health.body, iface + ": no such interface (attached when it appears)\n");
+
+  {
+    // back, and another XDP program took its hook first (put there while the attach lock
+    // held here kept the daemon from attaching): the interface is there, its limiter is not
+    // running on it, and that is what is reported until the hook is free again
+    UniqueFd lock = holdAttachLock();
+    ASSERT_TRUE(net_->remake().ok());
+    ASSERT_TRUE(daemonWaitsForAttachLock()) << daemon_.log();
+    ASSERT_EQ(net_->inTarget({"ip", "link", "set", "dev", iface, "xdpgeneric", "obj",
+                              COUNT_PASS_OBJECT, "sec", "xdp"})
+                  .exit_code,
+              0);
+  }
+  const std::string refused = "already has an XDP program that floodgate did not attach";
+  for (int i = 0; i < 100 && daemon_.log().find(refused) == std::string::npos; ++i) usleep(50000);
+  EXPECT_EQ(metric(up), 0) << daemon_.log();
+  health = httpGetIn(net_->targetNetns(), kMetricsPort, "/healthz");
+  EXPECT_EQ(health.status, 503);
+  EXPECT_EQ(health.body, iface +
+                             ": its limiter was cut off it when the interface was deleted "
+                             "(being attached again: see the log)\n");
+  ASSERT_EQ(net_->inTarget({"ip", "link", "set", "dev", iface, "xdpgeneric", "off"}).exit_code, 0);
+  const auto isUp = [](double v) { return v == 1; };
+  EXPECT_EQ(waitFor(up, isUp, 10), 1) << daemon_.log();
+  EXPECT_EQ(httpGetIn(net_->targetNetns(), kMetricsPort, "/healthz").status, 200);
+  CommandResult link = net_->inTarget({"ip", "link", "show", iface});
+  EXPECT_NE(link.out.find("prog/xdp"), std::string::npos) << "enforcing again:\n" << link.out;
+  CommandResult bans = net_->floodgate({"ban", "list", iface});
+  EXPECT_NE(bans.out.find("192.0.2.1"), std::string::npos) << "its state kept:\n" << bans.out;
+  EXPECT_EQ(linesWith(daemon_.log(), gone), 1u) << "logged once:\n" << daemon_.log();
+  EXPECT_NE(daemon_.log().find("attached to it again, its state kept"), std::string::npos)
+      << daemon_.log();
+  // and the flood is held back on the new device
+  const auto rate_drops = [&] { return metric(packets("drop", "rate")); };
+  const double before = rate_drops();
+  flood(0.3, 2000);
+  double after = before;
+  for (int i = 0; i < 40 && after == before; ++i, usleep(50000)) after = rate_drops();
+  EXPECT_GT(after, before) << "the flood is not held back";
+}
+
 // A reload that one attached limiter cannot take (its deny list longer than the list size that
 // limiter runs with, which a reload keeps) changes no interface: not those listed before it.
 // Both when the daemon would adopt that limiter in the reload and when it already holds it.

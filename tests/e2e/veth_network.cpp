@@ -30,49 +30,40 @@ Result<std::unique_ptr<VethNetwork>> VethNetwork::create(const std::vector<std::
   net->target_ns_path_ = "/run/netns/" + net->target_ns_;
   net->sender_if_ = "fgs" + tag;
   net->target_if_ = "fgt" + tag;
-  const std::string& s = net->sender_ns_;
-  const std::string& t = net->target_ns_;
+  net->sources_ = sources;
+  for (const std::string& ns : {net->sender_ns_, net->target_ns_}) {
+    if (Status st = must({"ip", "netns", "add", ns}); !st) return st.error();
+    // IPv6 off: neighbour discovery would add packets the tests do not count
+    if (Status st =
+            must({"ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1"});
+        !st) {
+      return st.error();
+    }
+    if (Status st = must({"ip", "-n", ns, "link", "set", "lo", "up"}); !st) return st.error();
+  }
+  if (Status st = net->join(); !st) return st.error();
+  return net;
+}
+
+Status VethNetwork::join() {
+  const std::string& s = sender_ns_;
+  const std::string& t = target_ns_;
   std::vector<std::vector<std::string>> steps = {
-      {"ip", "netns", "add", s},
-      {"ip", "netns", "add", t},
-      {"ip",
-       "link",
-       "add",
-       net->sender_if_,
-       "numtxqueues",
-       "2",
-       "numrxqueues",
-       "2",
-       "netns",
-       s,
-       "type",
-       "veth",
-       "peer",
-       "name",
-       net->target_if_,
-       "numtxqueues",
-       "2",
-       "numrxqueues",
-       "2",
-       "netns",
-       t},
-      // IPv6 off: neighbour discovery would add packets the tests do not count
-      {"ip", "netns", "exec", s, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1"},
-      {"ip", "netns", "exec", t, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1"},
-      {"ip", "-n", t, "addr", "add", std::string(kTargetAddress) + "/24", "dev", net->target_if_},
-      {"ip", "-n", s, "link", "set", net->sender_if_, "up"},
-      {"ip", "-n", t, "link", "set", net->target_if_, "up"},
-      {"ip", "-n", s, "link", "set", "lo", "up"},
-      {"ip", "-n", t, "link", "set", "lo", "up"},
+      {"ip",       "link",        "add", sender_if_,    "numtxqueues", "2",     "numrxqueues",
+       "2",        "netns",       s,     "type",        "veth",        "peer",  "name",
+       target_if_, "numtxqueues", "2",   "numrxqueues", "2",           "netns", t},
+      {"ip", "-n", t, "addr", "add", std::string(kTargetAddress) + "/24", "dev", target_if_},
+      {"ip", "-n", s, "link", "set", sender_if_, "up"},
+      {"ip", "-n", t, "link", "set", target_if_, "up"},
   };
-  for (const std::string& source : sources) {
-    steps.push_back({"ip", "-n", s, "addr", "add", source + "/24", "dev", net->sender_if_});
+  for (const std::string& source : sources_) {
+    steps.push_back({"ip", "-n", s, "addr", "add", source + "/24", "dev", sender_if_});
   }
   for (const auto& step : steps) {
-    if (Status st = must(step); !st) return st.error();
+    if (Status st = must(step); !st) return st;
   }
   // Resolve the neighbour once so no ARP exchange falls inside a measurement.
-  CommandResult mac = runCommand({"ip", "-n", t, "-br", "link", "show", net->target_if_});
+  CommandResult mac = runCommand({"ip", "-n", t, "-br", "link", "show", target_if_});
   std::string target_mac;
   {
     // "-br" prints: NAME STATE MAC FLAGS
@@ -90,9 +81,14 @@ Result<std::unique_ptr<VethNetwork>> VethNetwork::create(const std::vector<std::
   }
   if (!target_mac.empty()) {
     (void)must({"ip", "-n", s, "neigh", "replace", kTargetAddress, "lladdr", target_mac, "dev",
-                net->sender_if_, "nud", "permanent"});
+                sender_if_, "nud", "permanent"});
   }
-  return net;
+  return okStatus();
+}
+
+Status VethNetwork::remake() {
+  (void)runCommand({"ip", "-n", target_ns_, "link", "del", target_if_});  // gone already: fine
+  return join();
 }
 
 VethNetwork::~VethNetwork() {

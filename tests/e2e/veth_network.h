@@ -29,6 +29,11 @@ class VethNetwork {
   // Its peer, in the sending namespace: what `floodgate flood` sends out of.
   const std::string& senderInterface() const { return sender_if_; }
 
+  // Deletes the veth pair (if it is still there) and makes it again under the same names and
+  // addresses (what a restarted network service or a reloaded driver does to an interface):
+  // a new device, with another ifindex and no XDP program.
+  Status remake();
+
   // Packets the sending veth dropped because the receiving side's queue was full: they
   // never reached XDP. On a busy machine a flood makes some; tests account for them.
   uint64_t senderQueueDrops() const;
@@ -42,6 +47,9 @@ class VethNetwork {
 
  private:
   VethNetwork() = default;
+  // Makes the veth pair between the two namespaces, with its addresses, up.
+  Status join();
+  std::vector<std::string> sources_;
   std::string sender_ns_, target_ns_, sender_ns_path_, target_ns_path_, sender_if_, target_if_;
 };
 

@@ -230,6 +230,11 @@ std::string statusText(const XdpLimiterStatus& status) {
       << (status.program_name.empty() ? "" : " (" + status.program_name + ")") << ", "
       << (status.prog_array ? std::string("in a prog array") : status.mode + " mode")
       << (status.monitor ? ", MONITOR ONLY (nothing is dropped)" : "") << "\n";
+  if (status.mode == "severed") {
+    out << "  NOT RUNNING: the interface was deleted (or renamed) since the attach, which cut "
+           "the limiter off it; 'floodgate attach "
+        << status.interface << "' with its config attaches it again, its state kept\n";
+  }
   out << neighboursText(status);
   out << "  table " << status.table_slots << " slots, tracking " << status.tracked_v4
       << " IPv4 and " << status.tracked_v6 << " IPv6 sources\n";

@@ -300,8 +300,12 @@ Result<XdpLimiterStatus> XdpLimiter::status() const {
   if (link.valid() && bpf_obj_get_info_by_fd(link.get(), &info, &info_len) == 0) {
     out.program_id = info.prog_id;
     auto ifindex = interfaceIndex(interface_);
-    out.mode =
-        ifindex ? queryXdp(*ifindex).mode : "unknown (interface in another network namespace)";
+    if (hookLink(interface_) == HookLink::kSevered) {
+      out.mode = "severed";
+    } else {
+      out.mode =
+          ifindex ? queryXdp(*ifindex).mode : "unknown (interface in another network namespace)";
+    }
   } else if (auto slot = progArraySlot(); slot) {
     out.program_id = slot->first;
     out.prog_array = slot->second;

@@ -159,7 +159,9 @@ struct XdpLimiterStatus {
   std::string interface;
   uint32_t program_id = 0;
   std::string program_name;  // floodgate_xdp; floodgate_older without may_goto (or refused)
-  std::string mode;          // native | generic | unknown (interface in another netns) | prog_array
+  // native | generic | unknown (interface in another netns) | prog_array | severed (the
+  // interface was deleted since the attach: see XdpLimiter::hookLink)
+  std::string mode;
   std::optional<ProgArraySlot> prog_array;  // set when floodgate runs in an operator's array
   std::optional<ProgramInfo> next_program;  // what gets the packets floodgate passes
   bool has_next_slot = true;  // false: attached by a floodgate without a next-program slot
@@ -214,6 +216,18 @@ class XdpLimiter {
 
   // Whether a limiter is attached to `interface` (its link is pinned).
   static bool attachedTo(const std::string& interface);
+
+  // What the pinned link of the limiter of `interface` is on. The kernel cuts a link loose
+  // from a device it deletes, and the link lives on as long as its pin: so the limiter of an
+  // interface deleted, or deleted and made again under its name, is pinned but runs nowhere
+  // (kSevered). kNone: no link pinned (not attached, or in an operator's prog array).
+  enum class HookLink { kNone, kLive, kSevered };
+  static HookLink hookLink(const std::string& interface);
+
+  // Attaches the program of a limiter whose link was severed to the interface of that name
+  // now, by a new link in `mode` that takes the old one's pin: its maps, and so its buckets,
+  // bans and lists, are kept. Nothing to do (no error) when the link is live.
+  static Result<AttachReport> relink(const std::string& interface, XdpMode mode);
 
   // Interfaces with a pinned limiter.
   static std::vector<std::string> attachedInterfaces();
@@ -314,6 +328,8 @@ class XdpLimiter {
   std::optional<std::pair<uint32_t, ProgArraySlot>> progArraySlot() const;
   // Opens every pinned map of `interface` (whether or not a link is pinned yet).
   static Result<XdpLimiter> openMaps(const std::string& interface);
+  // relink, with the attach lock already held
+  static Status relinkLocked(const std::string& interface, XdpMode mode, AttachReport& report);
   // Adds `delta` (by family: [0] IPv4, [1] IPv6) to the program's entry counts of the list.
   void updateListCounts(ListKind kind, const int64_t (&delta)[2]);
   // listRemove's work, under a writer lock the caller holds.

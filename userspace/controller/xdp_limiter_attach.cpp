@@ -79,6 +79,75 @@ std::optional<std::pair<uint32_t, ProgArraySlot>> XdpLimiter::progArraySlot() co
   return std::make_pair(id, where);
 }
 
+XdpLimiter::HookLink XdpLimiter::hookLink(const std::string& interface) {
+  if (!checkInterfaceName(interface)) return HookLink::kNone;
+  UniqueFd link(bpf_obj_get(linkPinPath(interface).c_str()));
+  if (!link.valid()) return HookLink::kNone;
+  bpf_link_info info{};
+  uint32_t info_len = sizeof(info);
+  // a link the kernel cannot describe is taken to be where it was put
+  if (bpf_obj_get_info_by_fd(link.get(), &info, &info_len) != 0) return HookLink::kLive;
+  if (info.xdp.ifindex == 0) return HookLink::kSevered;
+  // on a device, but not the one of this name now: the one it was made for was renamed,
+  // and another took its name (an interface of another namespace is not looked at)
+  auto ifindex = interfaceIndex(interface);
+  if (ifindex && static_cast<uint32_t>(*ifindex) != info.xdp.ifindex) return HookLink::kSevered;
+  return HookLink::kLive;
+}
+
+Result<AttachReport> XdpLimiter::relink(const std::string& interface, XdpMode mode) {
+  if (Status s = checkInterfaceName(interface); !s) return s.error();
+  if (Status s = checkPrivileges(); !s) return s.error();
+  auto attaching = AttachLock::acquire();
+  if (!attaching) return attaching.error();
+  AttachReport report;
+  if (Status s = relinkLocked(interface, mode, report); !s) return s.error();
+  return report;
+}
+
+Status XdpLimiter::relinkLocked(const std::string& interface, XdpMode mode, AttachReport& report) {
+  if (hookLink(interface) != HookLink::kSevered) return okStatus();  // live, or relinked since
+  UniqueFd old(bpf_obj_get(linkPinPath(interface).c_str()));
+  bpf_link_info info{};
+  uint32_t info_len = sizeof(info);
+  if (!old.valid() || bpf_obj_get_info_by_fd(old.get(), &info, &info_len) != 0) {
+    return Error::failure("cannot read the XDP link pinned at " + linkPinPath(interface) + ": " +
+                          std::strerror(errno));
+  }
+  UniqueFd program(bpf_prog_get_fd_by_id(info.prog_id));
+  if (!program.valid()) {
+    return Error::failure("cannot open floodgate's program (id " + std::to_string(info.prog_id) +
+                          ") of '" + interface + "': " + std::strerror(errno));
+  }
+  auto ifindex = interfaceIndex(interface);
+  if (!ifindex) return ifindex.error();
+  if (Status s = checkEthernetFrames(interface); !s) return s;
+  auto link = attachXdp(program.get(), *ifindex, interface, mode, &report.mode);
+  if (!link) return link.error();
+  // The new link's pin takes the old one's place (the bpffs renames nothing). Should the pin
+  // fail, the new link closes with its descriptor and leaves the hook free, and the maps are
+  // pinned without a link, as a crashed attach leaves them: the next attach starts over.
+  const std::string pin = linkPinPath(interface);
+  if (unlink(pin.c_str()) != 0 || bpf_obj_pin(link->get(), pin.c_str()) != 0) {
+    return Error::failure("cannot pin the new XDP link of '" + interface + "' at " + pin + ": " +
+                          std::strerror(errno));
+  }
+  report.replaced = true;
+  report.warnings.push_back("the limiter of '" + interface +
+                            "' had been cut off from it (the interface was deleted or renamed, "
+                            "and one made under its name): attached to it again, its state kept");
+  // the TC handover of cookie connections went with the old device too
+  if (access(tcProgramPinPath(interface).c_str(), F_OK) == 0) {
+    if (Status s = syncSynCookieHost(interface, true); !s) {
+      report.warnings.push_back("SYN cookies on '" + interface +
+                                "' cannot hand connections "
+                                "over: " +
+                                s.error().message);
+    }
+  }
+  return okStatus();
+}
+
 Result<AttachReport> XdpLimiter::attach(const AttachOptions& options) {
   const std::string& iface = options.interface;
   if (Status s = checkInterfaceName(iface); !s) return s.error();
@@ -101,7 +170,14 @@ Result<AttachReport> XdpLimiter::attach(const AttachOptions& options) {
   const bool on_hook = access(linkPinPath(iface).c_str(), F_OK) == 0;
   const bool in_array = access(rootArrayPinPath(iface).c_str(), F_OK) == 0;
   const bool attached = on_hook || in_array;
-  if (attached && !options.replace) {
+  AttachReport report;
+  // A limiter cut off from its interface (deleted and made again) is attached to it again
+  // first, its state kept; the config asked for then replaces its program as --replace does.
+  const bool severed = on_hook && !into_array && hookLink(iface) == HookLink::kSevered;
+  if (severed) {
+    if (Status s = relinkLocked(iface, options.mode, report); !s) return s.error();
+  }
+  if (attached && !options.replace && !severed) {
     return Error::failure("floodgate is already attached to '" + iface +
                           "': use --replace to swap it (state is kept) or detach it first");
   }
@@ -127,7 +203,6 @@ Result<AttachReport> XdpLimiter::attach(const AttachOptions& options) {
     return error;
   };
 
-  AttachReport report;
   AttachOptions fitted = options;
   std::optional<std::pair<uint32_t, ProgArraySlot>> running_slot;
   if (attached) {

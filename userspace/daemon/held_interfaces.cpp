@@ -24,6 +24,12 @@ bool attached(const std::string& interface) {
   return false;
 }
 
+// Whether the limiter of `name` runs on it: attached, and not cut off it by the deletion of
+// the device it was attached to.
+bool enforcing(const std::string& name) {
+  return attached(name) && XdpLimiter::hookLink(name) != XdpLimiter::HookLink::kSevered;
+}
+
 // Detaches `name`, logging what became of the program behind floodgate; `why` ends the line.
 void detachLogged(const std::string& name, const std::string& why) {
   auto report = XdpLimiter::detach(name);
@@ -226,7 +232,36 @@ Status HeldInterfaces::attachOrAdopt(const WantedInterface& wanted, const std::s
   return okStatus();
 }
 
+void HeldInterfaces::relinkSevered() {
+  for (auto& [name, held] : held_) {
+    if (XdpLimiter::hookLink(name) != XdpLimiter::HookLink::kSevered) {
+      severed_.erase(name);
+      continue;
+    }
+    std::string& last = severed_[name];
+    if (!interfaceIndex(name)) {
+      const std::string gone = name +
+                               " was deleted: its limiter runs nowhere until it appears "
+                               "again, then it is attached again with its state";
+      if (last != gone) logWarning(gone);
+      last = gone;
+      continue;
+    }
+    auto report = XdpLimiter::relink(name, held.applied.options.mode);
+    if (!report) {
+      if (last != report.error().message) {
+        logError(name + ": " + report.error().message + " (tried again every second)");
+      }
+      last = report.error().message;
+      continue;
+    }
+    for (const std::string& warning : report->warnings) logWarning(name + ": " + warning);
+    severed_.erase(name);
+  }
+}
+
 void HeldInterfaces::attachAppeared() {
+  relinkSevered();
   for (auto it = waiting_.begin(); it != waiting_.end();) {
     const std::string name = it->first;
     if (held_.contains(name)) {  // attached by an apply that failed after it
@@ -415,7 +450,7 @@ void HeldInterfaces::releaseAfterFailedStart() {
 
 void HeldInterfaces::collect(metrics::Snapshot& snapshot) {
   for (const std::string& name : configured_) {
-    snapshot.configured.push_back({name, interfaceIndex(name).ok() && attached(name)});
+    snapshot.configured.push_back({name, interfaceIndex(name).ok() && enforcing(name)});
   }
   for (auto& [name, held] : held_) {
     auto one = metrics::collect(held.limiter, &held.sample_cursor);
@@ -440,6 +475,10 @@ std::vector<std::string> HeldInterfaces::problems() const {
       out.push_back(name + ": no such interface (attached when it appears)");
     } else if (!attached(name)) {
       out.push_back(name + ": no limiter attached");
+    } else if (!enforcing(name)) {
+      out.push_back(name +
+                    ": its limiter was cut off it when the interface was deleted "
+                    "(being attached again: see the log)");
     }
   }
   return out;

@@ -68,8 +68,9 @@ class HeldInterfaces {
   // it attached, and detaches none it was to let go.
   // An interface's adaptive state is kept or started over as reconcileAdaptive() says.
   Status apply(const std::vector<WantedInterface>& wanted);
-  // Attaches the listed interfaces that did not exist and now do. A failure is logged once
-  // per distinct message and tried again next time.
+  // Attaches the listed interfaces that did not exist and now do, and attaches again those
+  // held whose limiter was cut off them (deleted and made again: XdpLimiter::hookLink), their
+  // state kept. A failure is logged once per distinct message and tried again next time.
   void attachAppeared();
   // Detaches every one held (or, with keep_attached, lets go of them enforcing).
   void release(bool keep_attached);
@@ -124,6 +125,8 @@ class HeldInterfaces {
   std::vector<std::string> problems() const;
 
  private:
+  // Attaches again the held limiters cut off their interfaces (attachAppeared).
+  void relinkSevered();
   // Adopts the limiter pinned for options.interface, or attaches a new one, and holds it.
   // `why` ends the log line.
   Status attachOrAdopt(const WantedInterface& wanted, const std::string& why);
@@ -138,6 +141,9 @@ class HeldInterfaces {
   // when they appear, and the last attach failure logged for each.
   std::map<std::string, WantedInterface> waiting_;
   std::map<std::string, std::string> attach_failures_;
+  // Held interfaces whose limiter is cut off them, with the last thing logged of each (that
+  // it is gone, or the last failure to attach it again).
+  std::map<std::string, std::string> severed_;
 };
 
 }  // namespace floodgate::daemon
