@@ -7,6 +7,7 @@
 // --config` lifts it on B, and B restarted does not bring it back; a forged record and one
 // naming B's own address, written straight into the stream, are refused and counted by B;
 // an escalation A makes in monitor mode is not shared.
+#include <bpf/bpf.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -27,6 +28,7 @@
 #include "e2e/child_process.h"
 #include "e2e/netns_http.h"
 #include "e2e/veth_network.h"
+#include "floodgate_shared.h"
 #include "kernel/unique_fd.h"
 #include "udp_traffic/udp_traffic.h"
 
@@ -463,6 +465,49 @@ TEST_F(FleetBansE2eTest, AnEscalatedBanLiftedByTheFleetIsMadeAgainAtTheNextRepor
       << daemon_a_.log();
   EXPECT_NE(waitForBan(*a_, kBanned).first, "") << daemon_a_.log();
   EXPECT_EQ(waitForBan(*b_, kBanned).first, "fleet") << daemon_b_.log();
+}
+
+// A ban every host of the config refuses (wider than widest_ipv4, loopback) is refused before
+// anything is banned or published, as a lift of it is: `ban add` does not say it was shared.
+TEST_F(FleetBansE2eTest, ABanEveryHostRefusesIsNeitherMadeNorPublished) {
+  daemon_a_ = startDaemon(*a_, config_a_, "daemon-a.log");
+  for (auto [refused, why] :
+       {std::pair{"198.18.0.0/16", "too_wide"}, std::pair{"127.0.0.1", "loopback"}}) {
+    CommandResult added = a_->floodgate({"ban", "add", a_->targetInterface(), kBanned, refused,
+                                         "--for", "10m", "--config", config_a_});
+    EXPECT_EQ(added.exit_code, 2) << added.out << added.err;
+    EXPECT_NE(added.err.find(std::string("a ban of ") + refused +
+                             " is not shared: every host of this config refuses it (" + why + ")"),
+              std::string::npos)
+        << added.err;
+    EXPECT_EQ(added.out.find("shared with the fleet"), std::string::npos) << added.out;
+  }
+  EXPECT_TRUE(bans(*a_).empty()) << "nothing banned, not even the address before it";
+  EXPECT_EQ(redisCli({"XLEN", "fg:bans"}).out, "0\n") << "nothing published";
+}
+
+// A ban that fails halfway through a list (here the IPv4 ban table, pinned again with room
+// for one entry, is full at the second) leaves the bans made before it banned, and shares
+// them: the command exits 1 saying how many were banned.
+TEST_F(FleetBansE2eTest, TheBansMadeBeforeAFailingOneAreSharedAndTheFailureSaysHowMany) {
+  daemon_a_ = startDaemon(*a_, config_a_, "daemon-a.log");
+  const std::string pin = "/sys/fs/bpf/floodgate/" + a_->targetInterface() + "/bans_v4";
+  ASSERT_EQ(unlink(pin.c_str()), 0) << std::strerror(errno);
+  LIBBPF_OPTS(bpf_map_create_opts, options, .map_flags = BPF_F_NO_PREALLOC);
+  UniqueFd small(bpf_map_create(BPF_MAP_TYPE_LPM_TRIE, "bans_v4", sizeof(fg_lpm_v4), sizeof(fg_ban),
+                                1, &options));
+  ASSERT_TRUE(small.valid()) << std::strerror(errno);
+  ASSERT_EQ(bpf_obj_pin(small.get(), pin.c_str()), 0) << std::strerror(errno);
+
+  CommandResult added = a_->floodgate({"ban", "add", a_->targetInterface(), kBanned, kInnocent,
+                                       "--for", "10m", "--config", config_a_});
+  EXPECT_EQ(added.exit_code, 1) << added.out << added.err;
+  EXPECT_NE(added.err.find("(1 of 2 banned before it, and shared)"), std::string::npos)
+      << added.err;
+  EXPECT_NE(added.out.find(std::string("banned ") + kBanned), std::string::npos) << added.out;
+  EXPECT_NE(added.out.find("shared with the fleet through redis stream fg:bans"), std::string::npos)
+      << added.out;
+  EXPECT_EQ(redisCli({"XLEN", "fg:bans"}).out, "1\n") << "the ban made was published";
 }
 
 TEST_F(FleetBansE2eTest, ALiftOnOneHostLiftsTheBanEverywhereAndARestartKeepsItLifted) {

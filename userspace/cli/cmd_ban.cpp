@@ -28,21 +28,43 @@ struct BanFlags {
   bool json = false;
 };
 
-// The fleet.bans of `file`, when the bans are to be shared; an error before anything is
-// banned when the file is not valid or does not share manual bans of this length.
+// The fleet.bans of `file`, when the bans of `cidrs` are to be shared; an error before
+// anything is banned when the file is not valid, does not share manual bans of this length,
+// or names a prefix every host of this config refuses (too wide, never banned, allow-listed:
+// what the receiving daemons check, but for their own addresses).
 Result<std::optional<config::FleetBansConfig>> fleetBansToShare(const std::string& file,
-                                                                uint64_t duration_ns) {
+                                                                uint64_t duration_ns,
+                                                                const std::vector<Cidr>& cidrs) {
   if (file.empty()) return std::optional<config::FleetBansConfig>();
   auto config = config::loadValidConfig(file);
   if (!config) return config.error();
-  if (!config->fleet_bans.enabled) {
+  const config::FleetBansConfig& fleet = config->fleet_bans;
+  if (!fleet.enabled) {
     return Error::usage("--config: " + file + " has no fleet.bans to share the ban through");
   }
-  if (Status s = daemon::fleetShares(config->fleet_bans, report::BanKind::kManual, duration_ns);
-      !s) {
+  if (Status s = daemon::fleetShares(fleet, report::BanKind::kManual, duration_ns); !s) {
     return Error::usage("--config: " + s.error().message);
   }
-  return std::optional<config::FleetBansConfig>(config->fleet_bans);
+  const http::HttpConfig* http = config->http ? &*config->http : nullptr;
+  const daemon::EscalationRules taken =
+      daemon::escalationRules(config->allow.value_or(std::vector<Cidr>{}), http);
+  const daemon::FleetBanRules rules{fleet.secret,
+                                    fleet.max_ban_ns,
+                                    fleet.widest_ipv4,
+                                    fleet.widest_ipv6,
+                                    taken.allow,
+                                    taken.trusted_proxies,
+                                    daemon::serviceAddresses(fleet.redis, http)};
+  for (const Cidr& cidr : cidrs) {
+    const metrics::FleetBanResult result = daemon::fleetBanAddressResult(cidr, rules, {});
+    if (result != metrics::kFleetBanApplied) {
+      return Error::usage("--config: a ban of " + cidr.toString() +
+                          " is not shared: every host of this config refuses it (" +
+                          metrics::kFleetBanResultNames[result] +
+                          "); without --config it is banned on this host alone");
+    }
+  }
+  return std::optional<config::FleetBansConfig>(fleet);
 }
 
 // The fleet.bans of `file`, when the lifts of `cidrs` are to be shared; an error before
@@ -101,13 +123,16 @@ Status addBans(const BanFlags& flags) {
   for (const std::string& warning : config::cidrWarnings(*cidrs, "this ban", "drops")) {
     std::cerr << "warning: " << warning << "\n";
   }
-  auto fleet = fleetBansToShare(flags.config, duration_ns);
+  auto fleet = fleetBansToShare(flags.config, duration_ns, *cidrs);
   if (!fleet) return fleet.error();
   auto limiter = openXdpLimiter(flags.interface);
   if (!limiter) return limiter.error();
   std::vector<report::BanRecord> shared;
+  Status banned = okStatus();
+  size_t made = 0;
   for (const Cidr& cidr : *cidrs) {
-    if (Status s = limiter->banAdd(cidr, duration_ns); !s) return s;
+    if (banned = limiter->banAdd(cidr, duration_ns); !banned) break;
+    ++made;
     if (*fleet)
       shared.push_back(daemon::fleetBanRecord(cidr, duration_ns, report::BanKind::kManual));
     std::cout
@@ -116,9 +141,19 @@ Status addBans(const BanFlags& flags) {
                .interface << (duration_ns ? " for " + formatDuration(duration_ns) : std::string(" until removed"))
         << "\n";
   }
-  if (!*fleet) return okStatus();
-  if (Status s = daemon::publishFleetBans(**fleet, shared); !s) return s;
-  std::cout << "shared with the fleet through redis stream " << (*fleet)->stream << "\n";
+  // the bans made before a failure are shared all the same: the fleet is not left behind
+  // this host by a table that filled halfway through the list
+  if (*fleet && !shared.empty()) {
+    if (Status s = daemon::publishFleetBans(**fleet, shared); !s) {
+      return banned ? s : Error::failure(banned.error().message + "; " + s.error().message);
+    }
+    std::cout << "shared with the fleet through redis stream " << (*fleet)->stream << "\n";
+  }
+  if (!banned) {
+    return Error::failure(banned.error().message + " (" + std::to_string(made) + " of " +
+                          std::to_string(cidrs->size()) + " banned before it" +
+                          (*fleet && made ? ", and shared)" : ")"));
+  }
   return okStatus();
 }
 

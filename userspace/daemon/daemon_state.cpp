@@ -107,12 +107,8 @@ Status DaemonState::applyLocked(std::optional<std::string>& publish) {
   }
   escalator_.config().rules =
       escalationRules(cfg.allow.value_or(std::vector<Cidr>{}), cfg.http ? &*cfg.http : nullptr);
-  // the Redis servers this config relies on: a report or a fleet record naming one (a
-  // spoofed flood through a rule that bans and shares) must not cut the fleet off them
-  std::vector<Cidr> services = storeServerAddresses(cfg.fleet_bans.redis);
-  if (cfg.http) {
-    for (const Cidr& cidr : storeServerAddresses(cfg.http->store)) services.push_back(cidr);
-  }
+  std::vector<Cidr> services =
+      serviceAddresses(cfg.fleet_bans.redis, cfg.http ? &*cfg.http : nullptr);
   escalator_.config().rules.services = services;
   syncReports(cfg.http ? &*cfg.http : nullptr, std::move(access));
   fleet_bans_.sync(cfg.fleet_bans, escalator_.config().rules.allow,

@@ -168,6 +168,15 @@ std::vector<Cidr> storeServerAddresses(const http::StoreConfig& store) {
   return out;
 }
 
+std::vector<Cidr> serviceAddresses(const http::StoreConfig& fleet_redis,
+                                   const http::HttpConfig* http) {
+  std::vector<Cidr> out = storeServerAddresses(fleet_redis);
+  if (http) {
+    for (const Cidr& cidr : storeServerAddresses(http->store)) out.push_back(cidr);
+  }
+  return out;
+}
+
 Result<std::vector<Cidr>> hostAddresses() {
   ifaddrs* list = nullptr;
   if (getifaddrs(&list) != 0) {

@@ -74,6 +74,12 @@ Refusal addressRefusal(const Cidr& address, const NeverBanned& never);
 // for a Unix socket or another store type.
 std::vector<Cidr> storeServerAddresses(const http::StoreConfig& store);
 
+// The Redis servers a config relies on (storeServerAddresses of fleet.bans' and, with an
+// http: section, of its store): a report or a fleet record naming one (a spoofed flood through
+// a rule that bans and shares) must not cut the fleet off them.
+std::vector<Cidr> serviceAddresses(const http::StoreConfig& fleet_redis,
+                                   const http::HttpConfig* http);
+
 // Every address on this host's interfaces (getifaddrs), as host prefixes.
 Result<std::vector<Cidr>> hostAddresses();
 

@@ -45,6 +45,14 @@ metrics::FleetBanResult resultOf(Refusal refusal) {
 
 }  // namespace
 
+metrics::FleetBanResult fleetBanAddressResult(const Cidr& address, const FleetBanRules& rules,
+                                              const std::vector<Cidr>& own) {
+  const Refusal refusal =
+      addressRefusal(address, {rules.widest_ipv4, rules.widest_ipv6, rules.allow,
+                               rules.trusted_proxies, own, rules.services});
+  return refusal == Refusal::kNone ? metrics::kFleetBanApplied : resultOf(refusal);
+}
+
 FleetBanVerdict FleetBanGate::check(const Result<http::StreamReport>& entry,
                                     const FleetBanRules& rules, const std::vector<Cidr>& own,
                                     int64_t now_ms) {
@@ -118,11 +126,8 @@ FleetBanVerdict FleetBanGate::checkBan(FleetBanVerdict verdict, const http::Stre
                        formatDuration(static_cast<uint64_t>(left_ms) * 1'000'000) +
                        ", beyond fleet.bans.max_ban (" + formatDuration(rules.max_ban_ns) + ")");
   }
-  const Refusal refusal =
-      addressRefusal(record->address, {rules.widest_ipv4, rules.widest_ipv6, rules.allow,
-                                       rules.trusted_proxies, own, rules.services});
-  if (refusal != Refusal::kNone) {
-    const metrics::FleetBanResult result = resultOf(refusal);
+  if (const metrics::FleetBanResult result = fleetBanAddressResult(record->address, rules, own);
+      result != metrics::kFleetBanApplied) {
     // the operator's own choice: counted, not worth a warning
     if (result == metrics::kFleetBanAllowListed) {
       verdict.result = result;

@@ -50,6 +50,12 @@ struct FleetBanVerdict {
   std::string why;
 };
 
+// Why a host whose config says `rules` (and whose addresses are `own`) refuses a fleet ban
+// of `address` for the address itself (escalation_guard.h's addressRefusal): the result it
+// is counted under; kFleetBanApplied when the address may be banned.
+metrics::FleetBanResult fleetBanAddressResult(const Cidr& address, const FleetBanRules& rules,
+                                              const std::vector<Cidr>& own);
+
 class FleetBanGate {
  public:
   // Records remembered at most (mayApplyLater); past it, the one that can be forgotten
