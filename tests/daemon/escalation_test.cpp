@@ -13,6 +13,7 @@
 #include "floodgate/core/config_parser.h"
 #include "floodgate/fleet/live_reporter.h"
 #include "floodgate/fleet/offender_reporter.h"
+#include "kernel/unique_fd.h"
 
 namespace floodgate::daemon {
 namespace {
@@ -194,12 +195,41 @@ TEST_F(EscalationTest, GarbageOnTheSocketIsReportedAsInvalid) {
 
 TEST_F(EscalationTest, TheSocketFileGoesWithTheListenerAndAStaleOneIsReplaced) {
   {
-    auto first = ReportListener::bind(config_.socket);
-    ASSERT_TRUE(first.ok());
-    auto again = ReportListener::bind(config_.socket);  // e.g. after a crash
+    // what a run that crashed leaves: a socket file nobody has open
+    UniqueFd crashed(socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+    sockaddr_un address{};
+    address.sun_family = AF_UNIX;
+    std::memcpy(address.sun_path, config_.socket.c_str(), config_.socket.size());
+    ASSERT_EQ(::bind(crashed.get(), reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
+    crashed.reset();
+    ASSERT_TRUE(std::filesystem::exists(config_.socket));
+    auto again = ReportListener::bind(config_.socket);
     ASSERT_TRUE(again.ok()) << again.error().message;
   }
   EXPECT_FALSE(std::filesystem::exists(config_.socket));
+}
+
+// Two daemons of two network namespaces sharing /run, both on the default socket: the second
+// is refused the path rather than taking it, which would leave the first running without a
+// report ever again.
+TEST_F(EscalationTest, TheSocketOfAnotherRunningListenerIsNotTaken) {
+  auto first = ReportListener::bind(config_.socket);
+  ASSERT_TRUE(first.ok()) << first.error().message;
+  auto second = ReportListener::bind(config_.socket);
+  ASSERT_FALSE(second.ok());
+  EXPECT_EQ(second.error().message,
+            config_.socket +
+                " is the report socket of another running floodgate (a daemon of another network "
+                "namespace?): give each its own http.escalate.socket: Address already in use");
+  UniqueFd sender(socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  std::memcpy(address.sun_path, config_.socket.c_str(), config_.socket.size());
+  const char datagram[] = "a report";
+  ASSERT_EQ(sendto(sender.get(), datagram, sizeof(datagram) - 1, 0,
+                   reinterpret_cast<sockaddr*>(&address), sizeof(address)),
+            static_cast<ssize_t>(sizeof(datagram) - 1));
+  EXPECT_EQ(first->drain(10).size(), 1u) << "the first still gets what is sent to the path";
 }
 
 // A published set that changes http.escalate reaches a running service: the threshold and

@@ -22,6 +22,17 @@ std::string octalMode(mode_t mode) {
   return text;
 }
 
+// Whether a datagram socket is bound and open at `path` (a file left by a run that ended is
+// refused: ECONNREFUSED).
+bool socketAnswers(const std::string& path) {
+  UniqueFd probe(socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+  sockaddr_un there{};
+  if (!probe.valid() || path.size() >= sizeof(there.sun_path)) return false;
+  there.sun_family = AF_UNIX;
+  std::memcpy(there.sun_path, path.c_str(), path.size());
+  return connect(probe.get(), reinterpret_cast<sockaddr*>(&there), sizeof(there)) == 0;
+}
+
 }  // namespace
 
 Result<ReportListener> ReportListener::bind(const std::string& path, gid_t gid) {
@@ -92,11 +103,21 @@ Result<ReportListener> ReportListener::bind(const std::string& path, gid_t gid) 
   if (lstat(staged.c_str(), &st) != 0) return fail("cannot read back the report socket " + path);
   out.dev_ = st.st_dev;  // a rename keeps the file's identity
   out.ino_ = st.st_ino;
-  if (lstat(path.c_str(), &st) == 0 && !S_ISSOCK(st.st_mode)) {
+  const bool exists = lstat(path.c_str(), &st) == 0;
+  if (exists && !S_ISSOCK(st.st_mode)) {
     errno = EEXIST;
     return fail(path +
                 " exists and is not a socket: move it away or choose another "
                 "http.escalate.socket");
+  }
+  // A socket an earlier run left behind is replaced; one that still answers is another
+  // daemon's (one per network namespace, and namespaces may share /run): taking its path
+  // would leave it running without a report ever again, and nothing would say so.
+  if (exists && socketAnswers(path)) {
+    errno = EADDRINUSE;
+    return fail(path +
+                " is the report socket of another running floodgate (a daemon of another "
+                "network namespace?): give each its own http.escalate.socket");
   }
   if (rename(staged.c_str(), path.c_str()) != 0) {
     return fail("cannot move the report socket to " + path);
