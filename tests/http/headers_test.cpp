@@ -163,8 +163,9 @@ TEST(ProblemJson, AnAmbiguousKeyIsABadRequestWithNoRetryAndNoQuotaFields) {
   EXPECT_EQ(body["title"], "Bad Request");
   EXPECT_EQ(body["status"], 400);
   EXPECT_EQ(body["detail"],
-            "the request sends the key header of policy 'per-key' more than once, with "
-            "different values; send it once");
+            "the key header of policy 'per-key' names more than one key: it is sent more than "
+            "once with different values, or its credentials are not in canonical base64; send "
+            "it once, canonically encoded");
   EXPECT_FALSE(body.contains("retry-after"));
 }
 

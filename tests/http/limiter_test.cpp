@@ -376,14 +376,68 @@ int admittedOf(Fixture& f, std::initializer_list<const char*> spellings) {
   return admitted;
 }
 
-// One Basic password spelled several ways a lenient server decodes alike (padding, junk
-// characters, the last character's unused bits) is one quota, not a quota per spelling.
-TEST(Limiter, BasicCredentialsSpelledAnotherWayShareOneQuota) {
+// Spellings of one Basic credential that servers decode alike ("alice:secret", for a
+// decoder that stops at the first '=' or character outside the alphabet) are refused as
+// ambiguous, not given a quota each: the canonical spelling keeps its whole quota, and each
+// refusal costs the address one unit, so sending them without end meets the per-IP limit.
+TEST(Limiter, BasicCredentialsSpelledAnotherWayAreRefusedAndGetNoQuota) {
+  Fixture f(R"(http:
+  policies:
+    - name: per-login
+      key: header:Authorization
+      algorithm: fixed_window
+      limit: 2
+      window_ms: 60000
+    - name: per-ip
+      key: ip
+      algorithm: fixed_window
+      limit: 8
+      window_ms: 60000
+)");
+  for (const char* spelling :
+       {"Basic YWxpY2U6c2VjcmV0!1", "Basic YWxpY2U6c2VjcmV0!2", "Basic YWxpY2U6c2VjcmV0=AAAA",
+        "basic  YWxpY2U6c2VjcmV0=", "Basic YWxp Y2U6c2VjcmV0"}) {
+    Verdict v = f.limiter->check(request("GET", "/", "192.0.2.1", {{"Authorization", spelling}}));
+    EXPECT_EQ(v.binding.outcome, Outcome::kAmbiguousKey) << spelling;
+    EXPECT_EQ(v.binding.policy, "per-login");
+    EXPECT_EQ(statusFor(v), 400);
+    EXPECT_FALSE(v.reportable());
+  }
+  // the canonical spelling, beside a non-canonical line, is ambiguous too
+  EXPECT_EQ(f.limiter
+                ->check(request("GET", "/", "192.0.2.1",
+                                {{"Authorization", "Basic YWxpY2U6c2VjcmV0"},
+                                 {"Authorization", "Basic YWxpY2U6c2VjcmV0!1"}}))
+                .binding.outcome,
+            Outcome::kAmbiguousKey);
+  // alice:secret has its 2 and no more; the address paid a unit for each refusal (6 of 8)
+  EXPECT_EQ(admittedOf(f, {"Basic YWxpY2U6c2VjcmV0", "Basic YWxpY2U6c2VjcmV0"}), 2);
+  Verdict over = f.limiter->check(
+      request("GET", "/", "192.0.2.2", {{"Authorization", "Basic YWxpY2U6c2VjcmV0"}}));
+  EXPECT_EQ(over.binding.outcome, Outcome::kRejected);
+  EXPECT_EQ(over.binding.policy, "per-login");
+  // the address has none left: the next refusal is its excess, 429 and reportable
+  Verdict excess = f.limiter->check(
+      request("GET", "/", "192.0.2.1", {{"Authorization", "Basic YWxpY2U6c2VjcmV0!3"}}));
+  EXPECT_EQ(excess.binding.outcome, Outcome::kRejected);
+  EXPECT_EQ(excess.binding.policy, "per-ip");
+  EXPECT_TRUE(excess.reportable());
+}
+
+// A JWT's signature with junk after it, or another last character of the same bytes, is
+// refused as ambiguous; the token as issued keeps its quota.
+TEST(Limiter, AJwtSpelledAnotherWayIsRefusedAndGetsNoQuota) {
   Fixture f(kPerAuthorization);
-  // "ab?" as 3 bytes, then with variations: YWI/ is the standard spelling
-  EXPECT_EQ(admittedOf(f, {"Basic YWI/", "Basic YW!I/", "Basic YWI/=", "basic  YW I/"}), 2);
-  // "a": four spellings of one byte
-  EXPECT_EQ(admittedOf(f, {"Basic YQ==", "Basic YR==", "Basic YQ", "Basic Yf"}), 2);
+  const std::string token =
+      "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.LXEWQrcmsEQBYnyp-6wy9chTD7GQPMTbAiWHF5IaSIE";
+  for (const std::string& spelling :
+       {token + "!1", token + "=AAAA", token.substr(0, token.size() - 1) + "F"}) {
+    Verdict v = f.limiter->check(
+        request("GET", "/", "192.0.2.1", {{"Authorization", "Bearer " + spelling}}));
+    EXPECT_EQ(v.binding.outcome, Outcome::kAmbiguousKey) << spelling;
+  }
+  const std::string bearer = "Bearer " + token;
+  EXPECT_EQ(admittedOf(f, {bearer.c_str(), bearer.c_str(), bearer.c_str()}), 2);
 }
 
 // An Authorization scheme is case-insensitive and its spaces are one or more: a server takes

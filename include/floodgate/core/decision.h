@@ -13,7 +13,8 @@ enum class Outcome {
   kCostExceedsBurst,  // cost is larger than the policy's burst: no retry can ever succeed
   kStoreUnavailable,  // the store failed and the policy's failure mode is "closed"
   kOverloaded,        // shed: the instance has too many requests in flight for its class
-  // the request names its key two ways (a key header sent twice with different values):
+  // the request names its key two ways (a key header sent twice with different values, or
+  // Basic or JWT credentials not in canonical base64, which decoders read differently):
   // which one the service reads is its framework's choice, so no key can be charged and
   // the request is refused as malformed (400); no retry of it can succeed
   kAmbiguousKey,

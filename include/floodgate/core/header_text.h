@@ -3,6 +3,7 @@
 // names and tokens.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -17,11 +18,17 @@ bool equalsIgnoreCase(std::string_view a, std::string_view b);
 // The key a `key: header:NAME` policy charges for one line `value` of header `name`: the
 // value without OWS, and for Authorization and Proxy-Authorization the credentials as a
 // server reads them (RFC 9110 11.4: a case-insensitive scheme, then one or more spaces), so
-// `Bearer T`, `bearer T` and `BEARER  T` are one key, not three buckets for one token; and
-// Basic credentials and JWTs (a Bearer token of 3 or 5 base64url segments) as the bytes
-// the most lenient decoders read, encoded again one way, so no spelling of one secret that
-// such a decoder reads alike (padding, characters outside the alphabet, text after the
-// padding, the last character's unused bits) is a bucket of its own.
-std::string headerKey(std::string_view name, std::string_view value);
+// `Bearer T`, `bearer T` and `BEARER  T` are one key, not three buckets for one token.
+// Nothing when the credentials are Basic ones (RFC 7617), or a Bearer JWT (a JWS or JWE in
+// compact form), not in canonical base64 (see isCanonicalBase64): decoders differ on such a
+// spelling (one skips a character outside the alphabet, another stops at it), so it names
+// no one key, and each spelling of one secret would otherwise be a quota of its own.
+std::optional<std::string> headerKey(std::string_view name, std::string_view value);
+
+// Whether `text` is base64 exactly as a strict encoder writes it (RFC 4648), the only
+// spelling of its bytes: with `url`, the URL-safe alphabet without padding (RFC 7515's
+// base64url); else the standard alphabet, padded to whole groups of 4. The bits of the last
+// character beyond the last whole byte are zero. Empty text is the spelling of no bytes.
+bool isCanonicalBase64(std::string_view text, bool url);
 
 }  // namespace floodgate::http

@@ -24,7 +24,8 @@ int64_t retryAfterSeconds(int64_t retry_after_ns);
 // The status of a response to `verdict`: 200 (the caller's own) if allowed, 429 if over a
 // limit (including a cost that can never fit), 503 if a fail-closed store is unavailable or
 // the request's priority class is shed (overloaded), 400 if the request names its key two
-// ways (a key header sent twice with different values).
+// ways (a key header sent twice with different values, or credentials not in canonical
+// base64).
 int statusFor(const Verdict& verdict);
 
 // The application/problem+json body (RFC 9457) of a rejection, naming the violated

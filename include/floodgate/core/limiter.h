@@ -190,7 +190,8 @@ class Limiter {
   // Spreads a refusal's retry-after over whole seconds (http.retry_after_jitter).
   void jitterRetryAfter(Decision& binding) const;
   // The key `policy` uses for `request`: empty if the request has none (header missing),
-  // ambiguous if it names two (a key header sent twice with different values).
+  // ambiguous if it names two (a key header sent twice with different values, or
+  // credentials that decoders read differently: headerKey()).
   struct PolicyKey {
     std::string key;
     bool ambiguous = false;

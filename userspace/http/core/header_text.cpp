@@ -23,93 +23,68 @@ bool equalsIgnoreCase(std::string_view a, std::string_view b) {
 
 namespace {
 
-// The 6 bits base64 character `c` stands for in the standard alphabet (RFC 4648), and with
-// `url` in the URL-safe one too; else -1.
+// The 6 bits base64 character `c` stands for: with `url` in the URL-safe alphabet (RFC 4648
+// section 5), else in the standard one; -1 for any other character.
 int base64Digit(char c, bool url) {
   if (c >= 'A' && c <= 'Z') return c - 'A';
   if (c >= 'a' && c <= 'z') return c - 'a' + 26;
   if (c >= '0' && c <= '9') return c - '0' + 52;
-  if (c == '+' || (url && c == '-')) return 62;
-  if (c == '/' || (url && c == '_')) return 63;
+  if (c == (url ? '-' : '+')) return 62;
+  if (c == (url ? '_' : '/')) return 63;
   return -1;
 }
 
-// The bytes base64 `text` holds as the most lenient decoders read them, encoded again the one
-// way: the standard alphabet with padding, or with `url` (which reads the URL-safe alphabet
-// too) the URL-safe one without. Lenient decoders (Python's b64decode, for one) skip every
-// character outside the alphabet, stop at the padding that ends a group, and ignore the
-// last character's unused bits: each of those spellings of one secret is one text here.
-// Empty when `text` holds no whole byte.
-std::string canonicalBase64(std::string_view text, bool url) {
-  static constexpr char kStandard[] =
-      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  static constexpr char kUrl[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-  const char* alphabet = url ? kUrl : kStandard;
-  std::string bytes;
+// Whether Bearer `credentials` are a JWS or JWE in compact form (RFC 7515, 7516): 3 or 5
+// segments joined by dots, the first a JOSE header, a JSON object. The header is read as
+// leniently as any decoder might (either alphabet, every other character skipped), so no
+// spelling a JWT library takes for the token passes for an opaque token: its first byte is
+// '{'. An opaque token of that shape (PASETO's `v4.public.…`, say) starts otherwise.
+bool isCompactJose(std::string_view credentials) {
+  const size_t segments = std::count(credentials.begin(), credentials.end(), '.') + 1;
+  if (segments != 3 && segments != 5) return false;
   uint32_t bits = 0;
   int held = 0;
-  size_t digits = 0;
-  for (char c : text) {
-    if (c == '=' && digits % 4 >= 2) break;  // the padding of a last, partial group
-    const int digit = base64Digit(c, url);
+  for (char c : credentials.substr(0, credentials.find('.'))) {
+    int digit = base64Digit(c, true);
+    if (digit < 0) digit = base64Digit(c, false);
     if (digit < 0) continue;
     bits = (bits << 6) | static_cast<uint32_t>(digit);
     held += 6;
-    ++digits;
-    if (held >= 8) {
-      held -= 8;
-      bytes += static_cast<char>((bits >> held) & 0xff);
-    }
+    if (held >= 8) return ((bits >> (held - 8)) & 0xff) == '{';
   }
-  if (digits == 0 || digits % 4 == 1) return {};  // no whole byte in the last character
-  std::string out;
-  for (size_t i = 0; i < bytes.size(); i += 3) {
-    uint32_t group = static_cast<uint8_t>(bytes[i]) << 16;
-    if (i + 1 < bytes.size()) group |= static_cast<uint8_t>(bytes[i + 1]) << 8;
-    if (i + 2 < bytes.size()) group |= static_cast<uint8_t>(bytes[i + 2]);
-    out += alphabet[(group >> 18) & 63];
-    out += alphabet[(group >> 12) & 63];
-    if (i + 1 < bytes.size()) {
-      out += alphabet[(group >> 6) & 63];
-    } else if (!url) {
-      out += '=';
-    }
-    if (i + 2 < bytes.size()) {
-      out += alphabet[group & 63];
-    } else if (!url) {
-      out += '=';
-    }
-  }
-  return out;
+  return false;
 }
 
-// Bearer credentials that are a JWS or JWE in compact form (RFC 7515, 7516: 3 or 5 base64url
-// segments joined by dots), each segment encoded again the one way (canonicalBase64): many
-// JWT libraries decode leniently, so the unused bits of a segment's last character would make
-// several spellings of one signed token, a quota each. An empty segment (an unsigned JWS's
-// signature) stays empty. Empty when the credentials are not such a token.
-std::string canonicalCompactToken(std::string_view credentials) {
-  std::string out;
-  size_t segments = 0;
+// Whether every segment of compact-form `credentials` is canonical base64url. An empty
+// segment (an unsigned JWS's signature, a JWE's key under direct encryption) is canonical.
+bool segmentsAreCanonical(std::string_view credentials) {
   for (;;) {
     const size_t dot = credentials.find('.');
-    const std::string_view segment = credentials.substr(0, dot);
-    if (!segment.empty()) {
-      const std::string canonical = canonicalBase64(segment, true);
-      if (canonical.empty()) return {};
-      out += canonical;
-    }
-    ++segments;
-    if (dot == std::string_view::npos) break;
-    out += '.';
+    if (!isCanonicalBase64(credentials.substr(0, dot), true)) return false;
+    if (dot == std::string_view::npos) return true;
     credentials.remove_prefix(dot + 1);
   }
-  return segments == 3 || segments == 5 ? out : std::string();
 }
 
 }  // namespace
 
-std::string headerKey(std::string_view name, std::string_view value) {
+bool isCanonicalBase64(std::string_view text, bool url) {
+  size_t digits = text.size();
+  if (!url) {
+    if (text.size() % 4 != 0) return false;
+    while (digits > 0 && text.size() - digits < 2 && text[digits - 1] == '=') --digits;
+  }
+  if (digits % 4 == 1) return false;  // a lone character holds no whole byte
+  for (size_t i = 0; i < digits; ++i) {
+    if (base64Digit(text[i], url) < 0) return false;
+  }
+  if (digits % 4 == 0) return true;
+  // 2 characters of a last group hold one byte and 4 bits more, 3 hold two and 2 bits more
+  const int unused_bits = digits % 4 == 2 ? 0xf : 0x3;
+  return (base64Digit(text[digits - 1], url) & unused_bits) == 0;
+}
+
+std::optional<std::string> headerKey(std::string_view name, std::string_view value) {
   value = trimOws(value);
   if (!equalsIgnoreCase(name, "Authorization") && !equalsIgnoreCase(name, "Proxy-Authorization")) {
     return std::string(value);
@@ -123,16 +98,16 @@ std::string headerKey(std::string_view name, std::string_view value) {
   const std::string_view credentials = trimOws(value.substr(scheme_end));
   if (!credentials.empty()) {
     key += ' ';
-    // Basic credentials (RFC 7617) and JWTs as the bytes they decode to: many servers decode
-    // them leniently, so each spelling would otherwise be a quota of its own for one secret.
-    // Text that holds no whole byte, or a Bearer token that is no JWT, is its key as it is.
-    std::string canonical;
-    if (key == "basic ") {
-      canonical = canonicalBase64(credentials, false);
-    } else if (key == "bearer ") {
-      canonical = canonicalCompactToken(credentials);
+    // Servers decode Basic credentials and JWTs with decoders that disagree on any other
+    // spelling than the canonical one (Boost.Beast's stops at the first '=' or character
+    // outside the alphabet, Python's skips them, some read '-' as '+'), so the canonical
+    // spelling is the only one a key can be charged for. Other tokens are looked up by
+    // their text, so their text is their key.
+    if (key == "basic " && !isCanonicalBase64(credentials, false)) return std::nullopt;
+    if (key == "bearer " && isCompactJose(credentials) && !segmentsAreCanonical(credentials)) {
+      return std::nullopt;
     }
-    key += canonical.empty() ? std::string(credentials) : canonical;
+    key += credentials;
   }
   return key;
 }

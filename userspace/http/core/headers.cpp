@@ -134,9 +134,11 @@ std::string problemJson(const Verdict& verdict) {
       out += "); retrying will not help";
       break;
     case Outcome::kAmbiguousKey:
-      out += "the request sends the key header of policy '";
+      out += "the key header of policy '";
       appendJsonEscaped(out, b.policy);
-      out += "' more than once, with different values; send it once";
+      out +=
+          "' names more than one key: it is sent more than once with different values, or "
+          "its credentials are not in canonical base64; send it once, canonically encoded";
       break;
     case Outcome::kStoreUnavailable:
       out += "the rate-limit store of policy '";

@@ -162,15 +162,18 @@ Limiter::PolicyKey Limiter::keyFor(const PolicyConfig& policy, const RequestInfo
     case KeyKind::kHeader: {
       const std::vector<std::string_view> lines = headerValues(request, policy.key.header);
       if (lines.empty()) return {};
-      std::string key = headerKey(policy.key.header, lines.front());
+      std::optional<std::string> key = headerKey(policy.key.header, lines.front());
       // Two different lines of the key header: which one the service authenticates is its
       // framework's choice (the first, for cpp-httplib), so charging any one of them, or a
       // key made of them, or a key all such requests share, lets the holder of one key add
-      // a junk line and be charged elsewhere. Such a request is refused (kAmbiguousKey).
+      // a junk line and be charged elsewhere. Credentials not spelled canonically are read
+      // as one key by one decoder and as another by the next: charging their text would
+      // give each spelling of one secret a quota. Both are refused (kAmbiguousKey).
+      if (!key) return {{}, true};
       for (size_t i = 1; i < lines.size(); ++i) {
         if (headerKey(policy.key.header, lines[i]) != key) return {{}, true};
       }
-      return {std::move(key)};
+      return {std::move(*key)};
     }
   }
   return {};
