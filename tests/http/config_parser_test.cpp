@@ -674,6 +674,22 @@ TEST(HttpConfig, OnlyTheFirstHttpSectionIsRead) {
             "f.yaml:3:1: key 'http' is given twice at the top level (first at line 1)");
 }
 
+// Requests are matched by their normal path: a prefix in any other form would match none.
+TEST(HttpConfig, APathPrefixMustBeANormalPath) {
+  const std::string policy =
+      "http:\n  policies:\n    - name: a\n      key: ip\n"
+      "      algorithm: gcra\n      capacity: 1\n      rate_per_s: 1\n      match: {path_prefix: ";
+  EXPECT_EQ(firstError(policy + "/downloads}\n"), "(no error)");
+  EXPECT_EQ(firstError(policy + "/downloads/}\n"), "(no error)");
+  EXPECT_EQ(firstError(policy + "//downloads}\n"),
+            "f.yaml:8:28: policy 'a'.match.path_prefix '//downloads' has an empty, '.' or '..' "
+            "segment: requests are matched by their normal path; write '/downloads'");
+  EXPECT_EQ(firstError(policy + "/a/./b/../downloads/.}\n"),
+            "f.yaml:8:28: policy 'a'.match.path_prefix '/a/./b/../downloads/.' has an empty, "
+            "'.' or '..' segment: requests are matched by their normal path; write "
+            "'/a/downloads/'");
+}
+
 TEST(RouteMatch, MatchesWholeSegmentsAndMethods) {
   RouteMatch match{{"GET"}, "/api"};
   EXPECT_TRUE(match.matches("GET", "/api"));

@@ -257,6 +257,54 @@ TEST(Limiter, MatchesMethodsAndPathsAndChargesRouteCosts) {
   EXPECT_TRUE(f.limiter->check(request("POST", "/api/export", "192.0.2.1")).allowed());
 }
 
+// A server serves "//downloads/x", "/./downloads/x" and "/x/../downloads/x" (cpp-httplib's
+// mounts among them) as /downloads/x: each meets the /downloads policy and pays its route's
+// cost, and a path that resolves elsewhere pays what it resolves to.
+TEST(Limiter, PathsAreMatchedAndChargedByTheirNormalForm) {
+  Fixture f(R"(http:
+  policies:
+    - name: downloads
+      match: {path_prefix: /downloads}
+      key: ip
+      algorithm: fixed_window
+      limit: 100
+      window_ms: 60000
+      routes:
+        - match: {path_prefix: /downloads/big.iso}
+          cost: 10
+    - name: admin
+      match: {path_prefix: /admin/}
+      key: ip
+      algorithm: fixed_window
+      limit: 100
+      window_ms: 60000
+)");
+  int64_t remaining = 100;
+  for (const char* path :
+       {"/downloads/big.iso", "//downloads/big.iso", "/./downloads/big.iso",
+        "/x/../downloads/big.iso", "/downloads//big.iso", "/downloads/./big.iso",
+        "/../downloads/big.iso", "downloads/big.iso", "http://example.com/downloads/big.iso"}) {
+    Verdict v = f.limiter->check(request("GET", path, "192.0.2.1"));
+    remaining -= 10;
+    ASSERT_EQ(v.decisions.size(), 1u) << path;
+    EXPECT_EQ(v.decisions[0].decision.policy, "downloads") << path;
+    EXPECT_EQ(v.decisions[0].cost, 10) << path;
+    EXPECT_EQ(v.binding.remaining, remaining) << path;
+  }
+  // under /downloads as sent, but served from /admin: the admin policy, not downloads
+  Verdict elsewhere = f.limiter->check(request("GET", "/downloads/../admin/users", "192.0.2.1"));
+  ASSERT_EQ(elsewhere.decisions.size(), 1u);
+  EXPECT_EQ(elsewhere.decisions[0].decision.policy, "admin");
+  // "/downloads/big.iso/.." is the directory /downloads/: the policy, not the route's cost
+  Verdict directory = f.limiter->check(request("GET", "/downloads/big.iso/..", "192.0.2.1"));
+  ASSERT_EQ(directory.decisions.size(), 1u);
+  EXPECT_EQ(directory.decisions[0].cost, 1);
+  // case and the trailing slash are kept: /Downloads is another route, "/admin" not "/admin/"
+  EXPECT_FALSE(f.limiter->check(request("GET", "//Downloads/big.iso", "192.0.2.1")).limited());
+  EXPECT_FALSE(f.limiter->check(request("GET", "/x/../admin", "192.0.2.1")).limited());
+  EXPECT_TRUE(f.limiter->check(request("GET", "/x/../admin/.", "192.0.2.1")).limited());
+}
+
 // HEAD runs the GET handler: it meets a GET policy and pays a GET route's cost.
 TEST(Limiter, HeadIsLimitedAndChargedAsGet) {
   Fixture f(R"(http:

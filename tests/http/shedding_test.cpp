@@ -251,6 +251,16 @@ TEST(Shedding, OnlyATrustedProxyOrTheServiceNamesAClassAndOnlyAClassItKnows) {
   EXPECT_EQ(f.check("DELETE", "/payments").priority, "normal");  // the match wants POST
 }
 
+// A class matches a request's normal path, as policies do: "//reports" is the bulk route
+// the server runs, and "/reports/../payments" the payments one.
+TEST(Shedding, AClassMatchesTheNormalPath) {
+  Fixture f(kThreeClasses);
+  for (const char* path : {"//reports", "/./reports/x", "/x/../reports", "reports"}) {
+    EXPECT_EQ(f.check("GET", path).priority, "bulk") << path;
+  }
+  EXPECT_EQ(f.check("POST", "/reports/../payments").priority, "critical");
+}
+
 TEST(Shedding, WithoutAMarkedDefaultAnUnmatchedRequestIsOfTheLowestClass) {
   Fixture f(R"(http:
   shedding:

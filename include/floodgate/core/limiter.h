@@ -23,8 +23,9 @@ namespace floodgate::http {
 // What the limiter needs to know about a request. Views must outlive the check() call.
 struct RequestInfo {
   std::string_view method;  // upper case, e.g. "GET"
-  std::string_view path;    // without the query string
-  std::string_view peer;    // socket peer address, e.g. "192.0.2.1" or "::1"
+  // percent-decoded, without the query string; policies match its normal form (normalPath)
+  std::string_view path;
+  std::string_view peer;  // socket peer address, e.g. "192.0.2.1" or "::1"
   // Every header line, in the order received; names compared case-insensitively.
   std::vector<std::pair<std::string_view, std::string_view>> headers;
   std::string_view user;  // user id for `key: user` policies; empty when not signed in
@@ -178,9 +179,9 @@ class Limiter {
   std::shared_ptr<Store> storeToKeep(const PolicyConfig& policy, const StoreConfig& store) const;
   void migrateInto(const PolicyConfig& policy, const Algorithm& algorithm, Store& into,
                    int64_t now_ns) const;
-  // Takes the request's place in flight for its priority class into `verdict`; false (and
-  // `verdict` an overloaded refusal) when its class is shed.
-  bool enterShedding(const RequestInfo& request, Verdict& verdict) const;
+  // Takes the request's place in flight for its priority class (by its normal `path`) into
+  // `verdict`; false (and `verdict` an overloaded refusal) when its class is shed.
+  bool enterShedding(const RequestInfo& request, std::string_view path, Verdict& verdict) const;
   // refund() at `now_ns`: check() gives back a refused request's units at its own reading.
   void refundAt(Verdict& verdict, int64_t kept, int64_t now_ns) const;
   // Makes `verdict` the refusal of a request its priority class has no place for.

@@ -21,8 +21,9 @@ namespace floodgate::http {
 // "/api/users" but not "/apis"; a prefix ending in "/" matches anything below it.
 struct RouteMatch {
   std::vector<std::string> methods;
-  std::string path_prefix = "/";
+  std::string path_prefix = "/";  // a normal path (isNormalPath)
 
+  // `path` in normal form (normalPath): the limiter normalises a request's once.
   bool matches(std::string_view method, std::string_view path) const;
   bool operator==(const RouteMatch&) const = default;
 };
@@ -87,7 +88,7 @@ struct PolicyConfig {
   PrefetchConfig prefetch;
   SyncConfig sync;
 
-  // The cost of a request this policy matches.
+  // The cost of a request this policy matches; `path` in normal form, as for matches().
   int64_t costFor(std::string_view method, std::string_view path) const;
 };
 

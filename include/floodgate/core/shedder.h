@@ -103,8 +103,9 @@ class Shedder {
 
   // The class of a request: `named` by the service, else the value of the priority header
   // (`header_values`, read only when the peer is a trusted proxy: the caller passes none
-  // otherwise), else the first class whose match matches, else the default. A name that
-  // is no class is ignored, so a forged or mistyped one cannot raise a request.
+  // otherwise), else the first class whose match matches `path` (in normal form:
+  // normalPath), else the default. A name that is no class is ignored, so a forged or
+  // mistyped one cannot raise a request.
   size_t classify(std::string_view named, const std::vector<std::string_view>& header_values,
                   std::string_view method, std::string_view path) const;
   // The index of the class named `name` (a Verdict::priority of this shedder's), else the

@@ -159,7 +159,7 @@ std::shared_ptr<const DelayedThreads> install(httplib::Server& server,
         std::string priority = options.priority_of ? options.priority_of(req) : std::string();
         RequestInfo info;
         info.method = req.method;
-        info.path = req.path;
+        info.path = req.path;  // percent-decoded by cpp-httplib; the limiter normalises it
         info.peer = req.remote_addr;
         info.user = user;
         info.priority = priority;

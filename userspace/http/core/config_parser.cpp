@@ -12,6 +12,7 @@
 #include "floodgate/core/file_setting.h"
 #include "floodgate/core/redis_address.h"
 #include "floodgate/core/redis_login.h"
+#include "floodgate/core/request_path.h"
 #include "floodgate/core/secret_file.h"
 #include "floodgate/yaml/yaml_mark.h"
 
@@ -772,6 +773,13 @@ RouteMatch Parser::parseMatch(const YamlEntry& entry, const std::string& what) {
     if (auto prefix = reader_.text(*e, what + ".path_prefix")) {
       if (prefix->front() != '/') {
         reader_.error(*e, what + ".path_prefix must start with '/', got '" + *prefix + "'");
+      } else if (!isNormalPath(*prefix)) {
+        // requests are matched by their normal path, which such a prefix never starts
+        std::string normal;
+        reader_.error(*e, what + ".path_prefix '" + *prefix +
+                              "' has an empty, '.' or '..' segment: requests are matched by "
+                              "their normal path; write '" +
+                              std::string(normalPath(*prefix, normal)) + "'");
       } else {
         match.path_prefix = *prefix;
       }

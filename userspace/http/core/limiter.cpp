@@ -6,6 +6,7 @@
 #include <functional>
 
 #include "floodgate/core/header_text.h"
+#include "floodgate/core/request_path.h"
 #include "floodgate/core/retry_jitter.h"
 #include "floodgate/stores/memory_store.h"
 #include "floodgate/stores/state_migration.h"
@@ -194,7 +195,11 @@ Verdict Limiter::check(const RequestInfo& request) {
   }
   const int64_t now_ns = clock_->nowNs();
   verdict.decided_ns = now_ns;
-  if (shedder_ != nullptr && !enterShedding(request, verdict)) return verdict;
+  // Servers serve "//downloads/x", "/./downloads/x" and "/x/../downloads/x" as
+  // "/downloads/x": matched as sent, each would escape a /downloads policy and its costs.
+  std::string normal_path_buffer;
+  const std::string_view path = normalPath(request.path, normal_path_buffer);
+  if (shedder_ != nullptr && !enterShedding(request, path, verdict)) return verdict;
 
   // Policies on Redis are decided after the loop, together: one round trip per request.
   std::vector<std::pair<size_t, Store*>> local;
@@ -212,7 +217,7 @@ Verdict Limiter::check(const RequestInfo& request) {
   local.reserve(policies_.size());
   for (CompiledPolicy& policy : policies_) {
     const PolicyConfig& config = *policy.config;
-    if (!config.match.matches(request.method, request.path)) continue;
+    if (!config.match.matches(request.method, path)) continue;
     PolicyKey key = keyFor(config, request, client, verdict.client_key);
     // e.g. no API key header: this policy does not apply
     if (key.key.empty() && !key.ambiguous) continue;
@@ -220,7 +225,7 @@ Verdict Limiter::check(const RequestInfo& request) {
     PolicyDecision pd;
     pd.policy = &config;
     pd.algorithm = policy.algorithm.get();
-    pd.cost = config.costFor(request.method, request.path);
+    pd.cost = config.costFor(request.method, path);
     pd.decision.policy = config.name;
     pd.key = std::move(key.key);
     if (key.ambiguous) {
@@ -367,7 +372,8 @@ uint64_t Limiter::clientId(const Verdict& verdict) const {
   return shedder_->adaptive() != nullptr ? std::hash<std::string>{}(verdict.client_key) : 0;
 }
 
-bool Limiter::enterShedding(const RequestInfo& request, Verdict& verdict) const {
+bool Limiter::enterShedding(const RequestInfo& request, std::string_view path,
+                            Verdict& verdict) const {
   const SheddingConfig& shedding = config_.shedding;
   // The priority header is a proxy's word: from anyone else it is ignored.
   std::vector<std::string_view> header_values;
@@ -376,8 +382,7 @@ bool Limiter::enterShedding(const RequestInfo& request, Verdict& verdict) const 
       header_values = headerValues(request, shedding.priority_header);
     }
   }
-  const size_t index =
-      shedder_->classify(request.priority, header_values, request.method, request.path);
+  const size_t index = shedder_->classify(request.priority, header_values, request.method, path);
   verdict.priority = shedder_->name(index);
   verdict.in_flight = shedder_->enter(index, clientId(verdict));
   if (verdict.in_flight) return true;
