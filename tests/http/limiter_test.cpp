@@ -260,7 +260,7 @@ TEST(Limiter, MatchesMethodsAndPathsAndChargesRouteCosts) {
 // A server serves "//downloads/x", "/./downloads/x" and "/x/../downloads/x" (cpp-httplib's
 // mounts among them) as /downloads/x: each meets the /downloads policy and pays its route's
 // cost, and a path that resolves elsewhere pays what it resolves to.
-TEST(Limiter, PathsAreMatchedAndChargedByTheirNormalForm) {
+TEST(Limiter, PathsAreMatchedAndChargedAsSentAndInTheirNormalForm) {
   Fixture f(R"(http:
   policies:
     - name: downloads
@@ -291,14 +291,20 @@ TEST(Limiter, PathsAreMatchedAndChargedByTheirNormalForm) {
     EXPECT_EQ(v.decisions[0].cost, 10) << path;
     EXPECT_EQ(v.binding.remaining, remaining) << path;
   }
-  // under /downloads as sent, but served from /admin: the admin policy, not downloads
+  // under /downloads as sent, under /admin in normal form: a server may resolve either (a
+  // "/downloads/(.*)" route as sent, a mount in normal form), so both policies apply
   Verdict elsewhere = f.limiter->check(request("GET", "/downloads/../admin/users", "192.0.2.1"));
-  ASSERT_EQ(elsewhere.decisions.size(), 1u);
-  EXPECT_EQ(elsewhere.decisions[0].decision.policy, "admin");
-  // "/downloads/big.iso/.." is the directory /downloads/: the policy, not the route's cost
+  ASSERT_EQ(elsewhere.decisions.size(), 2u);
+  EXPECT_EQ(elsewhere.decisions[0].decision.policy, "downloads");
+  EXPECT_EQ(elsewhere.decisions[1].decision.policy, "admin");
+  // "/downloads/big.iso/.." is the directory /downloads/ in normal form, but the route's as
+  // sent: the higher cost of the two
   Verdict directory = f.limiter->check(request("GET", "/downloads/big.iso/..", "192.0.2.1"));
   ASSERT_EQ(directory.decisions.size(), 1u);
-  EXPECT_EQ(directory.decisions[0].cost, 1);
+  EXPECT_EQ(directory.decisions[0].cost, 10);
+  Verdict dot = f.limiter->check(request("GET", "/downloads/big.iso/../x", "192.0.2.1"));
+  ASSERT_EQ(dot.decisions.size(), 1u);
+  EXPECT_EQ(dot.decisions[0].cost, 10) << "a cost as sent is not walked around by a '..'";
   // case and the trailing slash are kept: /Downloads is another route, "/admin" not "/admin/"
   EXPECT_FALSE(f.limiter->check(request("GET", "//Downloads/big.iso", "192.0.2.1")).limited());
   EXPECT_FALSE(f.limiter->check(request("GET", "/x/../admin", "192.0.2.1")).limited());

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
-// A /downloads policy limits every spelling of a path that a real cpp-httplib server on
-// 127.0.0.1 serves from its mount point as /downloads/x, not only "/downloads/x" itself.
+// A path policy limits every spelling of a path that a real cpp-httplib server on 127.0.0.1
+// resolves to it: from its mount point in normal form ("//downloads/x" is /downloads/x), and
+// through its router as sent ("/search/.." runs a "/search/(.*)" route).
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
@@ -20,13 +21,19 @@
 namespace floodgate::http {
 namespace {
 
-// Each client (127.0.0.1) may fetch under /downloads twice an hour, by a clock the test
-// holds still; nothing else is limited.
+// Each client (127.0.0.1) may fetch under /downloads twice an hour, and search twice, by a
+// clock the test holds still; nothing else is limited.
 constexpr const char* kDownloads = R"(http:
   retry_after_jitter: 0
   policies:
     - name: downloads
       match: {path_prefix: /downloads}
+      key: ip
+      algorithm: fixed_window
+      limit: 2
+      window_ms: 3600000
+    - name: search
+      match: {path_prefix: /search}
       key: ip
       algorithm: fixed_window
       limit: 2
@@ -50,7 +57,8 @@ class ServedFiles {
   std::filesystem::path root_;
 };
 
-// A cpp-httplib server with files mounted at "/" and the limiter installed.
+// A cpp-httplib server with files mounted at "/", a "/search/(.*)" route, and the limiter
+// installed.
 class Service {
  public:
   Service() {
@@ -59,6 +67,9 @@ class Service {
     auto made = Limiter::create(std::move(*config), std::make_shared<ManualClock>(1'000'000));
     EXPECT_TRUE(made.ok());
     EXPECT_TRUE(server_.set_mount_point("/", files_.root()));
+    server_.Get(R"(/search/(.*))", [](const httplib::Request&, httplib::Response& res) {
+      res.set_content("results", "text/plain");
+    });
     installRateLimiter(server_, std::move(*made));
     port_ = server_.bind_to_any_port("127.0.0.1");
     EXPECT_GT(port_, 0);
@@ -126,8 +137,22 @@ TEST(MountPoint, SpellingsOfOnePathShareItsQuota) {
   EXPECT_EQ(statusOf(service.get("/downloads/x")), 200);
   EXPECT_EQ(statusOf(service.get("//downloads/x")), 200);
   EXPECT_EQ(statusOf(service.get("/./downloads/x")), 429);
-  EXPECT_EQ(statusOf(service.get("/downloads/../x/")), 404);  // no index.html: not limited
-  EXPECT_EQ(statusOf(service.get("/downloads/../x/")), 404);
+  // under /downloads as sent: a route matched as sent could run it, so it is limited too
+  EXPECT_EQ(statusOf(service.get("/downloads/../x/")), 429);
+  // under /downloads in neither spelling: not limited (no index.html there)
+  EXPECT_EQ(statusOf(service.get("/y/../x/")), 404);
+  EXPECT_EQ(statusOf(service.get("/y/../x/")), 404);
+}
+
+// cpp-httplib's router matches a route's pattern against the path as sent: "/search/.." runs
+// the "/search/(.*)" handler though its normal form is "/". The /search policy holds it.
+TEST(MountPoint, ARouteMatchedAsSentMeetsItsPolicy) {
+  Service service;
+  const std::string first = service.get("/search/..");
+  ASSERT_EQ(statusOf(first), 200) << first;
+  EXPECT_NE(first.find("results"), std::string::npos) << "the route's handler ran:\n" << first;
+  EXPECT_EQ(statusOf(service.get("/search/a/../..")), 200);
+  EXPECT_EQ(statusOf(service.get("/search/..")), 429) << "the third search is refused";
 }
 
 }  // namespace

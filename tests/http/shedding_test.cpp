@@ -253,12 +253,18 @@ TEST(Shedding, OnlyATrustedProxyOrTheServiceNamesAClassAndOnlyAClassItKnows) {
 
 // A class matches a request's normal path, as policies do: "//reports" is the bulk route
 // the server runs, and "/reports/../payments" the payments one.
-TEST(Shedding, AClassMatchesTheNormalPath) {
+TEST(Shedding, AClassMatchesThePathAsSentAndInNormalFormAndTheLowerOneHolds) {
   Fixture f(kThreeClasses);
   for (const char* path : {"//reports", "/./reports/x", "/x/../reports", "reports"}) {
     EXPECT_EQ(f.check("GET", path).priority, "bulk") << path;
   }
-  EXPECT_EQ(f.check("POST", "/reports/../payments").priority, "critical");
+  // critical in normal form, but a "/reports/(.*)" route runs it as sent: bulk
+  EXPECT_EQ(f.check("POST", "/reports/../payments").priority, "bulk");
+  EXPECT_EQ(f.check("POST", "/payments/../reports").priority, "bulk");
+  // critical in normal form, no class's as sent (a server's "/payments" route does not run
+  // it): the default, never above it
+  EXPECT_EQ(f.check("POST", "//payments").priority, "normal");
+  EXPECT_EQ(f.check("POST", "/payments").priority, "critical");
 }
 
 TEST(Shedding, WithoutAMarkedDefaultAnUnmatchedRequestIsOfTheLowestClass) {

@@ -179,9 +179,11 @@ class Limiter {
   std::shared_ptr<Store> storeToKeep(const PolicyConfig& policy, const StoreConfig& store) const;
   void migrateInto(const PolicyConfig& policy, const Algorithm& algorithm, Store& into,
                    int64_t now_ns) const;
-  // Takes the request's place in flight for its priority class (by its normal `path`) into
-  // `verdict`; false (and `verdict` an overloaded refusal) when its class is shed.
-  bool enterShedding(const RequestInfo& request, std::string_view path, Verdict& verdict) const;
+  // Takes the request's place in flight for its priority class (by its path as sent and its
+  // `normal_path`) into `verdict`; false (and `verdict` an overloaded refusal) when its class
+  // is shed.
+  bool enterShedding(const RequestInfo& request, std::string_view normal_path,
+                     Verdict& verdict) const;
   // refund() at `now_ns`: check() gives back a refused request's units at its own reading.
   void refundAt(Verdict& verdict, int64_t kept, int64_t now_ns) const;
   // Makes `verdict` the refusal of a request its priority class has no place for.

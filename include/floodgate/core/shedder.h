@@ -103,11 +103,13 @@ class Shedder {
 
   // The class of a request: `named` by the service, else the value of the priority header
   // (`header_values`, read only when the peer is a trusted proxy: the caller passes none
-  // otherwise), else the first class whose match matches `path` (in normal form:
-  // normalPath), else the default. A name that is no class is ignored, so a forged or
-  // mistyped one cannot raise a request.
+  // otherwise), else the first class whose match matches its path, else the default. A
+  // server may resolve the path as sent or in its normal form (normalPath), so both are
+  // classified and the lower class of the two is the request's. A name that is no class is
+  // ignored, so a forged or mistyped one cannot raise a request.
   size_t classify(std::string_view named, const std::vector<std::string_view>& header_values,
-                  std::string_view method, std::string_view path) const;
+                  std::string_view method, std::string_view sent_path,
+                  std::string_view normal_path) const;
   // The index of the class named `name` (a Verdict::priority of this shedder's), else the
   // default class.
   size_t indexOf(std::string_view name) const;
@@ -138,6 +140,8 @@ class Shedder {
     std::shared_ptr<SheddingState::Counters> counters;
   };
   std::optional<size_t> byName(std::string_view name) const;
+  // The first class whose match matches `path`, else the default.
+  size_t byPath(std::string_view method, std::string_view path) const;
 
   std::vector<CompiledClass> classes_;
   size_t default_class_;

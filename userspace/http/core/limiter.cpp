@@ -195,11 +195,15 @@ Verdict Limiter::check(const RequestInfo& request) {
   }
   const int64_t now_ns = clock_->nowNs();
   verdict.decided_ns = now_ns;
-  // Servers serve "//downloads/x", "/./downloads/x" and "/x/../downloads/x" as
-  // "/downloads/x": matched as sent, each would escape a /downloads policy and its costs.
+  // A server may resolve a path in either spelling: cpp-httplib serves "//downloads/x",
+  // "/./downloads/x" and "/x/../downloads/x" from a mount as "/downloads/x", and routes
+  // "/search/.." to a "/search/(.*)" handler as sent. So a policy applies if either spelling
+  // meets it, and a request pays the higher cost and gets the lower class of the two: one
+  // matched alone would let the other walk around a policy, a cost or a class.
   std::string normal_path_buffer;
-  const std::string_view path = normalPath(request.path, normal_path_buffer);
-  if (shedder_ != nullptr && !enterShedding(request, path, verdict)) return verdict;
+  const std::string_view sent = request.path;
+  const std::string_view normal = normalPath(request.path, normal_path_buffer);
+  if (shedder_ != nullptr && !enterShedding(request, normal, verdict)) return verdict;
 
   // Policies on Redis are decided after the loop, together: one round trip per request.
   std::vector<std::pair<size_t, Store*>> local;
@@ -217,7 +221,10 @@ Verdict Limiter::check(const RequestInfo& request) {
   local.reserve(policies_.size());
   for (CompiledPolicy& policy : policies_) {
     const PolicyConfig& config = *policy.config;
-    if (!config.match.matches(request.method, path)) continue;
+    if (!config.match.matches(request.method, sent) &&
+        !config.match.matches(request.method, normal)) {
+      continue;
+    }
     PolicyKey key = keyFor(config, request, client, verdict.client_key);
     // e.g. no API key header: this policy does not apply
     if (key.key.empty() && !key.ambiguous) continue;
@@ -225,7 +232,8 @@ Verdict Limiter::check(const RequestInfo& request) {
     PolicyDecision pd;
     pd.policy = &config;
     pd.algorithm = policy.algorithm.get();
-    pd.cost = config.costFor(request.method, path);
+    pd.cost =
+        std::max(config.costFor(request.method, sent), config.costFor(request.method, normal));
     pd.decision.policy = config.name;
     pd.key = std::move(key.key);
     if (key.ambiguous) {
@@ -372,7 +380,7 @@ uint64_t Limiter::clientId(const Verdict& verdict) const {
   return shedder_->adaptive() != nullptr ? std::hash<std::string>{}(verdict.client_key) : 0;
 }
 
-bool Limiter::enterShedding(const RequestInfo& request, std::string_view path,
+bool Limiter::enterShedding(const RequestInfo& request, std::string_view normal_path,
                             Verdict& verdict) const {
   const SheddingConfig& shedding = config_.shedding;
   // The priority header is a proxy's word: from anyone else it is ignored.
@@ -382,7 +390,8 @@ bool Limiter::enterShedding(const RequestInfo& request, std::string_view path,
       header_values = headerValues(request, shedding.priority_header);
     }
   }
-  const size_t index = shedder_->classify(request.priority, header_values, request.method, path);
+  const size_t index = shedder_->classify(request.priority, header_values, request.method,
+                                          request.path, normal_path);
   verdict.priority = shedder_->name(index);
   verdict.in_flight = shedder_->enter(index, clientId(verdict));
   if (verdict.in_flight) return true;

@@ -2,6 +2,7 @@
 // Priority classes: classifying a request and admitting it within its class's threshold.
 #include "floodgate/core/shedder.h"
 
+#include <algorithm>
 #include <optional>
 
 #include "floodgate/core/header_text.h"
@@ -75,7 +76,8 @@ size_t Shedder::indexOf(std::string_view name) const {
 }
 
 size_t Shedder::classify(std::string_view named, const std::vector<std::string_view>& header_values,
-                         std::string_view method, std::string_view path) const {
+                         std::string_view method, std::string_view sent_path,
+                         std::string_view normal_path) const {
   if (!named.empty()) {
     if (auto i = byName(named)) return *i;
   }
@@ -84,6 +86,11 @@ size_t Shedder::classify(std::string_view named, const std::vector<std::string_v
   if (header_values.size() == 1) {
     if (auto i = byName(trimOws(header_values[0]))) return *i;
   }
+  // classes are listed highest first: the later of the two is the less privileged
+  return std::max(byPath(method, sent_path), byPath(method, normal_path));
+}
+
+size_t Shedder::byPath(std::string_view method, std::string_view path) const {
   for (size_t i = 0; i < classes_.size(); ++i) {
     for (const RouteMatch& m : classes_[i].match) {
       if (m.matches(method, path)) return i;
