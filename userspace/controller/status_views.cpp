@@ -231,7 +231,7 @@ std::string statusText(const XdpLimiterStatus& status) {
       << (status.prog_array ? std::string("in a prog array") : status.mode + " mode")
       << (status.monitor ? ", MONITOR ONLY (nothing is dropped)" : "") << "\n";
   if (status.mode == "severed") {
-    out << "  NOT RUNNING: the interface was deleted (or renamed) since the attach, which cut "
+    out << "  NOT RUNNING: the interface was deleted since the attach, which cut "
            "the limiter off it; 'floodgate attach "
         << status.interface << "' with its config attaches it again, its state kept\n";
   }

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 #include "controller/reload_warnings.h"
@@ -87,12 +88,10 @@ XdpLimiter::HookLink XdpLimiter::hookLink(const std::string& interface) {
   uint32_t info_len = sizeof(info);
   // a link the kernel cannot describe is taken to be where it was put
   if (bpf_obj_get_info_by_fd(link.get(), &info, &info_len) != 0) return HookLink::kLive;
-  if (info.xdp.ifindex == 0) return HookLink::kSevered;
-  // on a device, but not the one of this name now: the one it was made for was renamed,
-  // and another took its name (an interface of another namespace is not looked at)
-  auto ifindex = interfaceIndex(interface);
-  if (ifindex && static_cast<uint32_t>(*ifindex) != info.xdp.ifindex) return HookLink::kSevered;
-  return HookLink::kLive;
+  // On a device, whichever: pins are named by interface, not by network namespace, so a
+  // device of the same name in another namespace (an `nsenter` into a container, a daemon of
+  // its own there) is not this limiter's to take. A renamed device keeps its limiter.
+  return info.xdp.ifindex == 0 ? HookLink::kSevered : HookLink::kLive;
 }
 
 Result<AttachReport> XdpLimiter::relink(const std::string& interface, XdpMode mode) {
@@ -122,28 +121,36 @@ Status XdpLimiter::relinkLocked(const std::string& interface, XdpMode mode, Atta
   auto ifindex = interfaceIndex(interface);
   if (!ifindex) return ifindex.error();
   if (Status s = checkEthernetFrames(interface); !s) return s;
+  // the TC handover of cookie connections went with the old device too: back before the
+  // program, as at attach, so no cookie's ACK goes by without it
+  if (access(tcProgramPinPath(interface).c_str(), F_OK) == 0) {
+    if (Status s = syncSynCookieHost(interface, true); !s) {
+      return Error::failure("SYN cookies on '" + interface +
+                            "' cannot hand connections over: " + s.error().message);
+    }
+  }
   auto link = attachXdp(program.get(), *ifindex, interface, mode, &report.mode);
   if (!link) return link.error();
-  // The new link's pin takes the old one's place (the bpffs renames nothing). Should the pin
-  // fail, the new link closes with its descriptor and leaves the hook free, and the maps are
-  // pinned without a link, as a crashed attach leaves them: the next attach starts over.
-  const std::string pin = linkPinPath(interface);
-  if (unlink(pin.c_str()) != 0 || bpf_obj_pin(link->get(), pin.c_str()) != 0) {
+  // The new link is pinned under a name of its own, then renamed over the old one's pin, so
+  // the maps are never pinned without a link (what a crashed attach leaves, and the next
+  // attach clears). Should either step fail, the new link closes with its descriptor and
+  // leaves the hook free; the old pin is still there.
+  const std::string pin = linkPinPath(interface), fresh = pin + "_relinked";
+  (void)unlink(fresh.c_str());
+  if (bpf_obj_pin(link->get(), fresh.c_str()) != 0 ||
+      std::rename(fresh.c_str(), pin.c_str()) != 0) {
+    const int err = errno;
+    (void)unlink(fresh.c_str());
     return Error::failure("cannot pin the new XDP link of '" + interface + "' at " + pin + ": " +
-                          std::strerror(errno));
+                          std::strerror(err));
   }
   report.replaced = true;
   report.warnings.push_back("the limiter of '" + interface +
-                            "' had been cut off from it (the interface was deleted or renamed, "
-                            "and one made under its name): attached to it again, its state kept");
-  // the TC handover of cookie connections went with the old device too
-  if (access(tcProgramPinPath(interface).c_str(), F_OK) == 0) {
-    if (Status s = syncSynCookieHost(interface, true); !s) {
-      report.warnings.push_back("SYN cookies on '" + interface +
-                                "' cannot hand connections "
-                                "over: " +
-                                s.error().message);
-    }
+                            "' had been cut off from it (the interface was deleted and made "
+                            "again): attached to it again, its state kept");
+  if (mode == XdpMode::kAuto && report.mode == XdpMode::kGeneric) {
+    report.warnings.push_back("the driver of '" + interface +
+                              "' has no native XDP: attached in generic mode, which is slower");
   }
   return okStatus();
 }
