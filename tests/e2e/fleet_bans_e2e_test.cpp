@@ -477,13 +477,24 @@ TEST_F(FleetBansE2eTest, ABanEveryHostRefusesIsNeitherMadeNorPublished) {
                                          "--for", "10m", "--config", config_a_});
     EXPECT_EQ(added.exit_code, 2) << added.out << added.err;
     EXPECT_NE(added.err.find(std::string("a ban of ") + refused +
-                             " is not shared: every host of this config refuses it (" + why + ")"),
+                             " is not shared: every host refuses it (" + why + ")"),
               std::string::npos)
         << added.err;
     EXPECT_EQ(added.out.find("shared with the fleet"), std::string::npos) << added.out;
   }
   EXPECT_TRUE(bans(*a_).empty()) << "nothing banned, not even the address before it";
   EXPECT_EQ(redisCli({"XLEN", "fg:bans"}).out, "0\n") << "nothing published";
+
+  // what only hosts of this config refuse (its Redis server) is shared, with a warning:
+  // another host's config may not refuse it
+  CommandResult service = a_->floodgate(
+      {"ban", "add", a_->targetInterface(), kLinkA, "--for", "10m", "--config", config_a_});
+  EXPECT_EQ(service.exit_code, 0) << service.err;
+  EXPECT_NE(service.err.find("warning: hosts running " + config_a_ + " do not apply the ban of " +
+                             kLinkA + " (service)"),
+            std::string::npos)
+      << service.err;
+  EXPECT_EQ(redisCli({"XLEN", "fg:bans"}).out, "1\n") << "published";
 }
 
 // A ban that fails halfway through a list (here the IPv4 ban table, pinned again with room

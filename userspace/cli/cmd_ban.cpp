@@ -30,8 +30,9 @@ struct BanFlags {
 
 // The fleet.bans of `file`, when the bans of `cidrs` are to be shared; an error before
 // anything is banned when the file is not valid, does not share manual bans of this length,
-// or names a prefix every host of this config refuses (too wide, never banned, allow-listed:
-// what the receiving daemons check, but for their own addresses).
+// or names a prefix every host refuses (wider than widest_ipv4/_ipv6, loopback, link-local,
+// multicast). What hosts refuse by their own config (an allow list, proxies, Redis servers)
+// is said of this file's as a warning: other hosts' configs may differ.
 Result<std::optional<config::FleetBansConfig>> fleetBansToShare(const std::string& file,
                                                                 uint64_t duration_ns,
                                                                 const std::vector<Cidr>& cidrs) {
@@ -48,20 +49,26 @@ Result<std::optional<config::FleetBansConfig>> fleetBansToShare(const std::strin
   const http::HttpConfig* http = config->http ? &*config->http : nullptr;
   const daemon::EscalationRules taken =
       daemon::escalationRules(config->allow.value_or(std::vector<Cidr>{}), http);
-  const daemon::FleetBanRules rules{fleet.secret,
-                                    fleet.max_ban_ns,
-                                    fleet.widest_ipv4,
-                                    fleet.widest_ipv6,
-                                    taken.allow,
-                                    taken.trusted_proxies,
-                                    daemon::serviceAddresses(fleet.redis, http)};
+  const std::vector<Cidr> none;
+  const daemon::FleetBanRules everywhere{
+      fleet.secret, fleet.max_ban_ns, fleet.widest_ipv4, fleet.widest_ipv6, none, none, none};
+  daemon::FleetBanRules here = everywhere;
+  here.allow = taken.allow;
+  here.trusted_proxies = taken.trusted_proxies;
+  here.services = daemon::serviceAddresses(fleet.redis, http);
   for (const Cidr& cidr : cidrs) {
-    const metrics::FleetBanResult result = daemon::fleetBanAddressResult(cidr, rules, {});
-    if (result != metrics::kFleetBanApplied) {
+    if (auto result = daemon::fleetBanAddressResult(cidr, everywhere, {});
+        result != metrics::kFleetBanApplied) {
       return Error::usage("--config: a ban of " + cidr.toString() +
-                          " is not shared: every host of this config refuses it (" +
+                          " is not shared: every host refuses it (" +
                           metrics::kFleetBanResultNames[result] +
                           "); without --config it is banned on this host alone");
+    }
+    if (auto result = daemon::fleetBanAddressResult(cidr, here, {});
+        result != metrics::kFleetBanApplied) {
+      std::cerr << "warning: hosts running " << file << " do not apply the ban of "
+                << cidr.toString() << " (" << metrics::kFleetBanResultNames[result]
+                << "); it is shared for the others\n";
     }
   }
   return std::optional<config::FleetBansConfig>(fleet);
