@@ -256,6 +256,11 @@ class XdpLimiter {
   // validated (and a next program loaded) before anything changes. With options.keep_rules
   // the rules stay as they are.
   Status reload(const AttachOptions& options);
+
+  // Takes this limiter's writer lock (waiting up to WriterLock::kWait for another writer)
+  // and holds it until the guard goes: the writes of this object meanwhile share it, so a
+  // caller that changes several limiters together takes every lock before the first change.
+  Result<WriterLock::Guard> holdWrites() { return writer_.acquire(interface_); }
   // What reload checks before it changes anything, the next program loaded (and let go)
   // included: for a caller reloading several limiters, to refuse a config that one of them
   // could not take before any of them changes.

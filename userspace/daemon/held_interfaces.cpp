@@ -100,6 +100,29 @@ Status HeldInterfaces::apply(const std::vector<WantedInterface>& wanted) {
     std::optional<AdaptiveGovernor> governor;
   };
   std::vector<Reloaded> reloaded;
+  // The writer lock of every limiter to reload, taken before the first is changed: another
+  // command holding one (a `ban add` waiting on a slow disk, a `reload` by hand) then fails
+  // this apply while nothing has changed, rather than halfway, where putting back cannot
+  // give a rule the reload removed its old buckets again. Only a kernel write failing now
+  // takes the way back below.
+  std::set<std::string> reloading;
+  std::vector<WriterLock::Guard> writing;
+  for (const WantedInterface& one : wanted) {
+    const std::string& name = one.options.interface;
+    auto held = held_.find(name);
+    if (fresh.contains(name) || held == held_.end() || !attached(name)) continue;
+    auto guard = held->second.limiter.holdWrites();
+    if (!guard) {
+      writing.clear();
+      for (const std::string& done : fresh) {
+        detachLogged(done, ": the config that attached it was refused");
+        held_.erase(done);
+      }
+      return Error::failure(name + ": " + guard.error().message + " (no interface was changed)");
+    }
+    writing.push_back(std::move(*guard));
+    reloading.insert(name);
+  }
   auto undo = [&](const Error& error) {
     for (auto it = reloaded.rbegin(); it != reloaded.rend(); ++it) {
       HeldInterface& holding = held_.at(it->name);
@@ -127,7 +150,7 @@ Status HeldInterfaces::apply(const std::vector<WantedInterface>& wanted) {
     const std::string& name = one.options.interface;
     if (fresh.contains(name)) continue;
     auto held = held_.find(name);
-    if (held != held_.end() && !attached(name)) {
+    if (held != held_.end() && !reloading.contains(name)) {
       // Detached by someone else (`floodgate detach`): the held maps are orphans.
       logWarning(name + " was detached outside the daemon: attaching it again");
       held_.erase(held);

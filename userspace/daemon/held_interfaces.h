@@ -62,10 +62,10 @@ class HeldInterfaces {
   // Brings the interfaces in line with `wanted` (every one's options already valid):
   // reloads the ones held, attaches or adopts the others, waits for those that do not exist
   // (logged once), and then detaches those no longer listed. A config that an attached
-  // limiter cannot take, or a new interface that cannot be attached, changes none; a failure
-  // past those checks (another writer holding a limiter's lock, the kernel refusing a map
-  // write) puts the interfaces reloaded before it back on the config they ran, detaches those
-  // it attached, and detaches none it was to let go.
+  // limiter cannot take, a new interface that cannot be attached, or another writer holding
+  // the lock of one to reload (every one is taken first) changes none; a failure past those
+  // (the kernel refusing a map write) puts the interfaces reloaded before it back on the
+  // config they ran, detaches those it attached, and detaches none it was to let go.
   // An interface's adaptive state is kept or started over as reconcileAdaptive() says.
   Status apply(const std::vector<WantedInterface>& wanted);
   // Attaches the listed interfaces that did not exist and now do, and attaches again those
