@@ -447,6 +447,37 @@ TEST_F(SynCookieE2eTest, TheHandoverIsAttachedOnlyWhileARuleUsesCookies) {
   EXPECT_FALSE(handoverAttached());
 }
 
+// The TC handover goes with a deleted device, as the XDP link does: the daemon attaching the
+// limiter to the interface made again brings both back (no reload, which would too).
+TEST_F(SynCookieE2eTest, TheHandoverComesBackWithTheLimiterOnAnInterfaceMadeAgain) {
+  const std::string config = "/tmp/fg-cookies-run-" + std::to_string(getpid()) + ".yaml";
+  std::ofstream(config) << "interfaces:\n  - name: " << net_->targetInterface() << "\n"
+                        << "rules:\n  - name: syn\n"
+                        << "    match: {protocol: tcp, dst_ports: [80], tcp_flags: {syn: set, "
+                           "ack: clear}}\n"
+                        << "    limit: {pps: 50, burst: 100}\n    syn_cookies: always\n";
+  auto daemon = ChildProcess::start({"nsenter", "--net=" + net_->targetNetns(), FLOODGATE_BIN,
+                                     "run", "--config", config, "--metrics-listen", "127.0.0.1:0"},
+                                    config + ".log");
+  ASSERT_TRUE(daemon.ok()) << daemon.error().message;
+  const auto xdpOn = [&] {
+    return net_->inTarget({"ip", "link", "show", net_->targetInterface()}).out.find("prog/xdp") !=
+           std::string::npos;
+  };
+  for (int i = 0; i < 200 && !(xdpOn() && handoverAttached()); ++i) usleep(50000);
+  ASSERT_TRUE(xdpOn() && handoverAttached()) << daemon->log();
+  ASSERT_TRUE(net_->remake().ok());
+  for (int i = 0; i < 200 && !xdpOn(); ++i) usleep(50000);
+  EXPECT_TRUE(xdpOn()) << daemon->log();
+  EXPECT_TRUE(handoverAttached()) << "back with the limiter\n" << daemon->log();
+  EXPECT_NE(daemon->log().find("attached to it again, its state kept"), std::string::npos)
+      << daemon->log();
+  daemon->signal(SIGTERM);
+  EXPECT_EQ(daemon->wait(10), 0) << daemon->log();
+  std::remove(config.c_str());
+  std::remove((config + ".log").c_str());
+}
+
 // net.ipv4.tcp_syncookies is the network namespace's: floodgate turns it on from 0 for the
 // first interface that gives cookies, and puts the 0 back only when the last one goes, not
 // when the first is detached while another still needs the kernel to check its cookies.
