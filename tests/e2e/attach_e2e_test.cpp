@@ -364,5 +364,31 @@ TEST_F(AttachE2eTest, AnInterfaceMadeAgainIsShownCutOffAndAttachedAgainWithItsSt
   EXPECT_NE(bans.out.find("192.0.2.1"), std::string::npos) << "the ban was kept:\n" << bans.out;
 }
 
+// A renamed interface keeps its limiter (its link is on the device); one made under the old
+// name has none. status says so, and attach does not take the limiter from the renamed one
+// (whose device index could be another namespace's by chance).
+TEST_F(AttachE2eTest, ARenamedInterfaceKeepsItsLimiterAndStatusSaysTheNewOneHasNone) {
+  const std::string iface = net_->targetInterface(), renamed = "fgr" + iface.substr(3);
+  ASSERT_EQ(run({"attach", iface, "--rate", "1k"}).exit_code, 0);
+  ASSERT_EQ(net_->inTarget({"ip", "link", "set", iface, "down"}).exit_code, 0);
+  ASSERT_EQ(net_->inTarget({"ip", "link", "set", iface, "name", renamed}).exit_code, 0);
+  ASSERT_EQ(net_->inTarget({"ip", "link", "add", iface, "type", "veth", "peer", "name",
+                            "fgp" + iface.substr(3)})
+                .exit_code,
+            0);
+  nlohmann::json now = status();
+  EXPECT_EQ(now["mode"], "moved");
+  CommandResult text = run({"status", iface});
+  EXPECT_NE(text.out.find("NOT RUNNING on it: the interface was renamed " + renamed),
+            std::string::npos)
+      << text.out;
+  EXPECT_FALSE(xdpAttached()) << "the new device has no program";
+  CommandResult old = net_->inTarget({"ip", "link", "show", renamed});
+  EXPECT_NE(old.out.find("prog/xdp"), std::string::npos) << "the renamed one keeps its own";
+  CommandResult again = run({"attach", iface, "--rate", "1k"});
+  EXPECT_EQ(again.exit_code, 1) << again.err;
+  EXPECT_NE(again.err.find("already attached"), std::string::npos) << again.err;
+}
+
 }  // namespace
 }  // namespace floodgate::test

@@ -687,6 +687,28 @@ TEST_F(RunE2eTest, AnInterfaceDeletedAndMadeAgainIsAttachedAgainWithItsState) {
   EXPECT_GT(after, before) << "the flood is not held back";
 }
 
+// An interface the daemon holds, renamed, and another made under its name: the limiter stays
+// on the renamed device, which the daemon does not take it from; the name it was told to
+// protect is reported unprotected.
+TEST_F(RunE2eTest, ARenamedInterfaceIsReportedAsNotProtectedUnderItsName) {
+  const std::string iface = net_->targetInterface(), renamed = "fgr" + iface.substr(3);
+  startDaemon();
+  ASSERT_EQ(net_->inTarget({"ip", "link", "set", iface, "down"}).exit_code, 0);
+  ASSERT_EQ(net_->inTarget({"ip", "link", "set", iface, "name", renamed}).exit_code, 0);
+  ASSERT_EQ(net_->inTarget({"ip", "link", "add", iface, "type", "veth", "peer", "name",
+                            "fgp" + iface.substr(3)})
+                .exit_code,
+            0);
+  const std::string up = "floodgate_interface_up{interface=\"" + iface + "\"}";
+  EXPECT_EQ(waitFor(up, [](double v) { return v == 0; }), 0) << daemon_.log();
+  HttpReply health = httpGetIn(net_->targetNetns(), kMetricsPort, "/healthz");
+  EXPECT_EQ(health.status, 503);
+  EXPECT_EQ(health.body, iface +
+                             ": its limiter runs on the device it was renamed from "
+                             "('floodgate status " +
+                             iface + "' says what to do)\n");
+}
+
 // A reload that one attached limiter cannot take (its deny list longer than the list size that
 // limiter runs with, which a reload keeps) changes no interface: not those listed before it.
 // Both when the daemon would adopt that limiter in the reload and when it already holds it.

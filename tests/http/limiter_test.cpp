@@ -305,10 +305,37 @@ TEST(Limiter, PathsAreMatchedAndChargedAsSentAndInTheirNormalForm) {
   Verdict dot = f.limiter->check(request("GET", "/downloads/big.iso/../x", "192.0.2.1"));
   ASSERT_EQ(dot.decisions.size(), 1u);
   EXPECT_EQ(dot.decisions[0].cost, 10) << "a cost as sent is not walked around by a '..'";
+
   // case and the trailing slash are kept: /Downloads is another route, "/admin" not "/admin/"
   EXPECT_FALSE(f.limiter->check(request("GET", "//Downloads/big.iso", "192.0.2.1")).limited());
   EXPECT_FALSE(f.limiter->check(request("GET", "/x/../admin", "192.0.2.1")).limited());
   EXPECT_TRUE(f.limiter->check(request("GET", "/x/../admin/.", "192.0.2.1")).limited());
+}
+
+// A spelling that does not meet a policy adds none of its costs: "//downloads/thumbs/a.png"
+// (served from a mount as /downloads/thumbs/a.png) pays the thumbnails' cost, not the
+// policy's own cost that its sent spelling, meeting no route, would name.
+TEST(Limiter, OnlyTheSpellingsAPolicyAppliesByNameItsCost) {
+  Fixture f(R"(http:
+  policies:
+    - name: downloads
+      match: {path_prefix: /downloads}
+      key: ip
+      algorithm: fixed_window
+      limit: 100
+      window_ms: 60000
+      cost: 10
+      routes:
+        - match: {path_prefix: /downloads/thumbs/}
+          cost: 1
+)");
+  for (const char* path : {"/downloads/thumbs/a.png", "//downloads/thumbs/a.png"}) {
+    Verdict v = f.limiter->check(request("GET", path, "192.0.2.1"));
+    ASSERT_EQ(v.decisions.size(), 1u) << path;
+    EXPECT_EQ(v.decisions[0].cost, 1) << path;
+  }
+  EXPECT_EQ(f.limiter->check(request("GET", "//downloads/big.iso", "192.0.2.1")).decisions[0].cost,
+            10);
 }
 
 // HEAD runs the GET handler: it meets a GET policy and pays a GET route's cost.

@@ -230,6 +230,12 @@ std::string statusText(const XdpLimiterStatus& status) {
       << (status.program_name.empty() ? "" : " (" + status.program_name + ")") << ", "
       << (status.prog_array ? std::string("in a prog array") : status.mode + " mode")
       << (status.monitor ? ", MONITOR ONLY (nothing is dropped)" : "") << "\n";
+  if (status.mode == "moved") {
+    out << "  NOT RUNNING on it: the interface was renamed " << status.moved_to
+        << " since the attach, and its limiter runs there; 'floodgate detach "
+        << status
+               .interface << "' and attach again to limit the one of this name (bucket state starts over)\n";
+  }
   if (status.mode == "severed") {
     out << "  NOT RUNNING: the interface was deleted since the attach, which cut "
            "the limiter off it; 'floodgate attach "

@@ -4,6 +4,7 @@
 #include "controller/xdp_limiter.h"
 
 #include <bpf/bpf.h>
+#include <net/if.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -284,6 +285,13 @@ Result<std::vector<RuleCounters>> XdpLimiter::ruleCounters() const {
 }
 
 Result<XdpLimiterStatus> XdpLimiter::status() const {
+  auto out = summary();
+  if (!out) return out;
+  countTracked(*out);
+  return out;
+}
+
+Result<XdpLimiterStatus> XdpLimiter::summary() const {
   XdpLimiterStatus out;
   out.interface = interface_;
   auto settings = maps_.settings.lookup(0);
@@ -300,8 +308,13 @@ Result<XdpLimiterStatus> XdpLimiter::status() const {
   if (link.valid() && bpf_obj_get_info_by_fd(link.get(), &info, &info_len) == 0) {
     out.program_id = info.prog_id;
     auto ifindex = interfaceIndex(interface_);
-    if (hookLink(interface_) == HookLink::kSevered) {
+    const HookLink hook = hookLink(interface_);
+    char renamed[IF_NAMESIZE] = {};
+    if (hook == HookLink::kSevered) {
       out.mode = "severed";
+    } else if (hook == HookLink::kMoved && if_indextoname(info.xdp.ifindex, renamed)) {
+      out.mode = "moved";
+      out.moved_to = renamed;
     } else {
       out.mode =
           ifindex ? queryXdp(*ifindex).mode : "unknown (interface in another network namespace)";
@@ -322,7 +335,10 @@ Result<XdpLimiterStatus> XdpLimiter::status() const {
   }
   if (auto slot_count = tableSlots(); slot_count) out.table_slots = *slot_count;
   if (auto lists = listMaxEntries(); lists) out.list_max_entries = *lists;
+  return out;
+}
 
+void XdpLimiter::countTracked(XdpLimiterStatus& out) const {
   // Tracked = owns a slot and is not idle. Status may walk the table; a scrape never does.
   if (auto now_units = nowUnits(); now_units) {
     uint64_t now = *now_units;
@@ -346,7 +362,6 @@ Result<XdpLimiterStatus> XdpLimiter::status() const {
       in_batch = out_batch;
     }
   }
-  return out;
 }
 
 Result<fg_settings> XdpLimiter::settings() const { return maps_.settings.lookup(0); }

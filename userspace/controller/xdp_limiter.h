@@ -160,8 +160,9 @@ struct XdpLimiterStatus {
   uint32_t program_id = 0;
   std::string program_name;  // floodgate_xdp; floodgate_older without may_goto (or refused)
   // native | generic | unknown (interface in another netns) | prog_array | severed (the
-  // interface was deleted since the attach: see XdpLimiter::hookLink)
+  // interface was deleted since the attach) | moved (renamed: see XdpLimiter::hookLink)
   std::string mode;
+  std::string moved_to;  // mode "moved": the name of the device the limiter runs on
   std::optional<ProgArraySlot> prog_array;  // set when floodgate runs in an operator's array
   std::optional<ProgramInfo> next_program;  // what gets the packets floodgate passes
   bool has_next_slot = true;  // false: attached by a floodgate without a next-program slot
@@ -220,8 +221,10 @@ class XdpLimiter {
   // What the pinned link of the limiter of `interface` is on. The kernel cuts a link loose
   // from a device it deletes, and the link lives on as long as its pin: so the limiter of an
   // interface deleted, or deleted and made again under its name, is pinned but runs nowhere
-  // (kSevered). kNone: no link pinned (not attached, or in an operator's prog array).
-  enum class HookLink { kNone, kLive, kSevered };
+  // (kSevered). kMoved: on a device of another name in this namespace (the interface was
+  // renamed), so not on the one of this name. kNone: no link pinned (not attached, or in an
+  // operator's prog array).
+  enum class HookLink { kNone, kLive, kSevered, kMoved };
   static HookLink hookLink(const std::string& interface);
 
   // Attaches the program of a limiter whose link was severed to the interface of that name
@@ -237,6 +240,9 @@ class XdpLimiter {
   Result<std::vector<CounterRow>> counters() const;
   Result<std::vector<RuleCounters>> ruleCounters() const;
   Result<XdpLimiterStatus> status() const;  // walks the whole source table
+  // status() but the tracked sources (left 0): no walk of the table, which takes seconds
+  // for a large one.
+  Result<XdpLimiterStatus> summary() const;
 
   // A copy of the whole source table, read through its memory mapping (for `top`).
   Result<std::vector<fg_slot>> slots() const;
@@ -333,6 +339,8 @@ class XdpLimiter {
   std::optional<std::pair<uint32_t, ProgArraySlot>> progArraySlot() const;
   // Opens every pinned map of `interface` (whether or not a link is pinned yet).
   static Result<XdpLimiter> openMaps(const std::string& interface);
+  // The tracked sources of status(), by a walk of the whole table.
+  void countTracked(XdpLimiterStatus& out) const;
   // relink, with the attach lock already held
   static Status relinkLocked(const std::string& interface, XdpMode mode, AttachReport& report);
   // Adds `delta` (by family: [0] IPv4, [1] IPv6) to the program's entry counts of the list.

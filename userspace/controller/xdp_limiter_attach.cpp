@@ -4,6 +4,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <linux/if_link.h>
+#include <net/if.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -88,10 +89,17 @@ XdpLimiter::HookLink XdpLimiter::hookLink(const std::string& interface) {
   uint32_t info_len = sizeof(info);
   // a link the kernel cannot describe is taken to be where it was put
   if (bpf_obj_get_info_by_fd(link.get(), &info, &info_len) != 0) return HookLink::kLive;
-  // On a device, whichever: pins are named by interface, not by network namespace, so a
-  // device of the same name in another namespace (an `nsenter` into a container, a daemon of
-  // its own there) is not this limiter's to take. A renamed device keeps its limiter.
-  return info.xdp.ifindex == 0 ? HookLink::kSevered : HookLink::kLive;
+  if (info.xdp.ifindex == 0) return HookLink::kSevered;
+  // On a device of another name here: the one it was made for was renamed (and another may
+  // have taken its name). Not taken from it: an index of another namespace's device could
+  // name one here by chance, so this is only said, never acted on. An index that names no
+  // device here is another namespace's (pins are named by interface, not by namespace: an
+  // `nsenter` into a container, a daemon of its own there), and not this limiter's to take.
+  char name[IF_NAMESIZE] = {};
+  if (if_indextoname(info.xdp.ifindex, name) != nullptr && interface != name) {
+    return HookLink::kMoved;
+  }
+  return HookLink::kLive;
 }
 
 Result<AttachReport> XdpLimiter::relink(const std::string& interface, XdpMode mode) {
@@ -129,17 +137,21 @@ Status XdpLimiter::relinkLocked(const std::string& interface, XdpMode mode, Atta
                             "' cannot hand connections over: " + s.error().message);
     }
   }
+  const std::string pin = linkPinPath(interface), fresh = pin + "_relinked";
+  // one a relink that died between the pin and the rename left: detached now, not when
+  // the kernel frees it, so the hook is free for the attach
+  if (UniqueFd left(bpf_obj_get(fresh.c_str())); left.valid()) (void)bpf_link_detach(left.get());
+  (void)unlink(fresh.c_str());
   auto link = attachXdp(program.get(), *ifindex, interface, mode, &report.mode);
   if (!link) return link.error();
   // The new link is pinned under a name of its own, then renamed over the old one's pin, so
   // the maps are never pinned without a link (what a crashed attach leaves, and the next
-  // attach clears). Should either step fail, the new link closes with its descriptor and
-  // leaves the hook free; the old pin is still there.
-  const std::string pin = linkPinPath(interface), fresh = pin + "_relinked";
-  (void)unlink(fresh.c_str());
+  // attach clears). Should either step fail, the new link is detached and the hook left
+  // free; the old pin is still there.
   if (bpf_obj_pin(link->get(), fresh.c_str()) != 0 ||
       std::rename(fresh.c_str(), pin.c_str()) != 0) {
     const int err = errno;
+    (void)bpf_link_detach(link->get());
     (void)unlink(fresh.c_str());
     return Error::failure("cannot pin the new XDP link of '" + interface + "' at " + pin + ": " +
                           std::strerror(err));

@@ -24,10 +24,12 @@ bool attached(const std::string& interface) {
   return false;
 }
 
-// Whether the limiter of `name` runs on it: attached, and not cut off it by the deletion of
-// the device it was attached to.
+// Whether the limiter of `name` runs on it: attached, and neither cut off it by the deletion
+// of the device it was attached to nor left on that device under another name.
 bool enforcing(const std::string& name) {
-  return attached(name) && XdpLimiter::hookLink(name) != XdpLimiter::HookLink::kSevered;
+  if (!attached(name)) return false;
+  const XdpLimiter::HookLink hook = XdpLimiter::hookLink(name);
+  return hook != XdpLimiter::HookLink::kSevered && hook != XdpLimiter::HookLink::kMoved;
 }
 
 // Detaches `name`, logging what became of the program behind floodgate; `why` ends the line.
@@ -162,7 +164,8 @@ Status HeldInterfaces::apply(const std::vector<WantedInterface>& wanted) {
       std::vector<LogLine> lines;
       std::optional<AdaptiveGovernor> adaptive =
           reconcileAdaptive(holding.adaptive, one.adaptive, options, lines);
-      if (auto status = holding.limiter.status(); status) {
+      // the sizes and mode, not the walk of the table: every reloaded lock is held here
+      if (auto status = holding.limiter.summary(); status) {
         for (const std::string& warning : reloadKeepsWarnings(*status, options)) {
           logWarning(name + ": " + warning);
         }
@@ -498,6 +501,11 @@ std::vector<std::string> HeldInterfaces::problems() const {
       out.push_back(name + ": no such interface (attached when it appears)");
     } else if (!attached(name)) {
       out.push_back(name + ": no limiter attached");
+    } else if (XdpLimiter::hookLink(name) == XdpLimiter::HookLink::kMoved) {
+      out.push_back(name +
+                    ": its limiter runs on the device it was renamed from ('floodgate "
+                    "status " +
+                    name + "' says what to do)");
     } else if (!enforcing(name)) {
       out.push_back(name +
                     ": its limiter was cut off it when the interface was deleted "

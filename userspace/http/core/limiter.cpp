@@ -221,10 +221,9 @@ Verdict Limiter::check(const RequestInfo& request) {
   local.reserve(policies_.size());
   for (CompiledPolicy& policy : policies_) {
     const PolicyConfig& config = *policy.config;
-    if (!config.match.matches(request.method, sent) &&
-        !config.match.matches(request.method, normal)) {
-      continue;
-    }
+    const bool as_sent = config.match.matches(request.method, sent);
+    const bool as_normal = config.match.matches(request.method, normal);
+    if (!as_sent && !as_normal) continue;
     PolicyKey key = keyFor(config, request, client, verdict.client_key);
     // e.g. no API key header: this policy does not apply
     if (key.key.empty() && !key.ambiguous) continue;
@@ -232,8 +231,9 @@ Verdict Limiter::check(const RequestInfo& request) {
     PolicyDecision pd;
     pd.policy = &config;
     pd.algorithm = policy.algorithm.get();
-    pd.cost =
-        std::max(config.costFor(request.method, sent), config.costFor(request.method, normal));
+    // the spellings the policy applies by: one that meets no policy routes elsewhere
+    pd.cost = std::max(as_sent ? config.costFor(request.method, sent) : 0,
+                       as_normal ? config.costFor(request.method, normal) : 0);
     pd.decision.policy = config.name;
     pd.key = std::move(key.key);
     if (key.ambiguous) {
