@@ -687,6 +687,29 @@ TEST_F(RunE2eTest, AnInterfaceDeletedAndMadeAgainIsAttachedAgainWithItsState) {
   EXPECT_GT(after, before) << "the flood is not held back";
 }
 
+// A limiter the daemon holds, detached and attached again by hand while the daemon runs: the
+// daemon holds the new one (its config applied to it), so what it counts, bans and reloads
+// is the limiter running, not the one detached.
+TEST_F(RunE2eTest, ALimiterAttachedAgainOutsideTheDaemonIsTheOneItHolds) {
+  const std::string iface = net_->targetInterface();
+  startDaemon();
+  ASSERT_EQ(net_->floodgate({"detach", iface}).exit_code, 0);
+  ASSERT_EQ(net_->floodgate({"attach", iface, "--rate", "100k"}).exit_code, 0);
+  const std::string followed = iface + " was attached again outside the daemon";
+  for (int i = 0; i < 100 && daemon_.log().find(followed) == std::string::npos; ++i) usleep(50000);
+  ASSERT_NE(daemon_.log().find(followed), std::string::npos) << daemon_.log();
+  CommandResult status = net_->floodgate({"status", iface});
+  EXPECT_NE(status.out.find("per-source"), std::string::npos) << "the daemon's config:\n"
+                                                              << status.out;
+  // the daemon's counters are the running limiter's
+  const std::string drops = "floodgate_rule_packets_total{interface=\"" + iface +
+                            "\",rule=\"per-source\",verdict=\"drop\"}";
+  flood(0.3, 2000);
+  EXPECT_GT(waitFor(drops, [](double v) { return v > 0; }), 0) << daemon_.log();
+  EXPECT_EQ(httpGetIn(net_->targetNetns(), kMetricsPort, "/healthz").status, 200);
+  EXPECT_EQ(linesWith(daemon_.log(), followed), 1u) << "logged once:\n" << daemon_.log();
+}
+
 // An interface the daemon holds, renamed, and another made under its name: the limiter stays
 // on the renamed device, which the daemon does not take it from; the name it was told to
 // protect is reported unprotected.

@@ -161,6 +161,16 @@ Result<XdpLimiter> XdpLimiter::openMaps(const std::string& interface) {
   return limiter;
 }
 
+bool XdpLimiter::holdsPinned() const {
+  // by the settings map, which every limiter has and no reload or replace makes again
+  const std::string& name = maps_.settings.name();
+  UniqueFd pinned(bpf_obj_get(mapPinPath(interface_, name).c_str()));
+  if (!pinned.valid()) return false;
+  auto held = mapInfo(maps_.settings.fd(), name);
+  auto running = mapInfo(pinned.get(), name);
+  return held && running && held->id == running->id;
+}
+
 Result<LoadedXdpLimiter> XdpLimiter::load(const AttachOptions& options) {
   if (Status s = validate(options); !s) return s.error();
   if (Status s = ensureBpffs(); !s) return s.error();

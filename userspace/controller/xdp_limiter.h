@@ -236,6 +236,11 @@ class XdpLimiter {
   static std::vector<std::string> attachedInterfaces();
 
   const std::string& interface() const { return interface_; }
+  // Whether the maps pinned for this limiter's interface are the ones this object has open:
+  // not once another command detached the interface (its pins are gone), or detached it and
+  // attached it again (they are another limiter's). This object then reads and writes maps
+  // that no program runs with.
+  bool holdsPinned() const;
 
   Result<std::vector<CounterRow>> counters() const;
   Result<std::vector<RuleCounters>> ruleCounters() const;

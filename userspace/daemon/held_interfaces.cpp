@@ -55,6 +55,8 @@ void logNextProgram(const std::string& name, const XdpLimiter& limiter) {
 }  // namespace
 
 Status HeldInterfaces::apply(const std::vector<WantedInterface>& wanted) {
+  // what is reloaded below is the limiter running on each interface
+  followReattached();
   // A config one attached limiter cannot take (a list longer than the size it runs with) is
   // refused before anything changes, so no interface runs the new rules while another keeps
   // the old and none is detached for a config that is not applied. Each is checked with the
@@ -286,7 +288,56 @@ void HeldInterfaces::relinkSevered() {
   }
 }
 
+void HeldInterfaces::followReattached() {
+  std::vector<std::string> replaced;
+  for (const auto& [name, held] : held_) {
+    if (!held.limiter.holdsPinned() && attached(name)) {
+      replaced.push_back(name);
+    } else {
+      follow_failures_.erase(name);
+    }
+  }
+  for (const std::string& name : replaced) {
+    HeldInterface& held = held_.at(name);
+    auto limiter = XdpLimiter::open(name);
+    if (!limiter) {
+      std::string& last = follow_failures_[name];
+      if (last != limiter.error().message) {
+        logError(name +
+                 " was attached again outside the daemon, and its limiter cannot be "
+                 "opened: " +
+                 limiter.error().message + " (tried again every second)");
+      }
+      last = limiter.error().message;
+      continue;
+    }
+    follow_failures_.erase(name);
+    WantedInterface wanted = held.applied;
+    AttachOptions options = wanted.options;
+    std::vector<LogLine> lines;
+    std::optional<AdaptiveGovernor> adaptive =
+        reconcileAdaptive(held.adaptive, wanted.adaptive, options, lines);
+    const Status applied = limiter->reload(options);
+    logWarning(
+        name +
+        " was attached again outside the daemon: the daemon holds the limiter "
+        "attached now" +
+        (applied ? ", its config applied to it (the rules it was attached with are gone)" : ""));
+    if (!applied) {
+      logError(
+          name + ": the config cannot be applied to the limiter attached outside the daemon: " +
+          applied.error().message + " (it runs the rules it was attached with until a reload)");
+    }
+    logNextProgram(name, *limiter);
+    for (const LogLine& line : lines) logInfo(line.text);
+    held_.erase(name);
+    hold(name, std::move(*limiter), true, std::move(adaptive));
+    held_.at(name).applied = std::move(wanted);
+  }
+}
+
 void HeldInterfaces::attachAppeared() {
+  followReattached();
   relinkSevered();
   for (auto it = waiting_.begin(); it != waiting_.end();) {
     const std::string name = it->first;

@@ -70,7 +70,9 @@ class HeldInterfaces {
   Status apply(const std::vector<WantedInterface>& wanted);
   // Attaches the listed interfaces that did not exist and now do, and attaches again those
   // held whose limiter was cut off them (deleted and made again: XdpLimiter::hookLink), their
-  // state kept. A failure is logged once per distinct message and tried again next time.
+  // state kept; holds the limiter another command attached in place of a held one
+  // (followReattached). A failure is logged once per distinct message and tried again next
+  // time.
   void attachAppeared();
   // Detaches every one held (or, with keep_attached, lets go of them enforcing).
   void release(bool keep_attached);
@@ -127,6 +129,10 @@ class HeldInterfaces {
  private:
   // Attaches again the held limiters cut off their interfaces (attachAppeared).
   void relinkSevered();
+  // Holds, in place of the one held, the limiter another command attached to a held
+  // interface after detaching it (XdpLimiter::holdsPinned), with the config applied to it:
+  // else the daemon would count, ban and reload through maps no program runs with.
+  void followReattached();
   // Adopts the limiter pinned for options.interface, or attaches a new one, and holds it.
   // `why` ends the log line.
   Status attachOrAdopt(const WantedInterface& wanted, const std::string& why);
@@ -144,6 +150,9 @@ class HeldInterfaces {
   // Held interfaces whose limiter is cut off them, with the last thing logged of each (that
   // it is gone, or the last failure to attach it again).
   std::map<std::string, std::string> severed_;
+  // Held interfaces attached again outside the daemon whose new limiter could not be opened,
+  // with the last failure logged.
+  std::map<std::string, std::string> follow_failures_;
 };
 
 }  // namespace floodgate::daemon
