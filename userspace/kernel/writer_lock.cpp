@@ -25,17 +25,20 @@ Result<bool> lockWithin(int fd, std::chrono::milliseconds wait, const std::strin
 }
 
 Result<WriterLock::Guard> WriterLock::acquire(const std::string& what) {
-  if (depth_ > 0) {
-    ++depth_;
-    return Guard(this);
+  if (!state_) return Error::failure("no pin directory to lock for " + what);
+  State& state = *state_;
+  if (state.depth > 0) {
+    ++state.depth;
+    return Guard(&state);
   }
-  if (!fd_.valid()) {
-    fd_.reset(open(directory_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    if (!fd_.valid()) {
-      return Error::failure("cannot open " + directory_ + " to lock it: " + std::strerror(errno));
+  if (!state.fd.valid()) {
+    state.fd.reset(open(state.directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!state.fd.valid()) {
+      return Error::failure("cannot open " + state.directory +
+                            " to lock it: " + std::strerror(errno));
     }
   }
-  Result<bool> locked = lockWithin(fd_.get(), kWait, directory_);
+  Result<bool> locked = lockWithin(state.fd.get(), kWait, state.directory);
   if (!locked) return locked.error();
   if (!*locked) {
     return Error::failure("another floodgate has been changing " + what + " for " +
@@ -43,12 +46,12 @@ Result<WriterLock::Guard> WriterLock::acquire(const std::string& what) {
                           " s (a 'floodgate run' applying its config, or another command): "
                           "nothing was changed; try again");
   }
-  depth_ = 1;
-  return Guard(this);
+  state.depth = 1;
+  return Guard(&state);
 }
 
-void WriterLock::release() {
-  if (--depth_ == 0) flock(fd_.get(), LOCK_UN);
+void WriterLock::State::release() {
+  if (--depth == 0) flock(fd.get(), LOCK_UN);
 }
 
 }  // namespace floodgate

@@ -5,7 +5,9 @@
 #pragma once
 
 #include <chrono>
+#include <memory>
 #include <string>
+#include <utility>
 
 #include "floodgate/common/result.h"
 #include "kernel/unique_fd.h"
@@ -17,27 +19,41 @@ namespace floodgate {
 Result<bool> lockWithin(int fd, std::chrono::milliseconds wait, const std::string& path);
 
 // The lock of one limiter's pin directory, for one holder. Reentrant: nested writes of the
-// same holder share the lock it took first. Not thread-safe (one holder per thread).
+// same holder share the lock it took first. Not thread-safe (one holder per thread). A guard
+// outlives a move of the lock it came from (its state stays where it was made), so a caller
+// may take a limiter's lock and then hand the limiter on while it holds it.
 class WriterLock {
  public:
   // How long a second writer waits for the first before giving up.
   static constexpr std::chrono::milliseconds kWait{3000};
 
   WriterLock() = default;
-  explicit WriterLock(std::string pin_directory) : directory_(std::move(pin_directory)) {}
+  explicit WriterLock(std::string pin_directory)
+      : state_(std::make_unique<State>(std::move(pin_directory))) {}
 
+ private:
+  struct State {
+    explicit State(std::string pin_directory) : directory(std::move(pin_directory)) {}
+    void release();
+
+    std::string directory;
+    UniqueFd fd;
+    int depth = 0;
+  };
+
+ public:
   // Held until the returned guard goes.
   class Guard {
    public:
-    explicit Guard(WriterLock* lock) : lock_(lock) {}
-    Guard(Guard&& other) noexcept : lock_(std::exchange(other.lock_, nullptr)) {}
+    explicit Guard(State* state) : state_(state) {}
+    Guard(Guard&& other) noexcept : state_(std::exchange(other.state_, nullptr)) {}
     Guard& operator=(Guard&&) = delete;
     ~Guard() {
-      if (lock_) lock_->release();
+      if (state_) state_->release();
     }
 
    private:
-    WriterLock* lock_;
+    State* state_;
   };
 
   // Takes the lock, waiting up to kWait for another writer; `what` names the limiter in
@@ -45,11 +61,7 @@ class WriterLock {
   Result<Guard> acquire(const std::string& what);
 
  private:
-  void release();
-
-  std::string directory_;
-  UniqueFd fd_;
-  int depth_ = 0;
+  std::unique_ptr<State> state_;
 };
 
 }  // namespace floodgate

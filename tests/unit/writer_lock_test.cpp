@@ -1,0 +1,79 @@
+// SPDX-License-Identifier: MIT
+// WriterLock: one writer at a time per pin directory, reentrant for its holder, and held
+// through a move of the lock object (a limiter handed on while its lock is held).
+#include "kernel/writer_lock.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <optional>
+#include <string>
+#include <utility>
+
+namespace floodgate {
+namespace {
+
+class WriterLockTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char dir[] = "/tmp/fg-writer-lock-XXXXXX";
+    ASSERT_NE(mkdtemp(dir), nullptr);
+    dir_ = dir;
+  }
+  void TearDown() override { rmdir(dir_.c_str()); }
+
+  // Whether another open of the directory (another command) could lock it now.
+  bool freeForAnother() const {
+    UniqueFd other(open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    EXPECT_TRUE(other.valid());
+    if (flock(other.get(), LOCK_EX | LOCK_NB) != 0) return false;
+    flock(other.get(), LOCK_UN);
+    return true;
+  }
+
+  std::string dir_;
+};
+
+TEST_F(WriterLockTest, HeldUntilItsLastGuardGoes) {
+  WriterLock lock(dir_);
+  {
+    auto first = lock.acquire("test0");
+    ASSERT_TRUE(first.ok()) << first.error().message;
+    EXPECT_FALSE(freeForAnother());
+    {
+      auto nested = lock.acquire("test0");  // a write inside a held one shares it
+      ASSERT_TRUE(nested.ok()) << nested.error().message;
+    }
+    EXPECT_FALSE(freeForAnother()) << "a nested guard let go of the holder's lock";
+  }
+  EXPECT_TRUE(freeForAnother());
+}
+
+TEST_F(WriterLockTest, AGuardOutlivesAMoveOfItsLock) {
+  std::optional<WriterLock> moved;
+  std::optional<WriterLock::Guard> guard;
+  {
+    WriterLock lock(dir_);
+    auto held = lock.acquire("test0");
+    ASSERT_TRUE(held.ok()) << held.error().message;
+    guard.emplace(std::move(*held));
+    moved.emplace(std::move(lock));
+  }
+  EXPECT_FALSE(freeForAnother());
+  {
+    auto nested = moved->acquire("test0");  // the moved lock knows it is held
+    ASSERT_TRUE(nested.ok()) << nested.error().message;
+  }
+  EXPECT_FALSE(freeForAnother());
+  guard.reset();
+  EXPECT_TRUE(freeForAnother()) << "the guard did not let go of the moved lock";
+  auto again = moved->acquire("test0");
+  ASSERT_TRUE(again.ok()) << again.error().message;
+  EXPECT_FALSE(freeForAnother());
+}
+
+}  // namespace
+}  // namespace floodgate
