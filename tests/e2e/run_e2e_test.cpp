@@ -58,6 +58,14 @@ double sampleValue(const std::string& exposition, const std::string& series) {
   return -1;
 }
 
+// How many lines of `log` contain `needle`.
+size_t linesWith(const std::string& log, const std::string& needle) {
+  size_t count = 0;
+  std::istringstream in(log);
+  for (std::string line; std::getline(in, line);) count += line.find(needle) != std::string::npos;
+  return count;
+}
+
 // Removes what a limiter left pinned under an interface's name when a test ends: the
 // second interfaces tests make go with their namespace, their pins would not.
 struct PinsGone {
@@ -151,6 +159,46 @@ class RunE2eTest : public ::testing::Test {
       usleep(50000);
     }
     return value;
+  }
+
+  // Replaces the config with `text` as an editor does, which the daemon then reloads.
+  void reloadTo(const std::string& text) {
+    std::ofstream(dir_ + "/.new.yaml") << text;
+    ASSERT_EQ(std::rename((dir_ + "/.new.yaml").c_str(), config_.c_str()), 0);
+  }
+  // A config of one per-source rule of `pps` on each of `names`.
+  static std::string configOf(const std::vector<std::string>& names, uint64_t pps) {
+    std::string text = "interfaces:\n";
+    for (const std::string& name : names) text += "  - name: " + name + "\n";
+    return text + "rules:\n  - name: per-source\n    limit: {pps: " + std::to_string(pps) +
+           ", burst: 10}\n";
+  }
+  // The pps of the first rule the limiter of `name` runs; -1 when none is attached.
+  int rulePps(const std::string& name) {
+    CommandResult status = net_->floodgate({"status", name, "--json"});
+    if (status.exit_code != 0) return -1;
+    return nlohmann::json::parse(status.out)["interfaces"][0]["rules"][0]["limit"]["pps"];
+  }
+  // Takes the writer lock of the limiter of `name` as another command would (released when
+  // the returned descriptor closes).
+  static UniqueFd holdWriterLock(const std::string& name) {
+    const std::string pins = "/sys/fs/bpf/floodgate/" + name;
+    UniqueFd lock(open(pins.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    EXPECT_TRUE(lock.valid()) << pins << ": " << strerror(errno);
+    if (lock.valid()) {
+      EXPECT_EQ(flock(lock.get(), LOCK_EX), 0) << strerror(errno);
+    }
+    return lock;
+  }
+  // Waits for the daemon to count a failed reload and then log it (the line may come a
+  // moment after the count).
+  void waitForFailedReload(const std::string& logged) {
+    EXPECT_EQ(waitFor(
+                  "floodgate_config_reloads_total{result=\"failure\"}",
+                  [](double v) { return v >= 1; }, 30),
+              1)
+        << daemon_.log();
+    for (int i = 0; i < 100 && linesWith(daemon_.log(), logged) == 0; ++i) usleep(50000);
   }
 
   // Takes the lock `floodgate attach` and the daemon's attaches wait for (released when the
@@ -279,14 +327,6 @@ TEST_F(RunE2eTest, AFloodShowsInMetricsThatPromtoolAcceptsAndPrometheusReadsBack
   }
   EXPECT_GE(seen, dropped) << "prometheus never showed the drops; last answer: " << last << "\n"
                            << prometheus_.log();
-}
-
-// How many lines of `log` contain `needle`.
-size_t linesWith(const std::string& log, const std::string& needle) {
-  size_t count = 0;
-  std::istringstream in(log);
-  for (std::string line; std::getline(in, line);) count += line.find(needle) != std::string::npos;
-  return count;
 }
 
 TEST_F(RunE2eTest, AFloodingSourceIsLoggedOnceAndCountedAsAnEvent) {
@@ -751,10 +791,6 @@ TEST_F(RunE2eTest, AReloadThatOneInterfaceCannotTakeChangesNone) {
            "    limit: {pps: " +
            std::to_string(pps) + ", burst: 10}\n";
   };
-  auto reloadTo = [&](const std::string& text) {
-    std::ofstream(dir_ + "/.new.yaml") << text;
-    ASSERT_EQ(std::rename((dir_ + "/.new.yaml").c_str(), config_.c_str()), 0);
-  };
   auto unchanged = [&](const std::vector<std::string>& names) {
     for (const std::string& name : names) {
       CommandResult status = net_->floodgate({"status", name, "--json"});
@@ -878,59 +914,73 @@ TEST_F(RunE2eTest, AReloadAnotherWriterHoldsAnInterfaceOfChangesNone) {
         net_->inTarget({"ip", "link", "add", name, "type", "veth", "peer", "name", peer}).exit_code,
         0);
   }
-  auto configOf = [&](const std::vector<std::string>& names, uint64_t pps) {
-    std::string text = "interfaces:\n";
-    for (const std::string& name : names) text += "  - name: " + name + "\n";
-    return text + "rules:\n  - name: per-source\n    limit: {pps: " + std::to_string(pps) +
-           ", burst: 10}\n";
-  };
-  auto reloadTo = [&](const std::string& text) {
-    std::ofstream(dir_ + "/.new.yaml") << text;
-    ASSERT_EQ(std::rename((dir_ + "/.new.yaml").c_str(), config_.c_str()), 0);
-  };
-  auto pps = [&](const std::string& name) -> int {
-    CommandResult status = net_->floodgate({"status", name, "--json"});
-    if (status.exit_code != 0) return -1;
-    return nlohmann::json::parse(status.out)["interfaces"][0]["rules"][0]["limit"]["pps"];
-  };
   std::ofstream(config_) << configOf({net_->targetInterface(), second, gone}, 100);
   startDaemon();
-  for (int i = 0; i < 200 && pps(gone) != 100; ++i) usleep(50000);
-  ASSERT_EQ(pps(gone), 100) << daemon_.log();
+  for (int i = 0; i < 200 && rulePps(gone) != 100; ++i) usleep(50000);
+  ASSERT_EQ(rulePps(gone), 100) << daemon_.log();
 
   {
-    const std::string pins = "/sys/fs/bpf/floodgate/" + second;
-    UniqueFd lock(open(pins.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    ASSERT_TRUE(lock.valid()) << pins << ": " << strerror(errno);
-    ASSERT_EQ(flock(lock.get(), LOCK_EX), 0) << strerror(errno);
+    UniqueFd lock = holdWriterLock(second);
     reloadTo(configOf({net_->targetInterface(), second}, 200));
-    EXPECT_EQ(waitFor(
-                  "floodgate_config_reloads_total{result=\"failure\"}",
-                  [](double v) { return v >= 1; }, 30),
-              1)
-        << daemon_.log();
-  }
-  // counted before the failure is logged: the line may come a moment after the count
-  for (int i = 0; i < 100 && linesWith(daemon_.log(), "(no interface was changed)") == 0; ++i) {
-    usleep(50000);
+    waitForFailedReload("(no interface was changed)");
   }
   EXPECT_EQ(linesWith(daemon_.log(), "(no interface was changed)"), 1u) << daemon_.log();
   EXPECT_EQ(linesWith(daemon_.log(), "put back"), 0u) << daemon_.log();
   EXPECT_EQ(linesWith(daemon_.log(), "reloaded " + net_->targetInterface()), 0u)
       << "not changed, not even for a moment\n"
       << daemon_.log();
-  EXPECT_EQ(pps(net_->targetInterface()), 100) << daemon_.log();
-  EXPECT_EQ(pps(second), 100) << daemon_.log();
-  EXPECT_EQ(pps(gone), 100) << "not let go for a config that was not applied\n" << daemon_.log();
+  EXPECT_EQ(rulePps(net_->targetInterface()), 100) << daemon_.log();
+  EXPECT_EQ(rulePps(second), 100) << daemon_.log();
+  EXPECT_EQ(rulePps(gone), 100) << "not let go for a config that was not applied\n"
+                                << daemon_.log();
 
   reloadTo(configOf({net_->targetInterface(), second}, 200));
   EXPECT_EQ(waitFor(
                 "floodgate_config_generation", [](double v) { return v >= 2; }, 30),
             2)
       << daemon_.log();
-  EXPECT_EQ(pps(net_->targetInterface()), 200) << daemon_.log();
-  EXPECT_EQ(pps(second), 200) << daemon_.log();
-  EXPECT_EQ(pps(gone), -1) << "detached once the config was applied\n" << daemon_.log();
+  EXPECT_EQ(rulePps(net_->targetInterface()), 200) << daemon_.log();
+  EXPECT_EQ(rulePps(second), 200) << daemon_.log();
+  EXPECT_EQ(rulePps(gone), -1) << "detached once the config was applied\n" << daemon_.log();
+}
+
+// The same when the interface another writer holds the lock of is one the reload would adopt
+// (a limiter attached by hand): the lock is asked for before any interface changes, so the
+// one listed before it is not reloaded and put back, and none is adopted.
+TEST_F(RunE2eTest, AReloadThatWouldAdoptALimiterAnotherWriterHoldsChangesNone) {
+  const std::string tag = net_->targetInterface().substr(3);
+  const std::string second = "fgs" + tag;
+  const PinsGone second_pins{second};
+  ASSERT_EQ(
+      net_->inTarget({"ip", "link", "add", second, "type", "veth", "peer", "name", "fgq" + tag})
+          .exit_code,
+      0);
+  ASSERT_EQ(net_->floodgate({"attach", second, "--rate", "1k"}).exit_code, 0);
+  std::ofstream(config_) << configOf({net_->targetInterface()}, 100);
+  startDaemon();
+
+  {
+    UniqueFd lock = holdWriterLock(second);
+    reloadTo(configOf({net_->targetInterface(), second}, 200));
+    waitForFailedReload("(no interface was changed)");
+  }
+  EXPECT_EQ(linesWith(daemon_.log(), "(no interface was changed)"), 1u) << daemon_.log();
+  EXPECT_EQ(linesWith(daemon_.log(), "put back"), 0u) << daemon_.log();
+  EXPECT_EQ(linesWith(daemon_.log(), "reloaded " + net_->targetInterface()), 0u)
+      << "not changed, not even for a moment\n"
+      << daemon_.log();
+  EXPECT_EQ(linesWith(daemon_.log(), "adopted"), 0u) << daemon_.log();
+  EXPECT_EQ(rulePps(net_->targetInterface()), 100) << daemon_.log();
+
+  reloadTo(configOf({net_->targetInterface(), second}, 200));
+  EXPECT_EQ(waitFor(
+                "floodgate_config_generation", [](double v) { return v >= 2; }, 30),
+            2)
+      << daemon_.log();
+  EXPECT_EQ(linesWith(daemon_.log(), "adopted the limiter already attached to " + second), 1u)
+      << daemon_.log();
+  EXPECT_EQ(rulePps(net_->targetInterface()), 200) << daemon_.log();
+  EXPECT_EQ(rulePps(second), 200) << daemon_.log();
 }
 
 // A reload can take seconds (the verifier; here, another attach holding the host's attach

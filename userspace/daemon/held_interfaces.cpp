@@ -108,14 +108,23 @@ Status HeldInterfaces::apply(const std::vector<WantedInterface>& wanted) {
   // command holding one (a `ban add` waiting on a slow disk, a `reload` by hand) then fails
   // this apply while nothing has changed, rather than halfway, where putting back cannot
   // give a rule the reload removed its old buckets again. Only a kernel write failing now
-  // takes the way back below.
+  // takes the way back below. A limiter attached but not held (attached by hand, or left by
+  // a run with --keep-attached) is opened here, and adopted below with its lock held since
+  // (`adopting` is declared before the guards, which must go first).
   std::set<std::string> reloading;
+  std::map<std::string, XdpLimiter> adopting;
   std::vector<WriterLock::Guard> writing;
   for (const WantedInterface& one : wanted) {
     const std::string& name = one.options.interface;
     auto held = held_.find(name);
-    if (fresh.contains(name) || held == held_.end() || !attached(name)) continue;
-    auto guard = held->second.limiter.holdWrites();
+    if (fresh.contains(name) || !attached(name)) continue;
+    auto lock = [&]() -> Result<WriterLock::Guard> {
+      if (held != held_.end()) return held->second.limiter.holdWrites();
+      auto opened = XdpLimiter::open(name);
+      if (!opened) return opened.error();
+      return adopting.emplace(name, std::move(*opened)).first->second.holdWrites();
+    };
+    auto guard = lock();
     if (!guard) {
       writing.clear();
       for (const std::string& done : fresh) {
@@ -125,7 +134,7 @@ Status HeldInterfaces::apply(const std::vector<WantedInterface>& wanted) {
       return Error::failure(name + ": " + guard.error().message + " (no interface was changed)");
     }
     writing.push_back(std::move(*guard));
-    reloading.insert(name);
+    if (held != held_.end()) reloading.insert(name);
   }
   auto undo = [&](const Error& error) {
     for (auto it = reloaded.rbegin(); it != reloaded.rend(); ++it) {
@@ -197,7 +206,11 @@ Status HeldInterfaces::apply(const std::vector<WantedInterface>& wanted) {
       continue;
     }
     const bool was_attached = attached(name);
-    if (Status s = attachOrAdopt(one, ""); !s) return undo(s.error());
+    auto opened = adopting.find(name);
+    if (Status s = attachOrAdopt(one, "", opened == adopting.end() ? nullptr : &opened->second);
+        !s) {
+      return undo(s.error());
+    }
     // attached here (one that was detached behind the daemon's back, too): taken back by a
     // failure further on, as the new interfaces are
     if (!was_attached) fresh.insert(name);
@@ -226,7 +239,8 @@ Status HeldInterfaces::apply(const std::vector<WantedInterface>& wanted) {
   return okStatus();
 }
 
-Status HeldInterfaces::attachOrAdopt(const WantedInterface& wanted, const std::string& why) {
+Status HeldInterfaces::attachOrAdopt(const WantedInterface& wanted, const std::string& why,
+                                     XdpLimiter* opened) {
   const AttachOptions& options = wanted.options;
   const std::string& name = options.interface;
   // A new governor: the limits start at the configured ones (those a restart finds squeezed
@@ -237,7 +251,8 @@ Status HeldInterfaces::attachOrAdopt(const WantedInterface& wanted, const std::s
       reconcileAdaptive(std::nullopt, wanted.adaptive, unchanged, unused);
   if (attached(name)) {
     // A limiter left enforcing (a restart after --keep-attached): keep its buckets.
-    auto limiter = XdpLimiter::open(name);
+    Result<XdpLimiter> limiter =
+        opened ? Result<XdpLimiter>(std::move(*opened)) : XdpLimiter::open(name);
     if (!limiter) return limiter.error();
     if (Status s = limiter->reload(options); !s)
       return Error::failure(name + ": " + s.error().message);

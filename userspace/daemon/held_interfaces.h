@@ -63,8 +63,8 @@ class HeldInterfaces {
   // reloads the ones held, attaches or adopts the others, waits for those that do not exist
   // (logged once), and then detaches those no longer listed. A config that an attached
   // limiter cannot take, a new interface that cannot be attached, or another writer holding
-  // the lock of one to reload (every one is taken first) changes none; a failure past those
-  // (the kernel refusing a map write) puts the interfaces reloaded before it back on the
+  // the lock of one to reload or adopt (every one is taken first) changes none; a failure past
+  // those (the kernel refusing a map write) puts the interfaces reloaded before it back on the
   // config they ran, detaches those it attached, and detaches none it was to let go.
   // An interface's adaptive state is kept or started over as reconcileAdaptive() says.
   Status apply(const std::vector<WantedInterface>& wanted);
@@ -133,9 +133,10 @@ class HeldInterfaces {
   // interface after detaching it (XdpLimiter::holdsPinned), with the config applied to it:
   // else the daemon would count, ban and reload through maps no program runs with.
   void followReattached();
-  // Adopts the limiter pinned for options.interface, or attaches a new one, and holds it.
-  // `why` ends the log line.
-  Status attachOrAdopt(const WantedInterface& wanted, const std::string& why);
+  // Adopts the limiter pinned for options.interface (`opened`, if the caller opened it
+  // already), or attaches a new one, and holds it. `why` ends the log line.
+  Status attachOrAdopt(const WantedInterface& wanted, const std::string& why,
+                       XdpLimiter* opened = nullptr);
   void hold(const std::string& name, XdpLimiter limiter, bool adopted,
             std::optional<AdaptiveGovernor> adaptive);
 
