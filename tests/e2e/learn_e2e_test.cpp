@@ -207,6 +207,45 @@ TEST_F(LearnE2eTest, ARunStoppedByCtrlCWritesAndAppliesNothing) {
   EXPECT_FALSE(std::filesystem::exists(output));
 }
 
+// A proposal is checked against the limits the run started from, so it is applied only over
+// those: limits changed during the run (the adaptive governor squeezing the rule under a
+// flood, `floodgate set`, a reload) are not overwritten, --force or not.
+TEST_F(LearnE2eTest, LimitsChangedDuringTheRunAreNotOverwritten) {
+  const std::string iface = net_->targetInterface();
+  CommandResult attach = net_->floodgate({"attach", iface, "--config", config_});
+  ASSERT_EQ(attach.exit_code, 0) << attach.err;
+  const std::string output = (dir_ / "proposal.yaml").string();
+  auto learn =
+      ChildProcess::start({"nsenter", "--net=" + net_->targetNetns(), FLOODGATE_BIN, "learn", iface,
+                           "--for", "2s", "--output", output, "--apply", "--force"},
+                          (dir_ / "learn.log").string());
+  ASSERT_TRUE(learn.ok()) << learn.error().message;
+  for (int i = 0; i < 200 && !catches(learn->pid(), SIGINT); ++i) usleep(50000);
+  ASSERT_TRUE(catches(learn->pid(), SIGINT)) << learn->log();
+  CommandResult set =
+      net_->floodgate({"set", iface, "udp-per-source", "--pps", "500k", "--burst", "50k"});
+  ASSERT_EQ(set.exit_code, 0) << set.err;
+  UdpSendOptions options;
+  options.netns = net_->senderNetns();
+  options.source = kSources[0];
+  options.destination = VethNetwork::kTargetAddress;
+  options.port = kPort;
+  options.seconds = 3;  // outlasts the run
+  options.rate_pps = kRates[0];
+  auto sent = sendUdp(options);
+  ASSERT_TRUE(sent.ok()) << sent.error().message;
+  EXPECT_EQ(learn->wait(30), 1) << learn->log();
+  EXPECT_NE(learn->log().find("floodgate: error: not applied: the limits of rule "
+                              "'udp-per-source' changed during the run"),
+            std::string::npos)
+      << learn->log();
+  CommandResult status = net_->floodgate({"status", iface, "--json"});
+  ASSERT_EQ(status.exit_code, 0) << status.err;
+  const auto limit = nlohmann::json::parse(status.out)["interfaces"][0]["rules"][0]["limit"];
+  EXPECT_EQ(limit["pps"], 500000);
+  EXPECT_EQ(limit["burst"], 50000);
+}
+
 // The proposal is written as root: never through a link planted where the file should be or
 // as a directory of its path.
 TEST_F(LearnE2eTest, TheProposalIsNeverWrittenThroughASymbolicLink) {

@@ -286,6 +286,10 @@ class XdpLimiter {
   // changed them since. Checked and applied under the writer lock, so no write falls between.
   Result<bool> setLimitsIfRunning(const std::string& rule_name, const LimitSpec& running,
                                   const LimitChange& change);
+  // The same, only while the rule's limits still read as `described` (describeLimits of the
+  // rule as it ran when the caller read it): for a caller that read them rather than set them.
+  Result<bool> setLimitsIfDescribed(const std::string& rule_name, const LimitSpec& described,
+                                    const LimitChange& change);
 
   Status writePolicies(const AttachOptions& options);
 
@@ -369,8 +373,10 @@ class XdpLimiter {
   Status resetRuleState(uint32_t rule_id);
   // reload's rules, policies and lists, once everything is validated.
   Status reloadRules(const AttachOptions& options);
-  Result<bool> changeLimits(const std::string& rule_name, const LimitSpec* running,
-                            const LimitChange& change);
+  // How changeLimits checks the limits the rule runs before it changes them.
+  enum class RunningCheck { kNone, kCompiled, kDescribed };
+  Result<bool> changeLimits(const std::string& rule_name, RunningCheck check,
+                            const LimitSpec* running, const LimitChange& change);
   Result<uint64_t> nowUnits() const;
   uint64_t tickNs() const { return tick_units_ >> FG_TIME_SHIFT; }
 

@@ -274,17 +274,23 @@ Status XdpLimiter::applyPoliciesAndLists(const AttachOptions& options) {
 }
 
 Status XdpLimiter::setLimits(const std::string& rule_name, const LimitChange& change) {
-  auto changed = changeLimits(rule_name, nullptr, change);
+  auto changed = changeLimits(rule_name, RunningCheck::kNone, nullptr, change);
   return changed ? okStatus() : Status(changed.error());
 }
 
 Result<bool> XdpLimiter::setLimitsIfRunning(const std::string& rule_name, const LimitSpec& running,
                                             const LimitChange& change) {
-  return changeLimits(rule_name, &running, change);
+  return changeLimits(rule_name, RunningCheck::kCompiled, &running, change);
 }
 
-Result<bool> XdpLimiter::changeLimits(const std::string& rule_name, const LimitSpec* running,
-                                      const LimitChange& change) {
+Result<bool> XdpLimiter::setLimitsIfDescribed(const std::string& rule_name,
+                                              const LimitSpec& described,
+                                              const LimitChange& change) {
+  return changeLimits(rule_name, RunningCheck::kDescribed, &described, change);
+}
+
+Result<bool> XdpLimiter::changeLimits(const std::string& rule_name, RunningCheck check,
+                                      const LimitSpec* running, const LimitChange& change) {
   auto writing = writer_.acquire(interface_);
   if (!writing) return writing.error();
   auto rules = activeRules();
@@ -300,12 +306,15 @@ Result<bool> XdpLimiter::changeLimits(const std::string& rule_name, const LimitS
     spec.id = rule.id;
     spec.algorithm = static_cast<Algorithm>(rule.algorithm);
     spec.window_ns = static_cast<uint64_t>(rule.window_ms) * 1000000ULL;
-    if (running) {
+    if (check == RunningCheck::kCompiled && running) {
       // compared compiled, as the program holds them: no rounding of a description between
       spec.limit = *running;
       auto expected = compileRule(spec, tick_units_);
       if (!expected) return expected.error();
       if (std::memcmp(rule.limits, expected->limits, sizeof(rule.limits)) != 0) return false;
+    }
+    if (check == RunningCheck::kDescribed && running && !(describeLimits(rule) == *running)) {
+      return false;
     }
     spec.limit = describeLimits(rule);
     // A burst at one tick's worth of the old rate (the least the program needs, which the

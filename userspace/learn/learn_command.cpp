@@ -13,6 +13,7 @@
 
 #include "common/json_text.h"
 #include "config/floodgate_config.h"
+#include "controller/rule_compiler.h"
 #include "floodgate/common/text.h"
 #include "floodgate/common/units.h"
 #include "floodgate/common/write_file.h"
@@ -62,18 +63,42 @@ bool raisesTooFar(uint64_t from, uint64_t to) {
   return from != 0 && from <= UINT64_MAX / kMostApplyFactor && to > from * kMostApplyFactor;
 }
 
+// The refusal of a proposal for a rule whose limits changed during the run.
+Error changedDuringRun(const std::string& rule) {
+  return Error::failure("not applied: the limits of rule '" + rule +
+                        "' changed during the run (the adaptive governor, floodgate set or a "
+                        "reload), and the proposal was checked against those it ran before; "
+                        "learn again, or set the limits yourself");
+}
+
 Status applyProposal(XdpLimiter& limiter, const LearnReport& report, std::ostream& out,
                      bool quiet) {
+  // every rule checked before any changes, so a changed one leaves the others as they are
+  auto running = limiter.activeRules();
+  if (!running) return running.error();
+  for (const RuleLearned& rule : report.rules) {
+    if (!rule.proposal) continue;
+    bool same = false;
+    for (const fg_rule& now : *running) {
+      same |= rule.rule.name == now.name && describeLimits(now) == rule.rule.current;
+    }
+    if (!same) return changedDuringRun(rule.rule.name);
+  }
   for (const RuleLearned& rule : report.rules) {
     if (!rule.proposal) continue;
     LimitChange change;
     change.pps = rule.proposal->pps;
     // the window algorithms have no burst: a window admits rate × window
     if (rule.rule.algorithm == Algorithm::kTokenBucket) change.burst = rule.proposal->burst;
-    if (Status s = limiter.setLimits(rule.rule.name, change); !s) {
+    // only over the limits the run started from, which the refusals above were checked
+    // against: a governor that squeezed the rule during the run (a flood), a `set` or a
+    // reload is not undone by a proposal made for what it replaced
+    auto applied = limiter.setLimitsIfDescribed(rule.rule.name, rule.rule.current, change);
+    if (!applied) {
       return Error::failure("applying the proposal to rule '" + rule.rule.name +
-                            "' failed: " + s.error().message);
+                            "' failed: " + applied.error().message);
     }
+    if (!*applied) return changedDuringRun(rule.rule.name);
     if (!quiet) {
       out << "applied to " << rule.rule.name << " on " << limiter.interface() << ": pps "
           << *change.pps;
