@@ -270,6 +270,34 @@ TEST(LearnerTest, SamplesTakenLateStayInTheirWindows) {
   EXPECT_EQ(report->rules[0].pps.max, 100u);
 }
 
+// A clock on which the sample due at 500 ms is taken at 1200 ms (a slow table read, a busy
+// machine), and every other one on time.
+class OnceLateClock : public SteppedClock {
+ public:
+  bool sleepUntil(uint64_t deadline_ns) override {
+    now = std::max(now, deadline_ns == kStart + 500 * kMs ? kStart + 1200 * kMs : deadline_ns);
+    return true;
+  }
+};
+
+// A source at a steady 100 pps, read by samples one of which came 700 ms late: the first
+// window then holds 1.2 s of its packets (the intervals that start in it), which is a rate
+// of 100 a second, not 120.
+TEST(LearnerTest, AWindowHoldingMoreThanASecondIsARateOverItsLength) {
+  std::vector<uint32_t> sent = {10, 10, 10, 10, 80};  // 0.4 s, then the 0.8 s interval
+  const std::vector<uint32_t> rest = steady(10, 18);  // 1.2 s to 3 s
+  sent.insert(sent.end(), rest.begin(), rest.end());
+  RecordedSampler sampler(3, {{10, 1, sent}});
+  OnceLateClock clock;
+  auto report = runLearning(sampler, clock, threeSeconds(), {perSourceRule()});
+  ASSERT_TRUE(report.ok());
+  EXPECT_EQ(report->samples, 24u);
+  EXPECT_EQ(report->rules[0].source_windows, 3u);
+  EXPECT_EQ(report->rules[0].pps.max, 100u);
+  EXPECT_EQ(report->rules[0].pps.p50, 100u);
+  EXPECT_EQ(report->rules[0].bps.max, 100u * kFrameBytes * 8);
+}
+
 // A clock whose run is stopped (Ctrl-C) after `wakes` samples.
 class StoppedClock : public SteppedClock {
  public:

@@ -48,6 +48,11 @@ void Learner::addSample(uint64_t time_ns, const std::vector<RuleReading>& rules,
   if (!times_.empty() && time_ns < times_.back()) time_ns = times_.back();
   times_.push_back(time_ns);
   const uint64_t tick = times_.size() - 1;  // the interval this sample ends (0: baseline)
+  if (tick > 0) {
+    const uint64_t window = (times_[tick - 1] - times_[0]) / kWindowNs;
+    if (window_ns_.size() <= window) window_ns_.resize(window + 1, 0);
+    window_ns_[window] += times_[tick] - times_[tick - 1];
+  }
   for (const RuleReading& reading : rules) {
     auto found = rule_index_.find(reading.id);
     if (found == rule_index_.end()) continue;
@@ -158,9 +163,18 @@ void Learner::charge(Source& source, uint64_t packets, uint64_t tick) {
 void Learner::closeWindow(Source& source) {
   if (source.window_packets > 0) {
     RuleState& rule = rule_state_[source.rule];
-    // a window is 1 s, so its count is its rate
-    rule.pps.add(source.window_packets);
-    rule.bps.add(static_cast<uint64_t>(std::ceil(source.window_bytes * 8)));
+    // A window is 1 s, so its count is its rate; one whose samples ran late holds the
+    // intervals that start in it, more than a second of them, and is taken back to a
+    // second's worth (rounded up). A short one is left as it is: the rest of its second was
+    // counted in the window before.
+    const auto window = static_cast<size_t>(source.window);
+    const uint64_t covered =
+        window < window_ns_.size() ? std::max(window_ns_[window], kWindowNs) : kWindowNs;
+    const auto perSecond = [covered](long double count) {
+      return static_cast<uint64_t>(std::ceil(count * kWindowNs / covered));
+    };
+    rule.pps.add(perSecond(source.window_packets));
+    rule.bps.add(perSecond(source.window_bytes * 8));
     rule.burst.add(source.window_burst);
   }
   source.window_packets = 0;

@@ -170,6 +170,9 @@ class Learner {
   std::unordered_map<SourceKey, size_t, KeyHash> by_key_;
   std::unordered_map<uint32_t, SlotState> by_slot_;
   std::vector<uint64_t> times_;  // of every sample, the baseline first
+  // per 1 s window, the ns of the sample intervals that start in it (more than a second
+  // when samples ran late): what a window's count is a rate over
+  std::vector<uint64_t> window_ns_;
   size_t replay_used_ = 0;
   uint64_t beyond_cap_ = 0;
 };
