@@ -505,11 +505,16 @@ TEST(LearnerTest, SourcesAppearingAndSlotsChangingHandsMidRun) {
   EXPECT_EQ(rule.burst.max, 9u);
 }
 
+// A reading of `slot` owned by source 203.0.(n / 256).(n % 256), its own fingerprint.
+SlotReading sourceSlot(uint32_t slot, uint32_t n, uint32_t packets) {
+  SlotReading r = slotOf(slot, 100 + n, static_cast<uint8_t>(n), packets);
+  r.key.addr[2] = static_cast<uint8_t>(n >> 8);
+  return r;
+}
+
 TEST(LearnerTest, SpoofedSourcesBeyondTheCapAreCountedNotFollowed) {
   std::vector<SlotReading> baseline, later;
-  for (uint32_t i = 0; i < 1000; ++i) {
-    later.push_back(slotOf(i, 100 + i, static_cast<uint8_t>(i), 1));
-  }
+  for (uint32_t i = 0; i < 1000; ++i) later.push_back(sourceSlot(i, i, 1));
   SlotScript script({baseline, later, later});
   SteppedClock clock;
   LearnOptions options = oneSecond();
@@ -518,7 +523,27 @@ TEST(LearnerTest, SpoofedSourcesBeyondTheCapAreCountedNotFollowed) {
   ASSERT_TRUE(report.ok());
   EXPECT_EQ(report->rules[0].sources, 10u);
   EXPECT_EQ(report->rules[0].tracked_packets, 10u);
-  EXPECT_EQ(report->sources_beyond_cap, 2u * 990);
+  // the sightings of sources that sent: the second sample sees none send
+  EXPECT_EQ(report->sources_beyond_cap, 990u);
+}
+
+// Slots idle sources hold (the table keeps a source's slot until another takes it, and a
+// spoofed flood before the run leaves many) are not followed: the cap is for the sources
+// that send during the run.
+TEST(LearnerTest, IdleSlotsDoNotFillTheCap) {
+  std::vector<SlotReading> idle, sending;
+  for (uint32_t i = 0; i < 1000; ++i) idle.push_back(sourceSlot(i, i, 1));
+  sending = idle;
+  for (uint32_t i = 0; i < 5; ++i) sending.push_back(sourceSlot(2000 + i, 5000 + i, 7));
+  SlotScript script({idle, sending, sending});
+  SteppedClock clock;
+  LearnOptions options = oneSecond();
+  options.max_sources = 10;
+  auto report = runLearning(script, clock, options, {perSourceRule()});
+  ASSERT_TRUE(report.ok());
+  EXPECT_EQ(report->rules[0].sources, 5u);
+  EXPECT_EQ(report->rules[0].tracked_packets, 35u);
+  EXPECT_EQ(report->sources_beyond_cap, 0u);
 }
 
 TEST(LearnerTest, AGlobalRuleAndASilentRuleGetNoProposal) {

@@ -31,6 +31,8 @@ uint64_t scaleUp(uint64_t value, uint64_t milli) {
 
 }  // namespace
 
+bool Learner::bySlot(const SlotMark& a, const SlotMark& b) { return a.slot < b.slot; }
+
 size_t Learner::KeyHash::operator()(const SourceKey& k) const {
   uint64_t h = 1469598103934665603ULL ^ (static_cast<uint64_t>(k.rule_id) << 16) ^
                (static_cast<uint64_t>(k.family) << 8) ^ k.prefix;
@@ -69,46 +71,45 @@ void Learner::addSample(uint64_t time_ns, const std::vector<RuleReading>& rules,
     }
     state.last = reading;
   }
-  for (const SlotReading& reading : slots) noteSlot(reading, tick);
+  // Each owned slot against its reading of the last sample: the packets its source sent
+  // between the two. Only a source that sent any is followed (and counted against
+  // --max-sources), however many slots idle sources hold. Readings come by slot (the table's
+  // order); any others are put in that order first.
+  std::vector<SlotMark> marks;
+  marks.reserve(slots.size());
+  for (const SlotReading& reading : slots) {
+    marks.push_back(SlotMark{reading.slot, reading.packets, reading.fingerprint, &reading});
+  }
+  if (!std::is_sorted(marks.begin(), marks.end(), bySlot)) {
+    std::stable_sort(marks.begin(), marks.end(), bySlot);
+  }
+  size_t before = 0;
+  for (const SlotMark& mark : marks) {
+    while (before < previous_.size() && previous_[before].slot < mark.slot) ++before;
+    if (tick == 0) continue;  // the baseline: what the slots took before the run is not seen
+    const bool same_owner = before < previous_.size() && previous_[before].slot == mark.slot &&
+                            previous_[before].fingerprint == mark.fingerprint;
+    // A slot taken (or taken by another source) since the last sample counts from 0 at the
+    // take: what an old owner sent since the last sample is lost with the slot (it was idle,
+    // or the program would not have given the slot away).
+    noteSlot(*mark.reading,
+             same_owner ? packetsBetween(previous_[before].packets, mark.packets) : mark.packets,
+             tick);
+  }
+  for (SlotMark& mark : marks) mark.reading = nullptr;
+  previous_ = std::move(marks);
 }
 
-void Learner::noteSlot(const SlotReading& reading, uint64_t tick) {
-  if (!rule_index_.count(reading.key.rule_id) || reading.fingerprint == 0) return;
-  auto it = by_slot_.find(reading.slot);
-  uint64_t packets = 0;
-  if (it == by_slot_.end()) {
-    // Every owned slot seen while under the cap is followed from then on, so a slot not
-    // followed yet was taken since the last sample (its counter starts at 0 then) unless
-    // this is the baseline. Past the cap, none is followed any more.
-    if (by_slot_.size() >= options_.max_sources) {
-      ++beyond_cap_;
-      return;
-    }
-    it = by_slot_.emplace(reading.slot, SlotState{reading.fingerprint, reading.packets, kNone})
-             .first;
-    if (tick == 0) return;
-    packets = reading.packets;
-  } else if (it->second.fingerprint != reading.fingerprint) {
-    // another source took the slot: what its old owner sent since the last sample is lost
-    // with the slot (it was idle, or the program would not have given the slot away)
-    it->second = SlotState{reading.fingerprint, reading.packets, kNone};
-    packets = reading.packets;
-  } else {
-    packets = packetsBetween(it->second.packets, reading.packets);
-    it->second.packets = reading.packets;
+void Learner::noteSlot(const SlotReading& reading, uint64_t packets, uint64_t tick) {
+  if (!rule_index_.count(reading.key.rule_id) || reading.fingerprint == 0 || packets == 0) return;
+  auto source = sourceFor(reading.key, tick);
+  if (!source) {
+    ++beyond_cap_;
+    return;
   }
-  if (tick == 0 || packets == 0) return;
-  if (it->second.source == kNone) {
-    auto source = sourceFor(reading.key, tick);
-    if (!source) {
-      ++beyond_cap_;
-      return;
-    }
-    it->second.source = *source;
-  }
-  Source& source = sources_[it->second.source];
-  source.slot = reading.slot;
-  charge(source, packets, tick);
+  Source& followed = sources_[*source];
+  followed.slot = reading.slot;
+  charge(followed, packets, tick);
 }
 
 std::optional<size_t> Learner::sourceFor(const SourceKey& key, uint64_t tick) {

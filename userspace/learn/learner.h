@@ -138,11 +138,14 @@ class Learner {
     uint64_t first_tick = 0;
     std::vector<uint32_t> ticks;
   };
-  struct SlotState {
-    uint64_t fingerprint = 0;
+  // An owned slot at a sample: what the next sample's reading of it is compared with.
+  struct SlotMark {
+    uint32_t slot = 0;
     uint32_t packets = 0;
-    size_t source = 0;
+    uint64_t fingerprint = 0;
+    const SlotReading* reading = nullptr;  // while the sample is taken in
   };
+  static bool bySlot(const SlotMark& a, const SlotMark& b);
   struct KeyHash {
     size_t operator()(const SourceKey& k) const;
   };
@@ -155,7 +158,7 @@ class Learner {
     double bytes_per_packet = 0;  // in the current sample interval
   };
 
-  void noteSlot(const SlotReading& reading, uint64_t tick);
+  void noteSlot(const SlotReading& reading, uint64_t packets, uint64_t tick);
   std::optional<size_t> sourceFor(const SourceKey& key, uint64_t tick);
   void charge(Source& source, uint64_t packets, uint64_t tick);
   void closeWindow(Source& source);
@@ -168,8 +171,8 @@ class Learner {
   std::unordered_map<uint32_t, size_t> rule_index_;  // rule id → index
   std::vector<Source> sources_;
   std::unordered_map<SourceKey, size_t, KeyHash> by_key_;
-  std::unordered_map<uint32_t, SlotState> by_slot_;
-  std::vector<uint64_t> times_;  // of every sample, the baseline first
+  std::vector<SlotMark> previous_;  // the owned slots of the last sample, by slot
+  std::vector<uint64_t> times_;     // of every sample, the baseline first
   // per 1 s window, the ns of the sample intervals that start in it (more than a second
   // when samples ran late): what a window's count is a rate over
   std::vector<uint64_t> window_ns_;
