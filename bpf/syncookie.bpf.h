@@ -566,6 +566,7 @@ __attribute__((noinline)) int fg_cookie_path(struct xdp_md *ctx, const struct fg
 		if (fg_cookie_untracked(rule, state, state->overflow_state, now, jiffies,
 					pkt->family, len)) {
 			fg_count_table(id, FG_TABLE_UNTRACKED_PASS);
+			fg_count_rule(id, FG_VERDICT_PASS, len);
 			return FG_COOKIE_ANSWER(FG_COOKIE_CONTINUE, set, pos, id);
 		}
 		if (rule->action == FG_ACTION_MONITOR) {
@@ -583,9 +584,12 @@ __attribute__((noinline)) int fg_cookie_path(struct xdp_md *ctx, const struct fg
 	q->jiffies = jiffies;
 	q->verified = 1;
 	q->returning = 0;
+	/* the rule's pass, drop or monitor count is the ACKs it decided here, which the walk
+	 * then leaves it out of (a SYN answered with a cookie is counted `sent` only) */
 	if (fg_find_slot(q, rule, state)) {
 		if (q->why == FG_TABLE_NEW_SOURCE)
 			fg_count_table(id, FG_TABLE_VERIFIED_SLOT);
+		fg_count_rule(id, FG_VERDICT_PASS, len);
 	} else {
 		/* no slot (the verified cap, or every way of its set held by a limited source):
 		 * its next SYN meets a cookie again, so each ACK would open one more connection
@@ -595,6 +599,7 @@ __attribute__((noinline)) int fg_cookie_path(struct xdp_md *ctx, const struct fg
 		if (fg_cookie_untracked(rule, state, state->verified_overflow_state, now, jiffies,
 					pkt->family, len)) {
 			fg_count_table(id, FG_TABLE_UNTRACKED_PASS);
+			fg_count_rule(id, FG_VERDICT_PASS, len);
 		} else if (rule->action == FG_ACTION_MONITOR) {
 			fg_count_rule(id, FG_VERDICT_MONITOR, len);
 		} else {

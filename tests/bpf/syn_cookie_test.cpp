@@ -215,6 +215,9 @@ class SynCookieTest : public XdpProgramTest {
 TEST_F(SynCookieTest, Ipv4SynGetsACookieAndItsAckVerifiesTheSource) {
   load({cookieRule(SynCookies::kAlways)});
   handshake("192.0.2.10", 1460, 1460);
+  // its ACK and its next SYN, which meets its bucket; the SYN answered is counted sent only
+  EXPECT_EQ(ruleVerdict(FG_VERDICT_PASS), 2u);
+  EXPECT_EQ(ruleVerdict(FG_VERDICT_DROP), 0u);
 }
 
 TEST_F(SynCookieTest, Ipv6SynGetsACookieAndItsAckVerifiesTheSource) {
@@ -369,6 +372,9 @@ TEST_F(SynCookieTest, ForgedAcksFailAreCountedAndLimitedByTheUntrackedBucket) {
   EXPECT_EQ(stat(FG_TABLE_VERIFIED_SLOT), 0u);
   EXPECT_EQ(passed + dropped, 40);
   EXPECT_EQ(passed, 10) << "the untracked bucket's burst, on a clock that stands still";
+  // the cookie rule's own counters hold what it decided, passes as well as drops
+  EXPECT_EQ(ruleVerdict(FG_VERDICT_PASS), 10u);
+  EXPECT_EQ(ruleVerdict(FG_VERDICT_DROP), 30u);
 }
 
 // A cookie rule without flags meets ACKs too: a forged ACK its untracked bucket admitted is
@@ -407,6 +413,8 @@ TEST_F(SynCookieTest, AVerifiedSourceWithoutASlotIsHeldToTheUntrackedBucket) {
   EXPECT_EQ(stat(FG_TABLE_UNTRACKED_PASS), 10u);
   EXPECT_EQ(stat(FG_TABLE_UNTRACKED_DROP), 20u);
   EXPECT_EQ(ruleVerdict(FG_VERDICT_DROP), 20u);
+  // the first source's ACK and next SYN (handshake), then the burst of the untracked bucket
+  EXPECT_EQ(ruleVerdict(FG_VERDICT_PASS), 12u);
 }
 
 // A flood of made-up cookies empties the rule's untracked bucket; a source that completes
