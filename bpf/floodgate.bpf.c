@@ -95,6 +95,11 @@ static __always_inline int fg_xdp(struct xdp_md *ctx, enum fg_walk_kind kind)
 		__u32 policy = parsed == FG_PARSE_UNKNOWN_EXT ? settings->unknown_ext_policy
 							      : settings->malformed_policy;
 
+		/* a chain the parser gave up on may hide a Fragment header, which the stack
+		 * reassembles: it follows the stricter of its policy and the fragments one */
+		if (parsed == FG_PARSE_UNKNOWN_EXT && settings->fragment_policy == FG_POLICY_DROP)
+			policy = FG_POLICY_DROP;
+
 		if (policy == FG_POLICY_DROP)
 			return fg_finish(ctx, settings, FG_VERDICT_DROP, FG_REASON_MALFORMED, len);
 		reason = FG_REASON_MALFORMED;

@@ -196,6 +196,21 @@ TEST_F(ParseTest, PassedUnknownChainsStillMeetTheRulesThatNeedNoPorts) {
   EXPECT_EQ(counted(FG_VERDICT_DROP, FG_REASON_RATE), 2u);
 }
 
+// A chain the parser gives up on may hide a Fragment header behind it, which the stack
+// reassembles: `fragments: drop` is not walked around by `unknown_ipv6_ext: pass`.
+TEST_F(ParseTest, AChainTooLongToFollowFollowsTheStricterOfItsPolicyAndTheFragments) {
+  AttachOptions options;
+  options.unknown_ext = FramePolicy::kPass;
+  options.fragments = FramePolicy::kDrop;
+  load({sourceRule(1000, 1000)}, options);
+  PacketBuilder hidden = PacketBuilder().eth().ipv6("2001:db8::8", "2001:db8::2");
+  for (int i = 0; i < 16; ++i) hidden.ipv6Ext(60);
+  EXPECT_EQ(run(hidden.ipv6Fragment(100, false).payload(16).build()), XDP_DROP);
+  EXPECT_EQ(run(longChainFrom("2001:db8::8", 17)), XDP_DROP);
+  EXPECT_EQ(counted(FG_VERDICT_DROP, FG_REASON_MALFORMED), 2u);
+  // (with fragments passed, the chain's own policy decides: the tests above)
+}
+
 // A chain the parser gives up on hides its protocol: a rule on a protocol counts it, as it
 // counts an IPv6 fragment, so a TCP flood behind 17 headers does not walk around it.
 TEST_F(ParseTest, PassedUnknownChainsMeetEveryProtocolsRuleWithoutPorts) {
