@@ -736,8 +736,9 @@ TEST_F(RunE2eTest, ALimiterAttachedAgainOutsideTheDaemonIsTheOneItHolds) {
   ASSERT_EQ(net_->floodgate({"detach", iface}).exit_code, 0);
   ASSERT_EQ(net_->floodgate({"attach", iface, "--rate", "100k"}).exit_code, 0);
   const std::string followed = iface + " was attached again outside the daemon";
-  for (int i = 0; i < 100 && daemon_.log().find(followed) == std::string::npos; ++i) usleep(50000);
-  ASSERT_NE(daemon_.log().find(followed), std::string::npos) << daemon_.log();
+  const std::string applied = iface + ": its config applied to the limiter attached outside";
+  for (int i = 0; i < 100 && daemon_.log().find(applied) == std::string::npos; ++i) usleep(50000);
+  ASSERT_NE(daemon_.log().find(applied), std::string::npos) << daemon_.log();
   CommandResult status = net_->floodgate({"status", iface});
   EXPECT_NE(status.out.find("per-source"), std::string::npos) << "the daemon's config:\n"
                                                               << status.out;
@@ -748,6 +749,40 @@ TEST_F(RunE2eTest, ALimiterAttachedAgainOutsideTheDaemonIsTheOneItHolds) {
   EXPECT_GT(waitFor(drops, [](double v) { return v > 0; }), 0) << daemon_.log();
   EXPECT_EQ(httpGetIn(net_->targetNetns(), kMetricsPort, "/healthz").status, 200);
   EXPECT_EQ(linesWith(daemon_.log(), followed), 1u) << "logged once:\n" << daemon_.log();
+}
+
+// The same when the limiter attached by hand cannot take the daemon's config (its lists are
+// smaller than the config's deny list): the daemon holds it, reports the interface unhealthy
+// and tries each second, and applies its config once a limiter that can take it is attached.
+TEST_F(RunE2eTest, AConfigTheLimiterAttachedOutsideCannotTakeIsReportedAndTriedAgain) {
+  const std::string iface = net_->targetInterface();
+  std::ofstream(config_) << "interfaces:\n  - name: " << iface
+                         << "\ndeny: [192.0.2.1, 192.0.2.2, 192.0.2.3]\nrules:\n"
+                            "  - name: per-source\n    limit: {pps: 100, burst: 10}\n";
+  std::ofstream(dir_ + "/small.yaml") << "defaults: {list_size: 2}\nrules:\n"
+                                         "  - name: other\n    limit: {pps: 100000}\n";
+  startDaemon();
+  ASSERT_EQ(net_->floodgate({"detach", iface}).exit_code, 0);
+  ASSERT_EQ(net_->floodgate({"attach", iface, "--config", dir_ + "/small.yaml"}).exit_code, 0);
+  const std::string refused =
+      iface + ": its config cannot be applied to the limiter attached outside the daemon";
+  for (int i = 0; i < 200 && daemon_.log().find(refused) == std::string::npos; ++i) usleep(50000);
+  ASSERT_NE(daemon_.log().find(refused), std::string::npos) << daemon_.log();
+  HttpReply health = httpGetIn(net_->targetNetns(), kMetricsPort, "/healthz");
+  EXPECT_EQ(health.status, 503);
+  EXPECT_EQ(health.body, iface +
+                             ": attached again outside the daemon, and its config is not "
+                             "applied to that limiter yet (see the log)\n");
+  EXPECT_EQ(rulePps(iface), 100000) << "it runs what it was attached with";
+  EXPECT_EQ(linesWith(daemon_.log(), refused), 1u) << "logged once:\n" << daemon_.log();
+
+  ASSERT_EQ(net_->floodgate({"detach", iface}).exit_code, 0);
+  ASSERT_EQ(net_->floodgate({"attach", iface, "--rate", "100k"}).exit_code, 0);
+  const std::string applied = iface + ": its config applied to the limiter attached outside";
+  for (int i = 0; i < 100 && daemon_.log().find(applied) == std::string::npos; ++i) usleep(50000);
+  ASSERT_NE(daemon_.log().find(applied), std::string::npos) << daemon_.log();
+  EXPECT_EQ(rulePps(iface), 100);
+  EXPECT_EQ(httpGetIn(net_->targetNetns(), kMetricsPort, "/healthz").status, 200);
 }
 
 // An interface the daemon holds, renamed, and another made under its name: the limiter stays

@@ -9,6 +9,7 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <optional>
 #include <string>
 #include <utility>
@@ -48,8 +49,17 @@ TEST_F(WriterLockTest, HeldUntilItsLastGuardGoes) {
       ASSERT_TRUE(nested.ok()) << nested.error().message;
     }
     EXPECT_FALSE(freeForAnother()) << "a nested guard let go of the holder's lock";
+    // another holder that will not wait is refused at once
+    WriterLock other(dir_);
+    auto refused = other.acquire("test0", std::chrono::milliseconds(0));
+    ASSERT_FALSE(refused.ok());
+    EXPECT_NE(refused.error().message.find("another floodgate has been changing test0"),
+              std::string::npos)
+        << refused.error().message;
   }
   EXPECT_TRUE(freeForAnother());
+  WriterLock other(dir_);
+  EXPECT_TRUE(other.acquire("test0", std::chrono::milliseconds(0)).ok()) << "free again";
 }
 
 TEST_F(WriterLockTest, AGuardOutlivesAMoveOfItsLock) {

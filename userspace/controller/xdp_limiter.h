@@ -271,7 +271,10 @@ class XdpLimiter {
   // Takes this limiter's writer lock (waiting up to WriterLock::kWait for another writer)
   // and holds it until the guard goes: the writes of this object meanwhile share it, so a
   // caller that changes several limiters together takes every lock before the first change.
-  Result<WriterLock::Guard> holdWrites() { return writer_.acquire(interface_); }
+  // `wait`: how long another writer may keep it first (0: not at all).
+  Result<WriterLock::Guard> holdWrites(std::chrono::milliseconds wait = WriterLock::kWait) {
+    return writer_.acquire(interface_, wait);
+  }
   // What reload checks before it changes anything, the next program loaded (and let go)
   // included: for a caller reloading several limiters, to refuse a config that one of them
   // could not take before any of them changes.

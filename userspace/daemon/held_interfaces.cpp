@@ -3,6 +3,7 @@
 #include "daemon/held_interfaces.h"
 
 #include <algorithm>
+#include <chrono>
 #include <set>
 #include <utility>
 
@@ -55,8 +56,9 @@ void logNextProgram(const std::string& name, const XdpLimiter& limiter) {
 }  // namespace
 
 Status HeldInterfaces::apply(const std::vector<WantedInterface>& wanted) {
-  // what is reloaded below is the limiter running on each interface
-  followReattached();
+  // what is reloaded below is the limiter running on each interface, which this reload's
+  // config is applied to (or the one it ran, each second, if this reload is refused)
+  followReattached(false);
   // A config one attached limiter cannot take (a list longer than the size it runs with) is
   // refused before anything changes, so no interface runs the new rules while another keeps
   // the old and none is detached for a config that is not applied. Each is checked with the
@@ -148,6 +150,7 @@ Status HeldInterfaces::apply(const std::vector<WantedInterface>& wanted) {
         continue;
       }
       holding.applied = std::move(it->before);
+      unapplied_.erase(it->name);
       holding.adaptive = std::move(governor);
       logWarning(it->name + ": back on the config it ran before the reload that failed");
     }
@@ -188,6 +191,7 @@ Status HeldInterfaces::apply(const std::vector<WantedInterface>& wanted) {
       }
       reloaded.push_back({name, std::exchange(holding.applied, one), holding.adaptive});
       holding.adaptive = std::move(adaptive);
+      unapplied_.erase(name);
       logInfo("reloaded " + name + " (" + counted(options.rules.size(), "rule", "rules") + ")");
       logNextProgram(name, holding.limiter);
       for (const LogLine& line : lines) logInfo(line.text);
@@ -250,10 +254,15 @@ Status HeldInterfaces::attachOrAdopt(const WantedInterface& wanted, const std::s
   std::optional<AdaptiveGovernor> adaptive =
       reconcileAdaptive(std::nullopt, wanted.adaptive, unchanged, unused);
   if (attached(name)) {
-    // A limiter left enforcing (a restart after --keep-attached): keep its buckets.
-    Result<XdpLimiter> limiter =
-        opened ? Result<XdpLimiter>(std::move(*opened)) : XdpLimiter::open(name);
-    if (!limiter) return limiter.error();
+    // A limiter left enforcing (a restart after --keep-attached): keep its buckets. One the
+    // caller opened (and holds the writer lock of) stays where it is until it is held.
+    std::optional<XdpLimiter> own;
+    XdpLimiter* limiter = opened;
+    if (!limiter) {
+      auto found = XdpLimiter::open(name);
+      if (!found) return found.error();
+      limiter = &own.emplace(std::move(*found));
+    }
     if (Status s = limiter->reload(options); !s)
       return Error::failure(name + ": " + s.error().message);
     logInfo("adopted the limiter already attached to " + name + " (" +
@@ -303,56 +312,79 @@ void HeldInterfaces::relinkSevered() {
   }
 }
 
-void HeldInterfaces::followReattached() {
+bool HeldInterfaces::followFailedAgain(const std::string& name, const std::string& message) {
+  auto& [last, seen] = follow_failures_[name];
+  if (last != message) {
+    last = message;
+    seen = 0;
+  }
+  return ++seen == 2;
+}
+
+void HeldInterfaces::followReattached(bool apply_config) {
+  std::erase_if(follow_failures_, [&](const auto& f) { return !held_.contains(f.first); });
+  std::erase_if(unapplied_, [&](const std::string& name) { return !held_.contains(name); });
   std::vector<std::string> replaced;
   for (const auto& [name, held] : held_) {
-    if (!held.limiter.holdsPinned() && attached(name)) {
-      replaced.push_back(name);
-    } else {
-      follow_failures_.erase(name);
-    }
+    if (!held.limiter.holdsPinned() && attached(name)) replaced.push_back(name);
   }
   for (const std::string& name : replaced) {
-    HeldInterface& held = held_.at(name);
     auto limiter = XdpLimiter::open(name);
     if (!limiter) {
-      std::string& last = follow_failures_[name];
-      if (last != limiter.error().message) {
+      // logged when seen twice running: a detach by hand removes the pins one by one, and
+      // one tick may fall between two of them
+      if (followFailedAgain(name, limiter.error().message)) {
         logError(name +
                  " was attached again outside the daemon, and its limiter cannot be "
                  "opened: " +
                  limiter.error().message + " (tried again every second)");
       }
-      last = limiter.error().message;
       continue;
     }
     follow_failures_.erase(name);
-    WantedInterface wanted = held.applied;
-    AttachOptions options = wanted.options;
-    std::vector<LogLine> lines;
-    std::optional<AdaptiveGovernor> adaptive =
-        reconcileAdaptive(held.adaptive, wanted.adaptive, options, lines);
-    const Status applied = limiter->reload(options);
-    logWarning(
-        name +
-        " was attached again outside the daemon: the daemon holds the limiter "
-        "attached now" +
-        (applied ? ", its config applied to it (the rules it was attached with are gone)" : ""));
-    if (!applied) {
-      logError(
-          name + ": the config cannot be applied to the limiter attached outside the daemon: " +
-          applied.error().message + " (it runs the rules it was attached with until a reload)");
-    }
-    logNextProgram(name, *limiter);
-    for (const LogLine& line : lines) logInfo(line.text);
+    HeldInterface& held = held_.at(name);
+    WantedInterface wanted = std::move(held.applied);
+    std::optional<AdaptiveGovernor> adaptive = std::move(held.adaptive);
     held_.erase(name);
     hold(name, std::move(*limiter), true, std::move(adaptive));
     held_.at(name).applied = std::move(wanted);
+    unapplied_.insert(name);
+    logWarning(name +
+               " was attached again outside the daemon: the daemon holds the limiter "
+               "attached now, and applies its config to it");
+  }
+  if (!apply_config) return;
+  for (const std::string& name : std::vector<std::string>(unapplied_.begin(), unapplied_.end())) {
+    HeldInterface& held = held_.at(name);
+    // never waits for another command's lock (the one that attached it may still write):
+    // tried again next second
+    auto writing = held.limiter.holdWrites(std::chrono::milliseconds(0));
+    if (!writing) continue;
+    AttachOptions options = held.applied.options;
+    std::vector<LogLine> lines;
+    std::optional<AdaptiveGovernor> adaptive =
+        reconcileAdaptive(held.adaptive, held.applied.adaptive, options, lines);
+    if (Status s = held.limiter.reload(options); !s) {
+      if (followFailedAgain(name, s.error().message)) {
+        logError(name +
+                 ": its config cannot be applied to the limiter attached outside the "
+                 "daemon: " +
+                 s.error().message + " (tried again every second)");
+      }
+      continue;
+    }
+    held.adaptive = std::move(adaptive);
+    unapplied_.erase(name);
+    follow_failures_.erase(name);
+    logInfo(name + ": its config applied to the limiter attached outside the daemon (" +
+            counted(options.rules.size(), "rule", "rules") + ")");
+    logNextProgram(name, held.limiter);
+    for (const LogLine& line : lines) logInfo(line.text);
   }
 }
 
 void HeldInterfaces::attachAppeared() {
-  followReattached();
+  followReattached(true);
   relinkSevered();
   for (auto it = waiting_.begin(); it != waiting_.end();) {
     const std::string name = it->first;
@@ -572,6 +604,10 @@ std::vector<std::string> HeldInterfaces::problems() const {
                     ": its limiter runs on the device it was renamed from ('floodgate "
                     "status " +
                     name + "' says what to do)");
+    } else if (unapplied_.contains(name)) {
+      out.push_back(name +
+                    ": attached again outside the daemon, and its config is not applied to "
+                    "that limiter yet (see the log)");
     } else if (!enforcing(name)) {
       out.push_back(name +
                     ": its limiter was cut off it when the interface was deleted "

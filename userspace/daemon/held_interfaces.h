@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -130,9 +131,14 @@ class HeldInterfaces {
   // Attaches again the held limiters cut off their interfaces (attachAppeared).
   void relinkSevered();
   // Holds, in place of the one held, the limiter another command attached to a held
-  // interface after detaching it (XdpLimiter::holdsPinned), with the config applied to it:
-  // else the daemon would count, ban and reload through maps no program runs with.
-  void followReattached();
+  // interface after detaching it (XdpLimiter::holdsPinned): else the daemon would count, ban
+  // and reload through maps no program runs with. With `apply_config`, applies the config
+  // the daemon runs to each such limiter not yet given it (when its writer lock is free, so
+  // the daemon's tick never waits for another command); until then problems() names it.
+  void followReattached(bool apply_config);
+  // Whether `message`, a failure to follow `name`, is seen the second time running (logged
+  // then, once).
+  bool followFailedAgain(const std::string& name, const std::string& message);
   // Adopts the limiter pinned for options.interface (`opened`, if the caller opened it
   // already), or attaches a new one, and holds it. `why` ends the log line.
   Status attachOrAdopt(const WantedInterface& wanted, const std::string& why,
@@ -151,9 +157,11 @@ class HeldInterfaces {
   // Held interfaces whose limiter is cut off them, with the last thing logged of each (that
   // it is gone, or the last failure to attach it again).
   std::map<std::string, std::string> severed_;
-  // Held interfaces attached again outside the daemon whose new limiter could not be opened,
-  // with the last failure logged.
-  std::map<std::string, std::string> follow_failures_;
+  // Held interfaces attached again outside the daemon: the last failure to follow each, and
+  // how many times running it was seen; and those whose new limiter does not run the
+  // daemon's config yet.
+  std::map<std::string, std::pair<std::string, int>> follow_failures_;
+  std::set<std::string> unapplied_;
 };
 
 }  // namespace floodgate::daemon

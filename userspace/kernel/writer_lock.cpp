@@ -24,7 +24,8 @@ Result<bool> lockWithin(int fd, std::chrono::milliseconds wait, const std::strin
   return true;
 }
 
-Result<WriterLock::Guard> WriterLock::acquire(const std::string& what) {
+Result<WriterLock::Guard> WriterLock::acquire(const std::string& what,
+                                              std::chrono::milliseconds wait) {
   if (!state_) return Error::failure("no pin directory to lock for " + what);
   State& state = *state_;
   if (state.depth > 0) {
@@ -38,11 +39,11 @@ Result<WriterLock::Guard> WriterLock::acquire(const std::string& what) {
                             " to lock it: " + std::strerror(errno));
     }
   }
-  Result<bool> locked = lockWithin(state.fd.get(), kWait, state.directory);
+  Result<bool> locked = lockWithin(state.fd.get(), wait, state.directory);
   if (!locked) return locked.error();
   if (!*locked) {
     return Error::failure("another floodgate has been changing " + what + " for " +
-                          std::to_string(kWait.count() / 1000) +
+                          std::to_string(wait.count() / 1000) +
                           " s (a 'floodgate run' applying its config, or another command): "
                           "nothing was changed; try again");
   }

@@ -20,8 +20,9 @@ Result<bool> lockWithin(int fd, std::chrono::milliseconds wait, const std::strin
 
 // The lock of one limiter's pin directory, for one holder. Reentrant: nested writes of the
 // same holder share the lock it took first. Not thread-safe (one holder per thread). A guard
-// outlives a move of the lock it came from (its state stays where it was made), so a caller
-// may take a limiter's lock and then hand the limiter on while it holds it.
+// outlives a move of the lock it came from (its state moves with neither), so a caller may
+// take a limiter's lock and then hand the limiter on while it holds it; not the destruction
+// of the object the lock was moved to.
 class WriterLock {
  public:
   // How long a second writer waits for the first before giving up.
@@ -56,9 +57,9 @@ class WriterLock {
     State* state_;
   };
 
-  // Takes the lock, waiting up to kWait for another writer; `what` names the limiter in
+  // Takes the lock, waiting up to `wait` for another writer; `what` names the limiter in
   // the error ("eth0").
-  Result<Guard> acquire(const std::string& what);
+  Result<Guard> acquire(const std::string& what, std::chrono::milliseconds wait = kWait);
 
  private:
   std::unique_ptr<State> state_;
