@@ -281,20 +281,22 @@ class OnceLateClock : public SteppedClock {
 };
 
 // A source at a steady 100 pps, read by samples one of which came 700 ms late: the first
-// window then holds 1.2 s of its packets (the intervals that start in it), which is a rate
-// of 100 a second, not 120.
-TEST(LearnerTest, AWindowHoldingMoreThanASecondIsARateOverItsLength) {
+// window then holds 1.2 s of its packets (the intervals that start in it) and the second
+// 0.8 s, each a rate of 100 a second, not 120 and 80.
+TEST(LearnerTest, AWindowHoldingMoreOrLessThanASecondIsARateOverItsLength) {
   std::vector<uint32_t> sent = {10, 10, 10, 10, 80};  // 0.4 s, then the 0.8 s interval
   const std::vector<uint32_t> rest = steady(10, 18);  // 1.2 s to 3 s
   sent.insert(sent.end(), rest.begin(), rest.end());
   RecordedSampler sampler(3, {{10, 1, sent}});
   OnceLateClock clock;
-  auto report = runLearning(sampler, clock, threeSeconds(), {perSourceRule()});
+  LearnOptions options = threeSeconds();
+  options.percentile_milli = 1;  // the chosen figure is then the lowest window's
+  auto report = runLearning(sampler, clock, options, {perSourceRule()});
   ASSERT_TRUE(report.ok());
   EXPECT_EQ(report->samples, 24u);
   EXPECT_EQ(report->rules[0].source_windows, 3u);
   EXPECT_EQ(report->rules[0].pps.max, 100u);
-  EXPECT_EQ(report->rules[0].pps.p50, 100u);
+  EXPECT_EQ(report->rules[0].pps.chosen, 100u);
   EXPECT_EQ(report->rules[0].bps.max, 100u * kFrameBytes * 8);
 }
 

@@ -9,6 +9,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <iostream>
 #include <utility>
 
 #include "common/json_text.h"
@@ -73,7 +74,10 @@ Error changedDuringRun(const std::string& rule) {
 
 Status applyProposal(XdpLimiter& limiter, const LearnReport& report, std::ostream& out,
                      bool quiet) {
-  // every rule checked before any changes, so a changed one leaves the others as they are
+  // every rule checked before any changes, under one hold of the writer lock, so a changed
+  // one leaves the others as they are and no other writer comes between
+  auto writing = limiter.holdWrites();
+  if (!writing) return writing.error();
   auto running = limiter.activeRules();
   if (!running) return running.error();
   for (const RuleLearned& rule : report.rules) {
@@ -247,6 +251,11 @@ Status runLearnCommand(const LearnFlags& flags, std::ostream& out, const std::at
 
   LimiterSampler sampler(*limiter);
   SteadyLearnClock clock(stop);
+  // on stderr, so --json output stays one document: the limits the run is checked against
+  // are read, and what is sent from here on is what it learns from
+  std::cerr << "floodgate: learning from " << request->interface << " for "
+            << formatDuration(request->options.duration_ns) << " (Ctrl-C stops it early)"
+            << std::endl;
   auto report = runLearning(sampler, clock, request->options, *rules);
   if (!report) return report.error();
   // a Ctrl-C during the last sample or the replay stops the run as well

@@ -164,13 +164,13 @@ void Learner::charge(Source& source, uint64_t packets, uint64_t tick) {
 void Learner::closeWindow(Source& source) {
   if (source.window_packets > 0) {
     RuleState& rule = rule_state_[source.rule];
-    // A window is 1 s, so its count is its rate; one whose samples ran late holds the
-    // intervals that start in it, more than a second of them, and is taken back to a
-    // second's worth (rounded up). A short one is left as it is: the rest of its second was
-    // counted in the window before.
+    // A window is 1 s, so its count is its rate, but samples that ran late make it hold the
+    // intervals that start in it: more than a second (the late one), or less (the one after).
+    // Its count is then a rate over that time, taken as at least half a second, so the few
+    // packets of a sliver of a window are not blown up into a rate.
     const auto window = static_cast<size_t>(source.window);
     const uint64_t covered =
-        window < window_ns_.size() ? std::max(window_ns_[window], kWindowNs) : kWindowNs;
+        window < window_ns_.size() ? std::max(window_ns_[window], kWindowNs / 2) : kWindowNs;
     const auto perSecond = [covered](long double count) {
       return static_cast<uint64_t>(std::ceil(count * kWindowNs / covered));
     };
