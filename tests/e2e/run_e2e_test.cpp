@@ -775,14 +775,26 @@ TEST_F(RunE2eTest, AConfigTheLimiterAttachedOutsideCannotTakeIsReportedAndTriedA
                              "applied to that limiter yet (see the log)\n");
   EXPECT_EQ(rulePps(iface), 100000) << "it runs what it was attached with";
   EXPECT_EQ(linesWith(daemon_.log(), refused), 1u) << "logged once:\n" << daemon_.log();
+  EXPECT_EQ(metric("floodgate_interface_up{interface=\"" + iface + "\"}"), 0);
+  // a reload meanwhile is not held back by it: it is applied, and this interface is given
+  // the new config once it can take it
+  reloadTo("interfaces:\n  - name: " + iface +
+           "\ndeny: [192.0.2.1, 192.0.2.2, 192.0.2.3]\nrules:\n"
+           "  - name: per-source\n    limit: {pps: 200, burst: 10}\n");
+  EXPECT_EQ(waitFor(
+                "floodgate_config_generation", [](double v) { return v >= 2; }, 30),
+            2)
+      << daemon_.log();
+  EXPECT_EQ(httpGetIn(net_->targetNetns(), kMetricsPort, "/healthz").status, 503);
 
   ASSERT_EQ(net_->floodgate({"detach", iface}).exit_code, 0);
   ASSERT_EQ(net_->floodgate({"attach", iface, "--rate", "100k"}).exit_code, 0);
   const std::string applied = iface + ": its config applied to the limiter attached outside";
   for (int i = 0; i < 100 && daemon_.log().find(applied) == std::string::npos; ++i) usleep(50000);
   ASSERT_NE(daemon_.log().find(applied), std::string::npos) << daemon_.log();
-  EXPECT_EQ(rulePps(iface), 100);
+  EXPECT_EQ(rulePps(iface), 200);
   EXPECT_EQ(httpGetIn(net_->targetNetns(), kMetricsPort, "/healthz").status, 200);
+  EXPECT_EQ(metric("floodgate_interface_up{interface=\"" + iface + "\"}"), 1);
 }
 
 // An interface the daemon holds, renamed, and another made under its name: the limiter stays

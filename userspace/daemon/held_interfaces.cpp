@@ -64,9 +64,12 @@ Status HeldInterfaces::apply(const std::vector<WantedInterface>& wanted) {
   // the old and none is detached for a config that is not applied. Each is checked with the
   // options its reload below gets: a held one's as its adaptive state squeezes them, one to
   // adopt (attached, not held) with the config's.
+  // (A limiter attached again outside the daemon that does not run its config yet is left
+  // out: one that cannot take it must not hold back every other interface's reload. It is
+  // given this config below, or each second.)
   for (const WantedInterface& one : wanted) {
     const std::string& name = one.options.interface;
-    if (!attached(name)) continue;
+    if (!attached(name) || unapplied_.contains(name)) continue;
     AttachOptions options = one.options;
     Status checked = okStatus();
     if (auto held = held_.find(name); held != held_.end()) {
@@ -119,7 +122,7 @@ Status HeldInterfaces::apply(const std::vector<WantedInterface>& wanted) {
   for (const WantedInterface& one : wanted) {
     const std::string& name = one.options.interface;
     auto held = held_.find(name);
-    if (fresh.contains(name) || !attached(name)) continue;
+    if (fresh.contains(name) || !attached(name) || unapplied_.contains(name)) continue;
     auto lock = [&]() -> Result<WriterLock::Guard> {
       if (held != held_.end()) return held->second.limiter.holdWrites();
       auto opened = XdpLimiter::open(name);
@@ -166,10 +169,18 @@ Status HeldInterfaces::apply(const std::vector<WantedInterface>& wanted) {
     const std::string& name = one.options.interface;
     if (fresh.contains(name)) continue;
     auto held = held_.find(name);
+    if (held != held_.end() && unapplied_.contains(name) && attached(name)) {
+      // attached again outside the daemon, not on its config yet: given this one now if it
+      // takes it, else each second (tryApplyFollowed), as reported meanwhile
+      held->second.applied = one;
+      tryApplyFollowed(name);
+      continue;
+    }
     if (held != held_.end() && !reloading.contains(name)) {
       // Detached by someone else (`floodgate detach`): the held maps are orphans.
       logWarning(name + " was detached outside the daemon: attaching it again");
       held_.erase(held);
+      unapplied_.erase(name);
       held = held_.end();
     }
     if (held != held_.end()) {
@@ -326,7 +337,11 @@ void HeldInterfaces::followReattached(bool apply_config) {
   std::erase_if(unapplied_, [&](const std::string& name) { return !held_.contains(name); });
   std::vector<std::string> replaced;
   for (const auto& [name, held] : held_) {
-    if (!held.limiter.holdsPinned() && attached(name)) replaced.push_back(name);
+    if (!held.limiter.holdsPinned() && attached(name)) {
+      replaced.push_back(name);
+    } else if (!unapplied_.contains(name)) {
+      follow_failures_.erase(name);  // "twice running" means that
+    }
   }
   for (const std::string& name : replaced) {
     auto limiter = XdpLimiter::open(name);
@@ -345,9 +360,18 @@ void HeldInterfaces::followReattached(bool apply_config) {
     HeldInterface& held = held_.at(name);
     WantedInterface wanted = std::move(held.applied);
     std::optional<AdaptiveGovernor> adaptive = std::move(held.adaptive);
+    // the daemon's own counts go on (the limiter's start over with its maps)
+    const auto events_read = held.events_read;
+    const metrics::RunningTotal bans_failed_total = held.bans_failed_total;
+    const uint64_t tightened = held.adaptive_tightened, relaxed = held.adaptive_relaxed;
     held_.erase(name);
     hold(name, std::move(*limiter), true, std::move(adaptive));
-    held_.at(name).applied = std::move(wanted);
+    HeldInterface& now = held_.at(name);
+    now.applied = std::move(wanted);
+    now.events_read = events_read;
+    now.bans_failed_total = bans_failed_total;
+    now.adaptive_tightened = tightened;
+    now.adaptive_relaxed = relaxed;
     unapplied_.insert(name);
     logWarning(name +
                " was attached again outside the daemon: the daemon holds the limiter "
@@ -355,32 +379,50 @@ void HeldInterfaces::followReattached(bool apply_config) {
   }
   if (!apply_config) return;
   for (const std::string& name : std::vector<std::string>(unapplied_.begin(), unapplied_.end())) {
-    HeldInterface& held = held_.at(name);
-    // never waits for another command's lock (the one that attached it may still write):
-    // tried again next second
-    auto writing = held.limiter.holdWrites(std::chrono::milliseconds(0));
-    if (!writing) continue;
-    AttachOptions options = held.applied.options;
-    std::vector<LogLine> lines;
-    std::optional<AdaptiveGovernor> adaptive =
-        reconcileAdaptive(held.adaptive, held.applied.adaptive, options, lines);
-    if (Status s = held.limiter.reload(options); !s) {
-      if (followFailedAgain(name, s.error().message)) {
-        logError(name +
-                 ": its config cannot be applied to the limiter attached outside the "
-                 "daemon: " +
-                 s.error().message + " (tried again every second)");
-      }
-      continue;
-    }
-    held.adaptive = std::move(adaptive);
-    unapplied_.erase(name);
-    follow_failures_.erase(name);
-    logInfo(name + ": its config applied to the limiter attached outside the daemon (" +
-            counted(options.rules.size(), "rule", "rules") + ")");
-    logNextProgram(name, held.limiter);
-    for (const LogLine& line : lines) logInfo(line.text);
+    tryApplyFollowed(name);
   }
+}
+
+void HeldInterfaces::tryApplyFollowed(const std::string& name) {
+  HeldInterface& held = held_.at(name);
+  if (!held.limiter.holdsPinned()) return;  // detached again: followed anew, or reattached
+  // never waits for another command's lock (the one that attached it may still write):
+  // tried again next second
+  auto writing = held.limiter.holdWrites(std::chrono::milliseconds(0));
+  if (!writing) {
+    if (followFailedAgain(name, writing.error().message)) {
+      logWarning(name +
+                 ": another command holds the writer lock of the limiter attached "
+                 "outside the daemon: its config is applied once it is free");
+    }
+    return;
+  }
+  AttachOptions options = held.applied.options;
+  std::vector<LogLine> lines;
+  std::optional<AdaptiveGovernor> adaptive =
+      reconcileAdaptive(held.adaptive, held.applied.adaptive, options, lines);
+  if (Status s = held.limiter.reload(options); !s) {
+    if (followFailedAgain(name, s.error().message)) {
+      logError(name +
+               ": its config cannot be applied to the limiter attached outside the "
+               "daemon: " +
+               s.error().message + " (tried again every second)");
+    }
+    return;
+  }
+  // what the limiter keeps of its own (its table and list sizes, its XDP mode)
+  if (auto status = held.limiter.summary(); status) {
+    for (const std::string& warning : reloadKeepsWarnings(*status, options)) {
+      logWarning(name + ": " + warning);
+    }
+  }
+  held.adaptive = std::move(adaptive);
+  unapplied_.erase(name);
+  follow_failures_.erase(name);
+  logInfo(name + ": its config applied to the limiter attached outside the daemon (" +
+          counted(options.rules.size(), "rule", "rules") + ")");
+  logNextProgram(name, held.limiter);
+  for (const LogLine& line : lines) logInfo(line.text);
 }
 
 void HeldInterfaces::attachAppeared() {
@@ -453,7 +495,8 @@ void HeldInterfaces::pumpEvents(EventLog& log, EventLog::Clock::time_point now,
 
 void HeldInterfaces::adapt(uint64_t now_ns, std::vector<LogLine>& lines) {
   for (auto& [name, held] : held_) {
-    if (!held.adaptive || now_ns < held.adaptive_next_ns) continue;
+    // a limiter attached outside the daemon runs other rules until its config is applied
+    if (!held.adaptive || now_ns < held.adaptive_next_ns || unapplied_.contains(name)) continue;
     held.adaptive_next_ns = now_ns + held.adaptive->config().interval_ns;
     auto counters = held.limiter.counters();
     if (!counters) {
@@ -574,7 +617,9 @@ void HeldInterfaces::releaseAfterFailedStart() {
 
 void HeldInterfaces::collect(metrics::Snapshot& snapshot) {
   for (const std::string& name : configured_) {
-    snapshot.configured.push_back({name, interfaceIndex(name).ok() && enforcing(name)});
+    // up: its limiter runs on it, and runs this config (not one attached outside the daemon)
+    snapshot.configured.push_back(
+        {name, interfaceIndex(name).ok() && enforcing(name) && !unapplied_.contains(name)});
   }
   for (auto& [name, held] : held_) {
     auto one = metrics::collect(held.limiter, &held.sample_cursor);

@@ -136,6 +136,9 @@ class HeldInterfaces {
   // the daemon runs to each such limiter not yet given it (when its writer lock is free, so
   // the daemon's tick never waits for another command); until then problems() names it.
   void followReattached(bool apply_config);
+  // Applies the config held for `name` to the limiter followed there, if its writer lock is
+  // free now; a failure seen twice running is logged once.
+  void tryApplyFollowed(const std::string& name);
   // Whether `message`, a failure to follow `name`, is seen the second time running (logged
   // then, once).
   bool followFailedAgain(const std::string& name, const std::string& message);

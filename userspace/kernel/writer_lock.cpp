@@ -42,9 +42,12 @@ Result<WriterLock::Guard> WriterLock::acquire(const std::string& what,
   Result<bool> locked = lockWithin(state.fd.get(), wait, state.directory);
   if (!locked) return locked.error();
   if (!*locked) {
-    return Error::failure("another floodgate has been changing " + what + " for " +
-                          std::to_string(wait.count() / 1000) +
-                          " s (a 'floodgate run' applying its config, or another command): "
+    const std::string changing =
+        wait.count() >= 1000
+            ? "has been changing " + what + " for " + std::to_string(wait.count() / 1000) + " s"
+            : "is changing " + what;
+    return Error::failure("another floodgate " + changing +
+                          " (a 'floodgate run' applying its config, or another command): "
                           "nothing was changed; try again");
   }
   state.depth = 1;

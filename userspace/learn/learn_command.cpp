@@ -78,6 +78,11 @@ Status applyProposal(XdpLimiter& limiter, const LearnReport& report, std::ostrea
   // one leaves the others as they are and no other writer comes between
   auto writing = limiter.holdWrites();
   if (!writing) return writing.error();
+  if (!limiter.holdsPinned()) {
+    return Error::failure("not applied: the limiter on '" + limiter.interface() +
+                          "' was detached (or detached and attached again) during the run; "
+                          "learn again");
+  }
   auto running = limiter.activeRules();
   if (!running) return running.error();
   for (const RuleLearned& rule : report.rules) {
