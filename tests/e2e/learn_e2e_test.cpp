@@ -57,6 +57,18 @@ class LearnE2eTest : public ::testing::Test {
     if (!dir_.empty()) std::filesystem::remove_all(dir_);
   }
 
+  // Attaches the limiter with the test's config, then starts `floodgate learn IFACE args...`
+  // in the target namespace, its output in learn.log.
+  Result<ChildProcess> attachAndLearn(const std::vector<std::string>& args) {
+    const std::string iface = net_->targetInterface();
+    CommandResult attach = net_->floodgate({"attach", iface, "--config", config_});
+    if (attach.exit_code != 0) return Error::failure("attach failed: " + attach.err);
+    std::vector<std::string> argv = {"nsenter", "--net=" + net_->targetNetns(), FLOODGATE_BIN,
+                                     "learn", iface};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return ChildProcess::start(argv, (dir_ / "learn.log").string());
+  }
+
   std::unique_ptr<VethNetwork> net_;
   std::filesystem::path dir_;
   std::string config_;
@@ -188,13 +200,8 @@ bool catches(pid_t pid, int signo) {
 // Ctrl-C prints what it saw but writes no --output and applies nothing, --force or not.
 TEST_F(LearnE2eTest, ARunStoppedByCtrlCWritesAndAppliesNothing) {
   const std::string iface = net_->targetInterface();
-  CommandResult attach = net_->floodgate({"attach", iface, "--config", config_});
-  ASSERT_EQ(attach.exit_code, 0) << attach.err;
   const std::string output = (dir_ / "proposal.yaml").string();
-  auto learn =
-      ChildProcess::start({"nsenter", "--net=" + net_->targetNetns(), FLOODGATE_BIN, "learn", iface,
-                           "--for", "1h", "--output", output, "--apply", "--force"},
-                          (dir_ / "learn.log").string());
+  auto learn = attachAndLearn({"--for", "1h", "--output", output, "--apply", "--force"});
   ASSERT_TRUE(learn.ok()) << learn.error().message;
   for (int i = 0; i < 200 && !catches(learn->pid(), SIGINT); ++i) usleep(50000);
   ASSERT_TRUE(catches(learn->pid(), SIGINT)) << learn->log();
@@ -212,13 +219,8 @@ TEST_F(LearnE2eTest, ARunStoppedByCtrlCWritesAndAppliesNothing) {
 // flood, `floodgate set`, a reload) are not overwritten, --force or not.
 TEST_F(LearnE2eTest, LimitsChangedDuringTheRunAreNotOverwritten) {
   const std::string iface = net_->targetInterface();
-  CommandResult attach = net_->floodgate({"attach", iface, "--config", config_});
-  ASSERT_EQ(attach.exit_code, 0) << attach.err;
   const std::string output = (dir_ / "proposal.yaml").string();
-  auto learn =
-      ChildProcess::start({"nsenter", "--net=" + net_->targetNetns(), FLOODGATE_BIN, "learn", iface,
-                           "--for", "2s", "--output", output, "--apply", "--force"},
-                          (dir_ / "learn.log").string());
+  auto learn = attachAndLearn({"--for", "2s", "--output", output, "--apply", "--force"});
   ASSERT_TRUE(learn.ok()) << learn.error().message;
   // said once the limits the run starts from are read
   const std::string started = "floodgate: learning from " + iface + " for 2s";

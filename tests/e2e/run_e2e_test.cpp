@@ -201,6 +201,21 @@ class RunE2eTest : public ::testing::Test {
     for (int i = 0; i < 100 && linesWith(daemon_.log(), logged) == 0; ++i) usleep(50000);
   }
 
+  // Reloads to `text` while another command holds the writer lock of the limiter of `locked`:
+  // the reload is refused before it changes any interface, not even for a moment.
+  void expectReloadRefusedWhileLocked(const std::string& locked, const std::string& text) {
+    {
+      UniqueFd lock = holdWriterLock(locked);
+      reloadTo(text);
+      waitForFailedReload("(no interface was changed)");
+    }
+    EXPECT_EQ(linesWith(daemon_.log(), "(no interface was changed)"), 1u) << daemon_.log();
+    EXPECT_EQ(linesWith(daemon_.log(), "put back"), 0u) << daemon_.log();
+    EXPECT_EQ(linesWith(daemon_.log(), "reloaded " + net_->targetInterface()), 0u)
+        << "not changed, not even for a moment\n"
+        << daemon_.log();
+  }
+
   // Takes the lock `floodgate attach` and the daemon's attaches wait for (released when the
   // returned descriptor closes, however the test ends).
   static UniqueFd holdAttachLock() {
@@ -966,16 +981,7 @@ TEST_F(RunE2eTest, AReloadAnotherWriterHoldsAnInterfaceOfChangesNone) {
   for (int i = 0; i < 200 && rulePps(gone) != 100; ++i) usleep(50000);
   ASSERT_EQ(rulePps(gone), 100) << daemon_.log();
 
-  {
-    UniqueFd lock = holdWriterLock(second);
-    reloadTo(configOf({net_->targetInterface(), second}, 200));
-    waitForFailedReload("(no interface was changed)");
-  }
-  EXPECT_EQ(linesWith(daemon_.log(), "(no interface was changed)"), 1u) << daemon_.log();
-  EXPECT_EQ(linesWith(daemon_.log(), "put back"), 0u) << daemon_.log();
-  EXPECT_EQ(linesWith(daemon_.log(), "reloaded " + net_->targetInterface()), 0u)
-      << "not changed, not even for a moment\n"
-      << daemon_.log();
+  expectReloadRefusedWhileLocked(second, configOf({net_->targetInterface(), second}, 200));
   EXPECT_EQ(rulePps(net_->targetInterface()), 100) << daemon_.log();
   EXPECT_EQ(rulePps(second), 100) << daemon_.log();
   EXPECT_EQ(rulePps(gone), 100) << "not let go for a config that was not applied\n"
@@ -1006,16 +1012,7 @@ TEST_F(RunE2eTest, AReloadThatWouldAdoptALimiterAnotherWriterHoldsChangesNone) {
   std::ofstream(config_) << configOf({net_->targetInterface()}, 100);
   startDaemon();
 
-  {
-    UniqueFd lock = holdWriterLock(second);
-    reloadTo(configOf({net_->targetInterface(), second}, 200));
-    waitForFailedReload("(no interface was changed)");
-  }
-  EXPECT_EQ(linesWith(daemon_.log(), "(no interface was changed)"), 1u) << daemon_.log();
-  EXPECT_EQ(linesWith(daemon_.log(), "put back"), 0u) << daemon_.log();
-  EXPECT_EQ(linesWith(daemon_.log(), "reloaded " + net_->targetInterface()), 0u)
-      << "not changed, not even for a moment\n"
-      << daemon_.log();
+  expectReloadRefusedWhileLocked(second, configOf({net_->targetInterface(), second}, 200));
   EXPECT_EQ(linesWith(daemon_.log(), "adopted"), 0u) << daemon_.log();
   EXPECT_EQ(rulePps(net_->targetInterface()), 100) << daemon_.log();
 
