@@ -109,6 +109,8 @@ Status HeldInterfaces::apply(const std::vector<WantedInterface>& wanted) {
     std::optional<AdaptiveGovernor> governor;
   };
   std::vector<Reloaded> reloaded;
+  // limiters attached outside the daemon given this config, with the one they were to get
+  std::vector<std::pair<std::string, WantedInterface>> retargeted;
   // The writer lock of every limiter to reload, taken before the first is changed: another
   // command holding one (a `ban add` waiting on a slow disk, a `reload` by hand) then fails
   // this apply while nothing has changed, rather than halfway, where putting back cannot
@@ -157,6 +159,11 @@ Status HeldInterfaces::apply(const std::vector<WantedInterface>& wanted) {
       holding.adaptive = std::move(governor);
       logWarning(it->name + ": back on the config it ran before the reload that failed");
     }
+    // back to the config they were to get: given it each second (again, if they took this one)
+    for (auto& [name, before] : retargeted) {
+      held_.at(name).applied = std::move(before);
+      unapplied_.insert(name);
+    }
     for (const std::string& done : fresh) {
       detachLogged(done, ": the config that attached it was refused");
       held_.erase(done);
@@ -172,7 +179,7 @@ Status HeldInterfaces::apply(const std::vector<WantedInterface>& wanted) {
     if (held != held_.end() && unapplied_.contains(name) && attached(name)) {
       // attached again outside the daemon, not on its config yet: given this one now if it
       // takes it, else each second (tryApplyFollowed), as reported meanwhile
-      held->second.applied = one;
+      retargeted.emplace_back(name, std::exchange(held->second.applied, one));
       tryApplyFollowed(name);
       continue;
     }
