@@ -69,7 +69,7 @@ Status HeldInterfaces::apply(const std::vector<WantedInterface>& wanted) {
   // given this config below, or each second.)
   for (const WantedInterface& one : wanted) {
     const std::string& name = one.options.interface;
-    if (!attached(name) || unapplied_.contains(name)) continue;
+    if (!attached(name) || unapplied_.contains(name) || unopened_.contains(name)) continue;
     AttachOptions options = one.options;
     Status checked = okStatus();
     if (auto held = held_.find(name); held != held_.end()) {
@@ -124,7 +124,10 @@ Status HeldInterfaces::apply(const std::vector<WantedInterface>& wanted) {
   for (const WantedInterface& one : wanted) {
     const std::string& name = one.options.interface;
     auto held = held_.find(name);
-    if (fresh.contains(name) || !attached(name) || unapplied_.contains(name)) continue;
+    if (fresh.contains(name) || !attached(name) || unapplied_.contains(name) ||
+        unopened_.contains(name)) {
+      continue;
+    }
     auto lock = [&]() -> Result<WriterLock::Guard> {
       if (held != held_.end()) return held->second.limiter.holdWrites();
       auto opened = XdpLimiter::open(name);
@@ -176,6 +179,15 @@ Status HeldInterfaces::apply(const std::vector<WantedInterface>& wanted) {
     const std::string& name = one.options.interface;
     if (fresh.contains(name)) continue;
     auto held = held_.find(name);
+    if (held != held_.end() && unopened_.contains(name) && attached(name)) {
+      // attached again outside the daemon and not to be opened: not reloaded (its maps
+      // would be the detached ones), given this config once it is followed
+      held->second.applied = one;
+      logWarning(name +
+                 ": not reloaded: the limiter attached outside the daemon cannot be "
+                 "opened (see the log)");
+      continue;
+    }
     if (held != held_.end() && unapplied_.contains(name) && attached(name)) {
       // attached again outside the daemon, not on its config yet: given this one now if it
       // takes it, else each second (tryApplyFollowed), as reported meanwhile
@@ -342,19 +354,22 @@ bool HeldInterfaces::followFailedAgain(const std::string& name, const std::strin
 void HeldInterfaces::followReattached(bool apply_config) {
   std::erase_if(follow_failures_, [&](const auto& f) { return !held_.contains(f.first); });
   std::erase_if(unapplied_, [&](const std::string& name) { return !held_.contains(name); });
+  std::erase_if(unopened_, [&](const std::string& name) { return !held_.contains(name); });
   std::vector<std::string> replaced;
   for (const auto& [name, held] : held_) {
     if (!held.limiter.holdsPinned() && attached(name)) {
       replaced.push_back(name);
-    } else if (!unapplied_.contains(name)) {
-      follow_failures_.erase(name);  // "twice running" means that
+      continue;
     }
+    unopened_.erase(name);
+    if (!unapplied_.contains(name)) follow_failures_.erase(name);  // "twice running" means that
   }
   for (const std::string& name : replaced) {
     auto limiter = XdpLimiter::open(name);
     if (!limiter) {
       // logged when seen twice running: a detach by hand removes the pins one by one, and
       // one tick may fall between two of them
+      unopened_.insert(name);
       if (followFailedAgain(name, limiter.error().message)) {
         logError(name +
                  " was attached again outside the daemon, and its limiter cannot be "
@@ -364,6 +379,7 @@ void HeldInterfaces::followReattached(bool apply_config) {
       continue;
     }
     follow_failures_.erase(name);
+    unopened_.erase(name);
     HeldInterface& held = held_.at(name);
     WantedInterface wanted = std::move(held.applied);
     std::optional<AdaptiveGovernor> adaptive = std::move(held.adaptive);
@@ -371,6 +387,7 @@ void HeldInterfaces::followReattached(bool apply_config) {
     const auto events_read = held.events_read;
     const metrics::RunningTotal bans_failed_total = held.bans_failed_total;
     const uint64_t tightened = held.adaptive_tightened, relaxed = held.adaptive_relaxed;
+    const uint64_t adapt_next = held.adaptive_next_ns;
     held_.erase(name);
     hold(name, std::move(*limiter), true, std::move(adaptive));
     HeldInterface& now = held_.at(name);
@@ -379,6 +396,7 @@ void HeldInterfaces::followReattached(bool apply_config) {
     now.bans_failed_total = bans_failed_total;
     now.adaptive_tightened = tightened;
     now.adaptive_relaxed = relaxed;
+    now.adaptive_next_ns = adapt_next;
     unapplied_.insert(name);
     logWarning(name +
                " was attached again outside the daemon: the daemon holds the limiter "
@@ -502,9 +520,10 @@ void HeldInterfaces::pumpEvents(EventLog& log, EventLog::Clock::time_point now,
 
 void HeldInterfaces::adapt(uint64_t now_ns, std::vector<LogLine>& lines) {
   for (auto& [name, held] : held_) {
-    // a limiter attached outside the daemon runs other rules until its config is applied
-    if (!held.adaptive || now_ns < held.adaptive_next_ns || unapplied_.contains(name)) continue;
+    if (!held.adaptive || now_ns < held.adaptive_next_ns) continue;
     held.adaptive_next_ns = now_ns + held.adaptive->config().interval_ns;
+    // a limiter attached outside the daemon runs other rules until its config is applied
+    if (unapplied_.contains(name)) continue;
     auto counters = held.limiter.counters();
     if (!counters) {
       lines.push_back({true, "adaptive: cannot read the counters of " + name + ": " +
@@ -626,7 +645,8 @@ void HeldInterfaces::collect(metrics::Snapshot& snapshot) {
   for (const std::string& name : configured_) {
     // up: its limiter runs on it, and runs this config (not one attached outside the daemon)
     snapshot.configured.push_back(
-        {name, interfaceIndex(name).ok() && enforcing(name) && !unapplied_.contains(name)});
+        {name, interfaceIndex(name).ok() && enforcing(name) && !unapplied_.contains(name) &&
+                   !unopened_.contains(name) && !attach_failures_.contains(name)});
   }
   for (auto& [name, held] : held_) {
     auto one = metrics::collect(held.limiter, &held.sample_cursor);
@@ -656,6 +676,12 @@ std::vector<std::string> HeldInterfaces::problems() const {
                     ": its limiter runs on the device it was renamed from ('floodgate "
                     "status " +
                     name + "' says what to do)");
+    } else if (unopened_.contains(name)) {
+      out.push_back(name +
+                    ": attached again outside the daemon, and that limiter cannot be opened "
+                    "(see the log)");
+    } else if (attach_failures_.contains(name)) {
+      out.push_back(name + ": its limiter could not be attached or adopted (see the log)");
     } else if (unapplied_.contains(name)) {
       out.push_back(name +
                     ": attached again outside the daemon, and its config is not applied to "

@@ -165,6 +165,8 @@ class HeldInterfaces {
   // daemon's config yet.
   std::map<std::string, std::pair<std::string, int>> follow_failures_;
   std::set<std::string> unapplied_;
+  // Held interfaces attached again outside the daemon whose new limiter cannot be opened.
+  std::set<std::string> unopened_;
 };
 
 }  // namespace floodgate::daemon
