@@ -370,12 +370,8 @@ TEST_F(AttachE2eTest, AnInterfaceMadeAgainIsShownCutOffAndAttachedAgainWithItsSt
 TEST_F(AttachE2eTest, ARenamedInterfaceKeepsItsLimiterAndStatusSaysTheNewOneHasNone) {
   const std::string iface = net_->targetInterface(), renamed = "fgr" + iface.substr(3);
   ASSERT_EQ(run({"attach", iface, "--rate", "1k"}).exit_code, 0);
-  ASSERT_EQ(net_->inTarget({"ip", "link", "set", iface, "down"}).exit_code, 0);
-  ASSERT_EQ(net_->inTarget({"ip", "link", "set", iface, "name", renamed}).exit_code, 0);
-  ASSERT_EQ(net_->inTarget({"ip", "link", "add", iface, "type", "veth", "peer", "name",
-                            "fgp" + iface.substr(3)})
-                .exit_code,
-            0);
+  Status renamed_target = net_->renameTarget(renamed, "fgp" + iface.substr(3));
+  ASSERT_TRUE(renamed_target.ok()) << renamed_target.error().message;
   nlohmann::json now = status();
   EXPECT_EQ(now["mode"], "moved");
   CommandResult text = run({"status", iface});

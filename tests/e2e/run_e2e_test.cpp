@@ -841,12 +841,8 @@ TEST_F(RunE2eTest, AConfigTheLimiterAttachedOutsideCannotTakeIsReportedAndTriedA
 TEST_F(RunE2eTest, ARenamedInterfaceIsReportedAsNotProtectedUnderItsName) {
   const std::string iface = net_->targetInterface(), renamed = "fgr" + iface.substr(3);
   startDaemon();
-  ASSERT_EQ(net_->inTarget({"ip", "link", "set", iface, "down"}).exit_code, 0);
-  ASSERT_EQ(net_->inTarget({"ip", "link", "set", iface, "name", renamed}).exit_code, 0);
-  ASSERT_EQ(net_->inTarget({"ip", "link", "add", iface, "type", "veth", "peer", "name",
-                            "fgp" + iface.substr(3)})
-                .exit_code,
-            0);
+  Status renamed_target = net_->renameTarget(renamed, "fgp" + iface.substr(3));
+  ASSERT_TRUE(renamed_target.ok()) << renamed_target.error().message;
   const std::string up = "floodgate_interface_up{interface=\"" + iface + "\"}";
   EXPECT_EQ(waitFor(up, [](double v) { return v == 0; }), 0) << daemon_.log();
   HttpReply health = httpGetIn(net_->targetNetns(), kMetricsPort, "/healthz");

@@ -91,6 +91,20 @@ Status VethNetwork::remake() {
   return join();
 }
 
+Status VethNetwork::renameTarget(const std::string& renamed, const std::string& peer) {
+  for (const std::vector<std::string>& step :
+       {std::vector<std::string>{"link", "set", target_if_, "down"},
+        std::vector<std::string>{"link", "set", target_if_, "name", renamed},
+        std::vector<std::string>{"link", "add", target_if_, "type", "veth", "peer", "name",
+                                 peer}}) {
+    std::vector<std::string> argv = {"ip", "-n", target_ns_};
+    argv.insert(argv.end(), step.begin(), step.end());
+    CommandResult r = runCommand(argv);
+    if (r.exit_code != 0) return Error::failure("ip link " + step[1] + " failed: " + r.err);
+  }
+  return okStatus();
+}
+
 VethNetwork::~VethNetwork() {
   runCommand({"ip", "netns", "del", sender_ns_});
   runCommand({"ip", "netns", "del", target_ns_});

@@ -33,6 +33,10 @@ class VethNetwork {
   // addresses (what a restarted network service or a reloaded driver does to an interface):
   // a new device, with another ifindex and no XDP program.
   Status remake();
+  // Renames the target interface to `renamed` (down first) and makes another veth under its
+  // old name (its peer named `peer`), in the target namespace: a limiter's device renamed,
+  // its name taken by another.
+  Status renameTarget(const std::string& renamed, const std::string& peer);
 
   // Packets the sending veth dropped because the receiving side's queue was full: they
   // never reached XDP. On a busy machine a flood makes some; tests account for them.
