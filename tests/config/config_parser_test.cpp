@@ -288,6 +288,22 @@ rules:
   EXPECT_EQ(config.rules[2].syn_cookies, SynCookies::kOff);
 }
 
+// The cap counts sources a verified cookie adds; on a rule without cookies it would be
+// dropped without a word, and the operator believe the rule capped.
+TEST(ConfigParser, AVerifiedSourceCapWithoutSynCookiesIsAnError) {
+  for (const char* cookies : {"", ", syn_cookies: off"}) {
+    const std::string errors =
+        parseErrors(std::string("rules:\n  - {name: web, match: {protocol: tcp}, limit: {pps: 1},"
+                                " untracked: {verified_sources: 2k}") +
+                    cookies + "}\n");
+    EXPECT_EQ(errors,
+              "test.yaml:2:88: rule 'web': untracked.verified_sources caps the sources SYN "
+              "cookies verify, and this rule has none: remove it, or set syn_cookies: always or "
+              "auto\n")
+        << cookies;
+  }
+}
+
 TEST(ConfigParser, SynCookiesOnARuleNoSynMeetsIsAnError) {
   EXPECT_NE(parseErrors("rules:\n  - {name: r, limit: {pps: 1}, syn_cookies: always}\n")
                 .find("syn_cookies needs a rule that matches TCP SYNs"),
@@ -439,15 +455,19 @@ TEST(ConfigParser, AListFileWithNoCidrIsAnErrorUnlessItMayBeEmpty) {
   EXPECT_TRUE(loaded.allow && loaded.allow->empty());
 }
 
-// A file named again in the same list (by a YAML alias, or another spelling of its path)
-// is read once: its prefixes are in already, and a hostile config repeating one large file
-// by aliases must not make every parse read it hundreds of thousands of times.
+// A file named again in the same list (by a YAML alias, another spelling of its path, a
+// symbolic or hard link to it) is read once: its prefixes are in already, and a hostile config
+// repeating one large file by aliases must not make every parse read it hundreds of thousands of
+// times.
 TEST(ConfigParser, AFileNamedAgainInOneListIsReadOnce) {
   TempDir dir;
   std::ofstream(dir.path() / "deny.txt") << "192.0.2.1\n192.0.2.2\n2001:db8::/48\n";
+  std::filesystem::create_symlink("deny.txt", dir.path() / "link.txt");
+  std::filesystem::create_hard_link(dir.path() / "deny.txt", dir.path() / "hard.txt");
   const std::string config = (dir.path() / "floodgate.yaml").string();
   std::ofstream(config) << "deny: [&f {file: deny.txt}, *f, *f, {file: ./deny.txt}, {file: "
-                        << (dir.path() / "deny.txt").string() << "}]\nallow: [*f]\n";
+                        << (dir.path() / "deny.txt").string()
+                        << "}, {file: link.txt}, {file: hard.txt}]\nallow: [*f]\n";
   Diagnostics diagnostics;
   FloodgateConfig loaded = loadConfig(config, diagnostics);
   ASSERT_TRUE(diagnostics.empty()) << diagnostics.format();

@@ -119,6 +119,25 @@ TEST(YamlReader, StringsKeepEachItemAndReportTheOthers) {
   EXPECT_EQ(scalar.errors(), "f.yaml:1:8: names must be a list of names (got 'a')\n");
 }
 
+TEST(YamlReader, TextRefusesControlCharactersANulAboveAll) {
+  // "a\0b" would open `a` (open() stops at the NUL); a newline or escape forges log lines
+  for (const char* bad : {"\"a\\0b\"", "\"a\\nb\"", "\"a\\tb\"", "\"a\\eb\"", "\"a\\x7fb\""}) {
+    Read read(bad);
+    EXPECT_EQ(read.reader().text(read.entry(), "file"), std::nullopt) << bad;
+    EXPECT_NE(read.errors().find("f.yaml:1:8: file holds a control character (byte 0x"),
+              std::string::npos)
+        << read.errors();
+  }
+  Read nul("\"a\\0b\"");
+  nul.reader().text(nul.entry(), "file");
+  EXPECT_EQ(nul.errors(),
+            "f.yaml:1:8: file holds a control character (byte 0x00 at offset 1): write it "
+            "without NULs, newlines, tabs or escapes\n");
+  Read fine("\"lists/d\xc3\xa9ny.txt\"");
+  EXPECT_EQ(fine.reader().text(fine.entry(), "file"), "lists/d\xc3\xa9ny.txt");
+  EXPECT_EQ(fine.errors(), "");
+}
+
 TEST(YamlReader, MappingReportsUnknownAndRepeatedKeysAndKeepsTheFirst) {
   Read read("{a: 1, b: 2, a: 3, <<: {b: 4}}");
   std::optional<YamlFields> fields = read.reader().mapping(read.entry(), "m", {"a", "b"});
@@ -158,6 +177,12 @@ TEST(Diagnostics, AControlCharacterIsEscapedSoEachStaysOneLine) {
   EXPECT_EQ(diagnostics.format(),
             "f.yaml:1:2: 'a\\nf.yaml:9:9: forged\\x1b[2J\\tb' is wrong\n"
             "f.yaml:3:4: plain, \"quoted\" and caf\xc3\xa9\n");
+}
+
+TEST(Diagnostics, AFileNameFromOutsideIsEscapedToo) {
+  Diagnostics diagnostics;
+  diagnostics.add("lists/x\nf.yaml:1:1: ok\x1b[2J", 3, 1, "not a CIDR");
+  EXPECT_EQ(diagnostics.format(), "lists/x\\nf.yaml:1:1: ok\\x1b[2J:3:1: not a CIDR\n");
 }
 
 TEST(Diagnostics, AHugeQuotedValueIsCutNeverInsideACharacter) {

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: MIT
 // CIDR lists (`allow:`, `deny:`, a rule's `match.src`): inline CIDRs and {file: PATH} entries.
+#include <sys/stat.h>
+
 #include <array>
 #include <filesystem>
 #include <set>
@@ -19,9 +21,19 @@ std::string resolvePath(const std::string& base_dir, const std::string& path) {
   return (std::filesystem::path(base_dir) / file).lexically_normal().string();
 }
 
-// Reads the file a `file:` entry names into `out`, once per list: `read` holds the paths read
-// for this list so far, and a path read already adds nothing (its prefixes are in), so an
-// entry repeated by a YAML alias cannot make the parse read one large file without end.
+// What tells one file from another: its device and inode where it can be looked at, so another
+// spelling of its path (a link, `./`, absolute against relative) is the same file; else the
+// path, whose read then reports what is wrong with it.
+std::string fileIdentity(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return "path " + path;
+  return "inode " + std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino);
+}
+
+// Reads the file a `file:` entry names into `out`, once per list: `read` holds the files read
+// for this list so far, and a file read already adds nothing (its prefixes are in), so an
+// entry repeated by a YAML alias, or under other spellings of its path, cannot make the parse
+// read one large file without end.
 void readFileEntry(YamlReader& reader, const YamlEntry& item, const std::string& what,
                    const std::string& base_dir, size_t most, std::vector<Cidr>& out,
                    std::set<std::string>& read) {
@@ -40,7 +52,7 @@ void readFileEntry(YamlReader& reader, const YamlEntry& item, const std::string&
     may_be_empty = reader.boolean(*e, "may_be_empty").value_or(false);
   }
   std::string path = resolvePath(base_dir, *name);
-  if (!read.insert(path).second) return;
+  if (!read.insert(fileIdentity(path)).second) return;
   std::string error;
   const size_t first = reader.errorCount();
   const size_t before = out.size();

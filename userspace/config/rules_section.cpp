@@ -74,6 +74,8 @@ class RuleParser {
   // False after an unknown `algorithm:`: the limit's values are still read, but not judged
   // against an algorithm (that would be a guess).
   bool algorithm_known_ = true;
+  // where untracked.verified_sources is set, which only a rule with SYN cookies uses
+  std::optional<YamlEntry> verified_sources_;
 };
 
 std::optional<RuleSpec> RuleParser::parse(const YamlEntry& item) {
@@ -95,6 +97,14 @@ std::optional<RuleSpec> RuleParser::parse(const YamlEntry& item) {
   if (const YamlEntry* untracked = fields->find("untracked")) parseUntracked(*untracked);
   if (const YamlEntry* action = fields->find("on_exceed")) parseAction(*action);
   if (const YamlEntry* cookies = fields->find("syn_cookies")) parseSynCookies(*cookies);
+  if (verified_sources_ && spec_.syn_cookies == SynCookies::kOff) {
+    // compiled without cookies, the cap would be dropped without a word
+    reader_.error(*verified_sources_,
+                  label() +
+                      ": untracked.verified_sources caps the sources SYN cookies verify, "
+                      "and this rule has none: remove it, or set syn_cookies: always or "
+                      "auto");
+  }
   if (reader_.errorCount() != errors_before) return std::nullopt;
 
   // compileRule is the program's own contract; a rule this parser let through and it
@@ -246,6 +256,7 @@ void RuleParser::parseUntracked(const YamlEntry& entry) {
     }
   }
   if (const YamlEntry* cap = fields->find("verified_sources")) {
+    verified_sources_.emplace(*cap);
     const std::string text = cap->value.IsScalar() ? cap->value.Scalar() : std::string();
     if (text == "unlimited") {
       spec_.verified_sources_per_s = 0;

@@ -47,8 +47,10 @@ std::string oneLine(std::string message) {
 }  // namespace
 
 std::string formatDiagnostic(const Diagnostic& d) {
-  if (d.line <= 0) return d.file + ": " + d.message;
-  return d.file + ":" + std::to_string(d.line) + ":" + std::to_string(d.column) + ": " + d.message;
+  // the file's name is text from outside too (a list file a config names), escaped alike
+  const std::string file = oneLine(d.file);
+  if (d.line <= 0) return file + ": " + d.message;
+  return file + ":" + std::to_string(d.line) + ":" + std::to_string(d.column) + ": " + d.message;
 }
 
 bool Diagnostics::keep() {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <sstream>
 
 #include "floodgate/yaml/yaml_mark.h"
@@ -183,7 +184,20 @@ std::optional<std::string> YamlReader::text(const YamlEntry& entry, std::string_
                      describeNode(entry.value) + ")");
     return std::nullopt;
   }
-  return entry.value.Scalar();
+  // No setting holds a control character, and one would mean something else where the text
+  // goes: a NUL ends a path at open() (so "a\0x" opens `a` under another name), and a newline
+  // or an escape forges lines in logs, labels and messages.
+  const std::string& value = entry.value.Scalar();
+  auto control = [](unsigned char c) { return c < 0x20 || c == 0x7f; };
+  if (auto bad = std::find_if(value.begin(), value.end(), control); bad != value.end()) {
+    char byte[8];
+    std::snprintf(byte, sizeof(byte), "0x%02x", static_cast<unsigned char>(*bad));
+    error(entry, std::string(what) + " holds a control character (byte " + byte + " at offset " +
+                     std::to_string(bad - value.begin()) +
+                     "): write it without NULs, newlines, tabs or escapes");
+    return std::nullopt;
+  }
+  return value;
 }
 
 std::optional<size_t> YamlReader::choice(const YamlEntry& entry, std::string_view what,
