@@ -24,18 +24,24 @@ std::vector<std::pair<Cidr, uint64_t>> compileSourceSets(const std::vector<RuleS
       entry.second |= 1ULL << (rule.id & 63);
     }
   }
+  // In (family, address, length) order a prefix comes before every prefix inside it, and those
+  // come next to one another: a stack of the prefixes around the one at hand, each with the
+  // bits it has by then, gives every entry its ancestors' bits in one pass (a walk up 128
+  // lengths per entry took seconds over the largest sets, and runs at every reload).
   std::vector<std::pair<Cidr, uint64_t>> out;
   out.reserve(direct.size());
+  std::vector<size_t> around;  // indices into `out`, outermost first
+  auto contains = [](const Cidr& outer, const Cidr& inner) {
+    if (outer.family != inner.family || outer.prefix > inner.prefix) return false;
+    std::array<uint8_t, 16> addr = inner.addr;
+    maskAddress(addr, outer.prefix);
+    return addr == outer.addr;
+  };
   for (const auto& [key, entry] : direct) {
-    uint64_t bits = entry.second;
-    Cidr ancestor = entry.first;
-    // walk up the shorter prefixes of this one: at most 128 map lookups
-    for (int prefix = entry.first.prefix - 1; prefix >= 0; --prefix) {
-      ancestor.prefix = static_cast<uint8_t>(prefix);
-      maskAddress(ancestor.addr, prefix);
-      if (auto it = direct.find(keyOf(ancestor)); it != direct.end()) bits |= it->second.second;
-    }
-    out.emplace_back(entry.first, bits);
+    while (!around.empty() && !contains(out[around.back()].first, entry.first)) around.pop_back();
+    const uint64_t inherited = around.empty() ? 0 : out[around.back()].second;
+    out.emplace_back(entry.first, entry.second | inherited);
+    around.push_back(out.size() - 1);
   }
   return out;
 }
