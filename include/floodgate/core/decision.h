@@ -29,6 +29,7 @@ struct Decision {
   int64_t reset_ns = 0;        // until the quota is whole again (window end, bucket full)
   int64_t retry_after_ns = 0;  // 0 if allowed; else the earliest moment a retry can succeed
   std::string_view policy;     // the binding policy's name (owned by the limiter's config)
+  bool by_fallback = false;    // decided by a shared store's local fallback while it was down
 
   bool allowed() const { return outcome == Outcome::kAllowed; }
 };

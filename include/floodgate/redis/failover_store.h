@@ -46,6 +46,8 @@ class FailoverStore final : public SharedStore {
 
   Result<Decision> decide(std::string_view key, int64_t now_ns, int64_t cost) override;
   void refund(std::string_view key, int64_t admitted_ns, int64_t now_ns, int64_t cost) override;
+  void refundDecision(std::string_view key, const Decision& decision, int64_t admitted_ns,
+                      int64_t now_ns, int64_t cost) override;
 
   // The remote's rejection of this request if it is known to hold still (it decides nothing
   // and takes nothing); nullopt if the remote must be asked.

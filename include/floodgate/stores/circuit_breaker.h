@@ -24,19 +24,20 @@ std::string_view breakerStateName(BreakerState state);  // closed | open | half_
 // open: no call goes through (the caller answers by its failure policy at once, so a
 // dead store costs no timeouts); after open_ms it turns half-open.
 // half_open: exactly one call, the probe, goes through; its success closes the breaker,
-// its failure opens it again for open_ms.
+// its failure opens it again for open_ms. Calls let through before it opened that end
+// later move nothing: only the probe closes it.
 // Thread-safe; a closed breaker costs one atomic load per call.
 class CircuitBreaker {
  public:
   CircuitBreaker(CircuitBreakerOptions options, std::shared_ptr<const Clock> clock);
 
-  // Whether this call may go to the store; *probe (if given) says whether it is the one
-  // call of a half-open breaker. Every true must be followed by onSuccess() or onFailure(),
+  // Whether this call may go to the store; *probe says whether it is the one call of a
+  // half-open breaker. Every true must be followed by onSuccess(probe) or onFailure(probe),
   // or by notAsked(probe) when the call was answered without the store (a lease, a share),
   // which says nothing of its health.
-  bool allow(bool* probe = nullptr);
-  void onSuccess();
-  void onFailure();
+  bool allow(bool* probe);
+  void onSuccess(bool probe);
+  void onFailure(bool probe);
   void notAsked(bool probe);
 
   BreakerState state() const { return static_cast<BreakerState>(state_.load()); }

@@ -28,6 +28,15 @@ class Store {
   // the algorithm has not refilled since (see Algorithm::refund()).
   virtual void refund(std::string_view key, int64_t admitted_ns, int64_t now_ns, int64_t cost) = 0;
 
+  // The same, for the admitted `decision` decide() returned: a store that decides in more
+  // than one place (a shared store and its local fallback) gives the units back where they
+  // were taken.
+  virtual void refundDecision(std::string_view key, const Decision& decision, int64_t admitted_ns,
+                              int64_t now_ns, int64_t cost) {
+    (void)decision;
+    refund(key, admitted_ns, now_ns, cost);
+  }
+
   // A hint that `key` is about to be decided, so its state can be on its way from memory
   // meanwhile: a caller with several keys to decide prefetches them all first, and their
   // cache misses overlap instead of queueing. Stores that cannot use it ignore it.

@@ -110,6 +110,29 @@ TEST_F(RedisFailureTest, KilledAndRestartedRedisFollowsEachPolicysFailureMode) {
   EXPECT_EQ(after, 20);
 }
 
+// A request the fallback admitted during an outage and refunded after it (a 400 costing less,
+// from another thread, as an async server refunds) gives its unit back to the fallback that
+// took it: sent to Redis, it would hand the fleet a unit Redis never charged.
+TEST_F(RedisFailureTest, ARefundOfAFallbackAdmissionNeverReachesRedis) {
+  server_->kill();
+  Verdict during = check("/api");
+  ASSERT_TRUE(during.allowed());
+  ASSERT_EQ(store(0).stats().fallback_allowed, 1);
+
+  ASSERT_TRUE(server_->restart());
+  // another key's checks carry the breaker's probe once it is due
+  ASSERT_TRUE(eventually([&] {
+    check("/api", "198.51.100.1");
+    return store(0).breaker().state() == BreakerState::kClosed;
+  }));
+  int admitted = 0;
+  for (int i = 0; i < 25; ++i) admitted += check("/api").allowed();
+  ASSERT_EQ(admitted, 20) << "Redis holds the whole limit for the key again";
+
+  std::thread([&] { limiter_->refund(during, 0); }).join();
+  EXPECT_FALSE(check("/api").allowed()) << "the refund gave Redis a unit it never took";
+}
+
 TEST_F(RedisFailureTest, FrozenRedisNeverStallsDecisions) {
   EXPECT_TRUE(check("/api").allowed());
   // Redis answers nothing from here until thaw(), however long that takes, so every call

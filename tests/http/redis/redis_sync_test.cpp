@@ -473,7 +473,7 @@ TEST_F(RedisSyncTest, ARoundWithNothingLeftToSyncDoesNotCloseAHalfOpenBreaker) {
                                    fixedWindow(100, 600'000), options),
       [] { return int64_t{1}; }, breaker, store_clock, SyncOptions{200, 1000, false});
   ASSERT_TRUE(store.decide("k", store_clock->nowNs(), 1)->allowed());  // "k" is active
-  breaker->onFailure();                                                // opens it
+  breaker->onFailure(false);                                           // opens it
   breaker_clock->advanceMs(1001);                                      // the next call is the probe
   server_->freeze();
 

@@ -434,7 +434,8 @@ void Limiter::refundAt(Verdict& verdict, int64_t kept, int64_t now_ns) const {
     const int64_t back = pd.cost - kept;
     // a queued request (leaky_bucket) takes its turn `delay_ns` after the check: its own
     // units drain from then, not while it waits
-    policies_[p].store->refund(pd.key, verdict.decided_ns + pd.decision.delay_ns, now_ns, back);
+    policies_[p].store->refundDecision(pd.key, pd.decision,
+                                       verdict.decided_ns + pd.decision.delay_ns, now_ns, back);
     giveBackInDecision(pd, back);
     if (verdict.binding.policy == pd.decision.policy) {
       verdict.binding.remaining = pd.decision.remaining;

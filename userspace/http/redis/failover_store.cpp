@@ -6,40 +6,6 @@
 
 namespace floodgate::http {
 
-namespace {
-
-// The limiter refunds on the thread that decided, right after deciding (within check()).
-// A refund of a decision the fallback made must go back to the fallback, not to Redis,
-// or it would give the fleet units it never took. One record per store of the last few
-// fallback admissions on this thread (a request has a handful of policies).
-struct FallbackAdmission {
-  const void* store = nullptr;
-  int64_t admitted_ns = 0;
-  std::string key;
-};
-thread_local std::vector<FallbackAdmission> fallback_admissions;
-constexpr size_t kRememberedAdmissions = 16;
-
-void rememberFallback(const void* store, int64_t admitted_ns, std::string_view key) {
-  if (fallback_admissions.size() >= kRememberedAdmissions) {
-    fallback_admissions.erase(fallback_admissions.begin());
-  }
-  fallback_admissions.push_back({store, admitted_ns, std::string(key)});
-}
-
-// Whether (store, admitted_ns, key) was admitted by the fallback; forgets it if so.
-bool takeFallback(const void* store, int64_t admitted_ns, std::string_view key) {
-  for (auto it = fallback_admissions.begin(); it != fallback_admissions.end(); ++it) {
-    if (it->store == store && it->admitted_ns == admitted_ns && it->key == key) {
-      fallback_admissions.erase(it);
-      return true;
-    }
-  }
-  return false;
-}
-
-}  // namespace
-
 FailoverStore::FailoverStore(std::unique_ptr<Store> remote, std::unique_ptr<Store> fallback,
                              FailureMode mode, std::shared_ptr<CircuitBreaker> breaker,
                              RejectionCacheOptions rejections)
@@ -78,11 +44,11 @@ Result<Decision> FailoverStore::decide(std::string_view key, int64_t now_ns, int
   // health: it neither closes a half-open breaker nor clears the failures that open one.
   const bool asked = redis::Client::callsOnThisThread() != calls;
   if (decided) {
-    asked ? breaker_->onSuccess() : breaker_->notAsked(probe);
+    asked ? breaker_->onSuccess(probe) : breaker_->notAsked(probe);
     if (sync_ == nullptr) rejections_.remember(key, now_ns, cost, *decided);
     return decided;
   }
-  asked ? breaker_->onFailure() : breaker_->notAsked(probe);
+  asked ? breaker_->onFailure(probe) : breaker_->notAsked(probe);
   store_errors_.fetch_add(1, std::memory_order_relaxed);
   return failed(key, now_ns, cost, decided.error());
 }
@@ -118,7 +84,8 @@ std::vector<SharedStore::Answer> FailoverStore::decideTogether(const std::vector
   }
   if (ask.empty()) return out;
   CircuitBreaker& breaker = *breaker_;
-  if (!breaker.allow()) {
+  bool probe = false;
+  if (!breaker.allow(&probe)) {
     for (size_t i : ask) {
       const Item& item = items[i];
       out[i].decision =
@@ -150,9 +117,9 @@ std::vector<SharedStore::Answer> FailoverStore::decideTogether(const std::vector
   }
   // One call: one success or one failure for the breaker.
   if (all_answered) {
-    breaker.onSuccess();
+    breaker.onSuccess(probe);
   } else {
-    breaker.onFailure();
+    breaker.onFailure(probe);
   }
   return out;
 }
@@ -166,7 +133,9 @@ Result<Decision> FailoverStore::failed(std::string_view key, int64_t now_ns, int
   Result<Decision> local = fallback_->decide(key, now_ns, cost);
   if (local && local->allowed()) {
     fallback_allowed_.fetch_add(1, std::memory_order_relaxed);
-    rememberFallback(this, now_ns, key);
+    // its units are the fallback's: a refund of it goes there (refundDecision), not to a
+    // Redis that never took them
+    local->by_fallback = true;
   } else {
     fallback_rejected_.fetch_add(1, std::memory_order_relaxed);
   }
@@ -175,10 +144,15 @@ Result<Decision> FailoverStore::failed(std::string_view key, int64_t now_ns, int
 
 void FailoverStore::refund(std::string_view key, int64_t admitted_ns, int64_t now_ns,
                            int64_t cost) {
+  refundDecision(key, Decision{}, admitted_ns, now_ns, cost);
+}
+
+void FailoverStore::refundDecision(std::string_view key, const Decision& decision,
+                                   int64_t admitted_ns, int64_t now_ns, int64_t cost) {
   // Units come back: a rejection remembered for the key may no longer hold.
   rejections_.forget(key);
-  if (takeFallback(this, admitted_ns, key)) {
-    fallback_->refund(key, admitted_ns, now_ns, cost);
+  if (decision.by_fallback) {
+    if (fallback_ != nullptr) fallback_->refund(key, admitted_ns, now_ns, cost);
     return;
   }
   // A refund is a call too: skip it while the store is known to be down.

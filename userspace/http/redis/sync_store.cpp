@@ -244,10 +244,10 @@ Status SyncStore::syncNow() {
       continue;
     }
     if (!status) {
-      breaker_->onFailure();
+      breaker_->onFailure(probe);
       return status;
     }
-    breaker_->onSuccess();
+    breaker_->onSuccess(probe);
     syncs_.fetch_add(1, std::memory_order_relaxed);
   }
   return status;

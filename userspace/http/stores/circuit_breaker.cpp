@@ -32,11 +32,15 @@ bool CircuitBreaker::allow(bool* probe) {
   return true;
 }
 
-void CircuitBreaker::onSuccess() {
+void CircuitBreaker::onSuccess(bool probe) {
   if (state() == BreakerState::kClosed) {
     if (consecutive_failures_.load(std::memory_order_relaxed) != 0) consecutive_failures_.store(0);
     return;
   }
+  // Only the probe closes it: a call let through before it opened that answers late says
+  // little of a store that failed the calls after it, and closing on it would send every
+  // caller back to a store that may time out again (a breaker flapping on a degraded store).
+  if (!probe) return;
   std::lock_guard lock(mutex_);
   consecutive_failures_.store(0);
   probe_in_flight_ = false;
@@ -55,14 +59,15 @@ void CircuitBreaker::open(int64_t now_ns) {
   state_.store(static_cast<int>(BreakerState::kOpen));
 }
 
-void CircuitBreaker::onFailure() {
+void CircuitBreaker::onFailure(bool probe) {
   std::lock_guard lock(mutex_);
-  if (state() == BreakerState::kHalfOpen) {
+  if (probe) {
     probe_in_flight_ = false;
     open(clock_->nowNs());
     return;
   }
-  if (state() == BreakerState::kOpen) return;  // a call that started before it opened
+  // a call that started before it opened: the probe, not this one, says when it may close
+  if (state() != BreakerState::kClosed) return;
   if (consecutive_failures_.fetch_add(1) + 1 >= options_.failures_to_open) open(clock_->nowNs());
 }
 
