@@ -201,6 +201,35 @@ TEST_F(RedisStateFormatTest, AnExtremeStateInRangeRefusesNoLongerThanItsWindowOr
   EXPECT_EQ(d->retry_after_ns, 1'000'000'000) << "one interval: the capacity is all used";
 }
 
+// A sync adds what the fleet spent to the key's debt, again for a sync reported twice (one
+// that timed out after Redis ran it): however large the debt grows, the state stays in range,
+// so the key keeps refusing instead of reading as absent, a fresh window or a full bucket.
+TEST_F(RedisStateFormatTest, ASyncHoldsADebtInRangeHoweverLarge) {
+  const int64_t w = 60'000'000;
+  const int64_t index = kNowUs / w;
+  struct Synced {
+    AlgorithmParams params;
+    std::string state;
+  };
+  const std::vector<Synced> synced = {
+      {window(AlgorithmKind::kFixedWindow, 10, 60'000), packedState({index, kBig - 100, w})},
+      {bucket(AlgorithmKind::kTokenBucket, 10, 1), packedState({kBig - 1'000, kNowUs})},
+      {bucket(AlgorithmKind::kGcra, 10, 1), packedState({kBig - 1'000, 1'000'000})},
+  };
+  for (const Synced& c : synced) {
+    const std::string what(algorithmName(c.params.kind));
+    auto s = store(c.params);
+    ASSERT_TRUE(server_->command({"FLUSHALL"}));
+    ASSERT_TRUE(server_->command({"SET", keyOf(c.params, "k"), c.state}));
+    auto done = s->sync({{"k", 10'000, index}}, kNowNs);
+    ASSERT_TRUE(done && (*done)[0]) << what;
+    EXPECT_EQ((*done)[0]->remaining, 0) << what;
+    Result<Decision> d = s->decide("k", kNowNs, 1);
+    ASSERT_TRUE(d) << what << ": " << d.error().message;
+    EXPECT_EQ(d->outcome, Outcome::kRejected) << what << ": the debt read as absent";
+  }
+}
+
 // An older version's fleet on the same server keeps its state as text under other names
 // ("<algorithm>:v2", GCRA's under "gcra"): this version neither reads nor writes it. Nor
 // could an older version misread this version's state: its patterns take only digits,

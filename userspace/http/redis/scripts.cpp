@@ -565,7 +565,8 @@ for i, key in ipairs(KEYS) do
   if current > index then index = current; n = 0 end
   -- units admitted in a window that has ended count no more
   if spent > 0 and at == index then
-    n = n + spent
+    -- held in range (a state past 2^53 reads as absent: a full window again)
+    n = math.min(n + spent, BIG - 1)
     write_state(key, (index + 1) * w - now, struct.pack('<i8i8i8', index, n, w))
   end
   out[#out + 1] = math.max(0, limit - n)
@@ -586,8 +587,10 @@ for i, key in ipairs(KEYS) do
     at = now
   end
   if spent > 0 then
-    -- no cap at the capacity: the debt is what the fleet admitted beyond the bucket
-    missing = missing + spent * UNIT
+    -- no cap at the capacity: the debt is what the fleet admitted beyond the bucket; but
+    -- held below 2^53, past which the state reads as absent, a full bucket (a sync reported
+    -- again after a timeout adds its units again)
+    missing = math.min(missing + spent * UNIT, BIG - 1)
     write_state(key, ceildiv(missing, rate), struct.pack('<i8i8', missing, at))
   end
   out[#out + 1] = math.max(0, math.floor((capacity * UNIT - missing) / UNIT))
@@ -607,7 +610,7 @@ for i, key in ipairs(KEYS) do
   end
   if spent > 0 then
     -- past now + tolerance when the fleet admitted beyond the burst: a debt
-    tat = math.max(tat, now) + spent * interval
+    tat = math.min(math.max(tat, now) + spent * interval, BIG - 1)
     write_tat(key, tat, interval, math.max(1, math.ceil((tat - now) / 1000)))
   end
   local used = math.max(0, tat - now)
