@@ -2,6 +2,7 @@
 // The cpp-httplib adapter: request to RequestInfo, verdict to headers or a 429.
 #include "floodgate/adapters/httplib_adapter.h"
 
+#include <algorithm>
 #include <chrono>
 #include <thread>
 
@@ -94,6 +95,46 @@ void holdUntilWritten(httplib::Response& res, std::shared_ptr<InFlight> ticket) 
       };
 }
 
+// Whether the request's headers say a body follows them.
+bool carriesBody(const httplib::Request& req) {
+  if (req.has_header("Transfer-Encoding")) return true;
+  for (auto [at, end] = req.headers.equal_range("Content-Length"); at != end; ++at) {
+    if (at->second != "0") return true;
+  }
+  return false;
+}
+
+// Whether cpp-httplib reads the body of a request of this method (its expect_content()): it
+// never reads one sent with GET, HEAD or OPTIONS.
+bool bodyIsRead(const std::string& method) {
+  return method == "POST" || method == "PUT" || method == "PATCH" || method == "DELETE" ||
+         method == "PRI";
+}
+
+// Answers with `body` and then closes the connection. cpp-httplib reads a request's body in
+// its routing, after the pre-routing hook, and not at all for some methods: a body left
+// unread stays on the connection, and the server reads it as the next request. Its headers
+// then come from the peer, which may be a proxy this limiter trusts to name the client: a
+// body could carry a request with any X-Forwarded-For and priority, past every limit and
+// onto another client's key. Closing is what cpp-httplib 0.11 lets a hook do: the content
+// provider writes the whole answer and then reports a failure, which ends the connection's
+// request loop. `Connection: close` tells the client so.
+void answerAndClose(httplib::Response& res, std::string body, const char* type) {
+  auto text = std::make_shared<const std::string>(std::move(body));
+  res.body.clear();
+  res.headers.erase("Content-Type");
+  res.set_header("Connection", "close");
+  res.set_content_provider(
+      text->size(), type,
+      [text](size_t offset, size_t length, httplib::DataSink& sink) {
+        sink.write(text->data() + offset, std::min(length, text->size() - offset));
+        return false;  // written: the connection ends here, its unread bytes with it
+      },
+      [before = std::move(res.content_provider_resource_releaser_)](bool success) {
+        if (before) before(success);
+      });
+}
+
 // Replaces the rate-limit headers of `res` with those of `verdict`.
 void setRateLimitHeaders(httplib::Response& res, const Verdict& verdict) {
   for (const auto& [name, value] : responseHeaders(verdict)) {
@@ -155,6 +196,17 @@ std::shared_ptr<const DelayedThreads> install(httplib::Server& server,
       [check = std::move(check), refund, reenter = std::move(reenter), options = std::move(options),
        delayed, adapter, bad_request_cost](const httplib::Request& req, httplib::Response& res) {
         t_admitted = {};
+        if (!bodyIsRead(req.method) && carriesBody(req)) {
+          // the body would be read as a request of its own (answerAndClose): refused before
+          // any policy, as a request this server cannot take
+          res.status = 400;
+          answerAndClose(res,
+                         R"({"type":"about:blank","title":"Bad Request","status":400,)"
+                         R"("detail":"this server reads no body sent with this method )"
+                         R"((GET, HEAD, OPTIONS, ...): send the request without one"})",
+                         "application/problem+json");
+          return httplib::Server::HandlerResponse::Handled;
+        }
         std::string user = options.user_of ? options.user_of(req) : std::string();
         std::string priority = options.priority_of ? options.priority_of(req) : std::string();
         RequestInfo info;
@@ -213,7 +265,11 @@ std::shared_ptr<const DelayedThreads> install(httplib::Server& server,
         for (const auto& [name, value] : responseHeaders(verdict)) res.set_header(name, value);
         if (!verdict.allowed()) {
           res.status = statusFor(verdict);
-          res.set_content(problemJson(verdict), "application/problem+json");
+          if (carriesBody(req)) {
+            answerAndClose(res, problemJson(verdict), "application/problem+json");
+          } else {
+            res.set_content(problemJson(verdict), "application/problem+json");
+          }
           return httplib::Server::HandlerResponse::Handled;
         }
         if (ticket) holdUntilWritten(res, ticket);
