@@ -412,6 +412,48 @@ TEST(AdaptiveConcurrency, RefusedRequestsTeachItNothing) {
   EXPECT_EQ(adaptive->noLoadLatencyNs(), kMs);
 }
 
+// A probe window runs at the floor, and measures only what it admitted: the requests from
+// before it are not its to count either. Counted, `floor` of them held open (slow uploads
+// trickling a byte at a time) would fill the floor, every other request would be shed, and
+// the probe, which ends only when requests it admitted finish, would never end.
+TEST(AdaptiveConcurrency, RequestsHeldFromBeforeAProbeNeitherFillItsFloorNorKeepItRunning) {
+  Fixture f(R"(http:
+  adaptive_concurrency:
+    {floor: 2, ceiling: 50, initial: 10, window: 4, window_ms: 1, probe_every: 1}
+)");
+  const AdaptiveLimit* adaptive = f.limiter->shedder()->adaptive();
+  ASSERT_NE(adaptive, nullptr);
+  std::vector<Verdict> held;  // the attacker's, admitted before the probe
+  for (int i = 0; i < 2; ++i) {
+    held.push_back(f.check("POST", "/upload"));
+    ASSERT_TRUE(held.back().allowed());
+  }
+  for (int i = 0; i < 4; ++i) {  // a window: the next one is a probe (probe_every: 1)
+    Verdict v = f.check("GET", "/x");
+    ASSERT_TRUE(v.allowed()) << i;
+    f.clock->advanceNs(kMs);
+  }
+  ASSERT_EQ(adaptive->probes(), 1u);
+  ASSERT_EQ(adaptive->limit(), 2) << "the probe runs at the floor";
+
+  // the probe admits up to the floor of its own, beside the two held
+  std::vector<Verdict> probed;
+  for (int i = 0; i < 2; ++i) {
+    probed.push_back(f.check("GET", "/x"));
+    EXPECT_TRUE(probed.back().allowed()) << i;
+  }
+  EXPECT_EQ(f.check("GET", "/x").binding.outcome, Outcome::kOverloaded) << "its floor is full";
+  f.clock->advanceNs(kMs);
+  probed.clear();
+  for (int i = 0; i < 2; ++i) {  // its window fills: it ends, the held ones still held
+    Verdict v = f.check("GET", "/x");
+    ASSERT_TRUE(v.allowed()) << i;
+    f.clock->advanceNs(kMs);
+  }
+  EXPECT_EQ(adaptive->limit(), 10) << "the probe has ended";
+  EXPECT_TRUE(f.check("GET", "/x").allowed());
+}
+
 TEST(AdaptiveConcurrency, ClassThresholdsFollowTheLimitAndKeepTheirShares) {
   Fixture f(R"(http:
   adaptive_concurrency: {floor: 2, ceiling: 500, initial: 40}

@@ -71,6 +71,14 @@ class AdaptiveLimit {
 
   // The requests that may be in flight now (the floor during a probe window).
   int64_t limit() const;
+  // During a probe window, the places of the requests admitted in it that are still in
+  // flight, which the floor bounds instead of all requests in flight: those admitted before
+  // it are not its to measure, and counted, a few held open on purpose (slow uploads) would
+  // fill the floor, shed everything else, and keep the probe from ever ending. nullptr when
+  // no probe runs; *probe is its number (probes()) for leaveProbe().
+  std::atomic<int64_t>* probePlaces(uint64_t* probe);
+  // A request that took a place of probe `probe` has left.
+  void leaveProbe(uint64_t probe);
   int64_t noLoadLatencyNs() const;  // 0 until measured
   int64_t recentLatencyNs() const;
 
@@ -92,7 +100,8 @@ class AdaptiveLimit {
   std::deque<int64_t> medians_ns_;  // of the last kBaselineWindows windows, oldest first
   int64_t windows_ = 0;
   bool probing_ = false;
-  std::atomic<uint64_t> probes_{0};  // written with mutex_ held
+  std::atomic<uint64_t> probes_{0};       // written with mutex_ held
+  std::atomic<int64_t> probe_places_{0};  // see probePlaces(); reset as each probe begins
 };
 
 }  // namespace floodgate::http

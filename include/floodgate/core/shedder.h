@@ -56,14 +56,19 @@ class SheddingState {
 class InFlight {
  public:
   // `client`: who sent it, for AdaptiveLimit::record().
+  // `in_probe`: it holds a place of the adaptive limit's probe numbered `probe`.
   InFlight(std::shared_ptr<SheddingState> state, std::shared_ptr<AdaptiveLimit> adaptive,
-           std::shared_ptr<const Clock> clock, uint64_t client)
+           std::shared_ptr<const Clock> clock, uint64_t client, bool in_probe = false,
+           uint64_t probe = 0)
       : state_(std::move(state)),
         adaptive_(std::move(adaptive)),
         clock_(std::move(clock)),
         entered_ns_(adaptive_ ? clock_->nowNs() : 0),
         client_(client),
-        probes_(adaptive_ ? adaptive_->probes() : 0) {}
+        probes_(in_probe    ? probe
+                : adaptive_ ? adaptive_->probes()
+                            : 0),
+        in_probe_(in_probe) {}
   InFlight(const InFlight&) = delete;
   InFlight& operator=(const InFlight&) = delete;
   ~InFlight();
@@ -86,6 +91,7 @@ class InFlight {
   int64_t entered_ns_;
   uint64_t client_;
   uint64_t probes_;  // the adaptive limit's probes() when it entered
+  bool in_probe_;    // it holds a place of probe probes_ (AdaptiveLimit::probePlaces)
   std::atomic<bool> failed_{false};
   std::atomic<bool> abandoned_{false};
   std::atomic<bool> finished_{false};

@@ -80,6 +80,7 @@ void AdaptiveLimit::adjust(int64_t now_ns) {
       std::clamp(next, static_cast<double>(config_.floor), static_cast<double>(config_.ceiling));
   if (config_.probe_every > 0 && ++windows_ % config_.probe_every == 0) {
     probing_ = true;
+    probe_places_.store(0, std::memory_order_relaxed);
     probes_.fetch_add(1, std::memory_order_relaxed);
   }
 }
@@ -96,6 +97,21 @@ void AdaptiveLimit::rememberWindow(int64_t median_ns) {
 int64_t AdaptiveLimit::limit() const {
   std::lock_guard lock(mutex_);
   return probing_ ? config_.floor : static_cast<int64_t>(limit_);
+}
+
+std::atomic<int64_t>* AdaptiveLimit::probePlaces(uint64_t* probe) {
+  std::lock_guard lock(mutex_);
+  if (!probing_) return nullptr;
+  *probe = probes_.load(std::memory_order_relaxed);
+  return &probe_places_;
+}
+
+void AdaptiveLimit::leaveProbe(uint64_t probe) {
+  std::lock_guard lock(mutex_);
+  // a place of an earlier probe: this probe's count started from zero without it
+  if (probing_ && probe == probes_.load(std::memory_order_relaxed)) {
+    probe_places_.fetch_sub(1, std::memory_order_relaxed);
+  }
 }
 
 int64_t AdaptiveLimit::noLoadLatencyNs() const {

@@ -38,6 +38,7 @@ void InFlight::finish() {
 
 InFlight::~InFlight() {
   finish();
+  if (in_probe_) adaptive_->leaveProbe(probes_);
   state_->in_flight.fetch_sub(1, std::memory_order_acq_rel);
 }
 
@@ -102,19 +103,24 @@ size_t Shedder::byPath(std::string_view method, std::string_view path) const {
 std::shared_ptr<InFlight> Shedder::enter(size_t index, uint64_t client, bool again) {
   CompiledClass& c = classes_[index];
   const int64_t max = threshold(index);
-  std::atomic<int64_t>& in_flight = state_->in_flight;
-  int64_t now = in_flight.load(std::memory_order_relaxed);
+  // a probe window bounds the requests it admitted, not those from before it
+  uint64_t probe = 0;
+  std::atomic<int64_t>* probe_places = adaptive_ ? adaptive_->probePlaces(&probe) : nullptr;
+  std::atomic<int64_t>& counted = probe_places ? *probe_places : state_->in_flight;
+  int64_t now = counted.load(std::memory_order_relaxed);
   do {
     if (now >= max) {
       c.counters->shed.fetch_add(1, std::memory_order_relaxed);
       return nullptr;
     }
-  } while (!in_flight.compare_exchange_weak(now, now + 1, std::memory_order_acq_rel,
-                                            std::memory_order_relaxed));
+  } while (!counted.compare_exchange_weak(now, now + 1, std::memory_order_acq_rel,
+                                          std::memory_order_relaxed));
+  if (probe_places) state_->in_flight.fetch_add(1, std::memory_order_acq_rel);
   if (!again) c.counters->admitted.fetch_add(1, std::memory_order_relaxed);
   // The ticket keeps the state alive, so it can be given back after this shedder (and the
   // policy set that owns it) is gone.
-  return std::make_shared<InFlight>(state_, adaptive_, clock_, client);
+  return std::make_shared<InFlight>(state_, adaptive_, clock_, client, probe_places != nullptr,
+                                    probe);
 }
 
 std::vector<PriorityClassStats> Shedder::stats() const {
