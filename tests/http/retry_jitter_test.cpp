@@ -15,6 +15,19 @@ namespace {
 
 constexpr int64_t kS = 1'000'000'000;
 
+// A wait read from a shared store may be near the largest int64: rounded and spread, it is
+// still a long wait (capped at about 31 years), never one wrapped around to a short one.
+TEST(RetryJitter, AWaitNearTheLargestIntegerStaysLong) {
+  const int64_t cap = 1'000'000'000 * kS;
+  for (uint64_t random : {0, 1, 99'999'999, 100'000'000}) {
+    const int64_t ns = jitteredRetryAfterNs(INT64_MAX - 1, 0.1, random);
+    EXPECT_GE(ns, cap) << random;
+    EXPECT_LE(ns, cap + cap / 10) << random;
+  }
+  EXPECT_EQ(jitteredRetryAfterNs(INT64_MAX, 1, 0), cap);
+  EXPECT_EQ(retryAfterSeconds(INT64_MAX), INT64_MAX / kS + 1);
+}
+
 TEST(RetryJitter, WholeSecondsFromTheWaitToATenthMoreRoundedUp) {
   // 9.2 s rounds up to 10; a tenth of that is 1: 10 or 11, by the random number's residue.
   EXPECT_EQ(jitteredRetryAfterNs(9'200'000'000, 0.1, 0), 10 * kS);

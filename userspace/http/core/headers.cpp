@@ -55,7 +55,8 @@ void appendJsonEscaped(std::string& out, std::string_view s) {
   out += s.substr(run);
 }
 
-int64_t ceilSeconds(int64_t ns) { return ns <= 0 ? 0 : (ns + kNsPerS - 1) / kNsPerS; }
+// without the overflow of ns + kNsPerS - 1 near INT64_MAX (a wait read from a shared store)
+int64_t ceilSeconds(int64_t ns) { return ns <= 0 ? 0 : ns / kNsPerS + (ns % kNsPerS > 0 ? 1 : 0); }
 
 }  // namespace
 
