@@ -102,6 +102,20 @@ TEST(HttpConfig, WrongParameterForTheAlgorithm) {
             "f.yaml:6:14: gcra takes capacity and rate_per_s, not limit");
 }
 
+// Buckets run in thousandths of a unit a second: 0.0015 would run as 0.002, a third faster
+// than written (a login bucket's slow rate above all), so it is refused, not rounded.
+TEST(HttpConfig, ARateFinerThanAThousandthIsRefused) {
+  const std::string policy =
+      "http:\n  policies:\n    - name: a\n      key: ip\n"
+      "      algorithm: token_bucket\n      capacity: 5\n      rate_per_s: ";
+  EXPECT_EQ(firstError(policy + "0.0015\n"),
+            "f.yaml:7:19: policy 'a'.rate_per_s is counted in thousandths of a unit a second: "
+            "write at most three decimals (got 0.0015)");
+  for (const char* fine : {"0.003", "0.001", "1.5", "2.25", "1000000", "0.1"}) {
+    EXPECT_EQ(firstError(policy + fine + "\n"), "(no error)") << fine;
+  }
+}
+
 TEST(HttpConfig, MissingParameterPointsAtThePolicy) {
   EXPECT_EQ(firstError("http:\n  policies:\n    - name: a\n      key: ip\n"
                        "      algorithm: fixed_window\n      limit: 5\n"),
@@ -664,9 +678,15 @@ TEST(HttpConfig, AControlCharacterInAValueCannotForgeALine) {
   const std::vector<std::string> errors =
       allErrors("http:\n  store: {type: \"x\\nf.yaml:1:1: all good\\e[2J\"}\n");
   ASSERT_EQ(errors.size(), 1u);
+  // refused as text no setting holds, and said without the character itself
   EXPECT_EQ(errors[0],
-            "f.yaml:2:17: store type 'x\\nf.yaml:1:1: all good\\x1b[2J' is not known; use "
-            "'memory' or 'redis'");
+            "f.yaml:2:17: http.store.type holds a control character (byte 0x0a at offset 1): "
+            "write it without NULs, newlines, tabs or escapes");
+  // a value read otherwise is quoted escaped
+  const std::vector<std::string> quoted =
+      allErrors("http:\n  ipv6_prefix: \"x\\nf.yaml:1:1: ok\\e[2J\"\n");
+  ASSERT_EQ(quoted.size(), 1u);
+  EXPECT_NE(quoted[0].find("(got 'x\\nf.yaml:1:1: ok\\x1b[2J')"), std::string::npos) << quoted[0];
 }
 
 TEST(HttpConfig, OnlyTheFirstHttpSectionIsRead) {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <set>
 #include <tuple>
 
@@ -846,7 +847,17 @@ void Parser::parseAlgorithm(const YamlEntry& entry, const YamlFields& fields,
     }
     if (rate_per_s) {
       if (auto v = reader_.number(*rate_per_s, what + ".rate_per_s", kMinRatePerS, kMaxRatePerS)) {
-        params.rate_per_s = *v;
+        // buckets run in thousandths of a unit a second: a finer rate would run rounded,
+        // 0.0015 as 0.002, a third faster than written
+        const double milli = *v * 1000.0;
+        if (std::abs(milli - std::round(milli)) > 1e-6 * std::max(1.0, milli)) {
+          reader_.error(*rate_per_s, what +
+                                         ".rate_per_s is counted in thousandths of a unit a "
+                                         "second: write at most three decimals (got " +
+                                         rate_per_s->value.Scalar() + ")");
+        } else {
+          params.rate_per_s = *v;
+        }
       }
     }
   }
