@@ -98,36 +98,48 @@ TEST_F(EscalationTest, AClientStillRejectedAMinuteAfterItsReportIsReportedAgain)
   EXPECT_EQ(listener->drain(10).size(), 1u);
 }
 
-// Past its bound, the table takes a new client once an entry's window and quiet time are over,
-// the soonest first; an entry still quiet after its report stays.
-TEST_F(EscalationTest, AFullTableTakesANewClientOnceAnEntryIsOver) {
+std::string nthClient(size_t i) {
+  return "10." + std::to_string(i / 65536) + "." + std::to_string(i / 256 % 256) + "." +
+         std::to_string(i % 256);
+}
+
+// A table full of clients each rejected now and then, under the threshold (a /48's /64s, a
+// botnet's addresses), takes a new client in place of one of them: one that then crosses
+// the threshold is reported. An entry that holds a report keeps its place, and its quiet time.
+TEST_F(EscalationTest, AFullTableOfClientsUnderTheThresholdStillReportsOneThatCrossesIt) {
   auto listener = ReportListener::bind(config_.socket);
   ASSERT_TRUE(listener.ok()) << listener.error().message;
   auto sender = reporter();
-  auto nth = [](size_t i) {
-    return "10." + std::to_string(i / 65536) + "." + std::to_string(i / 256 % 256) + "." +
-           std::to_string(i % 256);
-  };
-  const int64_t second = 1'000'000'000;
-  sender->noteRejection(nth(0));
-  clock_->advanceNs(second);
-  for (size_t i = 1; i < http::OffenderReporter::kMaxTracked; ++i) sender->noteRejection(nth(i));
-  for (int i = 0; i < 4; ++i) sender->noteRejection(nth(1));
+  for (size_t i = 0; i < http::OffenderReporter::kMaxTracked; ++i) {
+    sender->noteRejection(nthClient(i));
+  }
+  for (int i = 0; i < 4; ++i) sender->noteRejection(nthClient(1));
   ASSERT_EQ(listener->drain(10).size(), 1u) << "the second client reported: quiet for a minute";
-  sender->noteRejection("192.0.2.1");
-  EXPECT_EQ(sender->dropped(), 1u) << "full of clients within their windows";
-
-  clock_->advanceNs(config_.within_ms * 1'000'000 - second);  // the first one's window is over
-  sender->noteRejection("192.0.2.1");
-  EXPECT_EQ(sender->dropped(), 1u) << "the first client's entry made room";
-  sender->noteRejection("192.0.2.2");
-  EXPECT_EQ(sender->dropped(), 2u) << "no other entry is over";
-
-  clock_->advanceNs(second);  // every other window is over; the reported one is still quiet
-  sender->noteRejection("192.0.2.3");
-  EXPECT_EQ(sender->dropped(), 2u);
-  for (int i = 0; i < 5; ++i) sender->noteRejection(nth(1));
+  // the table is full, every entry within its window; the attacker's keys keep coming
+  for (size_t i = 0; i < 4096; ++i) sender->noteRejection(nthClient(100'000 + i));
+  for (int i = 0; i < 5; ++i) sender->noteRejection("192.0.2.1");
+  std::vector<ReceivedReport> reports = listener->drain(10);
+  ASSERT_EQ(reports.size(), 1u) << "the client crossing the threshold is reported";
+  ASSERT_TRUE(reports[0].report.ok());
+  EXPECT_EQ(reports[0].report->address.toString(), "192.0.2.1");
+  EXPECT_EQ(sender->dropped(), 0u);
+  for (int i = 0; i < 5; ++i) sender->noteRejection(nthClient(1));
   EXPECT_TRUE(listener->drain(10).empty()) << "its entry stayed, quiet: not reported again";
+}
+
+// Past its bound, the table takes a new client once an entry's window and quiet time are
+// over; only when every entry drawn holds a report is the new client not counted.
+TEST_F(EscalationTest, AFullTableOfReportedClientsCountsANewOneDroppedUntilAnEntryIsOver) {
+  config_.rejections = 1;    // each client reported at its first rejection
+  auto sender = reporter();  // no listener: every report fails, and waits to be sent again
+  for (size_t i = 0; i < http::OffenderReporter::kMaxTracked; ++i) {
+    sender->noteRejection(nthClient(i));
+  }
+  sender->noteRejection("192.0.2.1");
+  EXPECT_EQ(sender->dropped(), 1u) << "full of clients holding reports";
+  clock_->advanceNs(config_.within_ms * 1'000'000);  // every window is over, and quiet time
+  sender->noteRejection("192.0.2.1");
+  EXPECT_EQ(sender->dropped(), 1u) << "an entry that is over made room";
 }
 
 TEST_F(EscalationTest, RejectionsSpreadWiderThanTheWindowAreNotReported) {

@@ -23,6 +23,7 @@
 #include <memory>
 #include <mutex>
 #include <queue>
+#include <random>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -38,9 +39,14 @@ namespace floodgate::http {
 
 class OffenderReporter {
  public:
-  // At most this many client IPs are counted at once; past it, rejections of new IPs wait
-  // until a window ends (`dropped()` counts them).
+  // At most this many client IPs are counted at once. Past it, a new IP takes the place of
+  // an entry whose window and quiet time are over, or else of the entry with the fewest
+  // rejections among kEvictionDraws drawn at random that holds no report: so keys each
+  // rejected now and then (a /48's /64s, a botnet's addresses, kept under the threshold)
+  // cannot fill the table and keep a client crossing it from ever being reported. Only when
+  // every drawn entry holds a report is the new IP not counted (`dropped()` counts it).
   static constexpr size_t kMaxTracked = 65536;
+  static constexpr int kEvictionDraws = 8;
   // After a report that could not be sent, the client's next rejection this much later
   // sends it again: a controller restarting must not let an abuser go a whole ban time.
   static constexpr int64_t kResendNs = 1'000'000'000;
@@ -93,6 +99,8 @@ class OffenderReporter {
   bool send(const std::string& client_key);  // false: not sent (counted)
   void resendLater(const std::string& client_key);
   void evictOld(int64_t now_ns);
+  // Makes room in a full table by the draw above; false when no drawn entry may go.
+  bool evictFewest();
 
   EscalateConfig config_;
   std::shared_ptr<const Clock> clock_;
@@ -104,6 +112,7 @@ class OffenderReporter {
   // Every client once, soonest first: evictOld() looks only at those whose time has come,
   // so a table kept full costs each new client a look at the front, not a pass over all.
   std::priority_queue<Queued, std::vector<Queued>, std::greater<>> expiries_;
+  std::minstd_rand draw_{std::random_device{}()};  // evictFewest()'s, under mutex_
   std::atomic<uint64_t> sent_{0}, errors_{0}, dropped_{0};
 };
 

@@ -88,6 +88,33 @@ void OffenderReporter::evictOld(int64_t now_ns) {
   }
 }
 
+bool OffenderReporter::evictFewest() {
+  auto victim = clients_.end();
+  const size_t buckets = clients_.bucket_count();
+  for (int d = 0; d < kEvictionDraws; ++d) {
+    // the first entry at or after a random bucket: the table is full, so few are empty
+    size_t bucket = std::uniform_int_distribution<size_t>(0, buckets - 1)(draw_);
+    for (size_t looked = 0; looked < buckets && clients_.bucket_size(bucket) == 0; ++looked) {
+      bucket = (bucket + 1) % buckets;
+    }
+    const std::string& key = clients_.begin(bucket)->first;
+    auto it = clients_.find(key);
+    const Client& c = it->second;
+    // one reported (or waiting to be) keeps its quiet time: evicted, it would be reported
+    // again at once, and its quiet times would start over from a minute
+    if (c.reports > 0 || c.unsent || c.quiet_until_ns > 0) continue;
+    if (victim == clients_.end() || c.rejections < victim->second.rejections) victim = it;
+  }
+  if (victim == clients_.end()) return false;
+  clients_.erase(victim);
+  // its entry of expiries_ is stale now; past twice the table, the stale ones are cleared
+  if (expiries_.size() > 2 * kMaxTracked) {
+    expiries_ = {};
+    for (auto& [key, client] : clients_) expiries_.push({client.queued_at_ns, key});
+  }
+  return true;
+}
+
 void OffenderReporter::noteRejection(std::string_view client_key) {
   if (client_key.empty()) return;
   const int64_t now = clock_->nowNs();
@@ -98,7 +125,7 @@ void OffenderReporter::noteRejection(std::string_view client_key) {
     auto it = clients_.find(std::string(client_key));
     if (it == clients_.end()) {
       if (clients_.size() >= kMaxTracked) evictOld(now);
-      if (clients_.size() >= kMaxTracked) {
+      if (clients_.size() >= kMaxTracked && !evictFewest()) {
         dropped_.fetch_add(1);
         return;
       }
