@@ -124,6 +124,28 @@ TEST_F(FleetBanGateTest, ACopyOfALiftIsRefusedPastTheRecordsRemembered) {
   EXPECT_EQ(gate_.remembered(), FleetBanGate::kMaxRemembered) << "no growth";
 }
 
+// A raised max_ban lets older records through the time check, among them ones read and
+// forgotten under the old one: a lift read again would free a prefix banned since. They are
+// refused as copies; those still remembered are kept as long as their copies now pass.
+TEST_F(FleetBanGateTest, ARaisedMaxBanLetsNoForgottenRecordBackIn) {
+  const http::StreamReport lift = signedLift("198.51.100.7");
+  ASSERT_EQ(check(lift).result, metrics::kFleetBanLifted);
+  now_ms_ += kMaxBanMs + 5 * 60'000;  // the lift is forgotten: past max_ban and the skew
+  const http::StreamReport ban = signedBan("198.51.100.7", 600'000);
+  ASSERT_EQ(check(ban).result, metrics::kFleetBanApplied);
+  ASSERT_EQ(check(lift).result, metrics::kFleetBanStale);
+
+  rules_.max_ban_ns = 24 * kMaxBanNs;  // a reload raises it to a day
+  FleetBanVerdict copy = check(lift);
+  EXPECT_EQ(copy.result, metrics::kFleetBanReplayed) << copy.why;
+  EXPECT_NE(copy.why.find("shorter fleet.bans.max_ban"), std::string::npos) << copy.why;
+  // the ban read before the raise is still remembered when its old memory would have ended
+  now_ms_ += kMaxBanMs + 5 * 60'000;
+  EXPECT_EQ(check(ban).result, metrics::kFleetBanReplayed);
+  // and what is signed now is new
+  EXPECT_EQ(check(signedLift("198.51.100.7")).result, metrics::kFleetBanLifted);
+}
+
 // Records that can never pass (over before they were read, malformed) take no room: a holder
 // of the secret adding them without end pushes nothing out of the memory.
 TEST_F(FleetBanGateTest, RecordsThatCanNeverPassTakeNoRoom) {

@@ -73,6 +73,12 @@ FleetBanVerdict FleetBanGate::check(const Result<http::StreamReport>& entry,
   }
   const int64_t max_ban_ms = static_cast<int64_t>(rules.max_ban_ns / 1'000'000);
   const int64_t skew_ms = http::kReportClockSkewMs;
+  // A raised max_ban lets older records through the time check below, among them ones read
+  // and forgotten under the old one: a lift read again as new would free a prefix the fleet
+  // banned after it. The memory is lengthened and refuses what it may have forgotten.
+  if (max_ban_ms_ >= 0 && max_ban_ms > max_ban_ms_)
+    seen_.lengthen(max_ban_ms - max_ban_ms_, now_ms);
+  max_ban_ms_ = max_ban_ms;
   if (signed_entry.time_ms > now_ms + skew_ms) {
     return refused(verdict, metrics::kFleetBanStale,
                    "it was signed " + std::to_string(signed_entry.time_ms - now_ms) +
@@ -89,10 +95,11 @@ FleetBanVerdict FleetBanGate::check(const Result<http::StreamReport>& entry,
   const int64_t forget_at = ReplayMemory::forgetAt(signed_entry.time_ms, now_ms, max_ban_ms);
   if (seen_.pastDropped(forget_at)) {
     return refused(verdict, metrics::kFleetBanReplayed,
-                   "signed no later than a record forgotten to keep the " +
+                   "signed no later than a record this host may have read and forgotten (to "
+                   "keep the " +
                        std::to_string(kMaxRemembered) +
-                       " most recent ones: it may be a copy added again (re-sign it: floodgate "
-                       "ban add or ban del --config)");
+                       " most recent ones, or under a shorter fleet.bans.max_ban): it may be a "
+                       "copy added again (re-sign it: floodgate ban add or ban del --config)");
   }
   verdict.signed_ms = signed_entry.time_ms;
   verdict = report::isLiftRecord(signed_entry.line)

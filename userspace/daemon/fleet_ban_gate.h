@@ -96,6 +96,8 @@ class FleetBanGate {
   // The MAC of each record that may apply later (mayApplyLater), until a copy of it would be
   // stale anyway.
   ReplayMemory seen_{kMaxRemembered};
+  // fleet.bans.max_ban of the last check (ms; -1 before the first): a raise lengthens seen_
+  int64_t max_ban_ms_ = -1;
 };
 
 // What a start's replay of the stream's past leads to, once all of it is read. Its records

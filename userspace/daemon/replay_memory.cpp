@@ -28,4 +28,16 @@ void ReplayMemory::remember(const std::string& mac, int64_t forget_at, int64_t n
   }
 }
 
+void ReplayMemory::lengthen(int64_t more_ms, int64_t now_ms) {
+  if (more_ms <= 0) return;
+  std::multimap<int64_t, std::string> longer;
+  for (auto& [forget_at, mac] : by_forget_) {
+    longer.emplace(forget_at + more_ms, mac);
+    seen_[mac] = forget_at + more_ms;
+  }
+  by_forget_ = std::move(longer);
+  // forgotten by now: forget_at < now_ms on the old count, under now_ms + more_ms on the new
+  evicted_through_ = std::max(evicted_through_, now_ms) + more_ms;
+}
+
 }  // namespace floodgate::daemon
