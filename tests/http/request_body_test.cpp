@@ -15,6 +15,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <vector>
 
 #include "floodgate/adapters/httplib_adapter.h"
 #include "floodgate/core/config_parser.h"
@@ -41,7 +42,9 @@ constexpr const char* kSmuggled =
 
 class Service {
  public:
-  Service() {
+  // `error_pages`: the service answers every 4xx and 5xx with a page of its own (an error
+  // handler, which replaces the limiter's answer body).
+  explicit Service(bool error_pages = false) {
     auto config = parseHttpConfigText(kBehindAProxy, "test.yaml");
     EXPECT_TRUE(config.ok()) << config.error().message;
     auto limiter = Limiter::create(std::move(*config), std::make_shared<SteadyClock>());
@@ -51,6 +54,12 @@ class Service {
     };
     server_.Get("/items", ok);
     server_.Post("/items", ok);
+    server_.Delete("/items", ok);
+    if (error_pages) {
+      server_.set_error_handler([](const httplib::Request&, httplib::Response& res) {
+        res.set_content("<h1>" + std::to_string(res.status) + "</h1>", "text/html");
+      });
+    }
     server_.Get("/smuggled", [this](const httplib::Request&, httplib::Response& res) {
       smuggled_ran_ = true;
       res.set_content("smuggled", "text/plain");
@@ -159,69 +168,123 @@ std::string postHead(const std::string& client, size_t length, const std::string
          "\r\n\r\n";
 }
 
+// Sends the head of a request whose body cpp-httplib will not read, then (once its answer
+// came, as a proxy's next segment would) a body holding another request: the answers, and
+// whether the server closed the connection before the body could be read as that request.
+struct Smuggled {
+  std::string answers;
+  bool closed = false;
+};
+Smuggled smuggle(const Service& service, const std::string& head, const std::string& wait_for) {
+  Connection connection(service.port());
+  Smuggled out;
+  if (!connection.send(head)) return out;
+  connection.readUntil(wait_for);
+  out.closed = connection.closedWithin(10'000);
+  connection.send(kSmuggled);  // fails once the server has closed
+  connection.closedWithin(1'000);
+  out.answers = connection.received();
+  return out;
+}
+
+std::string withBody(const std::string& request_line, const std::string& extra) {
+  return request_line + "\r\nHost: 127.0.0.1\r\n" + extra +
+         "Content-Length: " + std::to_string(std::string(kSmuggled).size()) + "\r\n\r\n";
+}
+
+// Spends `client`'s one request a week, with a body that is read: the next is refused.
+void spend(const Service& service, const std::string& client) {
+  Connection first(service.port());
+  ASSERT_TRUE(first.send(postHead(client, 1, "Connection: close\r\n") + "x"));
+  ASSERT_EQ(first.readUntil("\r\n\r\nok").rfind("HTTP/1.1 200", 0), 0u);
+}
+
 // A 429's body is never read by cpp-httplib: the connection ends after the answer, and the
 // request in the body, sent once the answer (or 100 Continue) came, is never served.
 TEST(RequestBody, ARefusedRequestsBodyIsNeverReadAsARequest) {
   Service service;
-  {
-    Connection first(service.port());
-    ASSERT_TRUE(first.send(postHead("198.51.100.1", 1, "Connection: close\r\n") + "x"));
-    ASSERT_EQ(first.readUntil("\r\n\r\nok").rfind("HTTP/1.1 200", 0), 0u);
-  }
-  const std::string body = kSmuggled;
+  spend(service, "198.51.100.1");
+  const size_t length = std::string(kSmuggled).size();
   for (const char* extra : {"", "Expect: 100-continue\r\n"}) {
-    Connection refused(service.port());
-    ASSERT_TRUE(refused.send(postHead("198.51.100.1", body.size(), extra)));
-    if (*extra != '\0') {
-      ASSERT_NE(refused.readUntil("100 Continue\r\n\r\n").find("HTTP/1.1 100"), std::string::npos);
-    } else {
-      ASSERT_NE(refused.readUntil("\"violated-policies\"").find("HTTP/1.1 429"), std::string::npos);
-    }
-    refused.send(body);  // may fail: the server has closed
-    EXPECT_TRUE(refused.closedWithin(10'000)) << extra;
-    const std::string& answers = refused.received();
-    EXPECT_NE(answers.find("HTTP/1.1 429"), std::string::npos) << extra << answers;
-    EXPECT_NE(answers.find("Connection: close"), std::string::npos) << extra << answers;
-    EXPECT_EQ(answers.find("smuggled"), std::string::npos) << extra << answers;
-    EXPECT_FALSE(service.smuggledRan()) << extra;
+    Smuggled refused = smuggle(service, postHead("198.51.100.1", length, extra), "429");
+    EXPECT_TRUE(refused.closed) << extra << refused.answers;
+    EXPECT_EQ(refused.answers.find("HTTP/1.1 429"), *extra ? 25u : 0u) << refused.answers;
+    EXPECT_NE(refused.answers.find("Connection: close"), std::string::npos) << refused.answers;
+    EXPECT_NE(refused.answers.find("\"violated-policies\":[\"once\"]}"), std::string::npos)
+        << refused.answers;
+    EXPECT_EQ(refused.answers.find("smuggled"), std::string::npos) << refused.answers;
   }
-}
-
-// cpp-httplib 0.11 reads no body sent with GET, admitted or not: such a request is refused up
-// front and its connection closed.
-TEST(RequestBody, ABodySentWithGetIsRefusedAndItsConnectionClosed) {
-  Service service;
-  const std::string body = kSmuggled;
-  Connection connection(service.port());
-  ASSERT_TRUE(
-      connection.send("GET /items HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Forwarded-For: 198.51.100.2\r\n"
-                      "Content-Length: " +
-                      std::to_string(body.size()) + "\r\n\r\n"));
-  connection.readUntil("\r\n\r\n{");
-  connection.send(body);
-  EXPECT_TRUE(connection.closedWithin(10'000));
-  const std::string& answers = connection.received();
-  EXPECT_EQ(responses(answers), 1u) << answers;
-  EXPECT_EQ(answers.rfind("HTTP/1.1 400", 0), 0u) << answers;
-  EXPECT_NE(answers.find("reads no body sent with this method"), std::string::npos) << answers;
   EXPECT_FALSE(service.smuggledRan());
-  // the client was not charged: its one request a week is still there
-  Connection next(service.port());
-  ASSERT_TRUE(
-      next.send("GET /items HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Forwarded-For: 198.51.100.2\r\n"
-                "Connection: close\r\n\r\n"));
-  EXPECT_EQ(next.readUntil("\r\n\r\nok").rfind("HTTP/1.1 200", 0), 0u);
 }
 
-// A request without a body keeps its connection: a keep-alive client's next request on it,
-// even after a 429, is answered.
-TEST(RequestBody, WithoutABodyARefusalKeepsTheConnection) {
+// A Range header cannot make the closing answer read past its text (it has no length for a
+// range to apply to: cpp-httplib slices the text itself, or answers 416), nor keep the
+// connection open.
+TEST(RequestBody, ARangeNeitherReadsPastTheAnswerNorKeepsTheConnection) {
   Service service;
-  const std::string get =
-      "GET /items HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Forwarded-For: 198.51.100.3\r\n\r\n";
+  const size_t length = std::string(kSmuggled).size();
+  spend(service, "198.51.100.2");
+  for (const char* range : {"Range: bytes=4096-8191\r\n", "Range: bytes=-0\r\n",
+                            "Range: bytes=0-1,5-9\r\n", "Range: bytes=0-\r\n"}) {
+    Smuggled refused = smuggle(service, postHead("198.51.100.2", length, range), "\r\n\r\n");
+    EXPECT_TRUE(refused.closed) << range << refused.answers;
+    EXPECT_EQ(refused.answers.rfind("HTTP/1.1 4", 0), 0u) << range << refused.answers;
+    // headers and at most the whole problem+json: nothing from beyond it
+    EXPECT_LT(refused.answers.size(), 1024u) << range << refused.answers;
+    EXPECT_EQ(refused.answers.find('\0'), std::string::npos) << range;
+  }
+  EXPECT_FALSE(service.smuggledRan());
+}
+
+// cpp-httplib never reads a body sent with GET or HEAD, nor a chunked DELETE's, nor one it
+// answers itself (an encoding it cannot read): the request is served or answered as before,
+// and its connection ends after the answer.
+TEST(RequestBody, ABodyCppHttplibDoesNotReadEndsItsConnection) {
+  Service service;
+  struct Case {
+    std::string head;
+    std::string status;
+  };
+  const std::vector<Case> cases = {
+      {withBody("GET /items HTTP/1.1", "X-Forwarded-For: 198.51.100.12\r\n"), "HTTP/1.1 200"},
+      {withBody("HEAD /items HTTP/1.1", "X-Forwarded-For: 198.51.100.13\r\n"), "HTTP/1.1 200"},
+      {"DELETE /items HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Forwarded-For: 198.51.100.10\r\n"
+       "Transfer-Encoding: chunked\r\n\r\n",
+       "HTTP/1.1 200"},
+      {"POST /items HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Forwarded-For: 198.51.100.11\r\n"
+       "Content-Encoding: gzip\r\nContent-Length: 66\r\n\r\n",
+       "HTTP/1.1 4"},  // 415, or 400 where it can read gzip: the body is no gzip
+  };
+  for (const Case& c : cases) {
+    Smuggled answered = smuggle(service, c.head, "\r\n\r\n");
+    EXPECT_TRUE(answered.closed) << c.head << answered.answers;
+    EXPECT_EQ(answered.answers.rfind(c.status, 0), 0u) << c.head << answered.answers;
+    EXPECT_EQ(answered.answers.find("smuggled"), std::string::npos) << answered.answers;
+  }
+  EXPECT_FALSE(service.smuggledRan());
+}
+
+// A service's error pages replace the limiter's answer body; the connection still ends.
+TEST(RequestBody, ARefusalRewrittenByTheServicesErrorHandlerStillEndsTheConnection) {
+  Service service(/*error_pages=*/true);
+  const size_t length = std::string(kSmuggled).size();
+  spend(service, "198.51.100.3");
+  Smuggled refused = smuggle(service, postHead("198.51.100.3", length, ""), "</h1>");
+  EXPECT_TRUE(refused.closed) << refused.answers;
+  EXPECT_EQ(refused.answers.rfind("HTTP/1.1 429", 0), 0u) << refused.answers;
+  EXPECT_NE(refused.answers.find("<h1>429</h1>"), std::string::npos) << refused.answers;
+  EXPECT_FALSE(service.smuggledRan());
+}
+
+// A request whose body was read keeps its connection, and one without a body too, after a 429
+// as well: a keep-alive client's next request on it is answered.
+TEST(RequestBody, ARequestWhoseBodyWasReadOrWithoutOneKeepsTheConnection) {
+  Service service;
   Connection connection(service.port());
-  ASSERT_TRUE(connection.send(get));
+  ASSERT_TRUE(connection.send(postHead("198.51.100.4", 2, "") + "ab"));
   ASSERT_EQ(responses(connection.readUntil("\r\n\r\nok")), 1u);
+  const std::string get =
+      "GET /items HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Forwarded-For: 198.51.100.4\r\n\r\n";
   ASSERT_TRUE(connection.send(get));
   EXPECT_NE(connection.readUntil("\"violated-policies\"").find("HTTP/1.1 429"), std::string::npos);
   ASSERT_TRUE(connection.send(get));

@@ -56,13 +56,15 @@ std::string queueOf(const Verdict& verdict) {
 // `refund` gives back what the verdict took, so the request consumes nothing. The policy
 // admitted it (delay_refused): the bound is the server's, so it is not reportable.
 void refuseDelay(Verdict& verdict, int64_t retry_after_ns, bool shed,
-                 const std::function<void(Verdict&, int64_t)>& refund) {
+                 const std::function<void(Verdict&, int64_t)>& refund,
+                 const std::function<void(Verdict&)>& jitter) {
   const size_t longest = longestDelay(verdict);
   refund(verdict, 0);
   Decision& refused = verdict.decisions[longest].decision;
   refused.outcome = Outcome::kRejected;
   refused.retry_after_ns = retry_after_ns;
   verdict.binding = refused;
+  jitter(verdict);  // spread as every refusal is: clients refused together come back apart
   verdict.violated = {refused.policy};
   verdict.shed = shed;
   verdict.delay_refused = true;
@@ -104,35 +106,47 @@ bool carriesBody(const httplib::Request& req) {
   return false;
 }
 
-// Whether cpp-httplib reads the body of a request of this method (its expect_content()): it
-// never reads one sent with GET, HEAD or OPTIONS.
-bool bodyIsRead(const std::string& method) {
-  return method == "POST" || method == "PUT" || method == "PATCH" || method == "DELETE" ||
-         method == "PRI";
+// Whether cpp-httplib read the request's body whole, into req.body (or req.files, a form):
+// it does so for a route's handler, and for no other answer.
+bool bodyWasRead(const httplib::Request& req) {
+  if (!req.files.empty()) return true;
+  if (req.has_header("Transfer-Encoding")) return !req.body.empty();
+  return req.get_header_value_count("Content-Length") == 1 &&
+         req.get_header_value("Content-Length") == std::to_string(req.body.size());
 }
 
-// Answers with `body` and then closes the connection. cpp-httplib reads a request's body in
-// its routing, after the pre-routing hook, and not at all for some methods: a body left
-// unread stays on the connection, and the server reads it as the next request. Its headers
-// then come from the peer, which may be a proxy this limiter trusts to name the client: a
-// body could carry a request with any X-Forwarded-For and priority, past every limit and
-// onto another client's key. Closing is what cpp-httplib 0.11 lets a hook do: the content
-// provider writes the whole answer and then reports a failure, which ends the connection's
-// request loop. `Connection: close` tells the client so.
-void answerAndClose(httplib::Response& res, std::string body, const char* type) {
-  auto text = std::make_shared<const std::string>(std::move(body));
+// Makes `res` end its connection once written. cpp-httplib reads a request's body only for a
+// route's handler: a body left unread (a request refused here, one it answers itself, a body
+// sent with GET or HEAD, or a chunked DELETE, whose bodies it never reads) stays on the
+// connection, and the server would read it as the next request. Its headers then come from
+// the peer, which may be a proxy the limiter trusts to name the client: a body could carry a
+// request with any X-Forwarded-For and priority, past every limit and onto another client's
+// key. A hook of cpp-httplib 0.11 cannot close a connection; a failed write does: the answer
+// goes out through a content provider without a length (so no Range header slices it), which
+// writes it whole and then reports a failure, which ends the connection's request loop, and
+// `Connection: close` ends the body for the client. Run from the post-routing handler, after
+// an error handler of the service's and the ranges have had the body: what they made of it is
+// what is sent. A HEAD answer is sent with its body: with none, the provider would not run.
+void closeAfterWriting(const httplib::Request& req, httplib::Response& res) {
+  auto text = std::make_shared<const std::string>(std::move(res.body));
   res.body.clear();
-  res.headers.erase("Content-Type");
+  std::string type = res.get_header_value("Content-Type");
+  for (const char* name :
+       {"Content-Type", "Content-Length", "Content-Range", "Keep-Alive", "Connection"}) {
+    res.headers.erase(name);
+  }
   res.set_header("Connection", "close");
   res.set_content_provider(
-      text->size(), type,
-      [text](size_t offset, size_t length, httplib::DataSink& sink) {
-        sink.write(text->data() + offset, std::min(length, text->size() - offset));
+      type.empty() ? "text/plain" : type,
+      [text](size_t, httplib::DataSink& sink) {
+        sink.write(text->data(), text->size());
         return false;  // written: the connection ends here, its unread bytes with it
       },
       [before = std::move(res.content_provider_resource_releaser_)](bool success) {
         if (before) before(success);
       });
+  // the object is the server's own, not const: only the hook's view of it is
+  if (req.method == "HEAD") const_cast<httplib::Request&>(req).method = "GET";
 }
 
 // Replaces the rate-limit headers of `res` with those of `verdict`.
@@ -145,11 +159,13 @@ void setRateLimitHeaders(httplib::Response& res, const Verdict& verdict) {
 
 // `check` decides a request: a Limiter's or a LiveLimiter's check(); `refund` gives back
 // what an admitted verdict of it took beyond the units it keeps in each policy; `reenter`
-// takes its place in flight again after a shaping wait (Limiter::reenter()).
+// takes its place in flight again after a shaping wait (Limiter::reenter()); `jitter`
+// spreads the retry-after of a verdict refused here (Limiter::jitterRetryAfter()).
 std::shared_ptr<const DelayedThreads> install(httplib::Server& server,
                                               std::function<Verdict(const RequestInfo&)> check,
                                               std::function<void(Verdict&, int64_t)> refund,
                                               std::function<bool(Verdict&)> reenter,
+                                              std::function<void(Verdict&)> jitter,
                                               HttplibOptions options) {
   // A rate-limited response, 429 or not, must not wait 40 ms on a delayed ACK (see
   // HttplibOptions::tcp_nodelay): the limiter's own cost is microseconds.
@@ -167,6 +183,11 @@ std::shared_ptr<const DelayedThreads> install(httplib::Server& server,
   server.set_post_routing_handler(
       [refund, bad_request_cost, adapter, malformed_route_400 = options.malformed_route_400](
           const httplib::Request& req, httplib::Response& res) {
+        // a route's own stream is left as it is: only a content-reader route answers a request
+        // with a body without cpp-httplib reading it, and that body is the route's to read
+        if (carriesBody(req) && !bodyWasRead(req) && !res.content_provider_) {
+          closeAfterWriting(req, res);
+        }
         if (t_admitted.adapter != adapter.get()) return;
         AdmittedRequest admitted = std::move(t_admitted);
         t_admitted = {};  // no verdict (nor its policy set) is kept between requests
@@ -194,19 +215,9 @@ std::shared_ptr<const DelayedThreads> install(httplib::Server& server,
       });
   server.set_pre_routing_handler(
       [check = std::move(check), refund, reenter = std::move(reenter), options = std::move(options),
-       delayed, adapter, bad_request_cost](const httplib::Request& req, httplib::Response& res) {
+       jitter = std::move(jitter), delayed, adapter,
+       bad_request_cost](const httplib::Request& req, httplib::Response& res) {
         t_admitted = {};
-        if (!bodyIsRead(req.method) && carriesBody(req)) {
-          // the body would be read as a request of its own (answerAndClose): refused before
-          // any policy, as a request this server cannot take
-          res.status = 400;
-          answerAndClose(res,
-                         R"({"type":"about:blank","title":"Bad Request","status":400,)"
-                         R"("detail":"this server reads no body sent with this method )"
-                         R"((GET, HEAD, OPTIONS, ...): send the request without one"})",
-                         "application/problem+json");
-          return httplib::Server::HandlerResponse::Handled;
-        }
         std::string user = options.user_of ? options.user_of(req) : std::string();
         std::string priority = options.priority_of ? options.priority_of(req) : std::string();
         RequestInfo info;
@@ -237,13 +248,13 @@ std::shared_ptr<const DelayedThreads> install(httplib::Server& server,
           const int64_t max_delay_ns = options.max_delay.count();
           if (delay_ns > max_delay_ns) {
             // a queue drains at its rate: the delay is max_delay once the excess has drained
-            refuseDelay(verdict, delay_ns - max_delay_ns, /*shed=*/false, refund);
+            refuseDelay(verdict, delay_ns - max_delay_ns, /*shed=*/false, refund, jitter);
           } else {
             DelayedThreads::Taken taken = delayed->tryTake(queueOf(verdict));
             slot = std::move(taken.slot);
             // Once the delay has passed, the queue ahead has drained and it needs no thread.
             // No slot free is other clients' doing (shed); its own queue's share taken, its.
-            if (!slot) refuseDelay(verdict, delay_ns, /*shed=*/!taken.queue_full, refund);
+            if (!slot) refuseDelay(verdict, delay_ns, /*shed=*/!taken.queue_full, refund, jitter);
           }
         }
         if (slot) {
@@ -265,11 +276,8 @@ std::shared_ptr<const DelayedThreads> install(httplib::Server& server,
         for (const auto& [name, value] : responseHeaders(verdict)) res.set_header(name, value);
         if (!verdict.allowed()) {
           res.status = statusFor(verdict);
-          if (carriesBody(req)) {
-            answerAndClose(res, problemJson(verdict), "application/problem+json");
-          } else {
-            res.set_content(problemJson(verdict), "application/problem+json");
-          }
+          // a body, unread, ends the connection once this is written (closeAfterWriting)
+          res.set_content(problemJson(verdict), "application/problem+json");
           return httplib::Server::HandlerResponse::Handled;
         }
         if (ticket) holdUntilWritten(res, ticket);
@@ -288,7 +296,9 @@ std::shared_ptr<const DelayedThreads> installRateLimiter(httplib::Server& server
   return install(
       server, [limiter](const RequestInfo& info) { return limiter->check(info); },
       [limiter](Verdict& verdict, int64_t kept) { limiter->refund(verdict, kept); },
-      [limiter](Verdict& verdict) { return limiter->reenter(verdict); }, std::move(options));
+      [limiter](Verdict& verdict) { return limiter->reenter(verdict); },
+      [limiter](Verdict& verdict) { limiter->jitterRetryAfter(verdict.binding); },
+      std::move(options));
 }
 
 std::shared_ptr<const DelayedThreads> installRateLimiter(httplib::Server& server,
@@ -297,7 +307,8 @@ std::shared_ptr<const DelayedThreads> installRateLimiter(httplib::Server& server
   return install(
       server, [limiter](const RequestInfo& info) { return limiter->check(info); },
       [limiter](Verdict& verdict, int64_t kept) { limiter->refund(verdict, kept); },
-      [limiter](Verdict& verdict) { return limiter->reenter(verdict); }, std::move(options));
+      [limiter](Verdict& verdict) { return limiter->reenter(verdict); },
+      [limiter](Verdict& verdict) { limiter->jitterRetryAfter(verdict); }, std::move(options));
 }
 
 }  // namespace floodgate::http
