@@ -11,6 +11,7 @@
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -300,6 +301,29 @@ TEST(Shaping, DelayBeyondMaxIsRefusedAtOnceWithRetryAfterAndRefunded) {
   EXPECT_EQ(service.gate().lastDelay(), nanoseconds(2 * kS));
   EXPECT_EQ(remaining(on_time), 20 - 3);
   EXPECT_EQ(service.delayed().held(), 0u);
+}
+
+// A refusal for a delay beyond max_delay is spread as every refusal is (retry_after_jitter):
+// clients refused together must not all come back at the same second.
+TEST(Shaping, ARefusedDelaysRetryAfterIsJittered) {
+  HttplibOptions options;
+  options.max_delay = std::chrono::seconds(2);
+  std::string yaml = kQueue;
+  yaml.replace(yaml.find("retry_after_jitter: 0"), 21, "retry_after_jitter: 1");
+  Service service(options, 4, yaml);
+  service.gate().open();
+  ASSERT_EQ(service.get("/heavy")->status, 200);  // the queue drains in 6 s
+  std::set<std::string> told;
+  for (int i = 0; i < 40; ++i) {
+    auto refused = service.get("/heavy");  // 6 s > 2 s: in 4 s it would be 2 s
+    ASSERT_TRUE(refused);
+    ASSERT_EQ(refused->status, 429);
+    const int seconds = std::atoi(refused->get_header_value("Retry-After").c_str());
+    EXPECT_GE(seconds, 4) << "never earlier than a retry can pass";
+    EXPECT_LE(seconds, 8) << "at most the wait and all of it again";
+    told.insert(refused->get_header_value("Retry-After"));
+  }
+  EXPECT_GT(told.size(), 1u) << "every refusal told the same second";
 }
 
 // A request refused for its delay is refunded, so it costs its client nothing: were its

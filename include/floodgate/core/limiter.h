@@ -159,6 +159,10 @@ class Limiter {
   // The priority classes and their counts; null without http.shedding.
   const Shedder* shedder() const { return shedder_.get(); }
 
+  // Spreads a refusal's retry-after over whole seconds (http.retry_after_jitter): check()
+  // does it for its own; a caller refusing an admitted request does it for that one.
+  void jitterRetryAfter(Decision& binding) const;
+
  private:
   struct CompiledPolicy {
     const PolicyConfig* config;
@@ -190,8 +194,6 @@ class Limiter {
   void shed(Verdict& verdict) const;
   // Who sent `verdict`'s request, for the adaptive limit (AdaptiveLimit::record()).
   uint64_t clientId(const Verdict& verdict) const;
-  // Spreads a refusal's retry-after over whole seconds (http.retry_after_jitter).
-  void jitterRetryAfter(Decision& binding) const;
   // The key `policy` uses for `request`: empty if the request has none (header missing),
   // ambiguous if it names two (a key header sent twice with different values, or
   // credentials that decoders read differently: headerKey()).

@@ -33,6 +33,8 @@ class LiveLimiter {
   void refund(Verdict& verdict, int64_t kept = 0) const;
   // Limiter::reenter() on the set that decided `verdict`.
   bool reenter(Verdict& verdict) const;
+  // Limiter::jitterRetryAfter() of `verdict`'s binding decision, by the set that decided it.
+  void jitterRetryAfter(Verdict& verdict) const;
 
   // The set deciding now (for stats and metrics); it stays valid while held.
   std::shared_ptr<Limiter> current() const { return current_.load(); }

@@ -59,6 +59,12 @@ bool LiveLimiter::reenter(Verdict& verdict) const {
   return verdict.allowed();
 }
 
+void LiveLimiter::jitterRetryAfter(Verdict& verdict) const {
+  if (const auto* set = static_cast<const Limiter*>(verdict.policy_set.get())) {
+    set->jitterRetryAfter(verdict.binding);
+  }
+}
+
 std::string LiveLimiter::version() const {
   std::lock_guard lock(mutex_);
   return version_;
