@@ -144,6 +144,12 @@ TEST_F(FleetBanGateTest, ARaisedMaxBanLetsNoForgottenRecordBackIn) {
   EXPECT_EQ(check(ban).result, metrics::kFleetBanReplayed);
   // and what is signed now is new
   EXPECT_EQ(check(signedLift("198.51.100.7")).result, metrics::kFleetBanLifted);
+
+  // the raise undone: a record signed now is new, not refused for a day as maybe forgotten
+  rules_.max_ban_ns = kMaxBanNs;
+  now_ms_ += 60'000;
+  EXPECT_EQ(check(signedBan("198.51.100.8", 600'000)).result, metrics::kFleetBanApplied);
+  EXPECT_EQ(check(lift).result, metrics::kFleetBanStale);
 }
 
 // Records that can never pass (over before they were read, malformed) take no room: a holder

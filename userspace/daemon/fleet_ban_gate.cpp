@@ -75,9 +75,9 @@ FleetBanVerdict FleetBanGate::check(const Result<http::StreamReport>& entry,
   const int64_t skew_ms = http::kReportClockSkewMs;
   // A raised max_ban lets older records through the time check below, among them ones read
   // and forgotten under the old one: a lift read again as new would free a prefix the fleet
-  // banned after it. The memory is lengthened and refuses what it may have forgotten.
-  if (max_ban_ms_ >= 0 && max_ban_ms > max_ban_ms_)
-    seen_.lengthen(max_ban_ms - max_ban_ms_, now_ms);
+  // banned after it. The memory is lengthened and refuses what it may have forgotten; a
+  // lowered one shortens it again, so the raise undone refuses nothing new.
+  if (max_ban_ms_ >= 0) seen_.shift(max_ban_ms - max_ban_ms_, now_ms);
   max_ban_ms_ = max_ban_ms;
   if (signed_entry.time_ms > now_ms + skew_ms) {
     return refused(verdict, metrics::kFleetBanStale,

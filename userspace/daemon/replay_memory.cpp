@@ -28,16 +28,20 @@ void ReplayMemory::remember(const std::string& mac, int64_t forget_at, int64_t n
   }
 }
 
-void ReplayMemory::lengthen(int64_t more_ms, int64_t now_ms) {
-  if (more_ms <= 0) return;
-  std::multimap<int64_t, std::string> longer;
+void ReplayMemory::shift(int64_t delta_ms, int64_t now_ms) {
+  if (delta_ms == 0) return;
+  std::multimap<int64_t, std::string> moved;
   for (auto& [forget_at, mac] : by_forget_) {
-    longer.emplace(forget_at + more_ms, mac);
-    seen_[mac] = forget_at + more_ms;
+    moved.emplace(forget_at + delta_ms, mac);
+    seen_[mac] = forget_at + delta_ms;
   }
-  by_forget_ = std::move(longer);
-  // forgotten by now: forget_at < now_ms on the old count, under now_ms + more_ms on the new
-  evicted_through_ = std::max(evicted_through_, now_ms) + more_ms;
+  by_forget_ = std::move(moved);
+  if (delta_ms > 0) {
+    // forgotten by now: forget_at < now_ms on the old count, under now_ms + delta on the new
+    evicted_through_ = std::max(evicted_through_, now_ms) + delta_ms;
+  } else if (evicted_through_ != INT64_MIN) {
+    evicted_through_ += delta_ms;
+  }
 }
 
 }  // namespace floodgate::daemon

@@ -39,11 +39,13 @@ class ReplayMemory {
   bool pastDropped(int64_t forget_at) const { return forget_at <= evicted_through_; }
   // Remembers an entry let through, and forgets those whose copies are stale by `now_ms`.
   void remember(const std::string& mac, int64_t forget_at, int64_t now_ms);
-  // The reader lets entries through for `more_ms` longer from `now_ms` on (its max age
-  // raised): each entry remembered is kept that much longer, as its copies pass that much
-  // longer, and every entry that may have been forgotten by now is refused from now on
-  // (pastDropped): signed before now less the old max age, a copy passes the new time check.
-  void lengthen(int64_t more_ms, int64_t now_ms);
+  // The reader's max age changed by `delta_ms` at `now_ms`. Raised, each entry remembered is
+  // kept that much longer, as its copies pass that much longer, and every entry that may have
+  // been forgotten by now is refused from now on (pastDropped): signed before now less the old
+  // max age, a copy passes the new time check. Lowered, each is kept that much less, and the
+  // bound of what is refused moves back with it (else a raise undone would refuse every new
+  // entry until the raised age had passed).
+  void shift(int64_t delta_ms, int64_t now_ms);
 
   size_t size() const { return seen_.size(); }
   size_t max() const { return max_; }
