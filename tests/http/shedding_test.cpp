@@ -454,6 +454,36 @@ TEST(AdaptiveConcurrency, RequestsHeldFromBeforeAProbeNeitherFillItsFloorNorKeep
   EXPECT_TRUE(f.check("GET", "/x").allowed());
 }
 
+// Requests a probe admitted and that are held open (slow uploads opened as it began) keep
+// its floor full, but not for longer than its time limit: then it ends unmeasured, the limit
+// as it was, and the requests it shed are served again.
+TEST(AdaptiveConcurrency, RequestsHeldInAProbeKeepItNoLongerThanItsTimeLimit) {
+  Fixture f(R"(http:
+  adaptive_concurrency:
+    {floor: 2, ceiling: 50, initial: 10, window: 4, window_ms: 1, probe_every: 1}
+)");
+  const AdaptiveLimit* adaptive = f.limiter->shedder()->adaptive();
+  ASSERT_NE(adaptive, nullptr);
+  for (int i = 0; i < 4; ++i) {  // a window: the next one is a probe
+    Verdict v = f.check("GET", "/x");
+    ASSERT_TRUE(v.allowed()) << i;
+    f.clock->advanceNs(kMs);
+  }
+  ASSERT_EQ(adaptive->probes(), 1u);
+  std::vector<Verdict> held;  // the attacker's, admitted in the probe and never finished
+  for (int i = 0; i < 2; ++i) {
+    held.push_back(f.check("POST", "/upload"));
+    ASSERT_TRUE(held.back().allowed());
+  }
+  EXPECT_EQ(f.check("GET", "/x").binding.outcome, Outcome::kOverloaded);
+  f.clock->advanceNs(adaptive->probeTimeLimitNs());
+  EXPECT_EQ(f.check("GET", "/x").binding.outcome, Outcome::kOverloaded) << "not yet past it";
+  f.clock->advanceNs(1);
+  EXPECT_TRUE(f.check("GET", "/x").allowed()) << "the probe ended unmeasured";
+  EXPECT_EQ(adaptive->limit(), 10);
+  EXPECT_EQ(adaptive->probes(), 1u);
+}
+
 TEST(AdaptiveConcurrency, ClassThresholdsFollowTheLimitAndKeepTheirShares) {
   Fixture f(R"(http:
   adaptive_concurrency: {floor: 2, ceiling: 500, initial: 40}

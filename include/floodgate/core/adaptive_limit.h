@@ -71,12 +71,21 @@ class AdaptiveLimit {
 
   // The requests that may be in flight now (the floor during a probe window).
   int64_t limit() const;
-  // During a probe window, the places of the requests admitted in it that are still in
-  // flight, which the floor bounds instead of all requests in flight: those admitted before
-  // it are not its to measure, and counted, a few held open on purpose (slow uploads) would
-  // fill the floor, shed everything else, and keep the probe from ever ending. nullptr when
-  // no probe runs; *probe is its number (probes()) for leaveProbe().
-  std::atomic<int64_t>* probePlaces(uint64_t* probe);
+  // What a request entering at `now_ns` is held to, read under one lock: the limit, and
+  // during a probe window the places of the requests admitted in it that are still in flight,
+  // which the floor bounds instead of all requests in flight (those admitted before it are
+  // not its to measure, and counted, a few held open on purpose, slow uploads, would fill the
+  // floor and shed everything else). A probe that has not measured its window within
+  // probeTimeLimitNs() ends without a measurement, the limit as it was: requests it admitted
+  // held open cannot keep it, and everyone else's shedding, going.
+  struct Admission {
+    int64_t limit = 0;
+    std::atomic<int64_t>* probe_places = nullptr;  // nullptr when no probe runs
+    uint64_t probe = 0;                            // its number (probes()), for leaveProbe()
+  };
+  Admission admission(int64_t now_ns);
+  // The longest a probe window runs: 10 windows' time, at least a second.
+  int64_t probeTimeLimitNs() const;
   // A request that took a place of probe `probe` has left.
   void leaveProbe(uint64_t probe);
   int64_t noLoadLatencyNs() const;  // 0 until measured
@@ -101,7 +110,8 @@ class AdaptiveLimit {
   int64_t windows_ = 0;
   bool probing_ = false;
   std::atomic<uint64_t> probes_{0};       // written with mutex_ held
-  std::atomic<int64_t> probe_places_{0};  // see probePlaces(); reset as each probe begins
+  std::atomic<int64_t> probe_places_{0};  // see admission(); reset as each probe begins
+  int64_t probe_started_ns_ = 0;
 };
 
 }  // namespace floodgate::http

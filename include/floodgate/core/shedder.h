@@ -91,7 +91,7 @@ class InFlight {
   int64_t entered_ns_;
   uint64_t client_;
   uint64_t probes_;  // the adaptive limit's probes() when it entered
-  bool in_probe_;    // it holds a place of probe probes_ (AdaptiveLimit::probePlaces)
+  bool in_probe_;    // it holds a place of probe probes_ (AdaptiveLimit::admission)
   std::atomic<bool> failed_{false};
   std::atomic<bool> abandoned_{false};
   std::atomic<bool> finished_{false};
@@ -131,6 +131,8 @@ class Shedder {
   std::shared_ptr<InFlight> enter(size_t index, uint64_t client, bool again = false);
   // The threshold of class `index` now.
   int64_t threshold(size_t index) const;
+  // The same, of class `index` under the adaptive limit `limit`.
+  int64_t thresholdUnder(size_t index, int64_t limit) const;
   // Null without http.adaptive_concurrency.
   const AdaptiveLimit* adaptive() const { return adaptive_.get(); }
 

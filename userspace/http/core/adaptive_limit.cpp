@@ -80,6 +80,7 @@ void AdaptiveLimit::adjust(int64_t now_ns) {
       std::clamp(next, static_cast<double>(config_.floor), static_cast<double>(config_.ceiling));
   if (config_.probe_every > 0 && ++windows_ % config_.probe_every == 0) {
     probing_ = true;
+    probe_started_ns_ = now_ns;
     probe_places_.store(0, std::memory_order_relaxed);
     probes_.fetch_add(1, std::memory_order_relaxed);
   }
@@ -99,11 +100,23 @@ int64_t AdaptiveLimit::limit() const {
   return probing_ ? config_.floor : static_cast<int64_t>(limit_);
 }
 
-std::atomic<int64_t>* AdaptiveLimit::probePlaces(uint64_t* probe) {
+int64_t AdaptiveLimit::probeTimeLimitNs() const {
+  return std::max<int64_t>(10 * config_.window_ms, 1000) * 1'000'000;
+}
+
+AdaptiveLimit::Admission AdaptiveLimit::admission(int64_t now_ns) {
   std::lock_guard lock(mutex_);
-  if (!probing_) return nullptr;
-  *probe = probes_.load(std::memory_order_relaxed);
-  return &probe_places_;
+  if (probing_ && now_ns - probe_started_ns_ > probeTimeLimitNs()) {
+    // not measured in time: over, and its window's samples with it
+    probing_ = false;
+    window_start_ns_ = now_ns;
+    finished_ = 0;
+    errors_ = 0;
+    latencies_ns_.clear();
+    samples_of_.clear();
+  }
+  if (!probing_) return {static_cast<int64_t>(limit_), nullptr, 0};
+  return {config_.floor, &probe_places_, probes_.load(std::memory_order_relaxed)};
 }
 
 void AdaptiveLimit::leaveProbe(uint64_t probe) {

@@ -58,9 +58,12 @@ Shedder::Shedder(const SheddingConfig& config, const AdaptiveConcurrencyConfig& 
 }
 
 int64_t Shedder::threshold(size_t index) const {
+  return adaptive_ ? thresholdUnder(index, adaptive_->limit()) : classes_[index].max_in_flight;
+}
+
+int64_t Shedder::thresholdUnder(size_t index, int64_t limit) const {
   const int64_t own = classes_[index].max_in_flight;
   if (!adaptive_) return own;
-  const int64_t limit = adaptive_->limit();
   const int64_t top = classes_.front().max_in_flight;
   return index == 0 ? limit : std::max<int64_t>(1, limit * own / top);
 }
@@ -102,10 +105,13 @@ size_t Shedder::byPath(std::string_view method, std::string_view path) const {
 
 std::shared_ptr<InFlight> Shedder::enter(size_t index, uint64_t client, bool again) {
   CompiledClass& c = classes_[index];
-  const int64_t max = threshold(index);
-  // a probe window bounds the requests it admitted, not those from before it
-  uint64_t probe = 0;
-  std::atomic<int64_t>* probe_places = adaptive_ ? adaptive_->probePlaces(&probe) : nullptr;
+  // the limit and the probe read together: a probe window bounds the requests it admitted,
+  // not those from before it
+  const AdaptiveLimit::Admission admission =
+      adaptive_ ? adaptive_->admission(clock_->nowNs()) : AdaptiveLimit::Admission{};
+  const int64_t max = thresholdUnder(index, admission.limit);
+  std::atomic<int64_t>* probe_places = admission.probe_places;
+  const uint64_t probe = admission.probe;
   std::atomic<int64_t>& counted = probe_places ? *probe_places : state_->in_flight;
   int64_t now = counted.load(std::memory_order_relaxed);
   do {
