@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "floodgate/core/compact_key.h"
+#include "floodgate/stores/local_share_store.h"
 #include "http/algorithm_harness.h"
 
 namespace floodgate::http {
@@ -221,6 +222,21 @@ TEST(CompactKey, InlineUpTo23BytesHeapBeyondAndMovesOwnership) {
     assigned.assign("short");
     EXPECT_EQ(assigned.view(), "short");
   }
+}
+
+// A fallback share of a bucket's rate is whole thousandths a second, rounded down: rounded to
+// the nearest, 0.003 over two instances would run 0.002 each, a third more than the rate.
+TEST(LocalShare, ARateShareIsWholeThousandthsRoundedDown) {
+  AlgorithmParams params = testing::bucket(AlgorithmKind::kTokenBucket, 10, 1);
+  params.rate_per_s = 0.003;
+  EXPECT_DOUBLE_EQ(shareOf(params, 2).rate_per_s, 0.001);
+  EXPECT_EQ(rateMilliPerS(shareOf(params, 2).rate_per_s), 1);
+  params.rate_per_s = 0.006;
+  EXPECT_EQ(rateMilliPerS(shareOf(params, 2).rate_per_s), 3);
+  params.rate_per_s = 100;
+  EXPECT_EQ(rateMilliPerS(shareOf(params, 3).rate_per_s), 33'333);
+  params.rate_per_s = 0.001;  // never below the least rate a bucket runs
+  EXPECT_EQ(rateMilliPerS(shareOf(params, 5).rate_per_s), 1);
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include "floodgate/stores/local_share_store.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "floodgate/stores/state_migration.h"
 
@@ -13,7 +14,11 @@ AlgorithmParams shareOf(const AlgorithmParams& params, int64_t instances) {
   instances = std::max<int64_t>(1, instances);
   share.limit = std::max<int64_t>(1, params.limit / instances);
   share.capacity = std::max<int64_t>(1, params.capacity / instances);
-  share.rate_per_s = std::max(kMinRatePerS, params.rate_per_s / static_cast<double>(instances));
+  // in whole thousandths a second, rounded down: a bucket runs its rate so, and rounded to
+  // the nearest (0.0015 as 0.002) each share would run faster than its part of the rate
+  const double milli =
+      std::floor(params.rate_per_s * 1000.0 / static_cast<double>(instances) + 1e-9);
+  share.rate_per_s = std::max(kMinRatePerS, milli / 1000.0);
   return share;
 }
 
