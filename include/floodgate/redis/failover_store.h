@@ -45,6 +45,8 @@ class FailoverStore final : public SharedStore {
                 std::shared_ptr<CircuitBreaker> breaker, RejectionCacheOptions rejections = {});
 
   Result<Decision> decide(std::string_view key, int64_t now_ns, int64_t cost) override;
+  // A refund without its decision goes to Redis (or nowhere while the breaker is open):
+  // refundDecision() sends one the fallback admitted back to the fallback.
   void refund(std::string_view key, int64_t admitted_ns, int64_t now_ns, int64_t cost) override;
   void refundDecision(std::string_view key, const Decision& decision, int64_t admitted_ns,
                       int64_t now_ns, int64_t cost) override;

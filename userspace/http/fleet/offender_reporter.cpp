@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <iterator>
 
 #include "floodgate/fleet/report_stream.h"
 #include "floodgate/report/offender_report.h"
@@ -97,8 +98,11 @@ bool OffenderReporter::evictFewest() {
     for (size_t looked = 0; looked < buckets && clients_.bucket_size(bucket) == 0; ++looked) {
       bucket = (bucket + 1) % buckets;
     }
-    const std::string& key = clients_.begin(bucket)->first;
-    auto it = clients_.find(key);
+    // any entry of the bucket, not only its first: one behind another is drawn too
+    auto in_bucket = clients_.begin(bucket);
+    std::advance(in_bucket,
+                 std::uniform_int_distribution<size_t>(0, clients_.bucket_size(bucket) - 1)(draw_));
+    auto it = clients_.find(in_bucket->first);
     const Client& c = it->second;
     // one reported (or waiting to be) keeps its quiet time: evicted, it would be reported
     // again at once, and its quiet times would start over from a minute

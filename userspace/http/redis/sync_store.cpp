@@ -202,7 +202,9 @@ Status SyncStore::syncKeys(const std::vector<std::string>& keys, int64_t now_ns,
     // Spent while the sync was under way: out of the old share, not yet in R.
     e.share = std::max<int64_t>(0, ceilDiv(synced.remaining, instances) - e.spent);
     e.fleet_remaining = synced.remaining;
-    e.reset_at_ns = now_ns + synced.reset_ns;
+    // a debt near the 2^53 the scripts hold it under resets ~285 years on: kept in int64
+    e.reset_at_ns =
+        now_ns + std::min(synced.reset_ns, INT64_MAX / 2 - std::max<int64_t>(now_ns, 0));
     e.fresh_until_ns = now_ns + 2 * std::max<int64_t>(options_.interval_ms, 1) * kNsPerMs;
     if (params_.kind == AlgorithmKind::kFixedWindow) {
       // now_ns was read before the call: this end is never past Redis's.
