@@ -236,9 +236,10 @@ TEST(RequestBody, ARangeNeitherReadsPastTheAnswerNorKeepsTheConnection) {
   EXPECT_FALSE(service.smuggledRan());
 }
 
-// cpp-httplib never reads a body sent with GET or HEAD, nor a chunked DELETE's, nor one it
-// answers itself (an encoding it cannot read): the request is served or answered as before,
-// and its connection ends after the answer.
+// cpp-httplib never reads a body sent with GET, HEAD or OPTIONS, nor a DELETE's without
+// Content-Length: such a request is refused up front, nothing charged, and its connection
+// ends after the answer. So does one it answers itself, its body unread (an encoding it
+// cannot read), and a chunked one, whose chunks it may take as whole when they are not.
 TEST(RequestBody, ABodyCppHttplibDoesNotReadEndsItsConnection) {
   Service service;
   struct Case {
@@ -246,19 +247,58 @@ TEST(RequestBody, ABodyCppHttplibDoesNotReadEndsItsConnection) {
     std::string status;
   };
   const std::vector<Case> cases = {
-      {withBody("GET /items HTTP/1.1", "X-Forwarded-For: 198.51.100.12\r\n"), "HTTP/1.1 200"},
-      {withBody("HEAD /items HTTP/1.1", "X-Forwarded-For: 198.51.100.13\r\n"), "HTTP/1.1 200"},
+      {withBody("GET /items HTTP/1.1", "X-Forwarded-For: 198.51.100.12\r\n"), "HTTP/1.1 400"},
+      {withBody("HEAD /items HTTP/1.1", "X-Forwarded-For: 198.51.100.13\r\n"), "HTTP/1.1 400"},
+      {withBody("OPTIONS /items HTTP/1.1", "X-Forwarded-For: 198.51.100.14\r\n"), "HTTP/1.1 400"},
       {"DELETE /items HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Forwarded-For: 198.51.100.10\r\n"
        "Transfer-Encoding: chunked\r\n\r\n",
-       "HTTP/1.1 200"},
+       "HTTP/1.1 400"},
       {"POST /items HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Forwarded-For: 198.51.100.11\r\n"
        "Content-Encoding: gzip\r\nContent-Length: 66\r\n\r\n",
        "HTTP/1.1 4"},  // 415, or 400 where it can read gzip: the body is no gzip
+      {"POST /items HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Forwarded-For: 198.51.100.15\r\n"
+       "Transfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
+       "HTTP/1.1 200"},
   };
   for (const Case& c : cases) {
     Smuggled answered = smuggle(service, c.head, "\r\n\r\n");
     EXPECT_TRUE(answered.closed) << c.head << answered.answers;
     EXPECT_EQ(answered.answers.rfind(c.status, 0), 0u) << c.head << answered.answers;
+    EXPECT_EQ(answered.answers.find("smuggled"), std::string::npos) << answered.answers;
+  }
+  // refused before any policy: the client's one request a week is still there
+  spend(service, "198.51.100.12");
+  EXPECT_FALSE(service.smuggledRan());
+}
+
+// A body cpp-httplib began to read and gave up on (a form part whose header runs past its
+// bound) did not reach a route, whatever parts it read: the rest is unread, and the
+// connection ends after the answer.
+TEST(RequestBody, ABodyReadOnlyInPartEndsItsConnection) {
+  Service service;
+  const std::string body = "--b\r\nContent-Disposition: form-data; name=\"a\"\r\n\r\nv\r\n--b\r\n" +
+                           std::string("X-Long: ") + std::string(9000, 'a') + kSmuggled;
+  Connection connection(service.port());
+  ASSERT_TRUE(connection.send(
+      "POST /items HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Forwarded-For: 198.51.100.16\r\n"
+      "Content-Type: multipart/form-data; boundary=b\r\nContent-Length: " +
+      std::to_string(body.size()) + "\r\n\r\n" + body));
+  EXPECT_TRUE(connection.closedWithin(10'000)) << connection.received();
+  EXPECT_EQ(connection.received().find("smuggled"), std::string::npos) << connection.received();
+  EXPECT_FALSE(service.smuggledRan());
+}
+
+// What cpp-httplib answers before the limiter sees the request (a request line it cannot
+// parse, a header line too long) read not even all the headers: the connection ends.
+TEST(RequestBody, AnAnswerGivenBeforeTheLimiterSawTheRequestEndsItsConnection) {
+  Service service;
+  for (const std::string& head : {"PROPFIND /items HTTP/1.1\r\nHost: 127.0.0.1\r\n" +
+                                      std::string("Content-Length: 73\r\n\r\n"),
+                                  "POST /items HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Long: " +
+                                      std::string(9000, 'a') + "\r\nContent-Length: 73\r\n\r\n"}) {
+    Smuggled answered = smuggle(service, head, "\r\n\r\n");
+    EXPECT_TRUE(answered.closed) << answered.answers;
+    EXPECT_EQ(answered.answers.rfind("HTTP/1.1 4", 0), 0u) << answered.answers;
     EXPECT_EQ(answered.answers.find("smuggled"), std::string::npos) << answered.answers;
   }
   EXPECT_FALSE(service.smuggledRan());

@@ -3,8 +3,10 @@
 #include "floodgate/adapters/httplib_adapter.h"
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <thread>
+#include <utility>
 
 #include "floodgate/core/headers.h"
 
@@ -106,14 +108,35 @@ bool carriesBody(const httplib::Request& req) {
   return false;
 }
 
-// Whether cpp-httplib read the request's body whole, into req.body (or req.files, a form):
-// it does so for a route's handler, and for no other answer.
-bool bodyWasRead(const httplib::Request& req) {
-  if (!req.files.empty()) return true;
-  if (req.has_header("Transfer-Encoding")) return !req.body.empty();
-  return req.get_header_value_count("Content-Length") == 1 &&
-         req.get_header_value("Content-Length") == std::to_string(req.body.size());
+// Whether cpp-httplib reads the body of a request of this method (its expect_content(), and
+// a DELETE's only by its Content-Length).
+bool bodyIsRead(const httplib::Request& req) {
+  const std::string& m = req.method;
+  if (m == "DELETE") return req.has_header("Content-Length");
+  return m == "POST" || m == "PUT" || m == "PATCH" || m == "PRI";
 }
+
+// Whether cpp-httplib read the request's body whole: it hands a route's handler only a body
+// it has read (req.matches is filled then, and only then), into req.body, or req.files for a
+// form, by one Content-Length. A chunked body is never taken as read: cpp-httplib 0.11 takes
+// a chunk not followed by its CRLF as whole, and what follows would be read as a request.
+bool bodyWasRead(const httplib::Request& req) {
+  if (req.matches.empty() || !bodyIsRead(req) || req.has_header("Transfer-Encoding")) {
+    return false;
+  }
+  if (req.get_header_value_count("Content-Length") != 1) return false;
+  if (!req.files.empty()) return true;
+  const std::string text = req.get_header_value("Content-Length");
+  uint64_t length = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), length);
+  return error == std::errc() && end == text.data() + text.size() && length == req.body.size();
+}
+
+// Set by the pre-routing handler, read and cleared by the post-routing one: whether the limiter
+// saw the request being answered. cpp-httplib answers some before it (a request line it cannot
+// parse, a URI or header line too long), having read not even all the headers: a body that
+// follows them is unread, whatever they said.
+thread_local bool t_decided = false;
 
 // Makes `res` end its connection once written. cpp-httplib reads a request's body only for a
 // route's handler: a body left unread (a request refused here, one it answers itself, a body
@@ -185,7 +208,8 @@ std::shared_ptr<const DelayedThreads> install(httplib::Server& server,
           const httplib::Request& req, httplib::Response& res) {
         // a route's own stream is left as it is: only a content-reader route answers a request
         // with a body without cpp-httplib reading it, and that body is the route's to read
-        if (carriesBody(req) && !bodyWasRead(req) && !res.content_provider_) {
+        const bool decided = std::exchange(t_decided, false);
+        if ((!decided || (carriesBody(req) && !bodyWasRead(req))) && !res.content_provider_) {
           closeAfterWriting(req, res);
         }
         if (t_admitted.adapter != adapter.get()) return;
@@ -218,6 +242,18 @@ std::shared_ptr<const DelayedThreads> install(httplib::Server& server,
        jitter = std::move(jitter), delayed, adapter,
        bad_request_cost](const httplib::Request& req, httplib::Response& res) {
         t_admitted = {};
+        t_decided = true;
+        if (!bodyIsRead(req) && carriesBody(req)) {
+          // a body cpp-httplib never reads, whatever answers the request: refused before any
+          // policy (nothing charged), and the connection ended once answered (post-routing)
+          res.status = 400;
+          res.set_content(R"({"type":"about:blank","title":"Bad Request","status":400,)"
+                          R"("detail":"this server reads no body sent with this method )"
+                          R"((GET, HEAD, OPTIONS, or DELETE without Content-Length): send )"
+                          R"(the request without one"})",
+                          "application/problem+json");
+          return httplib::Server::HandlerResponse::Handled;
+        }
         std::string user = options.user_of ? options.user_of(req) : std::string();
         std::string priority = options.priority_of ? options.priority_of(req) : std::string();
         RequestInfo info;
