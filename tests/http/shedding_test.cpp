@@ -484,6 +484,32 @@ TEST(AdaptiveConcurrency, RequestsHeldInAProbeKeepItNoLongerThanItsTimeLimit) {
   EXPECT_EQ(adaptive->probes(), 1u);
 }
 
+// The time limit is on a probe's progress, not its length: a slow service whose probe
+// requests keep finishing, each under the limit, is measured however long its window takes.
+TEST(AdaptiveConcurrency, AProbeWhoseRequestsKeepFinishingRunsPastTheTimeLimit) {
+  Fixture f(R"(http:
+  adaptive_concurrency:
+    {floor: 2, ceiling: 50, initial: 10, window: 4, window_ms: 1, probe_every: 1}
+)");
+  const AdaptiveLimit* adaptive = f.limiter->shedder()->adaptive();
+  ASSERT_NE(adaptive, nullptr);
+  for (int i = 0; i < 4; ++i) {  // a window: the next one is a probe
+    Verdict v = f.check("GET", "/x");
+    ASSERT_TRUE(v.allowed()) << i;
+    f.clock->advanceNs(kMs);
+  }
+  ASSERT_EQ(adaptive->probes(), 1u);
+  ASSERT_EQ(adaptive->noLoadLatencyNs(), 0);
+  const int64_t slow = adaptive->probeTimeLimitNs() * 9 / 10;
+  for (int i = 0; i < 4; ++i) {  // 4 requests of 0.9 limits each: 3.6 limits in all
+    Verdict v = f.check("GET", "/x");
+    ASSERT_TRUE(v.allowed()) << i;
+    f.clock->advanceNs(slow);
+  }
+  EXPECT_EQ(adaptive->noLoadLatencyNs(), slow) << "the probe measured its window";
+  EXPECT_EQ(adaptive->limit(), 10);
+}
+
 TEST(AdaptiveConcurrency, ClassThresholdsFollowTheLimitAndKeepTheirShares) {
   Fixture f(R"(http:
   adaptive_concurrency: {floor: 2, ceiling: 500, initial: 40}

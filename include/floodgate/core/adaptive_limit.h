@@ -75,7 +75,7 @@ class AdaptiveLimit {
   // during a probe window the places of the requests admitted in it that are still in flight,
   // which the floor bounds instead of all requests in flight (those admitted before it are
   // not its to measure, and counted, a few held open on purpose, slow uploads, would fill the
-  // floor and shed everything else). A probe that has not measured its window within
+  // floor and shed everything else). A probe none of whose requests has finished for
   // probeTimeLimitNs() ends without a measurement, the limit as it was: requests it admitted
   // held open cannot keep it, and everyone else's shedding, going.
   struct Admission {
@@ -84,7 +84,9 @@ class AdaptiveLimit {
     uint64_t probe = 0;                            // its number (probes()), for leaveProbe()
   };
   Admission admission(int64_t now_ns);
-  // The longest a probe window runs: 10 windows' time, at least a second.
+  // The longest a probe window waits for one of its requests to finish: 10 windows' time,
+  // a second, or 10 recent latencies (recentLatencyNs()), whichever is longest. With mutex_
+  // held, or before any other thread uses the limit.
   int64_t probeTimeLimitNs() const;
   // A request that took a place of probe `probe` has left.
   void leaveProbe(uint64_t probe);
@@ -111,7 +113,7 @@ class AdaptiveLimit {
   bool probing_ = false;
   std::atomic<uint64_t> probes_{0};       // written with mutex_ held
   std::atomic<int64_t> probe_places_{0};  // see admission(); reset as each probe begins
-  int64_t probe_started_ns_ = 0;
+  int64_t probe_progress_ns_ = 0;         // when the probe began, or one of its requests finished
 };
 
 }  // namespace floodgate::http

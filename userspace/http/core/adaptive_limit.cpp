@@ -27,6 +27,7 @@ void AdaptiveLimit::record(const Sample& sample, int64_t now_ns) {
   std::lock_guard lock(mutex_);
   // admitted before the probe, at the limit of then: it says nothing of the floor
   if (probing_ && sample.probes != probes_.load(std::memory_order_relaxed)) return;
+  if (probing_) probe_progress_ns_ = now_ns;  // one of its own finished: it moves
   if (window_start_ns_ < 0) window_start_ns_ = now_ns;
   ++finished_;
   if (sample.error) {
@@ -80,7 +81,7 @@ void AdaptiveLimit::adjust(int64_t now_ns) {
       std::clamp(next, static_cast<double>(config_.floor), static_cast<double>(config_.ceiling));
   if (config_.probe_every > 0 && ++windows_ % config_.probe_every == 0) {
     probing_ = true;
-    probe_started_ns_ = now_ns;
+    probe_progress_ns_ = now_ns;
     probe_places_.store(0, std::memory_order_relaxed);
     probes_.fetch_add(1, std::memory_order_relaxed);
   }
@@ -101,13 +102,15 @@ int64_t AdaptiveLimit::limit() const {
 }
 
 int64_t AdaptiveLimit::probeTimeLimitNs() const {
-  return std::max<int64_t>(10 * config_.window_ms, 1000) * 1'000'000;
+  // ten windows' time, a second, or ten of the service's recent latencies, the longest: a
+  // slow service's own requests end a probe's wait often enough
+  return std::max({std::max<int64_t>(10 * config_.window_ms, 1000) * 1'000'000, 10 * recent_ns_});
 }
 
 AdaptiveLimit::Admission AdaptiveLimit::admission(int64_t now_ns) {
   std::lock_guard lock(mutex_);
-  if (probing_ && now_ns - probe_started_ns_ > probeTimeLimitNs()) {
-    // not measured in time: over, and its window's samples with it
+  if (probing_ && now_ns - probe_progress_ns_ > probeTimeLimitNs()) {
+    // none of its requests finished for that long: over, and its window's samples with it
     probing_ = false;
     window_start_ns_ = now_ns;
     finished_ = 0;
