@@ -2,10 +2,8 @@
 // A body cpp-httplib leaves unread (a refused request's, or one sent with GET) never becomes a
 // request of its own on a keep-alive connection: through a trusted proxy it would name any
 // client and go past every limit.
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
-#include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -19,6 +17,7 @@
 
 #include "floodgate/adapters/httplib_adapter.h"
 #include "floodgate/core/config_parser.h"
+#include "socket_probe.h"
 
 namespace floodgate::http {
 namespace {
@@ -89,16 +88,7 @@ class Service {
 // apart, as a client's do when it waits for 100 Continue, or as TCP segments arrive.
 class Connection {
  public:
-  explicit Connection(int port) : fd_(socket(AF_INET, SOCK_STREAM, 0)) {
-    sockaddr_in address{};
-    address.sin_family = AF_INET;
-    address.sin_port = htons(static_cast<uint16_t>(port));
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (fd_ >= 0 && connect(fd_, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
-      close(fd_);
-      fd_ = -1;
-    }
-  }
+  explicit Connection(int port) : fd_(testing::connectToLoopback(port)) {}
   ~Connection() {
     if (fd_ >= 0) close(fd_);
   }

@@ -412,15 +412,27 @@ TEST(AdaptiveConcurrency, RefusedRequestsTeachItNothing) {
   EXPECT_EQ(adaptive->noLoadLatencyNs(), kMs);
 }
 
+// Every other window a probe (probe_every: 1), each of 4 requests, at a floor of 2.
+constexpr const char* kProbing = R"(http:
+  adaptive_concurrency:
+    {floor: 2, ceiling: 50, initial: 10, window: 4, window_ms: 1, probe_every: 1}
+)";
+
+// A window of 4 requests of 1 ms each: the next window is a probe.
+void runWindowBeforeAProbe(Fixture& f) {
+  for (int i = 0; i < 4; ++i) {
+    Verdict v = f.check("GET", "/x");
+    ASSERT_TRUE(v.allowed()) << i;
+    f.clock->advanceNs(kMs);
+  }
+}
+
 // A probe window runs at the floor, and measures only what it admitted: the requests from
 // before it are not its to count either. Counted, `floor` of them held open (slow uploads
 // trickling a byte at a time) would fill the floor, every other request would be shed, and
 // the probe, which ends only when requests it admitted finish, would never end.
 TEST(AdaptiveConcurrency, RequestsHeldFromBeforeAProbeNeitherFillItsFloorNorKeepItRunning) {
-  Fixture f(R"(http:
-  adaptive_concurrency:
-    {floor: 2, ceiling: 50, initial: 10, window: 4, window_ms: 1, probe_every: 1}
-)");
+  Fixture f(kProbing);
   const AdaptiveLimit* adaptive = f.limiter->shedder()->adaptive();
   ASSERT_NE(adaptive, nullptr);
   std::vector<Verdict> held;  // the attacker's, admitted before the probe
@@ -428,11 +440,7 @@ TEST(AdaptiveConcurrency, RequestsHeldFromBeforeAProbeNeitherFillItsFloorNorKeep
     held.push_back(f.check("POST", "/upload"));
     ASSERT_TRUE(held.back().allowed());
   }
-  for (int i = 0; i < 4; ++i) {  // a window: the next one is a probe (probe_every: 1)
-    Verdict v = f.check("GET", "/x");
-    ASSERT_TRUE(v.allowed()) << i;
-    f.clock->advanceNs(kMs);
-  }
+  runWindowBeforeAProbe(f);
   ASSERT_EQ(adaptive->probes(), 1u);
   ASSERT_EQ(adaptive->limit(), 2) << "the probe runs at the floor";
 
@@ -458,17 +466,10 @@ TEST(AdaptiveConcurrency, RequestsHeldFromBeforeAProbeNeitherFillItsFloorNorKeep
 // its floor full, but not for longer than its time limit: then it ends unmeasured, the limit
 // as it was, and the requests it shed are served again.
 TEST(AdaptiveConcurrency, RequestsHeldInAProbeKeepItNoLongerThanItsTimeLimit) {
-  Fixture f(R"(http:
-  adaptive_concurrency:
-    {floor: 2, ceiling: 50, initial: 10, window: 4, window_ms: 1, probe_every: 1}
-)");
+  Fixture f(kProbing);
   const AdaptiveLimit* adaptive = f.limiter->shedder()->adaptive();
   ASSERT_NE(adaptive, nullptr);
-  for (int i = 0; i < 4; ++i) {  // a window: the next one is a probe
-    Verdict v = f.check("GET", "/x");
-    ASSERT_TRUE(v.allowed()) << i;
-    f.clock->advanceNs(kMs);
-  }
+  runWindowBeforeAProbe(f);
   ASSERT_EQ(adaptive->probes(), 1u);
   std::vector<Verdict> held;  // the attacker's, admitted in the probe and never finished
   for (int i = 0; i < 2; ++i) {
@@ -487,17 +488,10 @@ TEST(AdaptiveConcurrency, RequestsHeldInAProbeKeepItNoLongerThanItsTimeLimit) {
 // The time limit is on a probe's progress, not its length: a slow service whose probe
 // requests keep finishing, each under the limit, is measured however long its window takes.
 TEST(AdaptiveConcurrency, AProbeWhoseRequestsKeepFinishingRunsPastTheTimeLimit) {
-  Fixture f(R"(http:
-  adaptive_concurrency:
-    {floor: 2, ceiling: 50, initial: 10, window: 4, window_ms: 1, probe_every: 1}
-)");
+  Fixture f(kProbing);
   const AdaptiveLimit* adaptive = f.limiter->shedder()->adaptive();
   ASSERT_NE(adaptive, nullptr);
-  for (int i = 0; i < 4; ++i) {  // a window: the next one is a probe
-    Verdict v = f.check("GET", "/x");
-    ASSERT_TRUE(v.allowed()) << i;
-    f.clock->advanceNs(kMs);
-  }
+  runWindowBeforeAProbe(f);
   ASSERT_EQ(adaptive->probes(), 1u);
   ASSERT_EQ(adaptive->noLoadLatencyNs(), 0);
   const int64_t slow = adaptive->probeTimeLimitNs() * 9 / 10;

@@ -20,19 +20,24 @@
 
 namespace floodgate::http::testing {
 
+// A TCP connection to 127.0.0.1:`port`: its descriptor, or -1.
+inline int connectToLoopback(int port) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<uint16_t>(port));
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (fd >= 0 && connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
+    close(fd);
+    fd = -1;
+  }
+  return fd;
+}
+
 // One keep-alive connection: requests go out one at a time, each response is read whole.
 class KeepAliveClient {
  public:
-  explicit KeepAliveClient(int port) : fd_(socket(AF_INET, SOCK_STREAM, 0)) {
-    sockaddr_in address{};
-    address.sin_family = AF_INET;
-    address.sin_port = htons(static_cast<uint16_t>(port));
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (fd_ >= 0 && connect(fd_, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
-      close(fd_);
-      fd_ = -1;
-    }
-  }
+  explicit KeepAliveClient(int port) : fd_(connectToLoopback(port)) {}
   ~KeepAliveClient() {
     if (fd_ >= 0) close(fd_);
   }
