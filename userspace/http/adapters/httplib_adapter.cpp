@@ -140,14 +140,15 @@ thread_local bool t_decided = false;
 
 // Makes `res` end its connection once written. cpp-httplib reads a request's body only for a
 // route's handler: a body left unread (a request refused here, one it answers itself, a body
-// sent with GET or HEAD, or a chunked DELETE, whose bodies it never reads) stays on the
-// connection, and the server would read it as the next request. Its headers then come from
-// the peer, which may be a proxy the limiter trusts to name the client: a body could carry a
-// request with any X-Forwarded-For and priority, past every limit and onto another client's
-// key. A hook of cpp-httplib 0.11 cannot close a connection; a failed write does: the answer
-// goes out through a content provider without a length (so no Range header slices it), which
-// writes it whole and then reports a failure, which ends the connection's request loop, and
-// `Connection: close` ends the body for the client. Run from the post-routing handler, after
+// sent with GET or HEAD, or a DELETE's without Content-Length, which it never reads) stays on
+// the connection, and the server would read it as the next request. Its headers then come
+// from the peer, which may be a proxy the limiter trusts to name the client: a body could
+// carry a request with any X-Forwarded-For and priority, past every limit and onto another
+// client's key. A hook of cpp-httplib 0.11 cannot close a connection; a failed write does: the
+// answer goes out through a content provider without a length (a provider with one would be
+// asked for the bytes a Range header names, past the text), which writes it whole and then
+// reports a failure, which ends the connection's request loop, and `Connection: close` ends
+// the body for the client. Run from the post-routing handler, after
 // an error handler of the service's and the ranges have had the body: what they made of it is
 // what is sent. A HEAD answer is sent with its body: with none, the provider would not run.
 void closeAfterWriting(const httplib::Request& req, httplib::Response& res) {
@@ -206,8 +207,9 @@ std::shared_ptr<const DelayedThreads> install(httplib::Server& server,
   server.set_post_routing_handler(
       [refund, bad_request_cost, adapter, malformed_route_400 = options.malformed_route_400](
           const httplib::Request& req, httplib::Response& res) {
-        // a route's own stream is left as it is: only a content-reader route answers a request
-        // with a body without cpp-httplib reading it, and that body is the route's to read
+        // A route's own stream is left as it is: with the bodies cpp-httplib never reads
+        // refused up front, only a content-reader route answers a request with a body without
+        // cpp-httplib reading it, and that body is the route's to read.
         const bool decided = std::exchange(t_decided, false);
         if ((!decided || (carriesBody(req) && !bodyWasRead(req))) && !res.content_provider_) {
           closeAfterWriting(req, res);
