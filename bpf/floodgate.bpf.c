@@ -84,10 +84,20 @@ static __always_inline int fg_xdp(struct xdp_md *ctx, enum fg_walk_kind kind)
 		}
 	}
 
-	/* Neighbour Discovery and MLD that only this link can send meet no rule: a `protocol:
-	 * icmp` cap an echo flood drained must not take IPv6 neighbour resolution down too. */
-	if (parsed == FG_PARSE_LINK_CONTROL)
-		return fg_finish(ctx, settings, FG_VERDICT_PASS, FG_REASON_LINK_CONTROL, len);
+	/* Neighbour Discovery and MLD that only this link can send meet no rule while the link's
+	 * budget for them lasts: a `protocol: icmp` cap an echo flood drained must not take IPv6
+	 * neighbour resolution down too. Past the budget they are ICMPv6 as any other, so a
+	 * neighbour that changes its source with every frame cannot send them without bound. */
+	if (parsed == FG_PARSE_LINK_CONTROL) {
+		if (!jiffies)
+			jiffies = fg_jiffies();
+		if (!settings->link_control.interval ||
+		    fg_gcra_take(&settings->link_control_state, fg_units(jiffies),
+				 &settings->link_control))
+			return fg_finish(ctx, settings, FG_VERDICT_PASS, FG_REASON_LINK_CONTROL,
+					 len);
+		parsed = FG_PARSE_OK;
+	}
 
 	/* What is odd about the frame has its policy; passed, it still meets every rule that
 	 * needs no field the parser could not read (no ports, no flags). */

@@ -79,6 +79,11 @@ enum fg_policy {
 	FG_POLICY_DROP = 1,
 };
 
+struct fg_limit {
+	__u64 interval; /* bucket time units one unit of cost takes to refill; 0 = no limit */
+	__u64 capacity; /* burst × interval: how far a bucket time may run ahead of now */
+};
+
 /* Run-time settings, the single entry of the `settings` map. */
 struct fg_settings {
 	__u32 malformed_policy;	  /* enum fg_policy: truncated or bogus headers */
@@ -93,6 +98,11 @@ struct fg_settings {
 	__u32 table_layout;   /* FG_TABLE_LAYOUT of the floodgate that made the bucket table
 			       * (0: one from before the field) */
 	__u64 hash_seed;      /* keys the slot hash; chosen at first attach, kept on replace */
+	/* Neighbour Discovery and MLD from this link pass by no rule while this budget, one
+	 * bucket for the interface, admits them (interval 0: always); past it they meet the
+	 * rules as any ICMPv6 does, so a neighbour cannot send them without bound */
+	struct fg_limit link_control;
+	__u64 link_control_state; /* its GCRA bucket time, the program's with compare-and-swap */
 };
 
 /* How the bucket table is laid out and where a source's slot is (struct fg_slot, the
@@ -143,11 +153,6 @@ enum fg_limit_kind {
 /* fg_rule.untracked_own: which of the untracked bucket's rates are its own. */
 #define FG_UNTRACKED_OWN_PPS 1
 #define FG_UNTRACKED_OWN_BPS 2
-
-struct fg_limit {
-	__u64 interval; /* bucket time units one unit of cost takes to refill; 0 = no limit */
-	__u64 capacity; /* burst × interval: how far a bucket time may run ahead of now */
-};
 
 struct fg_port_range {
 	__u16 first;

@@ -22,16 +22,43 @@ class LinkControlTest : public XdpProgramTest {
     return rule;
   }
 
-  // Loads the cap and drains it with echo requests from an off-link source.
+  // Loads the cap and drains it with echo requests from an off-link source (at 1000 of a
+  // test clock, which stays there).
   void loadDrainedCap(AttachOptions options = {}) {
+    const bool test_clock = options.test_clock_hz != 0;
     load({pingCap()}, std::move(options));
+    if (test_clock) setClock(1000);
     auto echo = PacketBuilder().eth().ipv6("2001:db8:66::1", "2001:db8::2").icmp().build();
     ASSERT_EQ(passes(echo, 10), 3);
   }
 
   static std::vector<uint8_t> icmp6(const std::string& src, uint8_t hops, uint8_t type,
-                                    uint8_t code = 0) {
-    return PacketBuilder().eth().ipv6(src, "ff02::1").hopLimit(hops).icmp(type, code).build();
+                                    uint8_t code = 0, const std::string& dst = "ff02::1") {
+    return PacketBuilder().eth().ipv6(src, dst).hopLimit(hops).icmp(type, code).build();
+  }
+
+  // The drained cap with a link-control budget of `budget`, on a test clock.
+  void loadDrainedCapWithBudget(LinkControlBudget budget) {
+    AttachOptions options;
+    options.test_clock_hz = 250;
+    options.link_control = budget;
+    loadDrainedCap(options);
+  }
+
+  // Runs `frame` `times` times in one test run (its verdicts are read from the counters).
+  void runRepeated(const std::vector<uint8_t>& frame, uint32_t times) {
+    LIBBPF_OPTS(bpf_test_run_opts, opts);
+    opts.data_in = frame.data();
+    opts.data_size_in = static_cast<uint32_t>(frame.size());
+    opts.repeat = times;
+    ASSERT_EQ(bpf_prog_test_run_opts(loaded_->programFd(), &opts), 0) << strerror(errno);
+  }
+
+  // A Neighbour Solicitation from a global source of the link to any address behind it:
+  // what a neighbour that forges a new source for every frame sends through a router.
+  static std::vector<uint8_t> forgedSolicitation(int n) {
+    return icmp6("2001:db8:77::" + std::to_string(n), 255, kNeighbourSolicitation, 0,
+                 "2001:db8:99::1");
   }
 };
 
@@ -197,6 +224,64 @@ TEST_F(LinkControlTest, DenyAndBansStillDropThem) {
   // from a source on neither
   EXPECT_EQ(run(icmp6("fe80::1", 255, kNeighbourAdvertisement)), XDP_PASS);
   EXPECT_EQ(counted(FG_VERDICT_PASS, FG_REASON_LINK_CONTROL), 1u);
+}
+
+// A neighbour that changes its source with every frame is held by no deny or ban: past the
+// link's budget, its NDP and MLD meet the rules as any ICMPv6 does.
+TEST_F(LinkControlTest, PastTheLinksBudgetTheyMeetTheRules) {
+  loadDrainedCapWithBudget({2, 5});
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(run(forgedSolicitation(i)), XDP_PASS) << i;
+  EXPECT_EQ(run(forgedSolicitation(5)), XDP_DROP);  // the drained cap's now
+  EXPECT_EQ(run(icmp6("fe80::9", 1, kMldv2Report)), XDP_DROP);  // MLD shares the budget
+  EXPECT_EQ(counted(FG_VERDICT_PASS, FG_REASON_LINK_CONTROL), 5u);
+  EXPECT_EQ(counted(FG_VERDICT_DROP, FG_REASON_RATE), 7u + 2u);
+  // the budget refills at its rate: 2 a second, one in half a second (the cap half a packet)
+  setClock(1000 + 125);
+  EXPECT_EQ(passes(forgedSolicitation(6), 3), 1);
+  EXPECT_EQ(counted(FG_VERDICT_PASS, FG_REASON_LINK_CONTROL), 6u);
+}
+
+TEST_F(LinkControlTest, PastTheBudgetARuleWithRoomStillPassesThem) {
+  AttachOptions options;
+  options.test_clock_hz = 250;
+  options.link_control = {1, 1};
+  load({sourceRule(100, 100)}, options);
+  setClock(1000);
+  EXPECT_EQ(passes(forgedSolicitation(1), 3), 3);
+  EXPECT_EQ(counted(FG_VERDICT_PASS, FG_REASON_LINK_CONTROL), 1u);
+  EXPECT_EQ(counted(FG_VERDICT_PASS, FG_REASON_DEFAULT), 2u);
+}
+
+TEST_F(LinkControlTest, TheDefaultBudgetIsAThousandAtOnce) {
+  loadDrainedCapWithBudget(LinkControlBudget{});
+  runRepeated(forgedSolicitation(1), 1001);
+  EXPECT_EQ(counted(FG_VERDICT_PASS, FG_REASON_LINK_CONTROL), 1000u);
+  EXPECT_EQ(counted(FG_VERDICT_DROP, FG_REASON_RATE), 7u + 1u);
+}
+
+TEST_F(LinkControlTest, AnUnlimitedBudgetPassesThemAll) {
+  loadDrainedCapWithBudget({0, 0});
+  runRepeated(forgedSolicitation(1), 2000);
+  EXPECT_EQ(counted(FG_VERDICT_PASS, FG_REASON_LINK_CONTROL), 2000u);
+  EXPECT_EQ(counted(FG_VERDICT_DROP, FG_REASON_RATE), 7u);
+}
+
+// A reload keeps what the budget had spent (a neighbour cannot refill it by a reload it
+// makes happen) and runs the new rate and burst from there.
+TEST_F(LinkControlTest, AReloadKeepsWhatTheBudgetSpent) {
+  loadDrainedCapWithBudget({1, 3});
+  EXPECT_EQ(passes(forgedSolicitation(1), 4), 3);
+  AttachOptions options;
+  options.link_control = {1, 3};
+  reload({pingCap()}, options);
+  EXPECT_EQ(run(forgedSolicitation(2)), XDP_DROP);
+  options.link_control = {1, 5};  // a larger burst: two more at once
+  reload({pingCap()}, options);
+  EXPECT_EQ(passes(forgedSolicitation(3), 3), 2);
+  options.link_control = {0, 0};
+  reload({pingCap()}, options);
+  EXPECT_EQ(passes(forgedSolicitation(4), 3), 3);
+  EXPECT_EQ(counted(FG_VERDICT_PASS, FG_REASON_LINK_CONTROL), 8u);
 }
 
 }  // namespace

@@ -155,6 +155,7 @@ TEST(ConfigParser, DefaultsWhenLeftOut) {
   EXPECT_EQ(config.defaults.malformed, FramePolicy::kDrop);
   EXPECT_EQ(config.defaults.fragments, FramePolicy::kPass);
   EXPECT_EQ(config.defaults.unknown_ext, FramePolicy::kDrop);
+  EXPECT_EQ(config.defaults.link_control, (LinkControlBudget{1000, 1000}));
   EXPECT_FALSE(config.defaults.monitor);
   ASSERT_EQ(config.rules.size(), 1u);
   const RuleSpec& rule = config.rules[0];
@@ -171,6 +172,38 @@ TEST(ConfigParser, DefaultsWhenLeftOut) {
   EXPECT_EQ(rule.limit.bits_per_s, 0u);
   EXPECT_EQ(rule.algorithm, Algorithm::kTokenBucket);
   EXPECT_EQ(rule.action, ExceedAction::kDrop);
+}
+
+TEST(ConfigParser, TheLinkControlBudget) {
+  const std::string rules = "rules:\n  - {name: r, limit: {pps: 100}}\n";
+  EXPECT_EQ(parseClean("defaults: {link_control: unlimited}\n" + rules).defaults.link_control,
+            (LinkControlBudget{0, 0}));
+  // the burst is a second of the rate unless given
+  EXPECT_EQ(parseClean("defaults: {link_control: {pps: 2k}}\n" + rules).defaults.link_control,
+            (LinkControlBudget{2000, 2000}));
+  EXPECT_EQ(parseClean("defaults:\n  link_control: {pps: 2k, burst: 500}\n" + rules)
+                .defaults.link_control,
+            (LinkControlBudget{2000, 500}));
+}
+
+TEST(ConfigParser, ABadLinkControlBudgetSaysWhatToWrite) {
+  const std::string rules = "rules:\n  - {name: r, limit: {pps: 100}}\n";
+  EXPECT_EQ(parseErrors("defaults: {link_control: {pps: 0}}\n" + rules),
+            "test.yaml:1:32: link_control pps must be at least 1; write link_control: unlimited "
+            "for no bound\n");
+  EXPECT_EQ(parseErrors("defaults: {link_control: {burst: 10}}\n" + rules),
+            "test.yaml:1:26: link_control needs a pps (e.g. {pps: 1k}), or write unlimited\n");
+  EXPECT_EQ(parseErrors("defaults: {link_control: {pps: 10, burst: 0}}\n" + rules),
+            "test.yaml:1:43: burst: '0' is not a positive count (expected e.g. 250, 10k or "
+            "1.5M)\n");
+  EXPECT_EQ(parseErrors("defaults: {link_control: {pps: 20M}}\n" + rules),
+            "test.yaml:1:32: link_control pps must be at most 10000000, not 20000000 (or "
+            "unlimited)\n");
+  EXPECT_EQ(parseErrors("defaults: {link_control: {pps: 1, burst: 4000}}\n" + rules),
+            "test.yaml:1:42: link_control burst takes more than an hour to refill at its rate: "
+            "lower the burst or raise the rate\n");
+  EXPECT_NE(parseErrors("defaults: {link_control: {pps: 10, rate: 5}}\n" + rules), "");
+  EXPECT_NE(parseErrors("defaults: {link_control: none}\n" + rules), "");
 }
 
 TEST(ConfigParser, EveryRuleField) {
@@ -808,7 +841,7 @@ TEST(ConfigParser, UnreadableConfigIsOneLine) {
 
 TEST(ConfigParser, AttachOptionsWithoutInterfacesUseAuto) {
   FloodgateConfig config = parseClean(R"(
-defaults: {table_size: 1024, monitor: true, fragments: drop}
+defaults: {table_size: 1024, monitor: true, fragments: drop, link_control: {pps: 50}}
 rules:
   - {name: a, limit: {pps: 1k}}
   - {name: b, limit: {pps: 2k}}
@@ -820,6 +853,7 @@ rules:
   EXPECT_EQ(options->table_slots, 1024u);
   EXPECT_TRUE(options->monitor);
   EXPECT_EQ(options->fragments, FramePolicy::kDrop);
+  EXPECT_EQ(options->link_control, (LinkControlBudget{50, 50}));
   ASSERT_EQ(options->rules.size(), 2u);
   EXPECT_EQ(options->rules[1].id, 1u);
   EXPECT_EQ(options->rules[1].name, "b");

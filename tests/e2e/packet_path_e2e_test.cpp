@@ -162,6 +162,71 @@ TEST_F(PacketPathE2eTest, DeniedAndBannedSourcesStayOutWhateverTheFrameHoldsOrLa
   EXPECT_EQ(counted(after, "pass", ""), 5u + 3u) << after["counters"].dump();
 }
 
+// A neighbour that forges a new global source for every Neighbour Solicitation (hop limit
+// 255, so from the link) is held by no deny or ban: the link's budget passes `burst` of them
+// by no rule, and the rest meet the ping cap like any ICMPv6.
+TEST_F(PacketPathE2eTest, NeighbourDiscoveryPastTheLinksBudgetMeetsTheRules) {
+  const std::string config =
+      write("config.yaml",
+            "defaults: {link_control: {pps: 1, burst: 10}}\n"
+            "rules:\n  - {name: ping, match: {protocol: icmp}, key: global, limit: {pps: 1, burst: 1}}\n");
+  CommandResult attached = run({"attach", net_->targetInterface(), "--config", config});
+  ASSERT_EQ(attached.exit_code, 0) << attached.err;
+  nlohmann::json status = nlohmann::json::parse(
+      run({"status", net_->targetInterface(), "--json"}).out)["interfaces"][0];
+  EXPECT_EQ(status["link_control"], nlohmann::json({{"pps", 1}, {"burst", 10}})) << status.dump();
+
+  constexpr uint64_t kFrames = 60;
+  std::vector<std::vector<uint8_t>> frames;
+  for (uint64_t i = 0; i < kFrames; ++i) {
+    frames.push_back(PacketBuilder()
+                         .eth()
+                         .ipv6("2001:db8:77::" + std::to_string(i + 1), "2001:db8:99::1")
+                         .hopLimit(255)
+                         .icmp(135)
+                         .build());
+  }
+  const auto start = std::chrono::steady_clock::now();
+  auto sent = sendFrames(net_->senderNetns(), net_->senderInterface(), frames);
+  ASSERT_TRUE(sent.ok()) << sent.error().message;
+  ASSERT_EQ(*sent, kFrames);
+  nlohmann::json after = stats();
+  for (int i = 0; i < 100 && counted(after, "", "") < kFrames; ++i) {
+    usleep(10000);
+    after = stats();
+  }
+  // each bucket refills one a second: what the time taken allows on top of the bursts
+  const uint64_t seconds =
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - start)
+          .count() +
+      1;
+  const std::string counters = after["counters"].dump();
+  EXPECT_EQ(counted(after, "", ""), kFrames) << counters;
+  EXPECT_GE(counted(after, "pass", "link_control"), 10u) << counters;
+  EXPECT_LE(counted(after, "pass", "link_control"), 10u + seconds) << counters;
+  EXPECT_GE(counted(after, "drop", "rate"), kFrames - 10u - 1u - 2 * seconds) << counters;
+
+  // unlimited: every one passes by no rule again
+  const std::string unlimited =
+      write("unlimited.yaml",
+            "defaults: {link_control: unlimited}\n"
+            "rules:\n  - {name: ping, match: {protocol: icmp}, key: global, limit: {pps: 1, burst: 1}}\n");
+  CommandResult reloaded = run({"reload", net_->targetInterface(), "--config", unlimited});
+  ASSERT_EQ(reloaded.exit_code, 0) << reloaded.err;
+  status = nlohmann::json::parse(
+      run({"status", net_->targetInterface(), "--json"}).out)["interfaces"][0];
+  EXPECT_TRUE(status["link_control"].is_null()) << status.dump();
+  const uint64_t before = counted(stats(), "pass", "link_control");
+  sent = sendFrames(net_->senderNetns(), net_->senderInterface(), frames);
+  ASSERT_TRUE(sent.ok()) << sent.error().message;
+  after = stats();
+  for (int i = 0; i < 100 && counted(after, "", "") < 2 * kFrames; ++i) {
+    usleep(10000);
+    after = stats();
+  }
+  EXPECT_EQ(counted(after, "pass", "link_control"), before + kFrames) << after["counters"].dump();
+}
+
 TEST_F(PacketPathE2eTest, ABanLastsAsLongAsAskedAndNoLonger) {
   ASSERT_EQ(run({"attach", net_->targetInterface(), "--rate", "1000"}).exit_code, 0);
   CommandResult two_days = run({"ban", "add", net_->targetInterface(), kBannedV4, "--for", "2d"});

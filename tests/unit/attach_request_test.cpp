@@ -30,6 +30,7 @@ XdpLimiterStatus runningFromCommandLine() {
   running.settings.malformed_policy = FG_POLICY_PASS;
   running.settings.fragment_policy = FG_POLICY_DROP;
   running.settings.unknown_ext_policy = FG_POLICY_DROP;
+  running.settings.link_control = *compileLinkControl({50, 200});  // a config's, kept
   RuleSpec spec;
   spec.limit = {100, 10, 1'000'000, 20'000};
   spec.ipv4_prefix = 24;
@@ -61,6 +62,7 @@ TEST(ReplaceAttachOptions, ARateAloneKeepsTheBitRateThePrefixesAndEverySetting) 
   EXPECT_EQ(options->malformed, FramePolicy::kPass);
   EXPECT_EQ(options->fragments, FramePolicy::kDrop);
   EXPECT_EQ(options->unknown_ext, FramePolicy::kDrop);
+  EXPECT_EQ(options->link_control, (LinkControlBudget{50, 200}));
   EXPECT_EQ(options->mode, XdpMode::kAuto) << "auto: the running mode stays";
 }
 

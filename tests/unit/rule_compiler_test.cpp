@@ -123,6 +123,29 @@ TEST(CompileRule, NewSourcesCapIsAGcraWithATenthOfASecondOfBurst) {
   EXPECT_EQ(compileRule(spec)->new_sources.interval, 0u) << "a global rule has no sources";
 }
 
+TEST(LinkControlBudget, CompilesToAGcraAndReadsBackAsWritten) {
+  auto budget = compileLinkControl({1000, 3000});
+  ASSERT_TRUE(budget.ok()) << budget.error().message;
+  EXPECT_EQ(budget->interval, packetInterval(1000));
+  EXPECT_EQ(budget->capacity, 3000 * packetInterval(1000));
+  EXPECT_EQ(describeLinkControl(*budget), (LinkControlBudget{1000, 3000}));
+  EXPECT_EQ(compileLinkControl({0, 0})->interval, 0u) << "pps 0: without bound";
+  EXPECT_EQ(describeLinkControl(fg_limit{}), (LinkControlBudget{0, 0}));
+  // a burst below a tick of tokens and a frame is raised to it, as a rule's is
+  const uint64_t tick = fg_tick_units(100);
+  auto small = compileLinkControl({1000, 1}, tick);
+  ASSERT_TRUE(small.ok());
+  EXPECT_EQ(small->capacity, tick + packetInterval(1000));
+}
+
+TEST(LinkControlBudget, ABurstOfNoneOrARateNoLinkNeedsIsRefused) {
+  EXPECT_EQ(compileLinkControl({10, 0}).error().message,
+            "link_control burst must be at least 1 (a frame must fit)");
+  EXPECT_FALSE(compileLinkControl({kMaxLinkControlPps + 1, 1}).ok());
+  EXPECT_TRUE(compileLinkControl({kMaxLinkControlPps, 1}).ok());
+  EXPECT_FALSE(compileLinkControl({1, 3601}).ok()) << "more than an hour to refill";
+}
+
 TEST(CompileRule, UntrackedGoesWithASourceKey) {
   RuleSpec spec = ppsRule(1000, 100);
   spec.key = KeyKind::kGlobal;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // `defaults:`: table sizes, what to do with odd frames, and monitor mode, for every interface.
 #include "config/sections.h"
+#include "controller/rule_compiler.h"
 #include "floodgate/common/units.h"
 
 namespace floodgate::config {
@@ -14,6 +15,41 @@ void readPolicy(YamlReader& reader, const YamlFields& fields, const char* key, F
   }
 }
 
+// link_control: unlimited, or {pps: N, burst: N} (burst: a second of the rate if not given).
+void readLinkControl(YamlReader& reader, const YamlEntry& entry, LinkControlBudget& out) {
+  if (entry.value.IsScalar() && entry.value.Scalar() == "unlimited") {
+    out = {0, 0};
+    return;
+  }
+  std::optional<YamlFields> fields = reader.mapping(entry, "link_control", {"pps", "burst"});
+  if (!fields) return;
+  const YamlEntry* pps = fields->find("pps");
+  if (!pps) {
+    reader.error(entry, "link_control needs a pps (e.g. {pps: 1k}), or write unlimited");
+    return;
+  }
+  if (pps->value.IsScalar() && pps->value.Scalar() == "0") {
+    reader.error(*pps, "link_control pps must be at least 1; write link_control: unlimited for "
+                       "no bound");
+    return;
+  }
+  LinkControlBudget budget;
+  auto rate = reader.withUnit(*pps, "pps", parseCount, "1k");
+  if (!rate) return;
+  budget.pps = budget.burst = *rate;
+  const YamlEntry* burst = fields->find("burst");
+  if (burst) {
+    auto count = reader.withUnit(*burst, "burst", parseCount, "1k");
+    if (!count) return;
+    budget.burst = *count;
+  }
+  if (auto compiled = compileLinkControl(budget); !compiled) {
+    reader.error(burst && budget.burst != budget.pps ? *burst : *pps, compiled.error().message);
+    return;
+  }
+  out = budget;
+}
+
 }  // namespace
 
 DefaultsConfig parseDefaults(YamlReader& reader, const YamlEntry& entry) {
@@ -21,7 +57,8 @@ DefaultsConfig parseDefaults(YamlReader& reader, const YamlEntry& entry) {
   if (entry.value.IsNull()) return out;
   std::optional<YamlFields> fields = reader.mapping(
       entry, "defaults",
-      {"table_size", "list_size", "malformed", "fragments", "unknown_ipv6_ext", "monitor"});
+      {"table_size", "list_size", "malformed", "fragments", "unknown_ipv6_ext", "monitor",
+       "link_control"});
   if (!fields) return out;
   if (const YamlEntry* size = fields->find("table_size")) {
     if (auto slots = reader.withUnit(*size, "table_size", parseCount, "262144")) {
@@ -47,6 +84,9 @@ DefaultsConfig parseDefaults(YamlReader& reader, const YamlEntry& entry) {
   readPolicy(reader, *fields, "malformed", out.malformed);
   readPolicy(reader, *fields, "fragments", out.fragments);
   readPolicy(reader, *fields, "unknown_ipv6_ext", out.unknown_ext);
+  if (const YamlEntry* budget = fields->find("link_control")) {
+    readLinkControl(reader, *budget, out.link_control);
+  }
   if (const YamlEntry* monitor = fields->find("monitor")) {
     if (auto on = reader.boolean(*monitor, "monitor")) out.monitor = *on;
   }

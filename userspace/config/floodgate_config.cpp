@@ -310,6 +310,7 @@ Result<AttachOptions> attachOptionsFor(const FloodgateConfig& config,
   options.malformed = config.defaults.malformed;
   options.fragments = config.defaults.fragments;
   options.unknown_ext = config.defaults.unknown_ext;
+  options.link_control = config.defaults.link_control;
   options.allow = config.allow;
   options.deny = config.deny;
   return options;

@@ -39,6 +39,8 @@ struct DefaultsConfig {
   FramePolicy malformed = FramePolicy::kDrop;
   FramePolicy fragments = FramePolicy::kPass;
   FramePolicy unknown_ext = FramePolicy::kDrop;
+  // Neighbour Discovery and MLD from the link that pass by no rule
+  LinkControlBudget link_control;
   bool monitor = false;  // every rule counts would-be drops and drops nothing
 };
 

@@ -66,6 +66,7 @@ Result<AttachOptions> replaceAttachOptions(const AttachRequest& request,
   options.fragments = request.fragments.value_or(static_cast<FramePolicy>(now.fragment_policy));
   options.unknown_ext =
       request.unknown_ext.value_or(static_cast<FramePolicy>(now.unknown_ext_policy));
+  options.link_control = describeLinkControl(now.link_control);
   if (!limitGiven(request)) {
     options.keep_rules = true;
     return options;

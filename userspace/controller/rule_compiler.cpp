@@ -356,6 +356,28 @@ fg_rule_index indexRules(const std::vector<fg_rule>& rules) {
 
 LimitSpec describeLimits(const fg_rule& rule) { return describeLimits(rule, rule.limits); }
 
+Result<fg_limit> compileLinkControl(const LinkControlBudget& budget, uint64_t tick_units) {
+  fg_limit out{};
+  if (!budget.pps) return out;
+  if (budget.pps > kMaxLinkControlPps) {
+    return Error::usage("link_control pps must be at most " + std::to_string(kMaxLinkControlPps) +
+                        ", not " + std::to_string(budget.pps) + " (or unlimited)");
+  }
+  if (!budget.burst) {
+    return Error::usage("link_control burst must be at least 1 (a frame must fit)");
+  }
+  if (Status s = fillLimit(out, packetInterval(budget.pps), budget.burst, "link_control"); !s) {
+    return s.error();
+  }
+  fitToTick(out, tick_units, 1);
+  return out;
+}
+
+LinkControlBudget describeLinkControl(const fg_limit& limit) {
+  if (!limit.interval) return {0, 0};
+  return {describeCap(limit), limit.capacity / limit.interval};
+}
+
 uint64_t describeNewSources(const fg_rule& rule) { return describeCap(rule.new_sources); }
 
 uint64_t describeVerifiedSources(const fg_rule& rule) { return describeCap(rule.verified_sources); }

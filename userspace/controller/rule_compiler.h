@@ -34,6 +34,12 @@ Result<fg_rule> compileRule(const RuleSpec& spec, uint64_t tick_units = 0);
 // a packet of that class can match (a rule for any protocol is in every class).
 fg_rule_index indexRules(const std::vector<fg_rule>& rules);
 
+// The link-control budget as the program's fg_limit (interval 0: without bound), made to
+// hold a tick of tokens as a rule's bucket is; a usage error for a rate or burst it cannot be.
+Result<fg_limit> compileLinkControl(const LinkControlBudget& budget, uint64_t tick_units = 0);
+// The budget as an operator would state it.
+LinkControlBudget describeLinkControl(const fg_limit& limit);
+
 // The rule's limits as an operator would state them (rates rounded to whole units).
 LimitSpec describeLimits(const fg_rule& rule);
 // The same for another limit pair of the rule (its untracked bucket).

@@ -39,6 +39,19 @@ struct LimitSpec {
   bool operator==(const LimitSpec&) const = default;
 };
 
+// Neighbour Discovery and MLD from this link that pass by no rule: one budget for the
+// interface, a rate and a burst (pps 0: without bound). Past it they meet the rules as any
+// ICMPv6 does. A host's own neighbour resolution, router advertisements and multicast
+// reports are a few a second per neighbour; the default leaves room for a peering LAN.
+struct LinkControlBudget {
+  uint64_t pps = 1000;
+  uint64_t burst = 1000;
+
+  bool operator==(const LinkControlBudget&) const = default;
+};
+// The highest link-control rate, where the budget is no longer one a link needs.
+inline constexpr uint64_t kMaxLinkControlPps = 10'000'000;
+
 inline constexpr uint64_t kDefaultNewSourcesPerS = 10000;
 // Sources a second that may take a slot by answering a SYN cookie: apart from the
 // new-source cap, which a spoofed flood keeps refusing, so real clients still get in.

@@ -89,6 +89,20 @@ std::string neighboursText(const XdpLimiterStatus& status) {
   return out;
 }
 
+// The link-control budget: null without bound.
+nlohmann::json linkControlJson(const fg_limit& limit) {
+  if (!limit.interval) return nullptr;
+  LinkControlBudget budget = describeLinkControl(limit);
+  return {{"pps", budget.pps}, {"burst", budget.burst}};
+}
+
+std::string linkControlText(const fg_limit& limit) {
+  if (!limit.interval) return "pass by no rule, without bound";
+  LinkControlBudget budget = describeLinkControl(limit);
+  return "pass by no rule up to " + std::to_string(budget.pps) + "/s (burst " +
+         std::to_string(budget.burst) + "), then meet the rules";
+}
+
 }  // namespace
 
 nlohmann::json statsJson(const std::string& interface, const std::vector<CounterRow>& rows,
@@ -194,6 +208,7 @@ nlohmann::json statusJson(const XdpLimiterStatus& status) {
        {{"malformed", policyName(status.settings.malformed_policy)},
         {"fragments", policyName(status.settings.fragment_policy)},
         {"unknown_ipv6_ext", policyName(status.settings.unknown_ext_policy)}}},
+      {"link_control", linkControlJson(status.settings.link_control)},
       {"allow_entries", status.settings.allow_entries[0] + status.settings.allow_entries[1]},
       {"deny_entries", status.settings.deny_entries[0] + status.settings.deny_entries[1]},
       {"tracked_sources", {{"ipv4", status.tracked_v4}, {"ipv6", status.tracked_v6}}},
@@ -248,6 +263,8 @@ std::string statusText(const XdpLimiterStatus& status) {
       << " prefixes, deny " << status.settings.deny_entries[0] + status.settings.deny_entries[1]
       << " prefixes; malformed " << policyName(status.settings.malformed_policy) << ", fragments "
       << policyName(status.settings.fragment_policy) << "\n";
+  out << "  neighbour discovery and MLD from the link: "
+      << linkControlText(status.settings.link_control) << "\n";
   for (const fg_rule& rule : status.rules) {
     out << "  rule " << rule.name << ": " << limitsText(rule, rule.limits) << " per "
         << (rule.key_kind == FG_KEY_GLOBAL

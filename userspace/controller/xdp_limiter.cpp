@@ -86,6 +86,7 @@ Status validate(const AttachOptions& options) {
     return Error::usage("list size must be at most " + std::to_string(FG_LARGEST_LIST_ENTRIES) +
                         ", not " + std::to_string(options.list_max_entries));
   }
+  if (auto budget = compileLinkControl(options.link_control); !budget) return budget.error();
   if (options.keep_rules) return okStatus();
   if (options.rules.size() > FG_MAX_RULES) {
     return Error::usage("at most " + std::to_string(FG_MAX_RULES) + " rules are supported, not " +
@@ -206,6 +207,8 @@ void LoadedXdpLimiter::setTestJiffies(uint64_t jiffies) {
 }
 
 Status XdpLimiter::writePolicies(const AttachOptions& options) {
+  auto budget = compileLinkControl(options.link_control, tick_units_);
+  if (!budget) return budget.error();
   auto writing = writer_.acquire(interface_);
   if (!writing) return writing.error();
   // field by field with atomics: the program updates other fields (ban counts) meanwhile
@@ -217,6 +220,9 @@ Status XdpLimiter::writePolicies(const AttachOptions& options) {
   std::atomic_ref<uint32_t>(settings.unknown_ext_policy)
       .store(static_cast<uint32_t>(options.unknown_ext));
   std::atomic_ref<uint32_t>(settings.monitor).store(options.monitor ? 1 : 0);
+  // the bucket's time stays: a new budget starts from what the old one had spent
+  std::atomic_ref<__u64>(settings.link_control.capacity).store(budget->capacity);
+  std::atomic_ref<__u64>(settings.link_control.interval).store(budget->interval);
   __u64 expected = 0;
   if (std::atomic_ref<__u64>(settings.hash_seed).load() == 0) {
     auto seed = randomSeed();

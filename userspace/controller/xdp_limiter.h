@@ -40,6 +40,8 @@ struct AttachOptions {
   FramePolicy fragments = FramePolicy::kPass;
   // a chain the parser cannot follow hides the L4 header from every rule that needs it
   FramePolicy unknown_ext = FramePolicy::kDrop;
+  // Neighbour Discovery and MLD from the link that pass by no rule (bpf/floodgate.bpf.c)
+  LinkControlBudget link_control;
   // When set, the allow and deny lists become exactly these (a config file owns them);
   // when not, the lists are left as they are.
   std::optional<std::vector<Cidr>> allow;
