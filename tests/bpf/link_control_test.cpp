@@ -231,7 +231,7 @@ TEST_F(LinkControlTest, DenyAndBansStillDropThem) {
 TEST_F(LinkControlTest, PastTheLinksBudgetTheyMeetTheRules) {
   loadDrainedCapWithBudget({2, 5});
   for (int i = 0; i < 5; ++i) EXPECT_EQ(run(forgedSolicitation(i)), XDP_PASS) << i;
-  EXPECT_EQ(run(forgedSolicitation(5)), XDP_DROP);  // the drained cap's now
+  EXPECT_EQ(run(forgedSolicitation(5)), XDP_DROP);              // the drained cap's now
   EXPECT_EQ(run(icmp6("fe80::9", 1, kMldv2Report)), XDP_DROP);  // MLD shares the budget
   EXPECT_EQ(counted(FG_VERDICT_PASS, FG_REASON_LINK_CONTROL), 5u);
   EXPECT_EQ(counted(FG_VERDICT_DROP, FG_REASON_RATE), 7u + 2u);

@@ -166,10 +166,10 @@ TEST_F(PacketPathE2eTest, DeniedAndBannedSourcesStayOutWhateverTheFrameHoldsOrLa
 // 255, so from the link) is held by no deny or ban: the link's budget passes `burst` of them
 // by no rule, and the rest meet the ping cap like any ICMPv6.
 TEST_F(PacketPathE2eTest, NeighbourDiscoveryPastTheLinksBudgetMeetsTheRules) {
-  const std::string config =
-      write("config.yaml",
-            "defaults: {link_control: {pps: 1, burst: 10}}\n"
-            "rules:\n  - {name: ping, match: {protocol: icmp}, key: global, limit: {pps: 1, burst: 1}}\n");
+  const std::string config = write("config.yaml",
+                                   "defaults: {link_control: {pps: 1, burst: 10}}\n"
+                                   "rules:\n  - {name: ping, match: {protocol: icmp}, key: global, "
+                                   "limit: {pps: 1, burst: 1}}\n");
   CommandResult attached = run({"attach", net_->targetInterface(), "--config", config});
   ASSERT_EQ(attached.exit_code, 0) << attached.err;
   nlohmann::json status = nlohmann::json::parse(
@@ -207,10 +207,10 @@ TEST_F(PacketPathE2eTest, NeighbourDiscoveryPastTheLinksBudgetMeetsTheRules) {
   EXPECT_GE(counted(after, "drop", "rate"), kFrames - 10u - 1u - 2 * seconds) << counters;
 
   // unlimited: every one passes by no rule again
-  const std::string unlimited =
-      write("unlimited.yaml",
-            "defaults: {link_control: unlimited}\n"
-            "rules:\n  - {name: ping, match: {protocol: icmp}, key: global, limit: {pps: 1, burst: 1}}\n");
+  const std::string unlimited = write("unlimited.yaml",
+                                      "defaults: {link_control: unlimited}\n"
+                                      "rules:\n  - {name: ping, match: {protocol: icmp}, key: "
+                                      "global, limit: {pps: 1, burst: 1}}\n");
   CommandResult reloaded = run({"reload", net_->targetInterface(), "--config", unlimited});
   ASSERT_EQ(reloaded.exit_code, 0) << reloaded.err;
   status = nlohmann::json::parse(

@@ -29,8 +29,9 @@ void readLinkControl(YamlReader& reader, const YamlEntry& entry, LinkControlBudg
     return;
   }
   if (pps->value.IsScalar() && pps->value.Scalar() == "0") {
-    reader.error(*pps, "link_control pps must be at least 1; write link_control: unlimited for "
-                       "no bound");
+    reader.error(*pps,
+                 "link_control pps must be at least 1; write link_control: unlimited for "
+                 "no bound");
     return;
   }
   LinkControlBudget budget;
@@ -55,10 +56,10 @@ void readLinkControl(YamlReader& reader, const YamlEntry& entry, LinkControlBudg
 DefaultsConfig parseDefaults(YamlReader& reader, const YamlEntry& entry) {
   DefaultsConfig out;
   if (entry.value.IsNull()) return out;
-  std::optional<YamlFields> fields = reader.mapping(
-      entry, "defaults",
-      {"table_size", "list_size", "malformed", "fragments", "unknown_ipv6_ext", "monitor",
-       "link_control"});
+  std::optional<YamlFields> fields =
+      reader.mapping(entry, "defaults",
+                     {"table_size", "list_size", "malformed", "fragments", "unknown_ipv6_ext",
+                      "monitor", "link_control"});
   if (!fields) return out;
   if (const YamlEntry* size = fields->find("table_size")) {
     if (auto slots = reader.withUnit(*size, "table_size", parseCount, "262144")) {
