@@ -44,7 +44,14 @@ void parseRoot(YamlReader& reader, const YAML::Node& root, const std::string& ba
   if (!fields) return;
   // Rules first: an interface's adaptive: names them (diagnostics are sorted by position).
   const size_t errors_before_rules = reader.errorCount();
-  if (const YamlEntry* e = fields->find("rules")) config.rules = parseRules(reader, *e, base_dir);
+  auto nothingIn = [](const YAML::Node& value) {
+    return value.IsNull() || ((value.IsSequence() || value.IsMap()) && value.size() == 0);
+  };
+  if (const YamlEntry* e = fields->find("rules")) {
+    config.rules_given = true;
+    if (nothingIn(e->value)) config.empty_sections.push_back("rules");
+    config.rules = parseRules(reader, *e, base_dir);
+  }
   const bool rules_complete = reader.errorCount() == errors_before_rules;
   if (const YamlEntry* e = fields->find("rules"); e && rules_complete) {
     checkSourceSetsFit(reader, *e, config.rules);
@@ -64,10 +71,19 @@ void parseRoot(YamlReader& reader, const YAML::Node& root, const std::string& ba
     *list =
         e->value.IsNull() ? std::vector<Cidr>() : parseCidrList(reader, *e, key, base_dir, bound);
   }
-  if (const YamlEntry* e = fields->find("http"); e && !e->value.IsNull()) {
-    config.http = http::parseHttpSection(reader, *e);
+  if (const YamlEntry* e = fields->find("http")) {
+    if (nothingIn(e->value)) config.empty_sections.push_back("http");
+    if (!e->value.IsNull()) config.http = http::parseHttpSection(reader, *e);
   }
-  if (const YamlEntry* e = fields->find("fleet")) config.fleet_bans = parseFleet(reader, *e);
+  if (const YamlEntry* e = fields->find("fleet")) {
+    const YAML::Node& fleet = e->value;
+    if (nothingIn(fleet)) {
+      config.empty_sections.push_back("fleet");
+    } else if (fleet.IsMap() && fleet["bans"] && nothingIn(fleet["bans"])) {
+      config.empty_sections.push_back("fleet.bans");
+    }
+    config.fleet_bans = parseFleet(reader, *e);
+  }
 }
 
 std::string baseDirOf(const std::string& file_name) {
@@ -119,13 +135,26 @@ std::optional<std::string> mappedWarning(const Cidr& cidr, const std::string& na
 std::vector<std::string> cidrWarnings(const std::vector<Cidr>& list, const std::string& name,
                                       const std::string& verb) {
   std::vector<std::string> out;
+  // prefixes wider than any one network's (a /8 or /16 meant as a /28 or /48), told once
+  const Cidr* first_wide = nullptr;
+  size_t wide = 0;
   for (const Cidr& cidr : list) {
     if (cidr.prefix == 0) {
       out.push_back(name + " holds " + cidr.toString() + ": it " + verb + " every " +
                     (cidr.family == Family::kV4 ? "IPv4" : "IPv6") + " source");
     } else if (std::optional<std::string> mapped = mappedWarning(cidr, name)) {
       out.push_back(std::move(*mapped));
+    } else if (cidr.prefix < (cidr.family == Family::kV4 ? kWidestIpv4 : kWidestIpv6)) {
+      if (!first_wide) first_wide = &cidr;
+      ++wide;
     }
+  }
+  if (first_wide) {
+    out.push_back(name + " holds " + first_wide->toString() +
+                  (wide > 1 ? " and " + std::to_string(wide - 1) + " more" : std::string()) +
+                  " wider than a /" + std::to_string(kWidestIpv4) + " for IPv4 or /" +
+                  std::to_string(kWidestIpv6) + " for IPv6: " + (wide > 1 ? "each " : "it ") +
+                  verb + " every source in it; check the length");
   }
   return out;
 }
@@ -202,6 +231,22 @@ void fleetBanTimeWarnings(const FloodgateConfig& config, std::vector<std::string
   }
 }
 
+// Sections given with nothing in them: a template with every entry commented out reads as
+// valid, and what it was to switch on is off without a word.
+void emptySectionWarnings(const FloodgateConfig& config, std::vector<std::string>& out) {
+  if (config.rules.empty() && (config.rules_given || !config.interfaces.empty())) {
+    out.push_back(std::string(config.rules_given ? "rules is empty" : "the config has no rules") +
+                  ": an interface it is attached to limits nothing, dropping only what deny and "
+                  "bans name; add a rule (e.g. - {name: per-source, limit: {pps: 1k}})");
+  }
+  for (const std::string& key : config.empty_sections) {
+    if (key == "rules") continue;
+    const char* what = key == "http" ? "the HTTP limits are off (no policy, no escalation)"
+                                     : "fleet bans are off (none is shared or received)";
+    out.push_back(key + " is empty: " + what + "; fill it in, or remove the key");
+  }
+}
+
 }  // namespace
 
 std::vector<std::string> configWarnings(const FloodgateConfig& config) {
@@ -248,6 +293,7 @@ std::vector<std::string> configWarnings(const FloodgateConfig& config) {
     }
   }
   if (config.fleet_bans.enabled) fleetBanTimeWarnings(config, out);
+  emptySectionWarnings(config, out);
   if (config.http) {
     for (const http::IpPrefix& proxy : config.http->trusted_proxies) {
       if (proxy.prefix_len != 0) continue;

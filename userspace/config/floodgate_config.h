@@ -54,6 +54,10 @@ struct FloodgateConfig {
   std::vector<RuleSpec> rules;  // in file order; id and epoch 0 (the controller assigns them)
   std::optional<http::HttpConfig> http;  // the `http:` section, when there is one
   FleetBansConfig fleet_bans;            // `fleet.bans:`; disabled when absent
+  // Keys of sections given with nothing under them (`rules:` with every rule commented out,
+  // `fleet:`, `fleet.bans:`, `http:`), and whether `rules:` was there: for the warnings.
+  std::vector<std::string> empty_sections;
+  bool rules_given = false;
 };
 
 // Reads and validates the config at `path`. Every problem is added to `diagnostics` as
@@ -71,8 +75,11 @@ FloodgateConfig loadConfig(const std::string& path, Diagnostics& diagnostics,
 std::vector<std::string> configWarnings(const FloodgateConfig& config);
 
 // Warnings for prefixes of a list named `name` that `verb` its sources: a /0 (every source of
-// a family) and an IPv4-mapped IPv6 prefix (no packet's source: it never matches). For the
-// config's allow and deny lists and for `floodgate allow|deny add` and `ban add`.
+// a family), an IPv4-mapped IPv6 prefix (no packet's source: it never matches), and prefixes
+// wider than kWidestIpv4 / kWidestIpv6 (one warning for all of them). For the config's allow
+// and deny lists and for `floodgate allow|deny add` and `ban add`.
+inline constexpr int kWidestIpv4 = 8;
+inline constexpr int kWidestIpv6 = 16;
 std::vector<std::string> cidrWarnings(const std::vector<Cidr>& list, const std::string& name,
                                       const std::string& verb);
 
