@@ -91,9 +91,12 @@ static __always_inline int fg_xdp(struct xdp_md *ctx, enum fg_walk_kind kind)
 	if (parsed == FG_PARSE_LINK_CONTROL) {
 		if (!jiffies)
 			jiffies = fg_jiffies();
+		/* charged as a rule's token bucket is: a budget lowered while spent is
+		 * clamped to empty, not read as an old, idle time and refilled */
 		if (!settings->link_control.interval ||
-		    fg_gcra_take(&settings->link_control_state, fg_units(jiffies),
-				 &settings->link_control))
+		    fg_charge_one(NULL, FG_ALG_TOKEN_BUCKET, &settings->link_control_state,
+				  fg_units(jiffies), settings->link_control.interval,
+				  settings->link_control.capacity))
 			return fg_finish(ctx, settings, FG_VERDICT_PASS, FG_REASON_LINK_CONTROL,
 					 len);
 		parsed = FG_PARSE_OK;

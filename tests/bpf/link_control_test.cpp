@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
-// Neighbour Discovery and MLD from this link pass every rule (a drained `protocol: icmp` cap
-// must not take IPv6 neighbour resolution down), and nothing else a sender makes does.
+// Neighbour Discovery and MLD from this link pass every rule within the link's budget (a
+// drained `protocol: icmp` cap must not take IPv6 neighbour resolution down), and nothing
+// else a sender makes does; past the budget they meet the rules.
 #include "bpf/xdp_fixture.h"
 
 namespace floodgate::test {
@@ -282,6 +283,22 @@ TEST_F(LinkControlTest, AReloadKeepsWhatTheBudgetSpent) {
   reload({pingCap()}, options);
   EXPECT_EQ(passes(forgedSolicitation(4), 3), 3);
   EXPECT_EQ(counted(FG_VERDICT_PASS, FG_REASON_LINK_CONTROL), 8u);
+}
+
+// A smaller burst over a spent budget leaves it spent: its old debt, further ahead than the
+// new burst reaches, is not taken for an old, idle time.
+TEST_F(LinkControlTest, ABudgetLoweredWhileSpentIsNotRefilled) {
+  loadDrainedCapWithBudget({1, 100});
+  runRepeated(forgedSolicitation(1), 101);
+  ASSERT_EQ(counted(FG_VERDICT_PASS, FG_REASON_LINK_CONTROL), 100u);
+  AttachOptions options;
+  options.link_control = {2, 1};
+  reload({pingCap()}, options);
+  EXPECT_EQ(passes(forgedSolicitation(2), 3), 0);
+  // from empty, the new rate: one in half a second (the cap has half a packet then)
+  setClock(1000 + 125);
+  EXPECT_EQ(passes(forgedSolicitation(3), 3), 1);
+  EXPECT_EQ(counted(FG_VERDICT_PASS, FG_REASON_LINK_CONTROL), 101u);
 }
 
 }  // namespace

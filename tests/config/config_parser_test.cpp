@@ -202,6 +202,12 @@ TEST(ConfigParser, ABadLinkControlBudgetSaysWhatToWrite) {
   EXPECT_EQ(parseErrors("defaults: {link_control: {pps: 1, burst: 4000}}\n" + rules),
             "test.yaml:1:42: link_control burst takes more than an hour to refill at its rate: "
             "lower the burst or raise the rate\n");
+  EXPECT_EQ(parseErrors("defaults: {link_control: {pps: 20M, burst: 5}}\n" + rules),
+            "test.yaml:1:32: link_control pps must be at most 10000000, not 20000000 (or "
+            "unlimited)\n");
+  EXPECT_EQ(parseErrors("defaults: {link_control: 1k}\n" + rules),
+            "test.yaml:1:26: link_control must be {pps: N} (a burst too: {pps: N, burst: N}) or "
+            "unlimited (got '1k')\n");
   EXPECT_NE(parseErrors("defaults: {link_control: {pps: 10, rate: 5}}\n" + rules), "");
   EXPECT_NE(parseErrors("defaults: {link_control: none}\n" + rules), "");
 }
@@ -618,8 +624,8 @@ TEST(ConfigParser, PrefixesWiderThanAnyNetworksAreWarnedAboutOnce) {
                 "through, unlimited, every source in it; check the length",
                 "deny holds 64.0.0.0/2 and 1 more wider than a /8 for IPv4 or /16 for IPv6: each "
                 "drops every source in it; check the length"}));
-  EXPECT_TRUE(cidrWarnings({*parseCidr("10.0.0.0/8"), *parseCidr("2001::/16")}, "deny", "drops")
-                  .empty());
+  EXPECT_TRUE(
+      cidrWarnings({*parseCidr("10.0.0.0/8"), *parseCidr("2001::/16")}, "deny", "drops").empty());
 }
 
 TEST(ConfigParser, SectionsWithEveryEntryCommentedOutAreWarnedAbout) {

@@ -21,6 +21,13 @@ void readLinkControl(YamlReader& reader, const YamlEntry& entry, LinkControlBudg
     out = {0, 0};
     return;
   }
+  if (!entry.value.IsMap()) {
+    reader.error(entry,
+                 "link_control must be {pps: N} (a burst too: {pps: N, burst: N}) or "
+                 "unlimited (got " +
+                     describeNode(entry.value) + ")");
+    return;
+  }
   std::optional<YamlFields> fields = reader.mapping(entry, "link_control", {"pps", "burst"});
   if (!fields) return;
   const YamlEntry* pps = fields->find("pps");
@@ -34,19 +41,22 @@ void readLinkControl(YamlReader& reader, const YamlEntry& entry, LinkControlBudg
                  "no bound");
     return;
   }
-  LinkControlBudget budget;
   auto rate = reader.withUnit(*pps, "pps", parseCount, "1k");
   if (!rate) return;
-  budget.pps = budget.burst = *rate;
-  const YamlEntry* burst = fields->find("burst");
-  if (burst) {
+  // the rate alone first, so an error is told at the key that is wrong
+  LinkControlBudget budget{*rate, *rate};
+  if (auto compiled = compileLinkControl({*rate, 1}); !compiled) {
+    reader.error(*pps, compiled.error().message);
+    return;
+  }
+  if (const YamlEntry* burst = fields->find("burst")) {
     auto count = reader.withUnit(*burst, "burst", parseCount, "1k");
     if (!count) return;
     budget.burst = *count;
-  }
-  if (auto compiled = compileLinkControl(budget); !compiled) {
-    reader.error(burst && budget.burst != budget.pps ? *burst : *pps, compiled.error().message);
-    return;
+    if (auto compiled = compileLinkControl(budget); !compiled) {
+      reader.error(*burst, compiled.error().message);
+      return;
+    }
   }
   out = budget;
 }
