@@ -150,9 +150,26 @@ TEST_F(AttachE2eTest, ReplaceKeepsTheRunningTableSizeAndSaysSoWhenAnotherWasAske
 }
 
 TEST_F(AttachE2eTest, ReplaceKeepsEverySettingItWasNotGivenAndRefusesAModeItCannotChange) {
-  ASSERT_EQ(run({"attach", net_->targetInterface(), "--rate", "100", "--bps", "10Mbit",
-                 "--ipv4-prefix", "24", "--malformed", "pass", "--fragments", "drop",
-                 "--table-size", "4096", "--mode", "native"})
+  ASSERT_EQ(run({"attach",
+                 net_->targetInterface(),
+                 "--rate",
+                 "100",
+                 "--bps",
+                 "10Mbit",
+                 "--ipv4-prefix",
+                 "24",
+                 "--malformed",
+                 "pass",
+                 "--fragments",
+                 "drop",
+                 "--table-size",
+                 "4096",
+                 "--mode",
+                 "native",
+                 "--link-control",
+                 "50",
+                 "--link-control-burst",
+                 "200"})
                 .exit_code,
             0);
   CommandResult rate = run({"attach", net_->targetInterface(), "--replace", "--rate", "50"});
@@ -164,6 +181,7 @@ TEST_F(AttachE2eTest, ReplaceKeepsEverySettingItWasNotGivenAndRefusesAModeItCann
   EXPECT_EQ(st["rules"][0]["ipv4_prefix"], 24);
   EXPECT_EQ(st["policies"]["malformed"], "pass");
   EXPECT_EQ(st["policies"]["fragments"], "drop");
+  EXPECT_EQ(st["link_control"], nlohmann::json({{"pps", 50}, {"burst", 200}}));
   EXPECT_EQ(st["table_slots"], 4096);
   EXPECT_EQ(st["monitor"], false);
 
@@ -180,8 +198,13 @@ TEST_F(AttachE2eTest, ReplaceKeepsEverySettingItWasNotGivenAndRefusesAModeItCann
   EXPECT_EQ(st["monitor"], true) << "--monitor not given again: it stays";
   EXPECT_EQ(st["policies"]["fragments"], "pass");
   EXPECT_EQ(st["policies"]["malformed"], "pass");
+  EXPECT_EQ(st["link_control"], nlohmann::json({{"pps", 50}, {"burst", 200}}));
   ASSERT_EQ(run({"attach", net_->targetInterface(), "--replace", "--no-monitor"}).exit_code, 0);
   EXPECT_EQ(status()["monitor"], false);
+  ASSERT_EQ(run({"attach", net_->targetInterface(), "--replace", "--link-control", "unlimited"})
+                .exit_code,
+            0);
+  EXPECT_TRUE(status()["link_control"].is_null()) << status().dump();
 
   // a link keeps its mode: another one is refused in one line, and nothing changes
   CommandResult generic =

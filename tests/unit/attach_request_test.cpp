@@ -72,6 +72,7 @@ TEST(ReplaceAttachOptions, WhatIsGivenChangesAndNothingGivenKeepsTheRules) {
   request.monitor = false;  // --no-monitor
   request.fragments = FramePolicy::kPass;
   request.mode = XdpMode::kGeneric;
+  request.link_control = LinkControlBudget{0, 0};  // --link-control unlimited
   auto options = replaceAttachOptions(request, runningFromCommandLine());
   ASSERT_TRUE(options.ok()) << options.error().message;
   EXPECT_TRUE(options->keep_rules);
@@ -79,6 +80,7 @@ TEST(ReplaceAttachOptions, WhatIsGivenChangesAndNothingGivenKeepsTheRules) {
   EXPECT_FALSE(options->monitor);
   EXPECT_EQ(options->fragments, FramePolicy::kPass);
   EXPECT_EQ(options->malformed, FramePolicy::kPass);
+  EXPECT_EQ(options->link_control, (LinkControlBudget{0, 0}));
   EXPECT_EQ(options->mode, XdpMode::kGeneric) << "the limiter refuses a mode it cannot change";
 }
 
@@ -119,10 +121,14 @@ TEST(FreshAttachOptions, DefaultsForWhatIsNotGiven) {
   EXPECT_EQ(options->table_slots, defaults.table_slots);
   EXPECT_EQ(options->malformed, defaults.malformed);
   EXPECT_EQ(options->fragments, defaults.fragments);
+  EXPECT_EQ(options->link_control, (LinkControlBudget{1000, 1000}));
   EXPECT_FALSE(options->monitor);
   ASSERT_EQ(options->rules.size(), 1u);
   EXPECT_EQ(options->rules[0].limit.pps, 0u);
   EXPECT_EQ(options->rules[0].ipv4_prefix, 32);
+  request.link_control =
+      LinkControlBudget{5000, 200};  // --link-control 5k --link-control-burst 200
+  EXPECT_EQ(freshAttachOptions(request)->link_control, (LinkControlBudget{5000, 200}));
   request.limit = {};
   EXPECT_FALSE(freshAttachOptions(request).ok()) << "a fresh attach needs a limit";
 }

@@ -77,6 +77,18 @@ TEST(CliArgs, RateBeyondADoublesRange) {
   expectUsageError({"attach", "lo", "--rate", std::string(400, '9')}, "is not a positive count");
 }
 
+TEST(CliArgs, ABadLinkControlBudgetSaysWhatToWrite) {
+  expectUsageError({"attach", "lo", "--rate", "1k", "--link-control", "lots"},
+                   "or write unlimited");
+  expectUsageError({"attach", "lo", "--rate", "1k", "--link-control-burst", "5"},
+                   "--link-control-burst goes with --link-control");
+  expectUsageError(
+      {"attach", "lo", "--rate", "1k", "--link-control", "unlimited", "--link-control-burst", "5"},
+      "--link-control unlimited has no burst");
+  expectUsageError({"attach", "lo", "--rate", "1k", "--link-control", "20M"},
+                   "link_control pps must be at most 10000000");
+}
+
 TEST(CliArgs, BadBitRate) { expectUsageError({"attach", "lo", "--bps", "fast"}, "'fast'"); }
 
 // With --config, a flag for what the config sets is refused, not dropped without a word:
@@ -89,6 +101,8 @@ TEST(CliArgs, AttachWithAConfigRefusesTheFlagsTheConfigSets) {
       {{"--malformed", "pass"}, "defaults.malformed"},
       {{"--fragments", "drop"}, "defaults.fragments"},
       {{"--unknown-ipv6-ext", "pass"}, "defaults.unknown_ipv6_ext"},
+      {{"--link-control", "5k"}, "defaults.link_control"},
+      {{"--link-control", "5k", "--link-control-burst", "10k"}, "defaults.link_control"},
   };
   for (const auto& [flag, key] : cases) {
     std::vector<std::string> args{"attach", "lo", "--config", "/nonexistent/floodgate.yaml"};

@@ -27,6 +27,7 @@ struct AttachFlags {
   bool replace = false;
   std::optional<std::string> table_size;
   std::optional<std::string> malformed, fragments, unknown_ext;
+  std::optional<std::string> link_control, link_control_burst;
   std::string config;
   std::string into_prog_array;
   uint32_t slot = 0;
@@ -59,6 +60,33 @@ XdpMode modeOf(const std::string& text) {
                              : XdpMode::kAuto;
 }
 
+// --link-control RATE|unlimited [--link-control-burst N] (the burst a second of the rate).
+Result<std::optional<LinkControlBudget>> linkControlOf(const AttachFlags& flags) {
+  if (!flags.link_control) {
+    if (flags.link_control_burst)
+      return Error::usage("--link-control-burst goes with --link-control");
+    return std::optional<LinkControlBudget>();
+  }
+  if (*flags.link_control == "unlimited") {
+    if (flags.link_control_burst) {
+      return Error::usage("--link-control unlimited has no burst: drop --link-control-burst");
+    }
+    return std::optional<LinkControlBudget>(LinkControlBudget{0, 0});
+  }
+  auto pps = parseCount(*flags.link_control);
+  if (!pps) {
+    return Error::usage("--link-control: " + pps.error().message + ", or write unlimited");
+  }
+  LinkControlBudget budget{*pps, *pps};
+  if (flags.link_control_burst) {
+    auto burst = parseCount(*flags.link_control_burst);
+    if (!burst) return Error::usage("--link-control-burst: " + burst.error().message);
+    budget.burst = *burst;
+  }
+  if (auto compiled = compileLinkControl(budget); !compiled) return compiled.error();
+  return std::optional<LinkControlBudget>(budget);
+}
+
 Result<AttachRequest> toRequest(const AttachFlags& flags) {
   AttachRequest request;
   request.interface = flags.interface;
@@ -67,6 +95,9 @@ Result<AttachRequest> toRequest(const AttachFlags& flags) {
   request.malformed = policyOf(flags.malformed);
   request.fragments = policyOf(flags.fragments);
   request.unknown_ext = policyOf(flags.unknown_ext);
+  auto link_control = linkControlOf(flags);
+  if (!link_control) return link_control.error();
+  request.link_control = *link_control;
   if (flags.table_size) {
     auto slots = parseCount(*flags.table_size);
     if (!slots) return slots.error();
@@ -124,7 +155,9 @@ Result<AttachOptions> toOptions(const AttachFlags& flags) {
           std::tuple{flags.malformed.has_value(), "--malformed", "defaults.malformed"},
           std::tuple{flags.fragments.has_value(), "--fragments", "defaults.fragments"},
           std::tuple{flags.unknown_ext.has_value(), "--unknown-ipv6-ext",
-                     "defaults.unknown_ipv6_ext"}}) {
+                     "defaults.unknown_ipv6_ext"},
+          std::tuple{flags.link_control.has_value() || flags.link_control_burst.has_value(),
+                     "--link-control", "defaults.link_control"}}) {
       if (given) {
         return Error::usage(std::string("--config sets ") + key + ": drop " + flag +
                             " and set it in the config");
@@ -180,6 +213,11 @@ void addAttachCommand(CLI::App& app, Action& selected) {
   flags->slot_flag = cmd->add_option("--slot", flags->slot, "The slot of --into-prog-array");
   cmd->add_flag("--multiprog", flags->multiprog,
                 "Share the hook through libxdp's dispatcher (needs kernel ext programs)");
+  cmd->add_option("--link-control", flags->link_control,
+                  "IPv6 Neighbour Discovery and MLD from the link that pass by no rule, a "
+                  "second (1000), or unlimited; past it they meet the rules");
+  cmd->add_option("--link-control-burst", flags->link_control_burst,
+                  "How many of them at once (default: a second of --link-control)");
   cmd->add_option("--unknown-ipv6-ext", flags->unknown_ext,
                   "IPv6 extension chains past 16 headers or of unknown types: drop or pass")
       ->check(CLI::IsMember({"pass", "drop"}));

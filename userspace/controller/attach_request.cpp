@@ -43,6 +43,7 @@ Result<AttachOptions> freshAttachOptions(const AttachRequest& request) {
   if (request.malformed) options.malformed = *request.malformed;
   if (request.fragments) options.fragments = *request.fragments;
   if (request.unknown_ext) options.unknown_ext = *request.unknown_ext;
+  if (request.link_control) options.link_control = *request.link_control;
   if (!request.limit.pps && !request.limit.bits_per_s) {
     return Error::usage("give a limit: --rate PPS and/or --bps RATE (e.g. --rate 10k)");
   }
@@ -66,7 +67,7 @@ Result<AttachOptions> replaceAttachOptions(const AttachRequest& request,
   options.fragments = request.fragments.value_or(static_cast<FramePolicy>(now.fragment_policy));
   options.unknown_ext =
       request.unknown_ext.value_or(static_cast<FramePolicy>(now.unknown_ext_policy));
-  options.link_control = describeLinkControl(now.link_control);
+  options.link_control = request.link_control.value_or(describeLinkControl(now.link_control));
   if (!limitGiven(request)) {
     options.keep_rules = true;
     return options;

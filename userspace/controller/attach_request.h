@@ -19,6 +19,7 @@ struct AttachRequest {
   std::optional<bool> monitor;
   std::optional<uint32_t> table_slots;
   std::optional<FramePolicy> malformed, fragments, unknown_ext;
+  std::optional<LinkControlBudget> link_control;
   // A rate comes with its burst: the one given, or the default for that rate.
   LimitChange limit;
   std::optional<uint8_t> ipv4_prefix, ipv6_prefix;
