@@ -411,7 +411,8 @@ __attribute__((noinline)) int fg_bucket_refused(__u64 *word, __u64 old, __u64 no
 	return 0;
 }
 
-/* Charges `increment` to one state word with compare-and-swap. */
+/* Charges `increment` to one state word with compare-and-swap. `rule` is read only for the
+ * window algorithms: a token bucket of no rule (the link-control budget) passes NULL. */
 static __always_inline int fg_charge_one(const struct fg_rule *rule, __u8 algorithm, __u64 *word,
 					 __u64 now, __u64 increment, __u64 capacity)
 {

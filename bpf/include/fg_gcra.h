@@ -36,7 +36,8 @@ FG_INLINE __u64 fg_gcra_ahead(__u64 tat, __u64 now, __u64 capacity)
  * What this costs: a bucket idle for the last hour or two (its capacity, the largest one
  * and a second) of a wrap period, or of any multiple of it, reads as a debt. A source's
  * slot then starts full again, as its silence outlasted any debt (fg_note_slot); a rule's
- * global or untracked bucket refuses that packet and is clamped to empty.
+ * global or untracked bucket, or the link-control budget, refuses that packet and is
+ * clamped to empty.
  * A bucket time of 0, never written, is the one such time that is common: a slot is taken
  * with a time of now instead, and a charge refused on 0 takes it for idle
  * (fg_bucket_refused). The new-source caps keep the narrow bound: a cap idle for a wrap

@@ -613,46 +613,45 @@ TEST(ConfigParser, ACatchAllOrAMappedPrefixIsWarnedAbout) {
 }
 
 // A rule's source set takes IPv6 prefixes as written: a mapped one limits nobody.
-TEST(ConfigParser, PrefixesWiderThanAnyNetworksAreWarnedAboutOnce) {
+TEST(ConfigParser, UnicastPrefixesWiderThanAnyNetworksAreWarnedAboutOnce) {
   FloodgateConfig config = parseClean(
-      "deny: [64.0.0.0/2, 10.0.0.0/8, \"2000::/3\", \"2001:db8::/32\"]\n"
+      "deny: [64.0.0.0/2, 10.0.0.0/8, \"2000::/3\", \"2001:db8::/32\", \"2400::/12\"]\n"
       "allow: [10.0.0.0/7]\n"
       "rules:\n  - {name: r, limit: {pps: 100}}\n");
   EXPECT_EQ(configWarnings(config),
             (std::vector<std::string>{
-                "allow holds 10.0.0.0/7 wider than a /8 for IPv4 or /16 for IPv6: it lets "
-                "through, unlimited, every source in it; check the length",
-                "deny holds 64.0.0.0/2 and 1 more wider than a /8 for IPv4 or /16 for IPv6: each "
-                "drops every source in it; check the length"}));
+                "allow holds 10.0.0.0/7, wider than any one network's (a /8 of IPv4, a /12 of "
+                "IPv6): it lets through, unlimited, every source in it; check the length",
+                "deny holds 64.0.0.0/2 (and 1 more), wider than any one network's (a /8 of IPv4, "
+                "a /12 of IPv6): each drops every source in it; check the length"}));
+  // bogon and private blocks are wide on purpose: multicast, reserved, ULA, outside 2000::/3
   EXPECT_TRUE(
-      cidrWarnings({*parseCidr("10.0.0.0/8"), *parseCidr("2001::/16")}, "deny", "drops").empty());
+      cidrWarnings({*parseCidr("224.0.0.0/4"), *parseCidr("240.0.0.0/4"), *parseCidr("fc00::/7"),
+                    *parseCidr("ff00::/8"), *parseCidr("4000::/2"), *parseCidr("fe80::/10")},
+                   "deny", "drops")
+          .empty());
 }
 
 TEST(ConfigParser, SectionsWithEveryEntryCommentedOutAreWarnedAbout) {
   const std::string rules = "rules:\n  - {name: r, limit: {pps: 100}}\n";
-  const std::string no_rules =
-      "rules is empty: an interface it is attached to limits nothing, dropping only what deny "
-      "and bans name; add a rule (e.g. - {name: per-source, limit: {pps: 1k}})";
   EXPECT_EQ(configWarnings(parseClean("rules:\n#  - {name: r, limit: {pps: 100}}\n")),
-            std::vector<std::string>{no_rules});
-  EXPECT_EQ(configWarnings(parseClean("deny: [192.0.2.1]\nrules: []\n")),
-            std::vector<std::string>{no_rules});
-  EXPECT_EQ(configWarnings(parseClean("interfaces: [eth0]\n")),
             std::vector<std::string>{
-                "the config has no rules: an interface it is attached to limits nothing, "
-                "dropping only what deny and bans name; add a rule (e.g. - {name: per-source, "
-                "limit: {pps: 1k}})"});
+                "rules is empty: no rule limits anything on an interface this config is "
+                "attached to; add a rule (e.g. - {name: per-source, limit: {pps: 1k}}), or "
+                "write rules: [] if none is meant"});
   EXPECT_EQ(configWarnings(parseClean("fleet:\n  bans:\n" + rules)),
             std::vector<std::string>{"fleet.bans is empty: fleet bans are off (none is shared "
                                      "or received); fill it in, or remove the key"});
-  EXPECT_EQ(configWarnings(parseClean("fleet:\nhttp: {}\n" + rules)),
+  EXPECT_EQ(configWarnings(parseClean("fleet:\nhttp:\n" + rules)),
             (std::vector<std::string>{
                 "http is empty: the HTTP limits are off (no policy, no escalation); fill it "
                 "in, or remove the key",
                 "fleet is empty: fleet bans are off (none is shared or received); fill it in, "
                 "or remove the key"}));
-  // a config of the HTTP library's alone, or of lists alone, names no interface: no warning
+  // none meant, written out; a config of lists alone, or of interfaces and bans from elsewhere
+  EXPECT_TRUE(configWarnings(parseClean("deny: [192.0.2.1]\nrules: []\n")).empty());
   EXPECT_TRUE(configWarnings(parseClean("deny: [192.0.2.1]\n")).empty());
+  EXPECT_TRUE(configWarnings(parseClean("interfaces: [eth0]\ndeny: [192.0.2.1]\n")).empty());
 }
 
 TEST(ConfigParser, AMappedPrefixInARulesSourcesIsWarnedAbout) {

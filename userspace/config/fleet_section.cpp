@@ -135,12 +135,12 @@ FleetBansConfig parseBans(YamlReader& reader, const YamlEntry& entry) {
     }
   }
   if (const YamlEntry* e = fields->find("widest_ipv4")) {
-    if (auto v = reader.integer(*e, "fleet.bans.widest_ipv4", kWidestIpv4, 32)) {
+    if (auto v = reader.integer(*e, "fleet.bans.widest_ipv4", 8, 32)) {
       bans.widest_ipv4 = static_cast<int>(*v);
     }
   }
   if (const YamlEntry* e = fields->find("widest_ipv6")) {
-    if (auto v = reader.integer(*e, "fleet.bans.widest_ipv6", kWidestIpv6, 128)) {
+    if (auto v = reader.integer(*e, "fleet.bans.widest_ipv6", 16, 128)) {
       bans.widest_ipv6 = static_cast<int>(*v);
     }
   }

@@ -44,11 +44,9 @@ void parseRoot(YamlReader& reader, const YAML::Node& root, const std::string& ba
   if (!fields) return;
   // Rules first: an interface's adaptive: names them (diagnostics are sorted by position).
   const size_t errors_before_rules = reader.errorCount();
-  auto nothingIn = [](const YAML::Node& value) {
-    return value.IsNull() || ((value.IsSequence() || value.IsMap()) && value.size() == 0);
-  };
+  // `rules:` with every rule commented out reads as null; `rules: []` says none is meant
+  auto nothingIn = [](const YAML::Node& value) { return value.IsNull(); };
   if (const YamlEntry* e = fields->find("rules")) {
-    config.rules_given = true;
     if (nothingIn(e->value)) config.empty_sections.push_back("rules");
     config.rules = parseRules(reader, *e, base_dir);
   }
@@ -130,6 +128,12 @@ std::optional<std::string> mappedWarning(const Cidr& cidr, const std::string& na
          v4->toString() + ")";
 }
 
+// Whether `cidr` is unicast space wider than kWidestIpv4 / kWidestIpv6 (see there).
+bool widerThanANetwork(const Cidr& cidr) {
+  if (cidr.family == Family::kV4) return cidr.prefix < kWidestIpv4 && cidr.addr[0] < 224;
+  return cidr.prefix < kWidestIpv6 && cidr.prefix >= 3 && (cidr.addr[0] & 0xe0) == 0x20;
+}
+
 }  // namespace
 
 std::vector<std::string> cidrWarnings(const std::vector<Cidr>& list, const std::string& name,
@@ -144,17 +148,17 @@ std::vector<std::string> cidrWarnings(const std::vector<Cidr>& list, const std::
                     (cidr.family == Family::kV4 ? "IPv4" : "IPv6") + " source");
     } else if (std::optional<std::string> mapped = mappedWarning(cidr, name)) {
       out.push_back(std::move(*mapped));
-    } else if (cidr.prefix < (cidr.family == Family::kV4 ? kWidestIpv4 : kWidestIpv6)) {
+    } else if (widerThanANetwork(cidr)) {
       if (!first_wide) first_wide = &cidr;
       ++wide;
     }
   }
   if (first_wide) {
     out.push_back(name + " holds " + first_wide->toString() +
-                  (wide > 1 ? " and " + std::to_string(wide - 1) + " more" : std::string()) +
-                  " wider than a /" + std::to_string(kWidestIpv4) + " for IPv4 or /" +
-                  std::to_string(kWidestIpv6) + " for IPv6: " + (wide > 1 ? "each " : "it ") +
-                  verb + " every source in it; check the length");
+                  (wide > 1 ? " (and " + std::to_string(wide - 1) + " more)" : std::string()) +
+                  ", wider than any one network's (a /" + std::to_string(kWidestIpv4) +
+                  " of IPv4, a /" + std::to_string(kWidestIpv6) + " of IPv6): " +
+                  (wide > 1 ? "each " : "it ") + verb + " every source in it; check the length");
   }
   return out;
 }
@@ -232,15 +236,17 @@ void fleetBanTimeWarnings(const FloodgateConfig& config, std::vector<std::string
 }
 
 // Sections given with nothing in them: a template with every entry commented out reads as
-// valid, and what it was to switch on is off without a word.
+// valid, and what it was to switch on is off without a word. An empty list or mapping
+// written out (`rules: []`) is meant, and not warned of.
 void emptySectionWarnings(const FloodgateConfig& config, std::vector<std::string>& out) {
-  if (config.rules.empty() && (config.rules_given || !config.interfaces.empty())) {
-    out.push_back(std::string(config.rules_given ? "rules is empty" : "the config has no rules") +
-                  ": an interface it is attached to limits nothing, dropping only what deny and "
-                  "bans name; add a rule (e.g. - {name: per-source, limit: {pps: 1k}})");
-  }
   for (const std::string& key : config.empty_sections) {
-    if (key == "rules") continue;
+    if (key == "rules") {
+      out.push_back(
+          "rules is empty: no rule limits anything on an interface this config is attached to; "
+          "add a rule (e.g. - {name: per-source, limit: {pps: 1k}}), or write rules: [] if "
+          "none is meant");
+      continue;
+    }
     const char* what = key == "http" ? "the HTTP limits are off (no policy, no escalation)"
                                      : "fleet bans are off (none is shared or received)";
     out.push_back(key + " is empty: " + what + "; fill it in, or remove the key");

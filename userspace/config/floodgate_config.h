@@ -55,9 +55,8 @@ struct FloodgateConfig {
   std::optional<http::HttpConfig> http;  // the `http:` section, when there is one
   FleetBansConfig fleet_bans;            // `fleet.bans:`; disabled when absent
   // Keys of sections given with nothing under them (`rules:` with every rule commented out,
-  // `fleet:`, `fleet.bans:`, `http:`), and whether `rules:` was there: for the warnings.
+  // `fleet:`, `fleet.bans:`, `http:`), for the warnings.
   std::vector<std::string> empty_sections;
-  bool rules_given = false;
 };
 
 // Reads and validates the config at `path`. Every problem is added to `diagnostics` as
@@ -75,11 +74,14 @@ FloodgateConfig loadConfig(const std::string& path, Diagnostics& diagnostics,
 std::vector<std::string> configWarnings(const FloodgateConfig& config);
 
 // Warnings for prefixes of a list named `name` that `verb` its sources: a /0 (every source of
-// a family), an IPv4-mapped IPv6 prefix (no packet's source: it never matches), and prefixes
-// wider than kWidestIpv4 / kWidestIpv6 (one warning for all of them). For the config's allow
-// and deny lists and for `floodgate allow|deny add` and `ban add`.
+// a family), an IPv4-mapped IPv6 prefix (no packet's source: it never matches), and unicast
+// prefixes wider than kWidestIpv4 / kWidestIpv6 (one warning for all of them). For the config's
+// allow and deny lists and for `floodgate allow|deny add` and `ban add`. Prefixes of unicast space
+// (IPv4 below 224.0.0.0, IPv6 in 2000::/3) wider than these are wider than any one network's: a /4
+// meant as a /24, say. Multicast, reserved and ULA blocks (bogon feeds, an allow of fc00::/7) are
+// left out.
 inline constexpr int kWidestIpv4 = 8;
-inline constexpr int kWidestIpv6 = 16;
+inline constexpr int kWidestIpv6 = 12;
 std::vector<std::string> cidrWarnings(const std::vector<Cidr>& list, const std::string& name,
                                       const std::string& verb);
 
