@@ -63,8 +63,9 @@ XdpMode modeOf(const std::string& text) {
 // --link-control RATE|unlimited [--link-control-burst N] (the burst a second of the rate).
 Result<std::optional<LinkControlBudget>> linkControlOf(const AttachFlags& flags) {
   if (!flags.link_control) {
-    if (flags.link_control_burst)
+    if (flags.link_control_burst) {
       return Error::usage("--link-control-burst goes with --link-control");
+    }
     return std::optional<LinkControlBudget>();
   }
   if (*flags.link_control == "unlimited") {

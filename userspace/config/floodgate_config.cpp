@@ -45,9 +45,8 @@ void parseRoot(YamlReader& reader, const YAML::Node& root, const std::string& ba
   // Rules first: an interface's adaptive: names them (diagnostics are sorted by position).
   const size_t errors_before_rules = reader.errorCount();
   // `rules:` with every rule commented out reads as null; `rules: []` says none is meant
-  auto nothingIn = [](const YAML::Node& value) { return value.IsNull(); };
   if (const YamlEntry* e = fields->find("rules")) {
-    if (nothingIn(e->value)) config.empty_sections.push_back("rules");
+    if (e->value.IsNull()) config.empty_sections.push_back("rules");
     config.rules = parseRules(reader, *e, base_dir);
   }
   const bool rules_complete = reader.errorCount() == errors_before_rules;
@@ -70,14 +69,17 @@ void parseRoot(YamlReader& reader, const YAML::Node& root, const std::string& ba
         e->value.IsNull() ? std::vector<Cidr>() : parseCidrList(reader, *e, key, base_dir, bound);
   }
   if (const YamlEntry* e = fields->find("http")) {
-    if (nothingIn(e->value)) config.empty_sections.push_back("http");
-    if (!e->value.IsNull()) config.http = http::parseHttpSection(reader, *e);
+    if (e->value.IsNull()) {
+      config.empty_sections.push_back("http");
+    } else {
+      config.http = http::parseHttpSection(reader, *e);
+    }
   }
   if (const YamlEntry* e = fields->find("fleet")) {
     const YAML::Node& fleet = e->value;
-    if (nothingIn(fleet)) {
+    if (fleet.IsNull()) {
       config.empty_sections.push_back("fleet");
-    } else if (fleet.IsMap() && fleet["bans"] && nothingIn(fleet["bans"])) {
+    } else if (fleet.IsMap() && fleet["bans"] && fleet["bans"].IsNull()) {
       config.empty_sections.push_back("fleet.bans");
     }
     config.fleet_bans = parseFleet(reader, *e);
@@ -139,7 +141,7 @@ bool widerThanANetwork(const Cidr& cidr) {
 std::vector<std::string> cidrWarnings(const std::vector<Cidr>& list, const std::string& name,
                                       const std::string& verb) {
   std::vector<std::string> out;
-  // prefixes wider than any one network's (a /8 or /16 meant as a /28 or /48), told once
+  // unicast prefixes wider than any one network's (widerThanANetwork), told once
   const Cidr* first_wide = nullptr;
   size_t wide = 0;
   for (const Cidr& cidr : list) {
