@@ -107,6 +107,13 @@ class PacketPathE2eTest : public ::testing::Test {
     return nlohmann::json::parse(r.out, nullptr, false);
   }
 
+  // `status --json` of the target interface.
+  nlohmann::json interfaceStatus() {
+    CommandResult r = run({"status", net_->targetInterface(), "--json"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return nlohmann::json::parse(r.out, nullptr, false)["interfaces"][0];
+  }
+
   static uint64_t counted(const nlohmann::json& stats, const std::string& verdict,
                           const std::string& reason) {
     uint64_t sum = 0;
@@ -166,14 +173,13 @@ TEST_F(PacketPathE2eTest, DeniedAndBannedSourcesStayOutWhateverTheFrameHoldsOrLa
 // 255, so from the link) is held by no deny or ban: the link's budget passes `burst` of them
 // by no rule, and the rest meet the ping cap like any ICMPv6.
 TEST_F(PacketPathE2eTest, NeighbourDiscoveryPastTheLinksBudgetMeetsTheRules) {
-  const std::string config = write("config.yaml",
-                                   "defaults: {link_control: {pps: 1, burst: 10}}\n"
-                                   "rules:\n  - {name: ping, match: {protocol: icmp}, key: global, "
-                                   "limit: {pps: 1, burst: 1}}\n");
+  const std::string ping_cap =
+      "rules:\n  - {name: ping, match: {protocol: icmp}, key: global, limit: {pps: 1, burst: 1}}\n";
+  const std::string config =
+      write("config.yaml", "defaults: {link_control: {pps: 1, burst: 10}}\n" + ping_cap);
   CommandResult attached = run({"attach", net_->targetInterface(), "--config", config});
   ASSERT_EQ(attached.exit_code, 0) << attached.err;
-  nlohmann::json status = nlohmann::json::parse(
-      run({"status", net_->targetInterface(), "--json"}).out)["interfaces"][0];
+  nlohmann::json status = interfaceStatus();
   EXPECT_EQ(status["link_control"], nlohmann::json({{"pps", 1}, {"burst", 10}})) << status.dump();
 
   constexpr uint64_t kFrames = 60;
@@ -211,14 +217,11 @@ TEST_F(PacketPathE2eTest, NeighbourDiscoveryPastTheLinksBudgetMeetsTheRules) {
   EXPECT_LE(counted(after, "pass", "default"), 1u + seconds) << counters;
 
   // unlimited: every one passes by no rule again
-  const std::string unlimited = write("unlimited.yaml",
-                                      "defaults: {link_control: unlimited}\n"
-                                      "rules:\n  - {name: ping, match: {protocol: icmp}, key: "
-                                      "global, limit: {pps: 1, burst: 1}}\n");
+  const std::string unlimited =
+      write("unlimited.yaml", "defaults: {link_control: unlimited}\n" + ping_cap);
   CommandResult reloaded = run({"reload", net_->targetInterface(), "--config", unlimited});
   ASSERT_EQ(reloaded.exit_code, 0) << reloaded.err;
-  status = nlohmann::json::parse(
-      run({"status", net_->targetInterface(), "--json"}).out)["interfaces"][0];
+  status = interfaceStatus();
   EXPECT_TRUE(status["link_control"].is_null()) << status.dump();
   const uint64_t before = counted(stats(), "pass", "link_control");
   sent = sendFrames(net_->senderNetns(), net_->senderInterface(), frames);
