@@ -99,6 +99,7 @@ static __always_inline int fg_xdp(struct xdp_md *ctx, enum fg_walk_kind kind)
 				  settings->link_control.capacity))
 			return fg_finish(ctx, settings, FG_VERDICT_PASS, FG_REASON_LINK_CONTROL,
 					 len);
+		fg_count_into(&link_ctl_over, 0, len);
 		parsed = FG_PARSE_OK;
 	}
 

@@ -96,6 +96,16 @@ struct {
 	__type(value, struct fg_counter);
 } rule_counters SEC(".maps");
 
+/* Link-control frames (NDP, MLD) that came past the link's budget and met the rules, one
+ * counter per CPU: the sign that a neighbour spends the budget. A map of its own, so a
+ * limiter attached without it keeps its other maps and a replace adds it. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct fg_counter);
+} link_ctl_over SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, FG_TABLE_STAT_SLOTS);

@@ -2,6 +2,8 @@
 // Neighbour Discovery and MLD from this link pass every rule within the link's budget (a
 // drained `protocol: icmp` cap must not take IPv6 neighbour resolution down), and nothing
 // else a sender makes does; past the budget they meet the rules.
+#include <utility>
+
 #include "bpf/xdp_fixture.h"
 
 namespace floodgate::test {
@@ -44,6 +46,15 @@ class LinkControlTest : public XdpProgramTest {
     options.test_clock_hz = 250;
     options.link_control = budget;
     loadDrainedCap(options);
+  }
+
+  // Link-control frames counted past the budget: packets, bytes.
+  std::pair<uint64_t, uint64_t> overBudget() {
+    auto over = limiter().linkControlOverBudget();
+    EXPECT_TRUE(over.ok()) << over.error().message;
+    EXPECT_TRUE(over.ok() && over->has_value()) << "this program counts them";
+    if (!over.ok() || !over->has_value()) return {0, 0};
+    return {(*over)->packets, (*over)->bytes};
   }
 
   // Runs `frame` `times` times in one test run (its verdicts are read from the counters).
@@ -207,6 +218,7 @@ TEST_F(LinkControlTest, AProtocolAnyRulePassesThemToo) {
     EXPECT_EQ(run(icmp6("fe80::1", 1, kMldv2Report)), XDP_PASS);
   }
   EXPECT_EQ(counted(FG_VERDICT_PASS, FG_REASON_LINK_CONTROL), 10u);
+  EXPECT_EQ(overBudget().first, 0u) << "within the budget";
   EXPECT_EQ(passes(udpFrom("fe80::1"), 3), 1);  // the rule still holds the source
 }
 
@@ -232,14 +244,19 @@ TEST_F(LinkControlTest, DenyAndBansStillDropThem) {
 TEST_F(LinkControlTest, PastTheLinksBudgetTheyMeetTheRules) {
   loadDrainedCapWithBudget({2, 5});
   for (int i = 0; i < 5; ++i) EXPECT_EQ(run(forgedSolicitation(i)), XDP_PASS) << i;
-  EXPECT_EQ(run(forgedSolicitation(5)), XDP_DROP);              // the drained cap's now
-  EXPECT_EQ(run(icmp6("fe80::9", 1, kMldv2Report)), XDP_DROP);  // MLD shares the budget
+  EXPECT_EQ(overBudget().first, 0u);
+  EXPECT_EQ(run(forgedSolicitation(5)), XDP_DROP);  // the drained cap's now
+  const auto mld = icmp6("fe80::9", 1, kMldv2Report);
+  EXPECT_EQ(run(mld), XDP_DROP);  // MLD shares the budget
   EXPECT_EQ(counted(FG_VERDICT_PASS, FG_REASON_LINK_CONTROL), 5u);
   EXPECT_EQ(counted(FG_VERDICT_DROP, FG_REASON_RATE), 7u + 2u);
+  // the two past the budget are counted so, whatever the rules made of them
+  EXPECT_EQ(overBudget(), std::make_pair(uint64_t{2}, forgedSolicitation(5).size() + mld.size()));
   // the budget refills at its rate: 2 a second, one in half a second (the cap half a packet)
   setClock(1000 + 125);
   EXPECT_EQ(passes(forgedSolicitation(6), 3), 1);
   EXPECT_EQ(counted(FG_VERDICT_PASS, FG_REASON_LINK_CONTROL), 6u);
+  EXPECT_EQ(overBudget().first, 4u);
 }
 
 TEST_F(LinkControlTest, PastTheBudgetARuleWithRoomStillPassesThem) {
@@ -251,6 +268,23 @@ TEST_F(LinkControlTest, PastTheBudgetARuleWithRoomStillPassesThem) {
   EXPECT_EQ(passes(forgedSolicitation(1), 3), 3);
   EXPECT_EQ(counted(FG_VERDICT_PASS, FG_REASON_LINK_CONTROL), 1u);
   EXPECT_EQ(counted(FG_VERDICT_PASS, FG_REASON_DEFAULT), 2u);
+  EXPECT_EQ(overBudget().first, 2u) << "past the budget, though the rule passed them";
+}
+
+// In monitor mode past the budget, the rules' refusals are counted as `monitor` and passed,
+// as for any frame: nothing is dropped, and the over-budget count still shows the neighbour.
+TEST_F(LinkControlTest, InMonitorModePastTheBudgetTheRulesOnlyCount) {
+  AttachOptions options;
+  options.test_clock_hz = 250;
+  options.link_control = {1, 2};
+  options.monitor = true;
+  load({pingCap()}, options);
+  setClock(1000);
+  EXPECT_EQ(passes(forgedSolicitation(1), 8), 8);
+  EXPECT_EQ(counted(FG_VERDICT_PASS, FG_REASON_LINK_CONTROL), 2u);
+  EXPECT_EQ(counted(FG_VERDICT_PASS, FG_REASON_DEFAULT), 3u) << "the cap's burst";
+  EXPECT_EQ(counted(FG_VERDICT_MONITOR, FG_REASON_RATE), 3u);
+  EXPECT_EQ(overBudget().first, 6u);
 }
 
 TEST_F(LinkControlTest, TheDefaultBudgetIsAThousandAtOnce) {
@@ -258,6 +292,7 @@ TEST_F(LinkControlTest, TheDefaultBudgetIsAThousandAtOnce) {
   runRepeated(forgedSolicitation(1), 1001);
   EXPECT_EQ(counted(FG_VERDICT_PASS, FG_REASON_LINK_CONTROL), 1000u);
   EXPECT_EQ(counted(FG_VERDICT_DROP, FG_REASON_RATE), 7u + 1u);
+  EXPECT_EQ(overBudget().first, 1u);
 }
 
 TEST_F(LinkControlTest, AnUnlimitedBudgetPassesThemAll) {
@@ -265,6 +300,7 @@ TEST_F(LinkControlTest, AnUnlimitedBudgetPassesThemAll) {
   runRepeated(forgedSolicitation(1), 2000);
   EXPECT_EQ(counted(FG_VERDICT_PASS, FG_REASON_LINK_CONTROL), 2000u);
   EXPECT_EQ(counted(FG_VERDICT_DROP, FG_REASON_RATE), 7u);
+  EXPECT_EQ(overBudget().first, 0u);
 }
 
 // A reload keeps what the budget had spent (a neighbour cannot refill it by a reload it

@@ -181,6 +181,11 @@ TEST_F(PacketPathE2eTest, NeighbourDiscoveryPastTheLinksBudgetMeetsTheRules) {
   ASSERT_EQ(attached.exit_code, 0) << attached.err;
   nlohmann::json status = interfaceStatus();
   EXPECT_EQ(status["link_control"], nlohmann::json({{"pps", 1}, {"burst", 10}})) << status.dump();
+  CommandResult text = run({"status", net_->targetInterface()});
+  EXPECT_NE(text.out.find("neighbour discovery and MLD from the link: pass by no rule up to 1/s "
+                          "(burst 10), then meet the rules\n"),
+            std::string::npos)
+      << text.out;
 
   constexpr uint64_t kFrames = 60;
   std::vector<std::vector<uint8_t>> frames;
@@ -215,6 +220,15 @@ TEST_F(PacketPathE2eTest, NeighbourDiscoveryPastTheLinksBudgetMeetsTheRules) {
             kFrames - counted(after, "pass", "link_control"))
       << counters;
   EXPECT_LE(counted(after, "pass", "default"), 1u + seconds) << counters;
+  // and `stats` says how many came past the budget, the sign a neighbour spends it
+  const uint64_t over = kFrames - counted(after, "pass", "link_control");
+  EXPECT_EQ(after["link_control_over_budget"]["packets"], over) << after.dump();
+  text = run({"stats", net_->targetInterface()});
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("link_control over its budget, met the rules: " + std::to_string(over) +
+                          " packets"),
+            std::string::npos)
+      << text.out;
 
   // unlimited: every one passes by no rule again
   const std::string unlimited =
@@ -223,6 +237,11 @@ TEST_F(PacketPathE2eTest, NeighbourDiscoveryPastTheLinksBudgetMeetsTheRules) {
   ASSERT_EQ(reloaded.exit_code, 0) << reloaded.err;
   status = interfaceStatus();
   EXPECT_TRUE(status["link_control"].is_null()) << status.dump();
+  text = run({"status", net_->targetInterface()});
+  EXPECT_NE(text.out.find("neighbour discovery and MLD from the link: pass by no rule, without "
+                          "bound\n"),
+            std::string::npos)
+      << text.out;
   const uint64_t before = counted(stats(), "pass", "link_control");
   sent = sendFrames(net_->senderNetns(), net_->senderInterface(), frames);
   ASSERT_TRUE(sent.ok()) << sent.error().message;
@@ -232,6 +251,7 @@ TEST_F(PacketPathE2eTest, NeighbourDiscoveryPastTheLinksBudgetMeetsTheRules) {
     after = stats();
   }
   EXPECT_EQ(counted(after, "pass", "link_control"), before + kFrames) << after["counters"].dump();
+  EXPECT_EQ(after["link_control_over_budget"]["packets"], over) << "none past no budget";
 }
 
 TEST_F(PacketPathE2eTest, ABanLastsAsLongAsAskedAndNoLonger) {

@@ -30,6 +30,7 @@ Snapshot twoInterfaces() {
   a.event_stats.suppressed = 9;
   a.tracked_v4 = 1234.4;
   a.bans_active = 3;
+  a.link_control_over = 8;
   a.limits = {{"per-source", {50, 5, 0, 0}}, {"bytes", {0, 0, 8000000, 100000}}};
   a.adaptive_tightened = 6;
   a.adaptive_relaxed = 2;
@@ -145,6 +146,20 @@ TEST(Exposition, SourceTableAndEventSeries) {
   EXPECT_TRUE(has(text, R"(floodgate_events_dropped_total{interface="eth0",reason="budget"} 9)"));
 }
 
+// A limiter attached by a floodgate whose program does not count them has no series: a 0
+// there would say the budget was never spent.
+TEST(Exposition, LinkControlOverBudgetOnlyWhereTheProgramCountsIt) {
+  std::string text = render(twoInterfaces());
+  EXPECT_TRUE(has(text, R"(floodgate_link_control_over_budget_total{interface="eth0"} 8)")) << text;
+  EXPECT_EQ(text.find(R"(floodgate_link_control_over_budget_total{interface="eth1"})"),
+            std::string::npos)
+      << text;
+  Snapshot counted = twoInterfaces();
+  counted.interfaces[1].link_control_over = 0;
+  EXPECT_TRUE(
+      has(render(counted), R"(floodgate_link_control_over_budget_total{interface="eth1"} 0)"));
+}
+
 TEST(Exposition, FleetBanSeriesByResultZerosToo) {
   Snapshot s;
   s.fleet_bans_received[kFleetBanApplied] = 7;
@@ -237,6 +252,7 @@ TEST(Exposition, HelpAndTypeOncePerFamilyBeforeItsSamples) {
       {"floodgate_rule_syn_cookies_total", "counter"},
       {"floodgate_events_total", "counter"},
       {"floodgate_events_dropped_total", "counter"},
+      {"floodgate_link_control_over_budget_total", "counter"},
       {"floodgate_bans_active", "gauge"},
       {"floodgate_bans_failed_total", "counter"},
       {"floodgate_interface_up", "gauge"},

@@ -34,6 +34,7 @@ const std::map<std::string, std::set<std::string>>& contractMetrics() {
       {"floodgate_rule_untracked_packets_total", {"interface", "rule", "verdict"}},
       {"floodgate_events_total", {"interface", "event"}},
       {"floodgate_events_dropped_total", {"interface", "reason"}},
+      {"floodgate_link_control_over_budget_total", {"interface"}},
       {"floodgate_http_escalations_total", {"result"}},
       {"floodgate_fleet_bans_received_total", {"result"}},
       {"floodgate_fleet_bans_published_total", {"result"}},

@@ -25,10 +25,12 @@ Status showStats(const StatsFlags& flags) {
   if (!rows) return rows.error();
   auto rules = limiter->ruleCounters();
   if (!rules) return rules.error();
+  auto link_control_over = limiter->linkControlOverBudget();
+  if (!link_control_over) return link_control_over.error();
   if (flags.json) {
-    std::cout << jsonText(statsJson(flags.interface, *rows, *rules)) << "\n";
+    std::cout << jsonText(statsJson(flags.interface, *rows, *rules, *link_control_over)) << "\n";
   } else {
-    std::cout << statsText(flags.interface, *rows, *rules);
+    std::cout << statsText(flags.interface, *rows, *rules, *link_control_over);
   }
   return okStatus();
 }

@@ -106,7 +106,8 @@ std::string linkControlText(const fg_limit& limit) {
 }  // namespace
 
 nlohmann::json statsJson(const std::string& interface, const std::vector<CounterRow>& rows,
-                         const std::vector<RuleCounters>& rules) {
+                         const std::vector<RuleCounters>& rules,
+                         const std::optional<fg_counter>& link_control_over) {
   nlohmann::json out;
   out["interface"] = interface;
   out["counters"] = nlohmann::json::array();
@@ -133,11 +134,16 @@ nlohmann::json statsJson(const std::string& interface, const std::vector<Counter
     entry["sources"] = table;
     out["rules"].push_back(entry);
   }
+  out["link_control_over_budget"] = link_control_over
+                                        ? nlohmann::json{{"packets", link_control_over->packets},
+                                                         {"bytes", link_control_over->bytes}}
+                                        : nlohmann::json(nullptr);
   return out;
 }
 
 std::string statsText(const std::string& interface, const std::vector<CounterRow>& rows,
-                      const std::vector<RuleCounters>& rules) {
+                      const std::vector<RuleCounters>& rules,
+                      const std::optional<fg_counter>& link_control_over) {
   std::ostringstream out;
   out << "interface " << interface << "\n";
   char line[160];
@@ -149,6 +155,14 @@ std::string statsText(const std::string& interface, const std::vector<CounterRow
     std::snprintf(line, sizeof(line), "  %-8s %-12s %14llu %16llu\n", verdictName(row.verdict),
                   reasonName(row.reason), static_cast<unsigned long long>(row.packets),
                   static_cast<unsigned long long>(row.bytes));
+    out << line;
+  }
+  // NDP and MLD past the link's budget are counted above as the rules decided
+  if (link_control_over && link_control_over->packets) {
+    std::snprintf(line, sizeof(line),
+                  "  link_control over its budget, met the rules: %llu packets, %llu bytes\n",
+                  static_cast<unsigned long long>(link_control_over->packets),
+                  static_cast<unsigned long long>(link_control_over->bytes));
     out << line;
   }
   if (!rules.empty()) {

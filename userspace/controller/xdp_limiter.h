@@ -254,6 +254,10 @@ class XdpLimiter {
   // A copy of the whole source table, read through its memory mapping (for `top`).
   Result<std::vector<fg_slot>> slots() const;
   Result<EventStats> eventStats() const;
+  // Link-control frames that came past the link's budget (and met the rules), summed over
+  // the CPUs; none for a limiter whose program does not count them (attached by an older
+  // floodgate: a replace adds the counter).
+  Result<std::optional<fg_counter>> linkControlOverBudget() const;
 
   // The settings entry (list and ban counts, policies); one map read.
   Result<fg_settings> settings() const;

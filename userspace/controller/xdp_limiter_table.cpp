@@ -60,4 +60,16 @@ Result<EventStats> XdpLimiter::eventStats() const {
   return out;
 }
 
+Result<std::optional<fg_counter>> XdpLimiter::linkControlOverBudget() const {
+  if (maps_.link_ctl_over.fd() < 0) return std::optional<fg_counter>();
+  auto values = maps_.link_ctl_over.lookup(0);
+  if (!values) return values.error();
+  fg_counter out{};
+  for (const fg_counter& cpu : *values) {
+    out.packets += cpu.packets;
+    out.bytes += cpu.bytes;
+  }
+  return std::optional<fg_counter>(out);
+}
+
 }  // namespace floodgate

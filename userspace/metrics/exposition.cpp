@@ -283,6 +283,16 @@ std::string render(const Snapshot& snapshot) {
            number(iface.event_stats.lost));
   }
 
+  family(out, "floodgate_link_control_over_budget_total", "counter",
+         "IPv6 Neighbour Discovery and MLD frames past the interface's link-control budget "
+         "(defaults.link_control), which then met the rules; their verdicts are counted in "
+         "floodgate_packets_total.");
+  for (const auto& iface : snapshot.interfaces) {
+    if (!iface.link_control_over) continue;  // a program that does not count them
+    sample(out, "floodgate_link_control_over_budget_total", {{"interface", iface.interface}},
+           number(*iface.link_control_over));
+  }
+
   family(out, "floodgate_bans_active", "gauge",
          "Banned prefixes (IPv4 and IPv6), expired ones not yet removed included.");
   for (const auto& iface : snapshot.interfaces) {

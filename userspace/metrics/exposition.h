@@ -27,6 +27,9 @@ struct InterfaceMetrics {
   double tracked_v4 = 0;  // estimates from a bounded sample of the source table
   double tracked_v6 = 0;
   uint64_t bans_active = 0;
+  // NDP and MLD frames past the link's budget (met the rules); none: the program does not
+  // count them (attached by an older floodgate)
+  std::optional<uint64_t> link_control_over;
   EventStats event_stats;                         // what the program did with its events
   std::array<uint64_t, FG_EVENT_TYPES> events{};  // events the daemon read, by enum fg_event_type
   std::vector<RuleLimit> limits;                  // every active rule, in rule order
