@@ -312,33 +312,6 @@ TEST_F(AttachE2eTest, APinnedMapOfAnotherLayoutIsRefusedSayingWhatToDo) {
   EXPECT_EQ(status()["rules"][0]["limit"]["pps"], 1000);
 }
 
-// A limiter attached by a floodgate whose program does not count link-control frames past
-// the budget (no `link_ctl_over` pin) keeps working with this one: `stats` says the count is
-// not there, and a replace adds it.
-TEST_F(AttachE2eTest, ALimiterWithoutTheOverBudgetCounterWorksAndAReplaceAddsIt) {
-  const std::string iface = net_->targetInterface();
-  CommandResult attach = run({"attach", iface, "--rate", "1k"});
-  ASSERT_EQ(attach.exit_code, 0) << attach.err;
-  const std::string path = "/sys/fs/bpf/floodgate/" + iface + "/link_ctl_over";
-  ASSERT_EQ(unlink(path.c_str()), 0);
-
-  CommandResult before = run({"stats", iface, "--json"});
-  ASSERT_EQ(before.exit_code, 0) << before.err;
-  EXPECT_TRUE(nlohmann::json::parse(before.out)["link_control_over_budget"].is_null())
-      << before.out;
-  EXPECT_EQ(status()["rules"][0]["limit"]["pps"], 1000);
-
-  CommandResult replaced = run({"attach", iface, "--replace", "--rate", "2k"});
-  ASSERT_EQ(replaced.exit_code, 0) << replaced.err;
-  CommandResult after = run({"stats", iface, "--json"});
-  ASSERT_EQ(after.exit_code, 0) << after.err;
-  EXPECT_EQ(nlohmann::json::parse(after.out)["link_control_over_budget"],
-            nlohmann::json({{"packets", 0}, {"bytes", 0}}))
-      << after.out;
-  EXPECT_EQ(access(path.c_str(), F_OK), 0) << "the replace pinned it";
-  EXPECT_EQ(status()["rules"][0]["limit"]["pps"], 2000);
-}
-
 TEST_F(AttachE2eTest, ReplacingOverABucketTableOfAnotherLayoutIsRefusedSayingWhatToDo) {
   const std::string iface = net_->targetInterface();
   CommandResult attach = run({"attach", iface, "--rate", "1k"});

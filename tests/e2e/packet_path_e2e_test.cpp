@@ -2,6 +2,7 @@
 // End to end, the ways around the packet path that must stay closed: crafted frames from
 // denied and banned sources through the veth, ban times, interface names, list files and
 // two writers at once, all through the real CLI against the real kernel.
+#include <bpf/bpf.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/file.h>
@@ -16,6 +17,7 @@
 #include "common/packet_builder.h"
 #include "e2e/raw_frames.h"
 #include "e2e/veth_network.h"
+#include "floodgate_shared.h"
 
 namespace floodgate::test {
 namespace {
@@ -252,6 +254,56 @@ TEST_F(PacketPathE2eTest, NeighbourDiscoveryPastTheLinksBudgetMeetsTheRules) {
   }
   EXPECT_EQ(counted(after, "pass", "link_control"), before + kFrames) << after["counters"].dump();
   EXPECT_EQ(after["link_control_over_budget"]["packets"], over) << "none past no budget";
+}
+
+// A limiter whose program does not count link-control frames past the budget (attached by
+// an older floodgate: no `link_ctl_over` pin, or one its program does not use, which a failed
+// replace or an older floodgate's replace leaves) says so in `stats`; a replace gives it the
+// count, which the frames past the budget then add to.
+TEST_F(PacketPathE2eTest, ALimiterWithoutTheLinkControlCountSaysSoAndAReplaceCounts) {
+  const std::string iface = net_->targetInterface();
+  CommandResult attached =
+      run({"attach", iface, "--rate", "1k", "--link-control", "1", "--link-control-burst", "1"});
+  ASSERT_EQ(attached.exit_code, 0) << attached.err;
+  const std::string path = "/sys/fs/bpf/floodgate/" + iface + "/link_ctl_over";
+  ASSERT_EQ(unlink(path.c_str()), 0);
+  EXPECT_TRUE(stats()["link_control_over_budget"].is_null()) << stats().dump();
+  CommandResult text = run({"stats", iface});
+  EXPECT_NE(text.out.find("link_control over its budget: not counted by this limiter's program"),
+            std::string::npos)
+      << text.out;
+  // a pin of this layout that the running program does not use counts nothing
+  int foreign = bpf_map_create(BPF_MAP_TYPE_PERCPU_ARRAY, "link_ctl_over", sizeof(uint32_t),
+                               sizeof(fg_counter), 1, nullptr);
+  ASSERT_GE(foreign, 0);
+  ASSERT_EQ(bpf_obj_pin(foreign, path.c_str()), 0);
+  close(foreign);
+  EXPECT_TRUE(stats()["link_control_over_budget"].is_null()) << stats().dump();
+  ASSERT_EQ(unlink(path.c_str()), 0);
+
+  CommandResult replaced = run({"attach", iface, "--replace"});
+  ASSERT_EQ(replaced.exit_code, 0) << replaced.err;
+  EXPECT_EQ(stats()["link_control_over_budget"], nlohmann::json({{"packets", 0}, {"bytes", 0}}));
+  std::vector<std::vector<uint8_t>> frames;
+  for (int i = 0; i < 5; ++i) {
+    frames.push_back(PacketBuilder()
+                         .eth()
+                         .ipv6("2001:db8:77::" + std::to_string(i + 1), "2001:db8:99::1")
+                         .hopLimit(255)
+                         .icmp(135)
+                         .build());
+  }
+  auto sent = sendFrames(net_->senderNetns(), net_->senderInterface(), frames);
+  ASSERT_TRUE(sent.ok()) << sent.error().message;
+  nlohmann::json after = stats();
+  for (int i = 0; i < 100 && counted(after, "", "") < frames.size(); ++i) {
+    usleep(10000);
+    after = stats();
+  }
+  // one a second with a burst of one: the rest came past the budget, whatever the time taken
+  const uint64_t within = counted(after, "pass", "link_control");
+  ASSERT_LT(within, frames.size()) << after.dump();
+  EXPECT_EQ(after["link_control_over_budget"]["packets"], frames.size() - within) << after.dump();
 }
 
 TEST_F(PacketPathE2eTest, ABanLastsAsLongAsAskedAndNoLonger) {

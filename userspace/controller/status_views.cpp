@@ -158,7 +158,11 @@ std::string statsText(const std::string& interface, const std::vector<CounterRow
     out << line;
   }
   // NDP and MLD past the link's budget are counted above as the rules decided
-  if (link_control_over && link_control_over->packets) {
+  if (!link_control_over) {
+    out << "  link_control over its budget: not counted by this limiter's program (attached "
+           "by an older floodgate: 'floodgate attach "
+        << interface << " --replace' adds the count)\n";
+  } else if (link_control_over->packets) {
     std::snprintf(line, sizeof(line),
                   "  link_control over its budget, met the rules: %llu packets, %llu bytes\n",
                   static_cast<unsigned long long>(link_control_over->packets),

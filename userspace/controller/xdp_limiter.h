@@ -243,6 +243,10 @@ class XdpLimiter {
   // attached it again (they are another limiter's). This object then reads and writes maps
   // that no program runs with.
   bool holdsPinned() const;
+  // The id of the program that runs with these maps (on the pinned link, or in the prog
+  // array slot floodgate was put in); 0 if none is found. A replace (`attach --replace`)
+  // puts another program over the same maps: the id tells it apart.
+  uint32_t runningProgramId() const;
 
   Result<std::vector<CounterRow>> counters() const;
   Result<std::vector<RuleCounters>> ruleCounters() const;
@@ -355,6 +359,8 @@ class XdpLimiter {
   XdpLimiter() = default;
   // When floodgate runs in an operator's prog array: its program's id and where it sits.
   std::optional<std::pair<uint32_t, ProgArraySlot>> progArraySlot() const;
+  // The pinned XDP link's info (none in prog-array mode, or with no link pinned).
+  std::optional<bpf_link_info> pinnedLinkInfo() const;
   // Opens every pinned map of `interface` (whether or not a link is pinned yet).
   static Result<XdpLimiter> openMaps(const std::string& interface);
   // The tracked sources of status(), by a walk of the whole table.

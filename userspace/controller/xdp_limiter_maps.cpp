@@ -2,10 +2,6 @@
 // Opening the table of a limiter's pinned maps.
 #include "controller/xdp_limiter_maps.h"
 
-#include <unistd.h>
-
-#include <cerrno>
-
 #include "kernel/pins.h"
 
 namespace floodgate {
@@ -19,9 +15,7 @@ Result<XdpLimiterMaps> XdpLimiterMaps::open(const std::string& interface) {
   maps.forEachMap([&](auto& map) {
     if (!status) return;
     using Map = std::remove_reference_t<decltype(map)>;
-    const std::string path = mapPinPath(interface, map.name());
-    if (addedLater(map.name()) && access(path.c_str(), F_OK) != 0 && errno == ENOENT) return;
-    auto opened = Map::openPinned(path, map.name(), remedy);
+    auto opened = Map::openPinned(mapPinPath(interface, map.name()), map.name(), remedy);
     if (!opened) {
       status = opened.error();
       return;

@@ -127,6 +127,12 @@ class LpmPair {
   BpfMap<fg_lpm_v6, Value> v6_;
 };
 
+// The per-CPU count of link-control frames past the budget (bpf/maps.bpf.h), added after
+// limiters were attached without it: not in the table below, its pin is opened at each read
+// (XdpLimiter::linkControlOverBudget), so a limiter without it opens, and one that a replace
+// gave it shows it at once.
+inline const char* const kLinkControlOverMap = "link_ctl_over";
+
 // Every pinned map of a limiter that the controller reads or writes: the table of them,
 // each with its name (as in bpf/maps.bpf.h, and of its pin), key type and value type. The
 // `events` ring buffer is EventReader's.
@@ -143,8 +149,6 @@ struct XdpLimiterMaps {
   PerCpuArray<fg_counter> rule_counters{"rule_counters"};
   PerCpuArray<uint64_t> table_stats{"table_stats"};
   PerCpuArray<fg_event_stats> event_stats{"event_stats"};
-  // Added later (see addedLater): not open for a limiter whose program has none.
-  PerCpuArray<fg_counter> link_ctl_over{"link_ctl_over"};
   // By enum fg_list: the IPv4 lists' filters (FG_LIST_FILTER_WORDS words each), the lists.
   FilterMap list_filters[2]{FilterMap("allow_filter_v4"), FilterMap("deny_filter_v4")};
   LpmPair<uint8_t> lists[2]{{"allow_v4", "allow_v6"}, {"deny_v4", "deny_v6"}};
@@ -155,14 +159,8 @@ struct XdpLimiterMaps {
 
   // Opens every map pinned for `interface` (whether or not a link is pinned yet). A map
   // whose key or value size is not this table's (pinned by another build) is refused in one
-  // line: which map, the sizes expected and found, and to detach and attach again. A map
-  // added later that is not pinned stays closed (fd -1): the limiter's program has none,
-  // and a replace's load creates and pins it.
+  // line: which map, the sizes expected and found, and to detach and attach again.
   static Result<XdpLimiterMaps> open(const std::string& interface);
-
-  // Whether `name` is a map that only counts, added after limiters were attached that run
-  // without it: they keep working, and a replace adds it.
-  static bool addedLater(const std::string& name) { return name == "link_ctl_over"; }
 
   // Calls visit(map) for every map of the table.
   template <class Visit>
@@ -177,7 +175,6 @@ struct XdpLimiterMaps {
     visit(rule_counters);
     visit(table_stats);
     visit(event_stats);
-    visit(link_ctl_over);
     for (LpmPair<uint8_t>& list : lists) list.forEachMap(visit);
     for (FilterMap& filter : list_filters) visit(filter);
     bans.forEachMap(visit);

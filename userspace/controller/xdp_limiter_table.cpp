@@ -1,13 +1,16 @@
 // SPDX-License-Identifier: MIT
-// Reading the source table whole (for `top`) and the event counters.
+// Reading the source table whole (for `top`), the event counters and the link-control count.
 #include <bpf/bpf.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
 #include "controller/xdp_limiter.h"
+#include "kernel/pins.h"
+#include "kernel/xdp_neighbour.h"
 
 namespace floodgate {
 
@@ -61,8 +64,21 @@ Result<EventStats> XdpLimiter::eventStats() const {
 }
 
 Result<std::optional<fg_counter>> XdpLimiter::linkControlOverBudget() const {
-  if (maps_.link_ctl_over.fd() < 0) return std::optional<fg_counter>();
-  auto values = maps_.link_ctl_over.lookup(0);
+  // Opened at each read, as the next-program slot is: a replace adds the pin under a
+  // limiter a daemon holds open. Read only when the program that runs uses it: a pin that a
+  // failed replace, or an older floodgate's replace, left behind counts nothing.
+  const std::string path = mapPinPath(interface_, kLinkControlOverMap);
+  const std::optional<fg_counter> none;
+  if (access(path.c_str(), F_OK) != 0 && errno == ENOENT) return none;
+  auto map = PerCpuArray<fg_counter>::openPinned(path, kLinkControlOverMap);
+  if (!map) return map.error();
+  if (uint32_t program = runningProgramId(); program) {
+    auto info = mapInfo(map->fd(), kLinkControlOverMap);
+    if (!info) return info.error();
+    auto used = programMapIds(program);
+    if (!used || std::find(used->begin(), used->end(), info->id) == used->end()) return none;
+  }
+  auto values = map->lookup(0);
   if (!values) return values.error();
   fg_counter out{};
   for (const fg_counter& cpu : *values) {

@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -100,6 +101,23 @@ std::optional<ProgramInfo> programInfoOfId(uint32_t id) {
   auto info = programInfo(fd.get());
   if (!info) return std::nullopt;
   return *info;
+}
+
+std::optional<std::vector<uint32_t>> programMapIds(uint32_t id) {
+  UniqueFd fd(bpf_prog_get_fd_by_id(id));
+  if (!fd.valid()) return std::nullopt;
+  // first how many, then the ids (a program's maps are fixed once it is loaded)
+  bpf_prog_info info{};
+  uint32_t length = sizeof(info);
+  if (bpf_obj_get_info_by_fd(fd.get(), &info, &length) != 0) return std::nullopt;
+  std::vector<uint32_t> ids(info.nr_map_ids);
+  info = {};
+  info.nr_map_ids = static_cast<uint32_t>(ids.size());
+  info.map_ids = reinterpret_cast<uint64_t>(ids.data());
+  length = sizeof(info);
+  if (bpf_obj_get_info_by_fd(fd.get(), &info, &length) != 0) return std::nullopt;
+  ids.resize(std::min<size_t>(ids.size(), info.nr_map_ids));
+  return ids;
 }
 
 Result<UniqueFd> loadXdpProgramFile(const std::string& object_path, const std::string& program) {

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "floodgate/common/result.h"
 #include "kernel/unique_fd.h"
@@ -25,6 +26,8 @@ struct ProgramInfo {
 Result<ProgramInfo> programInfo(int fd);
 // What the kernel says of the program with `id`; nothing when it is gone or unreadable.
 std::optional<ProgramInfo> programInfoOfId(uint32_t id);
+// The ids of the maps the program with `id` uses; nothing when it is gone or unreadable.
+std::optional<std::vector<uint32_t>> programMapIds(uint32_t id);
 
 // Loads the XDP program of `object_path` whose section name or function name is `program`
 // (empty: the object's only XDP program); only it is loaded. Refuses, in one line, a file
