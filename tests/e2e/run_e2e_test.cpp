@@ -779,6 +779,35 @@ TEST_F(RunE2eTest, ALimiterAttachedAgainOutsideTheDaemonIsTheOneItHolds) {
   EXPECT_EQ(linesWith(daemon_.log(), followed), 1u) << "logged once:\n" << daemon_.log();
 }
 
+// A limiter the daemon holds, replaced by hand over the same maps (`attach --replace` with
+// rules of its own): the daemon sees another program run with the maps and applies its
+// config to it within a second, so the config it says it runs is the one that runs.
+TEST_F(RunE2eTest, ALimiterReplacedOutsideTheDaemonIsGivenItsConfigAgain) {
+  const std::string iface = net_->targetInterface();
+  startDaemon();
+  ASSERT_EQ(rulePps(iface), 100);
+  std::ofstream(dir_ + "/other.yaml") << "rules:\n  - name: other\n    limit: {pps: 7}\n";
+  CommandResult replaced =
+      net_->floodgate({"attach", iface, "--replace", "--config", dir_ + "/other.yaml"});
+  ASSERT_EQ(replaced.exit_code, 0) << replaced.err;
+  const std::string noticed = iface + "'s program was replaced outside the daemon";
+  const std::string applied = iface + ": its config applied to the limiter attached outside";
+  for (int i = 0; i < 100 && daemon_.log().find(applied) == std::string::npos; ++i) usleep(50000);
+  ASSERT_NE(daemon_.log().find(applied), std::string::npos) << daemon_.log();
+  EXPECT_EQ(rulePps(iface), 100) << "the daemon's config runs again";
+  EXPECT_EQ(linesWith(daemon_.log(), noticed), 1u) << "logged once:\n" << daemon_.log();
+  EXPECT_EQ(httpGetIn(net_->targetNetns(), kMetricsPort, "/healthz").status, 200);
+  // a reload by the daemon itself is no replace
+  renameOver(200, 10);
+  EXPECT_EQ(waitFor(
+                "floodgate_config_generation", [](double v) { return v >= 2; }, 30),
+            2)
+      << daemon_.log();
+  sleep(2);
+  EXPECT_EQ(linesWith(daemon_.log(), noticed), 1u) << daemon_.log();
+  EXPECT_EQ(rulePps(iface), 200);
+}
+
 // The same when the limiter attached by hand cannot take the daemon's config (its lists are
 // smaller than the config's deny list): the daemon holds it, reports the interface unhealthy
 // and tries each second, and applies its config once a limiter that can take it is attached.
@@ -803,8 +832,8 @@ TEST_F(RunE2eTest, AConfigTheLimiterAttachedOutsideCannotTakeIsReportedAndTriedA
   HttpReply health = httpGetIn(net_->targetNetns(), kMetricsPort, "/healthz");
   EXPECT_EQ(health.status, 503);
   EXPECT_EQ(health.body, iface +
-                             ": attached again outside the daemon, and its config is not "
-                             "applied to that limiter yet (see the log)\n");
+                             ": attached again or replaced outside the daemon, and its "
+                             "config is not applied to that limiter yet (see the log)\n");
   EXPECT_EQ(rulePps(iface), 100000) << "it runs what it was attached with";
   EXPECT_EQ(linesWith(daemon_.log(), refused), 1u) << "logged once:\n" << daemon_.log();
   EXPECT_EQ(metric("floodgate_interface_up{interface=\"" + iface + "\"}"), 0);

@@ -356,13 +356,22 @@ void HeldInterfaces::followReattached(bool apply_config) {
   std::erase_if(unapplied_, [&](const std::string& name) { return !held_.contains(name); });
   std::erase_if(unopened_, [&](const std::string& name) { return !held_.contains(name); });
   std::vector<std::string> replaced;
-  for (const auto& [name, held] : held_) {
+  for (auto& [name, held] : held_) {
     if (!held.limiter.holdsPinned() && attached(name)) {
       replaced.push_back(name);
       continue;
     }
     unopened_.erase(name);
     if (!unapplied_.contains(name)) follow_failures_.erase(name);  // "twice running" means that
+    // the same maps under another program: a replace by hand, which wrote what it was given
+    const uint32_t running = held.limiter.runningProgramId();
+    if (running && held.program_id && running != held.program_id &&
+        unapplied_.insert(name).second) {
+      logWarning(name +
+                 "'s program was replaced outside the daemon (floodgate attach --replace): the "
+                 "daemon applies its config to it");
+    }
+    if (running) held.program_id = running;
   }
   for (const std::string& name : replaced) {
     auto limiter = XdpLimiter::open(name);
@@ -442,6 +451,7 @@ void HeldInterfaces::tryApplyFollowed(const std::string& name) {
     }
   }
   held.adaptive = std::move(adaptive);
+  held.program_id = held.limiter.runningProgramId();
   unapplied_.erase(name);
   follow_failures_.erase(name);
   logInfo(name + ": its config applied to the limiter attached outside the daemon (" +
@@ -480,6 +490,7 @@ void HeldInterfaces::hold(const std::string& name, XdpLimiter limiter, bool adop
                           std::optional<AdaptiveGovernor> adaptive) {
   HeldInterface& held = held_.try_emplace(name, std::move(limiter), adopted).first->second;
   held.adaptive = std::move(adaptive);
+  held.program_id = held.limiter.runningProgramId();
   auto reader = EventReader::open(name);
   if (!reader) {
     logWarning(name + ": its events will not be logged: " + reader.error().message);
@@ -684,8 +695,8 @@ std::vector<std::string> HeldInterfaces::problems() const {
       out.push_back(name + ": its limiter could not be attached or adopted (see the log)");
     } else if (unapplied_.contains(name)) {
       out.push_back(name +
-                    ": attached again outside the daemon, and its config is not applied to "
-                    "that limiter yet (see the log)");
+                    ": attached again or replaced outside the daemon, and its config is not "
+                    "applied to that limiter yet (see the log)");
     } else if (!enforcing(name)) {
       out.push_back(name +
                     ": its limiter was cut off it when the interface was deleted "

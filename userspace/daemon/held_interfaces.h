@@ -47,6 +47,9 @@ struct HeldInterface {
   metrics::RunningTotal bans_failed_total;  // floodgate_bans_failed_total
   bool adopted = false;     // found attached and enforcing, not attached by this run
   WantedInterface applied;  // the config it runs: where a reload that fails part way goes back
+  // The program that ran with its maps when the daemon last held it or applied its config to
+  // it: another one is a replace by hand (`attach --replace`), which wrote rules of its own.
+  uint32_t program_id = 0;
   std::optional<AdaptiveGovernor> adaptive;  // none: nothing moves the limits but the config
   uint64_t adaptive_next_ns = 0;             // when the load is read next (steady clock)
   uint64_t adaptive_tightened = 0;           // rule changes made, for floodgate_events_total
