@@ -307,22 +307,6 @@ Result<XdpLimiterStatus> XdpLimiter::status() const {
   return out;
 }
 
-std::optional<bpf_link_info> XdpLimiter::pinnedLinkInfo() const {
-  UniqueFd link(bpf_obj_get(linkPinPath(interface_).c_str()));
-  bpf_link_info info{};
-  uint32_t info_len = sizeof(info);
-  if (!link.valid() || bpf_obj_get_info_by_fd(link.get(), &info, &info_len) != 0) {
-    return std::nullopt;
-  }
-  return info;
-}
-
-uint32_t XdpLimiter::runningProgramId() const {
-  if (auto info = pinnedLinkInfo(); info) return info->prog_id;
-  if (auto slot = progArraySlot(); slot) return slot->first;
-  return 0;
-}
-
 Result<XdpLimiterStatus> XdpLimiter::summary() const {
   XdpLimiterStatus out;
   out.interface = interface_;

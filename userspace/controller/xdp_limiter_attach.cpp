@@ -81,6 +81,22 @@ std::optional<std::pair<uint32_t, ProgArraySlot>> XdpLimiter::progArraySlot() co
   return std::make_pair(id, where);
 }
 
+std::optional<bpf_link_info> XdpLimiter::pinnedLinkInfo() const {
+  UniqueFd link(bpf_obj_get(linkPinPath(interface_).c_str()));
+  // the kernel fills in any object's info: a map's read as a link's would name a program
+  if (!link.valid() || bpfObjectKind(link.get()) != "bpf-link") return std::nullopt;
+  bpf_link_info info{};
+  uint32_t info_len = sizeof(info);
+  if (bpf_obj_get_info_by_fd(link.get(), &info, &info_len) != 0) return std::nullopt;
+  return info;
+}
+
+uint32_t XdpLimiter::runningProgramId() const {
+  if (auto info = pinnedLinkInfo(); info) return info->prog_id;
+  // in a prog array: the program's pin follows its slot (a replace pins the new one)
+  return pinnedProgramId(programPinPath(interface_));
+}
+
 XdpLimiter::HookLink XdpLimiter::hookLink(const std::string& interface) {
   if (!checkInterfaceName(interface)) return HookLink::kNone;
   UniqueFd link(bpf_obj_get(linkPinPath(interface).c_str()));

@@ -72,11 +72,12 @@ Result<std::optional<fg_counter>> XdpLimiter::linkControlOverBudget() const {
   if (access(path.c_str(), F_OK) != 0 && errno == ENOENT) return none;
   auto map = PerCpuArray<fg_counter>::openPinned(path, kLinkControlOverMap);
   if (!map) return map.error();
+  // a program whose maps cannot be read (no CAP_SYS_ADMIN, or gone since) is taken to use it
   if (uint32_t program = runningProgramId(); program) {
     auto info = mapInfo(map->fd(), kLinkControlOverMap);
     if (!info) return info.error();
     auto used = programMapIds(program);
-    if (!used || std::find(used->begin(), used->end(), info->id) == used->end()) return none;
+    if (used && std::find(used->begin(), used->end(), info->id) == used->end()) return none;
   }
   auto values = map->lookup(0);
   if (!values) return values.error();

@@ -451,7 +451,7 @@ void HeldInterfaces::tryApplyFollowed(const std::string& name) {
     }
   }
   held.adaptive = std::move(adaptive);
-  held.program_id = held.limiter.runningProgramId();
+  if (uint32_t running = held.limiter.runningProgramId(); running) held.program_id = running;
   unapplied_.erase(name);
   follow_failures_.erase(name);
   logInfo(name + ": its config applied to the limiter attached outside the daemon (" +

@@ -23,17 +23,6 @@ struct ObjectCloser {
   void operator()(bpf_object* object) const { bpf_object__close(object); }
 };
 
-// What kind of BPF object an fd is: "bpf-prog", "bpf-map", "bpf-link", or "" for none.
-std::string bpfObjectKind(int fd) {
-  char target[64] = {};
-  std::string link = "/proc/self/fd/" + std::to_string(fd);
-  ssize_t n = readlink(link.c_str(), target, sizeof(target) - 1);
-  if (n <= 0) return "";
-  std::string text(target, static_cast<size_t>(n));
-  const std::string prefix = "anon_inode:";
-  return text.rfind(prefix, 0) == 0 ? text.substr(prefix.size()) : "";
-}
-
 std::string typeName(uint32_t type) {
   const char* name = libbpf_bpf_prog_type_str(static_cast<bpf_prog_type>(type));
   return name ? name : "type " + std::to_string(type);
@@ -79,6 +68,16 @@ Result<bpf_program*> pickProgram(bpf_object* object, const std::string& path,
 }
 
 }  // namespace
+
+std::string bpfObjectKind(int fd) {
+  char target[64] = {};
+  std::string link = "/proc/self/fd/" + std::to_string(fd);
+  ssize_t n = readlink(link.c_str(), target, sizeof(target) - 1);
+  if (n <= 0) return "";
+  std::string text(target, static_cast<size_t>(n));
+  const std::string prefix = "anon_inode:";
+  return text.rfind(prefix, 0) == 0 ? text.substr(prefix.size()) : "";
+}
 
 Result<ProgramInfo> programInfo(int fd) {
   if (bpfObjectKind(fd) != "bpf-prog") return Error::failure("not a BPF program");

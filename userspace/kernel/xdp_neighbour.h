@@ -22,6 +22,10 @@ struct ProgramInfo {
   uint32_t type = 0;
 };
 
+// What kind of BPF object an fd is: "bpf-prog", "bpf-map", "bpf-link" (as the kernel names
+// their inodes), or "" for none.
+std::string bpfObjectKind(int fd);
+
 // What the kernel says of the program behind `fd`.
 Result<ProgramInfo> programInfo(int fd);
 // What the kernel says of the program with `id`; nothing when it is gone or unreadable.
