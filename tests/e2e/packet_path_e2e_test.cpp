@@ -116,6 +116,21 @@ class PacketPathE2eTest : public ::testing::Test {
     return nlohmann::json::parse(r.out, nullptr, false)["interfaces"][0];
   }
 
+  // Neighbour Solicitations from the link (hop limit 255), each from a global source of its
+  // own, to an address behind it: what a neighbour forging its source sends through a router.
+  static std::vector<std::vector<uint8_t>> forgedSolicitations(uint64_t count) {
+    std::vector<std::vector<uint8_t>> frames;
+    for (uint64_t i = 0; i < count; ++i) {
+      frames.push_back(PacketBuilder()
+                           .eth()
+                           .ipv6("2001:db8:77::" + std::to_string(i + 1), "2001:db8:99::1")
+                           .hopLimit(255)
+                           .icmp(135)
+                           .build());
+    }
+    return frames;
+  }
+
   static uint64_t counted(const nlohmann::json& stats, const std::string& verdict,
                           const std::string& reason) {
     uint64_t sum = 0;
@@ -190,15 +205,7 @@ TEST_F(PacketPathE2eTest, NeighbourDiscoveryPastTheLinksBudgetMeetsTheRules) {
       << text.out;
 
   constexpr uint64_t kFrames = 60;
-  std::vector<std::vector<uint8_t>> frames;
-  for (uint64_t i = 0; i < kFrames; ++i) {
-    frames.push_back(PacketBuilder()
-                         .eth()
-                         .ipv6("2001:db8:77::" + std::to_string(i + 1), "2001:db8:99::1")
-                         .hopLimit(255)
-                         .icmp(135)
-                         .build());
-  }
+  const std::vector<std::vector<uint8_t>> frames = forgedSolicitations(kFrames);
   const auto start = std::chrono::steady_clock::now();
   auto sent = sendFrames(net_->senderNetns(), net_->senderInterface(), frames);
   ASSERT_TRUE(sent.ok()) << sent.error().message;
@@ -284,15 +291,7 @@ TEST_F(PacketPathE2eTest, ALimiterWithoutTheLinkControlCountSaysSoAndAReplaceCou
   CommandResult replaced = run({"attach", iface, "--replace"});
   ASSERT_EQ(replaced.exit_code, 0) << replaced.err;
   EXPECT_EQ(stats()["link_control_over_budget"], nlohmann::json({{"packets", 0}, {"bytes", 0}}));
-  std::vector<std::vector<uint8_t>> frames;
-  for (int i = 0; i < 5; ++i) {
-    frames.push_back(PacketBuilder()
-                         .eth()
-                         .ipv6("2001:db8:77::" + std::to_string(i + 1), "2001:db8:99::1")
-                         .hopLimit(255)
-                         .icmp(135)
-                         .build());
-  }
+  const std::vector<std::vector<uint8_t>> frames = forgedSolicitations(5);
   auto sent = sendFrames(net_->senderNetns(), net_->senderInterface(), frames);
   ASSERT_TRUE(sent.ok()) << sent.error().message;
   nlohmann::json after = stats();
