@@ -13,6 +13,7 @@
 #include "controller/xdp_limiter_maps.h"
 #include "kernel/pins.h"
 #include "kernel/unique_fd.h"
+#include "kernel/write_generation.h"
 
 namespace floodgate::test {
 namespace {
@@ -130,6 +131,35 @@ TEST_F(PinnedMapsTest, TheLinkControlCounterMayBeMissingButNotOfAnotherLayout) {
   ASSERT_FALSE(refused.ok());
   EXPECT_NE(refused.error().message.find("'link_ctl_over'"), std::string::npos)
       << refused.error().message;
+}
+
+// Every reload counts itself in the write generation pinned beside the maps: a limiter object
+// tells another's reload (a daemon, one by hand) from its own, and a limiter attached without
+// the pin gets one at its first reload.
+TEST_F(PinnedMapsTest, AReloadElsewhereIsToldApartFromOnesOwn) {
+  load({sourceRule(100, 100)});
+  auto loaded = readWriteGeneration(pin_name_);
+  ASSERT_TRUE(loaded.ok()) << loaded.error().message;
+  EXPECT_EQ(*loaded, 1u) << "the load's reload";
+  EXPECT_FALSE(limiter().reloadedElsewhere());
+  reload({sourceRule(50, 50)});
+  EXPECT_EQ(*readWriteGeneration(pin_name_), 2u);
+  EXPECT_FALSE(limiter().reloadedElsewhere()) << "its own";
+
+  auto other = bumpWriteGeneration(pin_name_);  // what another process's reload does
+  ASSERT_TRUE(other.ok()) << other.error().message;
+  EXPECT_EQ(*other, 3u);
+  EXPECT_TRUE(limiter().reloadedElsewhere());
+  reload({sourceRule(100, 100)});
+  EXPECT_FALSE(limiter().reloadedElsewhere()) << "written again by this one";
+
+  // a limiter from before the count: none pinned reads 0, and the next reload pins one
+  ASSERT_EQ(unlink(mapPinPath(pin_name_, kWriteGenerationName).c_str()), 0);
+  EXPECT_EQ(*readWriteGeneration(pin_name_), 0u);
+  EXPECT_TRUE(limiter().reloadedElsewhere()) << "0 is not what it wrote";
+  reload({sourceRule(100, 100)});
+  EXPECT_EQ(*readWriteGeneration(pin_name_), 1u);
+  EXPECT_FALSE(limiter().reloadedElsewhere());
 }
 
 }  // namespace

@@ -780,9 +780,10 @@ TEST_F(RunE2eTest, ALimiterAttachedAgainOutsideTheDaemonIsTheOneItHolds) {
 }
 
 // A limiter the daemon holds, replaced by hand over the same maps (`attach --replace` with
-// rules of its own): the daemon sees another program run with the maps and applies its
-// config to it within a second, so the config it says it runs is the one that runs.
-TEST_F(RunE2eTest, ALimiterReplacedOutsideTheDaemonIsGivenItsConfigAgain) {
+// rules of its own) or reloaded by hand: the daemon sees another program run with the maps,
+// or the write count move, and applies its config to it within a second, so the config it
+// says it runs is the one that runs.
+TEST_F(RunE2eTest, ALimiterReplacedOrReloadedOutsideTheDaemonIsGivenItsConfigAgain) {
   const std::string iface = net_->targetInterface();
   startDaemon();
   ASSERT_EQ(rulePps(iface), 100);
@@ -797,7 +798,17 @@ TEST_F(RunE2eTest, ALimiterReplacedOutsideTheDaemonIsGivenItsConfigAgain) {
   EXPECT_EQ(rulePps(iface), 100) << "the daemon's config runs again";
   EXPECT_EQ(linesWith(daemon_.log(), noticed), 1u) << "logged once:\n" << daemon_.log();
   EXPECT_EQ(httpGetIn(net_->targetNetns(), kMetricsPort, "/healthz").status, 200);
-  // a reload by the daemon itself is no replace
+  // a reload by hand, which puts in no program, is told apart by the write count
+  CommandResult reloaded =
+      net_->floodgate({"reload", iface, "--config", dir_ + "/other.yaml"});
+  ASSERT_EQ(reloaded.exit_code, 0) << reloaded.err;
+  const std::string rewritten = iface + "'s config was reloaded outside the daemon";
+  for (int i = 0; i < 100 && linesWith(daemon_.log(), applied) < 2; ++i) usleep(50000);
+  ASSERT_EQ(linesWith(daemon_.log(), applied), 2u) << daemon_.log();
+  EXPECT_EQ(rulePps(iface), 100) << "the daemon's config runs again";
+  EXPECT_EQ(linesWith(daemon_.log(), rewritten), 1u) << daemon_.log();
+
+  // a reload by the daemon itself is neither
   renameOver(200, 10);
   EXPECT_EQ(waitFor(
                 "floodgate_config_generation", [](double v) { return v >= 2; }, 30),
@@ -805,6 +816,8 @@ TEST_F(RunE2eTest, ALimiterReplacedOutsideTheDaemonIsGivenItsConfigAgain) {
       << daemon_.log();
   sleep(2);
   EXPECT_EQ(linesWith(daemon_.log(), noticed), 1u) << daemon_.log();
+  EXPECT_EQ(linesWith(daemon_.log(), rewritten), 1u) << daemon_.log();
+  EXPECT_EQ(linesWith(daemon_.log(), applied), 2u) << daemon_.log();
   EXPECT_EQ(rulePps(iface), 200);
 }
 

@@ -25,6 +25,7 @@
 #include "floodgate/common/text.h"
 #include "kernel/pins.h"
 #include "kernel/system.h"
+#include "kernel/write_generation.h"
 #include "kernel/xdp_neighbour.h"
 
 namespace floodgate {
@@ -147,6 +148,9 @@ Result<XdpLimiter> XdpLimiter::openMaps(const std::string& interface) {
   auto counters = mapInfo(m.counters.fd(), m.counters.name());
   if (!counters) return counters.error();
   limiter.counter_slots_ = counters->max_entries;
+  if (auto generation = readWriteGeneration(interface); generation) {
+    limiter.written_generation_ = *generation;
+  }
   auto settings = MappedValue<fg_settings>::map(m.settings.fd(), m.settings.name());
   if (!settings) return settings.error();
   limiter.settings_value_ = std::move(*settings);
@@ -160,6 +164,11 @@ Result<XdpLimiter> XdpLimiter::openMaps(const std::string& interface) {
     limiter.list_filters_[list] = std::move(*filter);
   }
   return limiter;
+}
+
+bool XdpLimiter::reloadedElsewhere() const {
+  auto generation = readWriteGeneration(interface_);
+  return generation && *generation != written_generation_;
 }
 
 bool XdpLimiter::holdsPinned() const {

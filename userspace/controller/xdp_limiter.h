@@ -247,6 +247,11 @@ class XdpLimiter {
   // array slot floodgate was put in); 0 if none is found. A replace (`attach --replace`)
   // puts another program over the same maps: the id tells it apart.
   uint32_t runningProgramId() const;
+  // Whether another process (or another object of this one) reloaded the limiter's config
+  // since this object last reloaded it or opened it: the write generation pinned beside the
+  // maps (kernel/write_generation.h) moved past the one this object saw. False when the
+  // generation cannot be read.
+  bool reloadedElsewhere() const;
 
   Result<std::vector<CounterRow>> counters() const;
   Result<std::vector<RuleCounters>> ruleCounters() const;
@@ -402,6 +407,8 @@ class XdpLimiter {
   // The counters map's entries, read once at open: a program of another version may count
   // another number of (verdict, reason) pairs, which counters() then refuses to name.
   uint32_t counter_slots_ = 0;
+  // The write generation after this object's last reload, or when it was opened.
+  uint64_t written_generation_ = 0;
   std::optional<NextProgramChange> next_change_;
   XdpLimiterMaps maps_;
   MappedValue<fg_settings> settings_value_;

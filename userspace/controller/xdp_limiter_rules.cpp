@@ -18,6 +18,7 @@
 #include "fg_gcra.h"
 #include "kernel/pins.h"
 #include "kernel/system.h"
+#include "kernel/write_generation.h"
 
 namespace floodgate {
 namespace {
@@ -109,6 +110,11 @@ Status XdpLimiter::reload(const AttachOptions& options) {
     auto change = placeNextProgram(*next_array, std::move(*next), true);
     if (!change) return change.error();
     next_change_ = std::move(*change);
+  }
+  // Counted once all of it is written, under the lock: a daemon holding the limiter tells
+  // this write from its own by it. A count that cannot be written fails nothing written.
+  if (auto generation = bumpWriteGeneration(interface_); generation) {
+    written_generation_ = *generation;
   }
   return okStatus();
 }

@@ -363,13 +363,16 @@ void HeldInterfaces::followReattached(bool apply_config) {
     }
     unopened_.erase(name);
     if (!unapplied_.contains(name)) follow_failures_.erase(name);  // "twice running" means that
-    // the same maps under another program: a replace by hand, which wrote what it was given
+    // The same maps written by another process: a replace by hand (another program, and
+    // what it was given), a `floodgate reload` by hand, or either failing after its write.
     const uint32_t running = held.limiter.runningProgramId();
-    if (running && held.program_id && running != held.program_id &&
-        unapplied_.insert(name).second) {
+    const bool swapped = running && held.program_id && running != held.program_id;
+    if ((swapped || held.limiter.reloadedElsewhere()) && unapplied_.insert(name).second) {
       logWarning(name +
-                 "'s program was replaced outside the daemon (floodgate attach --replace): the "
-                 "daemon applies its config to it");
+                 (swapped ? "'s program was replaced outside the daemon (floodgate attach "
+                            "--replace)"
+                          : "'s config was reloaded outside the daemon (floodgate reload)") +
+                 ": the daemon applies its config to it");
     }
     if (running) held.program_id = running;
   }
