@@ -799,8 +799,7 @@ TEST_F(RunE2eTest, ALimiterReplacedOrReloadedOutsideTheDaemonIsGivenItsConfigAga
   EXPECT_EQ(linesWith(daemon_.log(), noticed), 1u) << "logged once:\n" << daemon_.log();
   EXPECT_EQ(httpGetIn(net_->targetNetns(), kMetricsPort, "/healthz").status, 200);
   // a reload by hand, which puts in no program, is told apart by the write count
-  CommandResult reloaded =
-      net_->floodgate({"reload", iface, "--config", dir_ + "/other.yaml"});
+  CommandResult reloaded = net_->floodgate({"reload", iface, "--config", dir_ + "/other.yaml"});
   ASSERT_EQ(reloaded.exit_code, 0) << reloaded.err;
   const std::string rewritten = iface + "'s config was reloaded outside the daemon";
   for (int i = 0; i < 100 && linesWith(daemon_.log(), applied) < 2; ++i) usleep(50000);
