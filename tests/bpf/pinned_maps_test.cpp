@@ -138,12 +138,15 @@ TEST_F(PinnedMapsTest, TheLinkControlCounterMayBeMissingButNotOfAnotherLayout) {
 // the pin gets one at its first reload.
 TEST_F(PinnedMapsTest, AReloadElsewhereIsToldApartFromOnesOwn) {
   load({sourceRule(100, 100)});
-  auto loaded = readWriteGeneration(pin_name_);
-  ASSERT_TRUE(loaded.ok()) << loaded.error().message;
-  EXPECT_EQ(*loaded, 1u) << "the load's reload";
+  const auto count = [&] {
+    auto read = readWriteGeneration(pin_name_);
+    EXPECT_TRUE(read.ok()) << read.error().message;
+    return read.ok() ? read->value_or(0) : 0;
+  };
+  EXPECT_EQ(count(), 1u) << "the load's reload";
   EXPECT_FALSE(limiter().reloadedElsewhere());
   reload({sourceRule(50, 50)});
-  EXPECT_EQ(*readWriteGeneration(pin_name_), 2u);
+  EXPECT_EQ(count(), 2u);
   EXPECT_FALSE(limiter().reloadedElsewhere()) << "its own";
 
   auto other = bumpWriteGeneration(pin_name_);  // what another process's reload does
@@ -153,13 +156,27 @@ TEST_F(PinnedMapsTest, AReloadElsewhereIsToldApartFromOnesOwn) {
   reload({sourceRule(100, 100)});
   EXPECT_FALSE(limiter().reloadedElsewhere()) << "written again by this one";
 
-  // a limiter from before the count: none pinned reads 0, and the next reload pins one
+  // a limiter from before the count, or one being detached, has none pinned: that is no
+  // reload elsewhere, and the next reload pins one
   ASSERT_EQ(unlink(mapPinPath(pin_name_, kWriteGenerationName).c_str()), 0);
-  EXPECT_EQ(*readWriteGeneration(pin_name_), 0u);
-  EXPECT_TRUE(limiter().reloadedElsewhere()) << "0 is not what it wrote";
-  reload({sourceRule(100, 100)});
-  EXPECT_EQ(*readWriteGeneration(pin_name_), 1u);
+  auto none = readWriteGeneration(pin_name_);
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->has_value());
   EXPECT_FALSE(limiter().reloadedElsewhere());
+  reload({sourceRule(100, 100)});
+  EXPECT_EQ(count(), 1u);
+  EXPECT_FALSE(limiter().reloadedElsewhere());
+
+  // a pin of that name that is no array of one count is refused, not misread
+  ASSERT_EQ(unlink(mapPinPath(pin_name_, kWriteGenerationName).c_str()), 0);
+  UniqueFd per_cpu(bpf_map_create(BPF_MAP_TYPE_PERCPU_ARRAY, kWriteGenerationName, sizeof(uint32_t),
+                                  sizeof(uint64_t), 1, nullptr));
+  ASSERT_TRUE(per_cpu.valid()) << std::strerror(errno);
+  ASSERT_EQ(bpf_obj_pin(per_cpu.get(), mapPinPath(pin_name_, kWriteGenerationName).c_str()), 0);
+  auto refused = readWriteGeneration(pin_name_);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message.find("not an array of one count"), std::string::npos)
+      << refused.error().message;
 }
 
 }  // namespace

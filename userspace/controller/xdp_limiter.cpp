@@ -148,8 +148,8 @@ Result<XdpLimiter> XdpLimiter::openMaps(const std::string& interface) {
   auto counters = mapInfo(m.counters.fd(), m.counters.name());
   if (!counters) return counters.error();
   limiter.counter_slots_ = counters->max_entries;
-  if (auto generation = readWriteGeneration(interface); generation) {
-    limiter.written_generation_ = *generation;
+  if (auto generation = readWriteGeneration(interface); generation && *generation) {
+    limiter.written_generation_ = **generation;
   }
   auto settings = MappedValue<fg_settings>::map(m.settings.fd(), m.settings.name());
   if (!settings) return settings.error();
@@ -168,7 +168,7 @@ Result<XdpLimiter> XdpLimiter::openMaps(const std::string& interface) {
 
 bool XdpLimiter::reloadedElsewhere() const {
   auto generation = readWriteGeneration(interface_);
-  return generation && *generation != written_generation_;
+  return generation && *generation && **generation != written_generation_;
 }
 
 bool XdpLimiter::holdsPinned() const {

@@ -250,7 +250,8 @@ class XdpLimiter {
   // Whether another process (or another object of this one) reloaded the limiter's config
   // since this object last reloaded it or opened it: the write generation pinned beside the
   // maps (kernel/write_generation.h) moved past the one this object saw. False when the
-  // generation cannot be read.
+  // generation cannot be read or is not pinned (an older limiter not reloaded since, or one
+  // being detached).
   bool reloadedElsewhere() const;
 
   Result<std::vector<CounterRow>> counters() const;

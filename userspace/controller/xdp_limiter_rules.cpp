@@ -105,16 +105,22 @@ Status XdpLimiter::reload(const AttachOptions& options) {
     if (!array) return array.error();
     next_array = std::move(*array);
   }
+  // Counted on the way out, under the lock, whether all of it was written or it failed part
+  // way: a daemon holding the limiter tells this write from its own by the count. A count
+  // that cannot be written fails nothing written.
+  struct CountOnExit {
+    XdpLimiter& limiter;
+    ~CountOnExit() {
+      if (auto generation = bumpWriteGeneration(limiter.interface_); generation) {
+        limiter.written_generation_ = *generation;
+      }
+    }
+  } count{*this};
   if (Status s = reloadRules(options); !s) return s;
   if (next) {
     auto change = placeNextProgram(*next_array, std::move(*next), true);
     if (!change) return change.error();
     next_change_ = std::move(*change);
-  }
-  // Counted once all of it is written, under the lock: a daemon holding the limiter tells
-  // this write from its own by it. A count that cannot be written fails nothing written.
-  if (auto generation = bumpWriteGeneration(interface_); generation) {
-    written_generation_ = *generation;
   }
   return okStatus();
 }

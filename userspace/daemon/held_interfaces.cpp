@@ -355,6 +355,7 @@ void HeldInterfaces::followReattached(bool apply_config) {
   std::erase_if(follow_failures_, [&](const auto& f) { return !held_.contains(f.first); });
   std::erase_if(unapplied_, [&](const std::string& name) { return !held_.contains(name); });
   std::erase_if(unopened_, [&](const std::string& name) { return !held_.contains(name); });
+  std::erase_if(rewritten_, [&](const std::string& name) { return !held_.contains(name); });
   std::vector<std::string> replaced;
   for (auto& [name, held] : held_) {
     if (!held.limiter.holdsPinned() && attached(name)) {
@@ -363,18 +364,28 @@ void HeldInterfaces::followReattached(bool apply_config) {
     }
     unopened_.erase(name);
     if (!unapplied_.contains(name)) follow_failures_.erase(name);  // "twice running" means that
-    // The same maps written by another process: a replace by hand (another program, and
-    // what it was given), a `floodgate reload` by hand, or either failing after its write.
+    // detached by hand, or being detached (its pins go one by one): reported as such
+    if (!attached(name) || !held.limiter.holdsPinned()) continue;
+    // The same maps under another program: a replace by hand, which wrote what it was given.
     const uint32_t running = held.limiter.runningProgramId();
-    const bool swapped = running && held.program_id && running != held.program_id;
-    if ((swapped || held.limiter.reloadedElsewhere()) && unapplied_.insert(name).second) {
-      logWarning(name +
-                 (swapped ? "'s program was replaced outside the daemon (floodgate attach "
-                            "--replace)"
-                          : "'s config was reloaded outside the daemon (floodgate reload)") +
-                 ": the daemon applies its config to it");
+    if (running && held.program_id && running != held.program_id) {
+      if (unapplied_.insert(name).second) {
+        logWarning(name +
+                   "'s program was replaced outside the daemon (floodgate attach --replace): "
+                   "the daemon applies its config to it");
+      }
     }
     if (running) held.program_id = running;
+    // Written by another process without a new program (a `floodgate reload` by hand, a
+    // replace that failed after writing, another daemon of the same pins): said, not undone,
+    // so that two writers never take turns; the daemon's next reload of it ends it.
+    if (unapplied_.contains(name) || !held.limiter.reloadedElsewhere()) {
+      rewritten_.erase(name);
+    } else if (rewritten_.insert(name).second) {
+      logWarning(name +
+                 "'s config was reloaded outside the daemon (floodgate reload): it runs that "
+                 "config until the daemon reloads");
+    }
   }
   for (const std::string& name : replaced) {
     auto limiter = XdpLimiter::open(name);
@@ -536,8 +547,8 @@ void HeldInterfaces::adapt(uint64_t now_ns, std::vector<LogLine>& lines) {
   for (auto& [name, held] : held_) {
     if (!held.adaptive || now_ns < held.adaptive_next_ns) continue;
     held.adaptive_next_ns = now_ns + held.adaptive->config().interval_ns;
-    // a limiter attached outside the daemon runs other rules until its config is applied
-    if (unapplied_.contains(name)) continue;
+    // a limiter attached or reloaded outside the daemon runs other rules than its config
+    if (unapplied_.contains(name) || rewritten_.contains(name)) continue;
     auto counters = held.limiter.counters();
     if (!counters) {
       lines.push_back({true, "adaptive: cannot read the counters of " + name + ": " +
@@ -660,7 +671,8 @@ void HeldInterfaces::collect(metrics::Snapshot& snapshot) {
     // up: its limiter runs on it, and runs this config (not one attached outside the daemon)
     snapshot.configured.push_back(
         {name, interfaceIndex(name).ok() && enforcing(name) && !unapplied_.contains(name) &&
-                   !unopened_.contains(name) && !attach_failures_.contains(name)});
+                   !rewritten_.contains(name) && !unopened_.contains(name) &&
+                   !attach_failures_.contains(name)});
   }
   for (auto& [name, held] : held_) {
     auto one = metrics::collect(held.limiter, &held.sample_cursor);
@@ -700,6 +712,10 @@ std::vector<std::string> HeldInterfaces::problems() const {
       out.push_back(name +
                     ": attached again or replaced outside the daemon, and its config is not "
                     "applied to that limiter yet (see the log)");
+    } else if (rewritten_.contains(name)) {
+      out.push_back(name +
+                    ": its config was reloaded outside the daemon, and it runs that one until "
+                    "the daemon reloads (see the log)");
     } else if (!enforcing(name)) {
       out.push_back(name +
                     ": its limiter was cut off it when the interface was deleted "

@@ -170,6 +170,10 @@ class HeldInterfaces {
   std::set<std::string> unapplied_;
   // Held interfaces attached again outside the daemon whose new limiter cannot be opened.
   std::set<std::string> unopened_;
+  // Held interfaces whose config another process reloaded (a `floodgate reload` by hand, a
+  // replace that failed after writing, another daemon): reported, not undone, so that two
+  // writers never take turns; the daemon's next reload of it ends this.
+  std::set<std::string> rewritten_;
 };
 
 }  // namespace floodgate::daemon

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "floodgate/common/result.h"
@@ -15,12 +16,14 @@ namespace floodgate {
 // controller alone reads and writes (the XDP program has no use for it).
 inline constexpr const char* kWriteGenerationName = "write_gen";
 
-// The count for `interface`; 0 while no reload since the pin came has counted.
-Result<uint64_t> readWriteGeneration(const std::string& interface);
+// The count for `interface`; none while it has no count pinned (a limiter attached by an
+// older floodgate and not reloaded since, or one being detached).
+Result<std::optional<uint64_t>> readWriteGeneration(const std::string& interface);
 
 // Adds one to the count for `interface` and returns the new count, pinning the count first
-// if the limiter has none (one attached by an older floodgate). The caller holds the writer
-// lock, so no two processes add at once.
+// if the limiter has none (one attached by an older floodgate) and its settings are pinned
+// (not one being detached). The caller holds the writer lock, so no two processes add at
+// once.
 Result<uint64_t> bumpWriteGeneration(const std::string& interface);
 
 }  // namespace floodgate
