@@ -137,7 +137,9 @@ TEST_F(PinnedMapsTest, TheLinkControlCounterMayBeMissingButNotOfAnotherLayout) {
 // tells another's reload (a daemon, one by hand) from its own, and a limiter attached without
 // the pin gets one at its first reload.
 TEST_F(PinnedMapsTest, AReloadElsewhereIsToldApartFromOnesOwn) {
-  load({sourceRule(100, 100)});
+  AttachOptions small;
+  small.list_max_entries = 2;
+  load({sourceRule(100, 100)}, small);
   const auto count = [&] {
     auto read = readWriteGeneration(pin_name_);
     EXPECT_TRUE(read.ok()) << read.error().message;
@@ -155,6 +157,17 @@ TEST_F(PinnedMapsTest, AReloadElsewhereIsToldApartFromOnesOwn) {
   EXPECT_TRUE(limiter().reloadedElsewhere());
   reload({sourceRule(100, 100)});
   EXPECT_FALSE(limiter().reloadedElsewhere()) << "written again by this one";
+
+  // a reload its checks refuse writes nothing, and counts nothing
+  AttachOptions too_long;
+  too_long.interface = pin_name_;
+  too_long.rules = named({sourceRule(100, 100)});
+  too_long.deny = std::vector<Cidr>{*parseCidr("10.0.0.1/32"), *parseCidr("10.0.0.2/32"),
+                                    *parseCidr("10.0.0.3/32")};
+  const uint64_t before = count();
+  EXPECT_FALSE(limiter().reload(too_long).ok());
+  EXPECT_EQ(count(), before);
+  EXPECT_FALSE(limiter().reloadedElsewhere());
 
   // a limiter from before the count, or one being detached, has none pinned: that is no
   // reload elsewhere, and the next reload pins one

@@ -392,8 +392,9 @@ class XdpLimiter {
   Status checkReloadFits(const AttachOptions& options,
                          const std::vector<std::pair<Cidr, uint64_t>>* sources) const;
   Status resetRuleState(uint32_t rule_id);
-  // reload's rules, policies and lists, once everything is validated.
-  Status reloadRules(const AttachOptions& options);
+  // reload's rules, policies and lists, once everything is validated; `writing` is set once
+  // the checks that write nothing have passed.
+  Status reloadRules(const AttachOptions& options, bool& writing);
   // How changeLimits checks the limits the rule runs before it changes them.
   enum class RunningCheck { kNone, kCompiled, kDescribed };
   Result<bool> changeLimits(const std::string& rule_name, RunningCheck check,

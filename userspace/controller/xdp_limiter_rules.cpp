@@ -105,18 +105,20 @@ Status XdpLimiter::reload(const AttachOptions& options) {
     if (!array) return array.error();
     next_array = std::move(*array);
   }
-  // Counted on the way out, under the lock, whether all of it was written or it failed part
-  // way: a daemon holding the limiter tells this write from its own by the count. A count
-  // that cannot be written fails nothing written.
+  // Counted on the way out, under the lock, once the checks that write nothing passed,
+  // whether all of it was written or it failed part way: a daemon holding the limiter tells
+  // this write from its own by the count. A count that cannot be written fails nothing.
   struct CountOnExit {
     XdpLimiter& limiter;
+    bool armed = false;
     ~CountOnExit() {
+      if (!armed) return;
       if (auto generation = bumpWriteGeneration(limiter.interface_); generation) {
         limiter.written_generation_ = *generation;
       }
     }
   } count{*this};
-  if (Status s = reloadRules(options); !s) return s;
+  if (Status s = reloadRules(options, count.armed); !s) return s;
   if (next) {
     auto change = placeNextProgram(*next_array, std::move(*next), true);
     if (!change) return change.error();
@@ -187,9 +189,10 @@ Status XdpLimiter::checkReloadFits(const AttachOptions& options,
   return okStatus();
 }
 
-Status XdpLimiter::reloadRules(const AttachOptions& options) {
+Status XdpLimiter::reloadRules(const AttachOptions& options, bool& writing) {
   if (options.keep_rules) {
     if (Status s = checkReloadFits(options, nullptr); !s) return s;
+    writing = true;
     return applyPoliciesAndLists(options);
   }
   auto current = activeRules();
@@ -242,6 +245,7 @@ Status XdpLimiter::reloadRules(const AttachOptions& options) {
   }
   const std::vector<std::pair<Cidr, uint64_t>> sources = compileSourceSets(specs);
   if (Status s = checkReloadFits(options, &sources); !s) return s;
+  writing = true;
 
   // state of new and re-keyed rules starts empty before any packet can reach it
   for (uint32_t id : fresh_ids) {

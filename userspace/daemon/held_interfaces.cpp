@@ -159,6 +159,7 @@ Status HeldInterfaces::apply(const std::vector<WantedInterface>& wanted) {
       }
       holding.applied = std::move(it->before);
       unapplied_.erase(it->name);
+      rewritten_.erase(it->name);
       holding.adaptive = std::move(governor);
       logWarning(it->name + ": back on the config it ran before the reload that failed");
     }
@@ -200,6 +201,7 @@ Status HeldInterfaces::apply(const std::vector<WantedInterface>& wanted) {
       logWarning(name + " was detached outside the daemon: attaching it again");
       held_.erase(held);
       unapplied_.erase(name);
+      rewritten_.erase(name);
       held = held_.end();
     }
     if (held != held_.end()) {
@@ -222,6 +224,7 @@ Status HeldInterfaces::apply(const std::vector<WantedInterface>& wanted) {
       reloaded.push_back({name, std::exchange(holding.applied, one), holding.adaptive});
       holding.adaptive = std::move(adaptive);
       unapplied_.erase(name);
+      rewritten_.erase(name);
       logInfo("reloaded " + name + " (" + counted(options.rules.size(), "rule", "rules") + ")");
       logNextProgram(name, holding.limiter);
       for (const LogLine& line : lines) logInfo(line.text);
@@ -383,8 +386,8 @@ void HeldInterfaces::followReattached(bool apply_config) {
       rewritten_.erase(name);
     } else if (rewritten_.insert(name).second) {
       logWarning(name +
-                 "'s config was reloaded outside the daemon (floodgate reload): it runs that "
-                 "config until the daemon reloads");
+                 "'s config was reloaded outside the daemon (a floodgate reload, or a replace "
+                 "that failed after writing): it runs that config until the daemon reloads");
     }
   }
   for (const std::string& name : replaced) {
@@ -467,6 +470,7 @@ void HeldInterfaces::tryApplyFollowed(const std::string& name) {
   held.adaptive = std::move(adaptive);
   if (uint32_t running = held.limiter.runningProgramId(); running) held.program_id = running;
   unapplied_.erase(name);
+  rewritten_.erase(name);
   follow_failures_.erase(name);
   logInfo(name + ": its config applied to the limiter attached outside the daemon (" +
           counted(options.rules.size(), "rule", "rules") + ")");
@@ -712,14 +716,14 @@ std::vector<std::string> HeldInterfaces::problems() const {
       out.push_back(name +
                     ": attached again or replaced outside the daemon, and its config is not "
                     "applied to that limiter yet (see the log)");
-    } else if (rewritten_.contains(name)) {
-      out.push_back(name +
-                    ": its config was reloaded outside the daemon, and it runs that one until "
-                    "the daemon reloads (see the log)");
     } else if (!enforcing(name)) {
       out.push_back(name +
                     ": its limiter was cut off it when the interface was deleted "
                     "(being attached again: see the log)");
+    } else if (rewritten_.contains(name)) {
+      out.push_back(name +
+                    ": its config was reloaded outside the daemon, and it runs that one until "
+                    "the daemon reloads (see the log)");
     }
   }
   return out;

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
-// How many whole writes of its config (reloads) a limiter has had, pinned beside its maps:
-// every reload adds one under the limiter's writer lock, so a process that remembers the
-// count after its own write tells another process's write from its own.
+// How many writes of its config (reloads) a limiter has had, pinned beside its maps: every
+// reload that got past its checks adds one under the limiter's writer lock, so a process that
+// remembers the count after its own write tells another process's write from its own.
 #pragma once
 
 #include <cstdint>
