@@ -31,6 +31,15 @@ class PinnedMapsTest : public XdpProgramTest {
     ASSERT_EQ(bpf_obj_pin(map.get(), path.c_str()), 0) << std::strerror(errno);
   }
 
+  // The test never attaches: a pin where the link's goes (the counters map) makes the
+  // limiter open as attached.
+  void pinStandInLink() {
+    UniqueFd stand_in(bpf_obj_get(mapPinPath(pin_name_, "counters").c_str()));
+    ASSERT_TRUE(stand_in.valid()) << std::strerror(errno);
+    ASSERT_EQ(bpf_obj_pin(stand_in.get(), linkPinPath(pin_name_).c_str()), 0)
+        << std::strerror(errno);
+  }
+
   // The one line XdpLimiterMaps::open refuses the pins with ("" if it opened them).
   std::string refusal() {
     auto maps = XdpLimiterMaps::open(pin_name_);
@@ -91,10 +100,7 @@ TEST_F(PinnedMapsTest, CountersOfAnotherNumberOfReasonsAreRefused) {
   load({sourceRule(100, 100)});
   pinInstead("counters", BPF_MAP_TYPE_PERCPU_ARRAY, sizeof(uint32_t), sizeof(fg_counter),
              static_cast<uint32_t>(FG_VERDICT_COUNT) * (FG_REASON_COUNT + 1));
-  // the test never attaches: a pin where the link's goes makes the limiter open as attached
-  UniqueFd stand_in(bpf_obj_get(mapPinPath(pin_name_, "counters").c_str()));
-  ASSERT_TRUE(stand_in.valid()) << std::strerror(errno);
-  ASSERT_EQ(bpf_obj_pin(stand_in.get(), linkPinPath(pin_name_).c_str()), 0) << std::strerror(errno);
+  ASSERT_NO_FATAL_FAILURE(pinStandInLink());
   auto limiter = XdpLimiter::open(pin_name_);
   ASSERT_TRUE(limiter.ok()) << limiter.error().message;
   auto rows = limiter->counters();
@@ -112,10 +118,7 @@ TEST_F(PinnedMapsTest, TheLinkControlCounterMayBeMissingButNotOfAnotherLayout) {
   load({sourceRule(100, 100)});
   const std::string path = mapPinPath(pin_name_, "link_ctl_over");
   ASSERT_EQ(unlink(path.c_str()), 0) << std::strerror(errno);
-  // the test never attaches: a pin where the link's goes makes the limiter open as attached
-  UniqueFd stand_in(bpf_obj_get(mapPinPath(pin_name_, "counters").c_str()));
-  ASSERT_TRUE(stand_in.valid()) << std::strerror(errno);
-  ASSERT_EQ(bpf_obj_pin(stand_in.get(), linkPinPath(pin_name_).c_str()), 0) << std::strerror(errno);
+  ASSERT_NO_FATAL_FAILURE(pinStandInLink());
   auto limiter = XdpLimiter::open(pin_name_);
   ASSERT_TRUE(limiter.ok()) << limiter.error().message;
   auto over = limiter->linkControlOverBudget();
