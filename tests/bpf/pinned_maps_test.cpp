@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <optional>
 #include <string>
 
 #include "bpf/xdp_fixture.h"
@@ -14,6 +15,7 @@
 #include "kernel/pins.h"
 #include "kernel/unique_fd.h"
 #include "kernel/write_generation.h"
+#include "kernel/xdp_neighbour.h"
 
 namespace floodgate::test {
 namespace {
@@ -158,6 +160,13 @@ TEST_F(PinnedMapsTest, AReloadElsewhereIsToldApartFromOnesOwn) {
   ASSERT_TRUE(other.ok()) << other.error().message;
   EXPECT_EQ(*other, 3u);
   EXPECT_TRUE(limiter().reloadedElsewhere());
+  // an object opened after that reload, told of the count its own attach wrote before it
+  limiter().sawWriteGeneration(*other);
+  EXPECT_FALSE(limiter().reloadedElsewhere());
+  limiter().sawWriteGeneration(0);  // no count written: what it saw stays
+  EXPECT_FALSE(limiter().reloadedElsewhere());
+  limiter().sawWriteGeneration(*other - 1);
+  EXPECT_TRUE(limiter().reloadedElsewhere());
   reload({sourceRule(100, 100)});
   EXPECT_FALSE(limiter().reloadedElsewhere()) << "written again by this one";
 
@@ -193,6 +202,25 @@ TEST_F(PinnedMapsTest, AReloadElsewhereIsToldApartFromOnesOwn) {
   ASSERT_FALSE(refused.ok());
   EXPECT_NE(refused.error().message.find("not an array of one count"), std::string::npos)
       << refused.error().message;
+}
+
+// A program swapped onto floodgate's link by hand (`bpftool link update`) limits nothing: it
+// is told from floodgate's by whether it uses the limiter's maps.
+TEST_F(PinnedMapsTest, AProgramIsToldByWhetherItUsesTheLimitersMaps) {
+  load({sourceRule(100, 100)});
+  auto own = programInfo(loaded_->programFd());
+  ASSERT_TRUE(own.ok()) << own.error().message;
+  EXPECT_EQ(limiter().programUsesMaps(own->id), std::optional<bool>(true));
+  // r0 = XDP_PASS; exit
+  const bpf_insn pass[] = {
+      {BPF_ALU64 | BPF_MOV | BPF_K, 0, 0, 0, XDP_PASS},
+      {BPF_JMP | BPF_EXIT, 0, 0, 0, 0},
+  };
+  UniqueFd other(bpf_prog_load(BPF_PROG_TYPE_XDP, "pass", "GPL", pass, 2, nullptr));
+  ASSERT_TRUE(other.valid()) << std::strerror(errno);
+  auto foreign = programInfo(other.get());
+  ASSERT_TRUE(foreign.ok()) << foreign.error().message;
+  EXPECT_EQ(limiter().programUsesMaps(foreign->id), std::optional<bool>(false));
 }
 
 }  // namespace

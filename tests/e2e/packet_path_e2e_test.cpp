@@ -396,6 +396,13 @@ TEST_F(PacketPathE2eTest, ASecondWriterWaitsThenGivesUpWithOneLine) {
   EXPECT_GE(waited_for, std::chrono::seconds(3)) << "it waited for the first writer";
   CommandResult set = run({"set", net_->targetInterface(), "default", "--pps", "5"});
   EXPECT_EQ(set.exit_code, 1) << set.err;
+  // nor is a detach taken from under a write (whose count it would leave pinned in a
+  // directory it could not remove)
+  CommandResult detach = run({"detach", net_->targetInterface()});
+  EXPECT_EQ(detach.exit_code, 1) << detach.err;
+  EXPECT_NE(detach.err.find("another floodgate has been changing"), std::string::npos)
+      << detach.err;
+  EXPECT_TRUE(std::filesystem::exists(pins + "/link")) << "still attached";
   // readers are never held up
   EXPECT_EQ(run({"ban", "list", net_->targetInterface()}).exit_code, 0);
   flock(fd, LOCK_UN);

@@ -7,6 +7,7 @@
 // is reported unhealthy and attached once it appears, without a restart; a metrics port
 // another program holds fails the start before anything is attached.
 #include <arpa/inet.h>
+#include <bpf/bpf.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -16,6 +17,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -31,6 +33,7 @@
 #include "e2e/veth_network.h"
 #include "http/socket_probe.h"
 #include "kernel/unique_fd.h"
+#include "kernel/xdp_neighbour.h"
 #include "udp_traffic/udp_traffic.h"
 
 namespace floodgate::test {
@@ -241,19 +244,26 @@ class RunE2eTest : public ::testing::Test {
     return fd;
   }
 
-  // Whether the daemon came to have the attach lock's file open within 20 s: it opens it only
-  // to attach or detach, so with the lock held here an apply of it is waiting for the lock.
+  // Whether, within 20 s, the daemon came to have the attach lock's file open for 1.5 s on
+  // end: an attach or detach of it waits for the lock (held here) with the file open, where
+  // its once-a-second look at its limiters only tries the lock and closes the file at once.
   bool daemonWaitsForAttachLock() {
     const std::string dir = "/proc/" + std::to_string(daemon_.pid()) + "/fd";
-    for (int i = 0; i < 400; ++i) {
+    bool was_open = false;
+    auto open_since = std::chrono::steady_clock::now();
+    for (int i = 0; i < 430; ++i) {
+      bool open_now = false;
       std::error_code ec;
       for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end;
            it.increment(ec)) {
         std::error_code link_ec;
-        if (std::filesystem::read_symlink(it->path(), link_ec) == "/run/floodgate/attach.lock") {
-          return true;
-        }
+        open_now |=
+            std::filesystem::read_symlink(it->path(), link_ec) == "/run/floodgate/attach.lock";
       }
+      const auto now = std::chrono::steady_clock::now();
+      if (open_now && !was_open) open_since = now;
+      if (open_now && now - open_since >= std::chrono::milliseconds(1500)) return true;
+      was_open = open_now;
       usleep(50000);
     }
     return false;
@@ -835,6 +845,81 @@ TEST_F(RunE2eTest, ALimiterReplacedOrReloadedOutsideTheDaemonIsGivenItsConfigAga
   EXPECT_EQ(linesWith(daemon_.log(), noticed), 1u) << daemon_.log();
   EXPECT_EQ(linesWith(daemon_.log(), rewritten), 1u) << daemon_.log();
   EXPECT_EQ(linesWith(daemon_.log(), applied), 1u) << daemon_.log();
+}
+
+// An attach, replace or detach by hand holds the attach lock to its last pin or program swap,
+// and what the daemon would see meanwhile is half done (a replace's rules written and counted,
+// its program not swapped yet: a reload by hand, read then). The daemon looks at its limiters
+// again once the lock is free: here the test holds it over a reload by hand.
+TEST_F(RunE2eTest, TheDaemonLooksAtItsLimitersWhenNoAttachOrDetachIsUnderWay) {
+  const std::string iface = net_->targetInterface();
+  startDaemon();
+  std::ofstream(dir_ + "/other.yaml") << "rules:\n  - name: other\n    limit: {pps: 7}\n";
+  UniqueFd attaching = holdAttachLock();
+  ASSERT_TRUE(attaching.valid());
+  CommandResult reloaded = net_->floodgate({"reload", iface, "--config", dir_ + "/other.yaml"});
+  ASSERT_EQ(reloaded.exit_code, 0) << reloaded.err;
+  const std::string rewritten = iface + "'s config was reloaded outside the daemon";
+  sleep(2);
+  EXPECT_EQ(linesWith(daemon_.log(), rewritten), 0u) << "looked under way:\n" << daemon_.log();
+  attaching = UniqueFd();
+  for (int i = 0; i < 100 && linesWith(daemon_.log(), rewritten) == 0; ++i) usleep(50000);
+  EXPECT_EQ(linesWith(daemon_.log(), rewritten), 1u) << daemon_.log();
+}
+
+// A program that does not use the limiter's maps put on floodgate's link outside floodgate
+// (what `bpftool link update` does): nothing limits the interface, so the daemon reports it
+// (once, unhealthy) rather than take it for a replace and apply its config to maps no program
+// reads; `floodgate status` says so too. `attach --replace` puts floodgate's program back,
+// which the daemon then gives its config.
+TEST_F(RunE2eTest, AForeignProgramOnTheLinkIsReportedUntilAReplacePutsFloodgatesBack) {
+  const std::string iface = net_->targetInterface();
+  startDaemon();
+  auto foreign = loadXdpProgramFile(COUNT_PASS_OBJECT, "");
+  ASSERT_TRUE(foreign.ok()) << foreign.error().message;
+  {
+    UniqueFd link(bpf_obj_get(("/sys/fs/bpf/floodgate/" + iface + "/link").c_str()));
+    ASSERT_TRUE(link.valid()) << strerror(errno);
+    ASSERT_EQ(bpf_link_update(link.get(), foreign->get(), nullptr), 0) << strerror(errno);
+  }
+  const std::string noticed = iface + "'s link runs program ";
+  for (int i = 0; i < 100 && linesWith(daemon_.log(), noticed) == 0; ++i) usleep(50000);
+  ASSERT_EQ(linesWith(daemon_.log(), noticed), 1u) << daemon_.log();
+  EXPECT_NE(daemon_.log().find("(count_pass), which does not use its limiter's maps"),
+            std::string::npos)
+      << daemon_.log();
+  HttpReply health = httpGetIn(net_->targetNetns(), kMetricsPort, "/healthz");
+  EXPECT_EQ(health.status, 503);
+  EXPECT_EQ(health.body, iface +
+                             ": its link runs a program that does not use its limiter's maps "
+                             "(put there outside floodgate), and nothing limits it (see the "
+                             "log)\n");
+  EXPECT_EQ(metric("floodgate_interface_up{interface=\"" + iface + "\"}"), 0);
+  CommandResult status = net_->floodgate({"status", iface});
+  EXPECT_NE(status.out.find("NOT RUNNING: the program on its link does not use this limiter's "
+                            "maps"),
+            std::string::npos)
+      << status.out;
+  CommandResult json = net_->floodgate({"status", iface, "--json"});
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  EXPECT_EQ(nlohmann::json::parse(json.out)["interfaces"][0]["foreign_program"], true);
+  sleep(2);
+  EXPECT_EQ(linesWith(daemon_.log(), noticed), 1u) << "said once:\n" << daemon_.log();
+  const std::string applied = iface + ": its config applied to the limiter attached outside";
+  EXPECT_EQ(linesWith(daemon_.log(), applied), 0u) << "nothing to apply:\n" << daemon_.log();
+
+  CommandResult replaced = net_->floodgate({"attach", iface, "--replace"});
+  ASSERT_EQ(replaced.exit_code, 0) << replaced.err;
+  for (int i = 0; i < 100 && linesWith(daemon_.log(), applied) == 0; ++i) usleep(50000);
+  ASSERT_EQ(linesWith(daemon_.log(), applied), 1u) << daemon_.log();
+  EXPECT_NE(daemon_.log().find(iface + ": a program that uses its limiter's maps runs on its "
+                                       "link again"),
+            std::string::npos)
+      << daemon_.log();
+  EXPECT_EQ(httpGetIn(net_->targetNetns(), kMetricsPort, "/healthz").status, 200) << daemon_.log();
+  EXPECT_EQ(rulePps(iface), 100);
+  status = net_->floodgate({"status", iface});
+  EXPECT_EQ(status.out.find("NOT RUNNING"), std::string::npos) << status.out;
 }
 
 // The same when the limiter attached by hand cannot take the daemon's config (its lists are

@@ -219,6 +219,7 @@ nlohmann::json statusJson(const XdpLimiterStatus& status) {
       {"interface", status.interface},
       {"program_id", status.program_id},
       {"program_name", status.program_name},
+      {"foreign_program", status.foreign_program},
       {"mode", status.mode},
       {"monitor", status.monitor},
       {"table_slots", status.table_slots},
@@ -268,6 +269,12 @@ std::string statusText(const XdpLimiterStatus& status) {
         << " since the attach, and its limiter runs there; 'floodgate detach "
         << status
                .interface << "' and attach again to limit the one of this name (bucket state starts over)\n";
+  }
+  if (status.foreign_program) {
+    out << "  NOT RUNNING: the program on its link does not use this limiter's maps (put there "
+           "outside floodgate, e.g. by 'bpftool link update'), so nothing is limited; 'floodgate "
+           "attach "
+        << status.interface << " --replace' puts floodgate's program back, its state kept\n";
   }
   if (status.mode == "severed") {
     out << "  NOT RUNNING: the interface was deleted since the attach, which cut "

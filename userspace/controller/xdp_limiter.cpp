@@ -349,6 +349,7 @@ Result<XdpLimiterStatus> XdpLimiter::summary() const {
   // floodgate_xdp or floodgate_older (bpf/floodgate.bpf.c): which walk this kernel took
   if (out.program_id != 0) {
     if (auto program = programInfoOfId(out.program_id)) out.program_name = program->name;
+    out.foreign_program = programUsesMaps(out.program_id) == false;
   }
   if (auto next = nextProgram(interface_); next) {
     out.next_program = *next;

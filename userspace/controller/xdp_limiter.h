@@ -115,6 +115,12 @@ struct AttachReport {
   // Set when floodgate runs in an operator's prog array: "slot 2 of prog array NAME (id 7)".
   std::string prog_array_slot;
   std::vector<std::string> warnings;
+  // What the attach put in place (a relink alone loads no program: 0 for both): the
+  // program's id, and the limiter's write count after the attach's write of its rules
+  // (kernel/write_generation.h). A process that opens the limiter afterwards tells a
+  // replace or reload by another in between from its own by them.
+  uint32_t program_id = 0;
+  uint64_t write_generation = 0;
 };
 
 // What detach did to floodgate's neighbours, one line each for the operator.
@@ -165,6 +171,9 @@ struct XdpLimiterStatus {
   // interface was deleted since the attach) | moved (renamed: see XdpLimiter::hookLink)
   std::string mode;
   std::string moved_to;  // mode "moved": the name of the device the limiter runs on
+  // The program on the pinned link does not use these maps (put there outside floodgate):
+  // nothing is limited.
+  bool foreign_program = false;
   std::optional<ProgArraySlot> prog_array;  // set when floodgate runs in an operator's array
   std::optional<ProgramInfo> next_program;  // what gets the packets floodgate passes
   bool has_next_slot = true;  // false: attached by a floodgate without a next-program slot
@@ -247,12 +256,22 @@ class XdpLimiter {
   // array slot floodgate was put in); 0 if none is found. A replace (`attach --replace`)
   // puts another program over the same maps: the id tells it apart.
   uint32_t runningProgramId() const;
+  // Whether the program with `program_id` uses this object's maps: false for one put on the
+  // pinned link outside floodgate (`bpftool link update`), which limits nothing; none when
+  // the kernel does not say (the program gone, or CAP_SYS_ADMIN missing).
+  std::optional<bool> programUsesMaps(uint32_t program_id) const;
   // Whether another process (or another object of this one) reloaded the limiter's config
   // since this object last reloaded it or opened it: the write generation pinned beside the
   // maps (kernel/write_generation.h) moved past the one this object saw. False when the
   // generation cannot be read or is not pinned (an older limiter not reloaded since, or one
   // being detached).
   bool reloadedElsewhere() const;
+  // Takes `generation`, the count an attach of this limiter wrote (AttachReport), as the one
+  // this object saw, in place of the one read when it was opened after that attach: a reload
+  // by another process in between then reads as theirs. 0 (no count written) changes nothing.
+  void sawWriteGeneration(uint64_t generation) {
+    if (generation != 0) written_generation_ = generation;
+  }
 
   Result<std::vector<CounterRow>> counters() const;
   Result<std::vector<RuleCounters>> ruleCounters() const;

@@ -7,6 +7,7 @@
 #include <net/if.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -95,6 +96,15 @@ uint32_t XdpLimiter::runningProgramId() const {
   if (auto info = pinnedLinkInfo(); info) return info->prog_id;
   // in a prog array: the program's pin follows its slot (a replace pins the new one)
   return pinnedProgramId(programPinPath(interface_));
+}
+
+std::optional<bool> XdpLimiter::programUsesMaps(uint32_t program_id) const {
+  // by the settings map, which every floodgate program uses
+  auto used = programMapIds(program_id);
+  if (!used) return std::nullopt;
+  auto settings = mapInfo(maps_.settings.fd(), maps_.settings.name());
+  if (!settings) return std::nullopt;
+  return std::find(used->begin(), used->end(), settings->id) != used->end();
 }
 
 XdpLimiter::HookLink XdpLimiter::hookLink(const std::string& interface) {
@@ -271,6 +281,8 @@ Result<AttachReport> XdpLimiter::attach(const AttachOptions& options) {
   }
   auto loaded = load(fitted);
   if (!loaded) return fail(loaded.error());
+  report.write_generation = loaded->limiter.written_generation_;
+  if (auto program = programInfo(loaded->programFd()); program) report.program_id = program->id;
   if (!attached) {
     // the handover before the program: no cookie's ACK ever goes by without it
     auto rules = loaded->limiter.activeRules();
@@ -386,6 +398,12 @@ Result<DetachReport> XdpLimiter::detach(const std::string& interface, bool keep_
   auto detaching = AttachLock::acquire();
   if (!detaching) return detaching.error();
   if (access(pinDirectory(interface).c_str(), F_OK) != 0) return not_attached();
+  // and once no write is under way: a reload finishing meanwhile would pin its write count
+  // into the directory being removed, which then cannot be (a write after this finds the
+  // pins gone and pins nothing)
+  WriterLock writer(pinDirectory(interface));
+  auto writing = writer.acquire(interface);
+  if (!writing) return writing.error();
   DetachReport report;
   // Held across the removal of the pins, which would otherwise free it with the array.
   UniqueFd next;

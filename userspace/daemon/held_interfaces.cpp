@@ -11,7 +11,9 @@
 #include "daemon/adaptive_steps.h"
 #include "daemon/log.h"
 #include "floodgate/common/units.h"
+#include "kernel/attach_lock.h"
 #include "kernel/system.h"
+#include "kernel/xdp_neighbour.h"
 #include "metrics/collect.h"
 
 namespace floodgate::daemon {
@@ -296,6 +298,8 @@ Status HeldInterfaces::attachOrAdopt(const WantedInterface& wanted, const std::s
       if (!found) return found.error();
       limiter = &own.emplace(std::move(*found));
     }
+    // before the reload: a replace landing after it is then seen as one, and given the config
+    const uint32_t running = limiter->runningProgramId();
     if (Status s = limiter->reload(options); !s)
       return Error::failure(name + ": " + s.error().message);
     logInfo("adopted the limiter already attached to " + name + " (" +
@@ -303,6 +307,7 @@ Status HeldInterfaces::attachOrAdopt(const WantedInterface& wanted, const std::s
     logNextProgram(name, *limiter);
     hold(name, std::move(*limiter), true, std::move(adaptive));
     held_.at(name).applied = wanted;
+    if (running) held_.at(name).program_id = running;
     return okStatus();
   }
   auto report = XdpLimiter::attach(options);
@@ -310,10 +315,14 @@ Status HeldInterfaces::attachOrAdopt(const WantedInterface& wanted, const std::s
   for (const std::string& warning : report->warnings) logWarning(name + ": " + warning);
   auto limiter = XdpLimiter::open(name);
   if (!limiter) return limiter.error();
+  // what the attach wrote and loaded, not what is there now: a reload or replace by hand
+  // since then is told apart from the daemon's own
+  limiter->sawWriteGeneration(report->write_generation);
   logInfo("attached to " + name + " (" + counted(options.rules.size(), "rule", "rules") +
           (report->prog_array_slot.empty() ? "" : "; in " + report->prog_array_slot) + ")" + why);
   hold(name, std::move(*limiter), false, std::move(adaptive));
   held_.at(name).applied = wanted;
+  if (report->program_id) held_.at(name).program_id = report->program_id;
   return okStatus();
 }
 
@@ -359,6 +368,22 @@ void HeldInterfaces::followReattached(bool apply_config) {
   std::erase_if(unapplied_, [&](const std::string& name) { return !held_.contains(name); });
   std::erase_if(unopened_, [&](const std::string& name) { return !held_.contains(name); });
   std::erase_if(rewritten_, [&](const std::string& name) { return !held_.contains(name); });
+  std::erase_if(foreign_, [&](const std::string& name) { return !held_.contains(name); });
+  if (!followUnderAttachLock()) return;
+  if (!apply_config) return;
+  for (const std::string& name : std::vector<std::string>(unapplied_.begin(), unapplied_.end())) {
+    if (!foreign_.contains(name)) tryApplyFollowed(name);  // applied once floodgate's is back
+  }
+}
+
+bool HeldInterfaces::followUnderAttachLock() {
+  // An attach, replace or detach by hand holds the attach lock from its first look at the
+  // pins to its last pin or program swap; what is seen meanwhile is half done (a replace's
+  // rules written and counted, its program not swapped yet; a detach's pins half gone). The
+  // look waits for the next second then. One that cannot take the lock at all (no
+  // /run/floodgate) looks without it.
+  auto quiet = AttachLock::tryAcquire();
+  if (quiet && !*quiet) return false;
   std::vector<std::string> replaced;
   for (auto& [name, held] : held_) {
     if (!held.limiter.holdsPinned() && attached(name)) {
@@ -369,8 +394,29 @@ void HeldInterfaces::followReattached(bool apply_config) {
     if (!unapplied_.contains(name)) follow_failures_.erase(name);  // "twice running" means that
     // detached by hand, or being detached (its pins go one by one): reported as such
     if (!attached(name) || !held.limiter.holdsPinned()) continue;
-    // The same maps under another program: a replace by hand, which wrote what it was given.
     const uint32_t running = held.limiter.runningProgramId();
+    // A program that does not use the maps (put on the link outside floodgate, `bpftool link
+    // update`): nothing limits the interface; said, and nothing applied to maps none reads.
+    const std::optional<bool> uses_maps =
+        running ? held.limiter.programUsesMaps(running) : std::optional<bool>(true);
+    // the kernel not saying (the maps of a program unreadable without CAP_SYS_ADMIN, or a
+    // read failing) changes nothing: one reported stays reported until it is seen to be gone
+    if (!uses_maps && foreign_.contains(name)) continue;
+    if (uses_maps == false) {
+      if (foreign_.insert(name).second) {
+        const auto program = programInfoOfId(running);
+        logWarning(name + "'s link runs program " + std::to_string(running) +
+                   (program ? " (" + program->name + ")" : "") +
+                   ", which does not use its limiter's maps (put there outside floodgate): "
+                   "nothing limits it; 'floodgate attach " +
+                   name + " --replace' puts floodgate's program back, its state kept");
+      }
+      continue;
+    }
+    if (foreign_.erase(name) != 0) {
+      logInfo(name + ": a program that uses its limiter's maps runs on its link again");
+    }
+    // The same maps under another program: a replace by hand, which wrote what it was given.
     if (running && held.program_id && running != held.program_id) {
       if (unapplied_.insert(name).second) {
         logWarning(name +
@@ -428,10 +474,7 @@ void HeldInterfaces::followReattached(bool apply_config) {
                " was attached again outside the daemon: the daemon holds the limiter "
                "attached now, and applies its config to it");
   }
-  if (!apply_config) return;
-  for (const std::string& name : std::vector<std::string>(unapplied_.begin(), unapplied_.end())) {
-    tryApplyFollowed(name);
-  }
+  return true;
 }
 
 void HeldInterfaces::tryApplyFollowed(const std::string& name) {
@@ -452,6 +495,8 @@ void HeldInterfaces::tryApplyFollowed(const std::string& name) {
   std::vector<LogLine> lines;
   std::optional<AdaptiveGovernor> adaptive =
       reconcileAdaptive(held.adaptive, held.applied.adaptive, options, lines);
+  // before the reload: a replace landing after it is then seen as one, and given the config
+  const uint32_t running = held.limiter.runningProgramId();
   if (Status s = held.limiter.reload(options); !s) {
     if (followFailedAgain(name, s.error().message)) {
       logError(name +
@@ -468,7 +513,7 @@ void HeldInterfaces::tryApplyFollowed(const std::string& name) {
     }
   }
   held.adaptive = std::move(adaptive);
-  if (uint32_t running = held.limiter.runningProgramId(); running) held.program_id = running;
+  if (running) held.program_id = running;
   unapplied_.erase(name);
   rewritten_.erase(name);
   follow_failures_.erase(name);
@@ -508,6 +553,7 @@ void HeldInterfaces::hold(const std::string& name, XdpLimiter limiter, bool adop
                           std::optional<AdaptiveGovernor> adaptive) {
   HeldInterface& held = held_.try_emplace(name, std::move(limiter), adopted).first->second;
   held.adaptive = std::move(adaptive);
+  foreign_.erase(name);  // of the limiter held before: this one is looked at afresh
   held.program_id = held.limiter.runningProgramId();
   auto reader = EventReader::open(name);
   if (!reader) {
@@ -552,7 +598,7 @@ void HeldInterfaces::adapt(uint64_t now_ns, std::vector<LogLine>& lines) {
     if (!held.adaptive || now_ns < held.adaptive_next_ns) continue;
     held.adaptive_next_ns = now_ns + held.adaptive->config().interval_ns;
     // a limiter attached or reloaded outside the daemon runs other rules than its config
-    if (unapplied_.contains(name) || rewritten_.contains(name)) continue;
+    if (unapplied_.contains(name) || rewritten_.contains(name) || foreign_.contains(name)) continue;
     auto counters = held.limiter.counters();
     if (!counters) {
       lines.push_back({true, "adaptive: cannot read the counters of " + name + ": " +
@@ -675,8 +721,8 @@ void HeldInterfaces::collect(metrics::Snapshot& snapshot) {
     // up: its limiter runs on it, and runs this config (not one attached outside the daemon)
     snapshot.configured.push_back(
         {name, interfaceIndex(name).ok() && enforcing(name) && !unapplied_.contains(name) &&
-                   !rewritten_.contains(name) && !unopened_.contains(name) &&
-                   !attach_failures_.contains(name)});
+                   !rewritten_.contains(name) && !foreign_.contains(name) &&
+                   !unopened_.contains(name) && !attach_failures_.contains(name)});
   }
   for (auto& [name, held] : held_) {
     auto one = metrics::collect(held.limiter, &held.sample_cursor);
@@ -712,6 +758,10 @@ std::vector<std::string> HeldInterfaces::problems() const {
                     "(see the log)");
     } else if (attach_failures_.contains(name)) {
       out.push_back(name + ": its limiter could not be attached or adopted (see the log)");
+    } else if (foreign_.contains(name)) {
+      out.push_back(name +
+                    ": its link runs a program that does not use its limiter's maps (put "
+                    "there outside floodgate), and nothing limits it (see the log)");
     } else if (unapplied_.contains(name)) {
       out.push_back(name +
                     ": attached again or replaced outside the daemon, and its config is not "

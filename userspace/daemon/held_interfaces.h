@@ -139,6 +139,10 @@ class HeldInterfaces {
   // the daemon runs to each such limiter not yet given it (when its writer lock is free, so
   // the daemon's tick never waits for another command); until then problems() names it.
   void followReattached(bool apply_config);
+  // followReattached's look at each one held, and its hold of those attached again, under
+  // the attach lock: false (nothing looked at) while another command attaches, replaces or
+  // detaches.
+  bool followUnderAttachLock();
   // Applies the config held for `name` to the limiter followed there, if its writer lock is
   // free now; a failure seen twice running is logged once.
   void tryApplyFollowed(const std::string& name);
@@ -174,6 +178,9 @@ class HeldInterfaces {
   // replace that failed after writing, another daemon): reported, not undone, so that two
   // writers never take turns; the daemon's next reload of it ends this.
   std::set<std::string> rewritten_;
+  // Held interfaces whose link runs a program that does not use the held maps (put there
+  // outside floodgate): nothing limits them; reported until a floodgate program is back.
+  std::set<std::string> foreign_;
 };
 
 }  // namespace floodgate::daemon

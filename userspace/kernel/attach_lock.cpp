@@ -14,7 +14,7 @@
 
 namespace floodgate {
 
-Result<AttachLock> AttachLock::acquire() {
+Result<std::optional<AttachLock>> AttachLock::acquireWithin(std::chrono::milliseconds wait) {
   if (mkdir(kDirectory, 0755) != 0 && errno != EEXIST) {
     return Error::failure(std::string("cannot create ") + kDirectory + ": " + std::strerror(errno));
   }
@@ -22,14 +22,25 @@ Result<AttachLock> AttachLock::acquire() {
   if (!fd.valid()) {
     return Error::failure(std::string("cannot open ") + kPath + ": " + std::strerror(errno));
   }
-  Result<bool> locked = lockWithin(fd.get(), kWait, kPath);
+  Result<bool> locked = lockWithin(fd.get(), wait, kPath);
   if (!locked) return locked.error();
-  if (!*locked) {
+  if (!*locked) return std::optional<AttachLock>();
+  return std::optional<AttachLock>(AttachLock(std::move(fd)));
+}
+
+Result<AttachLock> AttachLock::acquire() {
+  auto lock = acquireWithin(kWait);
+  if (!lock) return lock.error();
+  if (!*lock) {
     return Error::failure("another floodgate has been attaching or detaching for " +
                           std::to_string(kWait.count() / 1000) +
                           " s: nothing was changed; try again once it is done");
   }
-  return AttachLock(std::move(fd));
+  return std::move(**lock);
+}
+
+Result<std::optional<AttachLock>> AttachLock::tryAcquire() {
+  return acquireWithin(std::chrono::milliseconds(0));
 }
 
 }  // namespace floodgate
