@@ -2,9 +2,11 @@
 // Private redis-server processes for the redis tests: started, killed, frozen and restarted.
 #include "redis/redis_server.h"
 
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/file.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -34,13 +36,36 @@ bool portFree(int port) {
   return ok;
 }
 
-// A free port whose cluster bus port (+10000) is free too.
-int freePort() {
+// Keeps `port` for this process: an exclusive flock on a file named after it, which the
+// servers of tests running in parallel skip. A server holds it for as long as it lives,
+// killed and started again included: a port freed by a kill (a test of a Redis that goes away
+// and comes back) would otherwise go to another test's new server, which the restart then
+// cannot bind, or which the first test's clients would reach. -1 if another holds it.
+int reservePort(int port) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / "floodgate-redis-ports";
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  const std::string path = (dir / std::to_string(port)).string();
+  int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0) return -1;
+  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// A free port whose cluster bus port (+10000) is free too, reserved for the caller: its lock
+// in `reserved` (reservePort).
+int freePort(int& reserved) {
   static int next = 20000 + static_cast<int>(getpid() % 5000) * 4;
   for (int tries = 0; tries < 5000; ++tries) {
     int port = next;
     next = next + 1 >= 30000 ? 20000 : next + 1;
-    if (portFree(port) && portFree(port + 10000)) return port;
+    if (!portFree(port) || !portFree(port + 10000)) continue;
+    reserved = reservePort(port);
+    if (reserved >= 0) return port;
   }
   return -1;
 }
@@ -85,13 +110,14 @@ std::unique_ptr<RedisServer> RedisServer::start(std::vector<std::string> extra_a
   // The tests build limiters from configs whose store is this server.
   useRedisStores();
   for (int attempt = 0; attempt < 5; ++attempt) {
-    int port = freePort();
+    int reserved = -1;
+    int port = freePort(reserved);
     if (port < 0) return nullptr;
     std::string dir = (std::filesystem::temp_directory_path() /
                        ("floodgate-redis-" + std::to_string(getpid()) + "-" + std::to_string(port)))
                           .string();
     std::filesystem::create_directories(dir);
-    std::unique_ptr<RedisServer> server(new RedisServer(port, dir, extra_args));
+    std::unique_ptr<RedisServer> server(new RedisServer(port, reserved, dir, extra_args));
     if (server->spawn()) return server;
   }
   return nullptr;
@@ -149,6 +175,7 @@ RedisServer::~RedisServer() {
   kill();
   std::error_code ignored;
   std::filesystem::remove_all(dir_, ignored);
+  if (port_reserved_ >= 0) close(port_reserved_);
 }
 
 void RedisServer::kill() {

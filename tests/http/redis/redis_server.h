@@ -43,11 +43,12 @@ class RedisServer {
   Status persistKeys(const std::vector<std::string>& patterns) const;
 
  private:
-  RedisServer(int port, std::string dir, std::vector<std::string> args)
-      : port_(port), dir_(std::move(dir)), args_(std::move(args)) {}
+  RedisServer(int port, int port_reserved, std::string dir, std::vector<std::string> args)
+      : port_(port), port_reserved_(port_reserved), dir_(std::move(dir)), args_(std::move(args)) {}
   bool spawn();
 
   int port_;
+  int port_reserved_;  // the lock that keeps the port this server's across a restart
   std::string dir_;
   std::vector<std::string> args_;
   redis::Credentials credentials_;
