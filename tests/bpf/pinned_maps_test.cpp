@@ -142,6 +142,7 @@ TEST_F(PinnedMapsTest, TheLinkControlCounterMayBeMissingButNotOfAnotherLayout) {
 // tells another's reload (a daemon, one by hand) from its own, and a limiter attached without
 // the pin gets one at its first reload.
 TEST_F(PinnedMapsTest, AReloadElsewhereIsToldApartFromOnesOwn) {
+  const std::optional<bool> kYes(true), kNo(false);
   AttachOptions small;
   small.list_max_entries = 2;
   load({sourceRule(100, 100)}, small);
@@ -151,24 +152,24 @@ TEST_F(PinnedMapsTest, AReloadElsewhereIsToldApartFromOnesOwn) {
     return read.ok() ? read->value_or(0) : 0;
   };
   EXPECT_EQ(count(), 1u) << "the load's reload";
-  EXPECT_FALSE(limiter().reloadedElsewhere());
+  EXPECT_EQ(limiter().reloadedElsewhere(), kNo);
   reload({sourceRule(50, 50)});
   EXPECT_EQ(count(), 2u);
-  EXPECT_FALSE(limiter().reloadedElsewhere()) << "its own";
+  EXPECT_EQ(limiter().reloadedElsewhere(), kNo) << "its own";
 
   auto other = bumpWriteGeneration(pin_name_);  // what another process's reload does
   ASSERT_TRUE(other.ok()) << other.error().message;
   EXPECT_EQ(*other, 3u);
-  EXPECT_TRUE(limiter().reloadedElsewhere());
+  EXPECT_EQ(limiter().reloadedElsewhere(), kYes);
   // an object opened after that reload, told of the count its own attach wrote before it
   limiter().sawWriteGeneration(*other);
-  EXPECT_FALSE(limiter().reloadedElsewhere());
+  EXPECT_EQ(limiter().reloadedElsewhere(), kNo);
   limiter().sawWriteGeneration(0);  // no count written: what it saw stays
-  EXPECT_FALSE(limiter().reloadedElsewhere());
+  EXPECT_EQ(limiter().reloadedElsewhere(), kNo);
   limiter().sawWriteGeneration(*other - 1);
-  EXPECT_TRUE(limiter().reloadedElsewhere());
+  EXPECT_EQ(limiter().reloadedElsewhere(), kYes);
   reload({sourceRule(100, 100)});
-  EXPECT_FALSE(limiter().reloadedElsewhere()) << "written again by this one";
+  EXPECT_EQ(limiter().reloadedElsewhere(), kNo) << "written again by this one";
 
   // a reload its checks refuse writes nothing, and counts nothing
   AttachOptions too_long;
@@ -179,7 +180,20 @@ TEST_F(PinnedMapsTest, AReloadElsewhereIsToldApartFromOnesOwn) {
   const uint64_t before = count();
   EXPECT_FALSE(limiter().reload(too_long).ok());
   EXPECT_EQ(count(), before);
-  EXPECT_FALSE(limiter().reloadedElsewhere());
+  EXPECT_EQ(limiter().reloadedElsewhere(), kNo);
+
+  // an object whose maps are no longer the pinned ones (detached, and another limiter's
+  // settings pinned since) writes to maps no program runs with: it counts nothing on the
+  // count found at the path, which is the other limiter's
+  const uint64_t others = count();
+  const std::string settings_pin = mapPinPath(pin_name_, "settings_map");
+  UniqueFd own_settings(bpf_obj_get(settings_pin.c_str()));
+  ASSERT_TRUE(own_settings.valid()) << std::strerror(errno);
+  pinInstead("settings_map", BPF_MAP_TYPE_ARRAY, sizeof(uint32_t), sizeof(fg_settings), 1);
+  reload({sourceRule(100, 100)});
+  EXPECT_EQ(count(), others);
+  ASSERT_EQ(unlink(settings_pin.c_str()), 0) << std::strerror(errno);
+  ASSERT_EQ(bpf_obj_pin(own_settings.get(), settings_pin.c_str()), 0) << std::strerror(errno);
 
   // a limiter from before the count, or one being detached, has none pinned: that is no
   // reload elsewhere, and the next reload pins one
@@ -187,10 +201,10 @@ TEST_F(PinnedMapsTest, AReloadElsewhereIsToldApartFromOnesOwn) {
   auto none = readWriteGeneration(pin_name_);
   ASSERT_TRUE(none.ok());
   EXPECT_FALSE(none->has_value());
-  EXPECT_FALSE(limiter().reloadedElsewhere());
+  EXPECT_EQ(limiter().reloadedElsewhere(), kNo);
   reload({sourceRule(100, 100)});
   EXPECT_EQ(count(), 1u);
-  EXPECT_FALSE(limiter().reloadedElsewhere());
+  EXPECT_EQ(limiter().reloadedElsewhere(), kNo);
 
   // a pin of that name that is no array of one count is refused, not misread
   ASSERT_EQ(unlink(mapPinPath(pin_name_, kWriteGenerationName).c_str()), 0);
@@ -202,6 +216,7 @@ TEST_F(PinnedMapsTest, AReloadElsewhereIsToldApartFromOnesOwn) {
   ASSERT_FALSE(refused.ok());
   EXPECT_NE(refused.error().message.find("not an array of one count"), std::string::npos)
       << refused.error().message;
+  EXPECT_EQ(limiter().reloadedElsewhere(), std::nullopt) << "neither, where it cannot be read";
 }
 
 // A program swapped onto floodgate's link by hand (`bpftool link update`) limits nothing: it

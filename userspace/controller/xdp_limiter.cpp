@@ -166,9 +166,10 @@ Result<XdpLimiter> XdpLimiter::openMaps(const std::string& interface) {
   return limiter;
 }
 
-bool XdpLimiter::reloadedElsewhere() const {
+std::optional<bool> XdpLimiter::reloadedElsewhere() const {
   auto generation = readWriteGeneration(interface_);
-  return generation && *generation && **generation != written_generation_;
+  if (!generation) return std::nullopt;
+  return *generation && **generation != written_generation_;
 }
 
 bool XdpLimiter::holdsPinned() const {

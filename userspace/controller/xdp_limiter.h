@@ -262,10 +262,10 @@ class XdpLimiter {
   std::optional<bool> programUsesMaps(uint32_t program_id) const;
   // Whether another process (or another object of this one) reloaded the limiter's config
   // since this object last reloaded it or opened it: the write generation pinned beside the
-  // maps (kernel/write_generation.h) moved past the one this object saw. False when the
-  // generation cannot be read or is not pinned (an older limiter not reloaded since, or one
-  // being detached).
-  bool reloadedElsewhere() const;
+  // maps (kernel/write_generation.h) moved past the one this object saw. False when no
+  // generation is pinned (an older limiter not reloaded since, or one being detached); none
+  // when it cannot be read (a pin of another layout, a failing read), which says neither.
+  std::optional<bool> reloadedElsewhere() const;
   // Takes `generation`, the count an attach of this limiter wrote (AttachReport), as the one
   // this object saw, in place of the one read when it was opened after that attach: a reload
   // by another process in between then reads as theirs. 0 (no count written) changes nothing.

@@ -107,12 +107,16 @@ Status XdpLimiter::reload(const AttachOptions& options) {
   }
   // Counted on the way out, under the lock, once the checks that write nothing passed,
   // whether all of it was written or it failed part way: a daemon holding the limiter tells
-  // this write from its own by the count. A count that cannot be written fails nothing.
+  // this write from its own by the count. A count that cannot be written fails nothing. Not
+  // by an object whose maps are no longer the pinned ones (detached, or detached and
+  // attached again, since it opened them): the count found at the path would be another
+  // limiter's, which this write never reached. A detach of the limiter it holds waits for
+  // the lock held here, so the two cannot cross.
   struct CountOnExit {
     XdpLimiter& limiter;
     bool armed = false;
     ~CountOnExit() {
-      if (!armed) return;
+      if (!armed || !limiter.holdsPinned()) return;
       if (auto generation = bumpWriteGeneration(limiter.interface_); generation) {
         limiter.written_generation_ = *generation;
       }

@@ -428,9 +428,12 @@ bool HeldInterfaces::followUnderAttachLock() {
     // Written by another process without a new program (a `floodgate reload` by hand, a
     // replace that failed after writing, another daemon of the same pins): said, not undone,
     // so that two writers never take turns; the daemon's next reload of it ends it.
-    if (unapplied_.contains(name) || !held.limiter.reloadedElsewhere()) {
+    // A count that cannot be read says neither: what was reported stays, and is not said
+    // again when the read works.
+    const std::optional<bool> elsewhere = held.limiter.reloadedElsewhere();
+    if (unapplied_.contains(name) || elsewhere == false) {
       rewritten_.erase(name);
-    } else if (rewritten_.insert(name).second) {
+    } else if (elsewhere == true && rewritten_.insert(name).second) {
       logWarning(name +
                  "'s config was reloaded outside the daemon (a floodgate reload, or a replace "
                  "that failed after writing): it runs that config until the daemon reloads");
