@@ -183,14 +183,21 @@ TEST_F(PinnedMapsTest, AReloadElsewhereIsToldApartFromOnesOwn) {
   EXPECT_EQ(limiter().reloadedElsewhere(), kNo);
 
   // an object whose maps are no longer the pinned ones (detached, and another limiter's
-  // settings pinned since) writes to maps no program runs with: it counts nothing on the
-  // count found at the path, which is the other limiter's
+  // settings pinned since) would write maps no program runs with: it refuses, and counts
+  // nothing on the count found at the path, which is the other limiter's
   const uint64_t others = count();
   const std::string settings_pin = mapPinPath(pin_name_, "settings_map");
   UniqueFd own_settings(bpf_obj_get(settings_pin.c_str()));
   ASSERT_TRUE(own_settings.valid()) << std::strerror(errno);
   pinInstead("settings_map", BPF_MAP_TYPE_ARRAY, sizeof(uint32_t), sizeof(fg_settings), 1);
-  reload({sourceRule(100, 100)});
+  AttachOptions stale;
+  stale.interface = pin_name_;
+  stale.rules = named({sourceRule(100, 100)});
+  Status refused_stale = limiter().reload(stale);
+  ASSERT_FALSE(refused_stale.ok());
+  EXPECT_NE(refused_stale.error().message.find("nothing was written; run it again"),
+            std::string::npos)
+      << refused_stale.error().message;
   EXPECT_EQ(count(), others);
   ASSERT_EQ(unlink(settings_pin.c_str()), 0) << std::strerror(errno);
   ASSERT_EQ(bpf_obj_pin(own_settings.get(), settings_pin.c_str()), 0) << std::strerror(errno);

@@ -173,13 +173,16 @@ std::optional<bool> XdpLimiter::reloadedElsewhere() const {
 }
 
 bool XdpLimiter::holdsPinned() const {
-  // by the settings map, which every limiter has and no reload or replace makes again
+  // by the settings map, which every limiter has and no reload or replace makes again. False
+  // only when seen to be so (no pin, or another map's): a look that fails for another reason
+  // (out of descriptors or memory) says nothing of the pins.
   const std::string& name = maps_.settings.name();
   UniqueFd pinned(bpf_obj_get(mapPinPath(interface_, name).c_str()));
-  if (!pinned.valid()) return false;
+  if (!pinned.valid()) return errno != ENOENT;
   auto held = mapInfo(maps_.settings.fd(), name);
   auto running = mapInfo(pinned.get(), name);
-  return held && running && held->id == running->id;
+  if (!held || !running) return true;
+  return held->id == running->id;
 }
 
 Result<LoadedXdpLimiter> XdpLimiter::load(const AttachOptions& options) {

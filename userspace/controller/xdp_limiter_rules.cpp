@@ -93,6 +93,15 @@ Status XdpLimiter::reload(const AttachOptions& options) {
   auto writing = writer_.acquire(interface_);
   if (!writing) return writing.error();
   next_change_.reset();
+  // Opened before a detach (and another attach) by hand, this object's maps are no longer
+  // the pinned ones: a write would reach maps no program runs with, and be counted on the
+  // count found at the path, another limiter's. A detach of the limiter it does hold waits
+  // for the writer lock held here from now on, so the two cannot cross.
+  if (!holdsPinned()) {
+    return Error::failure("floodgate was detached from '" + interface_ +
+                          "' (or detached and attached again) since this command opened its "
+                          "limiter: nothing was written; run it again");
+  }
   // Everything is checked before anything is written: a bad config changes nothing.
   if (Status s = validate(options); !s) return s;
   std::optional<PreparedNextProgram> next;
@@ -107,16 +116,12 @@ Status XdpLimiter::reload(const AttachOptions& options) {
   }
   // Counted on the way out, under the lock, once the checks that write nothing passed,
   // whether all of it was written or it failed part way: a daemon holding the limiter tells
-  // this write from its own by the count. A count that cannot be written fails nothing. Not
-  // by an object whose maps are no longer the pinned ones (detached, or detached and
-  // attached again, since it opened them): the count found at the path would be another
-  // limiter's, which this write never reached. A detach of the limiter it holds waits for
-  // the lock held here, so the two cannot cross.
+  // this write from its own by the count. A count that cannot be written fails nothing.
   struct CountOnExit {
     XdpLimiter& limiter;
     bool armed = false;
     ~CountOnExit() {
-      if (!armed || !limiter.holdsPinned()) return;
+      if (!armed) return;
       if (auto generation = bumpWriteGeneration(limiter.interface_); generation) {
         limiter.written_generation_ = *generation;
       }

@@ -59,7 +59,8 @@ void logNextProgram(const std::string& name, const XdpLimiter& limiter) {
 
 Status HeldInterfaces::apply(const std::vector<WantedInterface>& wanted) {
   // what is reloaded below is the limiter running on each interface, which this reload's
-  // config is applied to (or the one it ran, each second, if this reload is refused)
+  // config is applied to (or the one it ran, each second, if this reload is refused); an
+  // attach or detach by hand under way is waited for, as an attach here would wait
   followReattached(false);
   // A config one attached limiter cannot take (a list longer than the size it runs with) is
   // refused before anything changes, so no interface runs the new rules while another keeps
@@ -195,7 +196,7 @@ Status HeldInterfaces::apply(const std::vector<WantedInterface>& wanted) {
       // attached again outside the daemon, not on its config yet: given this one now if it
       // takes it, else each second (tryApplyFollowed), as reported meanwhile
       retargeted.emplace_back(name, std::exchange(held->second.applied, one));
-      tryApplyFollowed(name);
+      if (!foreign_.contains(name)) tryApplyFollowed(name);  // once floodgate's is back
       continue;
     }
     if (held != held_.end() && !reloading.contains(name)) {
@@ -227,7 +228,11 @@ Status HeldInterfaces::apply(const std::vector<WantedInterface>& wanted) {
       holding.adaptive = std::move(adaptive);
       unapplied_.erase(name);
       rewritten_.erase(name);
-      logInfo("reloaded " + name + " (" + counted(options.rules.size(), "rule", "rules") + ")");
+      logInfo("reloaded " + name + " (" + counted(options.rules.size(), "rule", "rules") + ")" +
+              (foreign_.contains(name)
+                   ? "; its link runs a program that does not use its maps, so nothing limits it "
+                     "(see the log)"
+                   : ""));
       logNextProgram(name, holding.limiter);
       for (const LogLine& line : lines) logInfo(line.text);
       continue;
@@ -369,21 +374,39 @@ void HeldInterfaces::followReattached(bool apply_config) {
   std::erase_if(unopened_, [&](const std::string& name) { return !held_.contains(name); });
   std::erase_if(rewritten_, [&](const std::string& name) { return !held_.contains(name); });
   std::erase_if(foreign_, [&](const std::string& name) { return !held_.contains(name); });
-  if (!followUnderAttachLock()) return;
+  // the tick never waits for another command; a reload does, as an attach of its would
+  if (!followUnderAttachLock(apply_config ? std::chrono::milliseconds(0) : AttachLock::kWait)) {
+    return;
+  }
   if (!apply_config) return;
   for (const std::string& name : std::vector<std::string>(unapplied_.begin(), unapplied_.end())) {
     if (!foreign_.contains(name)) tryApplyFollowed(name);  // applied once floodgate's is back
   }
 }
 
-bool HeldInterfaces::followUnderAttachLock() {
+bool HeldInterfaces::followUnderAttachLock(std::chrono::milliseconds wait) {
   // An attach, replace or detach by hand holds the attach lock from its first look at the
   // pins to its last pin or program swap; what is seen meanwhile is half done (a replace's
   // rules written and counted, its program not swapped yet; a detach's pins half gone). The
-  // look waits for the next second then. One that cannot take the lock at all (no
+  // look waits for its next turn then. One that cannot take the lock at all (no
   // /run/floodgate) looks without it.
-  auto quiet = AttachLock::tryAcquire();
-  if (quiet && !*quiet) return false;
+  auto quiet = AttachLock::acquireWithin(wait);
+  const auto now = std::chrono::steady_clock::now();
+  if (quiet && !*quiet) {
+    if (!attach_lock_busy_) {
+      attach_lock_busy_ = true;
+      attach_lock_busy_since_ = now;
+    } else if (!attach_lock_busy_said_ && now - attach_lock_busy_since_ >= kAttachLockBusyTold) {
+      attach_lock_busy_said_ = true;
+      logWarning(std::string("another floodgate has held the attach lock (") + AttachLock::kPath +
+                 ") for " + std::to_string(kAttachLockBusyTold.count()) +
+                 " s: limiters replaced, reloaded or attached again by hand are not looked at "
+                 "until it is free");
+    }
+    return false;
+  }
+  if (attach_lock_busy_said_) logInfo("the attach lock is free again: limiters are looked at");
+  attach_lock_busy_ = attach_lock_busy_said_ = false;
   std::vector<std::string> replaced;
   for (auto& [name, held] : held_) {
     if (!held.limiter.holdsPinned() && attached(name)) {

@@ -140,9 +140,9 @@ class HeldInterfaces {
   // the daemon's tick never waits for another command); until then problems() names it.
   void followReattached(bool apply_config);
   // followReattached's look at each one held, and its hold of those attached again, under
-  // the attach lock: false (nothing looked at) while another command attaches, replaces or
-  // detaches.
-  bool followUnderAttachLock();
+  // the attach lock, waiting up to `wait` for it: false (nothing looked at) while another
+  // command attaches, replaces or detaches; said once it has lasted kAttachLockBusyTold.
+  bool followUnderAttachLock(std::chrono::milliseconds wait);
   // Applies the config held for `name` to the limiter followed there, if its writer lock is
   // free now; a failure seen twice running is logged once.
   void tryApplyFollowed(const std::string& name);
@@ -181,6 +181,12 @@ class HeldInterfaces {
   // Held interfaces whose link runs a program that does not use the held maps (put there
   // outside floodgate): nothing limits them; reported until a floodgate program is back.
   std::set<std::string> foreign_;
+  // Since when the look at the held limiters has found the attach lock taken, and whether
+  // that was said (once it lasted kAttachLockBusyTold).
+  static constexpr std::chrono::seconds kAttachLockBusyTold{10};
+  bool attach_lock_busy_ = false;
+  bool attach_lock_busy_said_ = false;
+  std::chrono::steady_clock::time_point attach_lock_busy_since_;
 };
 
 }  // namespace floodgate::daemon

@@ -39,8 +39,4 @@ Result<AttachLock> AttachLock::acquire() {
   return std::move(**lock);
 }
 
-Result<std::optional<AttachLock>> AttachLock::tryAcquire() {
-  return acquireWithin(std::chrono::milliseconds(0));
-}
-
 }  // namespace floodgate

@@ -26,14 +26,12 @@ class AttachLock {
   // Takes the lock (creating its file), waiting up to kWait; released when the returned lock
   // goes.
   static Result<AttachLock> acquire();
-  // Takes the lock only if no other holds it now: none when another attach or detach is
-  // under way (what the daemon's once-a-second look at its limiters waits out).
-  static Result<std::optional<AttachLock>> tryAcquire();
+  // Takes the lock within `wait`: none when another attach or detach held it all that time
+  // (the daemon's look at its limiters then waits for its next turn).
+  static Result<std::optional<AttachLock>> acquireWithin(std::chrono::milliseconds wait);
 
  private:
   explicit AttachLock(UniqueFd fd) : fd_(std::move(fd)) {}
-  // The lock within `wait`; none when another held it all that time.
-  static Result<std::optional<AttachLock>> acquireWithin(std::chrono::milliseconds wait);
 
   UniqueFd fd_;  // closing it releases the flock
 };

@@ -9,6 +9,7 @@
 #include <sys/file.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -40,15 +41,17 @@ bool portFree(int port) {
 // servers of tests running in parallel skip. A server holds it for as long as it lives,
 // killed and started again included: a port freed by a kill (a test of a Redis that goes away
 // and comes back) would otherwise go to another test's new server, which the restart then
-// cannot bind, or which the first test's clients would reach. -1 if another holds it.
+// cannot bind, or which the first test's clients would reach. The files are everyone's (a
+// root run of the benchmark must not lock a user's tests out). -1 when another holds the
+// port; kNoReservation when no file can be had, and the port is used unkept.
+constexpr int kNoReservation = -2;
 int reservePort(int port) {
-  const std::filesystem::path dir =
-      std::filesystem::temp_directory_path() / "floodgate-redis-ports";
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
+  const std::filesystem::path dir = "/tmp/floodgate-redis-ports";
+  if (mkdir(dir.c_str(), 01777) == 0) chmod(dir.c_str(), 01777);  // past the umask
   const std::string path = (dir / std::to_string(port)).string();
-  int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-  if (fd < 0) return -1;
+  int fd = open(path.c_str(), O_RDONLY | O_CREAT | O_CLOEXEC, 0666);
+  if (fd < 0) return kNoReservation;
+  fchmod(fd, 0666);  // fails but for the owner, who made it so
   if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
     close(fd);
     return -1;
@@ -65,7 +68,7 @@ int freePort(int& reserved) {
     next = next + 1 >= 30000 ? 20000 : next + 1;
     if (!portFree(port) || !portFree(port + 10000)) continue;
     reserved = reservePort(port);
-    if (reserved >= 0) return port;
+    if (reserved != -1) return port;
   }
   return -1;
 }
@@ -175,7 +178,7 @@ RedisServer::~RedisServer() {
   kill();
   std::error_code ignored;
   std::filesystem::remove_all(dir_, ignored);
-  if (port_reserved_ >= 0) close(port_reserved_);
+  if (port_reserved_ >= 0) close(port_reserved_);  // kNoReservation: none to close
 }
 
 void RedisServer::kill() {
