@@ -250,7 +250,8 @@ class XdpLimiter {
   // Whether the maps pinned for this limiter's interface are the ones this object has open:
   // not once another command detached the interface (its pins are gone), or detached it and
   // attached it again (they are another limiter's). This object then reads and writes maps
-  // that no program runs with.
+  // that no program runs with. True when the pins cannot be looked at (out of descriptors or
+  // memory): false only when seen to be so.
   bool holdsPinned() const;
   // The id of the program that runs with these maps (on the pinned link, or in the prog
   // array slot floodgate was put in); 0 if none is found. A replace (`attach --replace`)
@@ -300,7 +301,8 @@ class XdpLimiter {
   // their key changed (source prefixes, key kind, algorithm, window); lists are synced when
   // given; policies are replaced; the next program is set when given. Everything is
   // validated (and a next program loaded) before anything changes. With options.keep_rules
-  // the rules stay as they are.
+  // the rules stay as they are. Refused, with nothing written, by an object whose maps are
+  // no longer the pinned ones (holdsPinned).
   Status reload(const AttachOptions& options);
 
   // Takes this limiter's writer lock (waiting up to WriterLock::kWait for another writer)

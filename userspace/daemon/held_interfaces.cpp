@@ -147,6 +147,13 @@ Status HeldInterfaces::apply(const std::vector<WantedInterface>& wanted) {
       return Error::failure(name + ": " + guard.error().message + " (no interface was changed)");
     }
     writing.push_back(std::move(*guard));
+    // Detached and attached again by hand since the look above (a detach waits for the lock
+    // taken here, so not after it): the held object's lock is the gone limiter's, and its
+    // reload would be refused. Adopted below instead, as one detached outside is attached.
+    if (held != held_.end() && !held->second.limiter.holdsPinned()) {
+      writing.pop_back();
+      continue;
+    }
     if (held != held_.end()) reloading.insert(name);
   }
   auto undo = [&](const Error& error) {
@@ -200,8 +207,10 @@ Status HeldInterfaces::apply(const std::vector<WantedInterface>& wanted) {
       continue;
     }
     if (held != held_.end() && !reloading.contains(name)) {
-      // Detached by someone else (`floodgate detach`): the held maps are orphans.
-      logWarning(name + " was detached outside the daemon: attaching it again");
+      // Detached by someone else (`floodgate detach`, and perhaps attached again since): the
+      // held maps are orphans.
+      logWarning(name + (attached(name) ? " was attached again outside the daemon: adopting it"
+                                        : " was detached outside the daemon: attaching it again"));
       held_.erase(held);
       unapplied_.erase(name);
       rewritten_.erase(name);
@@ -390,13 +399,15 @@ bool HeldInterfaces::followUnderAttachLock(std::chrono::milliseconds wait) {
   // rules written and counted, its program not swapped yet; a detach's pins half gone). The
   // look waits for its next turn then. One that cannot take the lock at all (no
   // /run/floodgate) looks without it.
+  const auto asked = std::chrono::steady_clock::now();
   auto quiet = AttachLock::acquireWithin(wait);
   const auto now = std::chrono::steady_clock::now();
   if (quiet && !*quiet) {
     if (!attach_lock_busy_) {
       attach_lock_busy_ = true;
-      attach_lock_busy_since_ = now;
-    } else if (!attach_lock_busy_said_ && now - attach_lock_busy_since_ >= kAttachLockBusyTold) {
+      attach_lock_busy_since_ = asked;
+    }
+    if (!attach_lock_busy_said_ && now - attach_lock_busy_since_ >= kAttachLockBusyTold) {
       attach_lock_busy_said_ = true;
       logWarning(std::string("another floodgate has held the attach lock (") + AttachLock::kPath +
                  ") for " + std::to_string(kAttachLockBusyTold.count()) +

@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -42,16 +43,27 @@ bool portFree(int port) {
 // killed and started again included: a port freed by a kill (a test of a Redis that goes away
 // and comes back) would otherwise go to another test's new server, which the restart then
 // cannot bind, or which the first test's clients would reach. The files are everyone's (a
-// root run of the benchmark must not lock a user's tests out). -1 when another holds the
-// port; kNoReservation when no file can be had, and the port is used unkept.
+// root run of the benchmark must not lock a user's tests out): opened without O_CREAT, which
+// fs.protected_regular would refuse on another user's, and one that cannot be opened at all
+// is taken as held. -1 when the port is held; kNoReservation when no file can be made there,
+// and the port is used unkept.
 constexpr int kNoReservation = -2;
 int reservePort(int port) {
   const std::filesystem::path dir = "/tmp/floodgate-redis-ports";
   if (mkdir(dir.c_str(), 01777) == 0) chmod(dir.c_str(), 01777);  // past the umask
   const std::string path = (dir / std::to_string(port)).string();
-  int fd = open(path.c_str(), O_RDONLY | O_CREAT | O_CLOEXEC, 0666);
-  if (fd < 0) return kNoReservation;
-  fchmod(fd, 0666);  // fails but for the owner, who made it so
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0 && errno == ENOENT) {
+    fd = open(path.c_str(), O_RDONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd >= 0) {
+      fchmod(fd, 0666);  // past the umask
+    } else if (errno == EEXIST) {
+      fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);  // made by another meanwhile
+    } else {
+      return kNoReservation;  // a directory this user cannot make files in
+    }
+  }
+  if (fd < 0) return -1;  // another user's, not to be opened
   if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
     close(fd);
     return -1;
