@@ -777,6 +777,60 @@ TEST(ConfigParser, AFileStopsBeingReadPastItsListsBound) {
                 "(up to 16777216) or merge prefixes into shorter ones\n");
 }
 
+// Feeds overlap (blocklists mostly do): a prefix in two files, or twice in one, is one entry of
+// the list and counts once against list_size, as it does in the running limiter. 20 lines, 12
+// distinct prefixes, a list_size of 12: accepted, each prefix where it was first listed.
+TEST(ConfigParser, APrefixListedTwiceCountsOnceAgainstTheListsBound) {
+  TempDir dir;
+  {
+    std::ofstream a(dir.path() / "a.txt");
+    for (int i = 0; i < 10; ++i) a << "10.0.0." << i << "\n";
+    std::ofstream b(dir.path() / "b.txt");
+    for (int i = 2; i < 12; ++i) b << "10.0.0." << i << "\n";
+  }
+  std::ofstream(dir.path() / "floodgate.yaml")
+      << "defaults: {list_size: 12}\ndeny: [10.0.0.3, {file: a.txt}, {file: b.txt}, 10.0.0.11]\n";
+  Diagnostics diagnostics;
+  FloodgateConfig config = loadConfig((dir.path() / "floodgate.yaml").string(), diagnostics);
+  ASSERT_TRUE(diagnostics.empty()) << diagnostics.format();
+  ASSERT_TRUE(config.deny);
+  ASSERT_EQ(config.deny->size(), 12u);
+  EXPECT_EQ(config.deny->front().toString(), "10.0.0.3");
+  EXPECT_EQ((*config.deny)[1].toString(), "10.0.0.0");
+  EXPECT_EQ(config.deny->back().toString(), "10.0.0.11");
+
+  // one more distinct prefix is past the bound, wherever the repeats are
+  std::ofstream(dir.path() / "c.txt") << "10.0.0.12\n10.0.0.12\n";
+  std::ofstream(dir.path() / "floodgate.yaml")
+      << "defaults: {list_size: 12}\ndeny: [{file: a.txt}, {file: b.txt}, {file: c.txt}]\n";
+  Diagnostics over;
+  loadConfig((dir.path() / "floodgate.yaml").string(), over);
+  EXPECT_EQ(over.format(), (dir.path() / "floodgate.yaml").string() +
+                               ":2:1: deny holds more IPv4 prefixes than defaults.list_size (12): "
+                               "raise it (up to 16777216) or merge prefixes into shorter ones\n");
+}
+
+// Repeats take no room and do not stop a file's read: one line repeated far past twice the
+// bound is a list of one. A file whose every prefix the list holds already is no empty file
+// (it holds CIDRs), so it is not refused as one.
+TEST(ConfigParser, RepeatsNeitherStopAFileNorMakeItEmpty) {
+  TempDir dir;
+  {
+    std::ofstream out(dir.path() / "same.txt");
+    for (int i = 0; i < 1000; ++i) out << "192.0.2.1\n";
+    out << "2001:db8::/32\n";
+  }
+  std::ofstream(dir.path() / "again.txt") << "192.0.2.1\n";
+  std::ofstream(dir.path() / "floodgate.yaml")
+      << "defaults: {list_size: 2}\nallow: [{file: same.txt}, {file: again.txt}]\n";
+  Diagnostics diagnostics;
+  FloodgateConfig config = loadConfig((dir.path() / "floodgate.yaml").string(), diagnostics);
+  ASSERT_TRUE(diagnostics.empty()) << diagnostics.format();
+  ASSERT_TRUE(config.allow);
+  ASSERT_EQ(config.allow->size(), 2u);
+  EXPECT_EQ((*config.allow)[1].toString(), "2001:db8::/32") << "read to its end";
+}
+
 // Rules past the 32 the program holds are not read: each rule's match.src is bounded, so an
 // alias over thousands of rules would otherwise stand for more prefixes than memory holds.
 TEST(ConfigParser, RulesPastTheMostTheProgramHoldsAreNotRead) {

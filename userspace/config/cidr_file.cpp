@@ -13,15 +13,16 @@ bool isSpace(char c) { return c == ' ' || c == '\t' || c == '\r'; }
 
 }  // namespace
 
-bool readCidrFile(const std::string& path, std::vector<Cidr>& out, Diagnostics& diagnostics,
-                  std::string* read_error, size_t most) {
+std::optional<size_t> readCidrFile(const std::string& path, DistinctCidrs& out,
+                                   Diagnostics& diagnostics, std::string* read_error, size_t most) {
   Result<std::string> file = readWholeFile(path, kMaxListFileBytes);
   if (!file) {
     if (read_error) *read_error = file.error().message;
-    return false;
+    return std::nullopt;
   }
   const std::string& text = *file;
   size_t bad_lines = 0;
+  size_t cidrs = 0;
   auto report = [&](int line, size_t column, std::string message) {
     if (++bad_lines <= kMaxFileDiagnostics) {
       diagnostics.add(path, line, static_cast<int>(column) + 1, std::move(message));
@@ -56,13 +57,14 @@ bool readCidrFile(const std::string& path, std::vector<Cidr>& out, Diagnostics& 
              "per line (192.0.2.0/24, 2001:db8::/32) and # comments");
       continue;
     }
-    out.push_back(*cidr);
+    ++cidrs;
+    out.add(*cidr);
   }
   if (bad_lines > kMaxFileDiagnostics) {
     diagnostics.add(path, 0, 0,
                     std::to_string(bad_lines - kMaxFileDiagnostics) + " more bad lines not shown");
   }
-  return true;
+  return cidrs;
 }
 
 }  // namespace floodgate::config

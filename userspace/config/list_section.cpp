@@ -35,7 +35,7 @@ std::string fileIdentity(const std::string& path) {
 // entry repeated by a YAML alias, or under other spellings of its path, cannot make the parse
 // read one large file without end.
 void readFileEntry(YamlReader& reader, const YamlEntry& item, const std::string& what,
-                   const std::string& base_dir, size_t most, std::vector<Cidr>& out,
+                   const std::string& base_dir, size_t most, DistinctCidrs& out,
                    std::set<std::string>& read) {
   std::optional<YamlFields> fields =
       reader.mapping(item, what + " entry", {"file", "may_be_empty"});
@@ -55,10 +55,11 @@ void readFileEntry(YamlReader& reader, const YamlEntry& item, const std::string&
   if (!read.insert(fileIdentity(path)).second) return;
   std::string error;
   const size_t first = reader.errorCount();
-  const size_t before = out.size();
-  if (!readCidrFile(path, out, reader.diagnostics(), &error, most)) {
+  const std::optional<size_t> read_cidrs =
+      readCidrFile(path, out, reader.diagnostics(), &error, most);
+  if (!read_cidrs) {
     reader.error(*file, "cannot read CIDR file '" + path + "': " + error);
-  } else if (out.size() == before && reader.errorCount() == first && !may_be_empty) {
+  } else if (*read_cidrs == 0 && reader.errorCount() == first && !may_be_empty) {
     // a feed that failed to download leaves an empty file: applied, it would empty the
     // running list (every blocked source let in, or every allowed one limited)
     reader.error(*file, "CIDR file '" + path +
@@ -72,8 +73,8 @@ void readFileEntry(YamlReader& reader, const YamlEntry& item, const std::string&
 
 std::vector<Cidr> parseCidrList(YamlReader& reader, const YamlEntry& entry, const std::string& what,
                                 const std::string& base_dir, const CidrListBound& bound) {
-  std::vector<Cidr> out;
-  if (!reader.list(entry, what, kListShape)) return out;
+  DistinctCidrs out;
+  if (!reader.list(entry, what, kListShape)) return {};
   std::array<size_t, 2> count{};  // IPv4, IPv6
   std::set<std::string> files;    // read for this list
   for (const YAML::Node& value : entry.value) {
@@ -88,7 +89,7 @@ std::vector<Cidr> parseCidrList(YamlReader& reader, const YamlEntry& entry, cons
     } else if (Result<Cidr> cidr = parseCidr(value.Scalar()); !cidr) {
       reader.error(item, cidr.error().message);
     } else {
-      out.push_back(*cidr);
+      out.add(*cidr);
     }
     for (size_t i = before; i < out.size(); ++i) ++count[out[i].family == Family::kV6];
     for (auto [family, name] : {std::pair{0, "IPv4"}, std::pair{1, "IPv6"}}) {
@@ -98,7 +99,7 @@ std::vector<Cidr> parseCidrList(YamlReader& reader, const YamlEntry& entry, cons
       return {};
     }
   }
-  return out;
+  return out.take();
 }
 
 }  // namespace floodgate::config

@@ -25,7 +25,8 @@ std::optional<AdaptiveConfig> parseAdaptive(YamlReader& reader, const YamlEntry&
 // `defaults:`.
 DefaultsConfig parseDefaults(YamlReader& reader, const YamlEntry& entry);
 
-// The most prefixes of each family a CIDR list may hold, and the words of the error past it.
+// The most distinct prefixes of each family a CIDR list may hold (a prefix listed twice, by two
+// feeds say, counts once, as it takes one entry), and the words of the error past it.
 struct CidrListBound {
   size_t per_family = 0;
   std::string limit;  // what sets it: "defaults.list_size", "the 262144 a rule's match.src can"
@@ -33,7 +34,8 @@ struct CidrListBound {
 };
 
 // `allow:`, `deny:` and a rule's `match.src`: a list of CIDRs and {file: PATH} entries;
-// relative paths are taken from `base_dir`. Reading stops at the first entry that takes the
+// relative paths are taken from `base_dir`. Each prefix is returned once, where first listed.
+// Reading stops at the first entry that takes the
 // list past `bound` (one error, and no prefixes returned): a file named again and again
 // (through an alias, say) would otherwise hold the whole of memory.
 std::vector<Cidr> parseCidrList(YamlReader& reader, const YamlEntry& entry, const std::string& what,
