@@ -654,6 +654,28 @@ TEST(ConfigParser, SectionsWithEveryEntryCommentedOutAreWarnedAbout) {
   EXPECT_TRUE(configWarnings(parseClean("interfaces: [eth0]\ndeny: [192.0.2.1]\n")).empty());
 }
 
+// A token bucket's time per packet or byte is a whole number of 1/65536 ns, rounded up: past
+// 524 Gbit/s (and 65 G packets a second) a rate can run more than 0.1% lower than written,
+// which is said.
+TEST(ConfigParser, ARateThatRunsLowerThanWrittenIsWarnedAbout) {
+  FloodgateConfig config = parseClean(
+      "rules:\n"
+      "  - {name: all, key: global, limit: {bps: 10Tbit, pps: 100M}}\n"
+      "  - {name: src, limit: {pps: 1k}, untracked: {pps: 1000G}}\n"
+      "  - {name: win, algorithm: fixed_window, window: 1ms, limit: {bps: 10Tbit}}\n");
+  EXPECT_EQ(configWarnings(config),
+            (std::vector<std::string>{
+                "rule all: bps 10Tbit runs at 9.9Tbit, 1.1% lower: the program keeps a byte's "
+                "time in whole 1/65536 ns, too coarse a step for a rate this high; floodgate "
+                "status shows the rate that runs",
+                "rule src: untracked pps 1000G runs at 993G, 0.7% lower: the program keeps a "
+                "packet's time in whole 1/65536 ns, too coarse a step for a rate this high; "
+                "floodgate status shows the rate that runs"}));
+  EXPECT_TRUE(configWarnings(parseClean("rules:\n  - {name: r, key: global, limit: {pps: 1G, "
+                                        "bps: 400Gbit}}\n"))
+                  .empty());
+}
+
 TEST(ConfigParser, AMappedPrefixInARulesSourcesIsWarnedAbout) {
   FloodgateConfig config = parseClean(
       "rules:\n"

@@ -425,6 +425,35 @@ TEST(DescribeLimits, RoundTripsHighRates) {
   expectRoundTrip({9999999, 999999, 0, 0});
 }
 
+// Past 524 Gbit/s, the interval's rounding up shows: 10 Tbit/s takes 53 units a byte (52.43
+// exactly) and runs at 9.89 Tbit/s; 1T packets a second (no link's, but a count parses) take 66
+// a packet (65.54) and run at 993G. What is shown is what runs, to 0.1%, and compiles back to
+// the same interval.
+TEST(DescribeLimits, ShowsTheRateThatRunsWhenTheIntervalsRoundingShows) {
+  RuleSpec spec;
+  spec.limit = {1000000000000ULL, 1000000000000ULL, 10000000000000ULL, 10000000000ULL};
+  auto rule = compileRule(spec);
+  ASSERT_TRUE(rule.ok()) << rule.error().message;
+  const LimitSpec back = describeLimits(*rule);
+  EXPECT_EQ(back.bits_per_s, 9900000000000ULL);
+  EXPECT_EQ(back.pps, 993000000000ULL);
+  EXPECT_EQ(byteInterval(back.bits_per_s), byteInterval(spec.limit.bits_per_s));
+  EXPECT_EQ(packetInterval(back.pps), packetInterval(spec.limit.pps));
+
+  const RateAsRun bps = bpsAsRun(10000000000000ULL);
+  EXPECT_EQ(bps.shown, 9900000000000ULL);
+  EXPECT_NEAR(bps.below, 0.0108, 0.0001);
+  const RateAsRun pps = ppsAsRun(1000000000000ULL);
+  EXPECT_EQ(pps.shown, 993000000000ULL);
+  EXPECT_NEAR(pps.below, 0.0070, 0.0001);
+  // below the coarse range, a rate runs as written to well within 0.1%, and shows so
+  EXPECT_EQ(bpsAsRun(100000000000ULL).shown, 100000000000ULL);
+  EXPECT_LT(bpsAsRun(100000000000ULL).below, 1e-4);
+  EXPECT_EQ(ppsAsRun(1000000000).shown, 1000000000u);
+  EXPECT_EQ(ppsAsRun(12345).shown, 12345u);
+  EXPECT_GE(ppsAsRun(12345).below, 0.0);
+}
+
 TEST(DescribeLimits, NoLimitsReadBackAsZero) {
   fg_rule rule{};
   LimitSpec back = describeLimits(rule);

@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "config/sections.h"
+#include "controller/rule_compiler.h"
 #include "controller/source_sets.h"
 #include "floodgate/common/read_file.h"
 #include "floodgate/common/units.h"
@@ -255,6 +256,36 @@ void emptySectionWarnings(const FloodgateConfig& config, std::vector<std::string
   }
 }
 
+// Token-bucket rates that run more than 0.1% lower than written (a unit's time is kept in whole
+// 1/65536 ns): a global limit of 1 Gpps, say. What runs is what `status` shows.
+void coarseRateWarnings(const RuleSpec& rule, std::vector<std::string>& out) {
+  if (rule.algorithm != Algorithm::kTokenBucket) return;
+  for (auto [limit, where] :
+       {std::pair{&rule.limit, ""}, std::pair{&rule.untracked, "untracked "}}) {
+    const struct {
+      uint64_t written;
+      RateAsRun run;
+      const char* key;
+      std::string (*format)(uint64_t);
+      const char* unit;
+    } rates[] = {
+        {limit->pps, limit->pps ? ppsAsRun(limit->pps) : RateAsRun{}, "pps", formatCount, "packet"},
+        {limit->bits_per_s, limit->bits_per_s ? bpsAsRun(limit->bits_per_s) : RateAsRun{}, "bps",
+         formatBitRate, "byte"},
+    };
+    for (const auto& rate : rates) {
+      if (rate.written == 0 || rate.run.below <= 1e-3) continue;
+      char percent[16];
+      std::snprintf(percent, sizeof percent, "%.1f%%", rate.run.below * 100);
+      out.push_back("rule " + rule.name + ": " + where + rate.key + " " +
+                    rate.format(rate.written) + " runs at " + rate.format(rate.run.shown) + ", " +
+                    percent + " lower: the program keeps a " + rate.unit +
+                    "'s time in whole 1/65536 ns, too coarse a step for a rate this high; "
+                    "floodgate status shows the rate that runs");
+    }
+  }
+}
+
 }  // namespace
 
 std::vector<std::string> configWarnings(const FloodgateConfig& config) {
@@ -262,6 +293,7 @@ std::vector<std::string> configWarnings(const FloodgateConfig& config) {
   listWarnings(config.allow, "allow", "lets through, unlimited,", out);
   listWarnings(config.deny, "deny", "drops", out);
   for (const RuleSpec& rule : config.rules) {
+    coarseRateWarnings(rule, out);
     for (const Cidr& cidr : rule.sources) {
       if (auto mapped = mappedWarning(cidr, "match.src of rule " + rule.name)) {
         out.push_back(std::move(*mapped));

@@ -43,15 +43,22 @@ void fitToTick(fg_limit& limit, uint64_t tick_units, uint64_t unit) {
   if (limit.capacity < least) limit.capacity = least;
 }
 
-// The roundest rate (fewest significant digits) that compiles back to `interval` through
-// `toInterval`, so a rate reads back as it was written: 10 Gbit/s, not 9999961853 bit/s.
+// How far from the rate that runs a rate may be shown: 0.1%, a step no operator reads as
+// another limit.
+constexpr double kShownWithin = 1e-3;
+
+// The roundest rate (fewest significant digits) within kShownWithin of `exact` that compiles
+// back to `interval` through `toInterval`, so a rate reads back as it was written: 10 Gbit/s,
+// not 9999961853 bit/s. No farther either: 10 Tbit/s compiles to 53 units a byte (52.43
+// exactly), which runs at 9.89 Tbit/s, and is shown as 9.9Tbit, not as the 10Tbit written.
 template <class ToInterval>
 uint64_t roundestRate(double exact, uint64_t interval, ToInterval toInterval) {
   for (int digits = 1; digits <= 19; ++digits) {
     double scale = std::pow(10.0, std::floor(std::log10(exact)) - digits + 1);
     for (double candidate : {std::round(exact / scale) * scale, std::ceil(exact / scale) * scale,
                              std::floor(exact / scale) * scale}) {
-      if (candidate >= 1 && toInterval(static_cast<uint64_t>(candidate)) == interval) {
+      if (candidate >= 1 && std::abs(candidate - exact) <= exact * kShownWithin &&
+          toInterval(static_cast<uint64_t>(candidate)) == interval) {
         return static_cast<uint64_t>(candidate);
       }
     }
@@ -81,6 +88,18 @@ uint64_t defaultBurstBytes(uint64_t bits_per_s) {
 uint64_t packetInterval(uint64_t pps) { return ceilDiv(kUnitsPerSecond, pps); }
 
 uint64_t byteInterval(uint64_t bits_per_s) { return ceilDiv(kUnitsPerSecond * 8, bits_per_s); }
+
+RateAsRun ppsAsRun(uint64_t pps) {
+  const uint64_t interval = packetInterval(pps);
+  const double exact = static_cast<double>(kUnitsPerSecond) / static_cast<double>(interval);
+  return {roundestRate(exact, interval, packetInterval), 1 - exact / static_cast<double>(pps)};
+}
+
+RateAsRun bpsAsRun(uint64_t bits_per_s) {
+  const uint64_t interval = byteInterval(bits_per_s);
+  const double exact = static_cast<double>(kUnitsPerSecond) * 8 / static_cast<double>(interval);
+  return {roundestRate(exact, interval, byteInterval), 1 - exact / static_cast<double>(bits_per_s)};
+}
 
 Result<fg_rule> compileRule(const RuleSpec& spec, uint64_t tick_units) {
   fg_rule rule{};
