@@ -48,34 +48,72 @@ static __always_inline void fg_emit_ban(__u32 type, __u32 rule_id, __u8 family,
 	fg_emit(type, rule_id, family, (__u8)key->v6.prefixlen, hi, lo, jiffies);
 }
 
-/* Whether `pkt`'s source is banned at `jiffies`. An expired ban found on the way is deleted,
- * and counted out only by whoever deleted it (the controller's sweep may race us to it). */
-static __always_inline int fg_banned(struct fg_settings *settings, const struct fg_packet *pkt,
-				     __u64 jiffies)
+/* Expired bans one lookup deletes on its way to a running one (a /32 and a /24 both over,
+ * under a /16 still running): past them, the next packet of the source goes on. */
+#define FG_BAN_LEVELS 4
+
+/* Deletes the expired ban `ban` of `pkt`'s source, counted out only by whoever deleted it (the
+ * controller's sweep may race us to it). */
+static __always_inline void fg_retire_ban(struct fg_settings *settings, const struct fg_packet *pkt,
+					  const struct fg_ban *ban, __u64 jiffies)
 {
 	union fg_lpm_key key;
-	struct fg_ban *ban;
-	__u32 rule_id;
+	__u32 rule_id = ban->rule_id;
 
-	if (!settings->ban_entries[pkt->family & 1])
-		return 0;
-	fg_lpm_key(pkt, pkt->family == FG_FAMILY_V4 ? 32 : 128, &key);
-	ban = bpf_map_lookup_elem(fg_ban_map(pkt), &key);
-	if (!ban)
-		return 0;
-	if (!ban->expires || jiffies < ban->expires)
-		return 1;
-	/* over: remove the exact entry that matched, and count it out once */
-	rule_id = ban->rule_id;
 	fg_lpm_key(pkt, ban->prefixlen, &key);
 	if (bpf_map_delete_elem(fg_ban_map(pkt), &key) == 0) {
 		__sync_fetch_and_add(&settings->ban_entries[pkt->family & 1], -1);
 		fg_emit_ban(FG_EVENT_BAN_END, rule_id, pkt->family, &key, jiffies);
 	}
-	/* a wider ban may still hold the source: the one that ran out only hid it */
-	fg_lpm_key(pkt, pkt->family == FG_FAMILY_V4 ? 32 : 128, &key);
+}
+
+/* Whether `pkt`'s source is banned at `jiffies`, the longest ban that holds it found over at
+ * `prefixlen`: that one is deleted, and the bans wider than it looked at in turn, since one
+ * that ran out must not hide a wider one still running. A global function: the rare path,
+ * kept off the main program's frame, which the 512-byte cap on a chain of frames cannot grow. */
+__attribute__((noinline)) int fg_banned_past(struct fg_settings *settings,
+					     const struct fg_packet *pkt, __u32 prefixlen,
+					     __u64 jiffies)
+{
+	union fg_lpm_key key;
+	struct fg_ban *ban;
+
+	if (!settings || !pkt)
+		return 0;
+	for (int level = 0; level < FG_BAN_LEVELS; level++) {
+		fg_lpm_key(pkt, prefixlen, &key);
+		ban = bpf_map_lookup_elem(fg_ban_map(pkt), &key);
+		if (!ban)
+			return 0;
+		if (!ban->expires || jiffies < ban->expires)
+			return 1;
+		prefixlen = ban->prefixlen;
+		fg_retire_ban(settings, pkt, ban, jiffies);
+		if (prefixlen == 0)
+			return 0;
+		prefixlen--; /* the longest ban wider than the one that ran out */
+	}
+	return 0;
+}
+
+/* Whether `pkt`'s source is banned at `jiffies`: the trie answers with the longest ban that
+ * holds it, which is in force, or over (fg_banned_past). */
+static __always_inline int fg_banned(struct fg_settings *settings, const struct fg_packet *pkt,
+				     __u64 jiffies)
+{
+	__u32 prefixlen = pkt->family == FG_FAMILY_V4 ? 32 : 128;
+	union fg_lpm_key key;
+	struct fg_ban *ban;
+
+	if (!settings->ban_entries[pkt->family & 1])
+		return 0;
+	fg_lpm_key(pkt, prefixlen, &key);
 	ban = bpf_map_lookup_elem(fg_ban_map(pkt), &key);
-	return ban && (!ban->expires || jiffies < ban->expires);
+	if (!ban)
+		return 0;
+	if (!ban->expires || jiffies < ban->expires)
+		return 1;
+	return fg_banned_past(settings, pkt, prefixlen, jiffies);
 }
 
 /* Bans `pkt`'s source (masked to the rule's prefix) for the rule's ban time, unless rule
@@ -93,9 +131,19 @@ static __always_inline void fg_start_ban(struct fg_settings *settings, const str
 	}
 	ban.prefixlen = fg_source_prefix(pkt, rule->ipv4_prefix, rule->ipv6_prefix);
 	fg_lpm_key(pkt, ban.prefixlen, &key);
-	/* an existing entry is a ban still running (an expired one was deleted on lookup) */
-	if (bpf_map_update_elem(fg_ban_map(pkt), &key, &ban, BPF_NOEXIST) != 0)
-		return;
+	if (bpf_map_update_elem(fg_ban_map(pkt), &key, &ban, BPF_NOEXIST) != 0) {
+		/* a ban still running, or one over that the lookup did not reach (more than
+		 * FG_BAN_LEVELS over bans narrower than it): that one is retired, and the ban
+		 * starts in its place */
+		struct fg_ban *held = bpf_map_lookup_elem(fg_ban_map(pkt), &key);
+
+		if (!held || held->prefixlen != ban.prefixlen || !held->expires ||
+		    jiffies < held->expires)
+			return;
+		fg_retire_ban(settings, pkt, held, jiffies);
+		if (bpf_map_update_elem(fg_ban_map(pkt), &key, &ban, BPF_NOEXIST) != 0)
+			return;
+	}
 	__sync_fetch_and_add(&settings->ban_entries[pkt->family & 1], 1);
 	fg_emit_ban(FG_EVENT_BAN_START, rule->id, pkt->family, &key, jiffies);
 }

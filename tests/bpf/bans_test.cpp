@@ -265,6 +265,70 @@ TEST_F(BansTest, ANarrowBanRunningOutNeverHidesAWiderOneStillRunning) {
   EXPECT_EQ((*bans)[0].cidr.toString(), "192.0.2.0/24");
 }
 
+// Several bans over, one inside another, under a wider one still running: the lookup goes
+// through every one that ran out (deleting each) to the one running, so not one packet of the
+// source gets by.
+TEST_F(BansTest, NarrowBansRunningOutOneInsideAnotherNeverHideAWiderOneStillRunning) {
+  load({sourceRule(1000, 1000)});
+  for (const char* cidr : {"192.0.0.0/16", "192.0.2.0/24", "192.0.2.64/28", "192.0.2.70"}) {
+    ASSERT_TRUE(limiter().banAdd(*parseCidr(cidr), 600 * kSecond).ok()) << cidr;
+  }
+  auto trie = banTrie();
+  for (uint32_t prefixlen : {32u, 28u, 24u}) {
+    fg_lpm_v4 key = hostKey(70);
+    key.prefixlen = prefixlen;
+    auto entry = trie.find(key);
+    ASSERT_TRUE(entry.has_value());
+    ASSERT_EQ(entry->prefixlen, prefixlen);
+    entry->expires = jiffies() - 1;
+    ASSERT_TRUE(trie.update(key, *entry).ok());
+  }
+  EXPECT_EQ(run(udpFrom("192.0.2.70")), XDP_DROP) << "the /16 holds it from the first packet";
+  EXPECT_EQ(counted(FG_VERDICT_DROP, FG_REASON_BAN), 1u);
+  EXPECT_EQ(banCount(), 1u) << "the three that ran out are gone";
+  auto bans = limiter().bans();
+  ASSERT_TRUE(bans.ok());
+  ASSERT_EQ(bans->size(), 1u);
+  EXPECT_EQ((*bans)[0].cidr.toString(), "192.0.0.0/16");
+}
+
+// A ban over that the lookup did not reach (more bans over inside it than it looks through)
+// does not stop the rule's ban of the same prefix: it is retired, and the new one starts.
+TEST_F(BansTest, ARuleBanStartsWhereABanOfItsPrefixRanOut) {
+  RuleSpec banning = sourceRule(1, 1);
+  banning.ipv4_prefix = 24;
+  banning.action = ExceedAction::kBan;
+  banning.ban_ns = 600 * kSecond;
+  load({banning});
+  const auto frame = udpFrom("192.0.2.70");
+  ASSERT_EQ(run(frame), XDP_PASS);  // the /24's bucket is empty from here
+  for (const char* cidr :
+       {"192.0.2.0/24", "192.0.2.64/29", "192.0.2.68/30", "192.0.2.70/31", "192.0.2.70"}) {
+    ASSERT_TRUE(limiter().banAdd(*parseCidr(cidr), 600 * kSecond).ok()) << cidr;
+  }
+  auto trie = banTrie();
+  for (uint32_t prefixlen : {32u, 31u, 30u, 29u, 24u}) {
+    fg_lpm_v4 key = hostKey(70);
+    key.prefixlen = prefixlen;
+    auto entry = trie.find(key);
+    ASSERT_TRUE(entry.has_value());
+    ASSERT_EQ(entry->prefixlen, prefixlen);
+    entry->expires = jiffies() - 1;
+    ASSERT_TRUE(trie.update(key, *entry).ok());
+  }
+  EXPECT_EQ(run(frame), XDP_DROP);  // refused by its bucket: the rule bans the /24
+  fg_lpm_v4 wide = hostKey(0);
+  wide.prefixlen = 24;
+  auto started = trie.find(wide);
+  ASSERT_TRUE(started.has_value());
+  EXPECT_EQ(started->prefixlen, 24u);
+  EXPECT_GT(started->expires, jiffies() + 500ULL * *kernelHz()) << "a ban running, not the old";
+  EXPECT_EQ(started->rule_id, (*limiter().activeRules())[0].id);
+  EXPECT_EQ(banCount(), 1u);
+  EXPECT_EQ(run(frame), XDP_DROP);
+  EXPECT_EQ(counted(FG_VERDICT_DROP, FG_REASON_BAN), 1u);
+}
+
 TEST_F(BansTest, AnAutomaticBanNeverShortensOneAlreadyRunning) {
   load({sourceRule(1000, 1000)});
   ASSERT_TRUE(limiter().banAdd(*parseCidr("192.0.2.50"), 0).ok());  // until removed
