@@ -435,21 +435,30 @@ static __always_inline int fg_charge_one(const struct fg_rule *rule, __u8 algori
 	return 0;
 }
 
-/* Hands back `increment` taken from one state word. A GCRA time moves back by it; a
- * window count shrinks by it unless the window has moved on. */
-static __always_inline void fg_refund_one(__u8 algorithm, __u64 *word, __u64 increment)
+/* Hands back `increment` charged to one state word at `now`. A GCRA time moves back by it; a
+ * window count shrinks by it unless the window has moved on. `rule` is read only for the
+ * window algorithms, as in fg_charge_one. */
+static __always_inline void fg_refund_one(const struct fg_rule *rule, __u8 algorithm, __u64 *word,
+					  __u64 now, __u64 increment)
 {
 	__u64 mask = algorithm == FG_ALG_FIXED_WINDOW ? FG_FIXED_COUNT_MASK : FG_SLIDING_COUNT_MAX;
+	__u64 window_ns, charged;
 	int i;
 
 	if (algorithm == FG_ALG_TOKEN_BUCKET) {
 		__sync_fetch_and_add(word, -increment);
 		return;
 	}
+	window_ns = rule->window_ms * 1000000ULL;
+	if (!window_ns) { /* charged as a token bucket (fg_admit_word) */
+		__sync_fetch_and_add(word, -increment);
+		return;
+	}
+	charged = fg_window_id(now >> FG_TIME_SHIFT, window_ns);
 	for (i = 0; i < FG_CAS_RETRIES; i++) {
 		__u64 old = FG_READ_ONCE(*word), next;
 
-		if (!fg_window_refund(old, increment, mask, &next))
+		if (!fg_window_refund(old, charged, increment, mask, &next))
 			return;
 		if (__sync_val_compare_and_swap(word, old, next) == old)
 			return;
@@ -478,22 +487,22 @@ static __always_inline int fg_charge(__u64 *state, const struct fg_rule *rule, _
 				  fg_increment(limits, FG_LIMIT_BPS, len),
 				  limits[FG_LIMIT_BPS].capacity)) {
 		if (pps)
-			fg_refund_one(algorithm, &state[FG_LIMIT_PPS],
+			fg_refund_one(rule, algorithm, &state[FG_LIMIT_PPS], now,
 				      fg_increment(limits, FG_LIMIT_PPS, len));
 		return 0;
 	}
 	return 1;
 }
 
-/* Hands back what fg_charge took, when a later rule drops the packet. */
+/* Hands back what fg_charge took at `now`, when a later rule drops the packet. */
 static __always_inline void fg_refund(__u64 *state, const struct fg_rule *rule,
-				      const struct fg_limit *limits, __u32 len)
+				      const struct fg_limit *limits, __u64 now, __u32 len)
 {
 	if (limits[FG_LIMIT_PPS].interval)
-		fg_refund_one(rule->algorithm, &state[FG_LIMIT_PPS],
+		fg_refund_one(rule, rule->algorithm, &state[FG_LIMIT_PPS], now,
 			      fg_increment(limits, FG_LIMIT_PPS, len));
 	if (limits[FG_LIMIT_BPS].interval)
-		fg_refund_one(rule->algorithm, &state[FG_LIMIT_BPS],
+		fg_refund_one(rule, rule->algorithm, &state[FG_LIMIT_BPS], now,
 			      fg_increment(limits, FG_LIMIT_BPS, len));
 }
 

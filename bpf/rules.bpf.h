@@ -402,7 +402,8 @@ __attribute__((noinline)) int fg_refund_rules(const struct fg_packet *pkt, struc
 		state = fg_charged_bucket(rule, pkt, eval, (untracked & bit) != 0);
 		if (!state)
 			continue;
-		fg_refund(state, rule, fg_ref_limits(rule, eval->ref), eval->len);
+		fg_refund(state, rule, fg_ref_limits(rule, eval->ref), fg_units(eval->jiffies),
+			  eval->len);
 	}
 	return 0;
 }

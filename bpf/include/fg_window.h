@@ -88,11 +88,15 @@ FG_INLINE int fg_sliding_admit(__u64 word, __u64 now_ns, __u64 window_ns, __u64 
 	return 1;
 }
 
-/* Takes `cost` back from the current count (when a later rule dropped the packet); 0 if the
- * window moved on meanwhile, which leaves nothing to take back. */
-FG_INLINE int fg_window_refund(__u64 word, __u64 cost, __u64 count_mask, __u64 *next)
+/* Takes `cost` back from the count of window `charged` (the fg_window_id its charge was made
+ * in), when a later rule dropped the packet. 0 when the word holds another window: it moved on
+ * since the charge (another CPU's packet began the next one), and the count is the new
+ * window's, which the packet never added to; taking from it would admit one more there. A
+ * sliding window then keeps the charge in its previous count: an estimate a little high for
+ * one window, never more generous. */
+FG_INLINE int fg_window_refund(__u64 word, __u64 charged, __u64 cost, __u64 count_mask, __u64 *next)
 {
-	if ((word & count_mask) < cost)
+	if ((word >> FG_WINDOW_ID_SHIFT) != charged || (word & count_mask) < cost)
 		return 0;
 	*next = word - cost;
 	return 1;
