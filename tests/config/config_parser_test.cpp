@@ -665,10 +665,10 @@ TEST(ConfigParser, ARateThatRunsLowerThanWrittenIsWarnedAbout) {
       "  - {name: win, algorithm: fixed_window, window: 1ms, limit: {bps: 10Tbit}}\n");
   EXPECT_EQ(configWarnings(config),
             (std::vector<std::string>{
-                "rule all: bps 10Tbit runs at 9.9Tbit, 1.1% lower: the program keeps a byte's "
+                "rule all: bps 10Tbit runs at 9.9Tbit, 1.08% lower: the program keeps a byte's "
                 "time in whole 1/65536 ns, too coarse a step for a rate this high; floodgate "
                 "status shows the rate that runs",
-                "rule src: untracked pps 1000G runs at 993G, 0.7% lower: the program keeps a "
+                "rule src: untracked pps 1000G runs at 993G, 0.70% lower: the program keeps a "
                 "packet's time in whole 1/65536 ns, too coarse a step for a rate this high; "
                 "floodgate status shows the rate that runs"}));
   EXPECT_TRUE(configWarnings(parseClean("rules:\n  - {name: r, key: global, limit: {pps: 1G, "
@@ -737,6 +737,22 @@ TEST(ConfigParser, CheckWarnsOfEveryPolicyThatPassesFramesNoRuleCanRead) {
   EXPECT_TRUE(configWarnings(parseClean("defaults: {fragments: drop}\n" + port_rule)).empty());
 }
 
+// A client's cookies are one header: a policy keyed by it gives a client a key per cookie it
+// adds or order it sends them in.
+TEST(ConfigParser, CheckWarnsOnAPolicyKeyedByTheCookieHeader) {
+  FloodgateConfig config = parseClean(R"(
+http:
+  policies:
+    - {name: jar, key: header:cookie, algorithm: fixed_window, limit: 300, window_ms: 60000}
+    - {name: api, key: header:X-API-Key, algorithm: fixed_window, limit: 300, window_ms: 60000}
+)");
+  EXPECT_EQ(configWarnings(config),
+            std::vector<std::string>{
+                "http policy jar keys by the Cookie header, a client's whole cookie jar: one "
+                "cookie more, or the same in another order, is another key, so it limits "
+                "nobody who does that; key by the session the service reads (key: user)"});
+}
+
 TEST(ConfigParser, CheckWarnsOnTrustingEveryProxy) {
   FloodgateConfig config = parseClean(
       "http:\n  trusted_proxies: [10.0.0.1, 0.0.0.0/0, \"::/0\"]\n"
@@ -780,13 +796,15 @@ TEST(ConfigParser, AListStopsBeingReadAtItsBound) {
 }
 
 // Within one file too: a file of more lines than the list may hold is read only to the line
-// past twice its bound (then one family is past it), never to its end: the bad line at the
-// end is not reported.
+// that takes one family past its bound, never to its end: the bad line at the end is not
+// reported.
 TEST(ConfigParser, AFileStopsBeingReadPastItsListsBound) {
   TempDir dir;
   {
     std::ofstream out(dir.path() / "feed.txt");
-    for (int i = 0; i < 100; ++i) out << "10.0.0." << i << "\n";
+    for (int i = 0; i < 14; ++i) out << "10.0.0." << i << "\n";
+    out << "junk\n";  // line 15: past the eleventh prefix, short of twice the bound
+    for (int i = 14; i < 100; ++i) out << "10.0.0." << i << "\n";
     out << "junk\n";
   }
   std::ofstream(dir.path() / "floodgate.yaml")

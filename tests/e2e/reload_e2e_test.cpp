@@ -199,6 +199,31 @@ TEST_F(ReloadE2eTest, SetRefusesABurstForAWindowRule) {
   EXPECT_EQ(rate.exit_code, 0) << rate.err;
 }
 
+// A byte's time is kept in whole 1/65536 ns: 10 Tbit/s takes 53 units (52.43) and runs at
+// 9.89 Tbit/s. `set` and `attach` say so, and status shows the rate that runs, not the one
+// written.
+TEST_F(ReloadE2eTest, ARateThatRunsLowerThanWrittenIsSaidAndShownAsItRuns) {
+  std::string config = writeConfig("config.yaml", ruleYaml("per-source", 100, 10));
+  ASSERT_EQ(run({"attach", net_->targetInterface(), "--config", config}).exit_code, 0);
+  CommandResult set = run({"set", net_->targetInterface(), "per-source", "--bps", "10Tbit"});
+  ASSERT_EQ(set.exit_code, 0) << set.err;
+  EXPECT_NE(set.err.find("warning: --bps 10Tbit runs at 9.9Tbit, 1.08% lower"), std::string::npos)
+      << set.err;
+  const CommandResult status = run({"status", net_->targetInterface(), "--json"});
+  ASSERT_EQ(status.exit_code, 0) << status.err;
+  const nlohmann::json rule = nlohmann::json::parse(status.out)["interfaces"][0]["rules"][0];
+  EXPECT_EQ(rule["limit"]["bps"].get<uint64_t>(), 9'900'000'000'000ULL) << rule.dump();
+  EXPECT_EQ(rule["limit"]["pps"].get<uint64_t>(), 100u) << rule.dump();
+
+  ASSERT_EQ(run({"detach", net_->targetInterface()}).exit_code, 0);
+  CommandResult attach =
+      run({"attach", net_->targetInterface(), "--rate", "1k", "--bps", "10Tbit"});
+  ASSERT_EQ(attach.exit_code, 0) << attach.err;
+  EXPECT_NE(attach.err.find("warning: --bps 10Tbit runs at 9.9Tbit"), std::string::npos)
+      << attach.err;
+  EXPECT_EQ(attach.err.find("--rate"), std::string::npos) << "1k runs as written: " << attach.err;
+}
+
 TEST_F(ReloadE2eTest, SetAndBanTakeEffectAtOnce) {
   std::string config = writeConfig("config.yaml", ruleYaml("per-source", 100, 10));
   ASSERT_EQ(run({"attach", net_->targetInterface(), "--config", config}).exit_code, 0);

@@ -231,6 +231,16 @@ void addAttachCommand(CLI::App& app, Action& selected) {
       for (const std::string& warning : report->warnings) {
         std::cerr << "floodgate: warning: " << warning << "\n";
       }
+      // a config's rules were warned of with the config's other warnings
+      for (const RuleSpec& rule :
+           flags->config.empty() ? options->rules : std::vector<RuleSpec>{}) {
+        for (auto [rate, bits, flag] : {std::tuple{rule.limit.pps, false, "--rate"},
+                                        std::tuple{rule.limit.bits_per_s, true, "--bps"}}) {
+          if (auto note = coarseRateNote(rate, bits)) {
+            std::cerr << "floodgate: warning: " << flag << " " << *note << "\n";
+          }
+        }
+      }
       std::cout << (report->replaced ? "replaced" : "attached") << " floodgate on "
                 << flags->interface << " ("
                 << (report->prog_array_slot.empty()

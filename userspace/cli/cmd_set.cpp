@@ -3,8 +3,10 @@
 // thresholds, changed live; its buckets keep their state.
 #include <iostream>
 #include <memory>
+#include <tuple>
 
 #include "cli/commands.h"
+#include "controller/rule_compiler.h"
 #include "controller/xdp_limiter.h"
 #include "floodgate/common/units.h"
 #include "kernel/system.h"
@@ -55,6 +57,13 @@ Status setRule(const SetFlags& flags) {
     }
   }
   if (Status s = limiter->setLimits(flags.rule, *change); !s) return s;
+  for (auto [rate, bits, flag] :
+       {std::tuple{change->pps, false, "--pps"}, std::tuple{change->bits_per_s, true, "--bps"}}) {
+    if (!rate) continue;
+    if (auto note = coarseRateNote(*rate, bits)) {
+      std::cerr << "floodgate: warning: " << flag << " " << *note << "\n";
+    }
+  }
   std::cout << "set " << flags.rule << " on " << flags.interface << "\n";
   return okStatus();
 }

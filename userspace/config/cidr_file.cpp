@@ -30,7 +30,7 @@ std::optional<size_t> readCidrFile(const std::string& path, DistinctCidrs& out,
   };
   std::string_view rest = text;
   int line = 0;
-  while (!rest.empty() && out.size() <= most) {
+  while (!rest.empty() && out.count(Family::kV4) <= most && out.count(Family::kV6) <= most) {
     ++line;
     size_t eol = rest.find('\n');
     std::string_view content = rest.substr(0, eol);

@@ -16,10 +16,10 @@ namespace floodgate::config {
 inline constexpr size_t kMaxFileDiagnostics = 20;
 
 // Adds every CIDR of the file at `path` to `out` (one already there adds nothing), or stops at
-// the first that takes `out` past `most` prefixes (that one added, for the caller to see it
-// past). Bad lines are reported as `path:line:column: message`. Returns the CIDRs read (repeats
-// counted), or nothing when the file cannot be read (not reported: the caller knows where the
-// file was named). Reads the file in one piece, so a list of 100k prefixes takes milliseconds.
+// the first that takes `out` past `most` prefixes of one family (that one added, for the caller
+// to see it past). Bad lines are reported as `path:line:column: message`. Returns the CIDRs read
+// (repeats counted), or nothing when the file cannot be read (not reported: the caller knows where
+// the file was named). Reads the file in one piece, so a list of 100k prefixes takes milliseconds.
 std::optional<size_t> readCidrFile(const std::string& path, DistinctCidrs& out,
                                    Diagnostics& diagnostics, std::string* read_error,
                                    size_t most = SIZE_MAX);

@@ -20,12 +20,13 @@ uint64_t hashOf(const Cidr& cidr) {
 }  // namespace
 
 bool DistinctCidrs::add(const Cidr& cidr) {
-  if (2 * (cidrs_.size() + 1) > slots_.size()) grow();
+  if (4 * (cidrs_.size() + 1) > 3 * slots_.size()) grow();
   const size_t mask = slots_.size() - 1;
   for (size_t at = hashOf(cidr) & mask;; at = (at + 1) & mask) {
     const uint32_t held = slots_[at];
     if (held == 0) {
       cidrs_.push_back(cidr);
+      ++by_family_[cidr.family == Family::kV6];
       slots_[at] = static_cast<uint32_t>(cidrs_.size());
       return true;
     }
@@ -48,6 +49,7 @@ void DistinctCidrs::grow() {
 std::vector<Cidr> DistinctCidrs::take() {
   std::vector<Cidr> out = std::move(cidrs_);
   cidrs_.clear();
+  by_family_ = {};
   slots_.clear();
   return out;
 }

@@ -2,6 +2,7 @@
 // A CIDR list being read: each prefix once, in the order first seen.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <vector>
 
@@ -19,6 +20,8 @@ class DistinctCidrs {
   // Appends `cidr` unless the list holds it already; true when appended.
   bool add(const Cidr& cidr);
   size_t size() const { return cidrs_.size(); }
+  // Prefixes held of one family.
+  size_t count(Family family) const { return by_family_[family == Family::kV6]; }
   const Cidr& operator[](size_t i) const { return cidrs_[i]; }
   // The prefixes in first-seen order; the list is empty after.
   std::vector<Cidr> take();
@@ -27,8 +30,9 @@ class DistinctCidrs {
   void grow();
 
   std::vector<Cidr> cidrs_;
-  // Open addressing, linear probing: index + 1 into cidrs_, 0 for a free slot; at most half
-  // full, a power of two in size.
+  std::array<size_t, 2> by_family_{};  // IPv4, IPv6
+  // Open addressing, linear probing: index + 1 into cidrs_, 0 for a free slot; at most three
+  // quarters full, a power of two in size (4 bytes a prefix or so beside its 18).
   std::vector<uint32_t> slots_;
 };
 

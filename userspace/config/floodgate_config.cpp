@@ -12,6 +12,7 @@
 #include "floodgate/common/read_file.h"
 #include "floodgate/common/units.h"
 #include "floodgate/core/config_parser.h"
+#include "floodgate/core/header_text.h"
 #include "floodgate/yaml/yaml_mark.h"
 
 namespace floodgate::config {
@@ -113,6 +114,10 @@ FloodgateConfig parseConfig(const std::string& text, const std::string& file_nam
     parseRoot(reader, *root, baseDirOf(file_name), config);
   } catch (const YAML::Exception& e) {
     addAt(found, file_name, e);
+  } catch (const std::exception& e) {
+    // what the process cannot do at all (no random key for the lists' index): one line
+    diagnostics.add(file_name, 0, 0, std::string("cannot read the config: ") + e.what());
+    return config;
   }
   for (Diagnostic& d : reader.sortedDiagnostics()) diagnostics.add(std::move(d));
   diagnostics.addOmitted(found.omitted());
@@ -257,31 +262,16 @@ void emptySectionWarnings(const FloodgateConfig& config, std::vector<std::string
 }
 
 // Token-bucket rates that run more than 0.1% lower than written (a unit's time is kept in whole
-// 1/65536 ns): a global limit of 1 Gpps, say. What runs is what `status` shows.
+// 1/65536 ns): a global limit of 10 Tbit/s, say. What runs is what `status` shows.
 void coarseRateWarnings(const RuleSpec& rule, std::vector<std::string>& out) {
   if (rule.algorithm != Algorithm::kTokenBucket) return;
   for (auto [limit, where] :
        {std::pair{&rule.limit, ""}, std::pair{&rule.untracked, "untracked "}}) {
-    const struct {
-      uint64_t written;
-      RateAsRun run;
-      const char* key;
-      std::string (*format)(uint64_t);
-      const char* unit;
-    } rates[] = {
-        {limit->pps, limit->pps ? ppsAsRun(limit->pps) : RateAsRun{}, "pps", formatCount, "packet"},
-        {limit->bits_per_s, limit->bits_per_s ? bpsAsRun(limit->bits_per_s) : RateAsRun{}, "bps",
-         formatBitRate, "byte"},
-    };
-    for (const auto& rate : rates) {
-      if (rate.written == 0 || rate.run.below <= 1e-3) continue;
-      char percent[16];
-      std::snprintf(percent, sizeof percent, "%.1f%%", rate.run.below * 100);
-      out.push_back("rule " + rule.name + ": " + where + rate.key + " " +
-                    rate.format(rate.written) + " runs at " + rate.format(rate.run.shown) + ", " +
-                    percent + " lower: the program keeps a " + rate.unit +
-                    "'s time in whole 1/65536 ns, too coarse a step for a rate this high; "
-                    "floodgate status shows the rate that runs");
+    if (auto note = coarseRateNote(limit->pps, false)) {
+      out.push_back("rule " + rule.name + ": " + where + "pps " + *note);
+    }
+    if (auto note = coarseRateNote(limit->bits_per_s, true)) {
+      out.push_back("rule " + rule.name + ": " + where + "bps " + *note);
     }
   }
 }
@@ -340,6 +330,16 @@ std::vector<std::string> configWarnings(const FloodgateConfig& config) {
       out.push_back("http.trusted_proxies holds " + proxy.toString() +
                     ": every client is then believed about who it is, so any client picks its "
                     "own key and can get another address banned; list only your proxies");
+    }
+    for (const http::PolicyConfig& policy : config.http->policies) {
+      if (policy.key.kind != http::KeyKind::kHeader ||
+          !http::equalsIgnoreCase(policy.key.header, "Cookie")) {
+        continue;
+      }
+      out.push_back("http policy " + policy.name +
+                    " keys by the Cookie header, a client's whole cookie jar: one cookie more, "
+                    "or the same in another order, is another key, so it limits nobody who "
+                    "does that; key by the session the service reads (key: user)");
     }
   }
   return out;

@@ -75,14 +75,12 @@ std::vector<Cidr> parseCidrList(YamlReader& reader, const YamlEntry& entry, cons
                                 const std::string& base_dir, const CidrListBound& bound) {
   DistinctCidrs out;
   if (!reader.list(entry, what, kListShape)) return {};
-  std::array<size_t, 2> count{};  // IPv4, IPv6
-  std::set<std::string> files;    // read for this list
+  std::set<std::string> files;  // read for this list
   for (const YAML::Node& value : entry.value) {
     YamlEntry item{entry.value, value};
-    const size_t before = out.size();
     if (value.IsMap()) {
-      // past twice the bound, one family is past it: the file is read no further
-      readFileEntry(reader, item, what, base_dir, 2 * bound.per_family, out, files);
+      // past the bound in one family, the file is read no further
+      readFileEntry(reader, item, what, base_dir, bound.per_family, out, files);
     } else if (!value.IsScalar()) {
       reader.error(
           item, what + " entries must be CIDRs or {file: PATH} (got " + describeNode(value) + ")");
@@ -91,9 +89,8 @@ std::vector<Cidr> parseCidrList(YamlReader& reader, const YamlEntry& entry, cons
     } else {
       out.add(*cidr);
     }
-    for (size_t i = before; i < out.size(); ++i) ++count[out[i].family == Family::kV6];
-    for (auto [family, name] : {std::pair{0, "IPv4"}, std::pair{1, "IPv6"}}) {
-      if (count[family] <= bound.per_family) continue;
+    for (auto [family, name] : {std::pair{Family::kV4, "IPv4"}, std::pair{Family::kV6, "IPv6"}}) {
+      if (out.count(family) <= bound.per_family) continue;
       reader.error(entry.key, what + " holds more " + name + " prefixes than " + bound.limit +
                                   " (" + std::to_string(bound.per_family) + "): " + bound.fix);
       return {};

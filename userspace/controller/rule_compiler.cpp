@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <string>
 
 #include "fg_gcra.h"
@@ -90,15 +91,29 @@ uint64_t packetInterval(uint64_t pps) { return ceilDiv(kUnitsPerSecond, pps); }
 uint64_t byteInterval(uint64_t bits_per_s) { return ceilDiv(kUnitsPerSecond * 8, bits_per_s); }
 
 RateAsRun ppsAsRun(uint64_t pps) {
+  if (pps == 0) return {};
   const uint64_t interval = packetInterval(pps);
   const double exact = static_cast<double>(kUnitsPerSecond) / static_cast<double>(interval);
   return {roundestRate(exact, interval, packetInterval), 1 - exact / static_cast<double>(pps)};
 }
 
 RateAsRun bpsAsRun(uint64_t bits_per_s) {
+  if (bits_per_s == 0) return {};
   const uint64_t interval = byteInterval(bits_per_s);
   const double exact = static_cast<double>(kUnitsPerSecond) * 8 / static_cast<double>(interval);
   return {roundestRate(exact, interval, byteInterval), 1 - exact / static_cast<double>(bits_per_s)};
+}
+
+std::optional<std::string> coarseRateNote(uint64_t written, bool bits) {
+  const RateAsRun run = bits ? bpsAsRun(written) : ppsAsRun(written);
+  if (run.below <= kShownWithin) return std::nullopt;
+  const auto format = bits ? formatBitRate : formatCount;
+  char percent[16];
+  std::snprintf(percent, sizeof percent, "%.2f%%", run.below * 100);
+  return format(written) + " runs at " + format(run.shown) + ", " + percent +
+         " lower: the program keeps a " + (bits ? "byte" : "packet") +
+         "'s time in whole 1/65536 ns, too coarse a step for a rate this high; floodgate "
+         "status shows the rate that runs";
 }
 
 Result<fg_rule> compileRule(const RuleSpec& spec, uint64_t tick_units) {

@@ -3,6 +3,8 @@
 // reads them back for display.
 #pragma once
 
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "controller/rule_spec.h"
@@ -26,13 +28,16 @@ uint64_t byteInterval(uint64_t bits_per_s);
 
 // How a token bucket's rate runs. Its interval, rounded up to a whole unit, makes the rate a
 // little lower than written: by at most 0.1% up to 524 Gbit/s (and 65 G packets a second), by
-// up to one unit in the interval past them (10 Tbit/s 1.1%).
+// up to one unit in the interval past them (10 Tbit/s 1.1%). A rate of 0 runs as 0.
 struct RateAsRun {
   uint64_t shown = 0;  // as describeLimits (`floodgate status`) gives it: within 0.1% of it
   double below = 0;    // how much lower than written, a fraction of it (0 to 1)
 };
 RateAsRun ppsAsRun(uint64_t pps);
 RateAsRun bpsAsRun(uint64_t bits_per_s);
+// For a rate that runs more than 0.1% lower than written (pps, or bits a second with `bits`),
+// what to tell its author: "10Tbit runs at 9.9Tbit, 1.08% lower: ..."; nothing otherwise.
+std::optional<std::string> coarseRateNote(uint64_t written, bool bits);
 
 // Checks the spec (a usage error naming the field otherwise) and compiles it. With the
 // program's clock tick (`tick_units`, bucket time units per jiffy), a token bucket is made
