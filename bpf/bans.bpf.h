@@ -80,13 +80,16 @@ __attribute__((noinline)) int fg_banned_past(struct fg_settings *settings,
 
 	if (!settings || !pkt)
 		return 0;
-	for (int level = 0; level < FG_BAN_LEVELS; level++) {
+	/* FG_BAN_LEVELS retired, then one more look (the first finds the one fg_banned found) */
+	for (int level = 0; level <= FG_BAN_LEVELS; level++) {
 		fg_lpm_key(pkt, prefixlen, &key);
 		ban = bpf_map_lookup_elem(fg_ban_map(pkt), &key);
 		if (!ban)
 			return 0;
 		if (!ban->expires || jiffies < ban->expires)
 			return 1;
+		if (level == FG_BAN_LEVELS)
+			return 0;
 		prefixlen = ban->prefixlen;
 		fg_retire_ban(settings, pkt, ban, jiffies);
 		if (prefixlen == 0)
@@ -132,9 +135,9 @@ static __always_inline void fg_start_ban(struct fg_settings *settings, const str
 	ban.prefixlen = fg_source_prefix(pkt, rule->ipv4_prefix, rule->ipv6_prefix);
 	fg_lpm_key(pkt, ban.prefixlen, &key);
 	if (bpf_map_update_elem(fg_ban_map(pkt), &key, &ban, BPF_NOEXIST) != 0) {
-		/* a ban still running, or one over that the lookup did not reach (more than
-		 * FG_BAN_LEVELS over bans narrower than it): that one is retired, and the ban
-		 * starts in its place */
+		/* a ban still running, or one over that the lookup did not reach (FG_BAN_LEVELS
+		 * or more bans over narrower than it): that one is retired, and the ban starts
+		 * in its place */
 		struct fg_ban *held = bpf_map_lookup_elem(fg_ban_map(pkt), &key);
 
 		if (!held || held->prefixlen != ban.prefixlen || !held->expires ||

@@ -265,16 +265,17 @@ TEST_F(BansTest, ANarrowBanRunningOutNeverHidesAWiderOneStillRunning) {
   EXPECT_EQ((*bans)[0].cidr.toString(), "192.0.2.0/24");
 }
 
-// Several bans over, one inside another, under a wider one still running: the lookup goes
+// Four bans over, one inside another, under a wider one still running: the lookup goes
 // through every one that ran out (deleting each) to the one running, so not one packet of the
 // source gets by.
 TEST_F(BansTest, NarrowBansRunningOutOneInsideAnotherNeverHideAWiderOneStillRunning) {
   load({sourceRule(1000, 1000)});
-  for (const char* cidr : {"192.0.0.0/16", "192.0.2.0/24", "192.0.2.64/28", "192.0.2.70"}) {
+  for (const char* cidr :
+       {"192.0.0.0/16", "192.0.2.0/24", "192.0.2.64/28", "192.0.2.68/30", "192.0.2.70"}) {
     ASSERT_TRUE(limiter().banAdd(*parseCidr(cidr), 600 * kSecond).ok()) << cidr;
   }
   auto trie = banTrie();
-  for (uint32_t prefixlen : {32u, 28u, 24u}) {
+  for (uint32_t prefixlen : {32u, 30u, 28u, 24u}) {  // as many as the lookup goes through
     fg_lpm_v4 key = hostKey(70);
     key.prefixlen = prefixlen;
     auto entry = trie.find(key);
@@ -285,7 +286,7 @@ TEST_F(BansTest, NarrowBansRunningOutOneInsideAnotherNeverHideAWiderOneStillRunn
   }
   EXPECT_EQ(run(udpFrom("192.0.2.70")), XDP_DROP) << "the /16 holds it from the first packet";
   EXPECT_EQ(counted(FG_VERDICT_DROP, FG_REASON_BAN), 1u);
-  EXPECT_EQ(banCount(), 1u) << "the three that ran out are gone";
+  EXPECT_EQ(banCount(), 1u) << "the four that ran out are gone";
   auto bans = limiter().bans();
   ASSERT_TRUE(bans.ok());
   ASSERT_EQ(bans->size(), 1u);

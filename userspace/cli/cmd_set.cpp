@@ -45,21 +45,23 @@ Status setRule(const SetFlags& flags) {
   if (Status s = checkPrivileges(); !s) return s;
   auto limiter = XdpLimiter::open(flags.interface);
   if (!limiter) return limiter.error();
-  if (change->burst || change->burst_bytes) {
-    auto rules = limiter->activeRules();
-    if (!rules) return rules.error();
-    for (const fg_rule& rule : *rules) {
-      if (flags.rule == rule.name && rule.algorithm != FG_ALG_TOKEN_BUCKET) {
-        return Error::usage("rule '" + flags.rule +
-                            "' limits by window, which has no burst (a window admits rate x "
-                            "window): set its rate only (--pps, --bps)");
-      }
+  auto rules = limiter->activeRules();
+  if (!rules) return rules.error();
+  bool token_bucket = false;
+  for (const fg_rule& rule : *rules) {
+    if (flags.rule != rule.name) continue;
+    token_bucket = rule.algorithm == FG_ALG_TOKEN_BUCKET;
+    if (!token_bucket && (change->burst || change->burst_bytes)) {
+      return Error::usage("rule '" + flags.rule +
+                          "' limits by window, which has no burst (a window admits rate x "
+                          "window): set its rate only (--pps, --bps)");
     }
   }
   if (Status s = limiter->setLimits(flags.rule, *change); !s) return s;
+  // a window's rate is a count a window, which runs as written
   for (auto [rate, bits, flag] :
        {std::tuple{change->pps, false, "--pps"}, std::tuple{change->bits_per_s, true, "--bps"}}) {
-    if (!rate) continue;
+    if (!rate || !token_bucket) continue;
     if (auto note = coarseRateNote(*rate, bits)) {
       std::cerr << "floodgate: warning: " << flag << " " << *note << "\n";
     }

@@ -115,9 +115,9 @@ FloodgateConfig parseConfig(const std::string& text, const std::string& file_nam
   } catch (const YAML::Exception& e) {
     addAt(found, file_name, e);
   } catch (const std::exception& e) {
-    // what the process cannot do at all (no random key for the lists' index): one line
-    diagnostics.add(file_name, 0, 0, std::string("cannot read the config: ") + e.what());
-    return config;
+    // what the process cannot do at all (no random key for the lists' index): one line,
+    // after those found before it
+    found.add(file_name, 0, 0, std::string("cannot read the config: ") + e.what());
   }
   for (Diagnostic& d : reader.sortedDiagnostics()) diagnostics.add(std::move(d));
   diagnostics.addOmitted(found.omitted());
