@@ -3,6 +3,7 @@
 // early and never again after a long silence, and the table keeps room for manual bans.
 #include <gtest/gtest.h>
 
+#include <initializer_list>
 #include <map>
 
 #include "bpf/xdp_fixture.h"
@@ -40,6 +41,20 @@ class BansTest : public XdpProgramTest {
     auto now = currentJiffies();
     EXPECT_TRUE(now.ok());
     return now.ok() ? *now : 0;
+  }
+
+  // Makes the bans of 192.0.2.0/`prefixlens` that hold 192.0.2.`last_octet` over a tick ago.
+  void endBansHolding(uint8_t last_octet, std::initializer_list<uint32_t> prefixlens) {
+    auto trie = banTrie();
+    for (uint32_t prefixlen : prefixlens) {
+      fg_lpm_v4 key = hostKey(last_octet);
+      key.prefixlen = prefixlen;
+      auto entry = trie.find(key);
+      ASSERT_TRUE(entry.has_value()) << prefixlen;
+      ASSERT_EQ(entry->prefixlen, prefixlen);
+      entry->expires = jiffies() - 1;
+      ASSERT_TRUE(trie.update(key, *entry).ok());
+    }
   }
 
   // As if rule bans had filled the IPv4 ban table up to the room kept for manual bans.
@@ -274,16 +289,8 @@ TEST_F(BansTest, NarrowBansRunningOutOneInsideAnotherNeverHideAWiderOneStillRunn
        {"192.0.0.0/16", "192.0.2.0/24", "192.0.2.64/28", "192.0.2.68/30", "192.0.2.70"}) {
     ASSERT_TRUE(limiter().banAdd(*parseCidr(cidr), 600 * kSecond).ok()) << cidr;
   }
-  auto trie = banTrie();
-  for (uint32_t prefixlen : {32u, 30u, 28u, 24u}) {  // as many as the lookup goes through
-    fg_lpm_v4 key = hostKey(70);
-    key.prefixlen = prefixlen;
-    auto entry = trie.find(key);
-    ASSERT_TRUE(entry.has_value());
-    ASSERT_EQ(entry->prefixlen, prefixlen);
-    entry->expires = jiffies() - 1;
-    ASSERT_TRUE(trie.update(key, *entry).ok());
-  }
+  // as many as the lookup goes through
+  ASSERT_NO_FATAL_FAILURE(endBansHolding(70, {32, 30, 28, 24}));
   EXPECT_EQ(run(udpFrom("192.0.2.70")), XDP_DROP) << "the /16 holds it from the first packet";
   EXPECT_EQ(counted(FG_VERDICT_DROP, FG_REASON_BAN), 1u);
   EXPECT_EQ(banCount(), 1u) << "the four that ran out are gone";
@@ -307,16 +314,8 @@ TEST_F(BansTest, ARuleBanStartsWhereABanOfItsPrefixRanOut) {
        {"192.0.2.0/24", "192.0.2.64/29", "192.0.2.68/30", "192.0.2.70/31", "192.0.2.70"}) {
     ASSERT_TRUE(limiter().banAdd(*parseCidr(cidr), 600 * kSecond).ok()) << cidr;
   }
+  ASSERT_NO_FATAL_FAILURE(endBansHolding(70, {32, 31, 30, 29, 24}));
   auto trie = banTrie();
-  for (uint32_t prefixlen : {32u, 31u, 30u, 29u, 24u}) {
-    fg_lpm_v4 key = hostKey(70);
-    key.prefixlen = prefixlen;
-    auto entry = trie.find(key);
-    ASSERT_TRUE(entry.has_value());
-    ASSERT_EQ(entry->prefixlen, prefixlen);
-    entry->expires = jiffies() - 1;
-    ASSERT_TRUE(trie.update(key, *entry).ok());
-  }
   EXPECT_EQ(run(frame), XDP_DROP);  // refused by its bucket: the rule bans the /24
   fg_lpm_v4 wide = hostKey(0);
   wide.prefixlen = 24;
