@@ -132,6 +132,16 @@ TEST(EscalationGuard, TheHostsOwnAddressesAreListed) {
   EXPECT_NE(std::find(own->begin(), own->end(), cidr("127.0.0.1")), own->end());
 }
 
+// The network whose clients share a quota of bans: never wider than the client itself.
+TEST(EscalationGuard, AClientsNetworkIsItsIpv4Slash24OrIpv6Slash48) {
+  EXPECT_EQ(reportNetwork(cidr("198.51.100.7")), cidr("198.51.100.0/24"));
+  EXPECT_EQ(reportNetwork(cidr("2001:db8:1:2::/64")), cidr("2001:db8:1::/48"));
+  EXPECT_EQ(reportNetwork(cidr("2001:db8:1:2::5")), cidr("2001:db8:1::/48"));
+  EXPECT_EQ(reportNetwork(cidr("2001:db8::/40")), cidr("2001:db8::/40")) << "a wider client";
+  EXPECT_EQ(reportNetwork(cidr("64:ff9b::198.51.100.7")), cidr("64:ff9b::198.51.100.0/120"))
+      << "a NAT64 address is an IPv4 client";
+}
+
 TEST(BanQuota, EachReporterGetsItsOwnMinute) {
   BanQuota quota;
   const auto t0 = BanQuota::Clock::time_point{} + std::chrono::hours(1);

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <sstream>
+
 #include "common/cidr_literal.h"
 #include "floodgate/fleet/report_stream.h"
 
@@ -244,10 +246,11 @@ TEST_F(EscalationPolicyTest, WhenFullOfYoungLiftsTheOneSignedFirstGoes) {
   EXPECT_EQ(decide(before).result, metrics::kEscalationBanned);
 }
 
-// A report of 198.51.100.N, read back by a start's replay 10 s after it was made or live.
+// A report of 198.51.N.1 (each in a network of its own), read back by a start's replay 10 s
+// after it was made or live.
 ReceivedReport fromTheStream(int n, bool replayed) {
   const std::string line =
-      "offender 198.51.100." + std::to_string(n) + " rejections=50 within_ms=10000";
+      "offender 198.51." + std::to_string(n) + ".1 rejections=50 within_ms=10000";
   ReceivedReport r = received(line.c_str(), replayed ? 10'000'000'000ULL : 0);
   r.replayed = replayed;
   return r;
@@ -338,6 +341,52 @@ TEST_F(EscalationPolicyTest, UnsignedAndUnknownSendersAreUnauthorised) {
   EXPECT_NE(stranger.why.find("uid 4242"), std::string::npos);
   config_.access.users = {4242};
   EXPECT_EQ(decide(socket).result, metrics::kEscalationBanned) << "a listed reporter may";
+}
+
+// Whoever holds an IPv6 /48 has 65,536 /64 clients to drive over the threshold: the bans of
+// one network's clients are bounded over every reporter, so it cannot spend the reporters'
+// quotas before another abuser's report bans.
+TEST_F(EscalationPolicyTest, OneNetworksClientsCannotSpendTheQuotasOfEveryone) {
+  config_.escalate.max_bans_per_minute = 60;
+  config_.escalate.max_bans_per_network_per_minute = 3;
+  auto report = [](const std::string& address, const char* reporter) {
+    ReceivedReport r = received(("offender " + address + " rejections=50 within_ms=10000").c_str());
+    r.reporter = reporter;
+    return r;
+  };
+  int banned = 0;
+  for (int n = 0; n < 40; ++n) {
+    std::ostringstream slash64;
+    slash64 << "2001:db8:77:" << std::hex << n << "::/64";
+    const ReceivedReport r = report(slash64.str(), n % 2 ? "host-a" : "host-b");
+    const EscalationDecision decision = decide(r);
+    if (decision.result == metrics::kEscalationBanned) {
+      ++banned;
+      remember(r, decision);
+    } else {
+      EXPECT_EQ(decision.result, metrics::kEscalationRateLimited);
+      EXPECT_NE(decision.why.find("2001:db8:77::/48"), std::string::npos) << decision.why;
+      EXPECT_NE(decision.why.find("max_bans_per_network_per_minute"), std::string::npos);
+    }
+  }
+  EXPECT_EQ(banned, 3) << "over both reporters";
+  for (const char* other : {"2001:db8:78::/64", "198.51.100.7", "198.51.101.7"}) {
+    const ReceivedReport r = report(other, "host-a");
+    const EscalationDecision decision = decide(r);
+    EXPECT_EQ(decision.result, metrics::kEscalationBanned) << other << ": " << decision.why;
+    remember(r, decision);
+  }
+  for (int n = 8; n < 10; ++n) {
+    const ReceivedReport r = report("198.51.100." + std::to_string(n), "host-a");
+    remember(r, decide(r));
+  }
+  EXPECT_EQ(decide(report("198.51.100.10", "host-b")).result, metrics::kEscalationRateLimited)
+      << "an IPv4 /24 is one network";
+  EXPECT_EQ(decide(report("64:ff9b::198.51.102.7", "host-b")).result, metrics::kEscalationBanned)
+      << "NAT64's clients are networks of their IPv4 addresses, not one /48";
+  now_ += seconds(60);
+  EXPECT_EQ(decide(report("2001:db8:77:ff::/64", "host-a")).result, metrics::kEscalationBanned)
+      << "a new minute";
 }
 
 TEST_F(EscalationPolicyTest, TimeGoingBackwardsNeverEndsABanEarly) {

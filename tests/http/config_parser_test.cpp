@@ -290,7 +290,7 @@ TEST(HttpConfig, EscalateNamesWhoMayReportAndHowOften) {
   auto config = parseHttpConfigText(
       "http:\n  escalate: {rejections: 5, within: 10s, ban: 1m, socket_group: floodgate,\n"
       "    reporter_users: [www-data], reporter_groups: [web], max_bans_per_minute: 7,\n"
-      "    max_stream_bans_per_minute: 30}\n",
+      "    max_stream_bans_per_minute: 30, max_bans_per_network_per_minute: 4}\n",
       "f.yaml");
   ASSERT_TRUE(config.ok()) << config.error().message;
   EXPECT_EQ(config->escalate.socket_group, "floodgate");
@@ -298,6 +298,16 @@ TEST(HttpConfig, EscalateNamesWhoMayReportAndHowOften) {
   EXPECT_EQ(config->escalate.reporter_groups, std::vector<std::string>{"web"});
   EXPECT_EQ(config->escalate.max_bans_per_minute, 7);
   EXPECT_EQ(config->escalate.max_stream_bans_per_minute, 30);
+  EXPECT_EQ(config->escalate.max_bans_per_network_per_minute, 4);
+  EXPECT_EQ(
+      parseHttpConfigText("http:\n  escalate: {rejections: 5, within: 10s, ban: 1m}\n", "f.yaml")
+          ->escalate.max_bans_per_network_per_minute,
+      10)
+      << "the default";
+  EXPECT_EQ(firstError("http:\n  escalate: {rejections: 5, within: 10s, ban: 1m,\n"
+                       "    max_bans_per_network_per_minute: 0}\n"),
+            "f.yaml:3:38: http.escalate.max_bans_per_network_per_minute must be from 1 to "
+            "1000000, got 0");
   EXPECT_EQ(
       firstError("http:\n  escalate: {rejections: 5, within: 10s, ban: 1m,\n"
                  "    reporter_users: [\"root;rm\"]}\n"),

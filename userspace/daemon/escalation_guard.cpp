@@ -30,6 +30,12 @@ bool overlaps(const Cidr& a, const Cidr& b) {
   return a.family == b.family && (covers(a, b) || covers(b, a));
 }
 
+// NAT64's well-known prefix: each of its addresses is one IPv4 client behind the translator.
+const Cidr& nat64Prefix() {
+  static const Cidr kNat64 = prefixOf("64:ff9b::/96");
+  return kNat64;
+}
+
 bool overlapsAny(const Cidr& report, const std::vector<Cidr>& list) {
   return std::any_of(list.begin(), list.end(),
                      [&](const Cidr& entry) { return overlaps(entry, report); });
@@ -111,10 +117,9 @@ Refusal addressRefusal(const Cidr& address, const NeverBanned& never) {
   };
   // An address of the NAT64 prefix is one IPv4 client each, keyed (and reported) whole: a
   // shorter prefix over it, however long for IPv6, is every client behind the translator.
-  static const Cidr kNat64 = prefixOf("64:ff9b::/96");
-  const int widest = address.family == Family::kV4 ? never.widest_ipv4
-                     : overlaps(kNat64, address)   ? 128
-                                                   : never.widest_ipv6;
+  const int widest = address.family == Family::kV4      ? never.widest_ipv4
+                     : overlaps(nat64Prefix(), address) ? 128
+                                                        : never.widest_ipv6;
   if (address.prefix < widest) return Refusal::kTooWide;
   for (const auto& range : kNeverBanned) {
     if (overlaps(range.prefix, address)) return range.why;
@@ -124,6 +129,16 @@ Refusal addressRefusal(const Cidr& address, const NeverBanned& never) {
   if (overlapsAny(address, never.services)) return Refusal::kService;
   if (overlapsAny(address, never.allow)) return Refusal::kAllowListed;
   return Refusal::kNone;
+}
+
+Cidr reportNetwork(const Cidr& address) {
+  const int network = address.family == Family::kV4      ? 24
+                      : overlaps(nat64Prefix(), address) ? 120
+                                                         : 48;
+  Cidr out = address;
+  out.prefix = static_cast<uint8_t>(std::min<int>(network, address.prefix));
+  maskAddress(out.addr, out.prefix);
+  return out;
 }
 
 Refusal refusalFor(const OffenderReport& report, const EscalationRules& rules,

@@ -69,6 +69,12 @@ struct NeverBanned {
 };
 Refusal addressRefusal(const Cidr& address, const NeverBanned& never);
 
+// The network of a reported client, which shares one quota of bans with the rest of it: an
+// IPv4 /24; an IPv6 /48 (one site's, or one tunnel broker account's: 65,536 /64 clients
+// to report); for an address of NAT64's 64:ff9b::/96 (an IPv4 client each), the /120 of
+// its IPv4 /24. Never wider than `address` itself.
+Cidr reportNetwork(const Cidr& address);
+
 // The addresses of a `type: redis` store's servers (address and cluster seeds), as host
 // prefixes: an address as it is, a name as it resolves now (none when it does not); none
 // for a Unix socket or another store type.

@@ -17,25 +17,38 @@ EscalationDecision refused(metrics::EscalationResult result, std::string why) {
   return {result, 0, std::move(why)};
 }
 
-// How many bans a minute the quotas of `received` allow, its reporter's and the stream's.
+// How many bans a minute the quotas of `received` allow: its reporter's, the stream's and its
+// network's.
 struct QuotaLimits {
   int64_t reporter;
   int64_t stream;
+  int64_t network;
 };
 
 QuotaLimits quotaLimits(const ReceivedReport& received, const report::EscalateConfig& escalate) {
-  if (!received.replayed) {
-    return {escalate.max_bans_per_minute, escalate.max_stream_bans_per_minute};
-  }
-  return {replayPerMinute(escalate.max_bans_per_minute, escalate.ban_ns),
-          replayPerMinute(escalate.max_stream_bans_per_minute, escalate.ban_ns)};
+  const QuotaLimits live{escalate.max_bans_per_minute, escalate.max_stream_bans_per_minute,
+                         escalate.max_bans_per_network_per_minute};
+  if (!received.replayed) return live;
+  return {replayPerMinute(live.reporter, escalate.ban_ns),
+          replayPerMinute(live.stream, escalate.ban_ns),
+          replayPerMinute(live.network, escalate.ban_ns)};
 }
 
-// The quotas of `received`, its reporter's and the stream's: a start's replay has its own.
+// The quotas of `received`, its reporter's, the stream's and its network's: a start's replay
+// has its own.
 template <class Memory>  // EscalationMemory, const or not
 auto quotasOf(const ReceivedReport& received, Memory& memory) {
-  return received.replayed ? std::pair{&memory.replay_quota, &memory.replay_stream_quota}
-                           : std::pair{&memory.quota, &memory.stream_quota};
+  struct Quotas {
+    decltype(&memory.quota) reporter, stream, network;
+  };
+  return received.replayed ? Quotas{&memory.replay_quota, &memory.replay_stream_quota,
+                                    &memory.replay_network_quota}
+                           : Quotas{&memory.quota, &memory.stream_quota, &memory.network_quota};
+}
+
+// The key of `received`'s network in the network quotas.
+std::string networkKey(const ReceivedReport& received) {
+  return reportNetwork(received.report->address).toString();
 }
 
 }  // namespace
@@ -142,20 +155,27 @@ EscalationDecision decideEscalation(const ReceivedReport& received, const Escala
     return counted(metrics::kEscalationLifted);
   }
   const QuotaLimits limits = quotaLimits(received, config.escalate);
-  const auto [quota, stream_quota] = quotasOf(received, memory);
+  const auto quotas = quotasOf(received, memory);
   const std::string replay = received.replayed ? " of a start's replay" : "";
   const std::string over = received.replayed ? " over one ban time and a minute" : "";
-  if (!quota->allows(received.reporter, limits.reporter, now)) {
+  if (!quotas.reporter->allows(received.reporter, limits.reporter, now)) {
     return refused(metrics::kEscalationRateLimited,
                    "more than " + std::to_string(limits.reporter) + " bans in a minute" + replay +
                        " (http.escalate.max_bans_per_minute" + over + ")");
   }
-  if (!received.over_socket && !stream_quota->allows(kStreamQuotaKey, limits.stream, now)) {
+  if (!received.over_socket && !quotas.stream->allows(kStreamQuotaKey, limits.stream, now)) {
     return refused(metrics::kEscalationRateLimited,
                    "more than " + std::to_string(limits.stream) + " bans in a minute" + replay +
                        " from the report stream as a whole "
                        "(http.escalate.max_stream_bans_per_minute" +
                        over + ")");
+  }
+  const std::string network = networkKey(received);
+  if (!quotas.network->allows(network, limits.network, now)) {
+    return refused(metrics::kEscalationRateLimited,
+                   "more than " + std::to_string(limits.network) + " bans in a minute" + replay +
+                       " of clients in " + network +
+                       " (http.escalate.max_bans_per_network_per_minute" + over + ")");
   }
   // what is left of the ban time: all of it, unless read from the stream's past
   return {metrics::kEscalationBanned, ban_time_ns - received.age_ns, ""};
@@ -164,9 +184,10 @@ EscalationDecision decideEscalation(const ReceivedReport& received, const Escala
 void chargeBan(const ReceivedReport& received, const EscalationConfig& config,
                EscalationMemory& memory, std::chrono::steady_clock::time_point now) {
   const QuotaLimits limits = quotaLimits(received, config.escalate);
-  const auto [quota, stream_quota] = quotasOf(received, memory);
-  quota->take(received.reporter, limits.reporter, now);
-  if (!received.over_socket) stream_quota->take(kStreamQuotaKey, limits.stream, now);
+  const auto quotas = quotasOf(received, memory);
+  quotas.reporter->take(received.reporter, limits.reporter, now);
+  if (!received.over_socket) quotas.stream->take(kStreamQuotaKey, limits.stream, now);
+  quotas.network->take(networkKey(received), limits.network, now);
 }
 
 }  // namespace floodgate::daemon

@@ -76,12 +76,16 @@ struct EscalationMemory {
   // The report stream's bans as a whole (key kStreamQuotaKey), apart from `quota`, whose
   // oldest reporters made-up names could push out.
   BanQuota stream_quota;
-  // The same two for reports a start read back from the stream's past (`replayed`): the
+  // The bans of each network's clients (reportNetwork's prefix, as text) over every reporter
+  // and the stream: one network's 65,536 /64s must not spend the two above for everyone.
+  BanQuota network_quota;
+  // The same three for reports a start read back from the stream's past (`replayed`): the
   // controllers running then charged them to theirs, and a restart must not take the live
   // quota of its first minute. Each allows as many as the live one over one ban time and a
   // minute (replayPerMinute), no more than the fleet could apply while they were made.
   BanQuota replay_quota;
   BanQuota replay_stream_quota;
+  BanQuota replay_network_quota;
 };
 
 // What a quota of `per_minute` bans lets a start's replay of `ban_ns` of reports ban in a
@@ -103,8 +107,8 @@ struct EscalationDecision {
 // signed, one not read from the stream's past (its ban over), a client that may be banned
 // (escalation_guard.h's refusals, `own` being this host's addresses), not banned by an
 // escalation still running, not signed before the fleet's last lift of it (read from the
-// stream), and within its reporter's quota (and, read from the stream, the
-// stream's; a start's replay has its own). Pure but for
+// stream), and within its reporter's quota, the stream's (read from the stream) and its
+// network's (reportNetwork); a start's replay has quotas of its own. Pure but for
 // ReporterAccess::allows, which reads the group database for a uid it does not list.
 EscalationDecision decideEscalation(const ReceivedReport& received, const EscalationConfig& config,
                                     const std::vector<Cidr>& own, const EscalationMemory& memory,

@@ -61,7 +61,7 @@ enum EscalationResult {
   kEscalationService,
   kEscalationTooWide,
   kEscalationBelowThreshold,
-  kEscalationRateLimited,  // the reporter's max_bans_per_minute was reached
+  kEscalationRateLimited,  // a quota of bans a minute was reached (reporter, stream, network)
   kEscalationLifted,       // signed before the fleet's last lift of its prefix
   // passed every guard, but no held interface took the ban (its table full up to the
   // entries kept, another command holding its writer lock past the wait)

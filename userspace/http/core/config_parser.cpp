@@ -412,16 +412,24 @@ void Parser::parseReporters(const YamlFields& fields, EscalateConfig& escalate) 
       escalate.max_stream_bans_per_minute = *v;
     }
   }
+  if (const YamlEntry* e = fields.find("max_bans_per_network_per_minute")) {
+    if (auto v =
+            reader_.integer(*e, "http.escalate.max_bans_per_network_per_minute", 1, 1'000'000)) {
+      escalate.max_bans_per_network_per_minute = *v;
+    }
+  }
 }
 
 // escalate: {rejections: N, within: 10s, ban: 10m, socket: PATH, socket_group: NAME,
 //            reporter_users: [NAME], reporter_groups: [NAME], max_bans_per_minute: N,
-//            max_stream_bans_per_minute: N, redis_stream: KEY, secret_file: PATH}
+//            max_stream_bans_per_minute: N, max_bans_per_network_per_minute: N,
+//            redis_stream: KEY, secret_file: PATH}
 void Parser::parseEscalate(const YamlEntry& entry, EscalateConfig& escalate) {
-  std::optional<YamlFields> fields = reader_.mapping(
-      entry, "http.escalate",
-      {"rejections", "within", "ban", "socket", "socket_group", "reporter_users", "reporter_groups",
-       "max_bans_per_minute", "max_stream_bans_per_minute", "redis_stream", "secret_file"});
+  std::optional<YamlFields> fields =
+      reader_.mapping(entry, "http.escalate",
+                      {"rejections", "within", "ban", "socket", "socket_group", "reporter_users",
+                       "reporter_groups", "max_bans_per_minute", "max_stream_bans_per_minute",
+                       "max_bans_per_network_per_minute", "redis_stream", "secret_file"});
   if (!fields) return;
   parseReporters(*fields, escalate);
   bool complete = true;
