@@ -151,15 +151,23 @@ static __always_inline void fg_start_ban(struct fg_settings *settings, const str
 	fg_emit_ban(FG_EVENT_BAN_START, rule->id, pkt->family, &key, jiffies);
 }
 
-/* fg_start_ban for a rule's visit, as a global function: its record and key would otherwise
- * sit on the rule step's or the main program's frame, whose bytes the 512-byte cap on a
- * chain of frames cannot spare. */
+/* fg_start_ban for a rule's refusal of a packet of `len` bytes, as a global function: its
+ * record and key would otherwise sit on the rule step's or the main program's frame, whose
+ * bytes the 512-byte cap on a chain of frames cannot spare. A frame larger than the rule's
+ * whole byte bucket (or window) is refused however quiet its source kept (a double-tagged
+ * full-size frame is 1522 bytes, the smallest byte bucket 1518): that is the frame's size,
+ * not the source over its limit, so it starts no ban. Such a frame never passes the rule
+ * either way. */
 __attribute__((noinline)) int fg_ban_source(struct fg_settings *settings,
 					    const struct fg_rule *rule, const struct fg_packet *pkt,
-					    __u64 jiffies)
+					    __u64 jiffies, __u32 len)
 {
-	if (settings && rule && pkt)
-		fg_start_ban(settings, rule, pkt, jiffies);
+	if (!settings || !rule || !pkt)
+		return 0;
+	if (rule->limits[FG_LIMIT_BPS].interval &&
+	    rule->limits[FG_LIMIT_BPS].interval * len > rule->limits[FG_LIMIT_BPS].capacity)
+		return 0;
+	fg_start_ban(settings, rule, pkt, jiffies);
 	return 0;
 }
 

@@ -465,7 +465,7 @@ static __always_inline int fg_rule_outcome(struct fg_walk *walk, struct fg_setti
 	 * rule starts to the fleet, whose hosts would drop what this one only counts. */
 	if (rule->action == FG_ACTION_BAN && settings && !monitoring &&
 	    (walk->eval.ref & FG_REF_KIND_MASK) == FG_REF_SLOT)
-		fg_ban_source(settings, rule, &walk->pkt, walk->eval.jiffies);
+		fg_ban_source(settings, rule, &walk->pkt, walk->eval.jiffies, walk->eval.len);
 	walk->verdict = FG_VERDICT_DROP;
 	return 1;
 }

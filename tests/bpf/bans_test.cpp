@@ -453,6 +453,34 @@ TEST_F(BansTest, OnlyASourceOverItsOwnLimitIsBanned) {
   EXPECT_EQ(counted(FG_VERDICT_DROP, FG_REASON_BAN), 1u);
 }
 
+// A frame larger than a rule's whole byte window (a double-tagged full-size frame is 1522
+// bytes, the smallest byte bucket 1518) is refused however quiet its source kept: the frame's
+// size, not the source over its limit, so it is dropped and starts no ban. The same source
+// over its limit with frames that fit is banned.
+TEST_F(BansTest, AFrameNoFullBucketCouldAdmitIsDroppedButBansNoOne) {
+  RuleSpec banning;
+  banning.name = "bytes";
+  banning.algorithm = Algorithm::kFixedWindow;
+  banning.window_ns = kSecond;
+  banning.limit.bits_per_s = 8 * 1518;  // 1518 bytes a window
+  banning.action = ExceedAction::kBan;
+  banning.ban_ns = 600 * kSecond;
+  AttachOptions options;
+  options.test_clock_hz = 1000;
+  load({banning}, options);
+  setClock(100000);
+  auto large = udpFrom("192.0.2.70", 1522 - 42);
+  ASSERT_EQ(large.size(), 1522u);
+  EXPECT_EQ(run(large), XDP_DROP);
+  EXPECT_EQ(run(large), XDP_DROP);
+  EXPECT_EQ(banCount(), 0u);
+  EXPECT_EQ(counted(FG_VERDICT_DROP, FG_REASON_RATE), 2u);
+  auto full = udpFrom("192.0.2.70", 1518 - 42);
+  EXPECT_EQ(run(full), XDP_PASS) << "a window's worth, unbanned";
+  EXPECT_EQ(run(full), XDP_DROP) << "over its limit";
+  EXPECT_EQ(banCount(), 1u);
+}
+
 // A source that owns its slot and comes back after a silence ending in the hours before the
 // unit clock wraps (its bucket time then reads as a debt) owes nothing: no bucket stays in
 // debt for longer than the largest capacity. It passes, gets its burst, and is not banned.
