@@ -53,14 +53,23 @@ static __always_inline void fg_emit_ban(__u32 type, __u32 rule_id, __u8 family,
 #define FG_BAN_LEVELS 4
 
 /* Deletes the expired ban `ban` of `pkt`'s source, counted out only by whoever deleted it (the
- * controller's sweep may race us to it). */
+ * controller's sweep may race us to it). A trie deletes by key: another CPU may have retired
+ * the same ban and started a new one at its key since `ban` was read, and that one must
+ * stay, so the entry at the key is read again and deleted only while it is the one judged
+ * over (its start and end). The window left is the few instructions to the delete. */
 static __always_inline void fg_retire_ban(struct fg_settings *settings, const struct fg_packet *pkt,
 					  const struct fg_ban *ban, __u64 jiffies)
 {
 	union fg_lpm_key key;
-	__u32 rule_id = ban->rule_id;
+	__u32 rule_id = ban->rule_id, prefixlen = ban->prefixlen;
+	__u64 since = ban->since, expires = ban->expires;
+	struct fg_ban *held;
 
-	fg_lpm_key(pkt, ban->prefixlen, &key);
+	fg_lpm_key(pkt, prefixlen, &key);
+	held = bpf_map_lookup_elem(fg_ban_map(pkt), &key);
+	if (!held || held->prefixlen != prefixlen || held->since != since ||
+	    held->expires != expires)
+		return;
 	if (bpf_map_delete_elem(fg_ban_map(pkt), &key) == 0) {
 		__sync_fetch_and_add(&settings->ban_entries[pkt->family & 1], -1);
 		fg_emit_ban(FG_EVENT_BAN_END, rule_id, pkt->family, &key, jiffies);
