@@ -131,6 +131,13 @@ class Service {
     client.set_read_timeout(120);
     return client.Get(path.c_str(), {{"X-API-Key", key}});
   }
+  // A GET from `client` as a trusted proxy in front of it tells (X-Forwarded-For).
+  httplib::Result getFrom(const std::string& client) {
+    httplib::Client connection("127.0.0.1", port_);
+    connection.set_connection_timeout(30);
+    connection.set_read_timeout(120);
+    return connection.Get("/", {{"X-Forwarded-For", client}});
+  }
   // A DELETE, which no route serves, without an API key, which no policy limits.
   httplib::Result remove(const std::string& path) {
     httplib::Client client("127.0.0.1", port_);
@@ -430,6 +437,47 @@ TEST(Shaping, OneQueueWaitsInAtMostItsShareOfTheDelayedThreads) {
   EXPECT_EQ(service.reportable(), 0);
   service.gate().open();
   for (std::thread& client : clients) client.join();
+  EXPECT_EQ(service.delayed().held(), 0u);
+}
+
+// Queues keyed by client address: one holder of an IPv6 /48 has a queue per /64 (65,536),
+// so the queues of one network's clients wait in at most a key's share of the threads
+// together; a client of another network still gets its wait. Past the share, refused as its
+// own doing (not shed), and not reported.
+TEST(Shaping, OneNetworksClientsWaitInAtMostAKeysShareOfTheDelayedThreads) {
+  HttplibOptions options;
+  options.max_delayed_threads = 4;
+  options.max_delayed_threads_per_key = 2;
+  options.max_delay = std::chrono::seconds(1000);  // only the thread bounds apply
+  Service service(options, 8, R"(http:
+  retry_after_jitter: 0
+  trusted_proxies: [127.0.0.1]
+  client_header: x-forwarded-for
+  policies:
+    - {name: per-ip-queue, key: ip, algorithm: leaky_bucket, capacity: 20, rate_per_s: 1}
+)");
+  EXPECT_EQ(service.delayed().maxPerNetwork(), 2u) << "a key's share by default";
+  const std::vector<std::string> clients = {"2001:db8:77:1::1", "2001:db8:77:2::1",
+                                            "2001:db8:77:3::1", "2001:db8:78::1"};
+  for (const std::string& client : clients) {  // each one's first leaves at once
+    ASSERT_EQ(service.getFrom(client)->status, 200) << client;
+  }
+  std::atomic<int> too_many{0};
+  std::vector<std::thread> waiting;
+  for (const std::string& client : clients) {
+    waiting.emplace_back([&, client] {
+      auto response = service.getFrom(client);
+      if (response && response->status == 429) ++too_many;
+      service.gate().poke();
+    });
+  }
+  ASSERT_TRUE(service.gate().awaitWaiting([&](int held) { return held + too_many == 4; }));
+  EXPECT_EQ(too_many, 1) << "the third /64 of 2001:db8:77::/48";
+  EXPECT_EQ(service.gate().waiting(), 3) << "two of the /48, and the other network's one";
+  EXPECT_EQ(service.shed(), 0) << "its network's share was taken: not other clients' doing";
+  EXPECT_EQ(service.reportable(), 0);
+  service.gate().open();
+  for (std::thread& client : waiting) client.join();
   EXPECT_EQ(service.delayed().held(), 0u);
 }
 

@@ -23,12 +23,16 @@
 namespace floodgate::http {
 
 // The server threads held for a shaping delay: never more than `max` at once, nor more than
-// `max_per_key` waiting in one queue (one key of one policy), so that a few clients each
-// keeping their own queue deep cannot take every slot. A thread takes a slot before it
-// waits and gives it back when done. Thread-safe.
+// `max_per_key` waiting in one queue (one key of one policy), nor more than `max_per_network`
+// for the queues of one network's clients (queues keyed by client address), so that a few
+// clients each keeping their own queue deep cannot take every slot, nor one holder of an
+// IPv6 /48 with a queue per /64. A thread takes a slot before it waits and gives it back
+// when done. Thread-safe.
 class DelayedThreads {
  public:
-  DelayedThreads(size_t max, size_t max_per_key) : max_(max), max_per_key_(max_per_key) {}
+  DelayedThreads(size_t max, size_t max_per_key) : DelayedThreads(max, max_per_key, max_per_key) {}
+  DelayedThreads(size_t max, size_t max_per_key, size_t max_per_network)
+      : max_(max), max_per_key_(max_per_key), max_per_network_(max_per_network) {}
   DelayedThreads(const DelayedThreads&) = delete;
   DelayedThreads& operator=(const DelayedThreads&) = delete;
 
@@ -36,12 +40,15 @@ class DelayedThreads {
   class Slot {
    public:
     Slot(Slot&& other) noexcept
-        : owner_(std::exchange(other.owner_, nullptr)), key_(std::move(other.key_)) {}
+        : owner_(std::exchange(other.owner_, nullptr)),
+          key_(std::move(other.key_)),
+          network_(std::move(other.network_)) {}
     Slot& operator=(Slot&& other) noexcept {
       if (this != &other) {
         giveBack();
         owner_ = std::exchange(other.owner_, nullptr);
         key_ = std::move(other.key_);
+        network_ = std::move(other.network_);
       }
       return *this;
     }
@@ -49,53 +56,71 @@ class DelayedThreads {
 
    private:
     friend class DelayedThreads;
-    Slot(DelayedThreads* owner, std::string key) : owner_(owner), key_(std::move(key)) {}
+    Slot(DelayedThreads* owner, std::string key, std::string network)
+        : owner_(owner), key_(std::move(key)), network_(std::move(network)) {}
     void giveBack() {
-      if (owner_ != nullptr) owner_->giveBack(key_);
+      if (owner_ != nullptr) owner_->giveBack(key_, network_);
       owner_ = nullptr;
     }
     DelayedThreads* owner_;
     std::string key_;
+    std::string network_;
   };
 
   // What tryTake() gives: a slot, or why there is none.
   struct Taken {
     std::optional<Slot> slot;
-    // none because `max_per_key` threads wait in this queue already (else `max` in all)
+    // none because `max_per_key` threads wait in this queue already, or `max_per_network`
+    // in its network's queues: the client's own doing (else `max` in all: others')
     bool queue_full = false;
   };
-  // A slot for a wait in the queue `key`.
-  Taken tryTake(std::string_view key) {
+  // A slot for a wait in the queue `key`, of a client of `network` (empty: a queue no
+  // client address keys, which no network bound applies to).
+  Taken tryTake(std::string_view key, std::string_view network = {}) {
     std::string queue(key);
+    std::string net(network);
     std::lock_guard lock(mutex_);
     if (held_.load(std::memory_order_relaxed) >= max_) return {};
-    size_t& in_queue = by_queue_[queue];
-    if (in_queue >= max_per_key_) {
-      if (in_queue == 0) by_queue_.erase(queue);
+    if (heldIn(by_queue_, queue) >= max_per_key_ ||
+        (!net.empty() && heldIn(by_network_, net) >= max_per_network_)) {
       return {std::nullopt, true};
     }
-    ++in_queue;
+    ++by_queue_[queue];
+    if (!net.empty()) ++by_network_[net];
     held_.fetch_add(1, std::memory_order_relaxed);
-    return {Slot(this, std::move(queue))};
+    return {Slot(this, std::move(queue), std::move(net))};
   }
   // Threads holding a slot right now.
   size_t held() const { return held_.load(std::memory_order_relaxed); }
   size_t max() const { return max_; }
   size_t maxPerKey() const { return max_per_key_; }
+  size_t maxPerNetwork() const { return max_per_network_; }
 
  private:
-  void giveBack(const std::string& key) {
+  static size_t heldIn(const std::unordered_map<std::string, size_t>& held,
+                       const std::string& key) {
+    auto it = held.find(key);
+    return it == held.end() ? 0 : it->second;
+  }
+  void giveBack(const std::string& key, const std::string& network) {
     std::lock_guard lock(mutex_);
     auto in_queue = by_queue_.find(key);
     if (--in_queue->second == 0) by_queue_.erase(in_queue);
+    if (!network.empty()) {
+      auto in_network = by_network_.find(network);
+      if (--in_network->second == 0) by_network_.erase(in_network);
+    }
     held_.fetch_sub(1, std::memory_order_relaxed);
   }
 
   const size_t max_;
   const size_t max_per_key_;
-  std::mutex mutex_;  // guards by_queue_ and the changes of held_
-  // The slots held per queue: only queues holding one (at most `max` entries).
+  const size_t max_per_network_;
+  std::mutex mutex_;  // guards by_queue_, by_network_ and the changes of held_
+  // The slots held per queue and per network: only those holding one (at most `max`
+  // entries each).
   std::unordered_map<std::string, size_t> by_queue_;
+  std::unordered_map<std::string, size_t> by_network_;
   std::atomic<size_t> held_{0};
 };
 
@@ -125,6 +150,13 @@ struct HttplibOptions {
   // then its own queue ahead has drained). Unset: an eighth of max_delayed_threads, at
   // least 1, so that at least eight queues share the slots (5 each of a pool of 80's 40).
   std::optional<size_t> max_delayed_threads_per_key;
+  // At most this many of them wait in the queues of one network's clients, where the queue is
+  // a client address's (a `key: ip` policy's): an IPv4 /24, an IPv6 /48 (a NAT64 address's
+  // IPv4 /24), whose holder would otherwise have a queue per /64 (65,536 of them) to take
+  // every slot with. A request that would need one more is refused as past its queue's
+  // share. Unset: max_delayed_threads_per_key's value, so that a network waits in as many
+  // as one key.
+  std::optional<size_t> max_delayed_threads_per_network;
   // No request is held longer: one whose delay exceeds this is refused with 429 (its cost
   // refunded), Retry-After when its delay will have come down to max_delay. The default,
   // one second, is the finest a Retry-After can say: a longer wait is told to the client as

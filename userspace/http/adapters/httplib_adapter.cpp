@@ -9,6 +9,8 @@
 #include <utility>
 
 #include "floodgate/core/headers.h"
+#include "floodgate/core/ip_address.h"
+#include "floodgate/core/policy.h"
 
 namespace floodgate::http {
 
@@ -51,6 +53,17 @@ std::string queueOf(const Verdict& verdict) {
   key += '\n';
   key += queue.key;
   return key;
+}
+
+// The network of `verdict`'s client when the queue it waits in is its address's (a `key: ip`
+// policy's): an IPv4 /24, an IPv6 /48, a NAT64 address's IPv4 /24. Empty for a queue of
+// another key (an API key, a user: the service hands those out), or a client not told.
+std::string networkOf(const Verdict& verdict) {
+  const PolicyDecision& queue = verdict.decisions[longestDelay(verdict)];
+  if (queue.policy == nullptr || queue.policy->key.kind != KeyKind::kIp) return {};
+  std::optional<IpAddress> address = IpAddress::parse(verdict.client_ip);
+  if (!address) return {};
+  return IpPrefix::of(*address, keyPrefixLength(*address, 24, 48)).toString();
 }
 
 // Turns the admitted `verdict`, whose longest delay will not be waited out, into a 429 of
@@ -194,9 +207,11 @@ std::shared_ptr<const DelayedThreads> install(httplib::Server& server,
   // A rate-limited response, 429 or not, must not wait 40 ms on a delayed ACK (see
   // HttplibOptions::tcp_nodelay): the limiter's own cost is microseconds.
   if (options.tcp_nodelay) server.set_tcp_nodelay(true);
-  auto delayed = std::make_shared<DelayedThreads>(
-      options.max_delayed_threads, options.max_delayed_threads_per_key.value_or(
-                                       std::max<size_t>(1, options.max_delayed_threads / 8)));
+  const size_t per_key = options.max_delayed_threads_per_key.value_or(
+      std::max<size_t>(1, options.max_delayed_threads / 8));
+  auto delayed =
+      std::make_shared<DelayedThreads>(options.max_delayed_threads, per_key,
+                                       options.max_delayed_threads_per_network.value_or(per_key));
   if (!options.wait_for) {
     options.wait_for = [](std::chrono::nanoseconds delay) { std::this_thread::sleep_for(delay); };
   }
@@ -288,10 +303,11 @@ std::shared_ptr<const DelayedThreads> install(httplib::Server& server,
             // a queue drains at its rate: the delay is max_delay once the excess has drained
             refuseDelay(verdict, delay_ns - max_delay_ns, /*shed=*/false, refund, jitter);
           } else {
-            DelayedThreads::Taken taken = delayed->tryTake(queueOf(verdict));
+            DelayedThreads::Taken taken = delayed->tryTake(queueOf(verdict), networkOf(verdict));
             slot = std::move(taken.slot);
             // Once the delay has passed, the queue ahead has drained and it needs no thread.
-            // No slot free is other clients' doing (shed); its own queue's share taken, its.
+            // No slot free is other clients' doing (shed); its queue's or network's share
+            // taken, its own.
             if (!slot) refuseDelay(verdict, delay_ns, /*shed=*/!taken.queue_full, refund, jitter);
           }
         }
