@@ -343,13 +343,12 @@ TEST_F(EscalationPolicyTest, UnsignedAndUnknownSendersAreUnauthorised) {
   EXPECT_EQ(decide(socket).result, metrics::kEscalationBanned) << "a listed reporter may";
 }
 
-// Whoever holds an IPv6 /48 has 65,536 /64 clients to drive over the threshold: once half a
-// reporter's quota is spent in a minute, a network past its share is refused, so it cannot
-// spend the quota before another abuser's report bans. Until then it is banned as fast as
-// any (the library waits longer after each report: a refusal for nothing delays a ban).
+// Whoever holds an IPv6 /48 has 65,536 /64 clients to drive over the threshold: the bans of
+// one network's clients are bounded over every reporter and the stream, so it cannot spend a
+// reporter's quota before another abuser's report bans.
 TEST_F(EscalationPolicyTest, OneNetworksClientsCannotSpendTheQuotaOfEveryone) {
   config_.escalate.max_bans_per_minute = 8;
-  config_.escalate.max_bans_per_network_per_minute = 2;
+  config_.escalate.max_bans_per_network_per_minute = 3;
   auto report = [](const std::string& address) {
     return received(("offender " + address + " rejections=50 within_ms=10000").c_str());
   };
@@ -368,40 +367,46 @@ TEST_F(EscalationPolicyTest, OneNetworksClientsCannotSpendTheQuotaOfEveryone) {
       EXPECT_NE(decision.why.find("max_bans_per_network_per_minute"), std::string::npos);
     }
   }
-  EXPECT_EQ(banned, 4) << "past its share of 2 until half the quota of 8 was spent";
-  for (const char* other : {"2001:db8:78::/64", "198.51.100.7", "198.51.101.7", "198.51.102.7"}) {
+  EXPECT_EQ(banned, 3);
+  for (const char* other : {"2001:db8:78::/64", "198.51.100.7", "198.51.101.7", "198.51.102.7",
+                            "64:ff9b::198.51.103.7"}) {
     const ReceivedReport r = report(other);
     const EscalationDecision decision = decide(r);
     EXPECT_EQ(decision.result, metrics::kEscalationBanned) << other << ": " << decision.why;
     remember(r, decision);
   }
-  EXPECT_NE(decide(report("198.51.103.7")).why.find("max_bans_per_minute"), std::string::npos)
-      << "the reporter's quota spent";
+  EXPECT_NE(decide(report("203.0.113.9")).why.find("max_bans_per_minute"), std::string::npos)
+      << "the reporter's quota, spent by five networks";
   now_ += seconds(60);
   EXPECT_EQ(decide(report("2001:db8:77:ff::/64")).result, metrics::kEscalationBanned)
       << "a new minute";
 }
 
-// A network's bans count over every reporter: past its share, a second reporter whose quota
-// is half spent refuses it too.
-TEST_F(EscalationPolicyTest, ANetworksShareCountsOverEveryReporter) {
-  config_.escalate.max_bans_per_minute = 2;
-  config_.escalate.max_stream_bans_per_minute = 100;
+// A network's bans count over every reporter and the stream; an IPv4 /24 is one network, and
+// NAT64's clients are networks of their IPv4 addresses, not the one /48 of 64:ff9b::.
+TEST_F(EscalationPolicyTest, ANetworksShareCountsOverEveryReporterAndTheStream) {
   config_.escalate.max_bans_per_network_per_minute = 1;
-  auto report = [](const std::string& address, const char* reporter) {
+  auto report = [](const std::string& address, const char* reporter, bool socket) {
     ReceivedReport r = received(("offender " + address + " rejections=50 within_ms=10000").c_str());
     r.reporter = reporter;
+    r.over_socket = socket;
+    r.uid = 0;
     return r;
   };
-  const ReceivedReport first = report("198.51.100.1", "host-a");
+  const ReceivedReport first = report("198.51.100.1", "host-a", false);
   remember(first, decide(first));
-  const ReceivedReport b = report("203.0.113.77", "host-b");
-  remember(b, decide(b));  // host-b's quota half spent, on another network
-  const EscalationDecision second = decide(report("198.51.100.2", "host-b"));
-  EXPECT_EQ(second.result, metrics::kEscalationRateLimited) << "198.51.100.0/24's one is taken";
-  EXPECT_NE(second.why.find("198.51.100.0/24"), std::string::npos) << second.why;
-  EXPECT_EQ(decide(report("198.51.100.2", "host-c")).result, metrics::kEscalationBanned)
-      << "host-c's quota is whole";
+  for (const ReceivedReport& r :
+       {report("198.51.100.2", "host-b", false), report("198.51.100.3", "svc", true)}) {
+    const EscalationDecision decision = decide(r);
+    EXPECT_EQ(decision.result, metrics::kEscalationRateLimited) << r.reporter;
+    EXPECT_NE(decision.why.find("198.51.100.0/24"), std::string::npos) << decision.why;
+  }
+  const ReceivedReport nat64 = report("64:ff9b::198.51.104.1", "host-a", false);
+  remember(nat64, decide(nat64));
+  EXPECT_EQ(decide(report("64:ff9b::198.51.105.1", "host-b", false)).result,
+            metrics::kEscalationBanned);
+  EXPECT_EQ(decide(report("64:ff9b::198.51.104.2", "host-b", false)).result,
+            metrics::kEscalationRateLimited);
 }
 
 TEST_F(EscalationPolicyTest, TimeGoingBackwardsNeverEndsABanEarly) {

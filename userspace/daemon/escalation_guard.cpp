@@ -315,10 +315,4 @@ bool BanQuota::allows(const std::string& reporter, int64_t per_minute,
   return it->second.bans < per_minute;
 }
 
-int64_t BanQuota::taken(const std::string& reporter, Clock::time_point now) const {
-  auto it = windows_.find(reporter);
-  if (it == windows_.end() || now - it->second.start >= std::chrono::minutes(1)) return 0;
-  return it->second.bans;
-}
-
 }  // namespace floodgate::daemon

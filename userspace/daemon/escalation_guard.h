@@ -154,8 +154,6 @@ class BanQuota {
   bool take(const std::string& reporter, int64_t per_minute, Clock::time_point now);
   // Whether take() would say yes now, counting nothing.
   bool allows(const std::string& reporter, int64_t per_minute, Clock::time_point now) const;
-  // The bans `reporter` caused in its minute running now (0 once it is over).
-  int64_t taken(const std::string& reporter, Clock::time_point now) const;
 
  private:
   struct Window {

@@ -170,20 +170,11 @@ EscalationDecision decideEscalation(const ReceivedReport& received, const Escala
                        "(http.escalate.max_stream_bans_per_minute" +
                        over + ")");
   }
-  // One network's clients past its share are refused only while the quotas they would spend
-  // run short: once half of the reporter's (or, read from the stream, the stream's) is spent
-  // this minute. Until then a network's abusers are banned as fast as anyone's (the library
-  // waits twice as long to report a client again after each report, so one refused for
-  // nothing would be banned much later); from then on the other half is left to other
-  // networks, and a /48 holder reporting a /64 at a time spends half at most.
-  const bool scarce =
-      2 * quotas.reporter->taken(received.reporter, now) >= limits.reporter ||
-      (!received.over_socket && 2 * quotas.stream->taken(kStreamQuotaKey, now) >= limits.stream);
   const std::string network = networkKey(received);
-  if (scarce && !quotas.network->allows(network, limits.network, now)) {
+  if (!quotas.network->allows(network, limits.network, now)) {
     return refused(metrics::kEscalationRateLimited,
                    "more than " + std::to_string(limits.network) + " bans in a minute" + replay +
-                       " of clients in " + network + " with half the quota spent" +
+                       " of clients in " + network +
                        " (http.escalate.max_bans_per_network_per_minute" + over + ")");
   }
   // what is left of the ban time: all of it, unless read from the stream's past

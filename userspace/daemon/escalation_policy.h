@@ -77,8 +77,7 @@ struct EscalationMemory {
   // oldest reporters made-up names could push out.
   BanQuota stream_quota;
   // The bans of each network's clients (reportNetwork's prefix, as text) over every reporter
-  // and the stream: one network's 65,536 /64s must not spend the two above for everyone
-  // (a network past its share is refused once either is half spent).
+  // and the stream: one network's 65,536 /64s must not spend the two above for everyone.
   BanQuota network_quota;
   // The same three for reports a start read back from the stream's past (`replayed`): the
   // controllers running then charged them to theirs, and a restart must not take the live
@@ -108,9 +107,9 @@ struct EscalationDecision {
 // signed, one not read from the stream's past (its ban over), a client that may be banned
 // (escalation_guard.h's refusals, `own` being this host's addresses), not banned by an
 // escalation still running, not signed before the fleet's last lift of it (read from the
-// stream), and within its reporter's quota, the stream's (read from the stream) and, once
-// either is half spent, its network's (reportNetwork); a start's replay has quotas of its own. Pure
-// but for ReporterAccess::allows, which reads the group database for a uid it does not list.
+// stream), and within its reporter's quota, the stream's (read from the stream) and its
+// network's (reportNetwork); a start's replay has quotas of its own. Pure but for
+// ReporterAccess::allows, which reads the group database for a uid it does not list.
 EscalationDecision decideEscalation(const ReceivedReport& received, const EscalationConfig& config,
                                     const std::vector<Cidr>& own, const EscalationMemory& memory,
                                     std::chrono::steady_clock::time_point now);

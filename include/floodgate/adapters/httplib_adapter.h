@@ -70,8 +70,8 @@ class DelayedThreads {
   // What tryTake() gives: a slot, or why there is none.
   struct Taken {
     std::optional<Slot> slot;
-    // none because `max_per_key` threads wait in this queue already: the client's own doing
-    // (else `max` in all, or `max_per_network` in its network's queues: others')
+    // none because `max_per_key` threads wait in this queue already, or `max_per_network`
+    // in its network's queues: the client's own doing (else `max` in all: others')
     bool queue_full = false;
   };
   // A slot for a wait in the queue `key`, of a client of `network` (empty: a queue no
@@ -81,8 +81,10 @@ class DelayedThreads {
     std::string net(network);
     std::lock_guard lock(mutex_);
     if (held_.load(std::memory_order_relaxed) >= max_) return {};
-    if (heldIn(by_queue_, queue) >= max_per_key_) return {std::nullopt, true};
-    if (!net.empty() && heldIn(by_network_, net) >= max_per_network_) return {};
+    if (heldIn(by_queue_, queue) >= max_per_key_ ||
+        (!net.empty() && heldIn(by_network_, net) >= max_per_network_)) {
+      return {std::nullopt, true};
+    }
     ++by_queue_[queue];
     if (!net.empty()) ++by_network_[net];
     held_.fetch_add(1, std::memory_order_relaxed);
@@ -151,10 +153,9 @@ struct HttplibOptions {
   // At most this many of them wait in the queues of one network's clients, where the queue is
   // a client address's (a `key: ip` policy's): an IPv4 /24, an IPv6 /48 (a NAT64 address's
   // IPv4 /24), whose holder would otherwise have a queue per /64 (65,536 of them) to take
-  // every slot with. A request that would need one more is refused as when no thread is
-  // free (shed: its neighbours' doing), Retry-After its delay. Unset: twice
-  // max_delayed_threads_per_key, so that one client keeping its own queue full leaves its
-  // network's other clients room to wait.
+  // every slot with. A request that would need one more is refused as past its queue's
+  // share. Unset: max_delayed_threads_per_key's value, so that a network waits in as many
+  // as one key.
   std::optional<size_t> max_delayed_threads_per_network;
   // No request is held longer: one whose delay exceeds this is refused with 429 (its cost
   // refunded), Retry-After when its delay will have come down to max_delay. The default,

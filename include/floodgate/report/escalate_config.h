@@ -32,10 +32,10 @@ struct EscalateConfig {
   // Bans the report stream as a whole may cause per minute: a stream reporter names itself,
   // and whoever holds the secret can sign under any number of names.
   int64_t max_stream_bans_per_minute = 600;
-  // Bans of the clients of one network (an IPv4 /24, an IPv6 /48) per minute, counted over
-  // every reporter and the stream, and enforced once a quota above is half spent: whoever
-  // holds a /48 (tunnel brokers give them away) has 65,536 /64 clients to drive over the
-  // threshold, and would spend the quotas above before any other abuser's report bans.
+  // Bans of the clients of one network (an IPv4 /24, an IPv6 /48) per minute, over every
+  // reporter and the stream: whoever holds a /48 (tunnel brokers give them away) has 65,536
+  // /64 clients to drive over the threshold, and would spend the quotas above before any
+  // other abuser's report bans.
   int64_t max_bans_per_network_per_minute = 10;
   std::string redis_stream;  // empty: services report over the socket
   std::string secret_file;

@@ -209,9 +209,9 @@ std::shared_ptr<const DelayedThreads> install(httplib::Server& server,
   if (options.tcp_nodelay) server.set_tcp_nodelay(true);
   const size_t per_key = options.max_delayed_threads_per_key.value_or(
       std::max<size_t>(1, options.max_delayed_threads / 8));
-  auto delayed = std::make_shared<DelayedThreads>(
-      options.max_delayed_threads, per_key,
-      options.max_delayed_threads_per_network.value_or(2 * per_key));
+  auto delayed =
+      std::make_shared<DelayedThreads>(options.max_delayed_threads, per_key,
+                                       options.max_delayed_threads_per_network.value_or(per_key));
   if (!options.wait_for) {
     options.wait_for = [](std::chrono::nanoseconds delay) { std::this_thread::sleep_for(delay); };
   }
@@ -306,8 +306,8 @@ std::shared_ptr<const DelayedThreads> install(httplib::Server& server,
             DelayedThreads::Taken taken = delayed->tryTake(queueOf(verdict), networkOf(verdict));
             slot = std::move(taken.slot);
             // Once the delay has passed, the queue ahead has drained and it needs no thread.
-            // No slot free is other clients' doing (shed), as is its network's share taken;
-            // its own queue's share taken, its.
+            // No slot free is other clients' doing (shed); its queue's or network's share
+            // taken, its own.
             if (!slot) refuseDelay(verdict, delay_ns, /*shed=*/!taken.queue_full, refund, jitter);
           }
         }
