@@ -9,13 +9,15 @@ FLOODGATE_PACKAGES=(
   # tests and benchmarks
   googletest libgtest-dev libgmock-dev libbenchmark-dev
   iproute2 nftables iptables redis-server redis-tools prometheus
+  ethtool  # generic mode's merging features, turned on and off as its warning says
   systemd  # systemd-analyze verifies the unit file
   dpkg-dev groff-base man-db  # the .deb's dependencies (dpkg-shlibdeps); checking the man page
 )
 
-# What scripts/bench.sh needs on top: plots, JSON on the command line, veth GRO and counters,
-# pgrep for the receiver's NAPI threads, and an HTTP load generator.
-FLOODGATE_BENCH_PACKAGES=(gnuplot-nox jq ethtool procps wrk)
+# What scripts/bench.sh needs on top: plots, JSON on the command line, pgrep for the
+# receiver's NAPI threads, and an HTTP load generator (ethtool, for veth GRO and counters,
+# is a test package).
+FLOODGATE_BENCH_PACKAGES=(gnuplot-nox jq procps wrk)
 
 # Installs whatever of FLOODGATE_PACKAGES, and of the packages named as arguments, is
 # missing (needs root).

@@ -141,4 +141,10 @@ CommandResult VethNetwork::inTarget(const std::vector<std::string>& argv) const 
   return runCommand(full);
 }
 
+CommandResult VethNetwork::inSender(const std::vector<std::string>& argv) const {
+  std::vector<std::string> full = {"nsenter", "--net=" + sender_ns_path_};
+  full.insert(full.end(), argv.begin(), argv.end());
+  return runCommand(full);
+}
+
 }  // namespace floodgate::test

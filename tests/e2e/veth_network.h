@@ -46,6 +46,8 @@ class VethNetwork {
   CommandResult floodgate(const std::vector<std::string>& args) const;
   // Runs a command inside the target namespace.
   CommandResult inTarget(const std::vector<std::string>& argv) const;
+  // Runs a command inside the sending namespace.
+  CommandResult inSender(const std::vector<std::string>& argv) const;
   // Runs `floodgate ARGS...` inside the sending namespace.
   CommandResult floodgateInSender(const std::vector<std::string>& args) const;
 

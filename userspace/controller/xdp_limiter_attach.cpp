@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "controller/merged_packet_warning.h"
 #include "controller/reload_warnings.h"
 #include "controller/syn_cookie_host.h"
 #include "controller/xdp_limiter.h"
@@ -70,6 +71,13 @@ Result<ProgArray> openRootArray(const AttachOptions& options) {
                           options.interface + " --pinned PATH') once floodgate has a slot");
   }
   return root;
+}
+
+// A limiter in generic mode meets TCP as the kernel merged it: said at every attach and
+// replace, as the frame-size warnings are, since the features may have changed meanwhile.
+void warnOfMergedPackets(const std::string& interface, AttachReport& report) {
+  if (report.mode != XdpMode::kGeneric) return;
+  if (auto warning = mergedPacketWarning(interface)) report.warnings.push_back(*warning);
 }
 
 }  // namespace
@@ -315,6 +323,7 @@ Result<AttachReport> XdpLimiter::attach(const AttachOptions& options) {
     }
     report.replaced = true;
     report.mode = queryXdp(*ifindex).mode == "generic" ? XdpMode::kGeneric : XdpMode::kNative;
+    warnOfMergedPackets(iface, report);
     return report;
   }
   if (root) {
@@ -339,6 +348,7 @@ Result<AttachReport> XdpLimiter::attach(const AttachOptions& options) {
     report.warnings.push_back("the driver of '" + iface +
                               "' has no native XDP: attached in generic mode, which is slower");
   }
+  warnOfMergedPackets(iface, report);
   if (bpf_obj_pin(link->get(), linkPinPath(iface).c_str()) != 0) {
     return fail(Error::failure("cannot pin the XDP link at " + linkPinPath(iface) + ": " +
                                std::strerror(errno)));

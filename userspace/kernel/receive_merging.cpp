@@ -1,0 +1,108 @@
+// SPDX-License-Identifier: MIT
+// Reads an interface's merging features through the ethtool ioctl: the names of the feature
+// bits (the ETH_SS_FEATURES string set), then which of them are active.
+#include "kernel/receive_merging.h"
+
+#include <linux/ethtool.h>
+#include <linux/sockios.h>
+#include <net/if.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+#include "kernel/unique_fd.h"
+
+namespace floodgate {
+namespace {
+
+class EthtoolSocket {
+ public:
+  explicit EthtoolSocket(const std::string& interface)
+      : fd_(socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0)), interface_(interface) {}
+
+  // One SIOCETHTOOL call with `data` as its argument; errno is kept on failure.
+  bool call(void* data) const {
+    if (!fd_.valid() || interface_.empty() || interface_.size() >= IFNAMSIZ) {
+      errno = EINVAL;
+      return false;
+    }
+    ifreq request{};
+    std::memcpy(request.ifr_name, interface_.data(), interface_.size());
+    request.ifr_data = static_cast<char*>(data);
+    return ioctl(fd_.get(), SIOCETHTOOL, &request) == 0;
+  }
+
+ private:
+  UniqueFd fd_;
+  std::string interface_;
+};
+
+// A buffer for an ethtool struct with a flexible array of `extra` bytes after it, as u64s so
+// the struct's alignment holds.
+template <typename T>
+std::vector<uint64_t> ethtoolBuffer(size_t extra) {
+  return std::vector<uint64_t>((sizeof(T) + extra + 7) / 8, 0);
+}
+
+Error readError(const std::string& interface, const char* what) {
+  return Error::failure("cannot read the " + std::string(what) + " of '" + interface +
+                        "': " + std::strerror(errno));
+}
+
+}  // namespace
+
+Result<ReceiveMerging> receiveMerging(const std::string& interface) {
+  EthtoolSocket ethtool(interface);
+
+  auto info_buffer = ethtoolBuffer<ethtool_sset_info>(sizeof(uint32_t));
+  auto* info = reinterpret_cast<ethtool_sset_info*>(info_buffer.data());
+  info->cmd = ETHTOOL_GSSET_INFO;
+  info->sset_mask = 1ULL << ETH_SS_FEATURES;
+  if (!ethtool.call(info)) return readError(interface, "feature names");
+  if (!(info->sset_mask & (1ULL << ETH_SS_FEATURES))) {
+    errno = EOPNOTSUPP;
+    return readError(interface, "feature names");
+  }
+  const uint32_t count = info->data[0];
+
+  auto names_buffer = ethtoolBuffer<ethtool_gstrings>(size_t{count} * ETH_GSTRING_LEN);
+  auto* names = reinterpret_cast<ethtool_gstrings*>(names_buffer.data());
+  names->cmd = ETHTOOL_GSTRINGS;
+  names->string_set = ETH_SS_FEATURES;
+  names->len = count;
+  if (!ethtool.call(names)) return readError(interface, "feature names");
+
+  const uint32_t blocks = (count + 31) / 32;
+  auto features_buffer =
+      ethtoolBuffer<ethtool_gfeatures>(size_t{blocks} * sizeof(ethtool_get_features_block));
+  auto* features = reinterpret_cast<ethtool_gfeatures*>(features_buffer.data());
+  features->cmd = ETHTOOL_GFEATURES;
+  features->size = blocks;
+  if (!ethtool.call(features)) return readError(interface, "features");
+
+  ReceiveMerging merging;
+  // a name filled to ETH_GSTRING_LEN has no terminator: strnlen bounds it
+  const uint32_t named = std::min(names->len, count);
+  for (uint32_t bit = 0; bit < named; ++bit) {
+    const char* name = reinterpret_cast<const char*>(names->data) + size_t{bit} * ETH_GSTRING_LEN;
+    const std::string feature(name, strnlen(name, ETH_GSTRING_LEN));
+    const bool active = features->features[bit / 32].active & (1U << (bit % 32));
+    if (feature == "rx-gro") merging.gro = active;
+    if (feature == "rx-lro") merging.lro = active;
+    if (feature == "rx-gro-hw") merging.gro_hw = active;
+  }
+
+  ethtool_drvinfo driver{};
+  driver.cmd = ETHTOOL_GDRVINFO;
+  if (ethtool.call(&driver)) {
+    merging.veth =
+        std::string(driver.driver, strnlen(driver.driver, sizeof(driver.driver))) == "veth";
+  }
+  return merging;
+}
+
+}  // namespace floodgate
