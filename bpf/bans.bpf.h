@@ -56,9 +56,11 @@ static __always_inline void fg_emit_ban(__u32 type, __u32 rule_id, __u8 family,
  * controller's sweep may race us to it). A trie deletes by key: another CPU may have retired
  * the same ban and started a new one at its key since `ban` was read, and that one must
  * stay, so the entry at the key is read again and deleted only while it is the one judged
- * over (its start and end). The window left is the few instructions to the delete. */
-static __always_inline void fg_retire_ban(struct fg_settings *settings, const struct fg_packet *pkt,
-					  const struct fg_ban *ban, __u64 jiffies)
+ * over (its start and end). The window left is the few instructions to the delete. Returns
+ * 1 when the entry found instead (a ban started again at the key, or the longest one wider,
+ * the key's own gone) is in force: it holds the source too, which is banned. */
+static __always_inline int fg_retire_ban(struct fg_settings *settings, const struct fg_packet *pkt,
+					 const struct fg_ban *ban, __u64 jiffies)
 {
 	union fg_lpm_key key;
 	__u32 rule_id = ban->rule_id, prefixlen = ban->prefixlen;
@@ -67,13 +69,15 @@ static __always_inline void fg_retire_ban(struct fg_settings *settings, const st
 
 	fg_lpm_key(pkt, prefixlen, &key);
 	held = bpf_map_lookup_elem(fg_ban_map(pkt), &key);
-	if (!held || held->prefixlen != prefixlen || held->since != since ||
-	    held->expires != expires)
-		return;
+	if (!held)
+		return 0;
+	if (held->prefixlen != prefixlen || held->since != since || held->expires != expires)
+		return !held->expires || jiffies < held->expires;
 	if (bpf_map_delete_elem(fg_ban_map(pkt), &key) == 0) {
 		__sync_fetch_and_add(&settings->ban_entries[pkt->family & 1], -1);
 		fg_emit_ban(FG_EVENT_BAN_END, rule_id, pkt->family, &key, jiffies);
 	}
+	return 0;
 }
 
 /* Whether `pkt`'s source is banned at `jiffies`, the longest ban that holds it found over at
@@ -100,7 +104,8 @@ __attribute__((noinline)) int fg_banned_past(struct fg_settings *settings,
 		if (level == FG_BAN_LEVELS)
 			return 0;
 		prefixlen = ban->prefixlen;
-		fg_retire_ban(settings, pkt, ban, jiffies);
+		if (fg_retire_ban(settings, pkt, ban, jiffies))
+			return 1; /* started again at its key by another CPU meanwhile */
 		if (prefixlen == 0)
 			return 0;
 		prefixlen--; /* the longest ban wider than the one that ran out */
@@ -152,7 +157,7 @@ static __always_inline void fg_start_ban(struct fg_settings *settings, const str
 		if (!held || held->prefixlen != ban.prefixlen || !held->expires ||
 		    jiffies < held->expires)
 			return;
-		fg_retire_ban(settings, pkt, held, jiffies);
+		(void)fg_retire_ban(settings, pkt, held, jiffies);
 		if (bpf_map_update_elem(fg_ban_map(pkt), &key, &ban, BPF_NOEXIST) != 0)
 			return;
 	}
