@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-// mergedPacketWarning: one line naming what merges and the command that turns each off.
+// mergedPacketWarning: one line naming what merges on the way to the interface and the
+// command that turns each off.
 #include "controller/merged_packet_warning.h"
 
 #include <gtest/gtest.h>
@@ -11,46 +12,105 @@ bool has(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }
 
-TEST(MergedPacketWarningTest, NothingThatMergesGivesNoWarning) {
-  EXPECT_FALSE(mergedPacketWarning("eth0", ReceiveMerging{}).has_value());
+DeviceFeatures device(const std::string& name, const std::string& driver = "") {
+  DeviceFeatures out;
+  out.name = name;
+  out.driver = driver;
+  return out;
 }
 
-TEST(MergedPacketWarningTest, GroAloneIsNamedWithItsCommand) {
-  auto line = mergedPacketWarning("eth0", ReceiveMerging{.gro = true});
+ReceiveMerging of(std::vector<MergingDevice> devices) { return ReceiveMerging{std::move(devices)}; }
+
+// The kernel skips GRO on the device that runs a generic program: its own GRO is no warning.
+TEST(MergedPacketWarningTest, NothingThatMergesAndTheDevicesOwnGroGiveNoWarning) {
+  EXPECT_FALSE(mergedPacketWarning("eth0", of({{device("eth0"), std::nullopt}})).has_value());
+  DeviceFeatures gro = device("eth0");
+  gro.gro = true;
+  EXPECT_FALSE(mergedPacketWarning("eth0", of({{gro, std::nullopt}})).has_value());
+}
+
+TEST(MergedPacketWarningTest, LroLeftOnTheDeviceIsNamedWithItsCommand) {
+  DeviceFeatures nic = device("eth0");
+  nic.gro = true;
+  nic.lro = true;
+  nic.gro_hw = true;
+  auto line = mergedPacketWarning("eth0", of({{nic, std::nullopt}}));
   ASSERT_TRUE(line.has_value());
-  EXPECT_TRUE(has(*line, "generic mode on 'eth0' meets packets after its gro merged")) << *line;
+  EXPECT_TRUE(has(*line,
+                  "generic mode on 'eth0' meets a flow's segments merged: 'eth0' merges "
+                  "with its lro and rx-gro-hw:"))
+      << *line;
   EXPECT_TRUE(has(*line, "counts once against pps limits")) << *line;
-  EXPECT_TRUE(has(*line, "'ethtool -K eth0 gro off'")) << *line;
-  EXPECT_FALSE(has(*line, "veth")) << *line;
+  EXPECT_TRUE(has(*line, "turn that off: 'ethtool -K eth0 lro off rx-gro-hw off'")) << *line;
   EXPECT_FALSE(has(*line, "\n")) << *line;
 }
 
-TEST(MergedPacketWarningTest, EveryMergingFeatureIsNamedAndTurnedOffInOneCommand) {
-  auto line = mergedPacketWarning("eth1", ReceiveMerging{.gro = true, .lro = true, .gro_hw = true});
+// A vlan or macvlan meets what its lower device's GRO merged.
+TEST(MergedPacketWarningTest, ALowerDevicesMergingIsNamedWithItsCommand) {
+  DeviceFeatures lower = device("eth0");
+  lower.gro = true;
+  lower.lro = true;
+  auto line =
+      mergedPacketWarning("eth0.5", of({{device("eth0.5"), std::nullopt}, {lower, std::nullopt}}));
   ASSERT_TRUE(line.has_value());
-  EXPECT_TRUE(has(*line, "its gro, lro and rx-gro-hw merged")) << *line;
-  EXPECT_TRUE(has(*line, "'ethtool -K eth1 gro off lro off rx-gro-hw off'")) << *line;
-  auto two = mergedPacketWarning("eth1", ReceiveMerging{.lro = true, .gro_hw = true});
-  ASSERT_TRUE(two.has_value());
-  EXPECT_TRUE(has(*two, "its lro and rx-gro-hw merged")) << *two;
-  EXPECT_TRUE(has(*two, "'ethtool -K eth1 lro off rx-gro-hw off'")) << *two;
+  EXPECT_TRUE(has(*line, "'eth0' merges with its gro and lro")) << *line;
+  EXPECT_TRUE(has(*line, "'ethtool -K eth0 gro off lro off'")) << *line;
+  EXPECT_FALSE(has(*line, "native")) << *line;
 }
 
-// A veth's peer may be in another namespace: whether it segments cannot be read, so a veth
-// is always warned of, with native mode (exact there) and the peer's command as the fixes.
-TEST(MergedPacketWarningTest, AVethIsWarnedOfItsPeer) {
-  auto line = mergedPacketWarning("veth0", ReceiveMerging{.veth = true});
+TEST(MergedPacketWarningTest, AVethPeerInTheNamespaceIsReadAndNamed) {
+  DeviceFeatures peer = device("veth1", "veth");
+  peer.tso = true;
+  peer.udp_segmentation = true;
+  auto line = mergedPacketWarning("veth0", of({{device("veth0", "veth"), peer}}));
   ASSERT_TRUE(line.has_value());
-  EXPECT_TRUE(has(*line, "meets packets as its veth peer sends them (merged by TSO or UDP GSO)"))
+  EXPECT_TRUE(has(*line,
+                  "its veth peer 'veth1' sends them to 'veth0' merged (tso and "
+                  "tx-udp-segmentation)"))
       << *line;
-  EXPECT_TRUE(has(*line, "attach in native mode")) << *line;
-  EXPECT_TRUE(has(*line, "'ethtool -K PEER tso off tx-udp-segmentation off' on the peer")) << *line;
-  EXPECT_FALSE(has(*line, "gro off")) << *line;
+  EXPECT_TRUE(has(*line,
+                  "'ethtool -K veth1 tso off tx-udp-segmentation off' (or attach in "
+                  "native mode, which keeps them off)"))
+      << *line;
+  // its segmentation off, nothing is left to warn of
+  peer.tso = peer.udp_segmentation = false;
+  EXPECT_FALSE(mergedPacketWarning("veth0", of({{device("veth0", "veth"), peer}})).has_value());
+}
 
-  auto both = mergedPacketWarning("veth0", ReceiveMerging{.gro = true, .veth = true});
-  ASSERT_TRUE(both.has_value());
-  EXPECT_TRUE(has(*both, "'ethtool -K veth0 gro off', and attach in native mode")) << *both;
-  EXPECT_FALSE(has(*both, "\n")) << *both;
+// A peer in another namespace cannot be read: always warned of, with every feature to turn off.
+TEST(MergedPacketWarningTest, AVethPeerElsewhereIsWarnedOfWithEveryFeature) {
+  auto line = mergedPacketWarning("veth0", of({{device("veth0", "veth"), std::nullopt}}));
+  ASSERT_TRUE(line.has_value());
+  EXPECT_TRUE(has(*line, "the veth peer of 'veth0' (in another namespace) may send them merged"))
+      << *line;
+  EXPECT_TRUE(has(*line,
+                  "'ethtool -K PEER tso off tx-udp-segmentation off tx-gso-list off "
+                  "tx-sctp-segmentation off' there (or attach in native mode"))
+      << *line;
+  // a bridge's veth port: native mode on the bridge is no fix
+  auto bridge = mergedPacketWarning("br0", of({{device("br0", "bridge"), std::nullopt},
+                                               {device("veth0", "veth"), std::nullopt}}));
+  ASSERT_TRUE(bridge.has_value());
+  EXPECT_TRUE(has(*bridge, "the veth peer of 'veth0'")) << *bridge;
+  EXPECT_FALSE(has(*bridge, "native")) << *bridge;
+}
+
+TEST(MergedPacketWarningTest, ATapAndSeveralFindingsMakeOneLine) {
+  DeviceFeatures lower = device("eth0");
+  lower.gro = true;
+  auto line = mergedPacketWarning("br0", of({{device("br0", "bridge"), std::nullopt},
+                                             {device("tap0", "tun"), std::nullopt},
+                                             {lower, std::nullopt}}));
+  ASSERT_TRUE(line.has_value());
+  EXPECT_TRUE(has(*line,
+                  "what writes to 'tap0' may write them merged (a VM's TSO or UDP GSO); "
+                  "'eth0' merges with its gro:"))
+      << *line;
+  EXPECT_TRUE(has(*line,
+                  "turn that off: turn TSO and UDP GSO off where it is written (a VM's "
+                  "virtio-net offloads); 'ethtool -K eth0 gro off'"))
+      << *line;
+  EXPECT_FALSE(has(*line, "\n")) << *line;
 }
 
 }  // namespace

@@ -1,9 +1,8 @@
 // SPDX-License-Identifier: MIT
-// mergedPacketWarning: what a generic attach says when the interface merges a TCP flow's
-// segments before the program. Generic XDP runs on the kernel's packets, after GRO (and a
-// NIC's LRO) merged them: a merged packet of up to 64 KB counts once against a `pps` limit,
-// so up to ~45 segments get through for one. The program cannot tell (XDP sees no segment
-// count); turning the merging off is the fix.
+// mergedPacketWarning: what a generic attach says when a flow's segments reach the program
+// merged. Generic XDP runs on the kernel's packets: a merged packet of up to 64 KB counts
+// once against a `pps` limit, so dozens to hundreds of segments get through for one. The
+// program cannot tell (XDP sees no segment count); turning the merging off is the fix.
 #pragma once
 
 #include <optional>
@@ -13,13 +12,13 @@
 
 namespace floodgate {
 
-// One line naming what merges on `interface` and the ethtool command that turns it off;
+// One line naming what merges on the way to `interface` and the commands that turn it off;
 // nullopt when nothing does.
 std::optional<std::string> mergedPacketWarning(const std::string& interface,
                                                const ReceiveMerging& merging);
 
-// mergedPacketWarning for the features `interface` has now; a line saying they could not be
-// read (and what to check by hand) when they cannot.
+// mergedPacketWarning for what `interface` has now; a line saying it could not be read (and
+// what to check by hand) when it cannot.
 std::optional<std::string> mergedPacketWarning(const std::string& interface);
 
 }  // namespace floodgate

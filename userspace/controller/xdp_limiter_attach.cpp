@@ -73,11 +73,13 @@ Result<ProgArray> openRootArray(const AttachOptions& options) {
   return root;
 }
 
-// A limiter in generic mode meets TCP as the kernel merged it: said at every attach and
-// replace, as the frame-size warnings are, since the features may have changed meanwhile.
-void warnOfMergedPackets(const std::string& interface, AttachReport& report) {
-  if (report.mode != XdpMode::kGeneric) return;
-  if (auto warning = mergedPacketWarning(interface)) report.warnings.push_back(*warning);
+// A limiter in generic mode (its own, or its root program's in a prog array) meets a flow's
+// segments as the kernel merged them: said at every attach, replace and relink, as the
+// frame-size warnings are, since the features may have changed meanwhile.
+void warnOfMergedPackets(const std::string& interface, bool generic,
+                         std::vector<std::string>& warnings) {
+  if (!generic) return;
+  if (auto warning = mergedPacketWarning(interface)) warnings.push_back(*warning);
 }
 
 }  // namespace
@@ -143,6 +145,9 @@ Result<AttachReport> XdpLimiter::relink(const std::string& interface, XdpMode mo
   if (!attaching) return attaching.error();
   AttachReport report;
   if (Status s = relinkLocked(interface, mode, report); !s) return s.error();
+  if (report.replaced) {
+    warnOfMergedPackets(interface, report.mode == XdpMode::kGeneric, report.warnings);
+  }
   return report;
 }
 
@@ -314,6 +319,7 @@ Result<AttachReport> XdpLimiter::attach(const AttachOptions& options) {
     }
     report.replaced = true;
     report.prog_array_slot = describeSlot(slot, *array);
+    warnOfMergedPackets(iface, queryXdp(*ifindex).mode == "generic", report.warnings);
     return report;
   }
   if (attached) {
@@ -323,7 +329,7 @@ Result<AttachReport> XdpLimiter::attach(const AttachOptions& options) {
     }
     report.replaced = true;
     report.mode = queryXdp(*ifindex).mode == "generic" ? XdpMode::kGeneric : XdpMode::kNative;
-    warnOfMergedPackets(iface, report);
+    warnOfMergedPackets(iface, report.mode == XdpMode::kGeneric, report.warnings);
     return report;
   }
   if (root) {
@@ -340,6 +346,7 @@ Result<AttachReport> XdpLimiter::attach(const AttachOptions& options) {
                                  std::strerror(err)));
     }
     report.prog_array_slot = describeSlot(options.root_slot, *root);
+    warnOfMergedPackets(iface, queryXdp(*ifindex).mode == "generic", report.warnings);
     return report;
   }
   auto link = attachXdp(loaded->programFd(), *ifindex, iface, options.mode, &report.mode);
@@ -348,7 +355,7 @@ Result<AttachReport> XdpLimiter::attach(const AttachOptions& options) {
     report.warnings.push_back("the driver of '" + iface +
                               "' has no native XDP: attached in generic mode, which is slower");
   }
-  warnOfMergedPackets(iface, report);
+  warnOfMergedPackets(iface, report.mode == XdpMode::kGeneric, report.warnings);
   if (bpf_obj_pin(link->get(), linkPinPath(iface).c_str()) != 0) {
     return fail(Error::failure("cannot pin the XDP link at " + linkPinPath(iface) + ": " +
                                std::strerror(errno)));

@@ -14,6 +14,7 @@
 #include <cstring>
 #include <vector>
 
+#include "kernel/links.h"
 #include "kernel/unique_fd.h"
 
 namespace floodgate {
@@ -22,11 +23,17 @@ namespace {
 class EthtoolSocket {
  public:
   explicit EthtoolSocket(const std::string& interface)
-      : fd_(socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0)), interface_(interface) {}
+      : fd_(socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0)),
+        open_errno_(fd_.valid() ? 0 : errno),
+        interface_(interface) {}
 
   // One SIOCETHTOOL call with `data` as its argument; errno is kept on failure.
   bool call(void* data) const {
-    if (!fd_.valid() || interface_.empty() || interface_.size() >= IFNAMSIZ) {
+    if (!fd_.valid()) {
+      errno = open_errno_;
+      return false;
+    }
+    if (interface_.empty() || interface_.size() >= IFNAMSIZ) {
       errno = EINVAL;
       return false;
     }
@@ -38,6 +45,7 @@ class EthtoolSocket {
 
  private:
   UniqueFd fd_;
+  int open_errno_;
   std::string interface_;
 };
 
@@ -55,7 +63,7 @@ Error readError(const std::string& interface, const char* what) {
 
 }  // namespace
 
-Result<ReceiveMerging> receiveMerging(const std::string& interface) {
+Result<DeviceFeatures> deviceFeatures(const std::string& interface) {
   EthtoolSocket ethtool(interface);
 
   auto info_buffer = ethtoolBuffer<ethtool_sset_info>(sizeof(uint32_t));
@@ -69,6 +77,8 @@ Result<ReceiveMerging> receiveMerging(const std::string& interface) {
   }
   const uint32_t count = info->data[0];
 
+  // the kernel writes as many names as it counted above (the feature names are fixed at
+  // build time), so the buffer holds them all
   auto names_buffer = ethtoolBuffer<ethtool_gstrings>(size_t{count} * ETH_GSTRING_LEN);
   auto* names = reinterpret_cast<ethtool_gstrings*>(names_buffer.data());
   names->cmd = ETHTOOL_GSTRINGS;
@@ -84,25 +94,79 @@ Result<ReceiveMerging> receiveMerging(const std::string& interface) {
   features->size = blocks;
   if (!ethtool.call(features)) return readError(interface, "features");
 
-  ReceiveMerging merging;
+  DeviceFeatures out;
+  out.name = interface;
   // a name filled to ETH_GSTRING_LEN has no terminator: strnlen bounds it
   const uint32_t named = std::min(names->len, count);
   for (uint32_t bit = 0; bit < named; ++bit) {
     const char* name = reinterpret_cast<const char*>(names->data) + size_t{bit} * ETH_GSTRING_LEN;
     const std::string feature(name, strnlen(name, ETH_GSTRING_LEN));
     const bool active = features->features[bit / 32].active & (1U << (bit % 32));
-    if (feature == "rx-gro") merging.gro = active;
-    if (feature == "rx-lro") merging.lro = active;
-    if (feature == "rx-gro-hw") merging.gro_hw = active;
+    if (feature == "rx-gro") out.gro = active;
+    if (feature == "rx-lro") out.lro = active;
+    if (feature == "rx-gro-hw") out.gro_hw = active;
+    if (feature == "tx-tcp-segmentation" || feature == "tx-tcp6-segmentation") {
+      out.tso = out.tso || active;
+    }
+    if (feature == "tx-udp-segmentation") out.udp_segmentation = active;
+    if (feature == "tx-gso-list") out.gso_list = active;
+    if (feature == "tx-sctp-segmentation") out.sctp_segmentation = active;
   }
 
   ethtool_drvinfo driver{};
   driver.cmd = ETHTOOL_GDRVINFO;
-  if (ethtool.call(&driver)) {
-    merging.veth =
-        std::string(driver.driver, strnlen(driver.driver, sizeof(driver.driver))) == "veth";
+  if (ethtool.call(&driver))
+    out.driver.assign(driver.driver, strnlen(driver.driver, sizeof(driver.driver)));
+  return out;
+}
+
+Result<ReceiveMerging> receiveMerging(const std::string& interface) {
+  auto links = listLinks();
+  if (!links) return links.error();
+  auto byIndex = [&](int index) -> const LinkEntry* {
+    for (const LinkEntry& link : *links)
+      if (link.index == index) return &link;
+    return nullptr;
+  };
+  const LinkEntry* self = nullptr;
+  for (const LinkEntry& link : *links)
+    if (link.name == interface) self = &link;
+  if (!self) {
+    errno = ENODEV;
+    return readError(interface, "links");
   }
-  return merging;
+
+  // the interface, then the devices below it breadth first, each once; bounded as the kernel
+  // bounds nesting
+  ReceiveMerging out;
+  std::vector<int> seen = {self->index};
+  for (size_t next = 0; next < seen.size() && next < 64; ++next) {
+    const LinkEntry* link = byIndex(seen[next]);
+    if (!link) continue;
+    auto features = deviceFeatures(link->name);
+    if (!features) return features.error();
+    MergingDevice device{*features, std::nullopt};
+    const bool veth = features->driver == "veth";
+    // a veth's link is its peer, which sends to it rather than handing it what it received
+    if (link->link && !link->link_elsewhere) {
+      if (!veth) {
+        if (std::find(seen.begin(), seen.end(), link->link) == seen.end())
+          seen.push_back(link->link);
+      } else if (const LinkEntry* peer = byIndex(link->link)) {
+        auto peer_features = deviceFeatures(peer->name);
+        if (!peer_features) return peer_features.error();
+        device.veth_peer = *peer_features;
+      }
+    }
+    for (const LinkEntry& port : *links) {
+      if (port.master == link->index &&
+          std::find(seen.begin(), seen.end(), port.index) == seen.end()) {
+        seen.push_back(port.index);
+      }
+    }
+    out.devices.push_back(std::move(device));
+  }
+  return out;
 }
 
 }  // namespace floodgate

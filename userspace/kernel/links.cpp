@@ -1,0 +1,96 @@
+// SPDX-License-Identifier: MIT
+// listLinks: one RTM_GETLINK dump over a NETLINK_ROUTE socket.
+#include "kernel/links.h"
+
+#include <linux/if_link.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+#include "kernel/unique_fd.h"
+
+namespace floodgate {
+namespace {
+
+Error netlinkError(const char* what, int err) {
+  return Error::failure(std::string("cannot list the network links (") + what +
+                        "): " + std::strerror(err));
+}
+
+// The link described by one RTM_NEWLINK message.
+LinkEntry parseLink(const nlmsghdr* message) {
+  LinkEntry entry;
+  const auto* info = static_cast<const ifinfomsg*>(NLMSG_DATA(message));
+  entry.index = info->ifi_index;
+  int length = static_cast<int>(IFLA_PAYLOAD(message));
+  for (const rtattr* attr = IFLA_RTA(info); RTA_OK(attr, length); attr = RTA_NEXT(attr, length)) {
+    const void* data = RTA_DATA(attr);
+    const size_t size = RTA_PAYLOAD(attr);
+    switch (attr->rta_type) {
+      case IFLA_IFNAME:
+        entry.name.assign(static_cast<const char*>(data),
+                          strnlen(static_cast<const char*>(data), size));
+        break;
+      case IFLA_LINK:
+        if (size >= sizeof(int)) std::memcpy(&entry.link, data, sizeof(int));
+        break;
+      case IFLA_LINK_NETNSID:
+        entry.link_elsewhere = true;
+        break;
+      case IFLA_MASTER:
+        if (size >= sizeof(int)) std::memcpy(&entry.master, data, sizeof(int));
+        break;
+      default:
+        break;
+    }
+  }
+  return entry;
+}
+
+}  // namespace
+
+Result<std::vector<LinkEntry>> listLinks() {
+  UniqueFd fd(socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE));
+  if (!fd.valid()) return netlinkError("socket", errno);
+  struct {
+    nlmsghdr header;
+    ifinfomsg info;
+  } request{};
+  request.header.nlmsg_len = sizeof(request);
+  request.header.nlmsg_type = RTM_GETLINK;
+  request.header.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
+  request.header.nlmsg_seq = 1;
+  request.info.ifi_family = AF_UNSPEC;
+  if (send(fd.get(), &request, sizeof(request), 0) != static_cast<ssize_t>(sizeof(request))) {
+    return netlinkError("send", errno);
+  }
+  std::vector<LinkEntry> links;
+  // a page of messages at a time; one link's message (its stats, VF details) fits in it
+  std::vector<nlmsghdr> storage(65536 / sizeof(nlmsghdr));
+  char* buffer = reinterpret_cast<char*>(storage.data());
+  const size_t capacity = storage.size() * sizeof(nlmsghdr);
+  for (;;) {
+    const ssize_t got = recv(fd.get(), buffer, capacity, 0);
+    if (got < 0) {
+      if (errno == EINTR) continue;
+      return netlinkError("receive", errno);
+    }
+    if (got == 0) return netlinkError("receive", ECONNRESET);
+    int length = static_cast<int>(got);
+    for (auto* message = reinterpret_cast<nlmsghdr*>(buffer); NLMSG_OK(message, length);
+         message = NLMSG_NEXT(message, length)) {
+      if (message->nlmsg_type == NLMSG_DONE) return links;
+      if (message->nlmsg_type == NLMSG_ERROR) {
+        const auto* err = static_cast<const nlmsgerr*>(NLMSG_DATA(message));
+        return netlinkError("dump", err->error ? -err->error : EPROTO);
+      }
+      if (message->nlmsg_type == RTM_NEWLINK) links.push_back(parseLink(message));
+    }
+  }
+}
+
+}  // namespace floodgate
