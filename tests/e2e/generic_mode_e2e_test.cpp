@@ -49,6 +49,12 @@ class GenericModeE2eTest : public ::testing::Test {
   }
   void TearDown() override {
     if (!dir_.empty()) std::filesystem::remove_all(dir_);
+    // the macvlan goes with the namespace, its limiter's pins (should a test stop before
+    // its detach) with this
+    if (!upper_.empty()) {
+      (void)net_->floodgate({"detach", upper_});
+      std::filesystem::remove_all("/sys/fs/bpf/floodgate/" + upper_);
+    }
   }
 
   CommandResult attach(const std::string& mode) {
@@ -106,6 +112,7 @@ class GenericModeE2eTest : public ::testing::Test {
   std::unique_ptr<VethNetwork> net_;
   std::string dir_, config_;
   std::string interface_, destination_;  // where the limiter is, where the datagrams go
+  std::string upper_;                    // a macvlan a test made, if any
 };
 
 TEST_F(GenericModeE2eTest, AVethPeersSegmentationIsWarnedOfAndTurningItOffHoldsTheLimit) {
@@ -151,7 +158,9 @@ TEST_F(GenericModeE2eTest, TheDevicesOwnGroMergesNothingAndIsNotWarnedOf) {
 // its command holds the limit again.
 TEST_F(GenericModeE2eTest, ALowerDevicesGroIsWarnedOfAndTurningItOffHoldsTheLimit) {
   ASSERT_EQ(turnOffPeerSegmentation().exit_code, 0);
-  const std::string lower = net_->targetInterface(), upper = "fgmacvlan";
+  // named after the veth pair's tag, so runs side by side do not meet in the bpffs
+  const std::string lower = net_->targetInterface(), upper = "fgm" + lower.substr(3);
+  upper_ = upper;
   CommandResult gro =
       net_->inTarget({"ethtool", "-K", lower, "gro", "on", "rx-udp-gro-forwarding", "on"});
   ASSERT_EQ(gro.exit_code, 0) << gro.err;

@@ -44,6 +44,16 @@ LinkEntry parseLink(const nlmsghdr* message) {
       case IFLA_MASTER:
         if (size >= sizeof(int)) std::memcpy(&entry.master, data, sizeof(int));
         break;
+      case IFLA_LINKINFO: {
+        int nested = static_cast<int>(size);
+        for (const rtattr* inner = static_cast<const rtattr*>(data); RTA_OK(inner, nested);
+             inner = RTA_NEXT(inner, nested)) {
+          if (inner->rta_type != IFLA_INFO_KIND) continue;
+          const char* kind = static_cast<const char*>(RTA_DATA(inner));
+          entry.kind.assign(kind, strnlen(kind, RTA_PAYLOAD(inner)));
+        }
+        break;
+      }
       default:
         break;
     }
@@ -74,16 +84,26 @@ Result<std::vector<LinkEntry>> listLinks() {
   char* buffer = reinterpret_cast<char*>(storage.data());
   const size_t capacity = storage.size() * sizeof(nlmsghdr);
   for (;;) {
-    const ssize_t got = recv(fd.get(), buffer, capacity, 0);
+    // MSG_TRUNC: the length of the datagram whole, so a cut one is told, not half read
+    const ssize_t got = recv(fd.get(), buffer, capacity, MSG_TRUNC);
     if (got < 0) {
       if (errno == EINTR) continue;
       return netlinkError("receive", errno);
     }
     if (got == 0) return netlinkError("receive", ECONNRESET);
+    if (static_cast<size_t>(got) > capacity) return netlinkError("receive", EMSGSIZE);
     int length = static_cast<int>(got);
     for (auto* message = reinterpret_cast<nlmsghdr*>(buffer); NLMSG_OK(message, length);
          message = NLMSG_NEXT(message, length)) {
-      if (message->nlmsg_type == NLMSG_DONE) return links;
+      // a dump the kernel saw change while it ran may have missed or repeated a link
+      if (message->nlmsg_flags & NLM_F_DUMP_INTR) return netlinkError("dump", EAGAIN);
+      if (message->nlmsg_type == NLMSG_DONE) {
+        int error = 0;
+        if (message->nlmsg_len >= NLMSG_LENGTH(sizeof(int)))
+          std::memcpy(&error, NLMSG_DATA(message), sizeof(int));
+        if (error != 0) return netlinkError("dump", -error);
+        return links;
+      }
       if (message->nlmsg_type == NLMSG_ERROR) {
         const auto* err = static_cast<const nlmsgerr*>(NLMSG_DATA(message));
         return netlinkError("dump", err->error ? -err->error : EPROTO);

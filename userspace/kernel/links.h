@@ -18,6 +18,8 @@ struct LinkEntry {
   int link = 0;                 // IFLA_LINK: a vlan's or macvlan's lower, a veth's peer; 0: none
   bool link_elsewhere = false;  // IFLA_LINK names a device of another namespace
   int master = 0;               // IFLA_MASTER: the bond, team or bridge it is a port of
+  // IFLA_INFO_KIND: "veth", "macvlan", "vlan", "bond", ...; empty for a driver's device (a NIC)
+  std::string kind;
 };
 
 // Every link of this process's network namespace.

@@ -136,32 +136,50 @@ Result<ReceiveMerging> receiveMerging(const std::string& interface) {
     return readError(interface, "links");
   }
 
-  // the interface, then the devices below it breadth first, each once; bounded as the kernel
-  // bounds nesting
+  // the interface, then the devices below it breadth first, each once
   ReceiveMerging out;
   std::vector<int> seen = {self->index};
-  for (size_t next = 0; next < seen.size() && next < 64; ++next) {
+  auto below = [&](int index) {
+    if (std::find(seen.begin(), seen.end(), index) == seen.end()) seen.push_back(index);
+  };
+  for (size_t next = 0; next < seen.size(); ++next) {
+    if (next >= kMaxMergingDevices) {
+      out.unread = seen.size() - next;
+      break;
+    }
     const LinkEntry* link = byIndex(seen[next]);
     if (!link) continue;
     auto features = deviceFeatures(link->name);
-    if (!features) return features.error();
-    MergingDevice device{*features, std::nullopt};
-    const bool veth = features->driver == "veth";
-    // a veth's link is its peer, which sends to it rather than handing it what it received
-    if (link->link && !link->link_elsewhere) {
-      if (!veth) {
-        if (std::find(seen.begin(), seen.end(), link->link) == seen.end())
-          seen.push_back(link->link);
-      } else if (const LinkEntry* peer = byIndex(link->link)) {
+    if (!features) {
+      if (errno == ENODEV) continue;  // gone since the dump: it hands over nothing now
+      return features.error();
+    }
+    MergingDevice device;
+    device.features = *features;
+    device.kind = link->kind;
+    // a veth's or netkit's link is its peer, which sends to it rather than handing it what
+    // it received; another kind's is the device below it
+    const bool pair = link->kind == "veth" || link->kind == "netkit";
+    if (pair) {
+      const LinkEntry* peer = link->link_elsewhere ? nullptr : byIndex(link->link);
+      device.peer_elsewhere = !peer;
+      if (peer) {
         auto peer_features = deviceFeatures(peer->name);
         if (!peer_features) return peer_features.error();
         device.veth_peer = *peer_features;
       }
+    } else if (link->link && link->link != link->index) {
+      device.leaf = false;
+      if (link->link_elsewhere) {
+        device.lower_elsewhere = true;
+      } else {
+        below(link->link);
+      }
     }
     for (const LinkEntry& port : *links) {
-      if (port.master == link->index &&
-          std::find(seen.begin(), seen.end(), port.index) == seen.end()) {
-        seen.push_back(port.index);
+      if (port.master == link->index) {
+        device.leaf = false;
+        below(port.index);
       }
     }
     out.devices.push_back(std::move(device));

@@ -28,18 +28,28 @@ struct DeviceFeatures {
   bool sctp_segmentation = false;  // tx-sctp-segmentation
 };
 
-// One device on the way to the interface, and for a veth its peer.
+// One device on the way to the interface, where it and its neighbours are.
 struct MergingDevice {
   DeviceFeatures features;
-  // a veth's peer when it is in this namespace (nullopt: not a veth, or its peer elsewhere)
+  // a veth's (or netkit's) peer when it is in this namespace
   std::optional<DeviceFeatures> veth_peer;
+  std::string kind;              // rtnetlink's: "veth", "macvlan", "bond", ...; empty for a NIC
+  bool peer_elsewhere = false;   // a veth whose peer is in another namespace (cannot be read)
+  bool lower_elsewhere = false;  // a macvlan, ipvlan or vlan whose lower device is elsewhere
+  // no lower device or ports here: it receives from a wire or a peer, and its GRO merges (a
+  // vlan's, bond's or bridge's GRO feature is on, but merges nothing of its own)
+  bool leaf = true;
 };
 
 struct ReceiveMerging {
   // the interface first, then the devices whose received packets reach it: a vlan's or
   // macvlan's lower device, a bond's, team's or bridge's ports, and theirs in turn
   std::vector<MergingDevice> devices;
+  size_t unread = 0;  // devices below past the most read (kMaxMergingDevices)
 };
+
+// The most devices receiveMerging reads, the interface among them.
+inline constexpr size_t kMaxMergingDevices = 64;
 
 // The features of `interface`, in this network namespace, as ethtool reads them; an error
 // when they cannot be read.
