@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
-// Reads an interface's merging features through the ethtool ioctl: the names of the feature
-// bits (the ETH_SS_FEATURES string set), then which of them are active.
+// Reads a device's merging features through the ethtool ioctl (the names of the feature
+// bits, the ETH_SS_FEATURES string set, then which of them are active), and walks the links
+// below an interface by the rtnetlink dump.
 #include "kernel/receive_merging.h"
 
 #include <linux/ethtool.h>
