@@ -68,6 +68,15 @@ class GenericModeE2eTest : public ::testing::Test {
     return err.substr(at, err.find('\n', at) - at);
   }
 
+  // `status --json`'s merged_packets of the limiter: its text, or "null".
+  std::string mergedPacketsInStatus() {
+    CommandResult r = net_->floodgate({"status", interface_, "--json"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    nlohmann::json status = nlohmann::json::parse(r.out, nullptr, false)["interfaces"][0];
+    const nlohmann::json& merged = status["merged_packets"];
+    return merged.is_string() ? merged.get<std::string>() : merged.dump();
+  }
+
   // The warning's advice for a veth's peer, followed in the sending namespace.
   CommandResult turnOffPeerSegmentation() {
     std::vector<std::string> argv = {"ethtool", "-K", net_->senderInterface()};
@@ -127,6 +136,8 @@ TEST_F(GenericModeE2eTest, AVethPeersSegmentationIsWarnedOfAndTurningItOffHoldsT
   EXPECT_NE(line.find(std::string("'ethtool -K PEER ") + kPeerOff + "' there (or attach in native"),
             std::string::npos)
       << line;
+
+  EXPECT_EQ(mergedPacketsInStatus(), line);  // status says the same, read again
 
   // what it warns of: each send is one packet to the rule, its 40 datagrams all let through
   sendAndWait(kSends);
@@ -190,9 +201,14 @@ TEST_F(GenericModeE2eTest, ALowerDevicesGroIsWarnedOfAndTurningItOffHoldsTheLimi
   EXPECT_NE(line.find("'ethtool -K " + lower + " gro off'"), std::string::npos) << line;
   sendAndWait(kSends);
   EXPECT_EQ(rulePackets("matched"), kSends);
+  // status says it too, read now: so once turned off, it no longer does
+  EXPECT_NE(mergedPacketsInStatus().find("'" + lower + "' merges with its gro"), std::string::npos);
 
   CommandResult off = net_->inTarget({"ethtool", "-K", lower, "gro", "off"});
   ASSERT_EQ(off.exit_code, 0) << off.err;
+  const std::string after = mergedPacketsInStatus();
+  EXPECT_EQ(after.find("merges with its gro"), std::string::npos) << after;
+  EXPECT_NE(after.find("the veth peer of '" + lower + "'"), std::string::npos) << after;
   ASSERT_EQ(net_->floodgate({"detach", upper}).exit_code, 0);
   CommandResult again = attach("generic");
   ASSERT_EQ(again.exit_code, 0) << again.err;
@@ -205,6 +221,7 @@ TEST_F(GenericModeE2eTest, NativeModeOnAVethNeedsNoAdvice) {
   CommandResult attached = attach("native");
   ASSERT_EQ(attached.exit_code, 0) << attached.err;
   EXPECT_EQ(attached.err.find("generic mode"), std::string::npos) << attached.err;
+  EXPECT_EQ(mergedPacketsInStatus(), "null");
   // the peer's segmentation is on, and the kernel hands the program every datagram
   expectHeldToItsLimit(sendAndWait(kSends * kDatagrams));
 }

@@ -234,6 +234,8 @@ nlohmann::json statusJson(const XdpLimiterStatus& status) {
       {"hook", status.prog_array ? "prog_array" : "xdp"},
       {"prog_array", progArrayJson(status.prog_array)},
       {"next_program", programJson(status.next_program)},
+      {"merged_packets",
+       status.merged_packets ? nlohmann::json(*status.merged_packets) : nlohmann::json(nullptr)},
   };
   out["rules"] = nlohmann::json::array();
   for (const fg_rule& rule : status.rules) {
@@ -264,6 +266,7 @@ std::string statusText(const XdpLimiterStatus& status) {
       << (status.program_name.empty() ? "" : " (" + status.program_name + ")") << ", "
       << (status.prog_array ? std::string("in a prog array") : status.mode + " mode")
       << (status.monitor ? ", MONITOR ONLY (nothing is dropped)" : "") << "\n";
+  if (status.merged_packets) out << "  WARNING: " << *status.merged_packets << "\n";
   if (status.mode == "moved") {
     out << "  NOT RUNNING on it: the interface was renamed " << status.moved_to
         << " since the attach, and its limiter runs there; 'floodgate detach "

@@ -17,6 +17,7 @@
 #include <set>
 
 #include "controller/list_filter.h"
+#include "controller/merged_packet_warning.h"
 #include "controller/rule_compiler.h"
 #include "controller/syn_cookie_host.h"
 #include "fg_gcra.h"
@@ -317,6 +318,9 @@ Result<XdpLimiterStatus> XdpLimiter::status() const {
   auto out = summary();
   if (!out) return out;
   countTracked(*out);
+  // read at every status, not kept from the attach: features change after it (a container
+  // turning its veth's TSO back on, a port added to a bond)
+  if (out->mode == "generic") out->merged_packets = mergedPacketWarning(interface_);
   return out;
 }
 

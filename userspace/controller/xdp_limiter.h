@@ -184,6 +184,9 @@ struct XdpLimiterStatus {
   std::vector<fg_rule> rules;
   uint64_t tracked_v4 = 0;  // sources that own a slot and are not idle
   uint64_t tracked_v6 = 0;
+  // generic mode: what merges a flow's segments before the program, read now
+  // (mergedPacketWarning); status() only, a scrape's summary() leaves it out
+  std::optional<std::string> merged_packets;
 };
 
 // A bounded look at the source table (for metrics): `sampled` consecutive slots from
