@@ -79,7 +79,8 @@ Result<std::vector<LinkEntry>> listLinks() {
     return netlinkError("send", errno);
   }
   std::vector<LinkEntry> links;
-  // a page of messages at a time; one link's message (its stats, VF details) fits in it
+  // 64 KiB of messages at a time: the kernel's dump batches, and one link's message (its
+  // stats, VF details), fit in it
   std::vector<nlmsghdr> storage(65536 / sizeof(nlmsghdr));
   char* buffer = reinterpret_cast<char*>(storage.data());
   const size_t capacity = storage.size() * sizeof(nlmsghdr);
