@@ -113,7 +113,8 @@ static __always_inline int fg_parse_l4(void *pos, void *end, __u32 room, __u8 pr
 static __always_inline int fg_parse_ipv4(void *pos, void *end, struct fg_packet *pkt)
 {
 	struct iphdr *ip = pos;
-	__u32 header_len, total_len;
+	__u32 header_len, total_len, ah_len;
+	__u8 *ah;
 
 	if (!FG_FITS(ip, sizeof(*ip), end))
 		return FG_PARSE_MALFORMED;
@@ -133,7 +134,21 @@ static __always_inline int fg_parse_ipv4(void *pos, void *end, struct fg_packet 
 		pkt->fragment = FG_LATER_FRAGMENT;
 		return FG_PARSE_OK;
 	}
-	return fg_parse_l4(pos + header_len, end, total_len - header_len, ip->protocol, pkt);
+	if (ip->protocol != IPPROTO_AH)
+		return fg_parse_l4(pos + header_len, end, total_len - header_len, ip->protocol,
+				   pkt);
+	/* AH (RFC 4302) authenticates the datagram and carries its transport header unhidden:
+	 * walked as the IPv6 chain walks it, so a peer's traffic under AH meets the port and
+	 * flag rules, not only those without. Its length counts 4-byte words beyond the first
+	 * two. One header: a second behind it ends the parse, as ESP does (what the kernel
+	 * delivers from either takes a security association with the peer). */
+	ah = pos + header_len;
+	if (!FG_FITS(ah, 2, end) || total_len - header_len < 2)
+		return FG_PARSE_MALFORMED;
+	ah_len = (ah[1] + 2) * 4;
+	if (ah_len > total_len - header_len)
+		return FG_PARSE_MALFORMED;
+	return fg_parse_l4(ah + ah_len, end, total_len - header_len - ah_len, ah[0], pkt);
 }
 
 /* IPv6 extension header layout shared by hop-by-hop, routing and destination options. */

@@ -156,6 +156,46 @@ TEST_F(ParseTest, Ipv6ExtensionHeadersAreWalkedToTheTransportHeader) {
   EXPECT_EQ(counted(FG_VERDICT_DROP, FG_REASON_RATE), 1u);
 }
 
+TEST_F(ParseTest, Ipv4AuthenticationHeadersAreWalkedToTheTransportHeader) {
+  RuleSpec udp53 = sourceRule(1, 1);
+  udp53.protocol = Protocol::kUdp;
+  udp53.dst_ports = {{53, 53}};
+  RuleSpec syn = sourceRule(1, 1);
+  syn.protocol = Protocol::kTcp;
+  syn.tcp_flags_set = 0x02;
+  load({udp53, syn});
+  auto under_ah = [](const std::string& src) {
+    return PacketBuilder().eth().ipv4(src, "198.51.100.1").ipv6Ext(51, 24);
+  };
+  auto dns = under_ah("192.0.2.1").udp(53).build();
+  EXPECT_EQ(run(dns), XDP_PASS);
+  EXPECT_EQ(run(dns), XDP_DROP);  // the UDP rule saw port 53 behind AH
+  EXPECT_EQ(run(under_ah("192.0.2.1").udp(54).build()), XDP_PASS);
+  auto syns = under_ah("192.0.2.2").tcp(80, 0x02).build();
+  EXPECT_EQ(run(syns), XDP_PASS);
+  EXPECT_EQ(run(syns), XDP_DROP);  // and the SYN rule its flags
+  EXPECT_EQ(counted(FG_VERDICT_DROP, FG_REASON_RATE), 2u);
+  EXPECT_EQ(counted(FG_VERDICT_DROP, FG_REASON_MALFORMED), 0u);
+}
+
+TEST_F(ParseTest, Ipv4AuthenticationHeadersThatLieAboutTheirLengthAreMalformed) {
+  load({sourceRule(100, 100)});
+  // AH claiming 1028 bytes in a datagram of 24 after the IP header
+  auto long_ah =
+      PacketBuilder().eth().ipv4("192.0.2.1", "198.51.100.1").ipv6Ext(51, 16).udp(53).build();
+  long_ah[14 + 20 + 1] = 255;
+  // AH whose length leaves the UDP header cut short within the IP length
+  auto cut_udp =
+      PacketBuilder().eth().ipv4("192.0.2.1", "198.51.100.1").ipv6Ext(51, 16).udp(53).build();
+  cut_udp[14 + 20 + 1] = 3;  // 20 bytes of AH: 4 of the UDP header's 8 left
+  // the IP length ends inside AH's first two bytes
+  auto one_byte = PacketBuilder().eth().ipv4("192.0.2.1", "198.51.100.1").ipv6Ext(51, 16).build();
+  one_byte[14 + 2] = 0;
+  one_byte[14 + 3] = 21;
+  for (const auto& frame : {long_ah, cut_udp, one_byte}) EXPECT_EQ(run(frame), XDP_DROP);
+  EXPECT_EQ(counted(FG_VERDICT_DROP, FG_REASON_MALFORMED), 3u);
+}
+
 // A chain of `headers` destination-options headers in front of UDP port 53 from `src`.
 std::vector<uint8_t> longChainFrom(const std::string& src, int headers) {
   PacketBuilder frame = PacketBuilder().eth().ipv6(src, "2001:db8::2");

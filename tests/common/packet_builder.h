@@ -23,7 +23,7 @@ class PacketBuilder {
   PacketBuilder& ipv4Fragment(uint16_t offset_units, bool more_fragments);
   PacketBuilder& ipv6(const std::string& src, const std::string& dst);
   // IPv6 extension headers: 0 hop-by-hop, 43 routing, 60 destination options, 51 AH,
-  // 44 fragment (use ipv6Fragment for that one).
+  // 44 fragment (use ipv6Fragment for that one). AH (51) goes behind IPv4 too.
   PacketBuilder& ipv6Ext(uint8_t type, size_t length_bytes = 8);
   PacketBuilder& ipv6Fragment(uint16_t offset_units, bool more_fragments);
   // The IPv6 hop limit, or the IPv4 TTL (64 unless set).
