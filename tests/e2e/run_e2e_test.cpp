@@ -1272,5 +1272,46 @@ TEST_F(RunE2eTest, NoListedInterfaceYetStillRunsAndAnInvalidConfigIsStillRefused
   EXPECT_FALSE(attached());
 }
 
+// floodgate_merged_packets, read at each scrape: 1 for the veth of the network in generic
+// mode (its peer is in another namespace, which cannot be read), and for a veth pair within
+// the namespace 0 while the peer sends every segment on its own, 1 once its TSO is back on.
+TEST_F(RunE2eTest, TheMergedPacketsMetricIsReadAtEachScrape) {
+  if (!haveProgram("ethtool")) GTEST_SKIP() << "ethtool is not installed (Debian: ethtool)";
+  const std::string near = "fga" + net_->targetInterface().substr(3);
+  const std::string far = "fgb" + net_->targetInterface().substr(3);
+  const PinsGone pins_gone{near};
+  for (const std::vector<std::string>& step :
+       {std::vector<std::string>{"ip", "link", "add", near, "type", "veth", "peer", "name", far},
+        {"ethtool", "-K", far, "tso", "off", "tx-udp-segmentation", "off", "tx-gso-list", "off",
+         "tx-sctp-segmentation", "off"},
+        {"ip", "link", "set", far, "up"},
+        {"ip", "link", "set", near, "up"}}) {
+    CommandResult r = net_->inTarget(step);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+  std::ofstream(config_) << "interfaces:\n  - {name: " << net_->targetInterface()
+                         << ", mode: generic}\n  - {name: " << near << ", mode: generic}\n"
+                         << "rules:\n  - name: per-source\n    limit: {pps: 100, burst: 10}\n";
+  startDaemon();
+  const std::string target_series =
+      "floodgate_merged_packets{interface=\"" + net_->targetInterface() + "\"}";
+  const std::string near_series = "floodgate_merged_packets{interface=\"" + near + "\"}";
+  std::string text = scrape();
+  EXPECT_EQ(sampleValue(text, target_series), 1) << text;
+  EXPECT_EQ(sampleValue(text, near_series), 0) << text;
+  EXPECT_NE(daemon_.log().find("generic mode on '" + net_->targetInterface() + "'"),
+            std::string::npos)
+      << daemon_.log();
+
+  CommandResult on = net_->inTarget({"ethtool", "-K", far, "tso", "on"});
+  ASSERT_EQ(on.exit_code, 0) << on.err;
+  EXPECT_EQ(waitFor(near_series, [](double v) { return v == 1; }), 1) << daemon_.log();
+  CommandResult status = net_->floodgate({"status", near});
+  EXPECT_NE(status.out.find("WARNING: generic mode on '" + near + "'"), std::string::npos)
+      << status.out;
+  daemon_.signal(SIGTERM);
+  EXPECT_EQ(daemon_.wait(5), 0) << daemon_.log();
+}
+
 }  // namespace
 }  // namespace floodgate::test

@@ -31,6 +31,7 @@ Snapshot twoInterfaces() {
   a.tracked_v4 = 1234.4;
   a.bans_active = 3;
   a.link_control_over = 8;
+  a.merged_packets = true;
   a.limits = {{"per-source", {50, 5, 0, 0}}, {"bytes", {0, 0, 8000000, 100000}}};
   a.adaptive_tightened = 6;
   a.adaptive_relaxed = 2;
@@ -118,6 +119,8 @@ TEST(Exposition, GaugesAndDaemonSeries) {
   std::string text = render(twoInterfaces());
   EXPECT_TRUE(has(text, "floodgate_tracked_sources{interface=\"eth0\",family=\"ipv4\"} 1234"));
   EXPECT_TRUE(has(text, "floodgate_bans_active{interface=\"eth0\"} 3"));
+  EXPECT_TRUE(has(text, "floodgate_merged_packets{interface=\"eth0\"} 1"));
+  EXPECT_TRUE(has(text, "floodgate_merged_packets{interface=\"eth1\"} 0"));
   EXPECT_TRUE(has(text, "floodgate_bans_failed_total{interface=\"eth0\"} 5"));
   EXPECT_TRUE(has(text, "floodgate_bans_failed_total{interface=\"eth1\"} 0"));
   // the daemon's running total, where it keeps one, over the running rules' sum
@@ -253,6 +256,7 @@ TEST(Exposition, HelpAndTypeOncePerFamilyBeforeItsSamples) {
       {"floodgate_events_total", "counter"},
       {"floodgate_events_dropped_total", "counter"},
       {"floodgate_link_control_over_budget_total", "counter"},
+      {"floodgate_merged_packets", "gauge"},
       {"floodgate_bans_active", "gauge"},
       {"floodgate_bans_failed_total", "counter"},
       {"floodgate_interface_up", "gauge"},

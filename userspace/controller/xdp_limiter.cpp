@@ -318,10 +318,20 @@ Result<XdpLimiterStatus> XdpLimiter::status() const {
   auto out = summary();
   if (!out) return out;
   countTracked(*out);
-  // read at every status, not kept from the attach: features change after it (a container
-  // turning its veth's TSO back on, a port added to a bond)
-  if (out->mode == "generic") out->merged_packets = mergedPacketWarning(interface_);
+  out->merged_packets = mergedPackets();
   return out;
+}
+
+std::optional<std::string> XdpLimiter::mergedPackets() const {
+  // read each time, not kept from the attach: features change after it (a container
+  // turning its veth's TSO back on, a port added to a bond)
+  const HookLink hook = hookLink(interface_);
+  if (hook != HookLink::kLive && !(hook == HookLink::kNone && progArraySlot())) {
+    return std::nullopt;
+  }
+  auto ifindex = interfaceIndex(interface_);
+  if (!ifindex || queryXdp(*ifindex).mode != "generic") return std::nullopt;
+  return mergedPacketWarning(interface_);
 }
 
 Result<XdpLimiterStatus> XdpLimiter::summary() const {

@@ -185,7 +185,7 @@ struct XdpLimiterStatus {
   uint64_t tracked_v4 = 0;  // sources that own a slot and are not idle
   uint64_t tracked_v6 = 0;
   // generic mode: what merges a flow's segments before the program, read now
-  // (mergedPacketWarning); status() only, a scrape's summary() leaves it out
+  // (mergedPackets()); status() only, summary() leaves it out
   std::optional<std::string> merged_packets;
 };
 
@@ -283,6 +283,10 @@ class XdpLimiter {
   // status() but the tracked sources (left 0): no walk of the table, which takes seconds
   // for a large one.
   Result<XdpLimiterStatus> summary() const;
+  // What merges a flow's segments before the program (mergedPacketWarning), read now, where
+  // the interface runs XDP in generic mode: this limiter's link, or in prog-array mode the
+  // operator's root program. nullopt in native mode, or with the limiter off its interface.
+  std::optional<std::string> mergedPackets() const;
 
   // A copy of the whole source table, read through its memory mapping (for `top`).
   Result<std::vector<fg_slot>> slots() const;

@@ -293,6 +293,16 @@ std::string render(const Snapshot& snapshot) {
            number(*iface.link_control_over));
   }
 
+  family(out, "floodgate_merged_packets", "gauge",
+         "1 while the interface runs XDP in generic mode and a device before the program "
+         "merges a flow's segments (or what merges cannot be read): a merged packet counts "
+         "once against pps limits. `floodgate status` names the devices and the commands that "
+         "turn the merging off.");
+  for (const auto& iface : snapshot.interfaces) {
+    sample(out, "floodgate_merged_packets", {{"interface", iface.interface}},
+           iface.merged_packets ? "1" : "0");
+  }
+
   family(out, "floodgate_bans_active", "gauge",
          "Banned prefixes (IPv4 and IPv6), expired ones not yet removed included.");
   for (const auto& iface : snapshot.interfaces) {
