@@ -74,8 +74,11 @@ struct fg_packet {
 
 /* Reads the L4 header of `proto` at `pos`, of which the IP header says `room` bytes are
  * there: fields are read within the IP length, never from the frame's padding, so a first
- * fragment cut short before the TCP flags is malformed rather than a packet without flags. */
-static __always_inline int fg_parse_l4(void *pos, void *end, __u32 room, __u8 proto,
+ * fragment cut short before the TCP flags is malformed rather than a packet without flags.
+ * In a `whole` datagram (no fragment to follow) a TCP header longer than `room` by its data
+ * offset is malformed too, as the kernel drops it; a first fragment may end inside the
+ * header's options. */
+static __always_inline int fg_parse_l4(void *pos, void *end, __u32 room, __u8 proto, int whole,
 				       struct fg_packet *pkt)
 {
 	__u32 need = 0;
@@ -92,7 +95,8 @@ static __always_inline int fg_parse_l4(void *pos, void *end, __u32 room, __u8 pr
 	if (proto == IPPROTO_TCP) {
 		struct tcphdr *tcp = pos;
 
-		if (!FG_FITS(tcp, sizeof(*tcp), end) || tcp->doff < 5)
+		if (!FG_FITS(tcp, sizeof(*tcp), end) || tcp->doff < 5 ||
+		    (whole && tcp->doff * 4 > room))
 			return FG_PARSE_MALFORMED;
 		pkt->dst_port = bpf_ntohs(tcp->dest);
 		/* byte 13 of the TCP header holds CWR..FIN */
@@ -114,6 +118,7 @@ static __always_inline int fg_parse_ipv4(void *pos, void *end, struct fg_packet 
 {
 	struct iphdr *ip = pos;
 	__u32 header_len, total_len, ah_len;
+	int whole;
 	__u8 *ah;
 
 	if (!FG_FITS(ip, sizeof(*ip), end))
@@ -134,9 +139,10 @@ static __always_inline int fg_parse_ipv4(void *pos, void *end, struct fg_packet 
 		pkt->fragment = FG_LATER_FRAGMENT;
 		return FG_PARSE_OK;
 	}
+	whole = !(ip->frag_off & bpf_htons(0x2000)); /* no more fragments */
 	if (ip->protocol != IPPROTO_AH)
 		return fg_parse_l4(pos + header_len, end, total_len - header_len, ip->protocol,
-				   pkt);
+				   whole, pkt);
 	/* AH (RFC 4302) authenticates the datagram and carries its transport header unhidden:
 	 * walked as the IPv6 chain walks it, so a peer's traffic under AH meets the port and
 	 * flag rules, not only those without. Its length counts 4-byte words beyond the first
@@ -148,7 +154,7 @@ static __always_inline int fg_parse_ipv4(void *pos, void *end, struct fg_packet 
 	ah_len = (ah[1] + 2) * 4;
 	if (ah_len > total_len - header_len)
 		return FG_PARSE_MALFORMED;
-	return fg_parse_l4(ah + ah_len, end, total_len - header_len - ah_len, ah[0], pkt);
+	return fg_parse_l4(ah + ah_len, end, total_len - header_len - ah_len, ah[0], whole, pkt);
 }
 
 /* IPv6 extension header layout shared by hop-by-hop, routing and destination options. */
@@ -185,8 +191,8 @@ struct fg_chain_walk {
 	__u8 next;     /* the next header's type */
 	__u8 fragment; /* 1: a non-first fragment was found (its protocol in `next`) */
 	__u8 headers;  /* extension headers walked */
-	__u8 pad;
-	int result; /* enum fg_parse_result once the walk ran into trouble; -1 before */
+	__u8 first;    /* 1: a first fragment was found (more fragments follow) */
+	int result;    /* enum fg_parse_result once the walk ran into trouble; -1 before */
 };
 
 static long fg_chain_step(__u32 index, void *data)
@@ -210,6 +216,8 @@ static long fg_chain_step(__u32 index, void *data)
 			w->fragment = 1;
 			return 1;
 		}
+		if (frag->frag_off & bpf_htons(1)) /* M: more fragments follow */
+			w->first = 1;
 		size = sizeof(*frag);
 	} else {
 		if (!FG_FITS(opt, sizeof(*opt), end))
@@ -318,7 +326,7 @@ static __always_inline int fg_parse_ipv6(struct xdp_md *ctx, void *data, void *p
 		return FG_PARSE_UNKNOWN_EXT;
 	}
 	l4 = chain + (walk.off & FG_IPV6_CHAIN_MASK);
-	parsed = fg_parse_l4(l4, end, walk.left & 0xffff, walk.next, pkt);
+	parsed = fg_parse_l4(l4, end, walk.left & 0xffff, walk.next, !walk.first, pkt);
 	if (parsed == FG_PARSE_OK && walk.next == IPPROTO_ICMPV6 &&
 	    fg_ipv6_link_control(ip6, l4, end, walk.headers))
 		return FG_PARSE_LINK_CONTROL;

@@ -366,6 +366,50 @@ TEST_F(ParseTest, L4FieldsComeFromWithinTheIpLengthNeverFromPadding) {
   EXPECT_EQ(counted(FG_VERDICT_PASS, FG_REASON_MALFORMED), 3u);
 }
 
+// A TCP header whose data offset runs past the datagram: the kernel drops it (it cannot pull
+// the header), so it is malformed here too, not a SYN to charge. A first fragment may end
+// inside the options, which the kernel reassembles: that one is a SYN.
+TEST_F(ParseTest, ATcpDataOffsetPastAWholeDatagramIsMalformed) {
+  RuleSpec syn = sourceRule(1, 1);
+  syn.protocol = Protocol::kTcp;
+  syn.tcp_flags_set = 0x02;
+  load({syn});
+  const size_t v4_doff = 14 + 20 + 12, v6_doff = 14 + 40 + 8 + 12;
+  auto v4 = PacketBuilder().eth().ipv4("192.0.2.7", "198.51.100.1").tcp(80, 0x02).build();
+  v4[v4_doff] = 0xf0;  // 60 bytes of header in a datagram of 20 bytes of TCP
+  auto v6 = PacketBuilder()
+                .eth()
+                .ipv6("2001:db8::7", "2001:db8::2")
+                .ipv6Fragment(0, false)  // an atomic fragment: whole
+                .tcp(80, 0x02)
+                .build();
+  v6[v6_doff] = 0xf0;
+  EXPECT_EQ(run(v4), XDP_DROP);
+  EXPECT_EQ(run(v6), XDP_DROP);
+  EXPECT_EQ(counted(FG_VERDICT_DROP, FG_REASON_MALFORMED), 2u);
+
+  auto v4_first = PacketBuilder()
+                      .eth()
+                      .ipv4("192.0.2.8", "198.51.100.1")
+                      .ipv4Fragment(0, true)
+                      .tcp(80, 0x02)
+                      .build();
+  v4_first[v4_doff] = 0xf0;
+  auto v6_first = PacketBuilder()
+                      .eth()
+                      .ipv6("2001:db8::8", "2001:db8::2")
+                      .ipv6Fragment(0, true)
+                      .tcp(80, 0x02)
+                      .build();
+  v6_first[v6_doff] = 0xf0;
+  for (const auto& first : {v4_first, v6_first}) {
+    EXPECT_EQ(run(first), XDP_PASS);
+    EXPECT_EQ(run(first), XDP_DROP);  // the SYN rule charged it
+  }
+  EXPECT_EQ(counted(FG_VERDICT_DROP, FG_REASON_RATE), 2u);
+  EXPECT_EQ(counted(FG_VERDICT_DROP, FG_REASON_MALFORMED), 2u);
+}
+
 // RFC 1858's tiny fragment: the SYN split so its flags are in a second fragment. Linux
 // reassembles it and delivers a SYN, so by default it is dropped at the first fragment.
 TEST_F(ParseTest, ATinyFirstFragmentIsDroppedByDefault) {
