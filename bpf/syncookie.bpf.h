@@ -457,6 +457,30 @@ static __always_inline int fg_cookie_untracked(const struct fg_rule *rule,
 	return 0;
 }
 
+/* fg_cookie_path's answer for a packet from a source nobody vouches for, charged to the
+ * rule's untracked bucket: dropped when it refuses; admitted (or refused by a rule that only
+ * monitors), on to the other rules but not this one again, and with `unverified`
+ * (FG_SKIP_UNVERIFIED) not to those keyed by source either. */
+static __always_inline int fg_cookie_unvouched(const struct fg_rule *rule,
+					       struct fg_rule_state *state, __u64 now,
+					       __u64 jiffies, __u32 family, __u32 len, __u32 set,
+					       __u32 pos, __u32 unverified)
+{
+	__u32 id = rule->id;
+
+	if (fg_cookie_untracked(rule, state, state->overflow_state, now, jiffies, family, len)) {
+		fg_count_table(id, FG_TABLE_UNTRACKED_PASS);
+		fg_count_rule(id, FG_VERDICT_PASS, len);
+		return FG_COOKIE_ANSWER(FG_COOKIE_CONTINUE, set, pos, id) | unverified << 8;
+	}
+	if (rule->action == FG_ACTION_MONITOR) {
+		fg_count_rule(id, FG_VERDICT_MONITOR, len);
+		return FG_COOKIE_ANSWER(FG_COOKIE_CONTINUE, set, pos, id) | unverified << 8;
+	}
+	fg_count_rule(id, FG_VERDICT_DROP, len);
+	return FG_COOKIE_DROP;
+}
+
 /* The SYN-cookie step of a TCP SYN or bare ACK (no SYN, RST or FIN) from `pkt`'s source.
  * A global function: verified once, with a stack frame of its own. */
 __attribute__((noinline)) int fg_cookie_path(struct xdp_md *ctx, const struct fg_packet *pkt,
@@ -545,8 +569,16 @@ __attribute__((noinline)) int fg_cookie_path(struct xdp_md *ctx, const struct fg
 	if (is_syn) {
 		if (!fg_cookie_wanted(rule, state, jiffies))
 			return FG_COOKIE_CONTINUE;
-		if (fg_cookie_headers(ctx, s) || !fg_cookie_unicast_ends(s) ||
-		    !fg_cookie_for_listener(ctx, s))
+		/* A SYN in a frame no cookie answers (a VLAN tag left in it, IPv4 options, IPv6
+		 * extension headers, AH, a first fragment) comes from a source as unproven as a
+		 * cookie's: taking a slot or a ban in rules keyed by source, such a flood of
+		 * spoofed sources would fill their tables, use up the new-source caps real
+		 * clients need and ban the addresses it forges. It is charged as made-up cookies
+		 * are; the global rules decide what that admits. */
+		if (fg_cookie_headers(ctx, s))
+			return fg_cookie_unvouched(rule, state, now, jiffies, pkt->family, len, set,
+						   pos, FG_SKIP_UNVERIFIED);
+		if (!fg_cookie_unicast_ends(s) || !fg_cookie_for_listener(ctx, s))
 			return FG_COOKIE_CONTINUE;
 		made = fg_cookie_make(s, s->tcp, s->tcp_len);
 		if (made < 0 || fg_cookie_answer(ctx, s, (__u32)made, (__u16)(made >> 32)))
@@ -561,20 +593,10 @@ __attribute__((noinline)) int fg_cookie_path(struct xdp_md *ctx, const struct fg
 		/* every check costs a hash: a flood of made-up cookies pays into the bucket
 		 * of sources nobody vouches for, and what it refuses never reaches the kernel */
 		fg_count_table(id, FG_TABLE_COOKIE_FAILED);
-		/* admitted, or refused by a rule that only monitors: on to the other rules, not
-		 * this one again (one without flags meets the ACK: it would charge it twice) */
-		if (fg_cookie_untracked(rule, state, state->overflow_state, now, jiffies,
-					pkt->family, len)) {
-			fg_count_table(id, FG_TABLE_UNTRACKED_PASS);
-			fg_count_rule(id, FG_VERDICT_PASS, len);
-			return FG_COOKIE_ANSWER(FG_COOKIE_CONTINUE, set, pos, id);
-		}
-		if (rule->action == FG_ACTION_MONITOR) {
-			fg_count_rule(id, FG_VERDICT_MONITOR, len);
-			return FG_COOKIE_ANSWER(FG_COOKIE_CONTINUE, set, pos, id);
-		}
-		fg_count_rule(id, FG_VERDICT_DROP, len);
-		return FG_COOKIE_DROP;
+		/* not this rule again (one without flags meets the ACK: it would charge it
+		 * twice) */
+		return fg_cookie_unvouched(rule, state, now, jiffies, pkt->family, len, set, pos,
+					   0);
 	}
 
 	fg_count_table(id, FG_TABLE_COOKIE_VERIFIED);

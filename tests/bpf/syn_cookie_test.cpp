@@ -352,6 +352,60 @@ TEST_F(SynCookieTest, OtherSourceRulesTrackAndBanOnlyVerifiedSources) {
   EXPECT_EQ(settings->ban_entries[0], 1u) << "over the ban rule's burst";
 }
 
+// SYNs in frames no cookie answers (a VLAN tag left in the frame, IPv4 options, AH), one
+// source's among spoofed ones: no rule keyed by source takes a slot or starts a ban for them
+// (the one source sends past the banning rule's burst); the cookie rule's untracked bucket
+// bounds them, as it does made-up cookies.
+TEST_F(SynCookieTest, SynsNoCookieCanAnswerTakeNoSlotAndStartNoBan) {
+  RuleSpec ban = cookieRule(SynCookies::kOff);
+  ban.name = "syn_ban";
+  ban.limit.burst = 2;
+  ban.action = ExceedAction::kBan;
+  ban.ban_ns = 600'000'000'000ULL;
+  AttachOptions options;
+  options.test_clock_hz = 250;
+  load({cookieRule(SynCookies::kAlways), ban}, options);
+  setClock(100000);
+  auto wrapped = [&](int kind, const std::string& src) {
+    PacketBuilder builder;
+    builder.eth();
+    if (kind == 0) builder.vlan(7);
+    builder.ipv4(src, kServerV4);
+    if (kind == 2) builder.ipv6Ext(51, 16);  // AH
+    std::vector<uint8_t> frame =
+        builder.tcp(listener_.port(), kSyn).tcpSeq(1000, 0).tcpMss(1460).build();
+    if (kind == 1) {  // four NOPs of IPv4 options
+      frame.insert(frame.begin() + 14 + 20, 4, 0x01);
+      frame[14] = 0x46;
+      frame[17] = static_cast<uint8_t>(frame[17] + 4);
+    }
+    return frame;
+  };
+  std::vector<uint8_t> out;
+  int passed = 0, dropped = 0;
+  for (int i = 0; i < 30; ++i) {
+    const std::string src = i % 2 ? "192.0.2.90" : "192.0.2." + std::to_string(100 + i);
+    const int verdict = runOut(wrapped(i % 3, src), out);
+    EXPECT_NE(verdict, XDP_TX) << "SYN " << i;
+    passed += verdict == XDP_PASS;
+    dropped += verdict == XDP_DROP;
+  }
+  EXPECT_EQ(passed, 10) << "the untracked bucket's burst, on a clock that stands still";
+  EXPECT_EQ(dropped, 20);
+  auto rules = limiter().ruleCounters();
+  ASSERT_TRUE(rules.ok() && rules->size() == 2);
+  for (const RuleCounters& rule : *rules) {
+    EXPECT_EQ(rule.table[FG_TABLE_NEW_SOURCE], 0u) << rule.name;
+    EXPECT_EQ(rule.table[FG_TABLE_CAPPED], 0u) << rule.name;
+  }
+  EXPECT_EQ(stat(FG_TABLE_UNTRACKED_PASS), 10u);
+  EXPECT_EQ(stat(FG_TABLE_UNTRACKED_DROP), 20u);
+  EXPECT_EQ(stat(FG_TABLE_COOKIE_SENT), 0u);
+  auto settings = limiter().settings();
+  ASSERT_TRUE(settings.ok()) << settings.error().message;
+  EXPECT_EQ(settings->ban_entries[0], 0u);
+}
+
 TEST_F(SynCookieTest, ForgedAcksFailAreCountedAndLimitedByTheUntrackedBucket) {
   AttachOptions options;
   options.test_clock_hz = 250;
