@@ -1272,10 +1272,11 @@ TEST_F(RunE2eTest, NoListedInterfaceYetStillRunsAndAnInvalidConfigIsStillRefused
   EXPECT_FALSE(attached());
 }
 
-// floodgate_merged_packets, read at each scrape: 1 for the veth of the network in generic
-// mode (its peer is in another namespace, which cannot be read), and for a veth pair within
-// the namespace 0 while the peer sends every segment on its own, 1 once its TSO is back on.
-TEST_F(RunE2eTest, TheMergedPacketsMetricIsReadAtEachScrape) {
+// floodgate_merged_packets: 1 for the veth of the network in generic mode (its peer is in
+// another namespace, which cannot be read), and for a veth pair within the namespace 0 while
+// the peer sends every segment on its own, then 1, and a line in the log, once the daemon's
+// housekeeping (every 10 s) finds its TSO back on.
+TEST_F(RunE2eTest, TheMergedPacketsMetricFollowsTheDevicesOnTheWay) {
   if (!haveProgram("ethtool")) GTEST_SKIP() << "ethtool is not installed (Debian: ethtool)";
   const std::string near = "fga" + net_->targetInterface().substr(3);
   const std::string far = "fgb" + net_->targetInterface().substr(3);
@@ -1305,7 +1306,13 @@ TEST_F(RunE2eTest, TheMergedPacketsMetricIsReadAtEachScrape) {
 
   CommandResult on = net_->inTarget({"ethtool", "-K", far, "tso", "on"});
   ASSERT_EQ(on.exit_code, 0) << on.err;
-  EXPECT_EQ(waitFor(near_series, [](double v) { return v == 1; }), 1) << daemon_.log();
+  EXPECT_EQ(waitFor(
+                near_series, [](double v) { return v == 1; }, 25),
+            1)
+      << daemon_.log();
+  EXPECT_NE(daemon_.log().find("generic mode on '" + near + "' meets a flow's segments merged"),
+            std::string::npos)
+      << daemon_.log();
   CommandResult status = net_->floodgate({"status", near});
   EXPECT_NE(status.out.find("WARNING: generic mode on '" + near + "'"), std::string::npos)
       << status.out;

@@ -326,7 +326,10 @@ std::optional<std::string> XdpLimiter::mergedPackets() const {
   // read each time, not kept from the attach: features change after it (a container
   // turning its veth's TSO back on, a port added to a bond)
   const HookLink hook = hookLink(interface_);
-  if (hook != HookLink::kLive && !(hook == HookLink::kNone && progArraySlot())) {
+  if (hook == HookLink::kNone) {
+    auto slot = progArraySlot();  // in the array, not emptied or replaced there
+    if (!slot || !slot->second.slot) return std::nullopt;
+  } else if (hook != HookLink::kLive) {
     return std::nullopt;
   }
   auto ifindex = interfaceIndex(interface_);

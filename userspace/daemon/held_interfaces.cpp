@@ -658,8 +658,28 @@ uint64_t HeldInterfaces::nextAdaptNs() const {
   return next;
 }
 
+namespace {
+
+// Reads what merges before `held`'s program now; a change from what was read before goes
+// into `warnings`. The first read says nothing: the attach said it.
+void readMergedPackets(const std::string& name, HeldInterface& held,
+                       std::vector<std::string>* warnings) {
+  std::optional<std::string> now = held.limiter.mergedPackets();
+  if (held.merged_packets_read && now != held.merged_packets && warnings) {
+    warnings->push_back(now ? *now
+                            : "generic mode on '" + name +
+                                  "' meets no merged packets any more: nothing on the way "
+                                  "merges a flow's segments now");
+  }
+  held.merged_packets = std::move(now);
+  held.merged_packets_read = true;
+}
+
+}  // namespace
+
 void HeldInterfaces::housekeep(std::vector<std::string>& warnings) {
   for (auto& [name, held] : held_) {
+    readMergedPackets(name, held, &warnings);
     if (auto swept = held.limiter.sweepExpiredBans(); !swept) {
       warnings.push_back(name + ": cannot sweep expired bans: " + swept.error().message);
     }
@@ -764,6 +784,8 @@ void HeldInterfaces::collect(metrics::Snapshot& snapshot) {
   for (auto& [name, held] : held_) {
     auto one = metrics::collect(held.limiter, &held.sample_cursor);
     if (one) {
+      if (!held.merged_packets_read) readMergedPackets(name, held, nullptr);
+      one->merged_packets = held.merged_packets.has_value();
       one->events = held.events_read;
       one->adaptive_tightened = held.adaptive_tightened;
       one->adaptive_relaxed = held.adaptive_relaxed;

@@ -59,6 +59,11 @@ struct HeldInterface {
   LogThrottle ban_errors;
   LogThrottle lift_errors;     // apart, so failing lifts never hide a failing ban
   LogThrottle metrics_errors;  // a failing collect, asked at every scrape
+  // What merges a flow's segments before the program (XdpLimiter::mergedPackets), read at
+  // housekeeping rather than at each scrape: it dumps the links and asks each device on the
+  // way for its features, under the lock scrapes and events share. Logged when it changes.
+  std::optional<std::string> merged_packets;
+  bool merged_packets_read = false;
 };
 
 class HeldInterfaces {

@@ -28,7 +28,6 @@ Result<InterfaceMetrics> collect(const XdpLimiter& limiter, uint32_t* sample_cur
   if (link_control_over && *link_control_over) {
     out.link_control_over = (*link_control_over)->packets;
   }
-  out.merged_packets = limiter.mergedPackets().has_value();
   auto events = limiter.eventStats();
   if (!events) return events.error();
   out.event_stats = *events;

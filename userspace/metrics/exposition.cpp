@@ -296,8 +296,8 @@ std::string render(const Snapshot& snapshot) {
   family(out, "floodgate_merged_packets", "gauge",
          "1 while the interface runs XDP in generic mode and a device before the program "
          "merges a flow's segments (or what merges cannot be read): a merged packet counts "
-         "once against pps limits. `floodgate status` names the devices and the commands that "
-         "turn the merging off.");
+         "once against pps limits. Read every 10 s; `floodgate status` names the devices and "
+         "the commands that turn the merging off.");
   for (const auto& iface : snapshot.interfaces) {
     sample(out, "floodgate_merged_packets", {{"interface", iface.interface}},
            iface.merged_packets ? "1" : "0");

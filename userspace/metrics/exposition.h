@@ -30,7 +30,8 @@ struct InterfaceMetrics {
   // NDP and MLD frames past the link's budget (met the rules); none: the program does not
   // count them (attached by an older floodgate)
   std::optional<uint64_t> link_control_over;
-  // generic mode meets a flow's segments merged (XdpLimiter::mergedPackets), read now
+  // generic mode meets a flow's segments merged (XdpLimiter::mergedPackets), as the
+  // daemon last read it
   bool merged_packets = false;
   EventStats event_stats;                         // what the program did with its events
   std::array<uint64_t, FG_EVENT_TYPES> events{};  // events the daemon read, by enum fg_event_type
