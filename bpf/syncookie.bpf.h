@@ -570,14 +570,21 @@ __attribute__((noinline)) int fg_cookie_path(struct xdp_md *ctx, const struct fg
 		if (!fg_cookie_wanted(rule, state, jiffies))
 			return FG_COOKIE_CONTINUE;
 		/* A SYN in a frame no cookie answers (a VLAN tag left in it, IPv4 options, IPv6
-		 * extension headers, AH, a first fragment) comes from a source as unproven as a
-		 * cookie's: taking a slot or a ban in rules keyed by source, such a flood of
-		 * spoofed sources would fill their tables, use up the new-source caps real
-		 * clients need and ban the addresses it forges. It is charged as made-up cookies
-		 * are; the global rules decide what that admits. */
-		if (fg_cookie_headers(ctx, s))
+		 * extension headers, AH, a first fragment) meets the rules as any SYN, and so
+		 * takes a slot as a real client there must, until the rule refuses new sources
+		 * (its cap or its untracked bucket, in the past second): then it is a spoofed
+		 * flood's as likely as a cookie's SYN is, and taking slots and bans in the rules
+		 * keyed by source, it would fill their tables and ban the addresses it forges.
+		 * It is charged as a made-up cookie is, and to the cap as a cookie is (`auto`),
+		 * and the global rules decide what that admits. */
+		if (fg_cookie_headers(ctx, s)) {
+			if (!fg_refused_lately(FG_READ_ONCE(state->last_capped), jiffies) &&
+			    !fg_refused_lately(FG_READ_ONCE(state->last_untracked_drop), jiffies))
+				return FG_COOKIE_CONTINUE;
+			fg_cookie_charge(rule, state, now, jiffies);
 			return fg_cookie_unvouched(rule, state, now, jiffies, pkt->family, len, set,
 						   pos, FG_SKIP_UNVERIFIED);
+		}
 		if (!fg_cookie_unicast_ends(s) || !fg_cookie_for_listener(ctx, s))
 			return FG_COOKIE_CONTINUE;
 		made = fg_cookie_make(s, s->tcp, s->tcp_len);
