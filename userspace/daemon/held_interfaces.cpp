@@ -660,26 +660,29 @@ uint64_t HeldInterfaces::nextAdaptNs() const {
 
 namespace {
 
-// Reads what merges before `held`'s program now; a change from what was read before goes
-// into `warnings`. The first read says nothing: the attach said it.
-void readMergedPackets(const std::string& name, HeldInterface& held,
-                       std::vector<std::string>* warnings) {
+// Reads what merges before `held`'s program now. Returns a line to log when that starts or
+// stops (not at each change of its text, which names a failed read's error); the first read
+// of a limiter this daemon attached says nothing, as the attach said it.
+std::optional<std::string> readMergedPackets(const std::string& name, HeldInterface& held) {
   std::optional<std::string> now = held.limiter.mergedPackets();
-  if (held.merged_packets_read && now != held.merged_packets && warnings) {
-    warnings->push_back(now ? *now
-                            : "generic mode on '" + name +
-                                  "' meets no merged packets any more: nothing on the way "
-                                  "merges a flow's segments now");
+  std::optional<std::string> line;
+  if (now.has_value() != held.merged_packets.has_value() &&
+      (held.merged_packets_read || held.adopted)) {
+    line = now ? *now
+               : "'" + name +
+                     "' meets no merged packets now: nothing on the way merges a flow's "
+                     "segments, or the program no longer runs there in generic mode";
   }
   held.merged_packets = std::move(now);
   held.merged_packets_read = true;
+  return line;
 }
 
 }  // namespace
 
 void HeldInterfaces::housekeep(std::vector<std::string>& warnings) {
   for (auto& [name, held] : held_) {
-    readMergedPackets(name, held, &warnings);
+    if (auto line = readMergedPackets(name, held)) warnings.push_back(*line);
     if (auto swept = held.limiter.sweepExpiredBans(); !swept) {
       warnings.push_back(name + ": cannot sweep expired bans: " + swept.error().message);
     }
@@ -784,7 +787,9 @@ void HeldInterfaces::collect(metrics::Snapshot& snapshot) {
   for (auto& [name, held] : held_) {
     auto one = metrics::collect(held.limiter, &held.sample_cursor);
     if (one) {
-      if (!held.merged_packets_read) readMergedPackets(name, held, nullptr);
+      if (!held.merged_packets_read) {
+        if (auto line = readMergedPackets(name, held)) logWarning(*line);
+      }
       one->merged_packets = held.merged_packets.has_value();
       one->events = held.events_read;
       one->adaptive_tightened = held.adaptive_tightened;
