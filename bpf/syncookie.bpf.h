@@ -570,18 +570,21 @@ __attribute__((noinline)) int fg_cookie_path(struct xdp_md *ctx, const struct fg
 		if (!fg_cookie_wanted(rule, state, jiffies))
 			return FG_COOKIE_CONTINUE;
 		/* A SYN in a frame no cookie answers (a VLAN tag left in it, IPv4 options, IPv6
-		 * extension headers, AH, a first fragment) meets the rules as any SYN, and so
-		 * takes a slot as a real client there must, until the rule refuses new sources
-		 * (its cap or its untracked bucket, in the past second): then it is a spoofed
-		 * flood's as likely as a cookie's SYN is, and taking slots and bans in the rules
-		 * keyed by source, it would fill their tables and ban the addresses it forges.
-		 * It is charged as a made-up cookie is, and to the cap as a cookie is (`auto`),
-		 * and the global rules decide what that admits. */
+		 * extension headers, AH, a first fragment) meets the rules as any SYN while the
+		 * new-source cap has room for it: a client behind such frames takes its slot
+		 * there. Refused by the cap, it is a spoofed flood's as likely as a cookie's SYN
+		 * is: counted capped, as the walk would, and charged as a made-up cookie is, the
+		 * global rules deciding what that admits, for in the rules keyed by source such
+		 * SYNs would fill the tables and ban the addresses they forge. */
 		if (fg_cookie_headers(ctx, s)) {
-			if (!fg_refused_lately(FG_READ_ONCE(state->last_capped), jiffies) &&
-			    !fg_refused_lately(FG_READ_ONCE(state->last_untracked_drop), jiffies))
+			__u32 returning;
+
+			if (!fg_cap_refuses(rule, state, fp, jiffies, &returning))
 				return FG_COOKIE_CONTINUE;
-			fg_cookie_charge(rule, state, now, jiffies);
+			fg_count_table(id, FG_TABLE_CAPPED);
+			if (fg_refusal_starts(&state->last_capped, jiffies))
+				fg_emit(FG_EVENT_NEW_SOURCES_CAPPED, id, pkt->family, 0, 0, 0,
+					jiffies);
 			return fg_cookie_unvouched(rule, state, now, jiffies, pkt->family, len, set,
 						   pos, FG_SKIP_UNVERIFIED);
 		}
