@@ -80,6 +80,16 @@ class SynCookieTest : public XdpProgramTest {
     return rule;
   }
 
+  // A rule over the same SYNs without cookies that bans a source past a burst of two.
+  RuleSpec banningRule() const {
+    RuleSpec ban = cookieRule(SynCookies::kOff);
+    ban.name = "syn_ban";
+    ban.limit.burst = 2;
+    ban.action = ExceedAction::kBan;
+    ban.ban_ns = 600'000'000'000ULL;
+    return ban;
+  }
+
   std::vector<uint8_t> segment(const std::string& src, uint8_t flags, uint32_t seq, uint32_t ack,
                                uint16_t mss = 0, uint16_t src_port = 40000) const {
     PacketBuilder builder;
@@ -320,14 +330,9 @@ TEST_F(SynCookieTest, OtherRulesDecideCookieAnsweredSynsAndTheirAcks) {
 // and use up their new-source caps, which real clients need, or ban the address it forges).
 // Once the source is verified, they limit and ban it as any source.
 TEST_F(SynCookieTest, OtherSourceRulesTrackAndBanOnlyVerifiedSources) {
-  RuleSpec ban = cookieRule(SynCookies::kOff);
-  ban.name = "syn_ban";
-  ban.limit.burst = 2;
-  ban.action = ExceedAction::kBan;
-  ban.ban_ns = 600'000'000'000ULL;
   AttachOptions options;
   options.test_clock_hz = 250;
-  load({ban, cookieRule(SynCookies::kAlways)}, options);
+  load({banningRule(), cookieRule(SynCookies::kAlways)}, options);
   setClock(100000);
   std::vector<uint8_t> synack, out;
   for (uint16_t i = 0; i < 10; ++i) {
@@ -361,14 +366,9 @@ TEST_F(SynCookieTest, OtherSourceRulesTrackAndBanOnlyVerifiedSources) {
 TEST_F(SynCookieTest, SynsNoCookieCanAnswerTakeNoSlotAndStartNoBanWhileTheCapRefuses) {
   RuleSpec cookies = cookieRule(SynCookies::kAlways);
   cookies.new_sources_per_s = 1;  // a burst of one new source
-  RuleSpec ban = cookieRule(SynCookies::kOff);
-  ban.name = "syn_ban";
-  ban.limit.burst = 2;
-  ban.action = ExceedAction::kBan;
-  ban.ban_ns = 600'000'000'000ULL;
   AttachOptions options;
   options.test_clock_hz = 250;
-  load({cookies, ban}, options);
+  load({cookies, banningRule()}, options);
   setClock(100000);
   auto wrapped = [&](int kind, const std::string& src) {
     PacketBuilder builder;
