@@ -61,7 +61,8 @@ struct HeldInterface {
   LogThrottle metrics_errors;  // a failing collect, asked at every scrape
   // What merges a flow's segments before the program (XdpLimiter::mergedPackets), read at
   // housekeeping rather than at each scrape: it dumps the links and asks each device on the
-  // way for its features, under the lock scrapes and events share. Logged when it changes.
+  // way for its features, under the lock scrapes and events share. Logged when it starts or
+  // stops.
   std::optional<std::string> merged_packets;
   bool merged_packets_read = false;
 };
