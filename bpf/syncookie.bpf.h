@@ -21,6 +21,7 @@
 #include "buckets.bpf.h"
 #include "counters.bpf.h"
 #include "events.bpf.h"
+#include "parse.bpf.h"
 #include "rules.bpf.h"
 
 #define FG_TCP_FIN 0x01
@@ -94,22 +95,36 @@ static __always_inline __u16 fg_csum_fold(__s64 sum)
 	return (__u16)~csum;
 }
 
-/* Copies the headers of an untagged TCP frame with no IPv4 options and no IPv6 extension
- * headers into `s`. 0 when they are there, whole, within the IP length; else the frame is
- * left to the rules (a SYN with IP options is odd enough not to be worth answering). */
+/* fg_cookie_headers' answer for a frame whose IP datagram the cookie step could answer but
+ * for the VLAN tags left in front of it (no VLAN offload). */
+#define FG_COOKIE_TAGGED 1
+
+/* Copies the headers of a TCP frame with no IPv4 options and no IPv6 extension headers into
+ * `s`. 0 when they are there, whole, within the IP length, in an untagged frame;
+ * FG_COOKIE_TAGGED when so but for VLAN tags in the frame; < 0 else: IPv4 options, IPv6
+ * extension headers (AH too) and fragments, which a sender beyond the link chooses, or a
+ * header cut short. A tag is the link's, not the sender's: a switch of the site's put it
+ * there. */
 static __always_inline int fg_cookie_headers(struct xdp_md *ctx, struct fg_cookie_scratch *s)
 {
 	void *data = (void *)(long)ctx->data, *end = (void *)(long)ctx->data_end;
 	__u64 frame_len = end - data;
-	__u32 l3 = ETH_HLEN, tcp_len;
+	__u32 l3 = ETH_HLEN, tcp_len, tags = 0;
 	__u16 proto;
 	__u8 doff;
 
-	/* untagged frames only: the listener's handover needs the skb's protocol to be IP,
-	 * which a tag left in the frame (no VLAN offload) is not */
+	/* an untagged frame is answered: the listener's handover needs the skb's protocol to
+	 * be IP, which a tag left in the frame (no VLAN offload) is not */
 	if (bpf_xdp_load_bytes(ctx, 0, s->eth, ETH_HLEN))
 		return -1;
 	__builtin_memcpy(&proto, s->eth + 12, 2);
+	for (; tags < FG_MAX_VLAN_TAGS; tags++) {
+		if (proto != bpf_htons(ETH_P_8021Q) && proto != bpf_htons(ETH_P_8021AD))
+			break;
+		if (bpf_xdp_load_bytes(ctx, l3 + 2, &proto, sizeof(proto)))
+			return -1;
+		l3 += 4;
+	}
 	s->l3 = l3;
 	if (proto == bpf_htons(ETH_P_IP)) {
 		if (bpf_xdp_load_bytes(ctx, l3, &s->ip4, sizeof(s->ip4)))
@@ -142,7 +157,7 @@ static __always_inline int fg_cookie_headers(struct xdp_md *ctx, struct fg_cooki
 	if (l3 + tcp_len > frame_len || bpf_xdp_load_bytes(ctx, l3, s->tcp, tcp_len))
 		return -1;
 	s->tcp_len = tcp_len;
-	return 0;
+	return tags ? FG_COOKIE_TAGGED : 0;
 }
 
 /* Whether an IPv4 address (network order) may be one end of a connection: not this
@@ -496,7 +511,7 @@ __attribute__((noinline)) int fg_cookie_path(struct xdp_md *ctx, const struct fg
 	__u32 zero = 0, set, count, bits, id, slot_index, pos;
 	__u64 jiffies, now, fp;
 	__s64 made;
-	int is_syn;
+	int is_syn, wrapped;
 
 	if (!ctx || !pkt)
 		return FG_COOKIE_CONTINUE;
@@ -569,14 +584,18 @@ __attribute__((noinline)) int fg_cookie_path(struct xdp_md *ctx, const struct fg
 	if (is_syn) {
 		if (!fg_cookie_wanted(rule, state, jiffies))
 			return FG_COOKIE_CONTINUE;
-		/* A SYN in a frame no cookie answers (a VLAN tag left in it, IPv4 options, IPv6
-		 * extension headers, AH, a first fragment) meets the rules as any SYN while the
-		 * new-source cap has room for it: a client behind such frames takes its slot
-		 * there. Refused by the cap, it is a spoofed flood's as likely as a cookie's SYN
-		 * is: counted capped, as the walk would, and charged as a made-up cookie is, the
-		 * global rules deciding what that admits, for in the rules keyed by source such
-		 * SYNs would fill the tables and ban the addresses they forge. */
-		if (fg_cookie_headers(ctx, s)) {
+		/* A SYN no cookie answers. In a frame with a VLAN tag left in it (the link's,
+		 * not the sender's) it meets the rules as any SYN while the new-source cap has
+		 * room for it: a client behind such frames takes its slot there. Refused by the
+		 * cap, it is a spoofed flood's as likely as a cookie's SYN is: counted capped, as
+		 * the walk would, and charged as a made-up cookie is, the global rules deciding
+		 * what that admits, for in the rules keyed by source such SYNs would fill the
+		 * tables and ban the addresses they forge. IPv4 options, IPv6 extension headers,
+		 * AH and fragments are the sender's choice: a SYN in them is charged so whatever
+		 * the cap says, or a spoofed flood wrapped in them would take slots at the cap's
+		 * pace, and have the addresses it forges banned by any rule beside this one. */
+		wrapped = fg_cookie_headers(ctx, s);
+		if (wrapped == FG_COOKIE_TAGGED) {
 			__u32 returning;
 
 			if (!fg_cap_refuses(rule, state, fp, jiffies, &returning))
@@ -585,9 +604,10 @@ __attribute__((noinline)) int fg_cookie_path(struct xdp_md *ctx, const struct fg
 			if (fg_refusal_starts(&state->last_capped, jiffies))
 				fg_emit(FG_EVENT_NEW_SOURCES_CAPPED, id, pkt->family, 0, 0, 0,
 					jiffies);
+		}
+		if (wrapped)
 			return fg_cookie_unvouched(rule, state, now, jiffies, pkt->family, len, set,
 						   pos, FG_SKIP_UNVERIFIED);
-		}
 		if (!fg_cookie_unicast_ends(s) || !fg_cookie_for_listener(ctx, s))
 			return FG_COOKIE_CONTINUE;
 		made = fg_cookie_make(s, s->tcp, s->tcp_len);

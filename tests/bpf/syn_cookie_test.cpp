@@ -219,6 +219,13 @@ class SynCookieTest : public XdpProgramTest {
     return rules.ok() && !rules->empty() ? (*rules)[0].by_verdict[verdict].packets : 0;
   }
 
+  // Counter `which` of the rule at `rule` in the list.
+  uint64_t tableOf(size_t rule, uint32_t which) {
+    auto rules = limiter().ruleCounters();
+    EXPECT_TRUE(rules.ok() && rules->size() > rule);
+    return rules.ok() && rules->size() > rule ? (*rules)[rule].table[which] : 0;
+  }
+
   Listener listener_;
 };
 
@@ -357,53 +364,40 @@ TEST_F(SynCookieTest, OtherSourceRulesTrackAndBanOnlyVerifiedSources) {
   EXPECT_EQ(settings->ban_entries[0], 1u) << "over the ban rule's burst";
 }
 
-// SYNs in frames no cookie answers (a VLAN tag left in the frame, IPv4 options, AH). While
-// the new-source cap has room, one meets the rules as any SYN: a real client behind such
-// frames takes its slot. Refused by the cap, spoofed ones and a new source's take no slot
-// and start no ban in any rule keyed by source (the new source sends past the banning rule's
-// burst): the cookie rule's untracked bucket bounds them, as it does made-up cookies, while
-// the client with a slot keeps its own bucket. A second on, the cap has room again.
-TEST_F(SynCookieTest, SynsNoCookieCanAnswerTakeNoSlotAndStartNoBanWhileTheCapRefuses) {
+// SYNs in frames with a VLAN tag left in them (one tag or two), which no cookie answers.
+// While the new-source cap has room, one meets the rules as any SYN: a real client behind
+// such frames takes its slot. Refused by the cap, spoofed ones and a new source's take no
+// slot and start no ban in any rule keyed by source (the new source sends past the banning
+// rule's burst): the cookie rule's untracked bucket bounds them, as it does made-up cookies,
+// while the client with a slot keeps its own bucket. A second on, the cap has room again.
+TEST_F(SynCookieTest, TaggedSynsTakeNoSlotAndStartNoBanWhileTheCapRefuses) {
   RuleSpec cookies = cookieRule(SynCookies::kAlways);
   cookies.new_sources_per_s = 1;  // a burst of one new source
   AttachOptions options;
   options.test_clock_hz = 250;
   load({cookies, banningRule()}, options);
   setClock(100000);
-  auto wrapped = [&](int kind, const std::string& src) {
+  auto tagged = [&](int tags, const std::string& src) {
     PacketBuilder builder;
     builder.eth();
-    if (kind == 0) builder.vlan(7);
-    builder.ipv4(src, kServerV4);
-    if (kind == 2) builder.ipv6Ext(51, 16);  // AH
-    std::vector<uint8_t> frame =
-        builder.tcp(listener_.port(), kSyn).tcpSeq(1000, 0).tcpMss(1460).build();
-    if (kind == 1) {  // four NOPs of IPv4 options
-      frame.insert(frame.begin() + 14 + 20, 4, 0x01);
-      frame[14] = 0x46;
-      frame[17] = static_cast<uint8_t>(frame[17] + 4);
-    }
-    return frame;
-  };
-  auto table = [&](size_t rule, uint32_t which) {
-    auto rules = limiter().ruleCounters();
-    EXPECT_TRUE(rules.ok() && rules->size() == 2);
-    return rules.ok() && rules->size() == 2 ? (*rules)[rule].table[which] : 0;
+    if (tags == 2) builder.vlan(100, 0x88a8);
+    builder.vlan(7).ipv4(src, kServerV4);
+    return builder.tcp(listener_.port(), kSyn).tcpSeq(1000, 0).tcpMss(1460).build();
   };
   std::vector<uint8_t> out;
   // room under the cap: the client's SYN takes a slot in both rules, as without cookies
-  EXPECT_EQ(runOut(wrapped(0, "192.0.2.80"), out), XDP_PASS);
-  EXPECT_EQ(table(0, FG_TABLE_NEW_SOURCE), 1u);
-  EXPECT_EQ(table(1, FG_TABLE_NEW_SOURCE), 1u);
+  EXPECT_EQ(runOut(tagged(1, "192.0.2.80"), out), XDP_PASS);
+  EXPECT_EQ(tableOf(0, FG_TABLE_NEW_SOURCE), 1u);
+  EXPECT_EQ(tableOf(1, FG_TABLE_NEW_SOURCE), 1u);
   // the next new source finds the cap spent: refused, and no slot in the other rule either
-  runOut(wrapped(1, "192.0.2.81"), out);
-  ASSERT_EQ(table(0, FG_TABLE_CAPPED), 1u);
-  EXPECT_EQ(table(1, FG_TABLE_NEW_SOURCE), 1u);
+  runOut(tagged(2, "192.0.2.81"), out);
+  ASSERT_EQ(tableOf(0, FG_TABLE_CAPPED), 1u);
+  EXPECT_EQ(tableOf(1, FG_TABLE_NEW_SOURCE), 1u);
 
   int passed = 0, dropped = 0;
   for (int i = 0; i < 30; ++i) {
     const std::string src = i % 2 ? "192.0.2.90" : "192.0.2." + std::to_string(100 + i);
-    const int verdict = runOut(wrapped(i % 3, src), out);
+    const int verdict = runOut(tagged(1 + i % 2, src), out);
     EXPECT_NE(verdict, XDP_TX) << "SYN " << i;
     passed += verdict == XDP_PASS;
     dropped += verdict == XDP_DROP;
@@ -411,20 +405,95 @@ TEST_F(SynCookieTest, SynsNoCookieCanAnswerTakeNoSlotAndStartNoBanWhileTheCapRef
   // the untracked bucket's burst of 10, less the refused one's, on a clock that stands still
   EXPECT_EQ(passed, 9);
   EXPECT_EQ(dropped, 21);
-  EXPECT_EQ(table(0, FG_TABLE_UNTRACKED_PASS), 10u);
-  EXPECT_EQ(table(0, FG_TABLE_CAPPED), 31u);
-  EXPECT_EQ(table(0, FG_TABLE_NEW_SOURCE), 1u) << "no slot in the cookie rule";
-  EXPECT_EQ(table(1, FG_TABLE_NEW_SOURCE), 1u) << "no slot in the banning rule";
-  EXPECT_EQ(table(0, FG_TABLE_COOKIE_SENT), 0u);
+  EXPECT_EQ(tableOf(0, FG_TABLE_UNTRACKED_PASS), 10u);
+  EXPECT_EQ(tableOf(0, FG_TABLE_CAPPED), 31u);
+  EXPECT_EQ(tableOf(0, FG_TABLE_NEW_SOURCE), 1u) << "no slot in the cookie rule";
+  EXPECT_EQ(tableOf(1, FG_TABLE_NEW_SOURCE), 1u) << "no slot in the banning rule";
+  EXPECT_EQ(tableOf(0, FG_TABLE_COOKIE_SENT), 0u);
   auto settings = limiter().settings();
   ASSERT_TRUE(settings.ok()) << settings.error().message;
   EXPECT_EQ(settings->ban_entries[0], 0u);
   // the client with a slot: its own bucket, whatever the flood did to the untracked one
-  EXPECT_EQ(runOut(wrapped(2, "192.0.2.80"), out), XDP_PASS);
+  EXPECT_EQ(runOut(tagged(2, "192.0.2.80"), out), XDP_PASS);
   // a second on, the cap has room for one more client
   setClock(100000 + 250);
-  EXPECT_EQ(runOut(wrapped(0, "192.0.2.82"), out), XDP_PASS);
-  EXPECT_EQ(table(0, FG_TABLE_NEW_SOURCE), 2u);
+  EXPECT_EQ(runOut(tagged(1, "192.0.2.82"), out), XDP_PASS);
+  EXPECT_EQ(tableOf(0, FG_TABLE_NEW_SOURCE), 2u);
+}
+
+// SYNs wrapped in what their sender chooses (IPv4 options, AH, IPv6 extension headers, a
+// first fragment; in a tagged frame too) get no cookie and never take a slot, even while
+// the new-source cap has room: they are charged to the cookie rule's untracked bucket, and
+// what it admits meets only the global rules, so a spoofed flood sent so takes no slot and
+// starts no ban (the new source sends past the banning rule's burst). A plain SYN of the
+// same source then still gets its cookie.
+TEST_F(SynCookieTest, SynsInHeadersTheirSenderChoosesNeverTakeASlot) {
+  RuleSpec global = cookieRule(SynCookies::kOff);
+  global.name = "syn_global";
+  global.key = KeyKind::kGlobal;
+  global.limit.burst = 1000;
+  AttachOptions options;
+  options.test_clock_hz = 250;
+  load({cookieRule(SynCookies::kAlways), banningRule(), global}, options);
+  setClock(100000);
+  auto wrapped = [&](int kind, const std::string& src) {
+    const bool v6 = src.find(':') != std::string::npos;
+    PacketBuilder builder;
+    builder.eth();
+    if (kind == 5) builder.vlan(7);
+    if (v6) {
+      builder.ipv6(src, kServerV6);
+    } else {
+      builder.ipv4(src, kServerV4);
+    }
+    if (kind == 1) builder.ipv6Ext(51, 16);  // AH
+    if (kind == 2) builder.ipv6Ext(0, 8);    // hop-by-hop options
+    if (kind == 3 && v6) builder.ipv6Fragment(0, true);
+    builder.tcp(listener_.port(), kSyn).tcpSeq(1000, 0).tcpMss(1460);
+    if (kind == 3 && !v6) builder.ipv4Fragment(0, true);
+    std::vector<uint8_t> frame = builder.build();
+    if ((kind == 0 || kind == 5) && !v6) {  // four NOPs of IPv4 options
+      const size_t ip = kind == 5 ? 18 : 14;
+      frame.insert(frame.begin() + static_cast<long>(ip) + 20, 4, 0x01);
+      frame[ip] = 0x46;
+      frame[ip + 3] = static_cast<uint8_t>(frame[ip + 3] + 4);
+    }
+    return frame;
+  };
+  const std::vector<std::pair<int, std::string>> kinds = {
+      {0, "192.0.2.1"},   {1, "192.0.2.1"},   {3, "192.0.2.1"},  {5, "192.0.2.1"},
+      {1, "2001:db8::1"}, {2, "2001:db8::1"}, {3, "2001:db8::1"}};
+  std::vector<uint8_t> out;
+  int passed = 0, dropped = 0;
+  for (int i = 0; i < 28; ++i) {
+    const auto& [kind, prefix] = kinds[static_cast<size_t>(i) % kinds.size()];
+    // every other SYN from one source, the rest each from a new one
+    std::string src = prefix.substr(0, prefix.size() - 1) + std::to_string(i % 2 ? 90 : 100 + i);
+    const int verdict = runOut(wrapped(kind, src), out);
+    EXPECT_NE(verdict, XDP_TX) << "SYN " << i << " of kind " << kind;
+    passed += verdict == XDP_PASS;
+    dropped += verdict == XDP_DROP;
+  }
+  // the untracked bucket's burst of 10 on a clock that stands still; the cap had room all along
+  EXPECT_EQ(passed, 10);
+  EXPECT_EQ(dropped, 18);
+  EXPECT_EQ(tableOf(0, FG_TABLE_UNTRACKED_PASS), 10u);
+  EXPECT_EQ(tableOf(0, FG_TABLE_UNTRACKED_DROP), 18u);
+  EXPECT_EQ(tableOf(0, FG_TABLE_CAPPED), 0u);
+  EXPECT_EQ(tableOf(0, FG_TABLE_NEW_SOURCE), 0u) << "no slot in the cookie rule";
+  EXPECT_EQ(tableOf(1, FG_TABLE_NEW_SOURCE), 0u) << "no slot in the banning rule";
+  EXPECT_EQ(tableOf(0, FG_TABLE_COOKIE_SENT), 0u);
+  auto rules = limiter().ruleCounters();
+  ASSERT_TRUE(rules.ok() && rules->size() == 3);
+  EXPECT_EQ((*rules)[2].by_verdict[FG_VERDICT_PASS].packets, 10u)
+      << "the global rule decides what the untracked bucket admits";
+  auto settings = limiter().settings();
+  ASSERT_TRUE(settings.ok()) << settings.error().message;
+  EXPECT_EQ(settings->ban_entries[0], 0u);
+  // the source that sent past the banning rule's burst is still unknown: a plain SYN gets
+  // its cookie
+  EXPECT_EQ(runOut(segment("192.0.2.90", kSyn, 1000, 0, 1460), out), XDP_TX);
+  EXPECT_EQ(runOut(segment("2001:db8::90", kSyn, 1000, 0, 1460), out), XDP_TX);
 }
 
 TEST_F(SynCookieTest, ForgedAcksFailAreCountedAndLimitedByTheUntrackedBucket) {
@@ -676,6 +745,35 @@ TEST_F(SynCookieTest, AutoSendsCookiesOnlyWhileTheNewSourceCapRefuses) {
   setClock(100000 + 2 * 250);
   EXPECT_EQ(runOut(segment("192.0.2.43", kSyn, 1, 0, 1460), out), XDP_PASS);
   EXPECT_EQ(stat(FG_TABLE_COOKIE_SENT), 1u);
+}
+
+// In auto mode a SYN in IPv4 options meets the rules as any SYN while auto sends no cookies
+// (it takes a slot under the cap), and the untracked bucket while it does.
+TEST_F(SynCookieTest, AutoHoldsWrappedSynsToTheUntrackedBucketOnlyWhileItSendsCookies) {
+  RuleSpec rule = cookieRule(SynCookies::kAuto);
+  rule.new_sources_per_s = 1;  // a burst of one new source
+  AttachOptions options;
+  options.test_clock_hz = 250;
+  load({rule}, options);
+  setClock(100000);
+  auto withOptions = [&](const std::string& src) {
+    std::vector<uint8_t> frame = segment(src, kSyn, 1, 0, 1460);
+    frame.insert(frame.begin() + 14 + 20, 4, 0x01);  // four NOPs of IPv4 options
+    frame[14] = 0x46;
+    frame[17] = static_cast<uint8_t>(frame[17] + 4);
+    return frame;
+  };
+  std::vector<uint8_t> out;
+  EXPECT_EQ(runOut(withOptions("192.0.2.40"), out), XDP_PASS);
+  EXPECT_EQ(stat(FG_TABLE_NEW_SOURCE), 1u) << "auto is off: a slot under the cap";
+  EXPECT_EQ(stat(FG_TABLE_UNTRACKED_PASS), 0u);
+  runOut(withOptions("192.0.2.41"), out);
+  ASSERT_EQ(stat(FG_TABLE_CAPPED), 1u);                      // auto is on from here
+  const uint64_t untracked = stat(FG_TABLE_UNTRACKED_PASS);  // the capped SYN's
+  EXPECT_EQ(runOut(withOptions("192.0.2.42"), out), XDP_PASS);
+  EXPECT_EQ(stat(FG_TABLE_UNTRACKED_PASS), untracked + 1);
+  EXPECT_EQ(stat(FG_TABLE_CAPPED), 1u) << "charged without asking the cap";
+  EXPECT_EQ(stat(FG_TABLE_NEW_SOURCE), 1u);
 }
 
 // In auto mode a SYN that gets no cookie (no listener for it here) goes on to the rules,
