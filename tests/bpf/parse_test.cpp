@@ -196,6 +196,54 @@ TEST_F(ParseTest, Ipv4AuthenticationHeadersThatLieAboutTheirLengthAreMalformed) 
   EXPECT_EQ(counted(FG_VERDICT_DROP, FG_REASON_MALFORMED), 3u);
 }
 
+// AH behind IPv4 options is found where the options end, and walked as without them.
+TEST_F(ParseTest, Ipv4AuthenticationHeadersBehindOptionsAreWalked) {
+  RuleSpec udp53 = sourceRule(1, 1);
+  udp53.protocol = Protocol::kUdp;
+  udp53.dst_ports = {{53, 53}};
+  load({udp53});
+  auto dns =
+      PacketBuilder().eth().ipv4("192.0.2.1", "198.51.100.1").ipv6Ext(51, 16).udp(53).build();
+  dns.insert(dns.begin() + 14 + 20, 8, 0x01);  // eight NOPs of options
+  dns[14] = 0x47;
+  dns[14 + 3] = static_cast<uint8_t>(dns[14 + 3] + 8);
+  EXPECT_EQ(run(dns), XDP_PASS);
+  EXPECT_EQ(run(dns), XDP_DROP);  // the UDP rule saw port 53 behind options and AH
+  EXPECT_EQ(counted(FG_VERDICT_DROP, FG_REASON_RATE), 1u);
+  EXPECT_EQ(counted(FG_VERDICT_DROP, FG_REASON_MALFORMED), 0u);
+}
+
+// One AH is walked; a second behind it ends the parse there, as ESP does: the packet meets
+// the rules without a protocol, and no port rule.
+TEST_F(ParseTest, ASecondIpv4AuthenticationHeaderEndsTheParse) {
+  RuleSpec udp53 = sourceRule(1, 1);
+  udp53.protocol = Protocol::kUdp;
+  udp53.dst_ports = {{53, 53}};
+  load({udp53, sourceRule(1, 3)});
+  auto twice = PacketBuilder()
+                   .eth()
+                   .ipv4("192.0.2.1", "198.51.100.1")
+                   .ipv6Ext(51, 16)
+                   .ipv6Ext(51, 16)
+                   .udp(53)
+                   .build();
+  EXPECT_EQ(passes(twice, 5), 3);  // the per-source rule's burst, not the UDP rule's one
+  EXPECT_EQ(counted(FG_VERDICT_DROP, FG_REASON_RATE), 2u);
+  EXPECT_EQ(counted(FG_VERDICT_DROP, FG_REASON_MALFORMED), 0u);
+}
+
+// An AH that ends exactly where the datagram does is whole: with no next header it is not
+// malformed; naming UDP, whose header is then missing, it is.
+TEST_F(ParseTest, AnIpv4AuthenticationHeaderEndingTheDatagramIsWhole) {
+  load({sourceRule(100, 100)});
+  auto ends = PacketBuilder().eth().ipv4("192.0.2.1", "198.51.100.1").ipv6Ext(51, 16).build();
+  EXPECT_EQ(run(ends), XDP_PASS);
+  EXPECT_EQ(counted(FG_VERDICT_PASS, FG_REASON_MALFORMED), 0u);
+  ends[14 + 20] = 17;  // UDP
+  EXPECT_EQ(run(ends), XDP_DROP);
+  EXPECT_EQ(counted(FG_VERDICT_DROP, FG_REASON_MALFORMED), 1u);
+}
+
 // A chain of `headers` destination-options headers in front of UDP port 53 from `src`.
 std::vector<uint8_t> longChainFrom(const std::string& src, int headers) {
   PacketBuilder frame = PacketBuilder().eth().ipv6(src, "2001:db8::2");
@@ -384,9 +432,13 @@ TEST_F(ParseTest, ATcpDataOffsetPastAWholeDatagramIsMalformed) {
                 .tcp(80, 0x02)
                 .build();
   v6[v6_doff] = 0xf0;
+  // a plain IPv6 datagram (no fragment header) is whole too
+  auto v6_plain = PacketBuilder().eth().ipv6("2001:db8::7", "2001:db8::2").tcp(80, 0x02).build();
+  v6_plain[14 + 40 + 12] = 0xf0;
   EXPECT_EQ(run(v4), XDP_DROP);
   EXPECT_EQ(run(v6), XDP_DROP);
-  EXPECT_EQ(counted(FG_VERDICT_DROP, FG_REASON_MALFORMED), 2u);
+  EXPECT_EQ(run(v6_plain), XDP_DROP);
+  EXPECT_EQ(counted(FG_VERDICT_DROP, FG_REASON_MALFORMED), 3u);
 
   auto v4_first = PacketBuilder()
                       .eth()
@@ -407,7 +459,7 @@ TEST_F(ParseTest, ATcpDataOffsetPastAWholeDatagramIsMalformed) {
     EXPECT_EQ(run(first), XDP_DROP);  // the SYN rule charged it
   }
   EXPECT_EQ(counted(FG_VERDICT_DROP, FG_REASON_RATE), 2u);
-  EXPECT_EQ(counted(FG_VERDICT_DROP, FG_REASON_MALFORMED), 2u);
+  EXPECT_EQ(counted(FG_VERDICT_DROP, FG_REASON_MALFORMED), 3u);
 }
 
 // RFC 1858's tiny fragment: the SYN split so its flags are in a second fragment. Linux
