@@ -44,6 +44,7 @@ static __always_inline int fg_xdp(struct xdp_md *ctx, enum fg_walk_kind kind)
 	void *data = (void *)(long)ctx->data;
 	void *data_end = (void *)(long)ctx->data_end;
 	__u32 len = data_end - data, zero = 0, verdict, reason = FG_REASON_DEFAULT, filters, family;
+	__u32 allowed = 0;
 	int parsed;
 	struct fg_settings *settings;
 	/* the rule walk's state, whose packet the parser fills in place */
@@ -63,9 +64,12 @@ static __always_inline int fg_xdp(struct xdp_md *ctx, enum fg_walk_kind kind)
 				    len);
 	}
 
-	/* Source first: deny, allow and bans judge the source before anything else about the
-	 * frame, so no crafted chain, length or fragment walks a denied source around them.
-	 * The usual case, no list entry and no ban of the source's family, is one test. */
+	/* Source first: deny and bans judge the source before anything else about the frame,
+	 * so no crafted chain, length or fragment walks a denied source around them. An
+	 * allowed source is spared the bans and the rules, not the frame's policies below: its
+	 * address is as easily forged as any, and a flood of fragments or junk sent from it
+	 * must not walk around `fragments: drop` or `malformed: drop`. The usual case, no list
+	 * entry and no ban of the source's family, is one test. */
 	family = pkt->family & 1;
 	if (settings->deny_entries[family] | settings->allow_entries[family] |
 	    settings->ban_entries[family]) {
@@ -73,10 +77,9 @@ static __always_inline int fg_xdp(struct xdp_md *ctx, enum fg_walk_kind kind)
 		if (fg_listed(&deny_v4, &deny_v6, &deny_filter_v4, filters & (1U << FG_LIST_DENY),
 			      settings->deny_entries, pkt))
 			return fg_finish(ctx, settings, FG_VERDICT_DROP, FG_REASON_DENY, len);
-		if (fg_listed(&allow_v4, &allow_v6, &allow_filter_v4,
-			      filters & (1U << FG_LIST_ALLOW), settings->allow_entries, pkt))
-			return fg_finish(ctx, settings, FG_VERDICT_PASS, FG_REASON_ALLOW, len);
-		if (settings->ban_entries[family]) {
+		allowed = fg_listed(&allow_v4, &allow_v6, &allow_filter_v4,
+				    filters & (1U << FG_LIST_ALLOW), settings->allow_entries, pkt);
+		if (!allowed && settings->ban_entries[family]) {
 			jiffies = fg_jiffies();
 			if (fg_banned(settings, pkt, jiffies))
 				return fg_finish(ctx, settings, FG_VERDICT_DROP, FG_REASON_BAN,
@@ -128,6 +131,8 @@ static __always_inline int fg_xdp(struct xdp_md *ctx, enum fg_walk_kind kind)
 			return fg_finish(ctx, settings, FG_VERDICT_DROP, FG_REASON_FRAGMENT, len);
 		reason = FG_REASON_FRAGMENT;
 	}
+	if (allowed)
+		return fg_finish(ctx, settings, FG_VERDICT_PASS, FG_REASON_ALLOW, len);
 
 	/* a SYN or bare ACK may be a SYN cookie's; nothing to do unless a rule gives them */
 	if (parsed == FG_PARSE_OK && fg_cookie_candidate(pkt) && !settings->monitor) {

@@ -160,6 +160,38 @@ TEST_F(XdpLimiterTest, DenyDropsAndAllowBypassesTheLimit) {
   EXPECT_EQ(listed->size(), 2u);
 }
 
+// An allowed source is spared the rules, not the frame policies: its address is as easily
+// forged as any, so a flood of fragments or malformed frames sent from it is dropped where
+// `fragments: drop` and `malformed: drop` say, counted under them.
+TEST_F(XdpLimiterTest, AllowedSourcesStillMeetTheFramePolicies) {
+  AttachOptions options;
+  options.fragments = FramePolicy::kDrop;
+  load({sourceRule(1, 1)}, options);
+  ASSERT_EQ(*limiter().listAdd(ListKind::kAllow, cidrs({"198.18.0.5", "2001:db8:600d::/48"})), 2u);
+  auto later_v4 = PacketBuilder()
+                      .eth()
+                      .ipv4("198.18.0.5", "198.51.100.1")
+                      .ipv4Fragment(9, false)
+                      .payload(64)
+                      .build();
+  auto later_v6 = PacketBuilder()
+                      .eth()
+                      .ipv6("2001:db8:600d::1", "2001:db8::2")
+                      .ipv6Fragment(100, false)
+                      .payload(64)
+                      .build();
+  auto bad_length = udpFrom("198.18.0.5");
+  bad_length[14 + 3] = 200;  // a total length past the frame
+  EXPECT_EQ(run(later_v4), XDP_DROP);
+  EXPECT_EQ(run(later_v6), XDP_DROP);
+  EXPECT_EQ(run(bad_length), XDP_DROP);
+  EXPECT_EQ(counted(FG_VERDICT_DROP, FG_REASON_FRAGMENT), 2u);
+  EXPECT_EQ(counted(FG_VERDICT_DROP, FG_REASON_MALFORMED), 1u);
+  // whole datagrams pass past the rule's limit, as allowed
+  EXPECT_EQ(passes(udpFrom("198.18.0.5"), 5), 5);
+  EXPECT_EQ(counted(FG_VERDICT_PASS, FG_REASON_ALLOW), 5u);
+}
+
 // What escalation asks before it bans a reported client: whether the allow list overlaps
 // it. An entry that holds the address or prefix (the trie's own lookup), and for a prefix
 // wider than an address, an entry inside it too (a ban of the prefix would drop it).
