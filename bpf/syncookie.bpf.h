@@ -101,10 +101,10 @@ static __always_inline __u16 fg_csum_fold(__s64 sum)
 
 /* Copies the headers of a TCP frame with no IPv4 options and no IPv6 extension headers into
  * `s`. 0 when they are there, whole, within the IP length, in an untagged frame;
- * FG_COOKIE_TAGGED when so but for VLAN tags in the frame; < 0 else: IPv4 options, IPv6
- * extension headers (AH too) and fragments, which a sender beyond the link chooses, or a
- * header cut short. A tag is the link's, not the sender's: a switch of the site's put it
- * there. */
+ * FG_COOKIE_TAGGED when so but for VLAN tags in the frame (a site's switches put those on
+ * every frame of a trunk without VLAN offload, its clients' too); < 0 else: IPv4 options,
+ * IPv6 extension headers (AH too) and fragments, which any sender chooses and few clients
+ * send, or a header cut short. */
 static __always_inline int fg_cookie_headers(struct xdp_md *ctx, struct fg_cookie_scratch *s)
 {
 	void *data = (void *)(long)ctx->data, *end = (void *)(long)ctx->data_end;
@@ -584,17 +584,20 @@ __attribute__((noinline)) int fg_cookie_path(struct xdp_md *ctx, const struct fg
 	if (is_syn) {
 		if (!fg_cookie_wanted(rule, state, jiffies))
 			return FG_COOKIE_CONTINUE;
-		/* A SYN no cookie answers. In a frame with a VLAN tag left in it (the link's,
-		 * not the sender's) it meets the rules as any SYN while the new-source cap has
-		 * room for it: a client behind such frames takes its slot there. Refused by the
-		 * cap, it is a spoofed flood's as likely as a cookie's SYN is: counted capped, as
-		 * the walk would, and charged as a made-up cookie is, the global rules deciding
-		 * what that admits, for in the rules keyed by source such SYNs would fill the
-		 * tables and ban the addresses they forge. IPv4 options, IPv6 extension headers,
-		 * AH and fragments are the sender's choice: a SYN in them is charged so whatever
-		 * the cap says, or a spoofed flood wrapped in them would take slots at the cap's
-		 * pace, and have the addresses it forges banned by any rule beside this one. */
-		wrapped = fg_cookie_headers(ctx, s);
+		/* A SYN no cookie answers. In a frame with VLAN tags left in it (no VLAN
+		 * offload) it meets the rules as any SYN while the new-source cap has room for
+		 * it: a client behind such frames takes its slot there. Refused by the cap, it is
+		 * a spoofed flood's as likely as a cookie's SYN is: counted capped, as the walk
+		 * would, and charged as a made-up cookie is, the global rules deciding what that
+		 * admits, for in the rules keyed by source such SYNs would fill the tables and
+		 * ban the addresses they forge. IPv4 options, IPv6 extension headers, AH,
+		 * fragments and a FIN or RST beside the SYN (which a listener discards) are the
+		 * sender's choice: such a SYN is charged so whatever the cap says, or a spoofed
+		 * flood sent in them would take slots at the cap's pace, and have the addresses
+		 * it forges banned by any rule beside this one. In `auto` mode it is charged to
+		 * the cap as a SYN answered with a cookie is, so a flood of them keeps auto on. */
+		wrapped =
+		    pkt->tcp_flags & (FG_TCP_FIN | FG_TCP_RST) ? -1 : fg_cookie_headers(ctx, s);
 		if (wrapped == FG_COOKIE_TAGGED) {
 			__u32 returning;
 
@@ -604,6 +607,8 @@ __attribute__((noinline)) int fg_cookie_path(struct xdp_md *ctx, const struct fg
 			if (fg_refusal_starts(&state->last_capped, jiffies))
 				fg_emit(FG_EVENT_NEW_SOURCES_CAPPED, id, pkt->family, 0, 0, 0,
 					jiffies);
+		} else if (wrapped) {
+			fg_cookie_charge(rule, state, now, jiffies);
 		}
 		if (wrapped)
 			return fg_cookie_unvouched(rule, state, now, jiffies, pkt->family, len, set,
@@ -663,13 +668,15 @@ __attribute__((noinline)) int fg_cookie_path(struct xdp_md *ctx, const struct fg
 	return FG_COOKIE_ANSWER(FG_COOKIE_PASS, set, pos, id);
 }
 
-/* Whether `pkt` may be a cookie's SYN or its ACK: worth fg_cookie_path's look. */
+/* Whether `pkt` may be a cookie's SYN or its ACK: worth fg_cookie_path's look. A SYN with a
+ * FIN or RST beside it is looked at too: no cookie answers it, but a rule over SYNs matches
+ * it, so a spoofed flood of them must not take slots past the cookie rule. */
 static __always_inline int fg_cookie_candidate(const struct fg_packet *pkt)
 {
 	__u8 flags = pkt->tcp_flags & (FG_TCP_SYN | FG_TCP_ACK | FG_TCP_RST | FG_TCP_FIN);
 
 	return pkt->l4_proto == IPPROTO_TCP && pkt->l4_known && !pkt->fragment &&
-	       (flags == FG_TCP_SYN || flags == FG_TCP_ACK);
+	       ((flags & (FG_TCP_SYN | FG_TCP_ACK)) == FG_TCP_SYN || flags == FG_TCP_ACK);
 }
 
 #endif /* FLOODGATE_SYNCOOKIE_BPF_H */

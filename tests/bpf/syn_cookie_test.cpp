@@ -20,7 +20,7 @@ namespace {
 
 constexpr const char* kServerV4 = "198.51.100.1";
 constexpr const char* kServerV6 = "2001:db8:ffff::1";
-constexpr uint8_t kSyn = 0x02, kAck = 0x10, kRst = 0x04;
+constexpr uint8_t kFin = 0x01, kSyn = 0x02, kAck = 0x10, kRst = 0x04;
 
 uint16_t get16(const std::vector<uint8_t>& f, size_t at) {
   return static_cast<uint16_t>(f[at] << 8 | f[at + 1]);
@@ -422,11 +422,11 @@ TEST_F(SynCookieTest, TaggedSynsTakeNoSlotAndStartNoBanWhileTheCapRefuses) {
 }
 
 // SYNs wrapped in what their sender chooses (IPv4 options, AH, IPv6 extension headers, a
-// first fragment; in a tagged frame too) get no cookie and never take a slot, even while
-// the new-source cap has room: they are charged to the cookie rule's untracked bucket, and
-// what it admits meets only the global rules, so a spoofed flood sent so takes no slot and
-// starts no ban (the new source sends past the banning rule's burst). A plain SYN of the
-// same source then still gets its cookie.
+// first fragment; in a tagged frame too), and SYNs with a FIN or RST, get no cookie and never take
+// a slot, even while the new-source cap has room: they are charged to the cookie rule's untracked
+// bucket, and what it admits meets only the global rules, so a spoofed flood sent so takes no slot
+// and starts no ban (the new source sends past the banning rule's burst). A plain SYN of the same
+// source then still gets its cookie.
 TEST_F(SynCookieTest, SynsInHeadersTheirSenderChoosesNeverTakeASlot) {
   RuleSpec global = cookieRule(SynCookies::kOff);
   global.name = "syn_global";
@@ -449,7 +449,8 @@ TEST_F(SynCookieTest, SynsInHeadersTheirSenderChoosesNeverTakeASlot) {
     if (kind == 1) builder.ipv6Ext(51, 16);  // AH
     if (kind == 2) builder.ipv6Ext(0, 8);    // hop-by-hop options
     if (kind == 3 && v6) builder.ipv6Fragment(0, true);
-    builder.tcp(listener_.port(), kSyn).tcpSeq(1000, 0).tcpMss(1460);
+    const uint8_t flags = kind == 6 ? kSyn | kFin : kind == 7 ? kSyn | kRst : kSyn;
+    builder.tcp(listener_.port(), flags).tcpSeq(1000, 0).tcpMss(1460);
     if (kind == 3 && !v6) builder.ipv4Fragment(0, true);
     std::vector<uint8_t> frame = builder.build();
     if ((kind == 0 || kind == 5) && !v6) {  // four NOPs of IPv4 options
@@ -461,11 +462,12 @@ TEST_F(SynCookieTest, SynsInHeadersTheirSenderChoosesNeverTakeASlot) {
     return frame;
   };
   const std::vector<std::pair<int, std::string>> kinds = {
-      {0, "192.0.2.1"},   {1, "192.0.2.1"},   {3, "192.0.2.1"},  {5, "192.0.2.1"},
-      {1, "2001:db8::1"}, {2, "2001:db8::1"}, {3, "2001:db8::1"}};
+      {0, "192.0.2.1"},   {1, "192.0.2.1"},   {3, "192.0.2.1"},
+      {5, "192.0.2.1"},   {1, "2001:db8::1"}, {2, "2001:db8::1"},
+      {3, "2001:db8::1"}, {6, "192.0.2.1"},   {7, "2001:db8::1"}};
   std::vector<uint8_t> out;
   int passed = 0, dropped = 0;
-  for (int i = 0; i < 28; ++i) {
+  for (int i = 0; i < 36; ++i) {
     const auto& [kind, prefix] = kinds[static_cast<size_t>(i) % kinds.size()];
     // every other SYN from one source, the rest each from a new one
     std::string src = prefix.substr(0, prefix.size() - 1) + std::to_string(i % 2 ? 90 : 100 + i);
@@ -476,9 +478,9 @@ TEST_F(SynCookieTest, SynsInHeadersTheirSenderChoosesNeverTakeASlot) {
   }
   // the untracked bucket's burst of 10 on a clock that stands still; the cap had room all along
   EXPECT_EQ(passed, 10);
-  EXPECT_EQ(dropped, 18);
+  EXPECT_EQ(dropped, 26);
   EXPECT_EQ(tableOf(0, FG_TABLE_UNTRACKED_PASS), 10u);
-  EXPECT_EQ(tableOf(0, FG_TABLE_UNTRACKED_DROP), 18u);
+  EXPECT_EQ(tableOf(0, FG_TABLE_UNTRACKED_DROP), 26u);
   EXPECT_EQ(tableOf(0, FG_TABLE_CAPPED), 0u);
   EXPECT_EQ(tableOf(0, FG_TABLE_NEW_SOURCE), 0u) << "no slot in the cookie rule";
   EXPECT_EQ(tableOf(1, FG_TABLE_NEW_SOURCE), 0u) << "no slot in the banning rule";
@@ -494,6 +496,8 @@ TEST_F(SynCookieTest, SynsInHeadersTheirSenderChoosesNeverTakeASlot) {
   // its cookie
   EXPECT_EQ(runOut(segment("192.0.2.90", kSyn, 1000, 0, 1460), out), XDP_TX);
   EXPECT_EQ(runOut(segment("2001:db8::90", kSyn, 1000, 0, 1460), out), XDP_TX);
+  // and an ECN setup SYN (ECE and CWR beside it) is a plain SYN
+  EXPECT_EQ(runOut(segment("192.0.2.91", kSyn | 0x40 | 0x80, 1000, 0, 1460), out), XDP_TX);
 }
 
 TEST_F(SynCookieTest, ForgedAcksFailAreCountedAndLimitedByTheUntrackedBucket) {
@@ -774,6 +778,12 @@ TEST_F(SynCookieTest, AutoHoldsWrappedSynsToTheUntrackedBucketOnlyWhileItSendsCo
   EXPECT_EQ(stat(FG_TABLE_UNTRACKED_PASS), untracked + 1);
   EXPECT_EQ(stat(FG_TABLE_CAPPED), 1u) << "charged without asking the cap";
   EXPECT_EQ(stat(FG_TABLE_NEW_SOURCE), 1u);
+  // such SYNs are charged to the cap as cookies are, so a flood of them alone keeps auto
+  // on: one at 0.9 s finds the cap spent, and half a second later a plain SYN gets a cookie
+  setClock(100000 + 225);
+  EXPECT_EQ(runOut(withOptions("192.0.2.43"), out), XDP_PASS);
+  setClock(100000 + 375);
+  EXPECT_EQ(runOut(segment("192.0.2.44", kSyn, 1, 0, 1460), out), XDP_TX);
 }
 
 // In auto mode a SYN that gets no cookie (no listener for it here) goes on to the rules,
