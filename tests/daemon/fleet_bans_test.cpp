@@ -144,6 +144,16 @@ TEST_F(FleetBansTest, OnlyTheKindsShareListsArePublished) {
   EXPECT_FALSE(fleetShares(config::FleetBansConfig{}, report::BanKind::kManual, kMinuteNs).ok());
 }
 
+// A rule bans what the packet path saw: an IPv6 frame from ::ffff:a.b.c.d is anyone's to
+// send, and every host would read its record as a.b.c.d's ban. Not shared; a manual ban of
+// the same address, an operator's, is.
+TEST_F(FleetBansTest, ARuleBanOfAnIpv4MappedSourceIsNotShared) {
+  auto a = host(config_);
+  EXPECT_FALSE(a->publish(report::BanKind::kRule, cidr("::ffff:198.51.100.7"), kMinuteNs));
+  EXPECT_TRUE(a->publish(report::BanKind::kRule, cidr("2001:db8::7"), kMinuteNs));
+  EXPECT_TRUE(a->publish(report::BanKind::kManual, cidr("::ffff:198.51.100.8"), kMinuteNs));
+}
+
 TEST_F(FleetBansTest, AHostStartedLaterReadsBackTheBansStillInForce) {
   const int64_t now = redisNowMs();
   // published before the late host starts: one signed before the longest ban (never read;

@@ -5,6 +5,7 @@
 #include <chrono>
 
 #include "daemon/log.h"
+#include "floodgate/common/cidr.h"
 #include "floodgate/common/text.h"
 #include "floodgate/common/units.h"
 #include "floodgate/fleet/report_stream.h"
@@ -157,6 +158,10 @@ void FleetBans::sync(const config::FleetBansConfig& config, const std::vector<Ci
 std::optional<report::BanRecord> FleetBans::publish(report::BanKind kind, const Cidr& address,
                                                     uint64_t ban_ns) {
   if (!queue_ || !fleetShares(config_, kind, ban_ns)) return std::nullopt;
+  // A rule's ban of an IPv4-mapped IPv6 source (::ffff:a.b.c.d) is of frames anyone can
+  // send and the kernel drops; every host reads such a record as a.b.c.d's own ban (a
+  // dual-stack socket's way of writing an IPv4 client), so a spoofed flood would ban it.
+  if (kind == report::BanKind::kRule && mappedIpv4(address)) return std::nullopt;
   report::BanRecord record = fleetBanRecord(address, ban_ns, kind);
   if (!queue_->push(report::formatBanRecord(record))) return std::nullopt;
   return record;
