@@ -410,8 +410,9 @@ static __always_inline int fg_cookie_wanted(const struct fg_rule *rule,
 }
 
 /* An auto-mode cookie is charged to the new-source cap, as the SYN would have been, so
- * auto stays on while new sources come faster than the cap. Only a SYN that gets its
- * cookie: one that goes on to the rules is charged there, and must not pay twice. */
+ * auto stays on while new sources come faster than the cap. Only a SYN the cookie step
+ * takes (one it answers, or one it sends to the untracked bucket unasked): one that goes
+ * on to the rules is charged there, and must not pay twice. */
 static __always_inline void fg_cookie_charge(const struct fg_rule *rule,
 					     struct fg_rule_state *state, __u64 now, __u64 jiffies)
 {
@@ -496,7 +497,8 @@ static __always_inline int fg_cookie_unvouched(const struct fg_rule *rule,
 	return FG_COOKIE_DROP;
 }
 
-/* The SYN-cookie step of a TCP SYN or bare ACK (no SYN, RST or FIN) from `pkt`'s source.
+/* The SYN-cookie step of a TCP SYN (a FIN or RST beside it too) or bare ACK (no SYN, RST or
+ * FIN) from `pkt`'s source.
  * A global function: verified once, with a stack frame of its own. */
 __attribute__((noinline)) int fg_cookie_path(struct xdp_md *ctx, const struct fg_packet *pkt,
 					     __u64 seed, __u32 len)
@@ -534,10 +536,12 @@ __attribute__((noinline)) int fg_cookie_path(struct xdp_md *ctx, const struct fg
 	if (!bits)
 		return FG_COOKIE_CONTINUE;
 
-	/* an ACK meets a cookie rule where the SYN it answers would have */
+	/* an ACK meets a cookie rule where the SYN it answers would have; a SYN by its own
+	 * flags, so one with a flag the rule clears (a FIN, say) is not the rule's */
 	is_syn = (pkt->tcp_flags & (FG_TCP_SYN | FG_TCP_ACK)) == FG_TCP_SYN;
 	search.syn = *pkt;
-	search.syn.tcp_flags = FG_TCP_SYN;
+	if (!is_syn)
+		search.syn.tcp_flags = FG_TCP_SYN;
 	search.set = set;
 	search.bits = bits;
 	bpf_loop(FG_MAX_RULES, fg_cookie_search_step, &search, 0);

@@ -500,6 +500,20 @@ TEST_F(SynCookieTest, SynsInHeadersTheirSenderChoosesNeverTakeASlot) {
   EXPECT_EQ(runOut(segment("192.0.2.91", kSyn | 0x40 | 0x80, 1000, 0, 1460), out), XDP_TX);
 }
 
+// A SYN meets the cookie rule by its own flags: under a rule that clears FIN, a SYN with a FIN
+// is not the rule's, so it is neither answered nor charged to the rule's untracked bucket.
+TEST_F(SynCookieTest, ASynWithAFlagTheCookieRuleClearsIsNotTheRules) {
+  RuleSpec rule = cookieRule(SynCookies::kAlways);
+  rule.tcp_flags_clear = kAck | kFin;
+  load({rule});
+  std::vector<uint8_t> out;
+  EXPECT_EQ(runOut(segment("192.0.2.30", kSyn | kFin, 1, 0, 1460), out), XDP_PASS);
+  EXPECT_EQ(stat(FG_TABLE_UNTRACKED_PASS), 0u);
+  EXPECT_EQ(ruleVerdict(FG_VERDICT_PASS), 0u);
+  EXPECT_EQ(runOut(segment("192.0.2.30", kSyn, 1, 0, 1460), out), XDP_TX);
+  EXPECT_EQ(stat(FG_TABLE_COOKIE_SENT), 1u);
+}
+
 TEST_F(SynCookieTest, ForgedAcksFailAreCountedAndLimitedByTheUntrackedBucket) {
   AttachOptions options;
   options.test_clock_hz = 250;

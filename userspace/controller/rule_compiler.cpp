@@ -313,7 +313,7 @@ Status compileSynCookies(const RuleSpec& spec, uint64_t tick_units, fg_rule& rul
       (spec.tcp_flags_clear & kSyn)) {
     return Error::usage("rule '" + spec.name +
                         "': syn_cookies needs a rule that matches TCP SYNs (protocol: tcp, and "
-                        "tcp_flags at most {syn: set, ack: clear})");
+                        "tcp_flags that set no flag but syn and do not clear syn)");
   }
   rule.syn_cookies = static_cast<uint8_t>(spec.syn_cookies);
   compileNewSources(spec.verified_sources_per_s, tick_units, rule.verified_sources);
