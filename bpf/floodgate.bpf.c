@@ -92,6 +92,9 @@ static __always_inline int fg_xdp(struct xdp_md *ctx, enum fg_walk_kind kind)
 	 * neighbour resolution down too. Past the budget they are ICMPv6 as any other, so a
 	 * neighbour that changes its source with every frame cannot send them without bound. */
 	if (parsed == FG_PARSE_LINK_CONTROL) {
+		/* an allowed neighbour's pass by no rule, and spend nothing of the budget */
+		if (allowed)
+			return fg_finish(ctx, settings, FG_VERDICT_PASS, FG_REASON_ALLOW, len);
 		if (!jiffies)
 			jiffies = fg_jiffies();
 		/* charged as a rule's token bucket is: a budget lowered while spent is

@@ -239,6 +239,25 @@ TEST_F(LinkControlTest, DenyAndBansStillDropThem) {
   EXPECT_EQ(counted(FG_VERDICT_PASS, FG_REASON_LINK_CONTROL), 1u);
 }
 
+// An allowed neighbour's pass as allowed, spending nothing of the link's budget: with the
+// budget spent, its NDP still passes and no frame of it is counted past the budget.
+TEST_F(LinkControlTest, AnAllowedNeighboursPassAsAllowedOutsideTheBudget) {
+  AttachOptions options;
+  options.test_clock_hz = 250;
+  options.link_control = LinkControlBudget{2, 2};
+  options.allow = std::vector<Cidr>{*parseCidr("fe80::a11/128")};
+  loadDrainedCap(options);
+  const auto allowed = icmp6("fe80::a11", 255, kNeighbourAdvertisement);
+  EXPECT_EQ(passes(allowed, 4), 4);
+  EXPECT_EQ(counted(FG_VERDICT_PASS, FG_REASON_ALLOW), 4u);
+  EXPECT_EQ(counted(FG_VERDICT_PASS, FG_REASON_LINK_CONTROL), 0u);
+  // the budget is whole for the others: two pass by no rule, the third meets the drained cap
+  EXPECT_EQ(passes(forgedSolicitation(1), 3), 2);
+  EXPECT_EQ(counted(FG_VERDICT_PASS, FG_REASON_LINK_CONTROL), 2u);
+  EXPECT_EQ(passes(allowed, 2), 2);
+  EXPECT_EQ(overBudget().first, 1u) << "only the other source's frame past the budget";
+}
+
 // A neighbour that changes its source with every frame is held by no deny or ban: past the
 // link's budget, its NDP and MLD meet the rules as any ICMPv6 does.
 TEST_F(LinkControlTest, PastTheLinksBudgetTheyMeetTheRules) {
