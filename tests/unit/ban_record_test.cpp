@@ -46,12 +46,23 @@ TEST(BanRecordParsing, AnIpv4MappedAddressIsTheIpv4One) {
   ASSERT_TRUE(ban.ok()) << ban.error().message;
   EXPECT_EQ(ban->address.family, Family::kV4);
   EXPECT_EQ(ban->address.toString(), "198.51.100.7");
-  auto wide = parseBanRecord("ban v1 ::ffff:10.0.0.0/104 expires_ms=1 kind=rule nonce=ab");
+  auto wide = parseBanRecord("ban v1 ::ffff:10.0.0.0/104 expires_ms=1 kind=escalation nonce=ab");
   ASSERT_TRUE(wide.ok()) << wide.error().message;
   EXPECT_EQ(wide->address.toString(), "10.0.0.0/8");
   auto lift = parseLiftRecord("unban v1 ::ffff:198.51.100.7 nonce=ab");
   ASSERT_TRUE(lift.ok()) << lift.error().message;
   EXPECT_EQ(lift->address.toString(), "198.51.100.7");
+}
+
+// A rule's ban is of the source the packet path saw: an IPv6 frame from an IPv4-mapped
+// address is anyone's to send, and no floodgate publishes its ban; read as the IPv4 address,
+// such a record would ban that client. Refused, by name.
+TEST(BanRecordParsing, ARulesBanOfAnIpv4MappedAddressIsRefused) {
+  auto ban = parseBanRecord("ban v1 ::ffff:198.51.100.7 expires_ms=1 kind=rule nonce=ab");
+  ASSERT_FALSE(ban.ok());
+  EXPECT_NE(ban.error().message.find("IPv4-mapped"), std::string::npos) << ban.error().message;
+  EXPECT_TRUE(parseBanRecord("ban v1 198.51.100.7 expires_ms=1 kind=rule nonce=ab").ok());
+  EXPECT_TRUE(parseBanRecord("ban v1 2001:db8::7 expires_ms=1 kind=rule nonce=ab").ok());
 }
 
 TEST(BanRecordParsing, AnotherVersionIsRefusedByName) {

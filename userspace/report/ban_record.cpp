@@ -97,6 +97,14 @@ Result<BanRecord> parseBanRecord(std::string_view text) {
   }
   if (!isNonce(*nonce))
     return Error::usage("the nonce must be 1 to 64 hex digits; " + std::string(kShape));
+  // a rule bans the source its packets carried: an IPv6 frame from ::ffff:a.b.c.d is
+  // anyone's to send, and read as a.b.c.d it would ban that IPv4 client; no floodgate
+  // publishes one
+  if (*kind == BanKind::kRule && address->family == Family::kV4 &&
+      words[2].find(':') != std::string_view::npos) {
+    return Error::usage("a rule's ban of an IPv4-mapped address ('" + printable(words[2], 80) +
+                        "') is refused: the packet path's IPv6 source, not an IPv4 client");
+  }
   return BanRecord{*address, *expires, *kind, std::string(*nonce)};
 }
 
