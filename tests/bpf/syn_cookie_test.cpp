@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 
 #include <cstring>
+#include <functional>
 
 #include "bpf/xdp_fixture.h"
 #include "controller/rule_compiler.h"
@@ -226,6 +227,51 @@ class SynCookieTest : public XdpProgramTest {
     return rules.ok() && rules->size() > rule ? (*rules)[rule].table[which] : 0;
   }
 
+  // A cookie rule in auto mode with a new-source cap of one a second (a burst of one), on a
+  // test clock at 100000.
+  void loadAutoWithACapOfOne() {
+    RuleSpec rule = cookieRule(SynCookies::kAuto);
+    rule.new_sources_per_s = 1;
+    AttachOptions options;
+    options.test_clock_hz = 250;
+    load({rule}, options);
+    setClock(100000);
+  }
+
+  // `frame` with four NOPs of options in its IPv4 header, which starts at `ip`.
+  static std::vector<uint8_t> withIpv4Options(std::vector<uint8_t> frame, size_t ip) {
+    frame.insert(frame.begin() + static_cast<long>(ip) + 20, 4, 0x01);
+    frame[ip] = 0x46;
+    frame[ip + 3] = static_cast<uint8_t>(frame[ip + 3] + 4);
+    return frame;
+  }
+
+  // Runs `count` SYNs, the i-th `frame(i)`, none of which may get a cookie: how many passed
+  // and how many were dropped.
+  std::pair<int, int> synsWithoutCookies(int count,
+                                         const std::function<std::vector<uint8_t>(int)>& frame) {
+    std::vector<uint8_t> out;
+    int passed = 0, dropped = 0;
+    for (int i = 0; i < count; ++i) {
+      const int verdict = runOut(frame(i), out);
+      EXPECT_NE(verdict, XDP_TX) << "SYN " << i;
+      passed += verdict == XDP_PASS;
+      dropped += verdict == XDP_DROP;
+    }
+    return {passed, dropped};
+  }
+
+  // With the cookie rule first and the banning rule second: no more than `slots` slots taken
+  // in either, no cookie sent and no ban started.
+  void expectNoMoreSlotsNorBans(uint64_t slots) {
+    EXPECT_EQ(tableOf(0, FG_TABLE_NEW_SOURCE), slots) << "slots in the cookie rule";
+    EXPECT_EQ(tableOf(1, FG_TABLE_NEW_SOURCE), slots) << "slots in the banning rule";
+    EXPECT_EQ(tableOf(0, FG_TABLE_COOKIE_SENT), 0u);
+    auto settings = limiter().settings();
+    ASSERT_TRUE(settings.ok()) << settings.error().message;
+    EXPECT_EQ(settings->ban_entries[0], 0u);
+  }
+
   Listener listener_;
 };
 
@@ -394,25 +440,15 @@ TEST_F(SynCookieTest, TaggedSynsTakeNoSlotAndStartNoBanWhileTheCapRefuses) {
   ASSERT_EQ(tableOf(0, FG_TABLE_CAPPED), 1u);
   EXPECT_EQ(tableOf(1, FG_TABLE_NEW_SOURCE), 1u);
 
-  int passed = 0, dropped = 0;
-  for (int i = 0; i < 30; ++i) {
-    const std::string src = i % 2 ? "192.0.2.90" : "192.0.2." + std::to_string(100 + i);
-    const int verdict = runOut(tagged(1 + i % 2, src), out);
-    EXPECT_NE(verdict, XDP_TX) << "SYN " << i;
-    passed += verdict == XDP_PASS;
-    dropped += verdict == XDP_DROP;
-  }
+  auto [passed, dropped] = synsWithoutCookies(30, [&](int i) {
+    return tagged(1 + i % 2, i % 2 ? "192.0.2.90" : "192.0.2." + std::to_string(100 + i));
+  });
   // the untracked bucket's burst of 10, less the refused one's, on a clock that stands still
   EXPECT_EQ(passed, 9);
   EXPECT_EQ(dropped, 21);
   EXPECT_EQ(tableOf(0, FG_TABLE_UNTRACKED_PASS), 10u);
   EXPECT_EQ(tableOf(0, FG_TABLE_CAPPED), 31u);
-  EXPECT_EQ(tableOf(0, FG_TABLE_NEW_SOURCE), 1u) << "no slot in the cookie rule";
-  EXPECT_EQ(tableOf(1, FG_TABLE_NEW_SOURCE), 1u) << "no slot in the banning rule";
-  EXPECT_EQ(tableOf(0, FG_TABLE_COOKIE_SENT), 0u);
-  auto settings = limiter().settings();
-  ASSERT_TRUE(settings.ok()) << settings.error().message;
-  EXPECT_EQ(settings->ban_entries[0], 0u);
+  expectNoMoreSlotsNorBans(1);
   // the client with a slot: its own bucket, whatever the flood did to the untracked one
   EXPECT_EQ(runOut(tagged(2, "192.0.2.80"), out), XDP_PASS);
   // a second on, the cap has room for one more client
@@ -453,12 +489,7 @@ TEST_F(SynCookieTest, SynsInHeadersTheirSenderChoosesNeverTakeASlot) {
     builder.tcp(listener_.port(), flags).tcpSeq(1000, 0).tcpMss(1460);
     if (kind == 3 && !v6) builder.ipv4Fragment(0, true);
     std::vector<uint8_t> frame = builder.build();
-    if ((kind == 0 || kind == 5) && !v6) {  // four NOPs of IPv4 options
-      const size_t ip = kind == 5 ? 18 : 14;
-      frame.insert(frame.begin() + static_cast<long>(ip) + 20, 4, 0x01);
-      frame[ip] = 0x46;
-      frame[ip + 3] = static_cast<uint8_t>(frame[ip + 3] + 4);
-    }
+    if ((kind == 0 || kind == 5) && !v6) return withIpv4Options(frame, kind == 5 ? 18 : 14);
     return frame;
   };
   const std::vector<std::pair<int, std::string>> kinds = {
@@ -466,32 +497,23 @@ TEST_F(SynCookieTest, SynsInHeadersTheirSenderChoosesNeverTakeASlot) {
       {5, "192.0.2.1"},   {1, "2001:db8::1"}, {2, "2001:db8::1"},
       {3, "2001:db8::1"}, {6, "192.0.2.1"},   {7, "2001:db8::1"}};
   std::vector<uint8_t> out;
-  int passed = 0, dropped = 0;
-  for (int i = 0; i < 36; ++i) {
+  auto [passed, dropped] = synsWithoutCookies(36, [&](int i) {
     const auto& [kind, prefix] = kinds[static_cast<size_t>(i) % kinds.size()];
     // every other SYN from one source, the rest each from a new one
-    std::string src = prefix.substr(0, prefix.size() - 1) + std::to_string(i % 2 ? 90 : 100 + i);
-    const int verdict = runOut(wrapped(kind, src), out);
-    EXPECT_NE(verdict, XDP_TX) << "SYN " << i << " of kind " << kind;
-    passed += verdict == XDP_PASS;
-    dropped += verdict == XDP_DROP;
-  }
+    return wrapped(kind,
+                   prefix.substr(0, prefix.size() - 1) + std::to_string(i % 2 ? 90 : 100 + i));
+  });
   // the untracked bucket's burst of 10 on a clock that stands still; the cap had room all along
   EXPECT_EQ(passed, 10);
   EXPECT_EQ(dropped, 26);
   EXPECT_EQ(tableOf(0, FG_TABLE_UNTRACKED_PASS), 10u);
   EXPECT_EQ(tableOf(0, FG_TABLE_UNTRACKED_DROP), 26u);
   EXPECT_EQ(tableOf(0, FG_TABLE_CAPPED), 0u);
-  EXPECT_EQ(tableOf(0, FG_TABLE_NEW_SOURCE), 0u) << "no slot in the cookie rule";
-  EXPECT_EQ(tableOf(1, FG_TABLE_NEW_SOURCE), 0u) << "no slot in the banning rule";
-  EXPECT_EQ(tableOf(0, FG_TABLE_COOKIE_SENT), 0u);
+  expectNoMoreSlotsNorBans(0);
   auto rules = limiter().ruleCounters();
   ASSERT_TRUE(rules.ok() && rules->size() == 3);
   EXPECT_EQ((*rules)[2].by_verdict[FG_VERDICT_PASS].packets, 10u)
       << "the global rule decides what the untracked bucket admits";
-  auto settings = limiter().settings();
-  ASSERT_TRUE(settings.ok()) << settings.error().message;
-  EXPECT_EQ(settings->ban_entries[0], 0u);
   // the source that sent past the banning rule's burst is still unknown: a plain SYN gets
   // its cookie
   EXPECT_EQ(runOut(segment("192.0.2.90", kSyn, 1000, 0, 1460), out), XDP_TX);
@@ -743,12 +765,7 @@ TEST_F(SynCookieTest, SynsNoSocketHereListensForGetNoCookie) {
 }
 
 TEST_F(SynCookieTest, AutoSendsCookiesOnlyWhileTheNewSourceCapRefuses) {
-  RuleSpec rule = cookieRule(SynCookies::kAuto);
-  rule.new_sources_per_s = 1;  // a burst of one new source
-  AttachOptions options;
-  options.test_clock_hz = 250;
-  load({rule}, options);
-  setClock(100000);
+  loadAutoWithACapOfOne();
   std::vector<uint8_t> out;
   // the first new source takes a slot; the second is capped (and counted); from then on,
   // while the cap keeps refusing, new sources get cookies
@@ -768,18 +785,9 @@ TEST_F(SynCookieTest, AutoSendsCookiesOnlyWhileTheNewSourceCapRefuses) {
 // In auto mode a SYN in IPv4 options meets the rules as any SYN while auto sends no cookies
 // (it takes a slot under the cap), and the untracked bucket while it does.
 TEST_F(SynCookieTest, AutoHoldsWrappedSynsToTheUntrackedBucketOnlyWhileItSendsCookies) {
-  RuleSpec rule = cookieRule(SynCookies::kAuto);
-  rule.new_sources_per_s = 1;  // a burst of one new source
-  AttachOptions options;
-  options.test_clock_hz = 250;
-  load({rule}, options);
-  setClock(100000);
+  loadAutoWithACapOfOne();
   auto withOptions = [&](const std::string& src) {
-    std::vector<uint8_t> frame = segment(src, kSyn, 1, 0, 1460);
-    frame.insert(frame.begin() + 14 + 20, 4, 0x01);  // four NOPs of IPv4 options
-    frame[14] = 0x46;
-    frame[17] = static_cast<uint8_t>(frame[17] + 4);
-    return frame;
+    return withIpv4Options(segment(src, kSyn, 1, 0, 1460), 14);
   };
   std::vector<uint8_t> out;
   EXPECT_EQ(runOut(withOptions("192.0.2.40"), out), XDP_PASS);
