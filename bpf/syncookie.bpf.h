@@ -536,12 +536,12 @@ __attribute__((noinline)) int fg_cookie_path(struct xdp_md *ctx, const struct fg
 	if (!bits)
 		return FG_COOKIE_CONTINUE;
 
-	/* an ACK meets a cookie rule where the SYN it answers would have; a SYN by its own
-	 * flags, so one with a flag the rule clears (a FIN, say) is not the rule's */
+	/* a SYN, and an ACK where the SYN it answers would have, meet a cookie rule as a plain
+	 * SYN: a cookie rule clears no flag but ACK, FIN and RST (rule_compiler.cpp), so a SYN
+	 * with a FIN or RST beside it, which no listener takes, stays the rule's to hold */
 	is_syn = (pkt->tcp_flags & (FG_TCP_SYN | FG_TCP_ACK)) == FG_TCP_SYN;
 	search.syn = *pkt;
-	if (!is_syn)
-		search.syn.tcp_flags = FG_TCP_SYN;
+	search.syn.tcp_flags = FG_TCP_SYN;
 	search.set = set;
 	search.bits = bits;
 	bpf_loop(FG_MAX_RULES, fg_cookie_search_step, &search, 0);

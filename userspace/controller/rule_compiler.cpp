@@ -297,12 +297,17 @@ Status compileWindowLimits(const RuleSpec& spec, const LimitSpec& limit, fg_limi
   return okStatus();
 }
 
-// The SYN and ACK bits of a TCP header's flags byte, as RuleSpec::tcp_flags_set holds them.
+// The FIN, SYN, RST and ACK bits of a TCP header's flags byte, as RuleSpec::tcp_flags_set
+// holds them.
+constexpr uint8_t kFin = 0x01;
 constexpr uint8_t kSyn = 0x02;
+constexpr uint8_t kRst = 0x04;
 constexpr uint8_t kAck = 0x10;
 
 // A SYN cookie answers a SYN for its source's slot: the rule must be a source rule that
-// a TCP SYN (SYN set, ACK clear) can match.
+// a TCP SYN (SYN set, ACK clear) can match. It may clear FIN and RST, which it holds anyway
+// (the program matches every SYN to it as a plain one), but no other flag: a SYN with ECE
+// clear-listed would meet the rule where the ACK that returns its cookie does not.
 Status compileSynCookies(const RuleSpec& spec, uint64_t tick_units, fg_rule& rule) {
   if (spec.syn_cookies == SynCookies::kOff) return okStatus();
   if (spec.key != KeyKind::kSource) {
@@ -310,10 +315,11 @@ Status compileSynCookies(const RuleSpec& spec, uint64_t tick_units, fg_rule& rul
                         "': syn_cookies goes with key: source (a cookie verifies one source)");
   }
   if (spec.protocol != Protocol::kTcp || (spec.tcp_flags_set & ~kSyn) ||
-      (spec.tcp_flags_clear & kSyn)) {
+      (spec.tcp_flags_clear & ~(kAck | kFin | kRst))) {
     return Error::usage("rule '" + spec.name +
-                        "': syn_cookies needs a rule that matches TCP SYNs (protocol: tcp, and "
-                        "tcp_flags that set no flag but syn and do not clear syn)");
+                        "': syn_cookies needs a rule that matches TCP SYNs: protocol: tcp, and "
+                        "tcp_flags that set at most syn and clear at most ack, fin and rst, "
+                        "such as {syn: set, ack: clear}");
   }
   rule.syn_cookies = static_cast<uint8_t>(spec.syn_cookies);
   compileNewSources(spec.verified_sources_per_s, tick_units, rule.verified_sources);

@@ -103,7 +103,8 @@ Result<BanRecord> parseBanRecord(std::string_view text) {
   if (*kind == BanKind::kRule && address->family == Family::kV4 &&
       words[2].find(':') != std::string_view::npos) {
     return Error::usage("a rule's ban of an IPv4-mapped address ('" + printable(words[2], 80) +
-                        "') is refused: the packet path's IPv6 source, not an IPv4 client");
+                        "') is refused: it names an IPv6 source anyone can forge, and read as "
+                        "IPv4 it would ban that client; upgrade the floodgate that published it");
   }
   return BanRecord{*address, *expires, *kind, std::string(*nonce)};
 }
