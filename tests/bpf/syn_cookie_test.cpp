@@ -865,8 +865,12 @@ TEST(SynCookieRules, CookiesNeedASourceRuleThatMatchesTcpSyns) {
   rule.tcp_flags_set = kSyn;
   rule.tcp_flags_clear = kAck | kFin | kRst;
   EXPECT_TRUE(compileRule(rule).ok());
-  rule.tcp_flags_clear = kAck | 0x40;  // ece: clear, which an ECN SYN's cookie ACK would not meet
-  EXPECT_FALSE(compileRule(rule).ok()) << "a flag a SYN may carry cleared";
+  // a SYN meets a cookie rule as a plain one: a rule leaving out SYNs with ECE, CWR, PSH or
+  // URG would answer them anyway
+  for (int flag : {0x40, 0x80, 0x08, 0x20, int{kSyn}}) {
+    rule.tcp_flags_clear = static_cast<uint8_t>(kAck | flag);
+    EXPECT_FALSE(compileRule(rule).ok()) << "clears " << flag;
+  }
   rule.tcp_flags_clear = kAck;
   rule.key = KeyKind::kGlobal;
   EXPECT_FALSE(compileRule(rule).ok()) << "a global key";

@@ -305,9 +305,9 @@ constexpr uint8_t kRst = 0x04;
 constexpr uint8_t kAck = 0x10;
 
 // A SYN cookie answers a SYN for its source's slot: the rule must be a source rule that
-// a TCP SYN (SYN set, ACK clear) can match. It may clear FIN and RST, which it holds anyway
-// (the program matches every SYN to it as a plain one), but no other flag: a SYN with ECE
-// clear-listed would meet the rule where the ACK that returns its cookie does not.
+// a TCP SYN (SYN set, ACK clear) can match. The program matches every SYN to a cookie rule
+// as a plain one, so the rule may clear FIN and RST (SYNs with those it holds anyway) but no
+// other flag: with ECE cleared it would answer the ECN SYNs its own match leaves out.
 Status compileSynCookies(const RuleSpec& spec, uint64_t tick_units, fg_rule& rule) {
   if (spec.syn_cookies == SynCookies::kOff) return okStatus();
   if (spec.key != KeyKind::kSource) {
