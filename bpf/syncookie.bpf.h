@@ -96,15 +96,15 @@ static __always_inline __u16 fg_csum_fold(__s64 sum)
 }
 
 /* fg_cookie_headers' answer for a frame whose IP datagram the cookie step could answer but
- * for the VLAN tags left in front of it (no VLAN offload). */
-#define FG_COOKIE_TAGGED 1
+ * for its two VLAN tags (QinQ without VLAN offload). */
+#define FG_COOKIE_TWO_TAGS 1
 
 /* Copies the headers of a TCP frame with no IPv4 options and no IPv6 extension headers into
- * `s`. 0 when they are there, whole, within the IP length, in an untagged frame;
- * FG_COOKIE_TAGGED when so but for VLAN tags in the frame (a site's switches put those on
- * every frame of a trunk without VLAN offload, its clients' too); < 0 else: IPv4 options,
- * IPv6 extension headers (AH too) and fragments, which any sender chooses and few clients
- * send, or a header cut short. */
+ * `s`. 0 when they are there, whole, within the IP length, in a frame with at most one VLAN
+ * tag left in it (a trunk without VLAN offload puts one on every frame, its clients' too);
+ * FG_COOKIE_TWO_TAGS when so but for a second tag; < 0 else: IPv4 options, IPv6 extension
+ * headers (AH too) and fragments, which any sender chooses and few clients send, or a header
+ * cut short. */
 static __always_inline int fg_cookie_headers(struct xdp_md *ctx, struct fg_cookie_scratch *s)
 {
 	void *data = (void *)(long)ctx->data, *end = (void *)(long)ctx->data_end;
@@ -113,8 +113,10 @@ static __always_inline int fg_cookie_headers(struct xdp_md *ctx, struct fg_cooki
 	__u16 proto;
 	__u8 doff;
 
-	/* an untagged frame is answered: the listener's handover needs the skb's protocol to
-	 * be IP, which a tag left in the frame (no VLAN offload) is not */
+	/* The answer keeps the SYN's tags. The listener's handover needs the cookie ACK's skb
+	 * protocol to be IP: the stack takes one tag off a frame before the TC program sees it,
+	 * so a frame with two tags left in it would reach the handover as VLAN, and its
+	 * connection could not complete. */
 	if (bpf_xdp_load_bytes(ctx, 0, s->eth, ETH_HLEN))
 		return -1;
 	__builtin_memcpy(&proto, s->eth + 12, 2);
@@ -157,7 +159,7 @@ static __always_inline int fg_cookie_headers(struct xdp_md *ctx, struct fg_cooki
 	if (l3 + tcp_len > frame_len || bpf_xdp_load_bytes(ctx, l3, s->tcp, tcp_len))
 		return -1;
 	s->tcp_len = tcp_len;
-	return tags ? FG_COOKIE_TAGGED : 0;
+	return tags > 1 ? FG_COOKIE_TWO_TAGS : 0;
 }
 
 /* Whether an IPv4 address (network order) may be one end of a connection: not this
@@ -216,7 +218,8 @@ static __always_inline __s64 fg_cookie_make(struct fg_cookie_scratch *s, __u8 *t
 
 /* Rewrites the SYN in `s` into its SYN-ACK in the frame, in place: the addresses and ports
  * swapped, the cookie as the sequence number, the SYN's sequence + 1 acknowledged, and the
- * MSS option alone. 0 when the frame is ready to send back. */
+ * MSS option alone; a VLAN tag left in the frame stays, so the answer goes back on the
+ * client's VLAN. 0 when the frame is ready to send back. */
 static __always_inline int fg_cookie_answer(struct xdp_md *ctx, struct fg_cookie_scratch *s,
 					    __u32 cookie, __u16 mss)
 {
@@ -289,18 +292,18 @@ static __always_inline int fg_cookie_answer(struct xdp_md *ctx, struct fg_cookie
 		return -1;
 	out->check = fg_csum_fold(sum);
 
-	/* the frame becomes exactly L2 + the new headers: shorter than a SYN with options,
-	 * 4 bytes longer than one without (the tail has room for that) */
+	/* the frame becomes exactly L2 (its tag too) + the new headers: shorter than a SYN
+	 * with options, 4 bytes longer than one without (the tail has room for that) */
 	data = (void *)(long)ctx->data;
 	end = (void *)(long)ctx->data_end;
 	delta = (int)(s->l3 + ip_len + FG_SYNACK_TCP_LEN) - (int)(end - data);
 	if (delta && bpf_xdp_adjust_tail(ctx, delta))
 		return -1;
 	if (s->family == FG_FAMILY_V4) {
-		if (bpf_xdp_store_bytes(ctx, ETH_HLEN, s->out,
+		if (bpf_xdp_store_bytes(ctx, s->l3, s->out,
 					sizeof(struct iphdr) + FG_SYNACK_TCP_LEN))
 			return -1;
-	} else if (bpf_xdp_store_bytes(ctx, ETH_HLEN, s->out,
+	} else if (bpf_xdp_store_bytes(ctx, s->l3, s->out,
 				       sizeof(struct ipv6hdr) + FG_SYNACK_TCP_LEN)) {
 		return -1;
 	}
@@ -588,9 +591,9 @@ __attribute__((noinline)) int fg_cookie_path(struct xdp_md *ctx, const struct fg
 	if (is_syn) {
 		if (!fg_cookie_wanted(rule, state, jiffies))
 			return FG_COOKIE_CONTINUE;
-		/* A SYN no cookie answers. In a frame with VLAN tags left in it (no VLAN
-		 * offload) it meets the rules as any SYN while the new-source cap has room for
-		 * it: a client behind such frames takes its slot there. Refused by the cap, it is
+		/* A SYN no cookie answers. In a frame with two VLAN tags left in it (QinQ
+		 * without offload) it meets the rules as any SYN while the new-source cap has
+		 * room for it: a client behind such frames takes its slot there. Refused by the cap, it is
 		 * a spoofed flood's as likely as a cookie's SYN is: counted capped, as the walk
 		 * would, and charged as a made-up cookie is, the global rules deciding what that
 		 * admits, for in the rules keyed by source such SYNs would fill the tables and
@@ -602,7 +605,7 @@ __attribute__((noinline)) int fg_cookie_path(struct xdp_md *ctx, const struct fg
 		 * the cap as a SYN answered with a cookie is, so a flood of them keeps auto on. */
 		wrapped =
 		    pkt->tcp_flags & (FG_TCP_FIN | FG_TCP_RST) ? -1 : fg_cookie_headers(ctx, s);
-		if (wrapped == FG_COOKIE_TAGGED) {
+		if (wrapped == FG_COOKIE_TWO_TAGS) {
 			__u32 returning;
 
 			if (!fg_cap_refuses(rule, state, fp, jiffies, &returning))

@@ -125,17 +125,30 @@ class SynCookieTest : public XdpProgramTest {
     return rules.ok() && !rules->empty() ? (*rules)[0].table[which] : 0;
   }
 
-  // Checks that `synack` answers `syn` (IPv4 or IPv6, from the frame) and returns its cookie.
+  // `frame` with a VLAN tag (`tpid`, `id`) after its MAC addresses.
+  static std::vector<uint8_t> withVlanTag(std::vector<uint8_t> frame, uint16_t id,
+                                          uint16_t tpid = 0x8100) {
+    const uint8_t tag[4] = {static_cast<uint8_t>(tpid >> 8), static_cast<uint8_t>(tpid),
+                            static_cast<uint8_t>(id >> 8), static_cast<uint8_t>(id)};
+    frame.insert(frame.begin() + 12, tag, tag + 4);
+    return frame;
+  }
+
+  // Checks that `synack` answers `syn` (IPv4 or IPv6, from the frame, behind one VLAN tag or
+  // none) and returns its cookie.
   uint32_t expectSynAck(const std::vector<uint8_t>& syn, const std::vector<uint8_t>& synack,
                         uint16_t expected_mss) {
-    const bool v6 = get16(syn, 12) == 0x86dd;
-    const size_t ip = 14, ip_len = v6 ? 40 : 20, tcp = ip + ip_len;
+    const bool tagged = get16(syn, 12) == 0x8100 || get16(syn, 12) == 0x88a8;
+    const size_t ip = tagged ? 18 : 14;
+    const bool v6 = get16(syn, ip - 2) == 0x86dd;
+    const size_t ip_len = v6 ? 40 : 20, tcp = ip + ip_len;
     EXPECT_EQ(synack.size(), tcp + 24);
     if (synack.size() < tcp + 24) return 0;
-    // Ethernet addresses swapped
+    // Ethernet addresses swapped; the tag and the EtherType as they came
     EXPECT_TRUE(std::equal(synack.begin(), synack.begin() + 6, syn.begin() + 6));
     EXPECT_TRUE(std::equal(synack.begin() + 6, synack.begin() + 12, syn.begin()));
-    EXPECT_EQ(get16(synack, 12), get16(syn, 12));
+    EXPECT_TRUE(
+        std::equal(synack.begin() + 12, synack.begin() + static_cast<long>(ip), syn.begin() + 12));
     const size_t addr = v6 ? 8 : 12, addr_len = v6 ? 16 : 4;
     EXPECT_TRUE(std::equal(synack.begin() + ip + addr, synack.begin() + ip + addr + addr_len,
                            syn.begin() + ip + addr + addr_len));
@@ -412,38 +425,78 @@ TEST_F(SynCookieTest, OtherSourceRulesTrackAndBanOnlyVerifiedSources) {
   EXPECT_EQ(settings->ban_entries[0], 1u) << "over the ban rule's burst";
 }
 
-// SYNs in frames with a VLAN tag left in them (one tag or two), which no cookie answers.
-// While the new-source cap has room, one meets the rules as any SYN: a real client behind
-// such frames takes its slot. Refused by the cap, spoofed ones and a new source's take no
-// slot and start no ban in any rule keyed by source (the new source sends past the banning
-// rule's burst): the cookie rule's untracked bucket bounds them, as it does made-up cookies,
-// while the client with a slot keeps its own bucket. A second on, the cap has room again.
-TEST_F(SynCookieTest, TaggedSynsTakeNoSlotAndStartNoBanWhileTheCapRefuses) {
+// A SYN with one VLAN tag left in its frame (a trunk without VLAN offload, where every
+// client's frames carry one) gets its cookie back behind the same tag, so on the client's
+// VLAN, and the tagged ACK returning it verifies its source. A spoofed flood in such frames
+// is answered too: it takes no slot and starts no ban in the rule beside (one source sends
+// past the banning rule's burst).
+TEST_F(SynCookieTest, ASynBehindOneVlanTagGetsItsCookieOnItsVlan) {
+  load({cookieRule(SynCookies::kAlways), banningRule()});
+  std::vector<uint8_t> synack, out;
+  uint64_t verified = 0;
+  for (const auto& [src, tpid] :
+       {std::pair<std::string, uint16_t>{"192.0.2.70", 0x8100}, {"2001:db8:70::1", 0x88a8}}) {
+    SCOPED_TRACE(src);
+    std::vector<uint8_t> syn = withVlanTag(segment(src, kSyn, 1000, 0, 1460), 7, tpid);
+    ASSERT_EQ(runOut(syn, synack), XDP_TX);
+    const uint32_t cookie =
+        expectSynAck(syn, synack, src.find(':') != std::string::npos ? 1440 : 1460);
+    EXPECT_EQ(runOut(withVlanTag(segment(src, kAck, 1001, cookie + 1), 7, tpid), out), XDP_PASS);
+    EXPECT_EQ(tableOf(0, FG_TABLE_COOKIE_VERIFIED), ++verified);
+    EXPECT_EQ(tableOf(0, FG_TABLE_VERIFIED_SLOT), verified) << "the verified source's slot";
+  }
+  for (int i = 0; i < 30; ++i) {
+    std::vector<uint8_t> syn = withVlanTag(
+        segment("192.0.2.71", kSyn, 1000, 0, 1460, static_cast<uint16_t>(42000 + i)), 7);
+    ASSERT_EQ(runOut(syn, synack), XDP_TX) << "SYN " << i;
+  }
+  EXPECT_EQ(tableOf(0, FG_TABLE_COOKIE_SENT), 32u);
+  EXPECT_EQ(tableOf(0, FG_TABLE_NEW_SOURCE), 0u) << "slots in the cookie rule";
+  EXPECT_EQ(tableOf(1, FG_TABLE_NEW_SOURCE), 0u) << "slots in the banning rule";
+  auto settings = limiter().settings();
+  ASSERT_TRUE(settings.ok()) << settings.error().message;
+  EXPECT_EQ(settings->ban_entries[1], 0u);
+}
+
+// SYNs in frames with two VLAN tags left in them (QinQ without offload), which no cookie
+// answers: the stack takes one tag off before the listener's handover, which then sees a
+// VLAN frame, not an IP one. While the new-source cap has room, one meets the rules as any
+// SYN: a real client behind such frames takes its slot. Refused by the cap, spoofed ones
+// and a new source's take no slot and start no ban in any rule keyed by source (the new
+// source sends past the banning rule's burst): the cookie rule's untracked bucket bounds
+// them, as it does made-up cookies, while the client with a slot keeps its own bucket. A
+// second on, the cap has room again.
+TEST_F(SynCookieTest, SynsBehindTwoVlanTagsTakeNoSlotAndStartNoBanWhileTheCapRefuses) {
   RuleSpec cookies = cookieRule(SynCookies::kAlways);
   cookies.new_sources_per_s = 1;  // a burst of one new source
   AttachOptions options;
   options.test_clock_hz = 250;
   load({cookies, banningRule()}, options);
   setClock(100000);
-  auto tagged = [&](int tags, const std::string& src) {
-    PacketBuilder builder;
-    builder.eth();
-    if (tags == 2) builder.vlan(100, 0x88a8);
-    builder.vlan(7).ipv4(src, kServerV4);
-    return builder.tcp(listener_.port(), kSyn).tcpSeq(1000, 0).tcpMss(1460).build();
+  auto tagged = [&](const std::string& src, uint16_t outer = 0x88a8) {
+    return PacketBuilder()
+        .eth()
+        .vlan(100, outer)
+        .vlan(7)
+        .ipv4(src, kServerV4)
+        .tcp(listener_.port(), kSyn)
+        .tcpSeq(1000, 0)
+        .tcpMss(1460)
+        .build();
   };
   std::vector<uint8_t> out;
   // room under the cap: the client's SYN takes a slot in both rules, as without cookies
-  EXPECT_EQ(runOut(tagged(1, "192.0.2.80"), out), XDP_PASS);
+  EXPECT_EQ(runOut(tagged("192.0.2.80"), out), XDP_PASS);
   EXPECT_EQ(tableOf(0, FG_TABLE_NEW_SOURCE), 1u);
   EXPECT_EQ(tableOf(1, FG_TABLE_NEW_SOURCE), 1u);
   // the next new source finds the cap spent: refused, and no slot in the other rule either
-  runOut(tagged(2, "192.0.2.81"), out);
+  runOut(tagged("192.0.2.81", 0x8100), out);
   ASSERT_EQ(tableOf(0, FG_TABLE_CAPPED), 1u);
   EXPECT_EQ(tableOf(1, FG_TABLE_NEW_SOURCE), 1u);
 
   auto [passed, dropped] = synsWithoutCookies(30, [&](int i) {
-    return tagged(1 + i % 2, i % 2 ? "192.0.2.90" : "192.0.2." + std::to_string(100 + i));
+    return tagged(i % 2 ? "192.0.2.90" : "192.0.2." + std::to_string(100 + i),
+                  i % 3 ? 0x88a8 : 0x8100);
   });
   // the untracked bucket's burst of 10, less the refused one's, on a clock that stands still
   EXPECT_EQ(passed, 9);
@@ -452,10 +505,10 @@ TEST_F(SynCookieTest, TaggedSynsTakeNoSlotAndStartNoBanWhileTheCapRefuses) {
   EXPECT_EQ(tableOf(0, FG_TABLE_CAPPED), 31u);
   expectNoMoreSlotsNorBans(1);
   // the client with a slot: its own bucket, whatever the flood did to the untracked one
-  EXPECT_EQ(runOut(tagged(2, "192.0.2.80"), out), XDP_PASS);
+  EXPECT_EQ(runOut(tagged("192.0.2.80"), out), XDP_PASS);
   // a second on, the cap has room for one more client
   setClock(100000 + 250);
-  EXPECT_EQ(runOut(tagged(1, "192.0.2.82"), out), XDP_PASS);
+  EXPECT_EQ(runOut(tagged("192.0.2.82"), out), XDP_PASS);
   EXPECT_EQ(tableOf(0, FG_TABLE_NEW_SOURCE), 2u);
 }
 

@@ -434,6 +434,35 @@ TEST_F(SynCookieE2eTest, AClientWhoseHandshakeAckIsLostGetsThroughWithItsRequest
             static_cast<uint64_t>(kFreshClients));
 }
 
+// Clients whose frames reach XDP with a VLAN tag in them (a trunk without VLAN offload;
+// here an 802.1p priority tag, VLAN 0, which this kernel, without VLAN devices, still
+// takes): each SYN-ACK goes back behind the SYN's tag, and the tagged ACK is handed to the
+// listener (the stack takes the tag off before the handover).
+TEST_F(SynCookieE2eTest, ClientsWhoseFramesCarryAVlanTagGetThroughWithCookies) {
+  // the sender's veth writes the tag into the frame (no VLAN offload), as such a trunk's do
+  for (const std::vector<std::string>& step :
+       {std::vector<std::string>{"ethtool", "-K", net_->senderInterface(), "txvlan", "off"},
+        std::vector<std::string>{"tc", "qdisc", "add", "dev", net_->senderInterface(), "clsact"},
+        std::vector<std::string>{"tc", "filter", "add", "dev", net_->senderInterface(), "egress",
+                                 "bpf", "direct-action", "object-file", PRIORITY_TAG_OBJECT,
+                                 "section", "tc"}}) {
+    CommandResult r = net_->inSender(step);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+  ReplyServer server(net_->targetNetns());
+  ASSERT_TRUE(server.ok());
+  attach("always");
+
+  ClientResult fresh = runFreshClients(kFreshWithBase);
+  EXPECT_EQ(fresh.completed, fresh.attempted);
+  nlohmann::json stats = ruleStats();
+  std::printf("rule: %s\n", stats.dump().c_str());
+  EXPECT_GE(stats["sources"]["syn_cookies_sent"].get<uint64_t>(), uint64_t{kFreshClients})
+      << "every first SYN answered with a cookie";
+  EXPECT_GE(stats["sources"]["syn_cookies_verified"].get<uint64_t>(), uint64_t{kFreshClients});
+  EXPECT_GE(stats["sources"]["verified_sources"].get<uint64_t>(), uint64_t{kFreshClients});
+}
+
 TEST_F(SynCookieE2eTest, TheHandoverIsAttachedOnlyWhileARuleUsesCookies) {
   attach("off");
   EXPECT_FALSE(handoverAttached());
