@@ -593,12 +593,12 @@ __attribute__((noinline)) int fg_cookie_path(struct xdp_md *ctx, const struct fg
 			return FG_COOKIE_CONTINUE;
 		/* A SYN no cookie answers. In a frame with two VLAN tags left in it (QinQ
 		 * without offload) it meets the rules as any SYN while the new-source cap has
-		 * room for it: a client behind such frames takes its slot there. Refused by the cap, it is
-		 * a spoofed flood's as likely as a cookie's SYN is: counted capped, as the walk
-		 * would, and charged as a made-up cookie is, the global rules deciding what that
-		 * admits, for in the rules keyed by source such SYNs would fill the tables and
-		 * ban the addresses they forge. IPv4 options, IPv6 extension headers, AH,
-		 * fragments and a FIN or RST beside the SYN (which a listener discards) are the
+		 * room for it: a client behind such frames takes its slot there. Refused by the
+		 * cap, it is a spoofed flood's as likely as a cookie's SYN is: counted capped, as
+		 * the walk would, and charged as a made-up cookie is, the global rules deciding
+		 * what that admits, for in the rules keyed by source such SYNs would fill the
+		 * tables and ban the addresses they forge. IPv4 options, IPv6 extension headers,
+		 * AH, fragments and a FIN or RST beside the SYN (which a listener discards) are the
 		 * sender's choice: such a SYN is charged so whatever the cap says, or a spoofed
 		 * flood sent in them would take slots at the cap's pace, and have the addresses
 		 * it forges banned by any rule beside this one. In `auto` mode it is charged to
