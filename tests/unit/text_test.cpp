@@ -34,5 +34,12 @@ TEST(PrintableTest, AtMostMaxBytes) {
   EXPECT_EQ(printable("abcdef", 3), "abc");
 }
 
+TEST(JoinedTest, ListsNamesAsASentenceDoes) {
+  EXPECT_EQ(joined({}), "");
+  EXPECT_EQ(joined({"a"}), "a");
+  EXPECT_EQ(joined({"a", "b"}), "a and b");
+  EXPECT_EQ(joined({"a", "b", "c"}), "a, b and c");
+}
+
 }  // namespace
 }  // namespace floodgate

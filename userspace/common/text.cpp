@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// printable, counted and the interface name check (see text.h).
+// printable, counted, joined and the interface name check (see text.h).
 #include "floodgate/common/text.h"
 
 #include <algorithm>
@@ -13,6 +13,13 @@ bool isControl(char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7
 
 std::string counted(size_t n, std::string_view one, std::string_view many) {
   return std::to_string(n) + " " + std::string(n == 1 ? one : many);
+}
+
+std::string joined(const std::vector<std::string>& names) {
+  std::string out;
+  for (size_t i = 0; i < names.size(); ++i)
+    out += (i == 0 ? "" : i + 1 == names.size() ? " and " : ", ") + names[i];
+  return out;
 }
 
 std::string printable(std::string_view text, size_t max) {

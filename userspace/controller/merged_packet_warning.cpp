@@ -4,20 +4,14 @@
 
 #include <vector>
 
+#include "floodgate/common/text.h"
+
 namespace floodgate {
 namespace {
 
 const char* const kConsequence =
     "a merged packet (up to 64 KB: dozens of full segments, hundreds of small ones) counts "
     "once against pps limits, and its segments' headers are not counted against bps";
-
-// "a, b and c"
-std::string joined(const std::vector<std::string>& names) {
-  std::string out;
-  for (size_t i = 0; i < names.size(); ++i)
-    out += (i == 0 ? "" : i + 1 == names.size() ? " and " : ", ") + names[i];
-  return out;
-}
 
 // "'ethtool -K DEVICE a off b off'"
 std::string turnOff(const std::string& device, const std::vector<std::string>& features) {
