@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: MIT
 // optionsFromConfig: loadConfig, print diagnostics and warnings (the config's, and the
-// interface's frame sizes against its rules), attachOptionsFor.
+// interface's frame sizes and VLAN offload against its rules), attachOptionsFor.
 #include "cli/config_loading.h"
 
 #include <iostream>
 
 #include "config/floodgate_config.h"
 #include "controller/frame_size_warnings.h"
+#include "controller/vlan_cookie_warning.h"
 #include "floodgate/common/text.h"
 
 namespace floodgate::cli {
@@ -29,6 +30,7 @@ Result<AttachOptions> optionsFromConfig(const std::string& file, const std::stri
     for (const std::string& warning : frameSizeWarnings(*options)) {
       std::cerr << "warning: " << warning << "\n";
     }
+    if (auto warning = vlanCookieWarning(*options)) std::cerr << "warning: " << *warning << "\n";
   }
   return options;
 }

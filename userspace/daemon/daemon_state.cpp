@@ -4,6 +4,7 @@
 
 #include "config/floodgate_config.h"
 #include "controller/frame_size_warnings.h"
+#include "controller/vlan_cookie_warning.h"
 #include "daemon/log.h"
 #include "floodgate/common/units.h"
 #include "floodgate/fleet/policy_publisher.h"
@@ -104,6 +105,7 @@ Status DaemonState::applyLocked(std::optional<std::string>& publish) {
   }
   for (const WantedInterface& one : wanted) {
     for (const std::string& warning : frameSizeWarnings(one.options)) logWarning(warning);
+    if (auto warning = vlanCookieWarning(one.options)) logWarning(*warning);
   }
   escalator_.config().rules =
       escalationRules(cfg.allow.value_or(std::vector<Cidr>{}), cfg.http ? &*cfg.http : nullptr);

@@ -14,8 +14,8 @@
 
 namespace floodgate {
 
-// One device's features that merge packets it receives, or send them merged, as ethtool -k
-// shows them active.
+// One device's features that change what its XDP program meets, as ethtool -k shows them
+// active: those that merge packets it receives or send them merged, and the VLAN offload.
 struct DeviceFeatures {
   std::string name;
   std::string driver;              // ethtool -i's: "veth", "tun", ...
@@ -26,6 +26,12 @@ struct DeviceFeatures {
   bool udp_segmentation = false;   // tx-udp-segmentation
   bool gso_list = false;           // tx-gso-list
   bool sctp_segmentation = false;  // tx-sctp-segmentation
+  // rx-vlan-hw-parse or rx-vlan-stag-hw-parse: the device takes a VLAN tag off a received
+  // frame into the packet's metadata, so XDP sees the frame untagged
+  bool vlan_tags_taken_off = false;
+  // tx-vlan-hw-insert or tx-vlan-stag-hw-insert: a tag it sends stays in the metadata (a
+  // veth's peer then meets the frame untagged)
+  bool vlan_tags_inserted = false;
 };
 
 // One device on the way to the interface, where it and its neighbours are.
