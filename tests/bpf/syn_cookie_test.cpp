@@ -425,6 +425,25 @@ TEST_F(SynCookieTest, OtherSourceRulesTrackAndBanOnlyVerifiedSources) {
   EXPECT_EQ(settings->ban_entries[0], 1u) << "over the ban rule's burst";
 }
 
+// Most clients set don't-fragment on their SYNs (path MTU discovery): such a SYN is whole,
+// not a fragment, and gets its cookie; its ACK, with the flag too, verifies it.
+TEST_F(SynCookieTest, ASynWithDontFragmentSetGetsACookie) {
+  load({cookieRule(SynCookies::kAlways)});
+  auto dontFragment = [&](uint8_t flags, uint32_t seq, uint32_t ack) {
+    PacketBuilder builder;
+    builder.eth().ipv4("192.0.2.75", kServerV4).ipv4DontFragment();
+    builder.tcp(listener_.port(), flags).tcpSeq(seq, ack);
+    if (flags == kSyn) builder.tcpMss(1460);
+    return builder.build();
+  };
+  std::vector<uint8_t> syn = dontFragment(kSyn, 1000, 0), synack, out;
+  ASSERT_EQ(syn[14 + 6], 0x40);
+  ASSERT_EQ(runOut(syn, synack), XDP_TX);
+  const uint32_t cookie = expectSynAck(syn, synack, 1460);
+  EXPECT_EQ(runOut(dontFragment(kAck, 1001, cookie + 1), out), XDP_PASS);
+  EXPECT_EQ(stat(FG_TABLE_COOKIE_VERIFIED), 1u);
+}
+
 // A SYN with one VLAN tag left in its frame (a trunk without VLAN offload, where every
 // client's frames carry one) gets its cookie back behind the same tag, so on the client's
 // VLAN, and the tagged ACK returning it verifies its source. A spoofed flood in such frames

@@ -67,6 +67,11 @@ PacketBuilder& PacketBuilder::ipv4Fragment(uint16_t offset_units, bool more_frag
   return *this;
 }
 
+PacketBuilder& PacketBuilder::ipv4DontFragment() {
+  bytes_[ipv4_at_ + 6] |= 0x40;
+  return *this;
+}
+
 PacketBuilder& PacketBuilder::ipv6(const std::string& src, const std::string& dst) {
   put16(ethertype_at_, 0x86dd);
   ipv6_at_ = bytes_.size();

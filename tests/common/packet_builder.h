@@ -21,6 +21,8 @@ class PacketBuilder {
   PacketBuilder& ipv4(const std::string& src, const std::string& dst);
   // IPv4 fragment fields: offset in 8-byte units, more-fragments flag.
   PacketBuilder& ipv4Fragment(uint16_t offset_units, bool more_fragments);
+  // The IPv4 don't-fragment flag, as most senders set it (path MTU discovery).
+  PacketBuilder& ipv4DontFragment();
   PacketBuilder& ipv6(const std::string& src, const std::string& dst);
   // IPv6 extension headers: 0 hop-by-hop, 43 routing, 60 destination options, 51 AH,
   // 44 fragment (use ipv6Fragment for that one). AH (51) goes behind IPv4 too.
