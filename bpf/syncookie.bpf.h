@@ -96,35 +96,39 @@ static __always_inline __u16 fg_csum_fold(__s64 sum)
 }
 
 /* fg_cookie_headers' answer for a frame whose IP datagram the cookie step could answer but
- * for its two VLAN tags (QinQ without VLAN offload). */
-#define FG_COOKIE_TWO_TAGS 1
+ * for the VLAN tags left in front of it (no VLAN offload): a VLAN ID, or two tags. */
+#define FG_COOKIE_VLAN 1
 
 /* Copies the headers of a TCP frame with no IPv4 options and no IPv6 extension headers into
- * `s`. 0 when they are there, whole, within the IP length, in a frame with at most one VLAN
- * tag left in it (a trunk without VLAN offload puts one on every frame, its clients' too);
- * FG_COOKIE_TWO_TAGS when so but for a second tag; < 0 else: IPv4 options, IPv6 extension
- * headers (AH too) and fragments, which any sender chooses and few clients send, or a header
- * cut short. */
+ * `s`. 0 when they are there, whole, within the IP length, in an untagged frame or behind
+ * one priority tag (VLAN ID 0); FG_COOKIE_VLAN when so but behind a VLAN ID or two tags; < 0
+ * else: IPv4 options, IPv6 extension headers (AH too) and fragments, which any sender
+ * chooses and few clients send, or a header cut short. */
 static __always_inline int fg_cookie_headers(struct xdp_md *ctx, struct fg_cookie_scratch *s)
 {
 	void *data = (void *)(long)ctx->data, *end = (void *)(long)ctx->data_end;
 	__u64 frame_len = end - data;
-	__u32 l3 = ETH_HLEN, tcp_len, tags = 0;
-	__u16 proto;
+	__u32 l3 = ETH_HLEN, tcp_len, tags = 0, vlan_ids = 0;
+	__u16 proto, tag[2];
 	__u8 doff;
 
-	/* The answer keeps the SYN's tags. The listener's handover needs the cookie ACK's skb
-	 * protocol to be IP: the stack takes one tag off a frame before the TC program sees it,
-	 * so a frame with two tags left in it would reach the handover as VLAN, and its
-	 * connection could not complete. */
+	/* A priority tag's frame is the interface's own to the stack, as an untagged one is:
+	 * the answer keeps the tag, and the stack takes it off the cookie ACK before the
+	 * listener's handover. A VLAN ID is not answered: the program cannot tell whether a
+	 * device of this namespace serves that VLAN (it may be nowhere here, in another
+	 * namespace or in a VRF, whose listeners a cookie of this namespace's would bypass),
+	 * and behind two tags the handover would meet a VLAN frame. */
 	if (bpf_xdp_load_bytes(ctx, 0, s->eth, ETH_HLEN))
 		return -1;
 	__builtin_memcpy(&proto, s->eth + 12, 2);
 	for (; tags < FG_MAX_VLAN_TAGS; tags++) {
 		if (proto != bpf_htons(ETH_P_8021Q) && proto != bpf_htons(ETH_P_8021AD))
 			break;
-		if (bpf_xdp_load_bytes(ctx, l3 + 2, &proto, sizeof(proto)))
+		/* the tag's control word (priority and VLAN ID), then the next EtherType */
+		if (bpf_xdp_load_bytes(ctx, l3, tag, sizeof(tag)))
 			return -1;
+		vlan_ids |= tag[0] & bpf_htons(0x0fff);
+		proto = tag[1];
 		l3 += 4;
 	}
 	s->l3 = l3;
@@ -159,7 +163,7 @@ static __always_inline int fg_cookie_headers(struct xdp_md *ctx, struct fg_cooki
 	if (l3 + tcp_len > frame_len || bpf_xdp_load_bytes(ctx, l3, s->tcp, tcp_len))
 		return -1;
 	s->tcp_len = tcp_len;
-	return tags > 1 ? FG_COOKIE_TWO_TAGS : 0;
+	return tags > 1 || vlan_ids ? FG_COOKIE_VLAN : 0;
 }
 
 /* Whether an IPv4 address (network order) may be one end of a connection: not this
@@ -218,8 +222,8 @@ static __always_inline __s64 fg_cookie_make(struct fg_cookie_scratch *s, __u8 *t
 
 /* Rewrites the SYN in `s` into its SYN-ACK in the frame, in place: the addresses and ports
  * swapped, the cookie as the sequence number, the SYN's sequence + 1 acknowledged, and the
- * MSS option alone; a VLAN tag left in the frame stays, so the answer goes back on the
- * client's VLAN. 0 when the frame is ready to send back. */
+ * MSS option alone; a priority tag left in the frame stays, with the priority the client
+ * gave it. 0 when the frame is ready to send back. */
 static __always_inline int fg_cookie_answer(struct xdp_md *ctx, struct fg_cookie_scratch *s,
 					    __u32 cookie, __u16 mss)
 {
@@ -591,9 +595,9 @@ __attribute__((noinline)) int fg_cookie_path(struct xdp_md *ctx, const struct fg
 	if (is_syn) {
 		if (!fg_cookie_wanted(rule, state, jiffies))
 			return FG_COOKIE_CONTINUE;
-		/* A SYN no cookie answers. In a frame with two VLAN tags left in it (QinQ
-		 * without offload) it meets the rules as any SYN while the new-source cap has
-		 * room for it: a client behind such frames takes its slot there. Refused by the
+		/* A SYN no cookie answers. Behind a VLAN ID or two tags left in the frame (no
+		 * VLAN offload) it meets the rules as any SYN while the new-source cap has room
+		 * for it: a client behind such frames takes its slot there. Refused by the
 		 * cap, it is a spoofed flood's as likely as a cookie's SYN is: counted capped, as
 		 * the walk would, and charged as a made-up cookie is, the global rules deciding
 		 * what that admits, for in the rules keyed by source such SYNs would fill the
@@ -605,7 +609,7 @@ __attribute__((noinline)) int fg_cookie_path(struct xdp_md *ctx, const struct fg
 		 * the cap as a SYN answered with a cookie is, so a flood of them keeps auto on. */
 		wrapped =
 		    pkt->tcp_flags & (FG_TCP_FIN | FG_TCP_RST) ? -1 : fg_cookie_headers(ctx, s);
-		if (wrapped == FG_COOKIE_TWO_TAGS) {
+		if (wrapped == FG_COOKIE_VLAN) {
 			__u32 returning;
 
 			if (!fg_cap_refuses(rule, state, fp, jiffies, &returning))

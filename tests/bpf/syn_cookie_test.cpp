@@ -134,7 +134,7 @@ class SynCookieTest : public XdpProgramTest {
     return frame;
   }
 
-  // Checks that `synack` answers `syn` (IPv4 or IPv6, from the frame, behind one VLAN tag or
+  // Checks that `synack` answers `syn` (IPv4 or IPv6, from the frame, behind a priority tag or
   // none) and returns its cookie.
   uint32_t expectSynAck(const std::vector<uint8_t>& syn, const std::vector<uint8_t>& synack,
                         uint16_t expected_mss) {
@@ -444,29 +444,30 @@ TEST_F(SynCookieTest, ASynWithDontFragmentSetGetsACookie) {
   EXPECT_EQ(stat(FG_TABLE_COOKIE_VERIFIED), 1u);
 }
 
-// A SYN with one VLAN tag left in its frame (a trunk without VLAN offload, where every
-// client's frames carry one) gets its cookie back behind the same tag, so on the client's
-// VLAN, and the tagged ACK returning it verifies its source. A spoofed flood in such frames
-// is answered too: it takes no slot and starts no ban in the rule beside (one source sends
-// past the banning rule's burst).
-TEST_F(SynCookieTest, ASynBehindOneVlanTagGetsItsCookieOnItsVlan) {
+// A SYN behind a priority tag (VLAN ID 0, which the stack takes as the interface's own frame)
+// gets its cookie back behind the same tag, and the tagged ACK returning it verifies its
+// source. A spoofed flood in such frames is answered too: it takes no slot and starts no ban
+// in the rule beside (one source sends past the banning rule's burst).
+TEST_F(SynCookieTest, ASynBehindAPriorityTagGetsItsCookieBehindTheSameTag) {
   load({cookieRule(SynCookies::kAlways), banningRule()});
   std::vector<uint8_t> synack, out;
   uint64_t verified = 0;
+  constexpr uint16_t kPriority5 = 5 << 13;  // VLAN ID 0
   for (const auto& [src, tpid] :
        {std::pair<std::string, uint16_t>{"192.0.2.70", 0x8100}, {"2001:db8:70::1", 0x88a8}}) {
     SCOPED_TRACE(src);
-    std::vector<uint8_t> syn = withVlanTag(segment(src, kSyn, 1000, 0, 1460), 7, tpid);
+    std::vector<uint8_t> syn = withVlanTag(segment(src, kSyn, 1000, 0, 1460), kPriority5, tpid);
     ASSERT_EQ(runOut(syn, synack), XDP_TX);
     const uint32_t cookie =
         expectSynAck(syn, synack, src.find(':') != std::string::npos ? 1440 : 1460);
-    EXPECT_EQ(runOut(withVlanTag(segment(src, kAck, 1001, cookie + 1), 7, tpid), out), XDP_PASS);
+    EXPECT_EQ(runOut(withVlanTag(segment(src, kAck, 1001, cookie + 1), kPriority5, tpid), out),
+              XDP_PASS);
     EXPECT_EQ(tableOf(0, FG_TABLE_COOKIE_VERIFIED), ++verified);
     EXPECT_EQ(tableOf(0, FG_TABLE_VERIFIED_SLOT), verified) << "the verified source's slot";
   }
   for (int i = 0; i < 30; ++i) {
     std::vector<uint8_t> syn = withVlanTag(
-        segment("192.0.2.71", kSyn, 1000, 0, 1460, static_cast<uint16_t>(42000 + i)), 7);
+        segment("192.0.2.71", kSyn, 1000, 0, 1460, static_cast<uint16_t>(42000 + i)), kPriority5);
     ASSERT_EQ(runOut(syn, synack), XDP_TX) << "SYN " << i;
   }
   EXPECT_EQ(tableOf(0, FG_TABLE_COOKIE_SENT), 32u);
@@ -477,45 +478,41 @@ TEST_F(SynCookieTest, ASynBehindOneVlanTagGetsItsCookieOnItsVlan) {
   EXPECT_EQ(settings->ban_entries[1], 0u);
 }
 
-// SYNs in frames with two VLAN tags left in them (QinQ without offload), which no cookie
-// answers: the stack takes one tag off before the listener's handover, which then sees a
-// VLAN frame, not an IP one. While the new-source cap has room, one meets the rules as any
-// SYN: a real client behind such frames takes its slot. Refused by the cap, spoofed ones
-// and a new source's take no slot and start no ban in any rule keyed by source (the new
-// source sends past the banning rule's burst): the cookie rule's untracked bucket bounds
-// them, as it does made-up cookies, while the client with a slot keeps its own bucket. A
-// second on, the cap has room again.
-TEST_F(SynCookieTest, SynsBehindTwoVlanTagsTakeNoSlotAndStartNoBanWhileTheCapRefuses) {
+// SYNs behind a VLAN ID left in the frame (a trunk without VLAN offload), or two tags, which
+// no cookie answers: the program cannot tell whether a device of this namespace serves that
+// VLAN, and behind two tags the listener's handover would meet a VLAN frame. While the
+// new-source cap has room, one meets the rules as any SYN: a real client behind such frames
+// takes its slot. Refused by the cap, spoofed ones and a new source's take no slot and start
+// no ban in any rule keyed by source (the new source sends past the banning rule's burst):
+// the cookie rule's untracked bucket bounds them, as it does made-up cookies, while the
+// client with a slot keeps its own bucket. A second on, the cap has room again.
+TEST_F(SynCookieTest, SynsBehindAVlanIdOrTwoTagsTakeNoSlotAndStartNoBanWhileTheCapRefuses) {
   RuleSpec cookies = cookieRule(SynCookies::kAlways);
   cookies.new_sources_per_s = 1;  // a burst of one new source
   AttachOptions options;
   options.test_clock_hz = 250;
   load({cookies, banningRule()}, options);
   setClock(100000);
-  auto tagged = [&](const std::string& src, uint16_t outer = 0x88a8) {
-    return PacketBuilder()
-        .eth()
-        .vlan(100, outer)
-        .vlan(7)
-        .ipv4(src, kServerV4)
-        .tcp(listener_.port(), kSyn)
-        .tcpSeq(1000, 0)
-        .tcpMss(1460)
-        .build();
+  // one tag with VLAN ID 7, or a priority tag (0) inside an outer tag of VLAN 100
+  auto tagged = [&](int tags, const std::string& src) {
+    PacketBuilder builder;
+    builder.eth();
+    if (tags == 2) builder.vlan(100, 0x88a8);
+    builder.vlan(tags == 2 ? 0 : 7).ipv4(src, kServerV4);
+    return builder.tcp(listener_.port(), kSyn).tcpSeq(1000, 0).tcpMss(1460).build();
   };
   std::vector<uint8_t> out;
   // room under the cap: the client's SYN takes a slot in both rules, as without cookies
-  EXPECT_EQ(runOut(tagged("192.0.2.80"), out), XDP_PASS);
+  EXPECT_EQ(runOut(tagged(1, "192.0.2.80"), out), XDP_PASS);
   EXPECT_EQ(tableOf(0, FG_TABLE_NEW_SOURCE), 1u);
   EXPECT_EQ(tableOf(1, FG_TABLE_NEW_SOURCE), 1u);
   // the next new source finds the cap spent: refused, and no slot in the other rule either
-  runOut(tagged("192.0.2.81", 0x8100), out);
+  runOut(tagged(2, "192.0.2.81"), out);
   ASSERT_EQ(tableOf(0, FG_TABLE_CAPPED), 1u);
   EXPECT_EQ(tableOf(1, FG_TABLE_NEW_SOURCE), 1u);
 
   auto [passed, dropped] = synsWithoutCookies(30, [&](int i) {
-    return tagged(i % 2 ? "192.0.2.90" : "192.0.2." + std::to_string(100 + i),
-                  i % 3 ? 0x88a8 : 0x8100);
+    return tagged(1 + i % 2, i % 2 ? "192.0.2.90" : "192.0.2." + std::to_string(100 + i));
   });
   // the untracked bucket's burst of 10, less the refused one's, on a clock that stands still
   EXPECT_EQ(passed, 9);
@@ -524,10 +521,10 @@ TEST_F(SynCookieTest, SynsBehindTwoVlanTagsTakeNoSlotAndStartNoBanWhileTheCapRef
   EXPECT_EQ(tableOf(0, FG_TABLE_CAPPED), 31u);
   expectNoMoreSlotsNorBans(1);
   // the client with a slot: its own bucket, whatever the flood did to the untracked one
-  EXPECT_EQ(runOut(tagged("192.0.2.80"), out), XDP_PASS);
+  EXPECT_EQ(runOut(tagged(2, "192.0.2.80"), out), XDP_PASS);
   // a second on, the cap has room for one more client
   setClock(100000 + 250);
-  EXPECT_EQ(runOut(tagged("192.0.2.82"), out), XDP_PASS);
+  EXPECT_EQ(runOut(tagged(1, "192.0.2.82"), out), XDP_PASS);
   EXPECT_EQ(tableOf(0, FG_TABLE_NEW_SOURCE), 2u);
 }
 

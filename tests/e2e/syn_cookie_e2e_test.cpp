@@ -434,12 +434,11 @@ TEST_F(SynCookieE2eTest, AClientWhoseHandshakeAckIsLostGetsThroughWithItsRequest
             static_cast<uint64_t>(kFreshClients));
 }
 
-// Clients whose frames reach XDP with a VLAN tag in them (a trunk without VLAN offload;
-// here an 802.1p priority tag, VLAN 0, which this kernel, without VLAN devices, still
-// takes): each SYN-ACK goes back behind the SYN's tag, and the tagged ACK is handed to the
-// listener (the stack takes the tag off before the handover).
-TEST_F(SynCookieE2eTest, ClientsWhoseFramesCarryAVlanTagGetThroughWithCookies) {
-  // the sender's veth writes the tag into the frame (no VLAN offload), as such a trunk's do
+// Clients whose frames reach XDP with an 802.1p priority tag in them (VLAN ID 0, on a link
+// without VLAN offload): each SYN-ACK goes back behind the SYN's tag, and the tagged ACK is
+// handed to the listener (the stack takes the tag off before the handover).
+TEST_F(SynCookieE2eTest, ClientsWhoseFramesCarryAPriorityTagGetThroughWithCookies) {
+  // the sender's veth writes the tag into the frame (no VLAN offload)
   for (const std::vector<std::string>& step :
        {std::vector<std::string>{"ethtool", "-K", net_->senderInterface(), "txvlan", "off"},
         std::vector<std::string>{"tc", "qdisc", "add", "dev", net_->senderInterface(), "clsact"},

@@ -30,7 +30,7 @@ VlanReceive offloaded(std::vector<std::string> devices) {
 
 TEST(VlanCookieWarning, ANicThatTakesTagsOffIsNamedWithItsVlansAndTheCommand) {
   EXPECT_EQ(vlanCookieWarning(withRules(SynCookies::kAuto), offloaded({"eth0.100"})),
-            "eth0 meets VLAN frames untagged at XDP (the tag is offloaded), and eth0.100 "
+            "eth0 meets VLAN frames untagged at XDP (the tag offloaded), and eth0.100 "
             "receives through it: the SYN-ACKs of rule 'syn' go back untagged, so clients on "
             "that VLAN never complete a handshake while cookies are sent; turn the offload "
             "off, so the tag stays in the frame: 'ethtool -K eth0 rxvlan off'");
@@ -56,6 +56,11 @@ TEST(VlanCookieWarning, AVethsFixIsOnItsPeer) {
   vlan.peer.clear();
   line = vlanCookieWarning(withRules(SynCookies::kAlways), vlan);
   ASSERT_TRUE(line);
+  EXPECT_EQ(line->rfind("eth0 may meet VLAN frames untagged at XDP (the tag offloaded by its "
+                        "peer, in another namespace)",
+                        0),
+            0u)
+      << *line;
   EXPECT_NE(line->find("'ethtool -K PEER txvlan off' on the veth's peer (in another namespace)"),
             std::string::npos)
       << *line;

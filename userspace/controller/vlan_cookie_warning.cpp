@@ -34,7 +34,10 @@ std::optional<std::string> vlanCookieWarning(const AttachOptions& options,
                 : "turn the offload off, so the tag stays in the frame: 'ethtool -K " + device +
                       " rxvlan off'";
   const bool one = vlan.vlan_devices.size() == 1;
-  return device + " meets VLAN frames untagged at XDP (the tag is offloaded), and " +
+  const bool unread = vlan.veth && vlan.peer.empty();
+  return device + (unread ? " may meet" : " meets") +
+         " VLAN frames untagged at XDP (the tag offloaded" +
+         (unread ? " by its peer, in another namespace" : "") + "), and " +
          joined(vlan.vlan_devices) + (one ? " receives" : " receive") +
          " through it: the SYN-ACKs of " + (rules.size() == 1 ? "rule " : "rules ") +
          joined(rules) + " go back untagged, so clients on " + (one ? "that VLAN" : "those VLANs") +
@@ -56,7 +59,8 @@ std::optional<std::string> vlanCookieWarning(const AttachOptions& options) {
   if (!self) return std::nullopt;
   VlanReceive vlan;
   for (const LinkEntry& link : *links) {
-    if (link.kind == "vlan" && link.link == self->index && !link.link_elsewhere)
+    if (link.kind == "vlan" && link.vlan_protocol == 0x8100 && link.link == self->index &&
+        !link.link_elsewhere)
       vlan.vlan_devices.push_back(link.name);
   }
   if (vlan.vlan_devices.empty()) return std::nullopt;

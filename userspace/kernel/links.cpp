@@ -2,6 +2,7 @@
 // listLinks: one RTM_GETLINK dump over a NETLINK_ROUTE socket.
 #include "kernel/links.h"
 
+#include <arpa/inet.h>
 #include <linux/if_link.h>
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
@@ -19,6 +20,19 @@ namespace {
 Error netlinkError(const char* what, int err) {
   return Error::failure(std::string("cannot list the network links (") + what +
                         "): " + std::strerror(err));
+}
+
+// IFLA_VLAN_PROTOCOL (network order in the attribute) of a vlan's IFLA_INFO_DATA; 0 when absent.
+uint16_t vlanProtocol(const rtattr* kind_data) {
+  int nested = static_cast<int>(RTA_PAYLOAD(kind_data));
+  for (const rtattr* attr = static_cast<const rtattr*>(RTA_DATA(kind_data)); RTA_OK(attr, nested);
+       attr = RTA_NEXT(attr, nested)) {
+    if (attr->rta_type != IFLA_VLAN_PROTOCOL || RTA_PAYLOAD(attr) < sizeof(uint16_t)) continue;
+    uint16_t protocol;
+    std::memcpy(&protocol, RTA_DATA(attr), sizeof(protocol));
+    return ntohs(protocol);
+  }
+  return 0;
 }
 
 // The link described by one RTM_NEWLINK message.
@@ -46,12 +60,16 @@ LinkEntry parseLink(const nlmsghdr* message) {
         break;
       case IFLA_LINKINFO: {
         int nested = static_cast<int>(size);
+        const rtattr* kind_data = nullptr;
         for (const rtattr* inner = static_cast<const rtattr*>(data); RTA_OK(inner, nested);
              inner = RTA_NEXT(inner, nested)) {
+          if (inner->rta_type == IFLA_INFO_DATA) kind_data = inner;
           if (inner->rta_type != IFLA_INFO_KIND) continue;
           const char* kind = static_cast<const char*>(RTA_DATA(inner));
           entry.kind.assign(kind, strnlen(kind, RTA_PAYLOAD(inner)));
         }
+        // IFLA_INFO_DATA's attributes are numbered per kind: read as a vlan's only for one
+        if (kind_data && entry.kind == "vlan") entry.vlan_protocol = vlanProtocol(kind_data);
         break;
       }
       default:

@@ -5,6 +5,7 @@
 // mounted in, which under `nsenter --net` is not this one.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,8 @@ struct LinkEntry {
   int master = 0;               // IFLA_MASTER: the bond, team or bridge it is a port of
   // IFLA_INFO_KIND: "veth", "macvlan", "vlan", "bond", ...; empty for a driver's device (a NIC)
   std::string kind;
+  // a vlan's IFLA_VLAN_PROTOCOL, host order: 0x8100 (802.1Q) or 0x88a8 (802.1ad); 0 else
+  uint16_t vlan_protocol = 0;
 };
 
 // Every link of this process's network namespace.

@@ -112,12 +112,8 @@ Result<DeviceFeatures> deviceFeatures(const std::string& interface) {
     if (feature == "tx-udp-segmentation") out.udp_segmentation = active;
     if (feature == "tx-gso-list") out.gso_list = active;
     if (feature == "tx-sctp-segmentation") out.sctp_segmentation = active;
-    if (feature == "rx-vlan-hw-parse" || feature == "rx-vlan-stag-hw-parse") {
-      out.vlan_tags_taken_off = out.vlan_tags_taken_off || active;
-    }
-    if (feature == "tx-vlan-hw-insert" || feature == "tx-vlan-stag-hw-insert") {
-      out.vlan_tags_inserted = out.vlan_tags_inserted || active;
-    }
+    if (feature == "rx-vlan-hw-parse") out.vlan_tags_taken_off = active;
+    if (feature == "tx-vlan-hw-insert") out.vlan_tags_inserted = active;
   }
 
   ethtool_drvinfo driver{};

@@ -26,11 +26,11 @@ struct DeviceFeatures {
   bool udp_segmentation = false;   // tx-udp-segmentation
   bool gso_list = false;           // tx-gso-list
   bool sctp_segmentation = false;  // tx-sctp-segmentation
-  // rx-vlan-hw-parse or rx-vlan-stag-hw-parse: the device takes a VLAN tag off a received
-  // frame into the packet's metadata, so XDP sees the frame untagged
+  // rx-vlan-hw-parse: the device takes an 802.1Q tag off a received frame into the
+  // packet's metadata, so XDP sees the frame untagged
   bool vlan_tags_taken_off = false;
-  // tx-vlan-hw-insert or tx-vlan-stag-hw-insert: a tag it sends stays in the metadata (a
-  // veth's peer then meets the frame untagged)
+  // tx-vlan-hw-insert: an 802.1Q tag it sends stays in the metadata (a veth's peer then
+  // meets the frame untagged)
   bool vlan_tags_inserted = false;
 };
 
