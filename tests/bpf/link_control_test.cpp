@@ -258,6 +258,24 @@ TEST_F(LinkControlTest, AnAllowedNeighboursPassAsAllowedOutsideTheBudget) {
   EXPECT_EQ(overBudget().first, 1u) << "only the other source's frame past the budget";
 }
 
+// In monitor mode too, an allowed neighbour's pass as allowed and spend nothing of the
+// budget, which the others' then spend as before (monitor mode drops nothing past it).
+TEST_F(LinkControlTest, InMonitorModeAnAllowedNeighboursStillSpendNothingOfTheBudget) {
+  AttachOptions options;
+  options.test_clock_hz = 250;
+  options.monitor = true;
+  options.link_control = LinkControlBudget{2, 2};
+  options.allow = std::vector<Cidr>{*parseCidr("fe80::a11/128")};
+  load({pingCap()}, options);
+  setClock(1000);
+  EXPECT_EQ(passes(icmp6("fe80::a11", 255, kNeighbourAdvertisement), 4), 4);
+  EXPECT_EQ(counted(FG_VERDICT_PASS, FG_REASON_ALLOW), 4u);
+  EXPECT_EQ(counted(FG_VERDICT_PASS, FG_REASON_LINK_CONTROL), 0u);
+  EXPECT_EQ(passes(forgedSolicitation(1), 3), 3);
+  EXPECT_EQ(counted(FG_VERDICT_PASS, FG_REASON_LINK_CONTROL), 2u) << "the budget was whole";
+  EXPECT_EQ(overBudget().first, 1u) << "only the other source's frame past the budget";
+}
+
 // A neighbour that changes its source with every frame is held by no deny or ban: past the
 // link's budget, its NDP and MLD meet the rules as any ICMPv6 does.
 TEST_F(LinkControlTest, PastTheLinksBudgetTheyMeetTheRules) {

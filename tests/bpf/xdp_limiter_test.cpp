@@ -192,6 +192,26 @@ TEST_F(XdpLimiterTest, AllowedSourcesStillMeetTheFramePolicies) {
   EXPECT_EQ(counted(FG_VERDICT_PASS, FG_REASON_ALLOW), 5u);
 }
 
+// Under `malformed: pass` an allowed source's malformed frames pass as allowed, spared the
+// rule another source's meet (a frame passed by that policy still meets the rules that need
+// no field the parser could not read).
+TEST_F(XdpLimiterTest, UnderMalformedPassAnAllowedSourcesMalformedFramesPassAsAllowed) {
+  AttachOptions options;
+  options.malformed = FramePolicy::kPass;
+  load({sourceRule(1, 1)}, options);
+  ASSERT_EQ(*limiter().listAdd(ListKind::kAllow, cidrs({"198.18.0.5"})), 1u);
+  auto bad_length = [](const std::string& src) {
+    auto frame = udpFrom(src);
+    frame[14 + 3] = 200;  // a total length past the frame
+    return frame;
+  };
+  EXPECT_EQ(passes(bad_length("198.18.0.5"), 3), 3);
+  EXPECT_EQ(counted(FG_VERDICT_PASS, FG_REASON_ALLOW), 3u);
+  EXPECT_EQ(passes(bad_length("198.18.0.6"), 3), 1) << "the rule's burst of one";
+  EXPECT_EQ(counted(FG_VERDICT_PASS, FG_REASON_MALFORMED), 1u);
+  EXPECT_EQ(counted(FG_VERDICT_PASS, FG_REASON_ALLOW), 3u);
+}
+
 // What escalation asks before it bans a reported client: whether the allow list overlaps
 // it. An entry that holds the address or prefix (the trie's own lookup), and for a prefix
 // wider than an address, an entry inside it too (a ban of the prefix would drop it).
