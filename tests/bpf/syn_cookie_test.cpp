@@ -478,6 +478,30 @@ TEST_F(SynCookieTest, ASynBehindAPriorityTagGetsItsCookieBehindTheSameTag) {
   EXPECT_EQ(settings->ban_entries[1], 0u);
 }
 
+// What the stack takes as the interface's own frame is what gets a cookie: a tag whose VLAN
+// ID is 0, whatever its priority and drop-eligible bits. A VLAN ID in any of the twelve bits,
+// or a second tag behind a priority tag (the handover would meet a VLAN frame), gets none.
+TEST_F(SynCookieTest, OnlyAPriorityTagAloneIsAnsweredWhateverItsOtherBits) {
+  load({cookieRule(SynCookies::kAlways)});
+  // the tags' control words as given, the outer first; a source of its own each, as one
+  // that takes a slot (the route of a SYN behind a VLAN ID) gets no cookie after
+  auto syn = [&](std::initializer_list<uint16_t> tags, int source) {
+    std::vector<uint8_t> frame = segment("192.0.2." + std::to_string(source), kSyn, 1000, 0, 1460);
+    for (auto tci = std::rbegin(tags); tci != std::rend(tags); ++tci)
+      frame = withVlanTag(frame, *tci);
+    return frame;
+  };
+  std::vector<uint8_t> out;
+  EXPECT_EQ(runOut(syn({0x0100}, 101), out), XDP_PASS) << "VLAN 256";
+  EXPECT_EQ(runOut(syn({0x0800}, 102), out), XDP_PASS) << "VLAN 2048";
+  EXPECT_EQ(runOut(syn({0x0001}, 103), out), XDP_PASS) << "VLAN 1";
+  EXPECT_EQ(runOut(syn({0x0000, 0x0000}, 104), out), XDP_PASS) << "two priority tags";
+  EXPECT_EQ(runOut(syn({0x0000, 0x0007}, 105), out), XDP_PASS) << "VLAN 7 inside";
+  EXPECT_EQ(stat(FG_TABLE_NEW_SOURCE), 5u) << "each took a slot, as without cookies";
+  EXPECT_EQ(runOut(syn({0xf000}, 106), out), XDP_TX) << "priority 7, drop eligible";
+  EXPECT_EQ(stat(FG_TABLE_COOKIE_SENT), 1u);
+}
+
 // SYNs behind a VLAN ID left in the frame (a trunk without VLAN offload), or two tags, which
 // no cookie answers: the program cannot tell whether a device of this namespace serves that
 // VLAN, and behind two tags the listener's handover would meet a VLAN frame. While the

@@ -460,6 +460,8 @@ TEST_F(SynCookieE2eTest, ClientsWhoseFramesCarryAPriorityTagGetThroughWithCookie
       << "every first SYN answered with a cookie";
   EXPECT_GE(stats["sources"]["syn_cookies_verified"].get<uint64_t>(), uint64_t{kFreshClients});
   EXPECT_GE(stats["sources"]["verified_sources"].get<uint64_t>(), uint64_t{kFreshClients});
+  // the verified ACKs reached XDP with their tag: 14 + 4 + 20 + 20 bytes each
+  EXPECT_EQ(stats["pass"]["bytes"].get<uint64_t>(), 58 * stats["pass"]["packets"].get<uint64_t>());
 }
 
 TEST_F(SynCookieE2eTest, TheHandoverIsAttachedOnlyWhileARuleUsesCookies) {

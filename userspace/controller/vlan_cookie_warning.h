@@ -14,11 +14,11 @@
 
 namespace floodgate {
 
-// Whether the interface's XDP program meets VLAN frames untagged, and the VLAN devices that
-// receive through it.
+// Whether the interface's XDP program meets 802.1Q frames untagged, and the 802.1Q VLAN
+// devices that receive through it (802.1ad ones are not looked at).
 struct VlanReceive {
-  // a NIC's rx-vlan-hw-parse (or the 802.1ad one); a veth's peer's tx-vlan-hw-insert, or
-  // true when the peer is in another namespace (it cannot be read from here)
+  // a NIC's rx-vlan-hw-parse; a veth's peer's tx-vlan-hw-insert, or true when the peer is in
+  // another namespace (it cannot be read from here: the line then says it may)
   bool tags_taken_off = false;
   bool veth = false;                      // the fix is on its peer
   std::string peer;                       // a veth's peer in this namespace; empty when elsewhere
