@@ -494,6 +494,25 @@ static __always_inline int fg_charge(__u64 *state, const struct fg_rule *rule, _
 	return 1;
 }
 
+/* Whether fg_charge would admit a packet of `len` at `now`, read without a write: a global
+ * rule's look before the rules after it have decided (fg_defers_charge). A bucket whose
+ * time was never written, or one deep in debt, reads as refusing; the charge then decides. */
+static __always_inline int fg_would_admit(const __u64 *state, const struct fg_rule *rule,
+					  const struct fg_limit *limits, __u64 now, __u32 len)
+{
+	__u64 next;
+
+	if (limits[FG_LIMIT_PPS].interval &&
+	    !fg_admit_word(rule, rule->algorithm, FG_READ_ONCE(state[FG_LIMIT_PPS]), now,
+			   fg_increment(limits, FG_LIMIT_PPS, len), limits[FG_LIMIT_PPS].capacity,
+			   &next))
+		return 0;
+	return !limits[FG_LIMIT_BPS].interval ||
+	       fg_admit_word(rule, rule->algorithm, FG_READ_ONCE(state[FG_LIMIT_BPS]), now,
+			     fg_increment(limits, FG_LIMIT_BPS, len), limits[FG_LIMIT_BPS].capacity,
+			     &next);
+}
+
 /* Hands back what fg_charge took at `now`, when a later rule drops the packet. */
 static __always_inline void fg_refund(__u64 *state, const struct fg_rule *rule,
 				      const struct fg_limit *limits, __u64 now, __u32 len)

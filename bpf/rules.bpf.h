@@ -365,8 +365,10 @@ struct fg_walk {
 	__u32 set;
 	__u32 start;	 /* bit per rule position the walk set out to visit (fg_rule_index) */
 	__u32 pending;	 /* those still to visit */
-	__u32 uncharged; /* those visited that match but took nothing (refused it) */
-	__u32 untracked; /* those visited that charged their untracked bucket */
+	__u32 uncharged; /* those visited that match but took nothing (refused it, or a global
+			  * rule whose charge waits: fg_defers_charge) */
+	__u32 untracked; /* those visited that charged their untracked bucket; a global rule,
+			  * which has none, whose charge waits */
 	__u16 verdict;
 	__u16 next; /* the position fg_rule_walk looks at next (in memory: its frame is full) */
 	__u32 reason;
@@ -467,6 +469,7 @@ static __always_inline int fg_rule_outcome(struct fg_walk *walk, struct fg_setti
 	    (walk->eval.ref & FG_REF_KIND_MASK) == FG_REF_SLOT)
 		fg_ban_source(settings, rule, &walk->pkt, walk->eval.jiffies, walk->eval.len);
 	walk->verdict = FG_VERDICT_DROP;
+	walk->uncharged |= fg_last_visited(walk); /* it took nothing: the others get theirs back */
 	return 1;
 }
 
@@ -484,8 +487,28 @@ static __always_inline int fg_rule_charge(struct fg_walk *walk, const struct fg_
 	return admitted;
 }
 
-/* Visits the rule at position `index`, the lowest pending (rules are charged in their order
- * in the config); returns 1 when its refusal ends the walk. */
+/* Whether a global rule's charge waits for the rules after it: yes when some are still to
+ * visit and its bucket would admit the packet. A flood that a later rule drops (sources over
+ * their own limits behind a global cap) then never writes the global bucket, which every
+ * CPU shares: charged and handed back, it took two locked writes a packet on one cache line
+ * from every CPU, and the charges of real clients lost their compare-and-swap races to it
+ * (refused after FG_CAS_RETRIES). fg_charge_deferred charges it once the others admitted. */
+static __always_inline int fg_defers_charge(struct fg_walk *walk, const struct fg_rule *rule)
+{
+	struct fg_rule_state *state;
+	__u32 id = rule->id;
+
+	if (rule->key_kind != FG_KEY_GLOBAL || !walk->pending)
+		return 0;
+	state = bpf_map_lookup_elem(&rule_state, &id);
+	return state && fg_would_admit(state->global_state, rule, rule->limits,
+				       fg_units(walk->eval.jiffies), walk->eval.len);
+}
+
+/* Visits the rule at position `index`, the lowest pending (rules decide in their order in
+ * the config); returns 1 when its refusal ends the walk. A global rule whose charge waits
+ * (fg_defers_charge) is counted as admitting, took nothing yet (`uncharged`, so a later drop
+ * hands it nothing), and is marked in `untracked`, which no global rule uses otherwise. */
 static __always_inline int fg_rule_visit_at(struct fg_walk *walk, struct fg_settings *settings,
 					    __u32 index)
 {
@@ -495,6 +518,11 @@ static __always_inline int fg_rule_visit_at(struct fg_walk *walk, struct fg_sett
 	rule = fg_pending_rule(walk, index);
 	if (!rule)
 		return 0;
+	if (fg_defers_charge(walk, rule)) {
+		walk->uncharged |= fg_last_visited(walk);
+		walk->untracked |= fg_last_visited(walk);
+		return fg_rule_outcome(walk, settings, rule, 1);
+	}
 	return fg_rule_outcome(walk, settings, rule, fg_rule_charge(walk, rule));
 }
 
@@ -516,6 +544,53 @@ static __always_inline struct fg_settings *fg_walk_settings(void)
 	__u32 zero = 0;
 
 	return bpf_map_lookup_elem(&settings_map, &zero);
+}
+
+/* Charges the global rules whose charge waited for the rest of the walk (`deferred`,
+ * positions of walk->set), once no rule dropped the packet: a refusal now (another CPU took
+ * what the look saw) decides as it would have in the walk, its rule's count of the packet
+ * moved from passed. Those it charged are no longer `uncharged`, so a drop by a later one
+ * hands them back with the walk's own. A global function, as fg_rule_walk. */
+__attribute__((noinline)) int fg_charge_deferred(struct fg_walk *walk, __u32 deferred)
+{
+	struct fg_settings *settings;
+	__u32 i;
+
+	if (!walk)
+		return 0;
+	settings = fg_walk_settings();
+	if (!settings)
+		return 0;
+	for (i = 0; i < FG_MAX_RULES; i++) {
+		struct fg_rule *rule;
+		__u32 pos, bit, verdict;
+
+		if (!deferred)
+			break;
+		bit = deferred & -deferred;
+		deferred &= deferred - 1;
+		pos = (walk->set & 1) * FG_MAX_RULES + (fg_lowest_bit(bit) & (FG_MAX_RULES - 1));
+		rule = bpf_map_lookup_elem(&rules, &pos);
+		if (!rule)
+			continue;
+		if (fg_rule_admits(rule, &walk->pkt, &walk->eval)) {
+			walk->uncharged &= ~bit;
+			continue;
+		}
+		fg_uncount_rule(rule->id, FG_VERDICT_PASS, walk->eval.len);
+		walk->reason = FG_REASON_RATE;
+		verdict = rule->action == FG_ACTION_MONITOR || FG_READ_ONCE(settings->monitor)
+			      ? FG_VERDICT_MONITOR
+			      : FG_VERDICT_DROP;
+		fg_count_rule(rule->id, verdict, walk->eval.len);
+		if (rule->action == FG_ACTION_MONITOR) {
+			walk->verdict = FG_VERDICT_MONITOR;
+			continue;
+		}
+		walk->verdict = FG_VERDICT_DROP;
+		break;
+	}
+	return 0;
 }
 
 /* The walk of a packet that meets several rules, where the kernel has may_goto (6.9): one
@@ -705,11 +780,14 @@ static __always_inline __u32 fg_apply_rules(struct fg_settings *settings, struct
 		fg_rule_walk(walk);
 	else
 		bpf_loop(FG_MAX_RULES, fg_rule_step, walk, 0);
+	/* the global rules whose charge waited for the others (fg_defers_charge): took nothing
+	 * and marked untracked, which only a charge that was made marks otherwise */
+	if (walk->verdict != FG_VERDICT_DROP && (walk->untracked & walk->uncharged))
+		fg_charge_deferred(walk, walk->untracked & walk->uncharged);
 	if (walk->verdict == FG_VERDICT_DROP) {
-		/* the rules visited (set out with, no longer pending) before the one that drops,
-		 * the last, but for those that took nothing */
-		__u32 charged =
-		    walk->start & ~walk->pending & ~fg_last_visited(walk) & ~walk->uncharged;
+		/* the rules visited (set out with, no longer pending) but those that took nothing,
+		 * the one that drops among them */
+		__u32 charged = walk->start & ~walk->pending & ~walk->uncharged;
 
 		if (charged)
 			fg_refund_rules(pkt, &walk->eval, walk->source_sets, walk->set,

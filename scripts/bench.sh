@@ -135,6 +135,12 @@ while IFS=$'\t' read -r name ns; do
       add_row "test_run" "$label" "$ns" "ns/packet" "bare XDP_DROP, cold" \
         "$detail; each frame run once, so its lines are as cold as in a flood"
       continue ;;
+    floodgate_global_then_over_limit) label="floodgate, global rule, then a source over its limit" detail="a flood behind a global cap; one CPU" ;;
+    floodgate_global_then_over_limit_2cpus)
+      add_row "test_run" "floodgate, global rule, then a source over its limit, 2 CPUs" "$ns" \
+        "ns/packet" "floodgate, global rule, then a source over its limit" \
+        "$(over_bare "$ns"); another source's frames on the other CPU at the same time"
+      continue ;;
     floodgate_1_rule_chained)
       add_row "test_run" "floodgate, 1 rule, chained" "$ns" "ns/packet" "floodgate, 1 rule" \
         "$(over_bare "$ns"); its pass tail-calls a next program (a bare XDP_PASS)"

@@ -1,0 +1,166 @@
+// SPDX-License-Identifier: MIT
+// A global rule ahead of other rules charges its bucket only once they have admitted the
+// packet: a flood the later rules drop never writes the bucket every CPU shares.
+#include <bpf/bpf.h>
+#include <pthread.h>
+#include <sched.h>
+
+#include <atomic>
+#include <thread>
+
+#include "bpf/xdp_fixture.h"
+
+namespace floodgate::test {
+namespace {
+
+class DeferredGlobalTest : public XdpProgramTest {
+ protected:
+  // Every UDP packet, one bucket for all of them.
+  static RuleSpec globalUdp(uint64_t pps, uint64_t burst) {
+    RuleSpec rule = sourceRule(pps, burst);
+    rule.name = "global";
+    rule.key = KeyKind::kGlobal;
+    rule.protocol = Protocol::kUdp;
+    return rule;
+  }
+
+  // DNS queries (UDP to port 53), one bucket per source.
+  static RuleSpec dnsPerSource(uint64_t burst) {
+    RuleSpec rule = sourceRule(1, burst);
+    rule.name = "dns";
+    rule.protocol = Protocol::kUdp;
+    rule.dst_ports = {{53, 53}};
+    return rule;
+  }
+
+  static std::vector<uint8_t> ntpFrom(const char* source) {
+    return PacketBuilder().eth().ipv4(source, "198.51.100.1").udp(123).build();
+  }
+
+  void loadOnTestClock(std::vector<RuleSpec> rules) {
+    AttachOptions options;
+    options.test_clock_hz = 1000;
+    load(std::move(rules), options);
+    setClock(100000);
+  }
+
+  // The pps word of the global bucket of the rule named `name`, as the program left it.
+  uint64_t globalWord(const std::string& name) {
+    auto rules = limiter().activeRules();
+    EXPECT_TRUE(rules.ok());
+    UniqueFd state(bpf_obj_get(mapPinPath(pin_name_, "rule_state").c_str()));
+    EXPECT_GE(state.get(), 0);
+    for (const fg_rule& rule : *rules) {
+      if (name != rule.name) continue;
+      fg_rule_state value{};
+      uint32_t id = rule.id;
+      EXPECT_EQ(bpf_map_lookup_elem(state.get(), &id, &value), 0);
+      return value.global_state[FG_LIMIT_PPS];
+    }
+    ADD_FAILURE() << "no rule " << name;
+    return 0;
+  }
+
+  uint64_t ruleCount(size_t position, uint32_t verdict) {
+    auto rules = limiter().ruleCounters();
+    EXPECT_TRUE(rules.ok());
+    return (*rules)[position].by_verdict[verdict].packets;
+  }
+};
+
+// The bucket's time after a charge and its refund is where the charge found it, unless the
+// bucket was idle: then the charge starts from now and the refund leaves it at now. So an
+// idle bucket that a dropped packet leaves as it was was not written.
+TEST_F(DeferredGlobalTest, APacketALaterRuleDropsLeavesTheGlobalBucketUnwritten) {
+  loadOnTestClock({globalUdp(1000, 3), dnsPerSource(1)});
+  ASSERT_EQ(run(udpFrom("192.0.2.1")), XDP_PASS);  // the global 1 of 3, .1's query 1 of 1
+  const uint64_t idle = globalWord("global");
+  ASSERT_NE(idle, 0u);
+  // 10 ms on, the global bucket (1 ms a packet) is idle and full again; .1's is not (1 s)
+  setClock(100000 + 10);
+  EXPECT_EQ(passes(udpFrom("192.0.2.1"), 5), 0);
+  EXPECT_EQ(globalWord("global"), idle);
+  EXPECT_EQ(ruleCount(1, FG_VERDICT_DROP), 5u);
+  // counted as before: the global rule admitted them, the DNS rule dropped them
+  EXPECT_EQ(ruleCount(0, FG_VERDICT_PASS), 6u);
+  EXPECT_EQ(ruleCount(0, FG_VERDICT_DROP), 0u);
+}
+
+// The charge that waited is made: the global bucket runs out at its burst, and what it then
+// refuses is dropped and counted by it, whichever rules come after it.
+TEST_F(DeferredGlobalTest, TheWaitingChargeIsMadeOnceTheLaterRulesAdmit) {
+  loadOnTestClock({globalUdp(1, 3), dnsPerSource(10)});
+  EXPECT_EQ(run(udpFrom("192.0.2.1")), XDP_PASS);
+  EXPECT_EQ(run(udpFrom("192.0.2.2")), XDP_PASS);
+  EXPECT_EQ(run(ntpFrom("192.0.2.3")), XDP_PASS);  // the global rule alone: charged at once
+  EXPECT_EQ(run(udpFrom("192.0.2.4")), XDP_DROP);
+  EXPECT_EQ(run(ntpFrom("192.0.2.5")), XDP_DROP);
+  EXPECT_EQ(ruleCount(0, FG_VERDICT_PASS), 3u);
+  EXPECT_EQ(ruleCount(0, FG_VERDICT_DROP), 2u);
+  // the DNS rule never saw .4's query: the global rule refused it before, as it is first
+  EXPECT_EQ(ruleCount(1, FG_VERDICT_PASS), 2u);
+  // a second later one more is admitted, and .4's bucket has all ten
+  setClock(100000 + 1000);
+  EXPECT_EQ(passes(udpFrom("192.0.2.4"), 3), 1);
+}
+
+// Two global rules ahead of a per-source one: each waits, each is charged once the last
+// admitted; a monitor rule among them still only counts what it would refuse.
+TEST_F(DeferredGlobalTest, SeveralWaitingRulesAreEachChargedAndAMonitorOneOnlyCounts) {
+  RuleSpec watch = globalUdp(1, 1);
+  watch.name = "watch";
+  watch.action = ExceedAction::kMonitor;
+  RuleSpec cap = globalUdp(1, 4);
+  cap.name = "cap";
+  loadOnTestClock({watch, cap, dnsPerSource(2)});
+  EXPECT_EQ(passes(udpFrom("192.0.2.1"), 2), 2);  // watch admits one and counts the other
+  EXPECT_EQ(passes(udpFrom("192.0.2.1"), 3), 0);  // .1's DNS bucket: 2 of 2
+  EXPECT_EQ(passes(udpFrom("192.0.2.2"), 3), 2);  // cap: 4 of 4
+  EXPECT_EQ(ruleCount(0, FG_VERDICT_PASS), 1u);
+  EXPECT_EQ(ruleCount(0, FG_VERDICT_MONITOR), 7u);
+  EXPECT_EQ(ruleCount(1, FG_VERDICT_PASS), 7u);  // the four charged, and .1's three dropped
+  EXPECT_EQ(ruleCount(1, FG_VERDICT_DROP), 1u);
+  EXPECT_EQ(ruleCount(2, FG_VERDICT_DROP), 3u);
+}
+
+// Runs `frame` `repeat` times in one BPF_PROG_TEST_RUN on CPU `cpu` (the kernel's loop, so
+// two CPUs' runs overlap packet by packet); false if the run failed.
+bool runOnCpu(int prog_fd, const std::vector<uint8_t>& frame, int cpu, uint32_t repeat) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  if (pthread_setaffinity_np(pthread_self(), sizeof(set), &set) != 0) return false;
+  LIBBPF_OPTS(bpf_test_run_opts, opts);
+  opts.data_in = frame.data();
+  opts.data_size_in = static_cast<uint32_t>(frame.size());
+  opts.repeat = repeat;
+  return bpf_prog_test_run_opts(prog_fd, &opts) == 0;
+}
+
+// Two CPUs at once, each with its own source's queries behind a global rule: the global
+// bucket admits exactly its burst between them, its charges waiting for the DNS rule each
+// time; where both looked at its last packet, one charge refuses after all and its packet
+// is dropped, counted dropped and not passed.
+TEST_F(DeferredGlobalTest, TwoCpusAtOnceGetExactlyTheGlobalBurstBetweenThem) {
+  if (std::thread::hardware_concurrency() < 2) GTEST_SKIP() << "needs two CPUs";
+  constexpr uint32_t kBurst = 100'000;
+  constexpr uint32_t kEach = 150'000;
+  RuleSpec dns = dnsPerSource(1'000'000);  // admits every query
+  dns.limit.pps = 1'000'000;
+  loadOnTestClock({globalUdp(1000, kBurst), dns});
+  std::atomic<bool> first_ran{false};
+  std::thread first(
+      [&] { first_ran = runOnCpu(loaded_->programFd(), udpFrom("192.0.2.1"), 0, kEach); });
+  const bool second_ran = runOnCpu(loaded_->programFd(), udpFrom("192.0.2.2"), 1, kEach);
+  first.join();
+  ASSERT_TRUE(first_ran && second_ran) << strerror(errno);
+  EXPECT_EQ(counted(FG_VERDICT_DROP, FG_REASON_RATE), 2 * kEach - kBurst);
+  EXPECT_EQ(ruleCount(0, FG_VERDICT_PASS), kBurst);
+  EXPECT_EQ(ruleCount(0, FG_VERDICT_DROP), 2 * kEach - kBurst);
+  // each packet the global rule admitted on its look was admitted by the DNS rule too
+  EXPECT_GE(ruleCount(1, FG_VERDICT_PASS), kBurst);
+  EXPECT_EQ(ruleCount(1, FG_VERDICT_DROP), 0u);
+}
+
+}  // namespace
+}  // namespace floodgate::test
