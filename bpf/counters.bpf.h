@@ -26,19 +26,6 @@ static __always_inline void fg_count_rule(__u32 rule_id, __u32 verdict, __u32 le
 	fg_count_into(&rule_counters, FG_RULE_COUNTER_INDEX(rule_id, verdict), len);
 }
 
-/* Takes back one packet fg_count_rule counted on this CPU (a global rule's deferred charge
- * that refused after all: counted passed when it looked, it is counted as it ended). */
-static __always_inline void fg_uncount_rule(__u32 rule_id, __u32 verdict, __u32 len)
-{
-	__u32 index = FG_RULE_COUNTER_INDEX(rule_id, verdict);
-	struct fg_counter *counter = bpf_map_lookup_elem(&rule_counters, &index);
-
-	if (counter) {
-		counter->packets--;
-		counter->bytes -= len;
-	}
-}
-
 /* Counts one `stat` (enum fg_table_stat) of a rule. */
 static __always_inline void fg_count_table(__u32 rule_id, __u32 stat)
 {

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR MIT) */
 /* Rule evaluation: a packet is charged to every rule it matches and passes only if all of
- * them admit it; what earlier rules took is handed back when a later one drops it. */
+ * them admit it; what the others took is handed back when one drops it. A global rule with
+ * rules after it is charged once they have admitted it (fg_defers_charge). */
 #ifndef FLOODGATE_RULES_BPF_H
 #define FLOODGATE_RULES_BPF_H
 
@@ -492,7 +493,7 @@ static __always_inline int fg_rule_charge(struct fg_walk *walk, const struct fg_
  * their own limits behind a global cap) then never writes the global bucket, which every
  * CPU shares: charged and handed back, it took two locked writes a packet on one cache line
  * from every CPU, and the charges of real clients lost their compare-and-swap races to it
- * (refused after FG_CAS_RETRIES). fg_charge_deferred charges it once the others admitted. */
+ * (refused after FG_CAS_RETRIES). fg_settle_deferred charges it once the others admitted. */
 static __always_inline int fg_defers_charge(struct fg_walk *walk, const struct fg_rule *rule)
 {
 	struct fg_rule_state *state;
@@ -507,8 +508,9 @@ static __always_inline int fg_defers_charge(struct fg_walk *walk, const struct f
 
 /* Visits the rule at position `index`, the lowest pending (rules decide in their order in
  * the config); returns 1 when its refusal ends the walk. A global rule whose charge waits
- * (fg_defers_charge) is counted as admitting, took nothing yet (`uncharged`, so a later drop
- * hands it nothing), and is marked in `untracked`, which no global rule uses otherwise. */
+ * (fg_defers_charge) took nothing yet (`uncharged`, so a later drop hands it nothing), is
+ * marked in `untracked`, which no global rule uses otherwise, and is counted once its
+ * outcome is known (fg_settle_deferred). */
 static __always_inline int fg_rule_visit_at(struct fg_walk *walk, struct fg_settings *settings,
 					    __u32 index)
 {
@@ -521,7 +523,7 @@ static __always_inline int fg_rule_visit_at(struct fg_walk *walk, struct fg_sett
 	if (fg_defers_charge(walk, rule)) {
 		walk->uncharged |= fg_last_visited(walk);
 		walk->untracked |= fg_last_visited(walk);
-		return fg_rule_outcome(walk, settings, rule, 1);
+		return 0;
 	}
 	return fg_rule_outcome(walk, settings, rule, fg_rule_charge(walk, rule));
 }
@@ -546,12 +548,13 @@ static __always_inline struct fg_settings *fg_walk_settings(void)
 	return bpf_map_lookup_elem(&settings_map, &zero);
 }
 
-/* Charges the global rules whose charge waited for the rest of the walk (`deferred`,
- * positions of walk->set), once no rule dropped the packet: a refusal now (another CPU took
- * what the look saw) decides as it would have in the walk, its rule's count of the packet
- * moved from passed. Those it charged are no longer `uncharged`, so a drop by a later one
- * hands them back with the walk's own. A global function, as fg_rule_walk. */
-__attribute__((noinline)) int fg_charge_deferred(struct fg_walk *walk, __u32 deferred)
+/* Settles the global rules whose charge waited for the rest of the walk (`deferred`,
+ * positions of walk->set). A packet another rule dropped is counted passed by them (they
+ * had room) and charged nothing. Else each is charged now, in order: a refusal (another CPU
+ * took the room the look saw) decides as it would have in the walk; those charged before a
+ * drop are no longer `uncharged`, so it hands them back with the walk's own. A global
+ * function, as fg_rule_walk. */
+__attribute__((noinline)) int fg_settle_deferred(struct fg_walk *walk, __u32 deferred)
 {
 	struct fg_settings *settings;
 	__u32 i;
@@ -571,13 +574,15 @@ __attribute__((noinline)) int fg_charge_deferred(struct fg_walk *walk, __u32 def
 		deferred &= deferred - 1;
 		pos = (walk->set & 1) * FG_MAX_RULES + (fg_lowest_bit(bit) & (FG_MAX_RULES - 1));
 		rule = bpf_map_lookup_elem(&rules, &pos);
-		if (!rule)
+		if (!rule || rule->key_kind != FG_KEY_GLOBAL)
 			continue;
-		if (fg_rule_admits(rule, &walk->pkt, &walk->eval)) {
-			walk->uncharged &= ~bit;
+		if (walk->verdict == FG_VERDICT_DROP ||
+		    fg_rule_admits(rule, &walk->pkt, &walk->eval)) {
+			if (walk->verdict != FG_VERDICT_DROP)
+				walk->uncharged &= ~bit;
+			fg_count_rule(rule->id, FG_VERDICT_PASS, walk->eval.len);
 			continue;
 		}
-		fg_uncount_rule(rule->id, FG_VERDICT_PASS, walk->eval.len);
 		walk->reason = FG_REASON_RATE;
 		verdict = rule->action == FG_ACTION_MONITOR || FG_READ_ONCE(settings->monitor)
 			      ? FG_VERDICT_MONITOR
@@ -587,8 +592,8 @@ __attribute__((noinline)) int fg_charge_deferred(struct fg_walk *walk, __u32 def
 			walk->verdict = FG_VERDICT_MONITOR;
 			continue;
 		}
+		/* the rest, past the one that drops, had room: counted passed, charged nothing */
 		walk->verdict = FG_VERDICT_DROP;
-		break;
 	}
 	return 0;
 }
@@ -782,8 +787,8 @@ static __always_inline __u32 fg_apply_rules(struct fg_settings *settings, struct
 		bpf_loop(FG_MAX_RULES, fg_rule_step, walk, 0);
 	/* the global rules whose charge waited for the others (fg_defers_charge): took nothing
 	 * and marked untracked, which only a charge that was made marks otherwise */
-	if (walk->verdict != FG_VERDICT_DROP && (walk->untracked & walk->uncharged))
-		fg_charge_deferred(walk, walk->untracked & walk->uncharged);
+	if (walk->untracked & walk->uncharged)
+		fg_settle_deferred(walk, walk->untracked & walk->uncharged);
 	if (walk->verdict == FG_VERDICT_DROP) {
 		/* the rules visited (set out with, no longer pending) but those that took nothing,
 		 * the one that drops among them */

@@ -135,6 +135,7 @@ while IFS=$'\t' read -r name ns; do
       add_row "test_run" "$label" "$ns" "ns/packet" "bare XDP_DROP, cold" \
         "$detail; each frame run once, so its lines are as cold as in a flood"
       continue ;;
+    floodgate_global_then_rule) label="floodgate, global rule, then 1 rule" detail="both admit the source" ;;
     floodgate_global_then_over_limit) label="floodgate, global rule, then a source over its limit" detail="a flood behind a global cap; one CPU" ;;
     floodgate_global_then_over_limit_2cpus)
       add_row "test_run" "floodgate, global rule, then a source over its limit, 2 CPUs" "$ns" \
