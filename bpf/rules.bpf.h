@@ -488,6 +488,23 @@ static __always_inline int fg_rule_charge(struct fg_walk *walk, const struct fg_
 	return admitted;
 }
 
+/* Whether the global bucket of `rule` would admit the packet of `eval`, read without a
+ * write (fg_would_admit). A global function, so a walk's visit of a rule keyed by source
+ * carries no more than the test that leads here. */
+__attribute__((noinline)) int fg_global_would_admit(const struct fg_rule *rule,
+						    const struct fg_eval *eval)
+{
+	struct fg_rule_state *state;
+	__u32 id;
+
+	if (!rule || !eval)
+		return 0;
+	id = rule->id;
+	state = bpf_map_lookup_elem(&rule_state, &id);
+	return state && fg_would_admit(state->global_state, rule, rule->limits,
+				       fg_units(eval->jiffies), eval->len);
+}
+
 /* Whether a global rule's charge waits for the rules after it: yes when some are still to
  * visit and its bucket would admit the packet. A flood that a later rule drops (sources over
  * their own limits behind a global cap) then never writes the global bucket, which every
@@ -496,14 +513,8 @@ static __always_inline int fg_rule_charge(struct fg_walk *walk, const struct fg_
  * (refused after FG_CAS_RETRIES). fg_settle_deferred charges it once the others admitted. */
 static __always_inline int fg_defers_charge(struct fg_walk *walk, const struct fg_rule *rule)
 {
-	struct fg_rule_state *state;
-	__u32 id = rule->id;
-
-	if (rule->key_kind != FG_KEY_GLOBAL || !walk->pending)
-		return 0;
-	state = bpf_map_lookup_elem(&rule_state, &id);
-	return state && fg_would_admit(state->global_state, rule, rule->limits,
-				       fg_units(walk->eval.jiffies), walk->eval.len);
+	return rule->key_kind == FG_KEY_GLOBAL && walk->pending &&
+	       fg_global_would_admit(rule, &walk->eval);
 }
 
 /* Visits the rule at position `index`, the lowest pending (rules decide in their order in
