@@ -495,8 +495,9 @@ static __always_inline int fg_charge(__u64 *state, const struct fg_rule *rule, _
 }
 
 /* Whether fg_charge would admit a packet of `len` at `now`, read without a write: a global
- * rule's look before the rules after it have decided (fg_defers_charge). A bucket whose
- * time was never written, or one deep in debt, reads as refusing; the charge then decides. */
+ * rule's look before the rules after it have decided (fg_defers_charge). A bucket deep in
+ * debt (or never written, in the hours before the unit clock wraps) reads as refusing; the
+ * charge then decides, as fg_charge_one does. */
 static __always_inline int fg_would_admit(const __u64 *state, const struct fg_rule *rule,
 					  const struct fg_limit *limits, __u64 now, __u32 len)
 {

@@ -9,7 +9,8 @@
 #     source over its limit); each also as ns over the bare drop; 1 rule chained by a
 #     tail call to a next XDP program (a bare XDP_PASS), against 1 rule attached alone; and
 #     spoofed and tracked sources with their lines cold (each frame run once), against the
-#     bare drop run the same way;
+#     bare drop run the same way; a global rule ahead of a per-source rule that admits the
+#     source, and that drops it, on one CPU and (against that) on two CPUs at once;
 #   - flood throughput through a veth pair into a network namespace, `floodgate flood` as
 #     the sender, the median of 3 rounds: bare XDP_DROP with 1, 64k and 1M sources (the
 #     baselines), floodgate with 1 source, 64k tracked sources (no new-source cap), 64k
@@ -138,9 +139,10 @@ while IFS=$'\t' read -r name ns; do
     floodgate_global_then_rule) label="floodgate, global rule, then 1 rule" detail="both admit the source" ;;
     floodgate_global_then_over_limit) label="floodgate, global rule, then a source over its limit" detail="a flood behind a global cap; one CPU" ;;
     floodgate_global_then_over_limit_2cpus)
+      detail="needs two CPUs to run on"
+      [[ $ns != n/a ]] && detail="$(over_bare "$ns"); another source's frames on the other CPU at the same time"
       add_row "test_run" "floodgate, global rule, then a source over its limit, 2 CPUs" "$ns" \
-        "ns/packet" "floodgate, global rule, then a source over its limit" \
-        "$(over_bare "$ns"); another source's frames on the other CPU at the same time"
+        "ns/packet" "floodgate, global rule, then a source over its limit" "$detail"
       continue ;;
     floodgate_1_rule_chained)
       add_row "test_run" "floodgate, 1 rule, chained" "$ns" "ns/packet" "floodgate, 1 rule" \

@@ -187,6 +187,8 @@ class TwoCpusTest : public DeferredGlobalTest {
     EXPECT_EQ(ruleCount(0, refused), over);
     if (action == ExceedAction::kMonitor) {
       // nothing dropped: each source's own bucket paid for all of its queries
+      EXPECT_EQ(counted(FG_VERDICT_DROP, FG_REASON_RATE), 0u);
+      EXPECT_EQ(counted(FG_VERDICT_MONITOR, FG_REASON_RATE), over);
       EXPECT_EQ(ruleCount(1, FG_VERDICT_PASS), 2 * kEach);
       return;
     }
@@ -199,13 +201,17 @@ class TwoCpusTest : public DeferredGlobalTest {
     EXPECT_EQ(ruleCount(1, FG_VERDICT_PASS) - passed_before, 2 * kOwn - kBurst);
   }
 
+  void SetUp() override {
+    DeferredGlobalTest::SetUp();
+    (void)pthread_getaffinity_np(pthread_self(), sizeof(allowed_), &allowed_);
+  }
+
   void TearDown() override {
-    cpu_set_t all;
-    CPU_ZERO(&all);
-    for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) CPU_SET(cpu, &all);
-    (void)pthread_setaffinity_np(pthread_self(), sizeof(all), &all);
+    (void)pthread_setaffinity_np(pthread_self(), sizeof(allowed_), &allowed_);
     DeferredGlobalTest::TearDown();
   }
+
+  cpu_set_t allowed_{};
 };
 
 TEST_F(TwoCpusTest, GetExactlyTheGlobalBurstBetweenThem) {

@@ -392,10 +392,11 @@ TEST_F(XdpLimiterTest, EveryMatchingRuleMustAdmitAndDropsAreRefunded) {
   EXPECT_EQ((*rules)[1].by_verdict[FG_VERDICT_PASS].packets, 2u);
 }
 
-// A drop hands back the charges of every earlier rule, whatever bucket each took it from:
-// a global rule's shared bucket, and a per-source rule's untracked bucket for a source the
-// new-source cap kept out of the table. On the program's test clock: no refill between runs.
-TEST_F(XdpLimiterTest, ADropHandsBackGlobalAndUntrackedCharges) {
+// A drop hands back the charges of every earlier rule: a per-source rule's untracked bucket
+// for a source the new-source cap kept out of the table. A global rule ahead of them takes
+// nothing until they have admitted (docs/config.md), so there is nothing to hand back to
+// it. On the program's test clock: no refill between runs.
+TEST_F(XdpLimiterTest, ADropHandsBackWhatTheUntrackedBucketTookAndTheGlobalRuleTookNothing) {
   RuleSpec global = dnsRule("global", 1, 3);  // every DNS query, one bucket
   global.key = KeyKind::kGlobal;
   RuleSpec capped = sourceRule(1, 100);  // every packet
@@ -410,7 +411,7 @@ TEST_F(XdpLimiterTest, ADropHandsBackGlobalAndUntrackedCharges) {
   ASSERT_EQ(run(ntp("192.0.2.1")), XDP_PASS);  // .1 takes capped's one new source
   // .2 is untracked by capped: global 1 of 3, untracked 1 of 3, its dns bucket 1 of 1
   ASSERT_EQ(run(udpFrom("192.0.2.2")), XDP_PASS);
-  // dns refuses the next four: each hands back what global and untracked took for it
+  // dns refuses the next four: each hands back what untracked took (global took nothing)
   EXPECT_EQ(passes(udpFrom("192.0.2.2"), 4), 0);
   // two of the untracked bucket's three are left, for any source the cap keeps out
   EXPECT_EQ(passes(ntp("192.0.2.3"), 3), 2);
@@ -419,7 +420,7 @@ TEST_F(XdpLimiterTest, ADropHandsBackGlobalAndUntrackedCharges) {
   auto rules = limiter().ruleCounters();
   ASSERT_TRUE(rules.ok());
   ASSERT_EQ(rules->size(), 3u);
-  EXPECT_EQ((*rules)[0].by_verdict[FG_VERDICT_PASS].packets, 8u);  // each charge counts
+  EXPECT_EQ((*rules)[0].by_verdict[FG_VERDICT_PASS].packets, 8u);  // each it had room for
   EXPECT_EQ((*rules)[2].by_verdict[FG_VERDICT_DROP].packets, 6u);
 }
 
