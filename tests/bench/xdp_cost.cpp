@@ -76,11 +76,7 @@ Result<double> nsPerPacket(int program_fd, const std::vector<uint8_t>& frame, ui
   return best;
 }
 
-// The average ns per packet of one run of `frame` on one CPU and one of `other` (a frame
-// from another source) on a second CPU, started together, best of `runs`: what the
-// program's writes to memory both CPUs share cost when they contend, as in a flood from
-// many sources spread over a NIC's queues. The two CPUs are the first two this process may
-// run on (on an SMT machine they may be one core's two threads, which share a cache).
+// The first two CPUs this process may run on (fewer if it may not run on two).
 std::vector<int> firstTwoCpus() {
   cpu_set_t allowed;
   std::vector<int> cpus;
@@ -92,6 +88,11 @@ std::vector<int> firstTwoCpus() {
   return cpus;
 }
 
+// The average ns per packet of one run of `frame` on one CPU and one of `other` (a frame
+// from another source) on a second CPU, started together, best of `runs`: what the
+// program's writes to memory both CPUs share cost when they contend, as in a flood from
+// many sources spread over a NIC's queues. The two CPUs are the first two this process may
+// run on (on an SMT machine they may be one core's two threads, which share a cache).
 Result<double> nsPerPacketOnTwoCpus(int program_fd, const std::vector<uint8_t>& frame,
                                     const std::vector<uint8_t>& other, uint32_t repeat, int runs) {
   const std::vector<int> cpus = firstTwoCpus();
